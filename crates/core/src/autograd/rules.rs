@@ -1,0 +1,236 @@
+//! One derivative rule per primitive, each written as the maths it implements. `g` is the
+//! gradient flowing into the op's output; each arm returns the gradients of the op's inputs
+//! (in the order of `GradFn::inputs`), computed with ordinary tensor ops.
+
+use super::GradFn;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// Gradients of the inputs of `grad_fn` given the output gradient `g`.
+pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    Ok(match grad_fn {
+        GradFn::Unary { input, op } => vec![Some(unary_rule(*op, input, g)?)],
+        GradFn::Binary { lhs, rhs, op } => {
+            let (a, b) = binary_rule(*op, lhs, rhs, g)?;
+            vec![a, b]
+        }
+        GradFn::BinaryScalar {
+            input,
+            op,
+            scalar,
+            scalar_on_left,
+        } => vec![scalar_rule(*op, input, *scalar, *scalar_on_left, g)?],
+        // where(c, t, f): dt = g·[c], df = g·[¬c]
+        GradFn::Where { condition, .. } => {
+            let zeros = g.zeros_like()?;
+            vec![
+                Some(Tensor::where_(condition, g, &zeros)?),
+                Some(Tensor::where_(condition, &zeros, g)?),
+            ]
+        }
+        GradFn::Reduce { input, op, dims } => vec![reduce_rule(*op, input, dims, g)?],
+        // C = A·B: dA = g·Bᵀ, dB = Aᵀ·g (per batch)
+        GradFn::Matmul { lhs, rhs } => vec![
+            Some(g.matmul(&rhs.transpose(1, 2)?)?),
+            Some(lhs.transpose(1, 2)?.matmul(g)?),
+        ],
+        GradFn::Reshape { input } => vec![Some(g.reshape(input.shape())?)],
+        // permute by p: dx = g permuted by p⁻¹
+        GradFn::Permute { perm, .. } => {
+            let mut inverse = vec![0; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inverse[p] = i;
+            }
+            vec![Some(g.permute(&inverse)?)]
+        }
+        // broadcast: dx = Σ g over the stretched dims
+        GradFn::BroadcastTo { input } => vec![Some(sum_to_shape(g, input.shape())?)],
+        // narrow: dx = g written into zeros at [start, start + len)
+        GradFn::Narrow { input, dim, start } => {
+            let target = Layout::contiguous(input.shape()).narrow(*dim, *start, g.shape()[*dim]);
+            let mut storage = Storage::full(input.device(), input.numel(), g.dtype(), 0.0)?;
+            g.storage().copy_into(g.layout(), &mut storage, &target)?;
+            vec![Some(Tensor::from_storage(storage, input.shape(), None))]
+        }
+        GradFn::Copy { .. } => vec![Some(g.clone())],
+        GradFn::Cast { input } => vec![Some(g.to_dtype(input.dtype())?)],
+        GradFn::ToDevice { input } => vec![Some(g.to_device(input.device())?)],
+        // y = x[idx] along d: dx = scatter_add(0, d, idx expanded, g)
+        GradFn::IndexSelect { input, indices, dim } => {
+            let mut view = vec![1usize; g.rank()];
+            view[*dim] = indices.numel();
+            let expanded = indices.reshape(view)?.broadcast_to(g.shape())?.contiguous()?;
+            vec![Some(input.zeros_like()?.scatter_add(*dim as isize, &expanded, g)?)]
+        }
+        // y = gather(x, d, idx): dx = scatter_add(0, d, idx, g)
+        GradFn::Gather { input, indices, dim } => {
+            vec![Some(input.zeros_like()?.scatter_add(*dim as isize, indices, g)?)]
+        }
+        // y = base + scatter(src): dbase = g, dsrc = gather(g, d, idx)
+        GradFn::ScatterAdd { indices, src, dim, .. } => {
+            let gathered = g.gather(*dim as isize, indices)?;
+            let src_grad = if gathered.shape() == src.shape() {
+                gathered
+            } else {
+                let mut storage = Storage::full(src.device(), src.numel(), g.dtype(), 0.0)?;
+                let mut target = Layout::contiguous(src.shape());
+                target.shape = gathered.shape().to_vec();
+                gathered.storage().copy_into(gathered.layout(), &mut storage, &target)?;
+                Tensor::from_storage(storage, src.shape(), None)
+            };
+            vec![Some(g.clone()), Some(src_grad)]
+        }
+        // cat: each input's gradient is its slice of g
+        GradFn::Cat { inputs, dim } => {
+            let mut start = 0;
+            let mut grads = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                let len = input.shape()[*dim];
+                grads.push(Some(g.narrow(*dim as isize, start, len)?));
+                start += len;
+            }
+            grads
+        }
+        GradFn::Custom { inputs, backward } => backward.backward(inputs, g)?,
+    })
+}
+
+/// Sum `g` down to `shape` (the inverse of broadcasting).
+pub(crate) fn sum_to_shape(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let lead = g.rank() - shape.len();
+    let mut dims: Vec<isize> = (0..lead as isize).collect();
+    for (i, &size) in shape.iter().enumerate() {
+        if size == 1 && g.shape()[lead + i] != 1 {
+            dims.push((lead + i) as isize);
+        }
+    }
+    g.sum(&dims, true)?.reshape(shape)
+}
+
+fn unary_rule(op: UnaryOp, x: &Tensor, g: &Tensor) -> Result<Tensor> {
+    match op {
+        // d(-x) = -1
+        UnaryOp::Neg => g.neg(),
+        // d|x| = sign(x)
+        UnaryOp::Abs => g.mul(&x.sign()?),
+        // d sign(x) = 0
+        UnaryOp::Sign => g.zeros_like(),
+        // d eˣ = eˣ
+        UnaryOp::Exp => g.mul(&x.exp()?),
+        // d ln x = 1/x
+        UnaryOp::Log => g.div(x),
+        // d √x = 1 / (2√x)
+        UnaryOp::Sqrt => g.div(&x.sqrt()?.mul_scalar(2.0)?),
+        // d x^(-1/2) = -½ x^(-3/2) = -½ rsqrt(x) / x
+        UnaryOp::Rsqrt => g.mul(&x.rsqrt()?.div(x)?.mul_scalar(-0.5)?),
+        // d (1/x) = -1/x²
+        UnaryOp::Recip => g.neg()?.div(&x.square()?),
+        // d sin x = cos x
+        UnaryOp::Sin => g.mul(&x.cos()?),
+        // d cos x = -sin x
+        UnaryOp::Cos => g.mul(&x.sin()?.neg()?),
+        // d tanh x = 1 - tanh² x
+        UnaryOp::Tanh => g.mul(&x.tanh()?.square()?.rsub_scalar(1.0)?),
+        // d σ(x) = σ(x)(1 - σ(x))
+        UnaryOp::Sigmoid => {
+            let s = x.sigmoid()?;
+            g.mul(&s.mul(&s.rsub_scalar(1.0)?)?)
+        }
+        // d relu(x) = [x > 0]
+        UnaryOp::Relu => g.mul(&x.gt_scalar(0.0)?.to_dtype(g.dtype())?),
+        // d gelu(x) = Φ(x) + x·φ(x), Φ(x) = ½(1 + erf(x/√2)), φ(x) = e^(-x²/2)/√(2π)
+        UnaryOp::Gelu => {
+            let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1.0)?.mul_scalar(0.5)?;
+            let pdf = x.square()?.mul_scalar(-0.5)?.exp()?.mul_scalar(0.398_942_280_401_432_7)?;
+            g.mul(&cdf.add(&x.mul(&pdf)?)?)
+        }
+        // d erf(x) = 2/√π · e^(-x²)
+        UnaryOp::Erf => g.mul(&x.square()?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?),
+        // d x·σ(x) = σ(x) + x·σ(x)(1 - σ(x))
+        UnaryOp::Silu => {
+            let s = x.sigmoid()?;
+            let ds = s.mul(&s.rsub_scalar(1.0)?)?;
+            g.mul(&s.add(&x.mul(&ds)?)?)
+        }
+    }
+}
+
+fn mask(condition: Tensor, like: &Tensor) -> Result<Tensor> {
+    condition.to_dtype(like.dtype())
+}
+
+fn binary_rule(op: BinaryOp, a: &Tensor, b: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    Ok(match op {
+        // d(a+b) = (1, 1)
+        BinaryOp::Add => (Some(g.clone()), Some(g.clone())),
+        // d(a-b) = (1, -1)
+        BinaryOp::Sub => (Some(g.clone()), Some(g.neg()?)),
+        // d(ab) = (b, a)
+        BinaryOp::Mul => (Some(g.mul(b)?), Some(g.mul(a)?)),
+        // d(a/b) = (1/b, -a/b²)
+        BinaryOp::Div => (Some(g.div(b)?), Some(g.mul(a)?.neg()?.div(&b.square()?)?)),
+        // d max(a,b) = ([a>b] + ½[a=b], [b>a] + ½[a=b])  (ties share, as in PyTorch)
+        BinaryOp::Maximum | BinaryOp::Minimum => {
+            let (wins_a, wins_b) = if op == BinaryOp::Maximum { (a.gt(b)?, b.gt(a)?) } else { (a.lt(b)?, b.lt(a)?) };
+            let tie = mask(a.eq(b)?, g)?.mul_scalar(0.5)?;
+            let share_a = mask(wins_a, g)?.add(&tie)?;
+            let share_b = mask(wins_b, g)?.add(&tie)?;
+            (Some(g.mul(&share_a)?), Some(g.mul(&share_b)?))
+        }
+        // d aᵇ = (b·aᵇ⁻¹, aᵇ·ln a), with the b-gradient taken as 0 where a = 0
+        BinaryOp::Pow => {
+            let da = g.mul(&b.mul(&a.pow(&b.sub_scalar(1.0)?)?)?)?;
+            let db_raw = g.mul(&a.pow(b)?.mul(&a.log()?)?)?;
+            let db = Tensor::where_(&a.eq_scalar(0.0)?, &db_raw.zeros_like()?, &db_raw)?;
+            (Some(da), Some(db))
+        }
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => (None, None),
+    })
+}
+
+fn scalar_rule(op: BinaryOp, x: &Tensor, s: f64, scalar_on_left: bool, g: &Tensor) -> Result<Option<Tensor>> {
+    Ok(match (op, scalar_on_left) {
+        // d(x+s) = 1; d(x-s) = 1; d(s-x) = -1
+        (BinaryOp::Add, _) | (BinaryOp::Sub, false) => Some(g.clone()),
+        (BinaryOp::Sub, true) => Some(g.neg()?),
+        // d(xs) = s
+        (BinaryOp::Mul, _) => Some(g.mul_scalar(s)?),
+        // d(x/s) = 1/s; d(s/x) = -s/x²
+        (BinaryOp::Div, false) => Some(g.div_scalar(s)?),
+        (BinaryOp::Div, true) => Some(g.mul_scalar(-s)?.div(&x.square()?)?),
+        // d xˢ = s·xˢ⁻¹; d sˣ = sˣ·ln s
+        (BinaryOp::Pow, false) => Some(g.mul(&x.pow_scalar(s - 1.0)?.mul_scalar(s)?)?),
+        (BinaryOp::Pow, true) => Some(g.mul(&x.binary_scalar(BinaryOp::Pow, s, true)?.mul_scalar(s.ln())?)?),
+        // d max(x, s) = [x > s] + ½[x = s]
+        (BinaryOp::Maximum, _) | (BinaryOp::Minimum, _) => {
+            let wins = if op == BinaryOp::Maximum { x.gt_scalar(s)? } else { x.lt_scalar(s)? };
+            let share = mask(wins, g)?.add(&mask(x.eq_scalar(s)?, g)?.mul_scalar(0.5)?)?;
+            Some(g.mul(&share)?)
+        }
+        (BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge, _) => None,
+    })
+}
+
+fn reduce_rule(op: ReduceOp, x: &Tensor, dims: &[usize], g: &Tensor) -> Result<Option<Tensor>> {
+    let _ = dims;
+    Ok(match op {
+        // d Σx = 1 for every reduced element
+        ReduceOp::Sum => Some(g.broadcast_to(x.shape())?.contiguous()?),
+        // d max x = [x = max] / (number of ties), so tied maxima share the gradient
+        ReduceOp::Max | ReduceOp::Min => {
+            let dims_signed: Vec<isize> = dims.iter().map(|&d| d as isize).collect();
+            let extreme = x.reduce(op, &dims_signed, true)?;
+            let hits = x.eq(&extreme)?.to_dtype(if x.dtype() == DType::Bool { DType::F32 } else { x.dtype() })?;
+            let count = hits.sum(&dims_signed, true)?;
+            Some(hits.div(&count)?.mul(g)?)
+        }
+        ReduceOp::ArgMax | ReduceOp::ArgMin => None,
+    })
+}

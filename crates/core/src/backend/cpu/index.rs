@@ -1,0 +1,163 @@
+//! CPU indexing ops: index_select, gather and scatter_add. Indices of any integer dtype are
+//! read as i64 and checked: an out-of-range index is an `Error`, never an out-of-bounds write.
+
+use super::{map_same_variant, map_strided, CpuStorage};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::contiguous_strides;
+
+/// Read indices as i64 in logical order, checking each against `limit`.
+fn read_indices(op: &'static str, indices: &CpuStorage, layout: &Layout, limit: usize) -> Result<Vec<usize>> {
+    if !indices.dtype().is_index() {
+        return Err(Error::invalid(
+            op,
+            format!("indices must be an integer tensor, got {}", indices.dtype()),
+        ));
+    }
+    indices
+        .to_f64_vec(layout)
+        .into_iter()
+        .map(|v| {
+            if v < 0.0 || v as usize >= limit {
+                Err(Error::invalid(
+                    op,
+                    format!("index {v} is out of range for a dim of size {limit}"),
+                ))
+            } else {
+                Ok(v as usize)
+            }
+        })
+        .collect()
+}
+
+/// For each element of `shape` (row-major), the storage position under `layout` after
+/// replacing coordinate `dim` with `indices[element]`.
+fn indexed_positions(shape: &[usize], layout: &Layout, dim: usize, indices: &[usize]) -> Vec<usize> {
+    let strides = contiguous_strides(shape);
+    (0..indices.len())
+        .map(|flat| {
+            let mut position = layout.offset;
+            for (d, (&size, &stride)) in shape.iter().zip(&strides).enumerate() {
+                let coordinate = if size == 0 { 0 } else { (flat / stride) % size };
+                let coordinate = if d == dim { indices[flat] } else { coordinate };
+                position += coordinate * layout.strides[d];
+            }
+            position
+        })
+        .collect()
+}
+
+impl CpuStorage {
+    /// Entries of `dim` picked by a rank-1 index vector.
+    pub fn index_select(&self, layout: &Layout, indices: &CpuStorage, indices_layout: &Layout, dim: usize) -> Result<CpuStorage> {
+        let picked = read_indices("index_select", indices, indices_layout, layout.shape[dim])?;
+        let mut out_shape = layout.shape.clone();
+        out_shape[dim] = picked.len();
+        let outer: usize = layout.shape[..dim].iter().product();
+        let inner: usize = layout.shape[dim + 1..].iter().product();
+        // Expand the index vector to one index per output element, then reuse the gather walk.
+        let mut expanded = Vec::with_capacity(outer * picked.len() * inner);
+        for _ in 0..outer {
+            for &index in &picked {
+                expanded.extend(std::iter::repeat_n(index, inner));
+            }
+        }
+        let positions = indexed_positions(&out_shape, layout, dim, &expanded);
+        Ok(map_same_variant!(self, data => positions.iter().map(|&p| data[p]).collect()))
+    }
+
+    /// `out[..., j, ...] = self[..., indices[..., j, ...], ...]` along `dim`.
+    pub fn gather(&self, layout: &Layout, indices: &CpuStorage, indices_layout: &Layout, dim: usize) -> Result<CpuStorage> {
+        let index_shape = &indices_layout.shape;
+        if index_shape.len() != layout.rank()
+            || index_shape
+                .iter()
+                .zip(&layout.shape)
+                .enumerate()
+                .any(|(d, (&i, &s))| d != dim && i > s)
+        {
+            return Err(Error::ShapeMismatch {
+                op: "gather",
+                lhs: layout.shape.clone(),
+                rhs: index_shape.clone(),
+                reason: format!("index shape must have the same rank and not exceed the input outside dim {dim}"),
+            });
+        }
+        let picked = read_indices("gather", indices, indices_layout, layout.shape[dim])?;
+        let positions = indexed_positions(index_shape, layout, dim, &picked);
+        Ok(map_same_variant!(self, data => positions.iter().map(|&p| data[p]).collect()))
+    }
+
+    /// A contiguous copy of the base with `src` added at `indices` along `dim`.
+    pub fn scatter_add(
+        &self,
+        layout: &Layout,
+        indices: &CpuStorage,
+        indices_layout: &Layout,
+        src: &CpuStorage,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<CpuStorage> {
+        let index_shape = &indices_layout.shape;
+        let fits = |other: &[usize], allow_dim: bool| {
+            index_shape.len() == other.len()
+                && index_shape
+                    .iter()
+                    .zip(other)
+                    .enumerate()
+                    .all(|(d, (&i, &s))| (allow_dim && d == dim) || i <= s)
+        };
+        if !fits(&layout.shape, true) || !fits(&src_layout.shape, false) {
+            return Err(Error::ShapeMismatch {
+                op: "scatter_add",
+                lhs: layout.shape.clone(),
+                rhs: index_shape.clone(),
+                reason: format!("index shape must have the rank of base and src and fit inside them (src shape {:?})", src_layout.shape),
+            });
+        }
+        let picked = read_indices("scatter_add", indices, indices_layout, layout.shape[dim])?;
+        let out_layout = Layout::contiguous(&layout.shape);
+        let targets = indexed_positions(index_shape, &out_layout, dim, &picked);
+        // Source elements in the index tensor's logical order.
+        let mut src_view = src_layout.clone();
+        src_view.shape = index_shape.clone();
+        let base = self.copy_strided(layout)?;
+        match (base, src) {
+            (CpuStorage::F32(mut out), CpuStorage::F32(s)) => {
+                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), |a, b| a + b);
+                Ok(CpuStorage::F32(out))
+            }
+            (CpuStorage::F64(mut out), CpuStorage::F64(s)) => {
+                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), |a, b| a + b);
+                Ok(CpuStorage::F64(out))
+            }
+            (CpuStorage::F16(mut out), CpuStorage::F16(s)) => {
+                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), |a, b| a + b);
+                Ok(CpuStorage::F16(out))
+            }
+            (CpuStorage::I32(mut out), CpuStorage::I32(s)) => {
+                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), i32::wrapping_add);
+                Ok(CpuStorage::I32(out))
+            }
+            (CpuStorage::U32(mut out), CpuStorage::U32(s)) => {
+                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), u32::wrapping_add);
+                Ok(CpuStorage::U32(out))
+            }
+            (CpuStorage::U8(mut out), CpuStorage::U8(s)) => {
+                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), u8::wrapping_add);
+                Ok(CpuStorage::U8(out))
+            }
+            (base, s) => Err(Error::DTypeMismatch {
+                op: "scatter_add",
+                lhs: base.dtype(),
+                rhs: s.dtype(),
+            }),
+        }
+    }
+}
+
+fn add_at<T: Copy>(out: &mut [T], targets: &[usize], values: &[T], add: impl Fn(T, T) -> T) {
+    for (&target, &value) in targets.iter().zip(values) {
+        out[target] = add(out[target], value);
+    }
+}

@@ -1,0 +1,155 @@
+//! Adapter enumeration. A wgpu *adapter* is one physical (or software) GPU seen through one
+//! graphics API; the same card often shows up twice (Vulkan and OpenGL), and Mesa's lavapipe
+//! adds a CPU-emulated "GPU". We list the adapters once per process, drop OpenGL duplicates
+//! of cards that a modern API already exposes, and order them discrete > integrated >
+//! virtual > cpu so that `gpu:0` is the fastest device.
+
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+
+/// What `anygrad devices` shows about one adapter.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdapterInfo {
+    /// Position in anygrad's ordering (`gpu:index`).
+    pub index: usize,
+    /// Adapter name reported by the driver.
+    pub name: String,
+    /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa).
+    pub vendor: u32,
+    /// `DiscreteGpu`, `IntegratedGpu`, `VirtualGpu`, `Cpu` or `Other`.
+    pub device_type: String,
+    /// Graphics API: `Vulkan`, `Dx12`, `Metal` or `Gl`.
+    pub backend: String,
+    /// Driver name.
+    pub driver: String,
+    /// Driver version text.
+    pub driver_info: String,
+    /// Largest buffer the adapter can create, in bytes.
+    pub max_buffer_size: u64,
+    /// Largest buffer range one kernel binding can see, in bytes (tensors above it are refused).
+    pub max_storage_binding_size: u64,
+    /// Most workgroups per dispatch dimension (65,535 on most hardware).
+    pub max_workgroups_per_dimension: u32,
+    /// Bytes of workgroup (shared) memory per workgroup.
+    pub max_workgroup_storage_size: u32,
+    /// Whether kernels can compute in f16 (`SHADER_F16`).
+    pub shader_f16: bool,
+    /// Whether subgroup (warp/wave) operations are available.
+    pub subgroups: bool,
+    /// Smallest subgroup size.
+    pub min_subgroup_size: u32,
+    /// Largest subgroup size.
+    pub max_subgroup_size: u32,
+    /// Whether GPU timestamps can be recorded (profiler).
+    pub timestamp_query: bool,
+    /// Cooperative-matrix (tensor-core) configurations, as `MxNxK ab->cr`.
+    pub cooperative_matrix: Vec<String>,
+    /// Device memory in bytes, when the API reports it (wgpu does not yet: `None`).
+    pub memory_bytes: Option<u64>,
+}
+
+/// The process-wide instance and the ordered adapters (created on first use).
+pub(crate) struct AdapterRegistry {
+    pub(crate) adapters: Vec<wgpu::Adapter>,
+    pub(crate) infos: Vec<AdapterInfo>,
+}
+
+static REGISTRY: OnceLock<AdapterRegistry> = OnceLock::new();
+
+/// The adapters, enumerated once.
+pub(crate) fn registry() -> &'static AdapterRegistry {
+    REGISTRY.get_or_init(enumerate)
+}
+
+fn type_rank(device_type: wgpu::DeviceType) -> u8 {
+    match device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    }
+}
+
+fn enumerate() -> AdapterRegistry {
+    // `InstanceDescriptor` has no `Default` in wgpu 30; this reads WGPU_BACKEND etc. from the
+    // environment and needs no window.
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    // OpenGL exposes fewer features (no f16, weak compute): keep a GL adapter only when no
+    // modern API sees a card of the same name.
+    let modern_names: Vec<String> = adapters
+        .iter()
+        .filter(|a| a.get_info().backend != wgpu::Backend::Gl)
+        .map(|a| a.get_info().name)
+        .collect();
+    adapters.retain(|a| {
+        let info = a.get_info();
+        info.backend != wgpu::Backend::Gl || !modern_names.contains(&info.name)
+    });
+    adapters.retain(|a| a.get_info().backend != wgpu::Backend::Noop);
+    adapters.sort_by_key(|a| type_rank(a.get_info().device_type));
+    let infos = adapters.iter().enumerate().map(|(index, a)| describe(index, a)).collect();
+    AdapterRegistry { adapters, infos }
+}
+
+fn describe(index: usize, adapter: &wgpu::Adapter) -> AdapterInfo {
+    let info = adapter.get_info();
+    let limits = adapter.limits();
+    let features = adapter.features();
+    let cooperative_matrix = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+        adapter
+            .cooperative_matrix_properties()
+            .iter()
+            .map(|p| format!("{}x{}x{} {:?}->{:?}", p.m_size, p.n_size, p.k_size, p.ab_type, p.cr_type))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    AdapterInfo {
+        index,
+        name: info.name.clone(),
+        vendor: info.vendor,
+        device_type: format!("{:?}", info.device_type),
+        backend: format!("{:?}", info.backend),
+        driver: info.driver.clone(),
+        driver_info: info.driver_info.clone(),
+        max_buffer_size: limits.max_buffer_size,
+        max_storage_binding_size: limits.max_storage_buffer_binding_size,
+        max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+        max_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+        shader_f16: features.contains(wgpu::Features::SHADER_F16),
+        subgroups: features.contains(wgpu::Features::SUBGROUP),
+        min_subgroup_size: info.subgroup_min_size,
+        max_subgroup_size: info.subgroup_max_size,
+        timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+        cooperative_matrix,
+        memory_bytes: None,
+    }
+}
+
+/// The hint attached to `Error::NoAdapter`.
+pub(crate) fn no_adapter_hint() -> String {
+    "no Vulkan, DX12 or Metal adapter was found. On Linux install a Vulkan driver (the GPU \
+     vendor's, or Mesa's software one: `apt-get install mesa-vulkan-drivers libvulkan1`), or \
+     point the loader at one with VK_DRIVER_FILES=/usr/share/vulkan/icd.d/<driver>.json; \
+     `anygrad doctor` shows what was found"
+        .to_string()
+}
+
+/// The adapter at `ordinal`, or `NoAdapter` with a hint.
+pub(crate) fn adapter(ordinal: usize) -> Result<(&'static wgpu::Adapter, &'static AdapterInfo)> {
+    let registry = registry();
+    match (registry.adapters.get(ordinal), registry.infos.get(ordinal)) {
+        (Some(adapter), Some(info)) => Ok((adapter, info)),
+        _ if registry.adapters.is_empty() => Err(Error::NoAdapter { hint: no_adapter_hint() }),
+        _ => Err(Error::NoAdapter {
+            hint: format!(
+                "gpu:{ordinal} does not exist; {} adapter(s) found (gpu:0..gpu:{})",
+                registry.adapters.len(),
+                registry.adapters.len() - 1
+            ),
+        }),
+    }
+}

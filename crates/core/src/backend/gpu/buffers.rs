@@ -1,0 +1,271 @@
+//! The GPU caching allocator. Creating a `wgpu::Buffer` asks the driver for device memory,
+//! which is slow (a system call, sometimes a page-table update) and fragments memory; deep
+//! learning allocates and frees the same few sizes every step. So, like PyTorch's CUDA caching
+//! allocator, freed buffers go back into per-size-class free lists and the next request of that
+//! class reuses one without touching the driver.
+//!
+//! Two GPU-specific rules shape the pool:
+//! - **Reuse only after submit.** Ops record work into an open command encoder that the GPU has
+//!   not seen yet. A tensor dropped while its buffer is still referenced by recorded (unsubmitted)
+//!   work must not be handed out again and overwritten by a `queue.write_buffer` (which the queue
+//!   runs *before* the pending encoder). Released buffers therefore wait in `pending` until the
+//!   encoder is submitted; later submissions run after earlier ones, so reuse is then safe.
+//! - **Size classes.** Requests are rounded up (powers of two up to 1 MiB, then eight classes per
+//!   doubling, at most 12.5% waste) so that slightly different sizes share buffers.
+//!
+//! Allocation failure empties the cache and retries once, then reports `Error::OutOfMemory`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::error::{Error, Result};
+
+/// Smallest buffer handed out (also what an empty tensor gets: wgpu cannot bind 0 bytes).
+const MINIMUM_BUFFER_BYTES: u64 = 256;
+
+/// Every buffer can be bound as storage, and copied from and to (uploads, readbacks, clones).
+pub(crate) const BUFFER_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::COPY_SRC)
+    .union(wgpu::BufferUsages::COPY_DST);
+
+/// Memory counters of one device, in the spirit of `torch.cuda.memory_stats()`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct MemoryStats {
+    /// Bytes held by live tensors (size-class rounded).
+    pub allocated_bytes: u64,
+    /// Bytes the pool holds from the driver: allocated + cached + internal + pending reuse.
+    pub reserved_bytes: u64,
+    /// Highest `allocated_bytes` since the device opened or `reset_peak_memory`.
+    pub peak_allocated_bytes: u64,
+    /// Number of live tensor buffers.
+    pub allocation_count: u64,
+    /// Bytes sitting in the free lists, ready for reuse.
+    pub cached_bytes: u64,
+    /// Buffers created through the driver since the device opened.
+    pub driver_allocations: u64,
+    /// Requests served from the cache instead of the driver.
+    pub cache_hits: u64,
+    /// Times an allocation failed, the cache was emptied and the request retried.
+    pub out_of_memory_retries: u64,
+}
+
+/// What a buffer holds: tensor data (counted in `allocated_bytes`) or kernel parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BufferKind {
+    Tensor,
+    Internal,
+}
+
+/// The pool's bookkeeping (behind the context's mutex).
+#[derive(Debug, Default)]
+pub(crate) struct PoolState {
+    free: HashMap<u64, Vec<wgpu::Buffer>>,
+    pending: Vec<wgpu::Buffer>,
+    pub(crate) caching: bool,
+    stats: MemoryStats,
+}
+
+/// A shared handle to the pool, kept by every pooled buffer so that its drop can give the
+/// buffer back even after the context's other handles are gone.
+pub(crate) type SharedPool = Arc<Mutex<PoolState>>;
+
+/// Round `bytes` up to its size class.
+pub(crate) fn size_class(bytes: u64) -> u64 {
+    let bytes = bytes.max(MINIMUM_BUFFER_BYTES);
+    if bytes <= 1 << 20 {
+        bytes.next_power_of_two()
+    } else {
+        let step = bytes.next_power_of_two() / 8;
+        bytes.div_ceil(step) * step
+    }
+}
+
+/// A device buffer on loan from the pool; dropping it returns the buffer to the pool.
+#[derive(Debug)]
+pub(crate) struct PooledBuffer {
+    buffer: Option<wgpu::Buffer>,
+    size: u64,
+    kind: BufferKind,
+    pool: Weak<Mutex<PoolState>>,
+}
+
+impl PooledBuffer {
+    /// The wgpu buffer (always present until drop).
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        // The Option is only emptied inside `drop`.
+        match &self.buffer {
+            Some(buffer) => buffer,
+            None => unreachable!("pooled buffer used after drop"),
+        }
+    }
+
+    /// Size in bytes of the underlying buffer (the size class, not the request).
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        let Some(buffer) = self.buffer.take() else { return };
+        let Some(pool) = self.pool.upgrade() else { return };
+        let mut state = pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if self.kind == BufferKind::Tensor {
+            state.stats.allocated_bytes = state.stats.allocated_bytes.saturating_sub(self.size);
+            state.stats.allocation_count = state.stats.allocation_count.saturating_sub(1);
+        }
+        // Not reusable before the encoder that may still reference it is submitted.
+        state.pending.push(buffer);
+    }
+}
+
+impl PoolState {
+    /// Called after every queue submit: buffers released before it may now be reused (or, with
+    /// caching off, given back to the driver).
+    pub(crate) fn promote_pending(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        for buffer in pending {
+            if self.caching {
+                self.stats.cached_bytes += buffer.size();
+                self.free.entry(buffer.size()).or_default().push(buffer);
+            } else {
+                self.stats.reserved_bytes = self.stats.reserved_bytes.saturating_sub(buffer.size());
+                buffer.destroy();
+            }
+        }
+    }
+
+    /// Give every cached buffer back to the driver.
+    pub(crate) fn empty_cache(&mut self) {
+        for (_, buffers) in self.free.drain() {
+            for buffer in buffers {
+                self.stats.reserved_bytes = self.stats.reserved_bytes.saturating_sub(buffer.size());
+                buffer.destroy();
+            }
+        }
+        self.stats.cached_bytes = 0;
+    }
+
+    /// A copy of the counters.
+    pub(crate) fn stats(&self) -> MemoryStats {
+        self.stats.clone()
+    }
+
+    /// Restart peak tracking from the current allocation.
+    pub(crate) fn reset_peak(&mut self) {
+        self.stats.peak_allocated_bytes = self.stats.allocated_bytes;
+    }
+
+    fn record_loan(&mut self, size: u64, kind: BufferKind) {
+        if kind == BufferKind::Tensor {
+            self.stats.allocated_bytes += size;
+            self.stats.allocation_count += 1;
+            self.stats.peak_allocated_bytes = self.stats.peak_allocated_bytes.max(self.stats.allocated_bytes);
+        }
+    }
+}
+
+/// Take a buffer of at least `bytes` from the pool, creating one through the driver when the
+/// free list of its class is empty. Driver failures are caught with an error scope; on failure
+/// the cache is emptied and the request retried once.
+pub(crate) fn allocate(
+    device: &wgpu::Device,
+    pool: &SharedPool,
+    bytes: u64,
+    kind: BufferKind,
+    limits: &wgpu::Limits,
+) -> Result<PooledBuffer> {
+    let in_use = || pool.lock().map(|s| s.stats.allocated_bytes).unwrap_or(0);
+    // A storage binding cannot exceed the adapter's limit, so a bigger tensor could never be
+    // used by a kernel: refuse it here with a message instead of failing later in validation.
+    let binding_limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    if bytes > binding_limit {
+        return Err(Error::OutOfMemory {
+            requested: bytes,
+            in_use: in_use(),
+            limit: binding_limit,
+        });
+    }
+    let mut class = size_class(bytes);
+    if class > binding_limit {
+        // Rounding must not push a legal request over the limit; storage sizes are 4-aligned.
+        class = bytes.div_ceil(4) * 4;
+    }
+    {
+        let mut state = pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(buffer) = state.free.get_mut(&class).and_then(Vec::pop) {
+            state.stats.cached_bytes = state.stats.cached_bytes.saturating_sub(class);
+            state.stats.cache_hits += 1;
+            state.record_loan(class, kind);
+            return Ok(PooledBuffer {
+                buffer: Some(buffer),
+                size: class,
+                kind,
+                pool: Arc::downgrade(pool),
+            });
+        }
+    }
+    let buffer = match create_checked(device, class) {
+        Some(buffer) => buffer,
+        None => {
+            // Free what the cache holds and try once more before giving up.
+            {
+                let mut state = pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                state.stats.out_of_memory_retries += 1;
+                state.empty_cache();
+            }
+            create_checked(device, class).ok_or_else(|| Error::OutOfMemory {
+                requested: bytes,
+                in_use: in_use(),
+                limit: binding_limit,
+            })?
+        }
+    };
+    let mut state = pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    state.stats.driver_allocations += 1;
+    state.stats.reserved_bytes += class;
+    state.record_loan(class, kind);
+    Ok(PooledBuffer {
+        buffer: Some(buffer),
+        size: class,
+        kind,
+        pool: Arc::downgrade(pool),
+    })
+}
+
+/// Create a buffer inside an error scope; `None` when the driver refused it.
+fn create_checked(device: &wgpu::Device, size: u64) -> Option<wgpu::Buffer> {
+    // Error scopes capture errors of the calls made between push and pop on this thread,
+    // instead of sending them to the uncaptured-error handler.
+    let memory_scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation_scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("anygrad tensor"),
+        size,
+        usage: BUFFER_USAGE,
+        mapped_at_creation: false,
+    });
+    let validation = pollster::block_on(validation_scope.pop());
+    let memory = pollster::block_on(memory_scope.pop());
+    if let Some(error) = validation.or(memory) {
+        tracing::warn!("GPU buffer of {size} bytes refused: {error}");
+        buffer.destroy();
+        return None;
+    }
+    Some(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_round_up_with_bounded_waste() {
+        assert_eq!(size_class(0), 256);
+        assert_eq!(size_class(300), 512);
+        assert_eq!(size_class(1 << 20), 1 << 20);
+        let big = (1 << 20) + 1;
+        let class = size_class(big);
+        assert!(class >= big && class <= big + big / 8 + 1);
+    }
+}

@@ -1,0 +1,44 @@
+// gather.wgsl — `index_select` and `gather`: output element i copies input at the coordinates
+// of i with coordinate `dim` replaced by an index read from the index view. index_select is
+// the same kernel with the 1-D index vector broadcast (stride 0) along the other dims.
+// An out-of-range index never reads outside the input: the invocation writes 0 and raises
+// `flag`, which the host reads back to return an error.
+// params: [numel, rank, dim, limit, input offset, index offset,
+//          output shape[rank], input strides[rank], index strides[rank]]
+@group(0) @binding(1) var<storage, read> input: array<S>;
+@group(0) @binding(2) var<storage, read> indices: array<IX>;
+@group(0) @binding(3) var<storage, read_write> output: array<S>;
+@group(0) @binding(4) var<storage, read_write> flag: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = linear_id(workgroup, workgroups, local);
+    if (i >= params[0]) {
+        return;
+    }
+    let rank = params[1];
+    let dim = params[2];
+    let shape_at = 6u;
+    let input_strides_at = shape_at + rank;
+    let index_strides_at = input_strides_at + rank;
+    var remaining = i;
+    var input_position = params[4];
+    var index_position = params[5];
+    for (var d = rank; d > 0u; d = d - 1u) {
+        let size = params[shape_at + d - 1u];
+        let coordinate = remaining % size;
+        remaining = remaining / size;
+        index_position = index_position + coordinate * params[index_strides_at + d - 1u];
+        if (d - 1u != dim) {
+            input_position = input_position + coordinate * params[input_strides_at + d - 1u];
+        }
+    }
+    let index = i32(indices[index_position]);
+    if (index < 0 || u32(index) >= params[3]) {
+        atomicMax(&flag[0], 1u);
+        output[i] = ZERO;
+        return;
+    }
+    output[i] = input[input_position + u32(index) * params[input_strides_at + dim]];
+}

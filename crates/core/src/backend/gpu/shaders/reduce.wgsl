@@ -1,0 +1,69 @@
+// reduce.wgsl — one workgroup per output element. Its 256 invocations each fold a strided
+// share of the reduced elements, then combine their partial results in workgroup (shared)
+// memory by a tree: 128 pairs, then 64, ... with a barrier between steps so every invocation
+// sees the others' writes. The header defines A (accumulator), IS_ARG, identity(), merge()
+// (sum/max/min, NaN-propagating) and replaces() (argmax/argmin: first index wins, NaN wins).
+// params: [outputs, reduced count, kept rank, reduced rank, offset,
+//          kept shape, kept strides, reduced shape, reduced strides]
+@group(0) @binding(1) var<storage, read> input: array<S>;
+@group(0) @binding(2) var<storage, read_write> output: array<O>;
+
+const NONE: u32 = 0xFFFFFFFFu;
+var<workgroup> partial_values: array<A, 256>;
+var<workgroup> partial_indices: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let out = workgroup.y * workgroups.x + workgroup.x;
+    let outputs = params[0];
+    let count = params[1];
+    let kept_rank = params[2];
+    let reduced_rank = params[3];
+    let kept_shape_at = 5u;
+    let kept_strides_at = kept_shape_at + kept_rank;
+    let reduced_shape_at = kept_strides_at + kept_rank;
+    let reduced_strides_at = reduced_shape_at + reduced_rank;
+    // Workgroups past the last output still take part in nothing but must not write.
+    let active = out < outputs;
+    var base = 0u;
+    if (active) {
+        base = params[4] + strided_position(out, kept_rank, kept_shape_at, kept_strides_at);
+    }
+    var accumulator = identity();
+    var best_index = NONE;
+    if (active) {
+        for (var r = local; r < count; r = r + 256u) {
+            let value = load_value(input[base + strided_position(r, reduced_rank, reduced_shape_at, reduced_strides_at)]);
+            if (IS_ARG) {
+                if (replaces(accumulator, best_index, value, r)) {
+                    accumulator = value;
+                    best_index = r;
+                }
+            } else {
+                accumulator = merge(accumulator, value);
+            }
+        }
+    }
+    partial_values[local] = accumulator;
+    partial_indices[local] = best_index;
+    workgroupBarrier();
+    for (var step = 128u; step > 0u; step = step >> 1u) {
+        if (local < step) {
+            let other_value = partial_values[local + step];
+            let other_index = partial_indices[local + step];
+            if (IS_ARG) {
+                if (replaces(partial_values[local], partial_indices[local], other_value, other_index)) {
+                    partial_values[local] = other_value;
+                    partial_indices[local] = other_index;
+                }
+            } else {
+                partial_values[local] = merge(partial_values[local], other_value);
+            }
+        }
+        workgroupBarrier();
+    }
+    if (active && local == 0u) {
+        output[out] = finish(partial_values[0], partial_indices[0]);
+    }
+}

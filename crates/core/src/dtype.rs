@@ -1,0 +1,158 @@
+//! Element types. `DType` is the run-time tag carried by every tensor; `Element` links a Rust
+//! scalar type to its tag so that typed constructors (`Tensor::from_vec`) and readers
+//! (`to_vec`) are checked at compile time and at run time.
+
+use half::f16;
+
+use crate::backend::cpu::CpuStorage;
+
+/// The element type of a tensor.
+///
+/// `F64` exists for the CPU backend (finite-difference gradient checks, reference maths);
+/// the GPU backend refuses it with `Error::Unsupported`. `Bool` holds 0 or 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    F32,
+    F16,
+    F64,
+    I32,
+    U32,
+    U8,
+    Bool,
+}
+
+impl DType {
+    /// Every dtype, in a fixed order (for tests and `doctor`).
+    pub const ALL: [DType; 7] = [
+        DType::F32,
+        DType::F16,
+        DType::F64,
+        DType::I32,
+        DType::U32,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// The lower-case name PyTorch users know (`float32`, `int32`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::F64 => "float64",
+            DType::I32 => "int32",
+            DType::U32 => "uint32",
+            DType::U8 => "uint8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Bytes per element on the CPU.
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 => 8,
+            DType::F16 => 2,
+            DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// True for floating-point dtypes (the ones autograd and float maths accept).
+    pub fn is_float(self) -> bool {
+        match self {
+            DType::F32 | DType::F16 | DType::F64 => true,
+            DType::I32 | DType::U32 | DType::U8 | DType::Bool => false,
+        }
+    }
+
+    /// True for dtypes usable as indices (`index_select`, `gather`, labels).
+    pub fn is_index(self) -> bool {
+        match self {
+            DType::I32 | DType::U32 | DType::U8 => true,
+            DType::F32 | DType::F16 | DType::F64 | DType::Bool => false,
+        }
+    }
+
+    /// Parse a dtype name as written on the command line (`f32`, `float16`, ...).
+    pub fn parse(name: &str) -> Option<DType> {
+        match name {
+            "f32" | "float32" | "float" => Some(DType::F32),
+            "f16" | "float16" | "half" => Some(DType::F16),
+            "f64" | "float64" | "double" => Some(DType::F64),
+            "i32" | "int32" | "int" => Some(DType::I32),
+            "u32" | "uint32" => Some(DType::U32),
+            "u8" | "uint8" => Some(DType::U8),
+            "bool" => Some(DType::Bool),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust scalar type that can be the element of a tensor.
+pub trait Element: Copy + Send + Sync + 'static + std::fmt::Debug {
+    /// The tensor dtype for this Rust type.
+    const DTYPE: DType;
+    /// Convert to f64 (exact for every supported type).
+    fn to_f64(self) -> f64;
+    /// Convert from f64 with the usual `as` semantics (saturating for integers).
+    fn from_f64(value: f64) -> Self;
+    /// Wrap a vector of this type as CPU tensor data.
+    fn into_storage(values: Vec<Self>) -> CpuStorage;
+}
+
+macro_rules! element_impl {
+    ($rust:ty, $dtype:expr, $variant:ident) => {
+        impl Element for $rust {
+            const DTYPE: DType = $dtype;
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(value: f64) -> Self {
+                value as $rust
+            }
+            fn into_storage(values: Vec<Self>) -> CpuStorage {
+                CpuStorage::$variant(values)
+            }
+        }
+    };
+}
+element_impl!(f32, DType::F32, F32);
+element_impl!(f64, DType::F64, F64);
+element_impl!(i32, DType::I32, I32);
+element_impl!(u32, DType::U32, U32);
+element_impl!(u8, DType::U8, U8);
+
+impl Element for f16 {
+    const DTYPE: DType = DType::F16;
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    fn from_f64(value: f64) -> Self {
+        f16::from_f64(value)
+    }
+    fn into_storage(values: Vec<Self>) -> CpuStorage {
+        CpuStorage::F16(values)
+    }
+}
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn to_f64(self) -> f64 {
+        if self {
+            1.0
+        } else {
+            0.0
+        }
+    }
+    fn from_f64(value: f64) -> Self {
+        value != 0.0
+    }
+    fn into_storage(values: Vec<Self>) -> CpuStorage {
+        CpuStorage::Bool(values)
+    }
+}

@@ -1,0 +1,32 @@
+//! anygrad-core: the tensor, its dtypes and layouts, the primitive ops, autograd, and the two
+//! backends (CPU, and GPU through wgpu with our own WGSL kernels).
+//!
+//! ```
+//! use anygrad_core::{Device, DType, Tensor};
+//! let device = Device::Cpu;
+//! let x = Tensor::randn(&[4, 3], DType::F32, &device)?.requires_grad_(true);
+//! let loss = x.matmul(&x.t()?)?.relu()?.mean_all()?;
+//! loss.backward()?;
+//! assert_eq!(x.grad().unwrap().shape(), &[4, 3]);
+//! # Ok::<(), anygrad_core::Error>(())
+//! ```
+
+pub mod autograd;
+pub mod backend;
+pub mod device;
+pub mod dtype;
+pub mod error;
+pub mod layout;
+pub mod op;
+pub mod random;
+pub mod shape;
+pub mod storage;
+pub mod tensor;
+
+pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};
+pub use device::{device_count, device_name, Device};
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use layout::Layout;
+pub use random::manual_seed;
+pub use tensor::{Conv2dParams, ShapeSpec, Tensor, TensorId};

@@ -1,0 +1,389 @@
+//! The primitive ops. Each enum variant carries its own name, its CPU scalar function and its
+//! WGSL expression, and every `match` over them is exhaustive: adding an op makes the compiler
+//! list every place that must learn about it (CPU loop, WGSL template, derivative rule).
+
+use num_traits::Float;
+
+/// Elementwise functions of one operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Sign,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Recip,
+    Sin,
+    Cos,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Gelu,
+    Erf,
+    Silu,
+}
+
+impl UnaryOp {
+    /// Every unary op (tests and `doctor` iterate over this).
+    pub const ALL: [UnaryOp; 16] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Sign,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Recip,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Relu,
+        UnaryOp::Gelu,
+        UnaryOp::Erf,
+        UnaryOp::Silu,
+    ];
+
+    /// The op's user-facing name.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Recip => "reciprocal",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Silu => "silu",
+        }
+    }
+
+    /// True when the op also makes sense on signed integers (the rest need floats).
+    pub fn supports_integers(self) -> bool {
+        match self {
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu => true,
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Gelu
+            | UnaryOp::Erf
+            | UnaryOp::Silu => false,
+        }
+    }
+
+    /// The CPU reference for floats. Guarded like the WGSL: sigmoid and tanh never overflow.
+    pub fn apply<T: Float>(self, x: T) -> T {
+        let one = T::one();
+        let half = T::from(0.5).unwrap_or(one);
+        match self {
+            UnaryOp::Neg => -x,
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Sign => {
+                if x > T::zero() {
+                    one
+                } else if x < T::zero() {
+                    -one
+                } else {
+                    x * T::zero()
+                }
+            }
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Rsqrt => one / x.sqrt(),
+            UnaryOp::Recip => one / x,
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Sigmoid => stable_sigmoid(x),
+            UnaryOp::Relu => {
+                if x > T::zero() {
+                    x
+                } else {
+                    x * T::zero()
+                }
+            }
+            UnaryOp::Gelu => half * x * (one + erf(x * T::from(std::f64::consts::FRAC_1_SQRT_2).unwrap_or(one))),
+            UnaryOp::Erf => erf(x),
+            UnaryOp::Silu => x * stable_sigmoid(x),
+        }
+    }
+
+    /// The CPU reference for signed integers, or `None` when the op needs floats.
+    pub fn apply_integer(self, x: i64) -> Option<i64> {
+        match self {
+            UnaryOp::Neg => Some(x.wrapping_neg()),
+            UnaryOp::Abs => Some(x.wrapping_abs()),
+            UnaryOp::Sign => Some(x.signum()),
+            UnaryOp::Relu => Some(x.max(0)),
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Gelu
+            | UnaryOp::Erf
+            | UnaryOp::Silu => None,
+        }
+    }
+
+    /// The WGSL expression of the op over a value `x` of the kernel's float type `T`
+    /// (the template defines `T` and the helper functions `erf_approx` and `sigmoid_stable`).
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "-x",
+            UnaryOp::Abs => "abs(x)",
+            UnaryOp::Sign => "sign(x)",
+            UnaryOp::Exp => "exp(x)",
+            UnaryOp::Log => "log(x)",
+            UnaryOp::Sqrt => "sqrt(x)",
+            UnaryOp::Rsqrt => "inverseSqrt(x)",
+            UnaryOp::Recip => "T(1.0) / x",
+            UnaryOp::Sin => "sin(x)",
+            UnaryOp::Cos => "cos(x)",
+            // tanh saturates to ±1 beyond |x| = 15 in every precision; clamping first keeps
+            // the exp inside some drivers' tanh from overflowing to inf/inf = NaN.
+            UnaryOp::Tanh => "tanh(clamp(x, T(-15.0), T(15.0)))",
+            UnaryOp::Sigmoid => "sigmoid_stable(x)",
+            UnaryOp::Relu => "max(x, T(0.0))",
+            UnaryOp::Gelu => "T(0.5) * x * (T(1.0) + erf_approx(x * T(0.70710678118654752)))",
+            UnaryOp::Erf => "erf_approx(x)",
+            UnaryOp::Silu => "x * sigmoid_stable(x)",
+        }
+    }
+}
+
+/// Sigmoid that never evaluates `exp` of a large positive number.
+pub fn stable_sigmoid<T: Float>(x: T) -> T {
+    let one = T::one();
+    if x >= T::zero() {
+        one / (one + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (one + e)
+    }
+}
+
+/// The error function, by Abramowitz & Stegun formula 7.1.26 (|error| < 1.5e-7), the same
+/// formula the WGSL kernels use, so CPU and GPU agree.
+pub fn erf<T: Float>(x: T) -> T {
+    let c = |v: f64| T::from(v).unwrap_or(T::zero());
+    let sign = if x < T::zero() { -T::one() } else { T::one() };
+    let a = x.abs();
+    let t = T::one() / (T::one() + c(0.327_591_1) * a);
+    let poly = ((((c(1.061_405_429) * t + c(-1.453_152_027)) * t + c(1.421_413_741)) * t
+        + c(-0.284_496_736))
+        * t
+        + c(0.254_829_592))
+        * t;
+    sign * (T::one() - poly * (-a * a).exp())
+}
+
+/// Elementwise functions of two operands of the same shape (after broadcasting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Maximum,
+    Minimum,
+    Pow,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinaryOp {
+    /// Every binary op.
+    pub const ALL: [BinaryOp; 13] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Pow,
+        BinaryOp::Eq,
+        BinaryOp::Ne,
+        BinaryOp::Lt,
+        BinaryOp::Le,
+        BinaryOp::Gt,
+        BinaryOp::Ge,
+    ];
+
+    /// The op's user-facing name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Eq => "eq",
+            BinaryOp::Ne => "ne",
+            BinaryOp::Lt => "lt",
+            BinaryOp::Le => "le",
+            BinaryOp::Gt => "gt",
+            BinaryOp::Ge => "ge",
+        }
+    }
+
+    /// True for comparisons, whose result dtype is `Bool`.
+    pub fn is_comparison(self) -> bool {
+        match self {
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => true,
+            BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::Div
+            | BinaryOp::Maximum
+            | BinaryOp::Minimum
+            | BinaryOp::Pow => false,
+        }
+    }
+
+    /// The CPU reference for floats (comparisons give 1 or 0).
+    pub fn apply<T: Float>(self, a: T, b: T) -> T {
+        let truth = |v: bool| if v { T::one() } else { T::zero() };
+        match self {
+            BinaryOp::Add => a + b,
+            BinaryOp::Sub => a - b,
+            BinaryOp::Mul => a * b,
+            BinaryOp::Div => a / b,
+            // NaN propagates through maximum/minimum, as in PyTorch.
+            BinaryOp::Maximum => {
+                if a.is_nan() || b.is_nan() {
+                    T::nan()
+                } else {
+                    a.max(b)
+                }
+            }
+            BinaryOp::Minimum => {
+                if a.is_nan() || b.is_nan() {
+                    T::nan()
+                } else {
+                    a.min(b)
+                }
+            }
+            BinaryOp::Pow => a.powf(b),
+            BinaryOp::Eq => truth(a == b),
+            BinaryOp::Ne => truth(a != b),
+            BinaryOp::Lt => truth(a < b),
+            BinaryOp::Le => truth(a <= b),
+            BinaryOp::Gt => truth(a > b),
+            BinaryOp::Ge => truth(a >= b),
+        }
+    }
+
+    /// The CPU reference for integers (division truncates; division by zero gives 0).
+    pub fn apply_integer(self, a: i64, b: i64) -> i64 {
+        let truth = |v: bool| v as i64;
+        match self {
+            BinaryOp::Add => a.wrapping_add(b),
+            BinaryOp::Sub => a.wrapping_sub(b),
+            BinaryOp::Mul => a.wrapping_mul(b),
+            BinaryOp::Div => a.checked_div(b).unwrap_or(0),
+            BinaryOp::Maximum => a.max(b),
+            BinaryOp::Minimum => a.min(b),
+            BinaryOp::Pow => {
+                if b < 0 {
+                    0
+                } else {
+                    a.wrapping_pow(b.min(u32::MAX as i64) as u32)
+                }
+            }
+            BinaryOp::Eq => truth(a == b),
+            BinaryOp::Ne => truth(a != b),
+            BinaryOp::Lt => truth(a < b),
+            BinaryOp::Le => truth(a <= b),
+            BinaryOp::Gt => truth(a > b),
+            BinaryOp::Ge => truth(a >= b),
+        }
+    }
+
+    /// The WGSL expression over `a` and `b` of the kernel's type `T`; comparisons yield a
+    /// WGSL `bool` that the template converts to the stored 0/1.
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "a + b",
+            BinaryOp::Sub => "a - b",
+            BinaryOp::Mul => "a * b",
+            BinaryOp::Div => "a / b",
+            BinaryOp::Maximum => "maximum_nan(a, b)",
+            BinaryOp::Minimum => "minimum_nan(a, b)",
+            BinaryOp::Pow => "pow_signed(a, b)",
+            BinaryOp::Eq => "a == b",
+            BinaryOp::Ne => "a != b",
+            BinaryOp::Lt => "a < b",
+            BinaryOp::Le => "a <= b",
+            BinaryOp::Gt => "a > b",
+            BinaryOp::Ge => "a >= b",
+        }
+    }
+}
+
+/// Reductions over a set of dims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+    ArgMax,
+    ArgMin,
+}
+
+impl ReduceOp {
+    /// Every reduction.
+    pub const ALL: [ReduceOp; 5] = [
+        ReduceOp::Sum,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+    ];
+
+    /// The op's user-facing name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+        }
+    }
+
+    /// True for argmax/argmin, whose result holds `I32` indices along a single dim.
+    pub fn is_arg(self) -> bool {
+        match self {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => true,
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => false,
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! Composite ops written once in primitive tensor ops, so they run on every backend and get
+//! their gradients from the primitives' rules: softmax, log_softmax, logsumexp.
+
+use super::Tensor;
+use crate::error::Result;
+
+impl Tensor {
+    /// `log(sum(exp(x)))` over `dims`, computed stably by subtracting the max first.
+    pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        let max = self.max(dims, true)?.detach();
+        // An all -inf row has max -inf; shifting by it would give NaN, so shift by 0 there.
+        let finite_max = Tensor::where_(&max.abs()?.lt_scalar(f64::INFINITY)?, &max, &max.zeros_like()?)?;
+        let summed = self.sub(&finite_max)?.exp()?.sum(dims, true)?.log()?.add(&finite_max)?;
+        if keepdim {
+            Ok(summed)
+        } else {
+            let mut resolved: Vec<usize> = if dims.is_empty() {
+                (0..self.rank()).collect()
+            } else {
+                dims.iter()
+                    .map(|&d| crate::shape::resolve_dim("logsumexp", d, self.rank(), self.shape()))
+                    .collect::<Result<_>>()?
+            };
+            resolved.sort_unstable();
+            let shape: Vec<usize> = self
+                .shape()
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !resolved.contains(i))
+                .map(|(_, &s)| s)
+                .collect();
+            summed.reshape(shape)
+        }
+    }
+
+    /// Softmax along `dim` (stable: the max is subtracted first).
+    pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        let shifted = self.sub(&self.max(&[dim], true)?.detach())?;
+        let exp = shifted.exp()?;
+        exp.div(&exp.sum(&[dim], true)?)
+    }
+
+    /// Log-softmax along `dim`: `x - logsumexp(x)`.
+    pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        self.sub(&self.logsumexp(&[dim], true)?)
+    }
+}

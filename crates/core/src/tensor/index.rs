@@ -1,0 +1,94 @@
+//! Indexing ops: `index_select`, `gather`, `scatter_add` (primitives) and `one_hot`.
+
+use super::Tensor;
+use crate::autograd::GradFn;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::resolve_dim;
+
+impl Tensor {
+    fn check_indices(&self, op: &'static str, indices: &Tensor) -> Result<()> {
+        self.same_device(op, indices)?;
+        if !indices.dtype().is_index() {
+            return Err(Error::invalid(
+                op,
+                format!("indices must have an integer dtype (int32, uint32, uint8), got {}", indices.dtype()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Entries of `dim` picked by a 1-D index tensor (`torch.index_select`).
+    pub fn index_select(&self, dim: isize, indices: &Tensor) -> Result<Tensor> {
+        self.check_indices("index_select", indices)?;
+        let d = resolve_dim("index_select", dim, self.rank(), self.shape())?;
+        if indices.rank() != 1 {
+            return Err(Error::InvalidShape {
+                op: "index_select",
+                shape: indices.shape().to_vec(),
+                message: "indices must be 1-D".into(),
+            });
+        }
+        let storage = {
+            let (s, i) = (self.storage(), indices.storage());
+            s.index_select(self.layout(), &i, indices.layout(), d)?
+        };
+        let mut shape = self.shape().to_vec();
+        shape[d] = indices.numel();
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::IndexSelect {
+            input: self.clone(),
+            indices: indices.clone(),
+            dim: d,
+        });
+        Ok(Tensor::from_storage(storage, &shape, grad_fn))
+    }
+
+    /// `out[i][j] = self[i][indices[i][j]]` along `dim` (`torch.gather`).
+    pub fn gather(&self, dim: isize, indices: &Tensor) -> Result<Tensor> {
+        self.check_indices("gather", indices)?;
+        let d = resolve_dim("gather", dim, self.rank(), self.shape())?;
+        let storage = {
+            let (s, i) = (self.storage(), indices.storage());
+            s.gather(self.layout(), &i, indices.layout(), d)?
+        };
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::Gather {
+            input: self.clone(),
+            indices: indices.clone(),
+            dim: d,
+        });
+        Ok(Tensor::from_storage(storage, indices.shape(), grad_fn))
+    }
+
+    /// A copy of `self` with `src` added at `indices` along `dim` (`torch.scatter_add`).
+    pub fn scatter_add(&self, dim: isize, indices: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.check_indices("scatter_add", indices)?;
+        self.same_device("scatter_add", src)?;
+        self.same_dtype("scatter_add", src)?;
+        let d = resolve_dim("scatter_add", dim, self.rank(), self.shape())?;
+        let storage = {
+            let (b, i, s) = (self.storage(), indices.storage(), src.storage());
+            b.scatter_add(self.layout(), &i, indices.layout(), &s, src.layout(), d)?
+        };
+        let grad_fn = Tensor::record(&[self, src], self.dtype(), || GradFn::ScatterAdd {
+            base: self.clone(),
+            indices: indices.clone(),
+            src: src.clone(),
+            dim: d,
+        });
+        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+    }
+
+    /// One-hot encoding of an integer tensor: a new last dim of `num_classes`.
+    pub fn one_hot(&self, num_classes: usize, dtype: DType) -> Result<Tensor> {
+        if !self.dtype().is_index() {
+            return Err(Error::invalid("one_hot", format!("expects integer class indices, got {}", self.dtype())));
+        }
+        let classes = Tensor::arange(0.0, num_classes as f64, 1.0, self.dtype(), self.device())?;
+        let labels = self.unsqueeze(-1)?;
+        let too_big = labels.ge_scalar(num_classes as f64)?.to_dtype(DType::F32)?.max_all();
+        if self.numel() > 0 && too_big?.item_f64()? > 0.0 {
+            return Err(Error::invalid("one_hot", format!("a class index is >= num_classes ({num_classes})")));
+        }
+        labels.eq(&classes)?.to_dtype(dtype)
+    }
+}

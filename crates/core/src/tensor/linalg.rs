@@ -1,0 +1,266 @@
+//! Matrix products and the image ops built on them. `matmul` broadcasts batch dims and reduces
+//! every case to one batched primitive `[b, m, k] x [b, k, n]`. `conv2d` and the pooling ops
+//! are composites: an "unfold" (im2col) written as one `index_select` over the flattened image
+//! with a precomputed index table (padding reads an extra constant element), followed by a
+//! matmul or a reduction. Their gradients come from those primitives (`index_select`'s
+//! backward is a `scatter_add`, which accumulates overlapping windows correctly).
+
+use super::Tensor;
+use crate::autograd::GradFn;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::broadcast_shapes;
+
+/// Parameters of a 2-D convolution (PyTorch's defaults: stride 1, no padding, dilation 1,
+/// one group).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conv2dParams {
+    pub stride: (usize, usize),
+    pub padding: (usize, usize),
+    pub dilation: (usize, usize),
+    pub groups: usize,
+}
+
+impl Default for Conv2dParams {
+    fn default() -> Self {
+        Conv2dParams {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        }
+    }
+}
+
+/// Geometry of a sliding window over an `h x w` image.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+}
+
+impl Window {
+    fn output_size(&self, op: &'static str, h: usize, w: usize) -> Result<(usize, usize)> {
+        let span = |size: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
+            let reach = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
+            let padded = size + 2 * p;
+            if s == 0 || reach > padded {
+                None
+            } else {
+                Some((padded - reach) / s + 1)
+            }
+        };
+        let oh = span(h, self.kernel.0, self.stride.0, self.padding.0, self.dilation.0);
+        let ow = span(w, self.kernel.1, self.stride.1, self.padding.1, self.dilation.1);
+        match (oh, ow) {
+            (Some(oh), Some(ow)) if self.kernel.0 > 0 && self.kernel.1 > 0 => Ok((oh, ow)),
+            _ => Err(Error::invalid(
+                op,
+                format!(
+                    "window {:?} (stride {:?}, padding {:?}, dilation {:?}) does not fit an input of {h}x{w}",
+                    self.kernel, self.stride, self.padding, self.dilation
+                ),
+            )),
+        }
+    }
+
+    /// For each kernel position (row-major) and output position (row-major): the flat index
+    /// into the `h*w` image, or `h*w` (the appended padding element) when outside.
+    fn unfold_indices(&self, h: usize, w: usize, oh: usize, ow: usize) -> Vec<i32> {
+        let (kh, kw) = self.kernel;
+        let mut table = Vec::with_capacity(kh * kw * oh * ow);
+        for ki in 0..kh {
+            for kj in 0..kw {
+                for oi in 0..oh {
+                    for oj in 0..ow {
+                        let row = (oi * self.stride.0 + ki * self.dilation.0) as isize - self.padding.0 as isize;
+                        let col = (oj * self.stride.1 + kj * self.dilation.1) as isize - self.padding.1 as isize;
+                        let inside = row >= 0 && col >= 0 && (row as usize) < h && (col as usize) < w;
+                        table.push(if inside { (row as usize * w + col as usize) as i32 } else { (h * w) as i32 });
+                    }
+                }
+            }
+        }
+        table
+    }
+}
+
+impl Tensor {
+    /// Matrix product with PyTorch's rules: 1-D operands are promoted (and the added dim
+    /// removed), batch dims broadcast.
+    pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
+        self.same_device("matmul", rhs)?;
+        self.same_dtype("matmul", rhs)?;
+        let mismatch = |reason: String| Error::ShapeMismatch {
+            op: "matmul",
+            lhs: self.shape().to_vec(),
+            rhs: rhs.shape().to_vec(),
+            reason,
+        };
+        if self.rank() == 0 || rhs.rank() == 0 {
+            return Err(mismatch("cannot be multiplied (both operands need at least one dim)".into()));
+        }
+        let lhs = if self.rank() == 1 { self.unsqueeze(0)? } else { self.clone() };
+        let rhs_m = if rhs.rank() == 1 { rhs.unsqueeze(1)? } else { rhs.clone() };
+        let (m, k) = (lhs.shape()[lhs.rank() - 2], lhs.shape()[lhs.rank() - 1]);
+        let (k2, n) = (rhs_m.shape()[rhs_m.rank() - 2], rhs_m.shape()[rhs_m.rank() - 1]);
+        if k != k2 {
+            return Err(mismatch(format!("cannot be multiplied (inner dims {k} != {k2})")));
+        }
+        let lhs_batch = &lhs.shape()[..lhs.rank() - 2];
+        let rhs_batch = &rhs_m.shape()[..rhs_m.rank() - 2];
+        let batch = broadcast_shapes("matmul", lhs_batch, rhs_batch)
+            .map_err(|_| mismatch("have batch dims that cannot be broadcast together".into()))?;
+        let batch_count: usize = batch.iter().product();
+        let result = if rhs_batch.is_empty() && !lhs_batch.is_empty() {
+            // [..., m, k] x [k, n]: fold the batch into the rows, one big product.
+            let rows = lhs.reshape([batch_count * m, k])?.unsqueeze(0)?;
+            matmul_batched(&rows, &rhs_m.unsqueeze(0)?)?
+        } else {
+            let to3 = |t: &Tensor, rows: usize, cols: usize| -> Result<Tensor> {
+                let mut full = batch.clone();
+                full.extend([rows, cols]);
+                let expanded = t.broadcast_to(&full)?;
+                if batch.len() == 1 {
+                    Ok(expanded)
+                } else {
+                    expanded.reshape([batch_count, rows, cols])
+                }
+            };
+            let a = if batch.is_empty() { lhs.unsqueeze(0)? } else { to3(&lhs, m, k)? };
+            let b = if batch.is_empty() { rhs_m.unsqueeze(0)? } else { to3(&rhs_m, k, n)? };
+            matmul_batched(&a, &b)?
+        };
+        let mut out_shape = batch;
+        if self.rank() > 1 {
+            out_shape.push(m);
+        }
+        if rhs.rank() > 1 {
+            out_shape.push(n);
+        }
+        result.reshape(out_shape)
+    }
+
+    /// 2-D convolution of `[n, c, h, w]` by `weight [o, c / groups, kh, kw]` plus an optional
+    /// `bias [o]`, like `torch.nn.functional.conv2d`.
+    pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, params: Conv2dParams) -> Result<Tensor> {
+        self.same_device("conv2d", weight)?;
+        self.same_dtype("conv2d", weight)?;
+        let shape_error = |reason: String| Error::ShapeMismatch {
+            op: "conv2d",
+            lhs: self.shape().to_vec(),
+            rhs: weight.shape().to_vec(),
+            reason,
+        };
+        if self.rank() != 4 || weight.rank() != 4 {
+            return Err(shape_error("must be [n, c, h, w] and [out, c / groups, kh, kw]".into()));
+        }
+        let (batch, channels, h, w) = (self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]);
+        let (out_channels, group_channels, kh, kw) = (weight.shape()[0], weight.shape()[1], weight.shape()[2], weight.shape()[3]);
+        let groups = params.groups;
+        if groups == 0 || channels % groups != 0 || out_channels % groups != 0 || group_channels != channels / groups {
+            return Err(shape_error(format!(
+                "do not fit: input has {channels} channels, weight expects {group_channels} per group with {groups} groups"
+            )));
+        }
+        let window = Window {
+            kernel: (kh, kw),
+            stride: params.stride,
+            padding: params.padding,
+            dilation: params.dilation,
+        };
+        let (oh, ow) = window.output_size("conv2d", h, w)?;
+        let columns = self.unfold(&window, h, w, oh, ow, 0.0)?; // [n, c, kh*kw, oh*ow]
+        let patch = group_channels * kh * kw;
+        let out = if groups == 1 {
+            // [o, patch] x [n, patch, oh*ow]: the weight is shared by every image (stride-0
+            // batch), never copied.
+            let kernels = weight.reshape([out_channels, patch])?;
+            kernels.matmul(&columns.reshape([batch, patch, oh * ow])?)?
+        } else {
+            let columns = columns.reshape([batch, groups, patch, oh * ow])?;
+            let kernels = weight.reshape([groups, out_channels / groups, patch])?;
+            kernels.matmul(&columns)? // [n, groups, out/groups, oh*ow]
+        };
+        let out = out.reshape([batch, out_channels, oh, ow])?;
+        match bias {
+            None => Ok(out),
+            Some(bias) => {
+                if bias.shape() != [out_channels] {
+                    return Err(Error::ShapeMismatch {
+                        op: "conv2d",
+                        lhs: vec![out_channels],
+                        rhs: bias.shape().to_vec(),
+                        reason: "bias must have one value per output channel".into(),
+                    });
+                }
+                out.add(&bias.reshape([1, out_channels, 1, 1])?)
+            }
+        }
+    }
+
+    /// 2-D max pooling over `[n, c, h, w]` (padding never wins: it reads `-inf`).
+    pub fn max_pool2d(&self, kernel: (usize, usize), stride: (usize, usize), padding: (usize, usize)) -> Result<Tensor> {
+        self.pool2d("max_pool2d", kernel, stride, padding, true)
+    }
+
+    /// 2-D average pooling over `[n, c, h, w]`; padded zeros count in the average (PyTorch's
+    /// default `count_include_pad=True`).
+    pub fn avg_pool2d(&self, kernel: (usize, usize), stride: (usize, usize), padding: (usize, usize)) -> Result<Tensor> {
+        self.pool2d("avg_pool2d", kernel, stride, padding, false)
+    }
+
+    fn pool2d(&self, op: &'static str, kernel: (usize, usize), stride: (usize, usize), padding: (usize, usize), max: bool) -> Result<Tensor> {
+        if self.rank() != 4 {
+            return Err(Error::InvalidShape {
+                op,
+                shape: self.shape().to_vec(),
+                message: "expects a [n, c, h, w] tensor".into(),
+            });
+        }
+        if padding.0 * 2 > kernel.0 || padding.1 * 2 > kernel.1 {
+            return Err(Error::invalid(op, format!("padding {padding:?} must be at most half the kernel {kernel:?}")));
+        }
+        let (batch, channels, h, w) = (self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]);
+        let window = Window {
+            kernel,
+            stride,
+            padding,
+            dilation: (1, 1),
+        };
+        let (oh, ow) = window.output_size(op, h, w)?;
+        let fill = if max { f64::NEG_INFINITY } else { 0.0 };
+        let columns = self.unfold(&window, h, w, oh, ow, fill)?; // [n, c, kh*kw, oh*ow]
+        let pooled = if max { columns.max(&[2], false)? } else { columns.mean(&[2], false)? };
+        pooled.reshape([batch, channels, oh, ow])
+    }
+
+    /// `[n, c, h, w] -> [n, c, kh*kw, oh*ow]`: every window's pixels, padding read as `fill`.
+    fn unfold(&self, window: &Window, h: usize, w: usize, oh: usize, ow: usize, fill: f64) -> Result<Tensor> {
+        let (batch, channels) = (self.shape()[0], self.shape()[1]);
+        let flat = self.reshape([batch, channels, h * w])?;
+        let pad = Tensor::full(&[batch, channels, 1], fill, self.dtype(), self.device())?;
+        let flat = Tensor::cat(&[&flat, &pad], 2)?;
+        let table = window.unfold_indices(h, w, oh, ow);
+        let indices = Tensor::from_vec(table, &[window.kernel.0 * window.kernel.1 * oh * ow], self.device())?;
+        flat.index_select(2, &indices)?
+            .reshape([batch, channels, window.kernel.0 * window.kernel.1, oh * ow])
+    }
+}
+
+/// The batched primitive on rank-3 operands with equal batch.
+pub(crate) fn matmul_batched(lhs: &Tensor, rhs: &Tensor) -> Result<Tensor> {
+    let (batch, m, n) = (lhs.shape()[0], lhs.shape()[1], rhs.shape()[2]);
+    let storage = {
+        let (l, r) = (lhs.storage(), rhs.storage());
+        l.matmul(lhs.layout(), &r, rhs.layout())?
+    };
+    let dtype: DType = lhs.dtype();
+    let grad_fn = Tensor::record(&[lhs, rhs], dtype, || GradFn::Matmul {
+        lhs: lhs.clone(),
+        rhs: rhs.clone(),
+    });
+    Ok(Tensor::from_storage(storage, &[batch, m, n], grad_fn))
+}

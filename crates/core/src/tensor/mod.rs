@@ -1,0 +1,360 @@
+//! `Tensor`: one concrete, cheaply cloned handle (`Arc`) to a view (`Layout`) of shared
+//! `Storage`, plus what autograd needs (the op that produced it, `requires_grad`, `.grad`).
+//! The op families live in sibling files: `create`, `elementwise`, `reduce`, `movement`,
+//! `linalg`, `composite`, `display`.
+
+mod composite;
+mod create;
+mod display;
+mod elementwise;
+mod index;
+mod linalg;
+mod movement;
+mod reduce;
+
+pub use linalg::Conv2dParams;
+pub use movement::ShapeSpec;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::autograd::{self, GradFn};
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::storage::Storage;
+
+/// A unique id per tensor (autograd keys its gradient store by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(u64);
+
+impl TensorId {
+    fn next() -> TensorId {
+        static COUNTER: AtomicU64 = AtomicU64::new(1);
+        TensorId(COUNTER.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+pub(crate) struct TensorInner {
+    id: TensorId,
+    storage: Arc<RwLock<Storage>>,
+    layout: Layout,
+    dtype: DType,
+    device: Device,
+    grad_fn: Option<GradFn>,
+    requires_grad: AtomicBool,
+    grad: Mutex<Option<Tensor>>,
+}
+
+/// An n-dimensional array on a device, with autograd.
+///
+/// ```
+/// use anygrad_core::{Device, DType, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2], &Device::Cpu)?;
+/// let y = x.matmul(&x)?.sum_all()?;
+/// assert_eq!(y.item_f64()?, 54.0);
+/// # Ok::<(), anygrad_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorInner>);
+
+impl Tensor {
+    /// Wrap freshly computed storage (contiguous layout) with an optional autograd record.
+    pub(crate) fn from_storage(storage: Storage, shape: &[usize], grad_fn: Option<GradFn>) -> Tensor {
+        Tensor::from_view(Arc::new(RwLock::new(storage)), Layout::contiguous(shape), grad_fn)
+    }
+
+    /// A new view of existing storage.
+    pub(crate) fn from_view(storage: Arc<RwLock<Storage>>, layout: Layout, grad_fn: Option<GradFn>) -> Tensor {
+        let (dtype, device) = {
+            let guard = storage.read().unwrap_or_else(|p| p.into_inner());
+            (guard.dtype(), guard.device())
+        };
+        Tensor(Arc::new(TensorInner {
+            id: TensorId::next(),
+            storage,
+            layout,
+            dtype,
+            device,
+            grad_fn,
+            requires_grad: AtomicBool::new(false),
+            grad: Mutex::new(None),
+        }))
+    }
+
+    /// Build the autograd record only when gradients are enabled, some input needs a gradient
+    /// and the result is a float (inference builds no graph).
+    pub(crate) fn record(inputs: &[&Tensor], result_dtype: DType, make: impl FnOnce() -> GradFn) -> Option<GradFn> {
+        if result_dtype.is_float() && autograd::is_grad_enabled() && inputs.iter().any(|t| t.is_tracked()) {
+            Some(make())
+        } else {
+            None
+        }
+    }
+
+    /// The unique id of this tensor handle.
+    pub fn id(&self) -> TensorId {
+        self.0.id
+    }
+
+    /// The dims.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.shape
+    }
+
+    /// Same as [`Tensor::shape`] (PyTorch's `size()`).
+    pub fn dims(&self) -> &[usize] {
+        self.shape()
+    }
+
+    /// Number of dims.
+    pub fn rank(&self) -> usize {
+        self.0.layout.rank()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+
+    /// Size of dim `dim` (negative counts from the end).
+    pub fn dim(&self, dim: isize) -> Result<usize> {
+        let d = crate::shape::resolve_dim("dim", dim, self.rank(), self.shape())?;
+        Ok(self.shape()[d])
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// The device holding the data.
+    pub fn device(&self) -> &Device {
+        &self.0.device
+    }
+
+    /// The view's layout over its storage.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+
+    /// True when the view is row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+
+    pub(crate) fn storage(&self) -> RwLockReadGuard<'_, Storage> {
+        self.0.storage.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.0.storage.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn storage_arc(&self) -> &Arc<RwLock<Storage>> {
+        &self.0.storage
+    }
+
+    pub(crate) fn grad_fn(&self) -> Option<&GradFn> {
+        self.0.grad_fn.as_ref()
+    }
+
+    /// True when two tensors share storage (views of each other).
+    pub fn same_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+
+    /// The view's elements in logical order as a `Vec<T>` (dtype must be `T`'s). Blocks until
+    /// GPU work finishes.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::DTypeMismatch {
+                op: "to_vec",
+                lhs: self.dtype(),
+                rhs: T::DTYPE,
+            });
+        }
+        self.with_cpu_view(|cpu, layout| cpu.to_vec(layout))
+    }
+
+    /// The elements converted to f32, whatever the dtype.
+    pub fn to_vec_f32(&self) -> Result<Vec<f32>> {
+        Ok(self.to_vec_f64()?.into_iter().map(|v| v as f32).collect())
+    }
+
+    /// The elements converted to f64, whatever the dtype.
+    pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
+        self.with_cpu_view(|cpu, layout| Ok(cpu.to_f64_vec(layout)))
+    }
+
+    /// The single value of a one-element tensor.
+    pub fn item_f64(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::InvalidShape {
+                op: "item",
+                shape: self.shape().to_vec(),
+                message: "only one-element tensors can be converted to a scalar".into(),
+            });
+        }
+        Ok(self.to_vec_f64()?[0])
+    }
+
+    /// The single value of a one-element tensor as `T` (dtype must match).
+    pub fn item<T: Element>(&self) -> Result<T> {
+        self.item_f64()?;
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// Run `read` on host data for this view: CPU data in place, GPU data after making the
+    /// view contiguous on the device and reading back only those bytes (this blocks).
+    fn with_cpu_view<R>(&self, read: impl FnOnce(&crate::backend::cpu::CpuStorage, &Layout) -> Result<R>) -> Result<R> {
+        let guard = self.storage();
+        match &*guard {
+            Storage::Cpu(cpu) => read(cpu, self.layout()),
+            Storage::Gpu(_) => {
+                let host = guard.copy_strided(self.layout())?.to_cpu()?;
+                read(&host, &Layout::contiguous(self.shape()))
+            }
+        }
+    }
+
+    /// Copy to another device (a no-op clone when already there). Differentiable.
+    pub fn to_device(&self, device: &Device) -> Result<Tensor> {
+        if self.device() == device {
+            return Ok(self.clone());
+        }
+        let source = self.contiguous()?;
+        let moved = source.storage().to_device(device)?;
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::ToDevice { input: self.clone() });
+        Ok(Tensor::from_storage(moved, self.shape(), grad_fn))
+    }
+
+    /// Convert to another dtype. Differentiable between float dtypes.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if self.dtype() == dtype {
+            return Ok(self.clone());
+        }
+        let storage = self.storage().cast(self.layout(), dtype)?;
+        let grad_fn = Tensor::record(&[self], dtype, || GradFn::Cast { input: self.clone() });
+        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+    }
+
+    /// Copy `source`'s values into this tensor's storage, in place, outside autograd (what
+    /// optimizers do to parameters). Shapes, dtypes and devices must match.
+    pub fn assign(&self, source: &Tensor) -> Result<()> {
+        if self.shape() != source.shape() {
+            return Err(Error::ShapeMismatch {
+                op: "assign",
+                lhs: self.shape().to_vec(),
+                rhs: source.shape().to_vec(),
+                reason: "must have the same shape".into(),
+            });
+        }
+        if self.dtype() != source.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "assign",
+                lhs: self.dtype(),
+                rhs: source.dtype(),
+            });
+        }
+        if self.device() != source.device() {
+            return Err(Error::DeviceMismatch {
+                op: "assign",
+                lhs: self.device().to_string(),
+                rhs: source.device().to_string(),
+            });
+        }
+        let source = if self.same_storage(source) {
+            source.copy()?
+        } else {
+            source.clone()
+        };
+        let src_guard = source.storage();
+        let mut dst_guard = self.storage_mut();
+        src_guard.copy_into(source.layout(), &mut dst_guard, self.layout())
+    }
+
+    /// A contiguous copy that owns new storage (PyTorch's `clone()`). Differentiable.
+    pub fn copy(&self) -> Result<Tensor> {
+        let storage = self.storage().copy_strided(self.layout())?;
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::Copy { input: self.clone() });
+        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+    }
+
+    // ----- autograd surface -----
+
+    /// Mark (or unmark) this leaf as needing a gradient; returns the same tensor for chaining.
+    pub fn requires_grad_(&self, requires_grad: bool) -> Tensor {
+        self.0.requires_grad.store(requires_grad, Ordering::Relaxed);
+        self.clone()
+    }
+
+    /// True when gradients flow to or through this tensor.
+    pub fn requires_grad(&self) -> bool {
+        self.is_tracked()
+    }
+
+    pub(crate) fn is_tracked(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Relaxed) || self.0.grad_fn.is_some()
+    }
+
+    /// True for tensors created by the user (not produced by a recorded op).
+    pub fn is_leaf(&self) -> bool {
+        self.0.grad_fn.is_none()
+    }
+
+    /// The accumulated gradient of a leaf, if any.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.grad.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replace the accumulated gradient.
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        *self.0.grad.lock().unwrap_or_else(|p| p.into_inner()) = grad;
+    }
+
+    /// Clear the accumulated gradient (PyTorch's `grad = None`).
+    pub fn zero_grad(&self) {
+        self.set_grad(None);
+    }
+
+    /// A view of the same data that autograd does not track.
+    pub fn detach(&self) -> Tensor {
+        Tensor::from_view(self.0.storage.clone(), self.0.layout.clone(), None)
+    }
+
+    /// Compute gradients of this scalar with respect to every tracked leaf.
+    pub fn backward(&self) -> Result<()> {
+        autograd::backward(self)
+    }
+
+    /// Backward from a non-scalar output with an explicit upstream gradient.
+    pub fn backward_with(&self, gradient: &Tensor) -> Result<()> {
+        autograd::backward_with(self, gradient.clone())
+    }
+
+    /// Check that two tensors are on the same device (error names the op and both devices).
+    pub(crate) fn same_device(&self, op: &'static str, other: &Tensor) -> Result<()> {
+        if self.device() != other.device() {
+            return Err(Error::DeviceMismatch {
+                op,
+                lhs: self.device().to_string(),
+                rhs: other.device().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Check that two tensors have the same dtype.
+    pub(crate) fn same_dtype(&self, op: &'static str, other: &Tensor) -> Result<()> {
+        if self.dtype() != other.dtype() {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: self.dtype(),
+                rhs: other.dtype(),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+//! MNIST and Fashion-MNIST from a directory of IDX files.
+//!
+//! The four files keep their usual names — `train-images-idx3-ubyte`,
+//! `train-labels-idx1-ubyte`, `t10k-images-idx3-ubyte`, `t10k-labels-idx1-ubyte` — raw or
+//! with a `.gz` suffix (the Kaggle spelling `train-images.idx3-ubyte` is accepted too).
+//! Fashion-MNIST uses the same names and format, so [`Mnist::load`] reads both.
+//!
+//! Pixels are kept as `u8` (47 MB for the training set instead of 188 MB as `f32`) and
+//! converted to `f32` when tensors are made: scaled to [0, 1] like torchvision's `ToTensor`,
+//! and optionally normalised with the MNIST mean 0.1307 and std 0.3081 like the PyTorch
+//! MNIST example.
+
+use std::path::{Path, PathBuf};
+
+use anygrad_core::{Device, Error, Result, Tensor};
+
+use crate::dataset::TensorDataset;
+use crate::idx::{read_idx_images, read_idx_labels};
+
+/// Mean pixel value of the MNIST training set after scaling to [0, 1].
+pub const MNIST_MEAN: f32 = 0.1307;
+/// Standard deviation of the MNIST training pixels after scaling to [0, 1].
+pub const MNIST_STD: f32 = 0.3081;
+/// Number of classes in MNIST and Fashion-MNIST.
+pub const MNIST_CLASSES: usize = 10;
+
+/// How to turn `u8` pixels into `f32` features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PixelScaling {
+    /// `x / 255`: values in [0, 1] (torchvision's `ToTensor`).
+    #[default]
+    UnitRange,
+    /// `(x / 255 − 0.1307) / 0.3081` (the PyTorch MNIST example's `Normalize`).
+    Normalized,
+}
+
+/// One split (train or test) of MNIST or Fashion-MNIST, held in host memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mnist {
+    /// Number of images.
+    pub count: usize,
+    /// Rows per image (28).
+    pub rows: usize,
+    /// Columns per image (28).
+    pub cols: usize,
+    /// `count × rows × cols` pixels, 0..255, image after image, row-major.
+    pub pixels: Vec<u8>,
+    /// `count` labels, 0..9.
+    pub labels: Vec<u8>,
+}
+
+/// Find `{stem}-{kind}-idx{rank}-ubyte` (or `.gz`, or the Kaggle `.idx` spelling) in `dir`.
+fn locate(dir: &Path, stem: &str, kind: &str, rank: u8) -> Result<PathBuf> {
+    let names = [
+        format!("{stem}-{kind}-idx{rank}-ubyte"),
+        format!("{stem}-{kind}-idx{rank}-ubyte.gz"),
+        format!("{stem}-{kind}.idx{rank}-ubyte"),
+        format!("{stem}-{kind}.idx{rank}-ubyte.gz"),
+    ];
+    names
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.is_file())
+        .ok_or_else(|| {
+            Error::io(
+                dir.join(&names[0]).display().to_string(),
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "no MNIST file `{}` (or `.gz`) in {}; download MNIST or \
+                         Fashion-MNIST in IDX format into that directory",
+                        names[0],
+                        dir.display()
+                    ),
+                ),
+            )
+        })
+}
+
+impl Mnist {
+    /// Load the training split (`train = true`, 60 000 images) or the test split (`false`,
+    /// 10 000 images) from `dir`.
+    ///
+    /// Errors: [`Error::Io`] naming the path when a file is missing or unreadable;
+    /// [`Error::Format`] naming the file when it is corrupt, truncated, or when images and
+    /// labels disagree (counts, labels outside 0..9).
+    pub fn load(dir: impl AsRef<Path>, train: bool) -> Result<Mnist> {
+        let dir = dir.as_ref();
+        let stem = if train { "train" } else { "t10k" };
+        let images_path = locate(dir, stem, "images", 3)?;
+        let labels_path = locate(dir, stem, "labels", 1)?;
+        let images = read_idx_images(&images_path)?;
+        let labels = read_idx_labels(&labels_path)?;
+        if labels.len() != images.count {
+            return Err(Error::format(
+                labels_path.display().to_string(),
+                format!(
+                    "{} labels for {} images in {}",
+                    labels.len(),
+                    images.count,
+                    images_path.display()
+                ),
+            ));
+        }
+        if let Some(position) = labels.iter().position(|&l| l as usize >= MNIST_CLASSES) {
+            return Err(Error::format(
+                labels_path.display().to_string(),
+                format!(
+                    "label {} at index {position} is outside 0..9",
+                    labels[position]
+                ),
+            ));
+        }
+        Ok(Mnist {
+            count: images.count,
+            rows: images.rows,
+            cols: images.cols,
+            pixels: images.pixels,
+            labels,
+        })
+    }
+
+    /// Number of images.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when there are no images.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Pixels per image (`rows × cols`, 784 for MNIST).
+    pub fn image_size(&self) -> usize {
+        self.rows * self.cols
+    }
+
+    /// All pixels as `f32` features, row-major (`count × rows·cols`), scaled as asked.
+    pub fn features(&self, scaling: PixelScaling) -> Vec<f32> {
+        let (scale, shift) = scaling_coefficients(scaling);
+        self.pixels
+            .iter()
+            .map(|&p| p as f32 * scale + shift)
+            .collect()
+    }
+
+    /// Images as an `F32 [count, 1, rows, cols]` tensor (NCHW, ready for a CNN; call
+    /// `.flatten(1, -1)` for an MLP) and labels as `I32 [count]`, on `device`.
+    pub fn to_tensors(&self, scaling: PixelScaling, device: &Device) -> Result<(Tensor, Tensor)> {
+        Ok(self.to_dataset(scaling, device)?.into_tensors())
+    }
+
+    /// The split as a [`TensorDataset`] on `device` (see [`to_tensors`](Self::to_tensors)).
+    pub fn to_dataset(&self, scaling: PixelScaling, device: &Device) -> Result<TensorDataset> {
+        TensorDataset::from_class_labels(
+            self.features(scaling),
+            &[1, self.rows, self.cols],
+            &self.labels,
+            device,
+        )
+    }
+
+    /// Keep only the first `n` images (handy for quick experiments and tests).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.count {
+            self.count = n;
+            self.pixels.truncate(n * self.image_size());
+            self.labels.truncate(n);
+        }
+    }
+}
+
+/// `(scale, shift)` such that the feature is `pixel · scale + shift`.
+fn scaling_coefficients(scaling: PixelScaling) -> (f32, f32) {
+    match scaling {
+        PixelScaling::UnitRange => (1.0 / 255.0, 0.0),
+        PixelScaling::Normalized => (1.0 / (255.0 * MNIST_STD), -MNIST_MEAN / MNIST_STD),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaling() {
+        let m = Mnist {
+            count: 1,
+            rows: 1,
+            cols: 3,
+            pixels: vec![0, 255, 51],
+            labels: vec![3],
+        };
+        let unit = m.features(PixelScaling::UnitRange);
+        assert_eq!(unit[0], 0.0);
+        assert!((unit[1] - 1.0).abs() < 1e-6);
+        assert!((unit[2] - 0.2).abs() < 1e-6);
+        let normalized = m.features(PixelScaling::Normalized);
+        for (n, u) in normalized.iter().zip(&unit) {
+            assert!((n - (u - MNIST_MEAN) / MNIST_STD).abs() < 1e-5);
+        }
+    }
+}
