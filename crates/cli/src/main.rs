@@ -1,1 +1,94 @@
-fn main(){}
+//! The `anygrad` command: list devices, check a machine (`doctor`), train the built-in models,
+//! and benchmark. Every failure is one line on stderr and a non-zero exit, never a panic trace.
+
+mod bench;
+mod devices;
+
+use std::process::ExitCode;
+
+use anygrad::{DType, Device};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "anygrad", version, about = "PyTorch-shaped deep learning on any GPU (wgpu) or the CPU")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the GPU adapters anygrad can use (index, name, backend, limits, features).
+    Devices {
+        /// One JSON object per adapter instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmark a workload and print median timings.
+    Bench {
+        /// Which workload.
+        #[arg(value_enum)]
+        workload: Workload,
+        /// Device: cpu, gpu, gpu:N or best.
+        #[arg(long, default_value = "best")]
+        device: String,
+        /// Element type for matmul: f32 or f16.
+        #[arg(long, default_value = "f32")]
+        dtype: String,
+        /// Matrix sizes for matmul (comma separated).
+        #[arg(long, value_delimiter = ',', default_value = "256,512,1024,2048")]
+        sizes: Vec<usize>,
+        /// Approximate seconds to spend timing each case.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Workload {
+    /// Square matrix products: GFLOPS.
+    Matmul,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ANYGRAD_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Devices { json } => devices::run(json),
+        Command::Bench {
+            workload,
+            device,
+            dtype,
+            sizes,
+            seconds,
+            json,
+        } => {
+            let device = Device::parse(&device).map_err(|e| e.to_string())?;
+            let dtype = DType::parse(&dtype).ok_or_else(|| format!("unknown dtype `{dtype}`; use f32 or f16"))?;
+            let results = match workload {
+                Workload::Matmul => bench::run_matmul(&device, &sizes, dtype, seconds),
+            }
+            .map_err(|e| e.to_string())?;
+            bench::report(&results, json);
+            Ok(())
+        }
+    }
+}

@@ -35,6 +35,9 @@ impl Layout {
 
     /// True when elements are laid out row-major without gaps (offset may be non-zero).
     pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
         let mut expected = 1;
         for (&size, &stride) in self.shape.iter().zip(&self.strides).rev() {
             if size != 1 && stride != expected {

@@ -312,6 +312,36 @@ fn run_all(device: &Device) {
     }
 }
 
+/// The checker itself must notice a wrong output and a wrong gradient (guards against a
+/// comparison that silently passes everything).
+#[test]
+fn golden_checker_detects_mismatches() {
+    let document: Value = serde_json::from_str(GOLDEN).expect("golden/core_ops.json parses");
+    let case = document["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["name"] == "mul_bcast_3x1_4")
+        .expect("case mul_bcast_3x1_4 exists")
+        .clone();
+    let device = Device::cpu();
+    assert_eq!(run_case(&case, &device), Ok(()));
+
+    let mut wrong_output = case.clone();
+    let value = wrong_output["output"]["data"][5].as_f64().unwrap();
+    wrong_output["output"]["data"][5] = Value::from(value * (1.0 + 1e-3) + 1e-3);
+    assert!(run_case(&wrong_output, &device).is_err(), "a wrong output went unnoticed");
+
+    let mut wrong_grad = case.clone();
+    let value = wrong_grad["grads"][1]["data"][2].as_f64().unwrap();
+    wrong_grad["grads"][1]["data"][2] = Value::from(value + 1e-2);
+    assert!(run_case(&wrong_grad, &device).is_err(), "a wrong gradient went unnoticed");
+
+    let mut wrong_shape = case;
+    wrong_shape["output"]["shape"] = serde_json::json!([4, 3]);
+    assert!(run_case(&wrong_shape, &device).is_err(), "a wrong shape went unnoticed");
+}
+
 #[test]
 fn golden_ops_cpu() {
     run_all(&Device::cpu());

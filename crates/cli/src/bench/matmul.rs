@@ -1,0 +1,34 @@
+//! Square matmul throughput: 2·n³ floating-point operations per product.
+
+use anygrad::{DType, Device, Result, Tensor};
+
+use super::{median, time_iterations, BenchResult};
+
+/// Benchmark `n x n` products for each size; dtype f32 or f16.
+pub fn run_matmul(device: &Device, sizes: &[usize], dtype: DType, seconds_per_case: f64) -> Result<Vec<BenchResult>> {
+    let mut results = Vec::new();
+    for &n in sizes {
+        let a = Tensor::randn(&[n, n], dtype, device)?;
+        let b = Tensor::randn(&[n, n], dtype, device)?;
+        // One untimed product to size the iteration count to about `seconds_per_case`.
+        let probe = time_iterations(device, 1, 1, || a.matmul(&b).map(drop))?;
+        let iterations = ((seconds_per_case * 1e3 / probe[0].max(1e-3)) as usize).clamp(3, 500);
+        let samples = time_iterations(device, 2, iterations, || a.matmul(&b).map(drop))?;
+        let med = median(&samples);
+        let flops = 2.0 * (n as f64).powi(3);
+        results.push(BenchResult {
+            bench: "matmul".into(),
+            framework: "anygrad",
+            device: device.description(),
+            dtype: dtype.name().into(),
+            size: n.to_string(),
+            median_ms: med,
+            min_ms: samples[0],
+            max_ms: samples[samples.len() - 1],
+            iterations,
+            value: flops / (med * 1e-3) / 1e9,
+            unit: "GFLOPS",
+        });
+    }
+    Ok(results)
+}

@@ -1,0 +1,83 @@
+//! `anygrad bench`: warm up, run many timed iterations (synchronizing the device so GPU work
+//! is really finished), report the median and the spread, as a table or as JSON lines that
+//! `bench/compare.py` joins with PyTorch's figures from `bench/pytorch_reference.py`.
+
+mod matmul;
+
+use std::time::Instant;
+
+use anygrad::{Device, Result};
+use serde::Serialize;
+
+pub use matmul::run_matmul;
+
+/// One measured result.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchResult {
+    pub bench: String,
+    pub framework: &'static str,
+    pub device: String,
+    pub dtype: String,
+    pub size: String,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub iterations: usize,
+    /// The headline figure (GFLOPS, GB/s, images/s, µs per op ...), named by `unit`.
+    pub value: f64,
+    pub unit: &'static str,
+}
+
+/// Time `work` (which must leave the device idle: it synchronizes) `iterations` times after
+/// `warmup` untimed runs; returns per-iteration milliseconds, sorted.
+pub fn time_iterations(device: &Device, warmup: usize, iterations: usize, mut work: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+    for _ in 0..warmup {
+        work()?;
+    }
+    device.synchronize()?;
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        work()?;
+        device.synchronize()?;
+        samples.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    Ok(samples)
+}
+
+/// Median of sorted samples.
+pub fn median(sorted: &[f64]) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 0 {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
+/// Print results as an aligned table or as JSON lines.
+pub fn report(results: &[BenchResult], json: bool) {
+    if json {
+        for result in results {
+            match serde_json::to_string(result) {
+                Ok(line) => println!("{line}"),
+                Err(error) => eprintln!("error: cannot serialize a result: {error}"),
+            }
+        }
+        return;
+    }
+    println!(
+        "{:<14} {:<26} {:<6} {:>12} {:>11} {:>11} {:>11} {:>14}",
+        "bench", "device", "dtype", "size", "median ms", "min ms", "max ms", "result"
+    );
+    for r in results {
+        println!(
+            "{:<14} {:<26} {:<6} {:>12} {:>11.3} {:>11.3} {:>11.3} {:>9.1} {}",
+            r.bench, r.device, r.dtype, r.size, r.median_ms, r.min_ms, r.max_ms, r.value, r.unit
+        );
+    }
+}

@@ -1,0 +1,861 @@
+//! GPU backend parity tests: every primitive on the GPU against the CPU reference, on awkward
+//! inputs (NaN, inf, large |x|, strided/broadcast/empty views, grids above 65,535 workgroups),
+//! plus transfers, random numbers, memory stats and the out-of-memory path. Without an adapter
+//! each test prints a skip, unless `ANYGRAD_REQUIRE_GPU=1` (then a missing adapter fails).
+//! Sizes stay small: on lavapipe (a CPU-emulated GPU) these must run in seconds.
+
+use anygrad_core::backend::cpu::CpuStorage;
+use anygrad_core::backend::gpu::{self, GpuDevice};
+use anygrad_core::op::{BinaryOp, ReduceOp, UnaryOp};
+use anygrad_core::random::Distribution;
+use anygrad_core::storage::Storage;
+use anygrad_core::{DType, Device, Error, Layout};
+
+/// The GPU under test, or `None` (after printing a skip) when there is none.
+fn gpu() -> Option<Device> {
+    match GpuDevice::open(0) {
+        Ok(device) => Some(Device::Gpu(device)),
+        Err(error) => {
+            if std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU opened: {error}");
+            }
+            eprintln!("SKIP: no GPU adapter ({error})");
+            None
+        }
+    }
+}
+
+/// Deterministic pseudo-random values in [-scale, scale).
+fn values(count: usize, seed: u64, scale: f64) -> Vec<f64> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..count)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+/// Awkward float values: NaN, ±inf, ±0, tiny, large, and ordinary ones.
+fn special_values() -> Vec<f64> {
+    let mut v = vec![
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1e-30,
+        -1e-30,
+        1e30,
+        -1e30,
+        100.0,
+        -100.0,
+        88.0,
+        -88.0,
+        20.0,
+        -20.0,
+        1.0,
+        -1.0,
+        0.5,
+        -2.0,
+        3.0,
+    ];
+    v.extend(values(44, 7, 6.0));
+    v
+}
+
+fn cpu_storage(values: &[f64], dtype: DType) -> Storage {
+    Storage::Cpu(CpuStorage::from_f64_values(values, dtype))
+}
+
+fn to_gpu(storage: &Storage, device: &Device) -> Storage {
+    storage.to_device(device).expect("upload")
+}
+
+fn flat(storage: &Storage) -> Vec<f64> {
+    let cpu = storage.to_cpu().expect("readback");
+    cpu.to_f64_vec(&Layout::contiguous(&[cpu.len()]))
+}
+
+/// Compare a GPU result with the CPU reference: same dtype and length, values within
+/// `atol + rtol * |cpu|`, NaN where the CPU has NaN, infinities of the same sign.
+fn assert_close(what: &str, cpu: &Storage, gpu: &Storage, rtol: f64, atol: f64) {
+    if let Some(failure) = check_close(what, cpu, gpu, rtol, atol) {
+        panic!("{failure}");
+    }
+}
+
+/// Like `assert_close`, but returns the first mismatch instead of panicking.
+fn check_close(what: &str, cpu: &Storage, gpu: &Storage, rtol: f64, atol: f64) -> Option<String> {
+    if cpu.dtype() != gpu.dtype() {
+        return Some(format!("{what}: dtype {} vs {}", cpu.dtype(), gpu.dtype()));
+    }
+    let (a, b) = (flat(cpu), flat(gpu));
+    if a.len() != b.len() {
+        return Some(format!("{what}: length {} vs {}", a.len(), b.len()));
+    }
+    for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
+        let ok = if x.is_nan() {
+            y.is_nan()
+        } else if x.is_infinite() {
+            x == y
+        } else {
+            (x - y).abs() <= atol + rtol * x.abs()
+        };
+        if !ok {
+            return Some(format!("{what}: element {i}: cpu {x} vs gpu {y}"));
+        }
+    }
+    None
+}
+
+fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F16 => (2e-3, 2e-3),
+        DType::F32 | DType::F64 => (2e-5, 1e-6),
+        DType::I32 | DType::U32 | DType::U8 | DType::Bool => (0.0, 0.0),
+    }
+}
+
+fn float_dtypes(device: &Device) -> Vec<DType> {
+    if device.supports_f16() {
+        vec![DType::F32, DType::F16]
+    } else {
+        vec![DType::F32]
+    }
+}
+
+const INTEGER_DTYPES: [DType; 4] = [DType::I32, DType::U32, DType::U8, DType::Bool];
+
+fn integer_values() -> Vec<f64> {
+    let mut v = vec![
+        0.0,
+        1.0,
+        -1.0,
+        2.0,
+        -7.0,
+        255.0,
+        300.0,
+        2147483647.0,
+        -2147483648.0,
+        5.0,
+        3.0,
+        0.0,
+    ];
+    v.extend(values(36, 3, 50.0).into_iter().map(f64::round));
+    v
+}
+
+/// Inputs for a unary op, a multiple of 8 long. Two known differences are left out:
+/// GPU sin/cos are only accurate for moderate arguments (no exact range reduction of 1e30),
+/// and the CPU reference's relu(-inf) is NaN (`-inf * 0`) where the GPU (and PyTorch) give 0.
+fn unary_inputs(dtype: DType, op: UnaryOp) -> Vec<f64> {
+    let mut data = if dtype.is_float() {
+        special_values()
+    } else {
+        integer_values()
+    };
+    match op {
+        UnaryOp::Sin | UnaryOp::Cos => data.retain(|v| v.is_nan() || v.abs() <= 1e4),
+        UnaryOp::Relu => data.retain(|&v| v.is_nan() || v > -65504.0),
+        _ => {}
+    }
+    while data.len() % 8 != 0 {
+        data.push(0.5);
+    }
+    data
+}
+
+#[test]
+fn unary_ops_match_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut failures = Vec::new();
+    for dtype in float_dtypes(&device)
+        .into_iter()
+        .chain([DType::I32, DType::U32, DType::U8])
+    {
+        for op in UnaryOp::ALL {
+            let data = unary_inputs(dtype, op);
+            let cpu = cpu_storage(&data, dtype);
+            let on_gpu = to_gpu(&cpu, &device);
+            // Contiguous, and a transposed (strided) view of the same data.
+            let contiguous = Layout::contiguous(&[data.len()]);
+            let transposed = Layout::contiguous(&[8, data.len() / 8]).permute(&[1, 0]);
+            for layout in [&contiguous, &transposed] {
+                let expected = cpu.unary(layout, op);
+                let actual = on_gpu.unary(layout, op);
+                match (expected, actual) {
+                    (Ok(e), Ok(a)) => {
+                        let (rtol, atol) = tolerance(dtype);
+                        failures.extend(check_close(
+                            &format!("{} {dtype}", op.name()),
+                            &e,
+                            &a,
+                            rtol,
+                            atol,
+                        ));
+                    }
+                    (Err(_), Err(_)) => {}
+                    (e, a) => {
+                        failures.push(format!("{} {dtype}: cpu {e:?} vs gpu {a:?}", op.name()))
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn binary_ops_match_cpu_with_broadcast() {
+    let Some(device) = gpu() else { return };
+    let mut failures = Vec::new();
+    let shape = [4usize, 16];
+    for dtype in float_dtypes(&device).into_iter().chain(INTEGER_DTYPES) {
+        let (lhs_data, rhs_data) = if dtype.is_float() {
+            (
+                special_values(),
+                special_values()
+                    .into_iter()
+                    .rev()
+                    .take(16)
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            let mut small: Vec<f64> = values(64, 9, 6.0).into_iter().map(f64::round).collect();
+            small[0] = 0.0;
+            (
+                small,
+                values(16, 11, 4.0).into_iter().map(f64::round).collect(),
+            )
+        };
+        let lhs = cpu_storage(&lhs_data[..64], dtype);
+        let rhs = cpu_storage(&rhs_data, dtype);
+        let (lhs_gpu, rhs_gpu) = (to_gpu(&lhs, &device), to_gpu(&rhs, &device));
+        let lhs_layout = Layout::contiguous(&shape);
+        // rhs has shape [16], broadcast over the rows (stride 0).
+        let rhs_layout = Layout::contiguous(&[16]).broadcast_to(&shape).unwrap();
+        for op in BinaryOp::ALL {
+            let expected = lhs.binary(&lhs_layout, &rhs, &rhs_layout, op).unwrap();
+            let actual = lhs_gpu
+                .binary(&lhs_layout, &rhs_gpu, &rhs_layout, op)
+                .unwrap();
+            let (rtol, atol) = if op == BinaryOp::Pow && dtype.is_float() {
+                (2e-4, 1e-5)
+            } else {
+                tolerance(dtype)
+            };
+            failures.extend(check_close(
+                &format!("{} {dtype}", op.name()),
+                &expected,
+                &actual,
+                rtol,
+                atol,
+            ));
+            for (scalar, on_left) in [(2.5, false), (-3.0, true), (0.0, false)] {
+                let expected = lhs.binary_scalar(&lhs_layout, op, scalar, on_left).unwrap();
+                let actual = lhs_gpu
+                    .binary_scalar(&lhs_layout, op, scalar, on_left)
+                    .unwrap();
+                failures.extend(check_close(
+                    &format!("{} scalar {scalar} {dtype}", op.name()),
+                    &expected,
+                    &actual,
+                    rtol,
+                    atol,
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn where_matches_cpu() {
+    let Some(device) = gpu() else { return };
+    let condition_data = vec![0.0, -0.0, f64::NAN, 1.0, 0.0, 2.0, -3.0, 0.0];
+    for condition_dtype in [DType::F32, DType::U8, DType::Bool, DType::I32] {
+        let condition = cpu_storage(&condition_data, condition_dtype);
+        for dtype in [DType::F32, DType::I32, DType::U8] {
+            let on_true = cpu_storage(&values(8, 1, 10.0), dtype);
+            let on_false = cpu_storage(&[7.0], dtype);
+            let layout = Layout::contiguous(&[8]);
+            let broadcast = Layout::contiguous(&[1]).broadcast_to(&[8]).unwrap();
+            let expected = condition
+                .where_select(&layout, &on_true, &layout, &on_false, &broadcast)
+                .unwrap();
+            let actual = to_gpu(&condition, &device)
+                .where_select(
+                    &layout,
+                    &to_gpu(&on_true, &device),
+                    &layout,
+                    &to_gpu(&on_false, &device),
+                    &broadcast,
+                )
+                .unwrap();
+            assert_close(
+                &format!("where {condition_dtype}->{dtype}"),
+                &expected,
+                &actual,
+                0.0,
+                0.0,
+            );
+        }
+    }
+}
+
+#[test]
+fn reductions_match_cpu() {
+    let Some(device) = gpu() else { return };
+    let shape = [3usize, 5, 7];
+    let mut data = values(105, 5, 10.0);
+    data[17] = data[3]; // ties
+    for dtype in float_dtypes(&device)
+        .into_iter()
+        .chain([DType::I32, DType::U32, DType::U8])
+    {
+        let data: Vec<f64> = if dtype.is_float() {
+            data.clone()
+        } else {
+            data.iter().map(|v| v.abs().round()).collect()
+        };
+        let cpu = cpu_storage(&data, dtype);
+        let on_gpu = to_gpu(&cpu, &device);
+        let layout = Layout::contiguous(&shape);
+        let permuted = layout.permute(&[2, 0, 1]);
+        for op in ReduceOp::ALL {
+            let dim_sets: Vec<Vec<usize>> = if op.is_arg() {
+                vec![vec![0], vec![1], vec![2]]
+            } else {
+                vec![vec![], vec![0], vec![1], vec![2], vec![0, 2], vec![0, 1, 2]]
+            };
+            for dims in dim_sets {
+                for view in [&layout, &permuted] {
+                    let expected = cpu.reduce(view, op, &dims).unwrap();
+                    let actual = on_gpu.reduce(view, op, &dims).unwrap();
+                    let (rtol, atol) = match dtype {
+                        DType::F16 => (1e-2, 1e-2),
+                        _ => (1e-5, 1e-5),
+                    };
+                    assert_close(
+                        &format!("{} {dims:?} {dtype}", op.name()),
+                        &expected,
+                        &actual,
+                        rtol,
+                        atol,
+                    );
+                }
+            }
+        }
+    }
+    // NaN propagates through max/min and wins argmax/argmin (first NaN).
+    let nan_data = vec![1.0, f64::NAN, 5.0, f64::NAN, 2.0, 2.0];
+    let cpu = cpu_storage(&nan_data, DType::F32);
+    let layout = Layout::contiguous(&[6]);
+    for op in ReduceOp::ALL {
+        let expected = cpu.reduce(&layout, op, &[0]).unwrap();
+        let actual = to_gpu(&cpu, &device).reduce(&layout, op, &[0]).unwrap();
+        assert_close(&format!("nan {}", op.name()), &expected, &actual, 0.0, 0.0);
+    }
+}
+
+#[test]
+fn casts_match_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut dtypes = vec![DType::F32, DType::I32, DType::U32, DType::U8, DType::Bool];
+    if device.supports_f16() {
+        dtypes.push(DType::F16);
+    }
+    let mut failures = Vec::new();
+    let float_data = vec![
+        0.0,
+        -0.0,
+        1.5,
+        -1.5,
+        255.9,
+        256.0,
+        -300.0,
+        3e9,
+        -3e9,
+        1e20,
+        f64::NAN,
+        65504.0,
+        7.0,
+    ];
+    for &from in &dtypes {
+        let data: Vec<f64> = if from.is_float() {
+            float_data.clone()
+        } else {
+            integer_values()
+        };
+        let cpu = cpu_storage(&data, from);
+        let on_gpu = to_gpu(&cpu, &device);
+        let layout = Layout::contiguous(&[data.len()]);
+        for &to in &dtypes {
+            let expected = cpu.cast(&layout, to).unwrap();
+            let actual = on_gpu.cast(&layout, to).unwrap();
+            let rtol = if to == DType::F16 || from == DType::F16 {
+                1e-3
+            } else {
+                1e-7
+            };
+            failures.extend(check_close(
+                &format!("cast {from}->{to}"),
+                &expected,
+                &actual,
+                rtol,
+                0.0,
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn matmul_case(
+    device: &Device,
+    dtype: DType,
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    transpose_rhs: bool,
+    broadcast_lhs: bool,
+) {
+    let lhs_batch = if broadcast_lhs { 1 } else { batch };
+    let scale = if dtype.is_float() { 1.0 } else { 4.0 };
+    let round = |v: Vec<f64>| {
+        if dtype.is_float() {
+            v
+        } else {
+            v.into_iter().map(|x| x.round().abs()).collect()
+        }
+    };
+    let lhs = cpu_storage(&round(values(lhs_batch * m * k, 21, scale)), dtype);
+    let rhs = cpu_storage(&round(values(batch * k * n, 22, scale)), dtype);
+    let mut lhs_layout = Layout::contiguous(&[lhs_batch, m, k]);
+    if broadcast_lhs {
+        lhs_layout = lhs_layout.broadcast_to(&[batch, m, k]).unwrap();
+    }
+    let rhs_layout = if transpose_rhs {
+        // Stored as [batch, n, k]; viewed as [batch, k, n].
+        Layout::contiguous(&[batch, n, k]).permute(&[0, 2, 1])
+    } else {
+        Layout::contiguous(&[batch, k, n])
+    };
+    let expected = lhs.matmul(&lhs_layout, &rhs, &rhs_layout).unwrap();
+    let actual = to_gpu(&lhs, device)
+        .matmul(&lhs_layout, &to_gpu(&rhs, device), &rhs_layout)
+        .unwrap();
+    let (rtol, atol) = match dtype {
+        DType::F16 => (2e-2, 5e-2),
+        DType::F32 => (1e-4, 1e-4),
+        _ => (0.0, 0.0),
+    };
+    assert_close(
+        &format!("matmul {dtype} b{batch} {m}x{k}x{n} t{transpose_rhs} bc{broadcast_lhs}"),
+        &expected,
+        &actual,
+        rtol,
+        atol,
+    );
+}
+
+#[test]
+fn matmul_matches_cpu() {
+    let Some(device) = gpu() else { return };
+    for (batch, m, k, n) in [
+        (1, 1, 1, 1),
+        (2, 7, 13, 5),
+        (1, 65, 130, 67),
+        (3, 64, 16, 64),
+        (1, 3, 0, 4),
+    ] {
+        for transpose in [false, true] {
+            matmul_case(&device, DType::F32, batch, m, k, n, transpose, false);
+        }
+    }
+    matmul_case(&device, DType::F32, 4, 9, 17, 33, false, true);
+    matmul_case(&device, DType::I32, 2, 9, 17, 33, true, false);
+    matmul_case(&device, DType::U8, 1, 5, 6, 7, false, false);
+    if device.supports_f16() {
+        matmul_case(&device, DType::F16, 2, 33, 40, 31, true, true);
+    }
+}
+
+#[test]
+fn index_ops_match_cpu() {
+    let Some(device) = gpu() else { return };
+    let shape = [4usize, 5, 3];
+    for dtype in [DType::F32, DType::I32, DType::U8] {
+        let base = cpu_storage(
+            &values(60, 31, 9.0)
+                .into_iter()
+                .map(f64::round)
+                .collect::<Vec<_>>(),
+            dtype,
+        );
+        let base_gpu = to_gpu(&base, &device);
+        let layout = Layout::contiguous(&shape);
+        for index_dtype in [DType::I32, DType::U32, DType::U8] {
+            // index_select along each dim, with repeats.
+            for dim in 0..3 {
+                let picks = cpu_storage(&[0.0, 2.0, 2.0, 1.0], index_dtype);
+                let picks_layout = Layout::contiguous(&[4]);
+                let expected = base
+                    .index_select(&layout, &picks, &picks_layout, dim)
+                    .unwrap();
+                let actual = base_gpu
+                    .index_select(&layout, &to_gpu(&picks, &device), &picks_layout, dim)
+                    .unwrap();
+                assert_close(
+                    &format!("index_select {dtype} dim {dim}"),
+                    &expected,
+                    &actual,
+                    0.0,
+                    0.0,
+                );
+            }
+            // gather along dim 1 with a smaller index shape, and scatter_add with duplicates.
+            let index_values: Vec<f64> = (0..4 * 3 * 2).map(|i| ((i * 7) % 5) as f64).collect();
+            let index = cpu_storage(&index_values, index_dtype);
+            let index_layout = Layout::contiguous(&[4, 3, 2]);
+            let expected = base.gather(&layout, &index, &index_layout, 1).unwrap();
+            let actual = base_gpu
+                .gather(&layout, &to_gpu(&index, &device), &index_layout, 1)
+                .unwrap();
+            assert_close(&format!("gather {dtype}"), &expected, &actual, 0.0, 0.0);
+            let src = cpu_storage(
+                &values(4 * 3 * 3, 41, 5.0)
+                    .into_iter()
+                    .map(f64::round)
+                    .collect::<Vec<_>>(),
+                dtype,
+            );
+            let src_layout = Layout::contiguous(&[4, 3, 3]);
+            let expected = base
+                .scatter_add(&layout, &index, &index_layout, &src, &src_layout, 1)
+                .unwrap();
+            let actual = base_gpu
+                .scatter_add(
+                    &layout,
+                    &to_gpu(&index, &device),
+                    &index_layout,
+                    &to_gpu(&src, &device),
+                    &src_layout,
+                    1,
+                )
+                .unwrap();
+            assert_close(
+                &format!("scatter_add {dtype}"),
+                &expected,
+                &actual,
+                1e-6,
+                1e-5,
+            );
+        }
+    }
+    // An out-of-range index is an error, not a wild read; the device stays usable.
+    let base = to_gpu(&cpu_storage(&[1.0, 2.0, 3.0], DType::F32), &device);
+    let bad = to_gpu(&cpu_storage(&[0.0, 3.0], DType::I32), &device);
+    let error = base
+        .index_select(
+            &Layout::contiguous(&[3]),
+            &bad,
+            &Layout::contiguous(&[2]),
+            0,
+        )
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
+    let negative = to_gpu(&cpu_storage(&[-1.0], DType::I32), &device);
+    assert!(base
+        .scatter_add(
+            &Layout::contiguous(&[3]),
+            &negative,
+            &Layout::contiguous(&[1]),
+            &base,
+            &Layout::contiguous(&[3]),
+            0
+        )
+        .is_err());
+    assert_eq!(flat(&base), vec![1.0, 2.0, 3.0]);
+}
+
+#[test]
+fn strided_copies_match_cpu() {
+    let Some(device) = gpu() else { return };
+    let cpu = cpu_storage(&values(120, 51, 100.0), DType::F32);
+    let on_gpu = to_gpu(&cpu, &device);
+    let base = Layout::contiguous(&[4, 5, 6]);
+    let views = [
+        base.permute(&[2, 0, 1]),
+        base.narrow(1, 1, 3),
+        base.narrow(2, 2, 3).permute(&[1, 2, 0]),
+        Layout::contiguous(&[5, 1])
+            .broadcast_to(&[3, 5, 4])
+            .unwrap(),
+        base.narrow(0, 4, 0),
+    ];
+    for view in &views {
+        let expected = cpu.copy_strided(view).unwrap();
+        let actual = on_gpu.copy_strided(view).unwrap();
+        assert_close(&format!("copy {view:?}"), &expected, &actual, 0.0, 0.0);
+    }
+    // copy_into a transposed view of a destination.
+    let mut dst_cpu = cpu_storage(&[0.0; 30], DType::F32);
+    let mut dst_gpu = to_gpu(&dst_cpu, &device);
+    let source_view = base.narrow(0, 1, 1).narrow(1, 0, 5);
+    let source_view = Layout {
+        shape: vec![5, 6],
+        strides: source_view.strides[1..].to_vec(),
+        offset: source_view.offset,
+    };
+    let dst_view = Layout::contiguous(&[6, 5]).permute(&[1, 0]);
+    cpu.copy_into(&source_view, &mut dst_cpu, &dst_view)
+        .unwrap();
+    on_gpu
+        .copy_into(&source_view, &mut dst_gpu, &dst_view)
+        .unwrap();
+    assert_close("copy_into", &dst_cpu, &dst_gpu, 0.0, 0.0);
+}
+
+#[test]
+fn empty_tensors_work() {
+    let Some(device) = gpu() else { return };
+    let empty = Storage::full(&device, 0, DType::F32, 1.0).unwrap();
+    let layout = Layout::contiguous(&[0, 3]);
+    assert_eq!(
+        flat(&empty.unary(&layout, UnaryOp::Exp).unwrap()),
+        Vec::<f64>::new()
+    );
+    assert_eq!(
+        flat(
+            &empty
+                .binary(&layout, &empty, &layout, BinaryOp::Add)
+                .unwrap()
+        ),
+        Vec::<f64>::new()
+    );
+    assert_eq!(
+        flat(&empty.reduce(&layout, ReduceOp::Sum, &[0]).unwrap()),
+        vec![0.0; 3]
+    );
+    assert!(empty.reduce(&layout, ReduceOp::Max, &[0]).is_err());
+    assert_eq!(
+        flat(&empty.cast(&layout, DType::I32).unwrap()),
+        Vec::<f64>::new()
+    );
+    let lhs = Layout::contiguous(&[1, 0, 4]);
+    let rhs = Layout::contiguous(&[1, 4, 2]);
+    let rhs_storage = Storage::full(&device, 8, DType::F32, 1.0).unwrap();
+    assert_eq!(
+        flat(&empty.matmul(&lhs, &rhs_storage, &rhs).unwrap()),
+        Vec::<f64>::new()
+    );
+}
+
+#[test]
+fn grids_beyond_65535_workgroups() {
+    let Some(device) = gpu() else { return };
+    // 65,535 workgroups of 256 cover 16,776,960 elements; go past that.
+    let numel = 65_535 * 256 + 1000;
+    let ones = Storage::full(&device, numel, DType::F32, 1.5).unwrap();
+    let layout = Layout::contiguous(&[numel]);
+    let doubled = ones
+        .binary_scalar(&layout, BinaryOp::Mul, 2.0, false)
+        .unwrap();
+    let out = flat(&doubled);
+    assert_eq!(out.len(), numel);
+    assert!(out.iter().all(|&v| v == 3.0), "some element missed");
+    // A reduction with more than 65,535 outputs (one workgroup each).
+    let rows = 70_000;
+    let layout = Layout::contiguous(&[rows, 2]);
+    let sums = ones.reduce(&layout, ReduceOp::Sum, &[1]).unwrap();
+    let sums = flat(&sums);
+    assert_eq!(sums.len(), rows);
+    assert!(sums.iter().all(|&v| v == 3.0));
+}
+
+#[test]
+fn random_matches_cpu() {
+    let Some(device) = gpu() else { return };
+    for (distribution, tolerance) in [
+        (
+            Distribution::Uniform {
+                low: -2.0,
+                high: 3.0,
+            },
+            1e-6,
+        ),
+        (
+            Distribution::Normal {
+                mean: 0.5,
+                std: 2.0,
+            },
+            2e-5,
+        ),
+    ] {
+        for dtype in float_dtypes(&device) {
+            let expected =
+                Storage::random(&Device::Cpu, 1000, dtype, distribution, 1234, 77).unwrap();
+            let actual = Storage::random(&device, 1000, dtype, distribution, 1234, 77).unwrap();
+            let rtol = if dtype == DType::F16 { 1e-3 } else { tolerance };
+            assert_close(
+                &format!("random {distribution:?} {dtype}"),
+                &expected,
+                &actual,
+                rtol,
+                rtol,
+            );
+        }
+    }
+    assert!(Storage::random(
+        &device,
+        4,
+        DType::I32,
+        Distribution::Uniform {
+            low: 0.0,
+            high: 1.0
+        },
+        1,
+        0
+    )
+    .is_err());
+}
+
+#[test]
+fn transfers_are_exact() {
+    let Some(device) = gpu() else { return };
+    let Device::Gpu(gpu_device) = &device else {
+        unreachable!()
+    };
+    let second =
+        Device::Gpu(GpuDevice::open_new_instance(gpu_device.ordinal()).expect("second instance"));
+    assert_ne!(device, second);
+    let mut dtypes = vec![DType::F32, DType::I32, DType::U32, DType::U8, DType::Bool];
+    if device.supports_f16() {
+        dtypes.push(DType::F16);
+    }
+    for dtype in dtypes {
+        for len in [0usize, 1, 3, 1001] {
+            let data: Vec<f64> = values(len, 61, 1000.0)
+                .into_iter()
+                .map(f64::round)
+                .collect();
+            let cpu = cpu_storage(&data, dtype);
+            let on_gpu = to_gpu(&cpu, &device);
+            let same_device = on_gpu.to_device(&device).unwrap();
+            let other_device = on_gpu.to_device(&second).unwrap();
+            assert_eq!(
+                on_gpu.to_cpu().unwrap(),
+                cpu.to_cpu().unwrap(),
+                "{dtype} {len}"
+            );
+            assert_eq!(
+                same_device.to_cpu().unwrap(),
+                cpu.to_cpu().unwrap(),
+                "{dtype} {len} same device"
+            );
+            assert_eq!(
+                other_device.to_cpu().unwrap(),
+                cpu.to_cpu().unwrap(),
+                "{dtype} {len} other device"
+            );
+            assert_eq!(other_device.device(), second);
+        }
+    }
+    // Mixing devices is an error, not a crash.
+    let a = to_gpu(&cpu_storage(&[1.0], DType::F32), &device);
+    let b = to_gpu(&cpu_storage(&[1.0], DType::F32), &second);
+    let layout = Layout::contiguous(&[1]);
+    assert!(a.binary(&layout, &b, &layout, BinaryOp::Add).is_err());
+}
+
+#[test]
+fn f64_is_refused_clearly() {
+    let Some(device) = gpu() else { return };
+    let error = Storage::full(&device, 4, DType::F64, 1.0).unwrap_err();
+    assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+}
+
+#[test]
+fn out_of_memory_is_an_error_and_device_survives() {
+    let Some(device) = gpu() else { return };
+    let error = Storage::full(&device, 1 << 40, DType::F32, 0.0).unwrap_err();
+    assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
+    let error = Storage::full(&device, usize::MAX / 2, DType::F32, 0.0).unwrap_err();
+    assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
+    let still_fine = Storage::full(&device, 10, DType::F32, 2.0).unwrap();
+    assert_eq!(flat(&still_fine), vec![2.0; 10]);
+}
+
+#[test]
+fn memory_stats_track_allocations() {
+    let Some(device) = gpu() else { return };
+    // A private context so other tests' allocations do not interfere.
+    let Device::Gpu(shared) = &device else {
+        unreachable!()
+    };
+    let own = GpuDevice::open_new_instance(shared.ordinal()).unwrap();
+    let own_device = Device::Gpu(own.clone());
+    let before = gpu::memory_stats(&own);
+    let bytes = 1 << 20;
+    let tensor = Storage::full(&own_device, bytes / 4, DType::F32, 1.0).unwrap();
+    let during = gpu::memory_stats(&own);
+    assert!(
+        during.allocated_bytes >= before.allocated_bytes + bytes as u64,
+        "{during:?}"
+    );
+    assert!(during.peak_allocated_bytes >= during.allocated_bytes);
+    assert_eq!(during.allocation_count, before.allocation_count + 1);
+    drop(tensor);
+    own.synchronize().unwrap();
+    let after = gpu::memory_stats(&own);
+    assert_eq!(after.allocated_bytes, before.allocated_bytes, "{after:?}");
+    assert!(
+        after.cached_bytes >= bytes as u64,
+        "freed buffer should be cached: {after:?}"
+    );
+    // Reuse comes from the cache.
+    let again = Storage::full(&own_device, bytes / 4, DType::F32, 1.0).unwrap();
+    let reused = gpu::memory_stats(&own);
+    assert!(reused.cache_hits > after.cache_hits, "{reused:?}");
+    drop(again);
+    gpu::empty_cache(&own);
+    let emptied = gpu::memory_stats(&own);
+    assert_eq!(emptied.cached_bytes, 0);
+    assert!(emptied.reserved_bytes < reused.reserved_bytes);
+    gpu::reset_peak_memory(&own);
+    assert_eq!(
+        gpu::memory_stats(&own).peak_allocated_bytes,
+        gpu::memory_stats(&own).allocated_bytes
+    );
+    // Memory mode gives buffers back instead of caching them.
+    gpu::set_execution_mode(&own, gpu::ExecutionMode::Memory).unwrap();
+    let temporary = Storage::full(&own_device, 1024, DType::F32, 1.0).unwrap();
+    drop(temporary);
+    own.synchronize().unwrap();
+    assert_eq!(gpu::memory_stats(&own).cached_bytes, 0);
+}
+
+#[test]
+fn adapters_are_described() {
+    let Some(device) = gpu() else { return };
+    let infos = gpu::adapter_infos();
+    assert!(!infos.is_empty());
+    assert_eq!(infos.len(), gpu::device_count());
+    let json = serde_json::to_string(&infos).unwrap();
+    assert!(json.contains("max_storage_binding_size"));
+    let Device::Gpu(gpu_device) = &device else {
+        unreachable!()
+    };
+    assert_eq!(gpu_device.info().name, infos[0].name);
+    assert!(
+        GpuDevice::open(0).unwrap() == *gpu_device,
+        "open(0) is cached"
+    );
+    assert!(matches!(GpuDevice::open(999), Err(Error::NoAdapter { .. })));
+}
