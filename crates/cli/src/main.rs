@@ -3,6 +3,8 @@
 
 mod bench;
 mod devices;
+mod plot;
+mod train;
 
 use std::process::ExitCode;
 
@@ -18,6 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Train a model (default: the digits MLP on the best device).
+    Train(train::TrainArgs),
     /// List the GPU adapters anygrad can use (index, name, backend, limits, features).
     Devices {
         /// One JSON object per adapter instead of a table.
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
+        Command::Train(args) => train::run_train(args),
         Command::Devices { json } => devices::run(json),
         Command::Bench {
             workload,

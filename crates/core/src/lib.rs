@@ -16,6 +16,7 @@ pub mod backend;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod fallback;
 pub mod layout;
 pub mod op;
 pub mod random;

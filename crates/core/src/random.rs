@@ -64,6 +64,20 @@ pub fn manual_seed(seed: u64) {
     generator.offset = 0;
 }
 
+/// The global generator's `(seed, offset)`, to save in a checkpoint so that a resumed run
+/// draws the same numbers as an uninterrupted one.
+pub fn generator_state() -> (u64, u64) {
+    let generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    (generator.seed, generator.offset)
+}
+
+/// Restore a state returned by [`generator_state`].
+pub fn set_generator_state(seed: u64, offset: u64) {
+    let mut generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    generator.seed = seed;
+    generator.offset = offset;
+}
+
 /// Reserve `count` counters from the global generator; returns `(seed, first counter)`.
 pub fn next_draw(count: usize) -> (u64, u64) {
     let mut generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

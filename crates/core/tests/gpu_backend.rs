@@ -418,10 +418,7 @@ fn casts_match_cpu() {
 fn matmul_case(
     device: &Device,
     dtype: DType,
-    batch: usize,
-    m: usize,
-    k: usize,
-    n: usize,
+    (batch, m, k, n): (usize, usize, usize, usize),
     transpose_rhs: bool,
     broadcast_lhs: bool,
 ) {
@@ -475,14 +472,14 @@ fn matmul_matches_cpu() {
         (1, 3, 0, 4),
     ] {
         for transpose in [false, true] {
-            matmul_case(&device, DType::F32, batch, m, k, n, transpose, false);
+            matmul_case(&device, DType::F32, (batch, m, k, n), transpose, false);
         }
     }
-    matmul_case(&device, DType::F32, 4, 9, 17, 33, false, true);
-    matmul_case(&device, DType::I32, 2, 9, 17, 33, true, false);
-    matmul_case(&device, DType::U8, 1, 5, 6, 7, false, false);
+    matmul_case(&device, DType::F32, (4, 9, 17, 33), false, true);
+    matmul_case(&device, DType::I32, (2, 9, 17, 33), true, false);
+    matmul_case(&device, DType::U8, (1, 5, 6, 7), false, false);
     if device.supports_f16() {
-        matmul_case(&device, DType::F16, 2, 33, 40, 31, true, true);
+        matmul_case(&device, DType::F16, (2, 33, 40, 31), true, true);
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! 1797 samples, 64 features (pixel intensities 0..16, row-major 8×8), 10 classes. The file
 //! is a gzip-compressed CSV of 65 integers a row — 64 pixels, then the label — compiled in
-//! with `include_bytes!` (about 30 KB), so the digits tutorial runs with no download.
+//! with `include_bytes!` (about 57 KB), so the digits tutorial runs with no download.
 //! Source: the UCI "Optical Recognition of Handwritten Digits" test set (Alpaydin & Kaynak,
 //! 1998), CC BY 4.0.
 

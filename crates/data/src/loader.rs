@@ -23,7 +23,14 @@ use anygrad_core::{Device, Error, Result, Tensor};
 use crate::dataset::{index_tensor, Dataset};
 use crate::rng::permutation;
 
-/// Iterates a [`Dataset`] in batches; see the [module documentation](self).
+/// Iterates a [`Dataset`] in batches of `(inputs, labels)` on a target device.
+///
+/// Built with [`new`](Self::new) and configured with chained calls: [`shuffle`](Self::shuffle)
+/// (epoch `e` uses the permutation of `seed + e`), [`drop_last`](Self::drop_last),
+/// [`to_device`](Self::to_device), [`prefetch`](Self::prefetch) (background worker depth,
+/// default 2; uploads happen on the consuming thread) and
+/// [`device_resident`](Self::device_resident) (upload the dataset once, gather batches on the
+/// device with `index_select`).
 ///
 /// ```no_run
 /// # use anygrad_core::{Device, Result};
@@ -300,7 +307,7 @@ impl DataLoader {
     }
 }
 
-impl<'a> IntoIterator for &'a DataLoader {
+impl IntoIterator for &DataLoader {
     type Item = Result<(Tensor, Tensor)>;
     type IntoIter = Batches;
 
@@ -373,7 +380,7 @@ impl Batches {
                 order,
                 position,
             } => {
-                let len = batch_size.min(features.shape()[0] - *position);
+                let len = batch_size.min(features.shape()[0].saturating_sub(*position));
                 let batch = match order {
                     Some(order) => {
                         let index = order.narrow(0, *position, len)?;

@@ -167,7 +167,7 @@ fn features_per_row(op: &'static str, features: &Tensor) -> Result<usize> {
 
 /// Check that `features` is a whole number of rows of `n_features`; return the row count.
 fn check_layout(op: &'static str, features: &[f32], n_features: usize) -> Result<usize> {
-    if n_features == 0 || features.len() % n_features != 0 {
+    if n_features == 0 || !features.len().is_multiple_of(n_features) {
         return Err(Error::invalid(
             op,
             format!(

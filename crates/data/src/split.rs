@@ -84,7 +84,7 @@ pub fn train_test_split<L: Copy>(
     seed: u64,
 ) -> Result<Split<L>> {
     let n = labels.len();
-    if n == 0 || features.len() % n != 0 {
+    if n == 0 || !features.len().is_multiple_of(n) {
         return Err(Error::invalid(
             "train_test_split",
             format!(

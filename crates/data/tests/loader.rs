@@ -42,7 +42,10 @@ fn collect(batches: impl Iterator<Item = Result<(Tensor, Tensor)>>) -> Vec<Vec<i
 /// The GPU when one opens; `None` (after a visible SKIP line) otherwise.
 fn gpu() -> Option<Device> {
     match Device::gpu(0) {
-        Ok(device) => Some(device),
+        Ok(device) => {
+            println!("GPU: {}", device.description());
+            Some(device)
+        }
         Err(error) => {
             if std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() == Ok("1") {
                 panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU opened: {error}");
@@ -92,7 +95,7 @@ fn shuffle_is_deterministic_per_epoch() {
     // `iter()` walks epochs 0, 1, ...; `set_epoch` rewinds.
     let auto = DataLoader::new(ramp(50), 8).unwrap().shuffle(7);
     assert_eq!(collect(auto.iter()), epoch0);
-    assert_eq!(collect(&auto), epoch1);
+    assert_eq!(collect((&auto).into_iter()), epoch1);
     auto.set_epoch(0);
     assert_eq!(collect(auto.iter()), epoch0);
     // Epoch e of seed s is epoch 0 of seed s + e.

@@ -1,1 +1,15 @@
+//! anygrad-models: ready-made networks with PyTorch-compatible parameter names, so weights
+//! move between anygrad and PyTorch through safetensors unchanged.
+//!
+//! - [`Mlp`]: the tutorial multi-layer perceptron (64 → 128 → 64 → 10 with ReLU by default).
+//! - [`SmallCnn`]: a two-convolution network for 28×28 single-channel images (MNIST).
+//! - [`ResNet`]: ResNet-18/34 (basic blocks) and ResNet-50 (bottleneck blocks) with
+//!   torchvision's exact architecture, initialization and names.
 
+mod cnn;
+mod mlp;
+mod resnet;
+
+pub use cnn::SmallCnn;
+pub use mlp::Mlp;
+pub use resnet::{BasicBlock, BlockKind, Bottleneck, ResNet};

@@ -1,1 +1,44 @@
+//! anygrad-nn: the `Module` trait and `Parameter` slots, layers, losses, weight
+//! initialization, optimizers with learning-rate schedulers and gradient clipping, and
+//! safetensors checkpoints with PyTorch's parameter names.
+//!
+//! ```
+//! use anygrad_core::{Device, DType, Tensor};
+//! use anygrad_nn::{cross_entropy, Linear, Module, Optimizer, ReLU, Sequential, Sgd, SgdConfig};
+//! let device = Device::Cpu;
+//! let model = Sequential::new()
+//!     .add(Linear::new(4, 8, true, &device)?)
+//!     .add(ReLU)
+//!     .add(Linear::new(8, 3, true, &device)?);
+//! let mut optimizer = Sgd::new(model.named_parameter_slots(), SgdConfig::new(0.1))?;
+//! let x = Tensor::randn(&[5, 4], DType::F32, &device)?;
+//! let y = Tensor::from_vec(vec![0i32, 1, 2, 1, 0], &[5], &device)?;
+//! optimizer.zero_grad();
+//! let loss = cross_entropy(&model.forward(&x)?, &y)?;
+//! loss.backward()?;
+//! optimizer.step()?;
+//! assert_eq!(model.named_parameters()[0].0, "0.weight");
+//! # Ok::<(), anygrad_core::Error>(())
+//! ```
 
+pub mod checkpoint;
+pub mod init;
+pub mod layers;
+pub mod loss;
+pub mod module;
+pub mod optim;
+
+pub use checkpoint::{
+    load_checkpoint, load_optimizer, load_safetensors, load_safetensors_with, load_state_into, load_tensors, save_checkpoint,
+    save_optimizer, save_safetensors, save_tensors, LoadReport,
+};
+pub use layers::*;
+pub use loss::{
+    binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss, BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss,
+    Reduction,
+};
+pub use module::{Kind, Module, Parameter, TrainingFlag};
+pub use optim::{
+    clip_grad_norm_, clip_grad_value_, Adam, AdamConfig, AdamW, CosineAnnealingLR, LrScheduler, Optimizer, OptimizerState, Sgd,
+    SgdConfig, StepLR,
+};

@@ -75,7 +75,8 @@ fn type_rank(device_type: wgpu::DeviceType) -> u8 {
 fn enumerate() -> AdapterRegistry {
     // `InstanceDescriptor` has no `Default` in wgpu 30; this reads WGPU_BACKEND etc. from the
     // environment and needs no window.
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
     // OpenGL exposes fewer features (no f16, weak compute): keep a GL adapter only when no
     // modern API sees a card of the same name.
@@ -90,7 +91,11 @@ fn enumerate() -> AdapterRegistry {
     });
     adapters.retain(|a| a.get_info().backend != wgpu::Backend::Noop);
     adapters.sort_by_key(|a| type_rank(a.get_info().device_type));
-    let infos = adapters.iter().enumerate().map(|(index, a)| describe(index, a)).collect();
+    let infos = adapters
+        .iter()
+        .enumerate()
+        .map(|(index, a)| describe(index, a))
+        .collect();
     AdapterRegistry { adapters, infos }
 }
 
@@ -102,7 +107,12 @@ fn describe(index: usize, adapter: &wgpu::Adapter) -> AdapterInfo {
         adapter
             .cooperative_matrix_properties()
             .iter()
-            .map(|p| format!("{}x{}x{} {:?}->{:?}", p.m_size, p.n_size, p.k_size, p.ab_type, p.cr_type))
+            .map(|p| {
+                format!(
+                    "{}x{}x{} {:?}->{:?}",
+                    p.m_size, p.n_size, p.k_size, p.ab_type, p.cr_type
+                )
+            })
             .collect()
     } else {
         Vec::new()
@@ -143,7 +153,9 @@ pub(crate) fn adapter(ordinal: usize) -> Result<(&'static wgpu::Adapter, &'stati
     let registry = registry();
     match (registry.adapters.get(ordinal), registry.infos.get(ordinal)) {
         (Some(adapter), Some(info)) => Ok((adapter, info)),
-        _ if registry.adapters.is_empty() => Err(Error::NoAdapter { hint: no_adapter_hint() }),
+        _ if registry.adapters.is_empty() => Err(Error::NoAdapter {
+            hint: no_adapter_hint(),
+        }),
         _ => Err(Error::NoAdapter {
             hint: format!(
                 "gpu:{ordinal} does not exist; {} adapter(s) found (gpu:0..gpu:{})",

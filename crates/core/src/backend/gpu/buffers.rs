@@ -75,7 +75,8 @@ pub(crate) fn size_class(bytes: u64) -> u64 {
     if bytes <= 1 << 20 {
         bytes.next_power_of_two()
     } else {
-        let step = bytes.next_power_of_two() / 8;
+        // Eight classes between 2^k and 2^(k+1): steps of 2^k / 8.
+        let step = bytes.next_power_of_two() / 16;
         bytes.div_ceil(step) * step
     }
 }
@@ -98,17 +99,16 @@ impl PooledBuffer {
             None => unreachable!("pooled buffer used after drop"),
         }
     }
-
-    /// Size in bytes of the underlying buffer (the size class, not the request).
-    pub(crate) fn size(&self) -> u64 {
-        self.size
-    }
 }
 
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
-        let Some(buffer) = self.buffer.take() else { return };
-        let Some(pool) = self.pool.upgrade() else { return };
+        let Some(buffer) = self.buffer.take() else {
+            return;
+        };
+        let Some(pool) = self.pool.upgrade() else {
+            return;
+        };
         let mut state = pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if self.kind == BufferKind::Tensor {
             state.stats.allocated_bytes = state.stats.allocated_bytes.saturating_sub(self.size);
@@ -160,7 +160,10 @@ impl PoolState {
         if kind == BufferKind::Tensor {
             self.stats.allocated_bytes += size;
             self.stats.allocation_count += 1;
-            self.stats.peak_allocated_bytes = self.stats.peak_allocated_bytes.max(self.stats.allocated_bytes);
+            self.stats.peak_allocated_bytes = self
+                .stats
+                .peak_allocated_bytes
+                .max(self.stats.allocated_bytes);
         }
     }
 }
@@ -178,7 +181,9 @@ pub(crate) fn allocate(
     let in_use = || pool.lock().map(|s| s.stats.allocated_bytes).unwrap_or(0);
     // A storage binding cannot exceed the adapter's limit, so a bigger tensor could never be
     // used by a kernel: refuse it here with a message instead of failing later in validation.
-    let binding_limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    let binding_limit = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
     if bytes > binding_limit {
         return Err(Error::OutOfMemory {
             requested: bytes,

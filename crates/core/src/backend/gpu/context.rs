@@ -60,7 +60,8 @@ impl GpuContext {
     /// limits, install the error and device-lost handlers.
     pub(crate) fn create(ordinal: usize) -> Result<GpuContext> {
         let (adapter, info) = super::adapters::adapter(ordinal)?;
-        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
+        let wanted =
+            wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
         let features = adapter.features() & wanted;
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -72,7 +73,10 @@ impl GpuContext {
             trace: wgpu::Trace::Off,
         }))
         .map_err(|error| Error::NoAdapter {
-            hint: format!("adapter gpu:{ordinal} ({}) refused to open a device: {error}", info.name),
+            hint: format!(
+                "adapter gpu:{ordinal} ({}) refused to open a device: {error}",
+                info.name
+            ),
         })?;
         // Errors outside any scope would panic by default; log them instead.
         device.on_uncaptured_error(Arc::new(|error: wgpu::Error| {
@@ -87,7 +91,8 @@ impl GpuContext {
                 // Dropping the device reports `Destroyed`; that is not a failure.
                 if reason != wgpu::DeviceLostReason::Destroyed {
                     tracing::error!("GPU device lost ({reason:?}): {message}");
-                    *lost_message.lock().unwrap_or_else(|p| p.into_inner()) = format!("{reason:?}: {message}");
+                    *lost_message.lock().unwrap_or_else(|p| p.into_inner()) =
+                        format!("{reason:?}: {message}");
                     lost.store(true, Ordering::SeqCst);
                 }
             });
@@ -117,9 +122,16 @@ impl GpuContext {
     /// `Err(DeviceLost)` once the driver has reported the device lost.
     pub(crate) fn ensure_alive(&self) -> Result<()> {
         if self.lost.load(Ordering::SeqCst) {
-            let message = self.lost_message.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let message = self
+                .lost_message
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
             return Err(Error::DeviceLost {
-                message: format!("gpu:{} was lost ({message}); recreate tensors on a new device", self.ordinal),
+                message: format!(
+                    "gpu:{} was lost ({message}); recreate tensors on a new device",
+                    self.ordinal
+                ),
             });
         }
         Ok(())
@@ -150,39 +162,61 @@ impl GpuContext {
     /// A tensor buffer of at least `bytes` bytes.
     pub(crate) fn allocate(&self, bytes: u64) -> Result<PooledBuffer> {
         self.ensure_alive()?;
-        buffers::allocate(&self.device, &self.pool, bytes, BufferKind::Tensor, &self.limits)
+        buffers::allocate(
+            &self.device,
+            &self.pool,
+            bytes,
+            BufferKind::Tensor,
+            &self.limits,
+        )
     }
 
     /// A small internal buffer holding `words` (kernel parameters), uploaded before the next
     /// submit. Each dispatch gets its own: the pool does not reuse it before that submit.
     pub(crate) fn parameter_buffer(&self, words: &[u32]) -> Result<PooledBuffer> {
         let bytes = (words.len().max(1) * 4) as u64;
-        let buffer = buffers::allocate(&self.device, &self.pool, bytes, BufferKind::Internal, &self.limits)?;
-        self.queue.write_buffer(buffer.buffer(), 0, bytemuck::cast_slice(words));
+        let buffer = buffers::allocate(
+            &self.device,
+            &self.pool,
+            bytes,
+            BufferKind::Internal,
+            &self.limits,
+        )?;
+        self.queue
+            .write_buffer(buffer.buffer(), 0, bytemuck::cast_slice(words));
         Ok(buffer)
     }
 
     /// The compute pipeline for `key`, compiled on first use and cached. Compilation errors
     /// come back as `Error::Shader` with naga's message.
     pub(crate) fn pipeline(&self, key: &KernelKey) -> Result<Arc<wgpu::ComputePipeline>> {
-        if let Some(pipeline) = self.pipelines.lock().unwrap_or_else(|p| p.into_inner()).get(key) {
+        if let Some(pipeline) = self
+            .pipelines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
             return Ok(Arc::clone(pipeline));
         }
         let source = key.source();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(&key.name()),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&key.name()),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
         // `layout: None` lets wgpu derive the bind-group layout from the shader's bindings.
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&key.name()),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            cache: None,
-        });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&key.name()),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                cache: None,
+            });
         if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(Error::Shader {
                 kernel: key.name(),
@@ -199,7 +233,12 @@ impl GpuContext {
 
     /// Record one dispatch of `key` over `workgroups` with `bindings` as bind group 0 (in
     /// binding order). Returns at once; the GPU runs it after the next flush.
-    pub(crate) fn dispatch(&self, key: &KernelKey, bindings: &[&wgpu::Buffer], workgroups: (u32, u32, u32)) -> Result<()> {
+    pub(crate) fn dispatch(
+        &self,
+        key: &KernelKey,
+        bindings: &[&wgpu::Buffer],
+        workgroups: (u32, u32, u32),
+    ) -> Result<()> {
         self.ensure_alive()?;
         let pipeline = self.pipeline(key)?;
         let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
@@ -219,7 +258,9 @@ impl GpuContext {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
             let encoder = recording.encoder.get_or_insert_with(|| {
                 self.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("anygrad ops") })
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("anygrad ops"),
+                    })
             });
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -240,7 +281,12 @@ impl GpuContext {
     }
 
     /// Record a buffer-to-buffer copy into the open encoder.
-    pub(crate) fn copy_buffer(&self, source: &wgpu::Buffer, destination: &wgpu::Buffer, bytes: u64) -> Result<()> {
+    pub(crate) fn copy_buffer(
+        &self,
+        source: &wgpu::Buffer,
+        destination: &wgpu::Buffer,
+        bytes: u64,
+    ) -> Result<()> {
         self.ensure_alive()?;
         if bytes == 0 {
             return Ok(());
@@ -248,7 +294,9 @@ impl GpuContext {
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
         let encoder = recording.encoder.get_or_insert_with(|| {
             self.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("anygrad ops") })
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("anygrad ops"),
+                })
         });
         encoder.copy_buffer_to_buffer(source, 0, destination, 0, bytes);
         Ok(())
@@ -260,7 +308,9 @@ impl GpuContext {
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
         let encoder = recording.encoder.get_or_insert_with(|| {
             self.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("anygrad ops") })
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("anygrad ops"),
+                })
         });
         encoder.clear_buffer(buffer, 0, Some(bytes));
         Ok(())
@@ -269,11 +319,12 @@ impl GpuContext {
     /// Submit the open encoder (if any). Validation errors of the recorded work surface here.
     pub(crate) fn flush(&self) -> Result<()> {
         self.ensure_alive()?;
-        let encoder = {
-            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-            recording.dispatches = 0;
-            recording.encoder.take()
-        };
+        // The recording lock is held through submit *and* pool promotion: otherwise another
+        // thread could promote (and reuse) buffers that the encoder taken here still reads,
+        // before this thread has submitted it.
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        recording.dispatches = 0;
+        let encoder = recording.encoder.take();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
         if let Some(encoder) = encoder {
@@ -285,7 +336,11 @@ impl GpuContext {
         let internal_error = pollster::block_on(internal.pop());
         let validation_error = pollster::block_on(scope.pop());
         // Buffers released while that work was being recorded may be reused from now on.
-        self.pool.lock().unwrap_or_else(|p| p.into_inner()).promote_pending();
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .promote_pending();
+        drop(recording);
         if let Some(error) = validation_error.or(internal_error) {
             return Err(Error::DeviceLost {
                 message: format!("the GPU rejected recorded work: {error}"),
@@ -324,12 +379,15 @@ impl GpuContext {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
             let encoder = recording.encoder.get_or_insert_with(|| {
                 self.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("anygrad ops") })
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("anygrad ops"),
+                    })
             });
             encoder.copy_buffer_to_buffer(source, 0, &staging, 0, padded);
         }
         self.flush()?;
-        let outcome: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> = Arc::new(Mutex::new(None));
+        let outcome: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> =
+            Arc::new(Mutex::new(None));
         {
             let outcome = Arc::clone(&outcome);
             staging.map_async(wgpu::MapMode::Read, .., move |result| {
@@ -357,9 +415,11 @@ impl GpuContext {
             }
         }
         let data = {
-            let view = staging.get_mapped_range(..).map_err(|error| Error::DeviceLost {
-                message: format!("mapping the readback buffer failed: {error}"),
-            })?;
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|error| Error::DeviceLost {
+                    message: format!("mapping the readback buffer failed: {error}"),
+                })?;
             view[..bytes as usize].to_vec()
         };
         staging.unmap();
@@ -377,12 +437,18 @@ impl GpuContext {
         if let Err(error) = self.flush() {
             tracing::warn!("empty_cache: flush failed: {error}");
         }
-        self.pool.lock().unwrap_or_else(|p| p.into_inner()).empty_cache();
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .empty_cache();
     }
 
     /// Restart peak tracking.
     pub(crate) fn reset_peak(&self) {
-        self.pool.lock().unwrap_or_else(|p| p.into_inner()).reset_peak();
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .reset_peak();
     }
 
     /// A grid of `count` workgroups that respects the per-dimension limit: spill into `y`

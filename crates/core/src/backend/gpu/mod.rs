@@ -1,114 +1,194 @@
-//! PLACEHOLDER written by the lead so the crate compiles; the GPU backend author replaces this
-//! whole file.
+//! The GPU backend: wgpu (Vulkan, DX12, Metal) with WGSL compute kernels — anygrad's answer to
+//! DirectML. Layout of the module:
+//! - `adapters.rs`: enumerate and order adapters, `AdapterInfo`;
+//! - `context.rs`: one opened device (queue, open command encoder, flushes, readback, errors);
+//! - `buffers.rs`: the caching allocator and `MemoryStats`;
+//! - `kernels.rs` + `shaders/*.wgsl`: typed `KernelKey`s and WGSL generation per dtype/op;
+//! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: the compute primitives;
+//!   `params.rs`: packing shapes and strides for kernels.
+//!
+//! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
+//! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
 
-use crate::backend::cpu::CpuStorage;
-use crate::dtype::DType;
-use crate::error::{Error, Result};
-use crate::layout::Layout;
-use crate::op::{BinaryOp, ReduceOp, UnaryOp};
-use crate::random::Distribution;
+mod adapters;
+mod buffers;
+mod context;
+mod kernels;
+mod ops;
+mod params;
+mod storage;
 
-fn none<T>() -> Result<T> {
-    Err(Error::NoAdapter { hint: "placeholder".into() })
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+pub use adapters::AdapterInfo;
+pub use buffers::MemoryStats;
+pub use kernels::{all_kernel_sources, KernelKey};
+pub use storage::GpuStorage;
+
+use crate::error::Result;
+use context::GpuContext;
+
+/// How eagerly work is submitted and memory is cached (`ANYGRAD_EXECUTION_MODE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ExecutionMode {
+    /// 64 dispatches per submit, caching allocator on.
+    Default,
+    /// 256 dispatches per submit (fewer, larger submissions), caching on.
+    Throughput,
+    /// Submit after every dispatch, so the GPU starts at once; caching on.
+    Latency,
+    /// 32 dispatches per submit and no caching: freed buffers go back to the driver.
+    Memory,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GpuDevice;
+impl ExecutionMode {
+    /// The mode named by `ANYGRAD_EXECUTION_MODE` (`default` when unset or unknown).
+    pub fn from_env() -> ExecutionMode {
+        match std::env::var("ANYGRAD_EXECUTION_MODE")
+            .ok()
+            .as_deref()
+            .map(str::trim)
+        {
+            Some("throughput") => ExecutionMode::Throughput,
+            Some("latency") => ExecutionMode::Latency,
+            Some("memory") => ExecutionMode::Memory,
+            Some("default") | Some("") | None => ExecutionMode::Default,
+            Some(other) => {
+                tracing::warn!("ANYGRAD_EXECUTION_MODE={other} is unknown (default|throughput|latency|memory); using default");
+                ExecutionMode::Default
+            }
+        }
+    }
 
-#[derive(Debug, Clone)]
-pub struct AdapterInfo {
-    pub name: String,
+    /// Dispatches recorded before the encoder is submitted.
+    pub fn dispatches_per_submit(self) -> u32 {
+        match self {
+            ExecutionMode::Default => 64,
+            ExecutionMode::Throughput => 256,
+            ExecutionMode::Latency => 1,
+            ExecutionMode::Memory => 32,
+        }
+    }
+
+    /// Whether freed buffers are kept for reuse.
+    pub fn caches_buffers(self) -> bool {
+        match self {
+            ExecutionMode::Default | ExecutionMode::Throughput | ExecutionMode::Latency => true,
+            ExecutionMode::Memory => false,
+        }
+    }
 }
 
-pub fn device_count() -> usize {
-    0
+/// A handle to one opened GPU (cheap to clone; equal when it is the same context).
+#[derive(Clone)]
+pub struct GpuDevice {
+    context: Arc<GpuContext>,
 }
 
-pub fn adapter_infos() -> Vec<AdapterInfo> {
-    Vec::new()
+impl std::fmt::Debug for GpuDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuDevice(gpu:{} {})",
+            self.context.ordinal, self.context.info.name
+        )
+    }
 }
+
+impl PartialEq for GpuDevice {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.context, &other.context)
+    }
+}
+
+impl Eq for GpuDevice {}
+
+static OPEN_DEVICES: Mutex<Option<HashMap<usize, GpuDevice>>> = Mutex::new(None);
 
 impl GpuDevice {
-    pub fn open(_ordinal: usize) -> Result<GpuDevice> {
-        none()
+    /// Open adapter `ordinal` (in `adapter_infos()` order); the same ordinal always gives the
+    /// same device. `Error::NoAdapter` (with a hint) when it does not exist or fails to open.
+    pub fn open(ordinal: usize) -> Result<GpuDevice> {
+        let mut open = OPEN_DEVICES.lock().unwrap_or_else(|p| p.into_inner());
+        let devices = open.get_or_insert_with(HashMap::new);
+        if let Some(device) = devices.get(&ordinal) {
+            return Ok(device.clone());
+        }
+        let device = GpuDevice::open_new_instance(ordinal)?;
+        devices.insert(ordinal, device.clone());
+        Ok(device)
     }
+
+    /// Open a separate context on adapter `ordinal` (its own queue and memory pool); tensors
+    /// on it count as living on another device.
+    pub fn open_new_instance(ordinal: usize) -> Result<GpuDevice> {
+        Ok(GpuDevice {
+            context: Arc::new(GpuContext::create(ordinal)?),
+        })
+    }
+
+    /// The adapter's position in `adapter_infos()`.
     pub fn ordinal(&self) -> usize {
-        0
+        self.context.ordinal
     }
+
+    /// `NVIDIA H200 (Vulkan)`.
     pub fn name(&self) -> String {
-        String::new()
+        format!("{}, {}", self.context.info.name, self.context.info.backend)
     }
+
+    /// Submit pending work and wait for the GPU to finish it.
     pub fn synchronize(&self) -> Result<()> {
-        none()
+        self.context.synchronize()
     }
+
+    /// Whether f16 tensors work on this device.
     pub fn supports_f16(&self) -> bool {
-        false
+        self.context.supports_f16()
+    }
+
+    /// What the adapter reports.
+    pub fn info(&self) -> AdapterInfo {
+        self.context.info.clone()
+    }
+
+    /// The current execution mode.
+    pub fn execution_mode(&self) -> ExecutionMode {
+        self.context.mode()
+    }
+
+    pub(crate) fn context(&self) -> &GpuContext {
+        &self.context
     }
 }
 
-#[derive(Debug)]
-pub struct GpuStorage;
+/// Number of usable GPU adapters.
+pub fn device_count() -> usize {
+    adapters::registry().adapters.len()
+}
 
-#[allow(unused_variables)]
-impl GpuStorage {
-    pub fn dtype(&self) -> DType {
-        DType::F32
-    }
-    pub fn device(&self) -> &GpuDevice {
-        &GpuDevice
-    }
-    pub fn full(device: &GpuDevice, numel: usize, dtype: DType, value: f64) -> Result<Self> {
-        none()
-    }
-    pub fn arange(device: &GpuDevice, start: f64, step: f64, numel: usize, dtype: DType) -> Result<Self> {
-        none()
-    }
-    pub fn random(device: &GpuDevice, numel: usize, dtype: DType, d: Distribution, seed: u64, offset: u64) -> Result<Self> {
-        none()
-    }
-    pub fn from_cpu(device: &GpuDevice, cpu: &CpuStorage) -> Result<Self> {
-        none()
-    }
-    pub fn to_cpu(&self) -> Result<CpuStorage> {
-        none()
-    }
-    pub fn to_gpu(&self, device: &GpuDevice) -> Result<Self> {
-        none()
-    }
-    pub fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Self> {
-        none()
-    }
-    pub fn binary(&self, l: &Layout, r: &Self, rl: &Layout, op: BinaryOp) -> Result<Self> {
-        none()
-    }
-    pub fn binary_scalar(&self, l: &Layout, op: BinaryOp, s: f64, left: bool) -> Result<Self> {
-        none()
-    }
-    pub fn where_select(&self, l: &Layout, t: &Self, tl: &Layout, f: &Self, fl: &Layout) -> Result<Self> {
-        none()
-    }
-    pub fn reduce(&self, l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self> {
-        none()
-    }
-    pub fn matmul(&self, l: &Layout, r: &Self, rl: &Layout) -> Result<Self> {
-        none()
-    }
-    pub fn copy_strided(&self, l: &Layout) -> Result<Self> {
-        none()
-    }
-    pub fn copy_into(&self, l: &Layout, d: &mut Self, dl: &Layout) -> Result<()> {
-        none()
-    }
-    pub fn cast(&self, l: &Layout, dtype: DType) -> Result<Self> {
-        none()
-    }
-    pub fn index_select(&self, l: &Layout, i: &Self, il: &Layout, dim: usize) -> Result<Self> {
-        none()
-    }
-    pub fn gather(&self, l: &Layout, i: &Self, il: &Layout, dim: usize) -> Result<Self> {
-        none()
-    }
-    pub fn scatter_add(&self, l: &Layout, i: &Self, il: &Layout, s: &Self, sl: &Layout, dim: usize) -> Result<Self> {
-        none()
-    }
+/// Every usable adapter, in ordinal order.
+pub fn adapter_infos() -> Vec<AdapterInfo> {
+    adapters::registry().infos.clone()
+}
+
+/// Memory counters of `device`.
+pub fn memory_stats(device: &GpuDevice) -> MemoryStats {
+    device.context.memory_stats()
+}
+
+/// Give cached (free) buffers of `device` back to the driver.
+pub fn empty_cache(device: &GpuDevice) {
+    device.context.empty_cache()
+}
+
+/// Restart peak-memory tracking of `device`.
+pub fn reset_peak_memory(device: &GpuDevice) {
+    device.context.reset_peak()
+}
+
+/// Change how `device` batches submissions and caches memory.
+pub fn set_execution_mode(device: &GpuDevice, mode: ExecutionMode) -> Result<()> {
+    device.context.set_mode(mode)
 }

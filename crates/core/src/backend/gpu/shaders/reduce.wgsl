@@ -25,14 +25,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let reduced_shape_at = kept_strides_at + kept_rank;
     let reduced_strides_at = reduced_shape_at + reduced_rank;
     // Workgroups past the last output still take part in nothing but must not write.
-    let active = out < outputs;
+    let in_range = out < outputs;
     var base = 0u;
-    if (active) {
+    if (in_range) {
         base = params[4] + strided_position(out, kept_rank, kept_shape_at, kept_strides_at);
     }
     var accumulator = identity();
     var best_index = NONE;
-    if (active) {
+    if (in_range) {
         for (var r = local; r < count; r = r + 256u) {
             let value = load_value(input[base + strided_position(r, reduced_rank, reduced_shape_at, reduced_strides_at)]);
             if (IS_ARG) {
@@ -63,7 +63,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         }
         workgroupBarrier();
     }
-    if (active && local == 0u) {
+    if (in_range && local == 0u) {
         output[out] = finish(partial_values[0], partial_indices[0]);
     }
 }

@@ -1,0 +1,174 @@
+//! `anygrad train`: the main job. Trains a model (the digits MLP by default) on the best
+//! device, with a progress bar per epoch on stderr, a line per epoch, a final summary, and
+//! optionally a JSON summary on stdout and a PNG of the curves.
+
+use std::path::PathBuf;
+
+use anygrad::train::{run, DatasetKind, Event, ModelKind, OptimizerKind, TrainConfig};
+use anygrad::Device;
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::plot::plot_training;
+
+/// Options of `anygrad train`.
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Device: cpu, gpu, gpu:N or best (default: ANYGRAD_DEVICE, else the best device).
+    #[arg(long)]
+    device: Option<String>,
+    /// Number of epochs.
+    #[arg(long, default_value_t = 20)]
+    epochs: usize,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 32)]
+    batch_size: usize,
+    /// Learning rate.
+    #[arg(long, default_value_t = 1e-3)]
+    lr: f64,
+    /// Optimizer.
+    #[arg(long, value_enum, default_value = "adam")]
+    optimizer: OptimizerArg,
+    /// Seed for the split, the initialization and the shuffling.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Model.
+    #[arg(long, value_enum, default_value = "mlp")]
+    model: ModelArg,
+    /// Data set.
+    #[arg(long, value_enum, default_value = "digits")]
+    dataset: DatasetArg,
+    /// Directory holding the IDX files (mnist, fashion-mnist).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Use at most this many training images (mnist, fashion-mnist).
+    #[arg(long)]
+    limit_train: Option<usize>,
+    /// Save a checkpoint (model, optimizer, epoch) here after every epoch.
+    #[arg(long)]
+    save: Option<PathBuf>,
+    /// Resume from a checkpoint written by --save.
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// Draw loss and accuracy curves into this PNG file.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Print a machine-readable summary on stdout (progress still goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OptimizerArg {
+    Sgd,
+    Adam,
+    Adamw,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModelArg {
+    Mlp,
+    Cnn,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DatasetArg {
+    Digits,
+    Mnist,
+    FashionMnist,
+}
+
+/// Run the training job.
+pub fn run_train(args: TrainArgs) -> Result<(), String> {
+    let (device, reason) = match &args.device {
+        Some(text) => (Device::parse(text).map_err(|e| e.to_string())?, None),
+        None => match std::env::var("ANYGRAD_DEVICE") {
+            Ok(text) if !text.is_empty() => (Device::parse(&text).map_err(|e| e.to_string())?, None),
+            _ => Device::best_available(),
+        },
+    };
+    eprintln!("device: {}", device.description());
+    if let Some(reason) = reason {
+        eprintln!("note: {reason}");
+    }
+    let config = TrainConfig {
+        dataset: match args.dataset {
+            DatasetArg::Digits => DatasetKind::Digits,
+            DatasetArg::Mnist => DatasetKind::Mnist,
+            DatasetArg::FashionMnist => DatasetKind::FashionMnist,
+        },
+        data_dir: args.data_dir,
+        model: match args.model {
+            ModelArg::Mlp => ModelKind::Mlp,
+            ModelArg::Cnn => ModelKind::Cnn,
+        },
+        optimizer: match args.optimizer {
+            OptimizerArg::Sgd => OptimizerKind::Sgd,
+            OptimizerArg::Adam => OptimizerKind::Adam,
+            OptimizerArg::Adamw => OptimizerKind::AdamW,
+        },
+        learning_rate: args.lr,
+        batch_size: args.batch_size,
+        epochs: args.epochs,
+        seed: args.seed,
+        save: args.save,
+        resume: args.resume,
+        limit_train: args.limit_train,
+        ..TrainConfig::default()
+    };
+    let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")
+        .map_err(|e| e.to_string())?
+        .progress_chars("=> ");
+    let mut bar: Option<ProgressBar> = None;
+    let total_epochs = config.epochs;
+    let mut on_event = |event: Event| match event {
+        Event::EpochStart { epoch, batches } => {
+            let progress = ProgressBar::new(batches as u64).with_style(style.clone());
+            progress.set_prefix(format!("{}", epoch + 1));
+            bar = Some(progress);
+        }
+        Event::Batch { loss, .. } => {
+            if let Some(progress) = &bar {
+                progress.inc(1);
+                if let Some(loss) = loss {
+                    progress.set_message(format!("loss {loss:.4}"));
+                }
+            }
+        }
+        Event::EpochEnd(report) => {
+            if let Some(progress) = bar.take() {
+                progress.finish_and_clear();
+            }
+            eprintln!(
+                "epoch {:>3}/{total_epochs}  loss {:.4}  train acc {:6.2}%  test acc {:6.2}%  {:7.1} ms",
+                report.epoch,
+                report.train_loss,
+                100.0 * report.train_accuracy,
+                100.0 * report.test_accuracy,
+                report.seconds * 1e3
+            );
+        }
+    };
+    let summary = run(&config, &device, &mut on_event).map_err(|e| e.to_string())?;
+    eprintln!(
+        "done: {} on {}, {} parameters, test accuracy {:.2}%, {:.1} ms per epoch ({} epochs, {:.2} s)",
+        match config.model {
+            ModelKind::Mlp => "mlp",
+            ModelKind::Cnn => "cnn",
+        },
+        summary.device,
+        summary.parameters,
+        100.0 * summary.final_test_accuracy,
+        summary.mean_epoch_seconds * 1e3,
+        summary.epochs.len(),
+        summary.total_seconds
+    );
+    if let Some(path) = &args.plot {
+        plot_training(&summary.epochs, path)?;
+        eprintln!("plot: {}", path.display());
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?);
+    }
+    Ok(())
+}

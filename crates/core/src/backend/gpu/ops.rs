@@ -1,0 +1,711 @@
+//! The compute primitives of `GpuStorage`, with the signatures of `CpuStorage`'s (see the
+//! contract in `storage.rs`). Each method checks its operands on the host, packs shapes and
+//! strides into a parameter buffer, and records one dispatch; nothing here waits for the GPU
+//! except the index ops, which read back a one-word out-of-range flag so that a bad index is
+//! returned as an error exactly like on the CPU.
+
+use super::context::GpuContext;
+use super::kernels::{unary_supported, KernelKey};
+use super::params::{check_view, is_dense, Params};
+use super::storage::GpuStorage;
+use super::GpuDevice;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::shape::contiguous_strides;
+
+fn unsupported(op: &'static str, dtype: DType, device: &GpuDevice) -> Error {
+    Error::Unsupported {
+        op,
+        dtype,
+        device: format!("gpu:{}", device.ordinal()),
+        hint: String::new(),
+    }
+}
+
+fn same_device(op: &'static str, lhs: &GpuStorage, rhs: &GpuStorage) -> Result<()> {
+    if lhs.device != rhs.device {
+        return Err(Error::DeviceMismatch {
+            op,
+            lhs: format!("gpu:{}", lhs.device.ordinal()),
+            rhs: format!("gpu:{} (another context)", rhs.device.ordinal()),
+        });
+    }
+    Ok(())
+}
+
+fn same_dtype(op: &'static str, lhs: DType, rhs: DType) -> Result<()> {
+    if lhs != rhs {
+        return Err(Error::DTypeMismatch { op, lhs, rhs });
+    }
+    Ok(())
+}
+
+fn same_shape(op: &'static str, lhs: &Layout, rhs: &Layout) -> Result<()> {
+    if lhs.shape != rhs.shape {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: lhs.shape.clone(),
+            rhs: rhs.shape.clone(),
+            reason: "must have the same shape (broadcast first)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The scalar of `binary_scalar` as the bits of the kernel's compute type (like the CPU: f32
+/// for floats, `as i64` then wrapped for integers).
+fn scalar_bits(dtype: DType, scalar: f64) -> u32 {
+    match dtype {
+        DType::F32 | DType::F16 | DType::F64 => (scalar as f32).to_bits(),
+        DType::I32 => (scalar as i64) as i32 as u32,
+        DType::U32 | DType::U8 | DType::Bool => (scalar as i64) as u32,
+    }
+}
+
+impl GpuStorage {
+    /// Elementwise unary op.
+    pub fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<GpuStorage> {
+        if !unary_supported(self.dtype, op) {
+            return Err(unsupported(op.name(), self.dtype, &self.device));
+        }
+        check_view(op.name(), layout, self.len)?;
+        let numel = layout.numel();
+        let out = GpuStorage::allocate(&self.device, op.name(), numel, self.dtype)?;
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push(layout.rank())?
+            .extend(&layout.shape)?
+            .view(layout)?;
+        let key = KernelKey::Unary {
+            dtype: self.dtype,
+            op,
+            contiguous: is_dense(layout),
+        };
+        GpuStorage::launch(&self.device, &key, &params, &[self.raw(), out.raw()], numel)?;
+        Ok(out)
+    }
+
+    /// Elementwise binary op on equal-shape views.
+    pub fn binary(
+        &self,
+        layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+        op: BinaryOp,
+    ) -> Result<GpuStorage> {
+        same_device(op.name(), self, rhs)?;
+        same_dtype(op.name(), self.dtype, rhs.dtype)?;
+        same_shape(op.name(), layout, rhs_layout)?;
+        check_view(op.name(), layout, self.len)?;
+        check_view(op.name(), rhs_layout, rhs.len)?;
+        let numel = layout.numel();
+        let out_dtype = if op.is_comparison() {
+            DType::Bool
+        } else {
+            self.dtype
+        };
+        let out = GpuStorage::allocate(&self.device, op.name(), numel, out_dtype)?;
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push(layout.rank())?
+            .extend(&layout.shape)?
+            .view(layout)?
+            .view(rhs_layout)?;
+        let key = KernelKey::Binary {
+            dtype: self.dtype,
+            op,
+            contiguous: is_dense(layout) && is_dense(rhs_layout),
+        };
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &params,
+            &[self.raw(), rhs.raw(), out.raw()],
+            numel,
+        )?;
+        Ok(out)
+    }
+
+    /// `x op scalar`, or `scalar op x` when `scalar_on_left`.
+    pub fn binary_scalar(
+        &self,
+        layout: &Layout,
+        op: BinaryOp,
+        scalar: f64,
+        scalar_on_left: bool,
+    ) -> Result<GpuStorage> {
+        check_view(op.name(), layout, self.len)?;
+        if let Some(result) = self.unsigned_with_negative_scalar(layout, op, scalar, scalar_on_left)
+        {
+            return result;
+        }
+        let numel = layout.numel();
+        let out_dtype = if op.is_comparison() {
+            DType::Bool
+        } else {
+            self.dtype
+        };
+        let out = GpuStorage::allocate(&self.device, op.name(), numel, out_dtype)?;
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push(layout.rank())?
+            .push_bits(scalar_bits(self.dtype, scalar))
+            .extend(&layout.shape)?
+            .view(layout)?;
+        let key = KernelKey::BinaryScalar {
+            dtype: self.dtype,
+            op,
+            scalar_on_left,
+            contiguous: is_dense(layout),
+        };
+        GpuStorage::launch(&self.device, &key, &params, &[self.raw(), out.raw()], numel)?;
+        Ok(out)
+    }
+
+    /// Unsigned data with a negative scalar. The CPU computes integers in i64, so it compares
+    /// with the negative number itself, while a u32 kernel would see its wrapped bits. Wrapping
+    /// arithmetic (add, sub, mul, `scalar ** x`) agrees either way; the other ops have results
+    /// that follow from `x >= 0 > scalar` and are built here. `None`: use the kernel.
+    fn unsigned_with_negative_scalar(
+        &self,
+        layout: &Layout,
+        op: BinaryOp,
+        scalar: f64,
+        on_left: bool,
+    ) -> Option<Result<GpuStorage>> {
+        let s = scalar as i64;
+        let unsigned = matches!(self.dtype, DType::U32 | DType::U8 | DType::Bool);
+        if !unsigned || s >= 0 {
+            return None;
+        }
+        let numel = layout.numel();
+        let truth = |value: bool| {
+            Some(GpuStorage::full(
+                &self.device,
+                numel,
+                DType::Bool,
+                value as u8 as f64,
+            ))
+        };
+        // The CPU's `value as T` of an i64 (wrapping for U32/U8, non-zero test for Bool).
+        let wrapped = |value: i64| match self.dtype {
+            DType::U8 => (value as u8) as f64,
+            DType::Bool => (value != 0) as u8 as f64,
+            DType::U32 | DType::F32 | DType::F16 | DType::F64 | DType::I32 => (value as u32) as f64,
+        };
+        match op {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => None,
+            BinaryOp::Eq => truth(false),
+            BinaryOp::Ne => truth(true),
+            // `s < x` and `s <= x` hold when the scalar is on the left; `x < s` never does.
+            BinaryOp::Lt | BinaryOp::Le => truth(on_left),
+            BinaryOp::Gt | BinaryOp::Ge => truth(!on_left),
+            BinaryOp::Maximum => Some(self.copy_strided(layout)),
+            BinaryOp::Minimum => Some(GpuStorage::full(
+                &self.device,
+                numel,
+                self.dtype,
+                wrapped(s),
+            )),
+            BinaryOp::Pow if on_left => None,
+            // A negative exponent gives 0 in integer arithmetic.
+            BinaryOp::Pow => Some(GpuStorage::full(&self.device, numel, self.dtype, 0.0)),
+            BinaryOp::Div => {
+                // Truncating division: x / s = -(x / |s|) and s / x = -(|s| / x), then wrapped.
+                let magnitude = s.unsigned_abs();
+                if magnitude > u32::MAX as u64 {
+                    return if on_left {
+                        None
+                    } else {
+                        Some(GpuStorage::full(&self.device, numel, self.dtype, 0.0))
+                    };
+                }
+                let quotient =
+                    match self.binary_scalar(layout, BinaryOp::Div, magnitude as f64, on_left) {
+                        Ok(quotient) => quotient,
+                        Err(error) => return Some(Err(error)),
+                    };
+                if self.dtype == DType::Bool {
+                    // Only zero versus non-zero matters, which negation keeps.
+                    return Some(Ok(quotient));
+                }
+                Some(quotient.unary(&Layout::contiguous(&[numel]), UnaryOp::Neg))
+            }
+        }
+    }
+
+    /// `self ? on_true : on_false` elementwise (`self` of any dtype; non-zero is true).
+    pub fn where_select(
+        &self,
+        layout: &Layout,
+        on_true: &GpuStorage,
+        true_layout: &Layout,
+        on_false: &GpuStorage,
+        false_layout: &Layout,
+    ) -> Result<GpuStorage> {
+        same_device("where", self, on_true)?;
+        same_device("where", self, on_false)?;
+        same_dtype("where", on_true.dtype, on_false.dtype)?;
+        same_shape("where", layout, true_layout)?;
+        same_shape("where", layout, false_layout)?;
+        check_view("where", layout, self.len)?;
+        check_view("where", true_layout, on_true.len)?;
+        check_view("where", false_layout, on_false.len)?;
+        let numel = layout.numel();
+        let out = GpuStorage::allocate(&self.device, "where", numel, on_true.dtype)?;
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push(layout.rank())?
+            .extend(&layout.shape)?
+            .view(layout)?
+            .view(true_layout)?
+            .view(false_layout)?;
+        let key = KernelKey::Where {
+            condition: self.dtype,
+            dtype: on_true.dtype,
+            contiguous: is_dense(layout) && is_dense(true_layout) && is_dense(false_layout),
+        };
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &params,
+            &[self.raw(), on_true.raw(), on_false.raw(), out.raw()],
+            numel,
+        )?;
+        Ok(out)
+    }
+
+    /// Reduce over `dims` (keepdim-shaped output; arg reductions take one dim, return I32).
+    pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<GpuStorage> {
+        if self.dtype == DType::Bool {
+            return Err(unsupported(op.name(), self.dtype, &self.device));
+        }
+        check_view(op.name(), layout, self.len)?;
+        if let Some(&bad) = dims.iter().find(|&&d| d >= layout.rank()) {
+            return Err(Error::InvalidShape {
+                op: op.name(),
+                shape: layout.shape.clone(),
+                message: format!("dim {bad} is out of range"),
+            });
+        }
+        if op.is_arg() && dims.len() != 1 {
+            return Err(Error::invalid(
+                op.name(),
+                "argmax/argmin reduce exactly one dim",
+            ));
+        }
+        let kept: Vec<usize> = (0..layout.rank()).filter(|d| !dims.contains(d)).collect();
+        let count: usize = dims.iter().map(|&d| layout.shape[d]).product();
+        let outputs: usize = kept.iter().map(|&d| layout.shape[d]).product();
+        let out_dtype = if op.is_arg() { DType::I32 } else { self.dtype };
+        if count == 0 && !dims.is_empty() {
+            if op != ReduceOp::Sum {
+                return Err(Error::InvalidShape {
+                    op: op.name(),
+                    shape: layout.shape.clone(),
+                    message: "cannot reduce over an empty dim (no identity for this reduction)"
+                        .into(),
+                });
+            }
+            return GpuStorage::full(&self.device, outputs, out_dtype, 0.0);
+        }
+        let out = GpuStorage::allocate(&self.device, op.name(), outputs, out_dtype)?;
+        if outputs == 0 {
+            return Ok(out);
+        }
+        let mut params = Params::new();
+        params
+            .push(outputs)?
+            .push(count)?
+            .push(kept.len())?
+            .push(dims.len())?
+            .push(layout.offset)?;
+        for &d in &kept {
+            params.push(layout.shape[d])?;
+        }
+        for &d in &kept {
+            params.push(layout.strides[d])?;
+        }
+        for &d in dims {
+            params.push(layout.shape[d])?;
+        }
+        for &d in dims {
+            params.push(layout.strides[d])?;
+        }
+        // One workgroup per output element.
+        let context: &GpuContext = self.device.context();
+        let parameter_buffer = context.parameter_buffer(params.words())?;
+        let workgroups =
+            u32::try_from(outputs).map_err(|_| Error::invalid(op.name(), "too many outputs"))?;
+        let key = KernelKey::Reduce {
+            dtype: self.dtype,
+            op,
+        };
+        context.dispatch(
+            &key,
+            &[parameter_buffer.buffer(), self.raw(), out.raw()],
+            context.grid(workgroups),
+        )?;
+        Ok(out)
+    }
+
+    /// `[batch, m, k] x [batch, k, n] -> [batch, m, n]` (batch strides may be 0).
+    pub fn matmul(
+        &self,
+        layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+    ) -> Result<GpuStorage> {
+        same_device("matmul", self, rhs)?;
+        same_dtype("matmul", self.dtype, rhs.dtype)?;
+        if self.dtype == DType::Bool {
+            return Err(unsupported("matmul", self.dtype, &self.device));
+        }
+        if layout.rank() != 3
+            || rhs_layout.rank() != 3
+            || layout.shape[0] != rhs_layout.shape[0]
+            || layout.shape[2] != rhs_layout.shape[1]
+        {
+            return Err(Error::ShapeMismatch {
+                op: "matmul",
+                lhs: layout.shape.clone(),
+                rhs: rhs_layout.shape.clone(),
+                reason: "must be [batch, m, k] and [batch, k, n]".into(),
+            });
+        }
+        check_view("matmul", layout, self.len)?;
+        check_view("matmul", rhs_layout, rhs.len)?;
+        let (batch, m, k, n) = (
+            layout.shape[0],
+            layout.shape[1],
+            layout.shape[2],
+            rhs_layout.shape[2],
+        );
+        let out = GpuStorage::allocate(&self.device, "matmul", batch * m * n, self.dtype)?;
+        if batch * m * n == 0 {
+            return Ok(out);
+        }
+        let mut params = Params::new();
+        params
+            .extend(&[batch, m, n, k])?
+            .view(layout)?
+            .view(rhs_layout)?;
+        let context = self.device.context();
+        let max = context.limits.max_compute_workgroups_per_dimension as usize;
+        let (tiles_n, tiles_m) = (n.div_ceil(64), m.div_ceil(64));
+        if tiles_n > max || tiles_m > max {
+            return Err(Error::invalid(
+                "matmul",
+                format!("a {m}x{n} output needs more than {max} tiles per dimension; split it"),
+            ));
+        }
+        let parameter_buffer = context.parameter_buffer(params.words())?;
+        // The kernel loops over batches (grid-stride in z), so any batch count fits the grid.
+        let grid = (tiles_n as u32, tiles_m as u32, batch.min(max) as u32);
+        context.dispatch(
+            &KernelKey::Matmul { dtype: self.dtype },
+            &[parameter_buffer.buffer(), self.raw(), rhs.raw(), out.raw()],
+            grid,
+        )?;
+        Ok(out)
+    }
+
+    /// Copy the view into `destination`'s view `destination_layout`, converting to its dtype.
+    fn convert_into(
+        &self,
+        layout: &Layout,
+        destination: &GpuStorage,
+        destination_layout: &Layout,
+    ) -> Result<()> {
+        let numel = layout.numel();
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push(layout.rank())?
+            .extend(&layout.shape)?
+            .view(layout)?
+            .view(destination_layout)?;
+        let key = KernelKey::Copy {
+            from: self.dtype,
+            to: destination.dtype,
+            contiguous: is_dense(layout) && is_dense(destination_layout),
+        };
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &params,
+            &[self.raw(), destination.raw()],
+            numel,
+        )
+    }
+
+    /// A contiguous copy of the view.
+    pub fn copy_strided(&self, layout: &Layout) -> Result<GpuStorage> {
+        self.cast(layout, self.dtype)
+    }
+
+    /// Copy the view into the view `dst_layout` of `dst` (same shape and dtype).
+    pub fn copy_into(
+        &self,
+        layout: &Layout,
+        dst: &mut GpuStorage,
+        dst_layout: &Layout,
+    ) -> Result<()> {
+        same_device("copy", self, dst)?;
+        same_dtype("copy", self.dtype, dst.dtype)?;
+        same_shape("copy", layout, dst_layout)?;
+        check_view("copy", layout, self.len)?;
+        check_view("copy", dst_layout, dst.len)?;
+        self.convert_into(layout, dst, dst_layout)
+    }
+
+    /// Convert the view to `dtype` (contiguous output; float to integer saturates, NaN -> 0).
+    pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<GpuStorage> {
+        check_view("cast", layout, self.len)?;
+        let out = GpuStorage::allocate(&self.device, "cast", layout.numel(), dtype)?;
+        self.convert_into(layout, &out, &Layout::contiguous(&layout.shape))?;
+        Ok(out)
+    }
+
+    /// Entries of `dim` picked by an index vector.
+    pub fn index_select(
+        &self,
+        layout: &Layout,
+        indices: &GpuStorage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<GpuStorage> {
+        same_device("index_select", self, indices)?;
+        check_indices("index_select", indices)?;
+        check_dim("index_select", layout, dim)?;
+        check_view("index_select", layout, self.len)?;
+        check_view("index_select", indices_layout, indices.len)?;
+        // Any index rank is read as a flat vector (like the CPU); make it 1-D first.
+        let flat;
+        let (indices, indices_layout) = if indices_layout.rank() == 1 {
+            (indices, indices_layout.clone())
+        } else {
+            flat = indices.copy_strided(indices_layout)?;
+            (&flat, Layout::contiguous(&[indices_layout.numel()]))
+        };
+        let mut out_shape = layout.shape.clone();
+        out_shape[dim] = indices_layout.numel();
+        // The index vector seen as a view of the output's shape: stride 0 except along `dim`.
+        let mut index_strides = vec![0; layout.rank()];
+        index_strides[dim] = indices_layout.strides[0];
+        self.gather_kernel(
+            layout,
+            indices,
+            indices_layout.offset,
+            &index_strides,
+            &out_shape,
+            dim,
+            "index_select",
+        )
+    }
+
+    /// `out[..., j, ...] = self[..., indices[..., j, ...], ...]` along `dim`.
+    pub fn gather(
+        &self,
+        layout: &Layout,
+        indices: &GpuStorage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<GpuStorage> {
+        same_device("gather", self, indices)?;
+        check_indices("gather", indices)?;
+        check_dim("gather", layout, dim)?;
+        let index_shape = &indices_layout.shape;
+        if index_shape.len() != layout.rank()
+            || index_shape
+                .iter()
+                .zip(&layout.shape)
+                .enumerate()
+                .any(|(d, (&i, &s))| d != dim && i > s)
+        {
+            return Err(Error::ShapeMismatch {
+                op: "gather",
+                lhs: layout.shape.clone(),
+                rhs: index_shape.clone(),
+                reason: format!("index shape must have the same rank and not exceed the input outside dim {dim}"),
+            });
+        }
+        check_view("gather", layout, self.len)?;
+        check_view("gather", indices_layout, indices.len)?;
+        self.gather_kernel(
+            layout,
+            indices,
+            indices_layout.offset,
+            &indices_layout.strides,
+            index_shape,
+            dim,
+            "gather",
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gather_kernel(
+        &self,
+        layout: &Layout,
+        indices: &GpuStorage,
+        index_offset: usize,
+        index_strides: &[usize],
+        out_shape: &[usize],
+        dim: usize,
+        op: &'static str,
+    ) -> Result<GpuStorage> {
+        let numel: usize = out_shape.iter().product();
+        let out = GpuStorage::allocate(&self.device, op, numel, self.dtype)?;
+        if numel == 0 {
+            return Ok(out);
+        }
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push(layout.rank())?
+            .push(dim)?
+            .push(layout.shape[dim])?
+            .push(layout.offset)?
+            .push(index_offset)?
+            .extend(out_shape)?
+            .extend(&layout.strides)?
+            .extend(index_strides)?;
+        let context = self.device.context();
+        let flag = context.parameter_buffer(&[0])?;
+        let key = KernelKey::Gather {
+            dtype: self.dtype,
+            index: indices.dtype,
+        };
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &params,
+            &[self.raw(), indices.raw(), out.raw(), flag.buffer()],
+            numel,
+        )?;
+        check_flag(context, &flag, op, layout.shape[dim])?;
+        Ok(out)
+    }
+
+    /// A contiguous copy of the base with `src` added at `indices` along `dim`.
+    pub fn scatter_add(
+        &self,
+        layout: &Layout,
+        indices: &GpuStorage,
+        indices_layout: &Layout,
+        src: &GpuStorage,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<GpuStorage> {
+        same_device("scatter_add", self, indices)?;
+        same_device("scatter_add", self, src)?;
+        same_dtype("scatter_add", self.dtype, src.dtype)?;
+        if self.dtype == DType::Bool {
+            return Err(unsupported("scatter_add", self.dtype, &self.device));
+        }
+        check_indices("scatter_add", indices)?;
+        check_dim("scatter_add", layout, dim)?;
+        let index_shape = &indices_layout.shape;
+        let fits = |other: &[usize], allow_dim: bool| {
+            index_shape.len() == other.len()
+                && index_shape
+                    .iter()
+                    .zip(other)
+                    .enumerate()
+                    .all(|(d, (&i, &s))| (allow_dim && d == dim) || i <= s)
+        };
+        if !fits(&layout.shape, true) || !fits(&src_layout.shape, false) {
+            return Err(Error::ShapeMismatch {
+                op: "scatter_add",
+                lhs: layout.shape.clone(),
+                rhs: index_shape.clone(),
+                reason: format!(
+                    "index shape must have the rank of base and src and fit inside them (src shape {:?})",
+                    src_layout.shape
+                ),
+            });
+        }
+        check_view("scatter_add", layout, self.len)?;
+        check_view("scatter_add", indices_layout, indices.len)?;
+        check_view("scatter_add", src_layout, src.len)?;
+        let out = self.copy_strided(layout)?;
+        let numel = indices_layout.numel();
+        if numel == 0 {
+            return Ok(out);
+        }
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push(layout.rank())?
+            .push(dim)?
+            .push(layout.shape[dim])?
+            .push(src_layout.offset)?
+            .push(indices_layout.offset)?
+            .extend(index_shape)?
+            .extend(&contiguous_strides(&layout.shape))?
+            .extend(&src_layout.strides)?
+            .extend(&indices_layout.strides)?;
+        let context = self.device.context();
+        let flag = context.parameter_buffer(&[0])?;
+        let key = KernelKey::ScatterAdd {
+            dtype: self.dtype,
+            index: indices.dtype,
+        };
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &params,
+            &[src.raw(), indices.raw(), out.raw(), flag.buffer()],
+            numel,
+        )?;
+        check_flag(context, &flag, "scatter_add", layout.shape[dim])?;
+        Ok(out)
+    }
+}
+
+fn check_indices(op: &'static str, indices: &GpuStorage) -> Result<()> {
+    if !indices.dtype.is_index() {
+        return Err(Error::invalid(
+            op,
+            format!("indices must be an integer tensor, got {}", indices.dtype),
+        ));
+    }
+    Ok(())
+}
+
+fn check_dim(op: &'static str, layout: &Layout, dim: usize) -> Result<()> {
+    if dim >= layout.rank() {
+        return Err(Error::InvalidShape {
+            op,
+            shape: layout.shape.clone(),
+            message: format!(
+                "dim {dim} is out of range for a tensor of rank {}",
+                layout.rank()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Read the kernel's out-of-range flag (this waits for the GPU).
+fn check_flag(
+    context: &GpuContext,
+    flag: &super::buffers::PooledBuffer,
+    op: &'static str,
+    limit: usize,
+) -> Result<()> {
+    let bytes = context.read_bytes(flag.buffer(), 4)?;
+    if bytes.iter().any(|&b| b != 0) {
+        return Err(Error::invalid(
+            op,
+            format!("an index is out of range for a dim of size {limit}"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! `GpuStorage`: a tensor's data in one GPU buffer, plus its creation and transfers (`full`,
+//! `arange`, `random`, uploads, readbacks, GPU-to-GPU copies). The compute primitives are in
+//! `ops.rs`. The element encoding is described in `kernels.rs` (U8 and Bool take one u32 each).
+
+use half::f16;
+
+use super::buffers::PooledBuffer;
+use super::context::WORKGROUP_SIZE;
+use super::kernels::{gpu_element_size, KernelKey};
+use super::params::Params;
+use super::GpuDevice;
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::random::{seed_key, Distribution};
+
+/// Tensor data in a GPU buffer.
+pub struct GpuStorage {
+    pub(crate) buffer: PooledBuffer,
+    pub(crate) dtype: DType,
+    pub(crate) len: usize,
+    pub(crate) device: GpuDevice,
+}
+
+impl std::fmt::Debug for GpuStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuStorage({} x {} on gpu:{})",
+            self.len,
+            self.dtype,
+            self.device.ordinal()
+        )
+    }
+}
+
+/// `Err(Unsupported)` when `device` cannot hold `dtype`.
+pub(crate) fn check_dtype(device: &GpuDevice, op: &'static str, dtype: DType) -> Result<()> {
+    let unsupported = |hint: &str| Error::Unsupported {
+        op,
+        dtype,
+        device: format!("gpu:{}", device.ordinal()),
+        hint: hint.to_string(),
+    };
+    match dtype {
+        DType::F64 => Err(unsupported(
+            "; GPUs compute in f32 or f16: convert with .to_dtype(DType::F32), or keep f64 work on the CPU",
+        )),
+        DType::F16 if !device.supports_f16() => Err(unsupported(
+            "; this adapter lacks SHADER_F16: use f32, or a GPU/driver with 16-bit shader support",
+        )),
+        DType::F16 | DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => Ok(()),
+    }
+}
+
+impl GpuStorage {
+    /// A new uninitialised storage of `len` elements.
+    pub(crate) fn allocate(
+        device: &GpuDevice,
+        op: &'static str,
+        len: usize,
+        dtype: DType,
+    ) -> Result<GpuStorage> {
+        check_dtype(device, op, dtype)?;
+        let bytes =
+            (len as u64)
+                .checked_mul(gpu_element_size(dtype))
+                .ok_or(Error::OutOfMemory {
+                    requested: u64::MAX,
+                    in_use: 0,
+                    limit: device.context().limits.max_buffer_size,
+                })?;
+        let buffer = device.context().allocate(bytes)?;
+        Ok(GpuStorage {
+            buffer,
+            dtype,
+            len,
+            device: device.clone(),
+        })
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The device holding the data.
+    pub fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
+    /// Number of stored elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no element is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of data (without the size-class padding).
+    pub(crate) fn byte_len(&self) -> u64 {
+        self.len as u64 * gpu_element_size(self.dtype)
+    }
+
+    pub(crate) fn raw(&self) -> &wgpu::Buffer {
+        self.buffer.buffer()
+    }
+
+    /// Record a 1-D kernel over `count` elements (256 per workgroup, 2-D grid when large).
+    pub(crate) fn launch(
+        device: &GpuDevice,
+        key: &KernelKey,
+        params: &Params,
+        buffers: &[&wgpu::Buffer],
+        count: usize,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let context = device.context();
+        let parameter_buffer = context.parameter_buffer(params.words())?;
+        let mut bindings = vec![parameter_buffer.buffer()];
+        bindings.extend_from_slice(buffers);
+        let workgroups = u32::try_from(count.div_ceil(WORKGROUP_SIZE as usize)).map_err(|_| {
+            Error::InvalidArgument {
+                op: "gpu kernel",
+                message: format!("{count} elements exceed the GPU's 32-bit indexing"),
+            }
+        })?;
+        context.dispatch(key, &bindings, context.grid(workgroups))
+    }
+
+    /// `numel` copies of `value` (converted like the CPU's `as`).
+    pub fn full(device: &GpuDevice, numel: usize, dtype: DType, value: f64) -> Result<GpuStorage> {
+        let storage = GpuStorage::allocate(device, "full", numel, dtype)?;
+        let pattern: u32 = match dtype {
+            DType::F32 | DType::F64 => (value as f32).to_bits(),
+            DType::F16 => {
+                let bits = f16::from_f64(value).to_bits() as u32;
+                bits | (bits << 16)
+            }
+            DType::I32 => (value as i32) as u32,
+            DType::U32 => value as u32,
+            DType::U8 => (value as u8) as u32,
+            DType::Bool => (value != 0.0) as u32,
+        };
+        let words = storage.byte_len().div_ceil(4);
+        if words == 0 {
+            return Ok(storage);
+        }
+        if pattern == 0 {
+            device.context().clear_buffer(storage.raw(), words * 4)?;
+        } else {
+            let mut params = Params::new();
+            params.push(words as usize)?.push_bits(pattern);
+            GpuStorage::launch(
+                device,
+                &KernelKey::Fill,
+                &params,
+                &[storage.raw()],
+                words as usize,
+            )?;
+        }
+        Ok(storage)
+    }
+
+    /// `start + i * step` computed on the host in f64 (exactly the CPU's numbers) and uploaded;
+    /// aranges are small and this keeps integer and float results identical to the CPU.
+    pub fn arange(
+        device: &GpuDevice,
+        start: f64,
+        step: f64,
+        numel: usize,
+        dtype: DType,
+    ) -> Result<GpuStorage> {
+        check_dtype(device, "arange", dtype)?;
+        GpuStorage::from_cpu(device, &CpuStorage::arange(start, step, numel, dtype)?)
+    }
+
+    /// Counter-based random values, the same numbers as the CPU (see `random.rs`).
+    pub fn random(
+        device: &GpuDevice,
+        numel: usize,
+        dtype: DType,
+        distribution: Distribution,
+        seed: u64,
+        offset: u64,
+    ) -> Result<GpuStorage> {
+        if !dtype.is_float() {
+            return Err(Error::Unsupported {
+                op: "random",
+                dtype,
+                device: format!("gpu:{}", device.ordinal()),
+                hint: "; draw floats and convert".into(),
+            });
+        }
+        let storage = GpuStorage::allocate(device, "random", numel, dtype)?;
+        let (normal, a, b) = match distribution {
+            Distribution::Uniform { low, high } => (false, low as f32, high as f32),
+            Distribution::Normal { mean, std } => (true, mean as f32, std as f32),
+        };
+        let mut params = Params::new();
+        params
+            .push(numel)?
+            .push_bits(seed_key(seed))
+            .push_bits(offset as u32)
+            .push_bits(a.to_bits())
+            .push_bits(b.to_bits());
+        GpuStorage::launch(
+            device,
+            &KernelKey::Random { dtype, normal },
+            &params,
+            &[storage.raw()],
+            numel,
+        )?;
+        Ok(storage)
+    }
+
+    /// Upload a CPU storage.
+    pub fn from_cpu(device: &GpuDevice, cpu: &CpuStorage) -> Result<GpuStorage> {
+        let storage = GpuStorage::allocate(device, "to_device", cpu.len(), cpu.dtype())?;
+        let mut bytes: Vec<u8> = match cpu {
+            CpuStorage::F32(values) => bytemuck::cast_slice(values).to_vec(),
+            CpuStorage::F16(values) => bytemuck::cast_slice(values).to_vec(),
+            CpuStorage::I32(values) => bytemuck::cast_slice(values).to_vec(),
+            CpuStorage::U32(values) => bytemuck::cast_slice(values).to_vec(),
+            CpuStorage::U8(values) => values
+                .iter()
+                .flat_map(|&v| (v as u32).to_le_bytes())
+                .collect(),
+            CpuStorage::Bool(values) => values
+                .iter()
+                .flat_map(|&v| (v as u32).to_le_bytes())
+                .collect(),
+            // Refused by `allocate` above; kept exhaustive.
+            CpuStorage::F64(_) => Vec::new(),
+        };
+        // Queue writes must be a multiple of 4 bytes (an odd number of f16 values is padded).
+        bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+        if !bytes.is_empty() {
+            device.context().ensure_alive()?;
+            device
+                .context()
+                .queue
+                .write_buffer(storage.raw(), 0, &bytes);
+        }
+        Ok(storage)
+    }
+
+    /// Read the whole storage back to the host (blocks until pending work is done).
+    pub fn to_cpu(&self) -> Result<CpuStorage> {
+        let bytes = self
+            .device
+            .context()
+            .read_bytes(self.raw(), self.byte_len())?;
+        let words = || {
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        };
+        Ok(match self.dtype {
+            DType::F32 | DType::F64 => CpuStorage::F32(words().map(f32::from_bits).collect()),
+            DType::F16 => CpuStorage::F16(
+                bytes
+                    .chunks_exact(2)
+                    .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
+                    .collect(),
+            ),
+            DType::I32 => CpuStorage::I32(words().map(|w| w as i32).collect()),
+            DType::U32 => CpuStorage::U32(words().collect()),
+            DType::U8 => CpuStorage::U8(words().map(|w| w as u8).collect()),
+            DType::Bool => CpuStorage::Bool(words().map(|w| w != 0).collect()),
+        })
+    }
+
+    /// Copy to `device`: a buffer copy on the same device, through the host otherwise (exact).
+    pub fn to_gpu(&self, device: &GpuDevice) -> Result<GpuStorage> {
+        if *device == self.device {
+            let copy = GpuStorage::allocate(device, "to_device", self.len, self.dtype)?;
+            device.context().copy_buffer(
+                self.raw(),
+                copy.raw(),
+                self.byte_len().div_ceil(4) * 4,
+            )?;
+            return Ok(copy);
+        }
+        GpuStorage::from_cpu(device, &self.to_cpu()?)
+    }
+}

@@ -1,0 +1,82 @@
+//! `Sequential`: modules applied in order, named `"0"`, `"1"`, ... like PyTorch, so a
+//! `Sequential` holding a `Linear` first reports `0.weight` and `0.bias`.
+
+use anygrad_core::{Result, Tensor};
+
+use crate::module::{child_prefix, Kind, Module, Parameter};
+
+/// A chain of modules, like `torch.nn.Sequential`.
+#[derive(Default)]
+pub struct Sequential {
+    layers: Vec<Box<dyn Module>>,
+}
+
+impl std::fmt::Debug for Sequential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sequential").field("len", &self.layers.len()).finish()
+    }
+}
+
+impl Sequential {
+    /// An empty chain.
+    pub fn new() -> Sequential {
+        Sequential::default()
+    }
+
+    /// Append a module (builder style).
+    pub fn add<M: Module + 'static>(mut self, module: M) -> Sequential {
+        self.layers.push(Box::new(module));
+        self
+    }
+
+    /// Append a module.
+    pub fn push<M: Module + 'static>(&mut self, module: M) {
+        self.layers.push(Box::new(module));
+    }
+
+    /// Append a boxed module.
+    pub fn push_boxed(&mut self, module: Box<dyn Module>) {
+        self.layers.push(module);
+    }
+
+    /// Number of modules.
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// The module at `index`.
+    pub fn get(&self, index: usize) -> Option<&dyn Module> {
+        self.layers.get(index).map(|m| m.as_ref())
+    }
+}
+
+impl Module for Sequential {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut current = x.clone();
+        for layer in &self.layers {
+            current = layer.forward(&current)?;
+        }
+        Ok(current)
+    }
+
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
+        for (index, layer) in self.layers.iter().enumerate() {
+            layer.visit(&child_prefix(prefix, &index.to_string()), visitor);
+        }
+    }
+
+    fn set_training(&self, training: bool) {
+        for layer in &self.layers {
+            layer.set_training(training);
+        }
+    }
+
+    fn is_training(&self) -> bool {
+        self.layers.iter().all(|l| l.is_training())
+    }
+}

@@ -1,0 +1,17 @@
+//! The layers of anygrad-nn, one file per family.
+
+mod activation;
+mod container;
+mod conv;
+mod embedding;
+mod linear;
+mod norm;
+mod pooling;
+
+pub use activation::{Dropout, Flatten, Identity, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
+pub use container::Sequential;
+pub use conv::{Conv2d, Conv2dOptions};
+pub use embedding::Embedding;
+pub use linear::Linear;
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
+pub use pooling::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};

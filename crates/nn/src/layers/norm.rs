@@ -1,0 +1,253 @@
+//! Normalization layers: `BatchNorm1d`, `BatchNorm2d` (one implementation, [`BatchNorm`],
+//! normalizing over every dim except the channel dim 1) and `LayerNorm`. All are composites
+//! of tensor ops, so their gradients come from autograd.
+//!
+//! BatchNorm follows PyTorch exactly: in training it normalizes with the batch's *biased*
+//! variance but updates `running_var` with the *unbiased* one; `running = (1 - momentum) *
+//! running + momentum * batch_stat` (momentum 0.1; `None` means a cumulative average);
+//! `num_batches_tracked` counts training batches; eval mode uses the running statistics.
+
+use anygrad_core::{DType, Device, Error, Result, Tensor};
+
+use crate::module::{join_name, Kind, Module, Parameter, TrainingFlag};
+
+/// Batch normalization over channel dim 1 (`BatchNorm1d` for `[n, c]`/`[n, c, l]`,
+/// `BatchNorm2d` for `[n, c, h, w]`).
+#[derive(Debug)]
+pub struct BatchNorm {
+    /// Scale `[c]` (ones at start), when affine.
+    pub weight: Option<Parameter>,
+    /// Shift `[c]` (zeros at start), when affine.
+    pub bias: Option<Parameter>,
+    /// Buffer `[c]`: running mean (zeros at start).
+    pub running_mean: Parameter,
+    /// Buffer `[c]`: running unbiased variance (ones at start).
+    pub running_var: Parameter,
+    /// Buffer `[]` (int32): number of training batches seen.
+    pub num_batches_tracked: Parameter,
+    /// Added to the variance before the square root.
+    pub eps: f64,
+    /// Running-statistics update factor; `None` uses a cumulative average.
+    pub momentum: Option<f64>,
+    /// Accepted input ranks (2 and 3 for 1d, 4 for 2d).
+    ranks: &'static [usize],
+    training: TrainingFlag,
+}
+
+/// `torch.nn.BatchNorm1d`: inputs `[n, c]` or `[n, c, l]`.
+pub type BatchNorm1d = BatchNorm;
+/// `torch.nn.BatchNorm2d`: inputs `[n, c, h, w]`.
+pub type BatchNorm2d = BatchNorm;
+
+impl BatchNorm {
+    fn build(features: usize, affine: bool, ranks: &'static [usize], device: &Device) -> Result<BatchNorm> {
+        let (weight, bias) = if affine {
+            (
+                Some(Parameter::new(Tensor::ones(&[features], DType::F32, device)?)),
+                Some(Parameter::new(Tensor::zeros(&[features], DType::F32, device)?)),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(BatchNorm {
+            weight,
+            bias,
+            running_mean: Parameter::buffer(Tensor::zeros(&[features], DType::F32, device)?),
+            running_var: Parameter::buffer(Tensor::ones(&[features], DType::F32, device)?),
+            num_batches_tracked: Parameter::buffer(Tensor::zeros(&[], DType::I32, device)?),
+            eps: 1e-5,
+            momentum: Some(0.1),
+            ranks,
+            training: TrainingFlag::default(),
+        })
+    }
+
+    /// `BatchNorm1d(features)` with affine weight and bias (eps 1e-5, momentum 0.1).
+    pub fn new_1d(features: usize, device: &Device) -> Result<BatchNorm> {
+        BatchNorm::build(features, true, &[2, 3], device)
+    }
+
+    /// `BatchNorm2d(features)` with affine weight and bias (eps 1e-5, momentum 0.1).
+    pub fn new_2d(features: usize, device: &Device) -> Result<BatchNorm> {
+        BatchNorm::build(features, true, &[4], device)
+    }
+
+    /// Like [`BatchNorm::new_1d`]/[`BatchNorm::new_2d`] with `affine` chosen (`rank2d`
+    /// selects the 2-D variant).
+    pub fn with_affine(features: usize, affine: bool, rank2d: bool, device: &Device) -> Result<BatchNorm> {
+        BatchNorm::build(features, affine, if rank2d { &[4] } else { &[2, 3] }, device)
+    }
+
+    /// Set eps (builder style).
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.eps = eps;
+        self
+    }
+
+    /// Set momentum (`None`: cumulative moving average), builder style.
+    pub fn momentum(mut self, momentum: Option<f64>) -> Self {
+        self.momentum = momentum;
+        self
+    }
+
+    /// Number of channels.
+    pub fn num_features(&self) -> usize {
+        self.running_mean.numel()
+    }
+
+    fn update_running_stats(&self, mean: &Tensor, biased_var: &Tensor, count: usize) -> Result<()> {
+        let _guard = anygrad_core::no_grad();
+        let tracked = self.num_batches_tracked.tensor();
+        let new_count = tracked.add_scalar(1.0)?;
+        tracked.assign(&new_count)?;
+        let factor = match self.momentum {
+            Some(momentum) => momentum,
+            None => 1.0 / new_count.item_f64()?.max(1.0),
+        };
+        let unbiased = biased_var.mul_scalar(count as f64 / (count.max(2) - 1) as f64)?;
+        for (slot, stat) in [(&self.running_mean, mean), (&self.running_var, &unbiased)] {
+            let running = slot.tensor();
+            let stat = stat.detach().reshape(running.shape())?.to_dtype(running.dtype())?;
+            let updated = running.mul_scalar(1.0 - factor)?.add(&stat.mul_scalar(factor)?)?;
+            running.assign(&updated)?;
+        }
+        Ok(())
+    }
+}
+
+impl Module for BatchNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let features = self.num_features();
+        if !self.ranks.contains(&x.rank()) || x.shape()[1] != features {
+            return Err(Error::InvalidShape {
+                op: "BatchNorm",
+                shape: x.shape().to_vec(),
+                message: format!("expected an input of rank {:?} with {features} channels in dim 1", self.ranks),
+            });
+        }
+        let mut stat_shape = vec![1usize; x.rank()];
+        stat_shape[1] = features;
+        let dims: Vec<isize> = (0..x.rank() as isize).filter(|&d| d != 1).collect();
+        let (centered, inv_std) = if self.training.get() {
+            let count = x.numel() / features.max(1);
+            if count <= 1 {
+                return Err(Error::invalid(
+                    "BatchNorm",
+                    format!("expected more than 1 value per channel when training, got input shape {:?}", x.shape()),
+                ));
+            }
+            let mean = x.mean(&dims, true)?;
+            let centered = x.sub(&mean)?;
+            let var = centered.square()?.mean(&dims, true)?;
+            self.update_running_stats(&mean, &var, count)?;
+            (centered, var.add_scalar(self.eps)?.rsqrt()?)
+        } else {
+            let mean = self.running_mean.tensor().reshape(stat_shape.clone())?;
+            let var = self.running_var.tensor().reshape(stat_shape.clone())?;
+            (x.sub(&mean)?, var.add_scalar(self.eps)?.rsqrt()?)
+        };
+        let normalized = centered.mul(&inv_std)?;
+        match (&self.weight, &self.bias) {
+            (Some(weight), Some(bias)) => normalized
+                .mul(&weight.tensor().reshape(stat_shape.clone())?)?
+                .add(&bias.tensor().reshape(stat_shape)?),
+            _ => Ok(normalized),
+        }
+    }
+
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
+        if let Some(weight) = &self.weight {
+            visitor(&join_name(prefix, "weight"), weight, Kind::Parameter);
+        }
+        if let Some(bias) = &self.bias {
+            visitor(&join_name(prefix, "bias"), bias, Kind::Parameter);
+        }
+        visitor(&join_name(prefix, "running_mean"), &self.running_mean, Kind::Buffer);
+        visitor(&join_name(prefix, "running_var"), &self.running_var, Kind::Buffer);
+        visitor(&join_name(prefix, "num_batches_tracked"), &self.num_batches_tracked, Kind::Buffer);
+    }
+
+    fn set_training(&self, training: bool) {
+        self.training.set(training)
+    }
+
+    fn is_training(&self) -> bool {
+        self.training.get()
+    }
+}
+
+/// Layer normalization over the trailing `normalized_shape` dims, like `torch.nn.LayerNorm`
+/// (biased variance, eps 1e-5, elementwise affine weight ones / bias zeros).
+#[derive(Debug)]
+pub struct LayerNorm {
+    /// Scale with shape `normalized_shape`, when affine.
+    pub weight: Option<Parameter>,
+    /// Shift with shape `normalized_shape`, when affine.
+    pub bias: Option<Parameter>,
+    /// The trailing dims normalized over.
+    pub normalized_shape: Vec<usize>,
+    /// Added to the variance before the square root.
+    pub eps: f64,
+}
+
+impl LayerNorm {
+    /// `LayerNorm(normalized_shape)` with an elementwise affine transform.
+    pub fn new(normalized_shape: &[usize], device: &Device) -> Result<LayerNorm> {
+        LayerNorm::with_affine(normalized_shape, true, device)
+    }
+
+    /// `LayerNorm` with or without the affine transform.
+    pub fn with_affine(normalized_shape: &[usize], affine: bool, device: &Device) -> Result<LayerNorm> {
+        let (weight, bias) = if affine {
+            (
+                Some(Parameter::new(Tensor::ones(normalized_shape, DType::F32, device)?)),
+                Some(Parameter::new(Tensor::zeros(normalized_shape, DType::F32, device)?)),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(LayerNorm {
+            weight,
+            bias,
+            normalized_shape: normalized_shape.to_vec(),
+            eps: 1e-5,
+        })
+    }
+
+    /// Set eps (builder style).
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.eps = eps;
+        self
+    }
+}
+
+impl Module for LayerNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let k = self.normalized_shape.len();
+        if x.rank() < k || x.shape()[x.rank() - k..] != self.normalized_shape[..] {
+            return Err(Error::InvalidShape {
+                op: "LayerNorm",
+                shape: x.shape().to_vec(),
+                message: format!("the trailing dims must be the normalized shape {:?}", self.normalized_shape),
+            });
+        }
+        let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
+        let mean = x.mean(&dims, true)?;
+        let centered = x.sub(&mean)?;
+        let var = centered.square()?.mean(&dims, true)?;
+        let normalized = centered.mul(&var.add_scalar(self.eps)?.rsqrt()?)?;
+        match (&self.weight, &self.bias) {
+            (Some(weight), Some(bias)) => normalized.mul(&weight.tensor())?.add(&bias.tensor()),
+            _ => Ok(normalized),
+        }
+    }
+
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
+        if let Some(weight) = &self.weight {
+            visitor(&join_name(prefix, "weight"), weight, Kind::Parameter);
+        }
+        if let Some(bias) = &self.bias {
+            visitor(&join_name(prefix, "bias"), bias, Kind::Parameter);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Pooling layers: `MaxPool2d`, `AvgPool2d` (core composites) and `AdaptiveAvgPool2d`,
+//! which picks the cheapest exact form: a global mean for `(1, 1)`, a plain average pool
+//! when the input divides evenly, and otherwise PyTorch's uneven windows
+//! (`start = floor(i * in / out)`, `end = ceil((i + 1) * in / out)`), done separably (rows
+//! then columns, which is exact because every window is a rectangle of equal weights).
+
+use anygrad_core::{Error, Result, Tensor};
+
+use crate::module::{Kind, Module, Parameter};
+
+/// 2-D max pooling, like `torch.nn.MaxPool2d` (no `ceil_mode`).
+#[derive(Debug, Clone, Copy)]
+pub struct MaxPool2d {
+    /// Window size.
+    pub kernel: (usize, usize),
+    /// Step between windows.
+    pub stride: (usize, usize),
+    /// Implicit `-inf` padding (at most half the kernel).
+    pub padding: (usize, usize),
+}
+
+impl MaxPool2d {
+    /// Square window, stride equal to the window, no padding (PyTorch's default).
+    pub fn new(kernel: usize) -> MaxPool2d {
+        MaxPool2d::with(kernel, kernel, 0)
+    }
+
+    /// Square window with a stride and padding.
+    pub fn with(kernel: usize, stride: usize, padding: usize) -> MaxPool2d {
+        MaxPool2d {
+            kernel: (kernel, kernel),
+            stride: (stride, stride),
+            padding: (padding, padding),
+        }
+    }
+}
+
+impl Module for MaxPool2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.max_pool2d(self.kernel, self.stride, self.padding)
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+}
+
+/// 2-D average pooling, like `torch.nn.AvgPool2d` (padding counts as zeros).
+#[derive(Debug, Clone, Copy)]
+pub struct AvgPool2d {
+    /// Window size.
+    pub kernel: (usize, usize),
+    /// Step between windows.
+    pub stride: (usize, usize),
+    /// Implicit zero padding (at most half the kernel).
+    pub padding: (usize, usize),
+}
+
+impl AvgPool2d {
+    /// Square window, stride equal to the window, no padding.
+    pub fn new(kernel: usize) -> AvgPool2d {
+        AvgPool2d::with(kernel, kernel, 0)
+    }
+
+    /// Square window with a stride and padding.
+    pub fn with(kernel: usize, stride: usize, padding: usize) -> AvgPool2d {
+        AvgPool2d {
+            kernel: (kernel, kernel),
+            stride: (stride, stride),
+            padding: (padding, padding),
+        }
+    }
+}
+
+impl Module for AvgPool2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.avg_pool2d(self.kernel, self.stride, self.padding)
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+}
+
+/// Average pooling to a fixed output size, like `torch.nn.AdaptiveAvgPool2d`.
+#[derive(Debug, Clone, Copy)]
+pub struct AdaptiveAvgPool2d {
+    /// Output `(height, width)`.
+    pub output_size: (usize, usize),
+}
+
+impl AdaptiveAvgPool2d {
+    /// Pool to `output_size`.
+    pub fn new(output_size: (usize, usize)) -> AdaptiveAvgPool2d {
+        AdaptiveAvgPool2d { output_size }
+    }
+}
+
+/// Average over PyTorch's adaptive windows along one dim.
+fn adaptive_mean_along(x: &Tensor, dim: usize, out: usize) -> Result<Tensor> {
+    let size = x.shape()[dim];
+    let mut pieces = Vec::with_capacity(out);
+    for i in 0..out {
+        let start = i * size / out;
+        let end = ((i + 1) * size).div_ceil(out);
+        pieces.push(x.narrow(dim as isize, start, end - start)?.mean(&[dim as isize], true)?);
+    }
+    let refs: Vec<&Tensor> = pieces.iter().collect();
+    Tensor::cat(&refs, dim as isize)
+}
+
+impl Module for AdaptiveAvgPool2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (oh, ow) = self.output_size;
+        if x.rank() != 4 || oh == 0 || ow == 0 {
+            return Err(Error::InvalidShape {
+                op: "AdaptiveAvgPool2d",
+                shape: x.shape().to_vec(),
+                message: format!("expects a [n, c, h, w] input and a non-zero output size, got {:?}", self.output_size),
+            });
+        }
+        let (h, w) = (x.shape()[2], x.shape()[3]);
+        if (oh, ow) == (1, 1) {
+            return x.mean(&[2, 3], true);
+        }
+        if h % oh == 0 && w % ow == 0 {
+            let kernel = (h / oh, w / ow);
+            return x.avg_pool2d(kernel, kernel, (0, 0));
+        }
+        let rows = if h == oh { x.clone() } else { adaptive_mean_along(x, 2, oh)? };
+        if w == ow {
+            Ok(rows)
+        } else {
+            adaptive_mean_along(&rows, 3, ow)
+        }
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+}

@@ -1,0 +1,299 @@
+//! Loss functions, as option structs with a `forward(input, target)` method (like
+//! `torch.nn.CrossEntropyLoss`) and as plain functions (`cross_entropy`, `mse_loss`, ...).
+//! All are composites of tensor ops with PyTorch's exact formulas, so autograd
+//! differentiates them.
+
+use anygrad_core::{Error, Result, Tensor};
+
+/// How per-element losses are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reduction {
+    /// The mean (for cross-entropy with ignored targets: over the targets not ignored).
+    #[default]
+    Mean,
+    /// The sum.
+    Sum,
+    /// No reduction: one loss per element (or per sample for classification losses).
+    None,
+}
+
+fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
+    match reduction {
+        Reduction::Mean => loss.mean_all(),
+        Reduction::Sum => loss.sum_all(),
+        Reduction::None => Ok(loss),
+    }
+}
+
+/// Cross-entropy between logits `[n, c]` (or `[n, c, d...]`, or `[c]`) and either class
+/// indices (an integer tensor `[n]` / `[n, d...]`) or class probabilities (a float tensor
+/// shaped like the logits), like `torch.nn.CrossEntropyLoss`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CrossEntropyLoss {
+    /// How the per-sample losses are combined.
+    pub reduction: Reduction,
+    /// Mix the target with the uniform distribution: `(1 - ε) * nll + ε * mean_c(-log p_c)`.
+    pub label_smoothing: f64,
+    /// A class index whose samples contribute nothing (PyTorch uses -100).
+    pub ignore_index: Option<i64>,
+}
+
+impl CrossEntropyLoss {
+    /// Mean reduction, no smoothing, nothing ignored.
+    pub fn new() -> CrossEntropyLoss {
+        CrossEntropyLoss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// Set label smoothing in `[0, 1]` (builder style).
+    pub fn label_smoothing(mut self, label_smoothing: f64) -> Self {
+        self.label_smoothing = label_smoothing;
+        self
+    }
+
+    /// Ignore targets equal to `index` (builder style).
+    pub fn ignore_index(mut self, index: i64) -> Self {
+        self.ignore_index = Some(index);
+        self
+    }
+
+    /// The loss of `logits` against `target`.
+    pub fn forward(&self, logits: &Tensor, target: &Tensor) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&self.label_smoothing) {
+            return Err(Error::invalid(
+                "cross_entropy",
+                format!("label_smoothing must be in [0, 1], got {}", self.label_smoothing),
+            ));
+        }
+        let (log_probs, batch_shape) = class_last(&logits.log_softmax(if logits.rank() == 1 { 0 } else { 1 })?)?;
+        if target.dtype().is_float() {
+            return self.forward_probabilities(logits, &log_probs, target, &batch_shape);
+        }
+        class_index_loss("cross_entropy", &log_probs, target, &batch_shape, self.label_smoothing, self.ignore_index, self.reduction)
+    }
+
+    fn forward_probabilities(&self, logits: &Tensor, log_probs: &Tensor, target: &Tensor, batch_shape: &[usize]) -> Result<Tensor> {
+        if target.shape() != logits.shape() {
+            return Err(Error::ShapeMismatch {
+                op: "cross_entropy",
+                lhs: logits.shape().to_vec(),
+                rhs: target.shape().to_vec(),
+                reason: "probability targets must have the logits' shape".into(),
+            });
+        }
+        let (target, _) = class_last(target)?;
+        let classes = log_probs.shape()[1] as f64;
+        let target = if self.label_smoothing > 0.0 {
+            target.mul_scalar(1.0 - self.label_smoothing)?.add_scalar(self.label_smoothing / classes)?
+        } else {
+            target
+        };
+        let loss = target.mul(log_probs)?.sum(&[1], false)?.neg()?;
+        reduce(loss.reshape(batch_shape.to_vec())?, self.reduction)
+    }
+}
+
+/// `[n, c, d...]` → `([n * d..., c], [n, d...])`; `[c]` → `([1, c], [])`.
+fn class_last(x: &Tensor) -> Result<(Tensor, Vec<usize>)> {
+    match x.rank() {
+        0 => Err(Error::InvalidShape {
+            op: "cross_entropy",
+            shape: vec![],
+            message: "logits need a class dim".into(),
+        }),
+        1 => Ok((x.unsqueeze(0)?, vec![])),
+        2 => Ok((x.clone(), vec![x.shape()[0]])),
+        rank => {
+            let mut perm: Vec<usize> = vec![0];
+            perm.extend(2..rank);
+            perm.push(1);
+            let mut batch: Vec<usize> = vec![x.shape()[0]];
+            batch.extend(&x.shape()[2..]);
+            let rows: usize = batch.iter().product();
+            let moved = x.permute(&perm)?.reshape([rows, x.shape()[1]])?;
+            Ok((moved, batch))
+        }
+    }
+}
+
+/// The shared core of cross-entropy and NLL with class-index targets, on `[m, c]` log
+/// probabilities.
+fn class_index_loss(
+    op: &'static str,
+    log_probs: &Tensor,
+    target: &Tensor,
+    batch_shape: &[usize],
+    label_smoothing: f64,
+    ignore_index: Option<i64>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    if !target.dtype().is_index() {
+        return Err(Error::invalid(op, format!("class targets must be an integer tensor, got {}", target.dtype())));
+    }
+    if target.shape() != batch_shape {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: batch_shape.to_vec(),
+            rhs: target.shape().to_vec(),
+            reason: "targets must have the input's shape without the class dim".into(),
+        });
+    }
+    let rows = log_probs.shape()[0];
+    let target = target.reshape([rows])?;
+    let (safe_target, valid) = match ignore_index {
+        Some(index) => {
+            let valid = target.ne_scalar(index as f64)?;
+            let safe = target.mul(&valid.to_dtype(target.dtype())?)?;
+            (safe, Some(valid.to_dtype(log_probs.dtype())?))
+        }
+        None => (target, None),
+    };
+    let picked = log_probs.gather(1, &safe_target.unsqueeze(1)?)?.squeeze(1)?;
+    let mut loss = picked.neg()?;
+    if label_smoothing > 0.0 {
+        let smooth = log_probs.mean(&[1], false)?.neg()?;
+        loss = loss.mul_scalar(1.0 - label_smoothing)?.add(&smooth.mul_scalar(label_smoothing)?)?;
+    }
+    if let Some(valid) = &valid {
+        loss = loss.mul(valid)?;
+    }
+    match (reduction, &valid) {
+        (Reduction::Mean, Some(valid)) => loss.sum_all()?.div(&valid.sum_all()?),
+        (Reduction::None, _) => loss.reshape(batch_shape.to_vec()),
+        _ => reduce(loss, reduction),
+    }
+}
+
+/// Negative log-likelihood of log-probabilities `[n, c]` (or `[n, c, d...]`) at class-index
+/// targets, like `torch.nn.NLLLoss`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NllLoss {
+    /// How the per-sample losses are combined.
+    pub reduction: Reduction,
+    /// A class index whose samples contribute nothing.
+    pub ignore_index: Option<i64>,
+}
+
+impl NllLoss {
+    /// Mean reduction, nothing ignored.
+    pub fn new() -> NllLoss {
+        NllLoss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// The loss of `log_probs` against class indices `target`.
+    pub fn forward(&self, log_probs: &Tensor, target: &Tensor) -> Result<Tensor> {
+        let (log_probs, batch_shape) = class_last(log_probs)?;
+        class_index_loss("nll_loss", &log_probs, target, &batch_shape, 0.0, self.ignore_index, self.reduction)
+    }
+}
+
+/// Mean squared error, like `torch.nn.MSELoss`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MseLoss {
+    /// How the per-element losses are combined.
+    pub reduction: Reduction,
+}
+
+impl MseLoss {
+    /// Mean reduction.
+    pub fn new() -> MseLoss {
+        MseLoss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// `(input - target)²`, reduced.
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        reduce(input.sub(target)?.square()?, self.reduction)
+    }
+}
+
+/// Binary cross-entropy on logits, like `torch.nn.BCEWithLogitsLoss`, in the stable form
+/// `(1 - y) x + w · softplus(-x)` with `w = 1 + (pos_weight - 1) y`; `softplus(z)` is
+/// `logsumexp([0, z])`, exact for large |x| and with the right gradient at 0.
+#[derive(Debug, Clone, Default)]
+pub struct BceWithLogitsLoss {
+    /// How the per-element losses are combined.
+    pub reduction: Reduction,
+    /// Weight of positive examples, broadcast against the last dim (PyTorch's `pos_weight`).
+    pub pos_weight: Option<Tensor>,
+}
+
+impl BceWithLogitsLoss {
+    /// Mean reduction, no positive weight.
+    pub fn new() -> BceWithLogitsLoss {
+        BceWithLogitsLoss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// Set the positive-class weight (builder style).
+    pub fn pos_weight(mut self, pos_weight: Tensor) -> Self {
+        self.pos_weight = Some(pos_weight);
+        self
+    }
+
+    /// The loss of `logits` against targets in `[0, 1]` of the same shape.
+    pub fn forward(&self, logits: &Tensor, target: &Tensor) -> Result<Tensor> {
+        if logits.shape() != target.shape() {
+            return Err(Error::ShapeMismatch {
+                op: "binary_cross_entropy_with_logits",
+                lhs: logits.shape().to_vec(),
+                rhs: target.shape().to_vec(),
+                reason: "target must have the logits' shape".into(),
+            });
+        }
+        let target = target.to_dtype(logits.dtype())?;
+        let negated = logits.neg()?;
+        let zeros = negated.zeros_like()?;
+        let softplus = Tensor::stack(&[&zeros, &negated], -1)?.logsumexp(&[-1], false)?;
+        let linear = target.rsub_scalar(1.0)?.mul(logits)?;
+        let loss = match &self.pos_weight {
+            None => linear.add(&softplus)?,
+            Some(weight) => {
+                let log_weight = weight.sub_scalar(1.0)?.mul(&target)?.add_scalar(1.0)?;
+                linear.add(&log_weight.mul(&softplus)?)?
+            }
+        };
+        reduce(loss, self.reduction)
+    }
+}
+
+/// Mean cross-entropy of logits against class indices (or probabilities).
+pub fn cross_entropy(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
+    CrossEntropyLoss::default().forward(logits, target)
+}
+
+/// Mean negative log-likelihood of log-probabilities at class indices.
+pub fn nll_loss(log_probs: &Tensor, target: &Tensor) -> Result<Tensor> {
+    NllLoss::default().forward(log_probs, target)
+}
+
+/// Mean squared error.
+pub fn mse_loss(input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    MseLoss::default().forward(input, target)
+}
+
+/// Mean binary cross-entropy on logits.
+pub fn binary_cross_entropy_with_logits(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
+    BceWithLogitsLoss::default().forward(logits, target)
+}

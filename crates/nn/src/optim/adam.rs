@@ -1,0 +1,282 @@
+//! Adam and AdamW with `torch.optim.Adam`/`AdamW`'s exact updates (per-parameter step
+//! counts, bias correction, optional AMSGrad):
+//!
+//! ```text
+//! t = t + 1
+//! Adam:  g = grad + weight_decay * p        AdamW:  p = p * (1 - lr * weight_decay); g = grad
+//! m = β1 m + (1 - β1) g
+//! v = β2 v + (1 - β2) g²
+//! v̂ = max(v̂, v) with AMSGrad, else v
+//! p = p - (lr / (1 - β1ᵗ)) · m / (√v̂ / √(1 - β2ᵗ) + eps)
+//! ```
+
+use anygrad_core::{no_grad, Error, Result, Tensor};
+
+use super::{adopt_state_tensor, check_known_parameters, Optimizer, OptimizerState};
+use crate::module::Parameter;
+
+/// Hyper-parameters of [`Adam`] and [`AdamW`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamConfig {
+    /// Learning rate (PyTorch's default 1e-3).
+    pub lr: f64,
+    /// Decay of the first moment (0.9).
+    pub beta1: f64,
+    /// Decay of the second moment (0.999).
+    pub beta2: f64,
+    /// Added to the denominator (1e-8).
+    pub eps: f64,
+    /// L2 penalty (Adam) or decoupled decay (AdamW; PyTorch's AdamW default is 1e-2).
+    pub weight_decay: f64,
+    /// Use the running maximum of the second moment.
+    pub amsgrad: bool,
+}
+
+impl Default for AdamConfig {
+    fn default() -> Self {
+        AdamConfig {
+            lr: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            amsgrad: false,
+        }
+    }
+}
+
+impl AdamConfig {
+    /// Defaults with learning rate `lr`.
+    pub fn new(lr: f64) -> AdamConfig {
+        AdamConfig { lr, ..Default::default() }
+    }
+
+    /// Set the betas (builder style).
+    pub fn betas(mut self, beta1: f64, beta2: f64) -> Self {
+        self.beta1 = beta1;
+        self.beta2 = beta2;
+        self
+    }
+
+    /// Set eps (builder style).
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.eps = eps;
+        self
+    }
+
+    /// Set weight decay (builder style).
+    pub fn weight_decay(mut self, weight_decay: f64) -> Self {
+        self.weight_decay = weight_decay;
+        self
+    }
+
+    /// Enable AMSGrad (builder style).
+    pub fn amsgrad(mut self, amsgrad: bool) -> Self {
+        self.amsgrad = amsgrad;
+        self
+    }
+}
+
+/// Per-parameter Adam state.
+#[derive(Clone)]
+struct AdamState {
+    step: u64,
+    exp_avg: Tensor,
+    exp_avg_sq: Tensor,
+    max_exp_avg_sq: Option<Tensor>,
+}
+
+/// Adam (with `decoupled = false`) or AdamW (`decoupled = true`).
+pub struct Adam {
+    parameters: Vec<(String, Parameter)>,
+    config: AdamConfig,
+    decoupled: bool,
+    states: Vec<Option<AdamState>>,
+}
+
+/// AdamW: Adam with decoupled weight decay (`torch.optim.AdamW`). Same type as [`Adam`];
+/// construct it with [`Adam::adamw`].
+pub type AdamW = Adam;
+
+impl Adam {
+    fn build(parameters: Vec<(String, Parameter)>, config: AdamConfig, decoupled: bool) -> Result<Adam> {
+        let valid = config.lr >= 0.0
+            && config.eps >= 0.0
+            && (0.0..1.0).contains(&config.beta1)
+            && (0.0..1.0).contains(&config.beta2)
+            && config.weight_decay >= 0.0;
+        if !valid {
+            return Err(Error::invalid("Adam::new", format!("invalid hyper-parameters {config:?}")));
+        }
+        let count = parameters.len();
+        Ok(Adam {
+            parameters,
+            config,
+            decoupled,
+            states: vec![None; count],
+        })
+    }
+
+    /// Adam over named parameter slots (`module.named_parameter_slots()`).
+    pub fn new(parameters: Vec<(String, Parameter)>, config: AdamConfig) -> Result<Adam> {
+        Adam::build(parameters, config, false)
+    }
+
+    /// AdamW (decoupled weight decay) over named parameter slots.
+    pub fn adamw(parameters: Vec<(String, Parameter)>, config: AdamConfig) -> Result<AdamW> {
+        Adam::build(parameters, config, true)
+    }
+
+    /// The hyper-parameters.
+    pub fn config(&self) -> &AdamConfig {
+        &self.config
+    }
+
+    /// The step count of parameter `name` (0 before its first update).
+    pub fn step_count(&self, name: &str) -> u64 {
+        self.parameters
+            .iter()
+            .position(|(n, _)| n == name)
+            .and_then(|i| self.states[i].as_ref())
+            .map_or(0, |s| s.step)
+    }
+
+    fn kind(&self) -> &'static str {
+        if self.decoupled {
+            "adamw"
+        } else {
+            "adam"
+        }
+    }
+}
+
+impl Optimizer for Adam {
+    fn step(&mut self) -> Result<()> {
+        let _guard = no_grad();
+        let c = self.config;
+        for ((_, parameter), slot) in self.parameters.iter().zip(self.states.iter_mut()) {
+            let param = parameter.tensor();
+            let Some(grad) = param.grad() else { continue };
+            let state = match slot.take() {
+                Some(state) => state,
+                None => AdamState {
+                    step: 0,
+                    exp_avg: param.zeros_like()?,
+                    exp_avg_sq: param.zeros_like()?,
+                    max_exp_avg_sq: if c.amsgrad { Some(param.zeros_like()?) } else { None },
+                },
+            };
+            let step = state.step + 1;
+            let mut current = param.clone();
+            let g = if c.weight_decay == 0.0 {
+                grad
+            } else if self.decoupled {
+                current = param.mul_scalar(1.0 - c.lr * c.weight_decay)?;
+                grad
+            } else {
+                grad.add(&param.mul_scalar(c.weight_decay)?)?
+            };
+            let exp_avg = state.exp_avg.mul_scalar(c.beta1)?.add(&g.mul_scalar(1.0 - c.beta1)?)?;
+            let exp_avg_sq = state.exp_avg_sq.mul_scalar(c.beta2)?.add(&g.square()?.mul_scalar(1.0 - c.beta2)?)?;
+            let max_exp_avg_sq = match state.max_exp_avg_sq {
+                Some(previous) => Some(previous.maximum(&exp_avg_sq)?),
+                None if c.amsgrad => Some(exp_avg_sq.clone()),
+                None => None,
+            };
+            let bias_correction1 = 1.0 - c.beta1.powf(step as f64);
+            let bias_correction2 = 1.0 - c.beta2.powf(step as f64);
+            let second = max_exp_avg_sq.as_ref().unwrap_or(&exp_avg_sq);
+            let denom = second.sqrt()?.div_scalar(bias_correction2.sqrt())?.add_scalar(c.eps)?;
+            let update = exp_avg.div(&denom)?.mul_scalar(c.lr / bias_correction1)?;
+            param.assign(&current.sub(&update)?)?;
+            *slot = Some(AdamState {
+                step,
+                exp_avg,
+                exp_avg_sq,
+                max_exp_avg_sq,
+            });
+        }
+        Ok(())
+    }
+
+    fn parameters(&self) -> &[(String, Parameter)] {
+        &self.parameters
+    }
+
+    fn learning_rate(&self) -> f64 {
+        self.config.lr
+    }
+
+    fn set_learning_rate(&mut self, learning_rate: f64) {
+        self.config.lr = learning_rate;
+    }
+
+    fn state_dict(&self) -> Result<OptimizerState> {
+        let mut state = OptimizerState {
+            kind: self.kind().into(),
+            ..Default::default()
+        };
+        let c = self.config;
+        for (key, value) in [
+            ("lr", c.lr),
+            ("beta1", c.beta1),
+            ("beta2", c.beta2),
+            ("eps", c.eps),
+            ("weight_decay", c.weight_decay),
+            ("amsgrad", if c.amsgrad { 1.0 } else { 0.0 }),
+        ] {
+            state.scalars.insert(key.into(), value);
+        }
+        for ((name, _), slot) in self.parameters.iter().zip(&self.states) {
+            if let Some(s) = slot {
+                state.scalars.insert(format!("state.{name}.step"), s.step as f64);
+                state.tensors.insert(format!("state.{name}.exp_avg"), s.exp_avg.clone());
+                state.tensors.insert(format!("state.{name}.exp_avg_sq"), s.exp_avg_sq.clone());
+                if let Some(max) = &s.max_exp_avg_sq {
+                    state.tensors.insert(format!("state.{name}.max_exp_avg_sq"), max.clone());
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
+        if state.kind != self.kind() {
+            return Err(Error::format(
+                "optimizer state",
+                format!("expected a `{}` state, got `{}`", self.kind(), state.kind),
+            ));
+        }
+        check_known_parameters(state, &self.parameters)?;
+        let config = AdamConfig {
+            lr: state.scalar("lr")?,
+            beta1: state.scalar("beta1")?,
+            beta2: state.scalar("beta2")?,
+            eps: state.scalar("eps")?,
+            weight_decay: state.scalar("weight_decay")?,
+            amsgrad: state.scalar("amsgrad")? != 0.0,
+        };
+        let mut states = Vec::with_capacity(self.parameters.len());
+        for (name, parameter) in &self.parameters {
+            let step_key = format!("state.{name}.step");
+            let Some(&step) = state.scalars.get(&step_key) else {
+                states.push(None);
+                continue;
+            };
+            let max_key = format!("state.{name}.max_exp_avg_sq");
+            states.push(Some(AdamState {
+                step: step as u64,
+                exp_avg: adopt_state_tensor(state, &format!("state.{name}.exp_avg"), parameter)?,
+                exp_avg_sq: adopt_state_tensor(state, &format!("state.{name}.exp_avg_sq"), parameter)?,
+                max_exp_avg_sq: if state.tensors.contains_key(&max_key) {
+                    Some(adopt_state_tensor(state, &max_key, parameter)?)
+                } else {
+                    None
+                },
+            }));
+        }
+        self.config = config;
+        self.states = states;
+        Ok(())
+    }
+}

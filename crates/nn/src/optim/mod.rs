@@ -1,0 +1,115 @@
+//! Optimizers (`Sgd`, `Adam`, `AdamW`), learning-rate schedulers (`StepLR`,
+//! `CosineAnnealingLR`) and gradient clipping.
+//!
+//! An optimizer is created **once** from a module's parameter slots and reused for the whole
+//! run, like in PyTorch; its state (momentum buffers, Adam's moments and step counts) lives
+//! on the parameters' device and persists across steps and epochs. Updates run under
+//! `no_grad` with ordinary tensor ops (so they run on the GPU for GPU parameters) and are
+//! written into the parameters with `assign`. Gradients accumulate across `backward` calls
+//! until `zero_grad`, so gradient accumulation needs nothing special.
+
+mod adam;
+mod clip;
+mod scheduler;
+mod sgd;
+
+use std::collections::BTreeMap;
+
+use anygrad_core::{Error, Result, Tensor};
+
+use crate::module::Parameter;
+
+pub use adam::{Adam, AdamConfig, AdamW};
+pub use clip::{clip_grad_norm_, clip_grad_value_};
+pub use scheduler::{CosineAnnealingLR, LrScheduler, StepLR};
+pub use sgd::{Sgd, SgdConfig};
+
+/// The serializable state of an optimizer: named tensors (`state.<param>.exp_avg`, ...) and
+/// named scalars (`lr`, `state.<param>.step`, hyper-parameters). Saved to disk by
+/// [`crate::checkpoint::save_optimizer`].
+#[derive(Debug, Clone, Default)]
+pub struct OptimizerState {
+    /// Which optimizer wrote it (`sgd`, `adam`, `adamw`).
+    pub kind: String,
+    /// State tensors by name.
+    pub tensors: BTreeMap<String, Tensor>,
+    /// Scalars by name.
+    pub scalars: BTreeMap<String, f64>,
+}
+
+impl OptimizerState {
+    /// A scalar that must be present.
+    pub fn scalar(&self, name: &str) -> Result<f64> {
+        self.scalars
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::format("optimizer state", format!("missing scalar `{name}`")))
+    }
+}
+
+/// A parameter-updating rule, like `torch.optim.Optimizer`.
+pub trait Optimizer {
+    /// Update every parameter that has a gradient.
+    fn step(&mut self) -> Result<()>;
+
+    /// The parameters (name, slot) this optimizer updates.
+    fn parameters(&self) -> &[(String, Parameter)];
+
+    /// Clear every parameter's gradient.
+    fn zero_grad(&self) {
+        for (_, parameter) in self.parameters() {
+            parameter.zero_grad();
+        }
+    }
+
+    /// The current learning rate.
+    fn learning_rate(&self) -> f64;
+
+    /// Set the learning rate (what schedulers call).
+    fn set_learning_rate(&mut self, learning_rate: f64);
+
+    /// The state to checkpoint (hyper-parameters, per-parameter buffers and step counts).
+    fn state_dict(&self) -> Result<OptimizerState>;
+
+    /// Restore a state from [`Optimizer::state_dict`]; the parameter names and shapes must
+    /// match this optimizer's.
+    fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()>;
+}
+
+/// Name parameters `"0"`, `"1"`, ... for optimizers over plain parameter lists.
+pub fn numbered(parameters: Vec<Parameter>) -> Vec<(String, Parameter)> {
+    parameters.into_iter().enumerate().map(|(i, p)| (i.to_string(), p)).collect()
+}
+
+/// Check a loaded state tensor against its parameter and move it to the parameter's device
+/// and dtype.
+pub(crate) fn adopt_state_tensor(state: &OptimizerState, name: &str, parameter: &Parameter) -> Result<Tensor> {
+    let tensor = state
+        .tensors
+        .get(name)
+        .ok_or_else(|| Error::format("optimizer state", format!("missing tensor `{name}`")))?;
+    let target = parameter.tensor();
+    if tensor.shape() != target.shape() {
+        return Err(Error::format(
+            "optimizer state",
+            format!("`{name}` has shape {:?} but the parameter has {:?}", tensor.shape(), target.shape()),
+        ));
+    }
+    Ok(tensor.detach().to_dtype(target.dtype())?.to_device(target.device())?.copy()?)
+}
+
+/// Error unless every `state.<param>.` entry names a parameter of this optimizer.
+pub(crate) fn check_known_parameters(state: &OptimizerState, parameters: &[(String, Parameter)]) -> Result<()> {
+    let known = |key: &str| -> bool {
+        match key.strip_prefix("state.") {
+            None => true,
+            Some(rest) => parameters.iter().any(|(name, _)| rest.len() > name.len() && rest.starts_with(name.as_str()) && rest.as_bytes()[name.len()] == b'.'),
+        }
+    };
+    let unknown: Vec<&String> = state.tensors.keys().chain(state.scalars.keys()).filter(|k| !known(k)).collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::format("optimizer state", format!("entries for parameters this optimizer does not have: {unknown:?}")))
+    }
+}
