@@ -3,6 +3,7 @@
 
 mod bench;
 mod devices;
+mod doctor;
 mod plot;
 mod train;
 
@@ -28,6 +29,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check this machine: adapters, drivers, and every GPU kernel against the CPU.
+    Doctor {
+        /// One JSON object per check.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmark a workload and print median timings.
     Bench {
         /// Which workload.
@@ -45,6 +52,9 @@ enum Command {
         /// Approximate seconds to spend timing each case.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// Elements for the elementwise workload.
+        #[arg(long, default_value_t = 64 << 20)]
+        elements: usize,
         /// JSON lines instead of a table.
         #[arg(long)]
         json: bool,
@@ -55,6 +65,14 @@ enum Command {
 enum Workload {
     /// Square matrix products: GFLOPS.
     Matmul,
+    /// `a*b + a` and a copy on 64M f32 elements: GB/s.
+    Elementwise,
+    /// Host time per small op over 1,000 chained ops: µs/op.
+    Overhead,
+    /// The digits MLP training epoch: ms/epoch.
+    Mlp,
+    /// Every workload above.
+    All,
 }
 
 fn main() -> ExitCode {
@@ -78,20 +96,38 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Train(args) => train::run_train(args),
         Command::Devices { json } => devices::run(json),
+        Command::Doctor { json } => doctor::run(json),
         Command::Bench {
             workload,
             device,
             dtype,
             sizes,
             seconds,
+            elements,
             json,
         } => {
             let device = Device::parse(&device).map_err(|e| e.to_string())?;
             let dtype = DType::parse(&dtype).ok_or_else(|| format!("unknown dtype `{dtype}`; use f32 or f16"))?;
-            let results = match workload {
+            let run = |workload: Workload| match workload {
                 Workload::Matmul => bench::run_matmul(&device, &sizes, dtype, seconds),
-            }
-            .map_err(|e| e.to_string())?;
+                Workload::Elementwise => bench::run_elementwise(&device, elements, 20),
+                Workload::Overhead => bench::run_overhead(&device, 1000, 10),
+                Workload::Mlp => bench::run_mlp(&device, 10),
+                Workload::All => Ok(Vec::new()),
+            };
+            let results = match workload {
+                Workload::All => {
+                    let mut all = Vec::new();
+                    for each in [Workload::Matmul, Workload::Elementwise, Workload::Overhead, Workload::Mlp] {
+                        match run(each) {
+                            Ok(results) => all.extend(results),
+                            Err(error) => eprintln!("bench: a workload failed: {error}"),
+                        }
+                    }
+                    all
+                }
+                single => run(single).map_err(|e| e.to_string())?,
+            };
             bench::report(&results, json);
             Ok(())
         }

@@ -83,7 +83,7 @@ pub fn resolve_reshape(op: &'static str, from: &[usize], to: &[isize]) -> Result
     }
     let mut out: Vec<usize> = to.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = inferred {
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(Error::InvalidShape {
                 op,
                 shape: from.to_vec(),

@@ -1,7 +1,9 @@
 //! anygrad-data: datasets and data loading for anygrad.
 //!
-//! - [`Dataset`] (batch-oriented: `len`, `get_batch(indices)`, `get(index)`) and
-//!   [`TensorDataset`] (a features tensor and a labels tensor, first dim = sample).
+//! - [`Dataset`] (batch-oriented: `len`, `get_batch(indices)`, `get(index)`),
+//!   [`TensorDataset`] (a features tensor and a labels tensor, first dim = sample, on any
+//!   device) and [`ArrayDataset`] (host vectors; batches by row copies — the fast choice for
+//!   large host-side sets such as MNIST).
 //! - [`DataLoader`]: batch size, seeded per-epoch shuffling (epoch `e` uses `seed + e`),
 //!   `drop_last`, background prefetch on a worker thread, and a device-resident mode that
 //!   uploads the dataset once and gathers batches on the device.
@@ -42,7 +44,7 @@
 //! use anygrad_data::{DataLoader, Mnist, PixelScaling};
 //! # fn main() -> Result<()> {
 //! let train = Mnist::load("data/mnist", true)?; // 60 000 images, 28×28
-//! let dataset = train.to_dataset(PixelScaling::Normalized, &Device::Cpu)?; // F32 [N, 1, 28, 28]
+//! let dataset = train.to_array_dataset(PixelScaling::Normalized)?; // F32 [N, 1, 28, 28] batches
 //! let loader = DataLoader::new(dataset, 64)?.shuffle(1).to_device(&Device::best()?);
 //! # Ok(())
 //! # }
@@ -52,6 +54,7 @@
 //! outside (0, 1)) is `InvalidArgument`; a missing file is `Io` naming the path; a corrupt or
 //! truncated file is `Format` naming the file. Nothing here panics on bad input.
 
+mod array_dataset;
 mod dataset;
 mod digits;
 mod idx;
@@ -61,6 +64,7 @@ mod rng;
 mod scaler;
 mod split;
 
+pub use array_dataset::ArrayDataset;
 pub use dataset::{Dataset, TensorDataset};
 pub use digits::{
     digits, digits_dataset, digits_standardized_split, digits_tensors, parse_digits_csv,

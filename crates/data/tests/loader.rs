@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use anygrad_core::{Device, Error, Result, Tensor};
 use anygrad_data::{
-    digits_standardized_split, DataLoader, Dataset, StandardScaler, TensorDataset, DIGITS_FEATURES,
+    digits_standardized_split, ArrayDataset, DataLoader, Dataset, StandardScaler, TensorDataset,
+    DIGITS_FEATURES,
 };
 
 /// `n` samples of 3 features `[i, 10 i, 100 i]` with label `i`.
@@ -131,6 +132,50 @@ fn all_modes_give_identical_batches() {
             );
         }
     }
+}
+
+/// `ramp(n)` as an `ArrayDataset` (host vectors).
+fn ramp_array(n: usize) -> ArrayDataset {
+    let features: Vec<f32> = (0..n)
+        .flat_map(|i| [i as f32, 10.0 * i as f32, 100.0 * i as f32])
+        .collect();
+    ArrayDataset::new(features, &[3], (0..n as i32).collect()).unwrap()
+}
+
+#[test]
+fn array_dataset_matches_tensor_dataset() {
+    let arrays = Arc::new(ramp_array(37));
+    let tensors = Arc::new(ramp(37));
+    for prefetch in [0, 2] {
+        let from_arrays = DataLoader::from_arc(arrays.clone(), 5)
+            .unwrap()
+            .shuffle(4)
+            .prefetch(prefetch);
+        let from_tensors = DataLoader::from_arc(tensors.clone(), 5).unwrap().shuffle(4);
+        assert_eq!(
+            collect(from_arrays.iter_epoch(1)),
+            collect(from_tensors.iter_epoch(1))
+        );
+    }
+    let resident = DataLoader::from_arc(arrays.clone(), 5)
+        .unwrap()
+        .shuffle(4)
+        .device_resident(true);
+    let direct = DataLoader::from_arc(arrays.clone(), 5).unwrap().shuffle(4);
+    assert_eq!(
+        collect(resident.iter_epoch(3)),
+        collect(direct.iter_epoch(3))
+    );
+    assert!(matches!(
+        arrays.get_batch(&[1, 37]),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        ArrayDataset::new(vec![0.0; 7], &[3], vec![0, 1]),
+        Err(Error::InvalidShape { .. })
+    ));
+    let converted = arrays.to_tensor_dataset(&Device::Cpu).unwrap();
+    assert_eq!(converted.features().shape(), &[37, 3]);
 }
 
 #[test]
@@ -314,10 +359,14 @@ fn mnist_batches_when_present() {
     }
     let mut test = anygrad_data::Mnist::load(&dir, false).unwrap();
     test.truncate(1000);
-    let dataset = test
+    let tensors = test
         .to_dataset(anygrad_data::PixelScaling::Normalized, &Device::Cpu)
         .unwrap();
-    assert_eq!(dataset.features().shape(), &[1000, 1, 28, 28]);
+    assert_eq!(tensors.features().shape(), &[1000, 1, 28, 28]);
+    let dataset = test
+        .to_array_dataset(anygrad_data::PixelScaling::Normalized)
+        .unwrap();
+    assert_eq!(dataset.len(), 1000);
     let loader = DataLoader::new(dataset, 64).unwrap().shuffle(1);
     assert_eq!(loader.len(), 16);
     let (images, labels) = loader.iter().next().unwrap().unwrap();

@@ -64,8 +64,16 @@ impl Module for SmallCnn {
                 })
             }
         };
-        let x = self.conv1.forward(&x)?.relu()?.max_pool2d((2, 2), (2, 2), (0, 0))?;
-        let x = self.conv2.forward(&x)?.relu()?.max_pool2d((2, 2), (2, 2), (0, 0))?;
+        let x = self
+            .conv1
+            .forward(&x)?
+            .relu()?
+            .max_pool2d((2, 2), (2, 2), (0, 0))?;
+        let x = self
+            .conv2
+            .forward(&x)?
+            .relu()?
+            .max_pool2d((2, 2), (2, 2), (0, 0))?;
         let x = self.fc1.forward(&x.flatten(1, -1)?)?.relu()?;
         self.fc2.forward(&x)
     }

@@ -20,7 +20,10 @@ impl Mlp {
     /// Layer widths from input to output (at least two: input and output).
     pub fn with_sizes(sizes: &[usize], device: &Device) -> Result<Mlp> {
         if sizes.len() < 2 || sizes.contains(&0) {
-            return Err(Error::invalid("Mlp::with_sizes", format!("need at least an input and an output size, all > 0; got {sizes:?}")));
+            return Err(Error::invalid(
+                "Mlp::with_sizes",
+                format!("need at least an input and an output size, all > 0; got {sizes:?}"),
+            ));
         }
         let mut layers = Sequential::new();
         for (index, pair) in sizes.windows(2).enumerate() {

@@ -8,18 +8,35 @@
 use anygrad_core::{Device, Error, Result, Tensor};
 use anygrad_nn::init::{kaiming_normal_, FanMode, Nonlinearity};
 use anygrad_nn::module::child_prefix;
-use anygrad_nn::{AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Conv2dOptions, Kind, Linear, MaxPool2d, Module, Parameter, Sequential};
+use anygrad_nn::{
+    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Conv2dOptions, Kind, Linear, MaxPool2d, Module,
+    Parameter, Sequential,
+};
 
 /// A bias-free convolution with torchvision's ResNet initialization.
-fn conv(in_channels: usize, out_channels: usize, kernel: usize, stride: usize, device: &Device) -> Result<Conv2d> {
-    let options = Conv2dOptions::default().stride(stride).padding(kernel / 2).bias(false);
+fn conv(
+    in_channels: usize,
+    out_channels: usize,
+    kernel: usize,
+    stride: usize,
+    device: &Device,
+) -> Result<Conv2d> {
+    let options = Conv2dOptions::default()
+        .stride(stride)
+        .padding(kernel / 2)
+        .bias(false);
     let layer = Conv2d::square(in_channels, out_channels, kernel, options, device)?;
     kaiming_normal_(&layer.weight.tensor(), FanMode::FanOut, Nonlinearity::Relu)?;
     Ok(layer)
 }
 
 /// The shortcut `Sequential(conv1x1(stride), BatchNorm2d)` used when a block changes shape.
-fn downsample(in_channels: usize, out_channels: usize, stride: usize, device: &Device) -> Result<Sequential> {
+fn downsample(
+    in_channels: usize,
+    out_channels: usize,
+    stride: usize,
+    device: &Device,
+) -> Result<Sequential> {
     Ok(Sequential::new()
         .add(conv(in_channels, out_channels, 1, stride, device)?)
         .add(BatchNorm2d::new_2d(out_channels, device)?))
@@ -53,14 +70,23 @@ impl BasicBlock {
     pub const EXPANSION: usize = 1;
 
     /// A block from `in_channels` to `planes` channels.
-    pub fn new(in_channels: usize, planes: usize, stride: usize, device: &Device) -> Result<BasicBlock> {
+    pub fn new(
+        in_channels: usize,
+        planes: usize,
+        stride: usize,
+        device: &Device,
+    ) -> Result<BasicBlock> {
         let needs_shortcut = stride != 1 || in_channels != planes;
         Ok(BasicBlock {
             conv1: conv(in_channels, planes, 3, stride, device)?,
             bn1: BatchNorm2d::new_2d(planes, device)?,
             conv2: conv(planes, planes, 3, 1, device)?,
             bn2: BatchNorm2d::new_2d(planes, device)?,
-            downsample: if needs_shortcut { Some(downsample(in_channels, planes, stride, device)?) } else { None },
+            downsample: if needs_shortcut {
+                Some(downsample(in_channels, planes, stride, device)?)
+            } else {
+                None
+            },
         })
     }
 }
@@ -119,7 +145,12 @@ impl Bottleneck {
     pub const EXPANSION: usize = 4;
 
     /// A block from `in_channels` to `planes * 4` channels.
-    pub fn new(in_channels: usize, planes: usize, stride: usize, device: &Device) -> Result<Bottleneck> {
+    pub fn new(
+        in_channels: usize,
+        planes: usize,
+        stride: usize,
+        device: &Device,
+    ) -> Result<Bottleneck> {
         let out_channels = planes * Self::EXPANSION;
         let needs_shortcut = stride != 1 || in_channels != out_channels;
         Ok(Bottleneck {
@@ -129,7 +160,11 @@ impl Bottleneck {
             bn2: BatchNorm2d::new_2d(planes, device)?,
             conv3: conv(planes, out_channels, 1, 1, device)?,
             bn3: BatchNorm2d::new_2d(out_channels, device)?,
-            downsample: if needs_shortcut { Some(downsample(in_channels, out_channels, stride, device)?) } else { None },
+            downsample: if needs_shortcut {
+                Some(downsample(in_channels, out_channels, stride, device)?)
+            } else {
+                None
+            },
         })
     }
 }
@@ -208,9 +243,17 @@ pub struct ResNet {
 
 impl ResNet {
     /// A ResNet with `blocks[i]` blocks in stage `i + 1`.
-    pub fn new(kind: BlockKind, blocks: [usize; 4], num_classes: usize, device: &Device) -> Result<ResNet> {
+    pub fn new(
+        kind: BlockKind,
+        blocks: [usize; 4],
+        num_classes: usize,
+        device: &Device,
+    ) -> Result<ResNet> {
         if num_classes == 0 || blocks.contains(&0) {
-            return Err(Error::invalid("ResNet::new", format!("need num_classes > 0 and at least one block per stage, got {blocks:?}")));
+            return Err(Error::invalid(
+                "ResNet::new",
+                format!("need num_classes > 0 and at least one block per stage, got {blocks:?}"),
+            ));
         }
         let mut in_channels = 64;
         let mut stages = Vec::with_capacity(4);
@@ -219,15 +262,23 @@ impl ResNet {
             for index in 0..count {
                 let stride = if stage > 0 && index == 0 { 2 } else { 1 };
                 match kind {
-                    BlockKind::Basic => layer.push(BasicBlock::new(in_channels, planes, stride, device)?),
-                    BlockKind::Bottleneck => layer.push(Bottleneck::new(in_channels, planes, stride, device)?),
+                    BlockKind::Basic => {
+                        layer.push(BasicBlock::new(in_channels, planes, stride, device)?)
+                    }
+                    BlockKind::Bottleneck => {
+                        layer.push(Bottleneck::new(in_channels, planes, stride, device)?)
+                    }
                 }
                 in_channels = planes * kind.expansion();
             }
             stages.push(layer);
         }
         let mut stages = stages.into_iter();
-        let mut next = || stages.next().ok_or_else(|| Error::invalid("ResNet::new", "internal: missing stage"));
+        let mut next = || {
+            stages
+                .next()
+                .ok_or_else(|| Error::invalid("ResNet::new", "internal: missing stage"))
+        };
         Ok(ResNet {
             conv1: conv(3, 64, 7, 2, device)?,
             bn1: BatchNorm2d::new_2d(64, device)?,
@@ -283,7 +334,12 @@ impl Module for ResNet {
     fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
         self.conv1.visit(&child_prefix(prefix, "conv1"), visitor);
         self.bn1.visit(&child_prefix(prefix, "bn1"), visitor);
-        for (name, layer) in [("layer1", &self.layer1), ("layer2", &self.layer2), ("layer3", &self.layer3), ("layer4", &self.layer4)] {
+        for (name, layer) in [
+            ("layer1", &self.layer1),
+            ("layer2", &self.layer2),
+            ("layer3", &self.layer3),
+            ("layer4", &self.layer4),
+        ] {
             layer.visit(&child_prefix(prefix, name), visitor);
         }
         self.fc.visit(&child_prefix(prefix, "fc"), visitor);

@@ -53,7 +53,11 @@ pub fn load_safetensors(module: &dyn Module, path: impl AsRef<Path>) -> Result<(
 
 /// Like [`load_safetensors`]; with `strict = false` missing and unexpected tensors are
 /// reported instead of refused (shape mismatches are still errors).
-pub fn load_safetensors_with(module: &dyn Module, path: impl AsRef<Path>, strict: bool) -> Result<LoadReport> {
+pub fn load_safetensors_with(
+    module: &dyn Module,
+    path: impl AsRef<Path>,
+    strict: bool,
+) -> Result<LoadReport> {
     let path = path.as_ref();
     let (tensors, metadata) = read_file(path)?;
     let has_optimizer = metadata.contains_key(META_KIND);
@@ -66,7 +70,12 @@ pub fn load_safetensors_with(module: &dyn Module, path: impl AsRef<Path>, strict
 
 /// Copy tensors by name into a module's parameters and buffers (the in-memory form of
 /// [`load_safetensors_with`]).
-pub fn load_state_into(module: &dyn Module, state: &BTreeMap<String, Tensor>, strict: bool, context: &str) -> Result<LoadReport> {
+pub fn load_state_into(
+    module: &dyn Module,
+    state: &BTreeMap<String, Tensor>,
+    strict: bool,
+    context: &str,
+) -> Result<LoadReport> {
     let slots = module.named_slots();
     let mut report = LoadReport::default();
     let mut mis_shaped = Vec::new();
@@ -76,15 +85,26 @@ pub fn load_state_into(module: &dyn Module, state: &BTreeMap<String, Tensor>, st
         match state.get(name) {
             None => report.missing.push(name.clone()),
             Some(source) if source.shape() != target.shape() => {
-                mis_shaped.push(format!("{name}: file {:?}, module {:?}", source.shape(), target.shape()));
+                mis_shaped.push(format!(
+                    "{name}: file {:?}, module {:?}",
+                    source.shape(),
+                    target.shape()
+                ));
             }
             Some(source) => {
-                let converted = source.detach().to_dtype(target.dtype())?.to_device(target.device())?;
+                let converted = source
+                    .detach()
+                    .to_dtype(target.dtype())?
+                    .to_device(target.device())?;
                 updates.push((target, converted));
             }
         }
     }
-    report.unexpected = state.keys().filter(|k| !slots.iter().any(|(n, _, _)| n == *k)).cloned().collect();
+    report.unexpected = state
+        .keys()
+        .filter(|k| !slots.iter().any(|(n, _, _)| n == *k))
+        .cloned()
+        .collect();
     let mut problems = Vec::new();
     if strict && !report.missing.is_empty() {
         problems.push(format!("missing tensors: {:?}", report.missing));
@@ -96,7 +116,10 @@ pub fn load_state_into(module: &dyn Module, state: &BTreeMap<String, Tensor>, st
         problems.push(format!("shape mismatches: [{}]", mis_shaped.join("; ")));
     }
     if !problems.is_empty() {
-        return Err(Error::format(context, format!("cannot load the state dict: {}", problems.join("; "))));
+        return Err(Error::format(
+            context,
+            format!("cannot load the state dict: {}", problems.join("; ")),
+        ));
     }
     let _guard = anygrad_core::no_grad();
     for (target, value) in updates {
@@ -117,7 +140,10 @@ pub fn save_checkpoint(
     let mut header: HashMap<String, String> = HashMap::new();
     for (key, value) in metadata {
         if key.starts_with(META_RESERVED) {
-            return Err(Error::invalid("save_checkpoint", format!("metadata key `{key}` uses the reserved prefix `anygrad.`")));
+            return Err(Error::invalid(
+                "save_checkpoint",
+                format!("metadata key `{key}` uses the reserved prefix `anygrad.`"),
+            ));
         }
         header.insert(key.clone(), value.clone());
     }
@@ -129,7 +155,11 @@ pub fn save_checkpoint(
 
 /// Load a checkpoint written by [`save_checkpoint`]: the module strictly, the optimizer state
 /// when `optimizer` is given (the file must then hold one). Returns the user metadata.
-pub fn load_checkpoint(module: &dyn Module, optimizer: Option<&mut dyn Optimizer>, path: impl AsRef<Path>) -> Result<BTreeMap<String, String>> {
+pub fn load_checkpoint(
+    module: &dyn Module,
+    optimizer: Option<&mut dyn Optimizer>,
+    path: impl AsRef<Path>,
+) -> Result<BTreeMap<String, String>> {
     let path = path.as_ref();
     let context = path.display().to_string();
     let (tensors, metadata) = read_file(path)?;
@@ -145,7 +175,10 @@ pub fn load_checkpoint(module: &dyn Module, optimizer: Option<&mut dyn Optimizer
     } else {
         load_state_into(module, &model, true, &context)?;
     }
-    Ok(metadata.into_iter().filter(|(k, _)| !k.starts_with(META_RESERVED)).collect())
+    Ok(metadata
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with(META_RESERVED))
+        .collect())
 }
 
 /// Save an optimizer's state on its own.
@@ -164,7 +197,11 @@ pub fn load_optimizer(optimizer: &mut dyn Optimizer, path: impl AsRef<Path>) -> 
     optimizer.load_state_dict(&state)
 }
 
-fn add_optimizer_entries(state: &OptimizerState, tensors: &mut Vec<(String, Tensor)>, header: &mut HashMap<String, String>) {
+fn add_optimizer_entries(
+    state: &OptimizerState,
+    tensors: &mut Vec<(String, Tensor)>,
+    header: &mut HashMap<String, String>,
+) {
     header.insert(META_KIND.into(), state.kind.clone());
     for (name, value) in &state.scalars {
         header.insert(format!("{META_SCALAR}{name}"), format!("{value:?}"));
@@ -174,7 +211,11 @@ fn add_optimizer_entries(state: &OptimizerState, tensors: &mut Vec<(String, Tens
     }
 }
 
-fn optimizer_state_from(tensors: &BTreeMap<String, Tensor>, metadata: &HashMap<String, String>, context: &str) -> Result<OptimizerState> {
+fn optimizer_state_from(
+    tensors: &BTreeMap<String, Tensor>,
+    metadata: &HashMap<String, String>,
+    context: &str,
+) -> Result<OptimizerState> {
     let kind = metadata
         .get(META_KIND)
         .ok_or_else(|| Error::format(context, "the file holds no optimizer state"))?
@@ -185,9 +226,12 @@ fn optimizer_state_from(tensors: &BTreeMap<String, Tensor>, metadata: &HashMap<S
     };
     for (key, value) in metadata {
         if let Some(name) = key.strip_prefix(META_SCALAR) {
-            let parsed = value
-                .parse::<f64>()
-                .map_err(|_| Error::format(context, format!("optimizer scalar `{name}` is not a number: `{value}`")))?;
+            let parsed = value.parse::<f64>().map_err(|_| {
+                Error::format(
+                    context,
+                    format!("optimizer scalar `{name}` is not a number: `{value}`"),
+                )
+            })?;
             state.scalars.insert(name.to_string(), parsed);
         }
     }
@@ -200,12 +244,23 @@ fn optimizer_state_from(tensors: &BTreeMap<String, Tensor>, metadata: &HashMap<S
 }
 
 /// Write named tensors (moved to the CPU) and metadata to `path` atomically.
-pub fn save_tensors(tensors: &[(String, Tensor)], metadata: &BTreeMap<String, String>, path: impl AsRef<Path>) -> Result<()> {
-    write_file(tensors, metadata.clone().into_iter().collect(), path.as_ref())
+pub fn save_tensors(
+    tensors: &[(String, Tensor)],
+    metadata: &BTreeMap<String, String>,
+    path: impl AsRef<Path>,
+) -> Result<()> {
+    write_file(
+        tensors,
+        metadata.clone().into_iter().collect(),
+        path.as_ref(),
+    )
 }
 
 /// Read every tensor of a safetensors file onto `device`, with the header metadata.
-pub fn load_tensors(path: impl AsRef<Path>, device: &Device) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, String>)> {
+pub fn load_tensors(
+    path: impl AsRef<Path>,
+    device: &Device,
+) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, String>)> {
     let (tensors, metadata) = read_file(path.as_ref())?;
     let moved = tensors
         .into_iter()
@@ -214,7 +269,11 @@ pub fn load_tensors(path: impl AsRef<Path>, device: &Device) -> Result<(BTreeMap
     Ok((moved, metadata.into_iter().collect()))
 }
 
-fn write_file(tensors: &[(String, Tensor)], header: HashMap<String, String>, path: &Path) -> Result<()> {
+fn write_file(
+    tensors: &[(String, Tensor)],
+    header: HashMap<String, String>,
+    path: &Path,
+) -> Result<()> {
     let context = path.display().to_string();
     let mut encoded: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::with_capacity(tensors.len());
     for (name, tensor) in tensors {
@@ -223,11 +282,17 @@ fn write_file(tensors: &[(String, Tensor)], header: HashMap<String, String>, pat
     }
     let mut views = Vec::with_capacity(encoded.len());
     for (name, dtype, shape, bytes) in &encoded {
-        let view = TensorView::new(*dtype, shape.clone(), bytes).map_err(|e| Error::format(&context, format!("tensor `{name}`: {e}")))?;
+        let view = TensorView::new(*dtype, shape.clone(), bytes)
+            .map_err(|e| Error::format(&context, format!("tensor `{name}`: {e}")))?;
         views.push((name.clone(), view));
     }
-    let header = if header.is_empty() { None } else { Some(header) };
-    let bytes = safetensors::serialize(views, header).map_err(|e| Error::format(&context, e.to_string()))?;
+    let header = if header.is_empty() {
+        None
+    } else {
+        Some(header)
+    };
+    let bytes = safetensors::serialize(views, header)
+        .map_err(|e| Error::format(&context, e.to_string()))?;
     write_atomically(path, &bytes)
 }
 
@@ -275,7 +340,10 @@ fn tensor_bytes(tensor: &Tensor) -> Result<(Dtype, Vec<u8>)> {
         DType::I32 => (Dtype::I32, le(tensor.to_vec::<i32>()?, i32::to_le_bytes)),
         DType::U32 => (Dtype::U32, le(tensor.to_vec::<u32>()?, u32::to_le_bytes)),
         DType::U8 => (Dtype::U8, tensor.to_vec::<u8>()?),
-        DType::Bool => (Dtype::BOOL, tensor.to_vec::<bool>()?.into_iter().map(u8::from).collect()),
+        DType::Bool => (
+            Dtype::BOOL,
+            tensor.to_vec::<bool>()?.into_iter().map(u8::from).collect(),
+        ),
     })
 }
 
@@ -284,12 +352,15 @@ type FileContents = (BTreeMap<String, Tensor>, HashMap<String, String>);
 fn read_file(path: &Path) -> Result<FileContents> {
     let context = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| Error::io(format!("reading {context}"), e))?;
-    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| Error::format(&context, format!("not a valid safetensors file: {e}")))?;
+    let (_, header) = SafeTensors::read_metadata(&bytes)
+        .map_err(|e| Error::format(&context, format!("not a valid safetensors file: {e}")))?;
     let metadata = header.metadata().clone().unwrap_or_default();
-    let file = SafeTensors::deserialize(&bytes).map_err(|e| Error::format(&context, format!("not a valid safetensors file: {e}")))?;
+    let file = SafeTensors::deserialize(&bytes)
+        .map_err(|e| Error::format(&context, format!("not a valid safetensors file: {e}")))?;
     let mut tensors = BTreeMap::new();
     for (name, view) in file.tensors() {
-        let tensor = decode(&view).map_err(|message| Error::format(&context, format!("tensor `{name}`: {message}")))?;
+        let tensor = decode(&view)
+            .map_err(|message| Error::format(&context, format!("tensor `{name}`: {message}")))?;
         tensors.insert(name, tensor);
     }
     Ok((tensors, metadata))
@@ -307,10 +378,15 @@ fn decode(view: &TensorView<'_>) -> std::result::Result<Tensor, String> {
             })
             .collect()
     }
-    fn narrow<T: Copy + TryInto<i32> + std::fmt::Display>(values: Vec<T>) -> std::result::Result<Vec<i32>, String> {
+    fn narrow<T: Copy + TryInto<i32> + std::fmt::Display>(
+        values: Vec<T>,
+    ) -> std::result::Result<Vec<i32>, String> {
         values
             .into_iter()
-            .map(|v| v.try_into().map_err(|_| format!("integer {v} does not fit int32")))
+            .map(|v| {
+                v.try_into()
+                    .map_err(|_| format!("integer {v} does not fit int32"))
+            })
             .collect()
     }
     let shape = view.shape().to_vec();
@@ -319,7 +395,11 @@ fn decode(view: &TensorView<'_>) -> std::result::Result<Tensor, String> {
     let made = match view.dtype() {
         Dtype::F32 => Tensor::from_vec(chunks(data, f32::from_le_bytes), &shape, &cpu),
         Dtype::F16 => Tensor::from_vec(chunks(data, f16::from_le_bytes), &shape, &cpu),
-        Dtype::BF16 => Tensor::from_vec(chunks(data, |b| bf16::from_le_bytes(b).to_f32()), &shape, &cpu),
+        Dtype::BF16 => Tensor::from_vec(
+            chunks(data, |b| bf16::from_le_bytes(b).to_f32()),
+            &shape,
+            &cpu,
+        ),
         Dtype::F64 => Tensor::from_vec(chunks(data, f64::from_le_bytes), &shape, &cpu),
         Dtype::I64 => Tensor::from_vec(narrow(chunks(data, i64::from_le_bytes))?, &shape, &cpu),
         Dtype::I32 => Tensor::from_vec(chunks(data, i32::from_le_bytes), &shape, &cpu),
@@ -328,7 +408,11 @@ fn decode(view: &TensorView<'_>) -> std::result::Result<Tensor, String> {
         Dtype::I8 => Tensor::from_vec(narrow(chunks(data, i8::from_le_bytes))?, &shape, &cpu),
         Dtype::U32 => Tensor::from_vec(chunks(data, u32::from_le_bytes), &shape, &cpu),
         Dtype::U8 => Tensor::from_vec(data.to_vec(), &shape, &cpu),
-        Dtype::BOOL => Tensor::from_vec(data.iter().map(|&b| b != 0).collect::<Vec<bool>>(), &shape, &cpu),
+        Dtype::BOOL => Tensor::from_vec(
+            data.iter().map(|&b| b != 0).collect::<Vec<bool>>(),
+            &shape,
+            &cpu,
+        ),
         other => return Err(format!("dtype {other:?} is not supported")),
     };
     made.map_err(|e| e.to_string())

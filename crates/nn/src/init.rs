@@ -63,7 +63,10 @@ fn fill_with(tensor: &Tensor, values: Tensor) -> Result<()> {
 /// Fill with values drawn uniformly from `[low, high)`.
 pub fn uniform_(tensor: &Tensor, low: f64, high: f64) -> Result<()> {
     let draw_dtype = draw_dtype(tensor)?;
-    fill_with(tensor, Tensor::rand_uniform(tensor.shape(), low, high, draw_dtype, tensor.device())?)
+    fill_with(
+        tensor,
+        Tensor::rand_uniform(tensor.shape(), low, high, draw_dtype, tensor.device())?,
+    )
 }
 
 /// Fill with values drawn from `N(mean, std²)`.
@@ -77,7 +80,10 @@ pub fn normal_(tensor: &Tensor, mean: f64, std: f64) -> Result<()> {
 
 /// Fill with a constant.
 pub fn constant_(tensor: &Tensor, value: f64) -> Result<()> {
-    fill_with(tensor, Tensor::full(tensor.shape(), value, tensor.dtype(), tensor.device())?)
+    fill_with(
+        tensor,
+        Tensor::full(tensor.shape(), value, tensor.dtype(), tensor.device())?,
+    )
 }
 
 /// Fill with zeros.
@@ -113,7 +119,11 @@ pub fn xavier_uniform_(tensor: &Tensor, gain: f64) -> Result<()> {
 /// Xavier (Glorot) normal: `N(0, std²)` with `std = gain * √(2 / (fan_in + fan_out))`.
 pub fn xavier_normal_(tensor: &Tensor, gain: f64) -> Result<()> {
     let (fan_in, fan_out) = fans(tensor)?;
-    normal_(tensor, 0.0, gain * (2.0 / (fan_in + fan_out).max(1) as f64).sqrt())
+    normal_(
+        tensor,
+        0.0,
+        gain * (2.0 / (fan_in + fan_out).max(1) as f64).sqrt(),
+    )
 }
 
 /// PyTorch's default for `Linear` and `Conv2d` weights: `kaiming_uniform_(a = √5)`, which
@@ -124,7 +134,11 @@ pub fn default_weight_(tensor: &Tensor) -> Result<()> {
 
 /// PyTorch's default for `Linear` and `Conv2d` biases: `U(-1/√fan_in, 1/√fan_in)`.
 pub fn default_bias_(bias: &Tensor, fan_in: usize) -> Result<()> {
-    let bound = if fan_in > 0 { 1.0 / (fan_in as f64).sqrt() } else { 0.0 };
+    let bound = if fan_in > 0 {
+        1.0 / (fan_in as f64).sqrt()
+    } else {
+        0.0
+    };
     uniform_(bias, -bound, bound)
 }
 
@@ -135,7 +149,10 @@ fn kaiming_std(tensor: &Tensor, mode: FanMode, nonlinearity: Nonlinearity) -> Re
         FanMode::FanOut => fan_out,
     };
     if fan == 0 {
-        return Err(Error::invalid("init::kaiming", "cannot initialize a tensor with a zero fan"));
+        return Err(Error::invalid(
+            "init::kaiming",
+            "cannot initialize a tensor with a zero fan",
+        ));
     }
     Ok(calculate_gain(nonlinearity) / (fan as f64).sqrt())
 }
@@ -147,7 +164,10 @@ fn draw_dtype(tensor: &Tensor) -> Result<anygrad_core::DType> {
     } else {
         Err(Error::invalid(
             "init",
-            format!("random initialization needs a float tensor, got {}", tensor.dtype()),
+            format!(
+                "random initialization needs a float tensor, got {}",
+                tensor.dtype()
+            ),
         ))
     }
 }

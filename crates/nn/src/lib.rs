@@ -29,16 +29,16 @@ pub mod module;
 pub mod optim;
 
 pub use checkpoint::{
-    load_checkpoint, load_optimizer, load_safetensors, load_safetensors_with, load_state_into, load_tensors, save_checkpoint,
-    save_optimizer, save_safetensors, save_tensors, LoadReport,
+    load_checkpoint, load_optimizer, load_safetensors, load_safetensors_with, load_state_into,
+    load_tensors, save_checkpoint, save_optimizer, save_safetensors, save_tensors, LoadReport,
 };
 pub use layers::*;
 pub use loss::{
-    binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss, BceWithLogitsLoss, CrossEntropyLoss, MseLoss, NllLoss,
-    Reduction,
+    binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss, BceWithLogitsLoss,
+    CrossEntropyLoss, MseLoss, NllLoss, Reduction,
 };
 pub use module::{Kind, Module, Parameter, TrainingFlag};
 pub use optim::{
-    clip_grad_norm_, clip_grad_value_, Adam, AdamConfig, AdamW, CosineAnnealingLR, LrScheduler, Optimizer, OptimizerState, Sgd,
-    SgdConfig, StepLR,
+    clip_grad_norm_, clip_grad_value_, Adam, AdamConfig, AdamW, CosineAnnealingLR, LrScheduler,
+    Optimizer, OptimizerState, Sgd, SgdConfig, StepLR,
 };

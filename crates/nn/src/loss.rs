@@ -67,17 +67,35 @@ impl CrossEntropyLoss {
         if !(0.0..=1.0).contains(&self.label_smoothing) {
             return Err(Error::invalid(
                 "cross_entropy",
-                format!("label_smoothing must be in [0, 1], got {}", self.label_smoothing),
+                format!(
+                    "label_smoothing must be in [0, 1], got {}",
+                    self.label_smoothing
+                ),
             ));
         }
-        let (log_probs, batch_shape) = class_last(&logits.log_softmax(if logits.rank() == 1 { 0 } else { 1 })?)?;
+        let (log_probs, batch_shape) =
+            class_last(&logits.log_softmax(if logits.rank() == 1 { 0 } else { 1 })?)?;
         if target.dtype().is_float() {
             return self.forward_probabilities(logits, &log_probs, target, &batch_shape);
         }
-        class_index_loss("cross_entropy", &log_probs, target, &batch_shape, self.label_smoothing, self.ignore_index, self.reduction)
+        class_index_loss(
+            "cross_entropy",
+            &log_probs,
+            target,
+            &batch_shape,
+            self.label_smoothing,
+            self.ignore_index,
+            self.reduction,
+        )
     }
 
-    fn forward_probabilities(&self, logits: &Tensor, log_probs: &Tensor, target: &Tensor, batch_shape: &[usize]) -> Result<Tensor> {
+    fn forward_probabilities(
+        &self,
+        logits: &Tensor,
+        log_probs: &Tensor,
+        target: &Tensor,
+        batch_shape: &[usize],
+    ) -> Result<Tensor> {
         if target.shape() != logits.shape() {
             return Err(Error::ShapeMismatch {
                 op: "cross_entropy",
@@ -89,7 +107,9 @@ impl CrossEntropyLoss {
         let (target, _) = class_last(target)?;
         let classes = log_probs.shape()[1] as f64;
         let target = if self.label_smoothing > 0.0 {
-            target.mul_scalar(1.0 - self.label_smoothing)?.add_scalar(self.label_smoothing / classes)?
+            target
+                .mul_scalar(1.0 - self.label_smoothing)?
+                .add_scalar(self.label_smoothing / classes)?
         } else {
             target
         };
@@ -133,7 +153,13 @@ fn class_index_loss(
     reduction: Reduction,
 ) -> Result<Tensor> {
     if !target.dtype().is_index() {
-        return Err(Error::invalid(op, format!("class targets must be an integer tensor, got {}", target.dtype())));
+        return Err(Error::invalid(
+            op,
+            format!(
+                "class targets must be an integer tensor, got {}",
+                target.dtype()
+            ),
+        ));
     }
     if target.shape() != batch_shape {
         return Err(Error::ShapeMismatch {
@@ -153,11 +179,15 @@ fn class_index_loss(
         }
         None => (target, None),
     };
-    let picked = log_probs.gather(1, &safe_target.unsqueeze(1)?)?.squeeze(1)?;
+    let picked = log_probs
+        .gather(1, &safe_target.unsqueeze(1)?)?
+        .squeeze(1)?;
     let mut loss = picked.neg()?;
     if label_smoothing > 0.0 {
         let smooth = log_probs.mean(&[1], false)?.neg()?;
-        loss = loss.mul_scalar(1.0 - label_smoothing)?.add(&smooth.mul_scalar(label_smoothing)?)?;
+        loss = loss
+            .mul_scalar(1.0 - label_smoothing)?
+            .add(&smooth.mul_scalar(label_smoothing)?)?;
     }
     if let Some(valid) = &valid {
         loss = loss.mul(valid)?;
@@ -194,7 +224,15 @@ impl NllLoss {
     /// The loss of `log_probs` against class indices `target`.
     pub fn forward(&self, log_probs: &Tensor, target: &Tensor) -> Result<Tensor> {
         let (log_probs, batch_shape) = class_last(log_probs)?;
-        class_index_loss("nll_loss", &log_probs, target, &batch_shape, 0.0, self.ignore_index, self.reduction)
+        class_index_loss(
+            "nll_loss",
+            &log_probs,
+            target,
+            &batch_shape,
+            0.0,
+            self.ignore_index,
+            self.reduction,
+        )
     }
 }
 

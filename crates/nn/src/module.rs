@@ -176,7 +176,9 @@ pub trait Module: Send + Sync {
     /// `(name, slot, kind)` for every parameter and buffer (the state dict's entries).
     fn named_slots(&self) -> Vec<(String, Parameter, Kind)> {
         let mut out = Vec::new();
-        self.visit("", &mut |name, slot, kind| out.push((name.to_string(), slot.clone(), kind)));
+        self.visit("", &mut |name, slot, kind| {
+            out.push((name.to_string(), slot.clone(), kind))
+        });
         out
     }
 
@@ -199,7 +201,10 @@ pub trait Module: Send + Sync {
 
     /// Learnable parameters (tensor handles).
     fn parameters(&self) -> Vec<Tensor> {
-        self.named_parameters().into_iter().map(|(_, t)| t).collect()
+        self.named_parameters()
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect()
     }
 
     /// Buffers with their dotted names.
@@ -221,7 +226,10 @@ pub trait Module: Send + Sync {
 
     /// Total number of learnable scalars.
     fn parameter_count(&self) -> usize {
-        self.named_parameter_slots().iter().map(|(_, p)| p.numel()).sum()
+        self.named_parameter_slots()
+            .iter()
+            .map(|(_, p)| p.numel())
+            .sum()
     }
 
     /// Clear every parameter's gradient.

@@ -20,7 +20,11 @@ fn model(device: &Device) -> Sequential {
 }
 
 fn bits(t: &Tensor) -> Vec<u64> {
-    t.to_vec_f64().unwrap().into_iter().map(f64::to_bits).collect()
+    t.to_vec_f64()
+        .unwrap()
+        .into_iter()
+        .map(f64::to_bits)
+        .collect()
 }
 
 fn round_trip_is_bit_exact(device: &Device) {
@@ -28,8 +32,12 @@ fn round_trip_is_bit_exact(device: &Device) {
     let path = dir.join("model.safetensors");
     let original = model(device);
     // Make the buffers non-trivial.
-    original.forward(&Tensor::randn(&[4, 2, 4, 4], DType::F32, device).unwrap()).unwrap();
-    original.forward(&Tensor::randn(&[4, 2, 4, 4], DType::F32, device).unwrap()).unwrap();
+    original
+        .forward(&Tensor::randn(&[4, 2, 4, 4], DType::F32, device).unwrap())
+        .unwrap();
+    original
+        .forward(&Tensor::randn(&[4, 2, 4, 4], DType::F32, device).unwrap())
+        .unwrap();
     save_safetensors(&original, &path).unwrap();
     let restored = model(device);
     load_safetensors(&restored, &path).unwrap();
@@ -39,9 +47,15 @@ fn round_trip_is_bit_exact(device: &Device) {
         assert_eq!(bits(a), bits(&b), "{name} bit-exact");
     }
     assert_eq!(restored.named_buffers()[2].1.item_f64().unwrap(), 2.0);
-    assert!(restored.parameters().iter().all(|p| p.requires_grad()), "loaded parameters stay trainable");
+    assert!(
+        restored.parameters().iter().all(|p| p.requires_grad()),
+        "loaded parameters stay trainable"
+    );
     // No temporary files are left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
     // Overwriting an existing checkpoint works (rename over it).
     save_safetensors(&restored, &path).unwrap();
@@ -53,13 +67,31 @@ fn other_dtypes_round_trip(device: &Device) {
     let dir = common::temp_dir(&format!("dtypes-{}", device.is_gpu()));
     let path = dir.join("tensors.safetensors");
     let mut tensors = vec![
-        ("f32".to_string(), Tensor::randn(&[3, 2], DType::F32, device).unwrap()),
-        ("i32".to_string(), Tensor::from_vec(vec![-5i32, 7, 1 << 30], &[3], device).unwrap()),
-        ("u8".to_string(), Tensor::from_vec(vec![0u8, 255], &[2], &Device::Cpu).unwrap()),
-        ("scalar".to_string(), Tensor::scalar(2.5, DType::F32, device).unwrap()),
+        (
+            "f32".to_string(),
+            Tensor::randn(&[3, 2], DType::F32, device).unwrap(),
+        ),
+        (
+            "i32".to_string(),
+            Tensor::from_vec(vec![-5i32, 7, 1 << 30], &[3], device).unwrap(),
+        ),
+        (
+            "u8".to_string(),
+            Tensor::from_vec(vec![0u8, 255], &[2], &Device::Cpu).unwrap(),
+        ),
+        (
+            "scalar".to_string(),
+            Tensor::scalar(2.5, DType::F32, device).unwrap(),
+        ),
     ];
     if device.supports_f16() {
-        tensors.push(("f16".to_string(), Tensor::randn(&[4], DType::F32, device).unwrap().to_dtype(DType::F16).unwrap()));
+        tensors.push((
+            "f16".to_string(),
+            Tensor::randn(&[4], DType::F32, device)
+                .unwrap()
+                .to_dtype(DType::F16)
+                .unwrap(),
+        ));
     }
     let mut meta = BTreeMap::new();
     meta.insert("note".to_string(), "hello".to_string());
@@ -78,8 +110,12 @@ fn other_dtypes_round_trip(device: &Device) {
 fn loads_pytorch_state_dict(device: &Device) {
     // Written by scripts/golden/generate_nn.py from nn.Sequential(Linear(3, 4),
     // BatchNorm1d(4), ReLU(), Linear(4, 2)) after three training batches.
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/torch_state.safetensors");
-    let golden: serde_json::Value = serde_json::from_str(include_str!("golden/nn_layers.json")).unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/golden/torch_state.safetensors"
+    );
+    let golden: serde_json::Value =
+        serde_json::from_str(include_str!("golden/nn_layers.json")).unwrap();
     let case = &golden["torch_state"];
     let net = Sequential::new()
         .add(Linear::new(3, 4, true, device).unwrap())
@@ -88,13 +124,29 @@ fn loads_pytorch_state_dict(device: &Device) {
         .add(Linear::new(4, 2, true, device).unwrap());
     load_safetensors(&net, path).unwrap();
     net.eval();
-    let floats = |v: &serde_json::Value| -> Vec<f32> { v["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect() };
+    let floats = |v: &serde_json::Value| -> Vec<f32> {
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect()
+    };
     let input = Tensor::from_vec(floats(&case["input"]), &[5, 3], device).unwrap();
     let output = net.forward(&input).unwrap();
-    assert_close(&values(&output), &floats(&case["output"]), 1e-5, 1e-5, "PyTorch model output");
+    assert_close(
+        &values(&output),
+        &floats(&case["output"]),
+        1e-5,
+        1e-5,
+        "PyTorch model output",
+    );
     let tracked = net.named_buffers()[2].1.clone();
     assert_eq!(tracked.dtype(), DType::I32);
-    assert_eq!(tracked.item_f64().unwrap(), case["num_batches_tracked"].as_f64().unwrap());
+    assert_eq!(
+        tracked.item_f64().unwrap(),
+        case["num_batches_tracked"].as_f64().unwrap()
+    );
 }
 
 fn format_error(result: anygrad_core::Result<impl std::fmt::Debug>) -> String {
@@ -107,26 +159,55 @@ fn format_error(result: anygrad_core::Result<impl std::fmt::Debug>) -> String {
 fn mismatches_are_reported(device: &Device) {
     let dir = common::temp_dir(&format!("mismatch-{}", device.is_gpu()));
     let path = dir.join("small.safetensors");
-    let small = Sequential::new().add(Linear::new(4, 3, true, device).unwrap()).add(ReLU).add(Linear::new(3, 2, false, device).unwrap());
+    let small = Sequential::new()
+        .add(Linear::new(4, 3, true, device).unwrap())
+        .add(ReLU)
+        .add(Linear::new(3, 2, false, device).unwrap());
     save_safetensors(&small, &path).unwrap();
     // Missing (2.bias), unexpected (none) and mis-shaped (0.weight, 0.bias) in one message.
-    let target = Sequential::new().add(Linear::new(5, 4, true, device).unwrap()).add(ReLU).add(Linear::new(3, 2, true, device).unwrap());
+    let target = Sequential::new()
+        .add(Linear::new(5, 4, true, device).unwrap())
+        .add(ReLU)
+        .add(Linear::new(3, 2, true, device).unwrap());
     let before = values(&target.named_parameters()[3].1);
     let message = format_error(load_safetensors(&target, &path));
-    assert!(message.contains("missing tensors: [\"2.bias\"]"), "{message}");
-    assert!(message.contains("0.weight: file [3, 4], module [4, 5]"), "{message}");
+    assert!(
+        message.contains("missing tensors: [\"2.bias\"]"),
+        "{message}"
+    );
+    assert!(
+        message.contains("0.weight: file [3, 4], module [4, 5]"),
+        "{message}"
+    );
     assert!(message.contains("0.bias"), "{message}");
-    assert_eq!(values(&target.named_parameters()[3].1), before, "a failed load changes nothing");
+    assert_eq!(
+        values(&target.named_parameters()[3].1),
+        before,
+        "a failed load changes nothing"
+    );
     // Unexpected tensors.
     let tiny = Sequential::new().add(Linear::new(4, 3, true, device).unwrap());
     let message = format_error(load_safetensors(&tiny, &path));
-    assert!(message.contains("unexpected tensors: [\"2.weight\"]"), "{message}");
+    assert!(
+        message.contains("unexpected tensors: [\"2.weight\"]"),
+        "{message}"
+    );
     // Non-strict: reported, the rest loaded.
     let report = load_safetensors_with(&tiny, &path, false).unwrap();
     assert_eq!(report.unexpected, ["2.weight"]);
     assert!(report.missing.is_empty());
-    assert_eq!(values(&tiny.named_parameters()[0].1), values(&small.named_parameters()[0].1));
-    let report = load_safetensors_with(&Sequential::new().add(Linear::new(4, 3, true, device).unwrap()).add(BatchNorm1d::new_1d(3, device).unwrap()), &path, false).unwrap();
+    assert_eq!(
+        values(&tiny.named_parameters()[0].1),
+        values(&small.named_parameters()[0].1)
+    );
+    let report = load_safetensors_with(
+        &Sequential::new()
+            .add(Linear::new(4, 3, true, device).unwrap())
+            .add(BatchNorm1d::new_1d(3, device).unwrap()),
+        &path,
+        false,
+    )
+    .unwrap();
     assert_eq!(report.missing.len(), 5);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -148,7 +229,10 @@ fn corrupt_files_are_errors(device: &Device) {
             b[..8].copy_from_slice(&u64::MAX.to_le_bytes());
             b
         }),
-        ("garbage", (0..200u32).map(|i| (i * 37 % 251) as u8).collect()),
+        (
+            "garbage",
+            (0..200u32).map(|i| (i * 37 % 251) as u8).collect(),
+        ),
     ];
     let mut bad_json = bytes.clone();
     bad_json[8] = b'!';

@@ -14,7 +14,12 @@ fn nested(device: &Device) -> Sequential {
         .add(Conv2d::square(1, 2, 3, Conv2dOptions::default().padding(1), device).unwrap())
         .add(BatchNorm2d::new_2d(2, device).unwrap())
         .add(ReLU)
-        .add(Sequential::new().add(Flatten::default()).add(Dropout::new(0.5).unwrap()).add(Linear::new(2 * 4 * 4, 3, false, device).unwrap()))
+        .add(
+            Sequential::new()
+                .add(Flatten::default())
+                .add(Dropout::new(0.5).unwrap())
+                .add(Linear::new(2 * 4 * 4, 3, false, device).unwrap()),
+        )
 }
 
 fn names_and_counts(device: &Device) {
@@ -33,12 +38,22 @@ fn names_and_counts(device: &Device) {
             "3.2.weight"
         ]
     );
-    let params: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
-    assert_eq!(params, ["0.weight", "0.bias", "1.weight", "1.bias", "3.2.weight"]);
+    let params: Vec<String> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        params,
+        ["0.weight", "0.bias", "1.weight", "1.bias", "3.2.weight"]
+    );
     assert_eq!(model.named_buffers().len(), 3);
     assert_eq!(model.parameter_count(), 2 * 9 + 2 + 2 + 2 + 32 * 3);
     assert!(model.parameters().iter().all(|p| p.requires_grad()));
-    assert!(model.named_buffers().iter().all(|(_, b)| !b.requires_grad()));
+    assert!(model
+        .named_buffers()
+        .iter()
+        .all(|(_, b)| !b.requires_grad()));
     let x = Tensor::randn(&[2, 1, 4, 4], DType::F32, device).unwrap();
     assert_eq!(model.forward(&x).unwrap().shape(), &[2, 3]);
 }
@@ -68,13 +83,18 @@ fn dropout_behaviour(device: &Device) {
     let y = values(&dropout.forward(&x).unwrap());
     let zeros = y.iter().filter(|&&v| v == 0.0).count() as f64 / y.len() as f64;
     assert!((zeros - 0.25).abs() < 0.03, "dropped fraction {zeros}");
-    assert!(y.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6), "kept values are scaled by 1/(1-p)");
+    assert!(
+        y.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6),
+        "kept values are scaled by 1/(1-p)"
+    );
     dropout.eval();
     assert_eq!(values(&dropout.forward(&x).unwrap()), vec![1.0; 4000]);
     assert!(Dropout::new(1.5).is_err());
     // Gradient flows only through kept elements, scaled.
     dropout.train();
-    let x = Tensor::ones(&[100], DType::F32, device).unwrap().requires_grad_(true);
+    let x = Tensor::ones(&[100], DType::F32, device)
+        .unwrap()
+        .requires_grad_(true);
     let y = dropout.forward(&x).unwrap();
     y.sum_all().unwrap().backward().unwrap();
     assert_eq!(values(&x.grad().unwrap()), values(&y));
@@ -87,12 +107,28 @@ fn batchnorm_running_stats_and_momentum(device: &Device) {
     bn.forward(&x1).unwrap();
     bn.forward(&x2).unwrap();
     // Cumulative average: mean of the batch means and of the unbiased batch variances.
-    assert_close(&values(&bn.running_mean.tensor()), &[4.0, 7.5], 1e-5, 1e-5, "running mean");
-    assert_close(&values(&bn.running_var.tensor()), &[2.0, 25.0], 1e-5, 1e-5, "running var");
+    assert_close(
+        &values(&bn.running_mean.tensor()),
+        &[4.0, 7.5],
+        1e-5,
+        1e-5,
+        "running mean",
+    );
+    assert_close(
+        &values(&bn.running_var.tensor()),
+        &[2.0, 25.0],
+        1e-5,
+        1e-5,
+        "running var",
+    );
     assert_eq!(bn.num_batches_tracked.tensor().item_f64().unwrap(), 2.0);
     // One value per channel cannot be normalized in training.
-    assert!(bn.forward(&common::tensor(&[1.0, 2.0], &[1, 2], device)).is_err());
-    assert!(bn.forward(&common::tensor(&[1.0, 2.0, 3.0], &[1, 3], device)).is_err());
+    assert!(bn
+        .forward(&common::tensor(&[1.0, 2.0], &[1, 2], device))
+        .is_err());
+    assert!(bn
+        .forward(&common::tensor(&[1.0, 2.0, 3.0], &[1, 3], device))
+        .is_err());
 }
 
 fn to_device_moves_in_place(device: &Device) {
@@ -101,7 +137,10 @@ fn to_device_moves_in_place(device: &Device) {
     let before = values(&model.weight.tensor());
     model.to_device(&Device::Cpu).unwrap();
     assert!(model.weight.tensor().device().is_cpu());
-    assert!(handle.tensor().device().is_cpu(), "clones of a Parameter share the slot");
+    assert!(
+        handle.tensor().device().is_cpu(),
+        "clones of a Parameter share the slot"
+    );
     assert!(model.weight.tensor().requires_grad());
     assert_eq!(values(&model.weight.tensor()), before);
     model.to_device(device).unwrap();
@@ -115,41 +154,65 @@ fn default_init_bounds(device: &Device) {
     let bound = 1.0 / 10.0;
     for (name, t) in linear.named_parameters() {
         let v = values(&t);
-        assert!(v.iter().all(|x| x.abs() <= bound + 1e-6), "{name} within 1/sqrt(fan_in)");
-        assert!(v.iter().any(|x| x.abs() > bound * 0.8), "{name} spans the range");
+        assert!(
+            v.iter().all(|x| x.abs() <= bound + 1e-6),
+            "{name} within 1/sqrt(fan_in)"
+        );
+        assert!(
+            v.iter().any(|x| x.abs() > bound * 0.8),
+            "{name} spans the range"
+        );
     }
     let conv = Conv2d::square(8, 16, 3, Conv2dOptions::default(), device).unwrap();
     let bound = 1.0 / (72f32).sqrt();
-    assert!(values(&conv.weight.tensor()).iter().all(|x| x.abs() <= bound + 1e-6));
+    assert!(values(&conv.weight.tensor())
+        .iter()
+        .all(|x| x.abs() <= bound + 1e-6));
     let w = Tensor::zeros(&[256, 128, 3, 3], DType::F32, device).unwrap();
     init::kaiming_normal_(&w, FanMode::FanOut, Nonlinearity::Relu).unwrap();
     let v = values(&w);
     let mean = v.iter().sum::<f32>() / v.len() as f32;
     let std = (v.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / v.len() as f32).sqrt();
     let expected = (2.0f32 / (256.0 * 9.0)).sqrt();
-    assert!((std - expected).abs() / expected < 0.02, "kaiming std {std} vs {expected}");
+    assert!(
+        (std - expected).abs() / expected < 0.02,
+        "kaiming std {std} vs {expected}"
+    );
     init::zeros_(&w).unwrap();
     assert!(values(&w).iter().all(|&x| x == 0.0));
     let emb = Embedding::new(50, 40, device).unwrap();
     let v = values(&emb.weight.tensor());
     let var = v.iter().map(|x| x * x).sum::<f32>() / v.len() as f32;
-    assert!((var - 1.0).abs() < 0.1, "embedding ~ N(0, 1): variance {var}");
+    assert!(
+        (var - 1.0).abs() < 0.1,
+        "embedding ~ N(0, 1): variance {var}"
+    );
 }
 
 fn bad_inputs_are_errors(device: &Device) {
     let linear = Linear::new(3, 2, true, device).unwrap();
-    assert!(linear.forward(&Tensor::zeros(&[4, 5], DType::F32, device).unwrap()).is_err());
+    assert!(linear
+        .forward(&Tensor::zeros(&[4, 5], DType::F32, device).unwrap())
+        .is_err());
     let bn = BatchNorm2d::new_2d(3, device).unwrap();
-    assert!(bn.forward(&Tensor::zeros(&[2, 4, 3, 3], DType::F32, device).unwrap()).is_err());
+    assert!(bn
+        .forward(&Tensor::zeros(&[2, 4, 3, 3], DType::F32, device).unwrap())
+        .is_err());
     let ln = LayerNorm::new(&[4], device).unwrap();
-    assert!(ln.forward(&Tensor::zeros(&[2, 5], DType::F32, device).unwrap()).is_err());
+    assert!(ln
+        .forward(&Tensor::zeros(&[2, 5], DType::F32, device).unwrap())
+        .is_err());
     let emb = Embedding::new(5, 2, device).unwrap();
-    assert!(emb.forward(&Tensor::zeros(&[3], DType::F32, device).unwrap()).is_err());
+    assert!(emb
+        .forward(&Tensor::zeros(&[3], DType::F32, device).unwrap())
+        .is_err());
     assert!(Conv2d::square(3, 4, 3, Conv2dOptions::default().groups(2), device).is_err());
     let logits = Tensor::zeros(&[4, 3], DType::F32, device).unwrap();
     assert!(cross_entropy(&logits, &Tensor::zeros(&[5], DType::I32, device).unwrap()).is_err());
     assert!(cross_entropy(&logits, &Tensor::zeros(&[4], DType::Bool, device).unwrap()).is_err());
-    assert!(AdaptiveAvgPool2d::new((0, 1)).forward(&Tensor::zeros(&[1, 1, 2, 2], DType::F32, device).unwrap()).is_err());
+    assert!(AdaptiveAvgPool2d::new((0, 1))
+        .forward(&Tensor::zeros(&[1, 1, 2, 2], DType::F32, device).unwrap())
+        .is_err());
 }
 
 fn embedding_and_extra_activations(device: &Device) {
@@ -159,11 +222,30 @@ fn embedding_and_extra_activations(device: &Device) {
     let out = emb.forward(&ids).unwrap();
     assert_eq!(values(&out), [4.0, 5.0, 0.0, 1.0, 4.0, 5.0]);
     out.sum_all().unwrap().backward().unwrap();
-    assert_eq!(values(&emb.weight.grad().unwrap()), [1.0, 1.0, 0.0, 0.0, 2.0, 2.0]);
+    assert_eq!(
+        values(&emb.weight.grad().unwrap()),
+        [1.0, 1.0, 0.0, 0.0, 2.0, 2.0]
+    );
     let x = common::tensor(&[-2.0, 0.5], &[2], device);
-    assert_close(&values(&LeakyReLU::default().forward(&x).unwrap()), &[-0.02, 0.5], 1e-6, 0.0, "leaky relu");
-    let approx = GELU { tanh_approximation: true }.forward(&x).unwrap();
-    assert_close(&values(&approx), &[-0.04540230, 0.34571401], 1e-5, 1e-5, "gelu tanh");
+    assert_close(
+        &values(&LeakyReLU::default().forward(&x).unwrap()),
+        &[-0.02, 0.5],
+        1e-6,
+        0.0,
+        "leaky relu",
+    );
+    let approx = GELU {
+        tanh_approximation: true,
+    }
+    .forward(&x)
+    .unwrap();
+    assert_close(
+        &values(&approx),
+        &[-0.0454023, 0.345714],
+        1e-5,
+        1e-5,
+        "gelu tanh",
+    );
     assert_eq!(values(&Identity.forward(&x).unwrap()), values(&x));
     let ls = LogSoftmax { dim: 0 }.forward(&x).unwrap();
     let sum: f32 = values(&ls).iter().map(|v| v.exp()).sum();

@@ -3,6 +3,9 @@
 //! `bench/compare.py` joins with PyTorch's figures from `bench/pytorch_reference.py`.
 
 mod matmul;
+mod memory;
+mod mlp;
+mod overhead;
 
 use std::time::Instant;
 
@@ -10,6 +13,9 @@ use anygrad::{Device, Result};
 use serde::Serialize;
 
 pub use matmul::run_matmul;
+pub use memory::run_elementwise;
+pub use mlp::run_mlp;
+pub use overhead::run_overhead;
 
 /// One measured result.
 #[derive(Debug, Clone, Serialize)]

@@ -42,7 +42,9 @@ impl Module for GELU {
         if !self.tanh_approximation {
             return x.gelu();
         }
-        let inner = x.add(&x.pow_scalar(3.0)?.mul_scalar(0.044715)?)?.mul_scalar((2.0 / std::f64::consts::PI).sqrt())?;
+        let inner = x
+            .add(&x.pow_scalar(3.0)?.mul_scalar(0.044715)?)?
+            .mul_scalar((2.0 / std::f64::consts::PI).sqrt())?;
         x.mul_scalar(0.5)?.mul(&inner.tanh()?.add_scalar(1.0)?)
     }
     fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
@@ -57,7 +59,9 @@ pub struct LeakyReLU {
 
 impl Default for LeakyReLU {
     fn default() -> Self {
-        LeakyReLU { negative_slope: 0.01 }
+        LeakyReLU {
+            negative_slope: 0.01,
+        }
     }
 }
 
@@ -118,7 +122,10 @@ pub struct Flatten {
 
 impl Default for Flatten {
     fn default() -> Self {
-        Flatten { start_dim: 1, end_dim: -1 }
+        Flatten {
+            start_dim: 1,
+            end_dim: -1,
+        }
     }
 }
 
@@ -143,7 +150,10 @@ impl Dropout {
     /// Dropout with probability `p` (must be in `[0, 1]`).
     pub fn new(p: f64) -> Result<Dropout> {
         if !(0.0..=1.0).contains(&p) {
-            return Err(Error::invalid("Dropout", format!("probability must be in [0, 1], got {p}")));
+            return Err(Error::invalid(
+                "Dropout",
+                format!("probability must be in [0, 1], got {p}"),
+            ));
         }
         Ok(Dropout {
             p,

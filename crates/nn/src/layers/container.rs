@@ -13,7 +13,9 @@ pub struct Sequential {
 
 impl std::fmt::Debug for Sequential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sequential").field("len", &self.layers.len()).finish()
+        f.debug_struct("Sequential")
+            .field("len", &self.layers.len())
+            .finish()
     }
 }
 
@@ -23,7 +25,8 @@ impl Sequential {
         Sequential::default()
     }
 
-    /// Append a module (builder style).
+    /// Append a module (builder style: `Sequential::new().add(a).add(b)`).
+    #[allow(clippy::should_implement_trait)] // a builder, not arithmetic (candle's name too)
     pub fn add<M: Module + 'static>(mut self, module: M) -> Sequential {
         self.layers.push(Box::new(module));
         self

@@ -98,13 +98,21 @@ impl Conv2d {
         device: &Device,
     ) -> Result<Conv2d> {
         let groups = options.groups;
-        if groups == 0 || in_channels % groups != 0 || out_channels % groups != 0 {
+        if groups == 0
+            || !in_channels.is_multiple_of(groups)
+            || !out_channels.is_multiple_of(groups)
+        {
             return Err(Error::invalid(
                 "Conv2d::new",
                 format!("in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by groups ({groups})"),
             ));
         }
-        let shape = [out_channels, in_channels / groups, kernel_size.0, kernel_size.1];
+        let shape = [
+            out_channels,
+            in_channels / groups,
+            kernel_size.0,
+            kernel_size.1,
+        ];
         let weight = Tensor::zeros(&shape, DType::F32, device)?;
         init::default_weight_(&weight)?;
         let bias = if options.bias {
@@ -122,8 +130,20 @@ impl Conv2d {
     }
 
     /// A square-kernel layer (`kernel_size x kernel_size`).
-    pub fn square(in_channels: usize, out_channels: usize, kernel_size: usize, options: Conv2dOptions, device: &Device) -> Result<Conv2d> {
-        Conv2d::new(in_channels, out_channels, (kernel_size, kernel_size), options, device)
+    pub fn square(
+        in_channels: usize,
+        out_channels: usize,
+        kernel_size: usize,
+        options: Conv2dOptions,
+        device: &Device,
+    ) -> Result<Conv2d> {
+        Conv2d::new(
+            in_channels,
+            out_channels,
+            (kernel_size, kernel_size),
+            options,
+            device,
+        )
     }
 
     /// A layer from given tensors (`options.bias` is taken from whether `bias` is given).

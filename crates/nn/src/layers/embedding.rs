@@ -38,7 +38,10 @@ impl Module for Embedding {
         if !ids.dtype().is_index() {
             return Err(Error::invalid(
                 "Embedding",
-                format!("ids must have an integer dtype (int32, uint32, uint8), got {}", ids.dtype()),
+                format!(
+                    "ids must have an integer dtype (int32, uint32, uint8), got {}",
+                    ids.dtype()
+                ),
             ));
         }
         let weight = self.weight.tensor();

@@ -18,7 +18,12 @@ pub struct Linear {
 impl Linear {
     /// A layer with PyTorch's default initialization (`U(-1/√in, 1/√in)` for weight and
     /// bias), in f32 on `device`.
-    pub fn new(in_features: usize, out_features: usize, bias: bool, device: &Device) -> Result<Linear> {
+    pub fn new(
+        in_features: usize,
+        out_features: usize,
+        bias: bool,
+        device: &Device,
+    ) -> Result<Linear> {
         let weight = Tensor::zeros(&[out_features, in_features], DType::F32, device)?;
         init::default_weight_(&weight)?;
         let bias = if bias {

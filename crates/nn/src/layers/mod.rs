@@ -8,7 +8,9 @@ mod linear;
 mod norm;
 mod pooling;
 
-pub use activation::{Dropout, Flatten, Identity, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
+pub use activation::{
+    Dropout, Flatten, Identity, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU,
+};
 pub use container::Sequential;
 pub use conv::{Conv2d, Conv2dOptions};
 pub use embedding::Embedding;

@@ -40,11 +40,24 @@ pub type BatchNorm1d = BatchNorm;
 pub type BatchNorm2d = BatchNorm;
 
 impl BatchNorm {
-    fn build(features: usize, affine: bool, ranks: &'static [usize], device: &Device) -> Result<BatchNorm> {
+    fn build(
+        features: usize,
+        affine: bool,
+        ranks: &'static [usize],
+        device: &Device,
+    ) -> Result<BatchNorm> {
         let (weight, bias) = if affine {
             (
-                Some(Parameter::new(Tensor::ones(&[features], DType::F32, device)?)),
-                Some(Parameter::new(Tensor::zeros(&[features], DType::F32, device)?)),
+                Some(Parameter::new(Tensor::ones(
+                    &[features],
+                    DType::F32,
+                    device,
+                )?)),
+                Some(Parameter::new(Tensor::zeros(
+                    &[features],
+                    DType::F32,
+                    device,
+                )?)),
             )
         } else {
             (None, None)
@@ -74,8 +87,18 @@ impl BatchNorm {
 
     /// Like [`BatchNorm::new_1d`]/[`BatchNorm::new_2d`] with `affine` chosen (`rank2d`
     /// selects the 2-D variant).
-    pub fn with_affine(features: usize, affine: bool, rank2d: bool, device: &Device) -> Result<BatchNorm> {
-        BatchNorm::build(features, affine, if rank2d { &[4] } else { &[2, 3] }, device)
+    pub fn with_affine(
+        features: usize,
+        affine: bool,
+        rank2d: bool,
+        device: &Device,
+    ) -> Result<BatchNorm> {
+        BatchNorm::build(
+            features,
+            affine,
+            if rank2d { &[4] } else { &[2, 3] },
+            device,
+        )
     }
 
     /// Set eps (builder style).
@@ -107,8 +130,13 @@ impl BatchNorm {
         let unbiased = biased_var.mul_scalar(count as f64 / (count.max(2) - 1) as f64)?;
         for (slot, stat) in [(&self.running_mean, mean), (&self.running_var, &unbiased)] {
             let running = slot.tensor();
-            let stat = stat.detach().reshape(running.shape())?.to_dtype(running.dtype())?;
-            let updated = running.mul_scalar(1.0 - factor)?.add(&stat.mul_scalar(factor)?)?;
+            let stat = stat
+                .detach()
+                .reshape(running.shape())?
+                .to_dtype(running.dtype())?;
+            let updated = running
+                .mul_scalar(1.0 - factor)?
+                .add(&stat.mul_scalar(factor)?)?;
             running.assign(&updated)?;
         }
         Ok(())
@@ -122,7 +150,10 @@ impl Module for BatchNorm {
             return Err(Error::InvalidShape {
                 op: "BatchNorm",
                 shape: x.shape().to_vec(),
-                message: format!("expected an input of rank {:?} with {features} channels in dim 1", self.ranks),
+                message: format!(
+                    "expected an input of rank {:?} with {features} channels in dim 1",
+                    self.ranks
+                ),
             });
         }
         let mut stat_shape = vec![1usize; x.rank()];
@@ -162,9 +193,21 @@ impl Module for BatchNorm {
         if let Some(bias) = &self.bias {
             visitor(&join_name(prefix, "bias"), bias, Kind::Parameter);
         }
-        visitor(&join_name(prefix, "running_mean"), &self.running_mean, Kind::Buffer);
-        visitor(&join_name(prefix, "running_var"), &self.running_var, Kind::Buffer);
-        visitor(&join_name(prefix, "num_batches_tracked"), &self.num_batches_tracked, Kind::Buffer);
+        visitor(
+            &join_name(prefix, "running_mean"),
+            &self.running_mean,
+            Kind::Buffer,
+        );
+        visitor(
+            &join_name(prefix, "running_var"),
+            &self.running_var,
+            Kind::Buffer,
+        );
+        visitor(
+            &join_name(prefix, "num_batches_tracked"),
+            &self.num_batches_tracked,
+            Kind::Buffer,
+        );
     }
 
     fn set_training(&self, training: bool) {
@@ -197,11 +240,23 @@ impl LayerNorm {
     }
 
     /// `LayerNorm` with or without the affine transform.
-    pub fn with_affine(normalized_shape: &[usize], affine: bool, device: &Device) -> Result<LayerNorm> {
+    pub fn with_affine(
+        normalized_shape: &[usize],
+        affine: bool,
+        device: &Device,
+    ) -> Result<LayerNorm> {
         let (weight, bias) = if affine {
             (
-                Some(Parameter::new(Tensor::ones(normalized_shape, DType::F32, device)?)),
-                Some(Parameter::new(Tensor::zeros(normalized_shape, DType::F32, device)?)),
+                Some(Parameter::new(Tensor::ones(
+                    normalized_shape,
+                    DType::F32,
+                    device,
+                )?)),
+                Some(Parameter::new(Tensor::zeros(
+                    normalized_shape,
+                    DType::F32,
+                    device,
+                )?)),
             )
         } else {
             (None, None)
@@ -228,7 +283,10 @@ impl Module for LayerNorm {
             return Err(Error::InvalidShape {
                 op: "LayerNorm",
                 shape: x.shape().to_vec(),
-                message: format!("the trailing dims must be the normalized shape {:?}", self.normalized_shape),
+                message: format!(
+                    "the trailing dims must be the normalized shape {:?}",
+                    self.normalized_shape
+                ),
             });
         }
         let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();

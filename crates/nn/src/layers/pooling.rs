@@ -97,7 +97,10 @@ fn adaptive_mean_along(x: &Tensor, dim: usize, out: usize) -> Result<Tensor> {
     for i in 0..out {
         let start = i * size / out;
         let end = ((i + 1) * size).div_ceil(out);
-        pieces.push(x.narrow(dim as isize, start, end - start)?.mean(&[dim as isize], true)?);
+        pieces.push(
+            x.narrow(dim as isize, start, end - start)?
+                .mean(&[dim as isize], true)?,
+        );
     }
     let refs: Vec<&Tensor> = pieces.iter().collect();
     Tensor::cat(&refs, dim as isize)
@@ -110,18 +113,25 @@ impl Module for AdaptiveAvgPool2d {
             return Err(Error::InvalidShape {
                 op: "AdaptiveAvgPool2d",
                 shape: x.shape().to_vec(),
-                message: format!("expects a [n, c, h, w] input and a non-zero output size, got {:?}", self.output_size),
+                message: format!(
+                    "expects a [n, c, h, w] input and a non-zero output size, got {:?}",
+                    self.output_size
+                ),
             });
         }
         let (h, w) = (x.shape()[2], x.shape()[3]);
         if (oh, ow) == (1, 1) {
             return x.mean(&[2, 3], true);
         }
-        if h % oh == 0 && w % ow == 0 {
+        if h.is_multiple_of(oh) && w.is_multiple_of(ow) {
             let kernel = (h / oh, w / ow);
             return x.avg_pool2d(kernel, kernel, (0, 0));
         }
-        let rows = if h == oh { x.clone() } else { adaptive_mean_along(x, 2, oh)? };
+        let rows = if h == oh {
+            x.clone()
+        } else {
+            adaptive_mean_along(x, 2, oh)?
+        };
         if w == ow {
             Ok(rows)
         } else {

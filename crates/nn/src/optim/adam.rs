@@ -48,7 +48,10 @@ impl Default for AdamConfig {
 impl AdamConfig {
     /// Defaults with learning rate `lr`.
     pub fn new(lr: f64) -> AdamConfig {
-        AdamConfig { lr, ..Default::default() }
+        AdamConfig {
+            lr,
+            ..Default::default()
+        }
     }
 
     /// Set the betas (builder style).
@@ -99,14 +102,21 @@ pub struct Adam {
 pub type AdamW = Adam;
 
 impl Adam {
-    fn build(parameters: Vec<(String, Parameter)>, config: AdamConfig, decoupled: bool) -> Result<Adam> {
+    fn build(
+        parameters: Vec<(String, Parameter)>,
+        config: AdamConfig,
+        decoupled: bool,
+    ) -> Result<Adam> {
         let valid = config.lr >= 0.0
             && config.eps >= 0.0
             && (0.0..1.0).contains(&config.beta1)
             && (0.0..1.0).contains(&config.beta2)
             && config.weight_decay >= 0.0;
         if !valid {
-            return Err(Error::invalid("Adam::new", format!("invalid hyper-parameters {config:?}")));
+            return Err(Error::invalid(
+                "Adam::new",
+                format!("invalid hyper-parameters {config:?}"),
+            ));
         }
         let count = parameters.len();
         Ok(Adam {
@@ -163,7 +173,11 @@ impl Optimizer for Adam {
                     step: 0,
                     exp_avg: param.zeros_like()?,
                     exp_avg_sq: param.zeros_like()?,
-                    max_exp_avg_sq: if c.amsgrad { Some(param.zeros_like()?) } else { None },
+                    max_exp_avg_sq: if c.amsgrad {
+                        Some(param.zeros_like()?)
+                    } else {
+                        None
+                    },
                 },
             };
             let step = state.step + 1;
@@ -176,8 +190,14 @@ impl Optimizer for Adam {
             } else {
                 grad.add(&param.mul_scalar(c.weight_decay)?)?
             };
-            let exp_avg = state.exp_avg.mul_scalar(c.beta1)?.add(&g.mul_scalar(1.0 - c.beta1)?)?;
-            let exp_avg_sq = state.exp_avg_sq.mul_scalar(c.beta2)?.add(&g.square()?.mul_scalar(1.0 - c.beta2)?)?;
+            let exp_avg = state
+                .exp_avg
+                .mul_scalar(c.beta1)?
+                .add(&g.mul_scalar(1.0 - c.beta1)?)?;
+            let exp_avg_sq = state
+                .exp_avg_sq
+                .mul_scalar(c.beta2)?
+                .add(&g.square()?.mul_scalar(1.0 - c.beta2)?)?;
             let max_exp_avg_sq = match state.max_exp_avg_sq {
                 Some(previous) => Some(previous.maximum(&exp_avg_sq)?),
                 None if c.amsgrad => Some(exp_avg_sq.clone()),
@@ -186,7 +206,10 @@ impl Optimizer for Adam {
             let bias_correction1 = 1.0 - c.beta1.powf(step as f64);
             let bias_correction2 = 1.0 - c.beta2.powf(step as f64);
             let second = max_exp_avg_sq.as_ref().unwrap_or(&exp_avg_sq);
-            let denom = second.sqrt()?.div_scalar(bias_correction2.sqrt())?.add_scalar(c.eps)?;
+            let denom = second
+                .sqrt()?
+                .div_scalar(bias_correction2.sqrt())?
+                .add_scalar(c.eps)?;
             let update = exp_avg.div(&denom)?.mul_scalar(c.lr / bias_correction1)?;
             param.assign(&current.sub(&update)?)?;
             *slot = Some(AdamState {
@@ -229,11 +252,19 @@ impl Optimizer for Adam {
         }
         for ((name, _), slot) in self.parameters.iter().zip(&self.states) {
             if let Some(s) = slot {
-                state.scalars.insert(format!("state.{name}.step"), s.step as f64);
-                state.tensors.insert(format!("state.{name}.exp_avg"), s.exp_avg.clone());
-                state.tensors.insert(format!("state.{name}.exp_avg_sq"), s.exp_avg_sq.clone());
+                state
+                    .scalars
+                    .insert(format!("state.{name}.step"), s.step as f64);
+                state
+                    .tensors
+                    .insert(format!("state.{name}.exp_avg"), s.exp_avg.clone());
+                state
+                    .tensors
+                    .insert(format!("state.{name}.exp_avg_sq"), s.exp_avg_sq.clone());
                 if let Some(max) = &s.max_exp_avg_sq {
-                    state.tensors.insert(format!("state.{name}.max_exp_avg_sq"), max.clone());
+                    state
+                        .tensors
+                        .insert(format!("state.{name}.max_exp_avg_sq"), max.clone());
                 }
             }
         }
@@ -267,7 +298,11 @@ impl Optimizer for Adam {
             states.push(Some(AdamState {
                 step: step as u64,
                 exp_avg: adopt_state_tensor(state, &format!("state.{name}.exp_avg"), parameter)?,
-                exp_avg_sq: adopt_state_tensor(state, &format!("state.{name}.exp_avg_sq"), parameter)?,
+                exp_avg_sq: adopt_state_tensor(
+                    state,
+                    &format!("state.{name}.exp_avg_sq"),
+                    parameter,
+                )?,
                 max_exp_avg_sq: if state.tensors.contains_key(&max_key) {
                     Some(adopt_state_tensor(state, &max_key, parameter)?)
                 } else {

@@ -9,7 +9,10 @@ use anygrad_core::{no_grad, Error, Result, Tensor};
 /// `min(1, max_norm / (norm + 1e-6))`.
 pub fn clip_grad_norm_(parameters: &[Tensor], max_norm: f64) -> Result<f64> {
     let _guard = no_grad();
-    let grads: Vec<(Tensor, Tensor)> = parameters.iter().filter_map(|p| p.grad().map(|g| (p.clone(), g))).collect();
+    let grads: Vec<(Tensor, Tensor)> = parameters
+        .iter()
+        .filter_map(|p| p.grad().map(|g| (p.clone(), g)))
+        .collect();
     let Some((_, first)) = grads.first() else {
         return Ok(0.0);
     };
@@ -17,12 +20,24 @@ pub fn clip_grad_norm_(parameters: &[Tensor], max_norm: f64) -> Result<f64> {
     let mut total_sq = Tensor::zeros(&[], anygrad_core::DType::F32, &device)?;
     for (_, grad) in &grads {
         if grad.device() != &device {
-            return Err(Error::invalid("clip_grad_norm_", "all gradients must be on one device"));
+            return Err(Error::invalid(
+                "clip_grad_norm_",
+                "all gradients must be on one device",
+            ));
         }
-        total_sq = total_sq.add(&grad.to_dtype(anygrad_core::DType::F32)?.square()?.sum_all()?)?;
+        total_sq = total_sq.add(
+            &grad
+                .to_dtype(anygrad_core::DType::F32)?
+                .square()?
+                .sum_all()?,
+        )?;
     }
     let total = total_sq.sqrt()?;
-    let scale = total.add_scalar(1e-6)?.recip()?.mul_scalar(max_norm)?.clamp(0.0, 1.0)?;
+    let scale = total
+        .add_scalar(1e-6)?
+        .recip()?
+        .mul_scalar(max_norm)?
+        .clamp(0.0, 1.0)?;
     for (parameter, grad) in &grads {
         parameter.set_grad(Some(grad.mul(&scale.to_dtype(grad.dtype())?)?));
     }

@@ -78,12 +78,20 @@ pub trait Optimizer {
 
 /// Name parameters `"0"`, `"1"`, ... for optimizers over plain parameter lists.
 pub fn numbered(parameters: Vec<Parameter>) -> Vec<(String, Parameter)> {
-    parameters.into_iter().enumerate().map(|(i, p)| (i.to_string(), p)).collect()
+    parameters
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (i.to_string(), p))
+        .collect()
 }
 
 /// Check a loaded state tensor against its parameter and move it to the parameter's device
 /// and dtype.
-pub(crate) fn adopt_state_tensor(state: &OptimizerState, name: &str, parameter: &Parameter) -> Result<Tensor> {
+pub(crate) fn adopt_state_tensor(
+    state: &OptimizerState,
+    name: &str,
+    parameter: &Parameter,
+) -> Result<Tensor> {
     let tensor = state
         .tensors
         .get(name)
@@ -92,24 +100,47 @@ pub(crate) fn adopt_state_tensor(state: &OptimizerState, name: &str, parameter: 
     if tensor.shape() != target.shape() {
         return Err(Error::format(
             "optimizer state",
-            format!("`{name}` has shape {:?} but the parameter has {:?}", tensor.shape(), target.shape()),
+            format!(
+                "`{name}` has shape {:?} but the parameter has {:?}",
+                tensor.shape(),
+                target.shape()
+            ),
         ));
     }
-    Ok(tensor.detach().to_dtype(target.dtype())?.to_device(target.device())?.copy()?)
+    tensor
+        .detach()
+        .to_dtype(target.dtype())?
+        .to_device(target.device())?
+        .copy()
 }
 
 /// Error unless every `state.<param>.` entry names a parameter of this optimizer.
-pub(crate) fn check_known_parameters(state: &OptimizerState, parameters: &[(String, Parameter)]) -> Result<()> {
+pub(crate) fn check_known_parameters(
+    state: &OptimizerState,
+    parameters: &[(String, Parameter)],
+) -> Result<()> {
     let known = |key: &str| -> bool {
         match key.strip_prefix("state.") {
             None => true,
-            Some(rest) => parameters.iter().any(|(name, _)| rest.len() > name.len() && rest.starts_with(name.as_str()) && rest.as_bytes()[name.len()] == b'.'),
+            Some(rest) => parameters.iter().any(|(name, _)| {
+                rest.len() > name.len()
+                    && rest.starts_with(name.as_str())
+                    && rest.as_bytes()[name.len()] == b'.'
+            }),
         }
     };
-    let unknown: Vec<&String> = state.tensors.keys().chain(state.scalars.keys()).filter(|k| !known(k)).collect();
+    let unknown: Vec<&String> = state
+        .tensors
+        .keys()
+        .chain(state.scalars.keys())
+        .filter(|k| !known(k))
+        .collect();
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(Error::format("optimizer state", format!("entries for parameters this optimizer does not have: {unknown:?}")))
+        Err(Error::format(
+            "optimizer state",
+            format!("entries for parameters this optimizer does not have: {unknown:?}"),
+        ))
     }
 }

@@ -79,10 +79,16 @@ impl Sgd {
     /// An optimizer over named parameter slots (`module.named_parameter_slots()`).
     pub fn new(parameters: Vec<(String, Parameter)>, config: SgdConfig) -> Result<Sgd> {
         if config.lr < 0.0 || config.momentum < 0.0 || config.weight_decay < 0.0 {
-            return Err(Error::invalid("Sgd::new", format!("lr, momentum and weight_decay must be >= 0, got {config:?}")));
+            return Err(Error::invalid(
+                "Sgd::new",
+                format!("lr, momentum and weight_decay must be >= 0, got {config:?}"),
+            ));
         }
         if config.nesterov && (config.momentum <= 0.0 || config.dampening != 0.0) {
-            return Err(Error::invalid("Sgd::new", "Nesterov momentum requires a momentum and zero dampening"));
+            return Err(Error::invalid(
+                "Sgd::new",
+                "Nesterov momentum requires a momentum and zero dampening",
+            ));
         }
         let count = parameters.len();
         Ok(Sgd {
@@ -102,16 +108,27 @@ impl Optimizer for Sgd {
     fn step(&mut self) -> Result<()> {
         let _guard = no_grad();
         let c = self.config;
-        for ((_, parameter), buffer) in self.parameters.iter().zip(self.momentum_buffers.iter_mut()) {
+        for ((_, parameter), buffer) in self.parameters.iter().zip(self.momentum_buffers.iter_mut())
+        {
             let param = parameter.tensor();
             let Some(grad) = param.grad() else { continue };
-            let mut g = if c.weight_decay != 0.0 { grad.add(&param.mul_scalar(c.weight_decay)?)? } else { grad };
+            let mut g = if c.weight_decay != 0.0 {
+                grad.add(&param.mul_scalar(c.weight_decay)?)?
+            } else {
+                grad
+            };
             if c.momentum != 0.0 {
                 let next = match buffer.as_ref() {
                     None => g.copy()?,
-                    Some(previous) => previous.mul_scalar(c.momentum)?.add(&g.mul_scalar(1.0 - c.dampening)?)?,
+                    Some(previous) => previous
+                        .mul_scalar(c.momentum)?
+                        .add(&g.mul_scalar(1.0 - c.dampening)?)?,
                 };
-                g = if c.nesterov { g.add(&next.mul_scalar(c.momentum)?)? } else { next.clone() };
+                g = if c.nesterov {
+                    g.add(&next.mul_scalar(c.momentum)?)?
+                } else {
+                    next.clone()
+                };
                 *buffer = Some(next);
             }
             param.assign(&param.sub(&g.mul_scalar(c.lr)?)?)?;
@@ -148,7 +165,9 @@ impl Optimizer for Sgd {
         }
         for ((name, _), buffer) in self.parameters.iter().zip(&self.momentum_buffers) {
             if let Some(buffer) = buffer {
-                state.tensors.insert(format!("state.{name}.momentum_buffer"), buffer.clone());
+                state
+                    .tensors
+                    .insert(format!("state.{name}.momentum_buffer"), buffer.clone());
             }
         }
         Ok(state)
@@ -156,7 +175,10 @@ impl Optimizer for Sgd {
 
     fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
         if state.kind != "sgd" {
-            return Err(Error::format("optimizer state", format!("expected an sgd state, got `{}`", state.kind)));
+            return Err(Error::format(
+                "optimizer state",
+                format!("expected an sgd state, got `{}`", state.kind),
+            ));
         }
         check_known_parameters(state, &self.parameters)?;
         let config = SgdConfig {
@@ -169,7 +191,11 @@ impl Optimizer for Sgd {
         let mut buffers = Vec::with_capacity(self.parameters.len());
         for (name, parameter) in &self.parameters {
             let key = format!("state.{name}.momentum_buffer");
-            buffers.push(if state.tensors.contains_key(&key) { Some(adopt_state_tensor(state, &key, parameter)?) } else { None });
+            buffers.push(if state.tensors.contains_key(&key) {
+                Some(adopt_state_tensor(state, &key, parameter)?)
+            } else {
+                None
+            });
         }
         self.config = config;
         self.momentum_buffers = buffers;

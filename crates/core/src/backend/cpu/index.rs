@@ -55,6 +55,24 @@ impl CpuStorage {
         out_shape[dim] = picked.len();
         let outer: usize = layout.shape[..dim].iter().product();
         let inner: usize = layout.shape[dim + 1..].iter().product();
+        if layout.is_contiguous() {
+            // Fast path: whole rows of `inner` contiguous elements are copied at once.
+            let size = layout.shape[dim];
+            let mut ranges = Vec::with_capacity(outer * picked.len());
+            for o in 0..outer {
+                for &index in &picked {
+                    let start = layout.offset + (o * size + index) * inner;
+                    ranges.push(start..start + inner);
+                }
+            }
+            return Ok(map_same_variant!(self, data => {
+                let mut out = Vec::with_capacity(outer * picked.len() * inner);
+                for range in &ranges {
+                    out.extend_from_slice(&data[range.clone()]);
+                }
+                out
+            }));
+        }
         // Expand the index vector to one index per output element, then reuse the gather walk.
         let mut expanded = Vec::with_capacity(outer * picked.len() * inner);
         for _ in 0..outer {

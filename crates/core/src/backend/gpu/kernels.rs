@@ -67,8 +67,10 @@ pub enum KernelKey {
     },
     /// Reduction over a set of dims.
     Reduce { dtype: DType, op: ReduceOp },
-    /// Batched tiled matrix product.
+    /// Batched tiled matrix product (64 x 64 tiles, any dtype but Bool).
     Matmul { dtype: DType },
+    /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`).
+    MatmulLarge { dtype: DType },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
     /// `scatter_add` (atomic adds into a copy of the base).
@@ -397,6 +399,15 @@ impl KernelKey {
         format!("{self:?}")
     }
 
+    /// Whether the kernel is compiled without wgpu's runtime bounds checks (see
+    /// `GpuContext::pipeline` for why that is sound for these).
+    pub fn is_trusted(&self) -> bool {
+        matches!(
+            self,
+            KernelKey::Matmul { .. } | KernelKey::MatmulLarge { .. }
+        )
+    }
+
     /// Whether the kernel touches f16 data (needs `enable f16;` and `SHADER_F16`).
     pub fn uses_f16(&self) -> bool {
         match self {
@@ -407,6 +418,7 @@ impl KernelKey {
             | KernelKey::BinaryScalar { dtype, .. }
             | KernelKey::Reduce { dtype, .. }
             | KernelKey::Matmul { dtype }
+            | KernelKey::MatmulLarge { dtype }
             | KernelKey::Gather { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. } => *dtype == DType::F16,
             KernelKey::Where {
@@ -503,6 +515,12 @@ impl KernelKey {
             KernelKey::Matmul { dtype } => {
                 text.push_str(&value_header(*dtype));
                 MATMUL
+            }
+            KernelKey::MatmulLarge { dtype } => {
+                text.push_str(&value_header(*dtype));
+                text.push_str(COMMON);
+                text.push_str(&super::matmul_large::source_body());
+                return text;
             }
             KernelKey::Gather { dtype, index } => {
                 text.push_str(&format!(
@@ -605,6 +623,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             for normal in [false, true] {
                 keys.push(KernelKey::Random { dtype, normal });
             }
+            keys.push(KernelKey::MatmulLarge { dtype });
         }
         if dtype != DType::Bool {
             for op in ReduceOp::ALL {
@@ -646,11 +665,19 @@ mod tests {
                 naga::valid::ValidationFlags::all(),
                 naga::valid::Capabilities::all(),
             );
-            if let Err(error) = validator.validate(&module) {
-                failures.push(format!(
+            match validator.validate(&module) {
+                Err(error) => failures.push(format!(
                     "{name}: validate: {}",
                     error.emit_to_string(source)
-                ));
+                )),
+                // Also run naga's SPIR-V writer (what wgpu runs for Vulkan), which has failure
+                // modes of its own.
+                Ok(info) => {
+                    let options = naga::back::spv::Options::default();
+                    if let Err(error) = naga::back::spv::write_vec(&module, &info, &options, None) {
+                        failures.push(format!("{name}: spir-v: {error}"));
+                    }
+                }
             }
         }
         assert!(

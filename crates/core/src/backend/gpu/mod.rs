@@ -14,6 +14,7 @@ mod adapters;
 mod buffers;
 mod context;
 mod kernels;
+mod matmul_large;
 mod ops;
 mod params;
 mod storage;

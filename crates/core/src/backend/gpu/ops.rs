@@ -6,6 +6,7 @@
 
 use super::context::GpuContext;
 use super::kernels::{unary_supported, KernelKey};
+use super::matmul_large::{prefers_large_tile, LARGE_TILE};
 use super::params::{check_view, is_dense, Params};
 use super::storage::GpuStorage;
 use super::GpuDevice;
@@ -362,6 +363,27 @@ impl GpuStorage {
         rhs: &GpuStorage,
         rhs_layout: &Layout,
     ) -> Result<GpuStorage> {
+        let (batch, m) = (
+            layout.shape.first().copied().unwrap_or(0),
+            layout.shape.get(1).copied().unwrap_or(0),
+        );
+        let n = rhs_layout.shape.get(2).copied().unwrap_or(0);
+        let key = if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
+            KernelKey::MatmulLarge { dtype: self.dtype }
+        } else {
+            KernelKey::Matmul { dtype: self.dtype }
+        };
+        self.matmul_with(layout, rhs, rhs_layout, key)
+    }
+
+    /// `matmul` with a chosen kernel (`Matmul` or, for floats, `MatmulLarge`).
+    pub(crate) fn matmul_with(
+        &self,
+        layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+        key: KernelKey,
+    ) -> Result<GpuStorage> {
         same_device("matmul", self, rhs)?;
         same_dtype("matmul", self.dtype, rhs.dtype)?;
         if self.dtype == DType::Bool {
@@ -398,7 +420,11 @@ impl GpuStorage {
             .view(rhs_layout)?;
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
-        let (tiles_n, tiles_m) = (n.div_ceil(64), m.div_ceil(64));
+        let tile = match key {
+            KernelKey::MatmulLarge { .. } => LARGE_TILE,
+            _ => 64,
+        };
+        let (tiles_n, tiles_m) = (n.div_ceil(tile), m.div_ceil(tile));
         if tiles_n > max || tiles_m > max {
             return Err(Error::invalid(
                 "matmul",
@@ -406,10 +432,10 @@ impl GpuStorage {
             ));
         }
         let parameter_buffer = context.parameter_buffer(params.words())?;
-        // The kernel loops over batches (grid-stride in z), so any batch count fits the grid.
+        // The kernels loop over batches (grid-stride in z), so any batch count fits the grid.
         let grid = (tiles_n as u32, tiles_m as u32, batch.min(max) as u32);
         context.dispatch(
-            &KernelKey::Matmul { dtype: self.dtype },
+            &key,
             &[parameter_buffer.buffer(), self.raw(), rhs.raw(), out.raw()],
             grid,
         )?;

@@ -1,0 +1,217 @@
+//! `anygrad doctor`: is this machine ready? For every GPU adapter: its facts, then a short
+//! conformance run of every primitive op against the CPU backend (per op and dtype), an f16
+//! check, a transfer check (CPU↔GPU and between two device instances) and a random-number
+//! parity check. Every failure comes with a hint; the exit status is non-zero when anything
+//! failed.
+
+use anygrad::core::backend::gpu::{self, GpuDevice};
+use anygrad::core::op::{BinaryOp, ReduceOp, UnaryOp};
+use anygrad::{Conv2dParams, DType, Device, Result, Tensor};
+use serde::Serialize;
+
+/// One check's outcome.
+#[derive(Debug, Serialize)]
+struct Check {
+    adapter: Option<usize>,
+    name: String,
+    passed: bool,
+    detail: String,
+    hint: Option<String>,
+}
+
+const OP_BUG_HINT: &str = "a kernel disagrees with the CPU reference: please file a bug with this output (anygrad doctor --json)";
+
+/// Run every check and print the report; `Err` carries the summary when something failed.
+pub fn run(json: bool) -> std::result::Result<(), String> {
+    let mut checks = Vec::new();
+    let loader = vulkan_loader_present();
+    checks.push(Check {
+        adapter: None,
+        name: "vulkan loader".into(),
+        passed: loader || cfg!(any(target_os = "windows", target_os = "macos")),
+        detail: if loader { "libvulkan.so.1 found".into() } else { "libvulkan.so.1 not found".into() },
+        hint: (!loader).then(|| "install the Vulkan loader: `apt-get install libvulkan1` (Debian/Ubuntu) or your distribution's vulkan-loader package".into()),
+    });
+    let adapters = gpu::adapter_infos();
+    checks.push(Check {
+        adapter: None,
+        name: "gpu adapters".into(),
+        passed: !adapters.is_empty(),
+        detail: format!("{} adapter(s)", adapters.len()),
+        hint: adapters.is_empty().then(|| {
+            "no GPU driver answered: install your GPU's Vulkan driver (Mesa: `apt-get install mesa-vulkan-drivers`), or point VK_DRIVER_FILES at its ICD json; anygrad still runs on the CPU".into()
+        }),
+    });
+    for info in &adapters {
+        if !json {
+            println!(
+                "gpu:{} {} ({}, {}, driver {} {}) f16={} subgroups={} timestamps={} max binding {} MiB",
+                info.index,
+                info.name,
+                info.backend,
+                info.device_type,
+                info.driver,
+                info.driver_info,
+                info.shader_f16,
+                info.subgroups,
+                info.timestamp_query,
+                info.max_storage_binding_size >> 20
+            );
+        }
+        match GpuDevice::open(info.index) {
+            Ok(gpu) => adapter_checks(info.index, &gpu, &mut checks),
+            Err(error) => checks.push(Check {
+                adapter: Some(info.index),
+                name: "open device".into(),
+                passed: false,
+                detail: error.to_string(),
+                hint: Some("the driver refused to create a device: update the driver, or choose another adapter with ANYGRAD_DEVICE=gpu:N".into()),
+            }),
+        }
+    }
+    let failed = checks.iter().filter(|c| !c.passed).count();
+    if json {
+        for check in &checks {
+            println!("{}", serde_json::to_string(check).map_err(|e| e.to_string())?);
+        }
+    } else {
+        for check in &checks {
+            let place = check.adapter.map(|i| format!("gpu:{i} ")).unwrap_or_default();
+            println!("{} {place}{}: {}", if check.passed { "PASS" } else { "FAIL" }, check.name, check.detail);
+            if let (false, Some(hint)) = (check.passed, &check.hint) {
+                println!("     fix: {hint}");
+            }
+        }
+        println!("{} checks, {} passed, {} failed", checks.len(), checks.len() - failed, failed);
+    }
+    if failed > 0 {
+        Err(format!("{failed} check(s) failed"))
+    } else {
+        Ok(())
+    }
+}
+
+fn vulkan_loader_present() -> bool {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/libvulkan.so.1",
+        "/usr/lib/aarch64-linux-gnu/libvulkan.so.1",
+        "/usr/lib64/libvulkan.so.1",
+        "/usr/lib/libvulkan.so.1",
+        "/usr/local/lib/libvulkan.so.1",
+    ];
+    candidates.iter().any(|p| std::path::Path::new(p).exists())
+        || std::process::Command::new("ldconfig")
+            .arg("-p")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).contains("libvulkan.so.1"))
+            .unwrap_or(false)
+}
+
+/// Max |gpu - cpu| relative to the CPU values' scale, or the error either side returned.
+fn compare(cpu: Result<Tensor>, gpu: Result<Tensor>, tolerance: f64) -> (bool, String) {
+    match (cpu, gpu) {
+        (Ok(c), Ok(g)) => {
+            if c.shape() != g.shape() || c.dtype() != g.dtype() {
+                return (false, format!("shape/dtype {:?} {} vs {:?} {}", c.shape(), c.dtype(), g.shape(), g.dtype()));
+            }
+            match (c.to_vec_f64(), g.to_vec_f64()) {
+                (Ok(cv), Ok(gv)) => {
+                    let mut worst = 0.0f64;
+                    for (a, b) in cv.iter().zip(&gv) {
+                        if a.is_nan() && b.is_nan() || a == b {
+                            continue;
+                        }
+                        worst = worst.max((a - b).abs() / (1.0 + a.abs()));
+                    }
+                    (worst <= tolerance, format!("max rel. error {worst:.2e}"))
+                }
+                (Err(e), _) | (_, Err(e)) => (false, e.to_string()),
+            }
+        }
+        (Err(e), _) => (false, format!("cpu: {e}")),
+        (_, Err(e)) => (false, format!("gpu: {e}")),
+    }
+}
+
+fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
+    let device = Device::Gpu(gpu.clone());
+    let cpu = Device::Cpu;
+    let mut push = |name: String, (passed, detail): (bool, String), hint: &str| {
+        checks.push(Check {
+            adapter: Some(index),
+            name,
+            passed,
+            detail,
+            hint: (!passed).then(|| hint.to_string()),
+        })
+    };
+    // Inputs drawn once on the CPU (with values that avoid each op's singular points).
+    let make = |low: f64, high: f64, shape: &[usize], seed: u64| -> Result<Tensor> {
+        Tensor::random_seeded(shape, anygrad::random::Distribution::Uniform { low, high }, DType::F32, seed, 0, &cpu)
+    };
+    let (Ok(x), Ok(y), Ok(positive)) = (make(-3.0, 3.0, &[37, 53], 1), make(-3.0, 3.0, &[37, 53], 2), make(0.1, 4.0, &[37, 53], 3)) else {
+        push("inputs".into(), (false, "could not create CPU inputs".into()), OP_BUG_HINT);
+        return;
+    };
+    let dtypes: &[DType] = if gpu.supports_f16() { &[DType::F32, DType::F16] } else { &[DType::F32] };
+    for &dtype in dtypes {
+        let tolerance = if dtype == DType::F16 { 2e-2 } else { 1e-4 };
+        let on = |t: &Tensor, d: &Device| t.to_dtype(dtype).and_then(|t| t.to_device(d));
+        for op in UnaryOp::ALL {
+            let input = match op {
+                UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => &positive,
+                _ => &x,
+            };
+            let result = compare(on(input, &cpu).and_then(|t| t.unary(op)), on(input, &device).and_then(|t| t.unary(op)), tolerance);
+            push(format!("{} {}", op.name(), dtype), result, OP_BUG_HINT);
+        }
+        for op in BinaryOp::ALL {
+            let rhs = if op == BinaryOp::Pow || op == BinaryOp::Div { &positive } else { &y };
+            let lhs = if op == BinaryOp::Pow { &positive } else { &x };
+            let run = |d: &Device| -> Result<Tensor> {
+                let out = on(lhs, d)?.binary(&on(rhs, d)?.narrow(0, 0, 1)?, op)?;
+                if op.is_comparison() {
+                    out.to_dtype(DType::F32)
+                } else {
+                    Ok(out)
+                }
+            };
+            push(format!("{} {} (broadcast)", op.name(), dtype), compare(run(&cpu), run(&device), tolerance), OP_BUG_HINT);
+        }
+        for op in ReduceOp::ALL {
+            let run = |d: &Device| -> Result<Tensor> { on(&x, d)?.t()?.reduce(op, &[1], false)?.to_dtype(DType::F32) };
+            push(format!("{} {} (transposed)", op.name(), dtype), compare(run(&cpu), run(&device), tolerance * 10.0), OP_BUG_HINT);
+        }
+        let matmul = |d: &Device| -> Result<Tensor> { on(&x, d)?.matmul(&on(&y, d)?.t()?) };
+        push(format!("matmul {dtype}"), compare(matmul(&cpu), matmul(&device), tolerance * 10.0), OP_BUG_HINT);
+        let conv = |d: &Device| -> Result<Tensor> {
+            let image = on(&x, d)?.reshape([1, 1, 37, 53])?;
+            let kernel = on(&y, d)?.narrow(0, 0, 1)?.narrow(1, 0, 18)?.reshape([2, 1, 3, 3])?;
+            image.conv2d(&kernel, None, Conv2dParams { padding: (1, 1), ..Default::default() })
+        };
+        push(format!("conv2d {dtype}"), compare(conv(&cpu), conv(&device), tolerance * 10.0), OP_BUG_HINT);
+    }
+    let indexing = |d: &Device| -> Result<Tensor> {
+        let idx = Tensor::from_vec(vec![3i32, 0, 36, 3], &[4], d)?;
+        let picked = x.to_device(d)?.index_select(0, &idx)?;
+        let gathered = picked.gather(1, &Tensor::from_vec(vec![1i32, 52, 0, 7], &[4, 1], d)?)?;
+        picked.zeros_like()?.scatter_add(1, &Tensor::from_vec(vec![5i32, 5, 5, 5], &[4, 1], d)?, &gathered)
+    };
+    push("index_select/gather/scatter_add".into(), compare(indexing(&cpu), indexing(&device), 1e-6), OP_BUG_HINT);
+    let cast = |d: &Device| -> Result<Tensor> { x.to_device(d)?.mul_scalar(10.0)?.to_dtype(DType::I32)?.to_dtype(DType::F32) };
+    push("cast f32->i32->f32".into(), compare(cast(&cpu), cast(&device), 0.0), OP_BUG_HINT);
+    let random = |d: &Device| Tensor::random_seeded(&[4096], anygrad::random::Distribution::Normal { mean: 0.0, std: 1.0 }, DType::F32, 9, 0, d);
+    push("random numbers match the CPU".into(), compare(random(&cpu), random(&device), 1e-5), OP_BUG_HINT);
+    // Transfers must be bit-exact.
+    let transfer = x.to_device(&device).and_then(|g| g.to_device(&cpu));
+    push("transfer cpu->gpu->cpu".into(), compare(Ok(x.clone()), transfer, 0.0), "copies between host and device are not exact: update the driver and file a bug");
+    let second = GpuDevice::open_new_instance(index).map(Device::Gpu);
+    let across = second.and_then(|other| x.to_device(&device)?.to_device(&other)?.to_device(&cpu));
+    push("transfer gpu->gpu (second device instance)".into(), compare(Ok(x.clone()), across, 0.0), "copies between devices are not exact: file a bug with this output");
+    let info = gpu.info();
+    push(
+        "timestamp queries".into(),
+        (true, if info.timestamp_query { "available (GPU times in the profiler)".into() } else { "not offered by this adapter: the profiler reports host times only".into() }),
+        "",
+    );
+}
