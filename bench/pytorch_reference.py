@@ -196,10 +196,6 @@ def environment(ctx, torchvision_version):
         rec["device_memory_bytes"] = props.total_memory
         rec["compute_capability"] = f"{props.major}.{props.minor}"
         rec["sm_count"] = props.multi_processor_count
-        try:
-            rec["driver"] = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None
-        except Exception:
-            pass
     else:
         rec["device_name"] = cpu_model()
     try:

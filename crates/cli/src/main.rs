@@ -52,6 +52,12 @@ enum Command {
         /// Approximate seconds to spend timing each case.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// Batch sizes for resnet18 (`auto` doubles until out of memory).
+        #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
+        batch: Vec<String>,
+        /// Skip the CPU baseline of resnet18 (it is slow on small machines).
+        #[arg(long)]
+        no_cpu_baseline: bool,
         /// Elements for the elementwise workload.
         #[arg(long, default_value_t = 64 << 20)]
         elements: usize,
@@ -71,6 +77,10 @@ enum Workload {
     Overhead,
     /// The digits MLP training epoch: ms/epoch.
     Mlp,
+    /// ResNet-18 inference per batch size: images/s, peak memory, speed-up over the CPU.
+    Resnet18,
+    /// ResNet-18 training (one SGD step per iteration): images/s.
+    Resnet18Train,
     /// Every workload above.
     All,
 }
@@ -104,8 +114,14 @@ fn run(cli: Cli) -> Result<(), String> {
             sizes,
             seconds,
             elements,
+            batch,
+            no_cpu_baseline,
             json,
         } => {
+            let batches = batch
+                .iter()
+                .map(|b| if b == "auto" { Ok(0) } else { b.parse::<usize>().map_err(|_| format!("bad batch size `{b}`")) })
+                .collect::<Result<Vec<usize>, String>>()?;
             let device = Device::parse(&device).map_err(|e| e.to_string())?;
             let dtype = DType::parse(&dtype).ok_or_else(|| format!("unknown dtype `{dtype}`; use f32 or f16"))?;
             let run = |workload: Workload| match workload {
@@ -113,12 +129,21 @@ fn run(cli: Cli) -> Result<(), String> {
                 Workload::Elementwise => bench::run_elementwise(&device, elements, 20),
                 Workload::Overhead => bench::run_overhead(&device, 1000, 10),
                 Workload::Mlp => bench::run_mlp(&device, 10),
+                Workload::Resnet18 => bench::run_resnet18(&device, &batches, !no_cpu_baseline),
+                Workload::Resnet18Train => bench::run_resnet18_train(&device, 64),
                 Workload::All => Ok(Vec::new()),
             };
             let results = match workload {
                 Workload::All => {
                     let mut all = Vec::new();
-                    for each in [Workload::Matmul, Workload::Elementwise, Workload::Overhead, Workload::Mlp] {
+                    for each in [
+                        Workload::Matmul,
+                        Workload::Elementwise,
+                        Workload::Overhead,
+                        Workload::Mlp,
+                        Workload::Resnet18,
+                        Workload::Resnet18Train,
+                    ] {
                         match run(each) {
                             Ok(results) => all.extend(results),
                             Err(error) => eprintln!("bench: a workload failed: {error}"),

@@ -124,3 +124,29 @@ pub fn device_count() -> usize {
 pub fn device_name(ordinal: usize) -> Option<String> {
     gpu::adapter_infos().into_iter().nth(ordinal).map(|info| info.name)
 }
+
+/// Memory statistics of a device (like `torch.cuda.memory_stats`): bytes held by live
+/// tensors, bytes reserved from the driver, the peak, and allocation counts. The CPU backend
+/// allocates with the system allocator and reports `None`.
+pub fn memory_stats(device: &Device) -> Option<gpu::MemoryStats> {
+    match device {
+        Device::Cpu => None,
+        Device::Gpu(gpu_device) => Some(gpu::memory_stats(gpu_device)),
+    }
+}
+
+/// Return cached, unused device memory to the driver (like `torch.cuda.empty_cache`).
+pub fn empty_cache(device: &Device) {
+    match device {
+        Device::Cpu => {}
+        Device::Gpu(gpu_device) => gpu::empty_cache(gpu_device),
+    }
+}
+
+/// Reset the peak figure of [`memory_stats`] (like `torch.cuda.reset_peak_memory_stats`).
+pub fn reset_peak_memory(device: &Device) {
+    match device {
+        Device::Cpu => {}
+        Device::Gpu(gpu_device) => gpu::reset_peak_memory(gpu_device),
+    }
+}

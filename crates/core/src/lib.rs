@@ -25,7 +25,8 @@ pub mod storage;
 pub mod tensor;
 
 pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};
-pub use device::{device_count, device_name, Device};
+pub use backend::gpu::MemoryStats;
+pub use device::{device_count, device_name, empty_cache, memory_stats, reset_peak_memory, Device};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use layout::Layout;

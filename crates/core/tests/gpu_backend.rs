@@ -856,3 +856,87 @@ fn adapters_are_described() {
     );
     assert!(matches!(GpuDevice::open(999), Err(Error::NoAdapter { .. })));
 }
+
+#[test]
+fn large_reductions_split_across_workgroups() {
+    let Some(device) = gpu() else { return };
+    // Few outputs with many elements each take the two-pass path.
+    let count = 100_003;
+    let mut data = values(2 * count, 71, 3.0);
+    for dtype in [DType::F32, DType::I32, DType::U8] {
+        let data: Vec<f64> = if dtype.is_float() {
+            data.clone()
+        } else {
+            data.iter().map(|v| v.abs().round()).collect()
+        };
+        let cpu = cpu_storage(&data, dtype);
+        let on_gpu = to_gpu(&cpu, &device);
+        for (layout, dims) in [
+            (Layout::contiguous(&[2, count]), vec![1]),
+            (Layout::contiguous(&[count, 2]).permute(&[1, 0]), vec![1]),
+            (Layout::contiguous(&[2, count]), vec![0, 1]),
+        ] {
+            for op in [
+                ReduceOp::Sum,
+                ReduceOp::Max,
+                ReduceOp::Min,
+                ReduceOp::ArgMax,
+            ] {
+                let dims = if op.is_arg() { vec![1] } else { dims.clone() };
+                let expected = cpu.reduce(&layout, op, &dims).unwrap();
+                let actual = on_gpu.reduce(&layout, op, &dims).unwrap();
+                // Sums accumulate in f32 on the GPU (f64 on the CPU).
+                assert_close(
+                    &format!("{} {dims:?} {dtype}", op.name()),
+                    &expected,
+                    &actual,
+                    1e-4,
+                    1e-3,
+                );
+            }
+        }
+    }
+    data[150_000] = f64::NAN;
+    let cpu = cpu_storage(&data, DType::F32);
+    let layout = Layout::contiguous(&[2 * count]);
+    for op in [ReduceOp::Max, ReduceOp::Min] {
+        let actual = to_gpu(&cpu, &device).reduce(&layout, op, &[0]).unwrap();
+        assert!(
+            flat(&actual)[0].is_nan(),
+            "{} must propagate NaN",
+            op.name()
+        );
+    }
+}
+
+#[test]
+fn concurrent_threads_share_one_device_safely() {
+    let Some(device) = gpu() else { return };
+    // Threads record into one encoder and flush it; buffers freed by one thread must never be
+    // reused while another thread's unsubmitted work still reads them.
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let device = device.clone();
+            std::thread::spawn(move || {
+                for round in 0..40 {
+                    let value = (t * 100 + round) as f64;
+                    let layout = Layout::contiguous(&[300]);
+                    let a = Storage::full(&device, 300, DType::F32, value).unwrap();
+                    let b = a.binary_scalar(&layout, BinaryOp::Add, 1.0, false).unwrap();
+                    drop(a);
+                    let c = b.unary(&layout, UnaryOp::Neg).unwrap();
+                    drop(b);
+                    let sum = c.reduce(&layout, ReduceOp::Sum, &[0]).unwrap();
+                    assert_eq!(
+                        flat(&sum),
+                        vec![-(value + 1.0) * 300.0],
+                        "thread {t} round {round}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("worker thread");
+    }
+}

@@ -28,6 +28,8 @@ pub fn run_matmul(device: &Device, sizes: &[usize], dtype: DType, seconds_per_ca
             iterations,
             value: flops / (med * 1e-3) / 1e9,
             unit: "GFLOPS",
+            peak_memory_bytes: None,
+            note: None,
         });
     }
     Ok(results)

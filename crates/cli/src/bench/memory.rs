@@ -20,6 +20,8 @@ fn result(bench: &str, device: &Device, elements: usize, bytes_per_element: f64,
         iterations: samples.len(),
         value: bytes_per_element * elements as f64 / (med * 1e-3) / 1e9,
         unit: "GB/s",
+        peak_memory_bytes: None,
+        note: None,
     }
 }
 

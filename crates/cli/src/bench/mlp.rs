@@ -35,5 +35,7 @@ pub fn run_mlp(device: &Device, epochs: usize) -> Result<Vec<BenchResult>> {
         iterations: samples.len(),
         value: med,
         unit: "ms/epoch",
+        peak_memory_bytes: None,
+        note: None,
     }])
 }

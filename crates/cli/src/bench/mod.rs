@@ -6,6 +6,7 @@ mod matmul;
 mod memory;
 mod mlp;
 mod overhead;
+mod resnet;
 
 use std::time::Instant;
 
@@ -16,6 +17,7 @@ pub use matmul::run_matmul;
 pub use memory::run_elementwise;
 pub use mlp::run_mlp;
 pub use overhead::run_overhead;
+pub use resnet::{run_resnet18, run_resnet18_train};
 
 /// One measured result.
 #[derive(Debug, Clone, Serialize)]
@@ -32,6 +34,12 @@ pub struct BenchResult {
     /// The headline figure (GFLOPS, GB/s, images/s, µs per op ...), named by `unit`.
     pub value: f64,
     pub unit: &'static str,
+    /// Peak device memory during the case (GPU only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    /// Extra information (speed-up over the CPU, "OOM at batch N").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Time `work` (which must leave the device idle: it synchronizes) `iterations` times after
@@ -81,8 +89,10 @@ pub fn report(results: &[BenchResult], json: bool) {
         "bench", "device", "dtype", "size", "median ms", "min ms", "max ms", "result"
     );
     for r in results {
+        let memory = r.peak_memory_bytes.map(|b| format!("  peak {:.0} MiB", b as f64 / 1048576.0)).unwrap_or_default();
+        let note = r.note.as_ref().map(|n| format!("  ({n})")).unwrap_or_default();
         println!(
-            "{:<14} {:<26} {:<6} {:>12} {:>11.3} {:>11.3} {:>11.3} {:>9.1} {}",
+            "{:<14} {:<26} {:<6} {:>12} {:>11.3} {:>11.3} {:>11.3} {:>9.1} {}{memory}{note}",
             r.bench, r.device, r.dtype, r.size, r.median_ms, r.min_ms, r.max_ms, r.value, r.unit
         );
     }

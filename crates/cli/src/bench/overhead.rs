@@ -39,5 +39,7 @@ pub fn run_overhead(device: &Device, ops: usize, repeats: usize) -> Result<Vec<B
         iterations: samples.len(),
         value: per_op(med),
         unit: "us/op",
+        peak_memory_bytes: None,
+        note: None,
     }])
 }

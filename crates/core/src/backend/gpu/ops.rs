@@ -316,7 +316,17 @@ impl GpuStorage {
             }
             return GpuStorage::full(&self.device, outputs, out_dtype, 0.0);
         }
-        let out = GpuStorage::allocate(&self.device, op.name(), outputs, out_dtype)?;
+        // Few outputs with many elements each: split each output over several workgroups and
+        // reduce the partial results in a second pass. Only where partials lose nothing (f16
+        // partial sums would be rounded to f16; arg reductions need their indices).
+        let splittable =
+            matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min) && self.dtype != DType::F16;
+        let chunks = if splittable && outputs < 256 && count >= 1 << 16 {
+            count.div_ceil(1 << 15).min(1024)
+        } else {
+            1
+        };
+        let out = GpuStorage::allocate(&self.device, op.name(), outputs * chunks, out_dtype)?;
         if outputs == 0 {
             return Ok(out);
         }
@@ -326,7 +336,9 @@ impl GpuStorage {
             .push(count)?
             .push(kept.len())?
             .push(dims.len())?
-            .push(layout.offset)?;
+            .push(layout.offset)?
+            .push(chunks)?
+            .push(count.div_ceil(chunks))?;
         for &d in &kept {
             params.push(layout.shape[d])?;
         }
@@ -339,11 +351,11 @@ impl GpuStorage {
         for &d in dims {
             params.push(layout.strides[d])?;
         }
-        // One workgroup per output element.
+        // One workgroup per (output, chunk).
         let context: &GpuContext = self.device.context();
         let parameter_buffer = context.parameter_buffer(params.words())?;
-        let workgroups =
-            u32::try_from(outputs).map_err(|_| Error::invalid(op.name(), "too many outputs"))?;
+        let workgroups = u32::try_from(outputs * chunks)
+            .map_err(|_| Error::invalid(op.name(), "too many outputs"))?;
         let key = KernelKey::Reduce {
             dtype: self.dtype,
             op,
@@ -353,6 +365,9 @@ impl GpuStorage {
             &[parameter_buffer.buffer(), self.raw(), out.raw()],
             context.grid(workgroups),
         )?;
+        if chunks > 1 {
+            return out.reduce(&Layout::contiguous(&[outputs, chunks]), op, &[1]);
+        }
         Ok(out)
     }
 

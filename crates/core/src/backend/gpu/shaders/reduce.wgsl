@@ -3,7 +3,11 @@
 // memory by a tree: 128 pairs, then 64, ... with a barrier between steps so every invocation
 // sees the others' writes. The header defines A (accumulator), IS_ARG, identity(), merge()
 // (sum/max/min, NaN-propagating) and replaces() (argmax/argmin: first index wins, NaN wins).
-// params: [outputs, reduced count, kept rank, reduced rank, offset,
+// When there are few outputs but many elements each (a full sum), one workgroup per output
+// would leave most of the GPU idle: the host then splits each output's elements into `chunks`
+// ranges, one workgroup each, writes `outputs x chunks` partial results, and reduces those in
+// a second dispatch.
+// params: [outputs, reduced count, kept rank, reduced rank, offset, chunks, chunk length,
 //          kept shape, kept strides, reduced shape, reduced strides]
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read_write> output: array<O>;
@@ -15,12 +19,17 @@ var<workgroup> partial_indices: array<u32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let out = workgroup.y * workgroups.x + workgroup.x;
+    let slot = workgroup.y * workgroups.x + workgroup.x;
+    let chunks = params[5];
+    let out = slot / chunks;
+    let chunk = slot % chunks;
     let outputs = params[0];
     let count = params[1];
+    let first = chunk * params[6];
+    let end = min(count, first + params[6]);
     let kept_rank = params[2];
     let reduced_rank = params[3];
-    let kept_shape_at = 5u;
+    let kept_shape_at = 7u;
     let kept_strides_at = kept_shape_at + kept_rank;
     let reduced_shape_at = kept_strides_at + kept_rank;
     let reduced_strides_at = reduced_shape_at + reduced_rank;
@@ -33,7 +42,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     var accumulator = identity();
     var best_index = NONE;
     if (in_range) {
-        for (var r = local; r < count; r = r + 256u) {
+        for (var r = first + local; r < end; r = r + 256u) {
             let value = load_value(input[base + strided_position(r, reduced_rank, reduced_shape_at, reduced_strides_at)]);
             if (IS_ARG) {
                 if (replaces(accumulator, best_index, value, r)) {
@@ -64,6 +73,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         workgroupBarrier();
     }
     if (in_range && local == 0u) {
-        output[out] = finish(partial_values[0], partial_indices[0]);
+        output[slot] = finish(partial_values[0], partial_indices[0]);
     }
 }

@@ -1,0 +1,116 @@
+//! ResNet-18 throughput: inference (eval mode, no graph) per batch size with peak device
+//! memory and the speed-up over anygrad's own CPU backend, `--batch auto` (double the batch
+//! until the device runs out of memory), and one SGD training step per iteration. An
+//! out-of-memory case is reported as a result and the run continues.
+
+use anygrad::models::ResNet;
+use anygrad::nn::{CrossEntropyLoss, Module, Optimizer, Sgd, SgdConfig};
+use anygrad::{empty_cache, memory_stats, no_grad, reset_peak_memory, DType, Device, Error, Result, Tensor};
+
+use super::{median, time_iterations, BenchResult};
+
+fn result(bench: &str, device: &Device, size: String, samples: &[f64], value: f64, unit: &'static str) -> BenchResult {
+    BenchResult {
+        bench: bench.into(),
+        framework: "anygrad",
+        device: device.description(),
+        dtype: "float32".into(),
+        size,
+        median_ms: median(samples),
+        min_ms: samples.first().copied().unwrap_or(f64::NAN),
+        max_ms: samples.last().copied().unwrap_or(f64::NAN),
+        iterations: samples.len(),
+        value,
+        unit,
+        peak_memory_bytes: None,
+        note: None,
+    }
+}
+
+fn inference_samples(model: &ResNet, device: &Device, batch: usize, iterations: usize) -> Result<Vec<f64>> {
+    let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, device)?;
+    let _guard = no_grad();
+    time_iterations(device, 2, iterations, || model.forward(&images).map(drop))
+}
+
+/// Images per second of ResNet-18 inference on the CPU (measured once at a small batch: CPU
+/// throughput hardly depends on the batch).
+fn cpu_images_per_second() -> Result<f64> {
+    let cpu = Device::Cpu;
+    let model = ResNet::resnet18(1000, &cpu)?;
+    model.eval();
+    let batch = 8;
+    let samples = inference_samples(&model, &cpu, batch, 3)?;
+    Ok(batch as f64 / (median(&samples) * 1e-3))
+}
+
+/// Inference at each batch size (`0` = auto: double from 16 until out of memory).
+pub fn run_resnet18(device: &Device, batches: &[usize], with_cpu_baseline: bool) -> Result<Vec<BenchResult>> {
+    let model = ResNet::resnet18(1000, device)?;
+    model.eval();
+    let cpu_rate = if with_cpu_baseline && device.is_gpu() { Some(cpu_images_per_second()?) } else { None };
+    let mut results = Vec::new();
+    let run_one = |batch: usize, results: &mut Vec<BenchResult>| -> Result<bool> {
+        reset_peak_memory(device);
+        match inference_samples(&model, device, batch, 10) {
+            Ok(samples) => {
+                let rate = batch as f64 / (median(&samples) * 1e-3);
+                let mut r = result("resnet18", device, batch.to_string(), &samples, rate, "images/s");
+                r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
+                r.note = cpu_rate.map(|cpu| format!("{:.1}x anygrad cpu ({cpu:.1} images/s)", rate / cpu));
+                results.push(r);
+                Ok(true)
+            }
+            Err(Error::OutOfMemory { requested, .. }) => {
+                empty_cache(device);
+                let mut r = result("resnet18", device, batch.to_string(), &[], 0.0, "images/s");
+                r.note = Some(format!("OOM at batch {batch} (a {requested}-byte allocation failed)"));
+                results.push(r);
+                Ok(false)
+            }
+            Err(other) => Err(other),
+        }
+    };
+    for &batch in batches {
+        if batch == 0 {
+            let mut candidate = 16;
+            let mut largest = None;
+            while candidate <= 4096 {
+                let mut scratch = Vec::new();
+                if !run_one(candidate, &mut scratch)? {
+                    break;
+                }
+                largest = scratch.pop();
+                candidate *= 2;
+            }
+            if let Some(mut best) = largest {
+                best.size = format!("auto={}", best.size);
+                results.push(best);
+            }
+        } else {
+            run_one(batch, &mut results)?;
+        }
+    }
+    Ok(results)
+}
+
+/// One SGD step (forward, loss, backward, update) per iteration.
+pub fn run_resnet18_train(device: &Device, batch: usize) -> Result<Vec<BenchResult>> {
+    let model = ResNet::resnet18(1000, device)?;
+    model.train();
+    let mut optimizer = Sgd::new(model.named_parameter_slots(), SgdConfig::new(0.01).momentum(0.9))?;
+    let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, device)?;
+    let labels = Tensor::randint(0, 1000, &[batch], device)?;
+    let loss_fn = CrossEntropyLoss::new();
+    reset_peak_memory(device);
+    let samples = time_iterations(device, 2, 8, || {
+        optimizer.zero_grad();
+        let loss = loss_fn.forward(&model.forward(&images)?, &labels)?;
+        loss.backward()?;
+        optimizer.step()
+    })?;
+    let rate = batch as f64 / (median(&samples) * 1e-3);
+    let mut r = result("resnet18-train", device, batch.to_string(), &samples, rate, "images/s");
+    r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
+    Ok(vec![r])
+}
