@@ -17,9 +17,18 @@ fn main() -> Result<()> {
 
     // 80/20 split (seed 42), standardized with the training statistics, resident on the device.
     let (train_set, test_set, _scaler) = digits_standardized_split(0.2, 42, &device)?;
-    println!("{} training and {} test images", train_set.len(), test_set.len());
-    let train_loader = DataLoader::new(train_set, 32)?.shuffle(42).to_device(&device).device_resident(true);
-    let test_loader = DataLoader::new(test_set, 256)?.to_device(&device).device_resident(true);
+    println!(
+        "{} training and {} test images",
+        train_set.len(),
+        test_set.len()
+    );
+    let train_loader = DataLoader::new(train_set, 32)?
+        .shuffle(42)
+        .to_device(&device)
+        .device_resident(true);
+    let test_loader = DataLoader::new(test_set, 256)?
+        .to_device(&device)
+        .device_resident(true);
 
     let model = Mlp::new(&device)?; // 64 -> 128 -> 64 -> 10 with ReLU
     let loss_fn = CrossEntropyLoss::new();
@@ -45,7 +54,11 @@ fn main() -> Result<()> {
         for batch in test_loader.iter_epoch(0) {
             let (images, labels) = batch?;
             let predicted = model.forward(&images)?.argmax(1, false)?;
-            correct += predicted.eq(&labels.to_dtype(DType::I32)?)?.to_dtype(DType::F32)?.sum_all()?.item_f64()?;
+            correct += predicted
+                .eq(&labels.to_dtype(DType::I32)?)?
+                .to_dtype(DType::F32)?
+                .sum_all()?
+                .item_f64()?;
             seen += labels.shape()[0];
         }
         println!(

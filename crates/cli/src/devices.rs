@@ -9,7 +9,10 @@ pub fn run(json: bool) -> Result<(), String> {
     let adapters = gpu::adapter_infos();
     if json {
         for adapter in &adapters {
-            println!("{}", serde_json::to_string(adapter).map_err(|e| e.to_string())?);
+            println!(
+                "{}",
+                serde_json::to_string(adapter).map_err(|e| e.to_string())?
+            );
         }
         return Ok(());
     }

@@ -72,17 +72,33 @@ pub fn run(json: bool) -> std::result::Result<(), String> {
     let failed = checks.iter().filter(|c| !c.passed).count();
     if json {
         for check in &checks {
-            println!("{}", serde_json::to_string(check).map_err(|e| e.to_string())?);
+            println!(
+                "{}",
+                serde_json::to_string(check).map_err(|e| e.to_string())?
+            );
         }
     } else {
         for check in &checks {
-            let place = check.adapter.map(|i| format!("gpu:{i} ")).unwrap_or_default();
-            println!("{} {place}{}: {}", if check.passed { "PASS" } else { "FAIL" }, check.name, check.detail);
+            let place = check
+                .adapter
+                .map(|i| format!("gpu:{i} "))
+                .unwrap_or_default();
+            println!(
+                "{} {place}{}: {}",
+                if check.passed { "PASS" } else { "FAIL" },
+                check.name,
+                check.detail
+            );
             if let (false, Some(hint)) = (check.passed, &check.hint) {
                 println!("     fix: {hint}");
             }
         }
-        println!("{} checks, {} passed, {} failed", checks.len(), checks.len() - failed, failed);
+        println!(
+            "{} checks, {} passed, {} failed",
+            checks.len(),
+            checks.len() - failed,
+            failed
+        );
     }
     if failed > 0 {
         Err(format!("{failed} check(s) failed"))
@@ -112,7 +128,16 @@ fn compare(cpu: Result<Tensor>, gpu: Result<Tensor>, tolerance: f64) -> (bool, S
     match (cpu, gpu) {
         (Ok(c), Ok(g)) => {
             if c.shape() != g.shape() || c.dtype() != g.dtype() {
-                return (false, format!("shape/dtype {:?} {} vs {:?} {}", c.shape(), c.dtype(), g.shape(), g.dtype()));
+                return (
+                    false,
+                    format!(
+                        "shape/dtype {:?} {} vs {:?} {}",
+                        c.shape(),
+                        c.dtype(),
+                        g.shape(),
+                        g.dtype()
+                    ),
+                );
             }
             match (c.to_vec_f64(), g.to_vec_f64()) {
                 (Ok(cv), Ok(gv)) => {
@@ -147,13 +172,32 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
     };
     // Inputs drawn once on the CPU (with values that avoid each op's singular points).
     let make = |low: f64, high: f64, shape: &[usize], seed: u64| -> Result<Tensor> {
-        Tensor::random_seeded(shape, anygrad::random::Distribution::Uniform { low, high }, DType::F32, seed, 0, &cpu)
+        Tensor::random_seeded(
+            shape,
+            anygrad::random::Distribution::Uniform { low, high },
+            DType::F32,
+            seed,
+            0,
+            &cpu,
+        )
     };
-    let (Ok(x), Ok(y), Ok(positive)) = (make(-3.0, 3.0, &[37, 53], 1), make(-3.0, 3.0, &[37, 53], 2), make(0.1, 4.0, &[37, 53], 3)) else {
-        push("inputs".into(), (false, "could not create CPU inputs".into()), OP_BUG_HINT);
+    let (Ok(x), Ok(y), Ok(positive)) = (
+        make(-3.0, 3.0, &[37, 53], 1),
+        make(-3.0, 3.0, &[37, 53], 2),
+        make(0.1, 4.0, &[37, 53], 3),
+    ) else {
+        push(
+            "inputs".into(),
+            (false, "could not create CPU inputs".into()),
+            OP_BUG_HINT,
+        );
         return;
     };
-    let dtypes: &[DType] = if gpu.supports_f16() { &[DType::F32, DType::F16] } else { &[DType::F32] };
+    let dtypes: &[DType] = if gpu.supports_f16() {
+        &[DType::F32, DType::F16]
+    } else {
+        &[DType::F32]
+    };
     for &dtype in dtypes {
         let tolerance = if dtype == DType::F16 { 2e-2 } else { 1e-4 };
         let on = |t: &Tensor, d: &Device| t.to_dtype(dtype).and_then(|t| t.to_device(d));
@@ -162,11 +206,19 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
                 UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Recip => &positive,
                 _ => &x,
             };
-            let result = compare(on(input, &cpu).and_then(|t| t.unary(op)), on(input, &device).and_then(|t| t.unary(op)), tolerance);
+            let result = compare(
+                on(input, &cpu).and_then(|t| t.unary(op)),
+                on(input, &device).and_then(|t| t.unary(op)),
+                tolerance,
+            );
             push(format!("{} {}", op.name(), dtype), result, OP_BUG_HINT);
         }
         for op in BinaryOp::ALL {
-            let rhs = if op == BinaryOp::Pow || op == BinaryOp::Div { &positive } else { &y };
+            let rhs = if op == BinaryOp::Pow || op == BinaryOp::Div {
+                &positive
+            } else {
+                &y
+            };
             let lhs = if op == BinaryOp::Pow { &positive } else { &x };
             let run = |d: &Device| -> Result<Tensor> {
                 let out = on(lhs, d)?.binary(&on(rhs, d)?.narrow(0, 0, 1)?, op)?;
@@ -176,42 +228,121 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
                     Ok(out)
                 }
             };
-            push(format!("{} {} (broadcast)", op.name(), dtype), compare(run(&cpu), run(&device), tolerance), OP_BUG_HINT);
+            push(
+                format!("{} {} (broadcast)", op.name(), dtype),
+                compare(run(&cpu), run(&device), tolerance),
+                OP_BUG_HINT,
+            );
         }
         for op in ReduceOp::ALL {
-            let run = |d: &Device| -> Result<Tensor> { on(&x, d)?.t()?.reduce(op, &[1], false)?.to_dtype(DType::F32) };
-            push(format!("{} {} (transposed)", op.name(), dtype), compare(run(&cpu), run(&device), tolerance * 10.0), OP_BUG_HINT);
+            let run = |d: &Device| -> Result<Tensor> {
+                on(&x, d)?
+                    .t()?
+                    .reduce(op, &[1], false)?
+                    .to_dtype(DType::F32)
+            };
+            push(
+                format!("{} {} (transposed)", op.name(), dtype),
+                compare(run(&cpu), run(&device), tolerance * 10.0),
+                OP_BUG_HINT,
+            );
         }
         let matmul = |d: &Device| -> Result<Tensor> { on(&x, d)?.matmul(&on(&y, d)?.t()?) };
-        push(format!("matmul {dtype}"), compare(matmul(&cpu), matmul(&device), tolerance * 10.0), OP_BUG_HINT);
+        push(
+            format!("matmul {dtype}"),
+            compare(matmul(&cpu), matmul(&device), tolerance * 10.0),
+            OP_BUG_HINT,
+        );
         let conv = |d: &Device| -> Result<Tensor> {
             let image = on(&x, d)?.reshape([1, 1, 37, 53])?;
-            let kernel = on(&y, d)?.narrow(0, 0, 1)?.narrow(1, 0, 18)?.reshape([2, 1, 3, 3])?;
-            image.conv2d(&kernel, None, Conv2dParams { padding: (1, 1), ..Default::default() })
+            let kernel = on(&y, d)?
+                .narrow(0, 0, 1)?
+                .narrow(1, 0, 18)?
+                .reshape([2, 1, 3, 3])?;
+            image.conv2d(
+                &kernel,
+                None,
+                Conv2dParams {
+                    padding: (1, 1),
+                    ..Default::default()
+                },
+            )
         };
-        push(format!("conv2d {dtype}"), compare(conv(&cpu), conv(&device), tolerance * 10.0), OP_BUG_HINT);
+        push(
+            format!("conv2d {dtype}"),
+            compare(conv(&cpu), conv(&device), tolerance * 10.0),
+            OP_BUG_HINT,
+        );
     }
     let indexing = |d: &Device| -> Result<Tensor> {
         let idx = Tensor::from_vec(vec![3i32, 0, 36, 3], &[4], d)?;
         let picked = x.to_device(d)?.index_select(0, &idx)?;
         let gathered = picked.gather(1, &Tensor::from_vec(vec![1i32, 52, 0, 7], &[4, 1], d)?)?;
-        picked.zeros_like()?.scatter_add(1, &Tensor::from_vec(vec![5i32, 5, 5, 5], &[4, 1], d)?, &gathered)
+        picked.zeros_like()?.scatter_add(
+            1,
+            &Tensor::from_vec(vec![5i32, 5, 5, 5], &[4, 1], d)?,
+            &gathered,
+        )
     };
-    push("index_select/gather/scatter_add".into(), compare(indexing(&cpu), indexing(&device), 1e-6), OP_BUG_HINT);
-    let cast = |d: &Device| -> Result<Tensor> { x.to_device(d)?.mul_scalar(10.0)?.to_dtype(DType::I32)?.to_dtype(DType::F32) };
-    push("cast f32->i32->f32".into(), compare(cast(&cpu), cast(&device), 0.0), OP_BUG_HINT);
-    let random = |d: &Device| Tensor::random_seeded(&[4096], anygrad::random::Distribution::Normal { mean: 0.0, std: 1.0 }, DType::F32, 9, 0, d);
-    push("random numbers match the CPU".into(), compare(random(&cpu), random(&device), 1e-5), OP_BUG_HINT);
+    push(
+        "index_select/gather/scatter_add".into(),
+        compare(indexing(&cpu), indexing(&device), 1e-6),
+        OP_BUG_HINT,
+    );
+    let cast = |d: &Device| -> Result<Tensor> {
+        x.to_device(d)?
+            .mul_scalar(10.0)?
+            .to_dtype(DType::I32)?
+            .to_dtype(DType::F32)
+    };
+    push(
+        "cast f32->i32->f32".into(),
+        compare(cast(&cpu), cast(&device), 0.0),
+        OP_BUG_HINT,
+    );
+    let random = |d: &Device| {
+        Tensor::random_seeded(
+            &[4096],
+            anygrad::random::Distribution::Normal {
+                mean: 0.0,
+                std: 1.0,
+            },
+            DType::F32,
+            9,
+            0,
+            d,
+        )
+    };
+    push(
+        "random numbers match the CPU".into(),
+        compare(random(&cpu), random(&device), 1e-5),
+        OP_BUG_HINT,
+    );
     // Transfers must be bit-exact.
     let transfer = x.to_device(&device).and_then(|g| g.to_device(&cpu));
-    push("transfer cpu->gpu->cpu".into(), compare(Ok(x.clone()), transfer, 0.0), "copies between host and device are not exact: update the driver and file a bug");
+    push(
+        "transfer cpu->gpu->cpu".into(),
+        compare(Ok(x.clone()), transfer, 0.0),
+        "copies between host and device are not exact: update the driver and file a bug",
+    );
     let second = GpuDevice::open_new_instance(index).map(Device::Gpu);
     let across = second.and_then(|other| x.to_device(&device)?.to_device(&other)?.to_device(&cpu));
-    push("transfer gpu->gpu (second device instance)".into(), compare(Ok(x.clone()), across, 0.0), "copies between devices are not exact: file a bug with this output");
+    push(
+        "transfer gpu->gpu (second device instance)".into(),
+        compare(Ok(x.clone()), across, 0.0),
+        "copies between devices are not exact: file a bug with this output",
+    );
     let info = gpu.info();
     push(
         "timestamp queries".into(),
-        (true, if info.timestamp_query { "available (GPU times in the profiler)".into() } else { "not offered by this adapter: the profiler reports host times only".into() }),
+        (
+            true,
+            if info.timestamp_query {
+                "available (GPU times in the profiler)".into()
+            } else {
+                "not offered by this adapter: the profiler reports host times only".into()
+            },
+        ),
         "",
     );
 }

@@ -4,6 +4,7 @@
 mod bench;
 mod devices;
 mod doctor;
+#[cfg(feature = "plot")]
 mod plot;
 mod train;
 
@@ -13,7 +14,11 @@ use anygrad::{DType, Device};
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
-#[command(name = "anygrad", version, about = "PyTorch-shaped deep learning on any GPU (wgpu) or the CPU")]
+#[command(
+    name = "anygrad",
+    version,
+    about = "PyTorch-shaped deep learning on any GPU (wgpu) or the CPU"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -88,7 +93,8 @@ enum Workload {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ANYGRAD_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            tracing_subscriber::EnvFilter::try_from_env("ANYGRAD_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -120,10 +126,18 @@ fn run(cli: Cli) -> Result<(), String> {
         } => {
             let batches = batch
                 .iter()
-                .map(|b| if b == "auto" { Ok(0) } else { b.parse::<usize>().map_err(|_| format!("bad batch size `{b}`")) })
+                .map(|b| {
+                    if b == "auto" {
+                        Ok(0)
+                    } else {
+                        b.parse::<usize>()
+                            .map_err(|_| format!("bad batch size `{b}`"))
+                    }
+                })
                 .collect::<Result<Vec<usize>, String>>()?;
             let device = Device::parse(&device).map_err(|e| e.to_string())?;
-            let dtype = DType::parse(&dtype).ok_or_else(|| format!("unknown dtype `{dtype}`; use f32 or f16"))?;
+            let dtype = DType::parse(&dtype)
+                .ok_or_else(|| format!("unknown dtype `{dtype}`; use f32 or f16"))?;
             let run = |workload: Workload| match workload {
                 Workload::Matmul => bench::run_matmul(&device, &sizes, dtype, seconds),
                 Workload::Elementwise => bench::run_elementwise(&device, elements, 20),

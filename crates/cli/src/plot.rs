@@ -13,7 +13,12 @@ pub fn plot_training(epochs: &[EpochReport], path: &Path) -> Result<(), String> 
     let (left, right) = root.split_horizontally(500);
     let last = epochs.last().map(|e| e.epoch).unwrap_or(1).max(2) as f64;
     let first = epochs.first().map(|e| e.epoch).unwrap_or(1) as f64;
-    let max_loss = epochs.iter().map(|e| e.train_loss.max(e.test_loss)).fold(0.0f64, f64::max).max(1e-3) * 1.05;
+    let max_loss = epochs
+        .iter()
+        .map(|e| e.train_loss.max(e.test_loss))
+        .fold(0.0f64, f64::max)
+        .max(1e-3)
+        * 1.05;
 
     let mut loss_chart = ChartBuilder::on(&left)
         .caption("loss", ("sans-serif", 22))
@@ -22,20 +27,37 @@ pub fn plot_training(epochs: &[EpochReport], path: &Path) -> Result<(), String> 
         .y_label_area_size(48)
         .build_cartesian_2d(first..last, 0.0..max_loss)
         .map_err(|e| fail(&e))?;
-    loss_chart.configure_mesh().x_desc("epoch").draw().map_err(|e| fail(&e))?;
     loss_chart
-        .draw_series(LineSeries::new(epochs.iter().map(|e| (e.epoch as f64, e.train_loss)), &BLUE))
+        .configure_mesh()
+        .x_desc("epoch")
+        .draw()
+        .map_err(|e| fail(&e))?;
+    loss_chart
+        .draw_series(LineSeries::new(
+            epochs.iter().map(|e| (e.epoch as f64, e.train_loss)),
+            &BLUE,
+        ))
         .map_err(|e| fail(&e))?
         .label("train")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
     loss_chart
-        .draw_series(LineSeries::new(epochs.iter().map(|e| (e.epoch as f64, e.test_loss)), &RED))
+        .draw_series(LineSeries::new(
+            epochs.iter().map(|e| (e.epoch as f64, e.test_loss)),
+            &RED,
+        ))
         .map_err(|e| fail(&e))?
         .label("test")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
-    loss_chart.configure_series_labels().border_style(BLACK).draw().map_err(|e| fail(&e))?;
+    loss_chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| fail(&e))?;
 
-    let low = epochs.iter().map(|e| e.train_accuracy.min(e.test_accuracy)).fold(1.0f64, f64::min);
+    let low = epochs
+        .iter()
+        .map(|e| e.train_accuracy.min(e.test_accuracy))
+        .fold(1.0f64, f64::min);
     let mut accuracy_chart = ChartBuilder::on(&right)
         .caption("accuracy", ("sans-serif", 22))
         .margin(12)
@@ -43,18 +65,32 @@ pub fn plot_training(epochs: &[EpochReport], path: &Path) -> Result<(), String> 
         .y_label_area_size(48)
         .build_cartesian_2d(first..last, (low - 0.02).max(0.0)..1.0)
         .map_err(|e| fail(&e))?;
-    accuracy_chart.configure_mesh().x_desc("epoch").draw().map_err(|e| fail(&e))?;
     accuracy_chart
-        .draw_series(LineSeries::new(epochs.iter().map(|e| (e.epoch as f64, e.train_accuracy)), &BLUE))
+        .configure_mesh()
+        .x_desc("epoch")
+        .draw()
+        .map_err(|e| fail(&e))?;
+    accuracy_chart
+        .draw_series(LineSeries::new(
+            epochs.iter().map(|e| (e.epoch as f64, e.train_accuracy)),
+            &BLUE,
+        ))
         .map_err(|e| fail(&e))?
         .label("train")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
     accuracy_chart
-        .draw_series(LineSeries::new(epochs.iter().map(|e| (e.epoch as f64, e.test_accuracy)), &RED))
+        .draw_series(LineSeries::new(
+            epochs.iter().map(|e| (e.epoch as f64, e.test_accuracy)),
+            &RED,
+        ))
         .map_err(|e| fail(&e))?
         .label("test")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
-    accuracy_chart.configure_series_labels().border_style(BLACK).draw().map_err(|e| fail(&e))?;
+    accuracy_chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))?;
     Ok(())
 }

@@ -9,8 +9,6 @@ use anygrad::Device;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::plot::plot_training;
-
 /// Options of `anygrad train`.
 #[derive(Args)]
 pub struct TrainArgs {
@@ -53,6 +51,9 @@ pub struct TrainArgs {
     /// Draw loss and accuracy curves into this PNG file.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Mixed precision: matmul and conv in f16 (autocast) with dynamic loss scaling.
+    #[arg(long)]
+    amp: bool,
     /// Print a machine-readable summary on stdout (progress still goes to stderr).
     #[arg(long)]
     json: bool,
@@ -83,7 +84,9 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
     let (device, reason) = match &args.device {
         Some(text) => (Device::parse(text).map_err(|e| e.to_string())?, None),
         None => match std::env::var("ANYGRAD_DEVICE") {
-            Ok(text) if !text.is_empty() => (Device::parse(&text).map_err(|e| e.to_string())?, None),
+            Ok(text) if !text.is_empty() => {
+                (Device::parse(&text).map_err(|e| e.to_string())?, None)
+            }
             _ => Device::best_available(),
         },
     };
@@ -114,6 +117,7 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
         save: args.save,
         resume: args.resume,
         limit_train: args.limit_train,
+        amp: args.amp,
         ..TrainConfig::default()
     };
     let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")
@@ -164,11 +168,22 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
         summary.total_seconds
     );
     if let Some(path) = &args.plot {
-        plot_training(&summary.epochs, path)?;
-        eprintln!("plot: {}", path.display());
+        #[cfg(feature = "plot")]
+        {
+            crate::plot::plot_training(&summary.epochs, path)?;
+            eprintln!("plot: {}", path.display());
+        }
+        #[cfg(not(feature = "plot"))]
+        return Err(format!(
+            "cannot write {}: this build has no plotting (rebuild with the default `plot` feature)",
+            path.display()
+        ));
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?
+        );
     }
     Ok(())
 }

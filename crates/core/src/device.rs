@@ -122,7 +122,10 @@ pub fn device_count() -> usize {
 
 /// The name of GPU number `ordinal`, if it exists.
 pub fn device_name(ordinal: usize) -> Option<String> {
-    gpu::adapter_infos().into_iter().nth(ordinal).map(|info| info.name)
+    gpu::adapter_infos()
+        .into_iter()
+        .nth(ordinal)
+        .map(|info| info.name)
 }
 
 /// Memory statistics of a device (like `torch.cuda.memory_stats`): bytes held by live

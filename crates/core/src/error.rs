@@ -36,7 +36,9 @@ pub enum Error {
         rhs: DType,
     },
     /// Two operands live on different devices.
-    #[error("{op}: operands are on different devices ({lhs} and {rhs}); move one with .to_device()")]
+    #[error(
+        "{op}: operands are on different devices ({lhs} and {rhs}); move one with .to_device()"
+    )]
     DeviceMismatch {
         op: &'static str,
         lhs: String,

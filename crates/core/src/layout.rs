@@ -189,7 +189,9 @@ mod tests {
 
     #[test]
     fn broadcast_uses_zero_strides() {
-        let layout = Layout::contiguous(&[3, 1]).broadcast_to(&[2, 3, 4]).unwrap();
+        let layout = Layout::contiguous(&[3, 1])
+            .broadcast_to(&[2, 3, 4])
+            .unwrap();
         assert_eq!(layout.strides, vec![0, 1, 0]);
         assert_eq!(layout.positions().count(), 24);
         assert!(Layout::contiguous(&[3]).broadcast_to(&[4]).is_err());

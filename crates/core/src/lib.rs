@@ -11,6 +11,7 @@
 //! # Ok::<(), anygrad_core::Error>(())
 //! ```
 
+pub mod amp;
 pub mod autograd;
 pub mod backend;
 pub mod device;
@@ -24,6 +25,7 @@ pub mod shape;
 pub mod storage;
 pub mod tensor;
 
+pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
 pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};
 pub use backend::gpu::MemoryStats;
 pub use device::{device_count, device_name, empty_cache, memory_stats, reset_peak_memory, Device};

@@ -119,7 +119,9 @@ impl UnaryOp {
                     x * T::zero()
                 }
             }
-            UnaryOp::Gelu => half * x * (one + erf(x * T::from(std::f64::consts::FRAC_1_SQRT_2).unwrap_or(one))),
+            UnaryOp::Gelu => {
+                half * x * (one + erf(x * T::from(std::f64::consts::FRAC_1_SQRT_2).unwrap_or(one)))
+            }
             UnaryOp::Erf => erf(x),
             UnaryOp::Silu => x * stable_sigmoid(x),
         }
@@ -257,7 +259,12 @@ impl BinaryOp {
     /// True for comparisons, whose result dtype is `Bool`.
     pub fn is_comparison(self) -> bool {
         match self {
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => true,
+            BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Lt
+            | BinaryOp::Le
+            | BinaryOp::Gt
+            | BinaryOp::Ge => true,
             BinaryOp::Add
             | BinaryOp::Sub
             | BinaryOp::Mul

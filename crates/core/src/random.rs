@@ -59,7 +59,9 @@ static GENERATOR: Mutex<GlobalGenerator> = Mutex::new(GlobalGenerator {
 
 /// Reset the global generator (like `torch.manual_seed`).
 pub fn manual_seed(seed: u64) {
-    let mut generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut generator = GENERATOR
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     generator.seed = seed;
     generator.offset = 0;
 }
@@ -67,20 +69,26 @@ pub fn manual_seed(seed: u64) {
 /// The global generator's `(seed, offset)`, to save in a checkpoint so that a resumed run
 /// draws the same numbers as an uninterrupted one.
 pub fn generator_state() -> (u64, u64) {
-    let generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let generator = GENERATOR
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     (generator.seed, generator.offset)
 }
 
 /// Restore a state returned by [`generator_state`].
 pub fn set_generator_state(seed: u64, offset: u64) {
-    let mut generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut generator = GENERATOR
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     generator.seed = seed;
     generator.offset = offset;
 }
 
 /// Reserve `count` counters from the global generator; returns `(seed, first counter)`.
 pub fn next_draw(count: usize) -> (u64, u64) {
-    let mut generator = GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut generator = GENERATOR
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let draw = (generator.seed, generator.offset);
     generator.offset = generator.offset.wrapping_add(count as u64);
     draw
@@ -94,10 +102,17 @@ mod tests {
     fn uniform_bits_look_uniform() {
         let key = seed_key(42);
         let n = 100_000;
-        let mean: f64 = (0..n).map(|i| unit_uniform(random_bits(key, i)) as f64).sum::<f64>() / n as f64;
+        let mean: f64 = (0..n)
+            .map(|i| unit_uniform(random_bits(key, i)) as f64)
+            .sum::<f64>()
+            / n as f64;
         assert!((mean - 0.5).abs() < 0.01, "mean {mean}");
-        let normal_mean: f64 = (0..n).map(|i| standard_normal(key, i) as f64).sum::<f64>() / n as f64;
-        let normal_var: f64 = (0..n).map(|i| (standard_normal(key, i) as f64).powi(2)).sum::<f64>() / n as f64;
+        let normal_mean: f64 =
+            (0..n).map(|i| standard_normal(key, i) as f64).sum::<f64>() / n as f64;
+        let normal_var: f64 = (0..n)
+            .map(|i| (standard_normal(key, i) as f64).powi(2))
+            .sum::<f64>()
+            / n as f64;
         assert!(normal_mean.abs() < 0.02, "mean {normal_mean}");
         assert!((normal_var - 1.0).abs() < 0.03, "var {normal_var}");
     }

@@ -76,7 +76,10 @@ pub fn resolve_reshape(op: &'static str, from: &[usize], to: &[isize]) -> Result
             }
             inferred = Some(i);
         } else if d < 0 {
-            return Err(Error::invalid(op, format!("invalid size {d} in shape {to:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("invalid size {d} in shape {to:?}"),
+            ));
         } else {
             known *= d as usize;
         }

@@ -64,10 +64,18 @@ impl Storage {
     }
 
     /// `start, start + step, ...` (`numel` values) in `dtype`.
-    pub fn arange(device: &Device, start: f64, step: f64, numel: usize, dtype: DType) -> Result<Storage> {
+    pub fn arange(
+        device: &Device,
+        start: f64,
+        step: f64,
+        numel: usize,
+        dtype: DType,
+    ) -> Result<Storage> {
         match device {
             Device::Cpu => Ok(Storage::Cpu(CpuStorage::arange(start, step, numel, dtype)?)),
-            Device::Gpu(gpu) => Ok(Storage::Gpu(GpuStorage::arange(gpu, start, step, numel, dtype)?)),
+            Device::Gpu(gpu) => Ok(Storage::Gpu(GpuStorage::arange(
+                gpu, start, step, numel, dtype,
+            )?)),
         }
     }
 
@@ -81,7 +89,13 @@ impl Storage {
         offset: u64,
     ) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(CpuStorage::random(numel, dtype, distribution, seed, offset)?)),
+            Device::Cpu => Ok(Storage::Cpu(CpuStorage::random(
+                numel,
+                dtype,
+                distribution,
+                seed,
+                offset,
+            )?)),
             Device::Gpu(gpu) => Ok(Storage::Gpu(GpuStorage::random(
                 gpu,
                 numel,
@@ -120,20 +134,46 @@ impl Storage {
     }
 
     /// Elementwise binary op on equal-shape layouts.
-    pub fn binary(&self, layout: &Layout, rhs: &Storage, rhs_layout: &Layout, op: BinaryOp) -> Result<Storage> {
+    pub fn binary(
+        &self,
+        layout: &Layout,
+        rhs: &Storage,
+        rhs_layout: &Layout,
+        op: BinaryOp,
+    ) -> Result<Storage> {
         match (self, rhs) {
-            (Storage::Cpu(l), Storage::Cpu(r)) => Ok(Storage::Cpu(l.binary(layout, r, rhs_layout, op)?)),
-            (Storage::Gpu(l), Storage::Gpu(r)) => Ok(Storage::Gpu(l.binary(layout, r, rhs_layout, op)?)),
+            (Storage::Cpu(l), Storage::Cpu(r)) => {
+                Ok(Storage::Cpu(l.binary(layout, r, rhs_layout, op)?))
+            }
+            (Storage::Gpu(l), Storage::Gpu(r)) => {
+                Ok(Storage::Gpu(l.binary(layout, r, rhs_layout, op)?))
+            }
             (l, r) => Err(device_mismatch(op.name(), l, r)),
         }
     }
 
     /// Elementwise binary op with a scalar: `x op scalar`, or `scalar op x` when
     /// `scalar_on_left`.
-    pub fn binary_scalar(&self, layout: &Layout, op: BinaryOp, scalar: f64, scalar_on_left: bool) -> Result<Storage> {
+    pub fn binary_scalar(
+        &self,
+        layout: &Layout,
+        op: BinaryOp,
+        scalar: f64,
+        scalar_on_left: bool,
+    ) -> Result<Storage> {
         match self {
-            Storage::Cpu(s) => Ok(Storage::Cpu(s.binary_scalar(layout, op, scalar, scalar_on_left)?)),
-            Storage::Gpu(s) => Ok(Storage::Gpu(s.binary_scalar(layout, op, scalar, scalar_on_left)?)),
+            Storage::Cpu(s) => Ok(Storage::Cpu(s.binary_scalar(
+                layout,
+                op,
+                scalar,
+                scalar_on_left,
+            )?)),
+            Storage::Gpu(s) => Ok(Storage::Gpu(s.binary_scalar(
+                layout,
+                op,
+                scalar,
+                scalar_on_left,
+            )?)),
         }
     }
 
@@ -148,16 +188,20 @@ impl Storage {
         false_layout: &Layout,
     ) -> Result<Storage> {
         match (self, on_true, on_false) {
-            (Storage::Cpu(c), Storage::Cpu(t), Storage::Cpu(f)) => {
-                Ok(Storage::Cpu(c.where_select(layout, t, true_layout, f, false_layout)?))
-            }
-            (Storage::Gpu(c), Storage::Gpu(t), Storage::Gpu(f)) => {
-                Ok(Storage::Gpu(c.where_select(layout, t, true_layout, f, false_layout)?))
-            }
+            (Storage::Cpu(c), Storage::Cpu(t), Storage::Cpu(f)) => Ok(Storage::Cpu(
+                c.where_select(layout, t, true_layout, f, false_layout)?,
+            )),
+            (Storage::Gpu(c), Storage::Gpu(t), Storage::Gpu(f)) => Ok(Storage::Gpu(
+                c.where_select(layout, t, true_layout, f, false_layout)?,
+            )),
             (c, t, f) => Err(device_mismatch(
                 "where",
                 c,
-                if std::mem::discriminant(c) == std::mem::discriminant(t) { f } else { t },
+                if std::mem::discriminant(c) == std::mem::discriminant(t) {
+                    f
+                } else {
+                    t
+                },
             )),
         }
     }
@@ -173,8 +217,12 @@ impl Storage {
     /// Batched matrix product of rank-3 layouts.
     pub fn matmul(&self, layout: &Layout, rhs: &Storage, rhs_layout: &Layout) -> Result<Storage> {
         match (self, rhs) {
-            (Storage::Cpu(l), Storage::Cpu(r)) => Ok(Storage::Cpu(l.matmul(layout, r, rhs_layout)?)),
-            (Storage::Gpu(l), Storage::Gpu(r)) => Ok(Storage::Gpu(l.matmul(layout, r, rhs_layout)?)),
+            (Storage::Cpu(l), Storage::Cpu(r)) => {
+                Ok(Storage::Cpu(l.matmul(layout, r, rhs_layout)?))
+            }
+            (Storage::Gpu(l), Storage::Gpu(r)) => {
+                Ok(Storage::Gpu(l.matmul(layout, r, rhs_layout)?))
+            }
             (l, r) => Err(device_mismatch("matmul", l, r)),
         }
     }
@@ -206,19 +254,45 @@ impl Storage {
     }
 
     /// Select entries of `dim` by an index vector (rank-1 indices).
-    pub fn index_select(&self, layout: &Layout, indices: &Storage, indices_layout: &Layout, dim: usize) -> Result<Storage> {
+    pub fn index_select(
+        &self,
+        layout: &Layout,
+        indices: &Storage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Storage> {
         match (self, indices) {
-            (Storage::Cpu(s), Storage::Cpu(i)) => Ok(Storage::Cpu(s.index_select(layout, i, indices_layout, dim)?)),
-            (Storage::Gpu(s), Storage::Gpu(i)) => Ok(Storage::Gpu(s.index_select(layout, i, indices_layout, dim)?)),
+            (Storage::Cpu(s), Storage::Cpu(i)) => Ok(Storage::Cpu(s.index_select(
+                layout,
+                i,
+                indices_layout,
+                dim,
+            )?)),
+            (Storage::Gpu(s), Storage::Gpu(i)) => Ok(Storage::Gpu(s.index_select(
+                layout,
+                i,
+                indices_layout,
+                dim,
+            )?)),
             (s, i) => Err(device_mismatch("index_select", s, i)),
         }
     }
 
     /// `out[i][j][k] = self[i][indices[i][j][k]][k]` for `dim = 1` (likewise for any dim).
-    pub fn gather(&self, layout: &Layout, indices: &Storage, indices_layout: &Layout, dim: usize) -> Result<Storage> {
+    pub fn gather(
+        &self,
+        layout: &Layout,
+        indices: &Storage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Storage> {
         match (self, indices) {
-            (Storage::Cpu(s), Storage::Cpu(i)) => Ok(Storage::Cpu(s.gather(layout, i, indices_layout, dim)?)),
-            (Storage::Gpu(s), Storage::Gpu(i)) => Ok(Storage::Gpu(s.gather(layout, i, indices_layout, dim)?)),
+            (Storage::Cpu(s), Storage::Cpu(i)) => {
+                Ok(Storage::Cpu(s.gather(layout, i, indices_layout, dim)?))
+            }
+            (Storage::Gpu(s), Storage::Gpu(i)) => {
+                Ok(Storage::Gpu(s.gather(layout, i, indices_layout, dim)?))
+            }
             (s, i) => Err(device_mismatch("gather", s, i)),
         }
     }
@@ -235,16 +309,20 @@ impl Storage {
         dim: usize,
     ) -> Result<Storage> {
         match (self, indices, src) {
-            (Storage::Cpu(b), Storage::Cpu(i), Storage::Cpu(s)) => {
-                Ok(Storage::Cpu(b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?))
-            }
-            (Storage::Gpu(b), Storage::Gpu(i), Storage::Gpu(s)) => {
-                Ok(Storage::Gpu(b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?))
-            }
+            (Storage::Cpu(b), Storage::Cpu(i), Storage::Cpu(s)) => Ok(Storage::Cpu(
+                b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
+            )),
+            (Storage::Gpu(b), Storage::Gpu(i), Storage::Gpu(s)) => Ok(Storage::Gpu(
+                b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
+            )),
             (b, i, s) => Err(device_mismatch(
                 "scatter_add",
                 b,
-                if std::mem::discriminant(b) == std::mem::discriminant(i) { s } else { i },
+                if std::mem::discriminant(b) == std::mem::discriminant(i) {
+                    s
+                } else {
+                    i
+                },
             )),
         }
     }

@@ -66,14 +66,24 @@ fn tensor_from(record: &Value, device: &Device) -> anygrad_core::Result<Tensor> 
             let values: Vec<f32> = data.iter().map(|&v| v as f32).collect();
             Ok(Tensor::from_vec(values, &shape, device)?.requires_grad_(true))
         }
-        DType::I32 => Tensor::from_vec(data.iter().map(|&v| v as i32).collect::<Vec<i32>>(), &shape, device),
-        DType::Bool => Tensor::from_vec(data.iter().map(|&v| v != 0.0).collect::<Vec<bool>>(), &shape, device),
+        DType::I32 => Tensor::from_vec(
+            data.iter().map(|&v| v as i32).collect::<Vec<i32>>(),
+            &shape,
+            device,
+        ),
+        DType::Bool => Tensor::from_vec(
+            data.iter().map(|&v| v != 0.0).collect::<Vec<bool>>(),
+            &shape,
+            device,
+        ),
         _ => unreachable!(),
     }
 }
 
 fn param_i64(params: &Value, key: &str) -> i64 {
-    params[key].as_i64().unwrap_or_else(|| panic!("param {key} missing or not an integer"))
+    params[key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("param {key} missing or not an integer"))
 }
 
 fn param_isize(params: &Value, key: &str) -> isize {
@@ -85,11 +95,15 @@ fn param_usize(params: &Value, key: &str) -> usize {
 }
 
 fn param_f64(params: &Value, key: &str) -> f64 {
-    params[key].as_f64().unwrap_or_else(|| panic!("param {key} missing or not a number"))
+    params[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("param {key} missing or not a number"))
 }
 
 fn param_bool(params: &Value, key: &str) -> bool {
-    params[key].as_bool().unwrap_or_else(|| panic!("param {key} missing or not a bool"))
+    params[key]
+        .as_bool()
+        .unwrap_or_else(|| panic!("param {key} missing or not a bool"))
 }
 
 fn param_dims(params: &Value, key: &str) -> Vec<isize> {
@@ -149,7 +163,11 @@ fn apply(op: &str, p: &Value, x: &[Tensor]) -> anygrad_core::Result<Tensor> {
         "min_all" => x[0].min_all(),
         "argmax" => x[0].argmax(param_isize(p, "dim"), param_bool(p, "keepdim")),
         "argmin" => x[0].argmin(param_isize(p, "dim"), param_bool(p, "keepdim")),
-        "var" => x[0].var(&param_dims(p, "dims"), param_bool(p, "keepdim"), param_bool(p, "unbiased")),
+        "var" => x[0].var(
+            &param_dims(p, "dims"),
+            param_bool(p, "keepdim"),
+            param_bool(p, "unbiased"),
+        ),
         // linear algebra
         "matmul" => x[0].matmul(&x[1]),
         // indexing
@@ -157,7 +175,8 @@ fn apply(op: &str, p: &Value, x: &[Tensor]) -> anygrad_core::Result<Tensor> {
         "gather" => x[0].gather(param_isize(p, "dim"), &x[1]),
         "scatter_add" => x[0].scatter_add(param_isize(p, "dim"), &x[1], &x[2]),
         "one_hot" => {
-            let dtype = DType::parse(p["dtype"].as_str().unwrap_or("float32")).expect("known dtype");
+            let dtype =
+                DType::parse(p["dtype"].as_str().unwrap_or("float32")).expect("known dtype");
             x[0].one_hot(param_usize(p, "num_classes"), dtype)
         }
         // composites
@@ -177,8 +196,16 @@ fn apply(op: &str, p: &Value, x: &[Tensor]) -> anygrad_core::Result<Tensor> {
             };
             x[0].conv2d(&x[1], x.get(2), params)
         }
-        "max_pool2d" => x[0].max_pool2d(param_pair(p, "kernel"), param_pair(p, "stride"), param_pair(p, "padding")),
-        "avg_pool2d" => x[0].avg_pool2d(param_pair(p, "kernel"), param_pair(p, "stride"), param_pair(p, "padding")),
+        "max_pool2d" => x[0].max_pool2d(
+            param_pair(p, "kernel"),
+            param_pair(p, "stride"),
+            param_pair(p, "padding"),
+        ),
+        "avg_pool2d" => x[0].avg_pool2d(
+            param_pair(p, "kernel"),
+            param_pair(p, "stride"),
+            param_pair(p, "padding"),
+        ),
         other => panic!("golden file names an op this test does not know: {other}"),
     }
 }
@@ -186,7 +213,11 @@ fn apply(op: &str, p: &Value, x: &[Tensor]) -> anygrad_core::Result<Tensor> {
 /// Compare values; on mismatch describe the worst element.
 fn compare(what: &str, got: &[f64], want: &[f64], rtol: f64, atol: f64) -> CaseResult {
     if got.len() != want.len() {
-        return Err(format!("{what}: {} elements, expected {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
     }
     let mut bad = 0usize;
     let mut worst: Option<(usize, f64)> = None;
@@ -195,7 +226,11 @@ fn compare(what: &str, got: &[f64], want: &[f64], rtol: f64, atol: f64) -> CaseR
         let allowed = atol + rtol * w.abs();
         if !(error <= allowed) {
             bad += 1;
-            let excess = if error.is_nan() { f64::INFINITY } else { error / allowed };
+            let excess = if error.is_nan() {
+                f64::INFINITY
+            } else {
+                error / allowed
+            };
             if worst.map_or(true, |(_, e)| excess > e) {
                 worst = Some((i, excess));
             }
@@ -213,16 +248,37 @@ fn compare(what: &str, got: &[f64], want: &[f64], rtol: f64, atol: f64) -> CaseR
     }
 }
 
-fn check_tensor(what: &str, tensor: &Tensor, record: &Value, dtype: DType, rtol: f64, atol: f64) -> CaseResult {
+fn check_tensor(
+    what: &str,
+    tensor: &Tensor,
+    record: &Value,
+    dtype: DType,
+    rtol: f64,
+    atol: f64,
+) -> CaseResult {
     let want_shape = shape_of(record);
     if tensor.shape() != want_shape.as_slice() {
-        return Err(format!("{what}: shape {:?}, expected {:?}", tensor.shape(), want_shape));
+        return Err(format!(
+            "{what}: shape {:?}, expected {:?}",
+            tensor.shape(),
+            want_shape
+        ));
     }
     if tensor.dtype() != dtype {
-        return Err(format!("{what}: dtype {:?}, expected {:?}", tensor.dtype(), dtype));
+        return Err(format!(
+            "{what}: dtype {:?}, expected {:?}",
+            tensor.dtype(),
+            dtype
+        ));
     }
-    let got = tensor.to_vec_f64().map_err(|e| format!("{what}: readback failed: {e}"))?;
-    let (rtol, atol) = if dtype.is_float() { (rtol, atol) } else { (0.0, 0.0) };
+    let got = tensor
+        .to_vec_f64()
+        .map_err(|e| format!("{what}: readback failed: {e}"))?;
+    let (rtol, atol) = if dtype.is_float() {
+        (rtol, atol)
+    } else {
+        (0.0, 0.0)
+    };
     compare(what, &got, &data_of(record), rtol, atol)
 }
 
@@ -237,9 +293,17 @@ fn run_case(case: &Value, device: &Device) -> CaseResult {
         .collect::<anygrad_core::Result<_>>()
         .map_err(|e| format!("building inputs failed: {e}"))?;
 
-    let output = apply(op, &case["params"], &inputs).map_err(|e| format!("forward returned an error: {e}"))?;
+    let output = apply(op, &case["params"], &inputs)
+        .map_err(|e| format!("forward returned an error: {e}"))?;
     let expected = &case["output"];
-    check_tensor("output", &output, expected, dtype_of(expected), OUTPUT_RTOL, OUTPUT_ATOL)?;
+    check_tensor(
+        "output",
+        &output,
+        expected,
+        dtype_of(expected),
+        OUTPUT_RTOL,
+        OUTPUT_ATOL,
+    )?;
 
     let upstream = &case["upstream"];
     if upstream.is_null() {
@@ -252,10 +316,15 @@ fn run_case(case: &Value, device: &Device) -> CaseResult {
         .mul(&weight)
         .and_then(|t| t.sum_all())
         .map_err(|e| format!("(output * upstream).sum_all() failed: {e}"))?;
-    loss.backward().map_err(|e| format!("backward returned an error: {e}"))?;
+    loss.backward()
+        .map_err(|e| format!("backward returned an error: {e}"))?;
 
     let mut failures = Vec::new();
-    for (index, (input, grad_record)) in inputs.iter().zip(case["grads"].as_array().expect("case has grads")).enumerate() {
+    for (index, (input, grad_record)) in inputs
+        .iter()
+        .zip(case["grads"].as_array().expect("case has grads"))
+        .enumerate()
+    {
         if grad_record.is_null() {
             continue;
         }
@@ -280,7 +349,9 @@ fn run_case(case: &Value, device: &Device) -> CaseResult {
 /// Every golden case on `device`; fails listing every failing case.
 fn run_all(device: &Device) {
     let document: Value = serde_json::from_str(GOLDEN).expect("golden/core_ops.json parses");
-    let cases = document["cases"].as_array().expect("golden file has a cases list");
+    let cases = document["cases"]
+        .as_array()
+        .expect("golden file has a cases list");
     let filter = std::env::var("ANYGRAD_GOLDEN_FILTER").unwrap_or_default();
     let mut ran = 0usize;
     let mut failures = Vec::new();
@@ -303,12 +374,25 @@ fn run_all(device: &Device) {
             }
         };
         if let Err(message) = outcome {
-            failures.push(format!("{name} [{}]: {message}", case["op"].as_str().unwrap_or("?")));
+            failures.push(format!(
+                "{name} [{}]: {message}",
+                case["op"].as_str().unwrap_or("?")
+            ));
         }
     }
-    println!("golden ops on {}: {} cases, {} failed", device.description(), ran, failures.len());
+    println!(
+        "golden ops on {}: {} cases, {} failed",
+        device.description(),
+        ran,
+        failures.len()
+    );
     if !failures.is_empty() {
-        panic!("{} of {ran} golden cases failed on {}:\n  {}", failures.len(), device.description(), failures.join("\n  "));
+        panic!(
+            "{} of {ran} golden cases failed on {}:\n  {}",
+            failures.len(),
+            device.description(),
+            failures.join("\n  ")
+        );
     }
 }
 
@@ -330,16 +414,25 @@ fn golden_checker_detects_mismatches() {
     let mut wrong_output = case.clone();
     let value = wrong_output["output"]["data"][5].as_f64().unwrap();
     wrong_output["output"]["data"][5] = Value::from(value * (1.0 + 1e-3) + 1e-3);
-    assert!(run_case(&wrong_output, &device).is_err(), "a wrong output went unnoticed");
+    assert!(
+        run_case(&wrong_output, &device).is_err(),
+        "a wrong output went unnoticed"
+    );
 
     let mut wrong_grad = case.clone();
     let value = wrong_grad["grads"][1]["data"][2].as_f64().unwrap();
     wrong_grad["grads"][1]["data"][2] = Value::from(value + 1e-2);
-    assert!(run_case(&wrong_grad, &device).is_err(), "a wrong gradient went unnoticed");
+    assert!(
+        run_case(&wrong_grad, &device).is_err(),
+        "a wrong gradient went unnoticed"
+    );
 
     let mut wrong_shape = case;
     wrong_shape["output"]["shape"] = serde_json::json!([4, 3]);
-    assert!(run_case(&wrong_shape, &device).is_err(), "a wrong shape went unnoticed");
+    assert!(
+        run_case(&wrong_shape, &device).is_err(),
+        "a wrong shape went unnoticed"
+    );
 }
 
 #[test]

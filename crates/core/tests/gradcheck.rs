@@ -6,13 +6,22 @@ use anygrad_core::{Conv2dParams, DType, Device, Result, Tensor};
 const STEP: f64 = 1e-6;
 
 /// Check d(sum(f(inputs) * weights))/d(input) for every input.
-fn check(name: &str, inputs: &[Vec<f64>], shapes: &[&[usize]], f: impl Fn(&[Tensor]) -> Result<Tensor>) {
+fn check(
+    name: &str,
+    inputs: &[Vec<f64>],
+    shapes: &[&[usize]],
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) {
     let device = Device::Cpu;
     let make = |values: &[Vec<f64>], track: bool| -> Vec<Tensor> {
         values
             .iter()
             .zip(shapes)
-            .map(|(v, s)| Tensor::from_slice(v, s, &device).unwrap().requires_grad_(track))
+            .map(|(v, s)| {
+                Tensor::from_slice(v, s, &device)
+                    .unwrap()
+                    .requires_grad_(track)
+            })
             .collect()
     };
     // A fixed, non-uniform upstream weighting so every output element matters differently.
@@ -26,7 +35,10 @@ fn check(name: &str, inputs: &[Vec<f64>], shapes: &[&[usize]], f: impl Fn(&[Tens
     let tracked = make(inputs, true);
     objective(&tracked).backward().unwrap();
     for (which, input) in inputs.iter().enumerate() {
-        let analytic = tracked[which].grad().map(|g| g.to_vec::<f64>().unwrap()).unwrap_or_else(|| vec![0.0; input.len()]);
+        let analytic = tracked[which]
+            .grad()
+            .map(|g| g.to_vec::<f64>().unwrap())
+            .unwrap_or_else(|| vec![0.0; input.len()]);
         for i in 0..input.len() {
             let mut plus = inputs.to_vec();
             plus[which][i] += STEP;
@@ -112,7 +124,13 @@ fn scalar_rules() {
 fn where_and_reduction_rules() {
     let x = vec![sample(12, 7, -2.0, 2.0)];
     let s: &[&[usize]] = &[&[3, 4]];
-    check("where", &x, s, |t| Tensor::where_(&t[0].gt_scalar(0.0)?, &t[0].square()?, &t[0].mul_scalar(3.0)?));
+    check("where", &x, s, |t| {
+        Tensor::where_(
+            &t[0].gt_scalar(0.0)?,
+            &t[0].square()?,
+            &t[0].mul_scalar(3.0)?,
+        )
+    });
     check("sum", &x, s, |t| t[0].sum(&[1], false));
     check("sum keepdim", &x, s, |t| t[0].sum(&[0], true));
     check("mean", &x, s, |t| t[0].mean(&[0, 1], false));
@@ -127,18 +145,31 @@ fn where_and_reduction_rules() {
 #[test]
 fn matmul_and_view_rules() {
     let inputs = vec![sample(12, 8, -1.0, 1.0), sample(8, 9, -1.0, 1.0)];
-    check("matmul", &inputs, &[&[3, 4], &[4, 2]], |t| t[0].matmul(&t[1]));
-    check("matmul transposed", &inputs, &[&[4, 3], &[2, 4]], |t| t[0].t()?.matmul(&t[1].t()?));
+    check("matmul", &inputs, &[&[3, 4], &[4, 2]], |t| {
+        t[0].matmul(&t[1])
+    });
+    check("matmul transposed", &inputs, &[&[4, 3], &[2, 4]], |t| {
+        t[0].t()?.matmul(&t[1].t()?)
+    });
     let batched = vec![sample(24, 10, -1.0, 1.0), sample(8, 11, -1.0, 1.0)];
-    check("matmul batch broadcast", &batched, &[&[2, 3, 4], &[4, 2]], |t| t[0].matmul(&t[1]));
+    check(
+        "matmul batch broadcast",
+        &batched,
+        &[&[2, 3, 4], &[4, 2]],
+        |t| t[0].matmul(&t[1]),
+    );
     let x = vec![sample(12, 12, -1.0, 1.0)];
     let s: &[&[usize]] = &[&[3, 4]];
     check("reshape", &x, s, |t| t[0].reshape([2, 6]));
     check("permute", &x, s, |t| t[0].permute(&[1, 0])?.mul_scalar(2.0));
     check("narrow", &x, s, |t| t[0].narrow(1, 1, 2));
-    check("broadcast", &x, s, |t| t[0].unsqueeze(0)?.broadcast_to(&[2, 3, 4]));
+    check("broadcast", &x, s, |t| {
+        t[0].unsqueeze(0)?.broadcast_to(&[2, 3, 4])
+    });
     check("cat", &x, s, |t| Tensor::cat(&[&t[0], &t[0].exp()?], 0));
-    check("stack", &x, s, |t| Tensor::stack(&[&t[0], &t[0].square()?], 2));
+    check("stack", &x, s, |t| {
+        Tensor::stack(&[&t[0], &t[0].square()?], 2)
+    });
     check("copy", &x, s, |t| t[0].t()?.contiguous());
 }
 
@@ -147,9 +178,18 @@ fn cast_rule_returns_gradient_in_input_dtype() {
     // A round trip through f32 cannot be checked by finite differences in f64 (rounding), so
     // check the rule directly: d(sum(w * cast(x))) / dx = w, in x's dtype.
     let device = Device::Cpu;
-    let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.5], &[3], &device).unwrap().requires_grad_(true);
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.5], &[3], &device)
+        .unwrap()
+        .requires_grad_(true);
     let w = Tensor::from_vec(vec![0.5f64, 2.0, -1.0], &[3], &device).unwrap();
-    x.to_dtype(DType::F64).unwrap().mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
+    x.to_dtype(DType::F64)
+        .unwrap()
+        .mul(&w)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
     let grad = x.grad().unwrap();
     assert_eq!(grad.dtype(), DType::F32);
     assert_eq!(grad.to_vec::<f32>().unwrap(), vec![0.5, 2.0, -1.0]);
@@ -165,20 +205,35 @@ fn indexing_rules() {
     let gidx = Tensor::from_vec(vec![0i32, 3, 3, 1, 2, 2], &[3, 2], &device).unwrap();
     check("gather", &x, s, |t| t[0].gather(1, &gidx));
     let src = vec![sample(12, 14, -1.0, 1.0), sample(6, 15, -1.0, 1.0)];
-    check("scatter_add", &src, &[&[3, 4], &[3, 2]], |t| t[0].scatter_add(1, &gidx, &t[1]));
+    check("scatter_add", &src, &[&[3, 4], &[3, 2]], |t| {
+        t[0].scatter_add(1, &gidx, &t[1])
+    });
 }
 
 #[test]
 fn convolution_and_pooling_rules() {
-    let inputs = vec![sample(2 * 2 * 5 * 5, 16, -1.0, 1.0), sample(4 * 1 * 3 * 3, 17, -1.0, 1.0), sample(4, 18, -1.0, 1.0)];
+    let inputs = vec![
+        sample(2 * 2 * 5 * 5, 16, -1.0, 1.0),
+        sample(4 * 1 * 3 * 3, 17, -1.0, 1.0),
+        sample(4, 18, -1.0, 1.0),
+    ];
     let params = Conv2dParams {
         stride: (2, 1),
         padding: (1, 1),
         dilation: (1, 2),
         groups: 2,
     };
-    check("conv2d", &inputs, &[&[2, 2, 5, 5], &[4, 1, 3, 3], &[4]], |t| t[0].conv2d(&t[1], Some(&t[2]), params));
+    check(
+        "conv2d",
+        &inputs,
+        &[&[2, 2, 5, 5], &[4, 1, 3, 3], &[4]],
+        |t| t[0].conv2d(&t[1], Some(&t[2]), params),
+    );
     let x = vec![sample(2 * 5 * 5, 19, -1.0, 1.0)];
-    check("max_pool2d", &x, &[&[1, 2, 5, 5]], |t| t[0].max_pool2d((3, 3), (2, 2), (1, 1)));
-    check("avg_pool2d", &x, &[&[1, 2, 5, 5]], |t| t[0].avg_pool2d((2, 2), (2, 2), (1, 1)));
+    check("max_pool2d", &x, &[&[1, 2, 5, 5]], |t| {
+        t[0].max_pool2d((3, 3), (2, 2), (1, 1))
+    });
+    check("avg_pool2d", &x, &[&[1, 2, 5, 5]], |t| {
+        t[0].avg_pool2d((2, 2), (2, 2), (1, 1))
+    });
 }

@@ -6,16 +6,31 @@ use anygrad_core::{Conv2dParams, DType, Device, Tensor};
 use common::{assert_close, tensor, values};
 
 fn creation(device: &Device) {
-    assert_eq!(values(&Tensor::zeros(&[2, 2], DType::F32, device).unwrap()), vec![0.0; 4]);
-    assert_eq!(values(&Tensor::full(&[3], 2.5, DType::F32, device).unwrap()), vec![2.5; 3]);
-    assert_eq!(values(&Tensor::arange(0.0, 5.0, 2.0, DType::F32, device).unwrap()), vec![0.0, 2.0, 4.0]);
+    assert_eq!(
+        values(&Tensor::zeros(&[2, 2], DType::F32, device).unwrap()),
+        vec![0.0; 4]
+    );
+    assert_eq!(
+        values(&Tensor::full(&[3], 2.5, DType::F32, device).unwrap()),
+        vec![2.5; 3]
+    );
+    assert_eq!(
+        values(&Tensor::arange(0.0, 5.0, 2.0, DType::F32, device).unwrap()),
+        vec![0.0, 2.0, 4.0]
+    );
     let ints = Tensor::arange(1.0, 4.0, 1.0, DType::I32, device).unwrap();
     assert_eq!(ints.to_vec::<i32>().unwrap(), vec![1, 2, 3]);
     let r = Tensor::randint(-3, 3, &[1000], device).unwrap();
     let v = r.to_vec::<i32>().unwrap();
     assert!(v.iter().all(|&x| (-3..3).contains(&x)));
     assert!(v.contains(&-3) && v.contains(&2));
-    assert_eq!(Tensor::scalar(7.0, DType::F32, device).unwrap().item_f64().unwrap(), 7.0);
+    assert_eq!(
+        Tensor::scalar(7.0, DType::F32, device)
+            .unwrap()
+            .item_f64()
+            .unwrap(),
+        7.0
+    );
 }
 
 fn random_is_seeded(device: &Device) {
@@ -40,14 +55,42 @@ fn unary_values(device: &Device) {
     close(x.neg(), &[2.0, 0.5, 0.0, -0.5, -2.0], "neg");
     close(x.abs(), &[2.0, 0.5, 0.0, 0.5, 2.0], "abs");
     close(x.relu(), &[0.0, 0.0, 0.0, 0.5, 2.0], "relu");
-    close(x.exp(), &[0.135_335_28, 0.606_530_66, 1.0, 1.648_721_3, 7.389_056], "exp");
-    close(x.tanh(), &[-0.964_027_6, -0.462_117_16, 0.0, 0.462_117_16, 0.964_027_6], "tanh");
-    close(x.sigmoid(), &[0.119_202_92, 0.377_540_67, 0.5, 0.622_459_3, 0.880_797_1], "sigmoid");
-    close(x.gelu(), &[-0.045_500_26, -0.154_268_8, 0.0, 0.345_731_2, 1.954_499_7], "gelu");
-    close(x.silu(), &[-0.238_405_84, -0.188_770_33, 0.0, 0.311_229_67, 1.761_594_2], "silu");
+    close(
+        x.exp(),
+        &[0.135_335_28, 0.606_530_66, 1.0, 1.648_721_3, 7.389_056],
+        "exp",
+    );
+    close(
+        x.tanh(),
+        &[-0.964_027_6, -0.462_117_16, 0.0, 0.462_117_16, 0.964_027_6],
+        "tanh",
+    );
+    close(
+        x.sigmoid(),
+        &[0.119_202_92, 0.377_540_67, 0.5, 0.622_459_3, 0.880_797_1],
+        "sigmoid",
+    );
+    close(
+        x.gelu(),
+        &[-0.045_500_26, -0.154_268_8, 0.0, 0.345_731_2, 1.954_499_7],
+        "gelu",
+    );
+    close(
+        x.silu(),
+        &[-0.238_405_84, -0.188_770_33, 0.0, 0.311_229_67, 1.761_594_2],
+        "silu",
+    );
     close(x.clamp(-1.0, 1.0), &[-1.0, -0.5, 0.0, 0.5, 1.0], "clamp");
-    close(x.abs().unwrap().sqrt(), &[1.414_213_5, 0.707_106_8, 0.0, 0.707_106_8, 1.414_213_5], "sqrt");
-    close(x.pow_scalar(2.0), &[4.0, 0.25, 0.0, 0.25, 4.0], "pow_scalar");
+    close(
+        x.abs().unwrap().sqrt(),
+        &[1.414_213_5, 0.707_106_8, 0.0, 0.707_106_8, 1.414_213_5],
+        "sqrt",
+    );
+    close(
+        x.pow_scalar(2.0),
+        &[4.0, 0.25, 0.0, 0.25, 4.0],
+        "pow_scalar",
+    );
     // Guarded against overflow: large |x| saturates instead of giving NaN.
     let big = tensor(&[-1000.0, 1000.0], &[2], device);
     close(big.sigmoid(), &[0.0, 1.0], "sigmoid saturates");
@@ -60,17 +103,26 @@ fn binary_broadcasting(device: &Device) {
     let sum = a.add(&b).unwrap();
     assert_eq!(sum.shape(), &[3, 2]);
     assert_eq!(values(&sum), vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
-    assert_eq!(values(&a.mul(&b).unwrap()), vec![10.0, 20.0, 20.0, 40.0, 30.0, 60.0]);
+    assert_eq!(
+        values(&a.mul(&b).unwrap()),
+        vec![10.0, 20.0, 20.0, 40.0, 30.0, 60.0]
+    );
     assert_eq!(values(&b.div_scalar(10.0).unwrap()), vec![1.0, 2.0]);
     assert_eq!(values(&b.rsub_scalar(30.0).unwrap()), vec![20.0, 10.0]);
-    assert_eq!(values(&a.maximum(&tensor(&[2.0], &[1], device)).unwrap()), vec![2.0, 2.0, 3.0]);
+    assert_eq!(
+        values(&a.maximum(&tensor(&[2.0], &[1], device)).unwrap()),
+        vec![2.0, 2.0, 3.0]
+    );
     let lt = a.lt_scalar(2.5).unwrap();
     assert_eq!(lt.dtype(), DType::Bool);
     assert_eq!(lt.to_vec::<bool>().unwrap(), vec![true, true, false]);
     let picked = Tensor::where_(&lt, &a, &a.neg().unwrap()).unwrap();
     assert_eq!(values(&picked), vec![1.0, 2.0, -3.0]);
     let ia = Tensor::from_vec(vec![7i32, -8, 9], &[3], device).unwrap();
-    assert_eq!(ia.add_scalar(1.0).unwrap().to_vec::<i32>().unwrap(), vec![8, -7, 10]);
+    assert_eq!(
+        ia.add_scalar(1.0).unwrap().to_vec::<i32>().unwrap(),
+        vec![8, -7, 10]
+    );
 }
 
 fn reductions(device: &Device) {
@@ -82,12 +134,33 @@ fn reductions(device: &Device) {
     assert_eq!(values(&x.mean(&[-1], false).unwrap()), vec![3.0, 4.0]);
     assert_eq!(values(&x.max(&[1], false).unwrap()), vec![5.0, 6.0]);
     assert_eq!(values(&x.min(&[0], false).unwrap()), vec![1.0, 2.0, 3.0]);
-    assert_eq!(x.argmax(1, false).unwrap().to_vec::<i32>().unwrap(), vec![1, 2]);
-    assert_eq!(x.argmin(0, false).unwrap().to_vec::<i32>().unwrap(), vec![0, 1, 0]);
-    assert_close(&values(&x.var(&[1], false, true).unwrap()), &[4.0, 4.0], 1e-6, 1e-6, "var");
-    assert_close(&values(&x.var(&[1], false, false).unwrap()), &[8.0 / 3.0, 8.0 / 3.0], 1e-6, 1e-6, "var biased");
+    assert_eq!(
+        x.argmax(1, false).unwrap().to_vec::<i32>().unwrap(),
+        vec![1, 2]
+    );
+    assert_eq!(
+        x.argmin(0, false).unwrap().to_vec::<i32>().unwrap(),
+        vec![0, 1, 0]
+    );
+    assert_close(
+        &values(&x.var(&[1], false, true).unwrap()),
+        &[4.0, 4.0],
+        1e-6,
+        1e-6,
+        "var",
+    );
+    assert_close(
+        &values(&x.var(&[1], false, false).unwrap()),
+        &[8.0 / 3.0, 8.0 / 3.0],
+        1e-6,
+        1e-6,
+        "var biased",
+    );
     // Reducing a transposed view.
-    assert_eq!(values(&x.t().unwrap().sum(&[1], false).unwrap()), vec![5.0, 7.0, 9.0]);
+    assert_eq!(
+        values(&x.t().unwrap().sum(&[1], false).unwrap()),
+        vec![5.0, 7.0, 9.0]
+    );
     // Empty tensors sum to zero.
     let empty = Tensor::zeros(&[0, 3], DType::F32, device).unwrap();
     assert_eq!(values(&empty.sum(&[0], false).unwrap()), vec![0.0; 3]);
@@ -96,24 +169,42 @@ fn reductions(device: &Device) {
 fn matmul_cases(device: &Device) {
     let a = tensor(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], device);
     let b = tensor(&[7.0, 8.0, 9.0, 10.0, 11.0, 12.0], &[3, 2], device);
-    assert_eq!(values(&a.matmul(&b).unwrap()), vec![58.0, 64.0, 139.0, 154.0]);
+    assert_eq!(
+        values(&a.matmul(&b).unwrap()),
+        vec![58.0, 64.0, 139.0, 154.0]
+    );
     // Transposed operand (a view), vector operands, batch broadcasting.
-    assert_eq!(values(&a.matmul(&a.t().unwrap()).unwrap()), vec![14.0, 32.0, 32.0, 77.0]);
+    assert_eq!(
+        values(&a.matmul(&a.t().unwrap()).unwrap()),
+        vec![14.0, 32.0, 32.0, 77.0]
+    );
     let v = tensor(&[1.0, 1.0, 1.0], &[3], device);
     assert_eq!(values(&a.matmul(&v).unwrap()), vec![6.0, 15.0]);
     let batched = Tensor::stack(&[&a, &a.mul_scalar(2.0).unwrap()], 0).unwrap();
     let out = batched.matmul(&b).unwrap();
     assert_eq!(out.shape(), &[2, 2, 2]);
-    assert_eq!(values(&out), vec![58.0, 64.0, 139.0, 154.0, 116.0, 128.0, 278.0, 308.0]);
+    assert_eq!(
+        values(&out),
+        vec![58.0, 64.0, 139.0, 154.0, 116.0, 128.0, 278.0, 308.0]
+    );
     let bb = Tensor::stack(&[&b, &b], 0).unwrap().unsqueeze(0).unwrap(); // [1, 2, 3, 2]
     assert_eq!(batched.matmul(&bb).unwrap().shape(), &[1, 2, 2, 2]);
 }
 
 fn views_and_joins(device: &Device) {
-    let x = Tensor::arange(0.0, 12.0, 1.0, DType::F32, device).unwrap().reshape([3, 4]).unwrap();
-    assert_eq!(values(&x.narrow(1, 1, 2).unwrap()), vec![1.0, 2.0, 5.0, 6.0, 9.0, 10.0]);
+    let x = Tensor::arange(0.0, 12.0, 1.0, DType::F32, device)
+        .unwrap()
+        .reshape([3, 4])
+        .unwrap();
+    assert_eq!(
+        values(&x.narrow(1, 1, 2).unwrap()),
+        vec![1.0, 2.0, 5.0, 6.0, 9.0, 10.0]
+    );
     assert_eq!(x.reshape([-1, 6]).unwrap().shape(), &[2, 6]);
-    assert_eq!(values(&x.t().unwrap().contiguous().unwrap())[..4], [0.0, 4.0, 8.0, 1.0]);
+    assert_eq!(
+        values(&x.t().unwrap().contiguous().unwrap())[..4],
+        [0.0, 4.0, 8.0, 1.0]
+    );
     assert_eq!(x.unsqueeze(0).unwrap().shape(), &[1, 3, 4]);
     assert_eq!(x.unsqueeze(0).unwrap().squeeze(0).unwrap().shape(), &[3, 4]);
     assert_eq!(x.permute(&[1, 0]).unwrap().shape(), &[4, 3]);
@@ -121,30 +212,50 @@ fn views_and_joins(device: &Device) {
     assert_eq!(parts.len(), 2);
     assert_eq!(values(&parts[1]), vec![2.0, 3.0, 6.0, 7.0, 10.0, 11.0]);
     let split = x.split(2, 0).unwrap();
-    assert_eq!(split.iter().map(|t| t.shape()[0]).collect::<Vec<_>>(), vec![2, 1]);
+    assert_eq!(
+        split.iter().map(|t| t.shape()[0]).collect::<Vec<_>>(),
+        vec![2, 1]
+    );
     let joined = Tensor::cat(&[&split[1], &split[0]], 0).unwrap();
     assert_eq!(values(&joined)[..4], [8.0, 9.0, 10.0, 11.0]);
     let stacked = Tensor::stack(&[&x, &x], 1).unwrap();
     assert_eq!(stacked.shape(), &[3, 2, 4]);
-    let expanded = tensor(&[1.0, 2.0], &[2, 1], device).expand(&[2, 3]).unwrap();
+    let expanded = tensor(&[1.0, 2.0], &[2, 1], device)
+        .expand(&[2, 3])
+        .unwrap();
     assert_eq!(values(&expanded), vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
     // A transposed reshape copies; flatten merges dims.
-    assert_eq!(values(&x.t().unwrap().reshape([12]).unwrap())[..3], [0.0, 4.0, 8.0]);
-    assert_eq!(x.unsqueeze(0).unwrap().flatten(1, -1).unwrap().shape(), &[1, 12]);
+    assert_eq!(
+        values(&x.t().unwrap().reshape([12]).unwrap())[..3],
+        [0.0, 4.0, 8.0]
+    );
+    assert_eq!(
+        x.unsqueeze(0).unwrap().flatten(1, -1).unwrap().shape(),
+        &[1, 12]
+    );
 }
 
 fn indexing(device: &Device) {
     let x = tensor(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2], device);
     let idx = Tensor::from_vec(vec![2i32, 0], &[2], device).unwrap();
-    assert_eq!(values(&x.index_select(0, &idx).unwrap()), vec![5.0, 6.0, 1.0, 2.0]);
+    assert_eq!(
+        values(&x.index_select(0, &idx).unwrap()),
+        vec![5.0, 6.0, 1.0, 2.0]
+    );
     let g = Tensor::from_vec(vec![1i32, 0, 0], &[3, 1], device).unwrap();
     assert_eq!(values(&x.gather(1, &g).unwrap()), vec![2.0, 3.0, 5.0]);
     let base = Tensor::zeros(&[2, 3], DType::F32, device).unwrap();
     let sidx = Tensor::from_vec(vec![0i32, 0, 2, 1], &[2, 2], device).unwrap();
     let src = tensor(&[1.0, 2.0, 3.0, 4.0], &[2, 2], device);
-    assert_eq!(values(&base.scatter_add(1, &sidx, &src).unwrap()), vec![3.0, 0.0, 0.0, 0.0, 4.0, 3.0]);
+    assert_eq!(
+        values(&base.scatter_add(1, &sidx, &src).unwrap()),
+        vec![3.0, 0.0, 0.0, 0.0, 4.0, 3.0]
+    );
     let labels = Tensor::from_vec(vec![0i32, 2], &[2], device).unwrap();
-    assert_eq!(values(&labels.one_hot(3, DType::F32).unwrap()), vec![1.0, 0.0, 0.0, 0.0, 0.0, 1.0]);
+    assert_eq!(
+        values(&labels.one_hot(3, DType::F32).unwrap()),
+        vec![1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    );
     // Out-of-range indices are errors, not crashes.
     let bad = Tensor::from_vec(vec![3i32], &[1], device).unwrap();
     assert!(x.index_select(0, &bad).is_err());
@@ -154,58 +265,129 @@ fn composites(device: &Device) {
     let x = tensor(&[1.0, 2.0, 3.0, 1.0, 1.0, 1.0], &[2, 3], device);
     assert_close(
         &values(&x.softmax(-1).unwrap()),
-        &[0.090_030_57, 0.244_728_48, 0.665_240_94, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0],
+        &[
+            0.090_030_57,
+            0.244_728_48,
+            0.665_240_94,
+            1.0 / 3.0,
+            1.0 / 3.0,
+            1.0 / 3.0,
+        ],
         1e-6,
         1e-5,
         "softmax",
     );
     assert_close(
         &values(&x.log_softmax(1).unwrap()),
-        &[-2.407_605_6, -1.407_605_6, -0.407_605_6, -1.098_612_3, -1.098_612_3, -1.098_612_3],
+        &[
+            -2.407_605_6,
+            -1.407_605_6,
+            -0.407_605_6,
+            -1.098_612_3,
+            -1.098_612_3,
+            -1.098_612_3,
+        ],
         1e-5,
         1e-5,
         "log_softmax",
     );
-    assert_close(&values(&x.logsumexp(&[1], false).unwrap()), &[3.407_605_6, 2.098_612_3], 1e-5, 1e-5, "logsumexp");
+    assert_close(
+        &values(&x.logsumexp(&[1], false).unwrap()),
+        &[3.407_605_6, 2.098_612_3],
+        1e-5,
+        1e-5,
+        "logsumexp",
+    );
     // Stable for huge logits.
     let big = tensor(&[1000.0, 0.0], &[1, 2], device);
-    assert_close(&values(&big.softmax(1).unwrap()), &[1.0, 0.0], 1e-6, 0.0, "softmax stable");
+    assert_close(
+        &values(&big.softmax(1).unwrap()),
+        &[1.0, 0.0],
+        1e-6,
+        0.0,
+        "softmax stable",
+    );
 }
 
 fn convolution_and_pooling(device: &Device) {
     // 1 image, 1 channel, 3x3, a 2x2 kernel of ones: sums of each 2x2 window.
-    let x = Tensor::arange(1.0, 10.0, 1.0, DType::F32, device).unwrap().reshape([1, 1, 3, 3]).unwrap();
+    let x = Tensor::arange(1.0, 10.0, 1.0, DType::F32, device)
+        .unwrap()
+        .reshape([1, 1, 3, 3])
+        .unwrap();
     let w = Tensor::ones(&[1, 1, 2, 2], DType::F32, device).unwrap();
     let y = x.conv2d(&w, None, Conv2dParams::default()).unwrap();
     assert_eq!(y.shape(), &[1, 1, 2, 2]);
     assert_eq!(values(&y), vec![12.0, 16.0, 24.0, 28.0]);
     let padded = x
-        .conv2d(&w, Some(&tensor(&[0.5], &[1], device)), Conv2dParams { padding: (1, 1), stride: (2, 2), ..Default::default() })
+        .conv2d(
+            &w,
+            Some(&tensor(&[0.5], &[1], device)),
+            Conv2dParams {
+                padding: (1, 1),
+                stride: (2, 2),
+                ..Default::default()
+            },
+        )
         .unwrap();
     assert_eq!(padded.shape(), &[1, 1, 2, 2]);
     assert_eq!(values(&padded), vec![1.5, 5.5, 11.5, 28.5]);
     // Groups: two channels, each convolved with its own kernel.
     let two = Tensor::cat(&[&x, &x.mul_scalar(10.0).unwrap()], 1).unwrap();
     let wg = Tensor::cat(&[&w, &w.mul_scalar(2.0).unwrap()], 0).unwrap();
-    let yg = two.conv2d(&wg, None, Conv2dParams { groups: 2, ..Default::default() }).unwrap();
-    assert_eq!(values(&yg), vec![12.0, 16.0, 24.0, 28.0, 240.0, 320.0, 480.0, 560.0]);
-    assert_eq!(values(&x.max_pool2d((2, 2), (1, 1), (0, 0)).unwrap()), vec![5.0, 6.0, 8.0, 9.0]);
-    assert_eq!(values(&x.avg_pool2d((2, 2), (1, 1), (0, 0)).unwrap()), vec![3.0, 4.0, 6.0, 7.0]);
-    assert_eq!(values(&x.max_pool2d((2, 2), (2, 2), (1, 1)).unwrap()), vec![1.0, 3.0, 7.0, 9.0]);
+    let yg = two
+        .conv2d(
+            &wg,
+            None,
+            Conv2dParams {
+                groups: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        values(&yg),
+        vec![12.0, 16.0, 24.0, 28.0, 240.0, 320.0, 480.0, 560.0]
+    );
+    assert_eq!(
+        values(&x.max_pool2d((2, 2), (1, 1), (0, 0)).unwrap()),
+        vec![5.0, 6.0, 8.0, 9.0]
+    );
+    assert_eq!(
+        values(&x.avg_pool2d((2, 2), (1, 1), (0, 0)).unwrap()),
+        vec![3.0, 4.0, 6.0, 7.0]
+    );
+    assert_eq!(
+        values(&x.max_pool2d((2, 2), (2, 2), (1, 1)).unwrap()),
+        vec![1.0, 3.0, 7.0, 9.0]
+    );
 }
 
 fn dtype_conversions(device: &Device) {
     let x = tensor(&[1.5, -2.5, 3.0], &[3], device);
-    assert_eq!(x.to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap(), vec![1, -2, 3]);
+    assert_eq!(
+        x.to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap(),
+        vec![1, -2, 3]
+    );
     if device.supports_f16() {
         let h = x.to_dtype(DType::F16).unwrap();
         assert_eq!(h.dtype(), DType::F16);
-        assert_eq!(values(&h.to_dtype(DType::F32).unwrap()), vec![1.5, -2.5, 3.0]);
+        assert_eq!(
+            values(&h.to_dtype(DType::F32).unwrap()),
+            vec![1.5, -2.5, 3.0]
+        );
     }
-    let moved = x.to_device(&Device::Cpu).unwrap().to_device(device).unwrap();
+    let moved = x
+        .to_device(&Device::Cpu)
+        .unwrap()
+        .to_device(device)
+        .unwrap();
     assert_eq!(values(&moved), vec![1.5, -2.5, 3.0]);
     let display = format!("{x}");
-    assert!(display.starts_with("tensor([ 1.5000, -2.5000,  3.0000]"), "{display}");
+    assert!(
+        display.starts_with("tensor([ 1.5000, -2.5000,  3.0000]"),
+        "{display}"
+    );
     assert!(display.contains("dtype=float32"), "{display}");
 }
 

@@ -12,7 +12,12 @@ fn shape_strategy() -> impl Strategy<Value = Vec<usize>> {
 /// Values 0, 1, 2, ... as f64 (exact in every float dtype we use here).
 fn counting(shape: &[usize]) -> Tensor {
     let n: usize = shape.iter().product();
-    Tensor::from_vec((0..n).map(|i| i as f64).collect::<Vec<f64>>(), shape, &Device::Cpu).unwrap()
+    Tensor::from_vec(
+        (0..n).map(|i| i as f64).collect::<Vec<f64>>(),
+        shape,
+        &Device::Cpu,
+    )
+    .unwrap()
 }
 
 fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {

@@ -21,6 +21,7 @@
 //! # Ok::<(), anygrad_core::Error>(())
 //! ```
 
+pub mod amp;
 pub mod checkpoint;
 pub mod init;
 pub mod layers;
@@ -28,6 +29,7 @@ pub mod loss;
 pub mod module;
 pub mod optim;
 
+pub use amp::GradScaler;
 pub use checkpoint::{
     load_checkpoint, load_optimizer, load_safetensors, load_safetensors_with, load_state_into,
     load_tensors, save_checkpoint, save_optimizer, save_safetensors, save_tensors, LoadReport,

@@ -53,6 +53,8 @@ pub struct TrainConfig {
     pub resume: Option<PathBuf>,
     /// Use at most this many training images (MNIST; for quick runs).
     pub limit_train: Option<usize>,
+    /// Mixed precision: matmul/conv in f16 under autocast, dynamic loss scaling.
+    pub amp: bool,
 }
 
 impl Default for TrainConfig {
@@ -70,6 +72,7 @@ impl Default for TrainConfig {
             save: None,
             resume: None,
             limit_train: None,
+            amp: false,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! the device.
 
 use anygrad_core::{Device, Error, Result};
-use anygrad_data::{digits_standardized_split, DataLoader, Dataset, Mnist, PixelScaling, TensorDataset};
+use anygrad_data::{
+    digits_standardized_split, DataLoader, Dataset, Mnist, PixelScaling, TensorDataset,
+};
 
 use crate::config::{DatasetKind, ModelKind, TrainConfig};
 
@@ -25,15 +27,24 @@ pub struct LoadedData {
 pub fn load_data(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
     match config.dataset {
         DatasetKind::Digits => {
-            let (train, test, _scaler) = digits_standardized_split(config.test_fraction, config.seed, device)?;
+            let (train, test, _scaler) =
+                digits_standardized_split(config.test_fraction, config.seed, device)?;
             let (train_len, test_len) = (train.len(), test.len());
             let (train, test) = match config.model {
                 ModelKind::Mlp => (train, test),
-                ModelKind::Cnn => (reshape_features(train, &[1, 8, 8])?, reshape_features(test, &[1, 8, 8])?),
+                ModelKind::Cnn => (
+                    reshape_features(train, &[1, 8, 8])?,
+                    reshape_features(test, &[1, 8, 8])?,
+                ),
             };
             Ok(LoadedData {
-                train: DataLoader::new(train, config.batch_size)?.shuffle(config.seed).to_device(device).device_resident(true),
-                test: DataLoader::new(test, 256)?.to_device(device).device_resident(true),
+                train: DataLoader::new(train, config.batch_size)?
+                    .shuffle(config.seed)
+                    .to_device(device)
+                    .device_resident(true),
+                test: DataLoader::new(test, 256)?
+                    .to_device(device)
+                    .device_resident(true),
                 train_len,
                 test_len,
                 features: 64,
@@ -59,8 +70,13 @@ pub fn load_data(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
             }
             let (train_len, test_len) = (train.len(), test.len());
             Ok(LoadedData {
-                train: DataLoader::new(train, config.batch_size)?.shuffle(config.seed).to_device(device).device_resident(true),
-                test: DataLoader::new(test, 500)?.to_device(device).device_resident(true),
+                train: DataLoader::new(train, config.batch_size)?
+                    .shuffle(config.seed)
+                    .to_device(device)
+                    .device_resident(true),
+                test: DataLoader::new(test, 500)?
+                    .to_device(device)
+                    .device_resident(true),
                 train_len,
                 test_len,
                 features: 784,

@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use anygrad_core::{no_grad, random, DType, Device, Error, Result, Tensor};
+use anygrad_core::{autocast, no_grad, random, DType, Device, Error, Result, Tensor};
 use anygrad_data::DataLoader;
 use anygrad_models::{Mlp, SmallCnn};
-use anygrad_nn::{load_checkpoint, save_checkpoint, Adam, AdamConfig, AdamW, CrossEntropyLoss, Module, Optimizer, Sgd, SgdConfig};
+use anygrad_nn::{
+    load_checkpoint, save_checkpoint, Adam, AdamConfig, AdamW, CrossEntropyLoss, GradScaler,
+    Module, Optimizer, Sgd, SgdConfig,
+};
 use serde::Serialize;
 
 use crate::config::{ModelKind, OptimizerKind, TrainConfig};
@@ -42,7 +45,11 @@ pub enum Event<'a> {
     /// Training of an epoch starts with this many batches.
     EpochStart { epoch: usize, batches: usize },
     /// One batch finished, with its loss (read back only every few batches: reading blocks).
-    Batch { epoch: usize, index: usize, loss: Option<f64> },
+    Batch {
+        epoch: usize,
+        index: usize,
+        loss: Option<f64>,
+    },
     /// An epoch finished.
     EpochEnd(&'a EpochReport),
 }
@@ -51,39 +58,55 @@ pub enum Event<'a> {
 pub fn build_model(kind: ModelKind, data: &LoadedData, device: &Device) -> Result<Box<dyn Module>> {
     Ok(match kind {
         ModelKind::Mlp if data.features == 64 => Box::new(Mlp::new(device)?),
-        ModelKind::Mlp => Box::new(Mlp::with_sizes(&[data.features, 128, 64, data.classes], device)?),
+        ModelKind::Mlp => Box::new(Mlp::with_sizes(
+            &[data.features, 128, 64, data.classes],
+            device,
+        )?),
         ModelKind::Cnn if data.image_side == 28 => Box::new(SmallCnn::new(device)?),
-        ModelKind::Cnn => {
-            return Err(Error::invalid(
-                "train",
-                "the CNN is built for 28x28 images (mnist, fashion-mnist); use --model mlp for digits",
-            ))
-        }
+        ModelKind::Cnn => return Err(Error::invalid(
+            "train",
+            "the CNN is built for 28x28 images (mnist, fashion-mnist); use --model mlp for digits",
+        )),
     })
 }
 
 /// Create the optimizer once, over the model's parameters.
-pub fn build_optimizer(kind: OptimizerKind, learning_rate: f64, model: &dyn Module) -> Result<Box<dyn Optimizer>> {
+pub fn build_optimizer(
+    kind: OptimizerKind,
+    learning_rate: f64,
+    model: &dyn Module,
+) -> Result<Box<dyn Optimizer>> {
     let parameters = model.named_parameter_slots();
     Ok(match kind {
-        OptimizerKind::Sgd => Box::new(Sgd::new(parameters, SgdConfig::new(learning_rate).momentum(0.9))?),
+        OptimizerKind::Sgd => Box::new(Sgd::new(
+            parameters,
+            SgdConfig::new(learning_rate).momentum(0.9),
+        )?),
         OptimizerKind::Adam => Box::new(Adam::new(parameters, AdamConfig::new(learning_rate))?),
-        OptimizerKind::AdamW => Box::new(AdamW::new(parameters, AdamConfig::new(learning_rate).weight_decay(0.01))?),
+        OptimizerKind::AdamW => Box::new(AdamW::new(
+            parameters,
+            AdamConfig::new(learning_rate).weight_decay(0.01),
+        )?),
     })
 }
 
 fn correct_predictions(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
     let predicted = logits.argmax(1, false)?;
-    predicted.eq(&labels.to_dtype(DType::I32)?)?.to_dtype(DType::F32)?.sum_all()
+    predicted
+        .eq(&labels.to_dtype(DType::I32)?)?
+        .to_dtype(DType::F32)?
+        .sum_all()
 }
 
 /// One training epoch; returns (mean loss, accuracy). Losses and correct counts are summed on
-/// the device and read back once at the end, so the GPU is never waited on per batch.
+/// the device and read back once at the end, so the GPU is never waited on per batch. With a
+/// `scaler`, forward and loss run under f16 autocast and the loss is scaled for backward.
 pub fn train_epoch(
     model: &dyn Module,
     optimizer: &mut dyn Optimizer,
     loader: &DataLoader,
     epoch: usize,
+    mut scaler: Option<&mut GradScaler>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(f64, f64)> {
     model.train();
@@ -96,15 +119,34 @@ pub fn train_epoch(
     for (index, batch) in loader.iter_epoch(epoch as u64).enumerate() {
         let (inputs, labels) = batch?;
         optimizer.zero_grad();
-        let logits = model.forward(&inputs)?;
-        let loss = loss_fn.forward(&logits, &labels)?;
-        loss.backward()?;
-        optimizer.step()?;
+        let (logits, loss) = {
+            let _autocast = match scaler {
+                Some(_) => Some(autocast(DType::F16, inputs.device())?),
+                None => None,
+            };
+            let logits = model.forward(&inputs)?;
+            let loss = loss_fn.forward(&logits, &labels)?;
+            (logits, loss)
+        };
+        match scaler.as_deref_mut() {
+            Some(scaler) => {
+                scaler.scale(&loss)?.backward()?;
+                scaler.step(optimizer)?;
+                scaler.update();
+            }
+            None => {
+                loss.backward()?;
+                optimizer.step()?;
+            }
+        }
         let count = labels.shape()[0];
         seen += count;
         {
             let _guard = no_grad();
-            let weighted = loss.detach().mul_scalar(count as f64)?;
+            let weighted = loss
+                .detach()
+                .to_dtype(DType::F32)?
+                .mul_scalar(count as f64)?;
             let correct = correct_predictions(&logits.detach(), &labels)?;
             loss_sum = Some(match loss_sum {
                 Some(sum) => sum.add(&weighted)?,
@@ -115,7 +157,11 @@ pub fn train_epoch(
                 None => correct,
             });
         }
-        let report_loss = if index % 10 == 0 { Some(loss.item_f64()?) } else { None };
+        let report_loss = if index % 10 == 0 {
+            Some(loss.item_f64()?)
+        } else {
+            None
+        };
         on_event(Event::Batch {
             epoch,
             index,
@@ -124,7 +170,10 @@ pub fn train_epoch(
     }
     let total = seen.max(1) as f64;
     let loss = loss_sum.map(|t| t.item_f64()).transpose()?.unwrap_or(0.0) / total;
-    let correct = correct_sum.map(|t| t.item_f64()).transpose()?.unwrap_or(0.0);
+    let correct = correct_sum
+        .map(|t| t.item_f64())
+        .transpose()?
+        .unwrap_or(0.0);
     Ok((loss, correct / total))
 }
 
@@ -150,12 +199,22 @@ pub fn evaluate(model: &dyn Module, loader: &DataLoader) -> Result<(f64, f64)> {
 }
 
 /// Run a whole configured training job on `device`.
-pub fn run(config: &TrainConfig, device: &Device, on_event: &mut dyn FnMut(Event)) -> Result<TrainSummary> {
+pub fn run(
+    config: &TrainConfig,
+    device: &Device,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<TrainSummary> {
     if config.epochs == 0 {
         return Err(Error::invalid("train", "--epochs must be at least 1"));
     }
     if !(config.learning_rate > 0.0 && config.learning_rate.is_finite()) {
-        return Err(Error::invalid("train", format!("learning rate {} must be a positive number", config.learning_rate)));
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "learning rate {} must be a positive number",
+                config.learning_rate
+            ),
+        ));
     }
     random::manual_seed(config.seed);
     let data = load_data(config, device)?;
@@ -167,7 +226,12 @@ pub fn run(config: &TrainConfig, device: &Device, on_event: &mut dyn FnMut(Event
         first_epoch = metadata
             .get("epoch")
             .and_then(|e| e.parse::<usize>().ok())
-            .ok_or_else(|| Error::format(path.display().to_string(), "checkpoint has no `epoch` metadata"))?;
+            .ok_or_else(|| {
+                Error::format(
+                    path.display().to_string(),
+                    "checkpoint has no `epoch` metadata",
+                )
+            })?;
         if let (Some(seed), Some(offset)) = (
             metadata.get("rng_seed").and_then(|v| v.parse().ok()),
             metadata.get("rng_offset").and_then(|v| v.parse().ok()),
@@ -175,11 +239,27 @@ pub fn run(config: &TrainConfig, device: &Device, on_event: &mut dyn FnMut(Event
             random::set_generator_state(seed, offset);
         }
     }
+    let mut scaler = config.amp.then(GradScaler::default);
+    if config.amp && !device.supports_f16() {
+        return Err(Error::Unsupported {
+            op: "train --amp",
+            dtype: DType::F16,
+            device: device.to_string(),
+            hint: "; this adapter cannot compute in f16: train without --amp".into(),
+        });
+    }
     let started = Instant::now();
     let mut epochs = Vec::new();
     for epoch in first_epoch..config.epochs {
         let epoch_start = Instant::now();
-        let (train_loss, train_accuracy) = train_epoch(model.as_ref(), optimizer.as_mut(), &data.train, epoch, on_event)?;
+        let (train_loss, train_accuracy) = train_epoch(
+            model.as_ref(),
+            optimizer.as_mut(),
+            &data.train,
+            epoch,
+            scaler.as_mut(),
+            on_event,
+        )?;
         let (test_loss, test_accuracy) = evaluate(model.as_ref(), &data.test)?;
         let report = EpochReport {
             epoch: epoch + 1,

@@ -21,4 +21,6 @@ mod fit;
 
 pub use config::{DatasetKind, ModelKind, OptimizerKind, TrainConfig};
 pub use data::{load_data, LoadedData};
-pub use fit::{build_model, build_optimizer, evaluate, run, train_epoch, EpochReport, Event, TrainSummary};
+pub use fit::{
+    build_model, build_optimizer, evaluate, run, train_epoch, EpochReport, Event, TrainSummary,
+};

@@ -5,7 +5,12 @@ use anygrad::{DType, Device, Result, Tensor};
 use super::{median, time_iterations, BenchResult};
 
 /// Benchmark `n x n` products for each size; dtype f32 or f16.
-pub fn run_matmul(device: &Device, sizes: &[usize], dtype: DType, seconds_per_case: f64) -> Result<Vec<BenchResult>> {
+pub fn run_matmul(
+    device: &Device,
+    sizes: &[usize],
+    dtype: DType,
+    seconds_per_case: f64,
+) -> Result<Vec<BenchResult>> {
     let mut results = Vec::new();
     for &n in sizes {
         let a = Tensor::randn(&[n, n], dtype, device)?;

@@ -6,7 +6,13 @@ use anygrad::{DType, Device, Result, Tensor};
 
 use super::{median, time_iterations, BenchResult};
 
-fn result(bench: &str, device: &Device, elements: usize, bytes_per_element: f64, samples: &[f64]) -> BenchResult {
+fn result(
+    bench: &str,
+    device: &Device,
+    elements: usize,
+    bytes_per_element: f64,
+    samples: &[f64],
+) -> BenchResult {
     let med = median(samples);
     BenchResult {
         bench: bench.into(),
@@ -26,7 +32,11 @@ fn result(bench: &str, device: &Device, elements: usize, bytes_per_element: f64,
 }
 
 /// `a*b + a` and a copy over `elements` f32 values.
-pub fn run_elementwise(device: &Device, elements: usize, iterations: usize) -> Result<Vec<BenchResult>> {
+pub fn run_elementwise(
+    device: &Device,
+    elements: usize,
+    iterations: usize,
+) -> Result<Vec<BenchResult>> {
     let a = Tensor::rand(&[elements], DType::F32, device)?;
     let b = Tensor::rand(&[elements], DType::F32, device)?;
     let fused = time_iterations(device, 3, iterations, || a.mul(&b)?.add(&a).map(drop))?;

@@ -1,7 +1,9 @@
 //! The digits MLP epoch (the training issue's figure): 64-128-64-10, Adam, batch 32, data
 //! resident on the device; milliseconds per epoch, median over several epochs after warm-up.
 
-use anygrad::train::{build_model, build_optimizer, load_data, train_epoch, OptimizerKind, TrainConfig};
+use anygrad::train::{
+    build_model, build_optimizer, load_data, train_epoch, OptimizerKind, TrainConfig,
+};
 use anygrad::{Device, Result};
 
 use super::{median, BenchResult};
@@ -15,7 +17,14 @@ pub fn run_mlp(device: &Device, epochs: usize) -> Result<Vec<BenchResult>> {
     let mut samples = Vec::new();
     for epoch in 0..epochs + 2 {
         let start = std::time::Instant::now();
-        train_epoch(model.as_ref(), optimizer.as_mut(), &data.train, epoch, &mut |_| {})?;
+        train_epoch(
+            model.as_ref(),
+            optimizer.as_mut(),
+            &data.train,
+            epoch,
+            None,
+            &mut |_| {},
+        )?;
         device.synchronize()?;
         if epoch >= 2 {
             samples.push(start.elapsed().as_secs_f64() * 1e3);

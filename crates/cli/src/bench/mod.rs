@@ -44,7 +44,12 @@ pub struct BenchResult {
 
 /// Time `work` (which must leave the device idle: it synchronizes) `iterations` times after
 /// `warmup` untimed runs; returns per-iteration milliseconds, sorted.
-pub fn time_iterations(device: &Device, warmup: usize, iterations: usize, mut work: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+pub fn time_iterations(
+    device: &Device,
+    warmup: usize,
+    iterations: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<Vec<f64>> {
     for _ in 0..warmup {
         work()?;
     }
@@ -89,8 +94,15 @@ pub fn report(results: &[BenchResult], json: bool) {
         "bench", "device", "dtype", "size", "median ms", "min ms", "max ms", "result"
     );
     for r in results {
-        let memory = r.peak_memory_bytes.map(|b| format!("  peak {:.0} MiB", b as f64 / 1048576.0)).unwrap_or_default();
-        let note = r.note.as_ref().map(|n| format!("  ({n})")).unwrap_or_default();
+        let memory = r
+            .peak_memory_bytes
+            .map(|b| format!("  peak {:.0} MiB", b as f64 / 1048576.0))
+            .unwrap_or_default();
+        let note = r
+            .note
+            .as_ref()
+            .map(|n| format!("  ({n})"))
+            .unwrap_or_default();
         println!(
             "{:<14} {:<26} {:<6} {:>12} {:>11.3} {:>11.3} {:>11.3} {:>9.1} {}{memory}{note}",
             r.bench, r.device, r.dtype, r.size, r.median_ms, r.min_ms, r.max_ms, r.value, r.unit

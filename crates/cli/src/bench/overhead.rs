@@ -23,7 +23,10 @@ pub fn run_overhead(device: &Device, ops: usize, repeats: usize) -> Result<Vec<B
     }
     let last = x.to_vec::<f32>()?[0];
     if last != ops as f32 {
-        return Err(anygrad::Error::invalid("bench overhead", format!("chain computed {last}, expected {ops}")));
+        return Err(anygrad::Error::invalid(
+            "bench overhead",
+            format!("chain computed {last}, expected {ops}"),
+        ));
     }
     let med = median(&samples);
     let per_op = |ms: f64| ms * 1e3 / ops as f64;

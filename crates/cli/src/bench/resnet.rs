@@ -5,11 +5,20 @@
 
 use anygrad::models::ResNet;
 use anygrad::nn::{CrossEntropyLoss, Module, Optimizer, Sgd, SgdConfig};
-use anygrad::{empty_cache, memory_stats, no_grad, reset_peak_memory, DType, Device, Error, Result, Tensor};
+use anygrad::{
+    empty_cache, memory_stats, no_grad, reset_peak_memory, DType, Device, Error, Result, Tensor,
+};
 
 use super::{median, time_iterations, BenchResult};
 
-fn result(bench: &str, device: &Device, size: String, samples: &[f64], value: f64, unit: &'static str) -> BenchResult {
+fn result(
+    bench: &str,
+    device: &Device,
+    size: String,
+    samples: &[f64],
+    value: f64,
+    unit: &'static str,
+) -> BenchResult {
     BenchResult {
         bench: bench.into(),
         framework: "anygrad",
@@ -27,7 +36,12 @@ fn result(bench: &str, device: &Device, size: String, samples: &[f64], value: f6
     }
 }
 
-fn inference_samples(model: &ResNet, device: &Device, batch: usize, iterations: usize) -> Result<Vec<f64>> {
+fn inference_samples(
+    model: &ResNet,
+    device: &Device,
+    batch: usize,
+    iterations: usize,
+) -> Result<Vec<f64>> {
     let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, device)?;
     let _guard = no_grad();
     time_iterations(device, 2, iterations, || model.forward(&images).map(drop))
@@ -45,26 +59,44 @@ fn cpu_images_per_second() -> Result<f64> {
 }
 
 /// Inference at each batch size (`0` = auto: double from 16 until out of memory).
-pub fn run_resnet18(device: &Device, batches: &[usize], with_cpu_baseline: bool) -> Result<Vec<BenchResult>> {
+pub fn run_resnet18(
+    device: &Device,
+    batches: &[usize],
+    with_cpu_baseline: bool,
+) -> Result<Vec<BenchResult>> {
     let model = ResNet::resnet18(1000, device)?;
     model.eval();
-    let cpu_rate = if with_cpu_baseline && device.is_gpu() { Some(cpu_images_per_second()?) } else { None };
+    let cpu_rate = if with_cpu_baseline && device.is_gpu() {
+        Some(cpu_images_per_second()?)
+    } else {
+        None
+    };
     let mut results = Vec::new();
     let run_one = |batch: usize, results: &mut Vec<BenchResult>| -> Result<bool> {
         reset_peak_memory(device);
         match inference_samples(&model, device, batch, 10) {
             Ok(samples) => {
                 let rate = batch as f64 / (median(&samples) * 1e-3);
-                let mut r = result("resnet18", device, batch.to_string(), &samples, rate, "images/s");
+                let mut r = result(
+                    "resnet18",
+                    device,
+                    batch.to_string(),
+                    &samples,
+                    rate,
+                    "images/s",
+                );
                 r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
-                r.note = cpu_rate.map(|cpu| format!("{:.1}x anygrad cpu ({cpu:.1} images/s)", rate / cpu));
+                r.note = cpu_rate
+                    .map(|cpu| format!("{:.1}x anygrad cpu ({cpu:.1} images/s)", rate / cpu));
                 results.push(r);
                 Ok(true)
             }
             Err(Error::OutOfMemory { requested, .. }) => {
                 empty_cache(device);
                 let mut r = result("resnet18", device, batch.to_string(), &[], 0.0, "images/s");
-                r.note = Some(format!("OOM at batch {batch} (a {requested}-byte allocation failed)"));
+                r.note = Some(format!(
+                    "OOM at batch {batch} (a {requested}-byte allocation failed)"
+                ));
                 results.push(r);
                 Ok(false)
             }
@@ -98,7 +130,10 @@ pub fn run_resnet18(device: &Device, batches: &[usize], with_cpu_baseline: bool)
 pub fn run_resnet18_train(device: &Device, batch: usize) -> Result<Vec<BenchResult>> {
     let model = ResNet::resnet18(1000, device)?;
     model.train();
-    let mut optimizer = Sgd::new(model.named_parameter_slots(), SgdConfig::new(0.01).momentum(0.9))?;
+    let mut optimizer = Sgd::new(
+        model.named_parameter_slots(),
+        SgdConfig::new(0.01).momentum(0.9),
+    )?;
     let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, device)?;
     let labels = Tensor::randint(0, 1000, &[batch], device)?;
     let loss_fn = CrossEntropyLoss::new();
@@ -110,7 +145,14 @@ pub fn run_resnet18_train(device: &Device, batch: usize) -> Result<Vec<BenchResu
         optimizer.step()
     })?;
     let rate = batch as f64 / (median(&samples) * 1e-3);
-    let mut r = result("resnet18-train", device, batch.to_string(), &samples, rate, "images/s");
+    let mut r = result(
+        "resnet18-train",
+        device,
+        batch.to_string(),
+        &samples,
+        rate,
+        "images/s",
+    );
     r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
     Ok(vec![r])
 }

@@ -15,24 +15,83 @@ use crate::tensor::{Tensor, TensorId};
 
 /// How a tensor was produced, with what its derivative needs.
 pub(crate) enum GradFn {
-    Unary { input: Tensor, op: UnaryOp },
-    Binary { lhs: Tensor, rhs: Tensor, op: BinaryOp },
-    BinaryScalar { input: Tensor, op: BinaryOp, scalar: f64, scalar_on_left: bool },
-    Where { condition: Tensor, on_true: Tensor, on_false: Tensor },
-    Reduce { input: Tensor, op: ReduceOp, dims: Vec<usize> },
-    Matmul { lhs: Tensor, rhs: Tensor },
-    Reshape { input: Tensor },
-    Permute { input: Tensor, perm: Vec<usize> },
-    BroadcastTo { input: Tensor },
-    Narrow { input: Tensor, dim: usize, start: usize },
-    Copy { input: Tensor },
-    Cast { input: Tensor },
-    ToDevice { input: Tensor },
-    IndexSelect { input: Tensor, indices: Tensor, dim: usize },
-    Gather { input: Tensor, indices: Tensor, dim: usize },
-    ScatterAdd { base: Tensor, indices: Tensor, src: Tensor, dim: usize },
-    Cat { inputs: Vec<Tensor>, dim: usize },
-    Custom { inputs: Vec<Tensor>, backward: std::sync::Arc<dyn CustomBackward> },
+    Unary {
+        input: Tensor,
+        op: UnaryOp,
+    },
+    Binary {
+        lhs: Tensor,
+        rhs: Tensor,
+        op: BinaryOp,
+    },
+    BinaryScalar {
+        input: Tensor,
+        op: BinaryOp,
+        scalar: f64,
+        scalar_on_left: bool,
+    },
+    Where {
+        condition: Tensor,
+        on_true: Tensor,
+        on_false: Tensor,
+    },
+    Reduce {
+        input: Tensor,
+        op: ReduceOp,
+        dims: Vec<usize>,
+    },
+    Matmul {
+        lhs: Tensor,
+        rhs: Tensor,
+    },
+    Reshape {
+        input: Tensor,
+    },
+    Permute {
+        input: Tensor,
+        perm: Vec<usize>,
+    },
+    BroadcastTo {
+        input: Tensor,
+    },
+    Narrow {
+        input: Tensor,
+        dim: usize,
+        start: usize,
+    },
+    Copy {
+        input: Tensor,
+    },
+    Cast {
+        input: Tensor,
+    },
+    ToDevice {
+        input: Tensor,
+    },
+    IndexSelect {
+        input: Tensor,
+        indices: Tensor,
+        dim: usize,
+    },
+    Gather {
+        input: Tensor,
+        indices: Tensor,
+        dim: usize,
+    },
+    ScatterAdd {
+        base: Tensor,
+        indices: Tensor,
+        src: Tensor,
+        dim: usize,
+    },
+    Cat {
+        inputs: Vec<Tensor>,
+        dim: usize,
+    },
+    Custom {
+        inputs: Vec<Tensor>,
+        backward: std::sync::Arc<dyn CustomBackward>,
+    },
 }
 
 /// The backward of a user-defined op (see the custom-op API): maps the output gradient and the
@@ -59,7 +118,9 @@ impl GradFn {
             | GradFn::IndexSelect { input, .. }
             | GradFn::Gather { input, .. } => vec![input],
             GradFn::Binary { lhs, rhs, .. } | GradFn::Matmul { lhs, rhs } => vec![lhs, rhs],
-            GradFn::Where { on_true, on_false, .. } => vec![on_true, on_false],
+            GradFn::Where {
+                on_true, on_false, ..
+            } => vec![on_true, on_false],
             GradFn::ScatterAdd { base, src, .. } => vec![base, src],
             GradFn::Cat { inputs, .. } | GradFn::Custom { inputs, .. } => inputs.iter().collect(),
         }
@@ -141,7 +202,9 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
             Some(grad_fn) => {
                 let input_grads = rules::input_gradients(grad_fn, &grad)?;
                 for (input, input_grad) in grad_fn.inputs().into_iter().zip(input_grads) {
-                    let Some(input_grad) = input_grad else { continue };
+                    let Some(input_grad) = input_grad else {
+                        continue;
+                    };
                     if !input.is_tracked() {
                         continue;
                     }
@@ -187,11 +250,22 @@ impl Tensor {
     /// Attach a user-defined backward to `output`, which was computed from `inputs` outside
     /// autograd (the hook the custom-op API uses). Returns `output` unchanged when no input is
     /// tracked or gradients are disabled.
-    pub fn with_custom_backward(output: &Tensor, inputs: &[&Tensor], backward: std::sync::Arc<dyn CustomBackward>) -> Tensor {
+    pub fn with_custom_backward(
+        output: &Tensor,
+        inputs: &[&Tensor],
+        backward: std::sync::Arc<dyn CustomBackward>,
+    ) -> Tensor {
         let owned: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
-        let grad_fn = Tensor::record(inputs, output.dtype(), || GradFn::Custom { inputs: owned, backward });
+        let grad_fn = Tensor::record(inputs, output.dtype(), || GradFn::Custom {
+            inputs: owned,
+            backward,
+        });
         match grad_fn {
-            Some(grad_fn) => Tensor::from_view(output.storage_arc().clone(), output.layout().clone(), Some(grad_fn)),
+            Some(grad_fn) => Tensor::from_view(
+                output.storage_arc().clone(),
+                output.layout().clone(),
+                Some(grad_fn),
+            ),
             None => output.clone(),
         }
     }

@@ -60,18 +60,39 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         GradFn::Cast { input } => vec![Some(g.to_dtype(input.dtype())?)],
         GradFn::ToDevice { input } => vec![Some(g.to_device(input.device())?)],
         // y = x[idx] along d: dx = scatter_add(0, d, idx expanded, g)
-        GradFn::IndexSelect { input, indices, dim } => {
+        GradFn::IndexSelect {
+            input,
+            indices,
+            dim,
+        } => {
             let mut view = vec![1usize; g.rank()];
             view[*dim] = indices.numel();
-            let expanded = indices.reshape(view)?.broadcast_to(g.shape())?.contiguous()?;
-            vec![Some(input.zeros_like()?.scatter_add(*dim as isize, &expanded, g)?)]
+            let expanded = indices
+                .reshape(view)?
+                .broadcast_to(g.shape())?
+                .contiguous()?;
+            vec![Some(input.zeros_like()?.scatter_add(
+                *dim as isize,
+                &expanded,
+                g,
+            )?)]
         }
         // y = gather(x, d, idx): dx = scatter_add(0, d, idx, g)
-        GradFn::Gather { input, indices, dim } => {
-            vec![Some(input.zeros_like()?.scatter_add(*dim as isize, indices, g)?)]
+        GradFn::Gather {
+            input,
+            indices,
+            dim,
+        } => {
+            vec![Some(input.zeros_like()?.scatter_add(
+                *dim as isize,
+                indices,
+                g,
+            )?)]
         }
         // y = base + scatter(src): dbase = g, dsrc = gather(g, d, idx)
-        GradFn::ScatterAdd { indices, src, dim, .. } => {
+        GradFn::ScatterAdd {
+            indices, src, dim, ..
+        } => {
             let gathered = g.gather(*dim as isize, indices)?;
             let src_grad = if gathered.shape() == src.shape() {
                 gathered
@@ -79,7 +100,9 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
                 let mut storage = Storage::full(src.device(), src.numel(), g.dtype(), 0.0)?;
                 let mut target = Layout::contiguous(src.shape());
                 target.shape = gathered.shape().to_vec();
-                gathered.storage().copy_into(gathered.layout(), &mut storage, &target)?;
+                gathered
+                    .storage()
+                    .copy_into(gathered.layout(), &mut storage, &target)?;
                 Tensor::from_storage(storage, src.shape(), None)
             };
             vec![Some(g.clone()), Some(src_grad)]
@@ -147,12 +170,25 @@ fn unary_rule(op: UnaryOp, x: &Tensor, g: &Tensor) -> Result<Tensor> {
         UnaryOp::Relu => g.mul(&x.gt_scalar(0.0)?.to_dtype(g.dtype())?),
         // d gelu(x) = Φ(x) + x·φ(x), Φ(x) = ½(1 + erf(x/√2)), φ(x) = e^(-x²/2)/√(2π)
         UnaryOp::Gelu => {
-            let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1.0)?.mul_scalar(0.5)?;
-            let pdf = x.square()?.mul_scalar(-0.5)?.exp()?.mul_scalar(0.398_942_280_401_432_7)?;
+            let cdf = x
+                .mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?
+                .erf()?
+                .add_scalar(1.0)?
+                .mul_scalar(0.5)?;
+            let pdf = x
+                .square()?
+                .mul_scalar(-0.5)?
+                .exp()?
+                .mul_scalar(0.398_942_280_401_432_7)?;
             g.mul(&cdf.add(&x.mul(&pdf)?)?)
         }
         // d erf(x) = 2/√π · e^(-x²)
-        UnaryOp::Erf => g.mul(&x.square()?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?),
+        UnaryOp::Erf => g.mul(
+            &x.square()?
+                .neg()?
+                .exp()?
+                .mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?,
+        ),
         // d x·σ(x) = σ(x) + x·σ(x)(1 - σ(x))
         UnaryOp::Silu => {
             let s = x.sigmoid()?;
@@ -166,7 +202,12 @@ fn mask(condition: Tensor, like: &Tensor) -> Result<Tensor> {
     condition.to_dtype(like.dtype())
 }
 
-fn binary_rule(op: BinaryOp, a: &Tensor, b: &Tensor, g: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+fn binary_rule(
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    g: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
     Ok(match op {
         // d(a+b) = (1, 1)
         BinaryOp::Add => (Some(g.clone()), Some(g.clone())),
@@ -178,7 +219,11 @@ fn binary_rule(op: BinaryOp, a: &Tensor, b: &Tensor, g: &Tensor) -> Result<(Opti
         BinaryOp::Div => (Some(g.div(b)?), Some(g.mul(a)?.neg()?.div(&b.square()?)?)),
         // d max(a,b) = ([a>b] + ½[a=b], [b>a] + ½[a=b])  (ties share, as in PyTorch)
         BinaryOp::Maximum | BinaryOp::Minimum => {
-            let (wins_a, wins_b) = if op == BinaryOp::Maximum { (a.gt(b)?, b.gt(a)?) } else { (a.lt(b)?, b.lt(a)?) };
+            let (wins_a, wins_b) = if op == BinaryOp::Maximum {
+                (a.gt(b)?, b.gt(a)?)
+            } else {
+                (a.lt(b)?, b.lt(a)?)
+            };
             let tie = mask(a.eq(b)?, g)?.mul_scalar(0.5)?;
             let share_a = mask(wins_a, g)?.add(&tie)?;
             let share_b = mask(wins_b, g)?.add(&tie)?;
@@ -191,11 +236,19 @@ fn binary_rule(op: BinaryOp, a: &Tensor, b: &Tensor, g: &Tensor) -> Result<(Opti
             let db = Tensor::where_(&a.eq_scalar(0.0)?, &db_raw.zeros_like()?, &db_raw)?;
             (Some(da), Some(db))
         }
-        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => (None, None),
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            (None, None)
+        }
     })
 }
 
-fn scalar_rule(op: BinaryOp, x: &Tensor, s: f64, scalar_on_left: bool, g: &Tensor) -> Result<Option<Tensor>> {
+fn scalar_rule(
+    op: BinaryOp,
+    x: &Tensor,
+    s: f64,
+    scalar_on_left: bool,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
     Ok(match (op, scalar_on_left) {
         // d(x+s) = 1; d(x-s) = 1; d(s-x) = -1
         (BinaryOp::Add, _) | (BinaryOp::Sub, false) => Some(g.clone()),
@@ -207,14 +260,26 @@ fn scalar_rule(op: BinaryOp, x: &Tensor, s: f64, scalar_on_left: bool, g: &Tenso
         (BinaryOp::Div, true) => Some(g.mul_scalar(-s)?.div(&x.square()?)?),
         // d xˢ = s·xˢ⁻¹; d sˣ = sˣ·ln s
         (BinaryOp::Pow, false) => Some(g.mul(&x.pow_scalar(s - 1.0)?.mul_scalar(s)?)?),
-        (BinaryOp::Pow, true) => Some(g.mul(&x.binary_scalar(BinaryOp::Pow, s, true)?.mul_scalar(s.ln())?)?),
+        (BinaryOp::Pow, true) => Some(
+            g.mul(
+                &x.binary_scalar(BinaryOp::Pow, s, true)?
+                    .mul_scalar(s.ln())?,
+            )?,
+        ),
         // d max(x, s) = [x > s] + ½[x = s]
         (BinaryOp::Maximum, _) | (BinaryOp::Minimum, _) => {
-            let wins = if op == BinaryOp::Maximum { x.gt_scalar(s)? } else { x.lt_scalar(s)? };
+            let wins = if op == BinaryOp::Maximum {
+                x.gt_scalar(s)?
+            } else {
+                x.lt_scalar(s)?
+            };
             let share = mask(wins, g)?.add(&mask(x.eq_scalar(s)?, g)?.mul_scalar(0.5)?)?;
             Some(g.mul(&share)?)
         }
-        (BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge, _) => None,
+        (
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge,
+            _,
+        ) => None,
     })
 }
 
@@ -227,7 +292,11 @@ fn reduce_rule(op: ReduceOp, x: &Tensor, dims: &[usize], g: &Tensor) -> Result<O
         ReduceOp::Max | ReduceOp::Min => {
             let dims_signed: Vec<isize> = dims.iter().map(|&d| d as isize).collect();
             let extreme = x.reduce(op, &dims_signed, true)?;
-            let hits = x.eq(&extreme)?.to_dtype(if x.dtype() == DType::Bool { DType::F32 } else { x.dtype() })?;
+            let hits = x.eq(&extreme)?.to_dtype(if x.dtype() == DType::Bool {
+                DType::F32
+            } else {
+                x.dtype()
+            })?;
             let count = hits.sum(&dims_signed, true)?;
             Some(hits.div(&count)?.mul(g)?)
         }

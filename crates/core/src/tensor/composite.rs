@@ -7,10 +7,22 @@ use crate::error::Result;
 impl Tensor {
     /// `log(sum(exp(x)))` over `dims`, computed stably by subtracting the max first.
     pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+            return wide.logsumexp(dims, keepdim);
+        }
         let max = self.max(dims, true)?.detach();
         // An all -inf row has max -inf; shifting by it would give NaN, so shift by 0 there.
-        let finite_max = Tensor::where_(&max.abs()?.lt_scalar(f64::INFINITY)?, &max, &max.zeros_like()?)?;
-        let summed = self.sub(&finite_max)?.exp()?.sum(dims, true)?.log()?.add(&finite_max)?;
+        let finite_max = Tensor::where_(
+            &max.abs()?.lt_scalar(f64::INFINITY)?,
+            &max,
+            &max.zeros_like()?,
+        )?;
+        let summed = self
+            .sub(&finite_max)?
+            .exp()?
+            .sum(dims, true)?
+            .log()?
+            .add(&finite_max)?;
         if keepdim {
             Ok(summed)
         } else {
@@ -35,6 +47,9 @@ impl Tensor {
 
     /// Softmax along `dim` (stable: the max is subtracted first).
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+            return wide.softmax(dim);
+        }
         let shifted = self.sub(&self.max(&[dim], true)?.detach())?;
         let exp = shifted.exp()?;
         exp.div(&exp.sum(&[dim], true)?)
@@ -42,6 +57,9 @@ impl Tensor {
 
     /// Log-softmax along `dim`: `x - logsumexp(x)`.
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+            return wide.log_softmax(dim);
+        }
         self.sub(&self.logsumexp(&[dim], true)?)
     }
 }

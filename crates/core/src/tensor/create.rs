@@ -43,9 +43,18 @@ impl Tensor {
     }
 
     /// `[start, start + step, ...)` up to (not including) `end`, like `torch.arange`.
-    pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+    pub fn arange(
+        start: f64,
+        end: f64,
+        step: f64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-            return Err(Error::invalid("arange", format!("invalid range {start}..{end} step {step}")));
+            return Err(Error::invalid(
+                "arange",
+                format!("invalid range {start}..{end} step {step}"),
+            ));
         }
         let count = ((end - start) / step).ceil().max(0.0) as usize;
         let storage = Storage::arange(device, start, step, count, dtype)?;
@@ -53,12 +62,20 @@ impl Tensor {
     }
 
     /// A tensor holding `values` with `shape` (the element count must match).
-    pub fn from_vec<T: Element>(values: Vec<T>, shape: &[usize], device: &Device) -> Result<Tensor> {
+    pub fn from_vec<T: Element>(
+        values: Vec<T>,
+        shape: &[usize],
+        device: &Device,
+    ) -> Result<Tensor> {
         if values.len() != numel(shape) {
             return Err(Error::InvalidShape {
                 op: "from_vec",
                 shape: shape.to_vec(),
-                message: format!("{} values cannot fill a tensor of {} elements", values.len(), numel(shape)),
+                message: format!(
+                    "{} values cannot fill a tensor of {} elements",
+                    values.len(),
+                    numel(shape)
+                ),
             });
         }
         let storage = Storage::Cpu(CpuStorage::from_vec(values)).to_device(device)?;
@@ -66,12 +83,21 @@ impl Tensor {
     }
 
     /// A tensor holding a copy of `values` with `shape`.
-    pub fn from_slice<T: Element>(values: &[T], shape: &[usize], device: &Device) -> Result<Tensor> {
+    pub fn from_slice<T: Element>(
+        values: &[T],
+        shape: &[usize],
+        device: &Device,
+    ) -> Result<Tensor> {
         Tensor::from_vec(values.to_vec(), shape, device)
     }
 
     /// Values drawn from `distribution` with the global generator (see `manual_seed`).
-    pub fn random(shape: &[usize], distribution: Distribution, dtype: DType, device: &Device) -> Result<Tensor> {
+    pub fn random(
+        shape: &[usize],
+        distribution: Distribution,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         let count = numel(shape);
         let (seed, offset) = next_draw(count);
         Tensor::random_seeded(shape, distribution, dtype, seed, offset, device)
@@ -100,26 +126,59 @@ impl Tensor {
 
     /// Uniform values in `[0, 1)`.
     pub fn rand(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
-        Tensor::random(shape, Distribution::Uniform { low: 0.0, high: 1.0 }, dtype, device)
+        Tensor::random(
+            shape,
+            Distribution::Uniform {
+                low: 0.0,
+                high: 1.0,
+            },
+            dtype,
+            device,
+        )
     }
 
     /// Uniform values in `[low, high)`.
-    pub fn rand_uniform(shape: &[usize], low: f64, high: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+    pub fn rand_uniform(
+        shape: &[usize],
+        low: f64,
+        high: f64,
+        dtype: DType,
+        device: &Device,
+    ) -> Result<Tensor> {
         Tensor::random(shape, Distribution::Uniform { low, high }, dtype, device)
     }
 
     /// Standard normal values.
     pub fn randn(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
-        Tensor::random(shape, Distribution::Normal { mean: 0.0, std: 1.0 }, dtype, device)
+        Tensor::random(
+            shape,
+            Distribution::Normal {
+                mean: 0.0,
+                std: 1.0,
+            },
+            dtype,
+            device,
+        )
     }
 
     /// Uniform integers in `[low, high)` as `I32`.
     pub fn randint(low: i64, high: i64, shape: &[usize], device: &Device) -> Result<Tensor> {
         if high <= low {
-            return Err(Error::invalid("randint", format!("empty range [{low}, {high})")));
+            return Err(Error::invalid(
+                "randint",
+                format!("empty range [{low}, {high})"),
+            ));
         }
         let span = (high - low) as f64;
-        let uniform = Tensor::random(shape, Distribution::Uniform { low: 0.0, high: span }, DType::F32, device)?;
+        let uniform = Tensor::random(
+            shape,
+            Distribution::Uniform {
+                low: 0.0,
+                high: span,
+            },
+            DType::F32,
+            device,
+        )?;
         // Truncation is floor for non-negative values; clamp because f32 rounding can land
         // exactly on `span`.
         uniform

@@ -60,7 +60,15 @@ impl fmt::Debug for Tensor {
     }
 }
 
-fn write_nested(out: &mut String, shape: &[usize], cells: &[String], depth: usize, start: usize, width: usize, summarize: bool) {
+fn write_nested(
+    out: &mut String,
+    shape: &[usize],
+    cells: &[String],
+    depth: usize,
+    start: usize,
+    width: usize,
+    summarize: bool,
+) {
     if shape.is_empty() {
         out.push_str(cells.get(start).map(String::as_str).unwrap_or(""));
         return;
@@ -89,7 +97,15 @@ fn write_nested(out: &mut String, shape: &[usize], cells: &[String], depth: usiz
         }
         match index {
             Some(i) if shape.len() == 1 => out.push_str(&format!("{:>width$}", cells[start + i])),
-            Some(i) => write_nested(out, &shape[1..], cells, depth + 1, start + i * stride, width, summarize),
+            Some(i) => write_nested(
+                out,
+                &shape[1..],
+                cells,
+                depth + 1,
+                start + i * stride,
+                width,
+                summarize,
+            ),
             None => out.push_str("..."),
         }
     }

@@ -94,6 +94,11 @@ impl Tensor {
     /// Apply a binary primitive with broadcasting.
     pub fn binary(&self, rhs: &Tensor, op: BinaryOp) -> Result<Tensor> {
         self.same_device(op.name(), rhs)?;
+        if let Some(wider) = float_promotion(self.dtype(), rhs.dtype()) {
+            // Mixed float precisions (e.g. an f16 matmul output plus an f32 bias under
+            // autocast) compute in the wider type, as in PyTorch.
+            return self.to_dtype(wider)?.binary(&rhs.to_dtype(wider)?, op);
+        }
         self.same_dtype(op.name(), rhs)?;
         let shape = broadcast_shapes(op.name(), self.shape(), rhs.shape())?;
         let lhs = self.broadcast_to(&shape)?;
@@ -102,7 +107,11 @@ impl Tensor {
             let (l, r) = (lhs.storage(), rhs.storage());
             l.binary(lhs.layout(), &r, rhs.layout(), op)?
         };
-        let result_dtype = if op.is_comparison() { DType::Bool } else { self.dtype() };
+        let result_dtype = if op.is_comparison() {
+            DType::Bool
+        } else {
+            self.dtype()
+        };
         let grad_fn = Tensor::record(&[&lhs, &rhs], result_dtype, || GradFn::Binary {
             lhs: lhs.clone(),
             rhs: rhs.clone(),
@@ -113,8 +122,14 @@ impl Tensor {
 
     /// Apply a binary primitive with a scalar operand (`scalar op x` when `scalar_on_left`).
     pub fn binary_scalar(&self, op: BinaryOp, scalar: f64, scalar_on_left: bool) -> Result<Tensor> {
-        let storage = self.storage().binary_scalar(self.layout(), op, scalar, scalar_on_left)?;
-        let result_dtype = if op.is_comparison() { DType::Bool } else { self.dtype() };
+        let storage = self
+            .storage()
+            .binary_scalar(self.layout(), op, scalar, scalar_on_left)?;
+        let result_dtype = if op.is_comparison() {
+            DType::Bool
+        } else {
+            self.dtype()
+        };
         let grad_fn = Tensor::record(&[self], result_dtype, || GradFn::BinaryScalar {
             input: self.clone(),
             op,
@@ -142,7 +157,10 @@ impl Tensor {
     /// Clamp every element into `[min, max]`.
     pub fn clamp(&self, min: f64, max: f64) -> Result<Tensor> {
         if min > max {
-            return Err(Error::invalid("clamp", format!("min {min} is greater than max {max}")));
+            return Err(Error::invalid(
+                "clamp",
+                format!("min {min} is greater than max {max}"),
+            ));
         }
         self.maximum_scalar(min)?.minimum_scalar(max)
     }
@@ -151,6 +169,13 @@ impl Tensor {
     pub fn where_(condition: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
         on_true.same_device("where", condition)?;
         on_true.same_device("where", on_false)?;
+        if let Some(wider) = float_promotion(on_true.dtype(), on_false.dtype()) {
+            return Tensor::where_(
+                condition,
+                &on_true.to_dtype(wider)?,
+                &on_false.to_dtype(wider)?,
+            );
+        }
         on_true.same_dtype("where", on_false)?;
         let shape = broadcast_shapes("where", on_true.shape(), on_false.shape())?;
         let shape = broadcast_shapes("where", condition.shape(), &shape)?;
@@ -159,7 +184,13 @@ impl Tensor {
         let on_false = on_false.broadcast_to(&shape)?;
         let storage = {
             let (c, t, f) = (condition.storage(), on_true.storage(), on_false.storage());
-            c.where_select(condition.layout(), &t, on_true.layout(), &f, on_false.layout())?
+            c.where_select(
+                condition.layout(),
+                &t,
+                on_true.layout(),
+                &f,
+                on_false.layout(),
+            )?
         };
         let grad_fn = Tensor::record(&[&on_true, &on_false], on_true.dtype(), || GradFn::Where {
             condition: condition.clone(),
@@ -168,4 +199,18 @@ impl Tensor {
         });
         Ok(Tensor::from_storage(storage, &shape, grad_fn))
     }
+}
+
+/// The wider of two different float dtypes (`None` when equal or not both floats).
+pub(crate) fn float_promotion(a: DType, b: DType) -> Option<DType> {
+    if a == b || !a.is_float() || !b.is_float() {
+        return None;
+    }
+    let rank = |d: DType| match d {
+        DType::F16 => 0,
+        DType::F32 => 1,
+        DType::F64 => 2,
+        DType::I32 | DType::U32 | DType::U8 | DType::Bool => 0,
+    };
+    Some(if rank(a) >= rank(b) { a } else { b })
 }

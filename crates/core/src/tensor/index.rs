@@ -12,7 +12,10 @@ impl Tensor {
         if !indices.dtype().is_index() {
             return Err(Error::invalid(
                 op,
-                format!("indices must have an integer dtype (int32, uint32, uint8), got {}", indices.dtype()),
+                format!(
+                    "indices must have an integer dtype (int32, uint32, uint8), got {}",
+                    indices.dtype()
+                ),
             ));
         }
         Ok(())
@@ -81,13 +84,22 @@ impl Tensor {
     /// One-hot encoding of an integer tensor: a new last dim of `num_classes`.
     pub fn one_hot(&self, num_classes: usize, dtype: DType) -> Result<Tensor> {
         if !self.dtype().is_index() {
-            return Err(Error::invalid("one_hot", format!("expects integer class indices, got {}", self.dtype())));
+            return Err(Error::invalid(
+                "one_hot",
+                format!("expects integer class indices, got {}", self.dtype()),
+            ));
         }
         let classes = Tensor::arange(0.0, num_classes as f64, 1.0, self.dtype(), self.device())?;
         let labels = self.unsqueeze(-1)?;
-        let too_big = labels.ge_scalar(num_classes as f64)?.to_dtype(DType::F32)?.max_all();
+        let too_big = labels
+            .ge_scalar(num_classes as f64)?
+            .to_dtype(DType::F32)?
+            .max_all();
         if self.numel() > 0 && too_big?.item_f64()? > 0.0 {
-            return Err(Error::invalid("one_hot", format!("a class index is >= num_classes ({num_classes})")));
+            return Err(Error::invalid(
+                "one_hot",
+                format!("a class index is >= num_classes ({num_classes})"),
+            ));
         }
         labels.eq(&classes)?.to_dtype(dtype)
     }

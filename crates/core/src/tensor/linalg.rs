@@ -52,8 +52,20 @@ impl Window {
                 Some((padded - reach) / s + 1)
             }
         };
-        let oh = span(h, self.kernel.0, self.stride.0, self.padding.0, self.dilation.0);
-        let ow = span(w, self.kernel.1, self.stride.1, self.padding.1, self.dilation.1);
+        let oh = span(
+            h,
+            self.kernel.0,
+            self.stride.0,
+            self.padding.0,
+            self.dilation.0,
+        );
+        let ow = span(
+            w,
+            self.kernel.1,
+            self.stride.1,
+            self.padding.1,
+            self.dilation.1,
+        );
         match (oh, ow) {
             (Some(oh), Some(ow)) if self.kernel.0 > 0 && self.kernel.1 > 0 => Ok((oh, ow)),
             _ => Err(Error::invalid(
@@ -75,10 +87,17 @@ impl Window {
             for kj in 0..kw {
                 for oi in 0..oh {
                     for oj in 0..ow {
-                        let row = (oi * self.stride.0 + ki * self.dilation.0) as isize - self.padding.0 as isize;
-                        let col = (oj * self.stride.1 + kj * self.dilation.1) as isize - self.padding.1 as isize;
-                        let inside = row >= 0 && col >= 0 && (row as usize) < h && (col as usize) < w;
-                        table.push(if inside { (row as usize * w + col as usize) as i32 } else { (h * w) as i32 });
+                        let row = (oi * self.stride.0 + ki * self.dilation.0) as isize
+                            - self.padding.0 as isize;
+                        let col = (oj * self.stride.1 + kj * self.dilation.1) as isize
+                            - self.padding.1 as isize;
+                        let inside =
+                            row >= 0 && col >= 0 && (row as usize) < h && (col as usize) < w;
+                        table.push(if inside {
+                            (row as usize * w + col as usize) as i32
+                        } else {
+                            (h * w) as i32
+                        });
                     }
                 }
             }
@@ -91,6 +110,15 @@ impl Tensor {
     /// Matrix product with PyTorch's rules: 1-D operands are promoted (and the added dim
     /// removed), batch dims broadcast.
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
+        if let Some(low) = crate::amp::autocast_dtype() {
+            if (self.dtype() != low || rhs.dtype() != low)
+                && self.dtype().is_float()
+                && rhs.dtype().is_float()
+            {
+                let _outside = crate::amp::suspend();
+                return self.to_dtype(low)?.matmul(&rhs.to_dtype(low)?);
+            }
+        }
         self.same_device("matmul", rhs)?;
         self.same_dtype("matmul", rhs)?;
         let mismatch = |reason: String| Error::ShapeMismatch {
@@ -100,14 +128,29 @@ impl Tensor {
             reason,
         };
         if self.rank() == 0 || rhs.rank() == 0 {
-            return Err(mismatch("cannot be multiplied (both operands need at least one dim)".into()));
+            return Err(mismatch(
+                "cannot be multiplied (both operands need at least one dim)".into(),
+            ));
         }
-        let lhs = if self.rank() == 1 { self.unsqueeze(0)? } else { self.clone() };
-        let rhs_m = if rhs.rank() == 1 { rhs.unsqueeze(1)? } else { rhs.clone() };
+        let lhs = if self.rank() == 1 {
+            self.unsqueeze(0)?
+        } else {
+            self.clone()
+        };
+        let rhs_m = if rhs.rank() == 1 {
+            rhs.unsqueeze(1)?
+        } else {
+            rhs.clone()
+        };
         let (m, k) = (lhs.shape()[lhs.rank() - 2], lhs.shape()[lhs.rank() - 1]);
-        let (k2, n) = (rhs_m.shape()[rhs_m.rank() - 2], rhs_m.shape()[rhs_m.rank() - 1]);
+        let (k2, n) = (
+            rhs_m.shape()[rhs_m.rank() - 2],
+            rhs_m.shape()[rhs_m.rank() - 1],
+        );
         if k != k2 {
-            return Err(mismatch(format!("cannot be multiplied (inner dims {k} != {k2})")));
+            return Err(mismatch(format!(
+                "cannot be multiplied (inner dims {k} != {k2})"
+            )));
         }
         let lhs_batch = &lhs.shape()[..lhs.rank() - 2];
         let rhs_batch = &rhs_m.shape()[..rhs_m.rank() - 2];
@@ -129,8 +172,16 @@ impl Tensor {
                     expanded.reshape([batch_count, rows, cols])
                 }
             };
-            let a = if batch.is_empty() { lhs.unsqueeze(0)? } else { to3(&lhs, m, k)? };
-            let b = if batch.is_empty() { rhs_m.unsqueeze(0)? } else { to3(&rhs_m, k, n)? };
+            let a = if batch.is_empty() {
+                lhs.unsqueeze(0)?
+            } else {
+                to3(&lhs, m, k)?
+            };
+            let b = if batch.is_empty() {
+                rhs_m.unsqueeze(0)?
+            } else {
+                to3(&rhs_m, k, n)?
+            };
             matmul_batched(&a, &b)?
         };
         let mut out_shape = batch;
@@ -145,7 +196,24 @@ impl Tensor {
 
     /// 2-D convolution of `[n, c, h, w]` by `weight [o, c / groups, kh, kw]` plus an optional
     /// `bias [o]`, like `torch.nn.functional.conv2d`.
-    pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, params: Conv2dParams) -> Result<Tensor> {
+    pub fn conv2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        params: Conv2dParams,
+    ) -> Result<Tensor> {
+        if let Some(low) = crate::amp::autocast_dtype() {
+            if (self.dtype() != low || weight.dtype() != low)
+                && self.dtype().is_float()
+                && weight.dtype().is_float()
+            {
+                let _outside = crate::amp::suspend();
+                let bias = bias.map(|b| b.to_dtype(low)).transpose()?;
+                return self
+                    .to_dtype(low)?
+                    .conv2d(&weight.to_dtype(low)?, bias.as_ref(), params);
+            }
+        }
         self.same_device("conv2d", weight)?;
         self.same_dtype("conv2d", weight)?;
         let shape_error = |reason: String| Error::ShapeMismatch {
@@ -155,12 +223,28 @@ impl Tensor {
             reason,
         };
         if self.rank() != 4 || weight.rank() != 4 {
-            return Err(shape_error("must be [n, c, h, w] and [out, c / groups, kh, kw]".into()));
+            return Err(shape_error(
+                "must be [n, c, h, w] and [out, c / groups, kh, kw]".into(),
+            ));
         }
-        let (batch, channels, h, w) = (self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]);
-        let (out_channels, group_channels, kh, kw) = (weight.shape()[0], weight.shape()[1], weight.shape()[2], weight.shape()[3]);
+        let (batch, channels, h, w) = (
+            self.shape()[0],
+            self.shape()[1],
+            self.shape()[2],
+            self.shape()[3],
+        );
+        let (out_channels, group_channels, kh, kw) = (
+            weight.shape()[0],
+            weight.shape()[1],
+            weight.shape()[2],
+            weight.shape()[3],
+        );
         let groups = params.groups;
-        if groups == 0 || channels % groups != 0 || out_channels % groups != 0 || group_channels != channels / groups {
+        if groups == 0
+            || channels % groups != 0
+            || out_channels % groups != 0
+            || group_channels != channels / groups
+        {
             return Err(shape_error(format!(
                 "do not fit: input has {channels} channels, weight expects {group_channels} per group with {groups} groups"
             )));
@@ -202,17 +286,34 @@ impl Tensor {
     }
 
     /// 2-D max pooling over `[n, c, h, w]` (padding never wins: it reads `-inf`).
-    pub fn max_pool2d(&self, kernel: (usize, usize), stride: (usize, usize), padding: (usize, usize)) -> Result<Tensor> {
+    pub fn max_pool2d(
+        &self,
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        padding: (usize, usize),
+    ) -> Result<Tensor> {
         self.pool2d("max_pool2d", kernel, stride, padding, true)
     }
 
     /// 2-D average pooling over `[n, c, h, w]`; padded zeros count in the average (PyTorch's
     /// default `count_include_pad=True`).
-    pub fn avg_pool2d(&self, kernel: (usize, usize), stride: (usize, usize), padding: (usize, usize)) -> Result<Tensor> {
+    pub fn avg_pool2d(
+        &self,
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        padding: (usize, usize),
+    ) -> Result<Tensor> {
         self.pool2d("avg_pool2d", kernel, stride, padding, false)
     }
 
-    fn pool2d(&self, op: &'static str, kernel: (usize, usize), stride: (usize, usize), padding: (usize, usize), max: bool) -> Result<Tensor> {
+    fn pool2d(
+        &self,
+        op: &'static str,
+        kernel: (usize, usize),
+        stride: (usize, usize),
+        padding: (usize, usize),
+        max: bool,
+    ) -> Result<Tensor> {
         if self.rank() != 4 {
             return Err(Error::InvalidShape {
                 op,
@@ -221,9 +322,17 @@ impl Tensor {
             });
         }
         if padding.0 * 2 > kernel.0 || padding.1 * 2 > kernel.1 {
-            return Err(Error::invalid(op, format!("padding {padding:?} must be at most half the kernel {kernel:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("padding {padding:?} must be at most half the kernel {kernel:?}"),
+            ));
         }
-        let (batch, channels, h, w) = (self.shape()[0], self.shape()[1], self.shape()[2], self.shape()[3]);
+        let (batch, channels, h, w) = (
+            self.shape()[0],
+            self.shape()[1],
+            self.shape()[2],
+            self.shape()[3],
+        );
         let window = Window {
             kernel,
             stride,
@@ -233,20 +342,40 @@ impl Tensor {
         let (oh, ow) = window.output_size(op, h, w)?;
         let fill = if max { f64::NEG_INFINITY } else { 0.0 };
         let columns = self.unfold(&window, h, w, oh, ow, fill)?; // [n, c, kh*kw, oh*ow]
-        let pooled = if max { columns.max(&[2], false)? } else { columns.mean(&[2], false)? };
+        let pooled = if max {
+            columns.max(&[2], false)?
+        } else {
+            columns.mean(&[2], false)?
+        };
         pooled.reshape([batch, channels, oh, ow])
     }
 
     /// `[n, c, h, w] -> [n, c, kh*kw, oh*ow]`: every window's pixels, padding read as `fill`.
-    fn unfold(&self, window: &Window, h: usize, w: usize, oh: usize, ow: usize, fill: f64) -> Result<Tensor> {
+    fn unfold(
+        &self,
+        window: &Window,
+        h: usize,
+        w: usize,
+        oh: usize,
+        ow: usize,
+        fill: f64,
+    ) -> Result<Tensor> {
         let (batch, channels) = (self.shape()[0], self.shape()[1]);
         let flat = self.reshape([batch, channels, h * w])?;
         let pad = Tensor::full(&[batch, channels, 1], fill, self.dtype(), self.device())?;
         let flat = Tensor::cat(&[&flat, &pad], 2)?;
         let table = window.unfold_indices(h, w, oh, ow);
-        let indices = Tensor::from_vec(table, &[window.kernel.0 * window.kernel.1 * oh * ow], self.device())?;
-        flat.index_select(2, &indices)?
-            .reshape([batch, channels, window.kernel.0 * window.kernel.1, oh * ow])
+        let indices = Tensor::from_vec(
+            table,
+            &[window.kernel.0 * window.kernel.1 * oh * ow],
+            self.device(),
+        )?;
+        flat.index_select(2, &indices)?.reshape([
+            batch,
+            channels,
+            window.kernel.0 * window.kernel.1,
+            oh * ow,
+        ])
     }
 }
 

@@ -61,12 +61,24 @@ pub struct Tensor(Arc<TensorInner>);
 
 impl Tensor {
     /// Wrap freshly computed storage (contiguous layout) with an optional autograd record.
-    pub(crate) fn from_storage(storage: Storage, shape: &[usize], grad_fn: Option<GradFn>) -> Tensor {
-        Tensor::from_view(Arc::new(RwLock::new(storage)), Layout::contiguous(shape), grad_fn)
+    pub(crate) fn from_storage(
+        storage: Storage,
+        shape: &[usize],
+        grad_fn: Option<GradFn>,
+    ) -> Tensor {
+        Tensor::from_view(
+            Arc::new(RwLock::new(storage)),
+            Layout::contiguous(shape),
+            grad_fn,
+        )
     }
 
     /// A new view of existing storage.
-    pub(crate) fn from_view(storage: Arc<RwLock<Storage>>, layout: Layout, grad_fn: Option<GradFn>) -> Tensor {
+    pub(crate) fn from_view(
+        storage: Arc<RwLock<Storage>>,
+        layout: Layout,
+        grad_fn: Option<GradFn>,
+    ) -> Tensor {
         let (dtype, device) = {
             let guard = storage.read().unwrap_or_else(|p| p.into_inner());
             (guard.dtype(), guard.device())
@@ -85,8 +97,15 @@ impl Tensor {
 
     /// Build the autograd record only when gradients are enabled, some input needs a gradient
     /// and the result is a float (inference builds no graph).
-    pub(crate) fn record(inputs: &[&Tensor], result_dtype: DType, make: impl FnOnce() -> GradFn) -> Option<GradFn> {
-        if result_dtype.is_float() && autograd::is_grad_enabled() && inputs.iter().any(|t| t.is_tracked()) {
+    pub(crate) fn record(
+        inputs: &[&Tensor],
+        result_dtype: DType,
+        make: impl FnOnce() -> GradFn,
+    ) -> Option<GradFn> {
+        if result_dtype.is_float()
+            && autograd::is_grad_enabled()
+            && inputs.iter().any(|t| t.is_tracked())
+        {
             Some(make())
         } else {
             None
@@ -208,7 +227,10 @@ impl Tensor {
 
     /// Run `read` on host data for this view: CPU data in place, GPU data after making the
     /// view contiguous on the device and reading back only those bytes (this blocks).
-    fn with_cpu_view<R>(&self, read: impl FnOnce(&crate::backend::cpu::CpuStorage, &Layout) -> Result<R>) -> Result<R> {
+    fn with_cpu_view<R>(
+        &self,
+        read: impl FnOnce(&crate::backend::cpu::CpuStorage, &Layout) -> Result<R>,
+    ) -> Result<R> {
         let guard = self.storage();
         match &*guard {
             Storage::Cpu(cpu) => read(cpu, self.layout()),
@@ -226,7 +248,9 @@ impl Tensor {
         }
         let source = self.contiguous()?;
         let moved = source.storage().to_device(device)?;
-        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::ToDevice { input: self.clone() });
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::ToDevice {
+            input: self.clone(),
+        });
         Ok(Tensor::from_storage(moved, self.shape(), grad_fn))
     }
 
@@ -236,7 +260,9 @@ impl Tensor {
             return Ok(self.clone());
         }
         let storage = self.storage().cast(self.layout(), dtype)?;
-        let grad_fn = Tensor::record(&[self], dtype, || GradFn::Cast { input: self.clone() });
+        let grad_fn = Tensor::record(&[self], dtype, || GradFn::Cast {
+            input: self.clone(),
+        });
         Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
     }
 
@@ -278,7 +304,9 @@ impl Tensor {
     /// A contiguous copy that owns new storage (PyTorch's `clone()`). Differentiable.
     pub fn copy(&self) -> Result<Tensor> {
         let storage = self.storage().copy_strided(self.layout())?;
-        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::Copy { input: self.clone() });
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::Copy {
+            input: self.clone(),
+        });
         Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
     }
 
@@ -306,7 +334,11 @@ impl Tensor {
 
     /// The accumulated gradient of a leaf, if any.
     pub fn grad(&self) -> Option<Tensor> {
-        self.0.grad.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0
+            .grad
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Replace the accumulated gradient.

@@ -63,13 +63,22 @@ impl Tensor {
         if target == self.shape() {
             return Ok(self.clone());
         }
-        let source = if self.is_contiguous() { self.clone() } else { self.contiguous()? };
-        let layout = source.layout().reshape(&target).ok_or_else(|| Error::InvalidShape {
-            op: "reshape",
-            shape: self.shape().to_vec(),
-            message: "internal: contiguous tensor could not be reshaped".into(),
-        })?;
-        Ok(source.view_with(layout, || GradFn::Reshape { input: source.clone() }))
+        let source = if self.is_contiguous() {
+            self.clone()
+        } else {
+            self.contiguous()?
+        };
+        let layout = source
+            .layout()
+            .reshape(&target)
+            .ok_or_else(|| Error::InvalidShape {
+                op: "reshape",
+                shape: self.shape().to_vec(),
+                message: "internal: contiguous tensor could not be reshaped".into(),
+            })?;
+        Ok(source.view_with(layout, || GradFn::Reshape {
+            input: source.clone(),
+        }))
     }
 
     /// Merge dims `start..=end` into one (negative dims count from the end).
@@ -80,7 +89,10 @@ impl Tensor {
         let s = resolve_dim("flatten", start, self.rank(), self.shape())?;
         let e = resolve_dim("flatten", end, self.rank(), self.shape())?;
         if s > e {
-            return Err(Error::invalid("flatten", format!("start dim {start} comes after end dim {end}")));
+            return Err(Error::invalid(
+                "flatten",
+                format!("start dim {start} comes after end dim {end}"),
+            ));
         }
         let mut shape: Vec<usize> = self.shape()[..s].to_vec();
         shape.push(self.shape()[s..=e].iter().product());
@@ -92,7 +104,9 @@ impl Tensor {
     pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
         let mut seen = vec![false; self.rank()];
         let valid = perm.len() == self.rank()
-            && perm.iter().all(|&p| p < seen.len() && !std::mem::replace(&mut seen[p], true));
+            && perm
+                .iter()
+                .all(|&p| p < seen.len() && !std::mem::replace(&mut seen[p], true));
         if !valid {
             return Err(Error::InvalidShape {
                 op: "permute",
@@ -155,7 +169,9 @@ impl Tensor {
             return Ok(self.clone());
         }
         let layout = self.layout().broadcast_to(shape)?;
-        Ok(self.view_with(layout, || GradFn::BroadcastTo { input: self.clone() }))
+        Ok(self.view_with(layout, || GradFn::BroadcastTo {
+            input: self.clone(),
+        }))
     }
 
     /// PyTorch's name for [`Tensor::broadcast_to`].
@@ -171,7 +187,10 @@ impl Tensor {
             return Err(Error::InvalidShape {
                 op: "narrow",
                 shape: self.shape().to_vec(),
-                message: format!("range {start}..{} is out of bounds for dim {d} of size {size}", start.saturating_add(len)),
+                message: format!(
+                    "range {start}..{} is out of bounds for dim {d} of size {size}",
+                    start.saturating_add(len)
+                ),
             });
         }
         if start == 0 && len == size {
@@ -188,7 +207,10 @@ impl Tensor {
     /// Entries `start..end` of `dim` (PyTorch's `x[.., start:end]`).
     pub fn slice(&self, dim: isize, start: usize, end: usize) -> Result<Tensor> {
         if end < start {
-            return Err(Error::invalid("slice", format!("end {end} is before start {start}")));
+            return Err(Error::invalid(
+                "slice",
+                format!("end {end} is before start {start}"),
+            ));
         }
         self.narrow(dim, start, end - start)
     }
@@ -196,7 +218,10 @@ impl Tensor {
     /// Split into `chunks` pieces along `dim` (the last may be smaller), like `torch.chunk`.
     pub fn chunk(&self, chunks: usize, dim: isize) -> Result<Vec<Tensor>> {
         if chunks == 0 {
-            return Err(Error::invalid("chunk", "the number of chunks must be at least 1"));
+            return Err(Error::invalid(
+                "chunk",
+                "the number of chunks must be at least 1",
+            ));
         }
         let size = self.dim(dim)?;
         self.split(size.div_ceil(chunks).max(1), dim)
@@ -224,14 +249,20 @@ impl Tensor {
 
     /// Join tensors along an existing dim; all other dims must match.
     pub fn cat(tensors: &[&Tensor], dim: isize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::invalid("cat", "needs at least one tensor"))?;
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::invalid("cat", "needs at least one tensor"))?;
         let d = resolve_dim("cat", dim, first.rank(), first.shape())?;
         let mut total = 0;
         for t in tensors {
             first.same_device("cat", t)?;
             first.same_dtype("cat", t)?;
             let compatible = t.rank() == first.rank()
-                && t.shape().iter().zip(first.shape()).enumerate().all(|(i, (a, b))| i == d || a == b);
+                && t.shape()
+                    .iter()
+                    .zip(first.shape())
+                    .enumerate()
+                    .all(|(i, (a, b))| i == d || a == b);
             if !compatible {
                 return Err(Error::ShapeMismatch {
                     op: "cat",
@@ -244,12 +275,18 @@ impl Tensor {
         }
         let mut shape = first.shape().to_vec();
         shape[d] = total;
-        let mut output = Storage::full(first.device(), crate::shape::numel(&shape), first.dtype(), 0.0)?;
+        let mut output = Storage::full(
+            first.device(),
+            crate::shape::numel(&shape),
+            first.dtype(),
+            0.0,
+        )?;
         let out_layout = Layout::contiguous(&shape);
         let mut start = 0;
         for t in tensors {
             let len = t.shape()[d];
-            t.storage().copy_into(t.layout(), &mut output, &out_layout.narrow(d, start, len))?;
+            t.storage()
+                .copy_into(t.layout(), &mut output, &out_layout.narrow(d, start, len))?;
             start += len;
         }
         let inputs: Vec<Tensor> = tensors.iter().map(|t| (*t).clone()).collect();
@@ -259,7 +296,9 @@ impl Tensor {
 
     /// Join tensors of equal shape along a new dim.
     pub fn stack(tensors: &[&Tensor], dim: isize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::invalid("stack", "needs at least one tensor"))?;
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::invalid("stack", "needs at least one tensor"))?;
         let d = resolve_dim("stack", dim, first.rank() + 1, first.shape())?;
         let expanded: Vec<Tensor> = tensors
             .iter()

@@ -25,6 +25,11 @@ impl Tensor {
 
     /// Apply a reduction primitive over `dims`.
     pub fn reduce(&self, op: ReduceOp, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if op == ReduceOp::Sum {
+            if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+                return wide.reduce(op, dims, keepdim);
+            }
+        }
         let dims = self.reduce_dims(op.name(), dims)?;
         if op.is_arg() && dims.len() != 1 && self.rank() > 0 {
             return Err(Error::invalid(op.name(), "reduces over exactly one dim"));
@@ -34,7 +39,11 @@ impl Tensor {
             kept_shape[d] = 1;
         }
         let storage = self.storage().reduce(self.layout(), op, &dims)?;
-        let result_dtype = if op.is_arg() { DType::I32 } else { self.dtype() };
+        let result_dtype = if op.is_arg() {
+            DType::I32
+        } else {
+            self.dtype()
+        };
         let grad_fn = Tensor::record(&[self], result_dtype, || GradFn::Reduce {
             input: self.clone(),
             op,
@@ -111,7 +120,14 @@ impl Tensor {
         let resolved = self.reduce_dims("var", dims)?;
         let count: usize = resolved.iter().map(|&d| self.shape()[d]).product();
         let centered = self.sub(&self.mean(dims, true)?)?;
-        let divisor = if unbiased { count.saturating_sub(1) } else { count };
-        centered.square()?.sum(dims, keepdim)?.div_scalar(divisor as f64)
+        let divisor = if unbiased {
+            count.saturating_sub(1)
+        } else {
+            count
+        };
+        centered
+            .square()?
+            .sum(dims, keepdim)?
+            .div_scalar(divisor as f64)
     }
 }

@@ -47,7 +47,13 @@ macro_rules! device_tests {
 
 /// Assert two float slices agree within `atol + rtol * |expected|` (NaN equals NaN).
 pub fn assert_close(actual: &[f32], expected: &[f32], atol: f32, rtol: f32, what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: length {} vs {}", actual.len(), expected.len());
+    assert_eq!(
+        actual.len(),
+        expected.len(),
+        "{what}: length {} vs {}",
+        actual.len(),
+        expected.len()
+    );
     for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
         let ok = (a.is_nan() && e.is_nan()) || a == e || (a - e).abs() <= atol + rtol * e.abs();
         assert!(ok, "{what}: element {i}: got {a}, expected {e}\nactual   {actual:?}\nexpected {expected:?}");

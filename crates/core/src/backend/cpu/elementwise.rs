@@ -5,7 +5,9 @@
 use half::f16;
 use num_traits::{Float, NumCast, Zero};
 
-use super::{map_strided, unsupported_dtype, zip_strided, CpuStorage, FloatElement, IntegerElement};
+use super::{
+    map_strided, unsupported_dtype, zip_strided, CpuStorage, FloatElement, IntegerElement,
+};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, UnaryOp};
@@ -15,7 +17,9 @@ fn unary_float<T: FloatElement>(data: &[T], layout: &Layout, op: UnaryOp) -> Vec
 }
 
 fn unary_integer<T: IntegerElement>(data: &[T], layout: &Layout, op: UnaryOp) -> Vec<T> {
-    map_strided(data, layout, |x| T::down(op.apply_integer(x.up()).unwrap_or(0)))
+    map_strided(data, layout, |x| {
+        T::down(op.apply_integer(x.up()).unwrap_or(0))
+    })
 }
 
 /// Result of a binary op: same dtype, or `Bool` for comparisons.
@@ -24,23 +28,49 @@ enum BinaryResult<T> {
     Truth(Vec<bool>),
 }
 
-fn binary_float<T: FloatElement>(a: &[T], la: &Layout, b: &[T], lb: &Layout, op: BinaryOp) -> BinaryResult<T> {
+fn binary_float<T: FloatElement>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    op: BinaryOp,
+) -> BinaryResult<T> {
     if op.is_comparison() {
-        BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| op.apply(x.up(), y.up()) != T::Compute::zero()))
+        BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| {
+            op.apply(x.up(), y.up()) != T::Compute::zero()
+        }))
     } else {
-        BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| T::down(op.apply(x.up(), y.up()))))
+        BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| {
+            T::down(op.apply(x.up(), y.up()))
+        }))
     }
 }
 
-fn binary_integer<T: IntegerElement>(a: &[T], la: &Layout, b: &[T], lb: &Layout, op: BinaryOp) -> BinaryResult<T> {
+fn binary_integer<T: IntegerElement>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    op: BinaryOp,
+) -> BinaryResult<T> {
     if op.is_comparison() {
-        BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| op.apply_integer(x.up(), y.up()) != 0))
+        BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| {
+            op.apply_integer(x.up(), y.up()) != 0
+        }))
     } else {
-        BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| T::down(op.apply_integer(x.up(), y.up()))))
+        BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| {
+            T::down(op.apply_integer(x.up(), y.up()))
+        }))
     }
 }
 
-fn scalar_float<T: FloatElement>(data: &[T], layout: &Layout, op: BinaryOp, scalar: f64, on_left: bool) -> BinaryResult<T> {
+fn scalar_float<T: FloatElement>(
+    data: &[T],
+    layout: &Layout,
+    op: BinaryOp,
+    scalar: f64,
+    on_left: bool,
+) -> BinaryResult<T> {
     let s: T::Compute = NumCast::from(scalar).unwrap_or_else(T::Compute::nan);
     let apply = move |x: T| {
         if on_left {
@@ -50,13 +80,21 @@ fn scalar_float<T: FloatElement>(data: &[T], layout: &Layout, op: BinaryOp, scal
         }
     };
     if op.is_comparison() {
-        BinaryResult::Truth(map_strided(data, layout, |x| apply(x) != T::Compute::zero()))
+        BinaryResult::Truth(map_strided(data, layout, |x| {
+            apply(x) != T::Compute::zero()
+        }))
     } else {
         BinaryResult::Values(map_strided(data, layout, |x| T::down(apply(x))))
     }
 }
 
-fn scalar_integer<T: IntegerElement>(data: &[T], layout: &Layout, op: BinaryOp, scalar: f64, on_left: bool) -> BinaryResult<T> {
+fn scalar_integer<T: IntegerElement>(
+    data: &[T],
+    layout: &Layout,
+    op: BinaryOp,
+    scalar: f64,
+    on_left: bool,
+) -> BinaryResult<T> {
     let s = scalar as i64;
     let apply = move |x: T| {
         if on_left {
@@ -99,15 +137,35 @@ impl CpuStorage {
     }
 
     /// Elementwise binary op on two equal-shape views of the same dtype.
-    pub fn binary(&self, layout: &Layout, rhs: &CpuStorage, rhs_layout: &Layout, op: BinaryOp) -> Result<CpuStorage> {
+    pub fn binary(
+        &self,
+        layout: &Layout,
+        rhs: &CpuStorage,
+        rhs_layout: &Layout,
+        op: BinaryOp,
+    ) -> Result<CpuStorage> {
         Ok(match (self, rhs) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => wrap_binary!(binary_float(a, layout, b, rhs_layout, op), F32),
-            (CpuStorage::F16(a), CpuStorage::F16(b)) => wrap_binary!(binary_float(a, layout, b, rhs_layout, op), F16),
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => wrap_binary!(binary_float(a, layout, b, rhs_layout, op), F64),
-            (CpuStorage::I32(a), CpuStorage::I32(b)) => wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), I32),
-            (CpuStorage::U32(a), CpuStorage::U32(b)) => wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), U32),
-            (CpuStorage::U8(a), CpuStorage::U8(b)) => wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), U8),
-            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), Bool),
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                wrap_binary!(binary_float(a, layout, b, rhs_layout, op), F32)
+            }
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => {
+                wrap_binary!(binary_float(a, layout, b, rhs_layout, op), F16)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                wrap_binary!(binary_float(a, layout, b, rhs_layout, op), F64)
+            }
+            (CpuStorage::I32(a), CpuStorage::I32(b)) => {
+                wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), I32)
+            }
+            (CpuStorage::U32(a), CpuStorage::U32(b)) => {
+                wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), U32)
+            }
+            (CpuStorage::U8(a), CpuStorage::U8(b)) => {
+                wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), U8)
+            }
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => {
+                wrap_binary!(binary_integer(a, layout, b, rhs_layout, op), Bool)
+            }
             (a, b) => {
                 return Err(Error::DTypeMismatch {
                     op: op.name(),
@@ -119,7 +177,13 @@ impl CpuStorage {
     }
 
     /// Elementwise binary op with a scalar operand.
-    pub fn binary_scalar(&self, layout: &Layout, op: BinaryOp, scalar: f64, on_left: bool) -> Result<CpuStorage> {
+    pub fn binary_scalar(
+        &self,
+        layout: &Layout,
+        op: BinaryOp,
+        scalar: f64,
+        on_left: bool,
+    ) -> Result<CpuStorage> {
         Ok(match self {
             CpuStorage::F32(v) => wrap_binary!(scalar_float(v, layout, op, scalar, on_left), F32),
             CpuStorage::F16(v) => wrap_binary!(scalar_float(v, layout, op, scalar, on_left), F16),
@@ -127,7 +191,9 @@ impl CpuStorage {
             CpuStorage::I32(v) => wrap_binary!(scalar_integer(v, layout, op, scalar, on_left), I32),
             CpuStorage::U32(v) => wrap_binary!(scalar_integer(v, layout, op, scalar, on_left), U32),
             CpuStorage::U8(v) => wrap_binary!(scalar_integer(v, layout, op, scalar, on_left), U8),
-            CpuStorage::Bool(v) => wrap_binary!(scalar_integer(v, layout, op, scalar, on_left), Bool),
+            CpuStorage::Bool(v) => {
+                wrap_binary!(scalar_integer(v, layout, op, scalar, on_left), Bool)
+            }
         })
     }
 
@@ -140,7 +206,11 @@ impl CpuStorage {
         on_false: &CpuStorage,
         false_layout: &Layout,
     ) -> Result<CpuStorage> {
-        let condition: Vec<bool> = self.to_f64_vec(layout).into_iter().map(|c| c != 0.0).collect();
+        let condition: Vec<bool> = self
+            .to_f64_vec(layout)
+            .into_iter()
+            .map(|c| c != 0.0)
+            .collect();
         let condition_layout = Layout::contiguous(&layout.shape);
         fn select<T: Copy + Send + Sync>(
             condition: &[bool],
@@ -160,13 +230,27 @@ impl CpuStorage {
         }
         let (c, cl) = (&condition, &condition_layout);
         Ok(match (on_true, on_false) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(select(c, cl, a, true_layout, b, false_layout)),
-            (CpuStorage::F16(a), CpuStorage::F16(b)) => CpuStorage::F16(select(c, cl, a, true_layout, b, false_layout)),
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(select(c, cl, a, true_layout, b, false_layout)),
-            (CpuStorage::I32(a), CpuStorage::I32(b)) => CpuStorage::I32(select(c, cl, a, true_layout, b, false_layout)),
-            (CpuStorage::U32(a), CpuStorage::U32(b)) => CpuStorage::U32(select(c, cl, a, true_layout, b, false_layout)),
-            (CpuStorage::U8(a), CpuStorage::U8(b)) => CpuStorage::U8(select(c, cl, a, true_layout, b, false_layout)),
-            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => CpuStorage::Bool(select(c, cl, a, true_layout, b, false_layout)),
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                CpuStorage::F32(select(c, cl, a, true_layout, b, false_layout))
+            }
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => {
+                CpuStorage::F16(select(c, cl, a, true_layout, b, false_layout))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                CpuStorage::F64(select(c, cl, a, true_layout, b, false_layout))
+            }
+            (CpuStorage::I32(a), CpuStorage::I32(b)) => {
+                CpuStorage::I32(select(c, cl, a, true_layout, b, false_layout))
+            }
+            (CpuStorage::U32(a), CpuStorage::U32(b)) => {
+                CpuStorage::U32(select(c, cl, a, true_layout, b, false_layout))
+            }
+            (CpuStorage::U8(a), CpuStorage::U8(b)) => {
+                CpuStorage::U8(select(c, cl, a, true_layout, b, false_layout))
+            }
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => {
+                CpuStorage::Bool(select(c, cl, a, true_layout, b, false_layout))
+            }
             (a, b) => {
                 return Err(Error::DTypeMismatch {
                     op: "where",

@@ -7,7 +7,12 @@ use crate::layout::Layout;
 use crate::shape::contiguous_strides;
 
 /// Read indices as i64 in logical order, checking each against `limit`.
-fn read_indices(op: &'static str, indices: &CpuStorage, layout: &Layout, limit: usize) -> Result<Vec<usize>> {
+fn read_indices(
+    op: &'static str,
+    indices: &CpuStorage,
+    layout: &Layout,
+    limit: usize,
+) -> Result<Vec<usize>> {
     if !indices.dtype().is_index() {
         return Err(Error::invalid(
             op,
@@ -32,7 +37,12 @@ fn read_indices(op: &'static str, indices: &CpuStorage, layout: &Layout, limit: 
 
 /// For each element of `shape` (row-major), the storage position under `layout` after
 /// replacing coordinate `dim` with `indices[element]`.
-fn indexed_positions(shape: &[usize], layout: &Layout, dim: usize, indices: &[usize]) -> Vec<usize> {
+fn indexed_positions(
+    shape: &[usize],
+    layout: &Layout,
+    dim: usize,
+    indices: &[usize],
+) -> Vec<usize> {
     let strides = contiguous_strides(shape);
     (0..indices.len())
         .map(|flat| {
@@ -49,7 +59,13 @@ fn indexed_positions(shape: &[usize], layout: &Layout, dim: usize, indices: &[us
 
 impl CpuStorage {
     /// Entries of `dim` picked by a rank-1 index vector.
-    pub fn index_select(&self, layout: &Layout, indices: &CpuStorage, indices_layout: &Layout, dim: usize) -> Result<CpuStorage> {
+    pub fn index_select(
+        &self,
+        layout: &Layout,
+        indices: &CpuStorage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<CpuStorage> {
         let picked = read_indices("index_select", indices, indices_layout, layout.shape[dim])?;
         let mut out_shape = layout.shape.clone();
         out_shape[dim] = picked.len();
@@ -85,7 +101,13 @@ impl CpuStorage {
     }
 
     /// `out[..., j, ...] = self[..., indices[..., j, ...], ...]` along `dim`.
-    pub fn gather(&self, layout: &Layout, indices: &CpuStorage, indices_layout: &Layout, dim: usize) -> Result<CpuStorage> {
+    pub fn gather(
+        &self,
+        layout: &Layout,
+        indices: &CpuStorage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<CpuStorage> {
         let index_shape = &indices_layout.shape;
         if index_shape.len() != layout.rank()
             || index_shape
@@ -142,27 +164,57 @@ impl CpuStorage {
         let base = self.copy_strided(layout)?;
         match (base, src) {
             (CpuStorage::F32(mut out), CpuStorage::F32(s)) => {
-                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), |a, b| a + b);
+                add_at(
+                    &mut out,
+                    &targets,
+                    &map_strided(s, &src_view, |x| x),
+                    |a, b| a + b,
+                );
                 Ok(CpuStorage::F32(out))
             }
             (CpuStorage::F64(mut out), CpuStorage::F64(s)) => {
-                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), |a, b| a + b);
+                add_at(
+                    &mut out,
+                    &targets,
+                    &map_strided(s, &src_view, |x| x),
+                    |a, b| a + b,
+                );
                 Ok(CpuStorage::F64(out))
             }
             (CpuStorage::F16(mut out), CpuStorage::F16(s)) => {
-                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), |a, b| a + b);
+                add_at(
+                    &mut out,
+                    &targets,
+                    &map_strided(s, &src_view, |x| x),
+                    |a, b| a + b,
+                );
                 Ok(CpuStorage::F16(out))
             }
             (CpuStorage::I32(mut out), CpuStorage::I32(s)) => {
-                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), i32::wrapping_add);
+                add_at(
+                    &mut out,
+                    &targets,
+                    &map_strided(s, &src_view, |x| x),
+                    i32::wrapping_add,
+                );
                 Ok(CpuStorage::I32(out))
             }
             (CpuStorage::U32(mut out), CpuStorage::U32(s)) => {
-                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), u32::wrapping_add);
+                add_at(
+                    &mut out,
+                    &targets,
+                    &map_strided(s, &src_view, |x| x),
+                    u32::wrapping_add,
+                );
                 Ok(CpuStorage::U32(out))
             }
             (CpuStorage::U8(mut out), CpuStorage::U8(s)) => {
-                add_at(&mut out, &targets, &map_strided(s, &src_view, |x| x), u8::wrapping_add);
+                add_at(
+                    &mut out,
+                    &targets,
+                    &map_strided(s, &src_view, |x| x),
+                    u8::wrapping_add,
+                );
                 Ok(CpuStorage::U8(out))
             }
             (base, s) => Err(Error::DTypeMismatch {

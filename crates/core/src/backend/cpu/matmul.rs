@@ -9,7 +9,14 @@ use crate::layout::Layout;
 /// Work (multiply-adds) above which gemm may use every thread.
 const PARALLEL_WORK: usize = 48 * 48 * 48;
 
-fn gemm_batched<T: Copy + Default + 'static>(lhs: &[T], ll: &Layout, rhs: &[T], rl: &Layout, zero: T, one: T) -> Vec<T> {
+fn gemm_batched<T: Copy + Default + 'static>(
+    lhs: &[T],
+    ll: &Layout,
+    rhs: &[T],
+    rl: &Layout,
+    zero: T,
+    one: T,
+) -> Vec<T> {
     let (batch, m, k) = (ll.shape[0], ll.shape[1], ll.shape[2]);
     let n = rl.shape[2];
     let mut out = vec![T::default(); batch * m * n];
@@ -58,7 +65,12 @@ fn gemm_batched<T: Copy + Default + 'static>(lhs: &[T], ll: &Layout, rhs: &[T], 
     out
 }
 
-fn matmul_integer<T: IntegerElement + Default>(lhs: &[T], ll: &Layout, rhs: &[T], rl: &Layout) -> Vec<T> {
+fn matmul_integer<T: IntegerElement + Default>(
+    lhs: &[T],
+    ll: &Layout,
+    rhs: &[T],
+    rl: &Layout,
+) -> Vec<T> {
     let (batch, m, k) = (ll.shape[0], ll.shape[1], ll.shape[2]);
     let n = rl.shape[2];
     let mut out = Vec::with_capacity(batch * m * n);
@@ -67,8 +79,12 @@ fn matmul_integer<T: IntegerElement + Default>(lhs: &[T], ll: &Layout, rhs: &[T]
             for j in 0..n {
                 let mut acc = 0i64;
                 for p in 0..k {
-                    let a = lhs[ll.offset + b * ll.strides[0] + i * ll.strides[1] + p * ll.strides[2]].up();
-                    let c = rhs[rl.offset + b * rl.strides[0] + p * rl.strides[1] + j * rl.strides[2]].up();
+                    let a = lhs
+                        [ll.offset + b * ll.strides[0] + i * ll.strides[1] + p * ll.strides[2]]
+                        .up();
+                    let c = rhs
+                        [rl.offset + b * rl.strides[0] + p * rl.strides[1] + j * rl.strides[2]]
+                        .up();
                     acc = acc.wrapping_add(a.wrapping_mul(c));
                 }
                 out.push(T::down(acc));
@@ -80,16 +96,35 @@ fn matmul_integer<T: IntegerElement + Default>(lhs: &[T], ll: &Layout, rhs: &[T]
 
 impl CpuStorage {
     /// `[b, m, k] x [b, k, n] -> [b, m, n]`.
-    pub fn matmul(&self, layout: &Layout, rhs: &CpuStorage, rhs_layout: &Layout) -> Result<CpuStorage> {
+    pub fn matmul(
+        &self,
+        layout: &Layout,
+        rhs: &CpuStorage,
+        rhs_layout: &Layout,
+    ) -> Result<CpuStorage> {
         use half::f16;
         Ok(match (self, rhs) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)),
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)),
-            (CpuStorage::F16(a), CpuStorage::F16(b)) => CpuStorage::F16(gemm_batched(a, layout, b, rhs_layout, f16::ZERO, f16::ONE)),
-            (CpuStorage::I32(a), CpuStorage::I32(b)) => CpuStorage::I32(matmul_integer(a, layout, b, rhs_layout)),
-            (CpuStorage::U32(a), CpuStorage::U32(b)) => CpuStorage::U32(matmul_integer(a, layout, b, rhs_layout)),
-            (CpuStorage::U8(a), CpuStorage::U8(b)) => CpuStorage::U8(matmul_integer(a, layout, b, rhs_layout)),
-            (CpuStorage::Bool(_), CpuStorage::Bool(_)) => return Err(super::unsupported_dtype("matmul", self.dtype())),
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                CpuStorage::F32(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                CpuStorage::F64(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0))
+            }
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => {
+                CpuStorage::F16(gemm_batched(a, layout, b, rhs_layout, f16::ZERO, f16::ONE))
+            }
+            (CpuStorage::I32(a), CpuStorage::I32(b)) => {
+                CpuStorage::I32(matmul_integer(a, layout, b, rhs_layout))
+            }
+            (CpuStorage::U32(a), CpuStorage::U32(b)) => {
+                CpuStorage::U32(matmul_integer(a, layout, b, rhs_layout))
+            }
+            (CpuStorage::U8(a), CpuStorage::U8(b)) => {
+                CpuStorage::U8(matmul_integer(a, layout, b, rhs_layout))
+            }
+            (CpuStorage::Bool(_), CpuStorage::Bool(_)) => {
+                return Err(super::unsupported_dtype("matmul", self.dtype()))
+            }
             (a, b) => {
                 return Err(Error::DTypeMismatch {
                     op: "matmul",

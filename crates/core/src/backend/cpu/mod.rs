@@ -151,12 +151,21 @@ where
             slice.iter().map(|&value| function(value)).collect()
         }
     } else {
-        layout.positions().map(|position| function(data[position])).collect()
+        layout
+            .positions()
+            .map(|position| function(data[position]))
+            .collect()
     }
 }
 
 /// Combine two equal-shape strided views elementwise into a new vector.
-pub(crate) fn zip_strided<A, B, U, F>(lhs: &[A], lhs_layout: &Layout, rhs: &[B], rhs_layout: &Layout, function: F) -> Vec<U>
+pub(crate) fn zip_strided<A, B, U, F>(
+    lhs: &[A],
+    lhs_layout: &Layout,
+    rhs: &[B],
+    rhs_layout: &Layout,
+    function: F,
+) -> Vec<U>
 where
     A: Copy + Send + Sync,
     B: Copy + Send + Sync,
@@ -168,7 +177,10 @@ where
         let a = &lhs[lhs_layout.offset..lhs_layout.offset + count];
         let b = &rhs[rhs_layout.offset..rhs_layout.offset + count];
         if count >= PARALLEL_THRESHOLD {
-            a.par_iter().zip(b.par_iter()).map(|(&x, &y)| function(x, y)).collect()
+            a.par_iter()
+                .zip(b.par_iter())
+                .map(|(&x, &y)| function(x, y))
+                .collect()
         } else {
             a.iter().zip(b).map(|(&x, &y)| function(x, y)).collect()
         }
@@ -286,7 +298,13 @@ impl CpuStorage {
     }
 
     /// Counter-based random values; the same numbers the GPU kernel draws.
-    pub fn random(numel: usize, dtype: DType, distribution: Distribution, seed: u64, offset: u64) -> Result<CpuStorage> {
+    pub fn random(
+        numel: usize,
+        dtype: DType,
+        distribution: Distribution,
+        seed: u64,
+        offset: u64,
+    ) -> Result<CpuStorage> {
         if !dtype.is_float() {
             return Err(unsupported_dtype("random", dtype));
         }
@@ -312,7 +330,9 @@ impl CpuStorage {
             DType::F32 => CpuStorage::F32(values),
             DType::F16 => CpuStorage::F16(values.into_iter().map(f16::from_f32).collect()),
             DType::F64 => CpuStorage::F64(values.into_iter().map(|v| v as f64).collect()),
-            DType::I32 | DType::U32 | DType::U8 | DType::Bool => return Err(unsupported_dtype("random", dtype)),
+            DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
+                return Err(unsupported_dtype("random", dtype))
+            }
         })
     }
 
@@ -322,8 +342,18 @@ impl CpuStorage {
     }
 
     /// Copy the view `layout` into the view `dst_layout` of `dst`.
-    pub fn copy_into(&self, layout: &Layout, dst: &mut CpuStorage, dst_layout: &Layout) -> Result<()> {
-        fn write<T: Copy + Send + Sync>(src: &[T], layout: &Layout, dst: &mut [T], dst_layout: &Layout) {
+    pub fn copy_into(
+        &self,
+        layout: &Layout,
+        dst: &mut CpuStorage,
+        dst_layout: &Layout,
+    ) -> Result<()> {
+        fn write<T: Copy + Send + Sync>(
+            src: &[T],
+            layout: &Layout,
+            dst: &mut [T],
+            dst_layout: &Layout,
+        ) {
             for (from, to) in layout.positions().zip(dst_layout.positions()) {
                 dst[to] = src[from];
             }
@@ -361,11 +391,21 @@ impl CpuStorage {
             return self.copy_strided(layout);
         }
         match (self, dtype) {
-            (CpuStorage::F32(v), DType::F16) => Ok(CpuStorage::F16(map_strided(v, layout, f16::from_f32))),
-            (CpuStorage::F16(v), DType::F32) => Ok(CpuStorage::F32(map_strided(v, layout, |x| x.to_f32()))),
-            (CpuStorage::F32(v), DType::I32) => Ok(CpuStorage::I32(map_strided(v, layout, |x| x as i32))),
-            (CpuStorage::I32(v), DType::F32) => Ok(CpuStorage::F32(map_strided(v, layout, |x| x as f32))),
-            (CpuStorage::Bool(v), DType::F32) => Ok(CpuStorage::F32(map_strided(v, layout, |x| x as u8 as f32))),
+            (CpuStorage::F32(v), DType::F16) => {
+                Ok(CpuStorage::F16(map_strided(v, layout, f16::from_f32)))
+            }
+            (CpuStorage::F16(v), DType::F32) => {
+                Ok(CpuStorage::F32(map_strided(v, layout, |x| x.to_f32())))
+            }
+            (CpuStorage::F32(v), DType::I32) => {
+                Ok(CpuStorage::I32(map_strided(v, layout, |x| x as i32)))
+            }
+            (CpuStorage::I32(v), DType::F32) => {
+                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as f32)))
+            }
+            (CpuStorage::Bool(v), DType::F32) => {
+                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as u8 as f32)))
+            }
             _ => Ok(CpuStorage::from_f64_values(&self.to_f64_vec(layout), dtype)),
         }
     }

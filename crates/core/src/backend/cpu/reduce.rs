@@ -38,7 +38,11 @@ fn fold_outputs<T: Copy + Send + Sync, U: Send>(
 }
 
 /// Index of the winning element (first occurrence; NaN wins, as in PyTorch).
-fn arg_best<C: PartialOrd + Copy>(values: &mut dyn Iterator<Item = C>, better: fn(C, C) -> bool, is_nan: fn(C) -> bool) -> i32 {
+fn arg_best<C: PartialOrd + Copy>(
+    values: &mut dyn Iterator<Item = C>,
+    better: fn(C, C) -> bool,
+    is_nan: fn(C) -> bool,
+) -> i32 {
     let mut best: Option<(usize, C)> = None;
     for (i, v) in values.enumerate() {
         best = match best {
@@ -52,7 +56,12 @@ fn arg_best<C: PartialOrd + Copy>(values: &mut dyn Iterator<Item = C>, better: f
     best.map(|(i, _)| i as i32).unwrap_or(0)
 }
 
-fn reduce_float<T: FloatElement>(data: &[T], bases: &[usize], offsets: &[usize], op: ReduceOp) -> CpuResult<T> {
+fn reduce_float<T: FloatElement>(
+    data: &[T],
+    bases: &[usize],
+    offsets: &[usize],
+    op: ReduceOp,
+) -> CpuResult<T> {
     use num_traits::Float;
     match op {
         ReduceOp::Sum => CpuResult::Values(fold_outputs(data, bases, offsets, |it| {
@@ -85,7 +94,12 @@ fn reduce_float<T: FloatElement>(data: &[T], bases: &[usize], offsets: &[usize],
     }
 }
 
-fn reduce_integer<T: IntegerElement>(data: &[T], bases: &[usize], offsets: &[usize], op: ReduceOp) -> CpuResult<T> {
+fn reduce_integer<T: IntegerElement>(
+    data: &[T],
+    bases: &[usize],
+    offsets: &[usize],
+    op: ReduceOp,
+) -> CpuResult<T> {
     let never_nan: fn(i64) -> bool = |_| false;
     match op {
         ReduceOp::Sum => CpuResult::Values(fold_outputs(data, bases, offsets, |it| {

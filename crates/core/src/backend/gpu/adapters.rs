@@ -74,10 +74,22 @@ fn type_rank(device_type: wgpu::DeviceType) -> u8 {
 
 fn enumerate() -> AdapterRegistry {
     // `InstanceDescriptor` has no `Default` in wgpu 30; this reads WGPU_BACKEND etc. from the
-    // environment and needs no window.
-    let instance =
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    // environment and needs no window. Unless WGPU_BACKEND chooses, probe the modern APIs
+    // first and OpenGL only when they find nothing: probing GL without a display logs EGL
+    // errors, and GL compute is the weakest path anyway.
+    let user_chose_backends = std::env::var_os("WGPU_BACKEND").is_some();
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    if !user_chose_backends {
+        descriptor.backends = wgpu::Backends::PRIMARY;
+    }
+    let instance = wgpu::Instance::new(descriptor);
     let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    if adapters.is_empty() && !user_chose_backends {
+        let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        descriptor.backends = wgpu::Backends::SECONDARY;
+        let fallback = wgpu::Instance::new(descriptor);
+        adapters = pollster::block_on(fallback.enumerate_adapters(wgpu::Backends::all()));
+    }
     // OpenGL exposes fewer features (no f16, weak compute): keep a GL adapter only when no
     // modern API sees a card of the same name.
     let modern_names: Vec<String> = adapters

@@ -413,20 +413,31 @@ impl GpuContext {
             .map_err(|error| Error::DeviceLost {
                 message: format!("waiting for the GPU failed: {error}"),
             })?;
-        self.ensure_alive()?;
-        let result = outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match result {
-            Some(Ok(())) => {}
-            Some(Err(error)) => {
-                return Err(Error::DeviceLost {
-                    message: format!("reading GPU memory failed: {error}"),
-                })
+        // The map callback runs inside *some* thread's poll: when another thread is polling at
+        // the same time, our wait can return while that thread is still about to run our
+        // callback. So wait (briefly polling) until the callback has reported.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let result = loop {
+            self.ensure_alive()?;
+            if let Some(result) = outcome.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                break result;
             }
-            None => {
+            if std::time::Instant::now() > deadline {
                 return Err(Error::DeviceLost {
-                    message: "reading GPU memory did not complete".into(),
-                })
+                    message: "reading GPU memory did not complete within 120 s".into(),
+                });
             }
+            std::thread::yield_now();
+            self.device
+                .poll(wgpu::PollType::Poll)
+                .map_err(|error| Error::DeviceLost {
+                    message: format!("waiting for the GPU failed: {error}"),
+                })?;
+        };
+        if let Err(error) = result {
+            return Err(Error::DeviceLost {
+                message: format!("reading GPU memory failed: {error}"),
+            });
         }
         let data = {
             let view = staging

@@ -289,3 +289,11 @@ impl GpuStorage {
         GpuStorage::from_cpu(device, &self.to_cpu()?)
     }
 }
+
+// Tensors move between threads (data loaders, data-parallel workers): the storage must be
+// `Send + Sync`. This fails to compile if a field ever breaks that.
+const _: fn() = || {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<GpuStorage>();
+    assert_send_sync::<GpuDevice>();
+};

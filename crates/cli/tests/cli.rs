@@ -1,0 +1,74 @@
+//! The `anygrad` command as a user runs it: bad input gives one `error:` line and a non-zero
+//! exit, never a panic trace; `devices` and `train --json` produce what they promise.
+
+use std::process::Command;
+
+fn anygrad(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_anygrad"))
+        .args(args)
+        .env("ANYGRAD_DEVICE", "cpu")
+        .output()
+        .expect("run anygrad");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn assert_clean_failure(args: &[&str], expected: &str) {
+    let (ok, _, stderr) = anygrad(args);
+    assert!(!ok, "{args:?} should fail");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    let error_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(error_lines.len(), 1, "{args:?}: {stderr}");
+    assert!(error_lines[0].contains(expected), "{args:?}: {stderr}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_nonzero() {
+    assert_clean_failure(
+        &[
+            "train",
+            "--dataset",
+            "mnist",
+            "--data-dir",
+            "/nonexistent/dir",
+        ],
+        "/nonexistent/dir",
+    );
+    assert_clean_failure(&["train", "--dataset", "mnist"], "--data-dir");
+    assert_clean_failure(&["train", "--device", "tpu:7"], "unknown device");
+    assert_clean_failure(&["train", "--epochs", "0"], "epochs");
+    let dir = std::env::temp_dir().join(format!("anygrad-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let corrupt = dir.join("bad.safetensors");
+    std::fs::write(&corrupt, [0u8; 5]).unwrap();
+    assert_clean_failure(
+        &["train", "--resume", corrupt.to_str().unwrap()],
+        "bad.safetensors",
+    );
+    std::fs::write(dir.join("train-images-idx3-ubyte"), [0u8; 40]).unwrap();
+    std::fs::write(dir.join("train-labels-idx1-ubyte"), [0u8; 40]).unwrap();
+    assert_clean_failure(
+        &[
+            "train",
+            "--dataset",
+            "mnist",
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+        "train-",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn train_json_summary() {
+    let (ok, stdout, stderr) = anygrad(&["train", "--epochs", "2", "--json"]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("device: cpu"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    assert_eq!(summary["epochs"].as_array().unwrap().len(), 2);
+    assert!(summary["final_test_accuracy"].as_f64().unwrap() > 0.8);
+}

@@ -1,0 +1,334 @@
+//! ResNet-18 golden test: anygrad's eval-mode forward equals torchvision's on the same
+//! weights and inputs, on the CPU and on the GPU.
+//!
+//! No weight file is committed: every state-dict entry (parameters and buffers) is filled by
+//! a deterministic formula that `scripts/golden/generate_resnet.py` computes identically (in
+//! float64, rounded once to float32; see [`formula_values`]), and the expected logits of a
+//! `[2, 3, 64, 64]` formula batch come from `tests/golden/resnet18.json`.
+//!
+//! Criterion: `max_i |y_i - expected_i| <= 1e-4 * max_i |expected_i|` over all 2×1000 logits
+//! (relative to the largest logit). On failure the per-stage statistics (stem, maxpool,
+//! layer1..4, features) are compared with torchvision's to show where the outputs diverge.
+//!
+//! Run: `cargo test -p anygrad-models --test resnet_golden` (the GPU variant prints `SKIP`
+//! without an adapter unless `ANYGRAD_REQUIRE_GPU=1`). Regenerate the golden file with
+//! `/tmp/torchenv/bin/python scripts/golden/generate_resnet.py`.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use anygrad_core::{DType, Device, Tensor};
+use anygrad_models::ResNet;
+use anygrad_nn::{load_state_into, MaxPool2d, Module};
+
+/// The golden file (logits and stage statistics from torchvision).
+const GOLDEN: &str = include_str!("golden/resnet18.json");
+/// Formula parameters; must equal the script's (checked against the JSON).
+const WEIGHT_FREQ: f64 = 0.37;
+const NAME_PHASE: f64 = 0.11;
+const HASH_SCALE: f64 = 43758.5453;
+const INPUT_SHAPE: [usize; 4] = [2, 3, 64, 64];
+/// Allowed max |error| relative to max |expected|.
+const RELATIVE_TOLERANCE: f64 = 1e-4;
+
+/// `(sum of the name's bytes) mod 1000`.
+fn name_hash(name: &str) -> u32 {
+    name.bytes().map(u32::from).sum::<u32>() % 1000
+}
+
+/// The values of state-dict entry `name` with `shape` (see `generate_resnet.py`): with
+/// `t = 43758.5453 * sin(0.37 i + 0.11 h)` and `s = 2 (t - floor t) - 1`, rank ≥ 2 weights are
+/// `s * sqrt(3 / fan_in)`, BN weights `1 + 0.1 s`, `fc.bias` `0.01 s`, BN biases `0.1 s`,
+/// running means `0.05 s`, running variances `1 + 0.2 |s|`. Same float64 operations in the
+/// same order as the Python, so the f32 results are bitwise identical.
+fn formula_values(name: &str, shape: &[usize]) -> Vec<f32> {
+    let n: usize = shape.iter().product();
+    let phase = NAME_PHASE * f64::from(name_hash(name));
+    let fan_in = if shape.len() >= 2 { n / shape[0] } else { 1 };
+    let scale = (3.0 / fan_in as f64).sqrt();
+    (0..n)
+        .map(|i| {
+            let t = HASH_SCALE * (WEIGHT_FREQ * i as f64 + phase).sin();
+            let s = 2.0 * (t - t.floor()) - 1.0;
+            let v = if shape.len() >= 2 {
+                s * scale
+            } else if name.ends_with("running_mean") {
+                0.05 * s
+            } else if name.ends_with("running_var") {
+                1.0 + 0.2 * s.abs()
+            } else if name == "fc.bias" {
+                0.01 * s
+            } else if name.ends_with("weight") {
+                1.0 + 0.1 * s
+            } else if name.ends_with("bias") {
+                0.1 * s
+            } else {
+                panic!("no formula for {name}")
+            };
+            v as f32
+        })
+        .collect()
+}
+
+/// A CPU tensor for entry `name` shaped and typed like `like`.
+fn formula_tensor(name: &str, like: &Tensor) -> Tensor {
+    if name.ends_with("num_batches_tracked") {
+        return Tensor::zeros(like.shape(), like.dtype(), &Device::Cpu).unwrap();
+    }
+    assert_eq!(like.dtype(), DType::F32, "{name}");
+    Tensor::from_vec(
+        formula_values(name, like.shape()),
+        like.shape(),
+        &Device::Cpu,
+    )
+    .unwrap()
+}
+
+/// Every state-dict entry of `model` by the formula.
+fn formula_state(model: &dyn Module) -> BTreeMap<String, Tensor> {
+    model
+        .state_dict()
+        .into_iter()
+        .map(|(name, t)| {
+            let value = formula_tensor(&name, &t);
+            (name, value)
+        })
+        .collect()
+}
+
+/// `x[i] = 0.5 sin(0.01 i) + 0.25 cos(0.003 i)` over the flat index of the whole batch.
+fn input_batch(device: &Device) -> Tensor {
+    let n: usize = INPUT_SHAPE.iter().product();
+    let values: Vec<f32> = (0..n)
+        .map(|i| {
+            let i = i as f64;
+            (0.5 * (0.01 * i).sin() + 0.25 * (0.003 * i).cos()) as f32
+        })
+        .collect();
+    Tensor::from_vec(values, &INPUT_SHAPE, device).unwrap()
+}
+
+/// Every number inside the JSON value of `"key":` (nested arrays flattened). The golden file
+/// is flat enough that each key used here occurs once.
+fn json_numbers(key: &str) -> Vec<f64> {
+    let pattern = format!("\"{key}\":");
+    let start = GOLDEN
+        .find(&pattern)
+        .unwrap_or_else(|| panic!("golden file has no `{key}`"))
+        + pattern.len();
+    let rest = &GOLDEN[start..];
+    let mut depth = 0usize;
+    let mut end = rest.len();
+    for (i, c) in rest.char_indices() {
+        match c {
+            '[' | '{' => depth += 1,
+            ']' | '}' if depth == 0 => {
+                end = i;
+                break;
+            }
+            ']' | '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = i;
+                    break;
+                }
+            }
+            ',' if depth == 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    rest[..end]
+        .split(|c: char| matches!(c, '[' | ']' | ',' | ' ' | '\n'))
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<f64>()
+                .unwrap_or_else(|e| panic!("`{key}`: bad number `{s}`: {e}"))
+        })
+        .collect()
+}
+
+/// `[mean, population std, max |x|]` per image of a `[n, ...]` tensor.
+fn stats(t: &Tensor) -> Vec<f64> {
+    let values = t.to_vec_f32().unwrap();
+    let per = values.len() / t.shape()[0];
+    values
+        .chunks(per)
+        .flat_map(|row| {
+            let n = row.len() as f64;
+            let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+            let var = row
+                .iter()
+                .map(|&v| (f64::from(v) - mean).powi(2))
+                .sum::<f64>()
+                / n;
+            let max = row.iter().map(|&v| f64::from(v).abs()).fold(0.0, f64::max);
+            [mean, var.sqrt(), max]
+        })
+        .collect()
+}
+
+/// Per-stage statistics of anygrad's forward next to torchvision's (for failure messages).
+fn stage_report(model: &ResNet, x: &Tensor) -> String {
+    let mut report = String::from("stage      image: [mean, std, max|x|] anygrad | torchvision\n");
+    let mut show = |name: &str, t: &Tensor| {
+        let ours = stats(t);
+        let theirs = json_numbers(name);
+        for (image, (a, b)) in ours.chunks(3).zip(theirs.chunks(3)).enumerate() {
+            let worst = a
+                .iter()
+                .zip(b)
+                .map(|(a, b)| (a - b).abs() / b.abs().max(1e-6))
+                .fold(0.0, f64::max);
+            let flag = if worst > RELATIVE_TOLERANCE {
+                "  <-- differs"
+            } else {
+                ""
+            };
+            report.push_str(&format!("{name:9} {image}: {a:.6?} | {b:.6?}{flag}\n"));
+        }
+    };
+    let h = model
+        .bn1
+        .forward(&model.conv1.forward(x).unwrap())
+        .unwrap()
+        .relu()
+        .unwrap();
+    show("stem", &h);
+    let mut h = MaxPool2d::with(3, 2, 1).forward(&h).unwrap();
+    show("maxpool", &h);
+    for (name, layer) in [
+        ("layer1", &model.layer1),
+        ("layer2", &model.layer2),
+        ("layer3", &model.layer3),
+        ("layer4", &model.layer4),
+    ] {
+        h = layer.forward(&h).unwrap();
+        show(name, &h);
+    }
+    show("features", &model.features(x).unwrap());
+    report
+}
+
+fn resnet18_matches_torchvision(device: &Device) {
+    assert_eq!(
+        json_numbers("freq"),
+        [WEIGHT_FREQ],
+        "weight formula drifted"
+    );
+    assert_eq!(
+        json_numbers("name_phase"),
+        [NAME_PHASE],
+        "weight formula drifted"
+    );
+    assert_eq!(
+        json_numbers("hash_scale"),
+        [HASH_SCALE],
+        "weight formula drifted"
+    );
+    let shape: Vec<usize> = json_numbers("shape").iter().map(|&v| v as usize).collect();
+    assert_eq!(shape, INPUT_SHAPE, "input shape drifted");
+
+    let model = ResNet::resnet18(1000, device).unwrap();
+    let state = formula_state(&model);
+    assert_eq!(state.len(), 122);
+    let report = load_state_into(&model, &state, true, "formula weights").unwrap();
+    assert!(report.missing.is_empty() && report.unexpected.is_empty());
+    model.eval();
+    let _no_grad = anygrad_core::no_grad();
+
+    let x = input_batch(device);
+    let y = model.forward(&x).unwrap();
+    let output_shape: Vec<usize> = json_numbers("output_shape")
+        .iter()
+        .map(|&v| v as usize)
+        .collect();
+    assert_eq!(y.shape(), output_shape.as_slice());
+    let actual = y.to_vec_f32().unwrap();
+    let expected = json_numbers("output");
+    assert_eq!(actual.len(), expected.len());
+    let scale = expected.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    let (worst, at) = actual
+        .iter()
+        .zip(&expected)
+        .map(|(&a, &e)| (f64::from(a) - e).abs())
+        .enumerate()
+        .fold(
+            (0.0, 0),
+            |best, (i, d)| if d > best.0 { (d, i) } else { best },
+        );
+    let relative = worst / scale;
+    println!(
+        "resnet18 on {device}: max |error| {worst:.3e} at logit {at} = {relative:.3e} of max |y| {scale:.4}"
+    );
+    assert!(
+        relative <= RELATIVE_TOLERANCE,
+        "resnet18 on {device}: max |error| {worst:.3e} at logit {at} (got {}, expected {}) is \
+         {relative:.3e} of max |y| {scale:.4} > {RELATIVE_TOLERANCE:e}\n{}",
+        actual[at],
+        expected[at],
+        stage_report(&model, &x)
+    );
+}
+
+#[test]
+fn resnet18_matches_torchvision_on_cpu() {
+    resnet18_matches_torchvision(&Device::Cpu);
+}
+
+#[test]
+fn resnet18_matches_torchvision_on_gpu() {
+    if let Some(device) = common::gpu_or_skip("resnet18_matches_torchvision_on_gpu") {
+        resnet18_matches_torchvision(&device);
+    }
+}
+
+/// A strict load with a missing, an unexpected and a mis-shaped entry fails, names each of
+/// them, and changes nothing.
+#[test]
+fn bad_state_dict_lists_every_problem() {
+    let model = ResNet::resnet18(10, &Device::Cpu).unwrap();
+    let before = model.conv1.weight.tensor().to_vec_f32().unwrap();
+    let mut state = formula_state(&model);
+    state.remove("layer2.1.bn1.running_var").unwrap();
+    state.insert(
+        "layer5.0.conv1.weight".into(),
+        Tensor::zeros(&[4, 4, 3, 3], DType::F32, &Device::Cpu).unwrap(),
+    );
+    state.insert(
+        "fc.bias".into(),
+        Tensor::zeros(&[1000], DType::F32, &Device::Cpu).unwrap(),
+    );
+    let error = load_state_into(&model, &state, true, "bad state")
+        .expect_err("a bad state dict must not load")
+        .to_string();
+    for needle in [
+        "missing",
+        "layer2.1.bn1.running_var",
+        "unexpected",
+        "layer5.0.conv1.weight",
+        "fc.bias",
+        "[1000]",
+        "[10]",
+    ] {
+        assert!(error.contains(needle), "`{needle}` not in: {error}");
+    }
+    assert_eq!(
+        model.conv1.weight.tensor().to_vec_f32().unwrap(),
+        before,
+        "a failed load must change nothing"
+    );
+    // Non-strict: missing and unexpected are reported, the shape mismatch still fails.
+    let error = load_state_into(&model, &state, false, "bad state").unwrap_err();
+    assert!(error.to_string().contains("fc.bias"), "{error}");
+    state.insert(
+        "fc.bias".into(),
+        Tensor::zeros(&[10], DType::F32, &Device::Cpu).unwrap(),
+    );
+    let report = load_state_into(&model, &state, false, "bad state").unwrap();
+    assert_eq!(report.missing, ["layer2.1.bn1.running_var"]);
+    assert_eq!(report.unexpected, ["layer5.0.conv1.weight"]);
+}
