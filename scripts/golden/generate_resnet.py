@@ -21,18 +21,25 @@ and flat (row-major) index `i`:
 each evaluated in float64 and rounded once to float32. (A plain `sin(0.37 * i + ...)` would
 make every weight matrix rank 2 — row o is sin(a_o + b_k) — and the network nearly blind to
 its input; the `fract(43758.5453 * sin)` hash gives full-rank, white-noise-like weights with
-variance 1/fan_in, like a random init, so the logits depend strongly on the input.) The input is a [2, 3, 64, 64] batch
-with x[i] = 0.5 * sin(0.01 * i) + 0.25 * cos(0.003 * i) over the flat index of the whole
-batch (float64, rounded to float32). The model runs in eval mode (BatchNorm uses the
-running statistics) in float32 on the CPU.
+variance 1/fan_in, like a random init, so the logits depend strongly on the input.)
 
-Writes crates/models/tests/golden/resnet18.json: the formula parameters, the logits
+The input is a [2, 3, 64, 64] batch with x[i] = 0.5 * sin(0.01 * i) + 0.25 * cos(0.003 * i)
+over the flat index of the whole batch (float64, rounded to float32). The model runs in eval
+mode (BatchNorm uses the running statistics) in float32 on the CPU.
+
+Writes crates/models/tests/golden/resnet18.json: the formula parameters, [sum, sum |w|] of
+every formula tensor (so formula drift is told apart from a forward bug), the logits
 ([2, 1000]), and per-stage statistics (mean, std, max |x| per image after the stem
 conv1+bn1+relu, maxpool, layer1..layer4, and the pooled features) to localize a mismatch.
 Run once with a torch venv (torchvision is used when importable; otherwise an inline copy of
 torchvision's ResNet-18 with the same module names):
 
     /tmp/torchenv/bin/python scripts/golden/generate_resnet.py
+
+(The committed file was made with torch 2.15.0 and torchvision 0.29.2 installed with
+`pip install --no-deps --target /tmp/tv torchvision==0.29.2 pillow` and `PYTHONPATH=/tmp/tv`,
+as no torchvision for torch 2.15 existed; only its Python model code is used. The inline copy
+gives bitwise-identical results.)
 
 `cargo test -p anygrad-models --test resnet_golden` never needs Python.
 """
@@ -165,7 +172,6 @@ def stats(t):
 
 
 def main():
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     model, source = build_model()
     state = model.state_dict()
     filled = {name: formula(name, list(t.shape)).to(t.dtype) for name, t in state.items()}
@@ -202,6 +208,10 @@ def main():
         "input": {
             "shape": INPUT_SHAPE,
             "text": "x[i] = 0.5*sin(0.01*i) + 0.25*cos(0.003*i), flat index over the whole batch",
+        },
+        "weight_sums": {
+            name: [float(f"{t.double().sum().item():.12g}"), float(f"{t.double().abs().sum().item():.12g}")]
+            for name, t in filled.items()
         },
         "stage_order": ["stem", "maxpool", "layer1", "layer2", "layer3", "layer4", "features"],
         "stages": stages,

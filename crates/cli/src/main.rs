@@ -4,6 +4,7 @@
 mod bench;
 mod devices;
 mod doctor;
+mod profile;
 #[cfg(feature = "plot")]
 mod plot;
 mod train;
@@ -40,6 +41,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Profile a few steps and print the per-op table (GPU time, calls, CPU fallbacks).
+    Profile(profile::ProfileArgs),
     /// Benchmark a workload and print median timings.
     Bench {
         /// Which workload.
@@ -113,6 +116,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Train(args) => train::run_train(args),
         Command::Devices { json } => devices::run(json),
         Command::Doctor { json } => doctor::run(json),
+        Command::Profile(args) => profile::run_profile(args),
         Command::Bench {
             workload,
             device,

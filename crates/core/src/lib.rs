@@ -14,12 +14,14 @@
 pub mod amp;
 pub mod autograd;
 pub mod backend;
+pub mod custom_op;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod fallback;
 pub mod layout;
 pub mod op;
+pub mod profiler;
 pub mod random;
 pub mod shape;
 pub mod storage;

@@ -113,10 +113,10 @@ impl UnaryOp {
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Sigmoid => stable_sigmoid(x),
             UnaryOp::Relu => {
-                if x > T::zero() {
+                if x > T::zero() || x.is_nan() {
                     x
                 } else {
-                    x * T::zero()
+                    T::zero()
                 }
             }
             UnaryOp::Gelu => {

@@ -21,6 +21,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::profiler;
 use crate::random::Distribution;
 
 /// Tensor data on one device.
@@ -36,6 +37,15 @@ fn device_mismatch(op: &'static str, lhs: &Storage, rhs: &Storage) -> Error {
         lhs: lhs.device().to_string(),
         rhs: rhs.device().to_string(),
     }
+}
+
+/// Bytes held by a storage (for the profiler).
+fn storage_bytes(storage: &Storage) -> u64 {
+    let len = match storage {
+        Storage::Cpu(s) => s.len(),
+        Storage::Gpu(s) => s.len(),
+    };
+    (len * storage.dtype().size_in_bytes()) as u64
 }
 
 impl Storage {
@@ -127,10 +137,17 @@ impl Storage {
 
     /// Elementwise unary op.
     pub fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Storage> {
-        match self {
-            Storage::Cpu(s) => Ok(Storage::Cpu(s.unary(layout, op)?)),
-            Storage::Gpu(s) => Ok(Storage::Gpu(s.unary(layout, op)?)),
-        }
+        profiler::record(
+            op.name(),
+            &[&layout.shape],
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match self {
+                Storage::Cpu(s) => Ok(Storage::Cpu(s.unary(layout, op)?)),
+                Storage::Gpu(s) => Ok(Storage::Gpu(s.unary(layout, op)?)),
+            },
+        )
     }
 
     /// Elementwise binary op on equal-shape layouts.
@@ -141,15 +158,23 @@ impl Storage {
         rhs_layout: &Layout,
         op: BinaryOp,
     ) -> Result<Storage> {
-        match (self, rhs) {
-            (Storage::Cpu(l), Storage::Cpu(r)) => {
-                Ok(Storage::Cpu(l.binary(layout, r, rhs_layout, op)?))
-            }
-            (Storage::Gpu(l), Storage::Gpu(r)) => {
-                Ok(Storage::Gpu(l.binary(layout, r, rhs_layout, op)?))
-            }
-            (l, r) => Err(device_mismatch(op.name(), l, r)),
-        }
+        let shapes: [&[usize]; 2] = [&layout.shape, &rhs_layout.shape];
+        profiler::record(
+            op.name(),
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, rhs) {
+                (Storage::Cpu(l), Storage::Cpu(r)) => {
+                    Ok(Storage::Cpu(l.binary(layout, r, rhs_layout, op)?))
+                }
+                (Storage::Gpu(l), Storage::Gpu(r)) => {
+                    Ok(Storage::Gpu(l.binary(layout, r, rhs_layout, op)?))
+                }
+                (l, r) => Err(device_mismatch(op.name(), l, r)),
+            },
+        )
     }
 
     /// Elementwise binary op with a scalar: `x op scalar`, or `scalar op x` when
@@ -161,20 +186,27 @@ impl Storage {
         scalar: f64,
         scalar_on_left: bool,
     ) -> Result<Storage> {
-        match self {
-            Storage::Cpu(s) => Ok(Storage::Cpu(s.binary_scalar(
-                layout,
-                op,
-                scalar,
-                scalar_on_left,
-            )?)),
-            Storage::Gpu(s) => Ok(Storage::Gpu(s.binary_scalar(
-                layout,
-                op,
-                scalar,
-                scalar_on_left,
-            )?)),
-        }
+        profiler::record(
+            op.name(),
+            &[&layout.shape],
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match self {
+                Storage::Cpu(s) => Ok(Storage::Cpu(s.binary_scalar(
+                    layout,
+                    op,
+                    scalar,
+                    scalar_on_left,
+                )?)),
+                Storage::Gpu(s) => Ok(Storage::Gpu(s.binary_scalar(
+                    layout,
+                    op,
+                    scalar,
+                    scalar_on_left,
+                )?)),
+            },
+        )
     }
 
     /// `cond ? on_true : on_false` elementwise; `self` is the condition (any dtype, non-zero
@@ -187,52 +219,81 @@ impl Storage {
         on_false: &Storage,
         false_layout: &Layout,
     ) -> Result<Storage> {
-        match (self, on_true, on_false) {
-            (Storage::Cpu(c), Storage::Cpu(t), Storage::Cpu(f)) => Ok(Storage::Cpu(
-                c.where_select(layout, t, true_layout, f, false_layout)?,
-            )),
-            (Storage::Gpu(c), Storage::Gpu(t), Storage::Gpu(f)) => Ok(Storage::Gpu(
-                c.where_select(layout, t, true_layout, f, false_layout)?,
-            )),
-            (c, t, f) => Err(device_mismatch(
-                "where",
-                c,
-                if std::mem::discriminant(c) == std::mem::discriminant(t) {
-                    f
-                } else {
-                    t
-                },
-            )),
-        }
+        profiler::record(
+            "where",
+            &[&layout.shape],
+            on_true.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, on_true, on_false) {
+                (Storage::Cpu(c), Storage::Cpu(t), Storage::Cpu(f)) => Ok(Storage::Cpu(
+                    c.where_select(layout, t, true_layout, f, false_layout)?,
+                )),
+                (Storage::Gpu(c), Storage::Gpu(t), Storage::Gpu(f)) => Ok(Storage::Gpu(
+                    c.where_select(layout, t, true_layout, f, false_layout)?,
+                )),
+                (c, t, f) => Err(device_mismatch(
+                    "where",
+                    c,
+                    if std::mem::discriminant(c) == std::mem::discriminant(t) {
+                        f
+                    } else {
+                        t
+                    },
+                )),
+            },
+        )
     }
 
     /// Reduction over `dims` (keepdim output).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Storage> {
-        match self {
-            Storage::Cpu(s) => Ok(Storage::Cpu(s.reduce(layout, op, dims)?)),
-            Storage::Gpu(s) => Ok(Storage::Gpu(s.reduce(layout, op, dims)?)),
-        }
+        profiler::record(
+            op.name(),
+            &[&layout.shape],
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match self {
+                Storage::Cpu(s) => Ok(Storage::Cpu(s.reduce(layout, op, dims)?)),
+                Storage::Gpu(s) => Ok(Storage::Gpu(s.reduce(layout, op, dims)?)),
+            },
+        )
     }
 
     /// Batched matrix product of rank-3 layouts.
     pub fn matmul(&self, layout: &Layout, rhs: &Storage, rhs_layout: &Layout) -> Result<Storage> {
-        match (self, rhs) {
-            (Storage::Cpu(l), Storage::Cpu(r)) => {
-                Ok(Storage::Cpu(l.matmul(layout, r, rhs_layout)?))
-            }
-            (Storage::Gpu(l), Storage::Gpu(r)) => {
-                Ok(Storage::Gpu(l.matmul(layout, r, rhs_layout)?))
-            }
-            (l, r) => Err(device_mismatch("matmul", l, r)),
-        }
+        let shapes: [&[usize]; 2] = [&layout.shape, &rhs_layout.shape];
+        profiler::record(
+            "matmul",
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, rhs) {
+                (Storage::Cpu(l), Storage::Cpu(r)) => {
+                    Ok(Storage::Cpu(l.matmul(layout, r, rhs_layout)?))
+                }
+                (Storage::Gpu(l), Storage::Gpu(r)) => {
+                    Ok(Storage::Gpu(l.matmul(layout, r, rhs_layout)?))
+                }
+                (l, r) => Err(device_mismatch("matmul", l, r)),
+            },
+        )
     }
 
     /// A contiguous copy of the view.
     pub fn copy_strided(&self, layout: &Layout) -> Result<Storage> {
-        match self {
-            Storage::Cpu(s) => Ok(Storage::Cpu(s.copy_strided(layout)?)),
-            Storage::Gpu(s) => Ok(Storage::Gpu(s.copy_strided(layout)?)),
-        }
+        profiler::record(
+            "copy",
+            &[&layout.shape],
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match self {
+                Storage::Cpu(s) => Ok(Storage::Cpu(s.copy_strided(layout)?)),
+                Storage::Gpu(s) => Ok(Storage::Gpu(s.copy_strided(layout)?)),
+            },
+        )
     }
 
     /// Copy the view `layout` of `self` into the view `dst_layout` of `dst` (same shape and
@@ -247,10 +308,17 @@ impl Storage {
 
     /// Convert the view to another dtype (contiguous output).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<Storage> {
-        match self {
-            Storage::Cpu(s) => Ok(Storage::Cpu(s.cast(layout, dtype)?)),
-            Storage::Gpu(s) => Ok(Storage::Gpu(s.cast(layout, dtype)?)),
-        }
+        profiler::record(
+            "cast",
+            &[&layout.shape],
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match self {
+                Storage::Cpu(s) => Ok(Storage::Cpu(s.cast(layout, dtype)?)),
+                Storage::Gpu(s) => Ok(Storage::Gpu(s.cast(layout, dtype)?)),
+            },
+        )
     }
 
     /// Select entries of `dim` by an index vector (rank-1 indices).
@@ -261,21 +329,29 @@ impl Storage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Storage> {
-        match (self, indices) {
-            (Storage::Cpu(s), Storage::Cpu(i)) => Ok(Storage::Cpu(s.index_select(
-                layout,
-                i,
-                indices_layout,
-                dim,
-            )?)),
-            (Storage::Gpu(s), Storage::Gpu(i)) => Ok(Storage::Gpu(s.index_select(
-                layout,
-                i,
-                indices_layout,
-                dim,
-            )?)),
-            (s, i) => Err(device_mismatch("index_select", s, i)),
-        }
+        let shapes: [&[usize]; 2] = [&layout.shape, &indices_layout.shape];
+        profiler::record(
+            "index_select",
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, indices) {
+                (Storage::Cpu(s), Storage::Cpu(i)) => Ok(Storage::Cpu(s.index_select(
+                    layout,
+                    i,
+                    indices_layout,
+                    dim,
+                )?)),
+                (Storage::Gpu(s), Storage::Gpu(i)) => Ok(Storage::Gpu(s.index_select(
+                    layout,
+                    i,
+                    indices_layout,
+                    dim,
+                )?)),
+                (s, i) => Err(device_mismatch("index_select", s, i)),
+            },
+        )
     }
 
     /// `out[i][j][k] = self[i][indices[i][j][k]][k]` for `dim = 1` (likewise for any dim).
@@ -286,15 +362,23 @@ impl Storage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Storage> {
-        match (self, indices) {
-            (Storage::Cpu(s), Storage::Cpu(i)) => {
-                Ok(Storage::Cpu(s.gather(layout, i, indices_layout, dim)?))
-            }
-            (Storage::Gpu(s), Storage::Gpu(i)) => {
-                Ok(Storage::Gpu(s.gather(layout, i, indices_layout, dim)?))
-            }
-            (s, i) => Err(device_mismatch("gather", s, i)),
-        }
+        let shapes: [&[usize]; 2] = [&layout.shape, &indices_layout.shape];
+        profiler::record(
+            "gather",
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, indices) {
+                (Storage::Cpu(s), Storage::Cpu(i)) => {
+                    Ok(Storage::Cpu(s.gather(layout, i, indices_layout, dim)?))
+                }
+                (Storage::Gpu(s), Storage::Gpu(i)) => {
+                    Ok(Storage::Gpu(s.gather(layout, i, indices_layout, dim)?))
+                }
+                (s, i) => Err(device_mismatch("gather", s, i)),
+            },
+        )
     }
 
     /// A copy of `self` (the base) with `src` added at `indices` along `dim`:
@@ -308,22 +392,30 @@ impl Storage {
         src_layout: &Layout,
         dim: usize,
     ) -> Result<Storage> {
-        match (self, indices, src) {
-            (Storage::Cpu(b), Storage::Cpu(i), Storage::Cpu(s)) => Ok(Storage::Cpu(
-                b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
-            )),
-            (Storage::Gpu(b), Storage::Gpu(i), Storage::Gpu(s)) => Ok(Storage::Gpu(
-                b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
-            )),
-            (b, i, s) => Err(device_mismatch(
-                "scatter_add",
-                b,
-                if std::mem::discriminant(b) == std::mem::discriminant(i) {
-                    s
-                } else {
-                    i
-                },
-            )),
-        }
+        let shapes: [&[usize]; 3] = [&layout.shape, &indices_layout.shape, &src_layout.shape];
+        profiler::record(
+            "scatter_add",
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, indices, src) {
+                (Storage::Cpu(b), Storage::Cpu(i), Storage::Cpu(s)) => Ok(Storage::Cpu(
+                    b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
+                )),
+                (Storage::Gpu(b), Storage::Gpu(i), Storage::Gpu(s)) => Ok(Storage::Gpu(
+                    b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
+                )),
+                (b, i, s) => Err(device_mismatch(
+                    "scatter_add",
+                    b,
+                    if std::mem::discriminant(b) == std::mem::discriminant(i) {
+                        s
+                    } else {
+                        i
+                    },
+                )),
+            },
+        )
     }
 }

@@ -396,7 +396,8 @@ fn index_ops_match_cpu() {
             );
         }
     }
-    // An out-of-range index is an error, not a wild read; the device stays usable.
+    // An out-of-range index is an error, not a wild read; the device stays usable. The check
+    // is deferred: the op returns at once and the next readback reports the error, naming it.
     let base = to_gpu(&cpu_storage(&[1.0, 2.0, 3.0], DType::F32), &device);
     let bad = to_gpu(&cpu_storage(&[0.0, 3.0], DType::I32), &device);
     let error = base
@@ -406,19 +407,36 @@ fn index_ops_match_cpu() {
             &Layout::contiguous(&[2]),
             0,
         )
+        .and_then(|selected| selected.to_cpu())
         .unwrap_err();
     assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
+    assert!(error.to_string().contains("index_select"), "{error}");
+    // Reported once: the next readback is clean.
+    assert_eq!(flat(&base), vec![1.0, 2.0, 3.0]);
     let negative = to_gpu(&cpu_storage(&[-1.0], DType::I32), &device);
-    assert!(base
+    let error = base
         .scatter_add(
             &Layout::contiguous(&[3]),
             &negative,
             &Layout::contiguous(&[1]),
             &base,
             &Layout::contiguous(&[3]),
-            0
+            0,
         )
-        .is_err());
+        .and_then(|_| device.synchronize())
+        .unwrap_err();
+    assert!(error.to_string().contains("scatter_add"), "{error}");
+    let bad_gather = to_gpu(&cpu_storage(&[5.0], DType::I32), &device);
+    let gathered = base
+        .gather(
+            &Layout::contiguous(&[3]),
+            &bad_gather,
+            &Layout::contiguous(&[1]),
+            0,
+        )
+        .unwrap();
+    let error = gathered.to_cpu().unwrap_err();
+    assert!(error.to_string().contains("gather"), "{error}");
     assert_eq!(flat(&base), vec![1.0, 2.0, 3.0]);
 }
 

@@ -142,7 +142,7 @@ fn json_numbers(key: &str) -> Vec<f64> {
         }
     }
     rest[..end]
-        .split(|c: char| matches!(c, '[' | ']' | ',' | ' ' | '\n'))
+        .split(['[', ']', ',', ' ', '\n'])
         .filter(|s| !s.is_empty())
         .map(|s| {
             s.parse::<f64>()
@@ -213,6 +213,24 @@ fn stage_report(model: &ResNet, x: &Tensor) -> String {
     report
 }
 
+/// The formula tensors' `[sum, sum |w|]` equal the script's, so a formula drift (not a
+/// forward bug) is reported as such.
+fn check_weight_sums(state: &BTreeMap<String, Tensor>) {
+    for (name, tensor) in state {
+        let values = tensor.to_vec_f32().unwrap();
+        let sum: f64 = values.iter().map(|&v| f64::from(v)).sum();
+        let abs: f64 = values.iter().map(|&v| f64::from(v).abs()).sum();
+        let expected = json_numbers(name);
+        assert_eq!(expected.len(), 2, "{name}: golden weight sums");
+        let close = |a: f64, e: f64| (a - e).abs() <= 1e-9 * (1.0 + e.abs());
+        assert!(
+            close(sum, expected[0]) && close(abs, expected[1]),
+            "formula tensor `{name}` differs from the script's: [sum, sum |w|] = [{sum}, {abs}], \
+             golden {expected:?}"
+        );
+    }
+}
+
 fn resnet18_matches_torchvision(device: &Device) {
     assert_eq!(
         json_numbers("freq"),
@@ -235,6 +253,7 @@ fn resnet18_matches_torchvision(device: &Device) {
     let model = ResNet::resnet18(1000, device).unwrap();
     let state = formula_state(&model);
     assert_eq!(state.len(), 122);
+    check_weight_sums(&state);
     let report = load_state_into(&model, &state, true, "formula weights").unwrap();
     assert!(report.missing.is_empty() && report.unexpected.is_empty());
     model.eval();

@@ -378,6 +378,21 @@ impl Tensor {
         Ok(())
     }
 
+    /// Device check for ops named at run time (custom ops).
+    pub(crate) fn same_device_for(&self, op: &str, other: &Tensor) -> Result<()> {
+        if self.device() != other.device() {
+            return Err(Error::invalid(
+                "custom op",
+                format!(
+                    "{op}: operands are on different devices ({} and {})",
+                    self.device(),
+                    other.device()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Check that two tensors have the same dtype.
     pub(crate) fn same_dtype(&self, op: &'static str, other: &Tensor) -> Result<()> {
         if self.dtype() != other.dtype() {

@@ -49,11 +49,11 @@ pub struct MemoryStats {
     pub out_of_memory_retries: u64,
 }
 
-/// What a buffer holds: tensor data (counted in `allocated_bytes`) or kernel parameters.
+/// What a buffer holds: tensor data (counted in `allocated_bytes`). Kernel parameters no
+/// longer come from the pool (they live in the context's parameter arena).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BufferKind {
     Tensor,
-    Internal,
 }
 
 /// The pool's bookkeeping (behind the context's mutex).

@@ -8,13 +8,31 @@
 //! `dispatches_per_submit` dispatches (set by the execution mode). Reading data is therefore the
 //! only blocking call, as in PyTorch's CUDA backend.
 //!
+//! **Cheap recording.** What an op costs on the host is what small models are bound by, so the
+//! per-dispatch path avoids every avoidable driver object:
+//! - one *compute pass* stays open across dispatches (`ComputePass::forget_lifetime`); it is
+//!   ended only for buffer copies and at flush. wgpu still places a barrier between dependent
+//!   dispatches of one pass, so results are correct.
+//! - kernel parameters go into a host-side *arena* (one per submission); each dispatch binds its
+//!   slice of one device buffer at an aligned offset, and the whole arena is uploaded with a
+//!   single `write_buffer` just before the submit — one staging copy per submission instead of a
+//!   buffer and a staging copy per dispatch. (A later submission may reuse the same device
+//!   buffer: the queue orders the upload after the earlier submissions that read it.)
+//! - pipelines are cached with their bind-group layout (`get_bind_group_layout` is not free).
+//!
+//! **Deferred index checks.** Index kernels never read or write out of bounds; a bad index sets
+//! a word in a small device buffer (`index_flags`). That word is copied out with the next
+//! readback (or `synchronize`), which then returns the error — like CUDA's device-side asserts,
+//! without a GPU round trip per index op.
+//!
 //! **Errors.** wgpu reports misuse and driver failures asynchronously; we catch them with error
 //! scopes around submits and pipeline creation and turn them into `Error`s, log anything that
 //! escapes, and mark the context lost when the driver says so.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::buffers::{self, BufferKind, MemoryStats, PoolState, PooledBuffer, SharedPool};
 use super::kernels::KernelKey;
@@ -24,10 +42,65 @@ use crate::error::{Error, Result};
 /// Workgroup size of the one-dimensional kernels (elementwise, copies, indexing).
 pub(crate) const WORKGROUP_SIZE: u32 = 256;
 
-/// The recording state: the open encoder and how many dispatches it holds.
+/// Bytes of the device buffer that holds one submission's kernel parameters. When a
+/// submission's parameters would not fit, it is flushed early.
+const ARENA_BYTES: u64 = 256 * 1024;
+
+/// The index ops that report out-of-range indices through `index_flags`, by flag slot.
+pub(crate) const INDEX_FLAG_OPS: [&str; 3] = ["index_select", "gather", "scatter_add"];
+
+/// Bytes of the index-flag buffer (one u32 per op of `INDEX_FLAG_OPS`, padded).
+const INDEX_FLAG_BYTES: u64 = 16;
+
+/// A compiled kernel and the layout of its bind group 0.
+pub(crate) struct CachedPipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+/// The recording state: the open encoder, its open compute pass, and this submission's
+/// parameter words. Field order matters: the pass must be dropped (ended) before the encoder.
 struct Recording {
+    pass: Option<wgpu::ComputePass<'static>>,
     encoder: Option<wgpu::CommandEncoder>,
     dispatches: u32,
+    params: Vec<u32>,
+    /// Whether an index kernel ran since the flags were last copied out.
+    index_flags_dirty: bool,
+}
+
+impl Recording {
+    /// The open encoder, with the compute pass ended (copies cannot be recorded inside a pass).
+    fn encoder(&mut self, device: &wgpu::Device) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
+        self.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("anygrad ops"),
+            })
+        })
+    }
+
+    /// The open compute pass (opening the encoder and the pass when needed).
+    fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
+        if self.pass.is_none() {
+            let encoder = self.encoder.get_or_insert_with(|| {
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("anygrad ops"),
+                })
+            });
+            let pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: None,
+                })
+                .forget_lifetime();
+            self.pass = Some(pass);
+        }
+        match &mut self.pass {
+            Some(pass) => pass,
+            None => unreachable!("the pass was opened above"),
+        }
+    }
 }
 
 /// One opened GPU.
@@ -38,14 +111,21 @@ pub(crate) struct GpuContext {
     pub(crate) queue: wgpu::Queue,
     pub(crate) limits: wgpu::Limits,
     pub(crate) features: wgpu::Features,
-    pipelines: Mutex<HashMap<KernelKey, Arc<wgpu::ComputePipeline>>>,
+    pipelines: Mutex<HashMap<KernelKey, Arc<CachedPipeline>>>,
     pub(crate) pool: SharedPool,
     recording: Mutex<Recording>,
+    /// Device buffer of the parameter arena (`ARENA_BYTES`).
+    arena: wgpu::Buffer,
+    /// Parameter offsets are multiples of this many words (the storage offset alignment).
+    arena_alignment_words: usize,
+    /// One u32 per index op: non-zero once a kernel saw an out-of-range index.
+    index_flags: wgpu::Buffer,
     mode: Mutex<ExecutionMode>,
+    /// `mode.dispatches_per_submit()`, readable without a lock on the dispatch path.
+    dispatches_per_submit: AtomicU32,
     lost: Arc<AtomicBool>,
     lost_message: Arc<Mutex<String>>,
 }
-
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuContext")
@@ -100,6 +180,18 @@ impl GpuContext {
         let mode = ExecutionMode::from_env();
         let pool = Arc::new(Mutex::new(PoolState::default()));
         pool.lock().unwrap_or_else(|p| p.into_inner()).caching = mode.caches_buffers();
+        let internal_buffer = |label: &'static str, size: u64| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: buffers::BUFFER_USAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let arena = internal_buffer("anygrad parameters", ARENA_BYTES);
+        let index_flags = internal_buffer("anygrad index flags", INDEX_FLAG_BYTES);
+        let arena_alignment_words =
+            (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
         Ok(GpuContext {
             ordinal,
             info: info.clone(),
@@ -110,10 +202,17 @@ impl GpuContext {
             pipelines: Mutex::new(HashMap::new()),
             pool,
             recording: Mutex::new(Recording {
+                pass: None,
                 encoder: None,
                 dispatches: 0,
+                params: Vec::with_capacity((ARENA_BYTES / 4) as usize),
+                index_flags_dirty: false,
             }),
+            arena,
+            arena_alignment_words,
+            index_flags,
             mode: Mutex::new(mode),
+            dispatches_per_submit: AtomicU32::new(mode.dispatches_per_submit()),
             lost,
             lost_message,
         })
@@ -151,6 +250,8 @@ impl GpuContext {
     pub(crate) fn set_mode(&self, mode: ExecutionMode) -> Result<()> {
         self.flush()?;
         *self.mode.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+        self.dispatches_per_submit
+            .store(mode.dispatches_per_submit(), Ordering::Relaxed);
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         pool.caching = mode.caches_buffers();
         if !pool.caching {
@@ -171,25 +272,9 @@ impl GpuContext {
         )
     }
 
-    /// A small internal buffer holding `words` (kernel parameters), uploaded before the next
-    /// submit. Each dispatch gets its own: the pool does not reuse it before that submit.
-    pub(crate) fn parameter_buffer(&self, words: &[u32]) -> Result<PooledBuffer> {
-        let bytes = (words.len().max(1) * 4) as u64;
-        let buffer = buffers::allocate(
-            &self.device,
-            &self.pool,
-            bytes,
-            BufferKind::Internal,
-            &self.limits,
-        )?;
-        self.queue
-            .write_buffer(buffer.buffer(), 0, bytemuck::cast_slice(words));
-        Ok(buffer)
-    }
-
     /// The compute pipeline for `key`, compiled on first use and cached. Compilation errors
     /// come back as `Error::Shader` with naga's message.
-    pub(crate) fn pipeline(&self, key: &KernelKey) -> Result<Arc<wgpu::ComputePipeline>> {
+    pub(crate) fn pipeline(&self, key: &KernelKey) -> Result<Arc<CachedPipeline>> {
         if let Some(pipeline) = self
             .pipelines
             .lock()
@@ -207,10 +292,11 @@ impl GpuContext {
         // wgpu normally adds a bounds check to every buffer and array access (robustness for
         // untrusted shaders). Trusted kernels skip them: GPU-NOTES measured +7% on matmul.
         let module = if key.is_trusted() {
-            // SAFETY: trusted kernels (the matmuls) index storage only at positions inside
-            // views that `check_view` validated against the buffer lengths, guarded by explicit
-            // `row < m`, `column < n`, `k < K`, `b < batch` tests, and index workgroup arrays
-            // with constant-bounded expressions (see `matmul.wgsl`, `matmul_large.rs`).
+            // SAFETY: trusted kernels (the matmuls and the contiguous vec4 elementwise kernels)
+            // index storage only at positions inside views that `check_view` validated against
+            // the buffer lengths, guarded by explicit `row < m`, `column < n`, `k < K`,
+            // `b < batch`, `i < numel` tests, and index workgroup arrays with constant-bounded
+            // expressions (see `matmul.wgsl`, `matmul_large.rs`, `vector.rs`).
             unsafe {
                 self.device.create_shader_module_trusted(
                     descriptor,
@@ -237,7 +323,8 @@ impl GpuContext {
                 message: error.to_string(),
             });
         }
-        let pipeline = Arc::new(pipeline);
+        let layout = pipeline.get_bind_group_layout(0);
+        let pipeline = Arc::new(CachedPipeline { pipeline, layout });
         self.pipelines
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -245,52 +332,103 @@ impl GpuContext {
         Ok(pipeline)
     }
 
-    /// Record one dispatch of `key` over `workgroups` with `bindings` as bind group 0 (in
-    /// binding order). Returns at once; the GPU runs it after the next flush.
+    /// Record one dispatch of `key` over `workgroups`. Bind group 0 is `params` (binding 0,
+    /// placed in this submission's parameter arena) followed by `bindings` in binding order.
+    /// Returns at once; the GPU runs it after the next flush.
     pub(crate) fn dispatch(
         &self,
         key: &KernelKey,
+        params: &[u32],
         bindings: &[&wgpu::Buffer],
         workgroups: (u32, u32, u32),
     ) -> Result<()> {
         self.ensure_alive()?;
         let pipeline = self.pipeline(key)?;
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
-            .iter()
-            .enumerate()
-            .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                binding: binding as u32,
+        let words = params.len().max(1);
+        if (words * 4) as u64 > ARENA_BYTES {
+            return Err(Error::invalid(
+                "gpu kernel",
+                format!("{words} parameter words exceed the parameter arena"),
+            ));
+        }
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        // Parameters start at an offset the device accepts for a storage binding.
+        let mut offset = recording
+            .params
+            .len()
+            .next_multiple_of(self.arena_alignment_words);
+        if ((offset + words) * 4) as u64 > ARENA_BYTES {
+            self.flush_locked(&mut recording)?;
+            offset = 0;
+        }
+        recording.params.resize(offset, 0);
+        recording.params.extend_from_slice(params);
+        recording.params.resize(offset + words, 0);
+        if matches!(key, KernelKey::Gather { .. } | KernelKey::ScatterAdd { .. }) {
+            recording.index_flags_dirty = true;
+        }
+        // At most 1 + 5 bindings: keep the entries on the stack.
+        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; 6] = Default::default();
+        entries[0] = Some(wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.arena,
+                offset: (offset * 4) as u64,
+                size: NonZeroU64::new((words * 4) as u64),
+            }),
+        });
+        if bindings.len() + 1 > entries.len() {
+            return Err(Error::invalid("gpu kernel", "too many bindings"));
+        }
+        for (slot, buffer) in bindings.iter().enumerate() {
+            entries[slot + 1] = Some(wgpu::BindGroupEntry {
+                binding: slot as u32 + 1,
                 resource: buffer.as_entire_binding(),
-            })
-            .collect();
+            });
+        }
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = entries.into_iter().flatten().collect();
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
-            layout: &pipeline.get_bind_group_layout(0),
+            layout: &pipeline.layout,
             entries: &entries,
         });
-        let flush_now = {
-            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-            let encoder = recording.encoder.get_or_insert_with(|| {
-                self.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("anygrad ops"),
-                    })
-            });
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: None,
-                    timestamp_writes: None,
-                });
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(workgroups.0, workgroups.1, workgroups.2);
-            }
-            recording.dispatches += 1;
-            recording.dispatches >= self.mode().dispatches_per_submit()
-        };
-        if flush_now {
-            self.flush()?;
+        let pass = recording.pass(&self.device);
+        pass.set_pipeline(&pipeline.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(workgroups.0, workgroups.1, workgroups.2);
+        recording.dispatches += 1;
+        if recording.dispatches >= self.dispatches_per_submit.load(Ordering::Relaxed) {
+            self.flush_locked(&mut recording)?;
         }
+        Ok(())
+    }
+
+    /// The index-flag buffer (bound by the index kernels) and the word offset of `op`'s flag.
+    pub(crate) fn index_flags(&self) -> &wgpu::Buffer {
+        &self.index_flags
+    }
+
+    /// Record a copy of `bytes` bytes between buffers (offsets and size multiples of 4).
+    pub(crate) fn copy_buffer_range(
+        &self,
+        source: &wgpu::Buffer,
+        source_offset: u64,
+        destination: &wgpu::Buffer,
+        destination_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
+        self.ensure_alive()?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        recording.encoder(&self.device).copy_buffer_to_buffer(
+            source,
+            source_offset,
+            destination,
+            destination_offset,
+            bytes,
+        );
         Ok(())
     }
 
@@ -301,46 +439,41 @@ impl GpuContext {
         destination: &wgpu::Buffer,
         bytes: u64,
     ) -> Result<()> {
-        self.ensure_alive()?;
-        if bytes == 0 {
-            return Ok(());
-        }
-        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-        let encoder = recording.encoder.get_or_insert_with(|| {
-            self.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("anygrad ops"),
-                })
-        });
-        encoder.copy_buffer_to_buffer(source, 0, destination, 0, bytes);
-        Ok(())
+        self.copy_buffer_range(source, 0, destination, 0, bytes)
     }
 
     /// Record zero-filling of a buffer's first `bytes` bytes (a multiple of 4).
     pub(crate) fn clear_buffer(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<()> {
         self.ensure_alive()?;
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-        let encoder = recording.encoder.get_or_insert_with(|| {
-            self.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("anygrad ops"),
-                })
-        });
-        encoder.clear_buffer(buffer, 0, Some(bytes));
+        recording
+            .encoder(&self.device)
+            .clear_buffer(buffer, 0, Some(bytes));
         Ok(())
     }
 
     /// Submit the open encoder (if any). Validation errors of the recorded work surface here.
     pub(crate) fn flush(&self) -> Result<()> {
         self.ensure_alive()?;
-        // The recording lock is held through submit *and* pool promotion: otherwise another
-        // thread could promote (and reuse) buffers that the encoder taken here still reads,
-        // before this thread has submitted it.
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        self.flush_locked(&mut recording)
+    }
+
+    /// `flush` with the recording lock held by the caller. The lock is held through submit
+    /// *and* pool promotion: otherwise another thread could promote (and reuse) buffers that
+    /// the encoder taken here still reads, before this thread has submitted it.
+    fn flush_locked(&self, recording: &mut MutexGuard<'_, Recording>) -> Result<()> {
         recording.dispatches = 0;
+        recording.pass = None;
         let encoder = recording.encoder.take();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+        if !recording.params.is_empty() {
+            // The queue runs this upload before the command buffer submitted next.
+            self.queue
+                .write_buffer(&self.arena, 0, bytemuck::cast_slice(&recording.params));
+            recording.params.clear();
+        }
         if let Some(encoder) = encoder {
             self.queue.submit(Some(encoder.finish()));
         } else {
@@ -354,7 +487,6 @@ impl GpuContext {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .promote_pending();
-        drop(recording);
         if let Some(error) = validation_error.or(internal_error) {
             return Err(Error::DeviceLost {
                 message: format!("the GPU rejected recorded work: {error}"),
@@ -363,43 +495,96 @@ impl GpuContext {
         Ok(())
     }
 
-    /// Flush and wait until the GPU has finished everything submitted.
+    /// Flush and wait until the GPU has finished everything submitted. Reports an
+    /// out-of-range index seen by an index kernel since the last check.
     pub(crate) fn synchronize(&self) -> Result<()> {
+        let dirty = self
+            .recording
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .index_flags_dirty;
+        if dirty {
+            // A readback of nothing still copies out (and checks) the index flags.
+            self.read_bytes(&self.index_flags, 0)?;
+            return Ok(());
+        }
         self.flush()?;
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|error| Error::DeviceLost {
-                message: format!("waiting for the GPU failed: {error}"),
-            })?;
+        self.wait()?;
         self.ensure_alive()
     }
 
+    fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|error| Error::DeviceLost {
+                message: format!("waiting for the GPU failed: {error}"),
+            })
+    }
+
     /// Copy the first `bytes` bytes of `source` to the host (blocks until the GPU is done).
+    /// When index kernels ran since the last check, their flags travel in the same readback,
+    /// and a raised flag turns the result into `Error::InvalidArgument` naming the op.
     pub(crate) fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
         self.ensure_alive()?;
-        if bytes == 0 {
-            return Ok(Vec::new());
-        }
         // Mapping needs a 4-byte multiple; GPU memory is not host-visible, so the data goes
         // through a staging buffer that the host may map.
         let padded = bytes.div_ceil(4) * 4;
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("anygrad readback"),
-            size: padded,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let staging;
+        let with_flags;
         {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-            let encoder = recording.encoder.get_or_insert_with(|| {
-                self.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("anygrad ops"),
-                    })
+            with_flags = recording.index_flags_dirty;
+            let size = padded + if with_flags { INDEX_FLAG_BYTES } else { 0 };
+            if size == 0 {
+                return Ok(Vec::new());
+            }
+            staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("anygrad readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
             });
-            encoder.copy_buffer_to_buffer(source, 0, &staging, 0, padded);
+            let encoder = recording.encoder(&self.device);
+            if padded > 0 {
+                encoder.copy_buffer_to_buffer(source, 0, &staging, 0, padded);
+            }
+            if with_flags {
+                // Take the flags and reset them in one go: kernels recorded after this point
+                // raise them again for the next check.
+                encoder.copy_buffer_to_buffer(
+                    &self.index_flags,
+                    0,
+                    &staging,
+                    padded,
+                    INDEX_FLAG_BYTES,
+                );
+                encoder.clear_buffer(&self.index_flags, 0, None);
+                recording.index_flags_dirty = false;
+            }
+            self.flush_locked(&mut recording)?;
         }
-        self.flush()?;
+        let mapped = self.map_and_read(&staging);
+        staging.destroy();
+        let mut data = mapped?;
+        if with_flags {
+            let flags = data.split_off(padded as usize);
+            for (slot, op) in INDEX_FLAG_OPS.iter().enumerate() {
+                let word = &flags[slot * 4..slot * 4 + 4];
+                if word.iter().any(|&b| b != 0) {
+                    return Err(Error::invalid(
+                        op,
+                        "an index was out of range (detected at the next synchronization)",
+                    ));
+                }
+            }
+        }
+        data.truncate(bytes as usize);
+        Ok(data)
+    }
+
+    /// Map a submitted staging buffer and copy its contents out.
+    fn map_and_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
         let outcome: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> =
             Arc::new(Mutex::new(None));
         {
@@ -408,11 +593,7 @@ impl GpuContext {
                 *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
             });
         }
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|error| Error::DeviceLost {
-                message: format!("waiting for the GPU failed: {error}"),
-            })?;
+        self.wait()?;
         // The map callback runs inside *some* thread's poll: when another thread is polling at
         // the same time, our wait can return while that thread is still about to run our
         // callback. So wait (briefly polling) until the callback has reported.
@@ -445,10 +626,9 @@ impl GpuContext {
                 .map_err(|error| Error::DeviceLost {
                     message: format!("mapping the readback buffer failed: {error}"),
                 })?;
-            view[..bytes as usize].to_vec()
+            view.to_vec()
         };
         staging.unmap();
-        staging.destroy();
         Ok(data)
     }
 

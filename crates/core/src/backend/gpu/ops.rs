@@ -1,10 +1,10 @@
 //! The compute primitives of `GpuStorage`, with the signatures of `CpuStorage`'s (see the
 //! contract in `storage.rs`). Each method checks its operands on the host, packs shapes and
-//! strides into a parameter buffer, and records one dispatch; nothing here waits for the GPU
-//! except the index ops, which read back a one-word out-of-range flag so that a bad index is
-//! returned as an error exactly like on the CPU.
+//! strides into parameter words, and records one dispatch; nothing here waits for the GPU.
+//! The index ops raise a device-side flag on an out-of-range index, which the next readback
+//! or `synchronize` turns into an error (see `context.rs`).
 
-use super::context::GpuContext;
+use super::context::{GpuContext, INDEX_FLAG_OPS};
 use super::kernels::{unary_supported, KernelKey};
 use super::matmul_large::{prefers_large_tile, LARGE_TILE};
 use super::params::{check_view, is_dense, Params};
@@ -353,7 +353,6 @@ impl GpuStorage {
         }
         // One workgroup per (output, chunk).
         let context: &GpuContext = self.device.context();
-        let parameter_buffer = context.parameter_buffer(params.words())?;
         let workgroups = u32::try_from(outputs * chunks)
             .map_err(|_| Error::invalid(op.name(), "too many outputs"))?;
         let key = KernelKey::Reduce {
@@ -362,7 +361,8 @@ impl GpuStorage {
         };
         context.dispatch(
             &key,
-            &[parameter_buffer.buffer(), self.raw(), out.raw()],
+            params.words(),
+            &[self.raw(), out.raw()],
             context.grid(workgroups),
         )?;
         if chunks > 1 {
@@ -446,12 +446,12 @@ impl GpuStorage {
                 format!("a {m}x{n} output needs more than {max} tiles per dimension; split it"),
             ));
         }
-        let parameter_buffer = context.parameter_buffer(params.words())?;
         // The kernels loop over batches (grid-stride in z), so any batch count fits the grid.
         let grid = (tiles_n as u32, tiles_m as u32, batch.min(max) as u32);
         context.dispatch(
             &key,
-            &[parameter_buffer.buffer(), self.raw(), rhs.raw(), out.raw()],
+            params.words(),
+            &[self.raw(), rhs.raw(), out.raw()],
             grid,
         )?;
         Ok(out)
@@ -614,11 +614,11 @@ impl GpuStorage {
             .push(layout.shape[dim])?
             .push(layout.offset)?
             .push(index_offset)?
+            .push(flag_slot(op))?
             .extend(out_shape)?
             .extend(&layout.strides)?
             .extend(index_strides)?;
         let context = self.device.context();
-        let flag = context.parameter_buffer(&[0])?;
         let key = KernelKey::Gather {
             dtype: self.dtype,
             index: indices.dtype,
@@ -627,10 +627,9 @@ impl GpuStorage {
             &self.device,
             &key,
             &params,
-            &[self.raw(), indices.raw(), out.raw(), flag.buffer()],
+            &[self.raw(), indices.raw(), out.raw(), context.index_flags()],
             numel,
         )?;
-        check_flag(context, &flag, op, layout.shape[dim])?;
         Ok(out)
     }
 
@@ -688,12 +687,12 @@ impl GpuStorage {
             .push(layout.shape[dim])?
             .push(src_layout.offset)?
             .push(indices_layout.offset)?
+            .push(flag_slot("scatter_add"))?
             .extend(index_shape)?
             .extend(&contiguous_strides(&layout.shape))?
             .extend(&src_layout.strides)?
             .extend(&indices_layout.strides)?;
         let context = self.device.context();
-        let flag = context.parameter_buffer(&[0])?;
         let key = KernelKey::ScatterAdd {
             dtype: self.dtype,
             index: indices.dtype,
@@ -702,10 +701,9 @@ impl GpuStorage {
             &self.device,
             &key,
             &params,
-            &[src.raw(), indices.raw(), out.raw(), flag.buffer()],
+            &[src.raw(), indices.raw(), out.raw(), context.index_flags()],
             numel,
         )?;
-        check_flag(context, &flag, "scatter_add", layout.shape[dim])?;
         Ok(out)
     }
 }
@@ -734,19 +732,10 @@ fn check_dim(op: &'static str, layout: &Layout, dim: usize) -> Result<()> {
     Ok(())
 }
 
-/// Read the kernel's out-of-range flag (this waits for the GPU).
-fn check_flag(
-    context: &GpuContext,
-    flag: &super::buffers::PooledBuffer,
-    op: &'static str,
-    limit: usize,
-) -> Result<()> {
-    let bytes = context.read_bytes(flag.buffer(), 4)?;
-    if bytes.iter().any(|&b| b != 0) {
-        return Err(Error::invalid(
-            op,
-            format!("an index is out of range for a dim of size {limit}"),
-        ));
-    }
-    Ok(())
+/// The word of the context's index-flag buffer that `op`'s kernel raises on a bad index.
+fn flag_slot(op: &'static str) -> usize {
+    INDEX_FLAG_OPS
+        .iter()
+        .position(|&name| name == op)
+        .unwrap_or(0)
 }

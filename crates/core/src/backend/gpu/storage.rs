@@ -120,16 +120,13 @@ impl GpuStorage {
             return Ok(());
         }
         let context = device.context();
-        let parameter_buffer = context.parameter_buffer(params.words())?;
-        let mut bindings = vec![parameter_buffer.buffer()];
-        bindings.extend_from_slice(buffers);
         let workgroups = u32::try_from(count.div_ceil(WORKGROUP_SIZE as usize)).map_err(|_| {
             Error::InvalidArgument {
                 op: "gpu kernel",
                 message: format!("{count} elements exceed the GPU's 32-bit indexing"),
             }
         })?;
-        context.dispatch(key, &bindings, context.grid(workgroups))
+        context.dispatch(key, params.words(), buffers, context.grid(workgroups))
     }
 
     /// `numel` copies of `value` (converted like the CPU's `as`).

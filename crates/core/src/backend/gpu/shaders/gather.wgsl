@@ -2,8 +2,9 @@
 // of i with coordinate `dim` replaced by an index read from the index view. index_select is
 // the same kernel with the 1-D index vector broadcast (stride 0) along the other dims.
 // An out-of-range index never reads outside the input: the invocation writes 0 and raises
-// `flag`, which the host reads back to return an error.
-// params: [numel, rank, dim, limit, input offset, index offset,
+// its op's word of `flag`, which the host copies out with the next readback (a deferred
+// check, like CUDA's device-side asserts: no GPU round trip per index op).
+// params: [numel, rank, dim, limit, input offset, index offset, flag slot,
 //          output shape[rank], input strides[rank], index strides[rank]]
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read> indices: array<IX>;
@@ -19,7 +20,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     let rank = params[1];
     let dim = params[2];
-    let shape_at = 6u;
+    let shape_at = 7u;
     let input_strides_at = shape_at + rank;
     let index_strides_at = input_strides_at + rank;
     var remaining = i;
@@ -36,7 +37,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     let index = i32(indices[index_position]);
     if (index < 0 || u32(index) >= params[3]) {
-        atomicMax(&flag[0], 1u);
+        atomicMax(&flag[params[6]], 1u);
         output[i] = ZERO;
         return;
     }

@@ -3,7 +3,7 @@
 // atomic. WGSL only has integer atomics; float adds use a compare-and-swap loop on the 32-bit
 // word (read, add, swap in if nobody changed it meanwhile, else retry). f16 elements share a
 // word in pairs: the loop updates one half of the word. The header defines atomic_add_element.
-// params: [numel, rank, dim, limit, src offset, index offset,
+// params: [numel, rank, dim, limit, src offset, index offset, flag slot,
 //          index shape[rank], output strides[rank], src strides[rank], index strides[rank]]
 @group(0) @binding(1) var<storage, read> src: array<S>;
 @group(0) @binding(2) var<storage, read> indices: array<IX>;
@@ -19,7 +19,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     let rank = params[1];
     let dim = params[2];
-    let shape_at = 6u;
+    let shape_at = 7u;
     let output_strides_at = shape_at + rank;
     let src_strides_at = output_strides_at + rank;
     let index_strides_at = src_strides_at + rank;
@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     let index = i32(indices[index_position]);
     if (index < 0 || u32(index) >= params[3]) {
-        atomicMax(&flag[0], 1u);
+        atomicMax(&flag[params[6]], 1u);
         return;
     }
     atomic_add_element(output_position + u32(index) * params[output_strides_at + dim], src[src_position]);

@@ -1,0 +1,105 @@
+//! `anygrad profile train|resnet18`: run a few steps under the op profiler and print the
+//! per-op table (sorted by device time; CPU fallbacks flagged), optionally writing a
+//! Chrome trace for Perfetto / chrome://tracing.
+
+use std::path::PathBuf;
+
+use anygrad::models::ResNet;
+use anygrad::nn::{CrossEntropyLoss, Module, Optimizer, Sgd, SgdConfig};
+use anygrad::profiler::profile;
+use anygrad::train::{build_model, build_optimizer, load_data, TrainConfig};
+use anygrad::{no_grad, DType, Device, Result, Tensor};
+use clap::{Args, ValueEnum};
+
+/// Options of `anygrad profile`.
+#[derive(Args)]
+pub struct ProfileArgs {
+    /// What to profile.
+    #[arg(value_enum)]
+    target: Target,
+    /// Device: cpu, gpu, gpu:N or best.
+    #[arg(long, default_value = "best")]
+    device: String,
+    /// Number of steps (training steps, or forward passes for resnet18).
+    #[arg(long, default_value_t = 5)]
+    steps: usize,
+    /// Batch size for resnet18.
+    #[arg(long, default_value_t = 8)]
+    batch: usize,
+    /// Write a Chrome trace (JSON) here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Target {
+    /// Training steps of the digits MLP.
+    Train,
+    /// ResNet-18 inference.
+    Resnet18,
+    /// ResNet-18 training steps.
+    Resnet18Train,
+}
+
+fn steps_of_training(device: &Device, steps: usize) -> Result<()> {
+    let config = TrainConfig::default();
+    let data = load_data(&config, device)?;
+    let model = build_model(config.model, &data, device)?;
+    let mut optimizer = build_optimizer(config.optimizer, config.learning_rate, model.as_ref())?;
+    let loss_fn = CrossEntropyLoss::new();
+    for batch in data.train.iter_epoch(0).take(steps) {
+        let (inputs, labels) = batch?;
+        optimizer.zero_grad();
+        let loss = loss_fn.forward(&model.forward(&inputs)?, &labels)?;
+        loss.backward()?;
+        optimizer.step()?;
+    }
+    device.synchronize()
+}
+
+/// Run the profile and print the table.
+pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
+    let device = Device::parse(&args.device).map_err(|e| e.to_string())?;
+    eprintln!("profiling on {}", device.description());
+    let (steps, batch) = (args.steps, args.batch);
+    let work = || -> Result<()> {
+        match args.target {
+            Target::Train => steps_of_training(&device, steps),
+            Target::Resnet18 => {
+                let model = ResNet::resnet18(1000, &device)?;
+                model.eval();
+                let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, &device)?;
+                let _guard = no_grad();
+                for _ in 0..steps {
+                    model.forward(&images)?;
+                }
+                device.synchronize()
+            }
+            Target::Resnet18Train => {
+                let model = ResNet::resnet18(1000, &device)?;
+                let mut optimizer = Sgd::new(model.named_parameter_slots(), SgdConfig::new(0.01).momentum(0.9))?;
+                let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, &device)?;
+                let labels = Tensor::randint(0, 1000, &[batch], &device)?;
+                let loss_fn = CrossEntropyLoss::new();
+                for _ in 0..steps {
+                    optimizer.zero_grad();
+                    loss_fn.forward(&model.forward(&images)?, &labels)?.backward()?;
+                    optimizer.step()?;
+                }
+                device.synchronize()
+            }
+        }
+    };
+    let ((), recorded) = profile(work).map_err(|e| e.to_string())?;
+    println!("{}", recorded.key_averages().table());
+    println!(
+        "{} ops recorded in {:.1} ms (device times are synchronized per op while profiling)",
+        recorded.events.len(),
+        recorded.total_us / 1e3
+    );
+    if let Some(path) = &args.trace {
+        recorded.export_chrome_trace(path).map_err(|e| e.to_string())?;
+        println!("trace: {} (open in https://ui.perfetto.dev or chrome://tracing)", path.display());
+    }
+    Ok(())
+}
