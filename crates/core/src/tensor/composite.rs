@@ -2,6 +2,7 @@
 //! their gradients from the primitives' rules: softmax, log_softmax, logsumexp.
 
 use super::Tensor;
+use crate::dtype::DType;
 use crate::error::Result;
 
 impl Tensor {
@@ -10,13 +11,14 @@ impl Tensor {
         if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
             return wide.logsumexp(dims, keepdim);
         }
-        let max = self.max(dims, true)?.detach();
-        // An all -inf row has max -inf; shifting by it would give NaN, so shift by 0 there.
-        let finite_max = Tensor::where_(
-            &max.abs()?.lt_scalar(f64::INFINITY)?,
-            &max,
-            &max.zeros_like()?,
-        )?;
+        // An all -inf row has max -inf, and -inf - (-inf) is NaN: clamp the shift to the
+        // dtype's lowest finite value instead (one op rather than a select).
+        let lowest = match self.dtype() {
+            DType::F16 => -65504.0,
+            DType::F64 => f64::MIN,
+            DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::MIN as f64,
+        };
+        let finite_max = self.max(dims, true)?.detach().maximum_scalar(lowest)?;
         let summed = self
             .sub(&finite_max)?
             .exp()?

@@ -21,9 +21,11 @@
 //! - pipelines are cached with their bind-group layout (`get_bind_group_layout` is not free).
 //!
 //! **Deferred index checks.** Index kernels never read or write out of bounds; a bad index sets
-//! a word in a small device buffer (`index_flags`). That word is copied out with the next
-//! readback (or `synchronize`), which then returns the error — like CUDA's device-side asserts,
-//! without a GPU round trip per index op.
+//! a word in a small device buffer (`index_flags`), one word (*slot*) per index dispatch. The
+//! used words are copied out with the next readback (or `synchronize`) — like CUDA's
+//! device-side asserts, without a GPU round trip per index op. Each slot remembers the op and
+//! the thread that recorded it, so the error is returned by *that thread's* next readback or
+//! synchronize (threads sharing a device do not receive each other's errors).
 //!
 //! **Errors.** wgpu reports misuse and driver failures asynchronously; we catch them with error
 //! scopes around submits and pipeline creation and turn them into `Error`s, log anything that
@@ -33,6 +35,7 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 use super::buffers::{self, BufferKind, MemoryStats, PoolState, PooledBuffer, SharedPool};
 use super::kernels::KernelKey;
@@ -46,11 +49,20 @@ pub(crate) const WORKGROUP_SIZE: u32 = 256;
 /// submission's parameters would not fit, it is flushed early.
 const ARENA_BYTES: u64 = 256 * 1024;
 
-/// The index ops that report out-of-range indices through `index_flags`, by flag slot.
-pub(crate) const INDEX_FLAG_OPS: [&str; 3] = ["index_select", "gather", "scatter_add"];
+/// Words of the index-flag buffer: index dispatches recorded between two checks. When they
+/// are used up, the flags are copied out (without waiting) and the slots start over.
+const INDEX_FLAG_SLOTS: usize = 1024;
 
-/// Bytes of the index-flag buffer (one u32 per op of `INDEX_FLAG_OPS`, padded).
-const INDEX_FLAG_BYTES: u64 = 16;
+/// The parameter word of an index kernel that the context fills with its flag slot.
+pub(crate) const INDEX_SLOT_WORD: usize = 6;
+
+/// A copy of the used index flags into host-mappable memory, with who raised which slot.
+struct FlagCopy {
+    staging: wgpu::Buffer,
+    owners: Vec<(ThreadId, &'static str)>,
+    /// The submission (count of flushes) that carries the copy.
+    submission: u64,
+}
 
 /// A compiled kernel and the layout of its bind group 0.
 pub(crate) struct CachedPipeline {
@@ -65,8 +77,10 @@ struct Recording {
     encoder: Option<wgpu::CommandEncoder>,
     dispatches: u32,
     params: Vec<u32>,
-    /// Whether an index kernel ran since the flags were last copied out.
-    index_flags_dirty: bool,
+    /// Owner (thread, op) of each used slot of the index-flag buffer.
+    index_owners: Vec<(ThreadId, &'static str)>,
+    /// Flushes so far.
+    submissions: u64,
 }
 
 impl Recording {
@@ -118,8 +132,12 @@ pub(crate) struct GpuContext {
     arena: wgpu::Buffer,
     /// Parameter offsets are multiples of this many words (the storage offset alignment).
     arena_alignment_words: usize,
-    /// One u32 per index op: non-zero once a kernel saw an out-of-range index.
+    /// One u32 per index dispatch: non-zero once its kernel saw an out-of-range index.
     index_flags: wgpu::Buffer,
+    /// Flag copies recorded but not yet read.
+    flag_copies: Mutex<Vec<FlagCopy>>,
+    /// Out-of-range errors found but not yet returned, per recording thread.
+    index_errors: Mutex<HashMap<ThreadId, &'static str>>,
     mode: Mutex<ExecutionMode>,
     /// `mode.dispatches_per_submit()`, readable without a lock on the dispatch path.
     dispatches_per_submit: AtomicU32,
@@ -189,7 +207,7 @@ impl GpuContext {
             })
         };
         let arena = internal_buffer("anygrad parameters", ARENA_BYTES);
-        let index_flags = internal_buffer("anygrad index flags", INDEX_FLAG_BYTES);
+        let index_flags = internal_buffer("anygrad index flags", (INDEX_FLAG_SLOTS * 4) as u64);
         let arena_alignment_words =
             (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
         Ok(GpuContext {
@@ -206,11 +224,14 @@ impl GpuContext {
                 encoder: None,
                 dispatches: 0,
                 params: Vec::with_capacity((ARENA_BYTES / 4) as usize),
-                index_flags_dirty: false,
+                index_owners: Vec::new(),
+                submissions: 0,
             }),
             arena,
             arena_alignment_words,
             index_flags,
+            flag_copies: Mutex::new(Vec::new()),
+            index_errors: Mutex::new(HashMap::new()),
             mode: Mutex::new(mode),
             dispatches_per_submit: AtomicU32::new(mode.dispatches_per_submit()),
             lost,
@@ -342,6 +363,19 @@ impl GpuContext {
         bindings: &[&wgpu::Buffer],
         workgroups: (u32, u32, u32),
     ) -> Result<()> {
+        self.dispatch_checked(key, params, bindings, workgroups, None)
+    }
+
+    /// `dispatch` for an index kernel of `index_op` (`Some`): its parameter word
+    /// `INDEX_SLOT_WORD` is set to a fresh slot of the index-flag buffer (binding 4).
+    pub(crate) fn dispatch_checked(
+        &self,
+        key: &KernelKey,
+        params: &[u32],
+        bindings: &[&wgpu::Buffer],
+        workgroups: (u32, u32, u32),
+        index_op: Option<&'static str>,
+    ) -> Result<()> {
         self.ensure_alive()?;
         let pipeline = self.pipeline(key)?;
         let words = params.len().max(1);
@@ -364,8 +398,23 @@ impl GpuContext {
         recording.params.resize(offset, 0);
         recording.params.extend_from_slice(params);
         recording.params.resize(offset + words, 0);
-        if matches!(key, KernelKey::Gather { .. } | KernelKey::ScatterAdd { .. }) {
-            recording.index_flags_dirty = true;
+        if let Some(op) = index_op {
+            if recording.index_owners.len() >= INDEX_FLAG_SLOTS {
+                // Out of slots: copy the flags out now (read at the next wait) and start over.
+                if let Some(copy) = self.take_flags_locked(&mut recording) {
+                    self.flag_copies
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(copy);
+                }
+            }
+            let slot = recording.index_owners.len();
+            recording
+                .index_owners
+                .push((std::thread::current().id(), op));
+            if INDEX_SLOT_WORD < words {
+                recording.params[offset + INDEX_SLOT_WORD] = slot as u32;
+            }
         }
         // At most 1 + 5 bindings: keep the entries on the stack.
         let mut entries: [Option<wgpu::BindGroupEntry<'_>>; 6] = Default::default();
@@ -403,9 +452,69 @@ impl GpuContext {
         Ok(())
     }
 
-    /// The index-flag buffer (bound by the index kernels) and the word offset of `op`'s flag.
+    /// The index-flag buffer (binding 4 of the index kernels).
     pub(crate) fn index_flags(&self) -> &wgpu::Buffer {
         &self.index_flags
+    }
+
+    /// Record a copy of the used index flags into a mappable buffer and their reset; the
+    /// slots are free again at once (later kernels run after the reset).
+    fn take_flags_locked(&self, recording: &mut Recording) -> Option<FlagCopy> {
+        if recording.index_owners.is_empty() {
+            return None;
+        }
+        let owners = std::mem::take(&mut recording.index_owners);
+        let bytes = (owners.len() * 4) as u64;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("anygrad index flags readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let encoder = recording.encoder(&self.device);
+        encoder.copy_buffer_to_buffer(&self.index_flags, 0, &staging, 0, bytes);
+        encoder.clear_buffer(&self.index_flags, 0, Some(bytes));
+        Some(FlagCopy {
+            staging,
+            owners,
+            submission: recording.submissions + 1,
+        })
+    }
+
+    /// After a wait for submission `submitted`: read the flag copies it carried, file raised
+    /// flags under their threads, and return the calling thread's pending error, if any.
+    fn check_index_errors(&self, submitted: u64) -> Result<()> {
+        let ready: Vec<FlagCopy> = {
+            let mut copies = self.flag_copies.lock().unwrap_or_else(|p| p.into_inner());
+            let (ready, later) = std::mem::take(&mut *copies)
+                .into_iter()
+                .partition(|copy| copy.submission <= submitted);
+            *copies = later;
+            ready
+        };
+        for copy in ready {
+            let mapped = self.map_and_read(&copy.staging);
+            copy.staging.destroy();
+            let flags = mapped?;
+            let mut errors = self.index_errors.lock().unwrap_or_else(|p| p.into_inner());
+            for (word, (thread, op)) in flags.chunks_exact(4).zip(&copy.owners) {
+                if word.iter().any(|&b| b != 0) {
+                    errors.entry(*thread).or_insert(op);
+                }
+            }
+        }
+        let mine = self
+            .index_errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&std::thread::current().id());
+        match mine {
+            Some(op) => Err(Error::invalid(
+                op,
+                "an index was out of range (detected at the next synchronization)",
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Record a copy of `bytes` bytes between buffers (offsets and size multiples of 4).
@@ -464,6 +573,7 @@ impl GpuContext {
     /// the encoder taken here still reads, before this thread has submitted it.
     fn flush_locked(&self, recording: &mut MutexGuard<'_, Recording>) -> Result<()> {
         recording.dispatches = 0;
+        recording.submissions += 1;
         recording.pass = None;
         let encoder = recording.encoder.take();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -496,21 +606,28 @@ impl GpuContext {
     }
 
     /// Flush and wait until the GPU has finished everything submitted. Reports an
-    /// out-of-range index seen by an index kernel since the last check.
+    /// out-of-range index that this thread's index kernels saw since the last check.
     pub(crate) fn synchronize(&self) -> Result<()> {
-        let dirty = self
-            .recording
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .index_flags_dirty;
-        if dirty {
-            // A readback of nothing still copies out (and checks) the index flags.
-            self.read_bytes(&self.index_flags, 0)?;
-            return Ok(());
-        }
-        self.flush()?;
+        self.ensure_alive()?;
+        let submitted = {
+            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            self.queue_flag_copy_locked(&mut recording);
+            self.flush_locked(&mut recording)?;
+            recording.submissions
+        };
         self.wait()?;
-        self.ensure_alive()
+        self.ensure_alive()?;
+        self.check_index_errors(submitted)
+    }
+
+    /// Record a copy of the used index flags (if any) for the next check.
+    fn queue_flag_copy_locked(&self, recording: &mut Recording) {
+        if let Some(copy) = self.take_flags_locked(recording) {
+            self.flag_copies
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(copy);
+        }
     }
 
     fn wait(&self) -> Result<()> {
@@ -523,62 +640,35 @@ impl GpuContext {
     }
 
     /// Copy the first `bytes` bytes of `source` to the host (blocks until the GPU is done).
-    /// When index kernels ran since the last check, their flags travel in the same readback,
-    /// and a raised flag turns the result into `Error::InvalidArgument` naming the op.
+    /// The index flags travel with the same submission; when this thread's index kernels saw
+    /// an out-of-range index, the result is `Error::InvalidArgument` naming the op.
     pub(crate) fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
         self.ensure_alive()?;
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
         // Mapping needs a 4-byte multiple; GPU memory is not host-visible, so the data goes
         // through a staging buffer that the host may map.
         let padded = bytes.div_ceil(4) * 4;
-        let staging;
-        let with_flags;
-        {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("anygrad readback"),
+            size: padded,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let submitted = {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-            with_flags = recording.index_flags_dirty;
-            let size = padded + if with_flags { INDEX_FLAG_BYTES } else { 0 };
-            if size == 0 {
-                return Ok(Vec::new());
-            }
-            staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("anygrad readback"),
-                size,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let encoder = recording.encoder(&self.device);
-            if padded > 0 {
-                encoder.copy_buffer_to_buffer(source, 0, &staging, 0, padded);
-            }
-            if with_flags {
-                // Take the flags and reset them in one go: kernels recorded after this point
-                // raise them again for the next check.
-                encoder.copy_buffer_to_buffer(
-                    &self.index_flags,
-                    0,
-                    &staging,
-                    padded,
-                    INDEX_FLAG_BYTES,
-                );
-                encoder.clear_buffer(&self.index_flags, 0, None);
-                recording.index_flags_dirty = false;
-            }
+            recording
+                .encoder(&self.device)
+                .copy_buffer_to_buffer(source, 0, &staging, 0, padded);
+            self.queue_flag_copy_locked(&mut recording);
             self.flush_locked(&mut recording)?;
-        }
+            recording.submissions
+        };
         let mapped = self.map_and_read(&staging);
         staging.destroy();
         let mut data = mapped?;
-        if with_flags {
-            let flags = data.split_off(padded as usize);
-            for (slot, op) in INDEX_FLAG_OPS.iter().enumerate() {
-                let word = &flags[slot * 4..slot * 4 + 4];
-                if word.iter().any(|&b| b != 0) {
-                    return Err(Error::invalid(
-                        op,
-                        "an index was out of range (detected at the next synchronization)",
-                    ));
-                }
-            }
-        }
+        self.check_index_errors(submitted)?;
         data.truncate(bytes as usize);
         Ok(data)
     }

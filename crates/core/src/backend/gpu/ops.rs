@@ -4,7 +4,7 @@
 //! The index ops raise a device-side flag on an out-of-range index, which the next readback
 //! or `synchronize` turns into an error (see `context.rs`).
 
-use super::context::{GpuContext, INDEX_FLAG_OPS};
+use super::context::GpuContext;
 use super::kernels::{unary_supported, KernelKey};
 use super::matmul_large::{prefers_large_tile, LARGE_TILE};
 use super::params::{check_view, is_dense, Params};
@@ -614,7 +614,7 @@ impl GpuStorage {
             .push(layout.shape[dim])?
             .push(layout.offset)?
             .push(index_offset)?
-            .push(flag_slot(op))?
+            .push(0)? // flag slot, filled in by the context
             .extend(out_shape)?
             .extend(&layout.strides)?
             .extend(index_strides)?;
@@ -623,12 +623,13 @@ impl GpuStorage {
             dtype: self.dtype,
             index: indices.dtype,
         };
-        GpuStorage::launch(
+        GpuStorage::launch_checked(
             &self.device,
             &key,
             &params,
             &[self.raw(), indices.raw(), out.raw(), context.index_flags()],
             numel,
+            Some(op),
         )?;
         Ok(out)
     }
@@ -687,7 +688,7 @@ impl GpuStorage {
             .push(layout.shape[dim])?
             .push(src_layout.offset)?
             .push(indices_layout.offset)?
-            .push(flag_slot("scatter_add"))?
+            .push(0)? // flag slot, filled in by the context
             .extend(index_shape)?
             .extend(&contiguous_strides(&layout.shape))?
             .extend(&src_layout.strides)?
@@ -697,12 +698,13 @@ impl GpuStorage {
             dtype: self.dtype,
             index: indices.dtype,
         };
-        GpuStorage::launch(
+        GpuStorage::launch_checked(
             &self.device,
             &key,
             &params,
             &[src.raw(), indices.raw(), out.raw(), context.index_flags()],
             numel,
+            Some("scatter_add"),
         )?;
         Ok(out)
     }
@@ -730,12 +732,4 @@ fn check_dim(op: &'static str, layout: &Layout, dim: usize) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// The word of the context's index-flag buffer that `op`'s kernel raises on a bad index.
-fn flag_slot(op: &'static str) -> usize {
-    INDEX_FLAG_OPS
-        .iter()
-        .position(|&name| name == op)
-        .unwrap_or(0)
 }

@@ -116,6 +116,18 @@ impl GpuStorage {
         buffers: &[&wgpu::Buffer],
         count: usize,
     ) -> Result<()> {
+        GpuStorage::launch_checked(device, key, params, buffers, count, None)
+    }
+
+    /// `launch` of an index kernel of `index_op` (see `GpuContext::dispatch_checked`).
+    pub(crate) fn launch_checked(
+        device: &GpuDevice,
+        key: &KernelKey,
+        params: &Params,
+        buffers: &[&wgpu::Buffer],
+        count: usize,
+        index_op: Option<&'static str>,
+    ) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
@@ -126,7 +138,13 @@ impl GpuStorage {
                 message: format!("{count} elements exceed the GPU's 32-bit indexing"),
             }
         })?;
-        context.dispatch(key, params.words(), buffers, context.grid(workgroups))
+        context.dispatch_checked(
+            key,
+            params.words(),
+            buffers,
+            context.grid(workgroups),
+            index_op,
+        )
     }
 
     /// `numel` copies of `value` (converted like the CPU's `as`).
