@@ -2,8 +2,8 @@
 // of i with coordinate `dim` replaced by an index read from the index view. index_select is
 // the same kernel with the 1-D index vector broadcast (stride 0) along the other dims.
 // An out-of-range index never reads outside the input: the invocation writes 0 and raises
-// its dispatch's word of `flag` (slot params[6]), which the host copies out with the next readback (a deferred
-// check, like CUDA's device-side asserts: no GPU round trip per index op).
+// its dispatch's word of `flag` (slot params[6]), which the host copies out with the next
+// readback (a deferred check, like CUDA's device-side asserts: no round trip per index op).
 // params: [numel, rank, dim, limit, input offset, index offset, flag slot,
 //          output shape[rank], input strides[rank], index strides[rank]]
 @group(0) @binding(1) var<storage, read> input: array<S>;

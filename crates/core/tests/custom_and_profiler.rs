@@ -1,0 +1,129 @@
+//! Custom ops (CPU reference, backward, gradcheck, the fallback policy on a GPU) and the
+//! profiler (every op recorded, fallbacks flagged, Chrome trace valid JSON).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use anygrad_core::custom_op::{apply, gradcheck, CustomOp};
+use anygrad_core::fallback::{fallback_stats, set_fallback_policy, FallbackPolicy};
+use anygrad_core::profiler::profile;
+use anygrad_core::{DType, Device, Error, Result, Tensor};
+
+/// Policy and profiler are process-wide: tests that touch them run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// y = x · sigmoid(βx) ("scaled swish").
+struct ScaledSwish {
+    beta: f32,
+}
+
+impl CustomOp for ScaledSwish {
+    fn name(&self) -> &str {
+        "scaled_swish"
+    }
+    fn output_shape(&self, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+        Ok(shapes[0].to_vec())
+    }
+    fn cpu_forward(&self, inputs: &[&[f32]], _shapes: &[&[usize]]) -> Result<Vec<f32>> {
+        Ok(inputs[0].iter().map(|&x| x / (1.0 + (-self.beta * x).exp())).collect())
+    }
+    fn backward(&self, inputs: &[Tensor], grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let x = &inputs[0];
+        let s = x.mul_scalar(self.beta as f64)?.sigmoid()?;
+        // d/dx x·σ(βx) = σ + βx·σ(1-σ)
+        let ds = s.mul(&s.rsub_scalar(1.0)?)?.mul(x)?.mul_scalar(self.beta as f64)?;
+        Ok(vec![Some(grad.mul(&s.add(&ds)?)?)])
+    }
+}
+
+fn custom_op_forward_backward(device: &Device) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    set_fallback_policy(FallbackPolicy::Allow);
+    let op = Arc::new(ScaledSwish { beta: 1.5 });
+    let x = Tensor::from_vec(vec![-2.0f32, -0.5, 0.0, 0.7, 3.0], &[5], device).unwrap();
+    let y = apply(op.clone(), &[&x]).unwrap();
+    assert_eq!(y.device(), device);
+    let expected: Vec<f32> = [-2.0f32, -0.5, 0.0, 0.7, 3.0].iter().map(|&v| v / (1.0 + (-1.5 * v).exp())).collect();
+    common::assert_close(&y.to_vec_f32().unwrap(), &expected, 1e-6, 1e-6, "scaled swish");
+    let report = gradcheck(
+        |t| apply(op.clone(), &[&t[0]]),
+        &[x.requires_grad_(true)],
+        1e-3,
+        1e-2,
+    )
+    .unwrap();
+    assert_eq!(report.checked_elements, 5);
+    assert!(report.max_rel_error < 1e-2);
+    set_fallback_policy(FallbackPolicy::Warn);
+}
+
+fn gradcheck_catches_a_wrong_backward(device: &Device) {
+    struct Wrong;
+    impl CustomOp for Wrong {
+        fn name(&self) -> &str {
+            "wrong"
+        }
+        fn output_shape(&self, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+            Ok(shapes[0].to_vec())
+        }
+        fn cpu_forward(&self, inputs: &[&[f32]], _: &[&[usize]]) -> Result<Vec<f32>> {
+            Ok(inputs[0].iter().map(|x| x * x).collect())
+        }
+        fn backward(&self, _inputs: &[Tensor], grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+            Ok(vec![Some(grad.clone())]) // should be 2x·grad
+        }
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    set_fallback_policy(FallbackPolicy::Allow);
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2], device).unwrap().requires_grad_(true);
+    let error = gradcheck(|t| apply(Arc::new(Wrong), &[&t[0]]), &[x], 1e-3, 1e-2).unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument { op: "gradcheck", .. }), "{error:?}");
+    set_fallback_policy(FallbackPolicy::Warn);
+}
+
+fn fallback_policy_governs_gpu_custom_ops(device: &Device) {
+    if device.is_cpu() {
+        return; // CPU tensors never fall back
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let op = Arc::new(ScaledSwish { beta: 1.0 });
+    let x = Tensor::ones(&[16], DType::F32, device).unwrap();
+    set_fallback_policy(FallbackPolicy::Error);
+    let refused = apply(op.clone(), &[&x]).unwrap_err();
+    assert!(matches!(refused, Error::FallbackRefused { .. }), "{refused:?}");
+    set_fallback_policy(FallbackPolicy::Allow);
+    let before = fallback_stats().get("custom:scaled_swish").map(|s| s.calls).unwrap_or(0);
+    let ((), recorded) = profile(|| apply(op.clone(), &[&x]).map(drop)).unwrap();
+    let after = fallback_stats().get("custom:scaled_swish").map(|s| s.calls).unwrap_or(0);
+    assert_eq!(after, before + 1);
+    let row = recorded.key_averages().0.into_iter().find(|r| r.name == "scaled_swish").expect("recorded");
+    assert_eq!(row.fallback_calls, 1);
+    assert!(recorded.key_averages().table().contains("CPU FALLBACK"));
+    set_fallback_policy(FallbackPolicy::Warn);
+}
+
+fn profiler_records_every_op(device: &Device) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let a = Tensor::randn(&[8, 8], DType::F32, device).unwrap();
+    let (sum, recorded) = profile(|| a.matmul(&a)?.relu()?.sum_all()).unwrap();
+    assert!(sum.item_f64().unwrap().is_finite());
+    let names: Vec<&str> = recorded.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, vec!["matmul", "relu", "sum"]);
+    assert_eq!(recorded.events[0].input_shapes, vec![vec![1, 8, 8], vec![1, 8, 8]]);
+    assert!(recorded.events.iter().all(|e| e.device_us >= 0.0 && e.device == device.to_string()));
+    assert_eq!(recorded.events[0].bytes_allocated, 8 * 8 * 4);
+    let trace: serde_json::Value = serde_json::from_str(&recorded.chrome_trace()).unwrap();
+    assert_eq!(trace["traceEvents"].as_array().unwrap().len(), 3);
+    // Nothing is recorded outside a profile.
+    let (_, empty) = profile(|| Ok(())).unwrap();
+    a.relu().unwrap();
+    assert!(empty.events.is_empty());
+}
+
+device_tests!(
+    custom_op_forward_backward,
+    gradcheck_catches_a_wrong_backward,
+    fallback_policy_governs_gpu_custom_ops,
+    profiler_records_every_op,
+);
