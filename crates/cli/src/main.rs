@@ -4,9 +4,9 @@
 mod bench;
 mod devices;
 mod doctor;
-mod profile;
 #[cfg(feature = "plot")]
 mod plot;
+mod profile;
 mod train;
 
 use std::process::ExitCode;

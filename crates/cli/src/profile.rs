@@ -77,13 +77,18 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
             }
             Target::Resnet18Train => {
                 let model = ResNet::resnet18(1000, &device)?;
-                let mut optimizer = Sgd::new(model.named_parameter_slots(), SgdConfig::new(0.01).momentum(0.9))?;
+                let mut optimizer = Sgd::new(
+                    model.named_parameter_slots(),
+                    SgdConfig::new(0.01).momentum(0.9),
+                )?;
                 let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, &device)?;
                 let labels = Tensor::randint(0, 1000, &[batch], &device)?;
                 let loss_fn = CrossEntropyLoss::new();
                 for _ in 0..steps {
                     optimizer.zero_grad();
-                    loss_fn.forward(&model.forward(&images)?, &labels)?.backward()?;
+                    loss_fn
+                        .forward(&model.forward(&images)?, &labels)?
+                        .backward()?;
                     optimizer.step()?;
                 }
                 device.synchronize()
@@ -98,8 +103,13 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
         recorded.total_us / 1e3
     );
     if let Some(path) = &args.trace {
-        recorded.export_chrome_trace(path).map_err(|e| e.to_string())?;
-        println!("trace: {} (open in https://ui.perfetto.dev or chrome://tracing)", path.display());
+        recorded
+            .export_chrome_trace(path)
+            .map_err(|e| e.to_string())?;
+        println!(
+            "trace: {} (open in https://ui.perfetto.dev or chrome://tracing)",
+            path.display()
+        );
     }
     Ok(())
 }

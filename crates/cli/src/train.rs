@@ -156,8 +156,12 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
     // ANYGRAD_PROFILE=FILE: record every op of the run and write a Chrome trace there.
     let summary = match std::env::var("ANYGRAD_PROFILE") {
         Ok(path) if !path.is_empty() => {
-            let (summary, recorded) = anygrad::profiler::profile(|| run(&config, &device, &mut on_event)).map_err(|e| e.to_string())?;
-            recorded.export_chrome_trace(&path).map_err(|e| e.to_string())?;
+            let (summary, recorded) =
+                anygrad::profiler::profile(|| run(&config, &device, &mut on_event))
+                    .map_err(|e| e.to_string())?;
+            recorded
+                .export_chrome_trace(&path)
+                .map_err(|e| e.to_string())?;
             eprintln!("{}", recorded.key_averages().table());
             eprintln!("profile trace: {path}");
             summary

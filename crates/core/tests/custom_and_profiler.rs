@@ -26,13 +26,19 @@ impl CustomOp for ScaledSwish {
         Ok(shapes[0].to_vec())
     }
     fn cpu_forward(&self, inputs: &[&[f32]], _shapes: &[&[usize]]) -> Result<Vec<f32>> {
-        Ok(inputs[0].iter().map(|&x| x / (1.0 + (-self.beta * x).exp())).collect())
+        Ok(inputs[0]
+            .iter()
+            .map(|&x| x / (1.0 + (-self.beta * x).exp()))
+            .collect())
     }
     fn backward(&self, inputs: &[Tensor], grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
         let x = &inputs[0];
         let s = x.mul_scalar(self.beta as f64)?.sigmoid()?;
         // d/dx x·σ(βx) = σ + βx·σ(1-σ)
-        let ds = s.mul(&s.rsub_scalar(1.0)?)?.mul(x)?.mul_scalar(self.beta as f64)?;
+        let ds = s
+            .mul(&s.rsub_scalar(1.0)?)?
+            .mul(x)?
+            .mul_scalar(self.beta as f64)?;
         Ok(vec![Some(grad.mul(&s.add(&ds)?)?)])
     }
 }
@@ -44,8 +50,17 @@ fn custom_op_forward_backward(device: &Device) {
     let x = Tensor::from_vec(vec![-2.0f32, -0.5, 0.0, 0.7, 3.0], &[5], device).unwrap();
     let y = apply(op.clone(), &[&x]).unwrap();
     assert_eq!(y.device(), device);
-    let expected: Vec<f32> = [-2.0f32, -0.5, 0.0, 0.7, 3.0].iter().map(|&v| v / (1.0 + (-1.5 * v).exp())).collect();
-    common::assert_close(&y.to_vec_f32().unwrap(), &expected, 1e-6, 1e-6, "scaled swish");
+    let expected: Vec<f32> = [-2.0f32, -0.5, 0.0, 0.7, 3.0]
+        .iter()
+        .map(|&v| v / (1.0 + (-1.5 * v).exp()))
+        .collect();
+    common::assert_close(
+        &y.to_vec_f32().unwrap(),
+        &expected,
+        1e-6,
+        1e-6,
+        "scaled swish",
+    );
     let report = gradcheck(
         |t| apply(op.clone(), &[&t[0]]),
         &[x.requires_grad_(true)],
@@ -76,9 +91,20 @@ fn gradcheck_catches_a_wrong_backward(device: &Device) {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     set_fallback_policy(FallbackPolicy::Allow);
-    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2], device).unwrap().requires_grad_(true);
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2], device)
+        .unwrap()
+        .requires_grad_(true);
     let error = gradcheck(|t| apply(Arc::new(Wrong), &[&t[0]]), &[x], 1e-3, 1e-2).unwrap_err();
-    assert!(matches!(error, Error::InvalidArgument { op: "gradcheck", .. }), "{error:?}");
+    assert!(
+        matches!(
+            error,
+            Error::InvalidArgument {
+                op: "gradcheck",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
     set_fallback_policy(FallbackPolicy::Warn);
 }
 
@@ -91,13 +117,27 @@ fn fallback_policy_governs_gpu_custom_ops(device: &Device) {
     let x = Tensor::ones(&[16], DType::F32, device).unwrap();
     set_fallback_policy(FallbackPolicy::Error);
     let refused = apply(op.clone(), &[&x]).unwrap_err();
-    assert!(matches!(refused, Error::FallbackRefused { .. }), "{refused:?}");
+    assert!(
+        matches!(refused, Error::FallbackRefused { .. }),
+        "{refused:?}"
+    );
     set_fallback_policy(FallbackPolicy::Allow);
-    let before = fallback_stats().get("custom:scaled_swish").map(|s| s.calls).unwrap_or(0);
+    let before = fallback_stats()
+        .get("custom:scaled_swish")
+        .map(|s| s.calls)
+        .unwrap_or(0);
     let ((), recorded) = profile(|| apply(op.clone(), &[&x]).map(drop)).unwrap();
-    let after = fallback_stats().get("custom:scaled_swish").map(|s| s.calls).unwrap_or(0);
+    let after = fallback_stats()
+        .get("custom:scaled_swish")
+        .map(|s| s.calls)
+        .unwrap_or(0);
     assert_eq!(after, before + 1);
-    let row = recorded.key_averages().0.into_iter().find(|r| r.name == "scaled_swish").expect("recorded");
+    let row = recorded
+        .key_averages()
+        .0
+        .into_iter()
+        .find(|r| r.name == "scaled_swish")
+        .expect("recorded");
     assert_eq!(row.fallback_calls, 1);
     assert!(recorded.key_averages().table().contains("CPU FALLBACK"));
     set_fallback_policy(FallbackPolicy::Warn);
@@ -110,8 +150,14 @@ fn profiler_records_every_op(device: &Device) {
     assert!(sum.item_f64().unwrap().is_finite());
     let names: Vec<&str> = recorded.events.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, vec!["matmul", "relu", "sum"]);
-    assert_eq!(recorded.events[0].input_shapes, vec![vec![1, 8, 8], vec![1, 8, 8]]);
-    assert!(recorded.events.iter().all(|e| e.device_us >= 0.0 && e.device == device.to_string()));
+    assert_eq!(
+        recorded.events[0].input_shapes,
+        vec![vec![1, 8, 8], vec![1, 8, 8]]
+    );
+    assert!(recorded
+        .events
+        .iter()
+        .all(|e| e.device_us >= 0.0 && e.device == device.to_string()));
     assert_eq!(recorded.events[0].bytes_allocated, 8 * 8 * 4);
     let trace: serde_json::Value = serde_json::from_str(&recorded.chrome_trace()).unwrap();
     assert_eq!(trace["traceEvents"].as_array().unwrap().len(), 3);

@@ -224,14 +224,14 @@ fn compare(what: &str, got: &[f64], want: &[f64], rtol: f64, atol: f64) -> CaseR
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let error = (g - w).abs();
         let allowed = atol + rtol * w.abs();
-        if !(error <= allowed) {
+        if error.is_nan() || error > allowed {
             bad += 1;
             let excess = if error.is_nan() {
                 f64::INFINITY
             } else {
                 error / allowed
             };
-            if worst.map_or(true, |(_, e)| excess > e) {
+            if worst.is_none_or(|(_, e)| excess > e) {
                 worst = Some((i, excess));
             }
         }
@@ -445,7 +445,7 @@ fn golden_ops_gpu() {
     match Device::gpu(0) {
         Ok(device) => run_all(&device),
         Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").map_or(false, |v| v == "1") {
+            if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter opened: {error}");
             }
             println!("SKIP: no GPU adapter ({error})");

@@ -214,7 +214,7 @@ fn indexing_rules() {
 fn convolution_and_pooling_rules() {
     let inputs = vec![
         sample(2 * 2 * 5 * 5, 16, -1.0, 1.0),
-        sample(4 * 1 * 3 * 3, 17, -1.0, 1.0),
+        sample(4 * 3 * 3, 17, -1.0, 1.0),
         sample(4, 18, -1.0, 1.0),
     ];
     let params = Conv2dParams {

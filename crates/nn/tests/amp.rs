@@ -5,11 +5,14 @@
 mod common;
 
 use anygrad_core::{autocast, DType, Device, Tensor};
-use anygrad_nn::{Adam, AdamConfig, CrossEntropyLoss, GradScaler, Linear, Module, Optimizer, ReLU, Sequential};
+use anygrad_nn::{
+    Adam, AdamConfig, CrossEntropyLoss, GradScaler, Linear, Module, Optimizer, ReLU, Sequential,
+};
 
 fn autocast_op_precisions(device: &Device) {
-    let _lock = common::GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let w = Tensor::randn(&[8, 4], DType::F32, device).unwrap().requires_grad_(true);
+    let w = Tensor::randn(&[8, 4], DType::F32, device)
+        .unwrap()
+        .requires_grad_(true);
     let x = Tensor::randn(&[3, 8], DType::F32, device).unwrap();
     let (product, probabilities) = {
         let _guard = autocast(DType::F16, device).unwrap();
@@ -29,7 +32,6 @@ fn autocast_op_precisions(device: &Device) {
 }
 
 fn amp_training_matches_f32(device: &Device) {
-    let _lock = common::GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let train = |amp: bool| -> f64 {
         anygrad_core::manual_seed(3);
         let model = Sequential::new()
@@ -38,7 +40,8 @@ fn amp_training_matches_f32(device: &Device) {
             .add(Linear::new(32, 4, true, device).unwrap());
         let x = Tensor::randn(&[64, 16], DType::F32, device).unwrap();
         let labels = x.narrow(1, 0, 4).unwrap().argmax(1, false).unwrap();
-        let mut optimizer = Adam::new(model.named_parameter_slots(), AdamConfig::new(1e-2)).unwrap();
+        let mut optimizer =
+            Adam::new(model.named_parameter_slots(), AdamConfig::new(1e-2)).unwrap();
         let mut scaler = GradScaler::default();
         let loss_fn = CrossEntropyLoss::new();
         for _ in 0..60 {
@@ -46,39 +49,68 @@ fn amp_training_matches_f32(device: &Device) {
             if amp {
                 let loss = {
                     let _guard = autocast(DType::F16, device).unwrap();
-                    loss_fn.forward(&model.forward(&x).unwrap(), &labels).unwrap()
+                    loss_fn
+                        .forward(&model.forward(&x).unwrap(), &labels)
+                        .unwrap()
                 };
                 scaler.scale(&loss).unwrap().backward().unwrap();
                 scaler.step(&mut optimizer).unwrap();
                 scaler.update();
             } else {
-                loss_fn.forward(&model.forward(&x).unwrap(), &labels).unwrap().backward().unwrap();
+                loss_fn
+                    .forward(&model.forward(&x).unwrap(), &labels)
+                    .unwrap()
+                    .backward()
+                    .unwrap();
                 optimizer.step().unwrap();
             }
         }
         let predicted = model.forward(&x).unwrap().argmax(1, false).unwrap();
-        predicted.eq(&labels).unwrap().to_dtype(DType::F32).unwrap().mean_all().unwrap().item_f64().unwrap()
+        predicted
+            .eq(&labels)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+            .mean_all()
+            .unwrap()
+            .item_f64()
+            .unwrap()
     };
     let (full, mixed) = (train(false), train(true));
     assert!(full > 0.9, "f32 accuracy {full}");
-    assert!(mixed > 0.9 && (full - mixed).abs() < 0.05, "amp accuracy {mixed} vs f32 {full}");
+    assert!(
+        mixed > 0.9 && (full - mixed).abs() < 0.05,
+        "amp accuracy {mixed} vs f32 {full}"
+    );
 }
 
 fn scaler_skips_overflowing_steps(device: &Device) {
-    let _lock = common::GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let layer = Linear::new(4, 2, true, device).unwrap();
     let mut optimizer = Adam::new(layer.named_parameter_slots(), AdamConfig::new(0.1)).unwrap();
     let before = layer.named_parameters()[0].1.to_vec_f32().unwrap();
     let mut scaler = GradScaler::new(1024.0, 2.0, 0.5, 2);
     let x = Tensor::full(&[1, 4], 1e30, DType::F32, device).unwrap();
     // An overflowing loss: (1e30 * w)² * 1024 is inf in f32.
-    let loss = layer.forward(&x).unwrap().square().unwrap().sum_all().unwrap();
+    let loss = layer
+        .forward(&x)
+        .unwrap()
+        .square()
+        .unwrap()
+        .sum_all()
+        .unwrap();
     scaler.scale(&loss).unwrap().backward().unwrap();
-    assert!(!scaler.step(&mut optimizer).unwrap(), "the step must be skipped");
+    assert!(
+        !scaler.step(&mut optimizer).unwrap(),
+        "the step must be skipped"
+    );
     scaler.update();
     assert_eq!(scaler.scale_value(), 512.0);
     assert_eq!(scaler.skipped_steps(), 1);
-    assert_eq!(layer.named_parameters()[0].1.to_vec_f32().unwrap(), before, "weights unchanged");
+    assert_eq!(
+        layer.named_parameters()[0].1.to_vec_f32().unwrap(),
+        before,
+        "weights unchanged"
+    );
     // Two good steps grow the scale back.
     for _ in 0..2 {
         optimizer.zero_grad();
@@ -92,4 +124,8 @@ fn scaler_skips_overflowing_steps(device: &Device) {
     assert_ne!(layer.named_parameters()[0].1.to_vec_f32().unwrap(), before);
 }
 
-device_tests!(autocast_op_precisions, amp_training_matches_f32, scaler_skips_overflowing_steps);
+device_tests!(
+    autocast_op_precisions,
+    amp_training_matches_f32,
+    scaler_skips_overflowing_steps
+);

@@ -71,7 +71,7 @@ pub fn median(sorted: &[f64]) -> f64 {
         return f64::NAN;
     }
     let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 0 {
+    if sorted.len().is_multiple_of(2) {
         (sorted[mid - 1] + sorted[mid]) / 2.0
     } else {
         sorted[mid]

@@ -56,6 +56,9 @@ const INDEX_FLAG_SLOTS: usize = 1024;
 /// The parameter word of an index kernel that the context fills with its flag slot.
 pub(crate) const INDEX_SLOT_WORD: usize = 6;
 
+/// Most workgroups along y of a row-walking kernel (`index_rows.wgsl`).
+pub(crate) const MAX_ROW_WORKGROUPS: u32 = 65535;
+
 /// A copy of the used index flags into host-mappable memory, with who raised which slot.
 struct FlagCopy {
     staging: wgpu::Buffer,

@@ -11,6 +11,7 @@
 //! [`all_kernel_sources`] instantiates every key so that a unit test validates each with naga,
 //! no GPU needed.
 
+use super::vector::VectorFamily;
 use crate::dtype::DType;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 
@@ -25,7 +26,19 @@ const RANDOM: &str = include_str!("shaders/random.wgsl");
 const REDUCE: &str = include_str!("shaders/reduce.wgsl");
 const MATMUL: &str = include_str!("shaders/matmul.wgsl");
 const GATHER: &str = include_str!("shaders/gather.wgsl");
+const INDEX_ROWS: &str = include_str!("shaders/index_rows.wgsl");
 const SCATTER_ADD: &str = include_str!("shaders/scatter_add.wgsl");
+
+/// How an elementwise kernel addresses its operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Any strides (and broadcasting, stride 0): positions from shape and strides.
+    Strided,
+    /// Every view dense: element i is at `offset + i`.
+    Contiguous,
+    /// Dense, offsets and length multiples of 4: vec4 loads and stores (`vector.rs`).
+    Vector,
+}
 
 /// The identity of one compute pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -38,32 +51,32 @@ pub enum KernelKey {
     Unary {
         dtype: DType,
         op: UnaryOp,
-        contiguous: bool,
+        access: Access,
     },
     /// Elementwise binary op on two views.
     Binary {
         dtype: DType,
         op: BinaryOp,
-        contiguous: bool,
+        access: Access,
     },
     /// Elementwise binary op with a scalar.
     BinaryScalar {
         dtype: DType,
         op: BinaryOp,
         scalar_on_left: bool,
-        contiguous: bool,
+        access: Access,
     },
     /// `where(condition, on_true, on_false)`.
     Where {
         condition: DType,
         dtype: DType,
-        contiguous: bool,
+        access: Access,
     },
     /// Strided copy with dtype conversion (`copy_strided`, `cast`, `copy_into`).
     Copy {
         from: DType,
         to: DType,
-        contiguous: bool,
+        access: Access,
     },
     /// Reduction over a set of dims.
     Reduce { dtype: DType, op: ReduceOp },
@@ -73,6 +86,8 @@ pub enum KernelKey {
     MatmulLarge { dtype: DType },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
+    /// `index_select` along the last dim of a dense input (`index_rows.wgsl`).
+    IndexRows { dtype: DType, index: DType },
     /// `scatter_add` (atomic adds into a copy of the base).
     ScatterAdd { dtype: DType, index: DType },
 }
@@ -402,10 +417,20 @@ impl KernelKey {
     /// Whether the kernel is compiled without wgpu's runtime bounds checks (see
     /// `GpuContext::pipeline` for why that is sound for these).
     pub fn is_trusted(&self) -> bool {
-        matches!(
-            self,
-            KernelKey::Matmul { .. } | KernelKey::MatmulLarge { .. }
-        )
+        match self {
+            KernelKey::Matmul { .. } | KernelKey::MatmulLarge { .. } => true,
+            KernelKey::Unary { access, .. }
+            | KernelKey::Binary { access, .. }
+            | KernelKey::BinaryScalar { access, .. }
+            | KernelKey::Copy { access, .. } => *access == Access::Vector,
+            KernelKey::Fill
+            | KernelKey::Random { .. }
+            | KernelKey::Where { .. }
+            | KernelKey::Reduce { .. }
+            | KernelKey::Gather { .. }
+            | KernelKey::IndexRows { .. }
+            | KernelKey::ScatterAdd { .. } => false,
+        }
     }
 
     /// Whether the kernel touches f16 data (needs `enable f16;` and `SHADER_F16`).
@@ -420,6 +445,7 @@ impl KernelKey {
             | KernelKey::Matmul { dtype }
             | KernelKey::MatmulLarge { dtype }
             | KernelKey::Gather { dtype, .. }
+            | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. } => *dtype == DType::F16,
             KernelKey::Where {
                 condition, dtype, ..
@@ -435,7 +461,12 @@ impl KernelKey {
             text.push_str("enable f16;\n");
         }
         let contiguous_const =
-            |contiguous: bool| format!("const CONTIGUOUS: bool = {contiguous};\n");
+            |access: Access| format!("const CONTIGUOUS: bool = {};\n", access != Access::Strided);
+        // Vectorized kernels: the family's header, `common.wgsl`, then the generated body.
+        let vector = |text: &mut String, family: VectorFamily| {
+            text.push_str(COMMON);
+            text.push_str(&super::vector::source_body(family));
+        };
         let template = match self {
             KernelKey::Fill => FILL,
             KernelKey::Random { dtype, normal } => {
@@ -445,37 +476,37 @@ impl KernelKey {
                 ));
                 RANDOM
             }
-            KernelKey::Unary {
-                dtype,
-                op,
-                contiguous,
-            } => {
+            KernelKey::Unary { dtype, op, access } => {
                 text.push_str(&value_header(*dtype));
-                text.push_str(&contiguous_const(*contiguous));
+                text.push_str(&contiguous_const(*access));
                 text.push_str(&format!(
                     "fn compute(x: T) -> T {{ return {}; }}\n",
                     unary_expression(*dtype, *op)
                 ));
+                if *access == Access::Vector {
+                    vector(&mut text, VectorFamily::Unary);
+                    return text;
+                }
                 UNARY
             }
-            KernelKey::Binary {
-                dtype,
-                op,
-                contiguous,
-            } => {
+            KernelKey::Binary { dtype, op, access } => {
                 text.push_str(&value_header(*dtype));
-                text.push_str(&contiguous_const(*contiguous));
+                text.push_str(&contiguous_const(*access));
                 text.push_str(&binary_functions(*dtype, *op));
+                if *access == Access::Vector {
+                    vector(&mut text, VectorFamily::Binary);
+                    return text;
+                }
                 BINARY
             }
             KernelKey::BinaryScalar {
                 dtype,
                 op,
                 scalar_on_left,
-                contiguous,
+                access,
             } => {
                 text.push_str(&value_header(*dtype));
-                text.push_str(&contiguous_const(*contiguous));
+                text.push_str(&contiguous_const(*access));
                 text.push_str(&format!("const SCALAR_ON_LEFT: bool = {scalar_on_left};\n"));
                 text.push_str(&binary_functions(*dtype, *op));
                 let scalar = match class(*dtype) {
@@ -486,25 +517,29 @@ impl KernelKey {
                 text.push_str(&format!(
                     "fn scalar_value(bits: u32) -> T {{ return {scalar}; }}\n"
                 ));
+                if *access == Access::Vector {
+                    vector(&mut text, VectorFamily::BinaryScalar);
+                    return text;
+                }
                 BINARY_SCALAR
             }
             KernelKey::Where {
                 condition,
                 dtype,
-                contiguous,
+                access,
             } => {
                 text.push_str(&format!("alias S = {};\n", storage_type(*dtype)));
                 text.push_str(&condition_header(*condition));
-                text.push_str(&contiguous_const(*contiguous));
+                text.push_str(&contiguous_const(*access));
                 WHERE
             }
-            KernelKey::Copy {
-                from,
-                to,
-                contiguous,
-            } => {
+            KernelKey::Copy { from, to, access } => {
                 text.push_str(&convert_header(*from, *to));
-                text.push_str(&contiguous_const(*contiguous));
+                text.push_str(&contiguous_const(*access));
+                if *access == Access::Vector {
+                    vector(&mut text, VectorFamily::Copy);
+                    return text;
+                }
                 COPY
             }
             KernelKey::Reduce { dtype, op } => {
@@ -522,13 +557,16 @@ impl KernelKey {
                 text.push_str(&super::matmul_large::source_body());
                 return text;
             }
-            KernelKey::Gather { dtype, index } => {
+            KernelKey::Gather { dtype, index } | KernelKey::IndexRows { dtype, index } => {
                 text.push_str(&format!(
                     "alias S = {stored};\nalias IX = {};\nconst ZERO: S = {stored}();\n",
                     storage_type(*index),
                     stored = storage_type(*dtype)
                 ));
-                GATHER
+                match self {
+                    KernelKey::IndexRows { .. } => INDEX_ROWS,
+                    _ => GATHER,
+                }
             }
             KernelKey::ScatterAdd { dtype, index } => {
                 text.push_str(&format!(
@@ -579,28 +617,20 @@ pub const INDEX_DTYPES: [DType; 3] = [DType::I32, DType::U32, DType::U8];
 pub fn all_kernel_sources() -> Vec<(String, String)> {
     let mut keys = vec![KernelKey::Fill];
     for dtype in GPU_DTYPES {
-        for contiguous in [false, true] {
+        for access in [Access::Strided, Access::Contiguous, Access::Vector] {
             for op in UnaryOp::ALL {
                 if unary_supported(dtype, op) {
-                    keys.push(KernelKey::Unary {
-                        dtype,
-                        op,
-                        contiguous,
-                    });
+                    keys.push(KernelKey::Unary { dtype, op, access });
                 }
             }
             for op in BinaryOp::ALL {
-                keys.push(KernelKey::Binary {
-                    dtype,
-                    op,
-                    contiguous,
-                });
+                keys.push(KernelKey::Binary { dtype, op, access });
                 for scalar_on_left in [false, true] {
                     keys.push(KernelKey::BinaryScalar {
                         dtype,
                         op,
                         scalar_on_left,
-                        contiguous,
+                        access,
                     });
                 }
             }
@@ -608,14 +638,14 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
                 keys.push(KernelKey::Where {
                     condition,
                     dtype,
-                    contiguous,
+                    access,
                 });
             }
             for to in GPU_DTYPES {
                 keys.push(KernelKey::Copy {
                     from: dtype,
                     to,
-                    contiguous,
+                    access,
                 });
             }
         }
@@ -633,6 +663,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         }
         for index in INDEX_DTYPES {
             keys.push(KernelKey::Gather { dtype, index });
+            keys.push(KernelKey::IndexRows { dtype, index });
             if dtype != DType::Bool {
                 keys.push(KernelKey::ScatterAdd { dtype, index });
             }

@@ -4,8 +4,10 @@
 //! - `context.rs`: one opened device (queue, open command encoder, flushes, readback, errors);
 //! - `buffers.rs`: the caching allocator and `MemoryStats`;
 //! - `kernels.rs` + `shaders/*.wgsl`: typed `KernelKey`s and WGSL generation per dtype/op;
-//! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: the compute primitives;
-//!   `params.rs`: packing shapes and strides for kernels.
+//! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: the compute primitives
+//!   (`indexing.rs`: the index ops);
+//!   `params.rs`: packing shapes and strides for kernels; `vector.rs`: vec4 elementwise
+//!   kernels for contiguous data.
 //!
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
@@ -13,18 +15,20 @@
 mod adapters;
 mod buffers;
 mod context;
+mod indexing;
 mod kernels;
 mod matmul_large;
 mod ops;
 mod params;
 mod storage;
+mod vector;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use adapters::AdapterInfo;
 pub use buffers::MemoryStats;
-pub use kernels::{all_kernel_sources, KernelKey};
+pub use kernels::{all_kernel_sources, Access, KernelKey};
 pub use storage::GpuStorage;
 
 use crate::error::Result;

@@ -1,0 +1,105 @@
+//! Vectorized elementwise kernels for contiguous data (`Access::Vector`).
+//!
+//! Memory-bound kernels are limited by how many *memory transactions* they issue, not by
+//! arithmetic. A GPU serves a warp's loads in 32-byte sectors; when each invocation loads one
+//! 4-byte word, the hardware must track 8x more requests than when each loads a 16-byte
+//! `vec4`. So when every view is contiguous, starts at a multiple of 4 elements and the element
+//! count is a multiple of 4, the kernel binds the buffers as `array<vec4<S>>` and every
+//! invocation handles four elements at a time.
+//!
+//! The kernels also use a *grid-stride loop*: the host launches at most `MAX_WORKGROUPS`
+//! workgroups (enough to fill a large GPU several times over), and each invocation walks
+//! `v, v + stride, v + 2 stride, ...`. Fewer, longer-lived workgroups cost the GPU's scheduler
+//! less than one tiny workgroup per 1,024 elements, and no 2-D grid is needed.
+//!
+//! params (all counts in vec4 units): [vectors, offset of operand 0, offset of operand 1, ...,
+//! scalar bits (binary_scalar)]. The output is always written from vector 0 of its binding
+//! (copies into a view pass the destination offset as their last operand offset).
+
+/// Most workgroups of a vectorized launch (x dimension only).
+pub(crate) const MAX_WORKGROUPS: u32 = 8192;
+
+/// Which family a vectorized kernel serves (decides bindings and the per-element expression).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VectorFamily {
+    /// `output = compute(input)`; header defines `compute`, `load_value`, `store_value`.
+    Unary,
+    /// `output = store_result(compute(lhs, rhs))`.
+    Binary,
+    /// `output = store_result(compute(x, s))` or `compute(s, x)` (`SCALAR_ON_LEFT`).
+    BinaryScalar,
+    /// `destination = convert(source)` (`SI`, `SO`, `convert` from the header).
+    Copy,
+}
+
+/// Expression of component `c` of the result, given the loaded vectors.
+fn element(family: VectorFamily, c: &str) -> String {
+    match family {
+        VectorFamily::Unary => format!("store_value(compute(load_value(x.{c})))"),
+        VectorFamily::Binary => {
+            format!("store_result(compute(load_value(x.{c}), load_value(y.{c})))")
+        }
+        VectorFamily::BinaryScalar => format!("apply_scalar(load_value(x.{c}), s)"),
+        VectorFamily::Copy => format!("convert(x.{c})"),
+    }
+}
+
+/// The kernel body (after the family's header and `common.wgsl`).
+pub(crate) fn source_body(family: VectorFamily) -> String {
+    let (bindings, loads, output_type, output_offset) = match family {
+        VectorFamily::Unary => (
+            "@group(0) @binding(1) var<storage, read> input: array<vec4<S>>;\n\
+             @group(0) @binding(2) var<storage, read_write> output: array<vec4<S>>;\n",
+            "let x = input[params[1] + v];",
+            "S",
+            "",
+        ),
+        VectorFamily::Binary => (
+            "@group(0) @binding(1) var<storage, read> lhs: array<vec4<S>>;\n\
+             @group(0) @binding(2) var<storage, read> rhs: array<vec4<S>>;\n\
+             @group(0) @binding(3) var<storage, read_write> output: array<vec4<O>>;\n",
+            "let x = lhs[params[1] + v];\n        let y = rhs[params[2] + v];",
+            "O",
+            "",
+        ),
+        VectorFamily::BinaryScalar => (
+            "@group(0) @binding(1) var<storage, read> input: array<vec4<S>>;\n\
+             @group(0) @binding(2) var<storage, read_write> output: array<vec4<O>>;\n\
+             fn apply_scalar(x: T, s: T) -> O {\n\
+             \x20   if (SCALAR_ON_LEFT) { return store_result(compute(s, x)); }\n\
+             \x20   return store_result(compute(x, s));\n}\n",
+            "let x = input[params[1] + v];",
+            "O",
+            "",
+        ),
+        VectorFamily::Copy => (
+            "@group(0) @binding(1) var<storage, read> source: array<vec4<SI>>;\n\
+             @group(0) @binding(2) var<storage, read_write> output: array<vec4<SO>>;\n",
+            "let x = source[params[1] + v];",
+            "SO",
+            "params[2] + ",
+        ),
+    };
+    let scalar = match family {
+        VectorFamily::BinaryScalar => "    let s = scalar_value(params[2]);\n",
+        VectorFamily::Unary | VectorFamily::Binary | VectorFamily::Copy => "",
+    };
+    let components: Vec<String> = ["x", "y", "z", "w"]
+        .iter()
+        .map(|c| element(family, c))
+        .collect();
+    format!(
+        "{bindings}
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {{
+    let vectors = params[0];
+    let stride = workgroups.x * 256u;
+{scalar}    for (var v = id.x; v < vectors; v = v + stride) {{
+        {loads}
+        output[{output_offset}v] = vec4<{output_type}>({});
+    }}
+}}
+",
+        components.join(",\n            ")
+    )
+}
