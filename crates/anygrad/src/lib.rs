@@ -22,5 +22,5 @@ pub use anygrad_train as train;
 
 /// The names most programs use.
 pub mod prelude {
-    pub use anygrad_core::{no_grad, Conv2dParams, DType, Device, Error, Result, Tensor};
+    pub use anygrad_core::{autocast, no_grad, Conv2dParams, DType, Device, Error, Result, Tensor};
 }

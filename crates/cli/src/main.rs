@@ -63,6 +63,9 @@ enum Command {
         /// Batch sizes for resnet18 (`auto` doubles until out of memory).
         #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
         batch: Vec<String>,
+        /// Mixed precision for resnet18 / resnet18-train (autocast f16, loss scaling).
+        #[arg(long)]
+        amp: bool,
         /// Skip the CPU baseline of resnet18 (it is slow on small machines).
         #[arg(long)]
         no_cpu_baseline: bool,
@@ -125,6 +128,7 @@ fn run(cli: Cli) -> Result<(), String> {
             seconds,
             elements,
             batch,
+            amp,
             no_cpu_baseline,
             json,
         } => {
@@ -147,8 +151,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 Workload::Elementwise => bench::run_elementwise(&device, elements, 20),
                 Workload::Overhead => bench::run_overhead(&device, 1000, 10),
                 Workload::Mlp => bench::run_mlp(&device, 10),
-                Workload::Resnet18 => bench::run_resnet18(&device, &batches, !no_cpu_baseline),
-                Workload::Resnet18Train => bench::run_resnet18_train(&device, 64),
+                Workload::Resnet18 => bench::run_resnet18(&device, &batches, !no_cpu_baseline, amp),
+                Workload::Resnet18Train => bench::run_resnet18_train(&device, 64, amp),
                 Workload::All => Ok(Vec::new()),
             };
             let results = match workload {

@@ -83,7 +83,13 @@ fn unary_values(device: &Device) {
     close(x.clamp(-1.0, 1.0), &[-1.0, -0.5, 0.0, 0.5, 1.0], "clamp");
     close(
         x.abs().unwrap().sqrt(),
-        &[2.0f32.sqrt(), 0.5f32.sqrt(), 0.0, 0.5f32.sqrt(), 2.0f32.sqrt()],
+        &[
+            2.0f32.sqrt(),
+            0.5f32.sqrt(),
+            0.0,
+            0.5f32.sqrt(),
+            2.0f32.sqrt(),
+        ],
         "sqrt",
     );
     close(

@@ -4,9 +4,10 @@
 //! out-of-memory case is reported as a result and the run continues.
 
 use anygrad::models::ResNet;
-use anygrad::nn::{CrossEntropyLoss, Module, Optimizer, Sgd, SgdConfig};
+use anygrad::nn::{CrossEntropyLoss, GradScaler, Module, Optimizer, Sgd, SgdConfig};
 use anygrad::{
-    empty_cache, memory_stats, no_grad, reset_peak_memory, DType, Device, Error, Result, Tensor,
+    autocast, empty_cache, memory_stats, no_grad, reset_peak_memory, DType, Device, Error, Result,
+    Tensor,
 };
 
 use super::{median, time_iterations, BenchResult};
@@ -41,9 +42,15 @@ fn inference_samples(
     device: &Device,
     batch: usize,
     iterations: usize,
+    amp: bool,
 ) -> Result<Vec<f64>> {
     let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, device)?;
     let _guard = no_grad();
+    let _autocast = if amp {
+        Some(autocast(DType::F16, device)?)
+    } else {
+        None
+    };
     time_iterations(device, 2, iterations, || model.forward(&images).map(drop))
 }
 
@@ -54,7 +61,7 @@ fn cpu_images_per_second() -> Result<f64> {
     let model = ResNet::resnet18(1000, &cpu)?;
     model.eval();
     let batch = 8;
-    let samples = inference_samples(&model, &cpu, batch, 3)?;
+    let samples = inference_samples(&model, &cpu, batch, 3, false)?;
     Ok(batch as f64 / (median(&samples) * 1e-3))
 }
 
@@ -63,6 +70,7 @@ pub fn run_resnet18(
     device: &Device,
     batches: &[usize],
     with_cpu_baseline: bool,
+    amp: bool,
 ) -> Result<Vec<BenchResult>> {
     let model = ResNet::resnet18(1000, device)?;
     model.eval();
@@ -74,7 +82,7 @@ pub fn run_resnet18(
     let mut results = Vec::new();
     let run_one = |batch: usize, results: &mut Vec<BenchResult>| -> Result<bool> {
         reset_peak_memory(device);
-        match inference_samples(&model, device, batch, 10) {
+        match inference_samples(&model, device, batch, 10, amp) {
             Ok(samples) => {
                 let rate = batch as f64 / (median(&samples) * 1e-3);
                 let mut r = result(
@@ -85,6 +93,9 @@ pub fn run_resnet18(
                     rate,
                     "images/s",
                 );
+                if amp {
+                    r.dtype = "float16-amp".into();
+                }
                 r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
                 r.note = cpu_rate
                     .map(|cpu| format!("{:.1}x anygrad cpu ({cpu:.1} images/s)", rate / cpu));
@@ -127,7 +138,7 @@ pub fn run_resnet18(
 }
 
 /// One SGD step (forward, loss, backward, update) per iteration.
-pub fn run_resnet18_train(device: &Device, batch: usize) -> Result<Vec<BenchResult>> {
+pub fn run_resnet18_train(device: &Device, batch: usize, amp: bool) -> Result<Vec<BenchResult>> {
     let model = ResNet::resnet18(1000, device)?;
     model.train();
     let mut optimizer = Sgd::new(
@@ -138,11 +149,23 @@ pub fn run_resnet18_train(device: &Device, batch: usize) -> Result<Vec<BenchResu
     let labels = Tensor::randint(0, 1000, &[batch], device)?;
     let loss_fn = CrossEntropyLoss::new();
     reset_peak_memory(device);
+    let mut scaler = GradScaler::default();
     let samples = time_iterations(device, 2, 8, || {
         optimizer.zero_grad();
-        let loss = loss_fn.forward(&model.forward(&images)?, &labels)?;
-        loss.backward()?;
-        optimizer.step()
+        if amp {
+            let loss = {
+                let _autocast = autocast(DType::F16, device)?;
+                loss_fn.forward(&model.forward(&images)?, &labels)?
+            };
+            scaler.scale(&loss)?.backward()?;
+            scaler.step(&mut optimizer)?;
+            scaler.update();
+            Ok(())
+        } else {
+            let loss = loss_fn.forward(&model.forward(&images)?, &labels)?;
+            loss.backward()?;
+            optimizer.step()
+        }
     })?;
     let rate = batch as f64 / (median(&samples) * 1e-3);
     let mut r = result(
@@ -153,6 +176,9 @@ pub fn run_resnet18_train(device: &Device, batch: usize) -> Result<Vec<BenchResu
         rate,
         "images/s",
     );
+    if amp {
+        r.dtype = "float16-amp".into();
+    }
     r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
     Ok(vec![r])
 }
