@@ -31,9 +31,11 @@
 use std::sync::Arc;
 
 use crate::autograd::CustomBackward;
+use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::storage::Storage;
 use crate::tensor::Tensor;
 
 /// A user-defined op on f32 tensors.
@@ -47,12 +49,53 @@ pub trait CustomOp: Send + Sync {
     /// Gradients of the inputs given the output gradient, in tensor ops (so they run on the
     /// tensors' device); `None` for inputs that need none.
     fn backward(&self, inputs: &[Tensor], grad_output: &Tensor) -> Result<Vec<Option<Tensor>>>;
-    /// A GPU implementation, when the op has one: called with the inputs on their GPU device;
-    /// return `None` to use the CPU reference under the fallback policy.
-    fn gpu_forward(&self, inputs: &[&Tensor]) -> Option<Result<Tensor>> {
-        let _ = inputs;
+    /// The op's GPU kernel, when it has one: WGSL source defining `fn compute(i: u32) -> f32`,
+    /// which returns output element `i` (row-major) and may read the f32 inputs `input0`,
+    /// `input1`, ... (contiguous, row-major) and `params[0]` (the output's element count).
+    /// `None` means GPU inputs run the CPU reference under the fallback policy.
+    fn wgsl(&self) -> Option<String> {
         None
     }
+}
+
+/// Run the op's WGSL kernel on GPU inputs.
+fn gpu_kernel(
+    op: &dyn CustomOp,
+    source: &str,
+    inputs: &[&Tensor],
+    shape: &[usize],
+) -> Result<Tensor> {
+    // Kernels index inputs from element 0: pass dense copies of views that do not start there.
+    let dense: Vec<Tensor> = inputs
+        .iter()
+        .map(|t| {
+            if t.is_contiguous() && t.layout().offset == 0 {
+                Ok((*t).clone())
+            } else {
+                t.copy()
+            }
+        })
+        .collect::<Result<_>>()?;
+    let guards: Vec<_> = dense.iter().map(|t| t.storage()).collect();
+    let storages: Vec<&GpuStorage> = guards
+        .iter()
+        .filter_map(|g| match &**g {
+            Storage::Gpu(gpu) => Some(gpu),
+            Storage::Cpu(_) => None,
+        })
+        .collect();
+    let device = match inputs[0].device() {
+        Device::Gpu(gpu) => gpu.clone(),
+        Device::Cpu => {
+            return Err(Error::invalid(
+                "custom op",
+                format!("{}: the kernel path needs GPU inputs", op.name()),
+            ))
+        }
+    };
+    let numel = crate::shape::numel(shape);
+    let output = GpuStorage::custom_kernel(&device, source, &storages, numel)?;
+    Ok(Tensor::from_storage(Storage::Gpu(output), shape, None))
 }
 
 struct Backward(Arc<dyn CustomOp>);
@@ -107,15 +150,18 @@ pub fn apply(op: Arc<dyn CustomOp>, inputs: &[&Tensor]) -> Result<Tensor> {
                 |t: &Tensor| (t.numel() * 4) as u64,
                 || cpu_reference(op.as_ref(), inputs),
             )?,
-            Device::Gpu(_) => match op.gpu_forward(inputs) {
-                Some(result) => crate::profiler::record(
-                    op.name(),
-                    &shapes,
-                    DType::F32,
-                    &device,
-                    |t: &Tensor| (t.numel() * 4) as u64,
-                    || result,
-                )?,
+            Device::Gpu(_) => match op.wgsl() {
+                Some(source) => {
+                    let shape = op.output_shape(&shapes)?;
+                    crate::profiler::record(
+                        op.name(),
+                        &shapes,
+                        DType::F32,
+                        &device,
+                        |t: &Tensor| (t.numel() * 4) as u64,
+                        || gpu_kernel(op.as_ref(), &source, inputs, &shape),
+                    )?
+                }
                 None => {
                     let bytes: u64 = inputs.iter().map(|t| (t.numel() * 4) as u64).sum();
                     let name = format!("custom:{}", op.name());

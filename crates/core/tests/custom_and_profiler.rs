@@ -143,6 +143,76 @@ fn fallback_policy_governs_gpu_custom_ops(device: &Device) {
     set_fallback_policy(FallbackPolicy::Warn);
 }
 
+/// The same op with its own WGSL kernel.
+struct ScaledSwishKernel {
+    inner: ScaledSwish,
+    source: String,
+}
+
+impl CustomOp for ScaledSwishKernel {
+    fn name(&self) -> &str {
+        "scaled_swish_kernel"
+    }
+    fn output_shape(&self, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+        self.inner.output_shape(shapes)
+    }
+    fn cpu_forward(&self, inputs: &[&[f32]], shapes: &[&[usize]]) -> Result<Vec<f32>> {
+        self.inner.cpu_forward(inputs, shapes)
+    }
+    fn backward(&self, inputs: &[Tensor], grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        self.inner.backward(inputs, grad)
+    }
+    fn wgsl(&self) -> Option<String> {
+        Some(self.source.clone())
+    }
+}
+
+fn custom_wgsl_kernel_runs_on_the_gpu(device: &Device) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let op = Arc::new(ScaledSwishKernel {
+        inner: ScaledSwish { beta: 1.5 },
+        source: "fn compute(i: u32) -> f32 {\n    let x = input0[i];\n    return x / (1.0 + exp(-1.5 * x));\n}\n".into(),
+    });
+    // The kernel must not need the fallback: forbid it.
+    set_fallback_policy(FallbackPolicy::Error);
+    let values: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) / 97.0).collect();
+    let x = Tensor::from_vec(values.clone(), &[10, 100], device).unwrap();
+    // A non-contiguous view exercises the dense-copy path.
+    let y = apply(op.clone(), &[&x.t().unwrap()]).unwrap();
+    assert_eq!(y.shape(), &[100, 10]);
+    let reference = apply(
+        Arc::new(ScaledSwish { beta: 1.5 }),
+        &[&x.t().unwrap().to_device(&Device::Cpu).unwrap()],
+    )
+    .unwrap();
+    common::assert_close(
+        &y.to_vec_f32().unwrap(),
+        &reference.to_vec_f32().unwrap(),
+        1e-5,
+        1e-5,
+        "wgsl kernel",
+    );
+    let probe = Tensor::from_vec(vec![-1.0f32, 0.3, 2.0], &[3], device)
+        .unwrap()
+        .requires_grad_(true);
+    gradcheck(|t| apply(op.clone(), &[&t[0]]), &[probe], 1e-3, 1e-2).unwrap();
+    // A broken kernel is a Shader error with the compiler's message, not a crash.
+    let broken = Arc::new(ScaledSwishKernel {
+        inner: ScaledSwish { beta: 1.0 },
+        source: "fn compute(i: u32) -> f32 { return undefined_name; }".into(),
+    });
+    if device.is_gpu() {
+        let error = apply(broken, &[&x])
+            .and_then(|t| t.to_vec_f32())
+            .unwrap_err();
+        assert!(matches!(error, Error::Shader { .. }), "{error:?}");
+    } else {
+        // CPU tensors use the CPU reference; the kernel is never compiled.
+        assert!(apply(broken, &[&x]).is_ok());
+    }
+    set_fallback_policy(FallbackPolicy::Warn);
+}
+
 fn profiler_records_every_op(device: &Device) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let a = Tensor::randn(&[8, 8], DType::F32, device).unwrap();
@@ -171,5 +241,6 @@ device_tests!(
     custom_op_forward_backward,
     gradcheck_catches_a_wrong_backward,
     fallback_policy_governs_gpu_custom_ops,
+    custom_wgsl_kernel_runs_on_the_gpu,
     profiler_records_every_op,
 );

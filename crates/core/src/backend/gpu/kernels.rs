@@ -15,7 +15,7 @@ use super::vector::VectorFamily;
 use crate::dtype::DType;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 
-const COMMON: &str = include_str!("shaders/common.wgsl");
+pub(crate) const COMMON: &str = include_str!("shaders/common.wgsl");
 const FILL: &str = include_str!("shaders/fill.wgsl");
 const UNARY: &str = include_str!("shaders/unary.wgsl");
 const BINARY: &str = include_str!("shaders/binary.wgsl");
@@ -90,6 +90,12 @@ pub enum KernelKey {
     IndexRows { dtype: DType, index: DType },
     /// `scatter_add` (atomic adds into a copy of the base).
     ScatterAdd { dtype: DType, index: DType },
+    /// A user's kernel (`custom_op::CustomOp::wgsl`): f32 inputs `input0..`, one f32 output,
+    /// the user's `fn compute(i: u32) -> f32` per output element (`custom.rs`).
+    Custom {
+        inputs: u32,
+        source: std::sync::Arc<str>,
+    },
 }
 
 /// How a dtype is computed on: floats in f32, I32 in i32, unsigned kinds in u32.
@@ -411,7 +417,10 @@ fn atomic_add_header(dtype: DType) -> String {
 impl KernelKey {
     /// A readable name (labels, error messages).
     pub fn name(&self) -> String {
-        format!("{self:?}")
+        match self {
+            KernelKey::Custom { inputs, .. } => format!("Custom {{ inputs: {inputs} }}"),
+            other => format!("{other:?}"),
+        }
     }
 
     /// Whether the kernel is compiled without wgpu's runtime bounds checks (see
@@ -429,14 +438,15 @@ impl KernelKey {
             | KernelKey::Reduce { .. }
             | KernelKey::Gather { .. }
             | KernelKey::IndexRows { .. }
-            | KernelKey::ScatterAdd { .. } => false,
+            | KernelKey::ScatterAdd { .. }
+            | KernelKey::Custom { .. } => false,
         }
     }
 
     /// Whether the kernel touches f16 data (needs `enable f16;` and `SHADER_F16`).
     pub fn uses_f16(&self) -> bool {
         match self {
-            KernelKey::Fill => false,
+            KernelKey::Fill | KernelKey::Custom { .. } => false,
             KernelKey::Random { dtype, .. }
             | KernelKey::Unary { dtype, .. }
             | KernelKey::Binary { dtype, .. }
@@ -467,8 +477,11 @@ impl KernelKey {
             text.push_str(COMMON);
             text.push_str(&super::vector::source_body(family));
         };
+        if let KernelKey::Custom { inputs, source } = self {
+            return super::custom::custom_source(*inputs, source);
+        }
         let template = match self {
-            KernelKey::Fill => FILL,
+            KernelKey::Custom { .. } | KernelKey::Fill => FILL,
             KernelKey::Random { dtype, normal } => {
                 text.push_str(&format!(
                     "alias S = {};\nconst NORMAL: bool = {normal};\n",

@@ -15,6 +15,7 @@
 mod adapters;
 mod buffers;
 mod context;
+mod custom;
 mod indexing;
 mod kernels;
 mod matmul_large;
