@@ -10,6 +10,7 @@ use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::tensor::{Tensor, TensorId};
 
@@ -58,6 +59,12 @@ pub(crate) enum GradFn {
         input: Tensor,
         dim: usize,
         start: usize,
+    },
+    /// A non-overlapping strided view of a contiguous input (`relative` is the view's layout
+    /// measured from the input's first element).
+    StridedView {
+        input: Tensor,
+        relative: Layout,
     },
     Copy {
         input: Tensor,
@@ -112,6 +119,7 @@ impl GradFn {
             | GradFn::Permute { input, .. }
             | GradFn::BroadcastTo { input }
             | GradFn::Narrow { input, .. }
+            | GradFn::StridedView { input, .. }
             | GradFn::Copy { input }
             | GradFn::Cast { input }
             | GradFn::ToDevice { input }

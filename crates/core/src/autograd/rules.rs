@@ -56,6 +56,12 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             g.storage().copy_into(g.layout(), &mut storage, &target)?;
             vec![Some(Tensor::from_storage(storage, input.shape(), None))]
         }
+        // y = a window view of x (no element seen twice): dx = g written into zeros there
+        GradFn::StridedView { input, relative } => {
+            let mut storage = Storage::full(input.device(), input.numel(), g.dtype(), 0.0)?;
+            g.storage().copy_into(g.layout(), &mut storage, relative)?;
+            vec![Some(Tensor::from_storage(storage, input.shape(), None))]
+        }
         GradFn::Copy { .. } => vec![Some(g.clone())],
         GradFn::Cast { input } => vec![Some(g.to_dtype(input.dtype())?)],
         GradFn::ToDevice { input } => vec![Some(g.to_device(input.device())?)],

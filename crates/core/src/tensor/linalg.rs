@@ -9,6 +9,7 @@ use super::Tensor;
 use crate::autograd::GradFn;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
 
 /// Parameters of a 2-D convolution (PyTorch's defaults: stride 1, no padding, dilation 1,
@@ -341,13 +342,90 @@ impl Tensor {
         };
         let (oh, ow) = window.output_size(op, h, w)?;
         let fill = if max { f64::NEG_INFINITY } else { 0.0 };
-        let columns = self.unfold(&window, h, w, oh, ow, fill)?; // [n, c, kh*kw, oh*ow]
-        let pooled = if max {
-            columns.max(&[2], false)?
+        // Each kernel position (ki, kj) sees a strided window view of the padded image; the
+        // pooled value is a running maximum (or sum) over those k·k views: no unfolded copy,
+        // and every step is a memory-bound elementwise kernel.
+        let padded = self.pad2d(padding, fill)?;
+        let (padded_h, padded_w) = (padded.shape()[2], padded.shape()[3]);
+        let mut pooled: Option<Tensor> = None;
+        for ki in 0..kernel.0 {
+            for kj in 0..kernel.1 {
+                let relative = Layout {
+                    shape: vec![batch, channels, oh, ow],
+                    strides: vec![
+                        channels * padded_h * padded_w,
+                        padded_h * padded_w,
+                        stride.0 * padded_w,
+                        stride.1,
+                    ],
+                    offset: ki * padded_w + kj,
+                };
+                let window = padded.window_view(relative)?;
+                pooled = Some(match pooled {
+                    None => window,
+                    Some(so_far) if max => so_far.maximum(&window)?,
+                    Some(so_far) => so_far.add(&window)?,
+                });
+            }
+        }
+        let pooled = pooled.ok_or_else(|| Error::invalid(op, "empty kernel"))?;
+        if max {
+            pooled.contiguous()
         } else {
-            columns.mean(&[2], false)?
-        };
-        pooled.reshape([batch, channels, oh, ow])
+            pooled.div_scalar((kernel.0 * kernel.1) as f64)
+        }
+    }
+
+    /// Pad the last two dims of `[n, c, h, w]` with `fill` (a contiguous result).
+    fn pad2d(&self, padding: (usize, usize), fill: f64) -> Result<Tensor> {
+        let (batch, channels, h, w) = (
+            self.shape()[0],
+            self.shape()[1],
+            self.shape()[2],
+            self.shape()[3],
+        );
+        let mut out = self.contiguous()?;
+        if padding.1 > 0 {
+            let side = Tensor::full(
+                &[batch, channels, h, padding.1],
+                fill,
+                self.dtype(),
+                self.device(),
+            )?;
+            out = Tensor::cat(&[&side, &out, &side], 3)?;
+        }
+        if padding.0 > 0 {
+            let side = Tensor::full(
+                &[batch, channels, padding.0, w + 2 * padding.1],
+                fill,
+                self.dtype(),
+                self.device(),
+            )?;
+            out = Tensor::cat(&[&side, &out, &side], 2)?;
+        }
+        Ok(out)
+    }
+
+    /// A view of this contiguous tensor with `relative` (offsets counted from its first
+    /// element) that never addresses an element twice; differentiable.
+    fn window_view(&self, relative: Layout) -> Result<Tensor> {
+        if !self.is_contiguous() || relative.extent() > self.numel() {
+            return Err(Error::invalid(
+                "window view",
+                "needs a contiguous input that contains the window",
+            ));
+        }
+        let mut absolute = relative.clone();
+        absolute.offset += self.layout().offset;
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::StridedView {
+            input: self.clone(),
+            relative,
+        });
+        Ok(Tensor::from_view(
+            self.storage_arc().clone(),
+            absolute,
+            grad_fn,
+        ))
     }
 
     /// `[n, c, h, w] -> [n, c, kh*kw, oh*ow]`: every window's pixels, padding read as `fill`.
