@@ -72,3 +72,41 @@ fn train_json_summary() {
     assert_eq!(summary["epochs"].as_array().unwrap().len(), 2);
     assert!(summary["final_test_accuracy"].as_f64().unwrap() > 0.8);
 }
+
+#[test]
+fn bench_reports_out_of_memory_as_a_result() {
+    // A batch no GPU can hold (a 60 GB input): the case is reported, the run does not fail.
+    let output = Command::new(env!("CARGO_BIN_EXE_anygrad"))
+        .args([
+            "bench",
+            "resnet18",
+            "--device",
+            "gpu",
+            "--batch",
+            "100000",
+            "--no-cpu-baseline",
+            "--json",
+        ])
+        .output()
+        .expect("run anygrad");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && stderr.contains("no GPU adapter") {
+        if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+            panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {stderr}");
+        }
+        println!("SKIP bench_reports_out_of_memory_as_a_result: no GPU adapter");
+        return;
+    }
+    assert!(output.status.success(), "{stderr}");
+    let line: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&output.stdout).trim())
+            .expect("one JSON result");
+    assert_eq!(line["size"], "100000");
+    assert!(
+        line["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("OOM at batch 100000"),
+        "{line}"
+    );
+}
