@@ -97,10 +97,13 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
     };
     let ((), recorded) = profile(work).map_err(|e| e.to_string())?;
     println!("{}", recorded.key_averages().table());
+    let timestamped = recorded.events.iter().filter(|e| e.gpu_timestamps).count();
     println!(
-        "{} ops recorded in {:.1} ms (device times are synchronized per op while profiling)",
+        "{} ops recorded in {:.1} ms; device times: {} from GPU timestamp queries, {} synchronized wall times",
         recorded.events.len(),
-        recorded.total_us / 1e3
+        recorded.total_us / 1e3,
+        timestamped,
+        recorded.events.len() - timestamped
     );
     if let Some(path) = &args.trace {
         recorded

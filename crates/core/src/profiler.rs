@@ -3,10 +3,11 @@
 //! was a CPU fallback — and returns a [`Profile`] with PyTorch-like `key_averages().table()`
 //! and a Chrome-trace export (open it in Perfetto or chrome://tracing).
 //!
-//! Device time: GPU ops are asynchronous (recorded, then run after a flush), so while profiling
-//! every op on a GPU is followed by a device synchronize and its device time is the
-//! synchronized wall time of that op. That serializes the GPU and adds the submit cost to each
-//! op; it shows where time goes, not how fast an unprofiled run is.
+//! Device time: GPU ops are asynchronous (recorded, then run after a flush). While profiling,
+//! each op's compute passes write GPU timestamps (when the adapter has `TIMESTAMP_QUERY`) and
+//! the op is followed by a synchronize, so `device_us` is the time the GPU spent in the op's
+//! kernels; without timestamp support it is the op's synchronized wall time. Synchronizing per
+//! op serializes the GPU: the profile shows where time goes, not how fast an unprofiled run is.
 //!
 //! When no profile is active, recording costs one relaxed atomic load per op.
 
@@ -36,8 +37,12 @@ pub struct OpEvent {
     pub start_us: f64,
     /// Host time spent in the call (recording or computing), µs.
     pub host_us: f64,
-    /// Time until the device finished the op (synchronized), µs; equals `host_us` on the CPU.
+    /// Device time, µs: from GPU timestamp queries when the adapter has them (the time the
+    /// GPU spent in the op's kernels), else the synchronized wall time of the op; equals
+    /// `host_us` on the CPU.
     pub device_us: f64,
+    /// True when `device_us` comes from GPU timestamps.
+    pub gpu_timestamps: bool,
     /// Bytes of the op's output allocation.
     pub bytes_allocated: u64,
     /// True when the op ran on the CPU as a fallback for a GPU tensor.
@@ -91,14 +96,23 @@ fn record_event<T>(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .unwrap_or_else(Instant::now);
+    let timed = match device {
+        Device::Gpu(gpu) => gpu.begin_timing(),
+        Device::Cpu => false,
+    };
     let start = Instant::now();
     let result = run();
     let host = start.elapsed();
-    let device_time = if device.is_gpu() {
-        device.synchronize()?;
-        start.elapsed()
-    } else {
-        host
+    let (device_us, gpu_timestamps) = match device {
+        Device::Gpu(gpu) => {
+            let measured = if timed { gpu.end_timing()? } else { None };
+            device.synchronize()?;
+            match measured {
+                Some(us) => (us, true),
+                None => (start.elapsed().as_secs_f64() * 1e6, false),
+            }
+        }
+        Device::Cpu => (host.as_secs_f64() * 1e6, false),
     };
     if let Ok(value) = &result {
         let event = OpEvent {
@@ -108,7 +122,8 @@ fn record_event<T>(
             device: device.to_string(),
             start_us: start.duration_since(epoch).as_secs_f64() * 1e6,
             host_us: host.as_secs_f64() * 1e6,
-            device_us: device_time.as_secs_f64() * 1e6,
+            device_us,
+            gpu_timestamps,
             bytes_allocated: output_bytes(value),
             fallback,
         };

@@ -229,6 +229,19 @@ fn profiler_records_every_op(device: &Device) {
         .iter()
         .all(|e| e.device_us >= 0.0 && e.device == device.to_string()));
     assert_eq!(recorded.events[0].bytes_allocated, 8 * 8 * 4);
+    if let Device::Gpu(gpu) = device {
+        // With timestamp queries, device time is what the GPU spent in the op's kernels.
+        let has_timestamps = gpu.info().timestamp_query;
+        assert!(
+            recorded
+                .events
+                .iter()
+                .all(|e| e.gpu_timestamps == has_timestamps),
+            "{:?}",
+            recorded.events
+        );
+        assert!(recorded.events.iter().all(|e| e.device_us > 0.0));
+    }
     let trace: serde_json::Value = serde_json::from_str(&recorded.chrome_trace()).unwrap();
     assert_eq!(trace["traceEvents"].as_array().unwrap().len(), 3);
     // Nothing is recorded outside a profile.

@@ -84,6 +84,11 @@ struct Recording {
     index_owners: Vec<(ThreadId, &'static str)>,
     /// Flushes so far.
     submissions: u64,
+    /// While the profiler times an op: the timestamp query set every new pass writes to
+    /// (index 0 at the first pass's start, index 1 at each pass's end).
+    timing: Option<Arc<wgpu::QuerySet>>,
+    /// Whether a pass has been opened since timing began.
+    timed_pass_opened: bool,
 }
 
 impl Recording {
@@ -99,24 +104,36 @@ impl Recording {
 
     /// The open compute pass (opening the encoder and the pass when needed).
     fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
-        if self.pass.is_none() {
-            let encoder = self.encoder.get_or_insert_with(|| {
-                device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("anygrad ops"),
-                })
-            });
-            let pass = encoder
-                .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: None,
-                    timestamp_writes: None,
-                })
-                .forget_lifetime();
-            self.pass = Some(pass);
-        }
-        match &mut self.pass {
+        let pass = match self.pass.take() {
             Some(pass) => pass,
-            None => unreachable!("the pass was opened above"),
-        }
+            None => {
+                let encoder = self.encoder.get_or_insert_with(|| {
+                    device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("anygrad ops"),
+                    })
+                });
+                // GPU timestamps (profiler): the GPU writes its clock when the pass begins and
+                // ends; the first pass of the timed op records the start, every pass the end.
+                let timestamp_writes =
+                    self.timing
+                        .as_deref()
+                        .map(|query_set| wgpu::ComputePassTimestampWrites {
+                            query_set,
+                            beginning_of_pass_write_index: (!self.timed_pass_opened).then_some(0),
+                            end_of_pass_write_index: Some(1),
+                        });
+                if self.timing.is_some() {
+                    self.timed_pass_opened = true;
+                }
+                encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: None,
+                        timestamp_writes,
+                    })
+                    .forget_lifetime()
+            }
+        };
+        self.pass.insert(pass)
     }
 }
 
@@ -146,6 +163,8 @@ pub(crate) struct GpuContext {
     dispatches_per_submit: AtomicU32,
     lost: Arc<AtomicBool>,
     lost_message: Arc<Mutex<String>>,
+    /// Two timestamp queries for the profiler, created on first use.
+    timestamps: Mutex<Option<Arc<wgpu::QuerySet>>>,
 }
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -224,6 +243,8 @@ impl GpuContext {
             pool,
             recording: Mutex::new(Recording {
                 pass: None,
+                timing: None,
+                timed_pass_opened: false,
                 encoder: None,
                 dispatches: 0,
                 params: Vec::with_capacity((ARENA_BYTES / 4) as usize),
@@ -239,6 +260,7 @@ impl GpuContext {
             dispatches_per_submit: AtomicU32::new(mode.dispatches_per_submit()),
             lost,
             lost_message,
+            timestamps: Mutex::new(None),
         })
     }
 
@@ -645,6 +667,71 @@ impl GpuContext {
     /// Copy the first `bytes` bytes of `source` to the host (blocks until the GPU is done).
     /// The index flags travel with the same submission; when this thread's index kernels saw
     /// an out-of-range index, the result is `Error::InvalidArgument` naming the op.
+    /// Start timing the ops recorded from now on with GPU timestamps (the profiler). Returns
+    /// false when the adapter cannot write timestamps.
+    pub(crate) fn begin_timed_op(&self) -> bool {
+        if !self.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return false;
+        }
+        let query_set = {
+            let mut slot = self.timestamps.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(slot.get_or_insert_with(|| {
+                Arc::new(self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("anygrad profiler"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: 2,
+                }))
+            }))
+        };
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        recording.pass = None;
+        recording.timing = Some(query_set);
+        recording.timed_pass_opened = false;
+        true
+    }
+
+    /// Stop timing: the GPU time in µs between the first timed pass's start and the last one's
+    /// end (`None` when the op recorded no compute pass). Waits for the GPU.
+    pub(crate) fn end_timed_op(&self) -> Result<Option<f64>> {
+        let resolved = {
+            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            recording.pass = None;
+            let query_set = recording.timing.take();
+            match query_set {
+                Some(query_set) if recording.timed_pass_opened => {
+                    let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("anygrad timestamps"),
+                        size: 16,
+                        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                        mapped_at_creation: false,
+                    });
+                    recording.encoder(&self.device).resolve_query_set(
+                        &query_set,
+                        0..2,
+                        &resolve,
+                        0,
+                    );
+                    Some(resolve)
+                }
+                Some(_) | None => None,
+            }
+        };
+        let Some(resolve) = resolved else {
+            return Ok(None);
+        };
+        let bytes = self.read_bytes(&resolve, 16)?;
+        resolve.destroy();
+        let tick = |range: std::ops::Range<usize>| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[range]);
+            u64::from_le_bytes(word)
+        };
+        let (start, end) = (tick(0..8), tick(8..16));
+        // Ticks to nanoseconds: the queue's timestamp period.
+        let period = self.queue.get_timestamp_period() as f64;
+        Ok(Some(end.saturating_sub(start) as f64 * period / 1e3))
+    }
+
     pub(crate) fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
         self.ensure_alive()?;
         if bytes == 0 {

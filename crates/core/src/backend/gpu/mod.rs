@@ -150,6 +150,18 @@ impl GpuDevice {
     }
 
     /// Whether f16 tensors work on this device.
+    /// Start timing the ops recorded from now on with GPU timestamps (used by the
+    /// profiler). Returns false when the adapter has no timestamp queries.
+    pub fn begin_timing(&self) -> bool {
+        self.context().begin_timed_op()
+    }
+
+    /// Stop timing; the GPU time in µs of the compute passes recorded since `begin_timing`
+    /// (`None` when there were none). Waits for the GPU.
+    pub fn end_timing(&self) -> Result<Option<f64>> {
+        self.context().end_timed_op()
+    }
+
     pub fn supports_f16(&self) -> bool {
         self.context.supports_f16()
     }
