@@ -250,7 +250,7 @@ fn profiler_records_every_op(device: &Device) {
     assert!(empty.events.is_empty());
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     custom_op_forward_backward,
     gradcheck_catches_a_wrong_backward,
     fallback_policy_governs_gpu_custom_ops,

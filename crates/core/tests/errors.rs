@@ -124,4 +124,4 @@ fn parse_devices(_device: &Device) {
     assert!(Device::parse("gpu:999").is_err());
 }
 
-device_tests!(mismatches, bad_arguments, parse_devices);
+anygrad_testing::device_tests!(mismatches, bad_arguments, parse_devices);

@@ -400,7 +400,7 @@ fn dtype_conversions(device: &Device) {
     assert!(display.contains("dtype=float32"), "{display}");
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     creation,
     random_is_seeded,
     unary_values,

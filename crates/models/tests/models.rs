@@ -218,7 +218,7 @@ fn small_cnn_structure_and_step(device: &Device) {
     }
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     resnet18_names_counts_forward,
     resnet34_and_50_structure,
     resnet50_forward,

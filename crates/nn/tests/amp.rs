@@ -124,7 +124,7 @@ fn scaler_skips_overflowing_steps(device: &Device) {
     assert_ne!(layer.named_parameters()[0].1.to_vec_f32().unwrap(), before);
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     autocast_op_precisions,
     amp_training_matches_f32,
     scaler_skips_overflowing_steps

@@ -256,7 +256,7 @@ fn corrupt_files_are_errors(device: &Device) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     round_trip_is_bit_exact,
     other_dtypes_round_trip,
     loads_pytorch_state_dict,

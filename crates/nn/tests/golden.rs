@@ -389,7 +389,7 @@ fn golden_schedulers(device: &Device) {
     }
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     golden_layers,
     golden_losses,
     golden_optimizers,

@@ -252,7 +252,7 @@ fn embedding_and_extra_activations(device: &Device) {
     assert!((sum - 1.0).abs() < 1e-6);
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     names_and_counts,
     train_eval_propagates,
     dropout_behaviour,

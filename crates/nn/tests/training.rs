@@ -298,7 +298,7 @@ fn optimizer_state_survives_checkpoint(device: &Device) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-device_tests!(
+anygrad_testing::device_tests!(
     adam_loss_decreases_with_one_optimizer,
     sgd_momentum_and_adamw_decrease,
     gradient_accumulation_matches_full_batch,

@@ -3,20 +3,8 @@
 //! subset, when the data is present) does too.
 
 use anygrad_core::Device;
+use anygrad_testing::gpu_or_skip;
 use anygrad_train::{run, DatasetKind, ModelKind, TrainConfig};
-
-fn gpu_or_skip(test: &str) -> Option<Device> {
-    match Device::gpu(0) {
-        Ok(device) => Some(device),
-        Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {error}");
-            }
-            println!("SKIP {test}: no GPU adapter ({error})");
-            None
-        }
-    }
-}
 
 fn amp_matches_f32_on_digits(device: &Device) {
     let full = run(&TrainConfig::default(), device, &mut |_| {}).unwrap();

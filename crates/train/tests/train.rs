@@ -3,20 +3,8 @@
 //! one (same losses, bit for bit on the same device).
 
 use anygrad_core::Device;
+use anygrad_testing::gpu_or_skip;
 use anygrad_train::{run, TrainConfig};
-
-fn gpu_or_skip(test: &str) -> Option<Device> {
-    match Device::gpu(0) {
-        Ok(device) => Some(device),
-        Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {error}");
-            }
-            println!("SKIP {test}: no GPU adapter ({error})");
-            None
-        }
-    }
-}
 
 fn default_job_reaches_97_percent(device: &Device) {
     let summary = run(&TrainConfig::default(), device, &mut |_| {}).unwrap();

@@ -1,71 +1,10 @@
-//! Shared test support: every test body takes `&Device` and `device_tests!` generates a CPU
-//! and a GPU variant. Without a GPU adapter the GPU variant prints a visible SKIP, unless
-//! `ANYGRAD_REQUIRE_GPU=1`, where a missing adapter fails the test.
-#![allow(dead_code)]
+//! Test support: the shared `anygrad-testing` helpers (tests written once over `&Device`, run
+//! on CPU and GPU; see that crate) plus two small tensor shorthands.
+#![allow(dead_code, unused_imports)]
 
 use anygrad_core::{Device, Tensor};
 
-/// The GPU device for tests, or `None` (after printing SKIP) when none exists and none is
-/// required.
-pub fn gpu_or_skip(test: &str) -> Option<Device> {
-    match Device::gpu(0) {
-        Ok(device) => Some(device),
-        Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {error}");
-            }
-            println!("SKIP {test}: no GPU adapter ({error})");
-            None
-        }
-    }
-}
-
-/// Serializes the GPU variants within one test binary. Concurrent readbacks from several
-/// threads on one device currently race in core's GPU backend (`map_async` completion seen by
-/// another thread's poll: "reading GPU memory did not complete"); remove once core waits for
-/// its own mapping.
-pub static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Generate `on_cpu::<name>` and `on_gpu::<name>` tests from `fn name(device: &Device)`.
-#[macro_export]
-macro_rules! device_tests {
-    ($($name:ident),* $(,)?) => {
-        mod on_cpu {
-            $(
-                #[test]
-                fn $name() {
-                    super::$name(&anygrad_core::Device::Cpu);
-                }
-            )*
-        }
-        mod on_gpu {
-            $(
-                #[test]
-                fn $name() {
-                    let _serial = $crate::common::GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Some(device) = $crate::common::gpu_or_skip(stringify!($name)) {
-                        super::$name(&device);
-                    }
-                }
-            )*
-        }
-    };
-}
-
-/// Assert two float slices agree within `atol + rtol * |expected|` (NaN equals NaN).
-pub fn assert_close(actual: &[f32], expected: &[f32], atol: f32, rtol: f32, what: &str) {
-    assert_eq!(
-        actual.len(),
-        expected.len(),
-        "{what}: length {} vs {}",
-        actual.len(),
-        expected.len()
-    );
-    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
-        let ok = (a.is_nan() && e.is_nan()) || a == e || (a - e).abs() <= atol + rtol * e.abs();
-        assert!(ok, "{what}: element {i}: got {a}, expected {e}\nactual   {actual:?}\nexpected {expected:?}");
-    }
-}
+pub use anygrad_testing::{assert_close, gpu_or_skip, temp_dir, GPU_LOCK};
 
 /// Values of a tensor as f32.
 pub fn values(t: &Tensor) -> Vec<f32> {
@@ -75,12 +14,4 @@ pub fn values(t: &Tensor) -> Vec<f32> {
 /// An f32 tensor from values and a shape.
 pub fn tensor(values: &[f32], shape: &[usize], device: &Device) -> Tensor {
     Tensor::from_slice(values, shape, device).expect("tensor")
-}
-
-/// A fresh temporary directory for one test.
-pub fn temp_dir(test: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("anygrad-nn-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
 }

@@ -1,0 +1,76 @@
+//! Test support shared by every anygrad crate. A test body takes `&Device`;
+//! `anygrad_testing::device_tests!(a, b, ...)` generates `on_cpu::a` and `on_gpu::a` tests from
+//! it. Without a GPU adapter the GPU variant prints a visible `SKIP`, unless
+//! `ANYGRAD_REQUIRE_GPU=1` (set in CI with lavapipe), where a missing adapter fails the test.
+
+use anygrad_core::Device;
+
+pub use anygrad_core::Device as TestDevice;
+
+/// The GPU device for tests, or `None` (after printing SKIP) when none exists and none is
+/// required.
+pub fn gpu_or_skip(test: &str) -> Option<Device> {
+    match Device::gpu(0) {
+        Ok(device) => Some(device),
+        Err(error) => {
+            if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {error}");
+            }
+            println!("SKIP {test}: no GPU adapter ({error})");
+            None
+        }
+    }
+}
+
+/// Serializes the GPU variants within one test binary, so that concurrent tests do not
+/// compete for the (often software) GPU and each GPU variant's timing stays bounded.
+pub static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Generate `on_cpu::<name>` and `on_gpu::<name>` tests from `fn name(device: &Device)`.
+#[macro_export]
+macro_rules! device_tests {
+    ($($name:ident),* $(,)?) => {
+        mod on_cpu {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&$crate::TestDevice::Cpu);
+                }
+            )*
+        }
+        mod on_gpu {
+            $(
+                #[test]
+                fn $name() {
+                    let _serial = $crate::GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(device) = $crate::gpu_or_skip(stringify!($name)) {
+                        super::$name(&device);
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// Assert two float slices agree within `atol + rtol * |expected|` (NaN equals NaN).
+pub fn assert_close(actual: &[f32], expected: &[f32], atol: f32, rtol: f32, what: &str) {
+    assert_eq!(
+        actual.len(),
+        expected.len(),
+        "{what}: length {} vs {}",
+        actual.len(),
+        expected.len()
+    );
+    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        let ok = (a.is_nan() && e.is_nan()) || a == e || (a - e).abs() <= atol + rtol * e.abs();
+        assert!(ok, "{what}: element {i}: got {a}, expected {e}\nactual   {actual:?}\nexpected {expected:?}");
+    }
+}
+
+/// A fresh temporary directory for one test.
+pub fn temp_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("anygrad-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
