@@ -138,6 +138,15 @@ pub fn memory_stats(device: &Device) -> Option<gpu::MemoryStats> {
     }
 }
 
+/// Elementwise-fusion counters of a GPU (`None` on the CPU, which does not fuse): how many
+/// float elementwise ops were deferred and how many kernels they ran as.
+pub fn fusion_stats(device: &Device) -> Option<gpu::FusionStats> {
+    match device {
+        Device::Cpu => None,
+        Device::Gpu(gpu_device) => Some(gpu::fusion_stats(gpu_device)),
+    }
+}
+
 /// Return cached, unused device memory to the driver (like `torch.cuda.empty_cache`).
 pub fn empty_cache(device: &Device) {
     match device {

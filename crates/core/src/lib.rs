@@ -29,8 +29,12 @@ pub mod tensor;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
 pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};
-pub use backend::gpu::MemoryStats;
-pub use device::{device_count, device_name, empty_cache, memory_stats, reset_peak_memory, Device};
+pub use backend::gpu::{
+    elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats,
+};
+pub use device::{
+    device_count, device_name, empty_cache, fusion_stats, memory_stats, reset_peak_memory, Device,
+};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use layout::Layout;

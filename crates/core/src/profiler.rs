@@ -97,7 +97,7 @@ fn record_event<T>(
         .unwrap_or_else(|p| p.into_inner())
         .unwrap_or_else(Instant::now);
     let timed = match device {
-        Device::Gpu(gpu) => gpu.begin_timing(),
+        Device::Gpu(gpu) => gpu.begin_timing()?,
         Device::Cpu => false,
     };
     let start = Instant::now();

@@ -1,6 +1,7 @@
 //! Memory-bound workloads: `a*b + a` on 64M f32 elements (reported as effective bandwidth of
-//! the minimal traffic, 12 bytes per element) and a device-to-device copy (8 bytes per
-//! element), the ceiling elementwise kernels are measured against.
+//! the minimal traffic, 12 bytes per element) as written, which the GPU fuses into one kernel,
+//! and again with fusion off (two kernels, 24 bytes moved per element); and a device-to-device
+//! copy (8 bytes per element), the ceiling elementwise kernels are measured against.
 
 use anygrad::{DType, Device, Result, Tensor};
 
@@ -31,7 +32,8 @@ fn result(
     }
 }
 
-/// `a*b + a` and a copy over `elements` f32 values.
+/// `a*b + a` (fused, then with fusion off) and a copy over `elements` f32 values. Each result
+/// is kept until after the synchronize that ends its iteration, so the work is really done.
 pub fn run_elementwise(
     device: &Device,
     elements: usize,
@@ -39,10 +41,37 @@ pub fn run_elementwise(
 ) -> Result<Vec<BenchResult>> {
     let a = Tensor::rand(&[elements], DType::F32, device)?;
     let b = Tensor::rand(&[elements], DType::F32, device)?;
-    let fused = time_iterations(device, 3, iterations, || a.mul(&b)?.add(&a).map(drop))?;
-    let copy = time_iterations(device, 3, iterations, || a.copy().map(drop))?;
+    let mut kept: Option<Tensor> = None;
+    let time_expression = |kept: &mut Option<Tensor>| {
+        time_iterations(device, 3, iterations, || {
+            *kept = Some(a.mul(&b)?.add(&a)?);
+            Ok(())
+        })
+    };
+    let fused = time_expression(&mut kept)?;
+    let was_enabled = anygrad::elementwise_fusion_enabled();
+    anygrad::set_elementwise_fusion(false);
+    let unfused = time_expression(&mut kept);
+    anygrad::set_elementwise_fusion(was_enabled);
+    let unfused = unfused?;
+    let copy = time_iterations(device, 3, iterations, || {
+        kept = Some(a.copy()?);
+        Ok(())
+    })?;
+    let mut fused_result = result("elementwise", device, elements, 12.0, &fused);
+    fused_result.note = Some(format!(
+        "fusion {}",
+        if was_enabled {
+            "on"
+        } else {
+            "off (ANYGRAD_FUSION)"
+        }
+    ));
+    let mut unfused_result = result("elementwise-unfused", device, elements, 12.0, &unfused);
+    unfused_result.note = Some("fusion off: two kernels".into());
     Ok(vec![
-        result("elementwise", device, elements, 12.0, &fused),
+        fused_result,
+        unfused_result,
         result("copy", device, elements, 8.0, &copy),
     ])
 }

@@ -16,6 +16,7 @@
 //! Allocation failure empties the cache and retries once, then reports `Error::OutOfMemory`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, Result};
@@ -88,9 +89,28 @@ pub(crate) struct PooledBuffer {
     size: u64,
     kind: BufferKind,
     pool: Weak<Mutex<PoolState>>,
+    /// Unique per loan (a reused wgpu buffer gets a new id); holds the loan id. Deferred work
+    /// keeps a `Weak` of it to learn whether the tensor that owns this buffer still exists.
+    loan: Arc<u64>,
+}
+
+/// A fresh loan token.
+fn next_loan() -> Arc<u64> {
+    static COUNTER: AtomicU64 = AtomicU64::new(1);
+    Arc::new(COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 impl PooledBuffer {
+    /// This loan's id: equal ids mean the same live buffer.
+    pub(crate) fn loan_id(&self) -> u64 {
+        *self.loan
+    }
+
+    /// A handle that stops upgrading once this loan is dropped (its tensor is gone).
+    pub(crate) fn liveness(&self) -> Weak<u64> {
+        Arc::downgrade(&self.loan)
+    }
+
     /// The wgpu buffer (always present until drop).
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         // The Option is only emptied inside `drop`.
@@ -207,6 +227,7 @@ pub(crate) fn allocate(
                 size: class,
                 kind,
                 pool: Arc::downgrade(pool),
+                loan: next_loan(),
             });
         }
     }
@@ -235,6 +256,7 @@ pub(crate) fn allocate(
         size: class,
         kind,
         pool: Arc::downgrade(pool),
+        loan: next_loan(),
     })
 }
 

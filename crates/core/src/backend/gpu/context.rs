@@ -35,11 +35,12 @@ mod timing;
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use super::buffers::{self, BufferKind, MemoryStats, PoolState, PooledBuffer, SharedPool};
+use super::fusion::{self, DeferredOp, MAX_DEFERRED};
 use super::kernels::KernelKey;
 use super::ExecutionMode;
 use crate::error::{Error, Result};
@@ -91,6 +92,8 @@ struct Recording {
     timing: Option<Arc<wgpu::QuerySet>>,
     /// Whether a pass has been opened since timing began.
     timed_pass_opened: bool,
+    /// Elementwise ops waiting to be fused (`fusion.rs`); drained before any other work.
+    deferred: Vec<DeferredOp>,
 }
 
 impl Recording {
@@ -167,6 +170,9 @@ pub(crate) struct GpuContext {
     lost_message: Arc<Mutex<String>>,
     /// Two timestamp queries for the profiler, created on first use.
     timestamps: Mutex<Option<Arc<wgpu::QuerySet>>>,
+    /// Elementwise ops deferred for fusion, and the kernels they became.
+    fused_ops: AtomicU64,
+    fused_kernels: AtomicU64,
 }
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -252,6 +258,7 @@ impl GpuContext {
                 params: Vec::with_capacity((ARENA_BYTES / 4) as usize),
                 index_owners: Vec::new(),
                 submissions: 0,
+                deferred: Vec::new(),
             }),
             arena,
             arena_alignment_words,
@@ -263,6 +270,8 @@ impl GpuContext {
             lost,
             lost_message,
             timestamps: Mutex::new(None),
+            fused_ops: AtomicU64::new(0),
+            fused_kernels: AtomicU64::new(0),
         })
     }
 
@@ -340,11 +349,14 @@ impl GpuContext {
         // wgpu normally adds a bounds check to every buffer and array access (robustness for
         // untrusted shaders). Trusted kernels skip them: GPU-NOTES measured +7% on matmul.
         let module = if key.is_trusted() {
-            // SAFETY: trusted kernels (the matmuls and the contiguous vec4 elementwise kernels)
-            // index storage only at positions inside views that `check_view` validated against
-            // the buffer lengths, guarded by explicit `row < m`, `column < n`, `k < K`,
-            // `b < batch`, `i < numel` tests, and index workgroup arrays with constant-bounded
-            // expressions (see `matmul.wgsl`, `matmul_large.rs`, `vector.rs`).
+            // SAFETY: trusted kernels (the matmuls, the contiguous vec4 elementwise kernels and
+            // vec4 fused programs) index storage only at positions inside views that
+            // `check_view` validated against the buffer lengths, guarded by explicit `row < m`,
+            // `column < n`, `k < K`, `b < batch`, `i < numel` tests — or, for the aligned
+            // matmul, by `aligned_applies` on the host (every vec4 it touches lies inside the
+            // checked views; `matmul_with` refuses the key otherwise) — and index workgroup
+            // arrays with constant-bounded expressions (see `matmul.wgsl`, `matmul_large.rs`,
+            // `vector.rs`, `fusion_source.rs`).
             unsafe {
                 self.device.create_shader_module_trusted(
                     descriptor,
@@ -405,6 +417,66 @@ impl GpuContext {
     ) -> Result<()> {
         self.ensure_alive()?;
         let pipeline = self.pipeline(key)?;
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        self.drain_locked(&mut recording)?;
+        self.record_dispatch_locked(
+            &mut recording,
+            &pipeline,
+            params,
+            bindings,
+            workgroups,
+            index_op,
+        )
+    }
+
+    /// Defer an elementwise op for fusion (`fusion.rs`); it is dispatched, possibly fused
+    /// with the ops around it, before any other work is recorded.
+    pub(crate) fn defer(&self, op: DeferredOp) -> Result<()> {
+        self.ensure_alive()?;
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        recording.deferred.push(op);
+        if recording.deferred.len() >= MAX_DEFERRED {
+            self.drain_locked(&mut recording)?;
+        }
+        Ok(())
+    }
+
+    /// Plan and record the deferred elementwise ops (fused where possible).
+    fn drain_locked(&self, recording: &mut MutexGuard<'_, Recording>) -> Result<()> {
+        if recording.deferred.is_empty() {
+            return Ok(());
+        }
+        let ops = std::mem::take(&mut recording.deferred);
+        self.fused_ops
+            .fetch_add(ops.len() as u64, Ordering::Relaxed);
+        let kernels = fusion::plan(ops);
+        self.fused_kernels
+            .fetch_add(kernels.len() as u64, Ordering::Relaxed);
+        for kernel in kernels {
+            let pipeline = self.pipeline(&kernel.key)?;
+            let bindings: Vec<&wgpu::Buffer> = kernel.buffers.iter().collect();
+            self.record_dispatch_locked(
+                recording,
+                &pipeline,
+                &kernel.params,
+                &bindings,
+                (kernel.workgroups, 1, 1),
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Record one dispatch with the recording lock held (see `dispatch_checked`).
+    fn record_dispatch_locked(
+        &self,
+        recording: &mut MutexGuard<'_, Recording>,
+        pipeline: &CachedPipeline,
+        params: &[u32],
+        bindings: &[&wgpu::Buffer],
+        workgroups: (u32, u32, u32),
+        index_op: Option<&'static str>,
+    ) -> Result<()> {
         let words = params.len().max(1);
         if (words * 4) as u64 > ARENA_BYTES {
             return Err(Error::invalid(
@@ -412,14 +484,13 @@ impl GpuContext {
                 format!("{words} parameter words exceed the parameter arena"),
             ));
         }
-        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
         // Parameters start at an offset the device accepts for a storage binding.
         let mut offset = recording
             .params
             .len()
             .next_multiple_of(self.arena_alignment_words);
         if ((offset + words) * 4) as u64 > ARENA_BYTES {
-            self.flush_locked(&mut recording)?;
+            self.flush_locked(recording)?;
             offset = 0;
         }
         recording.params.resize(offset, 0);
@@ -428,7 +499,7 @@ impl GpuContext {
         if let Some(op) = index_op {
             if recording.index_owners.len() >= INDEX_FLAG_SLOTS {
                 // Out of slots: copy the flags out now (read at the next wait) and start over.
-                if let Some(copy) = self.take_flags_locked(&mut recording) {
+                if let Some(copy) = self.take_flags_locked(recording) {
                     self.flag_copies
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -443,8 +514,9 @@ impl GpuContext {
                 recording.params[offset + INDEX_SLOT_WORD] = slot as u32;
             }
         }
-        // At most 1 + 5 bindings: keep the entries on the stack.
-        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; 6] = Default::default();
+        // At most params + 6 inputs + 1 output (fused kernels): keep the entries on the stack.
+        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; 2 + fusion::MAX_LEAVES] =
+            Default::default();
         entries[0] = Some(wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -474,7 +546,7 @@ impl GpuContext {
         pass.dispatch_workgroups(workgroups.0, workgroups.1, workgroups.2);
         recording.dispatches += 1;
         if recording.dispatches >= self.dispatches_per_submit.load(Ordering::Relaxed) {
-            self.flush_locked(&mut recording)?;
+            self.flush_locked(recording)?;
         }
         Ok(())
     }
@@ -558,6 +630,7 @@ impl GpuContext {
             return Ok(());
         }
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        self.drain_locked(&mut recording)?;
         recording.encoder(&self.device).copy_buffer_to_buffer(
             source,
             source_offset,
@@ -582,6 +655,7 @@ impl GpuContext {
     pub(crate) fn clear_buffer(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<()> {
         self.ensure_alive()?;
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        self.drain_locked(&mut recording)?;
         recording
             .encoder(&self.device)
             .clear_buffer(buffer, 0, Some(bytes));
@@ -599,6 +673,7 @@ impl GpuContext {
     /// *and* pool promotion: otherwise another thread could promote (and reuse) buffers that
     /// the encoder taken here still reads, before this thread has submitted it.
     fn flush_locked(&self, recording: &mut MutexGuard<'_, Recording>) -> Result<()> {
+        self.drain_locked(recording)?;
         recording.dispatches = 0;
         recording.submissions += 1;
         recording.pass = None;
@@ -685,6 +760,7 @@ impl GpuContext {
         });
         let submitted = {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            self.drain_locked(&mut recording)?;
             recording
                 .encoder(&self.device)
                 .copy_buffer_to_buffer(source, 0, &staging, 0, padded);
@@ -750,6 +826,14 @@ impl GpuContext {
     }
 
     /// Memory counters.
+    /// Counters of elementwise fusion on this device.
+    pub(crate) fn fusion_stats(&self) -> fusion::FusionStats {
+        fusion::FusionStats {
+            ops_deferred: self.fused_ops.load(Ordering::Relaxed),
+            kernels: self.fused_kernels.load(Ordering::Relaxed),
+        }
+    }
+
     pub(crate) fn memory_stats(&self) -> MemoryStats {
         self.pool.lock().unwrap_or_else(|p| p.into_inner()).stats()
     }

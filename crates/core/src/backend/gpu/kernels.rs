@@ -82,8 +82,9 @@ pub enum KernelKey {
     Reduce { dtype: DType, op: ReduceOp },
     /// Batched tiled matrix product (64 x 64 tiles, any dtype but Bool).
     Matmul { dtype: DType },
-    /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`).
-    MatmulLarge { dtype: DType },
+    /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`); `aligned`: the
+    /// vec4, double-buffered variant for shapes and layouts that pass `aligned_applies`.
+    MatmulLarge { dtype: DType, aligned: bool },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
     /// `index_select` along the last dim of a dense input (`index_rows.wgsl`).
@@ -95,6 +96,10 @@ pub enum KernelKey {
     Custom {
         inputs: u32,
         source: std::sync::Arc<str>,
+    },
+    /// A chain of float elementwise ops compiled into one kernel (`fusion.rs`).
+    Fused {
+        program: std::sync::Arc<super::fusion::FusedProgram>,
     },
 }
 
@@ -151,7 +156,7 @@ fn narrow_expression(dtype: DType, value: &str) -> String {
 }
 
 /// Type aliases, conversions and helpers for a kernel whose main dtype is `dtype`.
-fn value_header(dtype: DType) -> String {
+pub(super) fn value_header(dtype: DType) -> String {
     let stored = storage_type(dtype);
     let compute = compute_type(dtype);
     let mut text = format!(
@@ -239,7 +244,7 @@ fn pow_signed(a: T, b: T) -> T {
 "#;
 
 /// The WGSL expression of a unary op over `x: T` for `dtype`.
-fn unary_expression(dtype: DType, op: UnaryOp) -> &'static str {
+pub(super) fn unary_expression(dtype: DType, op: UnaryOp) -> &'static str {
     match class(dtype) {
         // WGSL's sign() and max() may turn NaN into 0; the CPU reference keeps NaN.
         Class::Float => match op {
@@ -283,7 +288,7 @@ fn unary_expression(dtype: DType, op: UnaryOp) -> &'static str {
 }
 
 /// The WGSL expression of a binary op over `a, b: T` for `dtype`.
-fn binary_expression(dtype: DType, op: BinaryOp) -> &'static str {
+pub(super) fn binary_expression(dtype: DType, op: BinaryOp) -> &'static str {
     match (class(dtype), op) {
         // WGSL integer division by zero yields `a`; the CPU reference gives 0.
         (Class::Signed | Class::Unsigned, BinaryOp::Div) => "select(a / b, T(0), b == T(0))",
@@ -419,6 +424,12 @@ impl KernelKey {
     pub fn name(&self) -> String {
         match self {
             KernelKey::Custom { inputs, .. } => format!("Custom {{ inputs: {inputs} }}"),
+            KernelKey::Fused { program } => format!(
+                "Fused {{ {:?}, {} instructions, vector: {} }}",
+                program.dtype,
+                program.instructions.len(),
+                program.vector
+            ),
             other => format!("{other:?}"),
         }
     }
@@ -432,6 +443,7 @@ impl KernelKey {
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
             | KernelKey::Copy { access, .. } => *access == Access::Vector,
+            KernelKey::Fused { program } => program.vector,
             KernelKey::Fill
             | KernelKey::Random { .. }
             | KernelKey::Where { .. }
@@ -447,13 +459,14 @@ impl KernelKey {
     pub fn uses_f16(&self) -> bool {
         match self {
             KernelKey::Fill | KernelKey::Custom { .. } => false,
+            KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
             | KernelKey::Unary { dtype, .. }
             | KernelKey::Binary { dtype, .. }
             | KernelKey::BinaryScalar { dtype, .. }
             | KernelKey::Reduce { dtype, .. }
             | KernelKey::Matmul { dtype }
-            | KernelKey::MatmulLarge { dtype }
+            | KernelKey::MatmulLarge { dtype, .. }
             | KernelKey::Gather { dtype, .. }
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. } => *dtype == DType::F16,
@@ -480,8 +493,11 @@ impl KernelKey {
         if let KernelKey::Custom { inputs, source } = self {
             return super::custom::custom_source(*inputs, source);
         }
+        if let KernelKey::Fused { program } = self {
+            return program.source();
+        }
         let template = match self {
-            KernelKey::Custom { .. } | KernelKey::Fill => FILL,
+            KernelKey::Custom { .. } | KernelKey::Fused { .. } | KernelKey::Fill => FILL,
             KernelKey::Random { dtype, normal } => {
                 text.push_str(&format!(
                     "alias S = {};\nconst NORMAL: bool = {normal};\n",
@@ -564,10 +580,10 @@ impl KernelKey {
                 text.push_str(&value_header(*dtype));
                 MATMUL
             }
-            KernelKey::MatmulLarge { dtype } => {
+            KernelKey::MatmulLarge { dtype, aligned } => {
                 text.push_str(&value_header(*dtype));
                 text.push_str(COMMON);
-                text.push_str(&super::matmul_large::source_body());
+                text.push_str(&super::matmul_large::source_body(*aligned));
                 return text;
             }
             KernelKey::Gather { dtype, index } | KernelKey::IndexRows { dtype, index } => {
@@ -666,7 +682,9 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             for normal in [false, true] {
                 keys.push(KernelKey::Random { dtype, normal });
             }
-            keys.push(KernelKey::MatmulLarge { dtype });
+            for aligned in [false, true] {
+                keys.push(KernelKey::MatmulLarge { dtype, aligned });
+            }
         }
         if dtype != DType::Bool {
             for op in ReduceOp::ALL {
@@ -682,6 +700,13 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             }
         }
     }
+    keys.extend(
+        super::fusion::sample_programs()
+            .into_iter()
+            .map(|program| KernelKey::Fused {
+                program: std::sync::Arc::new(program),
+            }),
+    );
     keys.into_iter()
         .map(|key| (key.name(), key.source()))
         .collect()

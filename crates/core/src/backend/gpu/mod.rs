@@ -16,6 +16,8 @@ mod adapters;
 mod buffers;
 mod context;
 mod custom;
+mod fusion;
+mod fusion_source;
 mod indexing;
 mod kernels;
 mod matmul_large;
@@ -29,6 +31,9 @@ use std::sync::{Arc, Mutex};
 
 pub use adapters::AdapterInfo;
 pub use buffers::MemoryStats;
+pub use fusion::{
+    elementwise_fusion_enabled, set_elementwise_fusion, FusedInstruction, FusedProgram, FusionStats,
+};
 pub use kernels::{all_kernel_sources, Access, KernelKey};
 pub use storage::GpuStorage;
 
@@ -149,10 +154,10 @@ impl GpuDevice {
         self.context.synchronize()
     }
 
-    /// Whether f16 tensors work on this device.
     /// Start timing the ops recorded from now on with GPU timestamps (used by the
-    /// profiler). Returns false when the adapter has no timestamp queries.
-    pub fn begin_timing(&self) -> bool {
+    /// profiler). Returns false when the adapter has no timestamp queries. Work recorded
+    /// before is recorded first (deferred elementwise ops included), outside the timing.
+    pub fn begin_timing(&self) -> Result<bool> {
         self.context().begin_timed_op()
     }
 
@@ -162,6 +167,7 @@ impl GpuDevice {
         self.context().end_timed_op()
     }
 
+    /// Whether f16 tensors work on this device.
     pub fn supports_f16(&self) -> bool {
         self.context.supports_f16()
     }
@@ -194,6 +200,11 @@ pub fn adapter_infos() -> Vec<AdapterInfo> {
 /// Memory counters of `device`.
 pub fn memory_stats(device: &GpuDevice) -> MemoryStats {
     device.context.memory_stats()
+}
+
+/// Elementwise-fusion counters of `device` (see `set_elementwise_fusion`).
+pub fn fusion_stats(device: &GpuDevice) -> FusionStats {
+    device.context.fusion_stats()
 }
 
 /// Give cached (free) buffers of `device` back to the driver.

@@ -4,8 +4,9 @@
 //! The index ops are in `indexing.rs`.
 
 use super::context::GpuContext;
+use super::fusion::{self, Request};
 use super::kernels::{unary_supported, Access, KernelKey};
-use super::matmul_large::{prefers_large_tile, LARGE_TILE};
+use super::matmul_large::{aligned_applies, prefers_large_tile, LARGE_TILE};
 use super::params::{check_view, is_dense, Params};
 use super::storage::GpuStorage;
 use super::vector::MAX_WORKGROUPS;
@@ -71,6 +72,9 @@ impl GpuStorage {
             return Err(unsupported(op.name(), self.dtype, &self.device));
         }
         check_view(op.name(), layout, self.len)?;
+        if let Some(out) = fusion::defer(op.name(), (self, layout), Request::Unary(op), None)? {
+            return Ok(out);
+        }
         let numel = layout.numel();
         let out = GpuStorage::allocate(&self.device, op.name(), numel, self.dtype)?;
         let access = access(numel, &[layout]);
@@ -107,6 +111,12 @@ impl GpuStorage {
         same_shape(op.name(), layout, rhs_layout)?;
         check_view(op.name(), layout, self.len)?;
         check_view(op.name(), rhs_layout, rhs.len)?;
+        let request = Request::Binary(op);
+        if let Some(out) =
+            fusion::defer(op.name(), (self, layout), request, Some((rhs, rhs_layout)))?
+        {
+            return Ok(out);
+        }
         let numel = layout.numel();
         let out_dtype = if op.is_comparison() {
             DType::Bool
@@ -158,6 +168,15 @@ impl GpuStorage {
         if let Some(result) = self.unsigned_with_negative_scalar(layout, op, scalar, scalar_on_left)
         {
             return result;
+        }
+        let bits = scalar_bits(self.dtype, scalar);
+        let request = Request::Scalar {
+            op,
+            on_left: scalar_on_left,
+            bits,
+        };
+        if let Some(out) = fusion::defer(op.name(), (self, layout), request, None)? {
+            return Ok(out);
         }
         let numel = layout.numel();
         let out_dtype = if op.is_comparison() {
@@ -412,7 +431,10 @@ impl GpuStorage {
         );
         let n = rhs_layout.shape.get(2).copied().unwrap_or(0);
         let key = if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
-            KernelKey::MatmulLarge { dtype: self.dtype }
+            KernelKey::MatmulLarge {
+                dtype: self.dtype,
+                aligned: aligned_applies(self.dtype, layout, rhs_layout),
+            }
         } else {
             KernelKey::Matmul { dtype: self.dtype }
         };
@@ -446,6 +468,15 @@ impl GpuStorage {
         }
         check_view("matmul", layout, self.len)?;
         check_view("matmul", rhs_layout, rhs.len)?;
+        // The aligned kernel has no bounds checks: it must only run where its predicate holds.
+        if let KernelKey::MatmulLarge { aligned: true, .. } = key {
+            if !aligned_applies(self.dtype, layout, rhs_layout) {
+                return Err(Error::invalid(
+                    "matmul",
+                    "the aligned kernel needs row-major operands, m and n multiples of 128 and aligned k, offsets and batch strides",
+                ));
+            }
+        }
         let (batch, m, k, n) = (
             layout.shape[0],
             layout.shape[1],

@@ -12,9 +12,9 @@ use crate::error::Result;
 impl GpuContext {
     /// Start timing the ops recorded from now on with GPU timestamps (the profiler). Returns
     /// false when the adapter cannot write timestamps.
-    pub(crate) fn begin_timed_op(&self) -> bool {
+    pub(crate) fn begin_timed_op(&self) -> Result<bool> {
         if !self.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
-            return false;
+            return Ok(false);
         }
         let query_set = {
             let mut slot = self.timestamps.lock().unwrap_or_else(|p| p.into_inner());
@@ -27,10 +27,11 @@ impl GpuContext {
             }))
         };
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        self.drain_locked(&mut recording)?;
         recording.pass = None;
         recording.timing = Some(query_set);
         recording.timed_pass_opened = false;
-        true
+        Ok(true)
     }
 
     /// Stop timing: the GPU time in µs between the first timed pass's start and the last one's
@@ -38,6 +39,7 @@ impl GpuContext {
     pub(crate) fn end_timed_op(&self) -> Result<Option<f64>> {
         let resolved = {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            self.drain_locked(&mut recording)?;
             recording.pass = None;
             let query_set = recording.timing.take();
             match query_set {

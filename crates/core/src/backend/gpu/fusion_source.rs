@@ -1,0 +1,141 @@
+//! WGSL generation for fused elementwise programs (`fusion.rs`).
+//!
+//! Bindings: `params` (0), the inputs `leaf0..` (1..), the output last. params: [element or
+//! vec4 count, each input's offset in the same unit, each scalar's f32 bits]. Each op becomes a
+//! function holding the same expression as its single-op kernel (`kernels.rs`), and the body is
+//! straight-line SSA: one `let` per instruction, per vector lane when the kernel moves `vec4`s.
+//! A grid-stride loop covers any count with at most `MAX_WORKGROUPS` workgroups.
+
+use std::fmt::Write;
+
+use super::fusion::{FusedInstruction, FusedProgram};
+use super::kernels::{binary_expression, unary_expression, value_header, COMMON};
+use crate::dtype::DType;
+
+/// An identifier made from an op's name.
+fn function_name(prefix: &str, debug: &str) -> String {
+    format!("{prefix}_{}", debug.to_lowercase())
+}
+
+impl FusedProgram {
+    /// The complete WGSL source of this program's kernel.
+    pub fn source(&self) -> String {
+        let mut text = String::new();
+        if self.dtype == DType::F16 {
+            text.push_str("enable f16;\n");
+        }
+        text.push_str(&value_header(self.dtype));
+        text.push_str(COMMON);
+        let element = if self.vector { "vec4<S>" } else { "S" };
+        // `write!` into a String cannot fail; the results are ignored deliberately.
+        for leaf in 0..self.leaves {
+            let _ = writeln!(
+                text,
+                "@group(0) @binding({}) var<storage, read> leaf{leaf}: array<{element}>;",
+                leaf as u32 + 1
+            );
+        }
+        let _ = writeln!(
+            text,
+            "@group(0) @binding({}) var<storage, read_write> output: array<{element}>;",
+            self.leaves as u32 + 1
+        );
+        let mut defined: Vec<String> = Vec::new();
+        for instruction in &self.instructions {
+            let (name, function) = match *instruction {
+                FusedInstruction::Load { .. } => continue,
+                FusedInstruction::Unary { op, .. } => {
+                    let name = function_name("unary", &format!("{op:?}"));
+                    let body = unary_expression(self.dtype, op);
+                    let function = format!("fn {name}(x: T) -> T {{ return {body}; }}");
+                    (name, function)
+                }
+                FusedInstruction::Binary { op, .. } | FusedInstruction::Scalar { op, .. } => {
+                    let name = function_name("binary", &format!("{op:?}"));
+                    let body = binary_expression(self.dtype, op);
+                    let function = format!("fn {name}(a: T, b: T) -> T {{ return {body}; }}");
+                    (name, function)
+                }
+            };
+            if !defined.contains(&name) {
+                let _ = writeln!(text, "{function}");
+                defined.push(name);
+            }
+        }
+        let first_scalar = 1 + self.leaves as usize;
+        let _ = writeln!(
+            text,
+            "@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {{
+    let units = params[0];
+    let stride = workgroups.x * 256u;
+    for (var i = id.x; i < units; i = i + stride) {{"
+        );
+        let lanes: &[&str] = if self.vector {
+            &["x", "y", "z", "w"]
+        } else {
+            &[""]
+        };
+        if self.vector {
+            for leaf in 0..self.leaves {
+                let _ = writeln!(
+                    text,
+                    "        let loaded{leaf} = leaf{leaf}[params[{}] + i];",
+                    leaf as u32 + 1
+                );
+            }
+        }
+        for lane in lanes {
+            // Value names: v<instruction>_<lane>.
+            let value = |index: u16| format!("v{index}_{lane}");
+            for (index, instruction) in self.instructions.iter().enumerate() {
+                let expression = match *instruction {
+                    FusedInstruction::Load { leaf } if self.vector => {
+                        format!("load_value(loaded{leaf}.{lane})")
+                    }
+                    FusedInstruction::Load { leaf } => {
+                        format!("load_value(leaf{leaf}[params[{}] + i])", leaf as u32 + 1)
+                    }
+                    FusedInstruction::Unary { op, x } => format!(
+                        "{}({})",
+                        function_name("unary", &format!("{op:?}")),
+                        value(x)
+                    ),
+                    FusedInstruction::Binary { op, a, b } => format!(
+                        "{}({}, {})",
+                        function_name("binary", &format!("{op:?}")),
+                        value(a),
+                        value(b)
+                    ),
+                    FusedInstruction::Scalar {
+                        op,
+                        x,
+                        scalar,
+                        on_left,
+                    } => {
+                        let s = format!("bitcast<f32>(params[{}])", first_scalar + scalar as usize);
+                        let name = function_name("binary", &format!("{op:?}"));
+                        if on_left {
+                            format!("{name}({s}, {})", value(x))
+                        } else {
+                            format!("{name}({}, {s})", value(x))
+                        }
+                    }
+                };
+                let _ = writeln!(text, "        let {} = {expression};", value(index as u16));
+            }
+        }
+        let last = self.instructions.len().saturating_sub(1) as u16;
+        let stores: Vec<String> = lanes
+            .iter()
+            .map(|lane| format!("store_value(v{last}_{lane})"))
+            .collect();
+        if self.vector {
+            let _ = writeln!(text, "        output[i] = vec4<S>({});", stores.join(", "));
+        } else {
+            let _ = writeln!(text, "        output[i] = {};", stores[0]);
+        }
+        text.push_str("    }\n}\n");
+        text
+    }
+}

@@ -1,0 +1,251 @@
+//! Elementwise fusion on the GPU: fused chains give the CPU's results (f32 and f16, aligned
+//! and unaligned views, long chains past the kernel and deferral limits, more inputs than one
+//! kernel binds, shared and repeated intermediates), fusion really happens (the counters), and
+//! deferred ops keep their order against in-place writes, matmuls and readbacks. The same
+//! chains also run with fusion off, which exercises the single-op kernels.
+//!
+//! Fusion is a process-wide switch, so these tests hold one lock while they run.
+
+use std::sync::Mutex;
+
+use anygrad_core::{fusion_stats, set_elementwise_fusion, DType, Device, Result, Tensor};
+use anygrad_testing::gpu_or_skip;
+
+static SWITCH: Mutex<()> = Mutex::new(());
+
+fn values(count: usize, seed: usize) -> Vec<f32> {
+    (0..count)
+        .map(|i| (((i * 37 + seed * 11) % 101) as f32 - 50.0) / 20.0)
+        .collect()
+}
+
+/// A chain mixing unary, binary and scalar ops whose intermediates are all dropped.
+fn chain(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let t = a.mul(b)?.add(a)?;
+    let u = t.tanh()?.mul_scalar(3.0)?.sub(b)?;
+    let v = u.exp()?.add_scalar(1.0)?.log()?;
+    v.div(&a.abs()?.add_scalar(0.5)?)?.maximum(&b.neg()?)
+}
+
+fn to_f32(t: &Tensor) -> Vec<f32> {
+    t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+}
+
+fn assert_near(actual: &[f32], expected: &[f32], tolerance: f32, what: &str) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
+    for (i, (x, y)) in actual.iter().zip(expected).enumerate() {
+        assert!(
+            (x - y).abs() <= tolerance * (1.0 + y.abs()),
+            "{what}: element {i}: {x} vs {y}"
+        );
+    }
+}
+
+/// Run `check` with fusion on, then off.
+fn both_ways(mut check: impl FnMut(bool)) {
+    let _guard = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    for fused in [true, false] {
+        set_elementwise_fusion(fused);
+        check(fused);
+    }
+    set_elementwise_fusion(true);
+}
+
+#[test]
+fn fused_chains_match_the_cpu() {
+    let Some(gpu) = gpu_or_skip("fused_chains_match_the_cpu") else {
+        return;
+    };
+    both_ways(|fused| {
+        let mut dtypes = vec![DType::F32];
+        if gpu.supports_f16() {
+            dtypes.push(DType::F16);
+        }
+        for dtype in dtypes {
+            let tolerance = if dtype == DType::F16 { 2e-2 } else { 1e-5 };
+            // 1,000 and 1,003 elements; views at offset 4 (vec4 kernels) and 1 (scalar).
+            for (count, offset) in [(1000, 0), (1003, 0), (996, 4), (997, 1)] {
+                let raw_a = values(count + offset, 1);
+                let raw_b = values(count + offset, 2);
+                let cpu_a = Tensor::from_vec(raw_a, &[count + offset], &Device::Cpu)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let cpu_b = Tensor::from_vec(raw_b, &[count + offset], &Device::Cpu)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let view = |t: &Tensor| t.narrow(0, offset, count).unwrap();
+                let expected = to_f32(&chain(&view(&cpu_a), &view(&cpu_b)).unwrap());
+                let gpu_a = cpu_a.to_device(&gpu).unwrap();
+                let gpu_b = cpu_b.to_device(&gpu).unwrap();
+                let actual = to_f32(&chain(&view(&gpu_a), &view(&gpu_b)).unwrap());
+                let what = format!("{dtype} count {count} offset {offset} fused {fused}");
+                assert_near(&actual, &expected, tolerance, &what);
+            }
+        }
+    });
+}
+
+#[test]
+fn fusion_writes_only_the_live_results() {
+    let Some(gpu) = gpu_or_skip("fusion_writes_only_the_live_results") else {
+        return;
+    };
+    let _guard = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    set_elementwise_fusion(true);
+    let a = Tensor::from_vec(values(512, 1), &[512], &gpu).unwrap();
+    let b = Tensor::from_vec(values(512, 2), &[512], &gpu).unwrap();
+    gpu.synchronize().unwrap();
+    let before = fusion_stats(&gpu).unwrap();
+    // a*b + a: the product is dropped at the end of the statement, so one kernel remains.
+    let result = a.mul(&b).unwrap().add(&a).unwrap();
+    gpu.synchronize().unwrap();
+    let after = fusion_stats(&gpu).unwrap();
+    assert_eq!(after.ops_deferred - before.ops_deferred, 2);
+    assert_eq!(
+        after.kernels - before.kernels,
+        1,
+        "a*b + a should be one kernel"
+    );
+    let (raw_a, raw_b) = (values(512, 1), values(512, 2));
+    let expected: Vec<f32> = raw_a.iter().zip(&raw_b).map(|(x, y)| x * y + x).collect();
+    assert_near(&result.to_vec::<f32>().unwrap(), &expected, 1e-6, "a*b+a");
+
+    // A kept intermediate is written (and still readable) while its reader is fused on.
+    let before = fusion_stats(&gpu).unwrap();
+    let kept = a.add(&b).unwrap();
+    let out = kept.mul_scalar(2.0).unwrap().sub_scalar(1.0).unwrap();
+    gpu.synchronize().unwrap();
+    let after = fusion_stats(&gpu).unwrap();
+    assert_eq!(after.ops_deferred - before.ops_deferred, 3);
+    assert_eq!(after.kernels - before.kernels, 2, "kept + (kept*2 - 1)");
+    let sums: Vec<f32> = raw_a.iter().zip(&raw_b).map(|(x, y)| x + y).collect();
+    assert_near(&kept.to_vec::<f32>().unwrap(), &sums, 1e-6, "kept");
+    let doubled: Vec<f32> = sums.iter().map(|s| s * 2.0 - 1.0).collect();
+    assert_near(&out.to_vec::<f32>().unwrap(), &doubled, 1e-6, "out");
+}
+
+#[test]
+fn shared_repeated_and_wide_intermediates() {
+    let Some(gpu) = gpu_or_skip("shared_repeated_and_wide_intermediates") else {
+        return;
+    };
+    both_ways(|fused| {
+        let inputs: Vec<Vec<f32>> = (0..10).map(|seed| values(300, seed)).collect();
+        let gpu_inputs: Vec<Tensor> = inputs
+            .iter()
+            .map(|raw| Tensor::from_vec(raw.clone(), &[300], &gpu).unwrap())
+            .collect();
+        // Ten distinct inputs summed in a chain: more inputs than one kernel binds.
+        let mut total = gpu_inputs[0].clone();
+        for input in &gpu_inputs[1..] {
+            total = total.add(input).unwrap();
+        }
+        // A dropped intermediate read by two ops, and one read twice by the same op.
+        let shared = gpu_inputs[0].add(&gpu_inputs[1]).unwrap();
+        let left = shared.mul_scalar(2.0).unwrap();
+        let right = shared.add_scalar(1.0).unwrap();
+        drop(shared);
+        let squared = gpu_inputs[2].sub(&gpu_inputs[3]).unwrap();
+        let squared = squared.mul(&squared).unwrap();
+        let what = |name: &str| format!("{name} (fused {fused})");
+        let expected_total: Vec<f32> = (0..300)
+            .map(|i| inputs.iter().map(|v| v[i]).sum())
+            .collect();
+        assert_near(
+            &total.to_vec::<f32>().unwrap(),
+            &expected_total,
+            1e-5,
+            &what("sum of ten"),
+        );
+        let sum01: Vec<f32> = (0..300).map(|i| inputs[0][i] + inputs[1][i]).collect();
+        let expected_left: Vec<f32> = sum01.iter().map(|s| s * 2.0).collect();
+        let expected_right: Vec<f32> = sum01.iter().map(|s| s + 1.0).collect();
+        assert_near(
+            &left.to_vec::<f32>().unwrap(),
+            &expected_left,
+            1e-6,
+            &what("left"),
+        );
+        assert_near(
+            &right.to_vec::<f32>().unwrap(),
+            &expected_right,
+            1e-6,
+            &what("right"),
+        );
+        let expected_squared: Vec<f32> = (0..300)
+            .map(|i| (inputs[2][i] - inputs[3][i]).powi(2))
+            .collect();
+        assert_near(
+            &squared.to_vec::<f32>().unwrap(),
+            &expected_squared,
+            1e-5,
+            &what("squared"),
+        );
+    });
+}
+
+#[test]
+fn long_chains_past_every_limit() {
+    let Some(gpu) = gpu_or_skip("long_chains_past_every_limit") else {
+        return;
+    };
+    both_ways(|fused| {
+        let mut x = Tensor::zeros(&[257], DType::F32, &gpu).unwrap();
+        for _ in 0..1000 {
+            x = x.add_scalar(1.0).unwrap();
+        }
+        let values = x.to_vec::<f32>().unwrap();
+        assert!(
+            values.iter().all(|&v| v == 1000.0),
+            "fused {fused}: {:?}",
+            &values[..4]
+        );
+    });
+}
+
+#[test]
+fn deferred_ops_keep_their_order() {
+    let Some(gpu) = gpu_or_skip("deferred_ops_keep_their_order") else {
+        return;
+    };
+    both_ways(|fused| {
+        let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2], &gpu).unwrap();
+        // Read `a`, then overwrite `a` in place: the read must see the old values.
+        let plus_one = a.add_scalar(1.0).unwrap();
+        let replacement = Tensor::from_vec(vec![10.0f32, 20.0, 30.0, 40.0], &[2, 2], &gpu).unwrap();
+        a.assign(&replacement).unwrap();
+        // A matmul between deferred ops reads the deferred result.
+        let product = plus_one.matmul(&a).unwrap().mul_scalar(0.5).unwrap();
+        assert_eq!(
+            plus_one.to_vec::<f32>().unwrap(),
+            vec![2.0, 3.0, 4.0, 5.0],
+            "fused {fused}"
+        );
+        // [[2,3],[4,5]] x [[10,20],[30,40]] / 2
+        assert_eq!(
+            product.to_vec::<f32>().unwrap(),
+            vec![55.0, 80.0, 95.0, 140.0],
+            "fused {fused}"
+        );
+    });
+}
+
+#[test]
+fn autograd_through_fused_ops() {
+    let Some(gpu) = gpu_or_skip("autograd_through_fused_ops") else {
+        return;
+    };
+    both_ways(|fused| {
+        let raw = values(64, 3);
+        let x = Tensor::from_vec(raw.clone(), &[64], &gpu)
+            .unwrap()
+            .requires_grad_(true);
+        let y = x.mul(&x).unwrap().mul_scalar(3.0).unwrap().add(&x).unwrap();
+        y.sum_all().unwrap().backward().unwrap();
+        let grad = x.grad().unwrap().to_vec::<f32>().unwrap();
+        let expected: Vec<f32> = raw.iter().map(|v| 6.0 * v + 1.0).collect();
+        assert_near(&grad, &expected, 1e-5, &format!("grad (fused {fused})"));
+    });
+}
