@@ -249,3 +249,70 @@ fn autograd_through_fused_ops() {
         assert_near(&grad, &expected, 1e-5, &format!("grad (fused {fused})"));
     });
 }
+
+/// Batch norm as composites: broadcast per-channel statistics are read through their strides
+/// inside the fused kernel, so the whole normalization is one kernel.
+#[test]
+fn broadcast_operands_fuse() {
+    let Some(gpu) = gpu_or_skip("broadcast_operands_fuse") else {
+        return;
+    };
+    let normalize = |x: &Tensor, mean: &Tensor, scale: &Tensor, shift: &Tensor| -> Tensor {
+        x.sub(mean)
+            .unwrap()
+            .mul(scale)
+            .unwrap()
+            .add(shift)
+            .unwrap()
+            .relu()
+            .unwrap()
+    };
+    let x_raw = values(2 * 3 * 4 * 5, 4);
+    let stats = |seed: usize| values(3, seed);
+    let cpu = |raw: Vec<f32>, shape: &[usize]| Tensor::from_vec(raw, shape, &Device::Cpu).unwrap();
+    let x_cpu = cpu(x_raw, &[2, 3, 4, 5]);
+    let channel = [1, 3, 1, 1];
+    let (mean, scale, shift) = (
+        cpu(stats(5), &channel),
+        cpu(stats(6), &channel),
+        cpu(stats(7), &channel),
+    );
+    let expected = normalize(&x_cpu, &mean, &scale, &shift)
+        .to_vec::<f32>()
+        .unwrap();
+    both_ways(|fused| {
+        let on_gpu = |t: &Tensor| t.to_device(&gpu).unwrap();
+        let (x, m, s, b) = (
+            on_gpu(&x_cpu),
+            on_gpu(&mean),
+            on_gpu(&scale),
+            on_gpu(&shift),
+        );
+        gpu.synchronize().unwrap();
+        let before = fusion_stats(&gpu).unwrap();
+        let y = normalize(&x, &m, &s, &b);
+        gpu.synchronize().unwrap();
+        let after = fusion_stats(&gpu).unwrap();
+        if fused {
+            assert_eq!(after.ops_deferred - before.ops_deferred, 4);
+            assert_eq!(
+                after.kernels - before.kernels,
+                1,
+                "batch norm + relu in one kernel"
+            );
+        } else {
+            assert_eq!(after, before, "fusion off defers nothing");
+        }
+        let what = format!("batch norm (fused {fused})");
+        assert_near(&y.to_vec::<f32>().unwrap(), &expected, 1e-5, &what);
+        // A transposed (strided, not broadcast) operand too.
+        let square = on_gpu(&cpu(values(36, 8), &[6, 6]));
+        let transposed = square.transpose(0, 1).unwrap();
+        let sum = square.add(&transposed).unwrap().mul_scalar(0.5).unwrap();
+        let raw = values(36, 8);
+        let symmetric: Vec<f32> = (0..36)
+            .map(|i| (raw[i] + raw[(i % 6) * 6 + i / 6]) * 0.5)
+            .collect();
+        assert_near(&sum.to_vec::<f32>().unwrap(), &symmetric, 1e-6, &what);
+    });
+}

@@ -128,10 +128,12 @@ pub enum FusedInstruction {
 pub struct FusedProgram {
     /// Element type of every input and of the output (F32 or F16; computed in f32).
     pub dtype: DType,
-    /// Whether the kernel moves `vec4`s (element count and every offset are multiples of 4).
+    /// Whether the kernel moves `vec4`s (element count and every offset are multiples of 4,
+    /// every input contiguous).
     pub vector: bool,
-    /// Number of input bindings.
-    pub leaves: u8,
+    /// Per input binding: 0 for a contiguous view, else the rank of a strided view (read
+    /// through its shape and strides, e.g. a broadcast per-channel statistic).
+    pub leaf_ranks: Vec<u8>,
     /// Number of scalar parameters.
     pub scalars: u8,
     /// The SSA program.
@@ -153,13 +155,29 @@ pub(crate) enum Step {
     },
 }
 
-/// A contiguous input view: its buffer, the loan that owns it, its first element.
+/// An input view: its buffer, the loan that owns it, its first element, and for a view that
+/// is not contiguous its shape and strides.
 #[derive(Debug, Clone)]
 pub(crate) struct Operand {
     pub(crate) buffer: wgpu::Buffer,
     pub(crate) loan: u64,
     pub(crate) offset: usize,
+    pub(crate) strided: Option<(Vec<usize>, Vec<usize>)>,
 }
+
+impl Operand {
+    fn same_view(&self, other: &Operand) -> bool {
+        self.loan == other.loan && self.offset == other.offset && self.strided == other.strided
+    }
+
+    /// Whether this reads a whole contiguous buffer from its start (what inlining replaces).
+    fn is_whole(&self) -> bool {
+        self.offset == 0 && self.strided.is_none()
+    }
+}
+
+/// Highest rank of a strided input view that a fused kernel reads.
+const MAX_STRIDED_RANK: usize = 6;
 
 /// An elementwise op recorded but not yet dispatched.
 #[derive(Debug)]
@@ -211,7 +229,13 @@ fn operand(storage: &GpuStorage, layout: &Layout) -> Operand {
         buffer: storage.raw().clone(),
         loan: storage.buffer.loan_id(),
         offset: layout.offset,
+        strided: (!layout.is_contiguous()).then(|| (layout.shape.clone(), layout.strides.clone())),
     }
+}
+
+/// Whether a fused kernel can read this view.
+fn readable(layout: &Layout) -> bool {
+    layout.is_contiguous() || layout.rank() <= MAX_STRIDED_RANK
 }
 
 /// Defer `request` on `input` (and `rhs` for a binary op) when it can be fused: float data
@@ -231,11 +255,10 @@ pub(crate) fn defer(
         Request::Unary(_) => false,
         Request::Binary(op) | Request::Scalar { op, .. } => op.is_comparison(),
     };
-    let contiguous =
-        layout.is_contiguous() && rhs.is_none_or(|(_, rhs_layout)| rhs_layout.is_contiguous());
+    let views = readable(layout) && rhs.is_none_or(|(_, rhs_layout)| readable(rhs_layout));
     if !float
         || comparison
-        || !contiguous
+        || !views
         || numel == 0
         || numel > u32::MAX as usize
         || !elementwise_fusion_enabled()
@@ -299,9 +322,7 @@ impl Fragment {
     }
 
     fn leaf_index(&self, operand: &Operand) -> Option<usize> {
-        self.leaves
-            .iter()
-            .position(|leaf| leaf.loan == operand.loan && leaf.offset == operand.offset)
+        self.leaves.iter().position(|leaf| leaf.same_view(operand))
     }
 
     /// The value of a load of `operand` (one load per distinct view).
@@ -373,19 +394,37 @@ impl Fragment {
     /// The kernel that computes this fragment into its output.
     fn kernel(self) -> PlannedKernel {
         let vector = self.count.is_multiple_of(4)
-            && self.leaves.iter().all(|leaf| leaf.offset.is_multiple_of(4));
+            && self
+                .leaves
+                .iter()
+                .all(|leaf| leaf.offset.is_multiple_of(4) && leaf.strided.is_none());
         let unit = if vector { 4 } else { 1 };
         let units = self.count / unit;
-        let mut params = Vec::with_capacity(1 + self.leaves.len() + self.scalars.len());
+        let mut params = Vec::with_capacity(1 + 3 * self.leaves.len() + self.scalars.len());
         params.push(units as u32);
-        params.extend(self.leaves.iter().map(|leaf| (leaf.offset / unit) as u32));
+        // Per input: offset, then (strided views) shape and strides; see `fusion_source.rs`.
+        for leaf in &self.leaves {
+            params.push((leaf.offset / unit) as u32);
+            if let Some((shape, strides)) = &leaf.strided {
+                params.extend(shape.iter().map(|&size| size as u32));
+                params.extend(strides.iter().map(|&stride| stride as u32));
+            }
+        }
         params.extend(&self.scalars);
         let mut buffers: Vec<wgpu::Buffer> = self.leaves.iter().map(|l| l.buffer.clone()).collect();
         buffers.push(self.output);
         let program = FusedProgram {
             dtype: self.dtype,
             vector,
-            leaves: self.leaves.len() as u8,
+            leaf_ranks: self
+                .leaves
+                .iter()
+                .map(|leaf| {
+                    leaf.strided
+                        .as_ref()
+                        .map_or(0, |(shape, _)| shape.len() as u8)
+                })
+                .collect(),
             scalars: self.scalars.len() as u8,
             instructions: self.instructions,
         };
@@ -428,7 +467,7 @@ pub(crate) fn plan(ops: Vec<DeferredOp>) -> Vec<PlannedKernel> {
             // them must be whole-buffer reads.
             let whole = op
                 .operands()
-                .all(|other| other.loan != operand.loan || other.offset == 0);
+                .all(|other| other.loan != operand.loan || other.is_whole());
             let value = match waiting.remove(&operand.loan) {
                 Some(producer)
                     if whole
@@ -512,7 +551,7 @@ pub(crate) fn sample_programs() -> Vec<FusedProgram> {
             programs.push(FusedProgram {
                 dtype,
                 vector,
-                leaves: 2,
+                leaf_ranks: vec![0, if vector { 0 } else { 4 }],
                 scalars: 2,
                 instructions,
             });

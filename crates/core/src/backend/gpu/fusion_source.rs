@@ -1,7 +1,8 @@
 //! WGSL generation for fused elementwise programs (`fusion.rs`).
 //!
 //! Bindings: `params` (0), the inputs `leaf0..` (1..), the output last. params: [element or
-//! vec4 count, each input's offset in the same unit, each scalar's f32 bits]. Each op becomes a
+//! vec4 count, per input its offset in the same unit (and for a strided input its shape and
+//! strides), each scalar's f32 bits]. Each op becomes a
 //! function holding the same expression as its single-op kernel (`kernels.rs`), and the body is
 //! straight-line SSA: one `let` per instruction, per vector lane when the kernel moves `vec4`s.
 //! A grid-stride loop covers any count with at most `MAX_WORKGROUPS` workgroups.
@@ -18,8 +19,21 @@ fn function_name(prefix: &str, debug: &str) -> String {
 }
 
 impl FusedProgram {
+    /// Parameter word of each input's offset, and the word after the last input's words.
+    fn parameter_words(&self) -> (Vec<usize>, usize) {
+        let mut word = 1;
+        let mut offsets = Vec::with_capacity(self.leaf_ranks.len());
+        for &rank in &self.leaf_ranks {
+            offsets.push(word);
+            word += 1 + 2 * rank as usize;
+        }
+        (offsets, word)
+    }
+
     /// The complete WGSL source of this program's kernel.
     pub fn source(&self) -> String {
+        let leaves = self.leaf_ranks.len();
+        let (offset_words, first_scalar) = self.parameter_words();
         let mut text = String::new();
         if self.dtype == DType::F16 {
             text.push_str("enable f16;\n");
@@ -28,17 +42,17 @@ impl FusedProgram {
         text.push_str(COMMON);
         let element = if self.vector { "vec4<S>" } else { "S" };
         // `write!` into a String cannot fail; the results are ignored deliberately.
-        for leaf in 0..self.leaves {
+        for leaf in 0..leaves {
             let _ = writeln!(
                 text,
                 "@group(0) @binding({}) var<storage, read> leaf{leaf}: array<{element}>;",
-                leaf as u32 + 1
+                leaf + 1
             );
         }
         let _ = writeln!(
             text,
             "@group(0) @binding({}) var<storage, read_write> output: array<{element}>;",
-            self.leaves as u32 + 1
+            leaves + 1
         );
         let mut defined: Vec<String> = Vec::new();
         for instruction in &self.instructions {
@@ -62,7 +76,6 @@ impl FusedProgram {
                 defined.push(name);
             }
         }
-        let first_scalar = 1 + self.leaves as usize;
         let _ = writeln!(
             text,
             "@compute @workgroup_size(256)
@@ -77,11 +90,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
             &[""]
         };
         if self.vector {
-            for leaf in 0..self.leaves {
+            for (leaf, word) in offset_words.iter().enumerate() {
                 let _ = writeln!(
                     text,
-                    "        let loaded{leaf} = leaf{leaf}[params[{}] + i];",
-                    leaf as u32 + 1
+                    "        let loaded{leaf} = leaf{leaf}[params[{word}] + i];"
                 );
             }
         }
@@ -94,7 +106,16 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
                         format!("load_value(loaded{leaf}.{lane})")
                     }
                     FusedInstruction::Load { leaf } => {
-                        format!("load_value(leaf{leaf}[params[{}] + i])", leaf as u32 + 1)
+                        let word = offset_words[leaf as usize];
+                        let position = match self.leaf_ranks[leaf as usize] {
+                            0 => "i".to_string(),
+                            rank => format!(
+                                "strided_position(i, {rank}u, {}u, {}u)",
+                                word + 1,
+                                word + 1 + rank as usize
+                            ),
+                        };
+                        format!("load_value(leaf{leaf}[params[{word}] + {position}])")
                     }
                     FusedInstruction::Unary { op, x } => format!(
                         "{}({})",
