@@ -434,7 +434,10 @@ impl Fragment {
             },
             params,
             buffers,
-            workgroups: units.div_ceil(256).clamp(1, MAX_WORKGROUPS as usize) as u32,
+            // Each invocation handles `UNROLL` units per trip (`fusion_source.rs`).
+            workgroups: units
+                .div_ceil(256 * super::fusion_source::UNROLL)
+                .clamp(1, MAX_WORKGROUPS as usize) as u32,
         }
     }
 }

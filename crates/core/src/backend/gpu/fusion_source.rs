@@ -13,6 +13,9 @@ use super::fusion::{FusedInstruction, FusedProgram};
 use super::kernels::{binary_expression, unary_expression, value_header, COMMON};
 use crate::dtype::DType;
 
+/// Elements (or vec4s) each invocation handles per trip of the main loop.
+pub(crate) const UNROLL: usize = 4;
+
 /// An identifier made from an op's name.
 fn function_name(prefix: &str, debug: &str) -> String {
     format!("{prefix}_{}", debug.to_lowercase())
@@ -82,81 +85,114 @@ impl FusedProgram {
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {{
     let units = params[0];
     let stride = workgroups.x * 256u;
-    for (var i = id.x; i < units; i = i + stride) {{"
+    var i = id.x;
+    // {UNROLL} elements per invocation and trip: all loads first, so that they are in flight
+    // together (the compiler may not move a load above a store to another binding).
+    for (; i + {last_step}u * stride < units; i = i + {UNROLL}u * stride) {{",
+            last_step = UNROLL - 1
         );
+        let unrolled: Vec<(String, String)> = (0..UNROLL)
+            .map(|j| (format!("i + {j}u * stride"), format!("{j}")))
+            .collect();
+        self.write_elements(&mut text, &unrolled, &offset_words, first_scalar);
+        text.push_str("    }\n    for (; i < units; i = i + stride) {\n");
+        self.write_elements(
+            &mut text,
+            &[("i".to_string(), "t".to_string())],
+            &offset_words,
+            first_scalar,
+        );
+        text.push_str("    }\n}\n");
+        text
+    }
+
+    /// The loads, instructions and stores of the elements at `positions` (index expression,
+    /// name suffix): every load first, then each element's instructions and store.
+    fn write_elements(
+        &self,
+        text: &mut String,
+        positions: &[(String, String)],
+        offset_words: &[usize],
+        first_scalar: usize,
+    ) {
         let lanes: &[&str] = if self.vector {
             &["x", "y", "z", "w"]
         } else {
             &[""]
         };
-        if self.vector {
-            for (leaf, word) in offset_words.iter().enumerate() {
+        // Loads: `loaded<leaf>_<suffix>`, a vec4 or one element.
+        for (index, suffix) in positions {
+            for (leaf, &word) in offset_words.iter().enumerate() {
+                let position = match self.leaf_ranks[leaf] {
+                    0 => index.clone(),
+                    rank => format!(
+                        "strided_position({index}, {rank}u, {}u, {}u)",
+                        word + 1,
+                        word + 1 + rank as usize
+                    ),
+                };
                 let _ = writeln!(
                     text,
-                    "        let loaded{leaf} = leaf{leaf}[params[{word}] + i];"
+                    "        let loaded{leaf}_{suffix} = leaf{leaf}[params[{word}] + {position}];"
                 );
             }
         }
-        for lane in lanes {
-            // Value names: v<instruction>_<lane>.
-            let value = |index: u16| format!("v{index}_{lane}");
-            for (index, instruction) in self.instructions.iter().enumerate() {
-                let expression = match *instruction {
-                    FusedInstruction::Load { leaf } if self.vector => {
-                        format!("load_value(loaded{leaf}.{lane})")
-                    }
-                    FusedInstruction::Load { leaf } => {
-                        let word = offset_words[leaf as usize];
-                        let position = match self.leaf_ranks[leaf as usize] {
-                            0 => "i".to_string(),
-                            rank => format!(
-                                "strided_position(i, {rank}u, {}u, {}u)",
-                                word + 1,
-                                word + 1 + rank as usize
-                            ),
-                        };
-                        format!("load_value(leaf{leaf}[params[{word}] + {position}])")
-                    }
-                    FusedInstruction::Unary { op, x } => format!(
-                        "{}({})",
-                        function_name("unary", &format!("{op:?}")),
-                        value(x)
-                    ),
-                    FusedInstruction::Binary { op, a, b } => format!(
-                        "{}({}, {})",
-                        function_name("binary", &format!("{op:?}")),
-                        value(a),
-                        value(b)
-                    ),
-                    FusedInstruction::Scalar {
-                        op,
-                        x,
-                        scalar,
-                        on_left,
-                    } => {
-                        let s = format!("bitcast<f32>(params[{}])", first_scalar + scalar as usize);
-                        let name = function_name("binary", &format!("{op:?}"));
-                        if on_left {
-                            format!("{name}({s}, {})", value(x))
-                        } else {
-                            format!("{name}({}, {s})", value(x))
+        for (index, suffix) in positions {
+            for lane in lanes {
+                // Value names: v<instruction>_<suffix><lane>.
+                let value = |instruction: u16| format!("v{instruction}_{suffix}{lane}");
+                for (number, instruction) in self.instructions.iter().enumerate() {
+                    let expression = match *instruction {
+                        FusedInstruction::Load { leaf } if self.vector => {
+                            format!("load_value(loaded{leaf}_{suffix}.{lane})")
                         }
-                    }
-                };
-                let _ = writeln!(text, "        let {} = {expression};", value(index as u16));
+                        FusedInstruction::Load { leaf } => {
+                            format!("load_value(loaded{leaf}_{suffix})")
+                        }
+                        FusedInstruction::Unary { op, x } => format!(
+                            "{}({})",
+                            function_name("unary", &format!("{op:?}")),
+                            value(x)
+                        ),
+                        FusedInstruction::Binary { op, a, b } => format!(
+                            "{}({}, {})",
+                            function_name("binary", &format!("{op:?}")),
+                            value(a),
+                            value(b)
+                        ),
+                        FusedInstruction::Scalar {
+                            op,
+                            x,
+                            scalar,
+                            on_left,
+                        } => {
+                            let s =
+                                format!("bitcast<f32>(params[{}])", first_scalar + scalar as usize);
+                            let name = function_name("binary", &format!("{op:?}"));
+                            if on_left {
+                                format!("{name}({s}, {})", value(x))
+                            } else {
+                                format!("{name}({}, {s})", value(x))
+                            }
+                        }
+                    };
+                    let _ = writeln!(text, "        let {} = {expression};", value(number as u16));
+                }
+            }
+            let last = self.instructions.len().saturating_sub(1) as u16;
+            let stores: Vec<String> = lanes
+                .iter()
+                .map(|lane| format!("store_value(v{last}_{suffix}{lane})"))
+                .collect();
+            if self.vector {
+                let _ = writeln!(
+                    text,
+                    "        output[{index}] = vec4<S>({});",
+                    stores.join(", ")
+                );
+            } else {
+                let _ = writeln!(text, "        output[{index}] = {};", stores[0]);
             }
         }
-        let last = self.instructions.len().saturating_sub(1) as u16;
-        let stores: Vec<String> = lanes
-            .iter()
-            .map(|lane| format!("store_value(v{last}_{lane})"))
-            .collect();
-        if self.vector {
-            let _ = writeln!(text, "        output[i] = vec4<S>({});", stores.join(", "));
-        } else {
-            let _ = writeln!(text, "        output[i] = {};", stores[0]);
-        }
-        text.push_str("    }\n}\n");
-        text
     }
 }

@@ -613,7 +613,10 @@ fn launch_vector(
     if vectors == 0 {
         return Ok(());
     }
-    let workgroups = vectors.div_ceil(256).min(MAX_WORKGROUPS as usize) as u32;
+    // Each invocation handles `UNROLL` vectors per trip (`vector.rs`).
+    let workgroups = vectors
+        .div_ceil(256 * super::vector::UNROLL)
+        .min(MAX_WORKGROUPS as usize) as u32;
     device
         .context()
         .dispatch(key, params.words(), buffers, (workgroups, 1, 1))

@@ -32,25 +32,29 @@ pub(crate) enum VectorFamily {
     Copy,
 }
 
-/// Expression of component `c` of the result, given the loaded vectors.
-fn element(family: VectorFamily, c: &str) -> String {
+/// Expression of component `c` of the result, given the loaded vectors `x<j>` (and `y<j>`).
+fn element(family: VectorFamily, c: &str, j: usize) -> String {
     match family {
-        VectorFamily::Unary => format!("store_value(compute(load_value(x.{c})))"),
+        VectorFamily::Unary => format!("store_value(compute(load_value(x{j}.{c})))"),
         VectorFamily::Binary => {
-            format!("store_result(compute(load_value(x.{c}), load_value(y.{c})))")
+            format!("store_result(compute(load_value(x{j}.{c}), load_value(y{j}.{c})))")
         }
-        VectorFamily::BinaryScalar => format!("apply_scalar(load_value(x.{c}), s)"),
-        VectorFamily::Copy => format!("convert(x.{c})"),
+        VectorFamily::BinaryScalar => format!("apply_scalar(load_value(x{j}.{c}), s)"),
+        VectorFamily::Copy => format!("convert(x{j}.{c})"),
     }
 }
 
+/// Vectors each invocation handles per trip of the main loop (loads first, then stores, so
+/// that several loads are in flight at once).
+pub(crate) const UNROLL: usize = 4;
+
 /// The kernel body (after the family's header and `common.wgsl`).
 pub(crate) fn source_body(family: VectorFamily) -> String {
-    let (bindings, loads, output_type, output_offset) = match family {
+    let (bindings, inputs, output_type, output_offset) = match family {
         VectorFamily::Unary => (
             "@group(0) @binding(1) var<storage, read> input: array<vec4<S>>;\n\
              @group(0) @binding(2) var<storage, read_write> output: array<vec4<S>>;\n",
-            "let x = input[params[1] + v];",
+            &[("x", "input", 1)][..],
             "S",
             "",
         ),
@@ -58,7 +62,7 @@ pub(crate) fn source_body(family: VectorFamily) -> String {
             "@group(0) @binding(1) var<storage, read> lhs: array<vec4<S>>;\n\
              @group(0) @binding(2) var<storage, read> rhs: array<vec4<S>>;\n\
              @group(0) @binding(3) var<storage, read_write> output: array<vec4<O>>;\n",
-            "let x = lhs[params[1] + v];\n        let y = rhs[params[2] + v];",
+            &[("x", "lhs", 1), ("y", "rhs", 2)][..],
             "O",
             "",
         ),
@@ -68,14 +72,14 @@ pub(crate) fn source_body(family: VectorFamily) -> String {
              fn apply_scalar(x: T, s: T) -> O {\n\
              \x20   if (SCALAR_ON_LEFT) { return store_result(compute(s, x)); }\n\
              \x20   return store_result(compute(x, s));\n}\n",
-            "let x = input[params[1] + v];",
+            &[("x", "input", 1)][..],
             "O",
             "",
         ),
         VectorFamily::Copy => (
             "@group(0) @binding(1) var<storage, read> source: array<vec4<SI>>;\n\
              @group(0) @binding(2) var<storage, read_write> output: array<vec4<SO>>;\n",
-            "let x = source[params[1] + v];",
+            &[("x", "source", 1)][..],
             "SO",
             "params[2] + ",
         ),
@@ -84,22 +88,44 @@ pub(crate) fn source_body(family: VectorFamily) -> String {
         VectorFamily::BinaryScalar => "    let s = scalar_value(params[2]);\n",
         VectorFamily::Unary | VectorFamily::Binary | VectorFamily::Copy => "",
     };
-    let components: Vec<String> = ["x", "y", "z", "w"]
-        .iter()
-        .map(|c| element(family, c))
-        .collect();
+    // Loads of the vectors at `positions[j]` into `x<j>`/`y<j>`, then one store per position.
+    let block = |positions: &[String]| {
+        let mut text = String::new();
+        for (j, position) in positions.iter().enumerate() {
+            for (name, binding, word) in inputs {
+                text.push_str(&format!(
+                    "        let {name}{j} = {binding}[params[{word}] + {position}];\n"
+                ));
+            }
+        }
+        for (j, position) in positions.iter().enumerate() {
+            let components: Vec<String> = ["x", "y", "z", "w"]
+                .iter()
+                .map(|c| element(family, c, j))
+                .collect();
+            text.push_str(&format!(
+                "        output[{output_offset}{position}] = vec4<{output_type}>({});\n",
+                components.join(", ")
+            ));
+        }
+        text
+    };
+    let unrolled: Vec<String> = (0..UNROLL).map(|j| format!("v + {j}u * stride")).collect();
     format!(
         "{bindings}
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {{
     let vectors = params[0];
     let stride = workgroups.x * 256u;
-{scalar}    for (var v = id.x; v < vectors; v = v + stride) {{
-        {loads}
-        output[{output_offset}v] = vec4<{output_type}>({});
-    }}
+{scalar}    var v = id.x;
+    for (; v + {last}u * stride < vectors; v = v + {UNROLL}u * stride) {{
+{}    }}
+    for (; v < vectors; v = v + stride) {{
+{}    }}
 }}
 ",
-        components.join(",\n            ")
+        block(&unrolled),
+        block(&["v".to_string()]),
+        last = UNROLL - 1
     )
 }
