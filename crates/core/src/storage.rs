@@ -10,6 +10,8 @@
 //!   reductions take exactly one dim and return `I32`.
 //! - `matmul`: layouts are rank 3, `[batch, m, k]` and `[batch, k, n]` (a batch stride may be
 //!   0); output `[batch, m, n]`.
+//! - `conv2d`: input `[n, c, h, w]` and weight `[o, c, kh, kw]` (any strides), one group, no
+//!   bias; output contiguous `[n, o, oh, ow]`. Float dtypes only.
 //! - `index_select`: output shape is the input's with `dim` replaced by the number of indices.
 //!   `gather`: output has the indices' shape. `scatter_add`: output has the base's shape.
 //!   Out-of-range indices return `Error::InvalidArgument`, never a panic or a wild write.
@@ -23,6 +25,7 @@ use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::profiler;
 use crate::random::Distribution;
+use crate::tensor::Conv2dParams;
 
 /// Tensor data on one device.
 #[derive(Debug)]
@@ -55,6 +58,19 @@ impl Storage {
             Storage::Cpu(s) => s.dtype(),
             Storage::Gpu(s) => s.dtype(),
         }
+    }
+
+    /// Number of stored elements (a view may use fewer).
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::Cpu(s) => s.len(),
+            Storage::Gpu(s) => s.len(),
+        }
+    }
+
+    /// True when no element is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The device holding the data.
@@ -277,6 +293,33 @@ impl Storage {
                     Ok(Storage::Gpu(l.matmul(layout, r, rhs_layout)?))
                 }
                 (l, r) => Err(device_mismatch("matmul", l, r)),
+            },
+        )
+    }
+
+    /// 2-D convolution with one group and no bias (the direct primitive; see the contract).
+    pub fn conv2d(
+        &self,
+        layout: &Layout,
+        weight: &Storage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Storage> {
+        let shapes: [&[usize]; 2] = [&layout.shape, &weight_layout.shape];
+        profiler::record(
+            "conv2d",
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, weight) {
+                (Storage::Cpu(x), Storage::Cpu(w)) => {
+                    Ok(Storage::Cpu(x.conv2d(layout, w, weight_layout, params)?))
+                }
+                (Storage::Gpu(x), Storage::Gpu(w)) => {
+                    Ok(Storage::Gpu(x.conv2d(layout, w, weight_layout, params)?))
+                }
+                (x, w) => Err(device_mismatch("conv2d", x, w)),
             },
         )
     }

@@ -392,6 +392,35 @@ fn dtype_conversions(device: &Device) {
         .to_device(device)
         .unwrap();
     assert_eq!(values(&moved), vec![1.5, -2.5, 3.0]);
+    // Views that are not their whole storage (offset, prefix, strided) move as their values,
+    // from this device to the CPU and from the CPU to this device.
+    for home in [device.clone(), Device::Cpu] {
+        let grid = Tensor::arange(0.0, 12.0, 1.0, DType::F32, &home)
+            .unwrap()
+            .reshape([3, 4])
+            .unwrap();
+        let destination = if home == Device::Cpu {
+            device.clone()
+        } else {
+            Device::Cpu
+        };
+        let cases = [
+            (
+                grid.narrow(0, 1, 2).unwrap(),
+                vec![4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0],
+            ),
+            (grid.narrow(0, 0, 1).unwrap(), vec![0.0, 1.0, 2.0, 3.0]),
+            (
+                grid.narrow(1, 1, 2).unwrap().t().unwrap(),
+                vec![1.0, 5.0, 9.0, 2.0, 6.0, 10.0],
+            ),
+        ];
+        for (view, expected) in cases {
+            let moved = view.to_device(&destination).unwrap();
+            assert_eq!(moved.shape(), view.shape());
+            assert_eq!(values(&moved), expected, "{home:?} -> {destination:?}");
+        }
+    }
     let display = format!("{x}");
     assert!(
         display.starts_with("tensor([ 1.5000, -2.5000,  3.0000]"),

@@ -1,9 +1,11 @@
 //! Matrix products and the image ops built on them. `matmul` broadcasts batch dims and reduces
-//! every case to one batched primitive `[b, m, k] x [b, k, n]`. `conv2d` and the pooling ops
-//! are composites: an "unfold" (im2col) written as one `index_select` over the flattened image
+//! every case to one batched primitive `[b, m, k] x [b, k, n]`. `conv2d` without an autograd
+//! record (inference) and one group is the direct `Storage::conv2d` primitive; otherwise it is
+//! a composite: an "unfold" (im2col) written as one `index_select` over the flattened image
 //! with a precomputed index table (padding reads an extra constant element), followed by a
-//! matmul or a reduction. Their gradients come from those primitives (`index_select`'s
-//! backward is a `scatter_add`, which accumulates overlapping windows correctly).
+//! matmul. Its gradients come from those primitives (`index_select`'s backward is a
+//! `scatter_add`, which accumulates overlapping windows correctly). The pooling ops combine
+//! strided window views elementwise.
 
 use super::Tensor;
 use crate::autograd::GradFn;
@@ -257,19 +259,32 @@ impl Tensor {
             dilation: params.dilation,
         };
         let (oh, ow) = window.output_size("conv2d", h, w)?;
-        let columns = self.unfold(&window, h, w, oh, ow, 0.0)?; // [n, c, kh*kw, oh*ow]
-        let patch = group_channels * kh * kw;
-        let out = if groups == 1 {
-            // [o, patch] x [n, patch, oh*ow]: the weight is shared by every image (stride-0
-            // batch), never copied.
-            let kernels = weight.reshape([out_channels, patch])?;
-            kernels.matmul(&columns.reshape([batch, patch, oh * ow])?)?
+        // No autograd record needed (grad mode off, or neither operand tracked): the direct
+        // primitive, without the unfolded copy. Otherwise the composite, which autograd
+        // differentiates through its primitives.
+        let recorded =
+            crate::autograd::is_grad_enabled() && (self.is_tracked() || weight.is_tracked());
+        let out = if groups == 1 && self.dtype().is_float() && !recorded {
+            let storage = {
+                let (input, kernels) = (self.storage(), weight.storage());
+                input.conv2d(self.layout(), &kernels, weight.layout(), &params)?
+            };
+            Tensor::from_storage(storage, &[batch, out_channels, oh, ow], None)
         } else {
-            let columns = columns.reshape([batch, groups, patch, oh * ow])?;
-            let kernels = weight.reshape([groups, out_channels / groups, patch])?;
-            kernels.matmul(&columns)? // [n, groups, out/groups, oh*ow]
+            let columns = self.unfold(&window, h, w, oh, ow, 0.0)?; // [n, c, kh*kw, oh*ow]
+            let patch = group_channels * kh * kw;
+            let out = if groups == 1 {
+                // [o, patch] x [n, patch, oh*ow]: the weight is shared by every image
+                // (stride-0 batch), never copied.
+                let kernels = weight.reshape([out_channels, patch])?;
+                kernels.matmul(&columns.reshape([batch, patch, oh * ow])?)?
+            } else {
+                let columns = columns.reshape([batch, groups, patch, oh * ow])?;
+                let kernels = weight.reshape([groups, out_channels / groups, patch])?;
+                kernels.matmul(&columns)? // [n, groups, out/groups, oh*ow]
+            };
+            out.reshape([batch, out_channels, oh, ow])?
         };
-        let out = out.reshape([batch, out_channels, oh, ow])?;
         match bias {
             None => Ok(out),
             Some(bias) => {

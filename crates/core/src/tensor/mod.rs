@@ -246,7 +246,12 @@ impl Tensor {
         if self.device() == device {
             return Ok(self.clone());
         }
-        let source = self.contiguous()?;
+        // Storage moves whole: a view that is not exactly its storage (strided, offset, or a
+        // prefix of a larger buffer) is copied out first.
+        let exact = self.is_contiguous()
+            && self.layout().offset == 0
+            && self.storage().len() == self.numel();
+        let source = if exact { self.clone() } else { self.copy()? };
         let moved = source.storage().to_device(device)?;
         let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::ToDevice {
             input: self.clone(),

@@ -1,8 +1,9 @@
 //! The CPU backend: the reference semantics for every primitive. Data lives in a typed `Vec`;
 //! generic loops are written once over two small traits (`FloatElement` computes f16 through
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
-//! matmul goes through the `gemm` crate.
+//! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
 
+pub(crate) mod conv;
 mod elementwise;
 mod index;
 mod matmul;

@@ -356,7 +356,9 @@ impl GpuContext {
             // matmul, by `aligned_applies` on the host (every vec4 it touches lies inside the
             // checked views; `matmul_with` refuses the key otherwise) — and index workgroup
             // arrays with constant-bounded expressions (see `matmul.wgsl`, `matmul_large.rs`,
-            // `vector.rs`, `fusion_source.rs`).
+            // `vector.rs`, `fusion_source.rs`; the direct convolution in `conv.rs` checks every
+            // gathered input position against the image and every weight/output index against
+            // its extent).
             unsafe {
                 self.device.create_shader_module_trusted(
                     descriptor,

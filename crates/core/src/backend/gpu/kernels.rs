@@ -85,6 +85,8 @@ pub enum KernelKey {
     /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`); `aligned`: the
     /// vec4, double-buffered variant for shapes and layouts that pass `aligned_applies`.
     MatmulLarge { dtype: DType, aligned: bool },
+    /// Direct (implicit-GEMM) 2-D convolution, one group, F32 or F16 (`conv.rs`).
+    Conv2d { dtype: DType },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
     /// `index_select` along the last dim of a dense input (`index_rows.wgsl`).
@@ -438,7 +440,10 @@ impl KernelKey {
     /// `GpuContext::pipeline` for why that is sound for these).
     pub fn is_trusted(&self) -> bool {
         match self {
-            KernelKey::Matmul { .. } | KernelKey::MatmulLarge { .. } => true,
+            // Conv2d bounds-checks every access in the kernel (`conv.rs`), like the matmuls.
+            KernelKey::Matmul { .. } | KernelKey::MatmulLarge { .. } | KernelKey::Conv2d { .. } => {
+                true
+            }
             KernelKey::Unary { access, .. }
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
@@ -467,6 +472,7 @@ impl KernelKey {
             | KernelKey::Reduce { dtype, .. }
             | KernelKey::Matmul { dtype }
             | KernelKey::MatmulLarge { dtype, .. }
+            | KernelKey::Conv2d { dtype }
             | KernelKey::Gather { dtype, .. }
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. } => *dtype == DType::F16,
@@ -586,6 +592,12 @@ impl KernelKey {
                 text.push_str(&super::matmul_large::source_body(*aligned));
                 return text;
             }
+            KernelKey::Conv2d { dtype } => {
+                text.push_str(&value_header(*dtype));
+                text.push_str(COMMON);
+                text.push_str(&super::conv::source_body());
+                return text;
+            }
             KernelKey::Gather { dtype, index } | KernelKey::IndexRows { dtype, index } => {
                 text.push_str(&format!(
                     "alias S = {stored};\nalias IX = {};\nconst ZERO: S = {stored}();\n",
@@ -685,6 +697,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             for aligned in [false, true] {
                 keys.push(KernelKey::MatmulLarge { dtype, aligned });
             }
+            keys.push(KernelKey::Conv2d { dtype });
         }
         if dtype != DType::Bool {
             for op in ReduceOp::ALL {

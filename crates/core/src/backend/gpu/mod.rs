@@ -7,7 +7,8 @@
 //! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: the compute primitives
 //!   (`indexing.rs`: the index ops);
 //!   `params.rs`: packing shapes and strides for kernels; `vector.rs`: vec4 elementwise
-//!   kernels for contiguous data.
+//!   kernels for contiguous data; `matmul_large.rs`, `conv.rs`: the generated large-tile matmul
+//!   and direct (implicit-GEMM) conv2d kernels.
 //!
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
@@ -15,6 +16,7 @@
 mod adapters;
 mod buffers;
 mod context;
+mod conv;
 mod custom;
 mod fusion;
 mod fusion_source;

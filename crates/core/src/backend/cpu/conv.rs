@@ -1,0 +1,277 @@
+//! CPU 2-D convolution primitive (one group, no bias): per image, an im2col buffer
+//! `[c * kh * kw, oh * ow]` read through the input's strides (padding reads zero), then one
+//! `gemm` of the weight `[o, c * kh * kw]` by it, written straight into that image's slice of
+//! the `[n, o, oh, ow]` output. Images run in parallel with rayon.
+//!
+//! [`Conv2dShape`] (the checked geometry) is shared with the GPU primitive, so both backends
+//! accept and refuse exactly the same arguments.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use super::CpuStorage;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::tensor::Conv2dParams;
+
+/// Multiply-adds above which the convolution uses more than one thread.
+const PARALLEL_WORK: usize = 48 * 48 * 48;
+
+/// The checked geometry of a one-group convolution of `[n, c, h, w]` by `[o, c, kh, kw]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Conv2dShape {
+    /// Images `n`.
+    pub(crate) batch: usize,
+    /// Input channels `c`.
+    pub(crate) channels: usize,
+    /// Input `(h, w)`.
+    pub(crate) input: (usize, usize),
+    /// Output channels `o`.
+    pub(crate) out_channels: usize,
+    /// `(kh, kw)`.
+    pub(crate) kernel: (usize, usize),
+    /// Stride `(rows, columns)`.
+    pub(crate) stride: (usize, usize),
+    /// Zero padding on each side `(rows, columns)`.
+    pub(crate) padding: (usize, usize),
+    /// Dilation `(rows, columns)`.
+    pub(crate) dilation: (usize, usize),
+    /// Output `(oh, ow)`.
+    pub(crate) output: (usize, usize),
+}
+
+impl Conv2dShape {
+    /// Check the operands' shapes and the parameters (`groups` must be 1) and compute the
+    /// output size with PyTorch's formula.
+    pub(crate) fn new(
+        input: &Layout,
+        weight: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Conv2dShape> {
+        let mismatch = |reason: &str| Error::ShapeMismatch {
+            op: "conv2d",
+            lhs: input.shape.clone(),
+            rhs: weight.shape.clone(),
+            reason: reason.into(),
+        };
+        let (&[batch, channels, h, w], &[out_channels, weight_channels, kh, kw]) =
+            (input.shape.as_slice(), weight.shape.as_slice())
+        else {
+            return Err(mismatch("must be [n, c, h, w] and [out, c, kh, kw]"));
+        };
+        if params.groups != 1 {
+            return Err(Error::invalid(
+                "conv2d",
+                format!(
+                    "the conv2d primitive takes one group, not {}",
+                    params.groups
+                ),
+            ));
+        }
+        if weight_channels != channels {
+            return Err(mismatch(
+                "do not fit: the weight's channels differ from the input's",
+            ));
+        }
+        let span = |size: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
+            let reach = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
+            let padded = size.checked_add(p.checked_mul(2)?)?;
+            (s > 0 && reach <= padded).then(|| (padded - reach) / s + 1)
+        };
+        let (stride, padding, dilation) = (params.stride, params.padding, params.dilation);
+        match (
+            span(h, kh, stride.0, padding.0, dilation.0),
+            span(w, kw, stride.1, padding.1, dilation.1),
+        ) {
+            (Some(oh), Some(ow)) => Ok(Conv2dShape {
+                batch,
+                channels,
+                input: (h, w),
+                out_channels,
+                kernel: (kh, kw),
+                stride,
+                padding,
+                dilation,
+                output: (oh, ow),
+            }),
+            _ => Err(Error::invalid(
+                "conv2d",
+                format!(
+                    "window {:?} (stride {stride:?}, padding {padding:?}, dilation {dilation:?}) does not fit an input of {h}x{w}",
+                    (kh, kw)
+                ),
+            )),
+        }
+    }
+
+    /// Rows of the implicit GEMM's right operand: `c * kh * kw`.
+    pub(crate) fn patch(&self) -> usize {
+        self.channels * self.kernel.0 * self.kernel.1
+    }
+
+    /// `[n, o, oh, ow]`.
+    pub(crate) fn output_shape(&self) -> [usize; 4] {
+        [self.batch, self.out_channels, self.output.0, self.output.1]
+    }
+}
+
+/// Write image `image`'s unfolded windows into `columns` (`[c * kh * kw, oh * ow]`).
+fn im2col<T: Copy>(
+    input: &[T],
+    layout: &Layout,
+    shape: &Conv2dShape,
+    image: usize,
+    zero: T,
+    columns: &mut [T],
+) {
+    let (h, w) = shape.input;
+    let (kh, kw) = shape.kernel;
+    let (oh, ow) = shape.output;
+    let s = &layout.strides;
+    let plane = oh * ow;
+    for c in 0..shape.channels {
+        let channel_base = layout.offset + image * s[0] + c * s[1];
+        for ki in 0..kh {
+            for kj in 0..kw {
+                let r = (c * kh + ki) * kw + kj;
+                let row = &mut columns[r * plane..(r + 1) * plane];
+                let column_shift = kj * shape.dilation.1;
+                for (oi, out) in row.chunks_exact_mut(ow).enumerate() {
+                    let y = (oi * shape.stride.0 + ki * shape.dilation.0)
+                        .checked_sub(shape.padding.0)
+                        .filter(|&y| y < h);
+                    let Some(y) = y else {
+                        out.fill(zero);
+                        continue;
+                    };
+                    let line = channel_base + y * s[2];
+                    for (oj, value) in out.iter_mut().enumerate() {
+                        *value = match (oj * shape.stride.1 + column_shift)
+                            .checked_sub(shape.padding.1)
+                            .filter(|&x| x < w)
+                        {
+                            Some(x) => input[line + x * s[3]],
+                            None => zero,
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The convolution for one element type: im2col + `gemm` per image.
+fn conv2d_typed<T: Copy + Default + Send + Sync + 'static>(
+    input: &[T],
+    layout: &Layout,
+    weight: &[T],
+    weight_layout: &Layout,
+    shape: &Conv2dShape,
+    zero: T,
+    one: T,
+) -> Vec<T> {
+    let (o, patch) = (shape.out_channels, shape.patch());
+    let plane = shape.output.0 * shape.output.1;
+    let per_image = o * plane;
+    let mut out = vec![zero; shape.batch * per_image];
+    if per_image == 0 || patch == 0 {
+        // No output, or an empty sum (no input channels): zeros.
+        return out;
+    }
+    // The weight as a dense `[o, patch]` matrix (a view of it when it already is one).
+    let weight: Cow<'_, [T]> = if weight_layout.is_contiguous() {
+        Cow::Borrowed(&weight[weight_layout.offset..weight_layout.offset + o * patch])
+    } else {
+        Cow::Owned(weight_layout.positions().map(|p| weight[p]).collect())
+    };
+    let work = shape.batch * per_image * patch;
+    let threads = rayon::current_num_threads();
+    let parallel_images = shape.batch > 1 && work >= PARALLEL_WORK;
+    // Threads left to each image's gemm (all of them for a single image).
+    let gemm_threads = if parallel_images {
+        (threads / shape.batch).max(1)
+    } else {
+        threads
+    };
+    let parallelism = if gemm_threads > 1 && o * plane * patch >= PARALLEL_WORK {
+        gemm::Parallelism::Rayon(gemm_threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    let one_image = |(image, dst): (usize, &mut [T])| {
+        let mut columns = vec![zero; patch * plane];
+        im2col(input, layout, shape, image, zero, &mut columns);
+        // SAFETY: `dst` holds exactly o * plane elements, written row-major (row stride
+        // plane, column stride 1); `weight` holds o * patch elements read row-major (row
+        // stride patch); `columns` holds patch * plane elements read row-major (row stride
+        // plane). The three buffers are distinct allocations or slices, so they do not alias.
+        unsafe {
+            gemm::gemm(
+                o,
+                plane,
+                patch,
+                dst.as_mut_ptr(),
+                1,
+                plane as isize,
+                false,
+                weight.as_ptr(),
+                1,
+                patch as isize,
+                columns.as_ptr(),
+                1,
+                plane as isize,
+                zero,
+                one,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+    };
+    if parallel_images {
+        out.par_chunks_mut(per_image)
+            .enumerate()
+            .for_each(one_image);
+    } else {
+        out.chunks_mut(per_image).enumerate().for_each(one_image);
+    }
+    out
+}
+
+impl CpuStorage {
+    /// 2-D convolution with one group and no bias: `[n, c, h, w]` (any strides) by
+    /// `[o, c, kh, kw]` (any strides) into a contiguous `[n, o, oh, ow]`. F32, F64 and F16
+    /// (computed by `gemm` in the element type, like `matmul`).
+    pub fn conv2d(
+        &self,
+        layout: &Layout,
+        weight: &CpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<CpuStorage> {
+        use half::f16;
+        if self.dtype() != weight.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "conv2d",
+                lhs: self.dtype(),
+                rhs: weight.dtype(),
+            });
+        }
+        let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        let (l, wl) = (layout, weight_layout);
+        Ok(match (self, weight) {
+            (CpuStorage::F32(x), CpuStorage::F32(k)) => {
+                CpuStorage::F32(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(k)) => {
+                CpuStorage::F64(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0))
+            }
+            (CpuStorage::F16(x), CpuStorage::F16(k)) => {
+                CpuStorage::F16(conv2d_typed(x, l, k, wl, &shape, f16::ZERO, f16::ONE))
+            }
+            _ => return Err(super::unsupported_dtype("conv2d", self.dtype())),
+        })
+    }
+}
