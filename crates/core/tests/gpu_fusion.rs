@@ -316,3 +316,36 @@ fn broadcast_operands_fuse() {
         assert_near(&sum.to_vec::<f32>().unwrap(), &symmetric, 1e-6, &what);
     });
 }
+
+/// Results computed inside another op's kernel never get memory: a long chain on 1M elements
+/// raises the peak by about one output, not one buffer per op.
+#[test]
+fn fused_intermediates_take_no_memory() {
+    let Some(gpu) = gpu_or_skip("fused_intermediates_take_no_memory") else {
+        return;
+    };
+    let _guard = SWITCH.lock().unwrap_or_else(|p| p.into_inner());
+    set_elementwise_fusion(true);
+    let count = 1 << 20;
+    let a = Tensor::from_vec(values(count, 1), &[count], &gpu).unwrap();
+    let b = Tensor::from_vec(values(count, 2), &[count], &gpu).unwrap();
+    gpu.synchronize().unwrap();
+    anygrad_core::reset_peak_memory(&gpu);
+    let start = anygrad_core::memory_stats(&gpu).unwrap().allocated_bytes;
+    let before = fusion_stats(&gpu).unwrap();
+    let y = chain(&a, &b).unwrap();
+    gpu.synchronize().unwrap();
+    let after = fusion_stats(&gpu).unwrap();
+    let peak = anygrad_core::memory_stats(&gpu)
+        .unwrap()
+        .peak_allocated_bytes;
+    let output_bytes = (count * 4) as u64;
+    assert!(after.ops_deferred - before.ops_deferred >= 12);
+    assert!(
+        peak - start <= 2 * output_bytes,
+        "peak grew by {} bytes for a {output_bytes}-byte result ({} kernels)",
+        peak - start,
+        after.kernels - before.kernels
+    );
+    assert_eq!(y.shape(), &[count]);
+}

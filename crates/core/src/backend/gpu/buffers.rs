@@ -16,8 +16,7 @@
 //! Allocation failure empties the cache and retries once, then reports `Error::OutOfMemory`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::error::{Error, Result};
 
@@ -89,28 +88,15 @@ pub(crate) struct PooledBuffer {
     size: u64,
     kind: BufferKind,
     pool: Weak<Mutex<PoolState>>,
-    /// Unique per loan (a reused wgpu buffer gets a new id); holds the loan id. Deferred work
-    /// keeps a `Weak` of it to learn whether the tensor that owns this buffer still exists.
-    loan: Arc<u64>,
 }
 
-/// A fresh loan token.
-fn next_loan() -> Arc<u64> {
-    static COUNTER: AtomicU64 = AtomicU64::new(1);
-    Arc::new(COUNTER.fetch_add(1, Ordering::Relaxed))
-}
+/// Where a tensor's buffer is, shared by the tensor and by deferred work that reads or writes
+/// it: filled at allocation, or — for the result of a deferred elementwise op — only when the
+/// op is dispatched as a kernel of its own (a result computed inside another kernel never gets
+/// memory). The buffer returns to the pool when the last holder drops.
+pub(crate) type BufferSlot = Arc<OnceLock<PooledBuffer>>;
 
 impl PooledBuffer {
-    /// This loan's id: equal ids mean the same live buffer.
-    pub(crate) fn loan_id(&self) -> u64 {
-        *self.loan
-    }
-
-    /// A handle that stops upgrading once this loan is dropped (its tensor is gone).
-    pub(crate) fn liveness(&self) -> Weak<u64> {
-        Arc::downgrade(&self.loan)
-    }
-
     /// The wgpu buffer (always present until drop).
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         // The Option is only emptied inside `drop`.
@@ -188,6 +174,22 @@ impl PoolState {
     }
 }
 
+/// Refuse a request above the largest storage binding (a bigger tensor could never be used by
+/// a kernel: say so now instead of failing later in validation). Returns that limit.
+pub(crate) fn check_size(pool: &SharedPool, bytes: u64, limits: &wgpu::Limits) -> Result<u64> {
+    let binding_limit = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    if bytes > binding_limit {
+        return Err(Error::OutOfMemory {
+            requested: bytes,
+            in_use: pool.lock().map(|s| s.stats.allocated_bytes).unwrap_or(0),
+            limit: binding_limit,
+        });
+    }
+    Ok(binding_limit)
+}
+
 /// Take a buffer of at least `bytes` from the pool, creating one through the driver when the
 /// free list of its class is empty. Driver failures are caught with an error scope; on failure
 /// the cache is emptied and the request retried once.
@@ -199,18 +201,7 @@ pub(crate) fn allocate(
     limits: &wgpu::Limits,
 ) -> Result<PooledBuffer> {
     let in_use = || pool.lock().map(|s| s.stats.allocated_bytes).unwrap_or(0);
-    // A storage binding cannot exceed the adapter's limit, so a bigger tensor could never be
-    // used by a kernel: refuse it here with a message instead of failing later in validation.
-    let binding_limit = limits
-        .max_storage_buffer_binding_size
-        .min(limits.max_buffer_size);
-    if bytes > binding_limit {
-        return Err(Error::OutOfMemory {
-            requested: bytes,
-            in_use: in_use(),
-            limit: binding_limit,
-        });
-    }
+    let binding_limit = check_size(pool, bytes, limits)?;
     let mut class = size_class(bytes);
     if class > binding_limit {
         // Rounding must not push a legal request over the limit; storage sizes are 4-aligned.
@@ -227,7 +218,6 @@ pub(crate) fn allocate(
                 size: class,
                 kind,
                 pool: Arc::downgrade(pool),
-                loan: next_loan(),
             });
         }
     }
@@ -256,7 +246,6 @@ pub(crate) fn allocate(
         size: class,
         kind,
         pool: Arc::downgrade(pool),
-        loan: next_loan(),
     })
 }
 

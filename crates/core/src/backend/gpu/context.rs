@@ -443,6 +443,13 @@ impl GpuContext {
         Ok(())
     }
 
+    /// Record the deferred elementwise ops now (a pending result is about to be used).
+    pub(crate) fn drain(&self) -> Result<()> {
+        self.ensure_alive()?;
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        self.drain_locked(&mut recording)
+    }
+
     /// Plan and record the deferred elementwise ops (fused where possible).
     fn drain_locked(&self, recording: &mut MutexGuard<'_, Recording>) -> Result<()> {
         if recording.deferred.is_empty() {
@@ -456,7 +463,18 @@ impl GpuContext {
             .fetch_add(kernels.len() as u64, Ordering::Relaxed);
         for kernel in kernels {
             let pipeline = self.pipeline(&kernel.key)?;
-            let bindings: Vec<&wgpu::Buffer> = kernel.buffers.iter().collect();
+            // The output gets its memory now; inputs are tensors' buffers or outputs of kernels
+            // recorded before this one.
+            if kernel.output.get().is_none() {
+                let buffer = self.allocate(kernel.output_bytes)?;
+                let _ = kernel.output.set(buffer);
+            }
+            let missing = || Error::invalid("fused kernel", "an input was never computed");
+            let mut bindings: Vec<&wgpu::Buffer> = Vec::with_capacity(kernel.inputs.len() + 1);
+            for input in &kernel.inputs {
+                bindings.push(input.get().ok_or_else(missing)?.buffer());
+            }
+            bindings.push(kernel.output.get().ok_or_else(missing)?.buffer());
             self.record_dispatch_locked(
                 recording,
                 &pipeline,

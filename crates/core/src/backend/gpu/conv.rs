@@ -363,7 +363,7 @@ impl GpuStorage {
         context.dispatch(
             &key,
             words.words(),
-            &[self.raw(), weight.raw(), out.raw()],
+            &[self.raw()?, weight.raw()?, out.raw()?],
             grid,
         )?;
         Ok(out)

@@ -66,8 +66,9 @@ impl GpuStorage {
         };
         let mut params = Params::new();
         params.push(numel)?;
-        let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|s| s.raw()).collect();
-        buffers.push(out.raw());
+        let mut buffers: Vec<&wgpu::Buffer> =
+            inputs.iter().map(|s| s.raw()).collect::<Result<_>>()?;
+        buffers.push(out.raw()?);
         GpuStorage::launch(device, &key, &params, &buffers, numel)?;
         Ok(out)
     }

@@ -4,16 +4,19 @@
 //! kernels reads `a`, `b`, writes a temporary, reads it and `a` again and writes the result
 //! (24 bytes per element in f32); one fused kernel reads `a` and `b` once and writes once (12
 //! bytes). Small ops are also bound by the host cost of each dispatch. So float unary, binary
-//! and scalar ops on contiguous operands are not dispatched at once: the op allocates its output
-//! as usual and *defers* a description of itself in the context's recording (`DeferredOp`).
+//! and scalar ops are not dispatched at once: the op returns a storage whose buffer is not
+//! allocated yet and *defers* a description of itself in the context's recording
+//! (`DeferredOp`).
 //! Anything else that touches the recording — another kernel, a copy, a readback, a flush,
 //! `synchronize` — first *drains* the deferred ops, so their order relative to all other work is
 //! kept exactly and nothing can observe that they were late.
 //!
-//! At the drain (`plan`), an op whose output tensor has already been dropped (its buffer loan
+//! At the drain (`plan`), an op whose output tensor has already been dropped (its storage token
 //! is dead: no one can ever read it again) and that is read by exactly one later deferred op is
-//! *inlined* into that reader: its output is never written and its expression is computed in
-//! registers inside the reader's kernel. Every other op is a *root* whose output is written.
+//! *inlined* into that reader: its output never gets memory and its expression is computed in
+//! registers inside the reader's kernel. Every other op is a *root*: its buffer is allocated
+//! when its kernel is recorded, and written. (Using a pending result — binding it to another
+//! kernel, reading it back — drains first.)
 //! A root's kernel is a small SSA program (`FusedProgram`: loads of up to `MAX_LEAVES` distinct
 //! input views, then unary/binary/scalar instructions); programs are cached like every kernel,
 //! keyed by their structure, with sizes, offsets and scalars passed as parameters, so a training
@@ -27,6 +30,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
+use super::buffers::BufferSlot;
 use super::kernels::KernelKey;
 use super::storage::GpuStorage;
 use super::vector::MAX_WORKGROUPS;
@@ -159,7 +163,7 @@ pub(crate) enum Step {
 /// is not contiguous its shape and strides.
 #[derive(Debug, Clone)]
 pub(crate) struct Operand {
-    pub(crate) buffer: wgpu::Buffer,
+    pub(crate) slot: BufferSlot,
     pub(crate) loan: u64,
     pub(crate) offset: usize,
     pub(crate) strided: Option<(Vec<usize>, Vec<usize>)>,
@@ -184,7 +188,9 @@ const MAX_STRIDED_RANK: usize = 6;
 pub(crate) struct DeferredOp {
     pub(crate) step: Step,
     pub(crate) input: Operand,
-    pub(crate) output: wgpu::Buffer,
+    /// Filled (allocated) only if the op becomes a kernel of its own.
+    pub(crate) output: BufferSlot,
+    pub(crate) output_bytes: u64,
     pub(crate) output_loan: u64,
     /// Upgrades while the output tensor exists.
     pub(crate) output_alive: Weak<u64>,
@@ -203,12 +209,15 @@ impl DeferredOp {
     }
 }
 
-/// One kernel to dispatch: key, parameter words, input buffers then the output, workgroups.
+/// One kernel to dispatch: key, parameter words, input buffers, the output (allocated when
+/// the kernel is recorded), workgroups.
 #[derive(Debug)]
 pub(crate) struct PlannedKernel {
     pub(crate) key: KernelKey,
     pub(crate) params: Vec<u32>,
-    pub(crate) buffers: Vec<wgpu::Buffer>,
+    pub(crate) inputs: Vec<BufferSlot>,
+    pub(crate) output: BufferSlot,
+    pub(crate) output_bytes: u64,
     pub(crate) workgroups: u32,
 }
 
@@ -226,8 +235,8 @@ pub(crate) enum Request {
 
 fn operand(storage: &GpuStorage, layout: &Layout) -> Operand {
     Operand {
-        buffer: storage.raw().clone(),
-        loan: storage.buffer.loan_id(),
+        slot: Arc::clone(&storage.slot),
+        loan: storage.loan_id(),
         offset: layout.offset,
         strided: (!layout.is_contiguous()).then(|| (layout.shape.clone(), layout.strides.clone())),
     }
@@ -278,13 +287,14 @@ pub(crate) fn defer(
             return Ok(None)
         }
     };
-    let output = GpuStorage::allocate(&storage.device, op_name, numel, storage.dtype)?;
+    let output = GpuStorage::deferred(&storage.device, op_name, numel, storage.dtype)?;
     storage.device.context().defer(DeferredOp {
         step,
         input: operand(storage, layout),
-        output: output.raw().clone(),
-        output_loan: output.buffer.loan_id(),
-        output_alive: output.buffer.liveness(),
+        output: Arc::clone(&output.slot),
+        output_bytes: output.byte_len(),
+        output_loan: output.loan_id(),
+        output_alive: output.liveness(),
         count: numel,
         dtype: storage.dtype,
     })?;
@@ -300,7 +310,8 @@ struct Fragment {
     inlined: HashMap<u64, u16>,
     count: usize,
     dtype: DType,
-    output: wgpu::Buffer,
+    output: BufferSlot,
+    output_bytes: u64,
 }
 
 impl Fragment {
@@ -312,7 +323,8 @@ impl Fragment {
             inlined: HashMap::new(),
             count: op.count,
             dtype: op.dtype,
-            output: op.output.clone(),
+            output: Arc::clone(&op.output),
+            output_bytes: op.output_bytes,
         }
     }
 
@@ -411,8 +423,7 @@ impl Fragment {
             }
         }
         params.extend(&self.scalars);
-        let mut buffers: Vec<wgpu::Buffer> = self.leaves.iter().map(|l| l.buffer.clone()).collect();
-        buffers.push(self.output);
+        let inputs: Vec<BufferSlot> = self.leaves.iter().map(|l| Arc::clone(&l.slot)).collect();
         let program = FusedProgram {
             dtype: self.dtype,
             vector,
@@ -433,7 +444,9 @@ impl Fragment {
                 program: Arc::new(program),
             },
             params,
-            buffers,
+            inputs,
+            output: self.output,
+            output_bytes: self.output_bytes,
             // Each invocation handles `UNROLL` units per trip (`fusion_source.rs`).
             workgroups: units
                 .div_ceil(256 * super::fusion_source::UNROLL)

@@ -97,7 +97,12 @@ impl GpuStorage {
         context.dispatch_checked(
             &key,
             params.words(),
-            &[self.raw(), indices.raw(), out.raw(), context.index_flags()],
+            &[
+                self.raw()?,
+                indices.raw()?,
+                out.raw()?,
+                context.index_flags(),
+            ],
             (column_groups as u32, row_groups as u32, 1),
             Some("index_select"),
         )?;
@@ -180,7 +185,12 @@ impl GpuStorage {
             &self.device,
             &key,
             &params,
-            &[self.raw(), indices.raw(), out.raw(), context.index_flags()],
+            &[
+                self.raw()?,
+                indices.raw()?,
+                out.raw()?,
+                context.index_flags(),
+            ],
             numel,
             Some(op),
         )?;
@@ -255,7 +265,12 @@ impl GpuStorage {
             &self.device,
             &key,
             &params,
-            &[src.raw(), indices.raw(), out.raw(), context.index_flags()],
+            &[
+                src.raw()?,
+                indices.raw()?,
+                out.raw()?,
+                context.index_flags(),
+            ],
             numel,
             Some("scatter_add"),
         )?;

@@ -86,7 +86,13 @@ impl GpuStorage {
         let mut params = Params::new();
         if access == Access::Vector {
             params.push(numel / 4)?.push(layout.offset / 4)?;
-            launch_vector(&self.device, &key, &params, &[self.raw(), out.raw()], numel)?;
+            launch_vector(
+                &self.device,
+                &key,
+                &params,
+                &[self.raw()?, out.raw()?],
+                numel,
+            )?;
             return Ok(out);
         }
         params
@@ -94,7 +100,13 @@ impl GpuStorage {
             .push(layout.rank())?
             .extend(&layout.shape)?
             .view(layout)?;
-        GpuStorage::launch(&self.device, &key, &params, &[self.raw(), out.raw()], numel)?;
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &params,
+            &[self.raw()?, out.raw()?],
+            numel,
+        )?;
         Ok(out)
     }
 
@@ -136,7 +148,7 @@ impl GpuStorage {
                 .push(numel / 4)?
                 .push(layout.offset / 4)?
                 .push(rhs_layout.offset / 4)?;
-            let buffers = [self.raw(), rhs.raw(), out.raw()];
+            let buffers = [self.raw()?, rhs.raw()?, out.raw()?];
             launch_vector(&self.device, &key, &params, &buffers, numel)?;
             return Ok(out);
         }
@@ -150,7 +162,7 @@ impl GpuStorage {
             &self.device,
             &key,
             &params,
-            &[self.raw(), rhs.raw(), out.raw()],
+            &[self.raw()?, rhs.raw()?, out.raw()?],
             numel,
         )?;
         Ok(out)
@@ -198,7 +210,13 @@ impl GpuStorage {
                 .push(numel / 4)?
                 .push(layout.offset / 4)?
                 .push_bits(scalar_bits(self.dtype, scalar));
-            launch_vector(&self.device, &key, &params, &[self.raw(), out.raw()], numel)?;
+            launch_vector(
+                &self.device,
+                &key,
+                &params,
+                &[self.raw()?, out.raw()?],
+                numel,
+            )?;
             return Ok(out);
         }
         params
@@ -207,7 +225,13 @@ impl GpuStorage {
             .push_bits(scalar_bits(self.dtype, scalar))
             .extend(&layout.shape)?
             .view(layout)?;
-        GpuStorage::launch(&self.device, &key, &params, &[self.raw(), out.raw()], numel)?;
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &params,
+            &[self.raw()?, out.raw()?],
+            numel,
+        )?;
         Ok(out)
     }
 
@@ -323,7 +347,7 @@ impl GpuStorage {
             &self.device,
             &key,
             &params,
-            &[self.raw(), on_true.raw(), on_false.raw(), out.raw()],
+            &[self.raw()?, on_true.raw()?, on_false.raw()?, out.raw()?],
             numel,
         )?;
         Ok(out)
@@ -409,7 +433,7 @@ impl GpuStorage {
         context.dispatch(
             &key,
             params.words(),
-            &[self.raw(), out.raw()],
+            &[self.raw()?, out.raw()?],
             context.grid(workgroups),
         )?;
         if chunks > 1 {
@@ -510,7 +534,7 @@ impl GpuStorage {
         context.dispatch(
             &key,
             params.words(),
-            &[self.raw(), rhs.raw(), out.raw()],
+            &[self.raw()?, rhs.raw()?, out.raw()?],
             grid,
         )?;
         Ok(out)
@@ -538,7 +562,7 @@ impl GpuStorage {
                 .push(numel / 4)?
                 .push(layout.offset / 4)?
                 .push(destination_layout.offset / 4)?;
-            let buffers = [self.raw(), destination.raw()];
+            let buffers = [self.raw()?, destination.raw()?];
             return launch_vector(&self.device, &key, &params, &buffers, numel);
         }
         params
@@ -551,7 +575,7 @@ impl GpuStorage {
             &self.device,
             &key,
             &params,
-            &[self.raw(), destination.raw()],
+            &[self.raw()?, destination.raw()?],
             numel,
         )
     }

@@ -2,9 +2,12 @@
 //! `arange`, `random`, uploads, readbacks, GPU-to-GPU copies). The compute primitives are in
 //! `ops.rs`. The element encoding is described in `kernels.rs` (U8 and Bool take one u32 each).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
 use half::f16;
 
-use super::buffers::PooledBuffer;
+use super::buffers::{self, BufferSlot};
 use super::context::WORKGROUP_SIZE;
 use super::kernels::{gpu_element_size, KernelKey};
 use super::params::Params;
@@ -16,10 +19,20 @@ use crate::random::{seed_key, Distribution};
 
 /// Tensor data in a GPU buffer.
 pub struct GpuStorage {
-    pub(crate) buffer: PooledBuffer,
+    /// The buffer (empty while the storage is the pending result of a deferred op).
+    pub(crate) slot: BufferSlot,
+    /// Unique per storage; deferred work keeps a `Weak` of it to learn whether this storage
+    /// (the only way to read the buffer later) still exists.
+    loan: Arc<u64>,
     pub(crate) dtype: DType,
     pub(crate) len: usize,
     pub(crate) device: GpuDevice,
+}
+
+/// A fresh storage token.
+fn next_loan() -> Arc<u64> {
+    static COUNTER: AtomicU64 = AtomicU64::new(1);
+    Arc::new(COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 impl std::fmt::Debug for GpuStorage {
@@ -72,11 +85,43 @@ impl GpuStorage {
                 })?;
         let buffer = device.context().allocate(bytes)?;
         Ok(GpuStorage {
-            buffer,
+            slot: Arc::new(OnceLock::from(buffer)),
+            loan: next_loan(),
             dtype,
             len,
             device: device.clone(),
         })
+    }
+
+    /// A storage of `len` elements whose buffer is allocated later, if ever (the result of a
+    /// deferred op: see `fusion.rs`). The size is checked against the device's limits now.
+    pub(crate) fn deferred(
+        device: &GpuDevice,
+        op: &'static str,
+        len: usize,
+        dtype: DType,
+    ) -> Result<GpuStorage> {
+        check_dtype(device, op, dtype)?;
+        let context = device.context();
+        let bytes = (len as u64).saturating_mul(gpu_element_size(dtype));
+        buffers::check_size(&context.pool, bytes, &context.limits)?;
+        Ok(GpuStorage {
+            slot: Arc::new(OnceLock::new()),
+            loan: next_loan(),
+            dtype,
+            len,
+            device: device.clone(),
+        })
+    }
+
+    /// This storage's id (equal ids: the same storage).
+    pub(crate) fn loan_id(&self) -> u64 {
+        *self.loan
+    }
+
+    /// A handle that stops upgrading once this storage is dropped.
+    pub(crate) fn liveness(&self) -> Weak<u64> {
+        Arc::downgrade(&self.loan)
     }
 
     /// The element type.
@@ -104,8 +149,19 @@ impl GpuStorage {
         self.len as u64 * gpu_element_size(self.dtype)
     }
 
-    pub(crate) fn raw(&self) -> &wgpu::Buffer {
-        self.buffer.buffer()
+    /// The buffer; a pending result is computed first (the deferred ops are recorded).
+    pub(crate) fn raw(&self) -> Result<&wgpu::Buffer> {
+        if self.slot.get().is_none() {
+            self.device.context().drain()?;
+        }
+        match self.slot.get() {
+            Some(buffer) => Ok(buffer.buffer()),
+            None => Err(Error::DeviceLost {
+                message: "the GPU work that computes this tensor failed earlier (see the first \
+                          error this device returned)"
+                    .into(),
+            }),
+        }
     }
 
     /// Record a 1-D kernel over `count` elements (256 per workgroup, 2-D grid when large).
@@ -166,7 +222,7 @@ impl GpuStorage {
             return Ok(storage);
         }
         if pattern == 0 {
-            device.context().clear_buffer(storage.raw(), words * 4)?;
+            device.context().clear_buffer(storage.raw()?, words * 4)?;
         } else {
             let mut params = Params::new();
             params.push(words as usize)?.push_bits(pattern);
@@ -174,7 +230,7 @@ impl GpuStorage {
                 device,
                 &KernelKey::Fill,
                 &params,
-                &[storage.raw()],
+                &[storage.raw()?],
                 words as usize,
             )?;
         }
@@ -227,7 +283,7 @@ impl GpuStorage {
             device,
             &KernelKey::Random { dtype, normal },
             &params,
-            &[storage.raw()],
+            &[storage.raw()?],
             numel,
         )?;
         Ok(storage)
@@ -259,7 +315,7 @@ impl GpuStorage {
             device
                 .context()
                 .queue
-                .write_buffer(storage.raw(), 0, &bytes);
+                .write_buffer(storage.raw()?, 0, &bytes);
         }
         Ok(storage)
     }
@@ -269,7 +325,7 @@ impl GpuStorage {
         let bytes = self
             .device
             .context()
-            .read_bytes(self.raw(), self.byte_len())?;
+            .read_bytes(self.raw()?, self.byte_len())?;
         let words = || {
             bytes
                 .chunks_exact(4)
@@ -295,8 +351,8 @@ impl GpuStorage {
         if *device == self.device {
             let copy = GpuStorage::allocate(device, "to_device", self.len, self.dtype)?;
             device.context().copy_buffer(
-                self.raw(),
-                copy.raw(),
+                self.raw()?,
+                copy.raw()?,
                 self.byte_len().div_ceil(4) * 4,
             )?;
             return Ok(copy);
