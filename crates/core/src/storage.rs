@@ -11,7 +11,11 @@
 //! - `matmul`: layouts are rank 3, `[batch, m, k]` and `[batch, k, n]` (a batch stride may be
 //!   0); output `[batch, m, n]`.
 //! - `conv2d`: input `[n, c, h, w]` and weight `[o, c, kh, kw]` (any strides), one group, no
-//!   bias; output contiguous `[n, o, oh, ow]`. Float dtypes only.
+//!   bias; output contiguous `[n, o, oh, ow]`. Float dtypes only. Its gradients
+//!   `conv2d_backward_input` (output gradient and weight -> contiguous `[n, c, h, w]`) and
+//!   `conv2d_backward_weight` (input and output gradient -> contiguous `[o, c, kh, kw]`) take
+//!   the forward's parameters and the shape they return; the output gradient must have the
+//!   forward output's shape.
 //! - `index_select`: output shape is the input's with `dim` replaced by the number of indices.
 //!   `gather`: output has the indices' shape. `scatter_add`: output has the base's shape.
 //!   Out-of-range indices return `Error::InvalidArgument`, never a panic or a wild write.
@@ -320,6 +324,82 @@ impl Storage {
                     Ok(Storage::Gpu(x.conv2d(layout, w, weight_layout, params)?))
                 }
                 (x, w) => Err(device_mismatch("conv2d", x, w)),
+            },
+        )
+    }
+
+    /// The one-group convolution's input gradient: `self` is the output gradient
+    /// `[n, o, oh, ow]`, `weight` the forward's weight; returns `[n, c, h, w]` for
+    /// `input_shape` (the transposed convolution; see the contract).
+    pub fn conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Storage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Storage> {
+        let shapes: [&[usize]; 2] = [&layout.shape, &weight_layout.shape];
+        profiler::record(
+            "conv2d_backward_input",
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, weight) {
+                (Storage::Cpu(g), Storage::Cpu(w)) => Ok(Storage::Cpu(g.conv2d_backward_input(
+                    layout,
+                    w,
+                    weight_layout,
+                    params,
+                    input_shape,
+                )?)),
+                (Storage::Gpu(g), Storage::Gpu(w)) => Ok(Storage::Gpu(g.conv2d_backward_input(
+                    layout,
+                    w,
+                    weight_layout,
+                    params,
+                    input_shape,
+                )?)),
+                (g, w) => Err(device_mismatch("conv2d_backward_input", g, w)),
+            },
+        )
+    }
+
+    /// The one-group convolution's weight gradient: `self` is the forward's input
+    /// `[n, c, h, w]`, `grad` the output gradient `[n, o, oh, ow]`; returns `[o, c, kh, kw]`
+    /// for `weight_shape` (see the contract).
+    pub fn conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Storage,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Storage> {
+        let shapes: [&[usize]; 2] = [&layout.shape, &grad_layout.shape];
+        profiler::record(
+            "conv2d_backward_weight",
+            &shapes,
+            self.dtype(),
+            &self.device(),
+            storage_bytes,
+            || match (self, grad) {
+                (Storage::Cpu(x), Storage::Cpu(g)) => Ok(Storage::Cpu(x.conv2d_backward_weight(
+                    layout,
+                    g,
+                    grad_layout,
+                    params,
+                    weight_shape,
+                )?)),
+                (Storage::Gpu(x), Storage::Gpu(g)) => Ok(Storage::Gpu(x.conv2d_backward_weight(
+                    layout,
+                    g,
+                    grad_layout,
+                    params,
+                    weight_shape,
+                )?)),
+                (x, g) => Err(device_mismatch("conv2d_backward_weight", x, g)),
             },
         )
     }

@@ -1,8 +1,8 @@
 //! The direct conv2d primitive (`Storage::conv2d`: im2col + gemm on the CPU, the
-//! implicit-GEMM kernel on the GPU) against the composite path (unfold by `index_select`,
-//! then matmul) that autograd differentiates. `Tensor::conv2d` takes the direct path when no
-//! autograd record is needed (grad mode off, or no operand tracked) and there is one group;
-//! giving the input `requires_grad` forces the composite.
+//! implicit-GEMM kernel on the GPU) against a reference written with public ops (unfold by
+//! `index_select`, then matmul: `common/conv_reference.rs`). `Tensor::conv2d` takes the direct
+//! path for every float convolution with one group, tracked or not (its gradients are tested
+//! in `conv_backward.rs`); grouped and integer convolutions take the composite.
 
 mod common;
 
@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use anygrad_core::profiler::profile;
 use anygrad_core::{no_grad, Conv2dParams, DType, Device, Error, Tensor};
+use common::conv_reference::unfold_conv2d;
 use common::{assert_close, values};
 
 /// The profiler is process-wide: every test here runs alone, so that a profile sees only its
@@ -127,8 +128,8 @@ fn tolerance(dtype: DType) -> (f32, f32) {
     }
 }
 
-/// The three ways to run a case: direct with untracked operands, direct under `no_grad` with
-/// a tracked input, composite with a tracked input. All must agree; only the last records.
+/// The three ways to run the direct path: untracked operands, a tracked input under
+/// `no_grad`, a tracked input (which records). All must agree with the reference.
 fn check_case(case: &Case, device: &Device, dtype: DType) {
     let (input, weight, bias) = operands(case, device, dtype);
     let params = case.params();
@@ -139,10 +140,11 @@ fn check_case(case: &Case, device: &Device, dtype: DType) {
         let _off = no_grad();
         tracked.conv2d(&weight, Some(&bias), params).unwrap()
     };
-    let composite = tracked.conv2d(&weight, Some(&bias), params).unwrap();
+    let recorded = tracked.conv2d(&weight, Some(&bias), params).unwrap();
+    let reference = unfold_conv2d(&input, &weight, Some(&bias), params);
     assert!(!direct.requires_grad() && !direct_no_grad.requires_grad());
-    assert!(composite.requires_grad(), "{what}: the composite records");
-    assert_eq!(direct.shape(), composite.shape(), "{what}");
+    assert!(recorded.requires_grad(), "{what}: a tracked input records");
+    assert_eq!(direct.shape(), reference.shape(), "{what}");
     let [n, _, h, w] = case.input;
     let out = |size: usize, k: usize, s: usize, p: usize, d: usize| {
         (size + 2 * p - d * (k - 1) - 1) / s + 1
@@ -170,30 +172,28 @@ fn check_case(case: &Case, device: &Device, dtype: DType) {
         "{what}"
     );
     assert_eq!(direct.dtype(), dtype);
-    let expected = values(&composite);
+    let expected = values(&reference);
     let (atol, rtol) = tolerance(dtype);
     assert_close(&values(&direct), &expected, atol, rtol, &what);
     assert_close(&values(&direct_no_grad), &expected, atol, rtol, &what);
+    assert_close(&values(&recorded), &expected, atol, rtol, &what);
     if *device != Device::Cpu {
-        // And against the CPU's composite in f32 on the same (rounded) values (read back
+        // And against the CPU's reference in f32 on the same (rounded) values (read back
         // through `values`, which copies the view itself).
         let cpu = |t: &Tensor| Tensor::from_vec(values(t), t.shape(), &Device::Cpu).unwrap();
-        let reference = cpu(&input)
-            .requires_grad_(true)
-            .conv2d(&cpu(&weight), Some(&cpu(&bias)), params)
-            .unwrap();
+        let reference = unfold_conv2d(&cpu(&input), &cpu(&weight), Some(&cpu(&bias)), params);
         assert_close(&values(&direct), &values(&reference), atol, rtol, &what);
     }
 }
 
-fn direct_matches_composite_f32(device: &Device) {
+fn direct_matches_reference_f32(device: &Device) {
     let _serial = serial();
     for case in cases() {
         check_case(&case, device, DType::F32);
     }
 }
 
-fn direct_matches_composite_low_and_high_precision(device: &Device) {
+fn direct_matches_reference_low_and_high_precision(device: &Device) {
     let _serial = serial();
     let dtypes: &[DType] = match device {
         Device::Cpu => &[DType::F64, DType::F16],
@@ -211,8 +211,9 @@ fn direct_matches_composite_low_and_high_precision(device: &Device) {
 }
 
 /// Which path ran, seen through the profiler: the primitive records one `conv2d` op, the
-/// composite an `index_select` and a `matmul`.
-fn fast_path_is_taken_exactly_when_no_record_is_needed(device: &Device) {
+/// composite an `index_select` and a `matmul`. Every one-group float convolution is direct,
+/// whether it records or not.
+fn direct_path_for_every_one_group_float_conv(device: &Device) {
     let _serial = serial();
     let input = Tensor::from_vec(pseudo_random(2 * 4 * 5 * 5, 4), &[2, 4, 5, 5], device).unwrap();
     let weight = Tensor::from_vec(pseudo_random(6 * 4 * 9, 5), &[6, 4, 3, 3], device).unwrap();
@@ -232,8 +233,8 @@ fn fast_path_is_taken_exactly_when_no_record_is_needed(device: &Device) {
     let tracked_weight = weight.detach().requires_grad_(true);
     for (x, w) in [(&tracked_input, &weight), (&input, &tracked_weight)] {
         let names = ops(x, w, 1);
-        assert!(!direct(&names), "tracked operand: composite, got {names:?}");
-        assert!(names.iter().any(|n| n == "matmul"), "{names:?}");
+        assert!(direct(&names), "tracked operand: direct, got {names:?}");
+        assert!(!names.iter().any(|n| n == "matmul"), "{names:?}");
         let _off = no_grad();
         assert!(direct(&ops(x, w, 1)), "tracked operand under no_grad");
     }
@@ -351,7 +352,7 @@ fn bad_inputs_give_the_same_errors(device: &Device) {
     }
 }
 
-/// No images: an empty `[0, o, oh, ow]` result, as from the composite.
+/// No images: an empty `[0, o, oh, ow]` result.
 fn empty_batch(device: &Device) {
     let _serial = serial();
     let input = Tensor::zeros(&[0, 3, 5, 5], DType::F32, device).unwrap();
@@ -365,8 +366,8 @@ fn empty_batch(device: &Device) {
 
 anygrad_testing::device_tests!(
     empty_batch,
-    direct_matches_composite_f32,
-    direct_matches_composite_low_and_high_precision,
-    fast_path_is_taken_exactly_when_no_record_is_needed,
+    direct_matches_reference_f32,
+    direct_matches_reference_low_and_high_precision,
+    direct_path_for_every_one_group_float_conv,
     bad_inputs_give_the_same_errors,
 );

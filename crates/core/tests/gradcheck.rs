@@ -229,6 +229,27 @@ fn convolution_and_pooling_rules() {
         &[&[2, 2, 5, 5], &[4, 1, 3, 3], &[4]],
         |t| t[0].conv2d(&t[1], Some(&t[2]), params),
     );
+    // One group: the direct primitive and its backward primitives (input and weight).
+    for (name, stride, padding, dilation) in [
+        ("conv2d direct 3x3 pad 1", (1, 1), (1, 1), (1, 1)),
+        ("conv2d direct stride 2", (2, 2), (1, 0), (1, 1)),
+        ("conv2d direct non-square", (2, 1), (0, 2), (1, 2)),
+    ] {
+        let inputs = vec![
+            sample(2 * 3 * 6 * 5, 20, -1.0, 1.0),
+            sample(4 * 3 * 3 * 2, 21, -1.0, 1.0),
+            sample(4, 22, -1.0, 1.0),
+        ];
+        let params = Conv2dParams {
+            stride,
+            padding,
+            dilation,
+            groups: 1,
+        };
+        check(name, &inputs, &[&[2, 3, 6, 5], &[4, 3, 3, 2], &[4]], |t| {
+            t[0].conv2d(&t[1], Some(&t[2]), params)
+        });
+    }
     let x = vec![sample(2 * 5 * 5, 19, -1.0, 1.0)];
     check("max_pool2d", &x, &[&[1, 2, 5, 5]], |t| {
         t[0].max_pool2d((3, 3), (2, 2), (1, 1))

@@ -45,6 +45,12 @@ pub(crate) enum GradFn {
         lhs: Tensor,
         rhs: Tensor,
     },
+    /// The direct one-group convolution (`Storage::conv2d`; the bias is a separate add).
+    Conv2d {
+        input: Tensor,
+        weight: Tensor,
+        params: crate::tensor::Conv2dParams,
+    },
     Reshape {
         input: Tensor,
     },
@@ -126,6 +132,7 @@ impl GradFn {
             | GradFn::IndexSelect { input, .. }
             | GradFn::Gather { input, .. } => vec![input],
             GradFn::Binary { lhs, rhs, .. } | GradFn::Matmul { lhs, rhs } => vec![lhs, rhs],
+            GradFn::Conv2d { input, weight, .. } => vec![input, weight],
             GradFn::Where {
                 on_true, on_false, ..
             } => vec![on_true, on_false],

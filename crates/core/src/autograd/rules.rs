@@ -38,6 +38,44 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             Some(g.matmul(&rhs.transpose(1, 2)?)?),
             Some(lhs.transpose(1, 2)?.matmul(g)?),
         ],
+        // y = x ⋆ W (one group): dx = g ⋆ᵀ W (the transposed convolution),
+        // dW[o, c, i, j] = Σ g[·, o, ·, ·] · x[·, c, windows at tap (i, j)]
+        GradFn::Conv2d {
+            input,
+            weight,
+            params,
+        } => {
+            let g = if g.dtype() == input.dtype() {
+                g.clone()
+            } else {
+                g.to_dtype(input.dtype())?
+            };
+            let input_grad = if input.is_tracked() {
+                let storage = g.storage().conv2d_backward_input(
+                    g.layout(),
+                    &weight.storage(),
+                    weight.layout(),
+                    params,
+                    input.shape(),
+                )?;
+                Some(Tensor::from_storage(storage, input.shape(), None))
+            } else {
+                None
+            };
+            let weight_grad = if weight.is_tracked() {
+                let storage = input.storage().conv2d_backward_weight(
+                    input.layout(),
+                    &g.storage(),
+                    g.layout(),
+                    params,
+                    weight.shape(),
+                )?;
+                Some(Tensor::from_storage(storage, weight.shape(), None))
+            } else {
+                None
+            };
+            vec![input_grad, weight_grad]
+        }
         GradFn::Reshape { input } => vec![Some(g.reshape(input.shape())?)],
         // permute by p: dx = g permuted by p⁻¹
         GradFn::Permute { perm, .. } => {

@@ -1,11 +1,12 @@
 //! Matrix products and the image ops built on them. `matmul` broadcasts batch dims and reduces
-//! every case to one batched primitive `[b, m, k] x [b, k, n]`. `conv2d` without an autograd
-//! record (inference) and one group is the direct `Storage::conv2d` primitive; otherwise it is
-//! a composite: an "unfold" (im2col) written as one `index_select` over the flattened image
-//! with a precomputed index table (padding reads an extra constant element), followed by a
-//! matmul. Its gradients come from those primitives (`index_select`'s backward is a
-//! `scatter_add`, which accumulates overlapping windows correctly). The pooling ops combine
-//! strided window views elementwise.
+//! every case to one batched primitive `[b, m, k] x [b, k, n]`. A float `conv2d` with one
+//! group is the direct `Storage::conv2d` primitive, recorded as `GradFn::Conv2d` (its
+//! gradients are the primitives `conv2d_backward_input` and `conv2d_backward_weight`);
+//! grouped and integer convolutions are a composite: an "unfold" (im2col) written as one
+//! `index_select` over the flattened image with a precomputed index table (padding reads an
+//! extra constant element), followed by a matmul, differentiated through those primitives
+//! (`index_select`'s backward is a `scatter_add`, which accumulates overlapping windows
+//! correctly). The pooling ops combine strided window views elementwise.
 
 use super::Tensor;
 use crate::autograd::GradFn;
@@ -259,17 +260,20 @@ impl Tensor {
             dilation: params.dilation,
         };
         let (oh, ow) = window.output_size("conv2d", h, w)?;
-        // No autograd record needed (grad mode off, or neither operand tracked): the direct
-        // primitive, without the unfolded copy. Otherwise the composite, which autograd
-        // differentiates through its primitives.
-        let recorded =
-            crate::autograd::is_grad_enabled() && (self.is_tracked() || weight.is_tracked());
-        let out = if groups == 1 && self.dtype().is_float() && !recorded {
+        // One group and a float dtype: the direct primitive, without an unfolded copy,
+        // differentiated by its own backward primitives (`GradFn::Conv2d`). Otherwise the
+        // composite, which autograd differentiates through its primitives.
+        let out = if groups == 1 && self.dtype().is_float() {
             let storage = {
                 let (input, kernels) = (self.storage(), weight.storage());
                 input.conv2d(self.layout(), &kernels, weight.layout(), &params)?
             };
-            Tensor::from_storage(storage, &[batch, out_channels, oh, ow], None)
+            let grad_fn = Tensor::record(&[self, weight], self.dtype(), || GradFn::Conv2d {
+                input: self.clone(),
+                weight: weight.clone(),
+                params,
+            });
+            Tensor::from_storage(storage, &[batch, out_channels, oh, ow], grad_fn)
         } else {
             let columns = self.unfold(&window, h, w, oh, ow, 0.0)?; // [n, c, kh*kw, oh*ow]
             let patch = group_channels * kh * kw;

@@ -15,3 +15,5 @@ pub fn values(t: &Tensor) -> Vec<f32> {
 pub fn tensor(values: &[f32], shape: &[usize], device: &Device) -> Tensor {
     Tensor::from_slice(values, shape, device).expect("tensor")
 }
+
+pub mod conv_reference;

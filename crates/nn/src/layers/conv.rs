@@ -1,6 +1,7 @@
 //! `Conv2d`: 2-D convolution with PyTorch's parameter layout (`weight [out, in / groups, kh,
 //! kw]`, `bias [out]`), options (stride, padding, dilation, groups, bias) and default
-//! initialization. The maths is core's `conv2d` composite.
+//! initialization. The maths is core's `conv2d` (a direct primitive for one group, a composite
+//! for grouped convolutions).
 
 use anygrad_core::{Conv2dParams, DType, Device, Error, Result, Tensor};
 

@@ -117,7 +117,7 @@ impl Conv2dShape {
 }
 
 /// Write image `image`'s unfolded windows into `columns` (`[c * kh * kw, oh * ow]`).
-fn im2col<T: Copy>(
+pub(super) fn im2col<T: Copy>(
     input: &[T],
     layout: &Layout,
     shape: &Conv2dShape,

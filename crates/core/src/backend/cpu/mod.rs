@@ -4,6 +4,7 @@
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
 
 pub(crate) mod conv;
+pub(crate) mod conv_backward;
 mod elementwise;
 mod index;
 mod matmul;

@@ -87,6 +87,14 @@ pub enum KernelKey {
     MatmulLarge { dtype: DType, aligned: bool },
     /// Direct (implicit-GEMM) 2-D convolution, one group, F32 or F16 (`conv.rs`).
     Conv2d { dtype: DType },
+    /// The convolution's input gradient (implicit-GEMM transposed convolution,
+    /// `conv_backward.rs`); `unit_stride`: both strides are 1 (no divisibility test).
+    Conv2dBackwardInput { dtype: DType, unit_stride: bool },
+    /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
+    /// `partial`: writes one block of f32 partial sums per split.
+    Conv2dBackwardWeight { dtype: DType, partial: bool },
+    /// Sums the weight gradient's f32 partial sums into the storage type.
+    Conv2dSplitSum { dtype: DType },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
     /// `index_select` along the last dim of a dense input (`index_rows.wgsl`).
@@ -440,10 +448,14 @@ impl KernelKey {
     /// `GpuContext::pipeline` for why that is sound for these).
     pub fn is_trusted(&self) -> bool {
         match self {
-            // Conv2d bounds-checks every access in the kernel (`conv.rs`), like the matmuls.
-            KernelKey::Matmul { .. } | KernelKey::MatmulLarge { .. } | KernelKey::Conv2d { .. } => {
-                true
-            }
+            // Conv2d bounds-checks every access in the kernel (`conv.rs`), like the matmuls;
+            // so do its backward kernels (`conv_backward.rs`).
+            KernelKey::Matmul { .. }
+            | KernelKey::MatmulLarge { .. }
+            | KernelKey::Conv2d { .. }
+            | KernelKey::Conv2dBackwardInput { .. }
+            | KernelKey::Conv2dBackwardWeight { .. }
+            | KernelKey::Conv2dSplitSum { .. } => true,
             KernelKey::Unary { access, .. }
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
@@ -473,6 +485,9 @@ impl KernelKey {
             | KernelKey::Matmul { dtype }
             | KernelKey::MatmulLarge { dtype, .. }
             | KernelKey::Conv2d { dtype }
+            | KernelKey::Conv2dBackwardInput { dtype, .. }
+            | KernelKey::Conv2dBackwardWeight { dtype, .. }
+            | KernelKey::Conv2dSplitSum { dtype }
             | KernelKey::Gather { dtype, .. }
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. } => *dtype == DType::F16,
@@ -598,6 +613,24 @@ impl KernelKey {
                 text.push_str(&super::conv::source_body());
                 return text;
             }
+            KernelKey::Conv2dBackwardInput { dtype, unit_stride } => {
+                text.push_str(&value_header(*dtype));
+                text.push_str(COMMON);
+                text.push_str(&super::conv_backward::input_source_body(*unit_stride));
+                return text;
+            }
+            KernelKey::Conv2dBackwardWeight { dtype, partial } => {
+                text.push_str(&value_header(*dtype));
+                text.push_str(COMMON);
+                text.push_str(&super::conv_backward::weight_source_body(*partial));
+                return text;
+            }
+            KernelKey::Conv2dSplitSum { dtype } => {
+                text.push_str(&value_header(*dtype));
+                text.push_str(COMMON);
+                text.push_str(super::conv_backward::split_sum_source_body());
+                return text;
+            }
             KernelKey::Gather { dtype, index } | KernelKey::IndexRows { dtype, index } => {
                 text.push_str(&format!(
                     "alias S = {stored};\nalias IX = {};\nconst ZERO: S = {stored}();\n",
@@ -698,6 +731,17 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
                 keys.push(KernelKey::MatmulLarge { dtype, aligned });
             }
             keys.push(KernelKey::Conv2d { dtype });
+            for flag in [false, true] {
+                keys.push(KernelKey::Conv2dBackwardInput {
+                    dtype,
+                    unit_stride: flag,
+                });
+                keys.push(KernelKey::Conv2dBackwardWeight {
+                    dtype,
+                    partial: flag,
+                });
+            }
+            keys.push(KernelKey::Conv2dSplitSum { dtype });
         }
         if dtype != DType::Bool {
             for op in ReduceOp::ALL {

@@ -8,7 +8,8 @@
 //!   (`indexing.rs`: the index ops);
 //!   `params.rs`: packing shapes and strides for kernels; `vector.rs`: vec4 elementwise
 //!   kernels for contiguous data; `matmul_large.rs`, `conv.rs`: the generated large-tile matmul
-//!   and direct (implicit-GEMM) conv2d kernels.
+//!   and direct (implicit-GEMM) conv2d kernels; `conv_backward.rs`: conv2d's input- and
+//!   weight-gradient kernels.
 //!
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
@@ -17,6 +18,7 @@ mod adapters;
 mod buffers;
 mod context;
 mod conv;
+mod conv_backward;
 mod custom;
 mod fusion;
 mod fusion_source;
