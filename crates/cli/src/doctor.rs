@@ -274,6 +274,19 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
             OP_BUG_HINT,
         );
     }
+    if gpu.supports_f16() {
+        for (name, lhs, rhs) in [
+            ("256x256x256", vec![256, 256], vec![256, 256]),
+            ("[3,128,96]x[3,96,384]", vec![3, 128, 96], vec![3, 96, 384]),
+        ] {
+            let result = tensor_core_matmul(gpu, (&lhs, &rhs), &make);
+            push(
+                format!("matmul f16 {name} (tensor cores where available)"),
+                result,
+                OP_BUG_HINT,
+            );
+        }
+    }
     let indexing = |d: &Device| -> Result<Tensor> {
         let idx = Tensor::from_vec(vec![3i32, 0, 36, 3], &[4], d)?;
         let picked = x.to_device(d)?.index_select(0, &idx)?;
@@ -345,4 +358,48 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
         ),
         "",
     );
+}
+
+/// An f16 product of a size that takes the cooperative-matrix (tensor-core) kernel where the
+/// device has one, against the CPU's f32 product of the same f16 values. Fails when the
+/// result is off, or when the kernel taken is not the one the device announced.
+fn tensor_core_matmul(
+    gpu: &GpuDevice,
+    (lhs, rhs): (&[usize], &[usize]),
+    make: &impl Fn(f64, f64, &[usize], u64) -> Result<Tensor>,
+) -> (bool, String) {
+    let device = Device::Gpu(gpu.clone());
+    let inputs = make(-1.0, 1.0, lhs, 11).and_then(|a| Ok((a, make(-1.0, 1.0, rhs, 12)?)));
+    let (a, b) = match inputs {
+        Ok(inputs) => inputs,
+        Err(error) => return (false, format!("inputs: {error}")),
+    };
+    let rounded = |t: &Tensor| t.to_dtype(DType::F16)?.to_dtype(DType::F32);
+    let reference = rounded(&a).and_then(|a| a.matmul(&rounded(&b)?));
+    let before = gpu.cooperative_matmul_dispatches();
+    let on_gpu = |t: &Tensor| t.to_dtype(DType::F16)?.to_device(&device);
+    let result = on_gpu(&a)
+        .and_then(|a| a.matmul(&on_gpu(&b)?))
+        .and_then(|c| c.to_dtype(DType::F32)?.to_device(&Device::Cpu));
+    let used = gpu.cooperative_matmul_dispatches() > before;
+    // f16 output: about 5e-4 relative rounding; a wrong index is off by O(1).
+    let (close, error) = compare(reference, result, 2e-3);
+    let expected = gpu.cooperative_matmul();
+    let failure = gpu.cooperative_matmul_failure();
+    let path = match (used, expected, &failure) {
+        (_, _, Some(failure)) => {
+            format!("regular kernel: the cooperative-matrix kernel failed: {failure}")
+        }
+        (true, Some(variant), None) => format!("cooperative-matrix kernel ({variant:?})"),
+        (true, None, None) => "cooperative-matrix kernel, although none was announced".into(),
+        (false, Some(variant), None) => {
+            format!("regular kernel, although the cooperative-matrix kernel ({variant:?}) was announced")
+        }
+        (false, None, None) if gpu.has_cooperative_f16_f32() => {
+            "regular kernel (cooperative matrices present but unused: ANYGRAD_COOP_MATMUL=off, or subgroups not of 32)".into()
+        }
+        (false, None, None) => "regular kernel (no 16x16x16 f16->f32 cooperative matrices)".into(),
+    };
+    let passed = close && used == expected.is_some() && failure.is_none();
+    (passed, format!("{error}; {path}"))
 }

@@ -110,3 +110,41 @@ fn bench_reports_out_of_memory_as_a_result() {
         "{line}"
     );
 }
+
+#[test]
+fn doctor_passes_and_names_the_f16_matmul_path() {
+    let (ok, stdout, stderr) = anygrad(&["doctor", "--json"]);
+    let checks: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON check per line"))
+        .collect();
+    let no_adapter = checks
+        .iter()
+        .any(|c| c["name"] == "gpu adapters" && c["passed"] == false);
+    if no_adapter {
+        if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+            panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {stdout}");
+        }
+        println!("SKIP doctor_passes_and_names_the_f16_matmul_path: no GPU adapter");
+        return;
+    }
+    let failed: Vec<&serde_json::Value> = checks.iter().filter(|c| c["passed"] == false).collect();
+    assert!(ok && failed.is_empty(), "{failed:?}\n{stderr}");
+    // Every f16-capable adapter reports which kernel its f16 matmuls took (the tensor-core
+    // kernel on an adapter with cooperative matrices, the regular one elsewhere).
+    let matmul_checks: Vec<&serde_json::Value> = checks
+        .iter()
+        .filter(|c| {
+            c["name"]
+                .as_str()
+                .is_some_and(|name| name.contains("(tensor cores where available)"))
+        })
+        .collect();
+    for check in &matmul_checks {
+        assert!(
+            check["detail"].as_str().unwrap().contains("kernel"),
+            "{check}"
+        );
+    }
+    println!("{} f16 matmul checks", matmul_checks.len());
+}

@@ -89,6 +89,10 @@ fn cases() -> Vec<Case> {
         case("edge tiles", [3, 7, 7, 9], 70, (3, 3), (1, 1), (1, 1), (1, 1)),
         // Input gradient with 67 rows (two row tiles), odd channel counts.
         case("many input channels", [1, 67, 5, 5], 5, (3, 3), (1, 1), (1, 1), (1, 1)),
+        // Input gradient with 128 and 160 rows (M = c): two or three 64-row tiles (the
+        // 128-row tile is forced on such sizes in `conv_backward.rs`'s unit tests).
+        case("128 input channels", [2, 128, 12, 12], 8, (3, 3), (1, 1), (1, 1), (1, 1)),
+        case("160 inputs s2", [2, 160, 12, 12], 8, (3, 3), (2, 2), (1, 1), (1, 1)),
         // Weight gradient: two row tiles, two column tiles (144 columns), 25 k-steps.
         case("multi-tile", [2, 16, 14, 14], 128, (3, 3), (1, 1), (1, 1), (1, 1)),
         // K = 3 * 23 * 21 = 1449 (91 k-steps): split in two, the second split shorter.

@@ -86,6 +86,13 @@ fn cases() -> Vec<Case> {
         case("edge tiles", [3, 7, 7, 9], 70, (3, 3), (1, 1), (1, 1), (1, 1), Views::Dense),
         // Two full row tiles, four column tiles, nine k-steps (a ResNet-like 3x3 layer).
         case("multi-tile", [2, 16, 14, 14], 128, (3, 3), (1, 1), (1, 1), (1, 1), Views::Dense),
+        // 128 and 160 output channels: two or three 64-row tiles (the wide 128-row tile is too
+        // few workgroups here; `conv.rs`'s unit tests force it on such sizes).
+        case("128 channels", [2, 8, 12, 12], 128, (3, 3), (1, 1), (1, 1), (1, 1), Views::Dense),
+        case("160 channels s2", [2, 8, 12, 12], 160, (3, 3), (2, 2), (1, 1), (1, 1), Views::Dense),
+        // 2 * 130 * 130 = 33,800 columns: 265 tiles of 128, so `prefers_wide` picks the 128 x 128
+        // tile on the GPU.
+        case("wide tile", [2, 4, 130, 130], 128, (3, 3), (1, 1), (1, 1), (1, 1), Views::Dense),
         case("window = input", [3, 2, 3, 3], 3, (3, 3), (1, 1), (0, 0), (1, 1), Views::Dense),
         case("strided views", [3, 3, 6, 7], 5, (3, 3), (1, 1), (1, 1), (1, 1), Views::Strided),
         case("offset view", [1, 3, 8, 8], 5, (3, 3), (2, 2), (1, 1), (1, 1), Views::Offset),

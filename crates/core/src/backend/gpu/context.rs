@@ -173,6 +173,8 @@ pub(crate) struct GpuContext {
     /// Elementwise ops deferred for fusion, and the kernels they became.
     fused_ops: AtomicU64,
     fused_kernels: AtomicU64,
+    /// Cooperative-matrix (tensor-core) matmul support (`matmul_coop.rs`).
+    pub(crate) coop: super::matmul_coop::CoopSupport,
 }
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -188,19 +190,40 @@ impl GpuContext {
     /// limits, install the error and device-lost handlers.
     pub(crate) fn create(ordinal: usize) -> Result<GpuContext> {
         let (adapter, info) = super::adapters::adapter(ordinal)?;
-        let wanted =
-            wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
-        let features = adapter.features() & wanted;
+        // Cooperative matrices (tensor cores, `matmul_coop.rs`) are experimental in wgpu: they
+        // are requested, with experimental features enabled, only where the adapter has them.
+        let wanted = wgpu::Features::SHADER_F16
+            | wgpu::Features::SUBGROUP
+            | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        let mut features = adapter.features() & wanted;
         let limits = adapter.limits();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("anygrad"),
-            required_features: features,
-            required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|error| Error::NoAdapter {
+        let open = |features: wgpu::Features| {
+            let experimental_features =
+                if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+                    // SAFETY: wgpu warns that its experimental APIs may still have bugs with
+                    // undefined behavior; the only one used is cooperative matrices, by the
+                    // `MatmulCoop` kernels alone, on shapes that `coop_applies` checked.
+                    unsafe { wgpu::ExperimentalFeatures::enabled() }
+                } else {
+                    wgpu::ExperimentalFeatures::disabled()
+                };
+            pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                label: Some("anygrad"),
+                required_features: features,
+                required_limits: limits.clone(),
+                experimental_features,
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            }))
+        };
+        let mut opened = open(features);
+        if opened.is_err() && features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            tracing::warn!("gpu:{ordinal}: no device with cooperative matrices; opening without");
+            features.remove(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+            opened = open(features);
+        }
+        let (device, queue) = opened.map_err(|error| Error::NoAdapter {
             hint: format!(
                 "adapter gpu:{ordinal} ({}) refused to open a device: {error}",
                 info.name
@@ -240,6 +263,7 @@ impl GpuContext {
         let index_flags = internal_buffer("anygrad index flags", (INDEX_FLAG_SLOTS * 4) as u64);
         let arena_alignment_words =
             (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
+        let coop = super::matmul_coop::CoopSupport::detect(adapter, features, &limits);
         Ok(GpuContext {
             ordinal,
             info: info.clone(),
@@ -272,6 +296,7 @@ impl GpuContext {
             timestamps: Mutex::new(None),
             fused_ops: AtomicU64::new(0),
             fused_kernels: AtomicU64::new(0),
+            coop,
         })
     }
 
@@ -354,7 +379,8 @@ impl GpuContext {
             // `check_view` validated against the buffer lengths, guarded by explicit `row < m`,
             // `column < n`, `k < K`, `b < batch`, `i < numel` tests — or, for the aligned
             // matmul, by `aligned_applies` on the host (every vec4 it touches lies inside the
-            // checked views; `matmul_with` refuses the key otherwise) — and index workgroup
+            // checked views; `matmul_with` refuses the key otherwise; likewise `coop_applies`
+            // for the cooperative-matrix matmuls of `matmul_coop.rs`) — and index workgroup
             // arrays with constant-bounded expressions (see `matmul.wgsl`, `matmul_large.rs`,
             // `vector.rs`, `fusion_source.rs`; the direct convolution in `conv.rs` checks every
             // gathered input position against the image and every weight/output index against

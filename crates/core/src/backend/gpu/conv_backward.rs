@@ -9,28 +9,28 @@
 //!   same for `ox`). A GEMM with M = c, N = n * h * w (columns `(ni, y, x)`), K = o * kh * kw
 //!   (`r = (o, ki, kj)`): A is the weight transposed to a dense `[c, K]` (one small copy on
 //!   the host side), B is gathered from `g`. With stride 1 (`unit_stride`) every tap lands on
-//!   an output pixel and the exactness test disappears from the generated code.
+//!   an output pixel and the exactness test disappears from the generated code. Otherwise
+//!   each column's `y + pad` is split once per tile into quotient and remainder by the stride,
+//!   and each k-step splits the tap's `ki * dil` likewise: the division is exact when the
+//!   remainders agree, and then `oy` is the difference of the quotients (two divisions per
+//!   k-step instead of two per column). Like the forward, it has the 128-row tile (`wide`)
+//!   where `prefers_wide(c, n * h * w)`.
 //! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`):
 //!   `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //!   M = o, N = c * kh * kw, K = n * oh * ow: A is `g` read as `[o, K]` and B the input
 //!   windows, both gathered. K is huge and M, N small for most layers, so K is split over
 //!   `workgroup.z` ([`split_count`]): each split writes f32 partial sums, and a second small
 //!   dispatch (`KernelKey::Conv2dSplitSum`) adds them up in a fixed order (deterministic) and
-//!   converts to the storage type.
+//!   converts to the storage type. Narrow tile only.
 //!
-//! Both GEMMs use the forward's tile design (`conv.rs`, after `matmul_large.rs`): one
-//! workgroup of 256 invocations per 64 x 128 tile, each invocation owning 4 rows x 8 columns
-//! in eight *named* `vec4<f32>` accumulators (never a local array indexed by a loop variable:
-//! it would spill to slow memory), K walked in unrolled steps of 16 through double-buffered
-//! `vec4` tiles in workgroup memory (one barrier per step; rows padded by one `vec4` so that
-//! the loaders' stores do not collide in one bank), column tiles in a grid-stride loop.
+//! Both GEMMs use the forward's tiles, K loop and (grad_input) tap walk (`conv_gemm.rs`).
 //! For grad_weight the loaders walk K with consecutive invocations (K is the pixel axis, where
 //! `g` and `x` are contiguous), so their global reads coalesce. Every global access is
 //! bounds-checked, so any sizes work and the kernels run without wgpu's runtime checks.
 
 use std::fmt::Write;
 
-use super::conv::{K_STEP, TILE_M, TILE_N};
+use super::conv_gemm::{self, column_shift, prefers_wide, Tile, K_STEP, LANES, TILE_N};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
 use super::params::{check_view, Params};
@@ -51,154 +51,13 @@ const MAX_SPLITS: usize = 256;
 /// Largest buffer of partial sums (f32 elements: 256 MiB).
 const MAX_PARTIALS: usize = 1 << 26;
 
-/// vec4s per k row of the staged A block: the tile's `TILE_M / 4`, plus one of padding. The
-/// loaders store with consecutive invocations one row apart; the padding spreads those stores
-/// over all the workgroup-memory banks (an unpadded row of 16 or 32 vec4s puts them in one).
-const A_PITCH: usize = TILE_M / 4 + 1;
-/// vec4s per k row of the staged B block (`TILE_N / 4` and one of padding, as for A).
-const B_PITCH: usize = TILE_N / 4 + 1;
-/// Where the second half of an invocation's columns starts in a B row (in vec4s).
-const B_HALF: usize = TILE_N / 8;
-
-/// The vec4 lanes, in order.
-const LANES: [&str; 4] = ["x", "y", "z", "w"];
-
-/// Column `j` (0..8) of an invocation's eight: `4 * group + j % 4`, or 64 further for j >= 4.
-fn column_shift(j: usize) -> usize {
-    (j % 4) + (TILE_N / 2) * (j / 4)
-}
-
-/// The workgroup tiles and a bounds-checked loader per operand binding.
-fn declarations(w: &mut String, loaders: &[(&str, &str)]) {
-    let _ = writeln!(
-        w,
-        "// Two copies (ping-pong) of [{K_STEP} k][{A_PITCH} vec4]: A's block transposed (vectors along the
-// rows), and of [{K_STEP} k][{B_PITCH} vec4]: B's block (vectors along the columns); the last
-// vec4 of each row is padding.
-var<workgroup> tile_a: array<vec4<f32>, {}>;
-var<workgroup> tile_b: array<vec4<f32>, {}>;",
-        2 * K_STEP * A_PITCH,
-        2 * K_STEP * B_PITCH
-    );
-    for (name, binding) in loaders {
-        let _ = writeln!(
-            w,
-            "fn {name}(index: u32, inside: bool) -> f32 {{
-    if (inside) {{
-        return f32(load_value({binding}[index]));
-    }}
-    return 0.0;
-}}"
-        );
-    }
-}
-
-/// The double-buffered GEMM over one tile. Expects in scope `steps`, `k_first` (the first k
-/// of this workgroup), `a_store` and `b_store` (where this invocation's loaded vectors go in a
-/// copy), `tx`, `ty`; `load(w, indent, k0)` must set the registers `pa` (four rows at one k),
-/// `pb0` and `pb1` (eight columns at one k) for the k-block starting at `k0`. Leaves the sums
-/// in `c{i}{half}`: row `ty * 4 + i`, columns `tx * 4 + 0..4` (half 0) and `64 + tx * 4 + 0..4`.
-fn main_loop(w: &mut String, load: &dyn Fn(&mut String, &str, &str)) {
-    let (a_copy, b_copy) = (K_STEP * A_PITCH, K_STEP * B_PITCH);
-    for i in 0..4 {
-        let _ = writeln!(
-            w,
-            "        var c{i}0 = vec4<f32>(0.0);\n        var c{i}1 = vec4<f32>(0.0);"
-        );
-    }
-    let store = |w: &mut String, indent: &str, a_at: &str, b_at: &str| {
-        let _ = writeln!(
-            w,
-            "{indent}tile_a[{a_at} + a_store] = pa;
-{indent}tile_b[{b_at} + b_store] = pb0;
-{indent}tile_b[{b_at} + b_store + {B_HALF}u] = pb1;"
-        );
-    };
-    let _ = writeln!(
-        w,
-        "        var pa: vec4<f32>;\n        var pb0: vec4<f32>;\n        var pb1: vec4<f32>;"
-    );
-    load(w, "        ", "k_first");
-    store(w, "        ", "0u", "0u");
-    let _ = writeln!(
-        w,
-        "        workgroupBarrier();
-        for (var step = 0u; step < steps; step = step + 1u) {{
-            let current = step % 2u;
-            let a_current = current * {a_copy}u;
-            let b_current = current * {b_copy}u;
-            let more = step + 1u < steps;
-            if (more) {{
-                let k_next = k_first + (step + 1u) * {K_STEP}u;"
-    );
-    load(w, "                ", "k_next");
-    let _ = writeln!(w, "            }}");
-    for kk in 0..K_STEP {
-        let _ = writeln!(
-            w,
-            "            {{\n                let a = tile_a[a_current + {a}u + ty];\n                let b_low = tile_b[b_current + {b}u + tx];\n                let b_high = tile_b[b_current + {b}u + {half}u + tx];",
-            a = kk * A_PITCH,
-            b = kk * B_PITCH,
-            half = B_HALF,
-        );
-        for (i, lane) in LANES.iter().enumerate() {
-            let _ = writeln!(
-                w,
-                "                c{i}0 = c{i}0 + a.{lane} * b_low;\n                c{i}1 = c{i}1 + a.{lane} * b_high;"
-            );
-        }
-        let _ = writeln!(w, "            }}");
-    }
-    let _ = writeln!(w, "            if (more) {{");
-    store(
-        w,
-        "                ",
-        &format!("{a_copy}u - a_current"),
-        &format!("{b_copy}u - b_current"),
-    );
-    let _ = writeln!(
-        w,
-        "            }}\n            workgroupBarrier();\n        }}"
-    );
-}
-
-/// The shared start of `main`: the entry point, tile roles and the size parameters 0..16
-/// (columns N, M, K, then per kernel, h, w, oh, ow, kh, kw, stride, padding, dilation).
-fn entry(w: &mut String) {
-    let _ = writeln!(
-        w,
-        "@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {{
-    let columns = params[0];
-    let m = params[1];
-    let k = params[2];
-    let height = params[4];
-    let width = params[5];
-    let oh = params[6];
-    let ow = params[7];
-    let kw = params[9];
-    let taps = params[8] * kw;
-    let stride_h = params[10];
-    let stride_w = params[11];
-    let pad_h = params[12];
-    let pad_w = params[13];
-    let dilation_h = params[14];
-    let dilation_w = params[15];
-    let tx = local % 16u;
-    let ty = local / 16u;
-    let row0 = workgroup.y * {TILE_M}u;
-    let tiles = (columns + {last}u) / {TILE_N}u;",
-        last = TILE_N - 1
-    );
-}
-
 /// The grad_input kernel body (after the header that defines `S`, `T`, `load_value`,
-/// `store_value` and `common.wgsl`). params 0..16 as in [`entry`] (M = c, K = o * kh * kw,
-/// params[3] = o), then `g`'s offset and strides (16..21), the transposed weight's offset
-/// (21; dense `[c, K]`), then the output's length and the weight's extent (unread: pushed so
-/// that `Params` checks that they fit 32 bits).
-pub(crate) fn input_source_body(unit_stride: bool) -> String {
+/// `store_value` and `common.wgsl`) for the narrow or `wide` tile. params 0..16 as in
+/// `conv_gemm::entry` (M = c, K = o * kh * kw, params[3] = o), then `g`'s offset and strides
+/// (16..21), the transposed weight's offset (21; dense `[c, K]`), then the output's length and
+/// the weight's extent (unread: pushed so that `Params` checks that they fit 32 bits).
+pub(crate) fn input_source_body(unit_stride: bool, wide: bool) -> String {
+    let tile = Tile { wide };
     let mut w = String::new();
     let _ = writeln!(
         w,
@@ -206,11 +65,13 @@ pub(crate) fn input_source_body(unit_stride: bool) -> String {
 @group(0) @binding(2) var<storage, read> conv_weight: array<S>;
 @group(0) @binding(3) var<storage, read_write> conv_output: array<S>;"
     );
-    declarations(
+    conv_gemm::declarations(
         &mut w,
+        tile,
         &[("load_weight", "conv_weight"), ("load_grad", "conv_grad")],
     );
-    entry(&mut w);
+    conv_gemm::entry(&mut w, tile);
+    conv_gemm::b_store(&mut w, false);
     let _ = writeln!(
         w,
         "    let g_offset = params[16];
@@ -220,22 +81,29 @@ pub(crate) fn input_source_body(unit_stride: bool) -> String {
     let g_w = params[20];
     let plane = height * width;
     let k_first = 0u;
-    let steps = (k + {k_last}u) / {K_STEP}u;
-    // Loader roles. A: rows row0 + ty * 4 + 0..4 at k0 + tx; B: tap k0 + ty for this
-    // invocation's eight columns.
-    let a_store = tx * {A_PITCH}u + ty;
-    let b_store = ty * {B_PITCH}u + tx;
-    let a_start = params[21] + (row0 + ty * 4u) * k + tx;
-    let a_ok0 = row0 + ty * 4u < m;
-    let a_ok1 = row0 + ty * 4u + 1u < m;
-    let a_ok2 = row0 + ty * 4u + 2u < m;
-    let a_ok3 = row0 + ty * 4u + 3u < m;
-    for (var tile = workgroup.x; tile < tiles; tile = tile + workgroups.x) {{
-        let column0 = tile * {TILE_N}u;",
+    let steps = (k + {k_last}u) / {K_STEP}u;",
         k_last = K_STEP - 1,
     );
-    // Column j is input pixel (image, y, x); `hy`, `wx` are y + pad, x + pad (a column past N
-    // gets hy = 0xffffffff, which no tap brings back into range).
+    conv_gemm::dense_a_setup(&mut w, tile);
+    // The walk's shift: with unit stride, tap (oc, ki, kj) reads g at
+    // oc * g_c + (y + pad - ki * dil) * g_h + ...: the tap's part is linear in (oc, ki, kj).
+    // Otherwise only oc's part is; the rest is computed per k-step.
+    let strides = if unit_stride {
+        ["g_c", "0u - dilation_h * g_h", "0u - dilation_w * g_w"]
+    } else {
+        ["g_c", "0u", "0u"]
+    };
+    conv_gemm::walk_setup(&mut w, strides);
+    let _ = writeln!(
+        w,
+        "    for (var tile = workgroup.x; tile < tiles; tile = tile + workgroups.x) {{
+        let column0 = tile * {TILE_N}u;"
+    );
+    // Column j is input pixel (image, y, x); `hy`, `wx` are y + pad, x + pad. Unit stride:
+    // `corner` is where g would hold (image, 0, hy, wx) (wrapping: only the taps' in-range
+    // positions are read), and a column past N gets hy = 0xffffffff, which no tap brings back
+    // into range. Otherwise `qy`, `ey` (`qx`, `ex`) are hy (wx) divided by the stride and the
+    // remainder; a column past N gets ey = 0xffffffff, which no tap's remainder matches.
     for j in 0..8 {
         let shift = column_shift(j);
         let _ = writeln!(
@@ -244,43 +112,57 @@ pub(crate) fn input_source_body(unit_stride: bool) -> String {
         let image{j} = col{j} / plane;
         let pixel{j} = col{j} - image{j} * plane;
         let y{j} = pixel{j} / width;
-        let hy{j} = select(0xffffffffu, y{j} + pad_h, col{j} < columns);
-        let wx{j} = pixel{j} - y{j} * width + pad_w;
-        let base{j} = g_offset + image{j} * g_n;"
+        let wx{j} = pixel{j} - y{j} * width + pad_w;"
         );
+        if unit_stride {
+            let _ = writeln!(
+                w,
+                "        let hy{j} = select(0xffffffffu, y{j} + pad_h, col{j} < columns);
+        let corner{j} = g_offset + image{j} * g_n + hy{j} * g_h + wx{j} * g_w;"
+            );
+        } else {
+            let _ = writeln!(
+                w,
+                "        let hy{j} = y{j} + pad_h;
+        let qy{j} = hy{j} / stride_h;
+        let ey{j} = select(0xffffffffu, hy{j} - qy{j} * stride_h, col{j} < columns);
+        let qx{j} = wx{j} / stride_w;
+        let ex{j} = wx{j} - qx{j} * stride_w;
+        let corner{j} = g_offset + image{j} * g_n + qy{j} * g_h + qx{j} * g_w;"
+            );
+        }
     }
-    // `ry = y + pad - ki * dil` wraps to >= 2^31 when negative (the host keeps every
-    // coordinate below 2^31), so `oy < oh` rejects it after the division too.
+    conv_gemm::walk_start(&mut w);
+    // `hy - dh` (and `qy - qdh`) wraps to >= 2^31 when negative (the host keeps every
+    // coordinate below 2^31), so the `< oh` test rejects it.
     let load = |w: &mut String, indent: &str, k0: &str| {
         let _ = writeln!(
             w,
             "{indent}{{
-{indent}    let r = {k0} + ty;
-{indent}    let r_ok = r < k;
-{indent}    let oc = r / taps;
-{indent}    let tap = r - oc * taps;
-{indent}    let ki = tap / kw;
-{indent}    let kj = tap - ki * kw;
-{indent}    let dh = ki * dilation_h;
-{indent}    let dw = kj * dilation_w;
-{indent}    let shift = oc * g_c;"
+{indent}    let r_ok = walk_r < k;
+{indent}    let dh = walk_ki * dilation_h;
+{indent}    let dw = walk_kj * dilation_w;"
         );
-        for j in 0..8 {
+        if unit_stride {
+            for j in 0..8 {
+                let _ = writeln!(
+                    w,
+                    "{indent}    let v{j} = load_grad(corner{j} + walk_shift, r_ok && hy{j} - dh < oh && wx{j} - dw < ow);"
+                );
+            }
+        } else {
             let _ = writeln!(
                 w,
-                "{indent}    let ry{j} = hy{j} - dh;\n{indent}    let rx{j} = wx{j} - dw;"
+                "{indent}    let qdh = dh / stride_h;
+{indent}    let edh = dh - qdh * stride_h;
+{indent}    let qdw = dw / stride_w;
+{indent}    let edw = dw - qdw * stride_w;
+{indent}    let shift = walk_shift - qdh * g_h - qdw * g_w;"
             );
-            if unit_stride {
+            for j in 0..8 {
                 let _ = writeln!(
                     w,
-                    "{indent}    let v{j} = load_grad(base{j} + shift + ry{j} * g_h + rx{j} * g_w, r_ok && ry{j} < oh && rx{j} < ow);"
-                );
-            } else {
-                let _ = writeln!(
-                    w,
-                    "{indent}    let oy{j} = ry{j} / stride_h;
-{indent}    let ox{j} = rx{j} / stride_w;
-{indent}    let v{j} = load_grad(base{j} + shift + oy{j} * g_h + ox{j} * g_w, r_ok && oy{j} < oh && ox{j} < ow && oy{j} * stride_h == ry{j} && ox{j} * stride_w == rx{j});"
+                    "{indent}    let v{j} = load_grad(corner{j} + shift, r_ok && ey{j} == edh && ex{j} == edw && qy{j} - qdh < oh && qx{j} - qdw < ow);"
                 );
             }
         }
@@ -288,49 +170,24 @@ pub(crate) fn input_source_body(unit_stride: bool) -> String {
             w,
             "{indent}    pb0 = vec4<f32>(v0, v1, v2, v3);
 {indent}    pb1 = vec4<f32>(v4, v5, v6, v7);
-{indent}}}
-{indent}{{
-{indent}    let a_k_ok = {k0} + tx < k;
-{indent}    pa = vec4<f32>(
-{indent}        load_weight(a_start + {k0}, a_ok0 && a_k_ok),
-{indent}        load_weight(a_start + k + {k0}, a_ok1 && a_k_ok),
-{indent}        load_weight(a_start + 2u * k + {k0}, a_ok2 && a_k_ok),
-{indent}        load_weight(a_start + 3u * k + {k0}, a_ok3 && a_k_ok));
 {indent}}}"
         );
+        conv_gemm::walk_advance(w, indent);
+        conv_gemm::dense_a_load(w, tile, indent, k0);
     };
-    main_loop(&mut w, &load);
-    // dx[image, ci, y, x] = output[(image * m + ci) * plane + pixel].
-    for j in 0..8 {
-        let _ = writeln!(
-            w,
-            "        let out{j} = image{j} * m * plane + pixel{j};\n        let inside{j} = col{j} < columns;"
-        );
-    }
-    for i in 0..4 {
-        let _ = writeln!(
-            w,
-            "        {{\n            let row = row0 + ty * 4u + {i}u;\n            if (row < m) {{\n                let at = row * plane;"
-        );
-        for j in 0..8 {
-            let (half, lane) = (j / 4, LANES[j % 4]);
-            let _ = writeln!(
-                w,
-                "                if (inside{j}) {{ conv_output[out{j} + at] = store_value(T(c{i}{half}.{lane})); }}"
-            );
-        }
-        let _ = writeln!(w, "            }}\n        }}");
-    }
-    let _ = writeln!(w, "    }}\n}}");
+    conv_gemm::main_loop(&mut w, tile, &load);
+    conv_gemm::store_nchw(&mut w, tile);
     w
 }
 
-/// The grad_weight kernel body. params 0..16 as in [`entry`] (M = o, N = c * kh * kw,
-/// K = n * oh * ow, params[3] = c), the input's offset and strides (16..21), `g`'s (21..26),
-/// the k-range of one split (26, a multiple of the k-step), then (unread) the output's length
-/// and the end of the last split's range. `partial`: the output is `array<f32>` with one
-/// `[M, N]` block of partial sums per split (`workgroup.z`); otherwise `array<S>`, `[M, N]`.
+/// The grad_weight kernel body (narrow tile). params 0..16 as in `conv_gemm::entry` (M = o,
+/// N = c * kh * kw, K = n * oh * ow, params[3] = c), the input's offset and strides (16..21),
+/// `g`'s (21..26), the k-range of one split (26, a multiple of the k-step), then (unread) the
+/// output's length and the end of the last split's range. `partial`: the output is
+/// `array<f32>` with one `[M, N]` block of partial sums per split (`workgroup.z`); otherwise
+/// `array<S>`, `[M, N]`.
 pub(crate) fn weight_source_body(partial: bool) -> String {
+    let tile = Tile { wide: false };
     let mut w = String::new();
     let output = if partial { "f32" } else { "S" };
     let _ = writeln!(
@@ -339,11 +196,13 @@ pub(crate) fn weight_source_body(partial: bool) -> String {
 @group(0) @binding(2) var<storage, read> conv_grad: array<S>;
 @group(0) @binding(3) var<storage, read_write> conv_output: array<{output}>;"
     );
-    declarations(
+    conv_gemm::declarations(
         &mut w,
+        tile,
         &[("load_input", "conv_input"), ("load_grad", "conv_grad")],
     );
-    entry(&mut w);
+    conv_gemm::entry(&mut w, tile);
+    conv_gemm::b_store(&mut w, true);
     let _ = writeln!(
         w,
         "    let x_offset = params[16];
@@ -364,8 +223,6 @@ pub(crate) fn weight_source_body(partial: bool) -> String {
     let out_base = {out_base};
     // Loader roles: both at k0 + tx (consecutive invocations read consecutive pixels). A: rows
     // row0 + ty * 4 + 0..4; B: columns ty * 4 + 0..4 and {half_n} + ty * 4 + 0..4.
-    let a_store = tx * {A_PITCH}u + ty;
-    let b_store = tx * {B_PITCH}u + ty;
     let a_rows = params[21] + (row0 + ty * 4u) * g_c;
     let a_ok0 = row0 + ty * 4u < m;
     let a_ok1 = row0 + ty * 4u + 1u < m;
@@ -423,7 +280,7 @@ pub(crate) fn weight_source_body(partial: bool) -> String {
             "{indent}    pb0 = vec4<f32>(v0, v1, v2, v3);
 {indent}    pb1 = vec4<f32>(v4, v5, v6, v7);
 {indent}    let g_at = a_rows + image * g_n + oi * g_h + oj * g_w;
-{indent}    pa = vec4<f32>(
+{indent}    pa0 = vec4<f32>(
 {indent}        load_grad(g_at, a_ok0 && k_ok),
 {indent}        load_grad(g_at + g_c, a_ok1 && k_ok),
 {indent}        load_grad(g_at + 2u * g_c, a_ok2 && k_ok),
@@ -431,7 +288,7 @@ pub(crate) fn weight_source_body(partial: bool) -> String {
 {indent}}}"
         );
     };
-    main_loop(&mut w, &load);
+    conv_gemm::main_loop(&mut w, tile, &load);
     for j in 0..8 {
         let shift = column_shift(j);
         let _ = writeln!(
@@ -541,9 +398,9 @@ fn size_words(
     Ok(())
 }
 
-/// Row tiles of M, refused beyond the grid's limit.
-fn row_tiles(op: &'static str, m: usize, max: usize) -> Result<usize> {
-    let tiles = m.div_ceil(TILE_M);
+/// Row tiles of M for `tile`, refused beyond the grid's limit.
+fn row_tiles(op: &'static str, m: usize, tile: Tile, max: usize) -> Result<usize> {
+    let tiles = m.div_ceil(tile.rows());
     if tiles > max {
         return Err(Error::invalid(
             op,
@@ -557,7 +414,8 @@ impl GpuStorage {
     /// Gradient of the one-group convolution with respect to its input: `self` is the output
     /// gradient `[n, o, oh, ow]` (any strides), `weight` the forward's `[o, c, kh, kw]` (any
     /// strides); returns a contiguous `[n, c, h, w]` for `input_shape`, computed by the
-    /// implicit-GEMM kernel `KernelKey::Conv2dBackwardInput`. F32 and F16.
+    /// implicit-GEMM kernel `KernelKey::Conv2dBackwardInput` (the wide tile where
+    /// `prefers_wide`). F32 and F16.
     pub fn conv2d_backward_input(
         &self,
         layout: &Layout,
@@ -565,6 +423,20 @@ impl GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
         input_shape: &[usize],
+    ) -> Result<GpuStorage> {
+        self.conv2d_backward_input_with(layout, weight, weight_layout, params, input_shape, None)
+    }
+
+    /// [`GpuStorage::conv2d_backward_input`] with the tile forced (`Some(wide)`) or chosen by
+    /// `prefers_wide` (`None`).
+    pub(crate) fn conv2d_backward_input_with(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+        wide: Option<bool>,
     ) -> Result<GpuStorage> {
         const OP: &str = "conv2d_backward_input";
         same_device(OP, self, weight)?;
@@ -597,12 +469,14 @@ impl GpuStorage {
         words.view(layout)?.push(0)?.push(numel)?.push(c * k)?;
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
-        let tiles_m = row_tiles(OP, c, max)?;
+        let wide = wide.unwrap_or_else(|| prefers_wide(c, columns));
+        let tiles_m = row_tiles(OP, c, Tile { wide }, max)?;
         // Column tiles beyond the grid's limit are walked by the kernel's grid-stride loop.
         let grid = (columns.div_ceil(TILE_N).min(max) as u32, tiles_m as u32, 1);
         let key = KernelKey::Conv2dBackwardInput {
             dtype: self.dtype,
             unit_stride: shape.stride == (1, 1),
+            wide,
         };
         context.dispatch(
             &key,
@@ -649,7 +523,7 @@ impl GpuStorage {
         }
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
-        let tiles_m = row_tiles(OP, o, max)?;
+        let tiles_m = row_tiles(OP, o, Tile { wide: false }, max)?;
         let tiles_n = columns.div_ceil(TILE_N);
         let splits = split_count(tiles_m * tiles_n.min(max), k, numel);
         let k_chunk = k.div_ceil(K_STEP).div_ceil(splits) * K_STEP;
@@ -699,34 +573,32 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
+    use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
     use super::super::kernels::KernelKey;
     use super::split_count;
+    use crate::backend::cpu::CpuStorage;
     use crate::dtype::DType;
+    use crate::layout::Layout;
 
     /// Every generated backward kernel parses, validates and translates to SPIR-V for both
     /// float storage types (`all_kernel_sources` covers them too; this names the failure).
     #[test]
     fn backward_kernels_validate() {
         for dtype in [DType::F32, DType::F16] {
-            let keys = [
-                KernelKey::Conv2dBackwardInput {
+            let mut keys = vec![KernelKey::Conv2dSplitSum { dtype }];
+            for flag in [false, true] {
+                for wide in [false, true] {
+                    keys.push(KernelKey::Conv2dBackwardInput {
+                        dtype,
+                        unit_stride: flag,
+                        wide,
+                    });
+                }
+                keys.push(KernelKey::Conv2dBackwardWeight {
                     dtype,
-                    unit_stride: true,
-                },
-                KernelKey::Conv2dBackwardInput {
-                    dtype,
-                    unit_stride: false,
-                },
-                KernelKey::Conv2dBackwardWeight {
-                    dtype,
-                    partial: true,
-                },
-                KernelKey::Conv2dBackwardWeight {
-                    dtype,
-                    partial: false,
-                },
-                KernelKey::Conv2dSplitSum { dtype },
-            ];
+                    partial: flag,
+                });
+            }
             for key in keys {
                 let source = key.source();
                 let module = naga::front::wgsl::parse_str(&source)
@@ -738,6 +610,77 @@ mod tests {
                 .validate(&module)
                 .unwrap_or_else(|error| panic!("{}", error.emit_to_string(&source)));
                 naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+            }
+        }
+    }
+
+    /// The input gradient with both tiles, forced whatever `prefers_wide` says, against the
+    /// CPU's on the same (rounded) values: M = c of 128 to 160 (a partial second wide row
+    /// tile), partial column tiles and k-steps, unit stride (the walk's linear shift) and
+    /// strides 2 and 3 (quotients and remainders; stride 3 > kernel leaves input pixels no
+    /// tap reaches), dilation, padding, a 7 x 7 kernel (taps wider than a k-step), and a
+    /// strided output gradient with a non-square dilated kernel at unit stride.
+    #[test]
+    fn input_gradient_both_tiles_match_cpu() {
+        let Some(device) = gpu() else { return };
+        #[rustfmt::skip]
+        let cases: [Case; 6] = [
+            // name, [n, c, h, w], o, [kh, kw], [stride, padding, dilation], strided gradient
+            ("3x3 pad 1", [2, 160, 12, 12], 8, [3, 3], [1, 1, 1, 1, 1, 1], false),
+            ("3x3 stride 2", [2, 128, 12, 11], 8, [3, 3], [2, 2, 1, 1, 1, 1], false),
+            ("stride 3 > kernel", [2, 130, 11, 10], 6, [2, 2], [3, 3, 1, 0, 1, 1], false),
+            ("non-square dilated", [2, 136, 11, 10], 5, [2, 3], [2, 1, 1, 0, 1, 2], false),
+            ("7x7 stride 2 pad 3", [1, 128, 16, 16], 3, [7, 7], [2, 2, 3, 3, 1, 1], false),
+            ("strided gradient", [2, 144, 9, 8], 6, [3, 2], [1, 1, 1, 0, 1, 2], true),
+        ];
+        for dtype in [DType::F32, DType::F16] {
+            if dtype == DType::F16 && !device.supports_f16() {
+                eprintln!("SKIP: F16 (no SHADER_F16)");
+                continue;
+            }
+            for (name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {
+                let params = params(geometry);
+                let [sh, sw, ph, pw, dh, dw] = geometry;
+                let out = |size: usize, k: usize, s: usize, p: usize, d: usize| {
+                    (size + 2 * p - d * (k - 1) - 1) / s + 1
+                };
+                let (oh, ow) = (out(h, kh, sh, ph, dh), out(w, kw, sw, pw, dw));
+                // The strided gradient: [n, oh, o, ow] storage viewed as [n, o, oh, ow].
+                let layout = if strided {
+                    Layout::contiguous(&[n, oh, o, ow]).permute(&[0, 2, 1, 3])
+                } else {
+                    Layout::contiguous(&[n, o, oh, ow])
+                };
+                let weight_layout = Layout::contiguous(&[o, c, kh, kw]);
+                let g = values(n * o * oh * ow, 3, dtype);
+                let k = values(o * c * kh * kw, 4, dtype);
+                let input_shape = [n, c, h, w];
+                let CpuStorage::F32(expected) = CpuStorage::F32(g.clone())
+                    .conv2d_backward_input(
+                        &layout,
+                        &CpuStorage::F32(k.clone()),
+                        &weight_layout,
+                        &params,
+                        &input_shape,
+                    )
+                    .unwrap()
+                else {
+                    panic!("dtype changed");
+                };
+                let (g, k) = (upload(&device, &g, dtype), upload(&device, &k, dtype));
+                for wide in [false, true] {
+                    let dx = g
+                        .conv2d_backward_input_with(
+                            &layout,
+                            &k,
+                            &weight_layout,
+                            &params,
+                            &input_shape,
+                            Some(wide),
+                        )
+                        .unwrap();
+                    check(&dx, &expected, &format!("{name} ({dtype:?}, wide {wide})"));
+                }
             }
         }
     }

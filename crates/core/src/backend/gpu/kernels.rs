@@ -8,7 +8,7 @@
 //! F32 as `f32`; F16 as `f16` (needs `SHADER_F16`; computed in f32); I32 as `i32`; U32 as
 //! `u32`; **U8 and Bool as one `u32` per element** (values 0..=255, resp. 0/1); F64 is refused.
 //!
-//! [`all_kernel_sources`] instantiates every key so that a unit test validates each with naga,
+//! `kernel_catalog.rs` instantiates every key so that a unit test validates each with naga,
 //! no GPU needed.
 
 use super::vector::VectorFamily;
@@ -85,11 +85,24 @@ pub enum KernelKey {
     /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`); `aligned`: the
     /// vec4, double-buffered variant for shapes and layouts that pass `aligned_applies`.
     MatmulLarge { dtype: DType, aligned: bool },
-    /// Direct (implicit-GEMM) 2-D convolution, one group, F32 or F16 (`conv.rs`).
-    Conv2d { dtype: DType },
+    /// F16 batched matrix product on cooperative matrices (tensor cores), f32 accumulation
+    /// (`matmul_coop.rs`); `emulated`: the same kernel with the cooperative-matrix operations
+    /// written in plain WGSL (tests on devices without them).
+    MatmulCoop {
+        variant: super::matmul_coop::CoopVariant,
+        emulated: bool,
+    },
+    /// Direct (implicit-GEMM) 2-D convolution, one group, F32 or F16 (`conv.rs`); `wide`: the
+    /// 128 x 128 tile instead of 64 x 128 (`conv_gemm.rs`).
+    Conv2d { dtype: DType, wide: bool },
     /// The convolution's input gradient (implicit-GEMM transposed convolution,
-    /// `conv_backward.rs`); `unit_stride`: both strides are 1 (no divisibility test).
-    Conv2dBackwardInput { dtype: DType, unit_stride: bool },
+    /// `conv_backward.rs`); `unit_stride`: both strides are 1 (no divisibility test); `wide`:
+    /// the 128 x 128 tile.
+    Conv2dBackwardInput {
+        dtype: DType,
+        unit_stride: bool,
+        wide: bool,
+    },
     /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
     /// `partial`: writes one block of f32 partial sums per split.
     Conv2dBackwardWeight { dtype: DType, partial: bool },
@@ -452,6 +465,7 @@ impl KernelKey {
             // so do its backward kernels (`conv_backward.rs`).
             KernelKey::Matmul { .. }
             | KernelKey::MatmulLarge { .. }
+            | KernelKey::MatmulCoop { .. }
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
@@ -476,6 +490,7 @@ impl KernelKey {
     pub fn uses_f16(&self) -> bool {
         match self {
             KernelKey::Fill | KernelKey::Custom { .. } => false,
+            KernelKey::MatmulCoop { .. } => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
             | KernelKey::Unary { dtype, .. }
@@ -484,7 +499,7 @@ impl KernelKey {
             | KernelKey::Reduce { dtype, .. }
             | KernelKey::Matmul { dtype }
             | KernelKey::MatmulLarge { dtype, .. }
-            | KernelKey::Conv2d { dtype }
+            | KernelKey::Conv2d { dtype, .. }
             | KernelKey::Conv2dBackwardInput { dtype, .. }
             | KernelKey::Conv2dBackwardWeight { dtype, .. }
             | KernelKey::Conv2dSplitSum { dtype }
@@ -607,28 +622,17 @@ impl KernelKey {
                 text.push_str(&super::matmul_large::source_body(*aligned));
                 return text;
             }
-            KernelKey::Conv2d { dtype } => {
-                text.push_str(&value_header(*dtype));
-                text.push_str(COMMON);
-                text.push_str(&super::conv::source_body());
+            KernelKey::MatmulCoop { variant, emulated } => {
+                text.push_str(&super::matmul_coop::source_body(*variant, *emulated));
                 return text;
             }
-            KernelKey::Conv2dBackwardInput { dtype, unit_stride } => {
+            KernelKey::Conv2d { dtype, .. }
+            | KernelKey::Conv2dBackwardInput { dtype, .. }
+            | KernelKey::Conv2dBackwardWeight { dtype, .. }
+            | KernelKey::Conv2dSplitSum { dtype } => {
                 text.push_str(&value_header(*dtype));
                 text.push_str(COMMON);
-                text.push_str(&super::conv_backward::input_source_body(*unit_stride));
-                return text;
-            }
-            KernelKey::Conv2dBackwardWeight { dtype, partial } => {
-                text.push_str(&value_header(*dtype));
-                text.push_str(COMMON);
-                text.push_str(&super::conv_backward::weight_source_body(*partial));
-                return text;
-            }
-            KernelKey::Conv2dSplitSum { dtype } => {
-                text.push_str(&value_header(*dtype));
-                text.push_str(COMMON);
-                text.push_str(super::conv_backward::split_sum_source_body());
+                text.push_str(&super::conv_gemm::source_body(self));
                 return text;
             }
             KernelKey::Gather { dtype, index } | KernelKey::IndexRows { dtype, index } => {
@@ -672,145 +676,5 @@ fn binary_functions(dtype: DType, op: BinaryOp) -> String {
              fn store_result(r: T) -> O {{ return store_value(r); }}\n",
             binary_expression(dtype, op)
         )
-    }
-}
-
-/// The dtypes the GPU stores.
-pub const GPU_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::I32,
-    DType::U32,
-    DType::U8,
-    DType::Bool,
-];
-/// Dtypes an index tensor may have.
-pub const INDEX_DTYPES: [DType; 3] = [DType::I32, DType::U32, DType::U8];
-
-/// Every kernel the backend can build: (name, WGSL source). Used by the naga validation test.
-pub fn all_kernel_sources() -> Vec<(String, String)> {
-    let mut keys = vec![KernelKey::Fill];
-    for dtype in GPU_DTYPES {
-        for access in [Access::Strided, Access::Contiguous, Access::Vector] {
-            for op in UnaryOp::ALL {
-                if unary_supported(dtype, op) {
-                    keys.push(KernelKey::Unary { dtype, op, access });
-                }
-            }
-            for op in BinaryOp::ALL {
-                keys.push(KernelKey::Binary { dtype, op, access });
-                for scalar_on_left in [false, true] {
-                    keys.push(KernelKey::BinaryScalar {
-                        dtype,
-                        op,
-                        scalar_on_left,
-                        access,
-                    });
-                }
-            }
-            for condition in GPU_DTYPES {
-                keys.push(KernelKey::Where {
-                    condition,
-                    dtype,
-                    access,
-                });
-            }
-            for to in GPU_DTYPES {
-                keys.push(KernelKey::Copy {
-                    from: dtype,
-                    to,
-                    access,
-                });
-            }
-        }
-        if dtype.is_float() {
-            for normal in [false, true] {
-                keys.push(KernelKey::Random { dtype, normal });
-            }
-            for aligned in [false, true] {
-                keys.push(KernelKey::MatmulLarge { dtype, aligned });
-            }
-            keys.push(KernelKey::Conv2d { dtype });
-            for flag in [false, true] {
-                keys.push(KernelKey::Conv2dBackwardInput {
-                    dtype,
-                    unit_stride: flag,
-                });
-                keys.push(KernelKey::Conv2dBackwardWeight {
-                    dtype,
-                    partial: flag,
-                });
-            }
-            keys.push(KernelKey::Conv2dSplitSum { dtype });
-        }
-        if dtype != DType::Bool {
-            for op in ReduceOp::ALL {
-                keys.push(KernelKey::Reduce { dtype, op });
-            }
-            keys.push(KernelKey::Matmul { dtype });
-        }
-        for index in INDEX_DTYPES {
-            keys.push(KernelKey::Gather { dtype, index });
-            keys.push(KernelKey::IndexRows { dtype, index });
-            if dtype != DType::Bool {
-                keys.push(KernelKey::ScatterAdd { dtype, index });
-            }
-        }
-    }
-    keys.extend(
-        super::fusion::sample_programs()
-            .into_iter()
-            .map(|program| KernelKey::Fused {
-                program: std::sync::Arc::new(program),
-            }),
-    );
-    keys.into_iter()
-        .map(|key| (key.name(), key.source()))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every template instantiation must parse and validate (naga runs on the CPU).
-    #[test]
-    fn every_kernel_validates_with_naga() {
-        let sources = all_kernel_sources();
-        assert!(sources.len() > 500, "only {} kernels", sources.len());
-        let mut failures = Vec::new();
-        for (name, source) in &sources {
-            let module = match naga::front::wgsl::parse_str(source) {
-                Ok(module) => module,
-                Err(error) => {
-                    failures.push(format!("{name}: parse: {}", error.emit_to_string(source)));
-                    continue;
-                }
-            };
-            let mut validator = naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            );
-            match validator.validate(&module) {
-                Err(error) => failures.push(format!(
-                    "{name}: validate: {}",
-                    error.emit_to_string(source)
-                )),
-                // Also run naga's SPIR-V writer (what wgpu runs for Vulkan), which has failure
-                // modes of its own.
-                Ok(info) => {
-                    let options = naga::back::spv::Options::default();
-                    if let Err(error) = naga::back::spv::write_vec(&module, &info, &options, None) {
-                        failures.push(format!("{name}: spir-v: {error}"));
-                    }
-                }
-            }
-        }
-        assert!(
-            failures.is_empty(),
-            "{} kernels failed:\n{}",
-            failures.len(),
-            failures[..failures.len().min(5)].join("\n")
-        );
     }
 }

@@ -9,7 +9,8 @@
 //!   `params.rs`: packing shapes and strides for kernels; `vector.rs`: vec4 elementwise
 //!   kernels for contiguous data; `matmul_large.rs`, `conv.rs`: the generated large-tile matmul
 //!   and direct (implicit-GEMM) conv2d kernels; `conv_backward.rs`: conv2d's input- and
-//!   weight-gradient kernels.
+//!   weight-gradient kernels; `matmul_coop.rs`: the f16 matmul on cooperative matrices
+//!   (tensor cores), where the adapter has them.
 //!
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
@@ -19,11 +20,14 @@ mod buffers;
 mod context;
 mod conv;
 mod conv_backward;
+mod conv_gemm;
 mod custom;
 mod fusion;
 mod fusion_source;
 mod indexing;
+mod kernel_catalog;
 mod kernels;
+mod matmul_coop;
 mod matmul_large;
 mod ops;
 mod params;
@@ -38,7 +42,9 @@ pub use buffers::MemoryStats;
 pub use fusion::{
     elementwise_fusion_enabled, set_elementwise_fusion, FusedInstruction, FusedProgram, FusionStats,
 };
-pub use kernels::{all_kernel_sources, Access, KernelKey};
+pub use kernel_catalog::all_kernel_sources;
+pub use kernels::{Access, KernelKey};
+pub use matmul_coop::CoopVariant;
 pub use storage::GpuStorage;
 
 use crate::error::Result;

@@ -6,6 +6,7 @@
 use super::context::GpuContext;
 use super::fusion::{self, Request};
 use super::kernels::{unary_supported, Access, KernelKey};
+use super::matmul_coop::COOP_TILE;
 use super::matmul_large::{aligned_applies, prefers_large_tile, LARGE_TILE};
 use super::params::{check_view, is_dense, Params};
 use super::storage::GpuStorage;
@@ -454,6 +455,19 @@ impl GpuStorage {
             layout.shape.get(1).copied().unwrap_or(0),
         );
         let n = rhs_layout.shape.get(2).copied().unwrap_or(0);
+        // Tensor cores where they apply; a driver that refuses the (experimental) kernel
+        // turns them off for this device and the regular kernels take over.
+        let coop = &self.device.context().coop;
+        if let Some(variant) = coop.key_for(self.dtype, layout, rhs_layout) {
+            let key = KernelKey::MatmulCoop {
+                variant,
+                emulated: false,
+            };
+            match self.matmul_with(layout, rhs, rhs_layout, key) {
+                Err(error @ Error::Shader { .. }) => coop.disable(&error),
+                result => return result,
+            }
+        }
         let key = if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
             KernelKey::MatmulLarge {
                 dtype: self.dtype,
@@ -465,7 +479,8 @@ impl GpuStorage {
         self.matmul_with(layout, rhs, rhs_layout, key)
     }
 
-    /// `matmul` with a chosen kernel (`Matmul` or, for floats, `MatmulLarge`).
+    /// `matmul` with a chosen kernel (`Matmul`, for floats `MatmulLarge`, for F16
+    /// `MatmulCoop` where `CoopSupport::allows` it).
     pub(crate) fn matmul_with(
         &self,
         layout: &Layout,
@@ -501,6 +516,20 @@ impl GpuStorage {
                 ));
             }
         }
+        // So do the cooperative-matrix kernels, which also need the device's support.
+        if let KernelKey::MatmulCoop { variant, emulated } = key {
+            let context = self.device.context();
+            let operands = (self.dtype, layout, rhs_layout);
+            if !context
+                .coop
+                .allows(variant, emulated, &context.limits, operands)
+            {
+                return Err(Error::invalid(
+                    "matmul",
+                    "the cooperative-matrix kernel needs a device with 16x16x16 f16 -> f32 cooperative matrices, F16 row-major operands, m and n multiples of 128, aligned k, offsets and batch strides",
+                ));
+            }
+        }
         let (batch, m, k, n) = (
             layout.shape[0],
             layout.shape[1],
@@ -520,6 +549,7 @@ impl GpuStorage {
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let tile = match key {
             KernelKey::MatmulLarge { .. } => LARGE_TILE,
+            KernelKey::MatmulCoop { .. } => COOP_TILE,
             _ => 64,
         };
         let (tiles_n, tiles_m) = (n.div_ceil(tile), m.div_ceil(tile));
@@ -537,6 +567,12 @@ impl GpuStorage {
             &[self.raw()?, rhs.raw()?, out.raw()?],
             grid,
         )?;
+        if let KernelKey::MatmulCoop {
+            emulated: false, ..
+        } = key
+        {
+            context.coop.count();
+        }
         Ok(out)
     }
 

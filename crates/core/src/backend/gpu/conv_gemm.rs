@@ -1,0 +1,517 @@
+//! The tile machinery shared by the implicit-GEMM convolution kernels (`conv.rs`: forward;
+//! `conv_backward.rs`: input and weight gradients), generated as fully unrolled WGSL after
+//! `matmul_large.rs`.
+//!
+//! Each kernel is a GEMM `out[row, col] = sum_r A[row, r] * B[r, col]` whose B (for the
+//! weight gradient A as well) is gathered from a tensor while a workgroup stages its tile.
+//! One workgroup of 256 invocations, (tx, ty) = (local % 16, local / 16), computes one
+//! [`Tile::rows`] x [`TILE_N`] block, columns in a grid-stride loop:
+//! - **narrow** (64 x 128): an invocation owns rows `ty * 4 + 0..4` and columns
+//!   `tx * 4 + 0..4` and `64 + tx * 4 + 0..4`: eight *named* `vec4<f32>` accumulators (a local
+//!   array indexed by a loop variable would spill to slow memory), 32 FMAs per three `vec4`
+//!   reads of workgroup memory;
+//! - **wide** (128 x 128, as `matmul_large.rs`): rows `64 + ty * 4 + 0..4` as well, sixteen
+//!   accumulators, 64 FMAs per four `vec4` reads, and twice the FMAs per gathered B value (the
+//!   B block has the same size). Chosen by [`prefers_wide`] where it still fills a big GPU.
+//!
+//! K is walked in steps of [`K_STEP`] through double-buffered `vec4` tiles in workgroup memory
+//! (A's block transposed, so that its reads are vectors along the rows): the next block is
+//! loaded into registers while the current one is multiplied out, one barrier per step. Each
+//! staged row is padded by one `vec4`: A's loaders (and the weight gradient's B loaders) store
+//! with consecutive invocations one row apart, and an unpadded row of 16 or 32 `vec4`s would
+//! put all those stores in one memory bank.
+//!
+//! The tap walk: where B's row `r` is a tap `(channel, ki, kj)` (forward and input gradient),
+//! an invocation's loader visits `r = ty, ty + K_STEP, ...`. Instead of decomposing `r` with
+//! two divisions every step, it carries `(ki, kj)` and the storage shift of the tap from one
+//! step to the next ([`walk_setup`], [`walk_advance`]): a fixed advance plus at most one carry
+//! per axis, a dozen adds and selects.
+
+use std::fmt::Write;
+
+use super::conv_backward::{input_source_body, split_sum_source_body, weight_source_body};
+use super::kernels::KernelKey;
+
+/// Output columns per workgroup tile.
+pub(crate) const TILE_N: usize = 128;
+/// K-step: rows `r` of B per staged block.
+pub(crate) const K_STEP: usize = 16;
+/// The wide tile is used when it still gives at least this many workgroups: two per
+/// streaming multiprocessor of a 132-SM GPU (H100, H200). Below, the narrow tile's twice as
+/// many workgroups keep more of the GPU busy.
+pub(crate) const WIDE_MIN_WORKGROUPS: usize = 264;
+/// vec4s per k row of the staged B block: `TILE_N / 4` and one of padding.
+const B_PITCH: usize = TILE_N / 4 + 1;
+/// Where the second half of an invocation's columns starts in a B row (in vec4s).
+const B_HALF: usize = TILE_N / 8;
+/// The vec4 lanes, in order.
+pub(crate) const LANES: [&str; 4] = ["x", "y", "z", "w"];
+
+/// The body (after the value header and `common.wgsl`) of a convolution kernel: `Conv2d`,
+/// `Conv2dBackwardInput`, `Conv2dBackwardWeight` or `Conv2dSplitSum`.
+pub(crate) fn source_body(key: &KernelKey) -> String {
+    match key {
+        KernelKey::Conv2d { wide, .. } => super::conv::source_body(*wide),
+        KernelKey::Conv2dBackwardInput {
+            unit_stride, wide, ..
+        } => input_source_body(*unit_stride, *wide),
+        KernelKey::Conv2dBackwardWeight { partial, .. } => weight_source_body(*partial),
+        KernelKey::Conv2dSplitSum { .. } => split_sum_source_body().to_string(),
+        other => unreachable!("{} is not a convolution kernel", other.name()),
+    }
+}
+
+/// The row extent of a tile: 64 (narrow) or 128 (wide) rows by [`TILE_N`] columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tile {
+    pub(crate) wide: bool,
+}
+
+impl Tile {
+    /// Rows (M) per workgroup tile.
+    pub(crate) fn rows(self) -> usize {
+        if self.wide {
+            128
+        } else {
+            64
+        }
+    }
+
+    /// Groups of four rows per invocation, 64 rows apart (1 or 2): one `vec4` of A each.
+    pub(crate) fn groups(self) -> usize {
+        self.rows() / 64
+    }
+
+    /// Accumulator rows per invocation.
+    pub(crate) fn row_count(self) -> usize {
+        4 * self.groups()
+    }
+
+    /// vec4s per k row of the staged A block (one of padding).
+    fn a_pitch(self) -> usize {
+        self.rows() / 4 + 1
+    }
+}
+
+/// Whether a GEMM with `m` rows and `columns` columns should use the wide (128-row) tile:
+/// at least 128 rows, and at least [`WIDE_MIN_WORKGROUPS`] wide tiles.
+pub(crate) fn prefers_wide(m: usize, columns: usize) -> bool {
+    let wide = Tile { wide: true }.rows();
+    m >= wide && m.div_ceil(wide) * columns.div_ceil(TILE_N) >= WIDE_MIN_WORKGROUPS
+}
+
+/// Column `j` (0..8) of an invocation's eight: `4 * tx + j % 4`, or 64 further for j >= 4.
+pub(crate) fn column_shift(j: usize) -> usize {
+    (j % 4) + (TILE_N / 2) * (j / 4)
+}
+
+/// Accumulator row `r` (0..row_count) of an invocation: `ty * 4 + r % 4`, or 64 further for
+/// r >= 4. The WGSL offset of that row in the tile.
+pub(crate) fn row_offset(r: usize) -> String {
+    format!("ty * 4u + {}u", 64 * (r / 4) + r % 4)
+}
+
+/// The workgroup tiles and a bounds-checked loader per operand binding.
+pub(crate) fn declarations(w: &mut String, tile: Tile, loaders: &[(&str, &str)]) {
+    let a_pitch = tile.a_pitch();
+    // `write!` into a String cannot fail; the results are ignored deliberately.
+    let _ = writeln!(
+        w,
+        "// Two copies (ping-pong) of [{K_STEP} k][{a_pitch} vec4]: A's block transposed (vectors along the
+// rows), and of [{K_STEP} k][{B_PITCH} vec4]: B's block (vectors along the columns); the last
+// vec4 of each row is padding.
+var<workgroup> tile_a: array<vec4<f32>, {}>;
+var<workgroup> tile_b: array<vec4<f32>, {}>;",
+        2 * K_STEP * a_pitch,
+        2 * K_STEP * B_PITCH
+    );
+    for (name, binding) in loaders {
+        let _ = writeln!(
+            w,
+            "fn {name}(index: u32, inside: bool) -> f32 {{
+    if (inside) {{
+        return f32(load_value({binding}[index]));
+    }}
+    return 0.0;
+}}"
+        );
+    }
+}
+
+/// The shared start of `main`: the entry point, tile roles and the size parameters 0..16
+/// (columns N, M, K, then per kernel, h, w, oh, ow, kh, kw, stride, padding, dilation).
+pub(crate) fn entry(w: &mut String, tile: Tile) {
+    let _ = writeln!(
+        w,
+        "@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {{
+    let columns = params[0];
+    let m = params[1];
+    let k = params[2];
+    let height = params[4];
+    let width = params[5];
+    let oh = params[6];
+    let ow = params[7];
+    let kh = params[8];
+    let kw = params[9];
+    let taps = kh * kw;
+    let stride_h = params[10];
+    let stride_w = params[11];
+    let pad_h = params[12];
+    let pad_w = params[13];
+    let dilation_h = params[14];
+    let dilation_w = params[15];
+    let tx = local % 16u;
+    let ty = local / 16u;
+    let row0 = workgroup.y * {rows}u;
+    let tiles = (columns + {last}u) / {TILE_N}u;
+    // Where this invocation's loaded vectors go in a copy: A's rows at k0 + tx (transposed),
+    // B's columns at k0 + ty.
+    let a_store = tx * {a_pitch}u + ty;",
+        rows = tile.rows(),
+        last = TILE_N - 1,
+        a_pitch = tile.a_pitch(),
+    );
+}
+
+/// `b_store` for a B loader that stores row `ty` (`transposed: false`: each invocation loads
+/// one r for its eight columns) or row `tx` (`true`: one r per invocation per four columns).
+pub(crate) fn b_store(w: &mut String, transposed: bool) {
+    let at = if transposed {
+        format!("tx * {B_PITCH}u + ty")
+    } else {
+        format!("ty * {B_PITCH}u + tx")
+    };
+    let _ = writeln!(w, "    let b_store = {at};");
+}
+
+/// A dense `[M, K]` A (from `params[21]`), bound through `load_weight`: the row starts and
+/// which of this invocation's rows exist. Emitted once, before the tile loop.
+pub(crate) fn dense_a_setup(w: &mut String, tile: Tile) {
+    let _ = writeln!(
+        w,
+        "    let a_start = params[21] + (row0 + ty * 4u) * k + tx;"
+    );
+    for r in 0..tile.row_count() {
+        let _ = writeln!(w, "    let a_ok{r} = row0 + {} < m;", row_offset(r));
+    }
+}
+
+/// The loads of a dense A at k-block `k0` into `pa{g}` (rows `row0 + 64 g + ty * 4 + 0..4` at
+/// `k0 + tx`; consecutive invocations read consecutive k of a row).
+pub(crate) fn dense_a_load(w: &mut String, tile: Tile, indent: &str, k0: &str) {
+    let _ = writeln!(w, "{indent}{{\n{indent}    let a_k_ok = {k0} + tx < k;");
+    for g in 0..tile.groups() {
+        let loads: Vec<String> = (0..4)
+            .map(|i| {
+                let r = 4 * g + i;
+                let row = 64 * g + i;
+                let at = if row == 0 {
+                    format!("a_start + {k0}")
+                } else {
+                    format!("a_start + {row}u * k + {k0}")
+                };
+                format!("{indent}        load_weight({at}, a_ok{r} && a_k_ok)")
+            })
+            .collect();
+        let _ = writeln!(w, "{indent}    pa{g} = vec4<f32>(\n{});", loads.join(",\n"));
+    }
+    let _ = writeln!(w, "{indent}}}");
+}
+
+/// Start of the tap walk (once per invocation): `r = ty` as `(channel, ki, kj)` over taps of
+/// `kh` x `kw` (`taps`), its storage shift `channel * s_c + ki * s_h + kj * s_w` (WGSL u32
+/// expressions, wrapping arithmetic: only the shifts of positions inside a tensor are used,
+/// and those fit 32 bits), and what one advance by [`K_STEP`] adds.
+pub(crate) fn walk_setup(w: &mut String, [s_c, s_h, s_w]: [&str; 3]) {
+    let _ = writeln!(
+        w,
+        "    // The tap walk: this invocation's B row r = ty + {K_STEP} * step as (channel, ki, kj).
+    let walk_s_c = {s_c};
+    let walk_s_h = {s_h};
+    let walk_s_w = {s_w};
+    let walk_c0 = ty / taps;
+    let walk_t0 = ty - walk_c0 * taps;
+    let walk_ki0 = walk_t0 / kw;
+    let walk_kj0 = walk_t0 - walk_ki0 * kw;
+    let walk_shift0 = walk_c0 * walk_s_c + walk_ki0 * walk_s_h + walk_kj0 * walk_s_w;
+    // One advance by {K_STEP} taps, and the corrections when kj resp. ki wraps around.
+    let step_c = {K_STEP}u / taps;
+    let step_t = {K_STEP}u - step_c * taps;
+    let step_ki = step_t / kw;
+    let step_kj = step_t - step_ki * kw;
+    let step_shift = step_c * walk_s_c + step_ki * walk_s_h + step_kj * walk_s_w;
+    let wrap_kj = walk_s_h - kw * walk_s_w;
+    let wrap_ki = walk_s_c - kh * walk_s_h;"
+    );
+}
+
+/// The walk's state at the start of a column tile: `walk_r`, `walk_ki`, `walk_kj`,
+/// `walk_shift`.
+pub(crate) fn walk_start(w: &mut String) {
+    let _ = writeln!(
+        w,
+        "        var walk_r = ty;
+        var walk_ki = walk_ki0;
+        var walk_kj = walk_kj0;
+        var walk_shift = walk_shift0;"
+    );
+}
+
+/// Advance the walk by [`K_STEP`] taps: kj + step_kj < 2 kw and ki + step_ki + 1 < 2 kh, so
+/// one conditional subtraction per axis suffices.
+pub(crate) fn walk_advance(w: &mut String, indent: &str) {
+    let _ = writeln!(
+        w,
+        "{indent}{{
+{indent}    walk_r = walk_r + {K_STEP}u;
+{indent}    let kj_sum = walk_kj + step_kj;
+{indent}    let carry_j = kj_sum >= kw;
+{indent}    walk_kj = select(kj_sum, kj_sum - kw, carry_j);
+{indent}    let ki_sum = walk_ki + step_ki + select(0u, 1u, carry_j);
+{indent}    let carry_i = ki_sum >= kh;
+{indent}    walk_ki = select(ki_sum, ki_sum - kh, carry_i);
+{indent}    walk_shift = walk_shift + step_shift + select(0u, wrap_kj, carry_j) + select(0u, wrap_ki, carry_i);
+{indent}}}"
+    );
+}
+
+/// The double-buffered GEMM over one tile. Expects in scope `steps`, `k_first` (the first k
+/// of this workgroup), `a_store` and `b_store`, `tx`, `ty`; `load(w, indent, k0)` must set the
+/// registers `pa{g}` (four rows at one k per row group) and `pb0`, `pb1` (eight columns at one
+/// k) for the k-block starting at `k0`; the blocks are loaded in order. Leaves the sums in
+/// `c{r}{half}`: row [`row_offset`]`(r)`, columns `tx * 4 + 0..4` (half 0) and
+/// `64 + tx * 4 + 0..4` (half 1).
+pub(crate) fn main_loop(w: &mut String, tile: Tile, load: &dyn Fn(&mut String, &str, &str)) {
+    let a_pitch = tile.a_pitch();
+    let (a_copy, b_copy) = (K_STEP * a_pitch, K_STEP * B_PITCH);
+    for r in 0..tile.row_count() {
+        let _ = writeln!(
+            w,
+            "        var c{r}0 = vec4<f32>(0.0);\n        var c{r}1 = vec4<f32>(0.0);"
+        );
+    }
+    let store = |w: &mut String, indent: &str, a_at: &str, b_at: &str| {
+        for g in 0..tile.groups() {
+            let _ = writeln!(w, "{indent}tile_a[{a_at} + a_store + {}u] = pa{g};", 16 * g);
+        }
+        let _ = writeln!(
+            w,
+            "{indent}tile_b[{b_at} + b_store] = pb0;\n{indent}tile_b[{b_at} + b_store + {B_HALF}u] = pb1;"
+        );
+    };
+    let _ = writeln!(w, "        // Registers of the block in flight.");
+    for g in 0..tile.groups() {
+        let _ = writeln!(w, "        var pa{g}: vec4<f32>;");
+    }
+    let _ = writeln!(
+        w,
+        "        var pb0: vec4<f32>;\n        var pb1: vec4<f32>;"
+    );
+    load(w, "        ", "k_first");
+    store(w, "        ", "0u", "0u");
+    let _ = writeln!(
+        w,
+        "        workgroupBarrier();
+        for (var step = 0u; step < steps; step = step + 1u) {{
+            // Multiply out copy `current` while the next k-block's loads are in flight, then
+            // store them into the other copy (read by nobody since the last barrier).
+            let current = step % 2u;
+            let a_current = current * {a_copy}u;
+            let b_current = current * {b_copy}u;
+            let more = step + 1u < steps;
+            if (more) {{
+                let k_next = k_first + (step + 1u) * {K_STEP}u;"
+    );
+    load(w, "                ", "k_next");
+    let _ = writeln!(w, "            }}");
+    for kk in 0..K_STEP {
+        let _ = writeln!(w, "            {{");
+        for g in 0..tile.groups() {
+            let _ = writeln!(
+                w,
+                "                let a{g} = tile_a[a_current + {}u + ty];",
+                kk * a_pitch + 16 * g
+            );
+        }
+        let _ = writeln!(
+            w,
+            "                let b_low = tile_b[b_current + {b}u + tx];\n                let b_high = tile_b[b_current + {b}u + {B_HALF}u + tx];",
+            b = kk * B_PITCH,
+        );
+        for r in 0..tile.row_count() {
+            let (g, lane) = (r / 4, LANES[r % 4]);
+            let _ = writeln!(
+                w,
+                "                c{r}0 = c{r}0 + a{g}.{lane} * b_low;\n                c{r}1 = c{r}1 + a{g}.{lane} * b_high;"
+            );
+        }
+        let _ = writeln!(w, "            }}");
+    }
+    let _ = writeln!(w, "            if (more) {{");
+    store(
+        w,
+        "                ",
+        &format!("{a_copy}u - a_current"),
+        &format!("{b_copy}u - b_current"),
+    );
+    let _ = writeln!(
+        w,
+        "            }}\n            workgroupBarrier();\n        }}"
+    );
+}
+
+/// The results into a contiguous `[n, M, plane]` output (`conv_output`): column j is
+/// `(image{j}, pixel{j})`, present when `col{j} < columns`. Closes the tile loop and `main`.
+pub(crate) fn store_nchw(w: &mut String, tile: Tile) {
+    let _ = writeln!(
+        w,
+        "        // out[image, row, pixel] = output[(image * m + row) * plane + pixel]."
+    );
+    for j in 0..8 {
+        let _ = writeln!(
+            w,
+            "        let out{j} = image{j} * m * plane + pixel{j};\n        let inside{j} = col{j} < columns;"
+        );
+    }
+    for r in 0..tile.row_count() {
+        let _ = writeln!(
+            w,
+            "        {{\n            let row = row0 + {};\n            if (row < m) {{\n                let at = row * plane;",
+            row_offset(r)
+        );
+        for j in 0..8 {
+            let (half, lane) = (j / 4, LANES[j % 4]);
+            let _ = writeln!(
+                w,
+                "                if (inside{j}) {{ conv_output[out{j} + at] = store_value(T(c{r}{half}.{lane})); }}"
+            );
+        }
+        let _ = writeln!(w, "            }}\n        }}");
+    }
+    let _ = writeln!(w, "    }}\n}}");
+}
+
+/// Helpers of the convolution kernels' GPU tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::super::{GpuDevice, GpuStorage};
+    use crate::backend::cpu::CpuStorage;
+    use crate::dtype::DType;
+    use crate::tensor::Conv2dParams;
+    use half::f16;
+
+    /// A test geometry: name, `[n, c, h, w]`, the other channel count, `[kh, kw]`,
+    /// `[stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w]`, and whether an operand is
+    /// a strided view.
+    pub(crate) type Case = (
+        &'static str,
+        [usize; 4],
+        usize,
+        [usize; 2],
+        [usize; 6],
+        bool,
+    );
+
+    /// The one-group parameters of `[stride_h, stride_w, pad_h, pad_w, dil_h, dil_w]`.
+    pub(crate) fn params([sh, sw, ph, pw, dh, dw]: [usize; 6]) -> Conv2dParams {
+        Conv2dParams {
+            stride: (sh, sw),
+            padding: (ph, pw),
+            dilation: (dh, dw),
+            groups: 1,
+        }
+    }
+
+    /// The first GPU; `None` (the test skips) without one, unless `ANYGRAD_REQUIRE_GPU=1`.
+    pub(crate) fn gpu() -> Option<GpuDevice> {
+        match GpuDevice::open(0) {
+            Ok(device) => Some(device),
+            Err(_) => {
+                assert!(
+                    std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() != Ok("1"),
+                    "no GPU"
+                );
+                eprintln!("SKIP: no GPU adapter");
+                None
+            }
+        }
+    }
+
+    /// `count` deterministic pseudo-random values in [-1, 1), rounded to `dtype`.
+    pub(crate) fn values(count: usize, seed: u64, dtype: DType) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..count)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let x = ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+                match dtype {
+                    DType::F16 => f16::from_f32(x).to_f32(),
+                    _ => x,
+                }
+            })
+            .collect()
+    }
+
+    /// A storage of `dtype` holding `values` on `device`.
+    pub(crate) fn upload(device: &GpuDevice, values: &[f32], dtype: DType) -> GpuStorage {
+        let cpu = match dtype {
+            DType::F16 => CpuStorage::F16(values.iter().map(|&x| f16::from_f32(x)).collect()),
+            _ => CpuStorage::F32(values.to_vec()),
+        };
+        GpuStorage::from_cpu(device, &cpu).unwrap()
+    }
+
+    /// `actual` (a GPU result) against `expected` within `tolerance * (1 + |expected|)`:
+    /// 1e-4 for F32, 3e-3 for F16 (one rounding of the result, accumulation in f32).
+    pub(crate) fn check(actual: &GpuStorage, expected: &[f32], what: &str) {
+        let (actual, tolerance): (Vec<f32>, f32) = match actual.to_cpu().unwrap() {
+            CpuStorage::F32(values) => (values, 1e-4),
+            CpuStorage::F16(values) => (values.iter().map(|x| x.to_f32()).collect(), 3e-3),
+            _ => panic!("{what}: dtype changed"),
+        };
+        assert_eq!(actual.len(), expected.len(), "{what}");
+        for (i, (e, a)) in expected.iter().zip(&actual).enumerate() {
+            assert!(
+                (e - a).abs() <= tolerance * (1.0 + e.abs()),
+                "{what}: element {i}: {e} vs {a}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{prefers_wide, WIDE_MIN_WORKGROUPS};
+
+    /// The wide tile: at least 128 rows and enough wide tiles to fill a big GPU.
+    #[test]
+    fn wide_tile_selection() {
+        // ResNet-18 at batch 64: 3x3 layers with 64 channels (56 x 56) never, 128 channels at
+        // 28 x 28 (392 tiles) yes; 256 at 14 x 14 (2 x 98 = 196 tiles) and 512 at 7 x 7
+        // (4 x 25 = 100) stay narrow.
+        assert!(!prefers_wide(64, 64 * 56 * 56));
+        assert!(prefers_wide(128, 64 * 28 * 28));
+        assert!(!prefers_wide(256, 64 * 14 * 14));
+        assert!(!prefers_wide(512, 64 * 7 * 7));
+        // At batch 256 those become 784 and 400 wide tiles.
+        assert!(prefers_wide(256, 256 * 14 * 14));
+        assert!(prefers_wide(512, 256 * 7 * 7));
+        // The boundary: 264 wide tiles of 128 columns.
+        let columns = WIDE_MIN_WORKGROUPS * 128;
+        assert!(prefers_wide(128, columns));
+        assert!(!prefers_wide(128, columns - 128));
+        assert!(prefers_wide(128, columns - 127));
+        // Two row tiles need half the columns; a partial row tile counts as one.
+        assert!(prefers_wide(256, columns / 2));
+        assert!(prefers_wide(129, columns / 2));
+        assert!(!prefers_wide(128, columns / 2));
+        // Fewer than 128 rows: never, however many columns.
+        assert!(!prefers_wide(127, 1 << 30));
+        assert!(!prefers_wide(0, 1 << 30));
+        assert!(!prefers_wide(128, 0));
+    }
+}
