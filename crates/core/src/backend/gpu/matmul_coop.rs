@@ -11,15 +11,17 @@
 //! (128 x 128) tile of C; subgroup `s` (the `subgroup_id` builtin) owns the 64 x 64 quarter
 //! at rows `(s / 2) * 64`, columns `(s % 2) * 64`, as a 4 x 4 grid of f32 accumulators. The
 //! variants ([`CoopVariant`], `ANYGRAD_COOP_MATMUL=staged|staged16|staged32|direct|off`):
-//! - **staged16** (the default, `staged`) and **staged32**: K is walked in blocks of 16 or
+//! - **staged32** (the default, `staged`, where 41 KiB of workgroup memory fit) and
+//!   **staged16**: K is walked in blocks of 32 or 16
 //!   32; the workgroup copies A's 128 x kb and B's kb x 128 block into workgroup memory (rows
 //!   padded to kb + 8 and 136 halves: 16-byte aligned, and the eight rows a fragment load
 //!   reads at once fall on different banks), double buffered like `matmul_large.rs`: the
 //!   next block's `vec4<f16>` loads are issued into registers before the current block is
 //!   multiplied out, so one barrier per block. Each subgroup reads its fragments from there
 //!   (`coopLoadT` with literal strides). staged16 needs 25 KiB of workgroup memory, staged32
-//!   41 KiB (and half the barriers); staged16 is the default because its emulation (below)
-//!   fits lavapipe's 32 KiB, so its staging, addressing and epilogue are tested everywhere;
+//!   41 KiB (and half the barriers; measured faster on the H200); staged16's emulation
+//!   (below) fits lavapipe's 32 KiB, so its staging, addressing and epilogue are tested
+//!   everywhere, and staged32 was checked against the CPU on the H200;
 //! - **direct**: the measured GPU-NOTES design (68.8 TFLOPS with one subgroup per
 //!   workgroup), four subgroups per workgroup, every fragment read straight from the storage
 //!   buffers (`coopLoadT` with the run-time row strides k and n), K-step 16, no barriers.
@@ -115,11 +117,16 @@ impl CoopVariant {
         }
     }
 
-    /// `ANYGRAD_COOP_MATMUL`: `staged` or `staged16` (default), `staged32`, `direct`, or
-    /// `off` (regular kernels only). A variant whose workgroup memory exceeds `limit` falls
-    /// back to `direct`.
+    /// `ANYGRAD_COOP_MATMUL`: `staged` (default: staged32 where its workgroup memory fits —
+    /// 76.2 TFLOPS vs staged16's 65.9 at 4096 on the H200 — else staged16), `staged16`,
+    /// `staged32`, `direct`, or `off` (regular kernels only). A variant whose workgroup memory
+    /// exceeds `limit` falls back to `direct`.
     fn from_env(limit: u32) -> Option<CoopVariant> {
-        let staged = CoopVariant::Staged16;
+        let staged = if CoopVariant::Staged32.workgroup_bytes() <= limit {
+            CoopVariant::Staged32
+        } else {
+            CoopVariant::Staged16
+        };
         let chosen = match std::env::var("ANYGRAD_COOP_MATMUL")
             .ok()
             .as_deref()
