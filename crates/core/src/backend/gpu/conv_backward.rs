@@ -601,15 +601,9 @@ mod tests {
             }
             for key in keys {
                 let source = key.source();
-                let module = naga::front::wgsl::parse_str(&source)
-                    .unwrap_or_else(|error| panic!("{}", error.emit_to_string(&source)));
-                let info = naga::valid::Validator::new(
-                    naga::valid::ValidationFlags::all(),
-                    naga::valid::Capabilities::all(),
-                )
-                .validate(&module)
-                .unwrap_or_else(|error| panic!("{}", error.emit_to_string(&source)));
-                naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                    panic!("{error}");
+                }
             }
         }
     }

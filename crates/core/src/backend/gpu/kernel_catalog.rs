@@ -112,43 +112,38 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Parse, validate and translate `source` to SPIR-V with naga (what wgpu runs for Vulkan, and
+/// the SPIR-V writer has failure modes of its own); the error names the stage with naga's
+/// message. Runs on the CPU, so kernels are checked without a GPU.
+#[cfg(test)]
+pub(crate) fn naga_check(source: &str) -> Result<(), String> {
+    let module = naga::front::wgsl::parse_str(source)
+        .map_err(|error| format!("parse: {}", error.emit_to_string(source)))?;
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .map_err(|error| format!("validate: {}", error.emit_to_string(source)))?;
+    let options = naga::back::spv::Options::default();
+    naga::back::spv::write_vec(&module, &info, &options, None)
+        .map_err(|error| format!("spir-v: {error}"))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every template instantiation must parse and validate (naga runs on the CPU).
+    /// Every template instantiation must parse, validate and translate.
     #[test]
     fn every_kernel_validates_with_naga() {
         let sources = all_kernel_sources();
         assert!(sources.len() > 500, "only {} kernels", sources.len());
-        let mut failures = Vec::new();
-        for (name, source) in &sources {
-            let module = match naga::front::wgsl::parse_str(source) {
-                Ok(module) => module,
-                Err(error) => {
-                    failures.push(format!("{name}: parse: {}", error.emit_to_string(source)));
-                    continue;
-                }
-            };
-            let mut validator = naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            );
-            match validator.validate(&module) {
-                Err(error) => failures.push(format!(
-                    "{name}: validate: {}",
-                    error.emit_to_string(source)
-                )),
-                // Also run naga's SPIR-V writer (what wgpu runs for Vulkan), which has failure
-                // modes of its own.
-                Ok(info) => {
-                    let options = naga::back::spv::Options::default();
-                    if let Err(error) = naga::back::spv::write_vec(&module, &info, &options, None) {
-                        failures.push(format!("{name}: spir-v: {error}"));
-                    }
-                }
-            }
-        }
+        let failures: Vec<String> = sources
+            .iter()
+            .filter_map(|(name, source)| naga_check(source).err().map(|e| format!("{name}: {e}")))
+            .collect();
         assert!(
             failures.is_empty(),
             "{} kernels failed:\n{}",
