@@ -1,0 +1,42 @@
+//! The device's counters and the memory controls behind `memory_stats`, `empty_cache`,
+//! `reset_peak_memory` and `fusion_stats`.
+
+use std::sync::atomic::Ordering;
+
+use super::super::buffers::MemoryStats;
+use super::super::fusion;
+use super::GpuContext;
+
+impl GpuContext {
+    /// Counters of elementwise fusion on this device.
+    pub(crate) fn fusion_stats(&self) -> fusion::FusionStats {
+        fusion::FusionStats {
+            ops_deferred: self.fused_ops.load(Ordering::Relaxed),
+            kernels: self.fused_kernels.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Memory counters.
+    pub(crate) fn memory_stats(&self) -> MemoryStats {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner()).stats()
+    }
+
+    /// Release cached buffers (after finishing pending work, so nothing in flight is lost).
+    pub(crate) fn empty_cache(&self) {
+        if let Err(error) = self.flush() {
+            tracing::warn!("empty_cache: flush failed: {error}");
+        }
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .empty_cache();
+    }
+
+    /// Restart peak tracking.
+    pub(crate) fn reset_peak(&self) {
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .reset_peak();
+    }
+}
