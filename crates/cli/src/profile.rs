@@ -97,6 +97,11 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
     };
     let ((), recorded) = profile(work).map_err(|e| e.to_string())?;
     println!("{}", recorded.key_averages().table());
+    let by_shape = recorded.shape_averages();
+    if !by_shape.0.is_empty() {
+        println!("matmul and convolutions by shape (achieved TFLOPS = operations / device time):");
+        println!("{}", by_shape.table());
+    }
     let timestamped = recorded.events.iter().filter(|e| e.gpu_timestamps).count();
     println!(
         "{} ops recorded in {:.1} ms; device times: {} from GPU timestamp queries, {} synchronized wall times",

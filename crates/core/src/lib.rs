@@ -19,6 +19,7 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod fallback;
+mod flop_count;
 pub mod layout;
 pub mod op;
 pub mod profiler;

@@ -47,6 +47,9 @@ pub struct OpEvent {
     pub bytes_allocated: u64,
     /// True when the op ran on the CPU as a fallback for a GPU tensor.
     pub fallback: bool,
+    /// Floating-point operations of the call (matmul and convolutions; `None` for ops that
+    /// are not compute-bound), for achieved TFLOPS.
+    pub flops: Option<f64>,
 }
 
 /// True while a profile is being recorded.
@@ -115,16 +118,20 @@ fn record_event<T>(
         Device::Cpu => (host.as_secs_f64() * 1e6, false),
     };
     if let Ok(value) = &result {
+        let input_shapes: Vec<Vec<usize>> = shapes.iter().map(|s| s.to_vec()).collect();
+        let bytes_allocated = output_bytes(value);
+        let output_elements = bytes_allocated / dtype.size_in_bytes().max(1) as u64;
         let event = OpEvent {
             name: name.to_string(),
-            input_shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+            flops: crate::flop_count::op_flops(name, &input_shapes, output_elements),
+            input_shapes,
             dtype: dtype.name().to_string(),
             device: device.to_string(),
             start_us: start.duration_since(epoch).as_secs_f64() * 1e6,
             host_us: host.as_secs_f64() * 1e6,
             device_us,
             gpu_timestamps,
-            bytes_allocated: output_bytes(value),
+            bytes_allocated,
             fallback,
         };
         EVENTS.lock().unwrap_or_else(|p| p.into_inner()).push(event);
@@ -173,6 +180,32 @@ pub struct OpSummary {
     pub fallback_calls: usize,
 }
 
+/// Totals of one compute-bound op (matmul, convolutions) at one set of input shapes.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShapeSummary {
+    pub name: String,
+    pub input_shapes: Vec<Vec<usize>>,
+    pub dtype: String,
+    pub calls: usize,
+    pub device_us: f64,
+    pub flops: f64,
+}
+
+impl ShapeSummary {
+    /// Achieved TFLOPS: operations over device time.
+    pub fn tflops(&self) -> f64 {
+        if self.device_us > 0.0 {
+            self.flops / (self.device_us * 1e6)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Per-shape summaries of the compute-bound ops, largest device time first.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShapeAverages(pub Vec<ShapeSummary>);
+
 /// Summaries sorted by total device time, largest first.
 #[derive(Debug, Clone, Serialize)]
 pub struct KeyAverages(pub Vec<OpSummary>);
@@ -201,6 +234,34 @@ impl Profile {
         KeyAverages(rows)
     }
 
+    /// Totals per compute-bound op and input shapes, with achieved TFLOPS: where convolution
+    /// and matmul time goes, shape by shape.
+    pub fn shape_averages(&self) -> ShapeAverages {
+        let mut by_key: BTreeMap<(String, Vec<Vec<usize>>, String), ShapeSummary> = BTreeMap::new();
+        for event in &self.events {
+            let Some(flops) = event.flops else { continue };
+            let key = (
+                event.name.clone(),
+                event.input_shapes.clone(),
+                event.dtype.clone(),
+            );
+            let entry = by_key.entry(key).or_insert_with(|| ShapeSummary {
+                name: event.name.clone(),
+                input_shapes: event.input_shapes.clone(),
+                dtype: event.dtype.clone(),
+                calls: 0,
+                device_us: 0.0,
+                flops: 0.0,
+            });
+            entry.calls += 1;
+            entry.device_us += event.device_us;
+            entry.flops += flops;
+        }
+        let mut rows: Vec<ShapeSummary> = by_key.into_values().collect();
+        rows.sort_by(|a, b| b.device_us.total_cmp(&a.device_us));
+        ShapeAverages(rows)
+    }
+
     /// The events as Chrome-trace JSON ("complete" events, one row per device).
     pub fn chrome_trace(&self) -> String {
         let events: Vec<serde_json::Value> = self
@@ -217,6 +278,7 @@ impl Profile {
                     "tid": e.device,
                     "args": {
                         "shapes": e.input_shapes,
+                        "flops": e.flops,
                         "dtype": e.dtype,
                         "host_us": e.host_us,
                         "bytes": e.bytes_allocated,
@@ -263,6 +325,36 @@ impl KeyAverages {
                 r.host_us,
                 r.host_us / r.calls as f64,
                 r.bytes_allocated as f64 / 1e6
+            ));
+        }
+        out
+    }
+}
+
+impl ShapeAverages {
+    /// A table of the compute-bound ops by shape: calls, device time per call and achieved
+    /// TFLOPS.
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "{:<24} {:<34} {:>5} {:>6} {:>12} {:>9}\n",
+            "op", "input shapes", "dtype", "calls", "device avg", "TFLOPS"
+        );
+        out.push_str(&"-".repeat(95));
+        out.push('\n');
+        for r in &self.0 {
+            let shapes: Vec<String> = r
+                .input_shapes
+                .iter()
+                .map(|shape| format!("{shape:?}"))
+                .collect();
+            out.push_str(&format!(
+                "{:<24} {:<34} {:>5} {:>6} {:>9.1} us {:>9.2}\n",
+                r.name,
+                shapes.join(" "),
+                r.dtype,
+                r.calls,
+                r.device_us / r.calls.max(1) as f64,
+                r.tflops()
             ));
         }
         out

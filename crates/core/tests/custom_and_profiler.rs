@@ -229,6 +229,16 @@ fn profiler_records_every_op(device: &Device) {
         .iter()
         .all(|e| e.device_us >= 0.0 && e.device == device.to_string()));
     assert_eq!(recorded.events[0].bytes_allocated, 8 * 8 * 4);
+    // The matmul's operation count (2 m n k) feeds the per-shape TFLOPS table; elementwise ops
+    // and reductions have none.
+    assert_eq!(recorded.events[0].flops, Some(2.0 * 8.0 * 8.0 * 8.0));
+    assert!(recorded.events[1..].iter().all(|e| e.flops.is_none()));
+    let by_shape = recorded.shape_averages();
+    assert_eq!(by_shape.0.len(), 1);
+    assert_eq!(by_shape.0[0].name, "matmul");
+    assert_eq!(by_shape.0[0].calls, 1);
+    assert!(by_shape.0[0].tflops() > 0.0);
+    assert!(by_shape.table().contains("[1, 8, 8] [1, 8, 8]"));
     if let Device::Gpu(gpu) = device {
         // With timestamp queries, device time is what the GPU spent in the op's kernels.
         let has_timestamps = gpu.info().timestamp_query;

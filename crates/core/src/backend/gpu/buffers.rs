@@ -33,6 +33,11 @@ pub(crate) const BUFFER_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 pub struct MemoryStats {
     /// Bytes held by live tensors (size-class rounded).
     pub allocated_bytes: u64,
+    /// Bytes the live tensors asked for (before size-class rounding): `allocated_bytes -
+    /// requested_bytes` is the caching allocator's rounding waste.
+    pub requested_bytes: u64,
+    /// Highest `requested_bytes` since the device opened or `reset_peak_memory`.
+    pub peak_requested_bytes: u64,
     /// Bytes the pool holds from the driver: allocated + cached + internal + pending reuse.
     pub reserved_bytes: u64,
     /// Highest `allocated_bytes` since the device opened or `reset_peak_memory`.
@@ -86,6 +91,8 @@ pub(crate) fn size_class(bytes: u64) -> u64 {
 pub(crate) struct PooledBuffer {
     buffer: Option<wgpu::Buffer>,
     size: u64,
+    /// The bytes asked for (`size` is its size class).
+    requested: u64,
     kind: BufferKind,
     pool: Weak<Mutex<PoolState>>,
 }
@@ -118,6 +125,8 @@ impl Drop for PooledBuffer {
         let mut state = pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if self.kind == BufferKind::Tensor {
             state.stats.allocated_bytes = state.stats.allocated_bytes.saturating_sub(self.size);
+            state.stats.requested_bytes =
+                state.stats.requested_bytes.saturating_sub(self.requested);
             state.stats.allocation_count = state.stats.allocation_count.saturating_sub(1);
         }
         // Not reusable before the encoder that may still reference it is submitted.
@@ -160,11 +169,17 @@ impl PoolState {
     /// Restart peak tracking from the current allocation.
     pub(crate) fn reset_peak(&mut self) {
         self.stats.peak_allocated_bytes = self.stats.allocated_bytes;
+        self.stats.peak_requested_bytes = self.stats.requested_bytes;
     }
 
-    fn record_loan(&mut self, size: u64, kind: BufferKind) {
+    fn record_loan(&mut self, size: u64, requested: u64, kind: BufferKind) {
         if kind == BufferKind::Tensor {
             self.stats.allocated_bytes += size;
+            self.stats.requested_bytes += requested;
+            self.stats.peak_requested_bytes = self
+                .stats
+                .peak_requested_bytes
+                .max(self.stats.requested_bytes);
             self.stats.allocation_count += 1;
             self.stats.peak_allocated_bytes = self
                 .stats
@@ -212,10 +227,11 @@ pub(crate) fn allocate(
         if let Some(buffer) = state.free.get_mut(&class).and_then(Vec::pop) {
             state.stats.cached_bytes = state.stats.cached_bytes.saturating_sub(class);
             state.stats.cache_hits += 1;
-            state.record_loan(class, kind);
+            state.record_loan(class, bytes, kind);
             return Ok(PooledBuffer {
                 buffer: Some(buffer),
                 size: class,
+                requested: bytes,
                 kind,
                 pool: Arc::downgrade(pool),
             });
@@ -240,10 +256,11 @@ pub(crate) fn allocate(
     let mut state = pool.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     state.stats.driver_allocations += 1;
     state.stats.reserved_bytes += class;
-    state.record_loan(class, kind);
+    state.record_loan(class, bytes, kind);
     Ok(PooledBuffer {
         buffer: Some(buffer),
         size: class,
+        requested: bytes,
         kind,
         pool: Arc::downgrade(pool),
     })
