@@ -302,3 +302,48 @@ fn unknown_environment_values_are_reported() {
         stderr_of(&output)
     );
 }
+
+#[test]
+fn the_first_line_names_the_device_and_why() {
+    let devices = Command::new(env!("CARGO_BIN_EXE_anygrad"))
+        .args(["devices", "--json"])
+        .output()
+        .unwrap();
+    let adapters: Vec<serde_json::Value> = String::from_utf8_lossy(&devices.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let output = Command::new(env!("CARGO_BIN_EXE_anygrad"))
+        .args(["train", "--epochs", "1"])
+        .env_remove("ANYGRAD_DEVICE")
+        .output()
+        .unwrap();
+    let stderr = stderr_of(&output);
+    assert!(output.status.success(), "{stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    match adapters.first() {
+        None => assert!(first.starts_with("device: cpu (no usable GPU"), "{stderr}"),
+        Some(adapter) if adapter["device_type"] == "Cpu" => {
+            // Only software rasterizers (llvmpipe, lavapipe): the CPU backend is faster.
+            assert!(
+                first.starts_with("device: cpu (")
+                    && first.contains("software rasterizer")
+                    && first.contains("--device gpu:0"),
+                "{stderr}"
+            );
+            // Asked for explicitly, the software adapter is still used (the device line comes
+            // before the check of --epochs, so no training is needed to see it).
+            let explicit = run_with(&["train", "--epochs", "0", "--device", "gpu:0"], &[]);
+            let explicit_stderr = stderr_of(&explicit);
+            assert!(
+                explicit_stderr
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .starts_with("device: gpu:0"),
+                "{explicit_stderr}"
+            );
+        }
+        Some(_) => assert!(first.starts_with("device: gpu:0 ("), "{stderr}"),
+    }
+}
