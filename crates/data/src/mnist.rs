@@ -72,20 +72,18 @@ fn locate(dir: &Path, stem: &str, kind: &str, rank: u8) -> Result<PathBuf> {
             Err(error) => return Err(Error::io(path.display().to_string(), error)),
         }
     }
-    None.ok_or_else(|| {
-        Error::io(
-            dir.join(&names[0]).display().to_string(),
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!(
-                    "no MNIST file `{}` (or `.gz`) in {}; download MNIST or \
-                         Fashion-MNIST in IDX format into that directory",
-                    names[0],
-                    dir.display()
-                ),
+    Err(Error::io(
+        dir.join(&names[0]).display().to_string(),
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "no MNIST file `{}` (or `.gz`) in {}; download MNIST or \
+                 Fashion-MNIST in IDX format into that directory",
+                names[0],
+                dir.display()
             ),
-        )
-    })
+        ),
+    ))
 }
 
 impl Mnist {

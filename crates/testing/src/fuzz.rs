@@ -72,7 +72,9 @@ pub fn mutate(valid: &[u8], rng: &mut FuzzRng) -> (Vec<u8>, String) {
             let at = rng.below(len);
             let count = 1 + rng.below(16);
             let insert: Vec<u8> = (0..count).map(|_| rng.next_u64() as u8).collect();
-            bytes.splice(at.min(bytes.len())..at.min(bytes.len()), insert);
+            let tail = bytes.split_off(at.min(bytes.len()));
+            bytes.extend(insert);
+            bytes.extend(tail);
             format!("{count} bytes inserted at {at}")
         }
         _ => {
