@@ -52,10 +52,13 @@ impl OptimizerState {
 
     /// A boolean stored as a scalar: it must be present and exactly 0 or 1.
     pub fn flag(&self, name: &str) -> Result<bool> {
-        match self.scalar(name)? {
-            value if value == 0.0 => Ok(false),
-            value if value == 1.0 => Ok(true),
-            value => Err(state_error(name, &format!("is {value}, must be 0 or 1"))),
+        let value = self.scalar(name)?;
+        if value == 0.0 {
+            Ok(false)
+        } else if value == 1.0 {
+            Ok(true)
+        } else {
+            Err(state_error(name, &format!("is {value}, must be 0 or 1")))
         }
     }
 
