@@ -41,10 +41,22 @@ fn stale_temporaries_of_killed_saves_are_removed() {
     let model = Linear::new(2, 2, true, &Device::Cpu).unwrap();
     save_safetensors(&model, &target).unwrap();
     assert!(target.is_file());
-    assert!(!stale_dead.exists(), "a dead writer's old temporary was kept");
+    assert!(
+        !stale_dead.exists(),
+        "a dead writer's old temporary was kept"
+    );
     assert!(!ancient_live.exists(), "a day-old temporary was kept");
-    assert!(fresh_dead.exists(), "a temporary younger than a minute was removed");
-    assert!(live_writer.exists(), "a live writer's temporary was removed");
-    assert!(other_target.exists(), "another target's temporary was removed");
+    assert!(
+        fresh_dead.exists(),
+        "a temporary younger than a minute was removed"
+    );
+    assert!(
+        live_writer.exists(),
+        "a live writer's temporary was removed"
+    );
+    assert!(
+        other_target.exists(),
+        "another target's temporary was removed"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
