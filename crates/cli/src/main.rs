@@ -57,8 +57,8 @@ enum Command {
         /// Matrix sizes for matmul (comma separated).
         #[arg(long, value_delimiter = ',', default_value = "256,512,1024,2048")]
         sizes: Vec<usize>,
-        /// Approximate seconds to spend timing each case.
-        #[arg(long, default_value_t = 2.0)]
+        /// Approximate seconds to spend timing each case (a positive number).
+        #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
         seconds: f64,
         /// Batch sizes for resnet18 (`auto` doubles until out of memory).
         #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
@@ -96,12 +96,81 @@ enum Workload {
     All,
 }
 
+/// Known values of the environment variables that choose a behaviour (the variable, its
+/// values, and what an unknown value falls back to).
+const CHOICE_VARIABLES: [(&str, &[&str], &str); 3] = [
+    (
+        "ANYGRAD_FUSION",
+        &["1", "on", "true", "0", "off", "false"],
+        "fusion on",
+    ),
+    (
+        "ANYGRAD_FALLBACK",
+        &["error", "deny", "warn", "warning", "allow", "silent"],
+        "warn",
+    ),
+    (
+        "ANYGRAD_COOP_MATMUL",
+        &[
+            "staged", "staged16", "staged32", "direct", "off", "0", "none",
+        ],
+        "staged",
+    ),
+];
+
+/// One `warning:` line per environment variable whose value anygrad does not understand (the
+/// libraries fall back to their default without a word, or only when the value is first used).
+fn warn_about_environment() {
+    for (name, known, fallback) in CHOICE_VARIABLES {
+        if let Ok(value) = std::env::var(name) {
+            let trimmed = value.trim().to_ascii_lowercase();
+            if !trimmed.is_empty() && !known.contains(&trimmed.as_str()) {
+                eprintln!(
+                    "warning: {name}={value} is not one of {}; using {fallback}",
+                    known.join("|")
+                );
+            }
+        }
+    }
+}
+
+/// Whether every bare word of a log filter is a level or names one of the crates that log
+/// (`verbose` would otherwise be taken as a target name and silently enable nothing).
+fn log_filter_looks_valid(filter: &str) -> bool {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    const TARGETS: [&str; 3] = ["anygrad", "wgpu", "naga"];
+    filter.split(',').map(str::trim).all(|directive| {
+        directive.is_empty()
+            || directive.contains('=')
+            || directive.contains('[')
+            || LEVELS.contains(&directive.to_ascii_lowercase().as_str())
+            || TARGETS.iter().any(|target| directive.starts_with(target))
+    })
+}
+
 fn main() -> ExitCode {
+    warn_about_environment();
+    let filter = match std::env::var("ANYGRAD_LOG") {
+        Ok(value) if !value.trim().is_empty() => {
+            let parsed = if log_filter_looks_valid(&value) {
+                tracing_subscriber::EnvFilter::try_new(&value).map_err(|e| e.to_string())
+            } else {
+                Err("a bare word must be a level".to_string())
+            };
+            parsed.unwrap_or_else(|error| {
+                eprintln!(
+                    "warning: ANYGRAD_LOG={value} is not a log filter ({error}); use e.g. \
+                     error, warn, info, debug or anygrad_core=debug; using warn"
+                );
+                tracing_subscriber::EnvFilter::new("warn")
+            })
+        }
+        // wgpu's OpenGL probe logs an error for every EGL platform that is missing (no
+        // display, no DRI driver) even when another one works: noise, not anygrad's error.
+        _ => tracing_subscriber::EnvFilter::new("warn,wgpu_hal::gles::egl=off"),
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ANYGRAD_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
@@ -134,15 +203,28 @@ fn run(cli: Cli) -> Result<(), String> {
         } => {
             let batches = batch
                 .iter()
-                .map(|b| {
-                    if b == "auto" {
-                        Ok(0)
-                    } else {
-                        b.parse::<usize>()
-                            .map_err(|_| format!("bad batch size `{b}`"))
-                    }
+                .map(|b| match (b.as_str(), b.parse::<usize>()) {
+                    ("auto", _) => Ok(0),
+                    (_, Ok(0)) => Err("--batch 0 is not a batch size; use `auto` to search \
+                                       for the largest batch that fits"
+                        .to_string()),
+                    (_, Ok(size)) => Ok(size),
+                    (_, Err(_)) => Err(format!(
+                        "bad batch size `{b}`; use a positive number or auto"
+                    )),
                 })
                 .collect::<Result<Vec<usize>, String>>()?;
+            if !(seconds.is_finite() && seconds > 0.0) {
+                return Err(format!(
+                    "--seconds {seconds} must be a positive number of seconds"
+                ));
+            }
+            if let Some(zero) = sizes.iter().find(|&&n| n == 0) {
+                return Err(format!("--sizes {zero}: matrix sizes must be at least 1"));
+            }
+            if elements == 0 {
+                return Err("--elements must be at least 1".to_string());
+            }
             let device = Device::parse(&device).map_err(|e| e.to_string())?;
             let dtype = DType::parse(&dtype)
                 .ok_or_else(|| format!("unknown dtype `{dtype}`; use f32 or f16"))?;

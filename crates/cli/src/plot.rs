@@ -1,13 +1,47 @@
-//! Loss and accuracy curves of a training run, drawn into a PNG with plotters.
+//! Loss and accuracy curves of a training run, drawn into a PNG with plotters. Text is drawn
+//! by plotters' pure-Rust `ab_glyph` renderer with DejaVu Sans embedded in the binary
+//! (assets/fonts, license beside it), so the binary needs no fontconfig or freetype.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use anygrad::train::EpochReport;
 use plotters::prelude::*;
 
+/// DejaVu Sans, the chart font (see assets/fonts/DejaVuSans-LICENSE.txt).
+static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+
+/// Register the embedded font as plotters' `sans-serif` family (once per process).
+fn register_font() -> Result<(), String> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err("the embedded chart font could not be loaded".to_string())
+    }
+}
+
+/// Check before a run that `path` can take the chart: a `.png` name and a writable place.
+pub fn check_plot_path(path: &Path) -> Result<(), String> {
+    let is_png = path
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("png"));
+    if !is_png {
+        return Err(format!(
+            "--plot {}: the chart is a PNG image; give a file name ending in .png",
+            path.display()
+        ));
+    }
+    anygrad::nn::check_writable(path).map_err(|error| format!("--plot {}: {error}", path.display()))
+}
+
 /// Two panels: training loss, and train/test accuracy, per epoch.
 pub fn plot_training(epochs: &[EpochReport], path: &Path) -> Result<(), String> {
     let fail = |e: &dyn std::fmt::Display| format!("cannot draw {}: {e}", path.display());
+    register_font()?;
     let root = BitMapBackend::new(path, (1000, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let (left, right) = root.split_horizontally(500);

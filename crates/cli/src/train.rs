@@ -81,18 +81,33 @@ enum DatasetArg {
 
 /// Run the training job.
 pub fn run_train(args: TrainArgs) -> Result<(), String> {
-    let (device, reason) = match &args.device {
-        Some(text) => (Device::parse(text).map_err(|e| e.to_string())?, None),
+    let (device, why) = match &args.device {
+        Some(text) => (
+            Device::parse(text).map_err(|e| e.to_string())?,
+            "chosen with --device".to_string(),
+        ),
         None => match std::env::var("ANYGRAD_DEVICE") {
-            Ok(text) if !text.is_empty() => {
-                (Device::parse(&text).map_err(|e| e.to_string())?, None)
-            }
-            _ => Device::best_available(),
+            Ok(text) if !text.is_empty() => (
+                Device::parse(&text).map_err(|e| e.to_string())?,
+                "chosen with ANYGRAD_DEVICE".to_string(),
+            ),
+            _ => match Device::best_available() {
+                (device, Some(reason)) => (device, reason),
+                (device, None) => (device, "the best GPU adapter found".to_string()),
+            },
         },
     };
-    eprintln!("device: {}", device.description());
-    if let Some(reason) = reason {
-        eprintln!("note: {reason}");
+    eprintln!("device: {} ({why})", device.description());
+    #[cfg(feature = "plot")]
+    if let Some(path) = &args.plot {
+        crate::plot::check_plot_path(path)?;
+    }
+    #[cfg(not(feature = "plot"))]
+    if let Some(path) = &args.plot {
+        return Err(format!(
+            "cannot write {}: this build has no plotting (rebuild with the default `plot` feature)",
+            path.display()
+        ));
     }
     let config = TrainConfig {
         dataset: match args.dataset {
@@ -139,6 +154,7 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
                 }
             }
         }
+        Event::Note(note) => eprintln!("note: {note}"),
         Event::EpochEnd(report) => {
             if let Some(progress) = bar.take() {
                 progress.finish_and_clear();
@@ -181,17 +197,10 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
         summary.epochs.len(),
         summary.total_seconds
     );
+    #[cfg(feature = "plot")]
     if let Some(path) = &args.plot {
-        #[cfg(feature = "plot")]
-        {
-            crate::plot::plot_training(&summary.epochs, path)?;
-            eprintln!("plot: {}", path.display());
-        }
-        #[cfg(not(feature = "plot"))]
-        return Err(format!(
-            "cannot write {}: this build has no plotting (rebuild with the default `plot` feature)",
-            path.display()
-        ));
+        crate::plot::plot_training(&summary.epochs, path)?;
+        eprintln!("plot: {}", path.display());
     }
     if args.json {
         println!(

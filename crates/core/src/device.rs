@@ -26,26 +26,50 @@ impl Device {
         Ok(Device::Gpu(GpuDevice::open(ordinal)?))
     }
 
-    /// The best device: `ANYGRAD_DEVICE` when set, else the first GPU whose device opens, else
-    /// the CPU. The reason for a CPU choice is logged with `tracing::warn!`.
+    /// The best device: `ANYGRAD_DEVICE` when set, else the first hardware GPU whose device
+    /// opens, else the CPU (a software rasterizer such as llvmpipe or lavapipe is slower than
+    /// the CPU backend, so it is used only when asked for by `gpu:N`). The reason for a CPU
+    /// choice is logged with `tracing::warn!`.
     pub fn best() -> Result<Device> {
         if let Ok(requested) = std::env::var("ANYGRAD_DEVICE") {
             if !requested.is_empty() {
                 return Device::parse(&requested);
             }
         }
-        Ok(Device::best_available().0)
+        let (device, reason) = Device::best_available();
+        if let Some(reason) = reason {
+            tracing::warn!("using the CPU: {reason}");
+        }
+        Ok(device)
     }
 
-    /// The first GPU that opens, or the CPU with the reason no GPU was used.
+    /// The best device and why it was chosen: the first GPU adapter when it is hardware and
+    /// opens, else the CPU with the reason no GPU was used (no adapter, only software
+    /// rasterizers, or the adapter failed to open).
     pub fn best_available() -> (Device, Option<String>) {
+        let infos = gpu::adapter_infos();
+        if let Some(first) = infos.first() {
+            if gpu::is_software(first) {
+                let names: Vec<&str> = infos.iter().map(|info| info.name.as_str()).collect();
+                let reason = if names.len() == 1 {
+                    format!(
+                        "the only GPU adapter, {}, is a software rasterizer; --device gpu:0 \
+                         uses it anyway",
+                        names[0]
+                    )
+                } else {
+                    format!(
+                        "the GPU adapters ({}) are software rasterizers; --device gpu:0 uses \
+                         the first anyway",
+                        names.join(", ")
+                    )
+                };
+                return (Device::Cpu, Some(reason));
+            }
+        }
         match GpuDevice::open(0) {
             Ok(gpu) => (Device::Gpu(gpu), None),
-            Err(error) => {
-                let reason = format!("no usable GPU ({error}); using the CPU");
-                tracing::warn!("{reason}");
-                (Device::Cpu, Some(reason))
-            }
+            Err(error) => (Device::Cpu, Some(format!("no usable GPU ({error})"))),
         }
     }
 

@@ -7,7 +7,7 @@
 //! corrupt download gives [`Error::Format`] naming the file instead of garbage or a panic, and a
 //! missing file gives [`Error::Io`] naming the path.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use anygrad_core::{Error, Result};
@@ -67,19 +67,81 @@ pub fn decompress_if_gzip(bytes: Vec<u8>, context: &str) -> Result<Vec<u8>> {
     Ok(decoded)
 }
 
-/// Parse the IDX header: check the magic number and return the dimensions and the offset of
-/// the data. Also checks that the data length equals the product of the dimensions.
-fn parse_header(bytes: &[u8], expected_magic: u32, context: &str) -> Result<(Vec<usize>, usize)> {
-    let read_u32 = |offset: usize| -> Option<u32> {
-        let field: [u8; 4] = bytes.get(offset..offset + 4)?.try_into().ok()?;
-        Some(u32::from_be_bytes(field))
-    };
-    let magic = read_u32(0).ok_or_else(|| {
-        Error::format(
+/// The most data bytes an IDX file may promise (16 GiB; MNIST's training images are 47 MB,
+/// the largest IDX data sets a few GB). Headers promising more are refused as corrupt before
+/// anything is allocated.
+pub const MAX_IDX_DATA_BYTES: u64 = 16 << 30;
+
+/// The most a deflate stream can expand (a little over 1,032:1): a gzip file of `n` bytes
+/// cannot hold more than this many times `n` bytes of data, so a header promising more is
+/// refused before decompressing anything.
+const MAX_DEFLATE_RATIO: u64 = 1_040;
+
+/// Fill `buffer` from `reader`; returns how many bytes were read (fewer only at the end).
+fn read_up_to(reader: &mut dyn Read, buffer: &mut [u8], context: &str) -> Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(read_error(error, context)),
+        }
+    }
+    Ok(filled)
+}
+
+/// A read error: damaged gzip data is a format error, anything else an I/O error.
+fn read_error(error: std::io::Error, context: &str) -> Error {
+    match error.kind() {
+        std::io::ErrorKind::InvalidInput
+        | std::io::ErrorKind::InvalidData
+        | std::io::ErrorKind::UnexpectedEof => Error::format(
             context,
-            format!("file is {} bytes, too short for an IDX header", bytes.len()),
-        )
-    })?;
+            format!("damaged gzip stream ({error}); download the file again"),
+        ),
+        _ => Error::io(context.to_string(), error),
+    }
+}
+
+/// Where the IDX bytes come from, and what that says about their size.
+enum SizeBound {
+    /// Exactly this many bytes (a raw file or an in-memory buffer).
+    Exact(u64),
+    /// At most this many bytes (a gzip stream of a known compressed size).
+    AtMost(u64),
+}
+
+/// Read one IDX object from a stream: the header first (magic number, then one `u32` per
+/// dimension), then exactly the data it promises, allocated only as it arrives (or exactly,
+/// when the size is known). Trailing bytes, missing bytes, a bad magic number and absurd
+/// dimensions are format errors; nothing is allocated for a file whose header is wrong.
+fn read_idx_stream(
+    reader: &mut dyn Read,
+    expected_magic: u32,
+    bound: SizeBound,
+    context: &str,
+) -> Result<(Vec<usize>, Vec<u8>)> {
+    let rank = (expected_magic & 0xff) as usize;
+    let header_len = 4 + 4 * rank;
+    let mut header = vec![0u8; header_len];
+    let got = read_up_to(reader, &mut header, context)?;
+    if got < 4 {
+        return Err(Error::format(
+            context,
+            format!("file is {got} bytes, too short for an IDX header"),
+        ));
+    }
+    let field = |index: usize| {
+        let bytes: [u8; 4] = [
+            header[4 * index],
+            header[4 * index + 1],
+            header[4 * index + 2],
+            header[4 * index + 3],
+        ];
+        u32::from_be_bytes(bytes)
+    };
+    let magic = field(0);
     if magic != expected_magic {
         return Err(Error::format(
             context,
@@ -89,72 +151,160 @@ fn parse_header(bytes: &[u8], expected_magic: u32, context: &str) -> Result<(Vec
             ),
         ));
     }
-    let rank = (expected_magic & 0xff) as usize;
-    let mut dims = Vec::with_capacity(rank);
-    for d in 0..rank {
-        let dim = read_u32(4 + 4 * d).ok_or_else(|| {
-            Error::format(context, "file ends inside the IDX header (truncated?)")
-        })?;
-        dims.push(dim as usize);
+    if got < header_len {
+        return Err(Error::format(
+            context,
+            "file ends inside the IDX header (truncated?)",
+        ));
     }
-    let header = 4 + 4 * rank;
+    let dims: Vec<usize> = (1..=rank).map(|d| field(d) as usize).collect();
     let expected = dims
         .iter()
-        .try_fold(1usize, |acc, &dim| acc.checked_mul(dim))
-        .ok_or_else(|| Error::format(context, format!("IDX dimensions {dims:?} overflow")))?;
-    let actual = bytes.len() - header;
-    if actual != expected {
+        .try_fold(1u64, |acc, &dim| acc.checked_mul(dim as u64))
+        .filter(|&bytes| bytes <= MAX_IDX_DATA_BYTES)
+        .ok_or_else(|| {
+            Error::format(
+                context,
+                format!(
+                    "IDX dimensions {dims:?} promise more than {MAX_IDX_DATA_BYTES} bytes \
+                     (corrupt header?)"
+                ),
+            )
+        })?;
+    let mismatch = |actual: u64| {
         let what = if actual < expected {
             "truncated"
         } else {
             "has trailing bytes"
         };
-        return Err(Error::format(
+        Error::format(
             context,
             format!(
                 "IDX header promises {dims:?} = {expected} bytes of data but the file holds \
                  {actual} ({what}); download the file again"
             ),
+        )
+    };
+    let mut data = Vec::new();
+    match bound {
+        SizeBound::Exact(total) => {
+            let actual = total.saturating_sub(header_len as u64);
+            if actual != expected {
+                return Err(mismatch(actual));
+            }
+            data.try_reserve_exact(expected as usize).map_err(|_| {
+                Error::format(
+                    context,
+                    format!("cannot allocate {expected} bytes for the IDX data"),
+                )
+            })?;
+        }
+        SizeBound::AtMost(compressed) => {
+            if expected > compressed.saturating_mul(MAX_DEFLATE_RATIO) {
+                return Err(Error::format(
+                    context,
+                    format!(
+                        "IDX header promises {dims:?} = {expected} bytes, more than a \
+                         {compressed}-byte gzip file can hold (corrupt header?)"
+                    ),
+                ));
+            }
+        }
+    }
+    // Read at most one byte more than promised: enough to see trailing data, never more.
+    let read = reader
+        .take(expected + 1)
+        .read_to_end(&mut data)
+        .map_err(|error| read_error(error, context))? as u64;
+    if read != expected {
+        return Err(mismatch(read));
+    }
+    Ok((dims, data))
+}
+
+/// Open an IDX file (raw, or gzip recognised by its magic bytes) and read one object from it.
+fn read_idx_file(path: &Path, expected_magic: u32) -> Result<(Vec<usize>, Vec<u8>)> {
+    let context = path.display().to_string();
+    let io = |error: std::io::Error| Error::io(context.clone(), error);
+    let file = std::fs::File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        return Err(Error::format(
+            &context,
+            "not a regular file (a directory, device or pipe?)",
         ));
     }
-    Ok((dims, header))
+    let size = metadata.len();
+    let mut reader = std::io::BufReader::new(file);
+    let is_gzip = reader.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+    if is_gzip {
+        let mut decoder = flate2::bufread::MultiGzDecoder::new(reader);
+        read_idx_stream(
+            &mut decoder,
+            expected_magic,
+            SizeBound::AtMost(size),
+            &context,
+        )
+    } else {
+        read_idx_stream(
+            &mut reader,
+            expected_magic,
+            SizeBound::Exact(size),
+            &context,
+        )
+    }
 }
 
 /// Parse IDX image bytes (already decompressed). `context` names the source in errors.
 pub fn parse_idx_images(bytes: &[u8], context: &str) -> Result<IdxImages> {
-    let (dims, header) = parse_header(bytes, IDX_IMAGES_MAGIC, context)?;
+    let (dims, pixels) = read_idx_stream(
+        &mut &bytes[..],
+        IDX_IMAGES_MAGIC,
+        SizeBound::Exact(bytes.len() as u64),
+        context,
+    )?;
     Ok(IdxImages {
         count: dims[0],
         rows: dims[1],
         cols: dims[2],
-        pixels: bytes[header..].to_vec(),
+        pixels,
     })
 }
 
 /// Parse IDX label bytes (already decompressed). `context` names the source in errors.
 pub fn parse_idx_labels(bytes: &[u8], context: &str) -> Result<Vec<u8>> {
-    let (_dims, header) = parse_header(bytes, IDX_LABELS_MAGIC, context)?;
-    Ok(bytes[header..].to_vec())
+    let (_dims, labels) = read_idx_stream(
+        &mut &bytes[..],
+        IDX_LABELS_MAGIC,
+        SizeBound::Exact(bytes.len() as u64),
+        context,
+    )?;
+    Ok(labels)
 }
 
-/// Read an IDX image file (`*-images-idx3-ubyte`, raw or gzip).
+/// Read an IDX image file (`*-images-idx3-ubyte`, raw or gzip), streaming: the header is
+/// checked first and exactly the promised data is read, so a wrong or huge file costs no
+/// memory and a gzip bomb stops at what its header promises.
 ///
 /// Errors: [`Error::Io`] when the file cannot be read, [`Error::Format`] (naming the file)
-/// when it is not an IDX image file or is truncated.
+/// when it is not an IDX image file, is truncated, has trailing bytes or absurd dimensions.
 pub fn read_idx_images(path: impl AsRef<Path>) -> Result<IdxImages> {
-    let path = path.as_ref();
-    let bytes = read_maybe_gzip(path)?;
-    parse_idx_images(&bytes, &path.display().to_string())
+    let (dims, pixels) = read_idx_file(path.as_ref(), IDX_IMAGES_MAGIC)?;
+    Ok(IdxImages {
+        count: dims[0],
+        rows: dims[1],
+        cols: dims[2],
+        pixels,
+    })
 }
 
-/// Read an IDX label file (`*-labels-idx1-ubyte`, raw or gzip).
+/// Read an IDX label file (`*-labels-idx1-ubyte`, raw or gzip), streaming like
+/// [`read_idx_images`].
 ///
 /// Errors: [`Error::Io`] when the file cannot be read, [`Error::Format`] (naming the file)
-/// when it is not an IDX label file or is truncated.
+/// when it is not an IDX label file, is truncated or has trailing bytes.
 pub fn read_idx_labels(path: impl AsRef<Path>) -> Result<Vec<u8>> {
-    let path = path.as_ref();
-    let bytes = read_maybe_gzip(path)?;
-    parse_idx_labels(&bytes, &path.display().to_string())
+    Ok(read_idx_file(path.as_ref(), IDX_LABELS_MAGIC)?.1)
 }
 
 /// Encode images as IDX bytes (uncompressed). Used by tests and handy for writing small

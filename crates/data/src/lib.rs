@@ -73,7 +73,7 @@ pub use digits::{
 pub use idx::{
     decompress_if_gzip, encode_idx_images, encode_idx_labels, parse_idx_images, parse_idx_labels,
     read_idx_images, read_idx_labels, read_maybe_gzip, IdxImages, IDX_IMAGES_MAGIC,
-    IDX_LABELS_MAGIC,
+    IDX_LABELS_MAGIC, MAX_IDX_DATA_BYTES,
 };
 pub use loader::{Batches, DataLoader};
 pub use mnist::{Mnist, PixelScaling, MNIST_CLASSES, MNIST_MEAN, MNIST_STD};

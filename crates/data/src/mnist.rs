@@ -58,24 +58,32 @@ fn locate(dir: &Path, stem: &str, kind: &str, rank: u8) -> Result<PathBuf> {
         format!("{stem}-{kind}.idx{rank}-ubyte"),
         format!("{stem}-{kind}.idx{rank}-ubyte.gz"),
     ];
-    names
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|path| path.is_file())
-        .ok_or_else(|| {
-            Error::io(
-                dir.join(&names[0]).display().to_string(),
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!(
-                        "no MNIST file `{}` (or `.gz`) in {}; download MNIST or \
-                         Fashion-MNIST in IDX format into that directory",
-                        names[0],
-                        dir.display()
-                    ),
-                ),
-            )
-        })
+    // A directory that cannot be read (permissions, not a directory) is reported as such,
+    // not as a missing file.
+    if let Err(error) = std::fs::read_dir(dir) {
+        return Err(Error::io(dir.display().to_string(), error));
+    }
+    for name in &names {
+        let path = dir.join(name);
+        match std::fs::metadata(&path) {
+            Ok(metadata) if metadata.is_file() => return Ok(path),
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(Error::io(path.display().to_string(), error)),
+        }
+    }
+    Err(Error::io(
+        dir.join(&names[0]).display().to_string(),
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "no MNIST file `{}` (or `.gz`) in {}; download MNIST or \
+                 Fashion-MNIST in IDX format into that directory",
+                names[0],
+                dir.display()
+            ),
+        ),
+    ))
 }
 
 impl Mnist {

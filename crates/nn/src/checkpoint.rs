@@ -4,6 +4,8 @@
 //!
 //! - Files are written atomically: a temporary file in the same directory is written,
 //!   `fsync`ed and renamed over the target, so a crash never leaves a half-written checkpoint.
+//!   A target that exists but is not a regular file is refused, and temporaries left by a
+//!   killed save of the same target are removed by the next save.
 //! - Loading validates everything before changing anything, and reports every missing,
 //!   unexpected and mis-shaped tensor in one `Error::Format`. A corrupt file is an error,
 //!   never a panic.
@@ -16,7 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anygrad_core::{DType, Device, Error, Result, Tensor};
 use half::{bf16, f16};
@@ -66,6 +68,47 @@ pub fn load_safetensors_with(
         .filter(|(name, _)| !(has_optimizer && name.starts_with(OPTIMIZER_PREFIX)))
         .collect();
     load_state_into(module, &model, strict, &path.display().to_string())
+}
+
+/// Load a module from a file whose tensors have other names: `map` turns each name in the file
+/// into the module's name for it, or `None` to skip the tensor (like editing a PyTorch
+/// `state_dict` before `load_state_dict`). With `strict`, every module tensor must be
+/// provided and every kept file tensor used. Two file tensors mapped to one name are an error.
+///
+/// ```no_run
+/// # use anygrad_nn::{load_safetensors_mapped, Sequential};
+/// # fn demo(model: &Sequential) -> anygrad_core::Result<()> {
+/// // A checkpoint saved from `nn.DataParallel` (`module.features.0.weight`, ...).
+/// load_safetensors_mapped(model, "model.safetensors", true, |name| {
+///     name.strip_prefix("module.").map(str::to_string)
+/// })?;
+/// # Ok(())
+/// # }
+/// ```
+pub fn load_safetensors_mapped(
+    module: &dyn Module,
+    path: impl AsRef<Path>,
+    strict: bool,
+    map: impl Fn(&str) -> Option<String>,
+) -> Result<LoadReport> {
+    let path = path.as_ref();
+    let context = path.display().to_string();
+    let (tensors, metadata) = read_file(path)?;
+    let has_optimizer = metadata.contains_key(META_KIND);
+    let mut renamed: BTreeMap<String, Tensor> = BTreeMap::new();
+    for (name, tensor) in tensors {
+        if has_optimizer && name.starts_with(OPTIMIZER_PREFIX) {
+            continue;
+        }
+        let Some(target) = map(&name) else { continue };
+        if renamed.insert(target.clone(), tensor).is_some() {
+            return Err(Error::format(
+                &context,
+                format!("two tensors of the file are mapped to `{target}` (the last was `{name}`)"),
+            ));
+        }
+    }
+    load_state_into(module, &renamed, strict, &context)
 }
 
 /// Copy tensors by name into a module's parameters and buffers (the in-memory form of
@@ -171,7 +214,9 @@ pub fn load_checkpoint(
         let state = optimizer_state_from(&optimizer_tensors, &metadata, &context)?;
         // Validate the model before touching the optimizer, so a bad file changes nothing.
         load_state_into(module, &model, true, &context)?;
-        optimizer.load_state_dict(&state)?;
+        optimizer
+            .load_state_dict(&state)
+            .map_err(|error| in_file(error, &context))?;
     } else {
         load_state_into(module, &model, true, &context)?;
     }
@@ -193,8 +238,22 @@ pub fn save_optimizer(optimizer: &dyn Optimizer, path: impl AsRef<Path>) -> Resu
 pub fn load_optimizer(optimizer: &mut dyn Optimizer, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let (tensors, metadata) = read_file(path)?;
-    let state = optimizer_state_from(&tensors, &metadata, &path.display().to_string())?;
-    optimizer.load_state_dict(&state)
+    let context = path.display().to_string();
+    let state = optimizer_state_from(&tensors, &metadata, &context)?;
+    optimizer
+        .load_state_dict(&state)
+        .map_err(|error| in_file(error, &context))
+}
+
+/// Name the file in an error from `Optimizer::load_state_dict` (which only knows the key).
+fn in_file(error: Error, file: &str) -> Error {
+    match error {
+        Error::Format { context, message } => Error::format(file, format!("{context}: {message}")),
+        Error::InvalidArgument { op, message } => {
+            Error::format(file, format!("optimizer state ({op}): {message}"))
+        }
+        other => other,
+    }
 }
 
 fn add_optimizer_entries(
@@ -296,20 +355,130 @@ fn write_file(
     write_atomically(path, &bytes)
 }
 
-/// Write `bytes` to a temporary file next to `path`, fsync it, rename it over `path`, and
-/// fsync the directory (best effort) so the rename itself is durable.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The directory and file name of a save target; an existing target must be a regular file
+/// (saving renames over it, which would replace a device node, a FIFO or a directory entry).
+fn save_target(path: &Path) -> Result<(PathBuf, String)> {
     let context = path.display().to_string();
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
+        _ => PathBuf::from("."),
     };
     let file_name = path
         .file_name()
         .ok_or_else(|| Error::invalid("save", format!("`{context}` is not a file path")))?
         .to_string_lossy()
         .into_owned();
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => {
+            return Err(Error::invalid(
+                "save",
+                format!(
+                    "`{context}` exists and is not a regular file (a directory, device or \
+                     pipe); choose a file path"
+                ),
+            ))
+        }
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(Error::io(format!("checking {context}"), error)),
+    }
+    match std::fs::metadata(&directory) {
+        Ok(metadata) if metadata.is_dir() => Ok((directory, file_name)),
+        Ok(_) => Err(Error::invalid(
+            "save",
+            format!(
+                "cannot save {context}: {} is not a directory",
+                directory.display()
+            ),
+        )),
+        Err(error) => Err(Error::io(
+            format!("cannot save {context}: directory {}", directory.display()),
+            error,
+        )),
+    }
+}
+
+/// Check, before a long run, that [`save_checkpoint`] will be able to write `path`: an
+/// existing target must be a regular file, and a temporary file can be created (and is
+/// removed again) in its directory.
+pub fn check_writable(path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    let (directory, file_name) = save_target(path)?;
+    let probe = directory.join(format!(".{file_name}.tmp.{}.probe", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|error| Error::io(format!("cannot save {}", path.display()), error))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// How old a temporary file of a dead process must be before it is removed (a second writer
+/// in another PID namespace could look dead; its file is younger than this while it writes).
+const STALE_DEAD_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+/// How old any other process's temporary file must be before it is removed.
+const STALE_ANY_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Whether process `pid` exists, where the system can tell (`/proc` on Linux).
+fn process_alive(pid: u32) -> Option<bool> {
+    let proc = Path::new("/proc");
+    proc.join("self")
+        .exists()
+        .then(|| proc.join(pid.to_string()).exists())
+}
+
+/// Remove `.NAME.tmp.PID.N` files of the same target left by saves that were killed: those of
+/// a process that no longer exists (and untouched for a minute), and any untouched for a day.
+/// This process's own files and those of live writers are left alone.
+pub fn remove_stale_temporaries(path: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
+    let (directory, file_name) = save_target(path.as_ref())?;
+    let prefix = format!(".{file_name}.tmp.");
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&directory) else {
+        return Ok(removed);
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split_once('.')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let Ok(metadata) = entry.metadata() else {
+            continue;
+        };
+        let age = metadata
+            .modified()
+            .ok()
+            .and_then(|time| time.elapsed().ok())
+            .unwrap_or_default();
+        let dead = process_alive(pid) == Some(false);
+        if metadata.is_file()
+            && ((dead && age >= STALE_DEAD_AFTER) || age >= STALE_ANY_AFTER)
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed.push(entry.path());
+        }
+    }
+    Ok(removed)
+}
+
+/// Write `bytes` to a temporary file next to `path`, fsync it, rename it over `path`, and
+/// fsync the directory (best effort) so the rename itself is durable. Stale temporaries of
+/// killed saves of the same target are removed first.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let context = path.display().to_string();
+    let (directory, file_name) = save_target(path)?;
+    let _ = remove_stale_temporaries(path);
     let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let temporary = directory.join(format!(".{file_name}.tmp.{}.{unique}", std::process::id()));
     let result = (|| -> std::io::Result<()> {
@@ -351,6 +520,15 @@ type FileContents = (BTreeMap<String, Tensor>, HashMap<String, String>);
 
 fn read_file(path: &Path) -> Result<FileContents> {
     let context = path.display().to_string();
+    // Opening a FIFO for reading would block until a writer appears: check the type first.
+    let metadata =
+        std::fs::metadata(path).map_err(|e| Error::io(format!("reading {context}"), e))?;
+    if !metadata.is_file() {
+        return Err(Error::format(
+            &context,
+            "not a regular file (a directory, device or pipe); give the path of a checkpoint file",
+        ));
+    }
     let bytes = std::fs::read(path).map_err(|e| Error::io(format!("reading {context}"), e))?;
     let (_, header) = SafeTensors::read_metadata(&bytes)
         .map_err(|e| Error::format(&context, format!("not a valid safetensors file: {e}")))?;

@@ -31,8 +31,9 @@ pub mod optim;
 
 pub use amp::GradScaler;
 pub use checkpoint::{
-    load_checkpoint, load_optimizer, load_safetensors, load_safetensors_with, load_state_into,
-    load_tensors, save_checkpoint, save_optimizer, save_safetensors, save_tensors, LoadReport,
+    check_writable, load_checkpoint, load_optimizer, load_safetensors, load_safetensors_mapped,
+    load_safetensors_with, load_state_into, load_tensors, remove_stale_temporaries,
+    save_checkpoint, save_optimizer, save_safetensors, save_tensors, LoadReport,
 };
 pub use layers::*;
 pub use loss::{

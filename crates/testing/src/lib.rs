@@ -3,6 +3,9 @@
 //! it. Without a GPU adapter the GPU variant prints a visible `SKIP`, unless
 //! `ANYGRAD_REQUIRE_GPU=1` (set in CI with lavapipe), where a missing adapter fails the test.
 
+pub mod fuzz;
+pub mod memory;
+
 use anygrad_core::Device;
 
 pub use anygrad_core::Device as TestDevice;

@@ -9,12 +9,12 @@ use anygrad_core::{autocast, no_grad, random, DType, Device, Error, Result, Tens
 use anygrad_data::DataLoader;
 use anygrad_models::{Mlp, SmallCnn};
 use anygrad_nn::{
-    load_checkpoint, save_checkpoint, Adam, AdamConfig, AdamW, CrossEntropyLoss, GradScaler,
-    Module, Optimizer, Sgd, SgdConfig,
+    check_writable, load_checkpoint, save_checkpoint, Adam, AdamConfig, AdamW, CrossEntropyLoss,
+    GradScaler, Module, Optimizer, Sgd, SgdConfig,
 };
 use serde::Serialize;
 
-use crate::config::{ModelKind, OptimizerKind, TrainConfig};
+use crate::config::{DatasetKind, ModelKind, OptimizerKind, TrainConfig};
 use crate::data::{load_data, LoadedData};
 
 /// Figures of one finished epoch.
@@ -52,6 +52,9 @@ pub enum Event<'a> {
     },
     /// An epoch finished.
     EpochEnd(&'a EpochReport),
+    /// Something the user should know about the run (one line, no trailing period), e.g. that
+    /// a resumed run keeps the checkpoint's learning rate.
+    Note(String),
 }
 
 /// Build the configured model on `device`.
@@ -216,8 +219,34 @@ pub fn run(
             ),
         ));
     }
+    if config.dataset == DatasetKind::Digits
+        && (config.data_dir.is_some() || config.limit_train.is_some())
+    {
+        return Err(Error::invalid(
+            "train",
+            "--data-dir and --limit-train apply to mnist and fashion-mnist; the digits set is \
+             built in (drop them, or pass --dataset mnist)",
+        ));
+    }
+    if let Some(path) = &config.save {
+        check_writable(path)?;
+    }
     random::manual_seed(config.seed);
     let data = load_data(config, device)?;
+    if data.train_len == 0 {
+        return Err(Error::invalid(
+            "train",
+            "the training set is empty (is --limit-train 0, or does the images file hold no \
+             images?); train on at least one image",
+        ));
+    }
+    if data.test_len == 0 {
+        return Err(Error::invalid(
+            "train",
+            "the test set is empty (does the t10k images file hold no images?); a run needs \
+             test images to report an accuracy",
+        ));
+    }
     let model = build_model(config.model, &data, device)?;
     let mut optimizer = build_optimizer(config.optimizer, config.learning_rate, model.as_ref())?;
     let mut first_epoch = 0;
@@ -232,6 +261,26 @@ pub fn run(
                     "checkpoint has no `epoch` metadata",
                 )
             })?;
+        if first_epoch >= config.epochs {
+            return Err(Error::invalid(
+                "train",
+                format!(
+                    "{} already holds {first_epoch} epoch(s) and --epochs is {}, so there is \
+                     nothing left to train; pass --epochs greater than {first_epoch} to \
+                     continue it",
+                    path.display(),
+                    config.epochs
+                ),
+            ));
+        }
+        let restored = optimizer.learning_rate();
+        if restored != config.learning_rate {
+            on_event(Event::Note(format!(
+                "resuming with the checkpoint's learning rate {restored} (--lr {} is not used \
+                 on resume: the optimizer continues exactly where it stopped)",
+                config.learning_rate
+            )));
+        }
         if let (Some(seed), Some(offset)) = (
             metadata.get("rng_seed").and_then(|v| v.parse().ok()),
             metadata.get("rng_offset").and_then(|v| v.parse().ok()),

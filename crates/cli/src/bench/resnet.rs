@@ -65,7 +65,44 @@ fn cpu_images_per_second() -> Result<f64> {
     Ok(batch as f64 / (median(&samples) * 1e-3))
 }
 
-/// Inference at each batch size (`0` = auto: double from 16 until out of memory).
+/// The largest batch `--batch auto` tries on a GPU.
+const GPU_AUTO_BATCH_LIMIT: usize = 4096;
+
+/// A generous bound on the host memory one image of ResNet-18 inference needs on the CPU
+/// backend (activations, im2col columns and the input: about 20 MB at 224×224).
+const CPU_BYTES_PER_IMAGE: u64 = 32 << 20;
+
+/// The memory `--batch auto` may plan for when the system does not say (4 GiB).
+const CPU_FALLBACK_MEMORY: u64 = 4 << 30;
+
+/// Bytes of memory available for new allocations: `MemAvailable` of `/proc/meminfo` on
+/// Linux, a fixed 4 GiB elsewhere or when it cannot be read.
+fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line["MemAvailable:".len()..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()?;
+            Some(kib.saturating_mul(1024))
+        })
+        .unwrap_or(CPU_FALLBACK_MEMORY)
+}
+
+/// The largest batch `--batch auto` tries on the CPU: half the available memory at
+/// [`CPU_BYTES_PER_IMAGE`] per image (at least 16, the first candidate, and at most the GPU
+/// bound).
+fn cpu_auto_batch_limit(available_bytes: u64) -> usize {
+    let images = available_bytes / 2 / CPU_BYTES_PER_IMAGE;
+    (images.min(GPU_AUTO_BATCH_LIMIT as u64) as usize).max(16)
+}
+
+/// Inference at each batch size (`0` = auto: double from 16 until out of memory, bounded by
+/// the available memory on the CPU).
 pub fn run_resnet18(
     device: &Device,
     batches: &[usize],
@@ -116,9 +153,16 @@ pub fn run_resnet18(
     };
     for &batch in batches {
         if batch == 0 {
+            // A GPU reports out of memory; the CPU would swap or be killed first, so its
+            // doubling stops at what the available memory can hold.
+            let limit = if device.is_cpu() {
+                cpu_auto_batch_limit(available_memory())
+            } else {
+                GPU_AUTO_BATCH_LIMIT
+            };
             let mut candidate = 16;
             let mut largest = None;
-            while candidate <= 4096 {
+            while candidate <= limit {
                 let mut scratch = Vec::new();
                 if !run_one(candidate, &mut scratch)? {
                     break;
@@ -181,4 +225,17 @@ pub fn run_resnet18_train(device: &Device, batch: usize, amp: bool) -> Result<Ve
     }
     r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
     Ok(vec![r])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_auto_batch_is_bounded_by_memory() {
+        assert_eq!(cpu_auto_batch_limit(0), 16);
+        assert_eq!(cpu_auto_batch_limit(4 << 30), 64);
+        assert_eq!(cpu_auto_batch_limit(u64::MAX), GPU_AUTO_BATCH_LIMIT);
+        assert!(available_memory() > 0);
+    }
 }

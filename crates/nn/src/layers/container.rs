@@ -1,5 +1,8 @@
 //! `Sequential`: modules applied in order, named `"0"`, `"1"`, ... like PyTorch, so a
-//! `Sequential` holding a `Linear` first reports `0.weight` and `0.bias`.
+//! `Sequential` holding a `Linear` first reports `0.weight` and `0.bias`. Children can also be
+//! given names (`add_named`, like `nn.Sequential(OrderedDict(...))`), so a PyTorch model made
+//! of named `nn.Sequential` blocks (`features.0.weight`, `classifier.1.bias`) is rebuilt
+//! without writing a module type for it.
 
 use anygrad_core::{Result, Tensor};
 
@@ -9,6 +12,8 @@ use crate::module::{child_prefix, Kind, Module, Parameter};
 #[derive(Default)]
 pub struct Sequential {
     layers: Vec<Box<dyn Module>>,
+    /// The child names used in parameter names: the index, or the name given to `add_named`.
+    names: Vec<String>,
 }
 
 impl std::fmt::Debug for Sequential {
@@ -28,18 +33,32 @@ impl Sequential {
     /// Append a module (builder style: `Sequential::new().add(a).add(b)`).
     #[allow(clippy::should_implement_trait)] // a builder, not arithmetic (candle's name too)
     pub fn add<M: Module + 'static>(mut self, module: M) -> Sequential {
+        self.push_boxed(Box::new(module));
+        self
+    }
+
+    /// Append a module whose parameters are named `name.<its names>` instead of by its index
+    /// (builder style; PyTorch's `nn.Sequential(OrderedDict([(name, module), ...]))`).
+    pub fn add_named<M: Module + 'static>(mut self, name: &str, module: M) -> Sequential {
         self.layers.push(Box::new(module));
+        self.names.push(name.to_string());
         self
     }
 
     /// Append a module.
     pub fn push<M: Module + 'static>(&mut self, module: M) {
-        self.layers.push(Box::new(module));
+        self.push_boxed(Box::new(module));
     }
 
     /// Append a boxed module.
     pub fn push_boxed(&mut self, module: Box<dyn Module>) {
+        self.names.push(self.layers.len().to_string());
         self.layers.push(module);
+    }
+
+    /// The name of the child at `index` (its index, or the name given to `add_named`).
+    pub fn child_name(&self, index: usize) -> Option<&str> {
+        self.names.get(index).map(String::as_str)
     }
 
     /// Number of modules.
@@ -68,8 +87,8 @@ impl Module for Sequential {
     }
 
     fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
-        for (index, layer) in self.layers.iter().enumerate() {
-            layer.visit(&child_prefix(prefix, &index.to_string()), visitor);
+        for (name, layer) in self.names.iter().zip(&self.layers) {
+            layer.visit(&child_prefix(prefix, name), visitor);
         }
     }
 

@@ -12,7 +12,10 @@
 
 use anygrad_core::{no_grad, Error, Result, Tensor};
 
-use super::{adopt_state_tensor, check_known_parameters, Optimizer, OptimizerState};
+use super::{
+    adopt_state_tensor, check_known_parameters, check_non_negative, check_unit_interval,
+    kind_mismatch, state_error, Optimizer, OptimizerState,
+};
 use crate::module::Parameter;
 
 /// Hyper-parameters of [`Adam`] and [`AdamW`].
@@ -89,7 +92,8 @@ struct AdamState {
     max_exp_avg_sq: Option<Tensor>,
 }
 
-/// Adam (with `decoupled = false`) or AdamW (`decoupled = true`).
+/// Adam, like `torch.optim.Adam` (weight decay is an L2 term added to the gradient). The
+/// decoupled variant is [`AdamW`], a separate type.
 pub struct Adam {
     parameters: Vec<(String, Parameter)>,
     config: AdamConfig,
@@ -97,9 +101,68 @@ pub struct Adam {
     states: Vec<Option<AdamState>>,
 }
 
-/// AdamW: Adam with decoupled weight decay (`torch.optim.AdamW`). Same type as [`Adam`];
-/// construct it with [`Adam::adamw`].
-pub type AdamW = Adam;
+/// AdamW: Adam with decoupled weight decay (`torch.optim.AdamW`): every step first shrinks
+/// the parameter by `lr · weight_decay · p`, then applies the Adam update of the plain
+/// gradient. Its checkpoints carry the kind `adamw`, which an [`Adam`] refuses to load (and
+/// the other way round).
+pub struct AdamW(Adam);
+
+impl AdamW {
+    /// AdamW over named parameter slots (`module.named_parameter_slots()`); PyTorch's default
+    /// decay is `AdamConfig::default().weight_decay(1e-2)`.
+    pub fn new(parameters: Vec<(String, Parameter)>, config: AdamConfig) -> Result<AdamW> {
+        Adam::build(parameters, config, true).map(AdamW)
+    }
+
+    /// The hyper-parameters.
+    pub fn config(&self) -> &AdamConfig {
+        &self.0.config
+    }
+
+    /// The step count of parameter `name` (0 before its first update).
+    pub fn step_count(&self, name: &str) -> u64 {
+        self.0.step_count(name)
+    }
+}
+
+impl Optimizer for AdamW {
+    fn step(&mut self) -> Result<()> {
+        self.0.step()
+    }
+
+    fn parameters(&self) -> &[(String, Parameter)] {
+        self.0.parameters()
+    }
+
+    fn learning_rate(&self) -> f64 {
+        self.0.learning_rate()
+    }
+
+    fn set_learning_rate(&mut self, learning_rate: f64) {
+        self.0.set_learning_rate(learning_rate)
+    }
+
+    fn state_dict(&self) -> Result<OptimizerState> {
+        self.0.state_dict()
+    }
+
+    fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
+        self.0.load_state_dict(state)
+    }
+}
+
+impl AdamConfig {
+    /// Check every hyper-parameter like `torch.optim.Adam` does: `lr`, `eps` and
+    /// `weight_decay` finite and `>= 0`, both betas in `[0, 1)`. On failure returns the name of
+    /// the first bad value and why.
+    pub fn validate(&self) -> std::result::Result<(), (&'static str, String)> {
+        check_non_negative("lr", self.lr)?;
+        check_unit_interval("beta1", self.beta1)?;
+        check_unit_interval("beta2", self.beta2)?;
+        check_non_negative("eps", self.eps)?;
+        check_non_negative("weight_decay", self.weight_decay)
+    }
+}
 
 impl Adam {
     fn build(
@@ -107,15 +170,10 @@ impl Adam {
         config: AdamConfig,
         decoupled: bool,
     ) -> Result<Adam> {
-        let valid = config.lr >= 0.0
-            && config.eps >= 0.0
-            && (0.0..1.0).contains(&config.beta1)
-            && (0.0..1.0).contains(&config.beta2)
-            && config.weight_decay >= 0.0;
-        if !valid {
+        if let Err((key, message)) = config.validate() {
             return Err(Error::invalid(
-                "Adam::new",
-                format!("invalid hyper-parameters {config:?}"),
+                if decoupled { "AdamW::new" } else { "Adam::new" },
+                format!("`{key}` {message} (hyper-parameters {config:?})"),
             ));
         }
         let count = parameters.len();
@@ -132,9 +190,10 @@ impl Adam {
         Adam::build(parameters, config, false)
     }
 
-    /// AdamW (decoupled weight decay) over named parameter slots.
+    /// AdamW (decoupled weight decay) over named parameter slots; the same as
+    /// [`AdamW::new`].
     pub fn adamw(parameters: Vec<(String, Parameter)>, config: AdamConfig) -> Result<AdamW> {
-        Adam::build(parameters, config, true)
+        AdamW::new(parameters, config)
     }
 
     /// The hyper-parameters.
@@ -180,7 +239,10 @@ impl Optimizer for Adam {
                     },
                 },
             };
-            let step = state.step + 1;
+            let step = state
+                .step
+                .checked_add(1)
+                .ok_or_else(|| Error::invalid("Adam::step", "the step count overflowed a u64"))?;
             let mut current = param.clone();
             let g = if c.weight_decay == 0.0 {
                 grad
@@ -273,10 +335,7 @@ impl Optimizer for Adam {
 
     fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
         if state.kind != self.kind() {
-            return Err(Error::format(
-                "optimizer state",
-                format!("expected a `{}` state, got `{}`", self.kind(), state.kind),
-            ));
+            return Err(kind_mismatch(self.kind(), &state.kind));
         }
         check_known_parameters(state, &self.parameters)?;
         let config = AdamConfig {
@@ -285,18 +344,21 @@ impl Optimizer for Adam {
             beta2: state.scalar("beta2")?,
             eps: state.scalar("eps")?,
             weight_decay: state.scalar("weight_decay")?,
-            amsgrad: state.scalar("amsgrad")? != 0.0,
+            amsgrad: state.flag("amsgrad")?,
         };
+        config
+            .validate()
+            .map_err(|(key, message)| state_error(key, &message))?;
         let mut states = Vec::with_capacity(self.parameters.len());
         for (name, parameter) in &self.parameters {
             let step_key = format!("state.{name}.step");
-            let Some(&step) = state.scalars.get(&step_key) else {
+            let Some(step) = state.step_count(&step_key)? else {
                 states.push(None);
                 continue;
             };
             let max_key = format!("state.{name}.max_exp_avg_sq");
             states.push(Some(AdamState {
-                step: step as u64,
+                step,
                 exp_avg: adopt_state_tensor(state, &format!("state.{name}.exp_avg"), parameter)?,
                 exp_avg_sq: adopt_state_tensor(
                     state,

@@ -37,13 +37,85 @@ pub struct OptimizerState {
     pub scalars: BTreeMap<String, f64>,
 }
 
+/// The largest step count a state may hold (2^53: every count up to it is exact in the f64
+/// the checkpoint stores, and `step + 1` can never overflow).
+pub const MAX_STEP_COUNT: f64 = 9_007_199_254_740_992.0;
+
 impl OptimizerState {
     /// A scalar that must be present.
     pub fn scalar(&self, name: &str) -> Result<f64> {
         self.scalars
             .get(name)
             .copied()
-            .ok_or_else(|| Error::format("optimizer state", format!("missing scalar `{name}`")))
+            .ok_or_else(|| state_error(name, "is missing"))
+    }
+
+    /// A boolean stored as a scalar: it must be present and exactly 0 or 1.
+    pub fn flag(&self, name: &str) -> Result<bool> {
+        let value = self.scalar(name)?;
+        if value == 0.0 {
+            Ok(false)
+        } else if value == 1.0 {
+            Ok(true)
+        } else {
+            Err(state_error(name, &format!("is {value}, must be 0 or 1")))
+        }
+    }
+
+    /// A per-parameter step count (`None` when absent): it must be a whole number in
+    /// `1..=2^53`; NaN, infinities, negative, fractional and huge counts are errors naming the key.
+    pub fn step_count(&self, name: &str) -> Result<Option<u64>> {
+        let Some(&value) = self.scalars.get(name) else {
+            return Ok(None);
+        };
+        if !(value.is_finite() && value.fract() == 0.0 && (1.0..=MAX_STEP_COUNT).contains(&value)) {
+            return Err(state_error(
+                name,
+                &format!("is {value}, must be a whole number from 1 to {MAX_STEP_COUNT}"),
+            ));
+        }
+        Ok(Some(value as u64))
+    }
+}
+
+/// The error for a bad optimizer-state entry: `Error::Format` with context `optimizer state`
+/// and the key (checkpoint loaders add the file name).
+pub(crate) fn state_error(key: &str, message: &str) -> Error {
+    Error::format("optimizer state", format!("scalar `{key}` {message}"))
+}
+
+/// The error for a state written by another kind of optimizer.
+pub(crate) fn kind_mismatch(expected: &str, found: &str) -> Error {
+    Error::format(
+        "optimizer state",
+        format!(
+            "it was written by the `{found}` optimizer but this one is `{expected}`; resume \
+             with the optimizer that saved it (--optimizer {found})"
+        ),
+    )
+}
+
+/// `value` must be finite and `>= 0`; returns `(key, why)` otherwise.
+pub(crate) fn check_non_negative(
+    key: &'static str,
+    value: f64,
+) -> std::result::Result<(), (&'static str, String)> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err((key, format!("is {value}, must be a finite number >= 0")))
+    }
+}
+
+/// `value` must be in `[0, 1)`; returns `(key, why)` otherwise.
+pub(crate) fn check_unit_interval(
+    key: &'static str,
+    value: f64,
+) -> std::result::Result<(), (&'static str, String)> {
+    if (0.0..1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err((key, format!("is {value}, must be in [0, 1)")))
     }
 }
 

@@ -12,7 +12,10 @@
 
 use anygrad_core::{no_grad, Error, Result, Tensor};
 
-use super::{adopt_state_tensor, check_known_parameters, Optimizer, OptimizerState};
+use super::{
+    adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch, state_error,
+    Optimizer, OptimizerState,
+};
 use crate::module::Parameter;
 
 /// Hyper-parameters of [`Sgd`].
@@ -67,6 +70,30 @@ impl SgdConfig {
     }
 }
 
+impl SgdConfig {
+    /// Check every hyper-parameter like `torch.optim.SGD` does: `lr`, `momentum` and
+    /// `weight_decay` finite and `>= 0`, `dampening` finite, and Nesterov only with a momentum
+    /// and zero dampening. On failure returns the name of the first bad value and why.
+    pub fn validate(&self) -> std::result::Result<(), (&'static str, String)> {
+        check_non_negative("lr", self.lr)?;
+        check_non_negative("momentum", self.momentum)?;
+        check_non_negative("weight_decay", self.weight_decay)?;
+        if !self.dampening.is_finite() {
+            return Err((
+                "dampening",
+                format!("is {}, must be finite", self.dampening),
+            ));
+        }
+        if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
+            return Err((
+                "nesterov",
+                "requires a momentum and zero dampening".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// SGD, like `torch.optim.SGD`.
 pub struct Sgd {
     parameters: Vec<(String, Parameter)>,
@@ -78,16 +105,10 @@ pub struct Sgd {
 impl Sgd {
     /// An optimizer over named parameter slots (`module.named_parameter_slots()`).
     pub fn new(parameters: Vec<(String, Parameter)>, config: SgdConfig) -> Result<Sgd> {
-        if config.lr < 0.0 || config.momentum < 0.0 || config.weight_decay < 0.0 {
+        if let Err((key, message)) = config.validate() {
             return Err(Error::invalid(
                 "Sgd::new",
-                format!("lr, momentum and weight_decay must be >= 0, got {config:?}"),
-            ));
-        }
-        if config.nesterov && (config.momentum <= 0.0 || config.dampening != 0.0) {
-            return Err(Error::invalid(
-                "Sgd::new",
-                "Nesterov momentum requires a momentum and zero dampening",
+                format!("`{key}` {message} (hyper-parameters {config:?})"),
             ));
         }
         let count = parameters.len();
@@ -175,10 +196,7 @@ impl Optimizer for Sgd {
 
     fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
         if state.kind != "sgd" {
-            return Err(Error::format(
-                "optimizer state",
-                format!("expected an sgd state, got `{}`", state.kind),
-            ));
+            return Err(kind_mismatch("sgd", &state.kind));
         }
         check_known_parameters(state, &self.parameters)?;
         let config = SgdConfig {
@@ -186,8 +204,11 @@ impl Optimizer for Sgd {
             momentum: state.scalar("momentum")?,
             dampening: state.scalar("dampening")?,
             weight_decay: state.scalar("weight_decay")?,
-            nesterov: state.scalar("nesterov")? != 0.0,
+            nesterov: state.flag("nesterov")?,
         };
+        config
+            .validate()
+            .map_err(|(key, message)| state_error(key, &message))?;
         let mut buffers = Vec::with_capacity(self.parameters.len());
         for (name, parameter) in &self.parameters {
             let key = format!("state.{name}.momentum_buffer");

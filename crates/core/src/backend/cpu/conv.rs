@@ -170,14 +170,14 @@ fn conv2d_typed<T: Copy + Default + Send + Sync + 'static>(
     shape: &Conv2dShape,
     zero: T,
     one: T,
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     let (o, patch) = (shape.out_channels, shape.patch());
     let plane = shape.output.0 * shape.output.1;
     let per_image = o * plane;
-    let mut out = vec![zero; shape.batch * per_image];
+    let mut out = super::alloc::filled(shape.batch * per_image, zero)?;
     if per_image == 0 || patch == 0 {
         // No output, or an empty sum (no input channels): zeros.
-        return out;
+        return Ok(out);
     }
     // The weight as a dense `[o, patch]` matrix (a view of it when it already is one).
     let weight: Cow<'_, [T]> = if weight_layout.is_contiguous() {
@@ -237,7 +237,7 @@ fn conv2d_typed<T: Copy + Default + Send + Sync + 'static>(
     } else {
         out.chunks_mut(per_image).enumerate().for_each(one_image);
     }
-    out
+    Ok(out)
 }
 
 impl CpuStorage {
@@ -263,13 +263,13 @@ impl CpuStorage {
         let (l, wl) = (layout, weight_layout);
         Ok(match (self, weight) {
             (CpuStorage::F32(x), CpuStorage::F32(k)) => {
-                CpuStorage::F32(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0))
+                CpuStorage::F32(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0)?)
             }
             (CpuStorage::F64(x), CpuStorage::F64(k)) => {
-                CpuStorage::F64(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0))
+                CpuStorage::F64(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0)?)
             }
             (CpuStorage::F16(x), CpuStorage::F16(k)) => {
-                CpuStorage::F16(conv2d_typed(x, l, k, wl, &shape, f16::ZERO, f16::ONE))
+                CpuStorage::F16(conv2d_typed(x, l, k, wl, &shape, f16::ZERO, f16::ONE)?)
             }
             _ => return Err(super::unsupported_dtype("conv2d", self.dtype())),
         })

@@ -16,12 +16,12 @@ fn gemm_batched<T: Copy + Default + 'static>(
     rl: &Layout,
     zero: T,
     one: T,
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     let (batch, m, k) = (ll.shape[0], ll.shape[1], ll.shape[2]);
     let n = rl.shape[2];
-    let mut out = vec![T::default(); batch * m * n];
+    let mut out = super::alloc::filled(batch * m * n, T::default())?;
     if m == 0 || n == 0 {
-        return out;
+        return Ok(out);
     }
     let parallelism = if m * n * k >= PARALLEL_WORK {
         gemm::Parallelism::Rayon(rayon::current_num_threads())
@@ -62,7 +62,7 @@ fn gemm_batched<T: Copy + Default + 'static>(
             );
         }
     }
-    out
+    Ok(out)
 }
 
 fn matmul_integer<T: IntegerElement + Default>(
@@ -70,10 +70,10 @@ fn matmul_integer<T: IntegerElement + Default>(
     ll: &Layout,
     rhs: &[T],
     rl: &Layout,
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     let (batch, m, k) = (ll.shape[0], ll.shape[1], ll.shape[2]);
     let n = rl.shape[2];
-    let mut out = Vec::with_capacity(batch * m * n);
+    let mut out = super::alloc::reserved(batch * m * n)?;
     for b in 0..batch {
         for i in 0..m {
             for j in 0..n {
@@ -91,7 +91,7 @@ fn matmul_integer<T: IntegerElement + Default>(
             }
         }
     }
-    out
+    Ok(out)
 }
 
 impl CpuStorage {
@@ -105,22 +105,22 @@ impl CpuStorage {
         use half::f16;
         Ok(match (self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0))
+                CpuStorage::F32(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)?)
             }
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0))
+                CpuStorage::F64(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)?)
             }
             (CpuStorage::F16(a), CpuStorage::F16(b)) => {
-                CpuStorage::F16(gemm_batched(a, layout, b, rhs_layout, f16::ZERO, f16::ONE))
+                CpuStorage::F16(gemm_batched(a, layout, b, rhs_layout, f16::ZERO, f16::ONE)?)
             }
             (CpuStorage::I32(a), CpuStorage::I32(b)) => {
-                CpuStorage::I32(matmul_integer(a, layout, b, rhs_layout))
+                CpuStorage::I32(matmul_integer(a, layout, b, rhs_layout)?)
             }
             (CpuStorage::U32(a), CpuStorage::U32(b)) => {
-                CpuStorage::U32(matmul_integer(a, layout, b, rhs_layout))
+                CpuStorage::U32(matmul_integer(a, layout, b, rhs_layout)?)
             }
             (CpuStorage::U8(a), CpuStorage::U8(b)) => {
-                CpuStorage::U8(matmul_integer(a, layout, b, rhs_layout))
+                CpuStorage::U8(matmul_integer(a, layout, b, rhs_layout)?)
             }
             (CpuStorage::Bool(_), CpuStorage::Bool(_)) => {
                 return Err(super::unsupported_dtype("matmul", self.dtype()))

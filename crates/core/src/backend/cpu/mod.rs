@@ -3,6 +3,7 @@
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
 
+mod alloc;
 pub(crate) mod conv;
 pub(crate) mod conv_backward;
 mod elementwise;
@@ -283,19 +284,20 @@ impl CpuStorage {
     /// `numel` copies of `value`.
     pub fn full(numel: usize, dtype: DType, value: f64) -> Result<CpuStorage> {
         Ok(match dtype {
-            DType::F32 => CpuStorage::F32(vec![value as f32; numel]),
-            DType::F16 => CpuStorage::F16(vec![f16::from_f64(value); numel]),
-            DType::F64 => CpuStorage::F64(vec![value; numel]),
-            DType::I32 => CpuStorage::I32(vec![value as i32; numel]),
-            DType::U32 => CpuStorage::U32(vec![value as u32; numel]),
-            DType::U8 => CpuStorage::U8(vec![value as u8; numel]),
-            DType::Bool => CpuStorage::Bool(vec![value != 0.0; numel]),
+            DType::F32 => CpuStorage::F32(alloc::filled(numel, value as f32)?),
+            DType::F16 => CpuStorage::F16(alloc::filled(numel, f16::from_f64(value))?),
+            DType::F64 => CpuStorage::F64(alloc::filled(numel, value)?),
+            DType::I32 => CpuStorage::I32(alloc::filled(numel, value as i32)?),
+            DType::U32 => CpuStorage::U32(alloc::filled(numel, value as u32)?),
+            DType::U8 => CpuStorage::U8(alloc::filled(numel, value as u8)?),
+            DType::Bool => CpuStorage::Bool(alloc::filled(numel, value != 0.0)?),
         })
     }
 
     /// `start + i * step` for `i in 0..numel`.
     pub fn arange(start: f64, step: f64, numel: usize, dtype: DType) -> Result<CpuStorage> {
-        let values: Vec<f64> = (0..numel).map(|i| start + i as f64 * step).collect();
+        let mut values: Vec<f64> = alloc::reserved(numel)?;
+        values.extend((0..numel).map(|i| start + i as f64 * step));
         Ok(CpuStorage::from_f64_values(&values, dtype))
     }
 
@@ -312,20 +314,21 @@ impl CpuStorage {
         }
         let key = seed_key(seed);
         let counter = |i: usize| (offset as u32).wrapping_add(i as u32);
-        let values: Vec<f32> = match distribution {
+        let mut values: Vec<f32> = alloc::reserved(numel)?;
+        match distribution {
             Distribution::Uniform { low, high } => {
                 let (low, high) = (low as f32, high as f32);
                 (0..numel)
                     .into_par_iter()
                     .map(|i| low + (high - low) * unit_uniform(random_bits(key, counter(i))))
-                    .collect()
+                    .collect_into_vec(&mut values)
             }
             Distribution::Normal { mean, std } => {
                 let (mean, std) = (mean as f32, std as f32);
                 (0..numel)
                     .into_par_iter()
                     .map(|i| mean + std * standard_normal(key, counter(i)))
-                    .collect()
+                    .collect_into_vec(&mut values)
             }
         };
         Ok(match dtype {

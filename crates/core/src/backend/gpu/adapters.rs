@@ -1,8 +1,9 @@
 //! Adapter enumeration. A wgpu *adapter* is one physical (or software) GPU seen through one
 //! graphics API; the same card often shows up twice (Vulkan and OpenGL), and Mesa's lavapipe
 //! adds a CPU-emulated "GPU". We list the adapters once per process, drop OpenGL duplicates
-//! of cards that a modern API already exposes, and order them discrete > integrated >
-//! virtual > cpu so that `gpu:0` is the fastest device.
+//! of cards that a modern API already exposes, and order them hardware before software
+//! rasterizers, Vulkan/DX12/Metal before OpenGL, then discrete > integrated > virtual, so that
+//! `gpu:0` is the fastest device.
 
 use std::sync::OnceLock;
 
@@ -62,6 +63,22 @@ pub(crate) fn registry() -> &'static AdapterRegistry {
     REGISTRY.get_or_init(enumerate)
 }
 
+/// Sort key of an adapter: hardware before software rasterizers (device type `Cpu`:
+/// llvmpipe, lavapipe, WARP), then Vulkan/DX12/Metal before OpenGL, then by device type.
+fn adapter_rank(info: &wgpu::AdapterInfo) -> (bool, bool, u8) {
+    (
+        info.device_type == wgpu::DeviceType::Cpu,
+        info.backend == wgpu::Backend::Gl,
+        type_rank(info.device_type),
+    )
+}
+
+/// Whether an adapter's `device_type` (as [`AdapterInfo`] spells it) is a software
+/// rasterizer running on the CPU.
+pub fn is_software(info: &AdapterInfo) -> bool {
+    info.device_type == "Cpu"
+}
+
 fn type_rank(device_type: wgpu::DeviceType) -> u8 {
     match device_type {
         wgpu::DeviceType::DiscreteGpu => 0,
@@ -102,7 +119,7 @@ fn enumerate() -> AdapterRegistry {
         info.backend != wgpu::Backend::Gl || !modern_names.contains(&info.name)
     });
     adapters.retain(|a| a.get_info().backend != wgpu::Backend::Noop);
-    adapters.sort_by_key(|a| type_rank(a.get_info().device_type));
+    adapters.sort_by_key(|a| adapter_rank(&a.get_info()));
     let infos = adapters
         .iter()
         .enumerate()

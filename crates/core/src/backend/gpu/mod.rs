@@ -37,7 +37,7 @@ mod vector;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-pub use adapters::AdapterInfo;
+pub use adapters::{is_software, AdapterInfo};
 pub use buffers::MemoryStats;
 pub use fusion::{
     elementwise_fusion_enabled, set_elementwise_fusion, FusedInstruction, FusedProgram, FusionStats,

@@ -1,0 +1,73 @@
+//! Fallible host allocation for CPU tensor storage. A tensor too large for the machine must
+//! be an `Error::OutOfMemory`, like on the GPU, not an abort of the whole process (which is
+//! what `vec![x; n]` does when the allocator says no). Storage buffers of the CPU backend are
+//! made here with `Vec::try_reserve_exact`; on Linux a request larger than the machine's RAM
+//! plus swap is refused before asking, so that an overcommitting kernel cannot hand out
+//! memory that the first write would then kill the process for.
+
+use crate::error::{Error, Result};
+
+/// Requests below this many bytes skip the `/proc/meminfo` check (they cannot be absurd).
+const CHECK_TOTAL_ABOVE: usize = 1 << 30;
+
+/// An empty vector with room for exactly `numel` elements, or `Error::OutOfMemory`.
+pub(crate) fn reserved<T>(numel: usize) -> Result<Vec<T>> {
+    let element = std::mem::size_of::<T>().max(1);
+    let requested = numel.saturating_mul(element);
+    let out_of_memory = || Error::OutOfMemory {
+        requested: requested as u64,
+        in_use: 0,
+        limit: total_memory().unwrap_or(0),
+    };
+    if requested >= CHECK_TOTAL_ABOVE {
+        if let Some(total) = total_memory() {
+            if requested as u64 > total {
+                return Err(out_of_memory());
+            }
+        }
+    }
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(numel)
+        .map_err(|_| out_of_memory())?;
+    Ok(values)
+}
+
+/// `numel` copies of `value`, or `Error::OutOfMemory`.
+pub(crate) fn filled<T: Clone>(numel: usize, value: T) -> Result<Vec<T>> {
+    let mut values = reserved(numel)?;
+    values.resize(numel, value);
+    Ok(values)
+}
+
+/// RAM plus swap in bytes (`MemTotal + SwapTotal` of `/proc/meminfo`), where the system
+/// reports it.
+fn total_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|line| line.starts_with(name))?;
+        let kib: u64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib.saturating_mul(1024))
+    };
+    Some(field("MemTotal:")?.saturating_add(field("SwapTotal:").unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_requests_are_out_of_memory() {
+        for numel in [usize::MAX, 1 << 60, 1 << 45] {
+            let error = reserved::<f32>(numel).unwrap_err();
+            assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
+        }
+        assert_eq!(filled(3, 7u8).unwrap(), vec![7, 7, 7]);
+        assert!(reserved::<f64>(10).unwrap().capacity() >= 10);
+    }
+}
