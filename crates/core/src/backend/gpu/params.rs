@@ -148,3 +148,60 @@ pub(crate) fn check_view(op: &'static str, layout: &Layout, len: usize) -> Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    kernel_params! {
+        /// A header with one field of each type and a tail.
+        struct SampleParams {
+            /// First word.
+            first: u32,
+            second: i32,
+            third: f32,
+        }
+        tail: "values[first]";
+    }
+
+    kernel_params! {
+        /// A header without a tail.
+        struct PlainParams {
+            only: u32,
+        }
+    }
+
+    /// The host words follow the declaration's order, and the WGSL declares the same fields.
+    #[test]
+    fn header_words_and_wgsl_follow_the_declaration() {
+        let header = SampleParams {
+            first: 7,
+            second: -1,
+            third: 1.5,
+        };
+        let mut params = Params::with_header(&header, 1);
+        params.push(9).unwrap();
+        assert_eq!(params.words(), &[7, u32::MAX, 1.5f32.to_bits(), 9]);
+        assert_eq!(
+            SampleParams::WGSL,
+            "struct SampleParams {\n    first: u32,\n    second: i32,\n    third: f32,\n    \
+             // values[first]\n    tail: array<u32>,\n}\n\
+             @group(0) @binding(0) var<storage, read> params: SampleParams;\n"
+        );
+        let plain = Params::with_header(&PlainParams { only: 3 }, 0);
+        assert_eq!(plain.words(), &[3]);
+        assert_eq!(
+            PlainParams::WGSL,
+            "struct PlainParams {\n    only: u32,\n}\n\
+             @group(0) @binding(0) var<storage, read> params: PlainParams;\n"
+        );
+    }
+
+    /// Sizes beyond the GPU's 32-bit indexing are errors, not wrapped words.
+    #[test]
+    fn values_beyond_32_bits_are_refused() {
+        assert_eq!(word(5).unwrap(), 5);
+        assert!(word(u32::MAX as usize + 1).is_err());
+        assert!(Params::new().push(u32::MAX as usize + 1).is_err());
+    }
+}
