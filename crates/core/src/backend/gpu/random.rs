@@ -48,7 +48,6 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
 }
 
 /// Record `numel` draws into `storage` (`a`, `b`: low/high or mean/std).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     device: &GpuDevice,
     storage: &GpuStorage,

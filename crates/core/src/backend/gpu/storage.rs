@@ -1,6 +1,7 @@
 //! `GpuStorage`: a tensor's data in one GPU buffer, plus its creation and transfers (`full`,
-//! `arange`, `random`, uploads, readbacks, GPU-to-GPU copies). The compute primitives are in
-//! `ops.rs`. The element encoding is described in `wgsl.rs` (U8 and Bool take one u32 each).
+//! `arange`, `random`, uploads, readbacks, GPU-to-GPU copies). The compute primitives live
+//! with their kernel families (see `mod.rs`). The element encoding is described in `wgsl.rs`
+//! (U8 and Bool take one u32 each).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
