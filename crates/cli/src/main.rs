@@ -4,6 +4,7 @@
 mod bench;
 mod devices;
 mod doctor;
+mod kernels;
 #[cfg(feature = "plot")]
 mod plot;
 mod profile;
@@ -41,6 +42,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Work with the GPU kernels' WGSL (see `kernels dump`).
+    Kernels {
+        #[command(subcommand)]
+        command: KernelsCommand,
+    },
     /// Profile a few steps and print the per-op table (GPU time, calls, CPU fallbacks).
     Profile(profile::ProfileArgs),
     /// Benchmark a workload and print median timings.
@@ -75,6 +81,16 @@ enum Command {
         /// JSON lines instead of a table.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum KernelsCommand {
+    /// Write every catalogued kernel's WGSL to a folder, one file per kernel.
+    Dump {
+        /// The folder to write (created if missing).
+        #[arg(long)]
+        out: std::path::PathBuf,
     },
 }
 
@@ -188,6 +204,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Train(args) => train::run_train(args),
         Command::Devices { json } => devices::run(json),
         Command::Doctor { json } => doctor::run(json),
+        Command::Kernels {
+            command: KernelsCommand::Dump { out },
+        } => kernels::dump(&out),
         Command::Profile(args) => profile::run_profile(args),
         Command::Bench {
             workload,

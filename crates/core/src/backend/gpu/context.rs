@@ -525,7 +525,9 @@ impl GpuContext {
         workgroups: (u32, u32, u32),
         index_op: Option<&'static str>,
     ) -> Result<()> {
-        let words = params.len().max(1);
+        // One spare zero word: a params struct ending in a runtime array (`params.rs`) binds at
+        // least one element of it, even when the dispatch's tail is empty.
+        let words = params.len() + 1;
         if (words * 4) as u64 > ARENA_BYTES {
             return Err(Error::invalid(
                 "gpu kernel",

@@ -27,10 +27,10 @@
 
 use std::fmt::Write;
 
-use super::conv_gemm::{self, column_shift, prefers_wide, Tile, K_STEP, TILE_N};
+use super::conv_gemm::{self, column_shift, prefers_wide, ConvParams, Tile, K_STEP, TILE_N};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
-use super::params::{check_view, is_dense, Params};
+use super::params::{check_view, is_dense, word, Params};
 use super::storage::GpuStorage;
 use crate::backend::cpu::conv::Conv2dShape;
 use crate::dtype::DType;
@@ -38,12 +38,26 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::tensor::Conv2dParams;
 
-/// The kernel body (after the header that defines `S`, `T`, `load_value`, `store_value` and
-/// `common.wgsl`) for the narrow or the `wide` tile. params: columns N, o, K, c, h, w, oh, ow,
-/// kh, kw, stride (2), padding (2), dilation (2), input offset and strides (5), weight offset
-/// (the weight is dense `[o, K]`), then the output's length and the weight's extent (unread:
-/// pushed so that `Params` checks that every position the kernel computes fits 32 bits).
-pub(crate) fn source_body(wide: bool) -> String {
+/// WGSL of `KernelKey::Conv2d` (after `enable f16;` where needed).
+pub(crate) fn source(dtype: DType, wide: bool) -> String {
+    let mut text = conv_gemm::source_start(dtype);
+    text.push_str(&source_body(wide));
+    text
+}
+
+/// The catalogue entries (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if dtype.is_float() {
+        for wide in [false, true] {
+            keys.push(KernelKey::Conv2d { dtype, wide });
+        }
+    }
+}
+
+/// The kernel body (after `conv_gemm::source_start`) for the narrow or the `wide` tile.
+/// params: [`ConvParams`] with N = columns, M = o, K = c * kh * kw, B = the input's view and
+/// A = the weight, dense `[o, K]`.
+fn source_body(wide: bool) -> String {
     let tile = Tile { wide };
     let mut w = String::new();
     // `write!` into a String cannot fail; the results are ignored deliberately.
@@ -62,11 +76,11 @@ pub(crate) fn source_body(wide: bool) -> String {
     conv_gemm::b_store(&mut w, false);
     let _ = writeln!(
         w,
-        "    let in_offset = params[16];
-    let in_n = params[17];
-    let in_c = params[18];
-    let in_h = params[19];
-    let in_w = params[20];
+        "    let in_offset = params.b_offset;
+    let in_n = params.b_stride_n;
+    let in_c = params.b_stride_c;
+    let in_h = params.b_stride_h;
+    let in_w = params.b_stride_w;
     let plane = oh * ow;
     let k_first = 0u;
     let steps = (k + {k_last}u) / {K_STEP}u;",
@@ -210,15 +224,32 @@ impl GpuStorage {
             );
             (&dense.0, &dense.1)
         };
-        let mut words = Params::new();
-        words
-            .extend(&[columns, o, patch, shape.channels, h, w, oh, ow, kh, kw])?
-            .extend(&[s.0, s.1, p.0, p.1, d.0, d.1])?
-            .view(layout)?
-            .push(weight_layout.offset)?
-            // Positions the kernel computes (output and weight) must fit 32 bits as well.
-            .push(numel)?
-            .push(weight_layout.offset + o * patch)?;
+        let header = ConvParams::new(
+            [
+                columns,
+                o,
+                patch,
+                shape.channels,
+                h,
+                w,
+                oh,
+                ow,
+                kh,
+                kw,
+                s.0,
+                s.1,
+                p.0,
+                p.1,
+                d.0,
+                d.1,
+            ],
+            layout,
+            weight_layout.offset,
+        )?;
+        // Positions the kernel computes (output and weight) must fit 32 bits as well.
+        word(numel)?;
+        word(weight_layout.offset + o * patch)?;
+        let words = Params::with_header(&header, 0);
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let wide = wide.unwrap_or_else(|| prefers_wide(o, columns));

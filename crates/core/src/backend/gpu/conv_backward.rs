@@ -30,11 +30,14 @@
 
 use std::fmt::Write;
 
-use super::conv_gemm::{self, column_shift, prefers_wide, Tile, K_STEP, LANES, TILE_N};
+use super::conv_gemm::{
+    self, column_shift, prefers_wide, view_strides, ConvParams, Tile, K_STEP, LANES, TILE_N,
+};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
-use super::params::{check_view, Params};
+use super::params::{check_view, kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
+use super::wgsl::{value_header, COMMON};
 use crate::backend::cpu::conv::Conv2dShape;
 use crate::backend::cpu::conv_backward::backward_shape;
 use crate::dtype::DType;
@@ -51,12 +54,64 @@ const MAX_SPLITS: usize = 256;
 /// Largest buffer of partial sums (f32 elements: 256 MiB).
 const MAX_PARTIALS: usize = 1 << 26;
 
-/// The grad_input kernel body (after the header that defines `S`, `T`, `load_value`,
-/// `store_value` and `common.wgsl`) for the narrow or `wide` tile. params 0..16 as in
-/// `conv_gemm::entry` (M = c, K = o * kh * kw, params[3] = o), then `g`'s offset and strides
-/// (16..21), the transposed weight's offset (21; dense `[c, K]`), then the output's length and
-/// the weight's extent (unread: pushed so that `Params` checks that they fit 32 bits).
-pub(crate) fn input_source_body(unit_stride: bool, wide: bool) -> String {
+kernel_params! {
+    /// Parameters of the split-sum kernel.
+    struct SplitSumParams {
+        /// Elements of the weight gradient.
+        len: u32,
+        /// Blocks of partial sums.
+        splits: u32,
+    }
+}
+
+/// WGSL of `KernelKey::Conv2dBackwardInput` (after `enable f16;` where needed).
+pub(crate) fn input_source(dtype: DType, unit_stride: bool, wide: bool) -> String {
+    let mut text = conv_gemm::source_start(dtype);
+    text.push_str(&input_source_body(unit_stride, wide));
+    text
+}
+
+/// WGSL of `KernelKey::Conv2dBackwardWeight` (after `enable f16;` where needed).
+pub(crate) fn weight_source(dtype: DType, partial: bool) -> String {
+    let mut text = conv_gemm::source_start(dtype);
+    text.push_str(&weight_source_body(partial));
+    text
+}
+
+/// WGSL of `KernelKey::Conv2dSplitSum` (after `enable f16;` where needed).
+pub(crate) fn split_sum_source(dtype: DType) -> String {
+    let mut text = value_header(dtype);
+    text.push_str(SplitSumParams::WGSL);
+    text.push_str(COMMON);
+    text.push_str(SPLIT_SUM);
+    text
+}
+
+/// The catalogue entries of the three gradient families (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if !dtype.is_float() {
+        return;
+    }
+    for flag in [false, true] {
+        for wide in [false, true] {
+            keys.push(KernelKey::Conv2dBackwardInput {
+                dtype,
+                unit_stride: flag,
+                wide,
+            });
+        }
+        keys.push(KernelKey::Conv2dBackwardWeight {
+            dtype,
+            partial: flag,
+        });
+    }
+    keys.push(KernelKey::Conv2dSplitSum { dtype });
+}
+
+/// The grad_input kernel body (after `conv_gemm::source_start`) for the narrow or `wide`
+/// tile. params: [`ConvParams`] with M = c, K = o * kh * kw, `channels` = o, B = `g`'s view
+/// and A = the transposed weight (dense `[c, K]`).
+fn input_source_body(unit_stride: bool, wide: bool) -> String {
     let tile = Tile { wide };
     let mut w = String::new();
     let _ = writeln!(
@@ -74,11 +129,11 @@ pub(crate) fn input_source_body(unit_stride: bool, wide: bool) -> String {
     conv_gemm::b_store(&mut w, false);
     let _ = writeln!(
         w,
-        "    let g_offset = params[16];
-    let g_n = params[17];
-    let g_c = params[18];
-    let g_h = params[19];
-    let g_w = params[20];
+        "    let g_offset = params.b_offset;
+    let g_n = params.b_stride_n;
+    let g_c = params.b_stride_c;
+    let g_h = params.b_stride_h;
+    let g_w = params.b_stride_w;
     let plane = height * width;
     let k_first = 0u;
     let steps = (k + {k_last}u) / {K_STEP}u;",
@@ -180,13 +235,12 @@ pub(crate) fn input_source_body(unit_stride: bool, wide: bool) -> String {
     w
 }
 
-/// The grad_weight kernel body (narrow tile). params 0..16 as in `conv_gemm::entry` (M = o,
-/// N = c * kh * kw, K = n * oh * ow, params[3] = c), the input's offset and strides (16..21),
-/// `g`'s (21..26), the k-range of one split (26, a multiple of the k-step), then (unread) the
-/// output's length and the end of the last split's range. `partial`: the output is
+/// The grad_weight kernel body (narrow tile). params: [`ConvParams`] with M = o,
+/// N = c * kh * kw, K = n * oh * ow, `channels` = c, B = the input's view, A = `g`'s view and
+/// `k_chunk`, the k-range of one split (a multiple of the k-step). `partial`: the output is
 /// `array<f32>` with one `[M, N]` block of partial sums per split (`workgroup.z`); otherwise
 /// `array<S>`, `[M, N]`.
-pub(crate) fn weight_source_body(partial: bool) -> String {
+fn weight_source_body(partial: bool) -> String {
     let tile = Tile { wide: false };
     let mut w = String::new();
     let output = if partial { "f32" } else { "S" };
@@ -205,16 +259,16 @@ pub(crate) fn weight_source_body(partial: bool) -> String {
     conv_gemm::b_store(&mut w, true);
     let _ = writeln!(
         w,
-        "    let x_offset = params[16];
-    let x_n = params[17];
-    let x_c = params[18];
-    let x_h = params[19];
-    let x_w = params[20];
-    let g_n = params[22];
-    let g_c = params[23];
-    let g_h = params[24];
-    let g_w = params[25];
-    let k_chunk = params[26];
+        "    let x_offset = params.b_offset;
+    let x_n = params.b_stride_n;
+    let x_c = params.b_stride_c;
+    let x_h = params.b_stride_h;
+    let x_w = params.b_stride_w;
+    let g_n = params.a_stride_n;
+    let g_c = params.a_stride_c;
+    let g_h = params.a_stride_h;
+    let g_w = params.a_stride_w;
+    let k_chunk = params.k_chunk;
     let plane = oh * ow;
     // This split's k-range.
     let k_first = workgroup.z * k_chunk;
@@ -223,7 +277,7 @@ pub(crate) fn weight_source_body(partial: bool) -> String {
     let out_base = {out_base};
     // Loader roles: both at k0 + tx (consecutive invocations read consecutive pixels). A: rows
     // row0 + ty * 4 + 0..4; B: columns ty * 4 + 0..4 and {half_n} + ty * 4 + 0..4.
-    let a_rows = params[21] + (row0 + ty * 4u) * g_c;
+    let a_rows = params.a_offset + (row0 + ty * 4u) * g_c;
     let a_ok0 = row0 + ty * 4u < m;
     let a_ok1 = row0 + ty * 4u + 1u < m;
     let a_ok2 = row0 + ty * 4u + 2u < m;
@@ -321,17 +375,16 @@ pub(crate) fn weight_source_body(partial: bool) -> String {
 }
 
 /// The split-sum kernel body: `out[i] = sum over s of partials[s * len + i]` (f32, in split
-/// order), stored as `S`. params: len, splits.
-pub(crate) fn split_sum_source_body() -> &'static str {
-    r#"@group(0) @binding(1) var<storage, read> partials: array<f32>;
+/// order), stored as `S`. params: [`SplitSumParams`].
+const SPLIT_SUM: &str = r#"@group(0) @binding(1) var<storage, read> partials: array<f32>;
 @group(0) @binding(2) var<storage, read_write> reduced: array<S>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
     let i = linear_id(workgroup, workgroups, local);
-    let len = params[0];
-    let splits = params[1];
+    let len = params.len;
+    let splits = params.splits;
     if (i >= len) {
         return;
     }
@@ -341,8 +394,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     reduced[i] = store_value(T(total));
 }
-"#
-}
+"#;
 
 /// How many splits the weight gradient's K gets: enough workgroups to fill the GPU, each
 /// split at least [`MIN_SPLIT_STEPS`] k-steps long, the partial sums within [`MAX_PARTIALS`].
@@ -382,20 +434,37 @@ fn check_coordinates(op: &'static str, shape: &Conv2dShape) -> Result<()> {
     }
 }
 
-/// The size parameters 0..16 shared by both kernels (`other`: the channel count that is
-/// neither M nor N).
-fn size_words(
-    words: &mut Params,
+/// The parameters shared by both gradient kernels (`other`: the channel count that is
+/// neither M nor N), B's view `b` and A's offset.
+fn conv_params(
     [columns, m, k, other]: [usize; 4],
     shape: &Conv2dShape,
-) -> Result<()> {
+    b: &Layout,
+    a_offset: usize,
+) -> Result<ConvParams> {
     let (s, p, d) = (shape.stride, shape.padding, shape.dilation);
-    words
-        .extend(&[columns, m, k, other])?
-        .extend(&[shape.input.0, shape.input.1, shape.output.0, shape.output.1])?
-        .extend(&[shape.kernel.0, shape.kernel.1])?
-        .extend(&[s.0, s.1, p.0, p.1, d.0, d.1])?;
-    Ok(())
+    ConvParams::new(
+        [
+            columns,
+            m,
+            k,
+            other,
+            shape.input.0,
+            shape.input.1,
+            shape.output.0,
+            shape.output.1,
+            shape.kernel.0,
+            shape.kernel.1,
+            s.0,
+            s.1,
+            p.0,
+            p.1,
+            d.0,
+            d.1,
+        ],
+        b,
+        a_offset,
+    )
 }
 
 /// Row tiles of M for `tile`, refused beyond the grid's limit.
@@ -464,9 +533,11 @@ impl GpuStorage {
         }
         // A = the weight transposed to a dense [c, o * kh * kw] (weights are small to copy).
         let transposed = weight.copy_strided(&weight_layout.permute(&[1, 0, 2, 3]))?;
-        let mut words = Params::new();
-        size_words(&mut words, [columns, c, k, shape.out_channels], &shape)?;
-        words.view(layout)?.push(0)?.push(numel)?.push(c * k)?;
+        let header = conv_params([columns, c, k, shape.out_channels], &shape, layout, 0)?;
+        // Positions the kernel computes (output and weight) must fit 32 bits as well.
+        word(numel)?;
+        word(c * k)?;
+        let words = Params::with_header(&header, 0);
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let wide = wide.unwrap_or_else(|| prefers_wide(c, columns));
@@ -534,14 +605,23 @@ impl GpuStorage {
         } else {
             GpuStorage::allocate(&self.device, OP, numel, self.dtype)?
         };
-        let mut words = Params::new();
-        size_words(&mut words, [columns, o, k, shape.channels], &shape)?;
-        words
-            .view(layout)?
-            .view(grad_layout)?
-            .push(k_chunk)?
-            .push(splits * numel)?
-            .push(splits * k_chunk)?;
+        let mut header = conv_params(
+            [columns, o, k, shape.channels],
+            &shape,
+            layout,
+            grad_layout.offset,
+        )?;
+        [
+            header.a_stride_n,
+            header.a_stride_c,
+            header.a_stride_h,
+            header.a_stride_w,
+        ] = view_strides(grad_layout)?;
+        header.k_chunk = word(k_chunk)?;
+        // Positions the kernel computes (partial sums, split ranges) must fit 32 bits as well.
+        word(splits * numel)?;
+        word(splits * k_chunk)?;
+        let words = Params::with_header(&header, 0);
         let grid = (tiles_n.min(max) as u32, tiles_m as u32, splits as u32);
         let key = KernelKey::Conv2dBackwardWeight {
             dtype: self.dtype,
@@ -557,8 +637,11 @@ impl GpuStorage {
             return Ok(target);
         }
         let out = GpuStorage::allocate(&self.device, OP, numel, self.dtype)?;
-        let mut words = Params::new();
-        words.push(numel)?.push(splits)?;
+        let header = SplitSumParams {
+            len: word(numel)?,
+            splits: word(splits)?,
+        };
+        let words = Params::with_header(&header, 0);
         let key = KernelKey::Conv2dSplitSum { dtype: self.dtype };
         GpuStorage::launch(
             &self.device,

@@ -29,8 +29,138 @@
 
 use std::fmt::Write;
 
-use super::conv_backward::{input_source_body, split_sum_source_body, weight_source_body};
-use super::kernels::KernelKey;
+use super::params::{kernel_params, word, KernelParams};
+use super::wgsl::{value_header, COMMON};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+
+kernel_params! {
+    /// Parameters of every implicit-GEMM convolution kernel (`Conv2d`, `Conv2dBackwardInput`,
+    /// `Conv2dBackwardWeight`): the GEMM `out[row, col] = sum_r A[row, r] * B[r, col]`, its
+    /// B gathered from the view `b_*` and A read from `a_offset` (dense `[rows, depth]`, or
+    /// for the weight gradient the view `a_*`).
+    struct ConvParams {
+        /// N: output columns of the GEMM.
+        columns: u32,
+        /// M: output rows.
+        rows: u32,
+        /// K: the reduced length.
+        depth: u32,
+        /// The other channel count (forward and weight gradient: c; input gradient: o).
+        channels: u32,
+        /// Height of the convolution's input.
+        height: u32,
+        /// Width of the convolution's input.
+        width: u32,
+        /// Height of the convolution's output.
+        out_height: u32,
+        /// Width of the convolution's output.
+        out_width: u32,
+        /// Kernel height.
+        kernel_height: u32,
+        /// Kernel width.
+        kernel_width: u32,
+        /// Vertical stride.
+        stride_height: u32,
+        /// Horizontal stride.
+        stride_width: u32,
+        /// Padding above.
+        pad_height: u32,
+        /// Padding on the left.
+        pad_width: u32,
+        /// Vertical dilation.
+        dilation_height: u32,
+        /// Horizontal dilation.
+        dilation_width: u32,
+        /// Offset of the gathered `[n, c, h, w]` view B (forward: the input; gradients: `g`
+        /// for the input gradient, the input for the weight gradient).
+        b_offset: u32,
+        /// B's image stride.
+        b_stride_n: u32,
+        /// B's channel stride.
+        b_stride_c: u32,
+        /// B's row stride.
+        b_stride_h: u32,
+        /// B's column stride.
+        b_stride_w: u32,
+        /// Offset of A (forward: the dense weight; input gradient: the transposed weight;
+        /// weight gradient: the view `g`).
+        a_offset: u32,
+        /// A's image stride (weight gradient only).
+        a_stride_n: u32,
+        /// A's channel stride (weight gradient only).
+        a_stride_c: u32,
+        /// A's row stride (weight gradient only).
+        a_stride_h: u32,
+        /// A's column stride (weight gradient only).
+        a_stride_w: u32,
+        /// The k-range of one split of the weight gradient (a multiple of `K_STEP`).
+        k_chunk: u32,
+    }
+}
+
+impl ConvParams {
+    /// From the sixteen sizes (columns, rows, depth, channels, height, width, output height
+    /// and width, kernel height and width, strides, paddings, dilations), the rank-4 view B
+    /// and A's offset (the weight gradient sets A's strides and `k_chunk` after).
+    pub(crate) fn new(sizes: [usize; 16], b: &Layout, a_offset: usize) -> Result<ConvParams> {
+        let mut words = [0u32; 16];
+        for (word_slot, &size) in words.iter_mut().zip(&sizes) {
+            *word_slot = word(size)?;
+        }
+        let [columns, rows, depth, channels, height, width, out_height, out_width, kernel_height, kernel_width, stride_height, stride_width, pad_height, pad_width, dilation_height, dilation_width] =
+            words;
+        let [b_stride_n, b_stride_c, b_stride_h, b_stride_w] = view_strides(b)?;
+        Ok(ConvParams {
+            columns,
+            rows,
+            depth,
+            channels,
+            height,
+            width,
+            out_height,
+            out_width,
+            kernel_height,
+            kernel_width,
+            stride_height,
+            stride_width,
+            pad_height,
+            pad_width,
+            dilation_height,
+            dilation_width,
+            b_offset: word(b.offset)?,
+            b_stride_n,
+            b_stride_c,
+            b_stride_h,
+            b_stride_w,
+            a_offset: word(a_offset)?,
+            a_stride_n: 0,
+            a_stride_c: 0,
+            a_stride_h: 0,
+            a_stride_w: 0,
+            k_chunk: 0,
+        })
+    }
+}
+
+/// The four strides of a rank-4 view as words (missing dims read as 0; callers check ranks).
+pub(crate) fn view_strides(layout: &Layout) -> Result<[u32; 4]> {
+    let mut strides = [0u32; 4];
+    for (slot, &stride) in strides.iter_mut().zip(&layout.strides) {
+        *slot = word(stride)?;
+    }
+    Ok(strides)
+}
+
+/// The text every convolution kernel starts with (after `enable f16;` where needed): the
+/// value header of `dtype`, [`ConvParams`] and `common.wgsl`.
+pub(crate) fn source_start(dtype: DType) -> String {
+    let mut text = value_header(dtype);
+    text.push_str(ConvParams::WGSL);
+    text.push_str(COMMON);
+    text
+}
 
 /// Output columns per workgroup tile.
 pub(crate) const TILE_N: usize = 128;
@@ -48,20 +178,6 @@ const B_PITCH: usize = TILE_N / 4 + 1;
 const B_HALF: usize = TILE_N / 8;
 /// The vec4 lanes, in order.
 pub(crate) const LANES: [&str; 4] = ["x", "y", "z", "w"];
-
-/// The body (after the value header and `common.wgsl`) of a convolution kernel: `Conv2d`,
-/// `Conv2dBackwardInput`, `Conv2dBackwardWeight` or `Conv2dSplitSum`.
-pub(crate) fn source_body(key: &KernelKey) -> String {
-    match key {
-        KernelKey::Conv2d { wide, .. } => super::conv::source_body(*wide),
-        KernelKey::Conv2dBackwardInput {
-            unit_stride, wide, ..
-        } => input_source_body(*unit_stride, *wide),
-        KernelKey::Conv2dBackwardWeight { partial, .. } => weight_source_body(*partial),
-        KernelKey::Conv2dSplitSum { .. } => split_sum_source_body().to_string(),
-        other => unreachable!("{} is not a convolution kernel", other.name()),
-    }
-}
 
 /// The row extent of a tile: 64 (narrow) or 128 (wide) rows by [`TILE_N`] columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,30 +256,29 @@ var<workgroup> tile_b: array<vec4<f32>, {}>;",
     }
 }
 
-/// The shared start of `main`: the entry point, tile roles and the size parameters 0..16
-/// (columns N, M, K, then per kernel, h, w, oh, ow, kh, kw, stride, padding, dilation).
+/// The shared start of `main`: the entry point, tile roles and the sizes of [`ConvParams`].
 pub(crate) fn entry(w: &mut String, tile: Tile) {
     let _ = writeln!(
         w,
         "@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {{
-    let columns = params[0];
-    let m = params[1];
-    let k = params[2];
-    let height = params[4];
-    let width = params[5];
-    let oh = params[6];
-    let ow = params[7];
-    let kh = params[8];
-    let kw = params[9];
+    let columns = params.columns;
+    let m = params.rows;
+    let k = params.depth;
+    let height = params.height;
+    let width = params.width;
+    let oh = params.out_height;
+    let ow = params.out_width;
+    let kh = params.kernel_height;
+    let kw = params.kernel_width;
     let taps = kh * kw;
-    let stride_h = params[10];
-    let stride_w = params[11];
-    let pad_h = params[12];
-    let pad_w = params[13];
-    let dilation_h = params[14];
-    let dilation_w = params[15];
+    let stride_h = params.stride_height;
+    let stride_w = params.stride_width;
+    let pad_h = params.pad_height;
+    let pad_w = params.pad_width;
+    let dilation_h = params.dilation_height;
+    let dilation_w = params.dilation_width;
     let tx = local % 16u;
     let ty = local / 16u;
     let row0 = workgroup.y * {rows}u;
@@ -188,12 +303,12 @@ pub(crate) fn b_store(w: &mut String, transposed: bool) {
     let _ = writeln!(w, "    let b_store = {at};");
 }
 
-/// A dense `[M, K]` A (from `params[21]`), bound through `load_weight`: the row starts and
+/// A dense `[M, K]` A (from `params.a_offset`), bound through `load_weight`: the row starts and
 /// which of this invocation's rows exist. Emitted once, before the tile loop.
 pub(crate) fn dense_a_setup(w: &mut String, tile: Tile) {
     let _ = writeln!(
         w,
-        "    let a_start = params[21] + (row0 + ty * 4u) * k + tx;"
+        "    let a_start = params.a_offset + (row0 + ty * 4u) * k + tx;"
     );
     for r in 0..tile.row_count() {
         let _ = writeln!(w, "    let a_ok{r} = row0 + {} < m;", row_offset(r));

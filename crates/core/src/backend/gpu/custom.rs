@@ -1,22 +1,25 @@
 //! Users' own GPU kernels (the `wgsl` of a `custom_op::CustomOp`). The user writes one WGSL
 //! function, `fn compute(i: u32) -> f32`, that returns output element `i`; it may read the
 //! f32 inputs `input0`, `input1`, ... (contiguous, row-major) and `params[0]`, the output's
-//! element count. anygrad adds the bindings and the entry point, compiles the kernel once per
+//! element count (`params` stays a plain `array<u32>` here: it is part of the user's contract,
+//! unlike the `kernel_params!` structs of anygrad's own families). anygrad adds the bindings and the entry point, compiles the kernel once per
 //! source (pipeline cache), and checks it like its own: a WGSL error comes back as
 //! `Error::Shader` with naga's message. User kernels keep wgpu's runtime bounds checks.
 
 use std::sync::Arc;
 
-use super::kernels::{KernelKey, COMMON};
+use super::kernels::KernelKey;
 use super::params::Params;
 use super::storage::GpuStorage;
+use super::wgsl::COMMON;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
 /// The complete WGSL of a user kernel with `inputs` inputs.
 pub(crate) fn custom_source(inputs: u32, user: &str) -> String {
-    let mut text = String::from(COMMON);
+    let mut text = String::from("@group(0) @binding(0) var<storage, read> params: array<u32>;\n");
+    text.push_str(COMMON);
     for i in 0..inputs {
         text.push_str(&format!(
             "@group(0) @binding({}) var<storage, read> input{i}: array<f32>;\n",

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::buffers::BufferSlot;
+use super::fusion_source::FusedParams;
 use super::kernels::KernelKey;
 use super::storage::GpuStorage;
 use super::vector::MAX_WORKGROUPS;
@@ -413,8 +414,12 @@ impl Fragment {
         let unit = if vector { 4 } else { 1 };
         let units = self.count / unit;
         let mut params = Vec::with_capacity(1 + 3 * self.leaves.len() + self.scalars.len());
-        params.push(units as u32);
-        // Per input: offset, then (strided views) shape and strides; see `fusion_source.rs`.
+        // The header, then per input: offset, then (strided views) shape and strides; see
+        // `fusion_source.rs`.
+        let header = FusedParams {
+            units: units as u32,
+        };
+        params.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&header)));
         for leaf in &self.leaves {
             params.push((leaf.offset / unit) as u32);
             if let Some((shape, strides)) = &leaf.strided {
@@ -536,6 +541,17 @@ pub(crate) fn plan(ops: Vec<DeferredOp>) -> Vec<PlannedKernel> {
     // Every waiting producer has a later reader in the batch; this only guards the invariant.
     kernels.extend(waiting.into_values().map(Fragment::kernel));
     kernels
+}
+
+/// The catalogue entries (`kernel_catalog.rs`): the sample programs below.
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+    keys.extend(
+        sample_programs()
+            .into_iter()
+            .map(|program| KernelKey::Fused {
+                program: Arc::new(program),
+            }),
+    );
 }
 
 /// Programs that use every fusable op, for the naga validation of every kernel.

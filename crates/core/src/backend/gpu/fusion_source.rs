@@ -1,17 +1,26 @@
 //! WGSL generation for fused elementwise programs (`fusion.rs`).
 //!
-//! Bindings: `params` (0), the inputs `leaf0..` (1..), the output last. params: [element or
-//! vec4 count, per input its offset in the same unit (and for a strided input its shape and
-//! strides), each scalar's f32 bits]. Each op becomes a
-//! function holding the same expression as its single-op kernel (`kernels.rs`), and the body is
+//! Bindings: `params` (0, [`FusedParams`]), the inputs `leaf0..` (1..), the output last. Each
+//! op becomes a function holding the same expression as its single-op kernel (`wgsl.rs`), and
+//! the body is
 //! straight-line SSA: one `let` per instruction, per vector lane when the kernel moves `vec4`s.
 //! A grid-stride loop covers any count with at most `MAX_WORKGROUPS` workgroups.
 
 use std::fmt::Write;
 
 use super::fusion::{FusedInstruction, FusedProgram};
-use super::kernels::{binary_expression, unary_expression, value_header, COMMON};
+use super::params::{kernel_params, KernelParams};
+use super::wgsl::{binary_expression, unary_expression, value_header, COMMON, STRIDED};
 use crate::dtype::DType;
+
+kernel_params! {
+    /// Header of a fused kernel's parameters.
+    struct FusedParams {
+        /// Elements (or vec4s, for a vector program) to write.
+        units: u32,
+    }
+    tail: "per input: offset (in units), and for a strided input shape[rank], strides[rank]; then each scalar's f32 bits";
+}
 
 /// Elements (or vec4s) each invocation handles per trip of the main loop.
 pub(crate) const UNROLL: usize = 4;
@@ -22,9 +31,10 @@ fn function_name(prefix: &str, debug: &str) -> String {
 }
 
 impl FusedProgram {
-    /// Parameter word of each input's offset, and the word after the last input's words.
+    /// Word of `params.tail` holding each input's offset, and the word after the last input's
+    /// words (the first scalar).
     fn parameter_words(&self) -> (Vec<usize>, usize) {
-        let mut word = 1;
+        let mut word = 0;
         let mut offsets = Vec::with_capacity(self.leaf_ranks.len());
         for &rank in &self.leaf_ranks {
             offsets.push(word);
@@ -42,7 +52,9 @@ impl FusedProgram {
             text.push_str("enable f16;\n");
         }
         text.push_str(&value_header(self.dtype));
+        text.push_str(FusedParams::WGSL);
         text.push_str(COMMON);
+        text.push_str(STRIDED);
         let element = if self.vector { "vec4<S>" } else { "S" };
         // `write!` into a String cannot fail; the results are ignored deliberately.
         for leaf in 0..leaves {
@@ -83,7 +95,7 @@ impl FusedProgram {
             text,
             "@compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {{
-    let units = params[0];
+    let units = params.units;
     let stride = workgroups.x * 256u;
     var i = id.x;
     // {UNROLL} elements per invocation and trip: all loads first, so that they are in flight
@@ -133,7 +145,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
                 };
                 let _ = writeln!(
                     text,
-                    "        let loaded{leaf}_{suffix} = leaf{leaf}[params[{word}] + {position}];"
+                    "        let loaded{leaf}_{suffix} = leaf{leaf}[params.tail[{word}] + {position}];"
                 );
             }
         }
@@ -166,8 +178,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
                             scalar,
                             on_left,
                         } => {
-                            let s =
-                                format!("bitcast<f32>(params[{}])", first_scalar + scalar as usize);
+                            let s = format!(
+                                "bitcast<f32>(params.tail[{}])",
+                                first_scalar + scalar as usize
+                            );
                             let name = function_name("binary", &format!("{op:?}"));
                             if on_left {
                                 format!("{name}({s}, {})", value(x))

@@ -1,17 +1,159 @@
-//! The index primitives of `GpuStorage`: `index_select`, `gather` and `scatter_add`. Their
-//! kernels never touch memory outside the views: an out-of-range index raises the dispatch's
-//! word in the context's index-flag buffer, and the next readback or `synchronize` of the
-//! recording thread returns the error (see `context.rs`). No op here waits for the GPU.
+//! Kernel families `Gather`, `IndexRows` and `ScatterAdd`, and the index primitives of
+//! `GpuStorage` they serve: `index_select`, `gather` and `scatter_add`. Their kernels never
+//! touch memory outside the views: an out-of-range index raises the dispatch's word in the
+//! context's index-flag buffer, and the next readback or `synchronize` of the recording thread
+//! returns the error (see `context.rs`). No op here waits for the GPU.
+//! Params: [`GatherParams`], [`IndexRowsParams`], [`ScatterAddParams`] (the flag slot is word
+//! `INDEX_SLOT_WORD` of each, which the context fills in); sources: `shaders/gather.wgsl`,
+//! `index_rows.wgsl`, `scatter_add.wgsl`.
 
-use super::context::{MAX_ROW_WORKGROUPS, WORKGROUP_SIZE};
+use super::context::{INDEX_SLOT_WORD, MAX_ROW_WORKGROUPS, WORKGROUP_SIZE};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
-use super::params::{check_view, is_dense, Params};
+use super::params::{check_view, is_dense, kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
+use super::wgsl::{narrow_expression, storage_type, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::contiguous_strides;
+
+kernel_params! {
+    /// Parameters of `shaders/gather.wgsl` (`index_select` and `gather`).
+    struct GatherParams {
+        /// Output elements.
+        numel: u32,
+        /// Rank of the views.
+        rank: u32,
+        /// The indexed dim.
+        dim: u32,
+        /// The input's size along `dim` (indices must be below it).
+        limit: u32,
+        /// The input view's offset.
+        input_offset: u32,
+        /// The index view's offset.
+        index_offset: u32,
+        /// This dispatch's word of the index-flag buffer (set by the context).
+        flag_slot: u32,
+    }
+    tail: "output shape[rank], input strides[rank], index strides[rank]";
+}
+
+kernel_params! {
+    /// Parameters of `shaders/index_rows.wgsl` (`index_select` along the last dim).
+    struct IndexRowsParams {
+        /// Rows of the input (all dims but the last).
+        rows: u32,
+        /// Indices (output row length).
+        columns: u32,
+        /// Input row length (indices must be below it).
+        length: u32,
+        /// The input's offset.
+        input_offset: u32,
+        /// The index vector's offset.
+        index_offset: u32,
+        /// The index vector's stride.
+        index_stride: u32,
+        /// This dispatch's word of the index-flag buffer (set by the context).
+        flag_slot: u32,
+    }
+}
+
+kernel_params! {
+    /// Parameters of `shaders/scatter_add.wgsl`.
+    struct ScatterAddParams {
+        /// Elements of the index view (one add each).
+        numel: u32,
+        /// Rank of the views.
+        rank: u32,
+        /// The indexed dim.
+        dim: u32,
+        /// The output's size along `dim` (indices must be below it).
+        limit: u32,
+        /// The source view's offset.
+        src_offset: u32,
+        /// The index view's offset.
+        index_offset: u32,
+        /// This dispatch's word of the index-flag buffer (set by the context).
+        flag_slot: u32,
+    }
+    tail: "index shape[rank], output strides[rank], src strides[rank], index strides[rank]";
+}
+
+// The context writes the flag slot at word `INDEX_SLOT_WORD` of an index kernel's params.
+const _: () = assert!(std::mem::offset_of!(GatherParams, flag_slot) == 4 * INDEX_SLOT_WORD);
+const _: () = assert!(std::mem::offset_of!(IndexRowsParams, flag_slot) == 4 * INDEX_SLOT_WORD);
+const _: () = assert!(std::mem::offset_of!(ScatterAddParams, flag_slot) == 4 * INDEX_SLOT_WORD);
+
+/// WGSL of `KernelKey::Gather` (`rows: false`) or `KernelKey::IndexRows` (after `enable f16;`
+/// where needed).
+pub(crate) fn gather_source(dtype: DType, index: DType, rows: bool) -> String {
+    let mut text = format!(
+        "alias S = {stored};\nalias IX = {};\nconst ZERO: S = {stored}();\n",
+        storage_type(index),
+        stored = storage_type(dtype)
+    );
+    if rows {
+        text.push_str(IndexRowsParams::WGSL);
+        text.push_str(COMMON);
+        text.push_str(include_str!("shaders/index_rows.wgsl"));
+    } else {
+        text.push_str(GatherParams::WGSL);
+        text.push_str(COMMON);
+        text.push_str(include_str!("shaders/gather.wgsl"));
+    }
+    text
+}
+
+/// WGSL of `KernelKey::ScatterAdd` (after `enable f16;` where needed).
+pub(crate) fn scatter_add_source(dtype: DType, index: DType) -> String {
+    let mut text = format!(
+        "alias S = {};\nalias IX = {};\n",
+        storage_type(dtype),
+        storage_type(index)
+    );
+    text.push_str(&atomic_add_header(dtype));
+    text.push_str(ScatterAddParams::WGSL);
+    text.push_str(COMMON);
+    text.push_str(include_str!("shaders/scatter_add.wgsl"));
+    text
+}
+
+/// The catalogue entries of the three families (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, index_dtypes: &[DType]) {
+    for &index in index_dtypes {
+        keys.push(KernelKey::Gather { dtype, index });
+        keys.push(KernelKey::IndexRows { dtype, index });
+        if dtype != DType::Bool {
+            keys.push(KernelKey::ScatterAdd { dtype, index });
+        }
+    }
+}
+
+/// `atomic_add_element(position, value)` for scatter_add (`output` is `array<atomic<u32>>`).
+fn atomic_add_header(dtype: DType) -> String {
+    let cas = |word: &str, update: &str| {
+        format!(
+            "    var old = atomicLoad(&output[{word}]);\n    loop {{\n        let updated = {update};\n\
+             \x20       let result = atomicCompareExchangeWeak(&output[{word}], old, updated);\n\
+             \x20       if (result.exchanged) {{ break; }}\n        old = result.old_value;\n    }}\n"
+        )
+    };
+    let body = match dtype {
+        DType::F32 | DType::F64 => cas("position", "bitcast<u32>(bitcast<f32>(old) + value)"),
+        DType::F16 => format!(
+            "    let word = position / 2u;\n    let lane = position % 2u;\n{}",
+            cas(
+                "word",
+                "pack2x16float(unpack2x16float(old) + select(vec2<f32>(f32(value), 0.0), vec2<f32>(0.0, f32(value)), lane == 1u))"
+            )
+        ),
+        DType::I32 => "    atomicAdd(&output[position], bitcast<u32>(value));\n".into(),
+        DType::U32 => "    atomicAdd(&output[position], value);\n".into(),
+        DType::U8 | DType::Bool => cas("position", &narrow_expression(dtype, "(old + value)")),
+    };
+    format!("fn atomic_add_element(position: u32, value: S) {{\n{body}}}\n")
+}
 
 impl GpuStorage {
     /// Entries of `dim` picked by an index vector.
@@ -71,15 +213,16 @@ impl GpuStorage {
             return Ok(out);
         }
         let rows = numel / columns;
-        let mut params = Params::new();
-        params
-            .push(rows)?
-            .push(columns)?
-            .push(length)?
-            .push(layout.offset)?
-            .push(indices_layout.offset)?
-            .push(indices_layout.strides[0])?
-            .push(0)?; // flag slot, filled in by the context
+        let header = IndexRowsParams {
+            rows: word(rows)?,
+            columns: word(columns)?,
+            length: word(length)?,
+            input_offset: word(layout.offset)?,
+            index_offset: word(indices_layout.offset)?,
+            index_stride: word(indices_layout.strides[0])?,
+            flag_slot: 0, // filled in by the context
+        };
+        let params = Params::with_header(&header, 0);
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let column_groups = columns.div_ceil(WORKGROUP_SIZE as usize);
@@ -164,15 +307,17 @@ impl GpuStorage {
         if numel == 0 {
             return Ok(out);
         }
-        let mut params = Params::new();
+        let header = GatherParams {
+            numel: word(numel)?,
+            rank: word(layout.rank())?,
+            dim: word(dim)?,
+            limit: word(layout.shape[dim])?,
+            input_offset: word(layout.offset)?,
+            index_offset: word(index_offset)?,
+            flag_slot: 0, // filled in by the context
+        };
+        let mut params = Params::with_header(&header, 3 * layout.rank());
         params
-            .push(numel)?
-            .push(layout.rank())?
-            .push(dim)?
-            .push(layout.shape[dim])?
-            .push(layout.offset)?
-            .push(index_offset)?
-            .push(0)? // flag slot, filled in by the context
             .extend(out_shape)?
             .extend(&layout.strides)?
             .extend(index_strides)?;
@@ -243,15 +388,17 @@ impl GpuStorage {
         if numel == 0 {
             return Ok(out);
         }
-        let mut params = Params::new();
+        let header = ScatterAddParams {
+            numel: word(numel)?,
+            rank: word(layout.rank())?,
+            dim: word(dim)?,
+            limit: word(layout.shape[dim])?,
+            src_offset: word(src_layout.offset)?,
+            index_offset: word(indices_layout.offset)?,
+            flag_slot: 0, // filled in by the context
+        };
+        let mut params = Params::with_header(&header, 4 * layout.rank());
         params
-            .push(numel)?
-            .push(layout.rank())?
-            .push(dim)?
-            .push(layout.shape[dim])?
-            .push(src_layout.offset)?
-            .push(indices_layout.offset)?
-            .push(0)? // flag slot, filled in by the context
             .extend(index_shape)?
             .extend(&contiguous_strides(&layout.shape))?
             .extend(&src_layout.strides)?

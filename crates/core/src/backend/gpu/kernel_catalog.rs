@@ -1,11 +1,9 @@
-//! The catalogue of every kernel the backend can build: each `KernelKey` instantiated for
-//! every dtype, op and access pattern, with its WGSL source. A unit test validates all of them
+//! The catalogue of every kernel the backend can build: each family's `KernelKey`s (listed by
+//! the family's own `catalogue` function) for every dtype, op and variant, with their WGSL. A unit test validates all of them
 //! with naga (parse, validate, SPIR-V), so a template change that breaks one instantiation
 //! fails without a GPU.
 
-use super::kernels::{unary_supported, Access, KernelKey};
 use crate::dtype::DType;
-use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 
 /// The dtypes the GPU stores.
 pub const GPU_DTYPES: [DType; 6] = [
@@ -19,94 +17,25 @@ pub const GPU_DTYPES: [DType; 6] = [
 /// Dtypes an index tensor may have.
 pub const INDEX_DTYPES: [DType; 3] = [DType::I32, DType::U32, DType::U8];
 
-/// Every kernel the backend can build: (name, WGSL source). Used by the naga validation test.
+/// Every kernel the GPU backend can build, as (name, WGSL source): each family's catalogue
+/// entries for every dtype, op and variant (users' custom kernels excepted; fused programs by
+/// samples). The naga validation test checks all of them, and `anygrad kernels dump` writes
+/// them out for review.
 pub fn all_kernel_sources() -> Vec<(String, String)> {
-    let mut keys = vec![KernelKey::Fill];
+    let mut keys = Vec::new();
+    super::fill::catalogue(&mut keys);
     for dtype in GPU_DTYPES {
-        for access in [Access::Strided, Access::Contiguous, Access::Vector] {
-            for op in UnaryOp::ALL {
-                if unary_supported(dtype, op) {
-                    keys.push(KernelKey::Unary { dtype, op, access });
-                }
-            }
-            for op in BinaryOp::ALL {
-                keys.push(KernelKey::Binary { dtype, op, access });
-                for scalar_on_left in [false, true] {
-                    keys.push(KernelKey::BinaryScalar {
-                        dtype,
-                        op,
-                        scalar_on_left,
-                        access,
-                    });
-                }
-            }
-            for condition in GPU_DTYPES {
-                keys.push(KernelKey::Where {
-                    condition,
-                    dtype,
-                    access,
-                });
-            }
-            for to in GPU_DTYPES {
-                keys.push(KernelKey::Copy {
-                    from: dtype,
-                    to,
-                    access,
-                });
-            }
-        }
-        if dtype.is_float() {
-            for normal in [false, true] {
-                keys.push(KernelKey::Random { dtype, normal });
-            }
-            for aligned in [false, true] {
-                keys.push(KernelKey::MatmulLarge { dtype, aligned });
-            }
-            for flag in [false, true] {
-                keys.push(KernelKey::Conv2d { dtype, wide: flag });
-                for wide in [false, true] {
-                    keys.push(KernelKey::Conv2dBackwardInput {
-                        dtype,
-                        unit_stride: flag,
-                        wide,
-                    });
-                }
-                keys.push(KernelKey::Conv2dBackwardWeight {
-                    dtype,
-                    partial: flag,
-                });
-            }
-            keys.push(KernelKey::Conv2dSplitSum { dtype });
-        }
-        if dtype != DType::Bool {
-            for op in ReduceOp::ALL {
-                keys.push(KernelKey::Reduce { dtype, op });
-            }
-            keys.push(KernelKey::Matmul { dtype });
-        }
-        for index in INDEX_DTYPES {
-            keys.push(KernelKey::Gather { dtype, index });
-            keys.push(KernelKey::IndexRows { dtype, index });
-            if dtype != DType::Bool {
-                keys.push(KernelKey::ScatterAdd { dtype, index });
-            }
-        }
+        super::elementwise::catalogue(&mut keys, dtype, &GPU_DTYPES);
+        super::random::catalogue(&mut keys, dtype);
+        super::matmul_large::catalogue(&mut keys, dtype);
+        super::conv::catalogue(&mut keys, dtype);
+        super::conv_backward::catalogue(&mut keys, dtype);
+        super::reduce::catalogue(&mut keys, dtype);
+        super::matmul::catalogue(&mut keys, dtype);
+        super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
     }
-    // Cooperative-matrix matmuls: naga validates and translates them on the CPU too
-    // (`Capabilities::all()` includes cooperative matrices); `matmul_coop.rs` also checks them
-    // against wgpu's SPIR-V options for Vulkan.
-    for variant in super::matmul_coop::CoopVariant::ALL {
-        for emulated in [false, true] {
-            keys.push(KernelKey::MatmulCoop { variant, emulated });
-        }
-    }
-    keys.extend(
-        super::fusion::sample_programs()
-            .into_iter()
-            .map(|program| KernelKey::Fused {
-                program: std::sync::Arc::new(program),
-            }),
-    );
+    super::matmul_coop::catalogue(&mut keys);
+    super::fusion::catalogue(&mut keys);
     keys.into_iter()
         .map(|key| (key.name(), key.source()))
         .collect()

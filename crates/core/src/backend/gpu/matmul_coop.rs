@@ -51,6 +51,10 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::kernels::KernelKey;
+use super::matmul::MatmulParams;
+use super::params::KernelParams;
+use super::wgsl::COMMON;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::Error;
@@ -414,8 +418,20 @@ fn emulated_store_scratch(c: array<vec4<f32>, 2>, start: u32) {{
     }
 }
 
+/// The catalogue entries (`kernel_catalog.rs`): every variant, real and emulated. naga
+/// validates and translates the real ones on the CPU too (`Capabilities::all()` includes
+/// cooperative matrices), and `matmul_coop/tests.rs` checks them against wgpu's SPIR-V
+/// options for Vulkan.
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+    for variant in CoopVariant::ALL {
+        for emulated in [false, true] {
+            keys.push(KernelKey::MatmulCoop { variant, emulated });
+        }
+    }
+}
+
 /// The kernel text after `enable f16;` (the header `KernelKey::source` writes).
-/// params: as `matmul.wgsl` (`batch, m, n, k`, then A's and B's `offset, strides[3]`).
+/// params: [`MatmulParams`] (`matmul.rs`).
 pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
     let coop = Coop { emulated };
     let (element, a_source, b_source) = match variant {
@@ -432,7 +448,8 @@ pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
     if !emulated {
         w.push_str(&coop.prelude(a_source, b_source));
     }
-    w.push_str(super::kernels::COMMON);
+    w.push_str(MatmulParams::WGSL);
+    w.push_str(COMMON);
     let _ = writeln!(
         w,
         r#"@group(0) @binding(1) var<storage, read> matrix_a: array<{element}>;
@@ -467,10 +484,10 @@ var<workgroup> scratch: array<f32, 1024>;"#
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32{builtins}) {{
-{subgroup}{lane}    let batch = params[0];
-    let m = params[1];
-    let n = params[2];
-    let k = params[3];
+{subgroup}{lane}    let batch = params.batch;
+    let m = params.m;
+    let n = params.n;
+    let k = params.k;
     let n4 = n / 4u;
     let row0 = workgroup.y * 128u;
     let column0 = workgroup.x * 128u;
@@ -547,8 +564,8 @@ fn staged_loop(w: &mut String, coop: Coop, variant: CoopVariant) {
     let _ = writeln!(
         w,
         r#"        // This invocation's first vec4 of A and of B in k-block 0 of batch b.
-        let a_start = (params[4] + b * params[5]) / 4u + (row0 + local / {quads}u) * k4 + local % {quads}u;
-        let b_start = (params[8] + b * params[9]) / 4u + (local / 32u) * n4 + column0 / 4u + local % 32u;"#
+        let a_start = (params.a_offset + b * params.a_batch_stride) / 4u + (row0 + local / {quads}u) * k4 + local % {quads}u;
+        let b_start = (params.b_offset + b * params.b_batch_stride) / 4u + (local / 32u) * n4 + column0 / 4u + local % 32u;"#
     );
     // The global loads of one k-block into registers a{p}, b{p}.
     let load = |w: &mut String, indent: &str, declare: &str, a_at: &str, b_at: &str| {
@@ -647,8 +664,8 @@ fn direct_loop(w: &mut String, coop: Coop) {
         w,
         r#"        // This subgroup's first element of A (row row0 + sub_row) and of B (column
         // column0 + sub_column) in batch b.
-        let a_base = params[4] + b * params[5] + (row0 + sub_row) * k;
-        let b_base = params[8] + b * params[9] + column0 + sub_column;
+        let a_base = params.a_offset + b * params.a_batch_stride + (row0 + sub_row) * k;
+        let b_base = params.b_offset + b * params.b_batch_stride + column0 + sub_column;
         for (var k0 = 0u; k0 < k; k0 = k0 + 16u) {{
             let a_at = a_base + k0;
             let b_at = b_base + k0 * n;"#

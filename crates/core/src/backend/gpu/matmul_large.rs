@@ -25,6 +25,10 @@
 
 use std::fmt::Write;
 
+use super::kernels::KernelKey;
+use super::matmul::MatmulParams;
+use super::params::KernelParams;
+use super::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::layout::Layout;
 
@@ -81,9 +85,28 @@ pub(crate) fn aligned_applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
             .all(|value| value.is_multiple_of(4))
 }
 
+/// WGSL of `KernelKey::MatmulLarge` (after `enable f16;` where needed): the value header,
+/// [`MatmulParams`], `common.wgsl` and the generated body.
+pub(crate) fn source(dtype: DType, aligned: bool) -> String {
+    let mut text = value_header(dtype);
+    text.push_str(MatmulParams::WGSL);
+    text.push_str(COMMON);
+    text.push_str(&source_body(aligned));
+    text
+}
+
+/// The catalogue entries (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if dtype.is_float() {
+        for aligned in [false, true] {
+            keys.push(KernelKey::MatmulLarge { dtype, aligned });
+        }
+    }
+}
+
 /// The kernel body (after the header that defines `S`, `T`, `load_value`, `store_value`):
-/// the aligned variant or the general one. params: as `matmul.wgsl`.
-pub(crate) fn source_body(aligned: bool) -> String {
+/// the aligned variant or the general one.
+fn source_body(aligned: bool) -> String {
     if aligned {
         aligned_body(ALIGNED_K_STEP)
     } else {
@@ -107,14 +130,14 @@ var<workgroup> tile_b: array<vec4<f32>, 256>;
 
 fn load_a(base: u32, row: u32, column: u32, m: u32, k: u32) -> f32 {{
     if (row < m && column < k) {{
-        return f32(load_value(matrix_a[base + row * params[6] + column * params[7]]));
+        return f32(load_value(matrix_a[base + row * params.a_row_stride + column * params.a_column_stride]));
     }}
     return 0.0;
 }}
 
 fn load_b(base: u32, row: u32, column: u32, k: u32, n: u32) -> f32 {{
     if (row < k && column < n) {{
-        return f32(load_value(matrix_b[base + row * params[10] + column * params[11]]));
+        return f32(load_value(matrix_b[base + row * params.b_row_stride + column * params.b_column_stride]));
     }}
     return 0.0;
 }}
@@ -128,10 +151,10 @@ fn store_c(index: u32, inside: bool, value: f32) {{
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {{
-    let batch = params[0];
-    let m = params[1];
-    let n = params[2];
-    let k = params[3];
+    let batch = params.batch;
+    let m = params.m;
+    let n = params.n;
+    let k = params.k;
     let tx = local % 16u;
     let ty = local / 16u;
     let row0 = workgroup.y * 128u;
@@ -143,8 +166,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let b_k = local / 32u;
     let b_column = (local % 32u) * 4u;
     for (var b = workgroup.z; b < batch; b = b + workgroups.z) {{
-        let a_base = params[4] + b * params[5];
-        let b_base = params[8] + b * params[9];"#
+        let a_base = params.a_offset + b * params.a_batch_stride;
+        let b_base = params.b_offset + b * params.b_batch_stride;"#
     );
     for i in 0..8 {
         let _ = writeln!(
@@ -242,10 +265,10 @@ var<workgroup> tile_b: array<vec4<f32>, {tiles}>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {{
-    let batch = params[0];
-    let m = params[1];
-    let n = params[2];
-    let k = params[3];
+    let batch = params.batch;
+    let m = params.m;
+    let n = params.n;
+    let k = params.k;
     // Offsets and strides arrive in elements; the host (aligned_applies) made them, m, n and
     // k multiples of 4, so they convert to vec4 units exactly. Row strides: A k / 4, B and
     // C n / 4.
@@ -270,8 +293,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let b_store = b_k * 32u + b_quad;
     for (var b = workgroup.z; b < batch; b = b + workgroups.z) {{
         // This invocation's first vec4 of A and of B in k-block 0 of batch b.
-        let a_start = (params[4] + b * params[5]) / 4u + (row0 + a_row) * k4 + a_quad;
-        let b_start = (params[8] + b * params[9]) / 4u + b_k * n4 + column0 / 4u + b_quad;"#,
+        let a_start = (params.a_offset + b * params.a_batch_stride) / 4u + (row0 + a_row) * k4 + a_quad;
+        let b_start = (params.b_offset + b * params.b_batch_stride) / 4u + b_k * n4 + column0 / 4u + b_quad;"#,
         tiles = 2 * buffer,
     );
     for i in 0..8 {
@@ -373,7 +396,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 
 #[cfg(test)]
 mod tests {
-    use super::super::kernels::{KernelKey, COMMON};
+    use super::super::kernels::KernelKey;
+    use super::super::matmul::MatmulParams;
+    use super::super::params::KernelParams;
+    use super::super::wgsl::COMMON;
     use super::super::GpuDevice;
     use super::super::GpuStorage;
     use super::{aligned_applies, aligned_body, ALIGNED_K_STEP};
@@ -638,7 +664,8 @@ mod tests {
         for k_step in [8, 16] {
             for (enable, stored) in [("", "f32"), ("enable f16;\n", "f16")] {
                 let source = format!(
-                    "{enable}alias S = {stored};\n{COMMON}{}",
+                    "{enable}alias S = {stored};\n{}{COMMON}{}",
+                    MatmulParams::WGSL,
                     aligned_body(k_step)
                 );
                 if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {

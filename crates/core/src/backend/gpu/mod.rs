@@ -3,14 +3,16 @@
 //! - `adapters.rs`: enumerate and order adapters, `AdapterInfo`;
 //! - `context.rs`: one opened device (queue, open command encoder, flushes, readback, errors);
 //! - `buffers.rs`: the caching allocator and `MemoryStats`;
-//! - `kernels.rs` + `shaders/*.wgsl`: typed `KernelKey`s and WGSL generation per dtype/op;
-//! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: the compute primitives
-//!   (`indexing.rs`: the index ops);
-//!   `params.rs`: packing shapes and strides for kernels; `vector.rs`: vec4 elementwise
-//!   kernels for contiguous data; `matmul_large.rs`, `conv.rs`: the generated large-tile matmul
-//!   and direct (implicit-GEMM) conv2d kernels; `conv_backward.rs`: conv2d's input- and
-//!   weight-gradient kernels; `matmul_coop.rs`: the f16 matmul on cooperative matrices
-//!   (tensor cores), where the adapter has them.
+//! - `kernels.rs`: the typed `KernelKey` of every pipeline, the one list of kernel families;
+//!   each family lives in one module with its WGSL (`shaders/*.wgsl` or a generator), its
+//!   `kernel_params!` struct, its catalogue entries and its launcher: `fill.rs`, `random.rs`,
+//!   `elementwise.rs` (+ `vector.rs`), `reduce.rs`, `matmul.rs`, `matmul_large.rs`,
+//!   `matmul_coop.rs` (tensor cores), `conv.rs`, `conv_backward.rs` (+ `conv_gemm.rs`),
+//!   `indexing.rs`, `fusion.rs` (+ `fusion_source.rs`), `custom.rs`; shared leaves: `wgsl.rs`
+//!   (dtype to WGSL), `params.rs` (parameter structs and words); `kernel_catalog.rs`: every
+//!   instantiation, for the naga test and `anygrad kernels dump`;
+//! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: shared operand checks and
+//!   the matmul primitive.
 //!
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
@@ -22,17 +24,25 @@ mod conv;
 mod conv_backward;
 mod conv_gemm;
 mod custom;
+mod elementwise;
+mod fill;
 mod fusion;
 mod fusion_source;
 mod indexing;
 mod kernel_catalog;
+#[cfg(test)]
+mod kernel_snapshots;
 mod kernels;
+mod matmul;
 mod matmul_coop;
 mod matmul_large;
 mod ops;
 mod params;
+mod random;
+mod reduce;
 mod storage;
 mod vector;
+mod wgsl;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

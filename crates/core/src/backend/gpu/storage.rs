@@ -1,6 +1,7 @@
 //! `GpuStorage`: a tensor's data in one GPU buffer, plus its creation and transfers (`full`,
-//! `arange`, `random`, uploads, readbacks, GPU-to-GPU copies). The compute primitives are in
-//! `ops.rs`. The element encoding is described in `kernels.rs` (U8 and Bool take one u32 each).
+//! `arange`, `random`, uploads, readbacks, GPU-to-GPU copies). The compute primitives live
+//! with their kernel families (see `mod.rs`). The element encoding is described in `wgsl.rs`
+//! (U8 and Bool take one u32 each).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -9,8 +10,9 @@ use half::f16;
 
 use super::buffers::{self, BufferSlot};
 use super::context::WORKGROUP_SIZE;
-use super::kernels::{gpu_element_size, KernelKey};
+use super::kernels::KernelKey;
 use super::params::Params;
+use super::wgsl::gpu_element_size;
 use super::GpuDevice;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
@@ -224,15 +226,7 @@ impl GpuStorage {
         if pattern == 0 {
             device.context().clear_buffer(storage.raw()?, words * 4)?;
         } else {
-            let mut params = Params::new();
-            params.push(words as usize)?.push_bits(pattern);
-            GpuStorage::launch(
-                device,
-                &KernelKey::Fill,
-                &params,
-                &[storage.raw()?],
-                words as usize,
-            )?;
+            super::fill::launch(device, &storage, words as usize, pattern)?;
         }
         Ok(storage)
     }
@@ -272,19 +266,14 @@ impl GpuStorage {
             Distribution::Uniform { low, high } => (false, low as f32, high as f32),
             Distribution::Normal { mean, std } => (true, mean as f32, std as f32),
         };
-        let mut params = Params::new();
-        params
-            .push(numel)?
-            .push_bits(seed_key(seed))
-            .push_bits(offset as u32)
-            .push_bits(a.to_bits())
-            .push_bits(b.to_bits());
-        GpuStorage::launch(
+        super::random::launch(
             device,
-            &KernelKey::Random { dtype, normal },
-            &params,
-            &[storage.raw()?],
+            &storage,
             numel,
+            normal,
+            seed_key(seed),
+            offset as u32,
+            (a, b),
         )?;
         Ok(storage)
     }

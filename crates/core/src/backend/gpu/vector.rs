@@ -12,9 +12,57 @@
 //! `v, v + stride, v + 2 stride, ...`. Fewer, longer-lived workgroups cost the GPU's scheduler
 //! less than one tiny workgroup per 1,024 elements, and no 2-D grid is needed.
 //!
-//! params (all counts in vec4 units): [vectors, offset of operand 0, offset of operand 1, ...,
-//! scalar bits (binary_scalar)]. The output is always written from vector 0 of its binding
-//! (copies into a view pass the destination offset as their last operand offset).
+//! params (all counts in vec4 units): [`VectorUnaryParams`], [`VectorBinaryParams`],
+//! [`VectorScalarParams`] or [`VectorCopyParams`]. The output is always written from vector 0
+//! of its binding, but for copies into a view (`destination_offset`).
+
+use super::params::{kernel_params, KernelParams};
+
+kernel_params! {
+    /// Parameters of the vec4 unary kernels.
+    struct VectorUnaryParams {
+        /// vec4s to write.
+        vectors: u32,
+        /// The input's offset in vec4s.
+        input_offset: u32,
+    }
+}
+
+kernel_params! {
+    /// Parameters of the vec4 binary kernels.
+    struct VectorBinaryParams {
+        /// vec4s to write.
+        vectors: u32,
+        /// The left operand's offset in vec4s.
+        lhs_offset: u32,
+        /// The right operand's offset in vec4s.
+        rhs_offset: u32,
+    }
+}
+
+kernel_params! {
+    /// Parameters of the vec4 `binary_scalar` kernels.
+    struct VectorScalarParams {
+        /// vec4s to write.
+        vectors: u32,
+        /// The input's offset in vec4s.
+        input_offset: u32,
+        /// The scalar as bits of the compute type.
+        scalar: u32,
+    }
+}
+
+kernel_params! {
+    /// Parameters of the vec4 copy kernels.
+    struct VectorCopyParams {
+        /// vec4s to copy.
+        vectors: u32,
+        /// The source's offset in vec4s.
+        source_offset: u32,
+        /// The destination's offset in vec4s.
+        destination_offset: u32,
+    }
+}
 
 /// Most workgroups of a vectorized launch (x dimension only).
 pub(crate) const MAX_WORKGROUPS: u32 = 8192;
@@ -48,13 +96,19 @@ fn element(family: VectorFamily, c: &str, j: usize) -> String {
 /// that several loads are in flight at once).
 pub(crate) const UNROLL: usize = 4;
 
-/// The kernel body (after the family's header and `common.wgsl`).
+/// The kernel body (after the family's header and `common.wgsl`), its params struct first.
 pub(crate) fn source_body(family: VectorFamily) -> String {
+    let params = match family {
+        VectorFamily::Unary => VectorUnaryParams::WGSL,
+        VectorFamily::Binary => VectorBinaryParams::WGSL,
+        VectorFamily::BinaryScalar => VectorScalarParams::WGSL,
+        VectorFamily::Copy => VectorCopyParams::WGSL,
+    };
     let (bindings, inputs, output_type, output_offset) = match family {
         VectorFamily::Unary => (
             "@group(0) @binding(1) var<storage, read> input: array<vec4<S>>;\n\
              @group(0) @binding(2) var<storage, read_write> output: array<vec4<S>>;\n",
-            &[("x", "input", 1)][..],
+            &[("x", "input", "input_offset")][..],
             "S",
             "",
         ),
@@ -62,7 +116,7 @@ pub(crate) fn source_body(family: VectorFamily) -> String {
             "@group(0) @binding(1) var<storage, read> lhs: array<vec4<S>>;\n\
              @group(0) @binding(2) var<storage, read> rhs: array<vec4<S>>;\n\
              @group(0) @binding(3) var<storage, read_write> output: array<vec4<O>>;\n",
-            &[("x", "lhs", 1), ("y", "rhs", 2)][..],
+            &[("x", "lhs", "lhs_offset"), ("y", "rhs", "rhs_offset")][..],
             "O",
             "",
         ),
@@ -72,29 +126,29 @@ pub(crate) fn source_body(family: VectorFamily) -> String {
              fn apply_scalar(x: T, s: T) -> O {\n\
              \x20   if (SCALAR_ON_LEFT) { return store_result(compute(s, x)); }\n\
              \x20   return store_result(compute(x, s));\n}\n",
-            &[("x", "input", 1)][..],
+            &[("x", "input", "input_offset")][..],
             "O",
             "",
         ),
         VectorFamily::Copy => (
             "@group(0) @binding(1) var<storage, read> source: array<vec4<SI>>;\n\
              @group(0) @binding(2) var<storage, read_write> output: array<vec4<SO>>;\n",
-            &[("x", "source", 1)][..],
+            &[("x", "source", "source_offset")][..],
             "SO",
-            "params[2] + ",
+            "params.destination_offset + ",
         ),
     };
     let scalar = match family {
-        VectorFamily::BinaryScalar => "    let s = scalar_value(params[2]);\n",
+        VectorFamily::BinaryScalar => "    let s = scalar_value(params.scalar);\n",
         VectorFamily::Unary | VectorFamily::Binary | VectorFamily::Copy => "",
     };
     // Loads of the vectors at `positions[j]` into `x<j>`/`y<j>`, then one store per position.
     let block = |positions: &[String]| {
         let mut text = String::new();
         for (j, position) in positions.iter().enumerate() {
-            for (name, binding, word) in inputs {
+            for (name, binding, field) in inputs {
                 text.push_str(&format!(
-                    "        let {name}{j} = {binding}[params[{word}] + {position}];\n"
+                    "        let {name}{j} = {binding}[params.{field} + {position}];\n"
                 ));
             }
         }
@@ -112,10 +166,10 @@ pub(crate) fn source_body(family: VectorFamily) -> String {
     };
     let unrolled: Vec<String> = (0..UNROLL).map(|j| format!("v + {j}u * stride")).collect();
     format!(
-        "{bindings}
+        "{params}{bindings}
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {{
-    let vectors = params[0];
+    let vectors = params.vectors;
     let stride = workgroups.x * 256u;
 {scalar}    var v = id.x;
     for (; v + {last}u * stride < vectors; v = v + {UNROLL}u * stride) {{

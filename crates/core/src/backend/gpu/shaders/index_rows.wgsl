@@ -5,8 +5,7 @@
 // stride over y): no divisions, and neighbouring invocations read neighbouring indices and
 // write neighbouring outputs (coalesced). A bad index raises the dispatch's flag word and its
 // outputs get 0, as in gather.wgsl.
-// params: [rows, columns, length (input row length = index limit), input offset,
-//          index offset, index stride, flag slot]
+// params: IndexRowsParams (indexing.rs)
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read> indices: array<IX>;
 @group(0) @binding(3) var<storage, read_write> output: array<S>;
@@ -16,22 +15,22 @@
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
     let j = workgroup.x * 256u + local;
-    let rows = params[0];
-    let columns = params[1];
-    let length = params[2];
+    let rows = params.rows;
+    let columns = params.columns;
+    let length = params.length;
     if (j >= columns) {
         return;
     }
-    let index = i32(indices[params[4] + j * params[5]]);
+    let index = i32(indices[params.index_offset + j * params.index_stride]);
     let valid = index >= 0 && u32(index) < length;
     if (!valid && workgroup.y == 0u) {
-        atomicMax(&flag[params[6]], 1u);
+        atomicMax(&flag[params.flag_slot], 1u);
     }
     let column = select(0u, u32(index), valid);
     for (var r = workgroup.y; r < rows; r = r + workgroups.y) {
         var value = ZERO;
         if (valid) {
-            value = input[params[3] + r * length + column];
+            value = input[params.input_offset + r * length + column];
         }
         output[r * columns + j] = value;
     }

@@ -10,8 +10,7 @@
 // read neighbouring shared-memory words (no bank conflicts) and write neighbouring columns.
 // Views are read through their strides (transposed and batch-broadcast views need no copy);
 // edges are bounds-checked, so any m, n, k works. Batches loop (grid-stride) over z.
-// params: [batch, m, n, k, a offset, a batch stride, a row stride, a column stride,
-//          b offset, b batch stride, b row stride, b column stride]
+// params: MatmulParams (matmul.rs)
 @group(0) @binding(1) var<storage, read> matrix_a: array<S>;
 @group(0) @binding(2) var<storage, read> matrix_b: array<S>;
 @group(0) @binding(3) var<storage, read_write> matrix_c: array<S>;
@@ -25,17 +24,17 @@ var<workgroup> tile_b: array<T, 1024>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let batch = params[0];
-    let m = params[1];
-    let n = params[2];
-    let k = params[3];
+    let batch = params.batch;
+    let m = params.m;
+    let n = params.n;
+    let k = params.k;
     let tx = local % 16u;
     let ty = local / 16u;
     let row0 = workgroup.y * TILE;
     let column0 = workgroup.x * TILE;
     for (var b = workgroup.z; b < batch; b = b + workgroups.z) {
-        let a_base = params[4] + b * params[5];
-        let b_base = params[8] + b * params[9];
+        let a_base = params.a_offset + b * params.a_batch_stride;
+        let b_base = params.b_offset + b * params.b_batch_stride;
         var acc0 = vec4<T>(T(0));
         var acc1 = vec4<T>(T(0));
         var acc2 = vec4<T>(T(0));
@@ -48,7 +47,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                 let a_k = k0 + e % TILE_K;
                 var a_value = T(0);
                 if (a_row < m && a_k < k) {
-                    a_value = load_value(matrix_a[a_base + a_row * params[6] + a_k * params[7]]);
+                    a_value = load_value(matrix_a[a_base + a_row * params.a_row_stride + a_k * params.a_column_stride]);
                 }
                 tile_a[(e % TILE_K) * TILE + e / TILE_K] = a_value;
                 // B block: 16 k x 64 columns; consecutive invocations read consecutive columns.
@@ -56,7 +55,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                 let b_column = column0 + e % TILE;
                 var b_value = T(0);
                 if (b_k < k && b_column < n) {
-                    b_value = load_value(matrix_b[b_base + b_k * params[10] + b_column * params[11]]);
+                    b_value = load_value(matrix_b[b_base + b_k * params.b_row_stride + b_column * params.b_column_stride]);
                 }
                 tile_b[e] = b_value;
             }

@@ -1,7 +1,6 @@
 // random.wgsl — counter-based random numbers, the same integer hash as random.rs, so element i
 // of a draw is the same number on the CPU and on any GPU, whatever the thread count.
-// params: [numel, key, first counter, a bits, b bits]  (uniform: a = low, b = high;
-// normal: a = mean, b = std)
+// params: RandomParams (random.rs; uniform: a = low, b = high; normal: a = mean, b = std)
 @group(0) @binding(1) var<storage, read_write> output: array<S>;
 
 // The PCG output permutation as a 32-bit hash (u32 arithmetic wraps, as wrapping_* in Rust).
@@ -31,13 +30,13 @@ fn standard_normal(key: u32, counter: u32) -> f32 {
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
     let i = linear_id(workgroup, workgroups, local);
-    if (i >= params[0]) {
+    if (i >= params.numel) {
         return;
     }
-    let key = params[1];
-    let counter = params[2] + i;
-    let a = bitcast<f32>(params[3]);
-    let b = bitcast<f32>(params[4]);
+    let key = params.key;
+    let counter = params.first_counter + i;
+    let a = bitcast<f32>(params.a_bits);
+    let b = bitcast<f32>(params.b_bits);
     var value: f32;
     if (NORMAL) {
         value = a + b * standard_normal(key, counter);

@@ -7,8 +7,8 @@
 // would leave most of the GPU idle: the host then splits each output's elements into `chunks`
 // ranges, one workgroup each, writes `outputs x chunks` partial results, and reduces those in
 // a second dispatch.
-// params: [outputs, reduced count, kept rank, reduced rank, offset, chunks, chunk length,
-//          kept shape, kept strides, reduced shape, reduced strides]
+// params: ReduceParams (reduce.rs); tail: kept shape, kept strides, reduced shape,
+// reduced strides
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read_write> output: array<O>;
 
@@ -20,16 +20,16 @@ var<workgroup> partial_indices: array<u32, 256>;
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
     let slot = workgroup.y * workgroups.x + workgroup.x;
-    let chunks = params[5];
+    let chunks = params.chunks;
     let out = slot / chunks;
     let chunk = slot % chunks;
-    let outputs = params[0];
-    let count = params[1];
-    let first = chunk * params[6];
-    let end = min(count, first + params[6]);
-    let kept_rank = params[2];
-    let reduced_rank = params[3];
-    let kept_shape_at = 7u;
+    let outputs = params.outputs;
+    let count = params.count;
+    let first = chunk * params.chunk_length;
+    let end = min(count, first + params.chunk_length);
+    let kept_rank = params.kept_rank;
+    let reduced_rank = params.reduced_rank;
+    let kept_shape_at = 0u;
     let kept_strides_at = kept_shape_at + kept_rank;
     let reduced_shape_at = kept_strides_at + kept_rank;
     let reduced_strides_at = reduced_shape_at + reduced_rank;
@@ -37,7 +37,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let in_range = out < outputs;
     var base = 0u;
     if (in_range) {
-        base = params[4] + strided_position(out, kept_rank, kept_shape_at, kept_strides_at);
+        base = params.offset + strided_position(out, kept_rank, kept_shape_at, kept_strides_at);
     }
     var accumulator = identity();
     var best_index = NONE;

@@ -1,0 +1,232 @@
+//! Snapshot tests of the generated kernels' WGSL. The largest kernels (large-tile and
+//! cooperative-matrix matmuls, the implicit-GEMM convolutions, fused and vectorized
+//! elementwise kernels) exist only as Rust string builders; these tests keep the WGSL of a
+//! representative set of instantiations in `crates/core/tests/snapshots/kernels/`, so a change
+//! to a generator shows as a WGSL diff in review. A test fails when the generated text differs
+//! from its file; `ANYGRAD_UPDATE_SNAPSHOTS=1 cargo test -p anygrad-core --lib
+//! kernel_snapshots` rewrites the files instead (review the diff, then commit it).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::fusion::{FusedInstruction, FusedProgram};
+use super::kernels::{Access, KernelKey};
+use super::matmul_coop::CoopVariant;
+use crate::dtype::DType;
+use crate::op::{BinaryOp, UnaryOp};
+
+/// The folder of the snapshot files.
+fn snapshot_folder() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/kernels")
+}
+
+/// Compare `text` with the snapshot `name` (or rewrite it when `ANYGRAD_UPDATE_SNAPSHOTS=1`);
+/// the error says what differs.
+fn check_snapshot(name: &str, text: &str) -> Result<(), String> {
+    let path = snapshot_folder().join(format!("{name}.wgsl"));
+    if std::env::var("ANYGRAD_UPDATE_SNAPSHOTS").as_deref() == Ok("1") {
+        std::fs::create_dir_all(snapshot_folder()).map_err(|e| e.to_string())?;
+        return std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    let expected = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (run with ANYGRAD_UPDATE_SNAPSHOTS=1 to create it)",
+            path.display()
+        )
+    })?;
+    if expected == text {
+        return Ok(());
+    }
+    let line = expected
+        .lines()
+        .zip(text.lines())
+        .position(|(old, new)| old != new)
+        .unwrap_or_else(|| expected.lines().count().min(text.lines().count()));
+    Err(format!(
+        "{name}: generated WGSL differs from {} from line {} on (ANYGRAD_UPDATE_SNAPSHOTS=1 rewrites it)",
+        path.display(),
+        line + 1
+    ))
+}
+
+/// A small fused program: `relu(x * y + s0)`, vectorized or with a strided second input.
+fn sample_fused(dtype: DType, vector: bool) -> FusedProgram {
+    FusedProgram {
+        dtype,
+        vector,
+        leaf_ranks: vec![0, if vector { 0 } else { 2 }],
+        scalars: 1,
+        instructions: vec![
+            FusedInstruction::Load { leaf: 0 },
+            FusedInstruction::Load { leaf: 1 },
+            FusedInstruction::Binary {
+                op: BinaryOp::Mul,
+                a: 0,
+                b: 1,
+            },
+            FusedInstruction::Scalar {
+                op: BinaryOp::Add,
+                x: 2,
+                scalar: 0,
+                on_left: false,
+            },
+            FusedInstruction::Unary {
+                op: UnaryOp::Relu,
+                x: 3,
+            },
+        ],
+    }
+}
+
+/// The snapshotted instantiations: (file name, key).
+fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
+    let mut kernels = vec![
+        (
+            "matmul_large_f32",
+            KernelKey::MatmulLarge {
+                dtype: DType::F32,
+                aligned: false,
+            },
+        ),
+        (
+            "matmul_large_aligned_f16",
+            KernelKey::MatmulLarge {
+                dtype: DType::F16,
+                aligned: true,
+            },
+        ),
+        (
+            "conv2d_f32",
+            KernelKey::Conv2d {
+                dtype: DType::F32,
+                wide: false,
+            },
+        ),
+        (
+            "conv2d_wide_f16",
+            KernelKey::Conv2d {
+                dtype: DType::F16,
+                wide: true,
+            },
+        ),
+        (
+            "conv2d_backward_input_unit_stride_f32",
+            KernelKey::Conv2dBackwardInput {
+                dtype: DType::F32,
+                unit_stride: true,
+                wide: false,
+            },
+        ),
+        (
+            "conv2d_backward_input_wide_f16",
+            KernelKey::Conv2dBackwardInput {
+                dtype: DType::F16,
+                unit_stride: false,
+                wide: true,
+            },
+        ),
+        (
+            "conv2d_backward_weight_f32",
+            KernelKey::Conv2dBackwardWeight {
+                dtype: DType::F32,
+                partial: false,
+            },
+        ),
+        (
+            "conv2d_backward_weight_partial_f16",
+            KernelKey::Conv2dBackwardWeight {
+                dtype: DType::F16,
+                partial: true,
+            },
+        ),
+        (
+            "conv2d_split_sum_f16",
+            KernelKey::Conv2dSplitSum { dtype: DType::F16 },
+        ),
+        (
+            "unary_vector_f32_relu",
+            KernelKey::Unary {
+                dtype: DType::F32,
+                op: UnaryOp::Relu,
+                access: Access::Vector,
+            },
+        ),
+        (
+            "binary_scalar_vector_f16_sub_left",
+            KernelKey::BinaryScalar {
+                dtype: DType::F16,
+                op: BinaryOp::Sub,
+                scalar_on_left: true,
+                access: Access::Vector,
+            },
+        ),
+        (
+            "copy_vector_f16_to_f32",
+            KernelKey::Copy {
+                from: DType::F16,
+                to: DType::F32,
+                access: Access::Vector,
+            },
+        ),
+        (
+            "fused_vector_f32",
+            KernelKey::Fused {
+                program: Arc::new(sample_fused(DType::F32, true)),
+            },
+        ),
+        (
+            "fused_strided_f16",
+            KernelKey::Fused {
+                program: Arc::new(sample_fused(DType::F16, false)),
+            },
+        ),
+    ];
+    for (name, variant) in [
+        ("matmul_coop_direct", CoopVariant::Direct),
+        ("matmul_coop_staged16", CoopVariant::Staged16),
+        ("matmul_coop_staged32", CoopVariant::Staged32),
+    ] {
+        kernels.push((
+            name,
+            KernelKey::MatmulCoop {
+                variant,
+                emulated: false,
+            },
+        ));
+    }
+    kernels.push((
+        "matmul_coop_staged32_emulated",
+        KernelKey::MatmulCoop {
+            variant: CoopVariant::Staged32,
+            emulated: true,
+        },
+    ));
+    kernels
+}
+
+/// Every snapshotted kernel's WGSL equals its committed file (and still validates).
+#[test]
+fn generated_kernels_match_their_snapshots() {
+    let failures: Vec<String> = snapshot_kernels()
+        .iter()
+        .filter_map(|(name, key)| {
+            let source = key.source();
+            super::kernel_catalog::naga_check(&source)
+                .map_err(|error| format!("{name}: {error}"))
+                .and_then(|()| check_snapshot(name, &source))
+                .err()
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The comparison sees a one-character change (the test above can fail).
+#[test]
+fn a_changed_kernel_fails_its_snapshot() {
+    let (name, key) = &snapshot_kernels()[0];
+    let mut source = key.source();
+    source.push(' ');
+    if std::env::var("ANYGRAD_UPDATE_SNAPSHOTS").as_deref() != Ok("1") {
+        assert!(check_snapshot(name, &source).is_err());
+    }
+}

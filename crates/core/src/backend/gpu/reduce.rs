@@ -1,0 +1,189 @@
+//! Kernel family `Reduce`: sum, max, min, argmax and argmin over a set of dims, one
+//! workgroup per output (or per output chunk, with a second pass over the partial results).
+//! Key: `KernelKey::Reduce`; params: [`ReduceParams`]; source: the value header, the
+//! reduction's header (`reduce_header`) and `shaders/reduce.wgsl`.
+
+use super::context::GpuContext;
+use super::kernels::KernelKey;
+use super::ops::unsupported;
+use super::params::{check_view, kernel_params, word, KernelParams, Params};
+use super::storage::GpuStorage;
+use super::wgsl::{class, storage_type, value_header, Class, COMMON, STRIDED};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::op::ReduceOp;
+
+kernel_params! {
+    /// Parameters of `shaders/reduce.wgsl`.
+    struct ReduceParams {
+        /// Output elements.
+        outputs: u32,
+        /// Elements reduced into each output.
+        count: u32,
+        /// Number of kept dims.
+        kept_rank: u32,
+        /// Number of reduced dims.
+        reduced_rank: u32,
+        /// The input view's offset.
+        offset: u32,
+        /// Workgroups (chunks) per output.
+        chunks: u32,
+        /// Reduced elements per chunk.
+        chunk_length: u32,
+    }
+    tail: "kept shape[kept_rank], kept strides[kept_rank], reduced shape[reduced_rank], reduced strides[reduced_rank]";
+}
+
+/// WGSL of `KernelKey::Reduce` (after `enable f16;` where needed).
+pub(crate) fn source(dtype: DType, op: ReduceOp) -> String {
+    let mut text = value_header(dtype);
+    text.push_str(&reduce_header(dtype, op));
+    text.push_str(ReduceParams::WGSL);
+    text.push_str(COMMON);
+    text.push_str(STRIDED);
+    text.push_str(include_str!("shaders/reduce.wgsl"));
+    text
+}
+
+/// The catalogue entries (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if dtype != DType::Bool {
+        for op in ReduceOp::ALL {
+            keys.push(KernelKey::Reduce { dtype, op });
+        }
+    }
+}
+
+/// Accumulator type and combine functions for a reduction.
+fn reduce_header(dtype: DType, op: ReduceOp) -> String {
+    let (identity, merge) = match (op, class(dtype)) {
+        (ReduceOp::Sum, _) => ("T(0)", "a + b"),
+        (ReduceOp::Max | ReduceOp::ArgMax, Class::Float) => {
+            ("bitcast<f32>(0xff800000u)", "maximum_nan(a, b)")
+        }
+        (ReduceOp::Min | ReduceOp::ArgMin, Class::Float) => {
+            ("bitcast<f32>(0x7f800000u)", "minimum_nan(a, b)")
+        }
+        (ReduceOp::Max | ReduceOp::ArgMax, Class::Signed) => ("-2147483647i - 1i", "max(a, b)"),
+        (ReduceOp::Min | ReduceOp::ArgMin, Class::Signed) => ("2147483647i", "min(a, b)"),
+        (ReduceOp::Max | ReduceOp::ArgMax, Class::Unsigned) => ("0u", "max(a, b)"),
+        (ReduceOp::Min | ReduceOp::ArgMin, Class::Unsigned) => ("4294967295u", "min(a, b)"),
+    };
+    let better = match op {
+        ReduceOp::ArgMax => "value > best",
+        ReduceOp::ArgMin => "value < best",
+        ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => "false",
+    };
+    let (output, finish) = if op.is_arg() {
+        ("i32", "return i32(index);")
+    } else {
+        (storage_type(dtype), "return store_value(value);")
+    };
+    format!(
+        "alias A = T;\nalias O = {output};\nconst IS_ARG: bool = {is_arg};\n\
+         fn identity() -> A {{ return {identity}; }}\n\
+         fn merge(a: A, b: A) -> A {{ return {merge}; }}\n\
+         fn replaces(best: A, best_index: u32, value: A, index: u32) -> bool {{\n\
+         \x20   if (index == 0xFFFFFFFFu) {{ return false; }}\n\
+         \x20   if (best_index == 0xFFFFFFFFu) {{ return true; }}\n\
+         \x20   if (is_nan_value(best)) {{ return is_nan_value(value) && index < best_index; }}\n\
+         \x20   if (is_nan_value(value)) {{ return true; }}\n\
+         \x20   if ({better}) {{ return true; }}\n\
+         \x20   return value == best && index < best_index;\n}}\n\
+         fn finish(value: A, index: u32) -> O {{ {finish} }}\n",
+        is_arg = op.is_arg(),
+    )
+}
+
+impl GpuStorage {
+    /// Reduce over `dims` (keepdim-shaped output; arg reductions take one dim, return I32).
+    pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<GpuStorage> {
+        if self.dtype == DType::Bool {
+            return Err(unsupported(op.name(), self.dtype, &self.device));
+        }
+        check_view(op.name(), layout, self.len)?;
+        if let Some(&bad) = dims.iter().find(|&&d| d >= layout.rank()) {
+            return Err(Error::InvalidShape {
+                op: op.name(),
+                shape: layout.shape.clone(),
+                message: format!("dim {bad} is out of range"),
+            });
+        }
+        if op.is_arg() && dims.len() != 1 {
+            return Err(Error::invalid(
+                op.name(),
+                "argmax/argmin reduce exactly one dim",
+            ));
+        }
+        let kept: Vec<usize> = (0..layout.rank()).filter(|d| !dims.contains(d)).collect();
+        let count: usize = dims.iter().map(|&d| layout.shape[d]).product();
+        let outputs: usize = kept.iter().map(|&d| layout.shape[d]).product();
+        let out_dtype = if op.is_arg() { DType::I32 } else { self.dtype };
+        if count == 0 && !dims.is_empty() {
+            if op != ReduceOp::Sum {
+                return Err(Error::InvalidShape {
+                    op: op.name(),
+                    shape: layout.shape.clone(),
+                    message: "cannot reduce over an empty dim (no identity for this reduction)"
+                        .into(),
+                });
+            }
+            return GpuStorage::full(&self.device, outputs, out_dtype, 0.0);
+        }
+        // Few outputs with many elements each: split each output over several workgroups and
+        // reduce the partial results in a second pass. Only where partials lose nothing (f16
+        // partial sums would be rounded to f16; arg reductions need their indices).
+        let splittable =
+            matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min) && self.dtype != DType::F16;
+        let chunks = if splittable && outputs < 256 && count >= 1 << 16 {
+            count.div_ceil(1 << 15).min(1024)
+        } else {
+            1
+        };
+        let out = GpuStorage::allocate(&self.device, op.name(), outputs * chunks, out_dtype)?;
+        if outputs == 0 {
+            return Ok(out);
+        }
+        let header = ReduceParams {
+            outputs: word(outputs)?,
+            count: word(count)?,
+            kept_rank: word(kept.len())?,
+            reduced_rank: word(dims.len())?,
+            offset: word(layout.offset)?,
+            chunks: word(chunks)?,
+            chunk_length: word(count.div_ceil(chunks))?,
+        };
+        let mut params = Params::with_header(&header, 2 * layout.rank());
+        for &d in &kept {
+            params.push(layout.shape[d])?;
+        }
+        for &d in &kept {
+            params.push(layout.strides[d])?;
+        }
+        for &d in dims {
+            params.push(layout.shape[d])?;
+        }
+        for &d in dims {
+            params.push(layout.strides[d])?;
+        }
+        // One workgroup per (output, chunk).
+        let context: &GpuContext = self.device.context();
+        let workgroups = u32::try_from(outputs * chunks)
+            .map_err(|_| Error::invalid(op.name(), "too many outputs"))?;
+        let key = KernelKey::Reduce {
+            dtype: self.dtype,
+            op,
+        };
+        context.dispatch(
+            &key,
+            params.words(),
+            &[self.raw()?, out.raw()?],
+            context.grid(workgroups),
+        )?;
+        if chunks > 1 {
+            return out.reduce(&Layout::contiguous(&[outputs, chunks]), op, &[1]);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,161 @@
+//! The WGSL pieces every kernel family shares, by dtype and op: the stored and computed WGSL
+//! types of a dtype, the value header (`S`, `T`, `load_value`, `store_value` and the float or
+//! integer helpers of `shaders/float_helpers.wgsl` / `integer_helpers.wgsl`), the op
+//! expressions taken from `op.rs`, and the snippets `common.wgsl` (included by every kernel)
+//! and `strided.wgsl` (kernels whose params end in a `tail` of shapes and strides).
+//! A leaf module: families build on it, it knows no family.
+//!
+//! How dtypes live on the GPU (WGSL has no 8-bit or bool storage types):
+//! F32 as `f32`; F16 as `f16` (needs `SHADER_F16`; computed in f32); I32 as `i32`; U32 as
+//! `u32`; **U8 and Bool as one `u32` per element** (values 0..=255, resp. 0/1); F64 is refused.
+
+use crate::dtype::DType;
+use crate::op::{BinaryOp, UnaryOp};
+
+/// `linear_id`: included by every kernel (but the matmuls, which tile their own grid).
+pub(crate) const COMMON: &str = include_str!("shaders/common.wgsl");
+/// `strided_position` over `params.tail` (for families whose params declare a `tail`).
+pub(crate) const STRIDED: &str = include_str!("shaders/strided.wgsl");
+
+/// How a dtype is computed on: floats in f32, I32 in i32, unsigned kinds in u32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Class {
+    /// F32, F16 (and the refused F64): computed in f32.
+    Float,
+    /// I32.
+    Signed,
+    /// U32, U8 and Bool.
+    Unsigned,
+}
+
+pub(crate) fn class(dtype: DType) -> Class {
+    match dtype {
+        DType::F32 | DType::F16 | DType::F64 => Class::Float,
+        DType::I32 => Class::Signed,
+        DType::U32 | DType::U8 | DType::Bool => Class::Unsigned,
+    }
+}
+
+/// The WGSL type that stores one element of `dtype`.
+pub(crate) fn storage_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 | DType::F64 => "f32",
+        DType::F16 => "f16",
+        DType::I32 => "i32",
+        DType::U32 | DType::U8 | DType::Bool => "u32",
+    }
+}
+
+/// Bytes per element in a GPU buffer.
+pub(crate) fn gpu_element_size(dtype: DType) -> u64 {
+    match dtype {
+        DType::F16 => 2,
+        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => 4,
+    }
+}
+
+pub(crate) fn compute_type(dtype: DType) -> &'static str {
+    match class(dtype) {
+        Class::Float => "f32",
+        Class::Signed => "i32",
+        Class::Unsigned => "u32",
+    }
+}
+
+/// `narrow(v)` keeps a computed u32 inside the dtype's range (U8 wraps like `as u8`, Bool
+/// becomes 0/1), as the CPU's `as` conversion does.
+pub(crate) fn narrow_expression(dtype: DType, value: &str) -> String {
+    match dtype {
+        DType::U8 => format!("({value} & 0xFFu)"),
+        DType::Bool => format!("select(0u, 1u, {value} != 0u)"),
+        DType::F32 | DType::F16 | DType::F64 | DType::I32 | DType::U32 => value.to_string(),
+    }
+}
+
+/// Type aliases, conversions and helpers for a kernel whose main dtype is `dtype`.
+pub(crate) fn value_header(dtype: DType) -> String {
+    let stored = storage_type(dtype);
+    let compute = compute_type(dtype);
+    let mut text = format!(
+        "alias S = {stored};\nalias T = {compute};\n\
+         fn load_value(v: S) -> T {{ return T(v); }}\n\
+         fn store_value(v: T) -> S {{ return S({}); }}\n",
+        narrow_expression(dtype, "v")
+    );
+    text.push_str(match class(dtype) {
+        Class::Float => FLOAT_HELPERS,
+        Class::Signed | Class::Unsigned => INTEGER_HELPERS,
+    });
+    text
+}
+
+/// Helpers named by op.rs's float expressions (computed in f32).
+const FLOAT_HELPERS: &str = include_str!("shaders/float_helpers.wgsl");
+
+/// Integer versions of the helper names (no NaN; pow by squaring, wrapping like the CPU).
+const INTEGER_HELPERS: &str = include_str!("shaders/integer_helpers.wgsl");
+
+/// The WGSL expression of a unary op over `x: T` for `dtype`.
+pub(crate) fn unary_expression(dtype: DType, op: UnaryOp) -> &'static str {
+    match class(dtype) {
+        // WGSL's sign() and max() may turn NaN into 0; the CPU reference keeps NaN.
+        Class::Float => match op {
+            UnaryOp::Sign => "select(sign(x), x, is_nan_value(x))",
+            UnaryOp::Relu => "select(max(x, T(0.0)), x, is_nan_value(x))",
+            UnaryOp::Tanh => "select(tanh(clamp(x, T(-15.0), T(15.0))), x, is_nan_value(x))",
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Sigmoid
+            | UnaryOp::Gelu
+            | UnaryOp::Erf
+            | UnaryOp::Silu => op.wgsl(),
+        },
+        Class::Signed => op.wgsl(),
+        // Unsigned values: the CPU computes in i64 and wraps back (`-x as u32`).
+        Class::Unsigned => match op {
+            UnaryOp::Neg => "0u - x",
+            UnaryOp::Abs | UnaryOp::Relu => "x",
+            UnaryOp::Sign => "select(0u, 1u, x > 0u)",
+            UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Gelu
+            | UnaryOp::Erf
+            | UnaryOp::Silu => "x",
+        },
+    }
+}
+
+/// The WGSL expression of a binary op over `a, b: T` for `dtype`.
+pub(crate) fn binary_expression(dtype: DType, op: BinaryOp) -> &'static str {
+    match (class(dtype), op) {
+        // WGSL integer division by zero yields `a`; the CPU reference gives 0.
+        (Class::Signed | Class::Unsigned, BinaryOp::Div) => "select(a / b, T(0), b == T(0))",
+        // naga lowers `!=` on floats to an *ordered* compare (false when either is NaN); IEEE
+        // and the CPU say NaN != x is true.
+        (Class::Float, BinaryOp::Ne) => "!(a == b)",
+        (Class::Float | Class::Signed | Class::Unsigned, _) => op.wgsl(),
+    }
+}
+
+/// Whether the GPU has a kernel for a unary op on `dtype` (mirrors the CPU's support).
+pub(crate) fn unary_supported(dtype: DType, op: UnaryOp) -> bool {
+    match dtype {
+        DType::F32 | DType::F16 => true,
+        DType::I32 | DType::U32 | DType::U8 => op.supports_integers(),
+        DType::F64 | DType::Bool => false,
+    }
+}

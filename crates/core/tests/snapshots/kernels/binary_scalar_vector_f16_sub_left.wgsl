@@ -1,0 +1,107 @@
+enable f16;
+alias S = f16;
+alias T = f32;
+fn load_value(v: S) -> T { return T(v); }
+fn store_value(v: T) -> S { return S(v); }
+// float_helpers.wgsl — helpers named by op.rs's float expressions (computed in f32), added
+// after the value header of every float kernel (`wgsl.rs`, `value_header`).
+fn is_nan_value(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn nan_value() -> f32 { return bitcast<f32>(0x7fc00000u); }
+// Abramowitz & Stegun 7.1.26, the formula of op.rs's CPU erf (|error| < 1.5e-7).
+fn erf_approx(x: f32) -> f32 {
+    let sign = select(1.0, -1.0, x < 0.0);
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+    return sign * (1.0 - poly * exp(-a * a));
+}
+// Never evaluates exp of a large positive number (which would overflow to inf).
+fn sigmoid_stable(x: f32) -> f32 {
+    if (x >= 0.0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    let e = exp(x);
+    return e / (1.0 + e);
+}
+// GPU max/min may drop a NaN; PyTorch (and the CPU reference) propagate it.
+fn maximum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return max(a, b);
+}
+fn minimum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return min(a, b);
+}
+// WGSL's pow is exp2(b * log2(a)): undefined for a < 0 and unreliable at 0 and inf. This
+// follows C's pow (which the CPU reference uses), including the sign of odd integer powers.
+fn pow_signed(a: f32, b: f32) -> f32 {
+    let infinity = bitcast<f32>(0x7f800000u);
+    let magnitude_a = abs(a);
+    if (b == 0.0 || a == 1.0 || (magnitude_a == 1.0 && abs(b) == infinity)) { return 1.0; }
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    var magnitude: f32;
+    if (magnitude_a == 0.0) {
+        magnitude = select(0.0, infinity, b < 0.0);
+    } else if (magnitude_a == infinity) {
+        magnitude = select(infinity, 0.0, b < 0.0);
+    } else {
+        magnitude = pow(magnitude_a, b);
+    }
+    if ((bitcast<u32>(a) & 0x80000000u) == 0u) { return magnitude; }
+    let integer = floor(b) == b;
+    if (!integer && magnitude_a != 0.0 && magnitude_a != infinity) { return nan_value(); }
+    let half = b * 0.5;
+    return select(magnitude, -magnitude, integer && floor(half) != half);
+}
+const CONTIGUOUS: bool = true;
+const SCALAR_ON_LEFT: bool = true;
+alias O = S;
+fn compute(a: T, b: T) -> T { return a - b; }
+fn store_result(r: T) -> O { return store_value(r); }
+fn scalar_value(bits: u32) -> T { return bitcast<f32>(bits); }
+// common.wgsl — included by anygrad's kernels after the generated header that defines the
+// element types, the op functions and binding 0, `params` (the family's parameter struct,
+// declared once in Rust with `kernel_params!`, see params.rs). Passing sizes, offsets and
+// strides in a small storage buffer (instead of baking them into the shader) lets one compiled
+// pipeline serve every shape, and lets strided and broadcast (stride-0) views be read in place
+// without first copying them to a contiguous buffer.
+
+// One invocation per element, 256 per workgroup. A dispatch may have at most 65,535
+// workgroups per dimension, so large grids spill into y; this rebuilds the linear index.
+fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
+    return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
+}
+struct VectorScalarParams {
+    vectors: u32,
+    input_offset: u32,
+    scalar: u32,
+}
+@group(0) @binding(0) var<storage, read> params: VectorScalarParams;
+@group(0) @binding(1) var<storage, read> input: array<vec4<S>>;
+@group(0) @binding(2) var<storage, read_write> output: array<vec4<O>>;
+fn apply_scalar(x: T, s: T) -> O {
+    if (SCALAR_ON_LEFT) { return store_result(compute(s, x)); }
+    return store_result(compute(x, s));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {
+    let vectors = params.vectors;
+    let stride = workgroups.x * 256u;
+    let s = scalar_value(params.scalar);
+    var v = id.x;
+    for (; v + 3u * stride < vectors; v = v + 4u * stride) {
+        let x0 = input[params.input_offset + v + 0u * stride];
+        let x1 = input[params.input_offset + v + 1u * stride];
+        let x2 = input[params.input_offset + v + 2u * stride];
+        let x3 = input[params.input_offset + v + 3u * stride];
+        output[v + 0u * stride] = vec4<O>(apply_scalar(load_value(x0.x), s), apply_scalar(load_value(x0.y), s), apply_scalar(load_value(x0.z), s), apply_scalar(load_value(x0.w), s));
+        output[v + 1u * stride] = vec4<O>(apply_scalar(load_value(x1.x), s), apply_scalar(load_value(x1.y), s), apply_scalar(load_value(x1.z), s), apply_scalar(load_value(x1.w), s));
+        output[v + 2u * stride] = vec4<O>(apply_scalar(load_value(x2.x), s), apply_scalar(load_value(x2.y), s), apply_scalar(load_value(x2.z), s), apply_scalar(load_value(x2.w), s));
+        output[v + 3u * stride] = vec4<O>(apply_scalar(load_value(x3.x), s), apply_scalar(load_value(x3.y), s), apply_scalar(load_value(x3.z), s), apply_scalar(load_value(x3.w), s));
+    }
+    for (; v < vectors; v = v + stride) {
+        let x0 = input[params.input_offset + v];
+        output[v] = vec4<O>(apply_scalar(load_value(x0.x), s), apply_scalar(load_value(x0.y), s), apply_scalar(load_value(x0.z), s), apply_scalar(load_value(x0.w), s));
+    }
+}

@@ -1,0 +1,219 @@
+alias S = f32;
+alias T = f32;
+fn load_value(v: S) -> T { return T(v); }
+fn store_value(v: T) -> S { return S(v); }
+// float_helpers.wgsl — helpers named by op.rs's float expressions (computed in f32), added
+// after the value header of every float kernel (`wgsl.rs`, `value_header`).
+fn is_nan_value(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn nan_value() -> f32 { return bitcast<f32>(0x7fc00000u); }
+// Abramowitz & Stegun 7.1.26, the formula of op.rs's CPU erf (|error| < 1.5e-7).
+fn erf_approx(x: f32) -> f32 {
+    let sign = select(1.0, -1.0, x < 0.0);
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+    return sign * (1.0 - poly * exp(-a * a));
+}
+// Never evaluates exp of a large positive number (which would overflow to inf).
+fn sigmoid_stable(x: f32) -> f32 {
+    if (x >= 0.0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    let e = exp(x);
+    return e / (1.0 + e);
+}
+// GPU max/min may drop a NaN; PyTorch (and the CPU reference) propagate it.
+fn maximum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return max(a, b);
+}
+fn minimum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return min(a, b);
+}
+// WGSL's pow is exp2(b * log2(a)): undefined for a < 0 and unreliable at 0 and inf. This
+// follows C's pow (which the CPU reference uses), including the sign of odd integer powers.
+fn pow_signed(a: f32, b: f32) -> f32 {
+    let infinity = bitcast<f32>(0x7f800000u);
+    let magnitude_a = abs(a);
+    if (b == 0.0 || a == 1.0 || (magnitude_a == 1.0 && abs(b) == infinity)) { return 1.0; }
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    var magnitude: f32;
+    if (magnitude_a == 0.0) {
+        magnitude = select(0.0, infinity, b < 0.0);
+    } else if (magnitude_a == infinity) {
+        magnitude = select(infinity, 0.0, b < 0.0);
+    } else {
+        magnitude = pow(magnitude_a, b);
+    }
+    if ((bitcast<u32>(a) & 0x80000000u) == 0u) { return magnitude; }
+    let integer = floor(b) == b;
+    if (!integer && magnitude_a != 0.0 && magnitude_a != infinity) { return nan_value(); }
+    let half = b * 0.5;
+    return select(magnitude, -magnitude, integer && floor(half) != half);
+}
+struct FusedParams {
+    units: u32,
+    // per input: offset (in units), and for a strided input shape[rank], strides[rank]; then each scalar's f32 bits
+    tail: array<u32>,
+}
+@group(0) @binding(0) var<storage, read> params: FusedParams;
+// common.wgsl — included by anygrad's kernels after the generated header that defines the
+// element types, the op functions and binding 0, `params` (the family's parameter struct,
+// declared once in Rust with `kernel_params!`, see params.rs). Passing sizes, offsets and
+// strides in a small storage buffer (instead of baking them into the shader) lets one compiled
+// pipeline serve every shape, and lets strided and broadcast (stride-0) views be read in place
+// without first copying them to a contiguous buffer.
+
+// One invocation per element, 256 per workgroup. A dispatch may have at most 65,535
+// workgroups per dimension, so large grids spill into y; this rebuilds the linear index.
+fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
+    return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
+}
+// strided.wgsl — for kernels whose params end in the runtime array `tail` (params.rs).
+// The storage offset (without the view's base offset) of element `linear`, counted row-major
+// over the `rank` sizes at params.tail[shape_at..], for a view whose strides are at
+// params.tail[strides_at..]. A stride of 0 repeats the same element: that is broadcasting.
+fn strided_position(linear: u32, rank: u32, shape_at: u32, strides_at: u32) -> u32 {
+    var remaining = linear;
+    var position = 0u;
+    for (var d = rank; d > 0u; d = d - 1u) {
+        let size = params.tail[shape_at + d - 1u];
+        position = position + (remaining % size) * params.tail[strides_at + d - 1u];
+        remaining = remaining / size;
+    }
+    return position;
+}
+@group(0) @binding(1) var<storage, read> leaf0: array<vec4<S>>;
+@group(0) @binding(2) var<storage, read> leaf1: array<vec4<S>>;
+@group(0) @binding(3) var<storage, read_write> output: array<vec4<S>>;
+fn binary_mul(a: T, b: T) -> T { return a * b; }
+fn binary_add(a: T, b: T) -> T { return a + b; }
+fn unary_relu(x: T) -> T { return select(max(x, T(0.0)), x, is_nan_value(x)); }
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {
+    let units = params.units;
+    let stride = workgroups.x * 256u;
+    var i = id.x;
+    // 4 elements per invocation and trip: all loads first, so that they are in flight
+    // together (the compiler may not move a load above a store to another binding).
+    for (; i + 3u * stride < units; i = i + 4u * stride) {
+        let loaded0_0 = leaf0[params.tail[0] + i + 0u * stride];
+        let loaded1_0 = leaf1[params.tail[1] + i + 0u * stride];
+        let loaded0_1 = leaf0[params.tail[0] + i + 1u * stride];
+        let loaded1_1 = leaf1[params.tail[1] + i + 1u * stride];
+        let loaded0_2 = leaf0[params.tail[0] + i + 2u * stride];
+        let loaded1_2 = leaf1[params.tail[1] + i + 2u * stride];
+        let loaded0_3 = leaf0[params.tail[0] + i + 3u * stride];
+        let loaded1_3 = leaf1[params.tail[1] + i + 3u * stride];
+        let v0_0x = load_value(loaded0_0.x);
+        let v1_0x = load_value(loaded1_0.x);
+        let v2_0x = binary_mul(v0_0x, v1_0x);
+        let v3_0x = binary_add(v2_0x, bitcast<f32>(params.tail[2]));
+        let v4_0x = unary_relu(v3_0x);
+        let v0_0y = load_value(loaded0_0.y);
+        let v1_0y = load_value(loaded1_0.y);
+        let v2_0y = binary_mul(v0_0y, v1_0y);
+        let v3_0y = binary_add(v2_0y, bitcast<f32>(params.tail[2]));
+        let v4_0y = unary_relu(v3_0y);
+        let v0_0z = load_value(loaded0_0.z);
+        let v1_0z = load_value(loaded1_0.z);
+        let v2_0z = binary_mul(v0_0z, v1_0z);
+        let v3_0z = binary_add(v2_0z, bitcast<f32>(params.tail[2]));
+        let v4_0z = unary_relu(v3_0z);
+        let v0_0w = load_value(loaded0_0.w);
+        let v1_0w = load_value(loaded1_0.w);
+        let v2_0w = binary_mul(v0_0w, v1_0w);
+        let v3_0w = binary_add(v2_0w, bitcast<f32>(params.tail[2]));
+        let v4_0w = unary_relu(v3_0w);
+        output[i + 0u * stride] = vec4<S>(store_value(v4_0x), store_value(v4_0y), store_value(v4_0z), store_value(v4_0w));
+        let v0_1x = load_value(loaded0_1.x);
+        let v1_1x = load_value(loaded1_1.x);
+        let v2_1x = binary_mul(v0_1x, v1_1x);
+        let v3_1x = binary_add(v2_1x, bitcast<f32>(params.tail[2]));
+        let v4_1x = unary_relu(v3_1x);
+        let v0_1y = load_value(loaded0_1.y);
+        let v1_1y = load_value(loaded1_1.y);
+        let v2_1y = binary_mul(v0_1y, v1_1y);
+        let v3_1y = binary_add(v2_1y, bitcast<f32>(params.tail[2]));
+        let v4_1y = unary_relu(v3_1y);
+        let v0_1z = load_value(loaded0_1.z);
+        let v1_1z = load_value(loaded1_1.z);
+        let v2_1z = binary_mul(v0_1z, v1_1z);
+        let v3_1z = binary_add(v2_1z, bitcast<f32>(params.tail[2]));
+        let v4_1z = unary_relu(v3_1z);
+        let v0_1w = load_value(loaded0_1.w);
+        let v1_1w = load_value(loaded1_1.w);
+        let v2_1w = binary_mul(v0_1w, v1_1w);
+        let v3_1w = binary_add(v2_1w, bitcast<f32>(params.tail[2]));
+        let v4_1w = unary_relu(v3_1w);
+        output[i + 1u * stride] = vec4<S>(store_value(v4_1x), store_value(v4_1y), store_value(v4_1z), store_value(v4_1w));
+        let v0_2x = load_value(loaded0_2.x);
+        let v1_2x = load_value(loaded1_2.x);
+        let v2_2x = binary_mul(v0_2x, v1_2x);
+        let v3_2x = binary_add(v2_2x, bitcast<f32>(params.tail[2]));
+        let v4_2x = unary_relu(v3_2x);
+        let v0_2y = load_value(loaded0_2.y);
+        let v1_2y = load_value(loaded1_2.y);
+        let v2_2y = binary_mul(v0_2y, v1_2y);
+        let v3_2y = binary_add(v2_2y, bitcast<f32>(params.tail[2]));
+        let v4_2y = unary_relu(v3_2y);
+        let v0_2z = load_value(loaded0_2.z);
+        let v1_2z = load_value(loaded1_2.z);
+        let v2_2z = binary_mul(v0_2z, v1_2z);
+        let v3_2z = binary_add(v2_2z, bitcast<f32>(params.tail[2]));
+        let v4_2z = unary_relu(v3_2z);
+        let v0_2w = load_value(loaded0_2.w);
+        let v1_2w = load_value(loaded1_2.w);
+        let v2_2w = binary_mul(v0_2w, v1_2w);
+        let v3_2w = binary_add(v2_2w, bitcast<f32>(params.tail[2]));
+        let v4_2w = unary_relu(v3_2w);
+        output[i + 2u * stride] = vec4<S>(store_value(v4_2x), store_value(v4_2y), store_value(v4_2z), store_value(v4_2w));
+        let v0_3x = load_value(loaded0_3.x);
+        let v1_3x = load_value(loaded1_3.x);
+        let v2_3x = binary_mul(v0_3x, v1_3x);
+        let v3_3x = binary_add(v2_3x, bitcast<f32>(params.tail[2]));
+        let v4_3x = unary_relu(v3_3x);
+        let v0_3y = load_value(loaded0_3.y);
+        let v1_3y = load_value(loaded1_3.y);
+        let v2_3y = binary_mul(v0_3y, v1_3y);
+        let v3_3y = binary_add(v2_3y, bitcast<f32>(params.tail[2]));
+        let v4_3y = unary_relu(v3_3y);
+        let v0_3z = load_value(loaded0_3.z);
+        let v1_3z = load_value(loaded1_3.z);
+        let v2_3z = binary_mul(v0_3z, v1_3z);
+        let v3_3z = binary_add(v2_3z, bitcast<f32>(params.tail[2]));
+        let v4_3z = unary_relu(v3_3z);
+        let v0_3w = load_value(loaded0_3.w);
+        let v1_3w = load_value(loaded1_3.w);
+        let v2_3w = binary_mul(v0_3w, v1_3w);
+        let v3_3w = binary_add(v2_3w, bitcast<f32>(params.tail[2]));
+        let v4_3w = unary_relu(v3_3w);
+        output[i + 3u * stride] = vec4<S>(store_value(v4_3x), store_value(v4_3y), store_value(v4_3z), store_value(v4_3w));
+    }
+    for (; i < units; i = i + stride) {
+        let loaded0_t = leaf0[params.tail[0] + i];
+        let loaded1_t = leaf1[params.tail[1] + i];
+        let v0_tx = load_value(loaded0_t.x);
+        let v1_tx = load_value(loaded1_t.x);
+        let v2_tx = binary_mul(v0_tx, v1_tx);
+        let v3_tx = binary_add(v2_tx, bitcast<f32>(params.tail[2]));
+        let v4_tx = unary_relu(v3_tx);
+        let v0_ty = load_value(loaded0_t.y);
+        let v1_ty = load_value(loaded1_t.y);
+        let v2_ty = binary_mul(v0_ty, v1_ty);
+        let v3_ty = binary_add(v2_ty, bitcast<f32>(params.tail[2]));
+        let v4_ty = unary_relu(v3_ty);
+        let v0_tz = load_value(loaded0_t.z);
+        let v1_tz = load_value(loaded1_t.z);
+        let v2_tz = binary_mul(v0_tz, v1_tz);
+        let v3_tz = binary_add(v2_tz, bitcast<f32>(params.tail[2]));
+        let v4_tz = unary_relu(v3_tz);
+        let v0_tw = load_value(loaded0_t.w);
+        let v1_tw = load_value(loaded1_t.w);
+        let v2_tw = binary_mul(v0_tw, v1_tw);
+        let v3_tw = binary_add(v2_tw, bitcast<f32>(params.tail[2]));
+        let v4_tw = unary_relu(v3_tw);
+        output[i] = vec4<S>(store_value(v4_tx), store_value(v4_ty), store_value(v4_tz), store_value(v4_tw));
+    }
+}
