@@ -72,11 +72,6 @@ impl Storage {
         }
     }
 
-    /// True when no element is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The device holding the data.
     pub fn device(&self) -> Device {
         match self {

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::CpuStorage;
+use crate::backend::checks::check_view;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::tensor::Conv2dParams;
@@ -260,6 +261,8 @@ impl CpuStorage {
             });
         }
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        check_view("conv2d", layout, self.len())?;
+        check_view("conv2d", weight_layout, weight.len())?;
         let (l, wl) = (layout, weight_layout);
         Ok(match (self, weight) {
             (CpuStorage::F32(x), CpuStorage::F32(k)) => {

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use super::conv::{im2col, Conv2dShape};
 use super::CpuStorage;
+use crate::backend::checks::check_view;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::tensor::Conv2dParams;
@@ -286,6 +287,8 @@ impl CpuStorage {
             });
         }
         let shape = backward_shape(OP, layout, input_shape, &weight_layout.shape, params)?;
+        check_view(OP, layout, self.len())?;
+        check_view(OP, weight_layout, weight.len())?;
         let (l, wl) = (layout, weight_layout);
         Ok(match (self, weight) {
             (CpuStorage::F32(g), CpuStorage::F32(k)) => {
@@ -325,6 +328,8 @@ impl CpuStorage {
             });
         }
         let shape = backward_shape(OP, grad_layout, &layout.shape, weight_shape, params)?;
+        check_view(OP, layout, self.len())?;
+        check_view(OP, grad_layout, grad.len())?;
         let (l, gl) = (layout, grad_layout);
         Ok(match (self, grad) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => {

@@ -39,11 +39,8 @@ use std::sync::{Arc, Mutex};
 
 pub use adapters::AdapterInfo;
 pub use buffers::MemoryStats;
-pub use fusion::{
-    elementwise_fusion_enabled, set_elementwise_fusion, FusedInstruction, FusedProgram, FusionStats,
-};
+pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats};
 pub use kernel_catalog::all_kernel_sources;
-pub use kernels::{Access, KernelKey};
 pub use matmul_coop::CoopVariant;
 pub use storage::GpuStorage;
 
