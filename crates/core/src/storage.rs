@@ -25,11 +25,11 @@ use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::geometry::Conv2dParams;
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::profiler;
 use crate::random::Distribution;
-use crate::tensor::Conv2dParams;
 
 /// Tensor data on one device.
 #[derive(Debug)]

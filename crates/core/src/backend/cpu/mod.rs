@@ -3,8 +3,8 @@
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
 
-pub(crate) mod conv;
-pub(crate) mod conv_backward;
+mod conv;
+mod conv_backward;
 mod elementwise;
 mod index;
 mod matmul;

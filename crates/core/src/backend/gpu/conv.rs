@@ -32,11 +32,11 @@ use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
 use super::params::{check_view, is_dense, Params};
 use super::storage::GpuStorage;
-use crate::backend::cpu::conv::Conv2dShape;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::geometry::Conv2dParams;
+use crate::geometry::Conv2dShape;
 use crate::layout::Layout;
-use crate::tensor::Conv2dParams;
 
 /// The kernel body (after the header that defines `S`, `T`, `load_value`, `store_value` and
 /// `common.wgsl`) for the narrow or the `wide` tile. params: columns N, o, K, c, h, w, oh, ow,
