@@ -3,6 +3,7 @@
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
 
+mod contract;
 mod conv;
 mod conv_backward;
 mod elementwise;

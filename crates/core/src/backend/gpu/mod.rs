@@ -18,6 +18,7 @@
 mod adapters;
 mod buffers;
 mod context;
+mod contract;
 mod conv;
 mod conv_backward;
 mod conv_gemm;
