@@ -2,7 +2,7 @@
 //! the facts a user needs to choose one: backend, driver, limits, f16, subgroups, timestamps,
 //! cooperative-matrix shapes.
 
-use anygrad::core::backend::gpu;
+use anygrad::core::gpu;
 
 /// Print the adapter list as a table or JSON.
 pub fn run(json: bool) -> Result<(), String> {

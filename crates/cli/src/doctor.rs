@@ -4,7 +4,7 @@
 //! parity check. Every failure comes with a hint; the exit status is non-zero when anything
 //! failed.
 
-use anygrad::core::backend::gpu::{self, GpuDevice};
+use anygrad::core::gpu::{self, GpuDevice};
 use anygrad::core::op::{BinaryOp, ReduceOp, UnaryOp};
 use anygrad::{Conv2dParams, DType, Device, Result, Tensor};
 use serde::Serialize;

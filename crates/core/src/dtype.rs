@@ -4,8 +4,6 @@
 
 use half::f16;
 
-use crate::backend::cpu::CpuStorage;
-
 /// The element type of a tensor.
 ///
 /// `F64` exists for the CPU backend (finite-difference gradient checks, reference maths);
@@ -101,12 +99,10 @@ pub trait Element: Copy + Send + Sync + 'static + std::fmt::Debug {
     fn to_f64(self) -> f64;
     /// Convert from f64 with the usual `as` semantics (saturating for integers).
     fn from_f64(value: f64) -> Self;
-    /// Wrap a vector of this type as CPU tensor data.
-    fn into_storage(values: Vec<Self>) -> CpuStorage;
 }
 
 macro_rules! element_impl {
-    ($rust:ty, $dtype:expr, $variant:ident) => {
+    ($rust:ty, $dtype:expr) => {
         impl Element for $rust {
             const DTYPE: DType = $dtype;
             fn to_f64(self) -> f64 {
@@ -115,17 +111,14 @@ macro_rules! element_impl {
             fn from_f64(value: f64) -> Self {
                 value as $rust
             }
-            fn into_storage(values: Vec<Self>) -> CpuStorage {
-                CpuStorage::$variant(values)
-            }
         }
     };
 }
-element_impl!(f32, DType::F32, F32);
-element_impl!(f64, DType::F64, F64);
-element_impl!(i32, DType::I32, I32);
-element_impl!(u32, DType::U32, U32);
-element_impl!(u8, DType::U8, U8);
+element_impl!(f32, DType::F32);
+element_impl!(f64, DType::F64);
+element_impl!(i32, DType::I32);
+element_impl!(u32, DType::U32);
+element_impl!(u8, DType::U8);
 
 impl Element for f16 {
     const DTYPE: DType = DType::F16;
@@ -134,9 +127,6 @@ impl Element for f16 {
     }
     fn from_f64(value: f64) -> Self {
         f16::from_f64(value)
-    }
-    fn into_storage(values: Vec<Self>) -> CpuStorage {
-        CpuStorage::F16(values)
     }
 }
 
@@ -151,8 +141,5 @@ impl Element for bool {
     }
     fn from_f64(value: f64) -> Self {
         value != 0.0
-    }
-    fn into_storage(values: Vec<Self>) -> CpuStorage {
-        CpuStorage::Bool(values)
     }
 }

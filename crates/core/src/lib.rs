@@ -1,5 +1,7 @@
 //! anygrad-core: the tensor, its dtypes and layouts, the primitive ops, autograd, and the two
-//! backends (CPU, and GPU through wgpu with our own WGSL kernels).
+//! backends (CPU, and GPU through wgpu with our own WGSL kernels). The backends and the
+//! `Storage` that chooses between them are crate-private: users work with `Tensor` and
+//! `Device`, and tools reach adapter facts and statistics through [`gpu`].
 //!
 //! ```
 //! use anygrad_core::{Device, DType, Tensor};
@@ -13,31 +15,32 @@
 
 pub mod amp;
 pub mod autograd;
-pub mod backend;
+pub(crate) mod backend;
 pub mod custom_op;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod fallback;
 mod flop_count;
+pub(crate) mod geometry;
+pub mod gpu;
 pub mod layout;
 pub mod op;
+pub(crate) mod profile_flag;
 pub mod profiler;
 pub mod random;
 pub mod shape;
-pub mod storage;
+pub(crate) mod storage;
 pub mod tensor;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
 pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};
-pub use backend::gpu::{
-    elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats,
-};
 pub use device::{
     device_count, device_name, empty_cache, fusion_stats, memory_stats, reset_peak_memory, Device,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats};
 pub use layout::Layout;
 pub use random::manual_seed;
 pub use tensor::{Conv2dParams, ShapeSpec, Tensor, TensorId};

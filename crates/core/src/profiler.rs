@@ -12,7 +12,6 @@
 //! When no profile is active, recording costs one relaxed atomic load per op.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -21,8 +20,8 @@ use serde::Serialize;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::profile_flag;
 
-static ACTIVE: AtomicBool = AtomicBool::new(false);
 static EVENTS: Mutex<Vec<OpEvent>> = Mutex::new(Vec::new());
 static EPOCH: Mutex<Option<Instant>> = Mutex::new(None);
 
@@ -52,10 +51,7 @@ pub struct OpEvent {
     pub flops: Option<f64>,
 }
 
-/// True while a profile is being recorded.
-pub fn is_active() -> bool {
-    ACTIVE.load(Ordering::Relaxed)
-}
+pub use crate::profile_flag::is_active;
 
 /// Record `run` as op `name` when profiling (otherwise just run it).
 pub(crate) fn record<T>(
@@ -150,7 +146,7 @@ pub struct Profile {
 /// Run `work` with every op recorded. Profiles do not nest; a second concurrent `profile`
 /// returns an error.
 pub fn profile<T>(work: impl FnOnce() -> Result<T>) -> Result<(T, Profile)> {
-    if ACTIVE.swap(true, Ordering::SeqCst) {
+    if profile_flag::start() {
         return Err(Error::invalid(
             "profile",
             "a profile is already being recorded",
@@ -160,7 +156,7 @@ pub fn profile<T>(work: impl FnOnce() -> Result<T>) -> Result<(T, Profile)> {
     let started = Instant::now();
     *EPOCH.lock().unwrap_or_else(|p| p.into_inner()) = Some(started);
     let result = work();
-    ACTIVE.store(false, Ordering::SeqCst);
+    profile_flag::stop();
     let events = std::mem::take(&mut *EVENTS.lock().unwrap_or_else(|p| p.into_inner()));
     let profile = Profile {
         events,

@@ -1,35 +1,21 @@
 //! `Storage` is the data behind a tensor: a CPU vector or a GPU buffer. This is the only place
-//! that matches on backends; every method forwards to the backend with the same signature
-//! (`CpuStorage` in `backend/cpu`, `GpuStorage` in `backend/gpu`). Inputs come with their
-//! `Layout` (views are metadata); every output is a new contiguous storage.
-//!
-//! The contract every backend keeps:
-//! - `binary`, `where_select`: operand layouts already have the same shape (the tensor layer
-//!   broadcasts with stride-0 views first) and the same dtype.
-//! - `reduce`: output has the input's shape with each reduced dim set to 1 (keepdim); arg
-//!   reductions take exactly one dim and return `I32`.
-//! - `matmul`: layouts are rank 3, `[batch, m, k]` and `[batch, k, n]` (a batch stride may be
-//!   0); output `[batch, m, n]`.
-//! - `conv2d`: input `[n, c, h, w]` and weight `[o, c, kh, kw]` (any strides), one group, no
-//!   bias; output contiguous `[n, o, oh, ow]`. Float dtypes only. Its gradients
-//!   `conv2d_backward_input` (output gradient and weight -> contiguous `[n, c, h, w]`) and
-//!   `conv2d_backward_weight` (input and output gradient -> contiguous `[o, c, kh, kw]`) take
-//!   the forward's parameters and the shape they return; the output gradient must have the
-//!   forward output's shape.
-//! - `index_select`: output shape is the input's with `dim` replaced by the number of indices.
-//!   `gather`: output has the indices' shape. `scatter_add`: output has the base's shape.
-//!   Out-of-range indices return `Error::InvalidArgument`, never a panic or a wild write.
+//! that matches on backends. Every primitive is one call of `dispatch`, which records the op
+//! for the profiler, checks that the operands live on one device and that their dtypes agree
+//! (or that indices are integers), then runs the backend's `BackendStorage` method (the
+//! contract, with each primitive's rules, is documented on that trait in
+//! `backend/contract.rs`). Creation and transfers match on the device directly.
 
+use crate::backend::contract::BackendStorage;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::geometry::Conv2dParams;
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::profiler;
 use crate::random::Distribution;
-use crate::tensor::Conv2dParams;
 
 /// Tensor data on one device.
 #[derive(Debug)]
@@ -38,21 +24,177 @@ pub enum Storage {
     Gpu(GpuStorage),
 }
 
-fn device_mismatch(op: &'static str, lhs: &Storage, rhs: &Storage) -> Error {
-    Error::DeviceMismatch {
-        op,
-        lhs: lhs.device().to_string(),
-        rhs: rhs.device().to_string(),
+/// Bytes held by a storage (for the profiler).
+fn storage_bytes(storage: &Storage) -> u64 {
+    (storage.len() * storage.dtype().size_in_bytes()) as u64
+}
+
+/// What `dispatch` checks before a primitive runs, and what it records.
+struct Call<'a, const N: usize> {
+    /// The op's name (profiler events and errors).
+    op: &'static str,
+    /// The storage operands and their views; the first decides the device.
+    operands: [(&'a Storage, &'a Layout); N],
+    /// Positions of operands that must share one dtype.
+    same_dtype: &'static [usize],
+    /// Position of the operand holding indices (an integer dtype), if any.
+    indices: Option<usize>,
+    /// Position of the operand whose dtype the profiler records.
+    profiled_dtype: usize,
+}
+
+impl<'a, const N: usize> Call<'a, N> {
+    /// A call with no dtype rule, profiled with the first operand's dtype.
+    fn new(op: &'static str, operands: [(&'a Storage, &'a Layout); N]) -> Call<'a, N> {
+        Call {
+            op,
+            operands,
+            same_dtype: &[],
+            indices: None,
+            profiled_dtype: 0,
+        }
+    }
+
+    /// Require the operands at `positions` to share one dtype.
+    fn same_dtype(mut self, positions: &'static [usize]) -> Self {
+        self.same_dtype = positions;
+        self
+    }
+
+    /// The operand at `position` holds indices.
+    fn indices(mut self, position: usize) -> Self {
+        self.indices = Some(position);
+        self
+    }
+
+    /// Record the dtype of the operand at `position` (instead of the first).
+    fn profiled_dtype(mut self, position: usize) -> Self {
+        self.profiled_dtype = position;
+        self
+    }
+
+    /// The device, dtype and index checks shared by every primitive.
+    fn check(&self) -> Result<()> {
+        let (first, _) = self.operands[0];
+        for &(other, _) in &self.operands[1..] {
+            check_same_device(self.op, first, other)?;
+        }
+        if let Some((&head, rest)) = self.same_dtype.split_first() {
+            let lhs = self.operands[head].0.dtype();
+            for &position in rest {
+                let rhs = self.operands[position].0.dtype();
+                if lhs != rhs {
+                    return Err(Error::DTypeMismatch {
+                        op: self.op,
+                        lhs,
+                        rhs,
+                    });
+                }
+            }
+        }
+        if let Some(position) = self.indices {
+            let dtype = self.operands[position].0.dtype();
+            if !dtype.is_index() {
+                return Err(Error::invalid(
+                    self.op,
+                    format!("indices must be an integer tensor, got {dtype}"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
-/// Bytes held by a storage (for the profiler).
-fn storage_bytes(storage: &Storage) -> u64 {
-    let len = match storage {
-        Storage::Cpu(s) => s.len(),
-        Storage::Gpu(s) => s.len(),
+/// `Err(DeviceMismatch)` unless `lhs` and `rhs` live on the same device (for GPUs: the same
+/// opened context).
+fn check_same_device(op: &'static str, lhs: &Storage, rhs: &Storage) -> Result<()> {
+    let (left, right) = (lhs.device(), rhs.device());
+    if left == right {
+        return Ok(());
+    }
+    let (lhs, mut rhs) = (left.to_string(), right.to_string());
+    if lhs == rhs {
+        rhs.push_str(" (another context)");
+    }
+    Err(Error::DeviceMismatch { op, lhs, rhs })
+}
+
+/// The operands of one call, all on one backend.
+enum Operands<'a, const N: usize> {
+    Cpu([&'a CpuStorage; N]),
+    Gpu([&'a GpuStorage; N]),
+}
+
+/// Split checked operands by backend (`check` already refused mixed devices).
+fn operands<'a, const N: usize>(
+    op: &'static str,
+    storages: [&'a Storage; N],
+) -> Result<Operands<'a, N>> {
+    let mismatch = || Error::DeviceMismatch {
+        op,
+        lhs: storages[0].device().to_string(),
+        rhs: "another device".into(),
     };
-    (len * storage.dtype().size_in_bytes()) as u64
+    match storages[0] {
+        Storage::Cpu(_) => {
+            let mut cpu = Vec::with_capacity(N);
+            for storage in storages {
+                match storage {
+                    Storage::Cpu(s) => cpu.push(s),
+                    Storage::Gpu(_) => return Err(mismatch()),
+                }
+            }
+            cpu.try_into().map(Operands::Cpu).map_err(|_| mismatch())
+        }
+        Storage::Gpu(_) => {
+            let mut gpu = Vec::with_capacity(N);
+            for storage in storages {
+                match storage {
+                    Storage::Gpu(s) => gpu.push(s),
+                    Storage::Cpu(_) => return Err(mismatch()),
+                }
+            }
+            gpu.try_into().map(Operands::Gpu).map_err(|_| mismatch())
+        }
+    }
+}
+
+/// Run one primitive: profile it, check its operands once, and call the backend. `run` is
+/// given the operands of one backend; `both!` writes it once for both.
+fn dispatch<const N: usize>(
+    call: Call<'_, N>,
+    cpu: impl FnOnce([&CpuStorage; N]) -> Result<CpuStorage>,
+    gpu: impl FnOnce([&GpuStorage; N]) -> Result<GpuStorage>,
+) -> Result<Storage> {
+    let shapes: [&[usize]; N] = call.operands.map(|(_, layout)| layout.shape.as_slice());
+    let (first, _) = call.operands[0];
+    profiler::record(
+        call.op,
+        &shapes,
+        call.operands[call.profiled_dtype].0.dtype(),
+        &first.device(),
+        storage_bytes,
+        || {
+            call.check()?;
+            match operands(call.op, call.operands.map(|(storage, _)| storage))? {
+                Operands::Cpu(storages) => cpu(storages).map(Storage::Cpu),
+                Operands::Gpu(storages) => gpu(storages).map(Storage::Gpu),
+            }
+        },
+    )
+}
+
+/// `dispatch` of one `BackendStorage` method, written once for both backends:
+/// `run!(call, |a, b| method(a, layout, b, ...))` calls `method` with the CPU operands or the
+/// GPU operands bound to `a, b`.
+macro_rules! run {
+    ($call:expr, |$($operand:ident),+| $method:ident($($argument:expr),* $(,)?)) => {
+        dispatch(
+            $call,
+            |[$($operand),+]| BackendStorage::$method($($argument),*),
+            |[$($operand),+]| BackendStorage::$method($($argument),*),
+        )
+    };
 }
 
 impl Storage {
@@ -72,11 +214,6 @@ impl Storage {
         }
     }
 
-    /// True when no element is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The device holding the data.
     pub fn device(&self) -> Device {
         match self {
@@ -88,8 +225,15 @@ impl Storage {
     /// A storage of `numel` elements of `dtype`, all equal to `value`.
     pub fn full(device: &Device, numel: usize, dtype: DType, value: f64) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(CpuStorage::full(numel, dtype, value)?)),
-            Device::Gpu(gpu) => Ok(Storage::Gpu(GpuStorage::full(gpu, numel, dtype, value)?)),
+            Device::Cpu => Ok(Storage::Cpu(BackendStorage::full(
+                &(),
+                numel,
+                dtype,
+                value,
+            )?)),
+            Device::Gpu(gpu) => Ok(Storage::Gpu(BackendStorage::full(
+                gpu, numel, dtype, value,
+            )?)),
         }
     }
 
@@ -102,8 +246,14 @@ impl Storage {
         dtype: DType,
     ) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(CpuStorage::arange(start, step, numel, dtype)?)),
-            Device::Gpu(gpu) => Ok(Storage::Gpu(GpuStorage::arange(
+            Device::Cpu => Ok(Storage::Cpu(BackendStorage::arange(
+                &(),
+                start,
+                step,
+                numel,
+                dtype,
+            )?)),
+            Device::Gpu(gpu) => Ok(Storage::Gpu(BackendStorage::arange(
                 gpu, start, step, numel, dtype,
             )?)),
         }
@@ -119,14 +269,15 @@ impl Storage {
         offset: u64,
     ) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(CpuStorage::random(
+            Device::Cpu => Ok(Storage::Cpu(BackendStorage::random(
+                &(),
                 numel,
                 dtype,
                 distribution,
                 seed,
                 offset,
             )?)),
-            Device::Gpu(gpu) => Ok(Storage::Gpu(GpuStorage::random(
+            Device::Gpu(gpu) => Ok(Storage::Gpu(BackendStorage::random(
                 gpu,
                 numel,
                 dtype,
@@ -155,22 +306,14 @@ impl Storage {
         }
     }
 
-    /// Elementwise unary op.
+    /// Elementwise unary op (`BackendStorage::unary`).
     pub fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Storage> {
-        profiler::record(
-            op.name(),
-            &[&layout.shape],
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match self {
-                Storage::Cpu(s) => Ok(Storage::Cpu(s.unary(layout, op)?)),
-                Storage::Gpu(s) => Ok(Storage::Gpu(s.unary(layout, op)?)),
-            },
-        )
+        run!(Call::new(op.name(), [(self, layout)]), |x| unary(
+            x, layout, op
+        ))
     }
 
-    /// Elementwise binary op on equal-shape layouts.
+    /// Elementwise binary op on equal-shape layouts (`BackendStorage::binary`).
     pub fn binary(
         &self,
         layout: &Layout,
@@ -178,27 +321,11 @@ impl Storage {
         rhs_layout: &Layout,
         op: BinaryOp,
     ) -> Result<Storage> {
-        let shapes: [&[usize]; 2] = [&layout.shape, &rhs_layout.shape];
-        profiler::record(
-            op.name(),
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, rhs) {
-                (Storage::Cpu(l), Storage::Cpu(r)) => {
-                    Ok(Storage::Cpu(l.binary(layout, r, rhs_layout, op)?))
-                }
-                (Storage::Gpu(l), Storage::Gpu(r)) => {
-                    Ok(Storage::Gpu(l.binary(layout, r, rhs_layout, op)?))
-                }
-                (l, r) => Err(device_mismatch(op.name(), l, r)),
-            },
-        )
+        let call = Call::new(op.name(), [(self, layout), (rhs, rhs_layout)]).same_dtype(&[0, 1]);
+        run!(call, |l, r| binary(l, layout, r, rhs_layout, op))
     }
 
-    /// Elementwise binary op with a scalar: `x op scalar`, or `scalar op x` when
-    /// `scalar_on_left`.
+    /// `x op scalar`, or `scalar op x` when `scalar_on_left` (`BackendStorage::binary_scalar`).
     pub fn binary_scalar(
         &self,
         layout: &Layout,
@@ -206,31 +333,17 @@ impl Storage {
         scalar: f64,
         scalar_on_left: bool,
     ) -> Result<Storage> {
-        profiler::record(
-            op.name(),
-            &[&layout.shape],
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match self {
-                Storage::Cpu(s) => Ok(Storage::Cpu(s.binary_scalar(
-                    layout,
-                    op,
-                    scalar,
-                    scalar_on_left,
-                )?)),
-                Storage::Gpu(s) => Ok(Storage::Gpu(s.binary_scalar(
-                    layout,
-                    op,
-                    scalar,
-                    scalar_on_left,
-                )?)),
-            },
-        )
+        run!(Call::new(op.name(), [(self, layout)]), |x| binary_scalar(
+            x,
+            layout,
+            op,
+            scalar,
+            scalar_on_left
+        ))
     }
 
-    /// `cond ? on_true : on_false` elementwise; `self` is the condition (any dtype, non-zero
-    /// is true).
+    /// `cond ? on_true : on_false` elementwise; `self` is the condition
+    /// (`BackendStorage::where_select`).
     pub fn where_select(
         &self,
         layout: &Layout,
@@ -239,69 +352,38 @@ impl Storage {
         on_false: &Storage,
         false_layout: &Layout,
     ) -> Result<Storage> {
-        profiler::record(
-            "where",
-            &[&layout.shape],
-            on_true.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, on_true, on_false) {
-                (Storage::Cpu(c), Storage::Cpu(t), Storage::Cpu(f)) => Ok(Storage::Cpu(
-                    c.where_select(layout, t, true_layout, f, false_layout)?,
-                )),
-                (Storage::Gpu(c), Storage::Gpu(t), Storage::Gpu(f)) => Ok(Storage::Gpu(
-                    c.where_select(layout, t, true_layout, f, false_layout)?,
-                )),
-                (c, t, f) => Err(device_mismatch(
-                    "where",
-                    c,
-                    if std::mem::discriminant(c) == std::mem::discriminant(t) {
-                        f
-                    } else {
-                        t
-                    },
-                )),
-            },
-        )
+        let operands = [
+            (self, layout),
+            (on_true, true_layout),
+            (on_false, false_layout),
+        ];
+        let call = Call::new("where", operands)
+            .same_dtype(&[1, 2])
+            .profiled_dtype(1);
+        run!(call, |c, t, f| where_select(
+            c,
+            layout,
+            t,
+            true_layout,
+            f,
+            false_layout
+        ))
     }
 
-    /// Reduction over `dims` (keepdim output).
+    /// Reduction over `dims`, keepdim output (`BackendStorage::reduce`).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Storage> {
-        profiler::record(
-            op.name(),
-            &[&layout.shape],
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match self {
-                Storage::Cpu(s) => Ok(Storage::Cpu(s.reduce(layout, op, dims)?)),
-                Storage::Gpu(s) => Ok(Storage::Gpu(s.reduce(layout, op, dims)?)),
-            },
-        )
+        run!(Call::new(op.name(), [(self, layout)]), |x| reduce(
+            x, layout, op, dims
+        ))
     }
 
-    /// Batched matrix product of rank-3 layouts.
+    /// Batched matrix product of rank-3 layouts (`BackendStorage::matmul`).
     pub fn matmul(&self, layout: &Layout, rhs: &Storage, rhs_layout: &Layout) -> Result<Storage> {
-        let shapes: [&[usize]; 2] = [&layout.shape, &rhs_layout.shape];
-        profiler::record(
-            "matmul",
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, rhs) {
-                (Storage::Cpu(l), Storage::Cpu(r)) => {
-                    Ok(Storage::Cpu(l.matmul(layout, r, rhs_layout)?))
-                }
-                (Storage::Gpu(l), Storage::Gpu(r)) => {
-                    Ok(Storage::Gpu(l.matmul(layout, r, rhs_layout)?))
-                }
-                (l, r) => Err(device_mismatch("matmul", l, r)),
-            },
-        )
+        let call = Call::new("matmul", [(self, layout), (rhs, rhs_layout)]).same_dtype(&[0, 1]);
+        run!(call, |l, r| matmul(l, layout, r, rhs_layout))
     }
 
-    /// 2-D convolution with one group and no bias (the direct primitive; see the contract).
+    /// 2-D convolution with one group and no bias (`BackendStorage::conv2d`).
     pub fn conv2d(
         &self,
         layout: &Layout,
@@ -309,28 +391,13 @@ impl Storage {
         weight_layout: &Layout,
         params: &Conv2dParams,
     ) -> Result<Storage> {
-        let shapes: [&[usize]; 2] = [&layout.shape, &weight_layout.shape];
-        profiler::record(
-            "conv2d",
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, weight) {
-                (Storage::Cpu(x), Storage::Cpu(w)) => {
-                    Ok(Storage::Cpu(x.conv2d(layout, w, weight_layout, params)?))
-                }
-                (Storage::Gpu(x), Storage::Gpu(w)) => {
-                    Ok(Storage::Gpu(x.conv2d(layout, w, weight_layout, params)?))
-                }
-                (x, w) => Err(device_mismatch("conv2d", x, w)),
-            },
-        )
+        let call =
+            Call::new("conv2d", [(self, layout), (weight, weight_layout)]).same_dtype(&[0, 1]);
+        run!(call, |x, w| conv2d(x, layout, w, weight_layout, params))
     }
 
-    /// The one-group convolution's input gradient: `self` is the output gradient
-    /// `[n, o, oh, ow]`, `weight` the forward's weight; returns `[n, c, h, w]` for
-    /// `input_shape` (the transposed convolution; see the contract).
+    /// The convolution's input gradient; `self` is the output gradient
+    /// (`BackendStorage::conv2d_backward_input`).
     pub fn conv2d_backward_input(
         &self,
         layout: &Layout,
@@ -339,36 +406,20 @@ impl Storage {
         params: &Conv2dParams,
         input_shape: &[usize],
     ) -> Result<Storage> {
-        let shapes: [&[usize]; 2] = [&layout.shape, &weight_layout.shape];
-        profiler::record(
-            "conv2d_backward_input",
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, weight) {
-                (Storage::Cpu(g), Storage::Cpu(w)) => Ok(Storage::Cpu(g.conv2d_backward_input(
-                    layout,
-                    w,
-                    weight_layout,
-                    params,
-                    input_shape,
-                )?)),
-                (Storage::Gpu(g), Storage::Gpu(w)) => Ok(Storage::Gpu(g.conv2d_backward_input(
-                    layout,
-                    w,
-                    weight_layout,
-                    params,
-                    input_shape,
-                )?)),
-                (g, w) => Err(device_mismatch("conv2d_backward_input", g, w)),
-            },
-        )
+        let operands = [(self, layout), (weight, weight_layout)];
+        let call = Call::new("conv2d_backward_input", operands).same_dtype(&[0, 1]);
+        run!(call, |g, w| conv2d_backward_input(
+            g,
+            layout,
+            w,
+            weight_layout,
+            params,
+            input_shape
+        ))
     }
 
-    /// The one-group convolution's weight gradient: `self` is the forward's input
-    /// `[n, c, h, w]`, `grad` the output gradient `[n, o, oh, ow]`; returns `[o, c, kh, kw]`
-    /// for `weight_shape` (see the contract).
+    /// The convolution's weight gradient; `self` is the forward's input
+    /// (`BackendStorage::conv2d_backward_weight`).
     pub fn conv2d_backward_weight(
         &self,
         layout: &Layout,
@@ -377,74 +428,52 @@ impl Storage {
         params: &Conv2dParams,
         weight_shape: &[usize],
     ) -> Result<Storage> {
-        let shapes: [&[usize]; 2] = [&layout.shape, &grad_layout.shape];
-        profiler::record(
-            "conv2d_backward_weight",
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, grad) {
-                (Storage::Cpu(x), Storage::Cpu(g)) => Ok(Storage::Cpu(x.conv2d_backward_weight(
-                    layout,
-                    g,
-                    grad_layout,
-                    params,
-                    weight_shape,
-                )?)),
-                (Storage::Gpu(x), Storage::Gpu(g)) => Ok(Storage::Gpu(x.conv2d_backward_weight(
-                    layout,
-                    g,
-                    grad_layout,
-                    params,
-                    weight_shape,
-                )?)),
-                (x, g) => Err(device_mismatch("conv2d_backward_weight", x, g)),
-            },
-        )
+        let operands = [(self, layout), (grad, grad_layout)];
+        let call = Call::new("conv2d_backward_weight", operands).same_dtype(&[0, 1]);
+        run!(call, |x, g| conv2d_backward_weight(
+            x,
+            layout,
+            g,
+            grad_layout,
+            params,
+            weight_shape
+        ))
     }
 
-    /// A contiguous copy of the view.
+    /// A contiguous copy of the view (`BackendStorage::copy_strided`).
     pub fn copy_strided(&self, layout: &Layout) -> Result<Storage> {
-        profiler::record(
-            "copy",
-            &[&layout.shape],
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match self {
-                Storage::Cpu(s) => Ok(Storage::Cpu(s.copy_strided(layout)?)),
-                Storage::Gpu(s) => Ok(Storage::Gpu(s.copy_strided(layout)?)),
-            },
-        )
+        run!(Call::new("copy", [(self, layout)]), |x| copy_strided(
+            x, layout
+        ))
     }
 
-    /// Copy the view `layout` of `self` into the view `dst_layout` of `dst` (same shape and
-    /// dtype). Used by `cat`, `assign` and the optimizers' in-place updates.
+    /// Copy the view `layout` of `self` into the view `dst_layout` of `dst`
+    /// (`BackendStorage::copy_into`). Not profiled: it writes in place and returns nothing.
     pub fn copy_into(&self, layout: &Layout, dst: &mut Storage, dst_layout: &Layout) -> Result<()> {
+        check_same_device("copy", self, dst)?;
         match (self, &mut *dst) {
-            (Storage::Cpu(s), Storage::Cpu(d)) => s.copy_into(layout, d, dst_layout),
-            (Storage::Gpu(s), Storage::Gpu(d)) => s.copy_into(layout, d, dst_layout),
-            (s, d) => Err(device_mismatch("copy", s, d)),
+            (Storage::Cpu(s), Storage::Cpu(d)) => {
+                BackendStorage::copy_into(s, layout, d, dst_layout)
+            }
+            (Storage::Gpu(s), Storage::Gpu(d)) => {
+                BackendStorage::copy_into(s, layout, d, dst_layout)
+            }
+            (s, d) => Err(Error::DeviceMismatch {
+                op: "copy",
+                lhs: s.device().to_string(),
+                rhs: d.device().to_string(),
+            }),
         }
     }
 
-    /// Convert the view to another dtype (contiguous output).
+    /// The view converted to another dtype (`BackendStorage::cast`).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<Storage> {
-        profiler::record(
-            "cast",
-            &[&layout.shape],
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match self {
-                Storage::Cpu(s) => Ok(Storage::Cpu(s.cast(layout, dtype)?)),
-                Storage::Gpu(s) => Ok(Storage::Gpu(s.cast(layout, dtype)?)),
-            },
-        )
+        run!(Call::new("cast", [(self, layout)]), |x| cast(
+            x, layout, dtype
+        ))
     }
 
-    /// Select entries of `dim` by an index vector (rank-1 indices).
+    /// Entries of `dim` picked by an index vector (`BackendStorage::index_select`).
     pub fn index_select(
         &self,
         layout: &Layout,
@@ -452,32 +481,12 @@ impl Storage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Storage> {
-        let shapes: [&[usize]; 2] = [&layout.shape, &indices_layout.shape];
-        profiler::record(
-            "index_select",
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, indices) {
-                (Storage::Cpu(s), Storage::Cpu(i)) => Ok(Storage::Cpu(s.index_select(
-                    layout,
-                    i,
-                    indices_layout,
-                    dim,
-                )?)),
-                (Storage::Gpu(s), Storage::Gpu(i)) => Ok(Storage::Gpu(s.index_select(
-                    layout,
-                    i,
-                    indices_layout,
-                    dim,
-                )?)),
-                (s, i) => Err(device_mismatch("index_select", s, i)),
-            },
-        )
+        let operands = [(self, layout), (indices, indices_layout)];
+        let call = Call::new("index_select", operands).indices(1);
+        run!(call, |x, i| index_select(x, layout, i, indices_layout, dim))
     }
 
-    /// `out[i][j][k] = self[i][indices[i][j][k]][k]` for `dim = 1` (likewise for any dim).
+    /// `out = self[indices]` along `dim`, element by element (`BackendStorage::gather`).
     pub fn gather(
         &self,
         layout: &Layout,
@@ -485,27 +494,13 @@ impl Storage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Storage> {
-        let shapes: [&[usize]; 2] = [&layout.shape, &indices_layout.shape];
-        profiler::record(
-            "gather",
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, indices) {
-                (Storage::Cpu(s), Storage::Cpu(i)) => {
-                    Ok(Storage::Cpu(s.gather(layout, i, indices_layout, dim)?))
-                }
-                (Storage::Gpu(s), Storage::Gpu(i)) => {
-                    Ok(Storage::Gpu(s.gather(layout, i, indices_layout, dim)?))
-                }
-                (s, i) => Err(device_mismatch("gather", s, i)),
-            },
-        )
+        let operands = [(self, layout), (indices, indices_layout)];
+        let call = Call::new("gather", operands).indices(1);
+        run!(call, |x, i| gather(x, layout, i, indices_layout, dim))
     }
 
-    /// A copy of `self` (the base) with `src` added at `indices` along `dim`:
-    /// `out[i][indices[i][j][k]][k] += src[i][j][k]` for `dim = 1`.
+    /// A copy of `self` with `src` added at `indices` along `dim`
+    /// (`BackendStorage::scatter_add`).
     pub fn scatter_add(
         &self,
         layout: &Layout,
@@ -515,30 +510,18 @@ impl Storage {
         src_layout: &Layout,
         dim: usize,
     ) -> Result<Storage> {
-        let shapes: [&[usize]; 3] = [&layout.shape, &indices_layout.shape, &src_layout.shape];
-        profiler::record(
-            "scatter_add",
-            &shapes,
-            self.dtype(),
-            &self.device(),
-            storage_bytes,
-            || match (self, indices, src) {
-                (Storage::Cpu(b), Storage::Cpu(i), Storage::Cpu(s)) => Ok(Storage::Cpu(
-                    b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
-                )),
-                (Storage::Gpu(b), Storage::Gpu(i), Storage::Gpu(s)) => Ok(Storage::Gpu(
-                    b.scatter_add(layout, i, indices_layout, s, src_layout, dim)?,
-                )),
-                (b, i, s) => Err(device_mismatch(
-                    "scatter_add",
-                    b,
-                    if std::mem::discriminant(b) == std::mem::discriminant(i) {
-                        s
-                    } else {
-                        i
-                    },
-                )),
-            },
-        )
+        let operands = [(self, layout), (indices, indices_layout), (src, src_layout)];
+        let call = Call::new("scatter_add", operands)
+            .same_dtype(&[0, 2])
+            .indices(1);
+        run!(call, |b, i, s| scatter_add(
+            b,
+            layout,
+            i,
+            indices_layout,
+            s,
+            src_layout,
+            dim
+        ))
     }
 }

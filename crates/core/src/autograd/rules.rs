@@ -7,7 +7,6 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
-use crate::storage::Storage;
 use crate::tensor::Tensor;
 
 /// Gradients of the inputs of `grad_fn` given the output gradient `g`.
@@ -51,26 +50,12 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
                 g.to_dtype(input.dtype())?
             };
             let input_grad = if input.is_tracked() {
-                let storage = g.storage().conv2d_backward_input(
-                    g.layout(),
-                    &weight.storage(),
-                    weight.layout(),
-                    params,
-                    input.shape(),
-                )?;
-                Some(Tensor::from_storage(storage, input.shape(), None))
+                Some(g.conv2d_backward_input(weight, params, input.shape())?)
             } else {
                 None
             };
             let weight_grad = if weight.is_tracked() {
-                let storage = input.storage().conv2d_backward_weight(
-                    input.layout(),
-                    &g.storage(),
-                    g.layout(),
-                    params,
-                    weight.shape(),
-                )?;
-                Some(Tensor::from_storage(storage, weight.shape(), None))
+                Some(input.conv2d_backward_weight(&g, params, weight.shape())?)
             } else {
                 None
             };
@@ -90,15 +75,11 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         // narrow: dx = g written into zeros at [start, start + len)
         GradFn::Narrow { input, dim, start } => {
             let target = Layout::contiguous(input.shape()).narrow(*dim, *start, g.shape()[*dim]);
-            let mut storage = Storage::full(input.device(), input.numel(), g.dtype(), 0.0)?;
-            g.storage().copy_into(g.layout(), &mut storage, &target)?;
-            vec![Some(Tensor::from_storage(storage, input.shape(), None))]
+            vec![Some(g.written_into_zeros(input.shape(), &target)?)]
         }
         // y = a window view of x (no element seen twice): dx = g written into zeros there
         GradFn::StridedView { input, relative } => {
-            let mut storage = Storage::full(input.device(), input.numel(), g.dtype(), 0.0)?;
-            g.storage().copy_into(g.layout(), &mut storage, relative)?;
-            vec![Some(Tensor::from_storage(storage, input.shape(), None))]
+            vec![Some(g.written_into_zeros(input.shape(), relative)?)]
         }
         GradFn::Copy { .. } => vec![Some(g.clone())],
         GradFn::Cast { input } => vec![Some(g.to_dtype(input.dtype())?)],
@@ -141,13 +122,9 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             let src_grad = if gathered.shape() == src.shape() {
                 gathered
             } else {
-                let mut storage = Storage::full(src.device(), src.numel(), g.dtype(), 0.0)?;
                 let mut target = Layout::contiguous(src.shape());
                 target.shape = gathered.shape().to_vec();
-                gathered
-                    .storage()
-                    .copy_into(gathered.layout(), &mut storage, &target)?;
-                Tensor::from_storage(storage, src.shape(), None)
+                gathered.written_into_zeros(src.shape(), &target)?
             };
             vec![Some(g.clone()), Some(src_grad)]
         }

@@ -12,103 +12,10 @@ use super::Tensor;
 use crate::autograd::GradFn;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+pub use crate::geometry::Conv2dParams;
+use crate::geometry::Window;
 use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
-
-/// Parameters of a 2-D convolution (PyTorch's defaults: stride 1, no padding, dilation 1,
-/// one group).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Conv2dParams {
-    pub stride: (usize, usize),
-    pub padding: (usize, usize),
-    pub dilation: (usize, usize),
-    pub groups: usize,
-}
-
-impl Default for Conv2dParams {
-    fn default() -> Self {
-        Conv2dParams {
-            stride: (1, 1),
-            padding: (0, 0),
-            dilation: (1, 1),
-            groups: 1,
-        }
-    }
-}
-
-/// Geometry of a sliding window over an `h x w` image.
-#[derive(Debug, Clone, Copy)]
-struct Window {
-    kernel: (usize, usize),
-    stride: (usize, usize),
-    padding: (usize, usize),
-    dilation: (usize, usize),
-}
-
-impl Window {
-    fn output_size(&self, op: &'static str, h: usize, w: usize) -> Result<(usize, usize)> {
-        let span = |size: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
-            let reach = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
-            let padded = size + 2 * p;
-            if s == 0 || reach > padded {
-                None
-            } else {
-                Some((padded - reach) / s + 1)
-            }
-        };
-        let oh = span(
-            h,
-            self.kernel.0,
-            self.stride.0,
-            self.padding.0,
-            self.dilation.0,
-        );
-        let ow = span(
-            w,
-            self.kernel.1,
-            self.stride.1,
-            self.padding.1,
-            self.dilation.1,
-        );
-        match (oh, ow) {
-            (Some(oh), Some(ow)) if self.kernel.0 > 0 && self.kernel.1 > 0 => Ok((oh, ow)),
-            _ => Err(Error::invalid(
-                op,
-                format!(
-                    "window {:?} (stride {:?}, padding {:?}, dilation {:?}) does not fit an input of {h}x{w}",
-                    self.kernel, self.stride, self.padding, self.dilation
-                ),
-            )),
-        }
-    }
-
-    /// For each kernel position (row-major) and output position (row-major): the flat index
-    /// into the `h*w` image, or `h*w` (the appended padding element) when outside.
-    fn unfold_indices(&self, h: usize, w: usize, oh: usize, ow: usize) -> Vec<i32> {
-        let (kh, kw) = self.kernel;
-        let mut table = Vec::with_capacity(kh * kw * oh * ow);
-        for ki in 0..kh {
-            for kj in 0..kw {
-                for oi in 0..oh {
-                    for oj in 0..ow {
-                        let row = (oi * self.stride.0 + ki * self.dilation.0) as isize
-                            - self.padding.0 as isize;
-                        let col = (oj * self.stride.1 + kj * self.dilation.1) as isize
-                            - self.padding.1 as isize;
-                        let inside =
-                            row >= 0 && col >= 0 && (row as usize) < h && (col as usize) < w;
-                        table.push(if inside {
-                            (row as usize * w + col as usize) as i32
-                        } else {
-                            (h * w) as i32
-                        });
-                    }
-                }
-            }
-        }
-        table
-    }
-}
 
 impl Tensor {
     /// Matrix product with PyTorch's rules: 1-D operands are promoted (and the added dim
@@ -473,6 +380,46 @@ impl Tensor {
             window.kernel.0 * window.kernel.1,
             oh * ow,
         ])
+    }
+}
+
+impl Tensor {
+    /// The one-group convolution's input gradient, untracked: `self` is the output gradient
+    /// `[n, o, oh, ow]`, `weight` the forward's; a `[n, c, h, w]` tensor of `input_shape`
+    /// (the `conv2d_backward_input` primitive; autograd's rule for `GradFn::Conv2d`).
+    pub(crate) fn conv2d_backward_input(
+        &self,
+        weight: &Tensor,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Tensor> {
+        let storage = self.storage().conv2d_backward_input(
+            self.layout(),
+            &weight.storage(),
+            weight.layout(),
+            params,
+            input_shape,
+        )?;
+        Ok(Tensor::from_storage(storage, input_shape, None))
+    }
+
+    /// The one-group convolution's weight gradient, untracked: `self` is the forward's input,
+    /// `grad` the output gradient; a `[o, c, kh, kw]` tensor of `weight_shape` (the
+    /// `conv2d_backward_weight` primitive).
+    pub(crate) fn conv2d_backward_weight(
+        &self,
+        grad: &Tensor,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Tensor> {
+        let storage = self.storage().conv2d_backward_weight(
+            self.layout(),
+            &grad.storage(),
+            grad.layout(),
+            params,
+            weight_shape,
+        )?;
+        Ok(Tensor::from_storage(storage, weight_shape, None))
     }
 }
 

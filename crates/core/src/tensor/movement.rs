@@ -50,6 +50,16 @@ macro_rules! shape_spec_impl {
 shape_spec_impl!(usize, isize, i32);
 
 impl Tensor {
+    /// A zero tensor of `shape` with this tensor's values written into its view `target`,
+    /// untracked (the gradient of views: `narrow`, strided windows, a partial scatter).
+    pub(crate) fn written_into_zeros(&self, shape: &[usize], target: &Layout) -> Result<Tensor> {
+        let mut storage =
+            Storage::full(self.device(), crate::shape::numel(shape), self.dtype(), 0.0)?;
+        self.storage()
+            .copy_into(self.layout(), &mut storage, target)?;
+        Ok(Tensor::from_storage(storage, shape, None))
+    }
+
     /// A view with recorded autograd (internal helper for metadata-only ops).
     fn view_with(&self, layout: Layout, make: impl FnOnce() -> GradFn) -> Tensor {
         let grad_fn = Tensor::record(&[self], self.dtype(), make);

@@ -2,119 +2,20 @@
 //! `[c * kh * kw, oh * ow]` read through the input's strides (padding reads zero), then one
 //! `gemm` of the weight `[o, c * kh * kw]` by it, written straight into that image's slice of
 //! the `[n, o, oh, ow]` output. Images run in parallel with rayon.
-//!
-//! [`Conv2dShape`] (the checked geometry) is shared with the GPU primitive, so both backends
-//! accept and refuse exactly the same arguments.
+//! The checked geometry (`Conv2dShape`) lives in `geometry.rs`, shared with the GPU.
 
 use std::borrow::Cow;
 
 use rayon::prelude::*;
 
 use super::CpuStorage;
+use crate::backend::checks::check_view;
 use crate::error::{Error, Result};
+use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
-use crate::tensor::Conv2dParams;
 
 /// Multiply-adds above which the convolution uses more than one thread.
 const PARALLEL_WORK: usize = 48 * 48 * 48;
-
-/// The checked geometry of a one-group convolution of `[n, c, h, w]` by `[o, c, kh, kw]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Conv2dShape {
-    /// Images `n`.
-    pub(crate) batch: usize,
-    /// Input channels `c`.
-    pub(crate) channels: usize,
-    /// Input `(h, w)`.
-    pub(crate) input: (usize, usize),
-    /// Output channels `o`.
-    pub(crate) out_channels: usize,
-    /// `(kh, kw)`.
-    pub(crate) kernel: (usize, usize),
-    /// Stride `(rows, columns)`.
-    pub(crate) stride: (usize, usize),
-    /// Zero padding on each side `(rows, columns)`.
-    pub(crate) padding: (usize, usize),
-    /// Dilation `(rows, columns)`.
-    pub(crate) dilation: (usize, usize),
-    /// Output `(oh, ow)`.
-    pub(crate) output: (usize, usize),
-}
-
-impl Conv2dShape {
-    /// Check the operands' shapes and the parameters (`groups` must be 1) and compute the
-    /// output size with PyTorch's formula.
-    pub(crate) fn new(
-        input: &Layout,
-        weight: &Layout,
-        params: &Conv2dParams,
-    ) -> Result<Conv2dShape> {
-        let mismatch = |reason: &str| Error::ShapeMismatch {
-            op: "conv2d",
-            lhs: input.shape.clone(),
-            rhs: weight.shape.clone(),
-            reason: reason.into(),
-        };
-        let (&[batch, channels, h, w], &[out_channels, weight_channels, kh, kw]) =
-            (input.shape.as_slice(), weight.shape.as_slice())
-        else {
-            return Err(mismatch("must be [n, c, h, w] and [out, c, kh, kw]"));
-        };
-        if params.groups != 1 {
-            return Err(Error::invalid(
-                "conv2d",
-                format!(
-                    "the conv2d primitive takes one group, not {}",
-                    params.groups
-                ),
-            ));
-        }
-        if weight_channels != channels {
-            return Err(mismatch(
-                "do not fit: the weight's channels differ from the input's",
-            ));
-        }
-        let span = |size: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
-            let reach = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
-            let padded = size.checked_add(p.checked_mul(2)?)?;
-            (s > 0 && reach <= padded).then(|| (padded - reach) / s + 1)
-        };
-        let (stride, padding, dilation) = (params.stride, params.padding, params.dilation);
-        match (
-            span(h, kh, stride.0, padding.0, dilation.0),
-            span(w, kw, stride.1, padding.1, dilation.1),
-        ) {
-            (Some(oh), Some(ow)) => Ok(Conv2dShape {
-                batch,
-                channels,
-                input: (h, w),
-                out_channels,
-                kernel: (kh, kw),
-                stride,
-                padding,
-                dilation,
-                output: (oh, ow),
-            }),
-            _ => Err(Error::invalid(
-                "conv2d",
-                format!(
-                    "window {:?} (stride {stride:?}, padding {padding:?}, dilation {dilation:?}) does not fit an input of {h}x{w}",
-                    (kh, kw)
-                ),
-            )),
-        }
-    }
-
-    /// Rows of the implicit GEMM's right operand: `c * kh * kw`.
-    pub(crate) fn patch(&self) -> usize {
-        self.channels * self.kernel.0 * self.kernel.1
-    }
-
-    /// `[n, o, oh, ow]`.
-    pub(crate) fn output_shape(&self) -> [usize; 4] {
-        [self.batch, self.out_channels, self.output.0, self.output.1]
-    }
-}
 
 /// Write image `image`'s unfolded windows into `columns` (`[c * kh * kw, oh * ow]`).
 pub(super) fn im2col<T: Copy>(
@@ -260,6 +161,8 @@ impl CpuStorage {
             });
         }
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        check_view("conv2d", layout, self.len())?;
+        check_view("conv2d", weight_layout, weight.len())?;
         let (l, wl) = (layout, weight_layout);
         Ok(match (self, weight) {
             (CpuStorage::F32(x), CpuStorage::F32(k)) => {

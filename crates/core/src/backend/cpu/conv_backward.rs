@@ -17,39 +17,15 @@ use std::ops::Add;
 use half::f16;
 use rayon::prelude::*;
 
-use super::conv::{im2col, Conv2dShape};
+use super::conv::im2col;
 use super::CpuStorage;
+use crate::backend::checks::check_view;
 use crate::error::{Error, Result};
+use crate::geometry::{backward_shape, Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
-use crate::tensor::Conv2dParams;
 
 /// Multiply-adds above which the work is spread over threads.
 const PARALLEL_WORK: usize = 48 * 48 * 48;
-
-/// The checked geometry of a backward pass: the forward's input and weight shapes, and the
-/// output gradient `grad`, which must have the forward output's shape.
-pub(crate) fn backward_shape(
-    op: &'static str,
-    grad: &Layout,
-    input_shape: &[usize],
-    weight_shape: &[usize],
-    params: &Conv2dParams,
-) -> Result<Conv2dShape> {
-    let shape = Conv2dShape::new(
-        &Layout::contiguous(input_shape),
-        &Layout::contiguous(weight_shape),
-        params,
-    )?;
-    if grad.shape != shape.output_shape() {
-        return Err(Error::ShapeMismatch {
-            op,
-            lhs: grad.shape.clone(),
-            rhs: shape.output_shape().to_vec(),
-            reason: "the output gradient must have the convolution's output shape".into(),
-        });
-    }
-    Ok(shape)
-}
 
 /// The view's elements in row-major order (borrowed when it already is dense).
 fn dense<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
@@ -286,6 +262,8 @@ impl CpuStorage {
             });
         }
         let shape = backward_shape(OP, layout, input_shape, &weight_layout.shape, params)?;
+        check_view(OP, layout, self.len())?;
+        check_view(OP, weight_layout, weight.len())?;
         let (l, wl) = (layout, weight_layout);
         Ok(match (self, weight) {
             (CpuStorage::F32(g), CpuStorage::F32(k)) => {
@@ -325,6 +303,8 @@ impl CpuStorage {
             });
         }
         let shape = backward_shape(OP, grad_layout, &layout.shape, weight_shape, params)?;
+        check_view(OP, layout, self.len())?;
+        check_view(OP, grad_layout, grad.len())?;
         let (l, gl) = (layout, grad_layout);
         Ok(match (self, grad) {
             (CpuStorage::F32(x), CpuStorage::F32(g)) => {

@@ -8,6 +8,7 @@ use num_traits::{Float, NumCast, Zero};
 use super::{
     map_strided, unsupported_dtype, zip_strided, CpuStorage, FloatElement, IntegerElement,
 };
+use crate::backend::checks::{check_same_shape, check_view};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, UnaryOp};
@@ -122,6 +123,7 @@ macro_rules! wrap_binary {
 impl CpuStorage {
     /// Elementwise unary op; float ops on integer data are `Unsupported`.
     pub fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<CpuStorage> {
+        check_view(op.name(), layout, self.len())?;
         let integer_ok = op.supports_integers();
         Ok(match self {
             CpuStorage::F32(v) => CpuStorage::F32(unary_float(v, layout, op)),
@@ -144,6 +146,9 @@ impl CpuStorage {
         rhs_layout: &Layout,
         op: BinaryOp,
     ) -> Result<CpuStorage> {
+        check_same_shape(op.name(), layout, rhs_layout)?;
+        check_view(op.name(), layout, self.len())?;
+        check_view(op.name(), rhs_layout, rhs.len())?;
         Ok(match (self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
                 wrap_binary!(binary_float(a, layout, b, rhs_layout, op), F32)
@@ -184,6 +189,7 @@ impl CpuStorage {
         scalar: f64,
         on_left: bool,
     ) -> Result<CpuStorage> {
+        check_view(op.name(), layout, self.len())?;
         Ok(match self {
             CpuStorage::F32(v) => wrap_binary!(scalar_float(v, layout, op, scalar, on_left), F32),
             CpuStorage::F16(v) => wrap_binary!(scalar_float(v, layout, op, scalar, on_left), F16),
@@ -206,6 +212,11 @@ impl CpuStorage {
         on_false: &CpuStorage,
         false_layout: &Layout,
     ) -> Result<CpuStorage> {
+        check_same_shape("where", layout, true_layout)?;
+        check_same_shape("where", layout, false_layout)?;
+        check_view("where", layout, self.len())?;
+        check_view("where", true_layout, on_true.len())?;
+        check_view("where", false_layout, on_false.len())?;
         let condition: Vec<bool> = self
             .to_f64_vec(layout)
             .into_iter()

@@ -2,6 +2,7 @@
 //! read as i64 and checked: an out-of-range index is an `Error`, never an out-of-bounds write.
 
 use super::{map_same_variant, map_strided, CpuStorage};
+use crate::backend::checks::{check_dim, check_view};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::contiguous_strides;
@@ -66,6 +67,9 @@ impl CpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<CpuStorage> {
+        check_dim("index_select", layout, dim)?;
+        check_view("index_select", layout, self.len())?;
+        check_view("index_select", indices_layout, indices.len())?;
         let picked = read_indices("index_select", indices, indices_layout, layout.shape[dim])?;
         let mut out_shape = layout.shape.clone();
         out_shape[dim] = picked.len();
@@ -108,6 +112,9 @@ impl CpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<CpuStorage> {
+        check_dim("gather", layout, dim)?;
+        check_view("gather", layout, self.len())?;
+        check_view("gather", indices_layout, indices.len())?;
         let index_shape = &indices_layout.shape;
         if index_shape.len() != layout.rank()
             || index_shape
@@ -138,6 +145,10 @@ impl CpuStorage {
         src_layout: &Layout,
         dim: usize,
     ) -> Result<CpuStorage> {
+        check_dim("scatter_add", layout, dim)?;
+        check_view("scatter_add", layout, self.len())?;
+        check_view("scatter_add", indices_layout, indices.len())?;
+        check_view("scatter_add", src_layout, src.len())?;
         let index_shape = &indices_layout.shape;
         let fits = |other: &[usize], allow_dim: bool| {
             index_shape.len() == other.len()

@@ -3,6 +3,7 @@
 //! copy; integer types use a plain triple loop.
 
 use super::{CpuStorage, IntegerElement};
+use crate::backend::checks::{check_matmul_shapes, check_view};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -35,8 +36,8 @@ fn gemm_batched<T: Copy + Default + 'static>(
         if k == 0 {
             continue;
         }
-        // SAFETY: the tensor layer guarantees both views lie inside their storages (every
-        // index offset + sum((size-1)*stride) is < len), `dst` holds exactly m*n elements laid
+        // SAFETY: `CpuStorage::matmul` checked both views lie inside their storages
+        // (`check_view`: every offset + sum((size-1)*stride) is < len) and their shapes, `dst` holds exactly m*n elements laid
         // out row-major (row stride n, column stride 1), and the three regions do not alias.
         unsafe {
             gemm::gemm(
@@ -103,6 +104,9 @@ impl CpuStorage {
         rhs_layout: &Layout,
     ) -> Result<CpuStorage> {
         use half::f16;
+        check_matmul_shapes(layout, rhs_layout)?;
+        check_view("matmul", layout, self.len())?;
+        check_view("matmul", rhs_layout, rhs.len())?;
         Ok(match (self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
                 CpuStorage::F32(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)?)

@@ -4,8 +4,9 @@
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
 
 mod alloc;
-pub(crate) mod conv;
-pub(crate) mod conv_backward;
+mod contract;
+mod conv;
+mod conv_backward;
 mod elementwise;
 mod index;
 mod matmul;
@@ -14,6 +15,7 @@ mod reduce;
 use half::f16;
 use rayon::prelude::*;
 
+use crate::backend::checks::check_view;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -232,14 +234,32 @@ impl CpuStorage {
         }
     }
 
-    /// True when no element is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Build a storage from a typed vector.
+    /// Build a storage from a typed vector (moved, not copied, for the built-in element
+    /// types; another type implementing `Element` is converted through f64).
     pub fn from_vec<T: Element>(values: Vec<T>) -> CpuStorage {
-        T::into_storage(values)
+        /// `values` as a `Vec<U>` when `T` is `U` (no copy), else back unchanged.
+        fn moved<T: Element, U: 'static>(values: Vec<T>) -> std::result::Result<Vec<U>, Vec<T>> {
+            let mut slot = Some(values);
+            if let Some(same) =
+                (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<Vec<U>>>()
+            {
+                return Ok(same.take().unwrap_or_default());
+            }
+            Err(slot.unwrap_or_default())
+        }
+        let converted = |values: Vec<T>| {
+            let wide: Vec<f64> = values.into_iter().map(Element::to_f64).collect();
+            CpuStorage::from_f64_values(&wide, T::DTYPE)
+        };
+        match T::DTYPE {
+            DType::F32 => moved(values).map_or_else(converted, CpuStorage::F32),
+            DType::F16 => moved(values).map_or_else(converted, CpuStorage::F16),
+            DType::F64 => moved(values).map_or_else(converted, CpuStorage::F64),
+            DType::I32 => moved(values).map_or_else(converted, CpuStorage::I32),
+            DType::U32 => moved(values).map_or_else(converted, CpuStorage::U32),
+            DType::U8 => moved(values).map_or_else(converted, CpuStorage::U8),
+            DType::Bool => moved(values).map_or_else(converted, CpuStorage::Bool),
+        }
     }
 
     /// The strided view as a typed vector (the dtype must be `T`'s).
@@ -343,6 +363,7 @@ impl CpuStorage {
 
     /// A contiguous copy of the view.
     pub fn copy_strided(&self, layout: &Layout) -> Result<CpuStorage> {
+        check_view("copy", layout, self.len())?;
         Ok(map_same_variant!(self, data => map_strided(data, layout, |x| x)))
     }
 
@@ -371,6 +392,8 @@ impl CpuStorage {
                 reason: "must have the same shape".into(),
             });
         }
+        check_view("copy", layout, self.len())?;
+        check_view("copy", dst_layout, dst.len())?;
         match (self, dst) {
             (CpuStorage::F32(s), CpuStorage::F32(d)) => write(s, layout, d, dst_layout),
             (CpuStorage::F16(s), CpuStorage::F16(d)) => write(s, layout, d, dst_layout),
@@ -392,6 +415,7 @@ impl CpuStorage {
 
     /// Convert the view to `dtype` (float → integer truncates toward zero and saturates).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<CpuStorage> {
+        check_view("cast", layout, self.len())?;
         if self.dtype() == dtype {
             return self.copy_strided(layout);
         }

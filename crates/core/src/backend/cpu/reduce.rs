@@ -5,6 +5,7 @@
 use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, IntegerElement, PARALLEL_THRESHOLD};
+use crate::backend::checks::{check_reduce_dims, check_view};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::ReduceOp;
@@ -137,6 +138,8 @@ macro_rules! wrap_reduce {
 impl CpuStorage {
     /// Reduce the view over `dims` (sorted, unique, in range); keepdim-shaped output.
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<CpuStorage> {
+        check_view(op.name(), layout, self.len())?;
+        check_reduce_dims(op.name(), layout, dims, op.is_arg())?;
         let reduced_count: usize = dims.iter().map(|&d| layout.shape[d]).product();
         if reduced_count == 0 && op != ReduceOp::Sum && layout.numel() == 0 && !dims.is_empty() {
             return Err(Error::InvalidShape {

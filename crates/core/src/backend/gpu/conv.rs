@@ -32,11 +32,11 @@ use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
 use super::params::{check_view, is_dense, word, Params};
 use super::storage::GpuStorage;
-use crate::backend::cpu::conv::Conv2dShape;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::geometry::Conv2dParams;
+use crate::geometry::Conv2dShape;
 use crate::layout::Layout;
-use crate::tensor::Conv2dParams;
 
 /// WGSL of `KernelKey::Conv2d` (after `enable f16;` where needed).
 pub(crate) fn source(dtype: DType, wide: bool) -> String {

@@ -38,12 +38,12 @@ use super::ops::{same_device, same_dtype, unsupported};
 use super::params::{check_view, kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
 use super::wgsl::{value_header, COMMON};
-use crate::backend::cpu::conv::Conv2dShape;
-use crate::backend::cpu::conv_backward::backward_shape;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::geometry::backward_shape;
+use crate::geometry::Conv2dParams;
+use crate::geometry::Conv2dShape;
 use crate::layout::Layout;
-use crate::tensor::Conv2dParams;
 
 /// Workgroups the weight-gradient kernel aims for (about one full wave of a large GPU).
 const TARGET_WORKGROUPS: usize = 1024;

@@ -516,7 +516,7 @@ pub(crate) mod testing {
     use super::super::{GpuDevice, GpuStorage};
     use crate::backend::cpu::CpuStorage;
     use crate::dtype::DType;
-    use crate::tensor::Conv2dParams;
+    use crate::geometry::Conv2dParams;
     use half::f16;
 
     /// A test geometry: name, `[n, c, h, w]`, the other channel count, `[kh, kw]`,

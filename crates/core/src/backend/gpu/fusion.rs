@@ -272,7 +272,7 @@ pub(crate) fn defer(
         || numel == 0
         || numel > u32::MAX as usize
         || !elementwise_fusion_enabled()
-        || crate::profiler::is_active()
+        || crate::profile_flag::is_active()
     {
         return Ok(None);
     }

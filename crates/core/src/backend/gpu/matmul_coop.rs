@@ -22,7 +22,7 @@
 //!   41 KiB (and half the barriers; measured faster on the H200); staged16's emulation
 //!   (below) fits lavapipe's 32 KiB, so its staging, addressing and epilogue are tested
 //!   everywhere, and staged32 was checked against the CPU on the H200;
-//! - **direct**: the measured GPU-NOTES design (68.8 TFLOPS with one subgroup per
+//! - **direct**: the first design measured on the H200 (68.8 TFLOPS with one subgroup per
 //!   workgroup), four subgroups per workgroup, every fragment read straight from the storage
 //!   buffers (`coopLoadT` with the run-time row strides k and n), K-step 16, no barriers.
 //!
@@ -37,8 +37,8 @@
 //!
 //! naga 30 pitfall: its WGSL front end does not flush the expression emitter before the
 //! `coopStoreT` statement, so a stride computed inside the call (`k * 1u`) is emitted only
-//! after the store and the SPIR-V writer panics ("Expression [N] is not cached!"; GPU-NOTES
-//! saw it with other computed arguments too). Every `coopStoreT` argument here is therefore a
+//! after the store and the SPIR-V writer panics ("Expression [N] is not cached!"; other
+//! computed arguments trigger it too). Every `coopStoreT` argument here is therefore a
 //! `let` binding or a literal (`coop_store_needs_let_arguments` pins the behaviour).
 //!
 //! `emulated` keys generate the same kernel with the cooperative-matrix operations written in

@@ -1,6 +1,6 @@
 //! The large-tile float matmul kernels, generated as fully unrolled WGSL.
 //!
-//! The design measured fastest with plain WGSL on an H200 (GPU-NOTES.md: 33 TFLOPS f32): one
+//! The design measured fastest with plain WGSL on an H200 (33 TFLOPS f32 measured): one
 //! workgroup of 256 invocations per 128 x 128 tile of C, each invocation holding 8 x 8
 //! outputs in sixteen `vec4<f32>` *named* locals (a local array indexed in a loop would be
 //! placed in slow memory; one 8 x 8 block in the general kernel, four 4 x 4 blocks 64 rows or

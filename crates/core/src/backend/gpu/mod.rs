@@ -20,6 +20,7 @@
 mod adapters;
 mod buffers;
 mod context;
+mod contract;
 mod conv;
 mod conv_backward;
 mod conv_gemm;
@@ -49,11 +50,8 @@ use std::sync::{Arc, Mutex};
 
 pub use adapters::{is_software, AdapterInfo};
 pub use buffers::MemoryStats;
-pub use fusion::{
-    elementwise_fusion_enabled, set_elementwise_fusion, FusedInstruction, FusedProgram, FusionStats,
-};
+pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats};
 pub use kernel_catalog::all_kernel_sources;
-pub use kernels::{Access, KernelKey};
 pub use matmul_coop::CoopVariant;
 pub use storage::GpuStorage;
 

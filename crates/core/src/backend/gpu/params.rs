@@ -128,26 +128,8 @@ pub(crate) fn is_dense(layout: &Layout) -> bool {
     layout.is_contiguous()
 }
 
-/// Check that a view only touches elements `0..len` of its buffer.
-pub(crate) fn check_view(op: &'static str, layout: &Layout, len: usize) -> Result<()> {
-    if layout.strides.len() != layout.shape.len() {
-        return Err(Error::invalid(
-            op,
-            "layout has different numbers of sizes and strides",
-        ));
-    }
-    if layout.numel() > 0 && layout.extent() > len {
-        return Err(Error::invalid(
-            op,
-            format!(
-                "view {:?} reaches element {} of a storage of {len}",
-                layout,
-                layout.extent() - 1
-            ),
-        ));
-    }
-    Ok(())
-}
+/// The view check both backends share (see `backend/checks.rs`).
+pub(crate) use crate::backend::checks::check_view;
 
 #[cfg(test)]
 mod tests {

@@ -141,11 +141,6 @@ impl GpuStorage {
         self.len
     }
 
-    /// True when no element is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Bytes of data (without the size-class padding).
     pub(crate) fn byte_len(&self) -> u64 {
         self.len as u64 * gpu_element_size(self.dtype)

@@ -2,14 +2,12 @@
 //! statistics and the caching allocator, the out-of-memory path, adapter description, and many
 //! threads sharing one device. Skips visibly without an adapter unless `ANYGRAD_REQUIRE_GPU=1`.
 
-mod gpu_support;
-
-use anygrad_core::backend::gpu::{self, GpuDevice};
-use anygrad_core::op::{BinaryOp, ReduceOp, UnaryOp};
-use anygrad_core::random::Distribution;
-use anygrad_core::storage::Storage;
-use anygrad_core::{DType, Device, Error, Layout};
-use gpu_support::*;
+use super::support::*;
+use crate::backend::gpu::{self, GpuDevice};
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::random::Distribution;
+use crate::storage::Storage;
+use crate::{DType, Device, Error, Layout};
 
 #[test]
 fn random_matches_cpu() {

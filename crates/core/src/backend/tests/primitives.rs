@@ -2,14 +2,12 @@
 //! inputs (NaN, inf, large |x|, strided/broadcast/empty views, grids above 65,535 workgroups).
 //! Without an adapter each test prints a skip, unless `ANYGRAD_REQUIRE_GPU=1` (then a missing
 //! adapter fails). Sizes stay small: on lavapipe (a CPU-emulated GPU) these run in seconds.
-//! Transfers, memory, random numbers and errors are in `gpu_runtime.rs`.
+//! Transfers, memory, random numbers and errors are in `runtime.rs`.
 
-mod gpu_support;
-
-use anygrad_core::op::{BinaryOp, ReduceOp, UnaryOp};
-use anygrad_core::storage::Storage;
-use anygrad_core::{DType, Device, Error, Layout};
-use gpu_support::*;
+use super::support::*;
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::storage::Storage;
+use crate::{DType, Device, Error, Layout};
 
 #[test]
 fn unary_ops_match_cpu() {

@@ -1,12 +1,13 @@
-//! Helpers shared by the GPU test binaries (`gpu_backend.rs`, `gpu_runtime.rs`): the device
-//! under test (or a visible skip), deterministic inputs, and CPU-versus-GPU comparison.
+//! Helpers shared by the backend tests (`primitives.rs`, `runtime.rs`, `vectorized.rs`,
+//! `bad_layouts.rs`): the device under test (or a visible skip), deterministic inputs, and
+//! CPU-versus-GPU comparison of storages.
 #![allow(dead_code)]
 
-use anygrad_core::backend::cpu::CpuStorage;
-use anygrad_core::backend::gpu::GpuDevice;
-use anygrad_core::op::UnaryOp;
-use anygrad_core::storage::Storage;
-use anygrad_core::{DType, Device, Layout};
+use crate::backend::cpu::CpuStorage;
+use crate::backend::gpu::GpuDevice;
+use crate::op::UnaryOp;
+use crate::storage::Storage;
+use crate::{DType, Device, Layout};
 
 /// The GPU under test, or `None` (after printing a skip) when there is none.
 pub fn gpu() -> Option<Device> {

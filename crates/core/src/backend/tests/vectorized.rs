@@ -3,11 +3,9 @@
 //! lengths around multiples of 4, every family (unary, binary, comparisons, scalar ops, casts,
 //! copies into a view of a larger tensor), and a size large enough for the grid-stride loop.
 
-mod gpu_support;
-
-use anygrad_core::op::{BinaryOp, UnaryOp};
-use anygrad_core::{DType, Layout};
-use gpu_support::*;
+use super::support::*;
+use crate::op::{BinaryOp, UnaryOp};
+use crate::{DType, Layout};
 
 /// Dense 1-D views of a 64-element storage: aligned and unaligned offsets and lengths.
 fn dense_views() -> Vec<Layout> {

@@ -1,0 +1,140 @@
+//! The view checks every primitive of both backends runs before it touches data, so that a
+//! layout that does not fit its storage (strides or offset reaching past the end, sizes and
+//! strides of different lengths), a dim out of range or operands of incompatible shapes is an
+//! `Error` naming the op on the CPU and the GPU alike, never a panic, a wrong read or (in the
+//! CPU's raw-pointer `gemm` call) an out-of-bounds read.
+
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+
+/// Check that a view only touches elements `0..len` of its storage. The reach is computed with
+/// checked arithmetic, so absurd strides are refused rather than wrapped.
+pub(crate) fn check_view(op: &'static str, layout: &Layout, len: usize) -> Result<()> {
+    if layout.strides.len() != layout.shape.len() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "layout has {} sizes but {} strides",
+                layout.shape.len(),
+                layout.strides.len()
+            ),
+        ));
+    }
+    if layout.shape.contains(&0) {
+        return Ok(());
+    }
+    let reach = layout.shape.iter().zip(&layout.strides).try_fold(
+        layout.offset,
+        |sum, (&size, &stride)| {
+            (size - 1)
+                .checked_mul(stride)
+                .and_then(|step| sum.checked_add(step))
+        },
+    );
+    match reach {
+        Some(last) if last < len => Ok(()),
+        Some(last) => Err(Error::invalid(
+            op,
+            format!("view {layout:?} reaches element {last} of a storage of {len}"),
+        )),
+        None => Err(Error::invalid(
+            op,
+            format!("view {layout:?} reaches past the addressable range"),
+        )),
+    }
+}
+
+/// Check that two operands of an elementwise op have the same shape (the tensor layer
+/// broadcasts first).
+pub(crate) fn check_same_shape(op: &'static str, lhs: &Layout, rhs: &Layout) -> Result<()> {
+    if lhs.shape != rhs.shape {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: lhs.shape.clone(),
+            rhs: rhs.shape.clone(),
+            reason: "must have the same shape".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Check that `dim` is a dim of `layout`.
+pub(crate) fn check_dim(op: &'static str, layout: &Layout, dim: usize) -> Result<()> {
+    if dim >= layout.rank() {
+        return Err(Error::InvalidShape {
+            op,
+            shape: layout.shape.clone(),
+            message: format!("dim {dim} is out of range for rank {}", layout.rank()),
+        });
+    }
+    Ok(())
+}
+
+/// Check the dims of a reduction: each in range, and exactly one for an arg reduction.
+pub(crate) fn check_reduce_dims(
+    op: &'static str,
+    layout: &Layout,
+    dims: &[usize],
+    is_arg: bool,
+) -> Result<()> {
+    for &dim in dims {
+        check_dim(op, layout, dim)?;
+    }
+    if is_arg && dims.len() != 1 {
+        return Err(Error::invalid(op, "argmax/argmin reduce exactly one dim"));
+    }
+    Ok(())
+}
+
+/// Check the operands of a batched matmul: `[batch, m, k]` and `[batch, k, n]`.
+pub(crate) fn check_matmul_shapes(lhs: &Layout, rhs: &Layout) -> Result<()> {
+    if lhs.rank() != 3
+        || rhs.rank() != 3
+        || lhs.shape[0] != rhs.shape[0]
+        || lhs.shape[2] != rhs.shape[1]
+    {
+        return Err(Error::ShapeMismatch {
+            op: "matmul",
+            lhs: lhs.shape.clone(),
+            rhs: rhs.shape.clone(),
+            reason: "must be [batch, m, k] and [batch, k, n]".into(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_inside_their_storage_pass() {
+        let layout = Layout::contiguous(&[2, 3]);
+        assert!(check_view("test", &layout, 6).is_ok());
+        assert!(check_view("test", &layout.permute(&[1, 0]), 6).is_ok());
+        assert!(check_view("test", &Layout::contiguous(&[0, 5]), 0).is_ok());
+    }
+
+    #[test]
+    fn views_outside_their_storage_fail() {
+        let layout = Layout::contiguous(&[2, 3]);
+        assert!(check_view("test", &layout, 5).is_err());
+        let shifted = Layout {
+            offset: 1,
+            ..layout.clone()
+        };
+        assert!(check_view("test", &shifted, 6).is_err());
+        let huge = Layout {
+            shape: vec![3],
+            strides: vec![usize::MAX / 2],
+            offset: 0,
+        };
+        assert!(check_view("test", &huge, 6).is_err());
+        let ragged = Layout {
+            shape: vec![2, 3],
+            strides: vec![3],
+            offset: 0,
+        };
+        assert!(check_view("test", &ragged, 6).is_err());
+    }
+}

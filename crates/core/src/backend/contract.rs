@@ -1,0 +1,174 @@
+//! The backend contract: `BackendStorage`, the primitives every backend implements (the CPU's
+//! `CpuStorage`, the GPU's `GpuStorage`). `storage.rs` dispatches each primitive through one
+//! helper that records it for the profiler and checks devices and dtypes once, so a backend
+//! method may assume its operands share a device and (where stated) a dtype.
+//!
+//! Common rules: inputs come with their `Layout` (views are metadata, any strides); every
+//! output is a new contiguous storage. Each method checks its views against its storages
+//! (`backend/checks.rs`): a view reaching outside its storage, a dim out of range or operands
+//! of the wrong rank is an `Error` naming the op, never a panic or a wild read. A dtype the
+//! backend cannot compute in is `Error::Unsupported`.
+//!
+//! Adding a primitive: a method here, its implementation in `cpu/contract.rs` and
+//! `gpu/contract.rs` (the compiler refuses to build until both exist), and one `Storage`
+//! method in `storage.rs` whose body is one `dispatch` call.
+
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::geometry::Conv2dParams;
+use crate::layout::Layout;
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::random::Distribution;
+
+/// The primitives of one backend's tensor data.
+pub(crate) trait BackendStorage: Sized {
+    /// The handle creation needs (`()` for the CPU, the opened GPU for the GPU).
+    type Device;
+
+    /// `numel` elements of `dtype`, all equal to `value` (converted like `as`).
+    fn full(device: &Self::Device, numel: usize, dtype: DType, value: f64) -> Result<Self>;
+
+    /// `start + i * step` for `i in 0..numel`, computed in f64 and converted to `dtype`
+    /// (both backends give the same numbers).
+    fn arange(
+        device: &Self::Device,
+        start: f64,
+        step: f64,
+        numel: usize,
+        dtype: DType,
+    ) -> Result<Self>;
+
+    /// Counter-based random floats (see `random.rs`): element `i` uses counter `offset + i`,
+    /// so both backends draw the same numbers. Integer dtypes are `Unsupported`.
+    fn random(
+        device: &Self::Device,
+        numel: usize,
+        dtype: DType,
+        distribution: Distribution,
+        seed: u64,
+        offset: u64,
+    ) -> Result<Self>;
+
+    /// Elementwise unary op; float ops on integer data are `Unsupported`.
+    fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Self>;
+
+    /// Elementwise binary op. The layouts have the same shape (the tensor layer broadcasts
+    /// with stride-0 views first) and the storages the same dtype (checked by the dispatcher).
+    fn binary(
+        &self,
+        layout: &Layout,
+        rhs: &Self,
+        rhs_layout: &Layout,
+        op: BinaryOp,
+    ) -> Result<Self>;
+
+    /// `x op scalar`, or `scalar op x` when `scalar_on_left`, elementwise.
+    fn binary_scalar(
+        &self,
+        layout: &Layout,
+        op: BinaryOp,
+        scalar: f64,
+        scalar_on_left: bool,
+    ) -> Result<Self>;
+
+    /// `self ? on_true : on_false` elementwise: `self` is the condition (any dtype, non-zero
+    /// is true); the three layouts have the same shape, `on_true` and `on_false` one dtype.
+    fn where_select(
+        &self,
+        layout: &Layout,
+        on_true: &Self,
+        true_layout: &Layout,
+        on_false: &Self,
+        false_layout: &Layout,
+    ) -> Result<Self>;
+
+    /// Reduction over `dims` (sorted, unique, in range): the output has the input's shape
+    /// with each reduced dim set to 1 (keepdim). Arg reductions take exactly one dim and
+    /// return `I32`. Reducing an empty dim is an error except for `Sum` (zeros).
+    fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self>;
+
+    /// Batched matrix product: layouts are rank 3, `[batch, m, k]` and `[batch, k, n]` (a
+    /// batch stride may be 0); output `[batch, m, n]`; one dtype (checked by the dispatcher).
+    fn matmul(&self, layout: &Layout, rhs: &Self, rhs_layout: &Layout) -> Result<Self>;
+
+    /// 2-D convolution with one group and no bias: input `[n, c, h, w]` and weight
+    /// `[o, c, kh, kw]` (any strides, one dtype); output contiguous `[n, o, oh, ow]`. Float
+    /// dtypes only. The geometry is `geometry::Conv2dShape`, the same on every backend.
+    fn conv2d(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Self>;
+
+    /// The convolution's input gradient (the transposed convolution): `self` is the output
+    /// gradient, which must have the forward output's shape, `weight` the forward's weight;
+    /// returns contiguous `[n, c, h, w]` of `input_shape`.
+    fn conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Self>;
+
+    /// The convolution's weight gradient: `self` is the forward's input `[n, c, h, w]`,
+    /// `grad` the output gradient (the forward output's shape); returns contiguous
+    /// `[o, c, kh, kw]` of `weight_shape`.
+    fn conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Self>;
+
+    /// A contiguous copy of the view.
+    fn copy_strided(&self, layout: &Layout) -> Result<Self>;
+
+    /// Copy the view `layout` of `self` into the view `dst_layout` of `dst` (same shape, same
+    /// dtype). Used by `cat`, `assign`, view gradients and the optimizers' in-place updates.
+    fn copy_into(&self, layout: &Layout, dst: &mut Self, dst_layout: &Layout) -> Result<()>;
+
+    /// The view converted to `dtype` (contiguous output; float to integer truncates toward
+    /// zero and saturates).
+    fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self>;
+
+    /// Entries of `dim` picked by `indices` (an integer storage of any rank, read flat): the
+    /// output shape is the input's with `dim` replaced by the number of indices.
+    /// Out-of-range indices are `Error::InvalidArgument`, never a panic or a wild read.
+    fn index_select(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+
+    /// `out[i][j][k] = self[i][indices[i][j][k]][k]` for `dim = 1` (likewise for any dim): the
+    /// output has the indices' shape. Out-of-range indices are `Error::InvalidArgument`.
+    fn gather(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+
+    /// A copy of `self` (the base) with `src` added at `indices` along `dim`:
+    /// `out[i][indices[i][j][k]][k] += src[i][j][k]` for `dim = 1`; the output has the base's
+    /// shape, `src` the base's dtype. Out-of-range indices are `Error::InvalidArgument`, never
+    /// a wild write.
+    fn scatter_add(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        src: &Self,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+}

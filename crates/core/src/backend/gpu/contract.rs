@@ -1,0 +1,160 @@
+//! `GpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
+//! the primitive of the same name (`storage.rs` for creation, `ops.rs`, `indexing.rs`,
+//! `conv.rs`, `conv_backward.rs`).
+
+use super::{GpuDevice, GpuStorage};
+use crate::backend::contract::BackendStorage;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::geometry::Conv2dParams;
+use crate::layout::Layout;
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::random::Distribution;
+
+impl BackendStorage for GpuStorage {
+    type Device = GpuDevice;
+
+    fn full(device: &Self::Device, numel: usize, dtype: DType, value: f64) -> Result<Self> {
+        GpuStorage::full(device, numel, dtype, value)
+    }
+
+    fn arange(
+        device: &Self::Device,
+        start: f64,
+        step: f64,
+        numel: usize,
+        dtype: DType,
+    ) -> Result<Self> {
+        GpuStorage::arange(device, start, step, numel, dtype)
+    }
+
+    fn random(
+        device: &Self::Device,
+        numel: usize,
+        dtype: DType,
+        distribution: Distribution,
+        seed: u64,
+        offset: u64,
+    ) -> Result<Self> {
+        GpuStorage::random(device, numel, dtype, distribution, seed, offset)
+    }
+
+    fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Self> {
+        GpuStorage::unary(self, layout, op)
+    }
+
+    fn binary(
+        &self,
+        layout: &Layout,
+        rhs: &Self,
+        rhs_layout: &Layout,
+        op: BinaryOp,
+    ) -> Result<Self> {
+        GpuStorage::binary(self, layout, rhs, rhs_layout, op)
+    }
+
+    fn binary_scalar(
+        &self,
+        layout: &Layout,
+        op: BinaryOp,
+        scalar: f64,
+        scalar_on_left: bool,
+    ) -> Result<Self> {
+        GpuStorage::binary_scalar(self, layout, op, scalar, scalar_on_left)
+    }
+
+    fn where_select(
+        &self,
+        layout: &Layout,
+        on_true: &Self,
+        true_layout: &Layout,
+        on_false: &Self,
+        false_layout: &Layout,
+    ) -> Result<Self> {
+        GpuStorage::where_select(self, layout, on_true, true_layout, on_false, false_layout)
+    }
+
+    fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self> {
+        GpuStorage::reduce(self, layout, op, dims)
+    }
+
+    fn matmul(&self, layout: &Layout, rhs: &Self, rhs_layout: &Layout) -> Result<Self> {
+        GpuStorage::matmul(self, layout, rhs, rhs_layout)
+    }
+
+    fn conv2d(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Self> {
+        GpuStorage::conv2d(self, layout, weight, weight_layout, params)
+    }
+
+    fn conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Self> {
+        GpuStorage::conv2d_backward_input(self, layout, weight, weight_layout, params, input_shape)
+    }
+
+    fn conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Self> {
+        GpuStorage::conv2d_backward_weight(self, layout, grad, grad_layout, params, weight_shape)
+    }
+
+    fn copy_strided(&self, layout: &Layout) -> Result<Self> {
+        GpuStorage::copy_strided(self, layout)
+    }
+
+    fn copy_into(&self, layout: &Layout, dst: &mut Self, dst_layout: &Layout) -> Result<()> {
+        GpuStorage::copy_into(self, layout, dst, dst_layout)
+    }
+
+    fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self> {
+        GpuStorage::cast(self, layout, dtype)
+    }
+
+    fn index_select(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self> {
+        GpuStorage::index_select(self, layout, indices, indices_layout, dim)
+    }
+
+    fn gather(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self> {
+        GpuStorage::gather(self, layout, indices, indices_layout, dim)
+    }
+
+    fn scatter_add(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        src: &Self,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self> {
+        GpuStorage::scatter_add(self, layout, indices, indices_layout, src, src_layout, dim)
+    }
+}

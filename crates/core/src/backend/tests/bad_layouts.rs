@@ -1,0 +1,234 @@
+//! Every primitive of both backends refuses a view that reaches outside its storage (and
+//! matmul a rank other than 3) with an `Error`, where the CPU used to panic or, in `gemm`,
+//! read out of bounds.
+
+use super::support::gpu;
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::storage::Storage;
+use crate::tensor::Conv2dParams;
+use crate::{DType, Device, Layout};
+
+/// A view of `shape` whose offset pushes its last element one past a storage of `numel`.
+fn past_the_end(shape: &[usize]) -> Layout {
+    Layout {
+        offset: 1,
+        ..Layout::contiguous(shape)
+    }
+}
+
+/// A view with more sizes than strides.
+fn ragged(shape: &[usize]) -> Layout {
+    let mut layout = Layout::contiguous(shape);
+    layout.strides.pop();
+    layout
+}
+
+fn full(device: &Device, shape: &[usize], dtype: DType) -> Storage {
+    let numel = shape.iter().product();
+    Storage::full(device, numel, dtype, 1.0).expect("full")
+}
+
+/// Feed each primitive bad views on `device`; every call must return `Err`.
+fn every_primitive_refuses_bad_views(device: &Device) {
+    let shape = [4, 6];
+    let good = Layout::contiguous(&shape);
+    let x = full(device, &shape, DType::F32);
+    let mut failures = Vec::new();
+    let mut expect_err = |what: &str, result: crate::Result<()>| {
+        if result.is_ok() {
+            failures.push(format!("{device}: {what} accepted a bad view"));
+        }
+    };
+    for bad in [past_the_end(&shape), ragged(&shape)] {
+        let b = &bad;
+        expect_err("unary", x.unary(b, UnaryOp::Neg).map(drop));
+        expect_err(
+            "binary lhs",
+            x.binary(b, &x, &good, BinaryOp::Add).map(drop),
+        );
+        expect_err(
+            "binary rhs",
+            x.binary(&good, &x, b, BinaryOp::Add).map(drop),
+        );
+        expect_err(
+            "binary_scalar",
+            x.binary_scalar(b, BinaryOp::Mul, 2.0, false).map(drop),
+        );
+        expect_err(
+            "where condition",
+            x.where_select(b, &x, &good, &x, &good).map(drop),
+        );
+        expect_err(
+            "where on_true",
+            x.where_select(&good, &x, b, &x, &good).map(drop),
+        );
+        expect_err(
+            "where on_false",
+            x.where_select(&good, &x, &good, &x, b).map(drop),
+        );
+        expect_err("reduce", x.reduce(b, ReduceOp::Sum, &[1]).map(drop));
+        expect_err("copy_strided", x.copy_strided(b).map(drop));
+        expect_err("cast", x.cast(b, DType::I32).map(drop));
+        let mut destination = full(device, &shape, DType::F32);
+        expect_err("copy_into source", x.copy_into(b, &mut destination, &good));
+        expect_err(
+            "copy_into destination",
+            x.copy_into(&good, &mut destination, b),
+        );
+    }
+    // Matmul: views past the end, and ranks other than 3.
+    let matrix = [1, 4, 6];
+    let m = full(device, &matrix, DType::F32);
+    let transposed = Layout::contiguous(&[1, 6, 4]);
+    let good_m = Layout::contiguous(&matrix);
+    expect_err(
+        "matmul lhs",
+        m.matmul(&past_the_end(&matrix), &m, &transposed).map(drop),
+    );
+    expect_err(
+        "matmul rhs",
+        m.matmul(&good_m, &m, &past_the_end(&[1, 6, 4])).map(drop),
+    );
+    expect_err(
+        "matmul rank 2",
+        x.matmul(&good, &x, &good.permute(&[1, 0])).map(drop),
+    );
+    expect_err(
+        "matmul rank mismatch",
+        m.matmul(&good_m, &x, &good.permute(&[1, 0])).map(drop),
+    );
+    let huge = Layout {
+        shape: vec![1, 4, 6],
+        strides: vec![0, usize::MAX / 4, 1],
+        offset: 0,
+    };
+    expect_err(
+        "matmul huge stride",
+        m.matmul(&huge, &m, &transposed).map(drop),
+    );
+    // Convolution and its gradients: input [1, 2, 4, 4], weight [3, 2, 3, 3], output [1, 3, 2, 2].
+    let (input, weight, output) = ([1, 2, 4, 4], [3, 2, 3, 3], [1, 3, 2, 2]);
+    let xs = full(device, &input, DType::F32);
+    let ws = full(device, &weight, DType::F32);
+    let gs = full(device, &output, DType::F32);
+    let (xl, wl, gl) = (
+        Layout::contiguous(&input),
+        Layout::contiguous(&weight),
+        Layout::contiguous(&output),
+    );
+    let params = Conv2dParams::default();
+    expect_err(
+        "conv2d input",
+        xs.conv2d(&past_the_end(&input), &ws, &wl, &params)
+            .map(drop),
+    );
+    expect_err(
+        "conv2d weight",
+        xs.conv2d(&xl, &ws, &past_the_end(&weight), &params)
+            .map(drop),
+    );
+    expect_err(
+        "conv2d_backward_input grad",
+        gs.conv2d_backward_input(&past_the_end(&output), &ws, &wl, &params, &input)
+            .map(drop),
+    );
+    expect_err(
+        "conv2d_backward_input weight",
+        gs.conv2d_backward_input(&gl, &ws, &past_the_end(&weight), &params, &input)
+            .map(drop),
+    );
+    expect_err(
+        "conv2d_backward_weight input",
+        xs.conv2d_backward_weight(&past_the_end(&input), &gs, &gl, &params, &weight)
+            .map(drop),
+    );
+    expect_err(
+        "conv2d_backward_weight grad",
+        xs.conv2d_backward_weight(&xl, &gs, &past_the_end(&output), &params, &weight)
+            .map(drop),
+    );
+    // Indexing: bad source, index and src views, and a dim out of range.
+    let indices = Storage::full(device, 4, DType::I32, 1.0).expect("indices");
+    let index_vector = Layout::contiguous(&[4]);
+    let index_grid = Layout::contiguous(&shape);
+    let index_storage = full(device, &shape, DType::I32);
+    expect_err(
+        "index_select source",
+        x.index_select(&past_the_end(&shape), &indices, &index_vector, 0)
+            .map(drop),
+    );
+    expect_err(
+        "index_select indices",
+        x.index_select(&good, &indices, &past_the_end(&[4]), 0)
+            .map(drop),
+    );
+    expect_err(
+        "index_select dim",
+        x.index_select(&good, &indices, &index_vector, 2).map(drop),
+    );
+    expect_err(
+        "gather source",
+        x.gather(&past_the_end(&shape), &index_storage, &index_grid, 1)
+            .map(drop),
+    );
+    expect_err(
+        "gather indices",
+        x.gather(&good, &index_storage, &past_the_end(&shape), 1)
+            .map(drop),
+    );
+    expect_err(
+        "gather dim",
+        x.gather(&good, &index_storage, &index_grid, 2).map(drop),
+    );
+    expect_err(
+        "scatter_add base",
+        x.scatter_add(
+            &past_the_end(&shape),
+            &index_storage,
+            &index_grid,
+            &x,
+            &good,
+            1,
+        )
+        .map(drop),
+    );
+    expect_err(
+        "scatter_add indices",
+        x.scatter_add(&good, &index_storage, &past_the_end(&shape), &x, &good, 1)
+            .map(drop),
+    );
+    expect_err(
+        "scatter_add src",
+        x.scatter_add(
+            &good,
+            &index_storage,
+            &index_grid,
+            &x,
+            &past_the_end(&shape),
+            1,
+        )
+        .map(drop),
+    );
+    expect_err(
+        "scatter_add dim",
+        x.scatter_add(&good, &index_storage, &index_grid, &x, &good, 2)
+            .map(drop),
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The good views still work (the checks refuse only what is out of range).
+    assert!(x.unary(&good, UnaryOp::Neg).is_ok());
+    assert!(m.matmul(&good_m, &m, &transposed).is_ok());
+    assert!(xs.conv2d(&xl, &ws, &wl, &params).is_ok());
+}
+
+#[test]
+fn cpu_primitives_refuse_bad_views() {
+    every_primitive_refuses_bad_views(&Device::Cpu);
+}
+
+#[test]
+fn gpu_primitives_refuse_bad_views() {
+    if let Some(device) = gpu() {
+        every_primitive_refuses_bad_views(&device);
+    }
+}

@@ -1,0 +1,304 @@
+//! Sliding-window geometry, a leaf module (it knows shapes and numbers, no tensor, storage or
+//! backend): the parameters of a 2-D convolution, the one output-size formula (PyTorch's),
+//! the checked shape of a one-group convolution and of its gradients that both backends
+//! accept and refuse alike, and the window arithmetic the tensor layer's pooling and grouped
+//! convolutions use.
+
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+
+/// Parameters of a 2-D convolution (PyTorch's defaults: stride 1, no padding, dilation 1,
+/// one group).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conv2dParams {
+    pub stride: (usize, usize),
+    pub padding: (usize, usize),
+    pub dilation: (usize, usize),
+    pub groups: usize,
+}
+
+impl Default for Conv2dParams {
+    fn default() -> Self {
+        Conv2dParams {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        }
+    }
+}
+
+/// Output positions along one axis of `size` for a kernel of `kernel` taps (PyTorch's
+/// formula); `None` when the window does not fit, the stride is 0 or the sizes overflow.
+fn output_span(
+    size: usize,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    dilation: usize,
+) -> Option<usize> {
+    let reach = dilation
+        .checked_mul(kernel.checked_sub(1)?)?
+        .checked_add(1)?;
+    let padded = size.checked_add(padding.checked_mul(2)?)?;
+    (stride > 0 && reach <= padded).then(|| (padded - reach) / stride + 1)
+}
+
+/// The error for a window that does not fit its input.
+fn window_error(
+    op: &'static str,
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    (h, w): (usize, usize),
+) -> Error {
+    Error::invalid(
+        op,
+        format!(
+            "window {kernel:?} (stride {stride:?}, padding {padding:?}, dilation {dilation:?}) does not fit an input of {h}x{w}"
+        ),
+    )
+}
+
+/// Geometry of a sliding window over an `h x w` image (pooling, unfolded convolutions).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    pub(crate) kernel: (usize, usize),
+    pub(crate) stride: (usize, usize),
+    pub(crate) padding: (usize, usize),
+    pub(crate) dilation: (usize, usize),
+}
+
+impl Window {
+    /// `(oh, ow)` for an `h x w` input, or an error naming `op` when the window does not fit.
+    pub(crate) fn output_size(
+        &self,
+        op: &'static str,
+        h: usize,
+        w: usize,
+    ) -> Result<(usize, usize)> {
+        let oh = output_span(
+            h,
+            self.kernel.0,
+            self.stride.0,
+            self.padding.0,
+            self.dilation.0,
+        );
+        let ow = output_span(
+            w,
+            self.kernel.1,
+            self.stride.1,
+            self.padding.1,
+            self.dilation.1,
+        );
+        match (oh, ow) {
+            (Some(oh), Some(ow)) if self.kernel.0 > 0 && self.kernel.1 > 0 => Ok((oh, ow)),
+            _ => Err(window_error(
+                op,
+                self.kernel,
+                self.stride,
+                self.padding,
+                self.dilation,
+                (h, w),
+            )),
+        }
+    }
+
+    /// For each kernel position (row-major) and output position (row-major): the flat index
+    /// into the `h*w` image, or `h*w` (the appended padding element) when outside.
+    pub(crate) fn unfold_indices(&self, h: usize, w: usize, oh: usize, ow: usize) -> Vec<i32> {
+        let (kh, kw) = self.kernel;
+        let mut table = Vec::with_capacity(kh * kw * oh * ow);
+        for ki in 0..kh {
+            for kj in 0..kw {
+                for oi in 0..oh {
+                    for oj in 0..ow {
+                        let row = (oi * self.stride.0 + ki * self.dilation.0) as isize
+                            - self.padding.0 as isize;
+                        let col = (oj * self.stride.1 + kj * self.dilation.1) as isize
+                            - self.padding.1 as isize;
+                        let inside =
+                            row >= 0 && col >= 0 && (row as usize) < h && (col as usize) < w;
+                        table.push(if inside {
+                            (row as usize * w + col as usize) as i32
+                        } else {
+                            (h * w) as i32
+                        });
+                    }
+                }
+            }
+        }
+        table
+    }
+}
+
+/// The checked geometry of a one-group convolution of `[n, c, h, w]` by `[o, c, kh, kw]`,
+/// shared by both backends' `conv2d` and gradient primitives, so that they accept and refuse
+/// exactly the same arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Conv2dShape {
+    /// Images `n`.
+    pub(crate) batch: usize,
+    /// Input channels `c`.
+    pub(crate) channels: usize,
+    /// Input `(h, w)`.
+    pub(crate) input: (usize, usize),
+    /// Output channels `o`.
+    pub(crate) out_channels: usize,
+    /// `(kh, kw)`.
+    pub(crate) kernel: (usize, usize),
+    /// Stride `(rows, columns)`.
+    pub(crate) stride: (usize, usize),
+    /// Zero padding on each side `(rows, columns)`.
+    pub(crate) padding: (usize, usize),
+    /// Dilation `(rows, columns)`.
+    pub(crate) dilation: (usize, usize),
+    /// Output `(oh, ow)`.
+    pub(crate) output: (usize, usize),
+}
+
+impl Conv2dShape {
+    /// Check the operands' shapes and the parameters (`groups` must be 1) and compute the
+    /// output size with PyTorch's formula.
+    pub(crate) fn new(
+        input: &Layout,
+        weight: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Conv2dShape> {
+        let mismatch = |reason: &str| Error::ShapeMismatch {
+            op: "conv2d",
+            lhs: input.shape.clone(),
+            rhs: weight.shape.clone(),
+            reason: reason.into(),
+        };
+        let (&[batch, channels, h, w], &[out_channels, weight_channels, kh, kw]) =
+            (input.shape.as_slice(), weight.shape.as_slice())
+        else {
+            return Err(mismatch("must be [n, c, h, w] and [out, c, kh, kw]"));
+        };
+        if params.groups != 1 {
+            return Err(Error::invalid(
+                "conv2d",
+                format!(
+                    "the conv2d primitive takes one group, not {}",
+                    params.groups
+                ),
+            ));
+        }
+        if weight_channels != channels {
+            return Err(mismatch(
+                "do not fit: the weight's channels differ from the input's",
+            ));
+        }
+        let (stride, padding, dilation) = (params.stride, params.padding, params.dilation);
+        match (
+            output_span(h, kh, stride.0, padding.0, dilation.0),
+            output_span(w, kw, stride.1, padding.1, dilation.1),
+        ) {
+            (Some(oh), Some(ow)) => Ok(Conv2dShape {
+                batch,
+                channels,
+                input: (h, w),
+                out_channels,
+                kernel: (kh, kw),
+                stride,
+                padding,
+                dilation,
+                output: (oh, ow),
+            }),
+            _ => Err(window_error(
+                "conv2d",
+                (kh, kw),
+                stride,
+                padding,
+                dilation,
+                (h, w),
+            )),
+        }
+    }
+
+    /// Rows of the implicit GEMM's right operand: `c * kh * kw`.
+    pub(crate) fn patch(&self) -> usize {
+        self.channels * self.kernel.0 * self.kernel.1
+    }
+
+    /// `[n, o, oh, ow]`.
+    pub(crate) fn output_shape(&self) -> [usize; 4] {
+        [self.batch, self.out_channels, self.output.0, self.output.1]
+    }
+}
+
+/// The checked geometry of a backward pass: the forward's input and weight shapes, and the
+/// output gradient `grad`, which must have the forward output's shape.
+pub(crate) fn backward_shape(
+    op: &'static str,
+    grad: &Layout,
+    input_shape: &[usize],
+    weight_shape: &[usize],
+    params: &Conv2dParams,
+) -> Result<Conv2dShape> {
+    let shape = Conv2dShape::new(
+        &Layout::contiguous(input_shape),
+        &Layout::contiguous(weight_shape),
+        params,
+    )?;
+    if grad.shape != shape.output_shape() {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: grad.shape.clone(),
+            rhs: shape.output_shape().to_vec(),
+            reason: "the output gradient must have the convolution's output shape".into(),
+        });
+    }
+    Ok(shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_size_follows_pytorch() {
+        // 7x7, kernel 3, stride 2, padding 1, dilation 1 -> 4x4.
+        let window = Window {
+            kernel: (3, 3),
+            stride: (2, 2),
+            padding: (1, 1),
+            dilation: (1, 1),
+        };
+        assert_eq!(window.output_size("test", 7, 7).unwrap(), (4, 4));
+        let shape = Conv2dShape::new(
+            &Layout::contiguous(&[1, 2, 7, 7]),
+            &Layout::contiguous(&[5, 2, 3, 3]),
+            &Conv2dParams {
+                stride: (2, 2),
+                padding: (1, 1),
+                ..Conv2dParams::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(shape.output_shape(), [1, 5, 4, 4]);
+    }
+
+    #[test]
+    fn windows_that_do_not_fit_are_errors() {
+        let too_big = Window {
+            kernel: (9, 9),
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+        };
+        assert!(too_big.output_size("test", 4, 4).is_err());
+        let zero_stride = Window {
+            stride: (0, 1),
+            ..too_big
+        };
+        assert!(zero_stride.output_size("test", 16, 16).is_err());
+        let overflowing = Window {
+            padding: (usize::MAX, 0),
+            ..too_big
+        };
+        assert!(overflowing.output_size("test", 16, 16).is_err());
+    }
+}

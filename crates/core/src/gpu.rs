@@ -1,0 +1,11 @@
+//! The public face of the GPU backend (the backend itself is crate-private): the device
+//! handle inside `Device::Gpu`, what each adapter reports, memory and fusion statistics, the
+//! execution mode, and every kernel's WGSL source (for `anygrad kernels` and review). Tensors
+//! never need more than `Device`; this module is for tools such as `anygrad devices` and
+//! `anygrad doctor`, and for tests that inspect the allocator.
+
+pub use crate::backend::gpu::{
+    adapter_infos, all_kernel_sources, device_count, elementwise_fusion_enabled, empty_cache,
+    fusion_stats, memory_stats, reset_peak_memory, set_elementwise_fusion, set_execution_mode,
+    AdapterInfo, CoopVariant, ExecutionMode, FusionStats, GpuDevice, MemoryStats,
+};
