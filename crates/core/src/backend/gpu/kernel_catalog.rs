@@ -101,6 +101,11 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         }
     }
     keys.extend(
+        super::conv_coop::ConvCoopKey::all()
+            .into_iter()
+            .map(KernelKey::ConvCoop),
+    );
+    keys.extend(
         super::fusion::sample_programs()
             .into_iter()
             .map(|program| KernelKey::Fused {

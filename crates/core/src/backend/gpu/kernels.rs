@@ -106,6 +106,8 @@ pub enum KernelKey {
     /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
     /// `partial`: writes one block of f32 partial sums per split.
     Conv2dBackwardWeight { dtype: DType, partial: bool },
+    /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
+    ConvCoop(super::conv_coop::ConvCoopKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
     /// `index_select` / `gather`.
@@ -466,6 +468,7 @@ impl KernelKey {
             KernelKey::Matmul { .. }
             | KernelKey::MatmulLarge { .. }
             | KernelKey::MatmulCoop { .. }
+            | KernelKey::ConvCoop(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
@@ -490,7 +493,7 @@ impl KernelKey {
     pub fn uses_f16(&self) -> bool {
         match self {
             KernelKey::Fill | KernelKey::Custom { .. } => false,
-            KernelKey::MatmulCoop { .. } => true,
+            KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
             | KernelKey::Unary { dtype, .. }
@@ -532,8 +535,14 @@ impl KernelKey {
         if let KernelKey::Fused { program } = self {
             return program.source();
         }
+        if let KernelKey::ConvCoop(key) = self {
+            return key.source();
+        }
         let template = match self {
-            KernelKey::Custom { .. } | KernelKey::Fused { .. } | KernelKey::Fill => FILL,
+            KernelKey::Custom { .. }
+            | KernelKey::Fused { .. }
+            | KernelKey::ConvCoop(_)
+            | KernelKey::Fill => FILL,
             KernelKey::Random { dtype, normal } => {
                 text.push_str(&format!(
                     "alias S = {};\nconst NORMAL: bool = {normal};\n",

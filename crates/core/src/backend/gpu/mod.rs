@@ -20,6 +20,7 @@ mod buffers;
 mod context;
 mod conv;
 mod conv_backward;
+mod conv_coop;
 mod conv_gemm;
 mod custom;
 mod fusion;
@@ -39,6 +40,7 @@ use std::sync::{Arc, Mutex};
 
 pub use adapters::AdapterInfo;
 pub use buffers::MemoryStats;
+pub use conv_coop::{ConvCoopKey, ConvCoopTile, ConvPass, KBlock};
 pub use fusion::{
     elementwise_fusion_enabled, set_elementwise_fusion, FusedInstruction, FusedProgram, FusionStats,
 };
