@@ -479,7 +479,7 @@ fn tensor_core_conv(
             format!("regular kernels: the cooperative kernels failed: {failure}")
         }
         (0, false, None) if gpu.has_cooperative_f16_f32() => {
-            "regular kernels (cooperative matrices present but unused: ANYGRAD_COOP_CONV=off, or subgroups not of 32)".into()
+            "regular kernels (cooperative matrices present but unused: ANYGRAD_COOP_CONV is not on, or subgroups not of 32)".into()
         }
         (0, false, None) => "regular kernels (no 16x16x16 f16->f32 cooperative matrices)".into(),
         (0, true, None) => {

@@ -431,7 +431,7 @@ impl GpuStorage {
             weight_layout,
             params,
             input_shape,
-            false,
+            super::conv_coop::CoopMode::Auto,
         )?;
         if let Some(out) = coop {
             return Ok(out);
@@ -521,7 +521,7 @@ impl GpuStorage {
             grad_layout,
             params,
             weight_shape,
-            false,
+            super::conv_coop::CoopMode::Auto,
         )?;
         if let Some(out) = coop {
             return Ok(out);

@@ -3,8 +3,10 @@
 //! multiplied by `coop_mat16x16<f16>` fragments into f32 accumulators (`coopMultiplyAdd`).
 //! They run where the f16 matmul's tensor cores run (`matmul_coop.rs`: the adapter reports a
 //! 16x16x16 f16 x f16 -> f32 configuration, subgroups of 32), for F16 convolutions (autocast),
-//! unless `ANYGRAD_COOP_CONV=off`; everywhere else the regular kernels (`conv.rs`,
-//! `conv_backward.rs`) run.
+//! when `ANYGRAD_COOP_CONV=on`; everywhere else the regular kernels (`conv.rs`,
+//! `conv_backward.rs`) run. Off by default: on the H200 (2026-11-30) they matched the CPU
+//! everywhere but ResNet-18 autocast ran slower with them (inference b64 3,029 vs 3,608
+//! images/s, training 721 vs 766): the scalar gathers, not the tensor cores, bound them.
 //!
 //! The three GEMMs ([`ConvPass`]), with `r = (channel, ki, kj)` a tap and a column a pixel:
 //! - **forward**: M = o, N = n * oh * ow, K = c * kh * kw; A the weight as a dense `[o, K]`,
@@ -55,6 +57,8 @@ use super::matmul_coop::Coop;
 use super::GpuDevice;
 
 mod launch;
+
+pub(crate) use launch::CoopMode;
 
 #[cfg(test)]
 mod tests;
@@ -286,7 +290,7 @@ wgsl_params! {
 /// The cooperative-matrix convolutions' state on one device (a field of `CoopSupport`).
 #[derive(Debug)]
 pub(crate) struct ConvCoopState {
-    /// `ANYGRAD_COOP_CONV` is not `off`.
+    /// `ANYGRAD_COOP_CONV=on`.
     enabled: bool,
     /// Hardware kernels recorded, for `anygrad doctor` and the tests.
     dispatches: AtomicU64,
@@ -295,18 +299,20 @@ pub(crate) struct ConvCoopState {
 }
 
 impl ConvCoopState {
-    /// The state of a freshly opened device: enabled unless `ANYGRAD_COOP_CONV=off`.
+    /// The state of a freshly opened device: enabled by `ANYGRAD_COOP_CONV=on` (off by
+    /// default: on the H200 they measured slower than the regular kernels, see the module
+    /// documentation).
     pub(crate) fn from_env() -> ConvCoopState {
         let enabled = match std::env::var("ANYGRAD_COOP_CONV")
             .ok()
             .as_deref()
             .map(str::trim)
         {
-            None | Some("") | Some("on") | Some("1") => true,
-            Some("off") | Some("0") | Some("none") => false,
+            Some("on") | Some("1") => true,
+            None | Some("") | Some("off") | Some("0") | Some("none") => false,
             Some(other) => {
-                tracing::warn!("ANYGRAD_COOP_CONV={other} is unknown (on|off); using on");
-                true
+                tracing::warn!("ANYGRAD_COOP_CONV={other} is unknown (on|off); using off");
+                false
             }
         };
         ConvCoopState {
@@ -344,7 +350,7 @@ impl ConvCoopState {
 impl GpuDevice {
     /// Whether F16 convolutions (forward and both gradients) run on cooperative matrices on
     /// this device: it has usable 16x16x16 f16 -> f32 tensor cores (see
-    /// [`GpuDevice::cooperative_matmul`]), `ANYGRAD_COOP_CONV` is not `off`, and the driver
+    /// [`GpuDevice::cooperative_matmul`]), `ANYGRAD_COOP_CONV=on`, and the driver
     /// built every kernel asked for so far.
     pub fn cooperative_conv(&self) -> bool {
         let coop = &self.context().coop;

@@ -57,24 +57,39 @@ fn geometry(op: &'static str, shape: &Conv2dShape, p: &mut ConvCoopParams) -> Re
     Ok(())
 }
 
-/// The kernel of `pass` for M = `m` rows on `storage`'s device: the hardware kernel where
-/// the device has usable cooperative matrices and they are on (`emulated`: the plain-WGSL
-/// emulation, on any f16 device); the larger k-block where its workgroup memory fits.
+/// Which cooperative kernels a launcher may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CoopMode {
+    /// The hardware kernels where the device has them and `ANYGRAD_COOP_CONV=on` (the
+    /// public entry points).
+    Auto,
+    /// The hardware kernels where the device has them, whatever the switch (tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Hardware,
+    /// The plain-WGSL emulation, on any f16 device (tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Emulated,
+}
+
+/// The kernel of `pass` for M = `m` rows on `storage`'s device in `mode`, or `None` where
+/// it may not run; the larger k-block where its workgroup memory fits.
 pub(crate) fn key_for(
     storage: &GpuStorage,
     pass: ConvPass,
     m: usize,
-    emulated: bool,
+    mode: CoopMode,
 ) -> Option<ConvCoopKey> {
     let context = storage.device.context();
-    let usable = if emulated {
-        context.supports_f16()
-    } else {
-        context.coop.available && context.coop.conv.active()
+    let hardware = context.coop.available && context.coop.conv.failure().is_none();
+    let usable = match mode {
+        CoopMode::Auto => hardware && context.coop.conv.active(),
+        CoopMode::Hardware => hardware,
+        CoopMode::Emulated => context.supports_f16(),
     };
     if !usable {
         return None;
     }
+    let emulated = mode == CoopMode::Emulated;
     let limit = context.limits.max_compute_workgroup_storage_size;
     [KBlock::ThirtyTwo, KBlock::Sixteen]
         .into_iter()
@@ -135,7 +150,7 @@ fn grid(
 }
 
 impl GpuStorage {
-    /// [`GpuStorage::conv2d`] on cooperative matrices (`emulated`: the plain-WGSL kernel), or
+    /// [`GpuStorage::conv2d`] on cooperative matrices (`mode`: see [`CoopMode`]), or
     /// `None` where they do not apply.
     pub(crate) fn conv2d_coop(
         &self,
@@ -143,7 +158,7 @@ impl GpuStorage {
         weight: &GpuStorage,
         weight_layout: &Layout,
         params: &Conv2dParams,
-        emulated: bool,
+        mode: CoopMode,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d";
         if self.dtype != DType::F16 || weight.dtype != DType::F16 {
@@ -160,7 +175,7 @@ impl GpuStorage {
         if patch == 0 || numel == 0 {
             return Ok(None);
         }
-        let Some(key) = key_for(self, ConvPass::Forward, o, emulated) else {
+        let Some(key) = key_for(self, ConvPass::Forward, o, mode) else {
             return Ok(None);
         };
         let dense;
@@ -218,7 +233,7 @@ impl GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
         input_shape: &[usize],
-        emulated: bool,
+        mode: CoopMode,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d_backward_input";
         if self.dtype != DType::F16 || weight.dtype != DType::F16 {
@@ -238,7 +253,7 @@ impl GpuStorage {
         if numel == 0 || k == 0 {
             return Ok(None);
         }
-        let Some(key) = key_for(self, ConvPass::BackwardInput, c, emulated) else {
+        let Some(key) = key_for(self, ConvPass::BackwardInput, c, mode) else {
             return Ok(None);
         };
         let [s_n, s_c, s_h, s_w] = strides(OP, layout)?;
@@ -285,7 +300,7 @@ impl GpuStorage {
         grad_layout: &Layout,
         params: &Conv2dParams,
         weight_shape: &[usize],
-        emulated: bool,
+        mode: CoopMode,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d_backward_weight";
         if self.dtype != DType::F16 || grad.dtype != DType::F16 {
@@ -302,7 +317,7 @@ impl GpuStorage {
         if numel == 0 || k == 0 {
             return Ok(None);
         }
-        let Some(key) = key_for(self, ConvPass::BackwardWeight, o, emulated) else {
+        let Some(key) = key_for(self, ConvPass::BackwardWeight, o, mode) else {
             return Ok(None);
         };
         let kb = key.k_block.size();

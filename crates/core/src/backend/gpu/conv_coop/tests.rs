@@ -7,7 +7,7 @@
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
 use super::super::matmul_coop::tests::translate;
 use super::super::{GpuDevice, GpuStorage};
-use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, KBlock};
+use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, CoopMode, KBlock};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -100,6 +100,11 @@ fn cpu_f32(storage: crate::error::Result<CpuStorage>) -> Vec<f32> {
 /// Run `pass` of every case through the cooperative kernel (`emulated` or not) against the
 /// CPU's f32 result of the same f16 values; returns the kernels that ran.
 fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]) -> usize {
+    let mode = if emulated {
+        CoopMode::Emulated
+    } else {
+        CoopMode::Hardware
+    };
     let mut ran = 0;
     for &(name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {
         let params = params(geometry);
@@ -117,7 +122,7 @@ fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]
         let (expected, actual) = match pass {
             ConvPass::Forward => (
                 cpu_f32(cpu(&x).conv2d(&x_layout, &cpu(&k), &weight_layout, &params)),
-                gpu(&x).conv2d_coop(&x_layout, &gpu(&k), &weight_layout, &params, emulated),
+                gpu(&x).conv2d_coop(&x_layout, &gpu(&k), &weight_layout, &params, mode),
             ),
             ConvPass::BackwardInput => (
                 cpu_f32(cpu(&g).conv2d_backward_input(
@@ -133,7 +138,7 @@ fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]
                     &weight_layout,
                     &params,
                     &[n, c, h, w],
-                    emulated,
+                    mode,
                 ),
             ),
             ConvPass::BackwardWeight => (
@@ -150,7 +155,7 @@ fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]
                     &g_layout,
                     &params,
                     &[o, c, kh, kw],
-                    emulated,
+                    mode,
                 ),
             ),
         };
@@ -158,7 +163,7 @@ fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]
             ConvPass::BackwardInput => c,
             ConvPass::Forward | ConvPass::BackwardWeight => o,
         };
-        let key = super::launch::key_for(&gpu(&[0.0]), pass, m, emulated);
+        let key = super::launch::key_for(&gpu(&[0.0]), pass, m, mode);
         let Some(actual) = actual.unwrap() else {
             panic!("{what}: the cooperative kernel did not apply ({key:?})");
         };
@@ -210,7 +215,7 @@ fn emulated_split_weight_gradient_matches_cpu() {
 #[test]
 fn hardware_kernels_match_cpu() {
     let Some(device) = gpu() else { return };
-    if !device.cooperative_conv() {
+    if !device.context().coop.available {
         eprintln!(
             "SKIP (conv_coop hardware): no usable 16x16x16 f16 -> f32 cooperative matrices \
              (has them: {}; failure: {:?})",
@@ -308,7 +313,7 @@ fn entry_points_use_coop_only_where_available() {
     let x32 = upload(&device, &x, DType::F32);
     let k32 = upload(&device, &k, DType::F32);
     assert!(x32
-        .conv2d_coop(&x_layout, &k32, &k_layout, &params, false)
+        .conv2d_coop(&x_layout, &k32, &k_layout, &params, CoopMode::Hardware)
         .unwrap()
         .is_none());
 }
