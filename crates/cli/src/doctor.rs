@@ -286,6 +286,11 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
                 OP_BUG_HINT,
             );
         }
+        push(
+            "conv2d f16 forward + both gradients (tensor cores where available)".into(),
+            tensor_core_conv(gpu, &make),
+            OP_BUG_HINT,
+        );
     }
     let indexing = |d: &Device| -> Result<Tensor> {
         let idx = Tensor::from_vec(vec![3i32, 0, 36, 3], &[4], d)?;
@@ -402,4 +407,89 @@ fn tensor_core_matmul(
     };
     let passed = close && used == expected.is_some() && failure.is_none();
     (passed, format!("{error}; {path}"))
+}
+
+/// An f16 convolution (3x3, padding 1, 64 -> 128 channels: the square tile forward and for
+/// the weight gradient, the wide one for the input gradient) and both its gradients through
+/// autograd, against the CPU's f32 results of the same f16 values. Fails when a result is
+/// off, or when the cooperative-matrix kernels ran where the device did not offer them or
+/// did not run where it did.
+fn tensor_core_conv(
+    gpu: &GpuDevice,
+    make: &impl Fn(f64, f64, &[usize], u64) -> Result<Tensor>,
+) -> (bool, String) {
+    let device = Device::Gpu(gpu.clone());
+    let inputs = make(-1.0, 1.0, &[2, 64, 12, 12], 21).and_then(|x| {
+        Ok((
+            x,
+            make(-0.2, 0.2, &[128, 64, 3, 3], 22)?,
+            make(-1.0, 1.0, &[2, 128, 12, 12], 23)?,
+        ))
+    });
+    let (x, w, g) = match inputs {
+        Ok(inputs) => inputs,
+        Err(error) => return (false, format!("inputs: {error}")),
+    };
+    let params = Conv2dParams {
+        padding: (1, 1),
+        ..Default::default()
+    };
+    // (output, input gradient, weight gradient) as f32 on the CPU, from `dtype` on `device`.
+    let run = |dtype: DType, device: &Device| -> Result<[Tensor; 3]> {
+        let on = |t: &Tensor| t.to_dtype(DType::F16)?.to_dtype(dtype)?.to_device(device);
+        let (x, w, g) = (
+            on(&x)?.requires_grad_(true),
+            on(&w)?.requires_grad_(true),
+            on(&g)?,
+        );
+        let y = x.conv2d(&w, None, params)?;
+        y.backward_with(&g)?;
+        let missing = || anygrad::Error::invalid("doctor", "no gradient");
+        let back = |t: Tensor| t.detach().to_dtype(DType::F32)?.to_device(&Device::Cpu);
+        Ok([
+            back(y)?,
+            back(x.grad().ok_or_else(missing)?)?,
+            back(w.grad().ok_or_else(missing)?)?,
+        ])
+    };
+    let before = gpu.cooperative_conv_dispatches();
+    let reference = run(DType::F32, &Device::Cpu);
+    let result = run(DType::F16, &device);
+    let ran = gpu.cooperative_conv_dispatches() - before;
+    let (reference, result) = match (reference, result) {
+        (Ok(reference), Ok(result)) => (reference, result),
+        (Err(error), _) => return (false, format!("cpu: {error}")),
+        (_, Err(error)) => return (false, format!("gpu: {error}")),
+    };
+    let mut passed = true;
+    let mut details = Vec::new();
+    for (name, (cpu, gpu)) in ["output", "input grad", "weight grad"]
+        .iter()
+        .zip(reference.into_iter().zip(result))
+    {
+        // f16 results: about 5e-4 relative rounding; a wrong index is off by O(1).
+        let (close, error) = compare(Ok(cpu), Ok(gpu), 3e-3);
+        passed &= close;
+        details.push(format!("{name} {error}"));
+    }
+    let offered = gpu.cooperative_conv();
+    let path = match (ran, offered, gpu.cooperative_conv_failure()) {
+        (_, _, Some(failure)) => {
+            passed = false;
+            format!("regular kernels: the cooperative kernels failed: {failure}")
+        }
+        (0, false, None) if gpu.has_cooperative_f16_f32() => {
+            "regular kernels (cooperative matrices present but unused: ANYGRAD_COOP_CONV is not on, or subgroups not of 32)".into()
+        }
+        (0, false, None) => "regular kernels (no 16x16x16 f16->f32 cooperative matrices)".into(),
+        (0, true, None) => {
+            passed = false;
+            "regular kernels, although the cooperative ones were announced".into()
+        }
+        (ran, offered, None) => {
+            passed &= offered && ran >= 3;
+            format!("{ran} cooperative-matrix kernels")
+        }
+    };
+    (passed, format!("{}; {path}", details.join(", ")))
 }

@@ -159,6 +159,16 @@ impl GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
     ) -> Result<GpuStorage> {
+        // F16 on tensor cores where the device has them (`conv_coop.rs`).
+        if let Some(out) = self.conv2d_coop(
+            layout,
+            weight,
+            weight_layout,
+            params,
+            super::conv_coop::CoopMode::Auto,
+        )? {
+            return Ok(out);
+        }
         self.conv2d_with(layout, weight, weight_layout, params, None)
     }
 

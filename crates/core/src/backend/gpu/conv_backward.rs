@@ -411,7 +411,7 @@ const COORDINATE_LIMIT: usize = i32::MAX as usize;
 
 /// Refuse geometries whose coordinates (image size + padding + kernel reach + output origin)
 /// could overflow the kernels' 32-bit arithmetic (the forward's check).
-fn check_coordinates(op: &'static str, shape: &Conv2dShape) -> Result<()> {
+pub(crate) fn check_coordinates(op: &'static str, shape: &Conv2dShape) -> Result<()> {
     let fits = |size: usize, out: usize, stride: usize, pad: usize, k: usize, d: usize| match (
         (k - 1).checked_mul(d),
         out.checked_mul(stride),
@@ -493,6 +493,18 @@ impl GpuStorage {
         params: &Conv2dParams,
         input_shape: &[usize],
     ) -> Result<GpuStorage> {
+        // F16 on tensor cores where the device has them (`conv_coop.rs`).
+        let coop = self.conv2d_backward_input_coop(
+            layout,
+            weight,
+            weight_layout,
+            params,
+            input_shape,
+            super::conv_coop::CoopMode::Auto,
+        )?;
+        if let Some(out) = coop {
+            return Ok(out);
+        }
         self.conv2d_backward_input_with(layout, weight, weight_layout, params, input_shape, None)
     }
 
@@ -573,6 +585,18 @@ impl GpuStorage {
         weight_shape: &[usize],
     ) -> Result<GpuStorage> {
         const OP: &str = "conv2d_backward_weight";
+        // F16 on tensor cores where the device has them (`conv_coop.rs`).
+        let coop = self.conv2d_backward_weight_coop(
+            layout,
+            grad,
+            grad_layout,
+            params,
+            weight_shape,
+            super::conv_coop::CoopMode::Auto,
+        )?;
+        if let Some(out) = coop {
+            return Ok(out);
+        }
         same_device(OP, self, grad)?;
         same_dtype(OP, self.dtype, grad.dtype)?;
         if !matches!(self.dtype, DType::F32 | DType::F16) {

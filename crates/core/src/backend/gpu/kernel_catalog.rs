@@ -35,6 +35,11 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
     }
     super::matmul_coop::catalogue(&mut keys);
+    keys.extend(
+        super::conv_coop::ConvCoopKey::all()
+            .into_iter()
+            .map(KernelKey::ConvCoop),
+    );
     super::fusion::catalogue(&mut keys);
     keys.into_iter()
         .map(|key| (key.name(), key.source()))

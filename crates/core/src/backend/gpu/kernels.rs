@@ -95,6 +95,8 @@ pub enum KernelKey {
     /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
     /// `partial`: writes one block of f32 partial sums per split.
     Conv2dBackwardWeight { dtype: DType, partial: bool },
+    /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
+    ConvCoop(super::conv_coop::ConvCoopKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
     /// `index_select` / `gather`.
@@ -139,6 +141,7 @@ impl KernelKey {
             KernelKey::Matmul { .. }
             | KernelKey::MatmulLarge { .. }
             | KernelKey::MatmulCoop { .. }
+            | KernelKey::ConvCoop(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
@@ -163,7 +166,7 @@ impl KernelKey {
     pub fn uses_f16(&self) -> bool {
         match self {
             KernelKey::Fill | KernelKey::Custom { .. } => false,
-            KernelKey::MatmulCoop { .. } => true,
+            KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
             | KernelKey::Unary { dtype, .. }
@@ -195,6 +198,8 @@ impl KernelKey {
                 return super::custom::custom_source(*inputs, source)
             }
             KernelKey::Fused { program } => return program.source(),
+            // The tensor-core convolutions write their own `enable` lines.
+            KernelKey::ConvCoop(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
             KernelKey::Random { dtype, normal } => super::random::source(*dtype, *normal),
             KernelKey::Unary { dtype, op, access } => {

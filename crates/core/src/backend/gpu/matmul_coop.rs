@@ -171,6 +171,8 @@ pub(crate) struct CoopSupport {
     pub(crate) dispatches: AtomicU64,
     /// Why `matmul` stopped using the hardware kernels (the driver refused one).
     failure: Mutex<Option<String>>,
+    /// The cooperative-matrix convolutions (`conv_coop.rs`).
+    pub(crate) conv: super::conv_coop::ConvCoopState,
 }
 
 impl CoopSupport {
@@ -211,6 +213,7 @@ impl CoopSupport {
             },
             dispatches: AtomicU64::new(0),
             failure: Mutex::new(None),
+            conv: super::conv_coop::ConvCoopState::from_env(),
         }
     }
 
@@ -326,13 +329,13 @@ pub(crate) fn coop_applies(variant: CoopVariant, dtype: DType, a: &Layout, b: &L
 /// lane `l` of a subgroup holds the 8 accumulator values of row `l / 2`, columns
 /// `(l % 2) * 8 + 0..8`, which its multiply-add computes from the fragments' memory.
 #[derive(Clone, Copy)]
-struct Coop {
-    emulated: bool,
+pub(crate) struct Coop {
+    pub(crate) emulated: bool,
 }
 
 impl Coop {
     /// The type of an operand fragment (`role` A or B) or accumulator (`C`).
-    fn ty(self, role: char) -> String {
+    pub(crate) fn ty(self, role: char) -> String {
         match (self.emulated, role) {
             (true, 'C') => "array<vec4<f32>, 2>".into(),
             (true, _) => "vec2<u32>".into(),
@@ -342,7 +345,7 @@ impl Coop {
     }
 
     /// A row-major 16 x 16 fragment of `source` starting at element `start`.
-    fn load(self, role: char, source: &str, start: &str, stride: &str) -> String {
+    pub(crate) fn load(self, role: char, source: &str, start: &str, stride: &str) -> String {
         if self.emulated {
             format!("vec2<u32>({start}, {stride})")
         } else {
@@ -351,7 +354,7 @@ impl Coop {
     }
 
     /// `a x b + c`.
-    fn multiply_add(self, a: &str, b: &str, c: &str) -> String {
+    pub(crate) fn multiply_add(self, a: &str, b: &str, c: &str) -> String {
         let function = if self.emulated {
             "emulated_multiply_add"
         } else {
@@ -361,7 +364,7 @@ impl Coop {
     }
 
     /// Store accumulator `c` row-major into `scratch` at the `let` `start` (stride 16).
-    fn store_scratch(self, c: &str, start: &str) -> String {
+    pub(crate) fn store_scratch(self, c: &str, start: &str) -> String {
         if self.emulated {
             format!("emulated_store_scratch({c}, {start});")
         } else {
@@ -371,7 +374,7 @@ impl Coop {
 
     /// What precedes `common.wgsl`: the enable directive; or, emulated, the lane variable and
     /// the functions (A's fragments in `a_source`, B's in `b_source`, scalar f16 arrays).
-    fn prelude(self, a_source: &str, b_source: &str) -> String {
+    pub(crate) fn prelude(self, a_source: &str, b_source: &str) -> String {
         if !self.emulated {
             return "enable wgpu_cooperative_matrix;\n".into();
         }
@@ -409,7 +412,7 @@ fn emulated_store_scratch(c: array<vec4<f32>, 2>, start: u32) {{
     }
 
     /// The parameters of `main` that name this invocation's subgroup and lane.
-    fn subgroup_builtins(self) -> &'static str {
+    pub(crate) fn subgroup_builtins(self) -> &'static str {
         if self.emulated {
             ""
         } else {
@@ -697,4 +700,4 @@ fn direct_loop(w: &mut String, coop: Coop) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -23,6 +23,7 @@ mod context;
 mod contract;
 mod conv;
 mod conv_backward;
+mod conv_coop;
 mod conv_gemm;
 mod custom;
 mod elementwise;
@@ -50,6 +51,7 @@ use std::sync::{Arc, Mutex};
 
 pub use adapters::{is_software, AdapterInfo};
 pub use buffers::MemoryStats;
+pub use conv_coop::{ConvCoopKey, ConvCoopTile, ConvPass, KBlock};
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats};
 pub use kernel_catalog::all_kernel_sources;
 pub use matmul_coop::CoopVariant;

@@ -30,7 +30,7 @@ fn gpu() -> Option<GpuDevice> {
 
 /// Parse, validate and write SPIR-V: with naga's defaults, and as wgpu's Vulkan backend
 /// does on an H200 (SPIR-V 1.6, its capability list, trusted and checked bounds).
-fn translate(name: &str, source: &str) {
+pub(crate) fn translate(name: &str, source: &str) {
     use naga::back::spv::{self, Capability};
     use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
     let module = naga::front::wgsl::parse_str(source)

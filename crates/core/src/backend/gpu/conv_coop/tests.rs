@@ -1,0 +1,319 @@
+//! Tests of the cooperative-matrix convolutions: naga validation (and SPIR-V as wgpu's
+//! Vulkan backend writes it) of every instantiation, the parameter struct, the emulated
+//! kernels against the CPU on any f16 device, the hardware kernels against the CPU where the
+//! device has cooperative matrices (they say which kernel ran), and the choice made by the
+//! public entry points.
+
+use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
+use super::super::matmul_coop::tests::translate;
+use super::super::{GpuDevice, GpuStorage};
+use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, CoopMode, KBlock};
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::DType;
+use crate::layout::Layout;
+
+/// Every key, hardware and emulated, parses, validates and translates to SPIR-V (naga runs
+/// on the CPU: no cooperative matrices needed); the workgroup memory fits where promised.
+#[test]
+fn conv_coop_kernels_validate_with_naga() {
+    let keys = ConvCoopKey::all();
+    assert_eq!(keys.len(), 24);
+    for key in keys {
+        let source = key.source();
+        assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
+        translate(&format!("{key:?}"), &source);
+        let limit = match key.k_block {
+            KBlock::Sixteen => 32 * 1024,
+            KBlock::ThirtyTwo => 48 * 1024,
+        };
+        assert!(key.workgroup_bytes() <= limit, "{key:?}");
+    }
+}
+
+/// The WGSL struct has one u32 per field of the Rust struct, in order.
+#[test]
+fn params_struct_matches_wgsl() {
+    let fields: Vec<&str> = ConvCoopParams::WGSL
+        .lines()
+        .filter_map(|line| line.trim().strip_suffix(": u32,"))
+        .collect();
+    assert_eq!(std::mem::size_of::<ConvCoopParams>(), 4 * fields.len());
+    assert_eq!(fields[0], "m");
+    assert_eq!(fields.last(), Some(&"grid_w"));
+    let params = ConvCoopParams {
+        m: 7,
+        grid_w: 9,
+        ..ConvCoopParams::default()
+    };
+    let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&params));
+    assert_eq!((words[0], words[fields.len() - 1]), (7, 9));
+}
+
+/// The tile: wide for at most 64 rows.
+#[test]
+fn tile_choice() {
+    assert_eq!(ConvCoopTile::for_rows(3), ConvCoopTile::Wide);
+    assert_eq!(ConvCoopTile::for_rows(64), ConvCoopTile::Wide);
+    assert_eq!(ConvCoopTile::for_rows(65), ConvCoopTile::Square);
+    assert_eq!(ConvCoopTile::Wide.columns(), 256);
+    assert_eq!(ConvCoopTile::Square.columns(), 128);
+}
+
+/// Geometries: both tiles (channels on each side of 64), partial tiles and k-blocks, stride,
+/// dilation, padding, 1 x 1, 7 x 7, and a strided view.
+#[rustfmt::skip]
+const CASES: [Case; 6] = [
+    // name, [n, c, h, w], o, [kh, kw], [stride, padding, dilation], strided operand
+    ("3x3 pad 1, square tile", [2, 8, 10, 9], 72, [3, 3], [1, 1, 1, 1, 1, 1], false),
+    ("3x3 stride 2, wide tile", [2, 24, 11, 12], 40, [3, 3], [2, 2, 1, 1, 1, 1], false),
+    ("1x1 stride 2", [2, 80, 7, 7], 24, [1, 1], [2, 2, 0, 0, 1, 1], false),
+    ("non-square dilated", [2, 5, 11, 10], 70, [2, 3], [2, 1, 1, 0, 1, 2], false),
+    ("7x7 stride 2 pad 3", [1, 3, 20, 18], 16, [7, 7], [2, 2, 3, 3, 1, 1], false),
+    ("strided view", [2, 6, 9, 8], 66, [3, 2], [1, 1, 1, 0, 1, 2], true),
+];
+
+/// Output size along one axis (PyTorch's formula).
+fn out_size(size: usize, k: usize, s: usize, p: usize, d: usize) -> usize {
+    (size + 2 * p - d * (k - 1) - 1) / s + 1
+}
+
+/// A `[a, b, h, w]` operand: dense, or (strided) `[a, h, b + 1, w]` storage at offset 1 viewed
+/// as `[a, b, h, w]`. Returns its storage length and layout.
+fn operand([a, b, h, w]: [usize; 4], strided: bool) -> (usize, Layout) {
+    if strided {
+        let mut layout = Layout::contiguous(&[a, h, b + 1, w]).permute(&[0, 2, 1, 3]);
+        layout.shape[1] = b;
+        layout.offset = 1;
+        (a * h * (b + 1) * w + 1, layout)
+    } else {
+        (a * b * h * w, Layout::contiguous(&[a, b, h, w]))
+    }
+}
+
+fn cpu_f32(storage: crate::error::Result<CpuStorage>) -> Vec<f32> {
+    match storage.unwrap() {
+        CpuStorage::F32(values) => values,
+        _ => panic!("dtype changed"),
+    }
+}
+
+/// Run `pass` of every case through the cooperative kernel (`emulated` or not) against the
+/// CPU's f32 result of the same f16 values; returns the kernels that ran.
+fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]) -> usize {
+    let mode = if emulated {
+        CoopMode::Emulated
+    } else {
+        CoopMode::Hardware
+    };
+    let mut ran = 0;
+    for &(name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {
+        let params = params(geometry);
+        let [sh, sw, ph, pw, dh, dw] = geometry;
+        let (oh, ow) = (out_size(h, kh, sh, ph, dh), out_size(w, kw, sw, pw, dw));
+        let weight_layout = Layout::contiguous(&[o, c, kh, kw]);
+        let (x_len, x_layout) = operand([n, c, h, w], strided && pass != ConvPass::BackwardInput);
+        let (g_len, g_layout) = operand([n, o, oh, ow], strided && pass != ConvPass::Forward);
+        let x = values(x_len, 1, DType::F16);
+        let k = values(o * c * kh * kw, 2, DType::F16);
+        let g = values(g_len, 3, DType::F16);
+        let cpu = |v: &[f32]| CpuStorage::F32(v.to_vec());
+        let gpu = |v: &[f32]| upload(device, v, DType::F16);
+        let what = format!("{name} ({pass:?}, emulated {emulated})");
+        let (expected, actual) = match pass {
+            ConvPass::Forward => (
+                cpu_f32(cpu(&x).conv2d(&x_layout, &cpu(&k), &weight_layout, &params)),
+                gpu(&x).conv2d_coop(&x_layout, &gpu(&k), &weight_layout, &params, mode),
+            ),
+            ConvPass::BackwardInput => (
+                cpu_f32(cpu(&g).conv2d_backward_input(
+                    &g_layout,
+                    &cpu(&k),
+                    &weight_layout,
+                    &params,
+                    &[n, c, h, w],
+                )),
+                gpu(&g).conv2d_backward_input_coop(
+                    &g_layout,
+                    &gpu(&k),
+                    &weight_layout,
+                    &params,
+                    &[n, c, h, w],
+                    mode,
+                ),
+            ),
+            ConvPass::BackwardWeight => (
+                cpu_f32(cpu(&x).conv2d_backward_weight(
+                    &x_layout,
+                    &cpu(&g),
+                    &g_layout,
+                    &params,
+                    &[o, c, kh, kw],
+                )),
+                gpu(&x).conv2d_backward_weight_coop(
+                    &x_layout,
+                    &gpu(&g),
+                    &g_layout,
+                    &params,
+                    &[o, c, kh, kw],
+                    mode,
+                ),
+            ),
+        };
+        let m = match pass {
+            ConvPass::BackwardInput => c,
+            ConvPass::Forward | ConvPass::BackwardWeight => o,
+        };
+        let key = super::launch::key_for(&gpu(&[0.0]), pass, m, mode);
+        let Some(actual) = actual.unwrap() else {
+            panic!("{what}: the cooperative kernel did not apply ({key:?})");
+        };
+        check(&actual, &expected, &what);
+        eprintln!("conv_coop: {what}: {key:?} matches the CPU");
+        ran += 1;
+    }
+    ran
+}
+
+/// The emulated kernels (the hardware kernels' gathers, walks, staging, double buffering and
+/// epilogue, with plain-WGSL matrix operations) against the CPU, on any f16 device.
+#[test]
+fn emulated_kernels_match_cpu() {
+    let Some(device) = gpu() else { return };
+    if !device.supports_f16() {
+        eprintln!("SKIP: no SHADER_F16");
+        return;
+    }
+    for pass in [
+        ConvPass::Forward,
+        ConvPass::BackwardInput,
+        ConvPass::BackwardWeight,
+    ] {
+        assert_eq!(check_pass(&device, pass, true, &CASES), CASES.len());
+    }
+}
+
+/// A weight gradient whose K is split (64 k-blocks: eight splits of 8) and whose columns
+/// span two tiles, emulated.
+#[test]
+fn emulated_split_weight_gradient_matches_cpu() {
+    let Some(device) = gpu() else { return };
+    if !device.supports_f16() {
+        eprintln!("SKIP: no SHADER_F16");
+        return;
+    }
+    #[rustfmt::skip]
+    let cases: [Case; 1] = [("split K", [4, 30, 16, 16], 8, [3, 3], [1, 1, 1, 1, 1, 1], true)];
+    assert_eq!(
+        check_pass(&device, ConvPass::BackwardWeight, true, &cases),
+        1
+    );
+}
+
+/// The hardware kernels against the CPU where the device has cooperative matrices: the small
+/// cases and ResNet-18-like layers (both tiles, both k-blocks' loops, split K). Says loudly
+/// when it cannot run them.
+#[test]
+fn hardware_kernels_match_cpu() {
+    let Some(device) = gpu() else { return };
+    if !device.context().coop.available {
+        eprintln!(
+            "SKIP (conv_coop hardware): no usable 16x16x16 f16 -> f32 cooperative matrices \
+             (has them: {}; failure: {:?})",
+            device.has_cooperative_f16_f32(),
+            device.cooperative_conv_failure()
+        );
+        return;
+    }
+    #[rustfmt::skip]
+    let resnet: [Case; 4] = [
+        ("resnet 64ch 3x3", [4, 64, 28, 28], 64, [3, 3], [1, 1, 1, 1, 1, 1], false),
+        ("resnet 128ch 3x3 stride 2", [4, 64, 28, 28], 128, [3, 3], [2, 2, 1, 1, 1, 1], false),
+        ("resnet 256ch 1x1 stride 2", [4, 128, 14, 14], 256, [1, 1], [2, 2, 0, 0, 1, 1], false),
+        ("resnet stem 7x7", [2, 3, 64, 64], 64, [7, 7], [2, 2, 3, 3, 1, 1], false),
+    ];
+    let mut cases = CASES.to_vec();
+    cases.extend(resnet);
+    let before = device.cooperative_conv_dispatches();
+    for pass in [
+        ConvPass::Forward,
+        ConvPass::BackwardInput,
+        ConvPass::BackwardWeight,
+    ] {
+        assert_eq!(check_pass(&device, pass, false, &cases), cases.len());
+    }
+    let ran = device.cooperative_conv_dispatches() - before;
+    eprintln!("conv_coop: {ran} hardware cooperative-matrix convolution kernels ran");
+    assert!(ran >= 3 * cases.len() as u64);
+}
+
+/// The public entry points take the cooperative kernels exactly where the device offers
+/// them, and give the same results either way.
+#[test]
+fn entry_points_use_coop_only_where_available() {
+    let Some(device) = gpu() else { return };
+    if !device.supports_f16() {
+        eprintln!("SKIP: no SHADER_F16");
+        return;
+    }
+    let (n, c, h, w, o) = (2, 8, 8, 8, 16);
+    let params = params([1, 1, 1, 1, 1, 1]);
+    let x_layout = Layout::contiguous(&[n, c, h, w]);
+    let k_layout = Layout::contiguous(&[o, c, 3, 3]);
+    let g_layout = Layout::contiguous(&[n, o, h, w]);
+    let x = values(n * c * h * w, 4, DType::F16);
+    let k = values(o * c * 9, 5, DType::F16);
+    let g = values(n * o * h * w, 6, DType::F16);
+    let cpu = |v: &[f32]| CpuStorage::F32(v.to_vec());
+    let up = |v: &[f32]| -> GpuStorage { upload(&device, v, DType::F16) };
+    let before = device.cooperative_conv_dispatches();
+    let forward = up(&x)
+        .conv2d(&x_layout, &up(&k), &k_layout, &params)
+        .unwrap();
+    let input = up(&g)
+        .conv2d_backward_input(&g_layout, &up(&k), &k_layout, &params, &[n, c, h, w])
+        .unwrap();
+    let weight = up(&x)
+        .conv2d_backward_weight(&x_layout, &up(&g), &g_layout, &params, &[o, c, 3, 3])
+        .unwrap();
+    let ran = device.cooperative_conv_dispatches() - before;
+    eprintln!(
+        "conv_coop: entry points ran {ran} cooperative kernels (device offers them: {})",
+        device.cooperative_conv()
+    );
+    // (Other tests may record hardware kernels on the same device meanwhile.)
+    assert_eq!(ran >= 3, device.cooperative_conv());
+    check(
+        &forward,
+        &cpu_f32(cpu(&x).conv2d(&x_layout, &cpu(&k), &k_layout, &params)),
+        "forward",
+    );
+    check(
+        &input,
+        &cpu_f32(cpu(&g).conv2d_backward_input(
+            &g_layout,
+            &cpu(&k),
+            &k_layout,
+            &params,
+            &[n, c, h, w],
+        )),
+        "input gradient",
+    );
+    check(
+        &weight,
+        &cpu_f32(cpu(&x).conv2d_backward_weight(
+            &x_layout,
+            &cpu(&g),
+            &g_layout,
+            &params,
+            &[o, c, 3, 3],
+        )),
+        "weight gradient",
+    );
+    // F32 never takes them.
+    let x32 = upload(&device, &x, DType::F32);
+    let k32 = upload(&device, &k, DType::F32);
+    assert!(x32
+        .conv2d_coop(&x_layout, &k32, &k_layout, &params, CoopMode::Hardware)
+        .unwrap()
+        .is_none());
+}
