@@ -47,6 +47,10 @@ fn batch(rows: usize, shape: &[usize], seed: u64, device: &Device) -> (Tensor, T
     (x, Tensor::from_vec(labels, &[rows], device).unwrap())
 }
 
+/// Builds one optimizer over a replica's parameters.
+type OptimizerFactory =
+    fn(Vec<(String, Parameter)>) -> anygrad_core::Result<Box<dyn Optimizer + Send>>;
+
 fn values(t: &Tensor) -> Vec<f32> {
     t.to_vec::<f32>().unwrap()
 }
@@ -110,7 +114,7 @@ fn compare_with_one_device(
     replicas: usize,
     rows: usize,
     bucket_bytes: usize,
-    optimizer: fn(Vec<(String, Parameter)>) -> anygrad_core::Result<Box<dyn Optimizer + Send>>,
+    optimizer: OptimizerFactory,
 ) {
     manual_seed(3);
     let devices = vec![device.clone(); replicas];
@@ -123,9 +127,7 @@ fn compare_with_one_device(
     for step in 0..4u64 {
         let (x, y) = batch(rows, &[5], 10 + step, device);
         parallel_optimizer.zero_grad();
-        let result = model
-            .forward_backward(&x, &y, |out, target| cross_entropy(out, target))
-            .unwrap();
+        let result = model.forward_backward(&x, &y, cross_entropy).unwrap();
         assert_replicas_identical(&model, true);
         parallel_optimizer.step().unwrap();
         assert_replicas_identical(&model, false);
@@ -193,9 +195,7 @@ fn batch_norm_cnn_matches_micro_batches(device: &Device) {
     for step in 0..3u64 {
         let (x, y) = batch(rows, &[1, 5, 5], 20 + step, device);
         parallel_optimizer.zero_grad();
-        let result = model
-            .forward_backward(&x, &y, |out, target| cross_entropy(out, target))
-            .unwrap();
+        let result = model.forward_backward(&x, &y, cross_entropy).unwrap();
         parallel_optimizer.step().unwrap();
         assert_replicas_identical(&model, false);
 
@@ -275,9 +275,7 @@ fn checkpoints_move_between_parallel_and_single(device: &Device) {
     let mut optimizer = model.optimizer(adam).unwrap();
     let (x, y) = batch(8, &[5], 1, device);
     optimizer.zero_grad();
-    model
-        .forward_backward(&x, &y, |out, target| cross_entropy(out, target))
-        .unwrap();
+    model.forward_backward(&x, &y, cross_entropy).unwrap();
     optimizer.step().unwrap();
     let metadata = std::collections::BTreeMap::new();
     save_checkpoint(model.module(), Some(&optimizer), &metadata, &path).unwrap();
@@ -369,9 +367,7 @@ fn a_failing_replica_fails_the_step(device: &Device) {
         "{error}"
     );
     // The model still works afterwards.
-    model
-        .forward_backward(&x, &y, |out, target| cross_entropy(out, target))
-        .unwrap();
+    model.forward_backward(&x, &y, cross_entropy).unwrap();
 }
 
 anygrad_testing::device_tests!(
