@@ -5,6 +5,8 @@ mod bench;
 mod devices;
 mod doctor;
 mod kernels;
+#[cfg(feature = "mpi")]
+mod mpi;
 #[cfg(feature = "plot")]
 mod plot;
 mod profile;
@@ -66,9 +68,15 @@ enum Command {
         /// Approximate seconds to spend timing each case (a positive number).
         #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
         seconds: f64,
-        /// Batch sizes for resnet18 (`auto` doubles until out of memory).
-        #[arg(long, value_delimiter = ',', default_value = "16,32,64,128,256")]
+        /// Batch sizes for resnet18 (`auto` doubles until out of memory; default
+        /// 16,32,64,128,256); for resnet18-train one batch (default 64), per device with
+        /// --devices.
+        #[arg(long, value_delimiter = ',')]
         batch: Vec<String>,
+        /// resnet18-train data parallel over these devices (gpu:0,gpu:1, all, cpu,cpu):
+        /// images/s on one device and on all, the scaling, and the gradient exchange per step.
+        #[arg(long)]
+        devices: Option<String>,
         /// Mixed precision for resnet18 / resnet18-train (autocast f16, loss scaling).
         #[arg(long)]
         amp: bool,
@@ -219,7 +227,14 @@ fn run(cli: Cli) -> Result<(), String> {
             amp,
             no_cpu_baseline,
             json,
+            devices,
         } => {
+            let batch_given = !batch.is_empty();
+            let batch = if batch.is_empty() {
+                ["16", "32", "64", "128", "256"].map(String::from).to_vec()
+            } else {
+                batch
+            };
             let batches = batch
                 .iter()
                 .map(|b| match (b.as_str(), b.parse::<usize>()) {
@@ -253,7 +268,13 @@ fn run(cli: Cli) -> Result<(), String> {
                 Workload::Overhead => bench::run_overhead(&device, 1000, 10),
                 Workload::Mlp => bench::run_mlp(&device, 10),
                 Workload::Resnet18 => bench::run_resnet18(&device, &batches, !no_cpu_baseline, amp),
-                Workload::Resnet18Train => bench::run_resnet18_train(&device, 64, amp),
+                Workload::Resnet18Train => {
+                    let per_device = if batch_given { batches[0].max(1) } else { 64 };
+                    match &devices {
+                        Some(list) => bench::run_resnet18_train_parallel(list, per_device, amp),
+                        None => bench::run_resnet18_train(&device, per_device, amp),
+                    }
+                }
                 Workload::All => Ok(Vec::new()),
             };
             let results = match workload {

@@ -57,7 +57,17 @@ pub struct TrainArgs {
     /// Print a machine-readable summary on stdout (progress still goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Data parallel in this process: gpu:0,gpu:1, all (every GPU) or cpu,cpu; --batch-size
+    /// is the global batch, split across the devices.
+    #[arg(long, conflicts_with = "device")]
+    devices: Option<String>,
+    /// One rank per device under mpirun (needs the `mpi` feature); the local rank picks the
+    /// GPU unless --device is given; --batch-size is the global batch, split across ranks.
+    #[arg(long, conflicts_with = "devices")]
+    distributed: bool,
 }
+
+mod parallel;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum OptimizerArg {
@@ -81,6 +91,9 @@ enum DatasetArg {
 
 /// Run the training job.
 pub fn run_train(args: TrainArgs) -> Result<(), String> {
+    if args.devices.is_some() || args.distributed {
+        return parallel::run_parallel(args);
+    }
     let (device, why) = match &args.device {
         Some(text) => (
             Device::parse(text).map_err(|e| e.to_string())?,

@@ -165,6 +165,41 @@ pub fn profile<T>(work: impl FnOnce() -> Result<T>) -> Result<(T, Profile)> {
     Ok((result?, profile))
 }
 
+/// Record `work` as one named event spanning several ops (or none) when profiling, like
+/// `torch.profiler.record_function`: the data-parallel gradient exchange shows up under its
+/// own name this way. Both clocks of the event are the scope's wall time on the host; the ops
+/// run inside it are recorded as well, so a scope's time overlaps theirs in the table's
+/// totals. Without an active profile it just runs `work`.
+pub fn scope<T>(name: &str, device: &Device, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    if !is_active() {
+        return work();
+    }
+    let epoch = EPOCH
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or_else(Instant::now);
+    let start = Instant::now();
+    let result = work();
+    let wall_us = start.elapsed().as_secs_f64() * 1e6;
+    if result.is_ok() {
+        let event = OpEvent {
+            name: name.to_string(),
+            input_shapes: Vec::new(),
+            dtype: "scope".to_string(),
+            device: device.to_string(),
+            start_us: start.duration_since(epoch).as_secs_f64() * 1e6,
+            host_us: wall_us,
+            device_us: wall_us,
+            gpu_timestamps: false,
+            bytes_allocated: 0,
+            fallback: false,
+            flops: None,
+        };
+        EVENTS.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+    }
+    result
+}
+
 /// Per-op-name totals (PyTorch's `key_averages()`).
 #[derive(Debug, Clone, Serialize)]
 pub struct OpSummary {

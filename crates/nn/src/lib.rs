@@ -28,6 +28,7 @@ pub mod layers;
 pub mod loss;
 pub mod module;
 pub mod optim;
+pub mod parallel;
 
 pub use amp::GradScaler;
 pub use checkpoint::{
@@ -44,4 +45,8 @@ pub use module::{Kind, Module, Parameter, TrainingFlag};
 pub use optim::{
     clip_grad_norm_, clip_grad_value_, Adam, AdamConfig, AdamW, CosineAnnealingLR, LrScheduler,
     Optimizer, OptimizerState, Sgd, SgdConfig, StepLR,
+};
+pub use parallel::{
+    broadcast_buffers, broadcast_module, Collective, DataParallel, ExchangeStats, GradientReducer,
+    ParallelStep, ReplicatedOptimizer,
 };

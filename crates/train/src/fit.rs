@@ -10,7 +10,7 @@ use anygrad_data::DataLoader;
 use anygrad_models::{Mlp, SmallCnn};
 use anygrad_nn::{
     check_writable, load_checkpoint, save_checkpoint, Adam, AdamConfig, AdamW, CrossEntropyLoss,
-    GradScaler, Module, Optimizer, Sgd, SgdConfig,
+    GradScaler, Module, Optimizer, Parameter, Sgd, SgdConfig,
 };
 use serde::Serialize;
 
@@ -79,7 +79,17 @@ pub fn build_optimizer(
     learning_rate: f64,
     model: &dyn Module,
 ) -> Result<Box<dyn Optimizer>> {
-    let parameters = model.named_parameter_slots();
+    let optimizer: Box<dyn Optimizer> =
+        optimizer_for(kind, learning_rate, model.named_parameter_slots())?;
+    Ok(optimizer)
+}
+
+/// The configured optimizer over given parameter slots (one per data-parallel replica).
+pub fn optimizer_for(
+    kind: OptimizerKind,
+    learning_rate: f64,
+    parameters: Vec<(String, Parameter)>,
+) -> Result<Box<dyn Optimizer + Send>> {
     Ok(match kind {
         OptimizerKind::Sgd => Box::new(Sgd::new(
             parameters,
@@ -93,7 +103,7 @@ pub fn build_optimizer(
     })
 }
 
-fn correct_predictions(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
+pub(crate) fn correct_predictions(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
     let predicted = logits.argmax(1, false)?;
     predicted
         .eq(&labels.to_dtype(DType::I32)?)?

@@ -18,9 +18,12 @@
 mod config;
 mod data;
 mod fit;
+mod parallel;
 
 pub use config::{DatasetKind, ModelKind, OptimizerKind, TrainConfig};
 pub use data::{load_data, LoadedData};
 pub use fit::{
-    build_model, build_optimizer, evaluate, run, train_epoch, EpochReport, Event, TrainSummary,
+    build_model, build_optimizer, evaluate, optimizer_for, run, train_epoch, EpochReport, Event,
+    TrainSummary,
 };
+pub use parallel::{parse_devices, run_data_parallel, run_distributed, train_epoch_data_parallel};

@@ -7,6 +7,7 @@ mod memory;
 mod mlp;
 mod overhead;
 mod resnet;
+mod resnet_parallel;
 
 use std::time::Instant;
 
@@ -18,6 +19,7 @@ pub use memory::run_elementwise;
 pub use mlp::run_mlp;
 pub use overhead::run_overhead;
 pub use resnet::{run_resnet18, run_resnet18_train};
+pub use resnet_parallel::run_resnet18_train_parallel;
 
 /// One measured result.
 #[derive(Debug, Clone, Serialize)]

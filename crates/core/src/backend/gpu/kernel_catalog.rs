@@ -38,7 +38,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     keys.extend(
         super::conv_coop::ConvCoopKey::all()
             .into_iter()
-            .map(KernelKey::ConvCoop),
+            .map(super::kernels::KernelKey::ConvCoop),
     );
     super::fusion::catalogue(&mut keys);
     keys.into_iter()

@@ -51,7 +51,6 @@ use std::sync::{Arc, Mutex};
 
 pub use adapters::{is_software, AdapterInfo};
 pub use buffers::MemoryStats;
-pub use conv_coop::{ConvCoopKey, ConvCoopTile, ConvPass, KBlock};
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats};
 pub use kernel_catalog::all_kernel_sources;
 pub use matmul_coop::CoopVariant;

@@ -10,12 +10,12 @@ use super::super::ops::same_device;
 use super::super::params::{check_view, is_dense, Params};
 use super::super::storage::GpuStorage;
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, KBlock};
-use crate::geometry::Conv2dShape;
-use crate::geometry::backward_shape;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::geometry::backward_shape;
 use crate::geometry::Conv2dParams;
+use crate::geometry::Conv2dShape;
+use crate::layout::Layout;
 
 /// Workgroups the weight gradient aims for (a few waves of a large GPU).
 const TARGET_WORKGROUPS: usize = 1024;

@@ -1,0 +1,102 @@
+//! `anygrad bench resnet18-train --devices LIST`: ResNet-18 training with `DataParallel`,
+//! `--batch` images per device (default 64). Reports the single-device figure (the first
+//! device alone) and the data-parallel one: images/s, the scaling over one device, and the
+//! gradient exchange per step (also visible in the profiler as `gradient_exchange`). Each
+//! device gets its own pre-made batch, as each rank of a distributed job loads its own data.
+
+use anygrad::models::ResNet;
+use anygrad::nn::{CrossEntropyLoss, DataParallel, Module, Optimizer, Sgd, SgdConfig};
+use anygrad::train::parse_devices;
+use anygrad::{DType, Device, Error, Result, Tensor};
+
+use super::{median, run_resnet18_train, BenchResult};
+
+fn synchronize_all(devices: &[Device]) -> Result<()> {
+    for device in devices {
+        device.synchronize()?;
+    }
+    Ok(())
+}
+
+/// Single-device and data-parallel ResNet-18 training steps.
+pub fn run_resnet18_train_parallel(
+    devices: &str,
+    batch_per_device: usize,
+    amp: bool,
+) -> Result<Vec<BenchResult>> {
+    if amp {
+        return Err(Error::invalid(
+            "bench resnet18-train",
+            "--amp is not supported with --devices yet",
+        ));
+    }
+    let devices = parse_devices(devices)?;
+    let mut results = run_resnet18_train(&devices[0], batch_per_device, false)?;
+    let single_rate = results.first().map(|r| r.value).unwrap_or(f64::NAN);
+
+    let model = DataParallel::new(&devices, |device| {
+        Ok(Box::new(ResNet::resnet18(1000, device)?) as Box<dyn Module>)
+    })?;
+    model.train();
+    let mut optimizer = model.optimizer(|parameters| {
+        Ok(Box::new(Sgd::new(parameters, SgdConfig::new(0.01).momentum(0.9))?) as _)
+    })?;
+    let images = devices
+        .iter()
+        .map(|d| Tensor::randn(&[batch_per_device, 3, 224, 224], DType::F32, d))
+        .collect::<Result<Vec<_>>>()?;
+    let labels = devices
+        .iter()
+        .map(|d| Tensor::randint(0, 1000, &[batch_per_device], d))
+        .collect::<Result<Vec<_>>>()?;
+    let loss_fn = CrossEntropyLoss::new();
+    let mut step = || -> Result<()> {
+        optimizer.zero_grad();
+        model.forward_backward_scattered(&images, &labels, |output, target| {
+            loss_fn.forward(output, target)
+        })?;
+        optimizer.step()
+    };
+    for _ in 0..2 {
+        step()?;
+    }
+    synchronize_all(&devices)?;
+    model.reset_exchange_stats();
+    let iterations = 8;
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = std::time::Instant::now();
+        step()?;
+        synchronize_all(&devices)?;
+        samples.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let step_ms = median(&samples);
+    let count = devices.len();
+    let rate = (batch_per_device * count) as f64 / (step_ms * 1e-3);
+    let exchange = model.exchange_stats();
+    let names: Vec<String> = devices.iter().map(|d| d.description()).collect();
+    results.push(BenchResult {
+        bench: "resnet18-train-dp".into(),
+        framework: "anygrad",
+        device: format!("{count} devices: {}", names.join(", ")),
+        dtype: "float32".into(),
+        size: format!("{batch_per_device}x{count}"),
+        median_ms: step_ms,
+        min_ms: samples.first().copied().unwrap_or(f64::NAN),
+        max_ms: samples.last().copied().unwrap_or(f64::NAN),
+        iterations: samples.len(),
+        value: rate,
+        unit: "images/s",
+        peak_memory_bytes: None,
+        note: Some(format!(
+            "scaling {:.2}x over one device ({single_rate:.1} images/s); gradient exchange {:.2} ms/step ({:.0}% of the step, {:.1} MB of f32 gradients in {} buckets)",
+            rate / single_rate,
+            exchange.mean_ms(),
+            100.0 * exchange.mean_ms() / step_ms,
+            exchange.bytes_per_step as f64 / 1e6,
+            model.bucket_count(),
+        )),
+    });
+    Ok(results)
+}

@@ -1,0 +1,17 @@
+//! Data parallelism: [`DataParallel`] (one process, one thread per device, gradients averaged
+//! through host memory) and the building blocks of training across processes
+//! ([`Collective`], [`GradientReducer`], [`broadcast_module`]), which the `anygrad` command
+//! drives over MPI. Both split every global batch along dim 0, weight each part's loss by its
+//! share, and average gradients in buckets of about 25 MB.
+
+mod barrier;
+mod buckets;
+mod collective;
+mod data_parallel;
+mod exchange;
+mod optimizer;
+
+pub use buckets::DEFAULT_BUCKET_BYTES;
+pub use collective::{broadcast_buffers, broadcast_module, Collective, GradientReducer};
+pub use data_parallel::{DataParallel, ExchangeStats, ParallelStep};
+pub use optimizer::ReplicatedOptimizer;

@@ -1,0 +1,379 @@
+//! `DataParallel`: replicas hold bit-identical gradients after every step and bit-identical
+//! parameters after every optimizer step; N replicas with a global batch B give one device's
+//! loss curve at batch B (an MLP; 2 replicas on each device kind, 4 and 8 on the CPU; uneven
+//! splits; several buckets); a CNN with BatchNorm matches one device running the same splits
+//! as micro-batches, with replica 0's running statistics; checkpoints move between a
+//! data-parallel model and a single-device one; a failing replica fails the step, never hangs.
+
+use anygrad_core::{manual_seed, DType, Device, Tensor};
+use anygrad_nn::parallel::DEFAULT_BUCKET_BYTES;
+use anygrad_nn::*;
+
+fn mlp(device: &Device) -> anygrad_core::Result<Box<dyn Module>> {
+    Ok(Box::new(
+        Sequential::new()
+            .add(Linear::new(5, 12, true, device)?)
+            .add(ReLU)
+            .add(Linear::new(12, 3, true, device)?),
+    ))
+}
+
+fn cnn(device: &Device) -> anygrad_core::Result<Box<dyn Module>> {
+    Ok(Box::new(
+        Sequential::new()
+            .add(Conv2d::square(
+                1,
+                4,
+                3,
+                Conv2dOptions::default().padding(1),
+                device,
+            )?)
+            .add(BatchNorm2d::new_2d(4, device)?)
+            .add(ReLU)
+            .add(Flatten::default())
+            .add(Linear::new(4 * 5 * 5, 3, true, device)?),
+    ))
+}
+
+/// A fixed batch: `rows` samples of `shape`, labels cycling over 3 classes.
+fn batch(rows: usize, shape: &[usize], seed: u64, device: &Device) -> (Tensor, Tensor) {
+    manual_seed(seed);
+    let mut full = vec![rows];
+    full.extend_from_slice(shape);
+    let x = Tensor::randn(&full, DType::F32, device).unwrap();
+    let labels: Vec<i32> = (0..rows)
+        .map(|i| ((i * 7 + seed as usize) % 3) as i32)
+        .collect();
+    (x, Tensor::from_vec(labels, &[rows], device).unwrap())
+}
+
+/// Builds one optimizer over a replica's parameters.
+type OptimizerFactory =
+    fn(Vec<(String, Parameter)>) -> anygrad_core::Result<Box<dyn Optimizer + Send>>;
+
+fn values(t: &Tensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+fn sgd(parameters: Vec<(String, Parameter)>) -> anygrad_core::Result<Box<dyn Optimizer + Send>> {
+    Ok(Box::new(Sgd::new(
+        parameters,
+        SgdConfig::new(0.1).momentum(0.9),
+    )?))
+}
+
+fn adam(parameters: Vec<(String, Parameter)>) -> anygrad_core::Result<Box<dyn Optimizer + Send>> {
+    Ok(Box::new(Adam::new(parameters, AdamConfig::new(0.01))?))
+}
+
+/// A single-device copy of replica 0 (same initial parameters and buffers).
+fn single_copy(
+    model: &DataParallel,
+    build: fn(&Device) -> anygrad_core::Result<Box<dyn Module>>,
+    device: &Device,
+) -> Box<dyn Module> {
+    let single = build(device).unwrap();
+    let state = model.module().state_dict().into_iter().collect();
+    load_state_into(single.as_ref(), &state, true, "replica 0").unwrap();
+    single
+}
+
+fn assert_replicas_identical(model: &DataParallel, gradients: bool) {
+    let first = model.replicas()[0].named_parameters();
+    for (index, replica) in model.replicas().iter().enumerate().skip(1) {
+        for ((name, a), (_, b)) in first.iter().zip(replica.named_parameters()) {
+            let (a, b) = if gradients {
+                (a.grad().expect("gradient"), b.grad().expect("gradient"))
+            } else {
+                (a.clone(), b)
+            };
+            let (a, b) = (values(&a), values(&b));
+            assert!(
+                a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "replica {index} differs from replica 0 in {} of `{name}`",
+                if gradients {
+                    "the gradient"
+                } else {
+                    "the value"
+                }
+            );
+        }
+    }
+}
+
+fn assert_close(actual: f64, expected: f64, what: &str) {
+    assert!(
+        (actual - expected).abs() <= 1e-5 + 1e-4 * expected.abs(),
+        "{what}: data parallel {actual}, one device {expected}"
+    );
+}
+
+/// Train `steps` steps with `replicas` copies of `device` and on one device; compare.
+fn compare_with_one_device(
+    device: &Device,
+    replicas: usize,
+    rows: usize,
+    bucket_bytes: usize,
+    optimizer: OptimizerFactory,
+) {
+    manual_seed(3);
+    let devices = vec![device.clone(); replicas];
+    let model = DataParallel::new(&devices, mlp)
+        .unwrap()
+        .with_bucket_bytes(bucket_bytes);
+    let single = single_copy(&model, mlp, device);
+    let mut parallel_optimizer = model.optimizer(optimizer).unwrap();
+    let mut single_optimizer = optimizer(single.named_parameter_slots()).unwrap();
+    for step in 0..4u64 {
+        let (x, y) = batch(rows, &[5], 10 + step, device);
+        parallel_optimizer.zero_grad();
+        let result = model.forward_backward(&x, &y, cross_entropy).unwrap();
+        assert_replicas_identical(&model, true);
+        parallel_optimizer.step().unwrap();
+        assert_replicas_identical(&model, false);
+
+        single_optimizer.zero_grad();
+        let loss = cross_entropy(&single.forward(&x).unwrap(), &y).unwrap();
+        loss.backward().unwrap();
+        single_optimizer.step().unwrap();
+        assert_close(
+            result.loss().unwrap(),
+            loss.item_f64().unwrap(),
+            &format!("loss of step {step}"),
+        );
+    }
+    for ((name, a), (_, b)) in model
+        .module()
+        .named_parameters()
+        .iter()
+        .zip(single.named_parameters())
+    {
+        for (x, y) in values(a).iter().zip(values(&b)) {
+            assert_close(*x as f64, y as f64, &format!("parameter `{name}`"));
+        }
+    }
+}
+
+fn two_replicas_match_one_device_sgd(device: &Device) {
+    // 13 rows: an uneven 7/6 split; 64-byte buckets: every parameter in its own bucket.
+    compare_with_one_device(device, 2, 13, 64, sgd);
+}
+
+fn two_replicas_match_one_device_adam(device: &Device) {
+    compare_with_one_device(device, 2, 12, DEFAULT_BUCKET_BYTES, adam);
+}
+
+#[test]
+fn four_replicas_on_the_cpu_match_one_device() {
+    compare_with_one_device(&Device::Cpu, 4, 30, 200, sgd);
+}
+
+#[test]
+fn eight_replicas_on_the_cpu_match_one_device() {
+    compare_with_one_device(&Device::Cpu, 8, 30, DEFAULT_BUCKET_BYTES, adam);
+}
+
+fn buffers(module: &dyn Module) -> Vec<Vec<f32>> {
+    module
+        .named_buffers()
+        .iter()
+        .map(|(_, t)| t.to_vec_f32().unwrap())
+        .collect()
+}
+
+/// A CNN with BatchNorm normalizes each replica's slice with that slice's statistics (as in
+/// PyTorch), so its reference is one device running the same slices as micro-batches, with
+/// the running statistics of the first micro-batch kept (replica 0's).
+fn batch_norm_cnn_matches_micro_batches(device: &Device) {
+    manual_seed(5);
+    let devices = vec![device.clone(); 2];
+    let model = DataParallel::new(&devices, cnn).unwrap();
+    let single = single_copy(&model, cnn, device);
+    let mut parallel_optimizer = model.optimizer(sgd).unwrap();
+    let mut single_optimizer = sgd(single.named_parameter_slots()).unwrap();
+    let rows = 9;
+    for step in 0..3u64 {
+        let (x, y) = batch(rows, &[1, 5, 5], 20 + step, device);
+        parallel_optimizer.zero_grad();
+        let result = model.forward_backward(&x, &y, cross_entropy).unwrap();
+        parallel_optimizer.step().unwrap();
+        assert_replicas_identical(&model, false);
+
+        single_optimizer.zero_grad();
+        let mut loss_total = 0.0;
+        let mut kept = None;
+        let mut start = 0;
+        for part in DataParallel::split_sizes(rows, 2) {
+            let loss = cross_entropy(
+                &single.forward(&x.narrow(0, start, part).unwrap()).unwrap(),
+                &y.narrow(0, start, part).unwrap(),
+            )
+            .unwrap()
+            .mul_scalar(part as f64 / rows as f64)
+            .unwrap();
+            loss.backward().unwrap();
+            loss_total += loss.item_f64().unwrap();
+            if kept.is_none() {
+                kept = Some(
+                    single
+                        .named_buffers()
+                        .iter()
+                        .map(|(_, t)| t.copy().unwrap())
+                        .collect::<Vec<_>>(),
+                );
+            }
+            start += part;
+        }
+        for ((_, buffer), value) in single.named_buffers().iter().zip(kept.unwrap()) {
+            buffer.assign(&value).unwrap();
+        }
+        single_optimizer.step().unwrap();
+        assert_close(
+            result.loss().unwrap(),
+            loss_total,
+            &format!("loss of step {step}"),
+        );
+    }
+    let expected = buffers(single.as_ref());
+    for (a, b) in buffers(model.module()).iter().zip(&expected) {
+        for (x, y) in a.iter().zip(b) {
+            assert_close(*x as f64, *y as f64, "running statistics of replica 0");
+        }
+    }
+    // Replica 1 saw other rows: its statistics differ until synchronized.
+    assert_ne!(
+        buffers(model.replicas()[1].as_ref()),
+        buffers(model.module())
+    );
+    model.sync_buffers().unwrap();
+    assert_eq!(
+        buffers(model.replicas()[1].as_ref()),
+        buffers(model.module())
+    );
+    // Evaluation through the wrapper (split, gathered) equals replica 0 alone.
+    model.eval();
+    let (x, _) = batch(6, &[1, 5, 5], 99, device);
+    let _guard = anygrad_core::no_grad();
+    let gathered = values(&model.forward(&x).unwrap());
+    let alone = values(&model.module().forward(&x).unwrap());
+    for (a, b) in gathered.iter().zip(&alone) {
+        assert_close(*a as f64, *b as f64, "eval output");
+    }
+}
+
+fn checkpoints_move_between_parallel_and_single(device: &Device) {
+    let dir = std::env::temp_dir().join(format!(
+        "anygrad-dp-checkpoint-{}-{}",
+        device,
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("parallel.safetensors");
+    manual_seed(8);
+    let devices = vec![device.clone(); 2];
+    let model = DataParallel::new(&devices, mlp).unwrap();
+    let mut optimizer = model.optimizer(adam).unwrap();
+    let (x, y) = batch(8, &[5], 1, device);
+    optimizer.zero_grad();
+    model.forward_backward(&x, &y, cross_entropy).unwrap();
+    optimizer.step().unwrap();
+    let metadata = std::collections::BTreeMap::new();
+    save_checkpoint(model.module(), Some(&optimizer), &metadata, &path).unwrap();
+
+    // Into one device: the same parameters and optimizer state.
+    let single = mlp(device).unwrap();
+    let mut single_optimizer = adam(single.named_parameter_slots()).unwrap();
+    load_checkpoint(single.as_ref(), Some(single_optimizer.as_mut()), &path).unwrap();
+    for ((_, a), (_, b)) in single
+        .named_parameters()
+        .iter()
+        .zip(model.module().named_parameters())
+    {
+        assert_eq!(values(a), values(&b));
+    }
+    // Both continue identically for one more step.
+    single_optimizer.zero_grad();
+    cross_entropy(&single.forward(&x).unwrap(), &y)
+        .unwrap()
+        .backward()
+        .unwrap();
+    single_optimizer.step().unwrap();
+    let single_path = dir.join("single.safetensors");
+    save_checkpoint(
+        single.as_ref(),
+        Some(single_optimizer.as_ref()),
+        &metadata,
+        &single_path,
+    )
+    .unwrap();
+
+    // And back: a fresh data-parallel model loads the single-device checkpoint into replica 0
+    // and broadcasts it.
+    manual_seed(9);
+    let restored = DataParallel::new(&devices, mlp).unwrap();
+    let mut restored_optimizer = restored.optimizer(adam).unwrap();
+    load_checkpoint(
+        restored.module(),
+        Some(&mut restored_optimizer),
+        &single_path,
+    )
+    .unwrap();
+    restored.broadcast_state().unwrap();
+    for replica in restored.replicas() {
+        for ((_, a), (_, b)) in replica
+            .named_parameters()
+            .iter()
+            .zip(single.named_parameters())
+        {
+            assert_eq!(values(a), values(&b));
+        }
+    }
+    // Every replica's optimizer got the state (Adam's step count and moments).
+    let expected = single_optimizer.state_dict().unwrap();
+    for index in 0..2 {
+        let state = restored_optimizer
+            .replica(index)
+            .unwrap()
+            .state_dict()
+            .unwrap();
+        assert_eq!(state.scalar("state.0.weight.step").unwrap(), 2.0);
+        assert_eq!(
+            values(&state.tensors["state.0.weight.exp_avg"]),
+            values(&expected.tensors["state.0.weight.exp_avg"])
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn a_failing_replica_fails_the_step(device: &Device) {
+    let devices = vec![device.clone(); 2];
+    let model = DataParallel::new(&devices, mlp).unwrap();
+    let (x, y) = batch(7, &[5], 4, device);
+    // 7 rows split 4/3: the replica with 3 rows fails; the other must not wait forever.
+    let error = model
+        .forward_backward(&x, &y, |out, target| {
+            if target.shape()[0] == 3 {
+                Err(anygrad_core::Error::invalid(
+                    "test loss",
+                    "replica with 3 rows fails",
+                ))
+            } else {
+                cross_entropy(out, target)
+            }
+        })
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("replica with 3 rows fails"),
+        "{error}"
+    );
+    // The model still works afterwards.
+    model.forward_backward(&x, &y, cross_entropy).unwrap();
+}
+
+anygrad_testing::device_tests!(
+    two_replicas_match_one_device_sgd,
+    two_replicas_match_one_device_adam,
+    batch_norm_cnn_matches_micro_batches,
+    checkpoints_move_between_parallel_and_single,
+    a_failing_replica_fails_the_step,
+);

@@ -1,0 +1,386 @@
+//! The training loop on several devices: [`run_data_parallel`] (one process, a
+//! [`DataParallel`] model over a device list) and [`run_distributed`] (one process per device,
+//! gradients averaged over a [`Collective`] such as MPI). In both `batch_size` is the *global*
+//! batch: the loader draws the same shuffled global batches as a single-device run, each
+//! device (or rank) takes its slice, and the averaged gradients are those of the global
+//! batch's mean loss, so the same configuration trains the same model whatever the number of
+//! devices (within float rounding; BatchNorm normalizes per slice, as in PyTorch). Checkpoints
+//! are the single-device format (replica 0's or rank 0's model and optimizer), so they resume
+//! on any number of devices.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anygrad_core::{device_count, no_grad, random, DType, Device, Error, Result, Tensor};
+use anygrad_data::DataLoader;
+use anygrad_nn::parallel::DEFAULT_BUCKET_BYTES;
+use anygrad_nn::{
+    broadcast_buffers, broadcast_module, load_checkpoint, save_checkpoint, Collective,
+    CrossEntropyLoss, DataParallel, GradientReducer, Module, Optimizer, ReplicatedOptimizer,
+};
+
+use crate::config::TrainConfig;
+use crate::data::load_data;
+use crate::fit::{
+    build_model, build_optimizer, correct_predictions, evaluate, optimizer_for, EpochReport, Event,
+    TrainSummary,
+};
+
+/// Parse a device list: `gpu:0,gpu:1`, `cpu,cpu` (the same device may repeat: tests do) or
+/// `all` (every GPU anygrad can open).
+pub fn parse_devices(text: &str) -> Result<Vec<Device>> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("all") {
+        let count = device_count();
+        if count == 0 {
+            return Err(Error::invalid(
+                "--devices",
+                "`all` found no GPU adapter (see `anygrad devices`); name devices instead, e.g. cpu,cpu",
+            ));
+        }
+        return (0..count).map(Device::gpu).collect();
+    }
+    let devices = text
+        .split(',')
+        .filter(|part| !part.trim().is_empty())
+        .map(Device::parse)
+        .collect::<Result<Vec<_>>>()?;
+    if devices.is_empty() {
+        return Err(Error::invalid(
+            "--devices",
+            format!("`{text}` names no device; use e.g. gpu:0,gpu:1 or all"),
+        ));
+    }
+    Ok(devices)
+}
+
+fn validate(config: &TrainConfig, what: &str) -> Result<()> {
+    if config.epochs == 0 {
+        return Err(Error::invalid("train", "--epochs must be at least 1"));
+    }
+    if !(config.learning_rate > 0.0 && config.learning_rate.is_finite()) {
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "learning rate {} must be a positive number",
+                config.learning_rate
+            ),
+        ));
+    }
+    if config.amp {
+        return Err(Error::invalid(
+            "train",
+            format!("--amp is not supported with {what} yet; train without it"),
+        ));
+    }
+    Ok(())
+}
+
+/// Restore the epoch and the random generator from a checkpoint's metadata.
+fn resume_point(metadata: &BTreeMap<String, String>, path: &std::path::Path) -> Result<usize> {
+    let epoch = metadata
+        .get("epoch")
+        .and_then(|e| e.parse::<usize>().ok())
+        .ok_or_else(|| {
+            Error::format(
+                path.display().to_string(),
+                "checkpoint has no `epoch` metadata",
+            )
+        })?;
+    if let (Some(seed), Some(offset)) = (
+        metadata.get("rng_seed").and_then(|v| v.parse().ok()),
+        metadata.get("rng_offset").and_then(|v| v.parse().ok()),
+    ) {
+        random::set_generator_state(seed, offset);
+    }
+    Ok(epoch)
+}
+
+fn save(
+    config: &TrainConfig,
+    model: &dyn Module,
+    optimizer: &dyn Optimizer,
+    epoch: usize,
+) -> Result<()> {
+    if let Some(path) = &config.save {
+        let (seed, offset) = random::generator_state();
+        let metadata = BTreeMap::from([
+            ("epoch".to_string(), (epoch + 1).to_string()),
+            ("rng_seed".to_string(), seed.to_string()),
+            ("rng_offset".to_string(), offset.to_string()),
+        ]);
+        save_checkpoint(model, Some(optimizer), &metadata, path)?;
+    }
+    Ok(())
+}
+
+fn accumulate(sum: &mut Option<Tensor>, value: Tensor) -> Result<()> {
+    *sum = Some(match sum.take() {
+        Some(previous) => previous.add(&value)?,
+        None => value,
+    });
+    Ok(())
+}
+
+fn total(sums: &[Option<Tensor>]) -> Result<f64> {
+    let mut total = 0.0;
+    for sum in sums.iter().flatten() {
+        total += sum.item_f64()?;
+    }
+    Ok(total)
+}
+
+fn summary(
+    device: String,
+    config: &TrainConfig,
+    parameters: usize,
+    epochs: Vec<EpochReport>,
+    started: Instant,
+) -> TrainSummary {
+    let mean_epoch_seconds = if epochs.is_empty() {
+        0.0
+    } else {
+        epochs.iter().map(|e| e.seconds).sum::<f64>() / epochs.len() as f64
+    };
+    TrainSummary {
+        device,
+        config: config.clone(),
+        parameters,
+        final_test_accuracy: epochs.last().map(|e| e.test_accuracy).unwrap_or(0.0),
+        epochs,
+        mean_epoch_seconds,
+        total_seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// One epoch of data-parallel training; returns (mean loss, accuracy) over the epoch.
+pub fn train_epoch_data_parallel(
+    model: &DataParallel,
+    optimizer: &mut ReplicatedOptimizer,
+    loader: &DataLoader,
+    epoch: usize,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(f64, f64)> {
+    model.train();
+    let loss_fn = CrossEntropyLoss::new();
+    on_event(Event::EpochStart {
+        epoch,
+        batches: loader.len(),
+    });
+    let mut loss_sums: Vec<Option<Tensor>> = vec![None; model.len()];
+    let mut correct_sums: Vec<Option<Tensor>> = vec![None; model.len()];
+    let mut seen = 0usize;
+    for (index, batch) in loader.iter_epoch(epoch as u64).enumerate() {
+        let (inputs, labels) = batch?;
+        optimizer.zero_grad();
+        let step = model.forward_backward(&inputs, &labels, |output, target| {
+            loss_fn.forward(output, target)
+        })?;
+        optimizer.step()?;
+        let count = labels.shape()[0];
+        seen += count;
+        {
+            let _guard = no_grad();
+            for replica in 0..model.len() {
+                let weighted = step.weighted_losses[replica]
+                    .to_dtype(DType::F32)?
+                    .mul_scalar(count as f64)?;
+                accumulate(&mut loss_sums[replica], weighted)?;
+                if let Some(output) = &step.outputs[replica] {
+                    let correct = correct_predictions(output, &step.targets[replica])?;
+                    accumulate(&mut correct_sums[replica], correct)?;
+                }
+            }
+        }
+        let loss = if index % 10 == 0 {
+            Some(step.loss()?)
+        } else {
+            None
+        };
+        on_event(Event::Batch { epoch, index, loss });
+    }
+    let seen = seen.max(1) as f64;
+    Ok((total(&loss_sums)? / seen, total(&correct_sums)? / seen))
+}
+
+/// Train on several devices in one process (see the module documentation).
+pub fn run_data_parallel(
+    config: &TrainConfig,
+    devices: &[Device],
+    on_event: &mut dyn FnMut(Event),
+) -> Result<TrainSummary> {
+    validate(config, "several devices")?;
+    if devices.is_empty() {
+        return Err(Error::invalid("train", "--devices names no device"));
+    }
+    random::manual_seed(config.seed);
+    let data = load_data(config, &devices[0])?;
+    let model = DataParallel::new(devices, |device| build_model(config.model, &data, device))?;
+    let mut optimizer = model.optimizer(|parameters| {
+        optimizer_for(config.optimizer, config.learning_rate, parameters)
+    })?;
+    let mut first_epoch = 0;
+    if let Some(path) = &config.resume {
+        let metadata = load_checkpoint(model.module(), Some(&mut optimizer), path)?;
+        model.broadcast_state()?;
+        first_epoch = resume_point(&metadata, path)?;
+    }
+    let started = Instant::now();
+    let mut epochs = Vec::new();
+    for epoch in first_epoch..config.epochs {
+        let epoch_start = Instant::now();
+        let (train_loss, train_accuracy) =
+            train_epoch_data_parallel(&model, &mut optimizer, &data.train, epoch, on_event)?;
+        model.sync_buffers()?;
+        let (test_loss, test_accuracy) = evaluate(model.module(), &data.test)?;
+        let report = EpochReport {
+            epoch: epoch + 1,
+            train_loss,
+            train_accuracy,
+            test_loss,
+            test_accuracy,
+            seconds: epoch_start.elapsed().as_secs_f64(),
+        };
+        on_event(Event::EpochEnd(&report));
+        epochs.push(report);
+        save(config, model.module(), &optimizer, epoch)?;
+    }
+    let names: Vec<String> = devices.iter().map(|d| d.description()).collect();
+    Ok(summary(
+        format!("{} devices: {}", devices.len(), names.join(", ")),
+        config,
+        model.module().parameter_count(),
+        epochs,
+        started,
+    ))
+}
+
+/// One epoch of one rank of a distributed run; returns the global (mean loss, accuracy).
+fn train_epoch_distributed(
+    model: &dyn Module,
+    optimizer: &mut dyn Optimizer,
+    reducer: &GradientReducer,
+    collective: &dyn Collective,
+    loader: &DataLoader,
+    epoch: usize,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(f64, f64)> {
+    model.train();
+    let device = loader.device();
+    let loss_fn = CrossEntropyLoss::new();
+    let (rank, world) = (collective.rank(), collective.world_size());
+    on_event(Event::EpochStart {
+        epoch,
+        batches: loader.len(),
+    });
+    let mut loss_sum: Option<Tensor> = None;
+    let mut correct_sum: Option<Tensor> = None;
+    let mut seen = 0usize;
+    for (index, batch) in loader.iter_epoch(epoch as u64).enumerate() {
+        let (inputs, labels) = batch?;
+        let global = labels.shape()[0];
+        let sizes = DataParallel::split_sizes(global, world);
+        let start: usize = sizes[..rank].iter().sum();
+        let rows = sizes[rank];
+        seen += global;
+        optimizer.zero_grad();
+        let mut report = None;
+        if rows > 0 {
+            let inputs = inputs.narrow(0, start, rows)?;
+            let labels = labels.narrow(0, start, rows)?;
+            let logits = model.forward(&inputs)?;
+            let loss = loss_fn.forward(&logits, &labels)?;
+            loss.mul_scalar(GradientReducer::loss_weight(rows, global, world))?
+                .backward()?;
+            let _guard = no_grad();
+            accumulate(
+                &mut loss_sum,
+                loss.detach()
+                    .to_dtype(DType::F32)?
+                    .mul_scalar(rows as f64)?,
+            )?;
+            accumulate(
+                &mut correct_sum,
+                correct_predictions(&logits.detach(), &labels)?,
+            )?;
+            if index % 10 == 0 {
+                report = Some(loss.item_f64()?);
+            }
+        }
+        reducer.all_reduce(collective, device)?;
+        optimizer.step()?;
+        on_event(Event::Batch {
+            epoch,
+            index,
+            loss: report,
+        });
+    }
+    let mut totals = [total(&[loss_sum])? as f32, total(&[correct_sum])? as f32];
+    collective.all_reduce_sum(&mut totals)?;
+    let seen = seen.max(1) as f64;
+    Ok((totals[0] as f64 / seen, totals[1] as f64 / seen))
+}
+
+/// Train as one rank of a distributed job on `device` (see the module documentation). Every
+/// rank must call it with the same configuration; only rank 0 saves checkpoints. Every rank
+/// returns the same summary.
+pub fn run_distributed(
+    config: &TrainConfig,
+    device: &Device,
+    collective: &dyn Collective,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<TrainSummary> {
+    validate(config, "--distributed")?;
+    random::manual_seed(config.seed);
+    let data = load_data(config, device)?;
+    let model = build_model(config.model, &data, device)?;
+    let mut optimizer = build_optimizer(config.optimizer, config.learning_rate, model.as_ref())?;
+    let mut first_epoch = 0;
+    if let Some(path) = &config.resume {
+        let metadata = load_checkpoint(model.as_ref(), Some(optimizer.as_mut()), path)?;
+        first_epoch = resume_point(&metadata, path)?;
+    }
+    broadcast_module(model.as_ref(), collective, 0)?;
+    let reducer = GradientReducer::new(model.as_ref(), DEFAULT_BUCKET_BYTES);
+    let started = Instant::now();
+    let mut epochs = Vec::new();
+    for epoch in first_epoch..config.epochs {
+        let epoch_start = Instant::now();
+        let (train_loss, train_accuracy) = train_epoch_distributed(
+            model.as_ref(),
+            optimizer.as_mut(),
+            &reducer,
+            collective,
+            &data.train,
+            epoch,
+            on_event,
+        )?;
+        broadcast_buffers(model.as_ref(), collective, 0)?;
+        let (test_loss, test_accuracy) = evaluate(model.as_ref(), &data.test)?;
+        let report = EpochReport {
+            epoch: epoch + 1,
+            train_loss,
+            train_accuracy,
+            test_loss,
+            test_accuracy,
+            seconds: epoch_start.elapsed().as_secs_f64(),
+        };
+        on_event(Event::EpochEnd(&report));
+        epochs.push(report);
+        if collective.rank() == 0 {
+            save(config, model.as_ref(), optimizer.as_ref(), epoch)?;
+        }
+    }
+    Ok(summary(
+        format!(
+            "{} ranks ({} on rank {})",
+            collective.world_size(),
+            device.description(),
+            collective.rank()
+        ),
+        config,
+        model.parameter_count(),
+        epochs,
+        started,
+    ))
+}
