@@ -10,6 +10,7 @@ mod mpi;
 #[cfg(feature = "plot")]
 mod plot;
 mod profile;
+mod runtime_dir;
 mod train;
 
 use std::process::ExitCode;
@@ -173,6 +174,7 @@ fn log_filter_looks_valid(filter: &str) -> bool {
 }
 
 fn main() -> ExitCode {
+    runtime_dir::ensure_runtime_dir();
     warn_about_environment();
     let filter = match std::env::var("ANYGRAD_LOG") {
         Ok(value) if !value.trim().is_empty() => {
