@@ -1,0 +1,121 @@
+//! Tests of the conv2d gradient kernels: naga validation of every instantiation, both gradients
+//! against the CPU for awkward shapes, and the split-K count.
+
+use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
+use super::super::kernels::KernelKey;
+use super::split_count;
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::DType;
+use crate::layout::Layout;
+
+/// Every generated backward kernel parses, validates and translates to SPIR-V for both
+/// float storage types (`all_kernel_sources` covers them too; this names the failure).
+#[test]
+fn backward_kernels_validate() {
+    for dtype in [DType::F32, DType::F16] {
+        let mut keys = vec![KernelKey::Conv2dSplitSum { dtype }];
+        for flag in [false, true] {
+            for wide in [false, true] {
+                keys.push(KernelKey::Conv2dBackwardInput {
+                    dtype,
+                    unit_stride: flag,
+                    wide,
+                });
+            }
+            keys.push(KernelKey::Conv2dBackwardWeight {
+                dtype,
+                partial: flag,
+            });
+        }
+        for key in keys {
+            let source = key.source();
+            if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                panic!("{error}");
+            }
+        }
+    }
+}
+
+/// The input gradient with both tiles, forced whatever `prefers_wide` says, against the
+/// CPU's on the same (rounded) values: M = c of 128 to 160 (a partial second wide row
+/// tile), partial column tiles and k-steps, unit stride (the walk's linear shift) and
+/// strides 2 and 3 (quotients and remainders; stride 3 > kernel leaves input pixels no
+/// tap reaches), dilation, padding, a 7 x 7 kernel (taps wider than a k-step), and a
+/// strided output gradient with a non-square dilated kernel at unit stride.
+#[test]
+fn input_gradient_both_tiles_match_cpu() {
+    let Some(device) = gpu() else { return };
+    #[rustfmt::skip]
+    let cases: [Case; 6] = [
+        // name, [n, c, h, w], o, [kh, kw], [stride, padding, dilation], strided gradient
+        ("3x3 pad 1", [2, 160, 12, 12], 8, [3, 3], [1, 1, 1, 1, 1, 1], false),
+        ("3x3 stride 2", [2, 128, 12, 11], 8, [3, 3], [2, 2, 1, 1, 1, 1], false),
+        ("stride 3 > kernel", [2, 130, 11, 10], 6, [2, 2], [3, 3, 1, 0, 1, 1], false),
+        ("non-square dilated", [2, 136, 11, 10], 5, [2, 3], [2, 1, 1, 0, 1, 2], false),
+        ("7x7 stride 2 pad 3", [1, 128, 16, 16], 3, [7, 7], [2, 2, 3, 3, 1, 1], false),
+        ("strided gradient", [2, 144, 9, 8], 6, [3, 2], [1, 1, 1, 0, 1, 2], true),
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !device.supports_f16() {
+            eprintln!("SKIP: F16 (no SHADER_F16)");
+            continue;
+        }
+        for (name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {
+            let params = params(geometry);
+            let [sh, sw, ph, pw, dh, dw] = geometry;
+            let out = |size: usize, k: usize, s: usize, p: usize, d: usize| {
+                (size + 2 * p - d * (k - 1) - 1) / s + 1
+            };
+            let (oh, ow) = (out(h, kh, sh, ph, dh), out(w, kw, sw, pw, dw));
+            // The strided gradient: [n, oh, o, ow] storage viewed as [n, o, oh, ow].
+            let layout = if strided {
+                Layout::contiguous(&[n, oh, o, ow]).permute(&[0, 2, 1, 3])
+            } else {
+                Layout::contiguous(&[n, o, oh, ow])
+            };
+            let weight_layout = Layout::contiguous(&[o, c, kh, kw]);
+            let g = values(n * o * oh * ow, 3, dtype);
+            let k = values(o * c * kh * kw, 4, dtype);
+            let input_shape = [n, c, h, w];
+            let CpuStorage::F32(expected) = CpuStorage::F32(g.clone())
+                .conv2d_backward_input(
+                    &layout,
+                    &CpuStorage::F32(k.clone()),
+                    &weight_layout,
+                    &params,
+                    &input_shape,
+                )
+                .unwrap()
+            else {
+                panic!("dtype changed");
+            };
+            let (g, k) = (upload(&device, &g, dtype), upload(&device, &k, dtype));
+            for wide in [false, true] {
+                let dx = g
+                    .conv2d_backward_input_with(
+                        &layout,
+                        &k,
+                        &weight_layout,
+                        &params,
+                        &input_shape,
+                        Some(wide),
+                    )
+                    .unwrap();
+                check(&dx, &expected, &format!("{name} ({dtype:?}, wide {wide})"));
+            }
+        }
+    }
+}
+
+/// Splits: many for few tiles and a long K, none for a short K, bounded by memory.
+#[test]
+fn split_counts() {
+    // ResNet layer 1 at batch 64: one row tile, five column tiles, K = 64 * 56 * 56.
+    assert_eq!(split_count(5, 64 * 56 * 56, 64 * 576), 205);
+    // Layer 4: 288 tiles, K = 64 * 7 * 7 (196 k-steps): four splits.
+    assert_eq!(split_count(288, 64 * 49, 512 * 4608), 4);
+    // A short K is never split.
+    assert_eq!(split_count(1, 100, 10), 1);
+    // Memory bound.
+    assert_eq!(split_count(1, 1 << 30, 1 << 25), 2);
+}
