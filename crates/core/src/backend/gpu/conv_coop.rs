@@ -52,6 +52,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::params::kernel_params;
 use super::GpuDevice;
 
 mod launch;
@@ -195,94 +196,72 @@ impl ConvCoopKey {
     }
 }
 
-/// Declares a `#[repr(C)]` parameter struct of `u32` fields and the WGSL text of the same
-/// struct, from one field list (so the two cannot drift apart).
-macro_rules! wgsl_params {
-    ($(#[$meta:meta])* $name:ident { $($(#[$field_meta:meta])* $field:ident),* $(,)? }) => {
-        $(#[$meta])*
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-        pub(crate) struct $name {
-            $($(#[$field_meta])* pub(crate) $field: u32,)*
-        }
-
-        impl $name {
-            /// The WGSL declaration of this struct.
-            pub(crate) const WGSL: &'static str = concat!(
-                "struct ", stringify!($name), " {\n",
-                $("    ", stringify!($field), ": u32,\n",)*
-                "}\n"
-            );
-        }
-    };
-}
-
-wgsl_params! {
+kernel_params! {
     /// The parameters of every cooperative-matrix convolution kernel (binding 0).
-    ConvCoopParams {
+    struct ConvCoopParams {
         /// GEMM rows M.
-        m,
+        m: u32,
         /// GEMM columns N.
-        n,
+        n: u32,
         /// GEMM depth K.
-        k,
+        k: u32,
         /// Column tiles (N / tile columns, rounded up).
-        column_tiles,
+        column_tiles: u32,
         /// K per split (K itself unless the weight gradient is split).
-        k_chunk,
+        k_chunk: u32,
         /// Epilogue: a column is `(column / plane, column % plane)`...
-        plane,
+        plane: u32,
         /// ... stored at `(column / plane) * image_stride + column % plane`...
-        image_stride,
+        image_stride: u32,
         /// ... plus `row * row_stride`...
-        row_stride,
+        row_stride: u32,
         /// ... plus `split * split_stride`.
-        split_stride,
+        split_stride: u32,
         /// Kernel rows kh.
-        kernel_h,
+        kernel_h: u32,
         /// Kernel columns kw.
-        kernel_w,
+        kernel_w: u32,
         /// Stride (rows).
-        stride_h,
+        stride_h: u32,
         /// Stride (columns).
-        stride_w,
+        stride_w: u32,
         /// Padding (rows).
-        pad_h,
+        pad_h: u32,
         /// Padding (columns).
-        pad_w,
+        pad_w: u32,
         /// Dilation (rows).
-        dilation_h,
+        dilation_h: u32,
         /// Dilation (columns).
-        dilation_w,
+        dilation_w: u32,
         /// A's offset (dense: `[M, K]` from here; weight gradient: `g`'s view offset).
-        a_offset,
+        a_offset: u32,
         /// `g`'s image stride (weight gradient).
-        a_stride_n,
+        a_stride_n: u32,
         /// A's row stride (dense: K; weight gradient: `g`'s channel stride).
-        a_stride_c,
+        a_stride_c: u32,
         /// `g`'s row stride (weight gradient).
-        a_stride_h,
+        a_stride_h: u32,
         /// `g`'s column stride (weight gradient).
-        a_stride_w,
+        a_stride_w: u32,
         /// The gathered B tensor's offset (input; input gradient: `g`).
-        b_offset,
+        b_offset: u32,
         /// Its image stride.
-        b_stride_n,
+        b_stride_n: u32,
         /// Its channel stride.
-        b_stride_c,
+        b_stride_c: u32,
         /// Its row stride.
-        b_stride_h,
+        b_stride_h: u32,
         /// Its column stride.
-        b_stride_w,
+        b_stride_w: u32,
         /// Its height.
-        b_height,
+        b_height: u32,
         /// Its width.
-        b_width,
+        b_width: u32,
         /// Rows of the pixel grid the columns (resp. the weight gradient's K) walk: oh (forward,
         /// weight gradient) or h (input gradient).
-        grid_h,
+        grid_h: u32,
         /// Its columns: ow or w.
-        grid_w,
+        grid_w: u32,
     }
 }
 

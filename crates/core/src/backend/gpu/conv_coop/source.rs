@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use super::super::matmul_coop::Coop;
+use super::super::params::KernelParams;
 use super::{ConvCoopKey, ConvCoopParams, ConvPass};
 
 /// The lines of one generated kernel (`write!` into a String cannot fail: results ignored).
@@ -44,11 +45,10 @@ pub(super) fn source(key: ConvCoopKey) -> String {
     if !key.emulated {
         w.text.push_str(&coop.prelude("tile_a", "tile_b"));
     }
-    w.text.push_str(ConvCoopParams::WGSL);
+    w.text.push_str(<ConvCoopParams as KernelParams>::WGSL);
     let _ = write!(
         w.text,
-        "@group(0) @binding(0) var<storage, read> params: ConvCoopParams;
-@group(0) @binding(1) var<storage, read> source_a: array<f16>;
+        "@group(0) @binding(1) var<storage, read> source_a: array<f16>;
 @group(0) @binding(2) var<storage, read> source_b: array<f16>;
 @group(0) @binding(3) var<storage, read_write> result: array<{output}>;
 // One 16 x 16 f32 tile per subgroup: accumulators pass through it to the output.

@@ -6,6 +6,7 @@
 
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
 use super::super::matmul_coop::tests::translate;
+use super::super::params::KernelParams;
 use super::super::{GpuDevice, GpuStorage};
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, CoopMode, KBlock};
 use crate::backend::cpu::CpuStorage;
@@ -33,7 +34,7 @@ fn conv_coop_kernels_validate_with_naga() {
 /// The WGSL struct has one u32 per field of the Rust struct, in order.
 #[test]
 fn params_struct_matches_wgsl() {
-    let fields: Vec<&str> = ConvCoopParams::WGSL
+    let fields: Vec<&str> = <ConvCoopParams as KernelParams>::WGSL
         .lines()
         .filter_map(|line| line.trim().strip_suffix(": u32,"))
         .collect();
