@@ -26,6 +26,26 @@ pub enum UnaryOp {
 }
 
 impl UnaryOp {
+    /// True when the derivative is a function of the output alone (relu, exp, sigmoid, tanh),
+    /// so autograd records the output instead of the input.
+    pub fn derivative_from_output(self) -> bool {
+        match self {
+            UnaryOp::Exp | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Relu => true,
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sign
+            | UnaryOp::Log
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Gelu
+            | UnaryOp::Erf
+            | UnaryOp::Silu => false,
+        }
+    }
+
     /// Every unary op (tests and `doctor` iterate over this).
     pub const ALL: [UnaryOp; 16] = [
         UnaryOp::Neg,

@@ -20,6 +20,15 @@ pub(crate) enum GradFn {
         input: Tensor,
         op: UnaryOp,
     },
+    /// A unary op whose derivative is a function of its output (relu, exp, sigmoid, tanh: see
+    /// `UnaryOp::derivative_from_output`). It keeps the output (a view without a record, so no
+    /// cycle) instead of the input, which then is often freed: the output is usually saved by the
+    /// next op anyway, as PyTorch does.
+    UnaryFromOutput {
+        input: Tensor,
+        output: Tensor,
+        op: UnaryOp,
+    },
     Binary {
         lhs: Tensor,
         rhs: Tensor,
@@ -119,6 +128,7 @@ impl GradFn {
     pub(crate) fn inputs(&self) -> Vec<&Tensor> {
         match self {
             GradFn::Unary { input, .. }
+            | GradFn::UnaryFromOutput { input, .. }
             | GradFn::BinaryScalar { input, .. }
             | GradFn::Reduce { input, .. }
             | GradFn::Reshape { input }
@@ -138,6 +148,182 @@ impl GradFn {
             } => vec![on_true, on_false],
             GradFn::ScatterAdd { base, src, .. } => vec![base, src],
             GradFn::Cat { inputs, .. } | GradFn::Custom { inputs, .. } => inputs.iter().collect(),
+        }
+    }
+}
+
+impl GradFn {
+    /// Replace each input whose values the derivative rule (in `rules.rs`) never reads by its
+    /// storage-less graph edge, so the record keeps alive only what backward needs. Kept in
+    /// step with the rules: an arm here that says "edge" matches a rule that reads only the
+    /// input's shape, dtype or device.
+    pub(crate) fn keep_only_needed(self) -> GradFn {
+        match self {
+            GradFn::Unary { input, op } => {
+                let input = match op {
+                    UnaryOp::Neg | UnaryOp::Sign => input.graph_edge(),
+                    UnaryOp::Abs
+                    | UnaryOp::Exp
+                    | UnaryOp::Log
+                    | UnaryOp::Sqrt
+                    | UnaryOp::Rsqrt
+                    | UnaryOp::Recip
+                    | UnaryOp::Sin
+                    | UnaryOp::Cos
+                    | UnaryOp::Tanh
+                    | UnaryOp::Sigmoid
+                    | UnaryOp::Relu
+                    | UnaryOp::Gelu
+                    | UnaryOp::Erf
+                    | UnaryOp::Silu => input,
+                };
+                GradFn::Unary { input, op }
+            }
+            GradFn::UnaryFromOutput { input, output, op } => GradFn::UnaryFromOutput {
+                input: input.graph_edge(),
+                output,
+                op,
+            },
+            GradFn::Binary { lhs, rhs, op } => match op {
+                BinaryOp::Add
+                | BinaryOp::Sub
+                | BinaryOp::Eq
+                | BinaryOp::Ne
+                | BinaryOp::Lt
+                | BinaryOp::Le
+                | BinaryOp::Gt
+                | BinaryOp::Ge => GradFn::Binary {
+                    lhs: lhs.graph_edge(),
+                    rhs: rhs.graph_edge(),
+                    op,
+                },
+                BinaryOp::Mul
+                | BinaryOp::Div
+                | BinaryOp::Maximum
+                | BinaryOp::Minimum
+                | BinaryOp::Pow => GradFn::Binary { lhs, rhs, op },
+            },
+            GradFn::BinaryScalar {
+                input,
+                op,
+                scalar,
+                scalar_on_left,
+            } => {
+                let needs_values = match (op, scalar_on_left) {
+                    (BinaryOp::Div, true)
+                    | (BinaryOp::Pow, _)
+                    | (BinaryOp::Maximum, _)
+                    | (BinaryOp::Minimum, _) => true,
+                    (BinaryOp::Add, _)
+                    | (BinaryOp::Sub, _)
+                    | (BinaryOp::Mul, _)
+                    | (BinaryOp::Div, false)
+                    | (BinaryOp::Eq, _)
+                    | (BinaryOp::Ne, _)
+                    | (BinaryOp::Lt, _)
+                    | (BinaryOp::Le, _)
+                    | (BinaryOp::Gt, _)
+                    | (BinaryOp::Ge, _) => false,
+                };
+                GradFn::BinaryScalar {
+                    input: if needs_values {
+                        input
+                    } else {
+                        input.graph_edge()
+                    },
+                    op,
+                    scalar,
+                    scalar_on_left,
+                }
+            }
+            GradFn::Where {
+                condition,
+                on_true,
+                on_false,
+            } => GradFn::Where {
+                condition,
+                on_true: on_true.graph_edge(),
+                on_false: on_false.graph_edge(),
+            },
+            GradFn::Reduce { input, op, dims } => {
+                let input = match op {
+                    ReduceOp::Sum | ReduceOp::ArgMax | ReduceOp::ArgMin => input.graph_edge(),
+                    ReduceOp::Max | ReduceOp::Min => input,
+                };
+                GradFn::Reduce { input, op, dims }
+            }
+            GradFn::Matmul { lhs, rhs } => GradFn::Matmul { lhs, rhs },
+            GradFn::Conv2d {
+                input,
+                weight,
+                params,
+            } => GradFn::Conv2d {
+                input,
+                weight,
+                params,
+            },
+            GradFn::Reshape { input } => GradFn::Reshape {
+                input: input.graph_edge(),
+            },
+            GradFn::Permute { input, perm } => GradFn::Permute {
+                input: input.graph_edge(),
+                perm,
+            },
+            GradFn::BroadcastTo { input } => GradFn::BroadcastTo {
+                input: input.graph_edge(),
+            },
+            GradFn::Narrow { input, dim, start } => GradFn::Narrow {
+                input: input.graph_edge(),
+                dim,
+                start,
+            },
+            GradFn::StridedView { input, relative } => GradFn::StridedView {
+                input: input.graph_edge(),
+                relative,
+            },
+            GradFn::Copy { input } => GradFn::Copy {
+                input: input.graph_edge(),
+            },
+            GradFn::Cast { input } => GradFn::Cast {
+                input: input.graph_edge(),
+            },
+            GradFn::ToDevice { input } => GradFn::ToDevice {
+                input: input.graph_edge(),
+            },
+            GradFn::IndexSelect {
+                input,
+                indices,
+                dim,
+            } => GradFn::IndexSelect {
+                input: input.graph_edge(),
+                indices,
+                dim,
+            },
+            GradFn::Gather {
+                input,
+                indices,
+                dim,
+            } => GradFn::Gather {
+                input: input.graph_edge(),
+                indices,
+                dim,
+            },
+            GradFn::ScatterAdd {
+                base,
+                indices,
+                src,
+                dim,
+            } => GradFn::ScatterAdd {
+                base: base.graph_edge(),
+                indices,
+                src: src.graph_edge(),
+                dim,
+            },
+            GradFn::Cat { inputs, dim } => GradFn::Cat {
+                inputs: inputs.iter().map(Tensor::graph_edge).collect(),
+                dim,
+            },
+            GradFn::Custom { inputs, backward } => GradFn::Custom { inputs, backward },
         }
     }
 }

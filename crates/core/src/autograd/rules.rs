@@ -13,6 +13,9 @@ use crate::tensor::Tensor;
 pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
     Ok(match grad_fn {
         GradFn::Unary { input, op } => vec![Some(unary_rule(*op, input, g)?)],
+        GradFn::UnaryFromOutput { output, op, .. } => {
+            vec![Some(unary_rule_from_output(*op, output, g)?)]
+        }
         GradFn::Binary { lhs, rhs, op } => {
             let (a, b) = binary_rule(*op, lhs, rhs, g)?;
             vec![a, b]
@@ -216,6 +219,36 @@ fn unary_rule(op: UnaryOp, x: &Tensor, g: &Tensor) -> Result<Tensor> {
             let ds = s.mul(&s.rsub_scalar(1.0)?)?;
             g.mul(&s.add(&x.mul(&ds)?)?)
         }
+    }
+}
+
+/// The derivative of the ops that record their output (`UnaryOp::derivative_from_output`),
+/// written in that output `y`. Any other op falls back to nothing it could compute, which the
+/// recording side never asks for.
+fn unary_rule_from_output(op: UnaryOp, y: &Tensor, g: &Tensor) -> Result<Tensor> {
+    match op {
+        // d relu = [y > 0]
+        UnaryOp::Relu => g.mul(&y.gt_scalar(0.0)?.to_dtype(g.dtype())?),
+        // d eˣ = y
+        UnaryOp::Exp => g.mul(y),
+        // d σ = y(1 - y)
+        UnaryOp::Sigmoid => g.mul(&y.mul(&y.rsub_scalar(1.0)?)?),
+        // d tanh = 1 - y²
+        UnaryOp::Tanh => g.mul(&y.square()?.rsub_scalar(1.0)?),
+        UnaryOp::Neg
+        | UnaryOp::Abs
+        | UnaryOp::Sign
+        | UnaryOp::Log
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt
+        | UnaryOp::Recip
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Gelu
+        | UnaryOp::Erf
+        | UnaryOp::Silu => Err(crate::error::Error::Autograd {
+            message: format!("{op:?} does not record its output for backward"),
+        }),
     }
 }
 

@@ -3,10 +3,13 @@
 //! backends only ever see equal shapes, and the broadcast is an ordinary recorded view whose
 //! gradient (a sum over the stretched dims) autograd already knows.
 
+use std::sync::{Arc, RwLock};
+
 use super::Tensor;
 use crate::autograd::GradFn;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::op::{BinaryOp, UnaryOp};
 use crate::shape::broadcast_shapes;
 
@@ -83,12 +86,23 @@ binary_methods! {
 impl Tensor {
     /// Apply a unary primitive.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
-        let storage = self.storage().unary(self.layout(), op)?;
-        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::Unary {
-            input: self.clone(),
-            op,
+        let storage = Arc::new(RwLock::new(self.storage().unary(self.layout(), op)?));
+        let layout = Layout::contiguous(self.shape());
+        let grad_fn = Tensor::record(&[self], self.dtype(), || {
+            if op.derivative_from_output() {
+                GradFn::UnaryFromOutput {
+                    input: self.clone(),
+                    output: Tensor::from_view(storage.clone(), layout.clone(), None),
+                    op,
+                }
+            } else {
+                GradFn::Unary {
+                    input: self.clone(),
+                    op,
+                }
+            }
         });
-        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+        Ok(Tensor::from_view(storage, layout, grad_fn))
     }
 
     /// Apply a binary primitive with broadcasting.

@@ -42,7 +42,8 @@ pub(crate) struct TensorInner {
     layout: Layout,
     dtype: DType,
     device: Device,
-    grad_fn: Option<GradFn>,
+    /// Shared with the storage-less graph twins made by [`Tensor::graph_edge`].
+    grad_fn: Option<Arc<GradFn>>,
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
 }
@@ -89,7 +90,7 @@ impl Tensor {
             layout,
             dtype,
             device,
-            grad_fn,
+            grad_fn: grad_fn.map(Arc::new),
             requires_grad: AtomicBool::new(false),
             grad: Mutex::new(None),
         }))
@@ -106,10 +107,32 @@ impl Tensor {
             && autograd::is_grad_enabled()
             && inputs.iter().any(|t| t.is_tracked())
         {
-            Some(make())
+            Some(make().keep_only_needed())
         } else {
             None
         }
+    }
+
+    /// This tensor as a graph edge only: the same id, autograd record, shape, dtype and device,
+    /// but not the data. An op's record holds its inputs this way when its derivative rule does
+    /// not read their values (`a + b` needs neither `a` nor `b`), so an intermediate result is
+    /// freed as soon as nothing else needs it — PyTorch keeps only "saved tensors" alive, and so
+    /// do we. Leaves (and untracked tensors) are returned as they are: backward writes a leaf's
+    /// `.grad`, which lives on the handle itself.
+    pub(crate) fn graph_edge(&self) -> Tensor {
+        if self.0.grad_fn.is_none() {
+            return self.clone();
+        }
+        Tensor(Arc::new(TensorInner {
+            id: self.0.id,
+            storage: released_storage(),
+            layout: self.0.layout.clone(),
+            dtype: self.0.dtype,
+            device: self.0.device.clone(),
+            grad_fn: self.0.grad_fn.clone(),
+            requires_grad: AtomicBool::new(self.0.requires_grad.load(Ordering::Relaxed)),
+            grad: Mutex::new(None),
+        }))
     }
 
     /// The unique id of this tensor handle.
@@ -176,7 +199,7 @@ impl Tensor {
     }
 
     pub(crate) fn grad_fn(&self) -> Option<&GradFn> {
-        self.0.grad_fn.as_ref()
+        self.0.grad_fn.as_deref()
     }
 
     /// True when two tensors share storage (views of each other).
@@ -409,4 +432,18 @@ impl Tensor {
         }
         Ok(())
     }
+}
+
+/// The storage behind every graph-edge twin (see [`Tensor::graph_edge`]): empty, so that a rule
+/// reading a value it declared it does not need fails the view checks with an `Error` instead of
+/// keeping memory alive.
+fn released_storage() -> Arc<RwLock<Storage>> {
+    static RELEASED: std::sync::OnceLock<Arc<RwLock<Storage>>> = std::sync::OnceLock::new();
+    RELEASED
+        .get_or_init(|| {
+            Arc::new(RwLock::new(Storage::Cpu(
+                crate::backend::cpu::CpuStorage::U8(Vec::new()),
+            )))
+        })
+        .clone()
 }

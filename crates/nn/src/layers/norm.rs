@@ -1,6 +1,6 @@
 //! Normalization layers: `BatchNorm1d`, `BatchNorm2d` (one implementation, [`BatchNorm`],
-//! normalizing over every dim except the channel dim 1) and `LayerNorm`. All are composites
-//! of tensor ops, so their gradients come from autograd.
+//! normalizing over every dim except the channel dim 1) and `LayerNorm`. Training-mode batch
+//! norm is one autograd node (`batch_norm_training.rs`); the rest are composites of tensor ops.
 //!
 //! BatchNorm follows PyTorch exactly: in training it normalizes with the batch's *biased*
 //! variance but updates `running_var` with the *unbiased* one; `running = (1 - momentum) *
@@ -9,6 +9,7 @@
 
 use anygrad_core::{DType, Device, Error, Result, Tensor};
 
+use super::batch_norm_training::batch_norm_training;
 use crate::module::{join_name, Kind, Module, Parameter, TrainingFlag};
 
 /// Batch normalization over channel dim 1 (`BatchNorm1d` for `[n, c]`/`[n, c, l]`,
@@ -158,8 +159,7 @@ impl Module for BatchNorm {
         }
         let mut stat_shape = vec![1usize; x.rank()];
         stat_shape[1] = features;
-        let dims: Vec<isize> = (0..x.rank() as isize).filter(|&d| d != 1).collect();
-        let (centered, inv_std) = if self.training.get() {
+        if self.training.get() {
             let count = x.numel() / features.max(1);
             if count <= 1 {
                 return Err(Error::invalid(
@@ -167,16 +167,18 @@ impl Module for BatchNorm {
                     format!("expected more than 1 value per channel when training, got input shape {:?}", x.shape()),
                 ));
             }
-            let mean = x.mean(&dims, true)?;
-            let centered = x.sub(&mean)?;
-            let var = centered.square()?.mean(&dims, true)?;
-            self.update_running_stats(&mean, &var, count)?;
-            (centered, var.add_scalar(self.eps)?.rsqrt()?)
-        } else {
-            let mean = self.running_mean.tensor().reshape(stat_shape.clone())?;
-            let var = self.running_var.tensor().reshape(stat_shape.clone())?;
-            (x.sub(&mean)?, var.add_scalar(self.eps)?.rsqrt()?)
-        };
+            let normalized = batch_norm_training(
+                x,
+                self.weight.as_ref().map(Parameter::tensor).as_ref(),
+                self.bias.as_ref().map(Parameter::tensor).as_ref(),
+                self.eps,
+            )?;
+            self.update_running_stats(&normalized.mean, &normalized.biased_var, count)?;
+            return Ok(normalized.output);
+        }
+        let mean = self.running_mean.tensor().reshape(stat_shape.clone())?;
+        let var = self.running_var.tensor().reshape(stat_shape.clone())?;
+        let (centered, inv_std) = (x.sub(&mean)?, var.add_scalar(self.eps)?.rsqrt()?);
         let normalized = centered.mul(&inv_std)?;
         match (&self.weight, &self.bias) {
             (Some(weight), Some(bias)) => normalized

@@ -1,0 +1,78 @@
+//! Autograd keeps alive only what backward reads ("saved tensors"), as PyTorch does: an op
+//! whose derivative needs no values (a copy, a permutation, an add) holds its input as a graph
+//! edge only, and relu holds its output instead of its input. Measured with the GPU caching
+//! allocator's `requested_bytes` (one test per binary, so no other test allocates meanwhile);
+//! on the CPU only the gradients are checked.
+
+use anygrad_core::{memory_stats, DType, Device, Tensor};
+
+fn requested(device: &Device) -> Option<u64> {
+    device.synchronize().unwrap();
+    memory_stats(device).map(|stats| stats.requested_bytes)
+}
+
+fn backward_keeps_only_saved_tensors(device: &Device) {
+    // 1. A chain of copies saves nothing: only the last result stays alive.
+    let x = Tensor::randn(&[256, 1024], DType::F32, device)
+        .unwrap()
+        .requires_grad_(true);
+    let bytes = (256 * 1024 * 4) as u64;
+    let before = requested(device);
+    let mut chained = x.clone();
+    for _ in 0..8 {
+        chained = chained.transpose(0, 1).unwrap().contiguous().unwrap();
+    }
+    if let (Some(before), Some(after)) = (before, requested(device)) {
+        assert!(
+            after - before <= 2 * bytes,
+            "8 chained copies keep {} bytes alive (one result is {bytes})",
+            after - before
+        );
+    }
+    chained.sum_all().unwrap().backward().unwrap();
+    let grad = x.grad().unwrap().to_vec::<f32>().unwrap();
+    assert!(grad.iter().all(|&value| value == 1.0));
+
+    // 2. relu keeps its output, so the matmul result before it can be freed.
+    let input = Tensor::randn(&[128, 256], DType::F32, device)
+        .unwrap()
+        .requires_grad_(true);
+    let weight = Tensor::randn(&[256, 512], DType::F32, device)
+        .unwrap()
+        .requires_grad_(true);
+    let activation_bytes = (128 * 512 * 4) as u64;
+    let before = requested(device);
+    let activated = {
+        let product = input.matmul(&weight).unwrap();
+        product.relu().unwrap()
+    };
+    if let (Some(before), Some(after)) = (before, requested(device)) {
+        assert!(
+            after - before <= activation_bytes + activation_bytes / 2,
+            "matmul + relu keep {} bytes alive (one activation is {activation_bytes})",
+            after - before
+        );
+    }
+    activated.sum_all().unwrap().backward().unwrap();
+    let expected = {
+        let _guard = anygrad_core::no_grad();
+        let mask = input
+            .matmul(&weight)
+            .unwrap()
+            .gt_scalar(0.0)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap();
+        mask.matmul(&weight.transpose(0, 1).unwrap()).unwrap()
+    };
+    let got = input.grad().unwrap().to_vec::<f32>().unwrap();
+    let want = expected.to_vec::<f32>().unwrap();
+    for (index, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-3 * (1.0 + w.abs()),
+            "input gradient {index}: {g} vs {w}"
+        );
+    }
+}
+
+anygrad_testing::device_tests!(backward_keeps_only_saved_tensors);
