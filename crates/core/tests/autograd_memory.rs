@@ -1,6 +1,7 @@
 //! Autograd keeps alive only what backward reads ("saved tensors"), as PyTorch does: an op
 //! whose derivative needs no values (a copy, a permutation, an add) holds its input as a graph
-//! edge only, and relu holds its output instead of its input. Measured with the GPU caching
+//! edge only, and relu holds its output instead of its input; backward releases each record
+//! once used (`backward_retain_graph` keeps them). Measured with the GPU caching
 //! allocator's `requested_bytes` (one test per binary, so no other test allocates meanwhile);
 //! on the CPU only the gradients are checked.
 
@@ -73,6 +74,38 @@ fn backward_keeps_only_saved_tensors(device: &Device) {
             "input gradient {index}: {g} vs {w}"
         );
     }
+
+    // 3. backward frees what the graph saved, even while the loss is still held; a second
+    // backward through it is an error, unless the first one retained the graph.
+    let leaf = Tensor::randn(&[256, 256], DType::F32, device)
+        .unwrap()
+        .requires_grad_(true);
+    let square_bytes = (256 * 256 * 4) as u64;
+    let before = requested(device);
+    let loss = leaf
+        .matmul(&leaf)
+        .unwrap()
+        .relu()
+        .unwrap()
+        .sum_all()
+        .unwrap();
+    loss.backward_retain_graph().unwrap();
+    let once = leaf.grad().unwrap().to_vec::<f32>().unwrap();
+    loss.backward().unwrap();
+    let twice = leaf.grad().unwrap().to_vec::<f32>().unwrap();
+    for (one, two) in once.iter().zip(&twice) {
+        assert!((2.0 * one - two).abs() <= 1e-3 * (1.0 + two.abs()));
+    }
+    if let (Some(before), Some(after)) = (before, requested(device)) {
+        // Alive: the leaf's gradient and the loss; the relu output it saved is gone.
+        assert!(
+            after - before <= square_bytes + square_bytes / 2,
+            "after backward {} bytes stay alive (the gradient is {square_bytes})",
+            after - before
+        );
+    }
+    let again = loss.backward().unwrap_err().to_string();
+    assert!(again.contains("second time"), "{again}");
 }
 
 anygrad_testing::device_tests!(backward_keeps_only_saved_tensors);

@@ -8,6 +8,7 @@ mod rules;
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -114,6 +115,36 @@ pub(crate) enum GradFn {
         inputs: Vec<Tensor>,
         backward: std::sync::Arc<dyn CustomBackward>,
     },
+}
+
+/// An op's record as its output holds it: shared by the output and its graph-edge twins, and
+/// emptied by backward once used (unless the graph is retained), which frees what it saved.
+pub(crate) struct GradNode {
+    record: Mutex<Option<Arc<GradFn>>>,
+}
+
+impl GradNode {
+    pub(crate) fn new(grad_fn: GradFn) -> GradNode {
+        GradNode {
+            record: Mutex::new(Some(Arc::new(grad_fn))),
+        }
+    }
+
+    /// The record, unless released.
+    pub(crate) fn record(&self) -> Option<Arc<GradFn>> {
+        self.record
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Drop the record (and so the tensors it saved).
+    pub(crate) fn release(&self) {
+        self.record
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+    }
 }
 
 /// The backward of a user-defined op (see the custom-op API): maps the output gradient and the
@@ -365,11 +396,26 @@ pub(crate) fn backward(root: &Tensor) -> Result<()> {
         });
     }
     let seed = Tensor::ones(root.shape(), root.dtype(), root.device())?;
-    backward_with(root, seed)
+    backward_with(root, seed, false)
 }
 
-/// Backward with an explicit gradient for `root`.
-pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
+/// Backward from a scalar `root`, keeping the graph for another backward.
+pub(crate) fn backward_retaining(root: &Tensor) -> Result<()> {
+    if root.numel() != 1 {
+        return Err(Error::Autograd {
+            message: format!(
+                "grad can be implicitly created only for scalar outputs (shape {:?})",
+                root.shape()
+            ),
+        });
+    }
+    let seed = Tensor::ones(root.shape(), root.dtype(), root.device())?;
+    backward_with(root, seed, true)
+}
+
+/// Backward with an explicit gradient for `root`. Unless `retain_graph`, each node's record is
+/// released right after its rule ran, so saved tensors are freed as backward goes.
+pub(crate) fn backward_with(root: &Tensor, gradient: Tensor, retain_graph: bool) -> Result<()> {
     if !root.requires_grad() {
         return Err(Error::Autograd {
             message: "the tensor does not require grad and has no graph; call requires_grad_(true) on a leaf before computing it".into(),
@@ -391,17 +437,24 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
         let Some(grad) = grads.remove(&node.id()) else {
             continue;
         };
+        if node.is_leaf() {
+            // A leaf: accumulate like PyTorch's `.grad`.
+            let total = match node.grad() {
+                Some(previous) => previous.add(&grad)?,
+                None => grad,
+            };
+            node.set_grad(Some(total));
+            continue;
+        }
         match node.grad_fn() {
             None => {
-                // A leaf: accumulate like PyTorch's `.grad`.
-                let total = match node.grad() {
-                    Some(previous) => previous.add(&grad)?,
-                    None => grad,
-                };
-                node.set_grad(Some(total));
+                return Err(Error::Autograd {
+                    message: "trying to backward through the graph a second time: its saved tensors were freed by the first backward; use backward_retain_graph for the first one".into(),
+                });
             }
             Some(grad_fn) => {
-                let input_grads = rules::input_gradients(grad_fn, &grad)?;
+                let input_grads = rules::input_gradients(&grad_fn, &grad)?;
+                drop(grad);
                 for (input, input_grad) in grad_fn.inputs().into_iter().zip(input_grads) {
                     let Some(input_grad) = input_grad else {
                         continue;
@@ -414,6 +467,10 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
                         None => input_grad,
                     };
                     grads.insert(input.id(), entry);
+                }
+                drop(grad_fn);
+                if !retain_graph {
+                    node.release_grad_fn();
                 }
             }
         }

@@ -227,8 +227,8 @@ fn unary_rule(op: UnaryOp, x: &Tensor, g: &Tensor) -> Result<Tensor> {
 /// recording side never asks for.
 fn unary_rule_from_output(op: UnaryOp, y: &Tensor, g: &Tensor) -> Result<Tensor> {
     match op {
-        // d relu = [y > 0]
-        UnaryOp::Relu => g.mul(&y.gt_scalar(0.0)?.to_dtype(g.dtype())?),
+        // d relu = [y > 0] = sign(y), as y ≥ 0: two float ops that fuse into one kernel
+        UnaryOp::Relu => g.mul(&y.sign()?),
         // d eˣ = y
         UnaryOp::Exp => g.mul(y),
         // d σ = y(1 - y)

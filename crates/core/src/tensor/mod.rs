@@ -18,7 +18,7 @@ pub use movement::ShapeSpec;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::autograd::{self, GradFn};
+use crate::autograd::{self, GradFn, GradNode};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -42,8 +42,9 @@ pub(crate) struct TensorInner {
     layout: Layout,
     dtype: DType,
     device: Device,
-    /// Shared with the storage-less graph twins made by [`Tensor::graph_edge`].
-    grad_fn: Option<Arc<GradFn>>,
+    /// Shared with the storage-less graph twins made by [`Tensor::graph_edge`]; emptied by
+    /// backward once used, unless the graph is retained.
+    grad_fn: Option<Arc<GradNode>>,
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
 }
@@ -90,7 +91,7 @@ impl Tensor {
             layout,
             dtype,
             device,
-            grad_fn: grad_fn.map(Arc::new),
+            grad_fn: grad_fn.map(|grad_fn| Arc::new(GradNode::new(grad_fn))),
             requires_grad: AtomicBool::new(false),
             grad: Mutex::new(None),
         }))
@@ -198,8 +199,18 @@ impl Tensor {
         &self.0.storage
     }
 
-    pub(crate) fn grad_fn(&self) -> Option<&GradFn> {
-        self.0.grad_fn.as_deref()
+    /// The record of the op that produced this tensor: `None` for a leaf, and for a non-leaf
+    /// whose record a backward already released.
+    pub(crate) fn grad_fn(&self) -> Option<Arc<GradFn>> {
+        self.0.grad_fn.as_ref().and_then(|node| node.record())
+    }
+
+    /// Drop this tensor's op record and with it what it saved for backward (PyTorch frees the
+    /// graph the same way after `backward()` unless `retain_graph=True`).
+    pub(crate) fn release_grad_fn(&self) {
+        if let Some(node) = &self.0.grad_fn {
+            node.release();
+        }
     }
 
     /// True when two tensors share storage (views of each other).
@@ -391,7 +402,14 @@ impl Tensor {
 
     /// Backward from a non-scalar output with an explicit upstream gradient.
     pub fn backward_with(&self, gradient: &Tensor) -> Result<()> {
-        autograd::backward_with(self, gradient.clone())
+        autograd::backward_with(self, gradient.clone(), false)
+    }
+
+    /// Like [`Tensor::backward`] (scalar output) but keeps the graph and what it saved, so that
+    /// backward can run through it again (PyTorch's `backward(retain_graph=True)`). A plain
+    /// `backward` frees each op's saved tensors as soon as it has used them.
+    pub fn backward_retain_graph(&self) -> Result<()> {
+        autograd::backward_retaining(self)
     }
 
     /// Check that two tensors are on the same device (error names the op and both devices).
