@@ -370,6 +370,27 @@ fn convolution_and_pooling(device: &Device) {
         values(&x.max_pool2d((2, 2), (2, 2), (1, 1)).unwrap()),
         vec![1.0, 3.0, 7.0, 9.0]
     );
+    // Ties: each output's gradient goes to the first maximal input of its window (row-major),
+    // as PyTorch routes it; overlapping windows add up.
+    let ties = tensor(
+        &[1.0, 2.0, 2.0, 0.0, 2.0, 2.0, 1.0, 1.0, 0.0],
+        &[1, 1, 3, 3],
+        device,
+    )
+    .requires_grad_(true);
+    let pooled = ties.max_pool2d((2, 2), (1, 1), (0, 0)).unwrap();
+    assert_eq!(values(&pooled), vec![2.0, 2.0, 2.0, 2.0]);
+    pooled
+        .mul(&tensor(&[1.0, 10.0, 100.0, 1000.0], &[1, 1, 2, 2], device))
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        values(&ties.grad().unwrap()),
+        vec![0.0, 11.0, 0.0, 0.0, 1100.0, 0.0, 0.0, 0.0, 0.0]
+    );
 }
 
 fn dtype_conversions(device: &Device) {

@@ -61,6 +61,13 @@ pub(crate) enum GradFn {
         weight: Tensor,
         params: crate::tensor::Conv2dParams,
     },
+    /// Max pooling as one node: its derivative routes each output gradient to the window's
+    /// first maximal input, found again from the input and the output (a view without a record).
+    MaxPool2d {
+        input: Tensor,
+        output: Tensor,
+        window: crate::geometry::Window,
+    },
     Reshape {
         input: Tensor,
     },
@@ -160,6 +167,7 @@ impl GradFn {
         match self {
             GradFn::Unary { input, .. }
             | GradFn::UnaryFromOutput { input, .. }
+            | GradFn::MaxPool2d { input, .. }
             | GradFn::BinaryScalar { input, .. }
             | GradFn::Reduce { input, .. }
             | GradFn::Reshape { input }
@@ -292,6 +300,15 @@ impl GradFn {
                 input,
                 weight,
                 params,
+            },
+            GradFn::MaxPool2d {
+                input,
+                output,
+                window,
+            } => GradFn::MaxPool2d {
+                input,
+                output,
+                window,
             },
             GradFn::Reshape { input } => GradFn::Reshape {
                 input: input.graph_edge(),

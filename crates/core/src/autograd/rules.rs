@@ -64,6 +64,12 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             };
             vec![input_grad, weight_grad]
         }
+        // y = max over each window: dx = g routed to the window's first maximal input
+        GradFn::MaxPool2d {
+            input,
+            output,
+            window,
+        } => vec![Some(input.max_pool2d_backward(output, window, g)?)],
         GradFn::Reshape { input } => vec![Some(g.reshape(input.shape())?)],
         // permute by p: dx = g permuted by p⁻¹
         GradFn::Permute { perm, .. } => {

@@ -254,12 +254,7 @@ impl Tensor {
                 format!("padding {padding:?} must be at most half the kernel {kernel:?}"),
             ));
         }
-        let (batch, channels, h, w) = (
-            self.shape()[0],
-            self.shape()[1],
-            self.shape()[2],
-            self.shape()[3],
-        );
+        let (h, w) = (self.shape()[2], self.shape()[3]);
         let window = Window {
             kernel,
             stride,
@@ -267,39 +262,109 @@ impl Tensor {
             dilation: (1, 1),
         };
         let (oh, ow) = window.output_size(op, h, w)?;
+        if max {
+            // One autograd node that keeps its input and output (both usually saved by their
+            // neighbours anyway) instead of the padded copy and k·k - 1 running maxima.
+            let output = {
+                let _guard = crate::autograd::no_grad();
+                self.detach().pooled_windows(&window, oh, ow, true)?
+            };
+            let storage = output.storage_arc().clone();
+            let layout = output.layout().clone();
+            drop(output);
+            let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::MaxPool2d {
+                input: self.clone(),
+                output: Tensor::from_view(storage.clone(), layout.clone(), None),
+                window,
+            });
+            return Ok(Tensor::from_view(storage, layout, grad_fn));
+        }
+        self.pooled_windows(&window, oh, ow, false)?
+            .div_scalar((kernel.0 * kernel.1) as f64)
+    }
+
+    /// The strided view of the padded image `padded` that kernel position `(ki, kj)` sees.
+    fn window_layout(
+        window: &Window,
+        padded_shape: &[usize],
+        (oh, ow): (usize, usize),
+        (ki, kj): (usize, usize),
+    ) -> Layout {
+        let (batch, channels, padded_h, padded_w) = (
+            padded_shape[0],
+            padded_shape[1],
+            padded_shape[2],
+            padded_shape[3],
+        );
+        Layout {
+            shape: vec![batch, channels, oh, ow],
+            strides: vec![
+                channels * padded_h * padded_w,
+                padded_h * padded_w,
+                window.stride.0 * padded_w,
+                window.stride.1,
+            ],
+            offset: ki * padded_w + kj,
+        }
+    }
+
+    /// The running maximum (or sum) over the k·k strided window views of the padded image: no
+    /// unfolded copy, and every step is a memory-bound elementwise kernel (fused on a GPU).
+    fn pooled_windows(&self, window: &Window, oh: usize, ow: usize, max: bool) -> Result<Tensor> {
         let fill = if max { f64::NEG_INFINITY } else { 0.0 };
-        // Each kernel position (ki, kj) sees a strided window view of the padded image; the
-        // pooled value is a running maximum (or sum) over those k·k views: no unfolded copy,
-        // and every step is a memory-bound elementwise kernel.
-        let padded = self.pad2d(padding, fill)?;
-        let (padded_h, padded_w) = (padded.shape()[2], padded.shape()[3]);
+        let padded = self.pad2d(window.padding, fill)?;
         let mut pooled: Option<Tensor> = None;
-        for ki in 0..kernel.0 {
-            for kj in 0..kernel.1 {
-                let relative = Layout {
-                    shape: vec![batch, channels, oh, ow],
-                    strides: vec![
-                        channels * padded_h * padded_w,
-                        padded_h * padded_w,
-                        stride.0 * padded_w,
-                        stride.1,
-                    ],
-                    offset: ki * padded_w + kj,
-                };
-                let window = padded.window_view(relative)?;
+        for ki in 0..window.kernel.0 {
+            for kj in 0..window.kernel.1 {
+                let relative = Tensor::window_layout(window, padded.shape(), (oh, ow), (ki, kj));
+                let view = padded.window_view(relative)?;
                 pooled = Some(match pooled {
-                    None => window,
-                    Some(so_far) if max => so_far.maximum(&window)?,
-                    Some(so_far) => so_far.add(&window)?,
+                    None => view,
+                    Some(so_far) if max => so_far.maximum(&view)?,
+                    Some(so_far) => so_far.add(&view)?,
                 });
             }
         }
-        let pooled = pooled.ok_or_else(|| Error::invalid(op, "empty kernel"))?;
-        if max {
-            pooled.contiguous()
-        } else {
-            pooled.div_scalar((kernel.0 * kernel.1) as f64)
+        pooled
+            .ok_or_else(|| Error::invalid("pool2d", "empty kernel"))?
+            .contiguous()
+    }
+
+    /// The input gradient of max pooling: each output's gradient goes to the first input of
+    /// its window (in row-major kernel order) that equals the maximum, as PyTorch routes it.
+    pub(crate) fn max_pool2d_backward(
+        &self,
+        output: &Tensor,
+        window: &Window,
+        grad_output: &Tensor,
+    ) -> Result<Tensor> {
+        let (h, w) = (self.shape()[2], self.shape()[3]);
+        let (oh, ow) = (output.shape()[2], output.shape()[3]);
+        let padded = self.pad2d(window.padding, f64::NEG_INFINITY)?;
+        let mut unrouted = grad_output.clone();
+        let mut grad_padded: Option<Tensor> = None;
+        for ki in 0..window.kernel.0 {
+            for kj in 0..window.kernel.1 {
+                let relative = Tensor::window_layout(window, padded.shape(), (oh, ow), (ki, kj));
+                let hits = padded
+                    .window_view(relative.clone())?
+                    .eq(output)?
+                    .to_dtype(grad_output.dtype())?;
+                let routed = unrouted.mul(&hits)?;
+                unrouted = unrouted.sub(&routed)?;
+                let placed = routed.written_into_zeros(padded.shape(), &relative)?;
+                grad_padded = Some(match grad_padded {
+                    None => placed,
+                    Some(sum) => sum.add(&placed)?,
+                });
+            }
         }
+        let grad_padded =
+            grad_padded.ok_or_else(|| Error::invalid("max_pool2d backward", "empty kernel"))?;
+        grad_padded
+            .narrow(2, window.padding.0, h)?
+            .narrow(3, window.padding.1, w)?
+            .contiguous()
     }
 
     /// Pad the last two dims of `[n, c, h, w]` with `fill` (a contiguous result).
