@@ -3,6 +3,15 @@
 //! execution mode, and every kernel's WGSL source (for `anygrad kernels` and review). Tensors
 //! never need more than `Device`; this module is for tools such as `anygrad devices` and
 //! `anygrad doctor`, and for tests that inspect the allocator.
+//!
+//! Without the `gpu` cargo feature ([`ENABLED`] is false) the same names exist: opening a GPU
+//! is `Error::NoAdapter` ("built without the `gpu` feature"), the adapter list and the kernel
+//! catalogue are empty, and `Device::best` picks the CPU.
+
+/// Whether this build has the GPU backend (anygrad-core's `gpu` cargo feature, on by
+/// default). Tests use it to skip GPU variants, even under `ANYGRAD_REQUIRE_GPU=1`, in a
+/// CPU-only build.
+pub const ENABLED: bool = cfg!(feature = "gpu");
 
 pub use crate::backend::gpu::{
     adapter_infos, all_kernel_sources, device_count, elementwise_fusion_enabled, empty_cache,

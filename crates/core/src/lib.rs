@@ -2,6 +2,8 @@
 //! backends (CPU, and GPU through wgpu with our own WGSL kernels). The backends and the
 //! `Storage` that chooses between them are crate-private: users work with `Tensor` and
 //! `Device`, and tools reach adapter facts and statistics through [`gpu`].
+//! The GPU backend is the cargo feature `gpu` (on by default); without it this crate builds
+//! CPU-only, with no wgpu, and asking for a GPU is an error (see [`gpu`]).
 //!
 //! ```
 //! use anygrad_core::{Device, DType, Tensor};

@@ -1,19 +1,17 @@
 //! Gradients of the direct conv2d (`GradFn::Conv2d`: the `conv2d_backward_input` and
 //! `conv2d_backward_weight` primitives) against the gradients autograd takes through a
-//! reference convolution written here with public ops (unfold by `index_select`, then matmul;
-//! `common/conv_reference.rs`), on the same device; GPU results also against the CPU's. The
-//! cases cover every geometry parameter, odd channel counts, batches of 1 and 3, sizes that are
+//! reference convolution written with public ops (unfold by `index_select`, then matmul;
+//! `anygrad_testing::conv_reference`), on the same device; GPU results also against the CPU's.
+//! The cases cover every geometry parameter, odd channel counts, batches of 1 and 3, sizes that are
 //! multiples of no tile, several row and column tiles, a split K (weight gradient) and strided
 //! operands and output gradients. f64 and f16 on the CPU, f16 on GPUs that have it.
-
-mod common;
 
 use std::sync::Mutex;
 
 use anygrad_core::profiler::profile;
 use anygrad_core::{Conv2dParams, DType, Device, Tensor};
-use common::conv_reference::{conv_output_size, unfold_conv2d};
-use common::{assert_close, values};
+use anygrad_testing::conv_reference::{conv_output_size, unfold_conv2d};
+use anygrad_testing::{assert_close, values};
 
 /// The profiler is process-wide: tests here run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -1,17 +1,15 @@
 //! The direct conv2d primitive (`Storage::conv2d`: im2col + gemm on the CPU, the
 //! implicit-GEMM kernel on the GPU) against a reference written with public ops (unfold by
-//! `index_select`, then matmul: `common/conv_reference.rs`). `Tensor::conv2d` takes the direct
-//! path for every float convolution with one group, tracked or not (its gradients are tested
-//! in `conv_backward.rs`); grouped and integer convolutions take the composite.
-
-mod common;
+//! `index_select`, then matmul: `anygrad_testing::conv_reference`). `Tensor::conv2d` takes
+//! the direct path for every float convolution with one group, tracked or not (its gradients
+//! are tested in `conv_backward.rs`); grouped and integer convolutions take the composite.
 
 use std::sync::Mutex;
 
 use anygrad_core::profiler::profile;
 use anygrad_core::{no_grad, Conv2dParams, DType, Device, Error, Tensor};
-use common::conv_reference::unfold_conv2d;
-use common::{assert_close, values};
+use anygrad_testing::conv_reference::unfold_conv2d;
+use anygrad_testing::{assert_close, values};
 
 /// The profiler is process-wide: every test here runs alone, so that a profile sees only its
 /// own ops.

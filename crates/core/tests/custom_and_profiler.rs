@@ -1,8 +1,6 @@
 //! Custom ops (CPU reference, backward, gradcheck, the fallback policy on a GPU) and the
 //! profiler (every op recorded, fallbacks flagged, Chrome trace valid JSON).
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
 use anygrad_core::custom_op::{apply, gradcheck, CustomOp};
@@ -54,7 +52,7 @@ fn custom_op_forward_backward(device: &Device) {
         .iter()
         .map(|&v| v / (1.0 + (-1.5 * v).exp()))
         .collect();
-    common::assert_close(
+    anygrad_testing::assert_close(
         &y.to_vec_f32().unwrap(),
         &expected,
         1e-6,
@@ -185,7 +183,7 @@ fn custom_wgsl_kernel_runs_on_the_gpu(device: &Device) {
         &[&x.t().unwrap().to_device(&Device::Cpu).unwrap()],
     )
     .unwrap();
-    common::assert_close(
+    anygrad_testing::assert_close(
         &y.to_vec_f32().unwrap(),
         &reference.to_vec_f32().unwrap(),
         1e-5,

@@ -1,7 +1,5 @@
 //! Bad input returns the right `Error`, naming the op and the operands; nothing panics.
 
-mod common;
-
 use anygrad_core::{Conv2dParams, DType, Device, Error, Tensor};
 
 fn mismatches(device: &Device) {

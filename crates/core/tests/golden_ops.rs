@@ -11,8 +11,9 @@
 //! the test then fails listing every failing case by name. Set `ANYGRAD_GOLDEN_FILTER=text`
 //! to run only the cases whose name contains `text` (a debugging aid for this test only).
 //!
-//! The GPU variant opens `Device::gpu(0)`; with no adapter it prints a visible `SKIP` line,
-//! unless `ANYGRAD_REQUIRE_GPU=1`, where a missing adapter fails the test.
+//! The GPU variant opens the GPU through `anygrad_testing::gpu_or_skip`; with no adapter it
+//! prints a visible `SKIP` line, unless `ANYGRAD_REQUIRE_GPU=1`, where a missing adapter fails
+//! the test.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -442,13 +443,7 @@ fn golden_ops_cpu() {
 
 #[test]
 fn golden_ops_gpu() {
-    match Device::gpu(0) {
-        Ok(device) => run_all(&device),
-        Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter opened: {error}");
-            }
-            println!("SKIP: no GPU adapter ({error})");
-        }
+    if let Some(device) = anygrad_testing::gpu_or_skip("golden_ops_gpu") {
+        run_all(&device);
     }
 }

@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 
 use anygrad_core::{fusion_stats, set_elementwise_fusion, DType, Device, Result, Tensor};
-use anygrad_testing::gpu_or_skip;
+use anygrad_testing::{assert_close, gpu_or_skip};
 
 static SWITCH: Mutex<()> = Mutex::new(());
 
@@ -29,16 +29,6 @@ fn chain(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 fn to_f32(t: &Tensor) -> Vec<f32> {
     t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
-}
-
-fn assert_near(actual: &[f32], expected: &[f32], tolerance: f32, what: &str) {
-    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
-    for (i, (x, y)) in actual.iter().zip(expected).enumerate() {
-        assert!(
-            (x - y).abs() <= tolerance * (1.0 + y.abs()),
-            "{what}: element {i}: {x} vs {y}"
-        );
-    }
 }
 
 /// Run `check` with fusion on, then off.
@@ -81,7 +71,7 @@ fn fused_chains_match_the_cpu() {
                 let gpu_b = cpu_b.to_device(&gpu).unwrap();
                 let actual = to_f32(&chain(&view(&gpu_a), &view(&gpu_b)).unwrap());
                 let what = format!("{dtype} count {count} offset {offset} fused {fused}");
-                assert_near(&actual, &expected, tolerance, &what);
+                assert_close(&actual, &expected, tolerance, tolerance, &what);
             }
         }
     });
@@ -110,7 +100,13 @@ fn fusion_writes_only_the_live_results() {
     );
     let (raw_a, raw_b) = (values(512, 1), values(512, 2));
     let expected: Vec<f32> = raw_a.iter().zip(&raw_b).map(|(x, y)| x * y + x).collect();
-    assert_near(&result.to_vec::<f32>().unwrap(), &expected, 1e-6, "a*b+a");
+    assert_close(
+        &result.to_vec::<f32>().unwrap(),
+        &expected,
+        1e-6,
+        1e-6,
+        "a*b+a",
+    );
 
     // A kept intermediate is written (and still readable) while its reader is fused on.
     let before = fusion_stats(&gpu).unwrap();
@@ -121,9 +117,9 @@ fn fusion_writes_only_the_live_results() {
     assert_eq!(after.ops_deferred - before.ops_deferred, 3);
     assert_eq!(after.kernels - before.kernels, 2, "kept + (kept*2 - 1)");
     let sums: Vec<f32> = raw_a.iter().zip(&raw_b).map(|(x, y)| x + y).collect();
-    assert_near(&kept.to_vec::<f32>().unwrap(), &sums, 1e-6, "kept");
+    assert_close(&kept.to_vec::<f32>().unwrap(), &sums, 1e-6, 1e-6, "kept");
     let doubled: Vec<f32> = sums.iter().map(|s| s * 2.0 - 1.0).collect();
-    assert_near(&out.to_vec::<f32>().unwrap(), &doubled, 1e-6, "out");
+    assert_close(&out.to_vec::<f32>().unwrap(), &doubled, 1e-6, 1e-6, "out");
 }
 
 #[test]
@@ -153,33 +149,37 @@ fn shared_repeated_and_wide_intermediates() {
         let expected_total: Vec<f32> = (0..300)
             .map(|i| inputs.iter().map(|v| v[i]).sum())
             .collect();
-        assert_near(
+        assert_close(
             &total.to_vec::<f32>().unwrap(),
             &expected_total,
+            1e-5,
             1e-5,
             &what("sum of ten"),
         );
         let sum01: Vec<f32> = (0..300).map(|i| inputs[0][i] + inputs[1][i]).collect();
         let expected_left: Vec<f32> = sum01.iter().map(|s| s * 2.0).collect();
         let expected_right: Vec<f32> = sum01.iter().map(|s| s + 1.0).collect();
-        assert_near(
+        assert_close(
             &left.to_vec::<f32>().unwrap(),
             &expected_left,
             1e-6,
+            1e-6,
             &what("left"),
         );
-        assert_near(
+        assert_close(
             &right.to_vec::<f32>().unwrap(),
             &expected_right,
+            1e-6,
             1e-6,
             &what("right"),
         );
         let expected_squared: Vec<f32> = (0..300)
             .map(|i| (inputs[2][i] - inputs[3][i]).powi(2))
             .collect();
-        assert_near(
+        assert_close(
             &squared.to_vec::<f32>().unwrap(),
             &expected_squared,
+            1e-5,
             1e-5,
             &what("squared"),
         );
@@ -246,7 +246,13 @@ fn autograd_through_fused_ops() {
         y.sum_all().unwrap().backward().unwrap();
         let grad = x.grad().unwrap().to_vec::<f32>().unwrap();
         let expected: Vec<f32> = raw.iter().map(|v| 6.0 * v + 1.0).collect();
-        assert_near(&grad, &expected, 1e-5, &format!("grad (fused {fused})"));
+        assert_close(
+            &grad,
+            &expected,
+            1e-5,
+            1e-5,
+            &format!("grad (fused {fused})"),
+        );
     });
 }
 
@@ -304,7 +310,7 @@ fn broadcast_operands_fuse() {
             assert_eq!(after, before, "fusion off defers nothing");
         }
         let what = format!("batch norm (fused {fused})");
-        assert_near(&y.to_vec::<f32>().unwrap(), &expected, 1e-5, &what);
+        assert_close(&y.to_vec::<f32>().unwrap(), &expected, 1e-5, 1e-5, &what);
         // A transposed (strided, not broadcast) operand too.
         let square = on_gpu(&cpu(values(36, 8), &[6, 6]));
         let transposed = square.transpose(0, 1).unwrap();
@@ -313,7 +319,7 @@ fn broadcast_operands_fuse() {
         let symmetric: Vec<f32> = (0..36)
             .map(|i| (raw[i] + raw[(i % 6) * 6 + i / 6]) * 0.5)
             .collect();
-        assert_near(&sum.to_vec::<f32>().unwrap(), &symmetric, 1e-6, &what);
+        assert_close(&sum.to_vec::<f32>().unwrap(), &symmetric, 1e-6, 1e-6, &what);
     });
 }
 

@@ -6,7 +6,7 @@
 
 use anygrad_core::op::{BinaryOp, UnaryOp};
 use anygrad_core::{Device, Tensor};
-use anygrad_testing::gpu_or_skip;
+use anygrad_testing::{assert_close, gpu_or_skip};
 use proptest::prelude::*;
 
 const UNARY: [UnaryOp; 6] = [
@@ -89,10 +89,7 @@ fn assert_same(pair: &Pair, what: &str) {
         pair.gpu.to_vec::<f32>().unwrap(),
         pair.cpu.to_vec::<f32>().unwrap(),
     );
-    for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
-        let same = (g.is_nan() && c.is_nan()) || (g - c).abs() <= 1e-4 * (1.0 + c.abs());
-        assert!(same, "{what}: element {i}: gpu {g} vs cpu {c}");
-    }
+    assert_close(&gpu, &cpu, 1e-4, 1e-4, what);
 }
 
 /// The live value picked by `index` (modulo the number of live values).

@@ -1,9 +1,7 @@
 //! Ops against hand-computed values, on every device (one body over `&Device`).
 
-mod common;
-
 use anygrad_core::{Conv2dParams, DType, Device, Tensor};
-use common::{assert_close, tensor, values};
+use anygrad_testing::{assert_close, tensor, values};
 
 fn creation(device: &Device) {
     assert_eq!(

@@ -3,13 +3,12 @@
 //! valid raw and gzip IDX files. Every outcome must be `Ok` or a clean `Err` (a panic fails
 //! with the seed and mutation), and no read may allocate more than a small bound.
 
-use std::io::Write;
-
 use anygrad_data::{
     encode_idx_images, encode_idx_labels, parse_idx_images, read_idx_images, read_idx_labels,
     IdxImages,
 };
 use anygrad_testing::fuzz::fuzz;
+use anygrad_testing::gzip;
 use anygrad_testing::memory::{peak_allocation, CountingAllocator};
 
 #[global_allocator]
@@ -25,12 +24,6 @@ fn images() -> IdxImages {
         cols: 4,
         pixels: (0..120).map(|i| (i * 37 % 256) as u8).collect(),
     }
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(bytes).unwrap();
-    encoder.finish().unwrap()
 }
 
 fn temp_file(name: &str) -> std::path::PathBuf {

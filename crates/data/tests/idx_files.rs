@@ -2,7 +2,6 @@
 //! they are present (visibly skipped when not), and damaged files written to a temporary
 //! directory, which must give `Error::Format` / `Error::Io` naming the file.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anygrad_core::Error;
@@ -10,24 +9,11 @@ use anygrad_data::{
     encode_idx_images, encode_idx_labels, read_idx_images, read_idx_labels, IdxImages, Mnist,
     PixelScaling,
 };
+use anygrad_testing::{gzip, temp_dir};
 
 /// `/work/shared/data/mnist` seen from this crate: `crates/data/../../../shared/data/mnist`.
 fn mnist_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist")
-}
-
-/// A fresh, empty temporary directory for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("anygrad-data-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    dir
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(bytes).expect("gzip");
-    encoder.finish().expect("gzip")
 }
 
 fn tiny_images(count: usize) -> IdxImages {

@@ -4,24 +4,18 @@
 //! measured with the counting allocator of `anygrad-testing`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anygrad_core::Error;
 use anygrad_data::{read_idx_images, read_idx_labels, IDX_IMAGES_MAGIC, IDX_LABELS_MAGIC};
 use anygrad_testing::memory::{peak_allocation, CountingAllocator};
+use anygrad_testing::temp_dir;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// Memory the reader may use for a file it refuses (buffers, error text): 1 MiB.
 const SMALL: usize = 1 << 20;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("anygrad-idx-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn header(magic: u32, dims: &[u32]) -> Vec<u8> {
     let mut bytes = magic.to_be_bytes().to_vec();

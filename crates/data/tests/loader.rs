@@ -40,23 +40,6 @@ fn collect(batches: impl Iterator<Item = Result<(Tensor, Tensor)>>) -> Vec<Vec<i
         .collect()
 }
 
-/// The GPU when one opens; `None` (after a visible SKIP line) otherwise.
-fn gpu() -> Option<Device> {
-    match Device::gpu(0) {
-        Ok(device) => {
-            println!("GPU: {}", device.description());
-            Some(device)
-        }
-        Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU opened: {error}");
-            }
-            println!("SKIP: no GPU adapter ({error})");
-            None
-        }
-    }
-}
-
 #[test]
 fn batch_size_zero_is_invalid_argument() {
     assert!(matches!(
@@ -180,7 +163,9 @@ fn array_dataset_matches_tensor_dataset() {
 
 #[test]
 fn gpu_batches_match_cpu_batches() {
-    let Some(gpu) = gpu() else { return };
+    let Some(gpu) = anygrad_testing::gpu_or_skip("gpu_batches_match_cpu_batches") else {
+        return;
+    };
     let dataset = Arc::new(ramp(37));
     let cpu = collect(
         DataLoader::from_arc(dataset.clone(), 6)

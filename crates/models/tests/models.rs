@@ -2,8 +2,6 @@
 //! forward shapes; train/eval propagation into nested blocks; MLP and CNN structure and a
 //! training step.
 
-mod common;
-
 use anygrad_core::{DType, Device, Tensor};
 use anygrad_models::{Mlp, ResNet, SmallCnn};
 use anygrad_nn::{cross_entropy, Adam, AdamConfig, Kind, Module, Optimizer};

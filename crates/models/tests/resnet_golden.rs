@@ -14,8 +14,6 @@
 //! without an adapter unless `ANYGRAD_REQUIRE_GPU=1`). Regenerate the golden file with
 //! `/tmp/torchenv/bin/python scripts/golden/generate_resnet.py`.
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use anygrad_core::{DType, Device, Tensor};
@@ -300,7 +298,7 @@ fn resnet18_matches_torchvision_on_cpu() {
 
 #[test]
 fn resnet18_matches_torchvision_on_gpu() {
-    if let Some(device) = common::gpu_or_skip("resnet18_matches_torchvision_on_gpu") {
+    if let Some(device) = anygrad_testing::gpu_or_skip("resnet18_matches_torchvision_on_gpu") {
         resnet18_matches_torchvision(&device);
     }
 }

@@ -2,8 +2,6 @@
 //! f32 master weights in f32, a model trained with autocast + GradScaler learns like one in
 //! f32, and the scaler skips steps (and lowers its scale) when the loss overflows.
 
-mod common;
-
 use anygrad_core::{autocast, DType, Device, Tensor};
 use anygrad_nn::{
     Adam, AdamConfig, CrossEntropyLoss, GradScaler, Linear, Module, Optimizer, ReLU, Sequential,

@@ -3,13 +3,11 @@
 //! unexpected and mis-shaped tensors, corrupt files that error instead of panicking, and
 //! atomic writes.
 
-mod common;
-
 use std::collections::BTreeMap;
 
 use anygrad_core::{DType, Device, Error, Tensor};
 use anygrad_nn::*;
-use common::{assert_close, values};
+use anygrad_testing::{assert_close, values};
 
 fn model(device: &Device) -> Sequential {
     Sequential::new()
@@ -28,7 +26,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
 }
 
 fn round_trip_is_bit_exact(device: &Device) {
-    let dir = common::temp_dir(&format!("roundtrip-{}", device.is_gpu()));
+    let dir = anygrad_testing::temp_dir(&format!("roundtrip-{}", device.is_gpu()));
     let path = dir.join("model.safetensors");
     let original = model(device);
     // Make the buffers non-trivial.
@@ -64,7 +62,7 @@ fn round_trip_is_bit_exact(device: &Device) {
 }
 
 fn other_dtypes_round_trip(device: &Device) {
-    let dir = common::temp_dir(&format!("dtypes-{}", device.is_gpu()));
+    let dir = anygrad_testing::temp_dir(&format!("dtypes-{}", device.is_gpu()));
     let path = dir.join("tensors.safetensors");
     let mut tensors = vec![
         (
@@ -157,7 +155,7 @@ fn format_error(result: anygrad_core::Result<impl std::fmt::Debug>) -> String {
 }
 
 fn mismatches_are_reported(device: &Device) {
-    let dir = common::temp_dir(&format!("mismatch-{}", device.is_gpu()));
+    let dir = anygrad_testing::temp_dir(&format!("mismatch-{}", device.is_gpu()));
     let path = dir.join("small.safetensors");
     let small = Sequential::new()
         .add(Linear::new(4, 3, true, device).unwrap())
@@ -213,7 +211,7 @@ fn mismatches_are_reported(device: &Device) {
 }
 
 fn corrupt_files_are_errors(device: &Device) {
-    let dir = common::temp_dir(&format!("corrupt-{}", device.is_gpu()));
+    let dir = anygrad_testing::temp_dir(&format!("corrupt-{}", device.is_gpu()));
     let good = dir.join("good.safetensors");
     let net = Sequential::new().add(Linear::new(4, 3, true, device).unwrap());
     save_safetensors(&net, &good).unwrap();

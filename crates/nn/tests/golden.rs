@@ -2,11 +2,9 @@
 //! updated buffers), losses, optimizer trajectories and LR schedules, from
 //! `tests/golden/nn_layers.json` (written by `scripts/golden/generate_nn.py`).
 
-mod common;
-
 use anygrad_core::{Device, Tensor};
 use anygrad_nn::*;
-use common::assert_close;
+use anygrad_testing::assert_close;
 use serde_json::Value;
 
 const TOL: f32 = 1e-4;

@@ -2,12 +2,10 @@
 //! propagation, Dropout, BatchNorm eval vs train, moving between devices, init statistics,
 //! and clear errors for bad inputs.
 
-mod common;
-
 use anygrad_core::{DType, Device, Tensor};
 use anygrad_nn::init::{self, FanMode, Nonlinearity};
 use anygrad_nn::*;
-use common::{assert_close, values};
+use anygrad_testing::{assert_close, values};
 
 fn nested(device: &Device) -> Sequential {
     Sequential::new()
@@ -102,8 +100,8 @@ fn dropout_behaviour(device: &Device) {
 
 fn batchnorm_running_stats_and_momentum(device: &Device) {
     let bn = BatchNorm1d::new_1d(2, device).unwrap().momentum(None);
-    let x1 = common::tensor(&[1.0, 10.0, 3.0, 20.0], &[2, 2], device);
-    let x2 = common::tensor(&[5.0, 0.0, 7.0, 0.0], &[2, 2], device);
+    let x1 = anygrad_testing::tensor(&[1.0, 10.0, 3.0, 20.0], &[2, 2], device);
+    let x2 = anygrad_testing::tensor(&[5.0, 0.0, 7.0, 0.0], &[2, 2], device);
     bn.forward(&x1).unwrap();
     bn.forward(&x2).unwrap();
     // Cumulative average: mean of the batch means and of the unbiased batch variances.
@@ -124,10 +122,10 @@ fn batchnorm_running_stats_and_momentum(device: &Device) {
     assert_eq!(bn.num_batches_tracked.tensor().item_f64().unwrap(), 2.0);
     // One value per channel cannot be normalized in training.
     assert!(bn
-        .forward(&common::tensor(&[1.0, 2.0], &[1, 2], device))
+        .forward(&anygrad_testing::tensor(&[1.0, 2.0], &[1, 2], device))
         .is_err());
     assert!(bn
-        .forward(&common::tensor(&[1.0, 2.0, 3.0], &[1, 3], device))
+        .forward(&anygrad_testing::tensor(&[1.0, 2.0, 3.0], &[1, 3], device))
         .is_err());
 }
 
@@ -216,7 +214,7 @@ fn bad_inputs_are_errors(device: &Device) {
 }
 
 fn embedding_and_extra_activations(device: &Device) {
-    let weight = common::tensor(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[3, 2], device);
+    let weight = anygrad_testing::tensor(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[3, 2], device);
     let emb = Embedding::from_tensor(weight);
     let ids = Tensor::from_vec(vec![2i32, 0, 2], &[3], device).unwrap();
     let out = emb.forward(&ids).unwrap();
@@ -226,7 +224,7 @@ fn embedding_and_extra_activations(device: &Device) {
         values(&emb.weight.grad().unwrap()),
         [1.0, 1.0, 0.0, 0.0, 2.0, 2.0]
     );
-    let x = common::tensor(&[-2.0, 0.5], &[2], device);
+    let x = anygrad_testing::tensor(&[-2.0, 0.5], &[2], device);
     assert_close(
         &values(&LeakyReLU::default().forward(&x).unwrap()),
         &[-0.02, 0.5],

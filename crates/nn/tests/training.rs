@@ -2,11 +2,9 @@
 //! persists, gradient accumulation equals one big batch, gradient clipping, LR schedulers
 //! driving an optimizer, and optimizer state that survives a save/load.
 
-mod common;
-
 use anygrad_core::{DType, Device, Tensor};
 use anygrad_nn::*;
-use common::{assert_close, values};
+use anygrad_testing::{assert_close, values};
 
 /// Three Gaussian blobs in 2-D, 60 points, labels 0..3.
 fn blobs(device: &Device) -> (Tensor, Tensor) {
@@ -186,11 +184,11 @@ fn gradient_accumulation_matches_full_batch(device: &Device) {
 }
 
 fn clipping(device: &Device) {
-    let a = common::tensor(&[0.0, 0.0], &[2], device).requires_grad_(true);
-    let b = common::tensor(&[0.0], &[1], device).requires_grad_(true);
-    a.set_grad(Some(common::tensor(&[3.0, 0.0], &[2], device)));
-    b.set_grad(Some(common::tensor(&[4.0], &[1], device)));
-    let c = common::tensor(&[1.0], &[1], device).requires_grad_(true); // no gradient: skipped
+    let a = anygrad_testing::tensor(&[0.0, 0.0], &[2], device).requires_grad_(true);
+    let b = anygrad_testing::tensor(&[0.0], &[1], device).requires_grad_(true);
+    a.set_grad(Some(anygrad_testing::tensor(&[3.0, 0.0], &[2], device)));
+    b.set_grad(Some(anygrad_testing::tensor(&[4.0], &[1], device)));
+    let c = anygrad_testing::tensor(&[1.0], &[1], device).requires_grad_(true); // no gradient: skipped
     let norm = clip_grad_norm_(&[a.clone(), b.clone(), c], 1.0).unwrap();
     assert!((norm - 5.0).abs() < 1e-5);
     assert_close(
@@ -241,7 +239,7 @@ fn scheduler_drives_optimizer(device: &Device) {
 }
 
 fn optimizer_state_survives_checkpoint(device: &Device) {
-    let dir = common::temp_dir(&format!("optstate-{}", device.is_gpu()));
+    let dir = anygrad_testing::temp_dir(&format!("optstate-{}", device.is_gpu()));
     let (x, y) = blobs(device);
     let model = mlp(device);
     let mut optimizer = Adam::new(

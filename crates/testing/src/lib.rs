@@ -2,17 +2,28 @@
 //! `anygrad_testing::device_tests!(a, b, ...)` generates `on_cpu::a` and `on_gpu::a` tests from
 //! it. Without a GPU adapter the GPU variant prints a visible `SKIP`, unless
 //! `ANYGRAD_REQUIRE_GPU=1` (set in CI with lavapipe), where a missing adapter fails the test.
+//! A core built without its `gpu` feature skips the GPU variants even then: it has no GPU to
+//! require. Beside the device plumbing: float comparison (`assert_close`), tensor shorthands
+//! (`values`, `tensor`), temporary directories, gzip, a reference convolution
+//! (`conv_reference`), loader fuzzing (`fuzz`) and heap measurement (`memory`).
 
+pub mod conv_reference;
 pub mod fuzz;
 pub mod memory;
 
-use anygrad_core::Device;
+use std::io::Write;
+
+use anygrad_core::{Device, Tensor};
 
 pub use anygrad_core::Device as TestDevice;
 
 /// The GPU device for tests, or `None` (after printing SKIP) when none exists and none is
 /// required.
 pub fn gpu_or_skip(test: &str) -> Option<Device> {
+    if !anygrad_core::gpu::ENABLED {
+        println!("SKIP {test}: anygrad-core was built without the `gpu` feature");
+        return None;
+    }
     match Device::gpu(0) {
         Ok(device) => Some(device),
         Err(error) => {
@@ -68,6 +79,23 @@ pub fn assert_close(actual: &[f32], expected: &[f32], atol: f32, rtol: f32, what
         let ok = (a.is_nan() && e.is_nan()) || a == e || (a - e).abs() <= atol + rtol * e.abs();
         assert!(ok, "{what}: element {i}: got {a}, expected {e}\nactual   {actual:?}\nexpected {expected:?}");
     }
+}
+
+/// Values of a tensor as f32 (any dtype, read back from any device).
+pub fn values(t: &Tensor) -> Vec<f32> {
+    t.to_vec_f32().expect("readback")
+}
+
+/// An f32 tensor from values and a shape.
+pub fn tensor(values: &[f32], shape: &[usize], device: &Device) -> Tensor {
+    Tensor::from_slice(values, shape, device).expect("tensor")
+}
+
+/// `bytes` gzip-compressed (fast level), for tests of readers that accept `.gz` files.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).expect("gzip");
+    encoder.finish().expect("gzip")
 }
 
 /// A fresh temporary directory for one test.

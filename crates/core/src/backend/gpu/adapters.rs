@@ -7,48 +7,8 @@
 
 use std::sync::OnceLock;
 
+use crate::backend::gpu_facts::AdapterInfo;
 use crate::error::{Error, Result};
-
-/// What `anygrad devices` shows about one adapter.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct AdapterInfo {
-    /// Position in anygrad's ordering (`gpu:index`).
-    pub index: usize,
-    /// Adapter name reported by the driver.
-    pub name: String,
-    /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa).
-    pub vendor: u32,
-    /// `DiscreteGpu`, `IntegratedGpu`, `VirtualGpu`, `Cpu` or `Other`.
-    pub device_type: String,
-    /// Graphics API: `Vulkan`, `Dx12`, `Metal` or `Gl`.
-    pub backend: String,
-    /// Driver name.
-    pub driver: String,
-    /// Driver version text.
-    pub driver_info: String,
-    /// Largest buffer the adapter can create, in bytes.
-    pub max_buffer_size: u64,
-    /// Largest buffer range one kernel binding can see, in bytes (tensors above it are refused).
-    pub max_storage_binding_size: u64,
-    /// Most workgroups per dispatch dimension (65,535 on most hardware).
-    pub max_workgroups_per_dimension: u32,
-    /// Bytes of workgroup (shared) memory per workgroup.
-    pub max_workgroup_storage_size: u32,
-    /// Whether kernels can compute in f16 (`SHADER_F16`).
-    pub shader_f16: bool,
-    /// Whether subgroup (warp/wave) operations are available.
-    pub subgroups: bool,
-    /// Smallest subgroup size.
-    pub min_subgroup_size: u32,
-    /// Largest subgroup size.
-    pub max_subgroup_size: u32,
-    /// Whether GPU timestamps can be recorded (profiler).
-    pub timestamp_query: bool,
-    /// Cooperative-matrix (tensor-core) configurations, as `MxNxK ab->cr`.
-    pub cooperative_matrix: Vec<String>,
-    /// Device memory in bytes, when the API reports it (wgpu does not yet: `None`).
-    pub memory_bytes: Option<u64>,
-}
 
 /// The process-wide instance and the ordered adapters (created on first use).
 pub(crate) struct AdapterRegistry {
@@ -71,12 +31,6 @@ fn adapter_rank(info: &wgpu::AdapterInfo) -> (bool, bool, u8) {
         info.backend == wgpu::Backend::Gl,
         type_rank(info.device_type),
     )
-}
-
-/// Whether an adapter's `device_type` (as [`AdapterInfo`] spells it) is a software
-/// rasterizer running on the CPU.
-pub fn is_software(info: &AdapterInfo) -> bool {
-    info.device_type == "Cpu"
 }
 
 fn type_rank(device_type: wgpu::DeviceType) -> u8 {

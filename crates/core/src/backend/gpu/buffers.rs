@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use crate::backend::gpu_facts::MemoryStats;
 use crate::error::{Error, Result};
 
 /// Smallest buffer handed out (also what an empty tensor gets: wgpu cannot bind 0 bytes).
@@ -27,32 +28,6 @@ const MINIMUM_BUFFER_BYTES: u64 = 256;
 pub(crate) const BUFFER_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
     .union(wgpu::BufferUsages::COPY_DST);
-
-/// Memory counters of one device, in the spirit of `torch.cuda.memory_stats()`.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct MemoryStats {
-    /// Bytes held by live tensors (size-class rounded).
-    pub allocated_bytes: u64,
-    /// Bytes the live tensors asked for (before size-class rounding): `allocated_bytes -
-    /// requested_bytes` is the caching allocator's rounding waste.
-    pub requested_bytes: u64,
-    /// Highest `requested_bytes` since the device opened or `reset_peak_memory`.
-    pub peak_requested_bytes: u64,
-    /// Bytes the pool holds from the driver: allocated + cached + internal + pending reuse.
-    pub reserved_bytes: u64,
-    /// Highest `allocated_bytes` since the device opened or `reset_peak_memory`.
-    pub peak_allocated_bytes: u64,
-    /// Number of live tensor buffers.
-    pub allocation_count: u64,
-    /// Bytes sitting in the free lists, ready for reuse.
-    pub cached_bytes: u64,
-    /// Buffers created through the driver since the device opened.
-    pub driver_allocations: u64,
-    /// Requests served from the cache instead of the driver.
-    pub cache_hits: u64,
-    /// Times an allocation failed, the cache was emptied and the request retried.
-    pub out_of_memory_retries: u64,
-}
 
 /// What a buffer holds: tensor data (counted in `allocated_bytes`). Kernel parameters no
 /// longer come from the pool (they live in the context's parameter arena).

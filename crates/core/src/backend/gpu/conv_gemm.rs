@@ -542,19 +542,7 @@ pub(crate) mod testing {
     }
 
     /// The first GPU; `None` (the test skips) without one, unless `ANYGRAD_REQUIRE_GPU=1`.
-    pub(crate) fn gpu() -> Option<GpuDevice> {
-        match GpuDevice::open(0) {
-            Ok(device) => Some(device),
-            Err(_) => {
-                assert!(
-                    std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() != Ok("1"),
-                    "no GPU"
-                );
-                eprintln!("SKIP: no GPU adapter");
-                None
-            }
-        }
-    }
+    pub(crate) use crate::backend::tests::support::gpu_device as gpu;
 
     /// `count` deterministic pseudo-random values in [-1, 1), rounded to `dtype`.
     pub(crate) fn values(count: usize, seed: u64, dtype: DType) -> Vec<f32> {

@@ -74,22 +74,6 @@ pub fn elementwise_fusion_enabled() -> bool {
     }
 }
 
-/// Counters of elementwise fusion on one GPU since it was opened.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct FusionStats {
-    /// Elementwise ops that were deferred for fusion.
-    pub ops_deferred: u64,
-    /// Kernels they ran as (each writes one result; the other ops were computed inside them).
-    pub kernels: u64,
-}
-
-impl FusionStats {
-    /// Ops whose results were computed inside another op's kernel instead of being written.
-    pub fn ops_fused_away(&self) -> u64 {
-        self.ops_deferred.saturating_sub(self.kernels)
-    }
-}
-
 /// One instruction of a fused program; operands are indices of earlier instructions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FusedInstruction {

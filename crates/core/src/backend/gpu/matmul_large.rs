@@ -408,19 +408,7 @@ mod tests {
     use crate::layout::Layout;
     use half::f16;
 
-    fn gpu() -> Option<GpuDevice> {
-        match GpuDevice::open(0) {
-            Ok(device) => Some(device),
-            Err(_) => {
-                assert!(
-                    std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() != Ok("1"),
-                    "no GPU"
-                );
-                eprintln!("SKIP: no GPU adapter");
-                None
-            }
-        }
-    }
+    use crate::backend::tests::support::gpu_device as gpu;
 
     /// A layout from its parts.
     fn layout(shape: [usize; 3], strides: [usize; 3], offset: usize) -> Layout {

@@ -1,8 +1,10 @@
 //! The GPU backend: wgpu (Vulkan, DX12, Metal) with WGSL compute kernels — anygrad's answer to
 //! DirectML. Layout of the module:
-//! - `adapters.rs`: enumerate and order adapters, `AdapterInfo`;
+//! - `adapters.rs`: enumerate and order adapters (their `AdapterInfo`, like the memory and
+//!   fusion counters and `ExecutionMode`, is plain data in `../gpu_facts.rs`, which exists
+//!   without the `gpu` feature too);
 //! - `context.rs`: one opened device (queue, open command encoder, flushes, readback, errors);
-//! - `buffers.rs`: the caching allocator and `MemoryStats`;
+//! - `buffers.rs`: the caching allocator (its counters: `MemoryStats`);
 //! - `kernels.rs`: the typed `KernelKey` of every pipeline, the one list of kernel families;
 //!   each family lives in one module with its WGSL (`shaders/*.wgsl` or a generator), its
 //!   `kernel_params!` struct, its catalogue entries and its launcher: `fill.rs`, `random.rs`,
@@ -13,6 +15,9 @@
 //!   instantiation, for the naga test and `anygrad kernels dump`;
 //! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: shared operand checks and
 //!   the matmul primitive.
+//!
+//! The whole module is compiled only with the `gpu` cargo feature (on by default); without it
+//! `../gpu_absent.rs` stands in under the same path.
 //!
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
@@ -49,66 +54,16 @@ mod wgsl;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-pub use adapters::{is_software, AdapterInfo};
-pub use buffers::MemoryStats;
-pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats};
+pub use crate::backend::gpu_facts::{
+    is_software, AdapterInfo, ExecutionMode, FusionStats, MemoryStats,
+};
+pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion};
 pub use kernel_catalog::all_kernel_sources;
 pub use matmul_coop::CoopVariant;
 pub use storage::GpuStorage;
 
 use crate::error::Result;
 use context::GpuContext;
-
-/// How eagerly work is submitted and memory is cached (`ANYGRAD_EXECUTION_MODE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum ExecutionMode {
-    /// 64 dispatches per submit, caching allocator on.
-    Default,
-    /// 256 dispatches per submit (fewer, larger submissions), caching on.
-    Throughput,
-    /// Submit after every dispatch, so the GPU starts at once; caching on.
-    Latency,
-    /// 32 dispatches per submit and no caching: freed buffers go back to the driver.
-    Memory,
-}
-
-impl ExecutionMode {
-    /// The mode named by `ANYGRAD_EXECUTION_MODE` (`default` when unset or unknown).
-    pub fn from_env() -> ExecutionMode {
-        match std::env::var("ANYGRAD_EXECUTION_MODE")
-            .ok()
-            .as_deref()
-            .map(str::trim)
-        {
-            Some("throughput") => ExecutionMode::Throughput,
-            Some("latency") => ExecutionMode::Latency,
-            Some("memory") => ExecutionMode::Memory,
-            Some("default") | Some("") | None => ExecutionMode::Default,
-            Some(other) => {
-                tracing::warn!("ANYGRAD_EXECUTION_MODE={other} is unknown (default|throughput|latency|memory); using default");
-                ExecutionMode::Default
-            }
-        }
-    }
-
-    /// Dispatches recorded before the encoder is submitted.
-    pub fn dispatches_per_submit(self) -> u32 {
-        match self {
-            ExecutionMode::Default => 64,
-            ExecutionMode::Throughput => 256,
-            ExecutionMode::Latency => 1,
-            ExecutionMode::Memory => 32,
-        }
-    }
-
-    /// Whether freed buffers are kept for reuse.
-    pub fn caches_buffers(self) -> bool {
-        match self {
-            ExecutionMode::Default | ExecutionMode::Throughput | ExecutionMode::Latency => true,
-            ExecutionMode::Memory => false,
-        }
-    }
-}
 
 /// A handle to one opened GPU (cheap to clone; equal when it is the same context).
 #[derive(Clone)]

@@ -6,5 +6,5 @@
 mod bad_layouts;
 mod primitives;
 mod runtime;
-mod support;
+pub(crate) mod support;
 mod vectorized;

@@ -1,6 +1,6 @@
 //! Helpers shared by the backend tests (`primitives.rs`, `runtime.rs`, `vectorized.rs`,
-//! `bad_layouts.rs`): the device under test (or a visible skip), deterministic inputs, and
-//! CPU-versus-GPU comparison of storages.
+//! `bad_layouts.rs`): the device under test (or a visible skip, also in a build without the
+//! `gpu` feature), deterministic inputs, and CPU-versus-GPU comparison of storages.
 #![allow(dead_code)]
 
 use crate::backend::cpu::CpuStorage;
@@ -11,8 +11,19 @@ use crate::{DType, Device, Layout};
 
 /// The GPU under test, or `None` (after printing a skip) when there is none.
 pub fn gpu() -> Option<Device> {
+    gpu_device().map(Device::Gpu)
+}
+
+/// The first GPU's handle, or `None` (after printing a skip) when there is none. Under
+/// `ANYGRAD_REQUIRE_GPU=1` a missing adapter fails the test, except in a build without the
+/// `gpu` feature, which has no GPU to require.
+pub fn gpu_device() -> Option<GpuDevice> {
+    if !crate::gpu::ENABLED {
+        eprintln!("SKIP: anygrad-core was built without the `gpu` feature");
+        return None;
+    }
     match GpuDevice::open(0) {
-        Ok(device) => Some(Device::Gpu(device)),
+        Ok(device) => Some(device),
         Err(error) => {
             if std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() == Ok("1") {
                 panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU opened: {error}");

@@ -3,14 +3,13 @@
 
 use std::sync::atomic::Ordering;
 
-use super::super::buffers::MemoryStats;
-use super::super::fusion;
 use super::GpuContext;
+use crate::backend::gpu_facts::{FusionStats, MemoryStats};
 
 impl GpuContext {
     /// Counters of elementwise fusion on this device.
-    pub(crate) fn fusion_stats(&self) -> fusion::FusionStats {
-        fusion::FusionStats {
+    pub(crate) fn fusion_stats(&self) -> FusionStats {
+        FusionStats {
             ops_deferred: self.fused_ops.load(Ordering::Relaxed),
             kernels: self.fused_kernels.load(Ordering::Relaxed),
         }

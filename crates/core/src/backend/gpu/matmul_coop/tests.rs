@@ -10,21 +10,14 @@ use crate::dtype::DType;
 use crate::layout::Layout;
 use half::f16;
 
+/// The first GPU when it computes in f16; `None` (after a skip line) otherwise.
 fn gpu() -> Option<GpuDevice> {
-    match GpuDevice::open(0) {
-        Ok(device) if device.supports_f16() => Some(device),
-        Ok(_) => {
-            eprintln!("SKIP: no SHADER_F16");
-            None
-        }
-        Err(_) => {
-            assert!(
-                std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() != Ok("1"),
-                "no GPU"
-            );
-            eprintln!("SKIP: no GPU adapter");
-            None
-        }
+    let device = crate::backend::tests::support::gpu_device()?;
+    if device.supports_f16() {
+        Some(device)
+    } else {
+        eprintln!("SKIP: no SHADER_F16");
+        None
     }
 }
 

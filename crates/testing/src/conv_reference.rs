@@ -1,7 +1,8 @@
-//! A reference 2-D convolution written in the tests with public ops only: an explicit unfold
-//! (im2col) by `index_select` over the flattened, zero-extended image, then a matmul. Autograd
+//! A reference 2-D convolution written with public ops only: an explicit unfold (im2col) by
+//! `index_select` over the flattened, zero-extended image, then a matmul. Autograd
 //! differentiates it through those primitives, which gives reference gradients for the direct
-//! convolution and its backward primitives.
+//! convolution and its backward primitives (anygrad-core's `conv_direct` and `conv_backward`
+//! tests).
 
 use anygrad_core::{Conv2dParams, Device, Tensor};
 
