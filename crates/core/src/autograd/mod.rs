@@ -170,6 +170,12 @@ impl Drop for NoGradGuard {
 
 /// Backward from a scalar (one-element) tensor.
 pub(crate) fn backward(root: &Tensor) -> Result<()> {
+    let seed = scalar_seed(root)?;
+    backward_with(root, seed)
+}
+
+/// The implicit upstream gradient of a scalar root: ones (an error for other shapes).
+pub(crate) fn scalar_seed(root: &Tensor) -> Result<Tensor> {
     if root.numel() != 1 {
         return Err(Error::Autograd {
             message: format!(
@@ -178,12 +184,23 @@ pub(crate) fn backward(root: &Tensor) -> Result<()> {
             ),
         });
     }
-    let seed = Tensor::ones(root.shape(), root.dtype(), root.device())?;
-    backward_with(root, seed)
+    Tensor::ones(root.shape(), root.dtype(), root.device())
 }
 
 /// Backward with an explicit gradient for `root`.
 pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
+    backward_with_hook(root, gradient, &mut |_| Ok(()))
+}
+
+/// Backward with an explicit gradient for `root`, calling `on_grad_ready(leaf)` once per leaf
+/// right after its `.grad` is final: as soon as the walk (outputs before inputs) has processed
+/// every recorded use of the leaf, not when it reaches the leaf itself (a parameter, made
+/// before everything, comes last in the walk).
+pub(crate) fn backward_with_hook(
+    root: &Tensor,
+    gradient: Tensor,
+    on_grad_ready: &mut dyn FnMut(&Tensor) -> Result<()>,
+) -> Result<()> {
     if !root.requires_grad() {
         return Err(Error::Autograd {
             message: "the tensor does not require grad and has no graph; call requires_grad_(true) on a leaf before computing it".into(),
@@ -198,7 +215,21 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
         });
     }
     let _guard = no_grad();
-    let order = topological_order(root);
+    // Creation order is a topological order (an op's output is made after its inputs), and
+    // walking it backwards handles the last layers first, as PyTorch's engine does (the
+    // depth-first order alone can leave a late layer's weight branch for the very end).
+    let mut order = topological_order(root);
+    order.sort_unstable_by_key(Tensor::id);
+    // Uses of each leaf not processed yet: at zero its gradient is final and is accumulated
+    // at once (the walk may reach the leaf itself much later).
+    let mut leaf_uses: HashMap<TensorId, usize> = HashMap::new();
+    for node in &order {
+        for input in node.grad_fn().map(GradFn::inputs).unwrap_or_default() {
+            if input.is_tracked() && input.grad_fn().is_none() {
+                *leaf_uses.entry(input.id()).or_default() += 1;
+            }
+        }
+    }
     let mut grads: HashMap<TensorId, Tensor> = HashMap::new();
     grads.insert(root.id(), gradient);
     for node in order.iter().rev() {
@@ -206,14 +237,8 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
             continue;
         };
         match node.grad_fn() {
-            None => {
-                // A leaf: accumulate like PyTorch's `.grad`.
-                let total = match node.grad() {
-                    Some(previous) => previous.add(&grad)?,
-                    None => grad,
-                };
-                node.set_grad(Some(total));
-            }
+            // A leaf whose uses did not all contribute (or the root itself).
+            None => accumulate_leaf(node, grad, on_grad_ready)?,
             Some(grad_fn) => {
                 let input_grads = rules::input_gradients(grad_fn, &grad)?;
                 for (input, input_grad) in grad_fn.inputs().into_iter().zip(input_grads) {
@@ -227,12 +252,38 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor) -> Result<()> {
                         Some(existing) => existing.add(&input_grad)?,
                         None => input_grad,
                     };
-                    grads.insert(input.id(), entry);
+                    match leaf_uses.get_mut(&input.id()) {
+                        Some(uses) if *uses <= 1 => {
+                            leaf_uses.remove(&input.id());
+                            accumulate_leaf(input, entry, on_grad_ready)?;
+                        }
+                        Some(uses) => {
+                            *uses -= 1;
+                            grads.insert(input.id(), entry);
+                        }
+                        None => {
+                            grads.insert(input.id(), entry);
+                        }
+                    }
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Add a leaf's final gradient to its `.grad` (like PyTorch) and report it to the hook.
+fn accumulate_leaf(
+    leaf: &Tensor,
+    grad: Tensor,
+    on_grad_ready: &mut dyn FnMut(&Tensor) -> Result<()>,
+) -> Result<()> {
+    let total = match leaf.grad() {
+        Some(previous) => previous.add(&grad)?,
+        None => grad,
+    };
+    leaf.set_grad(Some(total));
+    on_grad_ready(leaf)
 }
 
 /// Nodes reachable from `root` through tracked edges, inputs before outputs.

@@ -58,6 +58,7 @@ pub use storage::GpuStorage;
 
 use crate::error::Result;
 use context::GpuContext;
+pub(crate) use context::GpuStaging;
 
 /// How eagerly work is submitted and memory is cached (`ANYGRAD_EXECUTION_MODE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
