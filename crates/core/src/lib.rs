@@ -34,6 +34,7 @@ pub mod random;
 pub mod shape;
 pub(crate) mod storage;
 pub mod tensor;
+pub mod transfer;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
 pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};

@@ -4,7 +4,7 @@
 //! before the optimizer step restores their value. When a step produces inf/NaN gradients the
 //! step is skipped and `S` shrinks (`backoff`); after `growth_interval` good steps `S` grows.
 
-use anygrad_core::{no_grad, Result, Tensor};
+use anygrad_core::{no_grad, DType, Device, Result, Tensor};
 
 use crate::optim::Optimizer;
 
@@ -64,24 +64,41 @@ impl GradScaler {
     }
 
     /// Divide every gradient by the scale (call before clipping); remembers whether any
-    /// gradient is inf/NaN. Idempotent until the next `update`.
+    /// gradient is inf/NaN. Idempotent until the next `update`. The check reads back one
+    /// value per device. Over a data-parallel `ReplicatedOptimizer` every replica's
+    /// gradients are unscaled and checked (they are identical, so all replicas agree).
     pub fn unscale(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
         if self.unscaled {
             return Ok(());
         }
         let _guard = no_grad();
-        let mut found_inf = false;
-        for (_, parameter) in optimizer.parameters() {
+        // Per device: the largest |g| of each gradient, reduced once at the end.
+        let mut largest: Vec<(Device, Vec<Tensor>)> = Vec::new();
+        for parameter in optimizer.gradient_slots() {
             let Some(grad) = parameter.grad() else {
                 continue;
             };
             let unscaled = grad.div_scalar(self.scale)?;
             // max(|g|) is inf or NaN exactly when some element is (NaN propagates).
-            let largest = unscaled.abs()?.max_all()?.item_f64()?;
-            if !largest.is_finite() {
-                found_inf = true;
+            let maximum = unscaled
+                .abs()?
+                .max_all()?
+                .to_dtype(DType::F32)?
+                .reshape([1])?;
+            match largest.iter_mut().find(|(d, _)| d == grad.device()) {
+                Some((_, maxima)) => maxima.push(maximum),
+                None => largest.push((grad.device().clone(), vec![maximum])),
             }
             parameter.set_grad(Some(unscaled));
+        }
+        let mut found_inf = false;
+        for (_, maxima) in &largest {
+            let refs: Vec<&Tensor> = maxima.iter().collect();
+            // A sum (not a max) of the maxima: NaN and inf survive addition on every backend.
+            let overall = Tensor::cat(&refs, 0)?.sum_all()?.item_f64()?;
+            if !overall.is_finite() {
+                found_inf = true;
+            }
         }
         self.found_inf = found_inf;
         self.unscaled = true;

@@ -4,6 +4,10 @@
 //! splits; several buckets); a CNN with BatchNorm matches one device running the same splits
 //! as micro-batches, with replica 0's running statistics; checkpoints move between a
 //! data-parallel model and a single-device one; a failing replica fails the step, never hangs.
+//! The exchange overlaps backward (buckets sent from a gradient-ready hook): a parameter that
+//! gets no gradient still ends with zeros on every replica, and `all_reduce_gradients` (no
+//! backward) still averages. Mixed precision: one `GradScaler` over every replica trains like
+//! one device with autocast, and an overflow skips the step on every replica alike.
 
 use anygrad_core::{manual_seed, DType, Device, Tensor};
 use anygrad_nn::parallel::DEFAULT_BUCKET_BYTES;
@@ -370,7 +374,290 @@ fn a_failing_replica_fails_the_step(device: &Device) {
     model.forward_backward(&x, &y, cross_entropy).unwrap();
 }
 
+/// An MLP plus a parameter the forward never uses (it gets no gradient in backward).
+struct WithUnused {
+    layers: Box<dyn Module>,
+    spare: Parameter,
+}
+
+impl Module for WithUnused {
+    fn forward(&self, x: &Tensor) -> anygrad_core::Result<Tensor> {
+        self.layers.forward(x)
+    }
+
+    /// The spare parameter comes first, so it lands in the last bucket (the one exchanged
+    /// last, once backward has finished).
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
+        visitor(&format!("{prefix}spare"), &self.spare, Kind::Parameter);
+        self.layers.visit(&format!("{prefix}layers."), visitor);
+    }
+}
+
+fn with_unused(device: &Device) -> anygrad_core::Result<Box<dyn Module>> {
+    Ok(Box::new(WithUnused {
+        layers: mlp(device)?,
+        spare: Parameter::new(Tensor::ones(&[3, 2], DType::F32, device)?),
+    }))
+}
+
+/// Overlapped exchange with several buckets and a parameter without gradient: every replica
+/// ends with the one-device gradients (zeros for the unused parameter), bit-identical.
+fn overlapped_exchange_matches_one_device(device: &Device) {
+    manual_seed(12);
+    let devices = vec![device.clone(); 2];
+    // 64-byte buckets: several buckets, each launched from the hook as its gradients finish.
+    let model = DataParallel::new(&devices, with_unused)
+        .unwrap()
+        .with_bucket_bytes(64);
+    assert!(model.bucket_count() > 2);
+    let single = single_copy(&model, with_unused, device);
+    let (x, y) = batch(11, &[5], 31, device);
+    model.zero_grad();
+    model.forward_backward(&x, &y, cross_entropy).unwrap();
+    assert_replicas_identical(&model, true);
+    cross_entropy(&single.forward(&x).unwrap(), &y)
+        .unwrap()
+        .backward()
+        .unwrap();
+    for ((name, parallel), (_, alone)) in model
+        .module()
+        .named_parameters()
+        .iter()
+        .zip(single.named_parameters())
+    {
+        let parallel = values(&parallel.grad().expect("every replica gets a gradient"));
+        match alone.grad() {
+            Some(grad) => {
+                for (a, b) in parallel.iter().zip(values(&grad)) {
+                    assert_close(*a as f64, b as f64, &format!("gradient of `{name}`"));
+                }
+            }
+            None => assert!(parallel.iter().all(|v| *v == 0.0), "`{name}` gets zeros"),
+        }
+    }
+    let stats = model.exchange_stats();
+    assert_eq!(stats.steps, 1);
+    assert_eq!(stats.bytes_per_step, 4 * (5 * 12 + 12 + 12 * 3 + 3 + 6));
+
+    // Custom loop: backward on each replica by hand, then all_reduce_gradients averages.
+    model.zero_grad();
+    let slices = model.scatter(&x).unwrap();
+    let targets = model.scatter(&y).unwrap();
+    for ((replica, input), target) in model.replicas().iter().zip(&slices).zip(&targets) {
+        let share = input.shape()[0] as f64 * 2.0 / 11.0;
+        cross_entropy(&replica.forward(input).unwrap(), target)
+            .unwrap()
+            .mul_scalar(share)
+            .unwrap()
+            .backward()
+            .unwrap();
+    }
+    model.all_reduce_gradients().unwrap();
+    assert_replicas_identical(&model, true);
+    let weight = |m: &dyn Module| values(&m.named_parameters()[1].1.grad().unwrap());
+    for (a, b) in weight(model.module()).iter().zip(weight(single.as_ref())) {
+        assert_close(
+            *a as f64,
+            b as f64,
+            "hand-made backward, then all_reduce_gradients",
+        );
+    }
+}
+
+/// `--amp` with several devices: f16 autocast on every replica, one scaler for all.
+fn mixed_precision_with_one_scaler(device: &Device) {
+    if !device.supports_f16() {
+        println!("SKIP mixed_precision_with_one_scaler: {device} has no f16");
+        return;
+    }
+    manual_seed(21);
+    let devices = vec![device.clone(); 2];
+    let model = DataParallel::new(&devices, mlp).unwrap();
+    let single = single_copy(&model, mlp, device);
+    let mut parallel_optimizer = model.optimizer(sgd).unwrap();
+    let mut single_optimizer = sgd(single.named_parameter_slots()).unwrap();
+    // The first step's scale overflows f16 (the step is skipped everywhere), the next ones
+    // train.
+    let mut parallel_scaler = GradScaler::new(1e30, 2.0, 1e-26, 1000);
+    let mut single_scaler = parallel_scaler.clone();
+    for step in 0..3u64 {
+        let (x, y) = batch(10, &[5], 40 + step, device);
+        let before = values(&model.module().named_parameters()[0].1);
+        parallel_optimizer.zero_grad();
+        let scale = parallel_scaler.scale_value();
+        {
+            let _autocast = anygrad_core::autocast(DType::F16, device).unwrap();
+            model
+                .forward_backward(&x, &y, |out, target| {
+                    cross_entropy(out, target)?.mul_scalar(scale)
+                })
+                .unwrap();
+        }
+        assert_replicas_identical(&model, true);
+        let stepped = parallel_scaler.step(&mut parallel_optimizer).unwrap();
+        parallel_scaler.update();
+        assert_replicas_identical(&model, false);
+
+        single_optimizer.zero_grad();
+        let loss = {
+            let _autocast = anygrad_core::autocast(DType::F16, device).unwrap();
+            cross_entropy(&single.forward(&x).unwrap(), &y).unwrap()
+        };
+        single_scaler.scale(&loss).unwrap().backward().unwrap();
+        let single_stepped = single_scaler.step(single_optimizer.as_mut()).unwrap();
+        single_scaler.update();
+        assert_eq!(
+            stepped, single_stepped,
+            "step {step}: the same skip decision"
+        );
+        assert_eq!(
+            stepped,
+            step > 0,
+            "step {step}: only the overflowing step is skipped"
+        );
+        if !stepped {
+            assert_eq!(values(&model.module().named_parameters()[0].1), before);
+            assert_eq!(parallel_scaler.skipped_steps(), 1);
+        }
+    }
+    for ((name, a), (_, b)) in model
+        .module()
+        .named_parameters()
+        .iter()
+        .zip(single.named_parameters())
+    {
+        for (x, y) in values(a).iter().zip(values(&b)) {
+            assert!(
+                (x - y).abs() <= 2e-3 * (1.0 + y.abs()),
+                "`{name}`: data parallel {x}, one device {y}"
+            );
+        }
+    }
+}
+
+/// A [`Collective`] between threads of one process (ranks sum in rank order, so every rank
+/// gets the same bits), to test the distributed reducer without MPI.
+struct ThreadCollective {
+    rank: usize,
+    shared: std::sync::Arc<(std::sync::Barrier, std::sync::Mutex<Vec<Vec<f32>>>)>,
+}
+
+impl Collective for ThreadCollective {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn world_size(&self) -> usize {
+        self.shared.1.lock().unwrap().len()
+    }
+
+    fn all_reduce_sum(&self, values: &mut [f32]) -> anygrad_core::Result<()> {
+        let (barrier, slots) = &*self.shared;
+        slots.lock().unwrap()[self.rank] = values.to_vec();
+        barrier.wait();
+        {
+            let slots = slots.lock().unwrap();
+            values.copy_from_slice(&slots[0]);
+            for slot in &slots[1..] {
+                for (sum, value) in values.iter_mut().zip(slot) {
+                    *sum += *value;
+                }
+            }
+        }
+        barrier.wait();
+        Ok(())
+    }
+
+    fn broadcast(&self, values: &mut [f32], root: usize) -> anygrad_core::Result<()> {
+        let (barrier, slots) = &*self.shared;
+        if self.rank == root {
+            slots.lock().unwrap()[root] = values.to_vec();
+        }
+        barrier.wait();
+        values.copy_from_slice(&slots.lock().unwrap()[root]);
+        barrier.wait();
+        Ok(())
+    }
+}
+
+/// Two ranks (threads) with `GradientReducer::backward` (bucket copies started from the
+/// gradient-ready hook, one rank without rows in the second step): both end with the
+/// gradients of one device on the whole batch, bit-identical.
+fn gradient_reducer_matches_one_device(device: &Device) {
+    manual_seed(17);
+    let reference = mlp(device).unwrap();
+    let state: std::collections::BTreeMap<String, Tensor> =
+        reference.state_dict().into_iter().collect();
+    let shared = std::sync::Arc::new((
+        std::sync::Barrier::new(2),
+        std::sync::Mutex::new(vec![Vec::new(); 2]),
+    ));
+    for (step, rows) in [(0u64, 9usize), (1, 1)] {
+        let (x, y) = batch(rows, &[5], 50 + step, device);
+        reference.zero_grad();
+        cross_entropy(&reference.forward(&x).unwrap(), &y)
+            .unwrap()
+            .backward()
+            .unwrap();
+        let expected: Vec<Vec<f32>> = reference
+            .named_parameters()
+            .iter()
+            .map(|(_, p)| values(&p.grad().unwrap()))
+            .collect();
+        let gradients: Vec<Vec<Vec<f32>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..2)
+                .map(|rank| {
+                    let (shared, state, x, y) = (shared.clone(), &state, &x, &y);
+                    scope.spawn(move || {
+                        let collective = ThreadCollective { rank, shared };
+                        // Rank 1 starts from other values: the broadcast makes them rank 0's.
+                        manual_seed(100 + rank as u64);
+                        let model = mlp(device).unwrap();
+                        if rank == 0 {
+                            load_state_into(model.as_ref(), state, true, "rank 0").unwrap();
+                        }
+                        broadcast_module(model.as_ref(), &collective, 0).unwrap();
+                        let reducer = GradientReducer::new(model.as_ref(), 64);
+                        let sizes = DataParallel::split_sizes(rows, 2);
+                        let start: usize = sizes[..rank].iter().sum();
+                        if sizes[rank] > 0 {
+                            let loss = cross_entropy(
+                                &model
+                                    .forward(&x.narrow(0, start, sizes[rank]).unwrap())
+                                    .unwrap(),
+                                &y.narrow(0, start, sizes[rank]).unwrap(),
+                            )
+                            .unwrap()
+                            .mul_scalar(GradientReducer::loss_weight(sizes[rank], rows, 2))
+                            .unwrap();
+                            reducer.backward(&loss, &collective, device).unwrap();
+                        } else {
+                            reducer.all_reduce(&collective, device).unwrap();
+                        }
+                        assert_eq!(reducer.exchange_stats().steps, 1);
+                        model
+                            .named_parameters()
+                            .iter()
+                            .map(|(_, p)| values(&p.grad().unwrap()))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(gradients[0], gradients[1], "ranks hold the same gradients");
+        for (got, want) in gradients[0].iter().zip(&expected) {
+            for (a, b) in got.iter().zip(want) {
+                assert_close(*a as f64, *b as f64, &format!("gradient at step {step}"));
+            }
+        }
+    }
+}
+
 anygrad_testing::device_tests!(
+    gradient_reducer_matches_one_device,
+    overlapped_exchange_matches_one_device,
+    mixed_precision_with_one_scaler,
     two_replicas_match_one_device_sgd,
     two_replicas_match_one_device_adam,
     batch_norm_cnn_matches_micro_batches,

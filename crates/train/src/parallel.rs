@@ -11,12 +11,14 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use anygrad_core::{autocast, AutocastGuard};
 use anygrad_core::{device_count, no_grad, random, DType, Device, Error, Result, Tensor};
 use anygrad_data::DataLoader;
-use anygrad_nn::parallel::DEFAULT_BUCKET_BYTES;
+use anygrad_nn::parallel::default_bucket_bytes;
 use anygrad_nn::{
     broadcast_buffers, broadcast_module, load_checkpoint, save_checkpoint, Collective,
-    CrossEntropyLoss, DataParallel, GradientReducer, Module, Optimizer, ReplicatedOptimizer,
+    CrossEntropyLoss, DataParallel, GradScaler, GradientReducer, Module, Optimizer,
+    ReplicatedOptimizer,
 };
 
 use crate::config::TrainConfig;
@@ -54,7 +56,7 @@ pub fn parse_devices(text: &str) -> Result<Vec<Device>> {
     Ok(devices)
 }
 
-fn validate(config: &TrainConfig, what: &str) -> Result<()> {
+fn validate(config: &TrainConfig) -> Result<()> {
     if config.epochs == 0 {
         return Err(Error::invalid("train", "--epochs must be at least 1"));
     }
@@ -67,13 +69,51 @@ fn validate(config: &TrainConfig, what: &str) -> Result<()> {
             ),
         ));
     }
-    if config.amp {
-        return Err(Error::invalid(
-            "train",
-            format!("--amp is not supported with {what} yet; train without it"),
-        ));
-    }
     Ok(())
+}
+
+/// With `--amp`: a gradient scaler, after checking that every device computes in f16.
+fn amp_scaler(config: &TrainConfig, devices: &[Device]) -> Result<Option<GradScaler>> {
+    if !config.amp {
+        return Ok(None);
+    }
+    if let Some(device) = devices.iter().find(|d| !d.supports_f16()) {
+        return Err(Error::Unsupported {
+            op: "train --amp",
+            dtype: DType::F16,
+            device: device.to_string(),
+            hint: "; this adapter cannot compute in f16: train without --amp".into(),
+        });
+    }
+    Ok(Some(GradScaler::default()))
+}
+
+/// Under `--amp`, f16 autocast on the calling thread (data parallelism carries it to every
+/// replica's thread).
+fn amp_autocast(
+    scaler: &Option<&mut GradScaler>,
+    device: &Device,
+) -> Result<Option<AutocastGuard>> {
+    match scaler {
+        Some(_) => Ok(Some(autocast(DType::F16, device)?)),
+        None => Ok(None),
+    }
+}
+
+/// Step the optimizer, through the scaler under `--amp` (which skips the step, on every
+/// replica or rank alike, when a gradient overflowed: they hold the same averaged gradients).
+fn optimizer_step(
+    optimizer: &mut dyn Optimizer,
+    scaler: &mut Option<&mut GradScaler>,
+) -> Result<()> {
+    match scaler {
+        Some(scaler) => {
+            scaler.step(optimizer)?;
+            scaler.update();
+            Ok(())
+        }
+        None => optimizer.step(),
+    }
 }
 
 /// Restore the epoch and the random generator from a checkpoint's metadata.
@@ -153,12 +193,15 @@ fn summary(
     }
 }
 
-/// One epoch of data-parallel training; returns (mean loss, accuracy) over the epoch.
+/// One epoch of data-parallel training; returns (mean loss, accuracy) over the epoch. With a
+/// `scaler`, forward and loss run under f16 autocast on every replica and the loss is scaled
+/// for backward (one scaler for all replicas).
 pub fn train_epoch_data_parallel(
     model: &DataParallel,
     optimizer: &mut ReplicatedOptimizer,
     loader: &DataLoader,
     epoch: usize,
+    mut scaler: Option<&mut GradScaler>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(f64, f64)> {
     model.train();
@@ -173,10 +216,14 @@ pub fn train_epoch_data_parallel(
     for (index, batch) in loader.iter_epoch(epoch as u64).enumerate() {
         let (inputs, labels) = batch?;
         optimizer.zero_grad();
-        let step = model.forward_backward(&inputs, &labels, |output, target| {
-            loss_fn.forward(output, target)
-        })?;
-        optimizer.step()?;
+        let loss_scale = scaler.as_deref().map_or(1.0, GradScaler::scale_value);
+        let step = {
+            let _autocast = amp_autocast(&scaler, &model.devices()[0])?;
+            model.forward_backward(&inputs, &labels, |output, target| {
+                loss_fn.forward(output, target)?.mul_scalar(loss_scale)
+            })?
+        };
+        optimizer_step(optimizer, &mut scaler)?;
         let count = labels.shape()[0];
         seen += count;
         {
@@ -184,7 +231,7 @@ pub fn train_epoch_data_parallel(
             for replica in 0..model.len() {
                 let weighted = step.weighted_losses[replica]
                     .to_dtype(DType::F32)?
-                    .mul_scalar(count as f64)?;
+                    .mul_scalar(count as f64 / loss_scale)?;
                 accumulate(&mut loss_sums[replica], weighted)?;
                 if let Some(output) = &step.outputs[replica] {
                     let correct = correct_predictions(output, &step.targets[replica])?;
@@ -193,7 +240,7 @@ pub fn train_epoch_data_parallel(
             }
         }
         let loss = if index % 10 == 0 {
-            Some(step.loss()?)
+            Some(step.loss()? / loss_scale)
         } else {
             None
         };
@@ -209,10 +256,11 @@ pub fn run_data_parallel(
     devices: &[Device],
     on_event: &mut dyn FnMut(Event),
 ) -> Result<TrainSummary> {
-    validate(config, "several devices")?;
+    validate(config)?;
     if devices.is_empty() {
         return Err(Error::invalid("train", "--devices names no device"));
     }
+    let mut scaler = amp_scaler(config, devices)?;
     random::manual_seed(config.seed);
     let data = load_data(config, &devices[0])?;
     let model = DataParallel::new(devices, |device| build_model(config.model, &data, device))?;
@@ -229,8 +277,14 @@ pub fn run_data_parallel(
     let mut epochs = Vec::new();
     for epoch in first_epoch..config.epochs {
         let epoch_start = Instant::now();
-        let (train_loss, train_accuracy) =
-            train_epoch_data_parallel(&model, &mut optimizer, &data.train, epoch, on_event)?;
+        let (train_loss, train_accuracy) = train_epoch_data_parallel(
+            &model,
+            &mut optimizer,
+            &data.train,
+            epoch,
+            scaler.as_mut(),
+            on_event,
+        )?;
         model.sync_buffers()?;
         let (test_loss, test_accuracy) = evaluate(model.module(), &data.test)?;
         let report = EpochReport {
@@ -255,16 +309,28 @@ pub fn run_data_parallel(
     ))
 }
 
+/// The data and helpers of one rank of a distributed run.
+struct RankContext<'a> {
+    model: &'a dyn Module,
+    reducer: &'a GradientReducer,
+    collective: &'a dyn Collective,
+    loader: &'a DataLoader,
+}
+
 /// One epoch of one rank of a distributed run; returns the global (mean loss, accuracy).
 fn train_epoch_distributed(
-    model: &dyn Module,
+    rank_context: &RankContext<'_>,
     optimizer: &mut dyn Optimizer,
-    reducer: &GradientReducer,
-    collective: &dyn Collective,
-    loader: &DataLoader,
     epoch: usize,
+    mut scaler: Option<&mut GradScaler>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(f64, f64)> {
+    let RankContext {
+        model,
+        reducer,
+        collective,
+        loader,
+    } = *rank_context;
     model.train();
     let device = loader.device();
     let loss_fn = CrossEntropyLoss::new();
@@ -285,13 +351,19 @@ fn train_epoch_distributed(
         seen += global;
         optimizer.zero_grad();
         let mut report = None;
+        let loss_scale = scaler.as_deref().map_or(1.0, GradScaler::scale_value);
         if rows > 0 {
             let inputs = inputs.narrow(0, start, rows)?;
             let labels = labels.narrow(0, start, rows)?;
-            let logits = model.forward(&inputs)?;
-            let loss = loss_fn.forward(&logits, &labels)?;
-            loss.mul_scalar(GradientReducer::loss_weight(rows, global, world))?
-                .backward()?;
+            let (logits, loss) = {
+                let _autocast = amp_autocast(&scaler, device)?;
+                let logits = model.forward(&inputs)?;
+                let loss = loss_fn.forward(&logits, &labels)?;
+                (logits, loss)
+            };
+            let weighted =
+                loss.mul_scalar(GradientReducer::loss_weight(rows, global, world) * loss_scale)?;
+            reducer.backward(&weighted, collective, device)?;
             let _guard = no_grad();
             accumulate(
                 &mut loss_sum,
@@ -306,9 +378,10 @@ fn train_epoch_distributed(
             if index % 10 == 0 {
                 report = Some(loss.item_f64()?);
             }
+        } else {
+            reducer.all_reduce(collective, device)?;
         }
-        reducer.all_reduce(collective, device)?;
-        optimizer.step()?;
+        optimizer_step(optimizer, &mut scaler)?;
         on_event(Event::Batch {
             epoch,
             index,
@@ -330,7 +403,8 @@ pub fn run_distributed(
     collective: &dyn Collective,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<TrainSummary> {
-    validate(config, "--distributed")?;
+    validate(config)?;
+    let mut scaler = amp_scaler(config, std::slice::from_ref(device))?;
     random::manual_seed(config.seed);
     let data = load_data(config, device)?;
     let model = build_model(config.model, &data, device)?;
@@ -341,18 +415,22 @@ pub fn run_distributed(
         first_epoch = resume_point(&metadata, path)?;
     }
     broadcast_module(model.as_ref(), collective, 0)?;
-    let reducer = GradientReducer::new(model.as_ref(), DEFAULT_BUCKET_BYTES);
+    let reducer = GradientReducer::new(model.as_ref(), default_bucket_bytes());
     let started = Instant::now();
     let mut epochs = Vec::new();
     for epoch in first_epoch..config.epochs {
         let epoch_start = Instant::now();
-        let (train_loss, train_accuracy) = train_epoch_distributed(
-            model.as_ref(),
-            optimizer.as_mut(),
-            &reducer,
+        let rank_context = RankContext {
+            model: model.as_ref(),
+            reducer: &reducer,
             collective,
-            &data.train,
+            loader: &data.train,
+        };
+        let (train_loss, train_accuracy) = train_epoch_distributed(
+            &rank_context,
+            optimizer.as_mut(),
             epoch,
+            scaler.as_mut(),
             on_event,
         )?;
         broadcast_buffers(model.as_ref(), collective, 0)?;

@@ -404,6 +404,18 @@ impl Drop for NoGradGuard {
 
 /// Backward from a scalar (one-element) tensor.
 pub(crate) fn backward(root: &Tensor) -> Result<()> {
+    let seed = scalar_seed(root)?;
+    backward_with_hook(root, seed, false, &mut |_| Ok(()))
+}
+
+/// Backward from a scalar `root`, keeping the graph for another backward.
+pub(crate) fn backward_retaining(root: &Tensor) -> Result<()> {
+    let seed = scalar_seed(root)?;
+    backward_with_hook(root, seed, true, &mut |_| Ok(()))
+}
+
+/// The implicit upstream gradient of a scalar root: ones (an error for other shapes).
+pub(crate) fn scalar_seed(root: &Tensor) -> Result<Tensor> {
     if root.numel() != 1 {
         return Err(Error::Autograd {
             message: format!(
@@ -412,27 +424,25 @@ pub(crate) fn backward(root: &Tensor) -> Result<()> {
             ),
         });
     }
-    let seed = Tensor::ones(root.shape(), root.dtype(), root.device())?;
-    backward_with(root, seed, false)
+    Tensor::ones(root.shape(), root.dtype(), root.device())
 }
 
-/// Backward from a scalar `root`, keeping the graph for another backward.
-pub(crate) fn backward_retaining(root: &Tensor) -> Result<()> {
-    if root.numel() != 1 {
-        return Err(Error::Autograd {
-            message: format!(
-                "grad can be implicitly created only for scalar outputs (shape {:?})",
-                root.shape()
-            ),
-        });
-    }
-    let seed = Tensor::ones(root.shape(), root.dtype(), root.device())?;
-    backward_with(root, seed, true)
-}
-
-/// Backward with an explicit gradient for `root`. Unless `retain_graph`, each node's record is
-/// released right after its rule ran, so saved tensors are freed as backward goes.
+/// Backward with an explicit gradient for `root`.
 pub(crate) fn backward_with(root: &Tensor, gradient: Tensor, retain_graph: bool) -> Result<()> {
+    backward_with_hook(root, gradient, retain_graph, &mut |_| Ok(()))
+}
+
+/// Backward with an explicit gradient for `root`, calling `on_grad_ready(leaf)` once per leaf
+/// right after its `.grad` is final: as soon as the walk (outputs before inputs) has processed
+/// every recorded use of the leaf, not when it reaches the leaf itself (a parameter, made
+/// before everything, comes last in the walk). Unless `retain_graph`, each node's record is
+/// released right after its rule ran, so saved tensors are freed as backward goes.
+pub(crate) fn backward_with_hook(
+    root: &Tensor,
+    gradient: Tensor,
+    retain_graph: bool,
+    on_grad_ready: &mut dyn FnMut(&Tensor) -> Result<()>,
+) -> Result<()> {
     if !root.requires_grad() {
         return Err(Error::Autograd {
             message: "the tensor does not require grad and has no graph; call requires_grad_(true) on a leaf before computing it".into(),
@@ -447,7 +457,24 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor, retain_graph: bool)
         });
     }
     let _guard = no_grad();
-    let order = topological_order(root);
+    // Creation order is a topological order (an op's output is made after its inputs), and
+    // walking it backwards handles the last layers first, as PyTorch's engine does (the
+    // depth-first order alone can leave a late layer's weight branch for the very end).
+    let mut order = topological_order(root);
+    order.sort_unstable_by_key(Tensor::id);
+    // Uses of each leaf not processed yet: at zero its gradient is final and is accumulated
+    // at once (the walk may reach the leaf itself much later).
+    let mut leaf_uses: HashMap<TensorId, usize> = HashMap::new();
+    for node in &order {
+        let Some(grad_fn) = node.grad_fn() else {
+            continue;
+        };
+        for input in grad_fn.inputs() {
+            if input.is_tracked() && input.is_leaf() {
+                *leaf_uses.entry(input.id()).or_default() += 1;
+            }
+        }
+    }
     let mut grads: HashMap<TensorId, Tensor> = HashMap::new();
     grads.insert(root.id(), gradient);
     for node in order.iter().rev() {
@@ -455,44 +482,62 @@ pub(crate) fn backward_with(root: &Tensor, gradient: Tensor, retain_graph: bool)
             continue;
         };
         if node.is_leaf() {
-            // A leaf: accumulate like PyTorch's `.grad`.
-            let total = match node.grad() {
-                Some(previous) => previous.add(&grad)?,
-                None => grad,
-            };
-            node.set_grad(Some(total));
+            // A leaf whose uses did not all contribute (or the root itself).
+            accumulate_leaf(node, grad, on_grad_ready)?;
             continue;
         }
-        match node.grad_fn() {
-            None => {
-                return Err(Error::Autograd {
-                    message: "trying to backward through the graph a second time: its saved tensors were freed by the first backward; use backward_retain_graph for the first one".into(),
-                });
+        let Some(grad_fn) = node.grad_fn() else {
+            return Err(Error::Autograd {
+                message: "trying to backward through the graph a second time: its saved tensors were freed by the first backward; use backward_retain_graph for the first one".into(),
+            });
+        };
+        let input_grads = rules::input_gradients(&grad_fn, &grad)?;
+        drop(grad);
+        for (input, input_grad) in grad_fn.inputs().into_iter().zip(input_grads) {
+            let Some(input_grad) = input_grad else {
+                continue;
+            };
+            if !input.is_tracked() {
+                continue;
             }
-            Some(grad_fn) => {
-                let input_grads = rules::input_gradients(&grad_fn, &grad)?;
-                drop(grad);
-                for (input, input_grad) in grad_fn.inputs().into_iter().zip(input_grads) {
-                    let Some(input_grad) = input_grad else {
-                        continue;
-                    };
-                    if !input.is_tracked() {
-                        continue;
-                    }
-                    let entry = match grads.remove(&input.id()) {
-                        Some(existing) => existing.add(&input_grad)?,
-                        None => input_grad,
-                    };
+            let entry = match grads.remove(&input.id()) {
+                Some(existing) => existing.add(&input_grad)?,
+                None => input_grad,
+            };
+            match leaf_uses.get_mut(&input.id()) {
+                Some(uses) if *uses <= 1 => {
+                    leaf_uses.remove(&input.id());
+                    accumulate_leaf(input, entry, on_grad_ready)?;
+                }
+                Some(uses) => {
+                    *uses -= 1;
                     grads.insert(input.id(), entry);
                 }
-                drop(grad_fn);
-                if !retain_graph {
-                    node.release_grad_fn();
+                None => {
+                    grads.insert(input.id(), entry);
                 }
             }
+        }
+        drop(grad_fn);
+        if !retain_graph {
+            node.release_grad_fn();
         }
     }
     Ok(())
+}
+
+/// Add a leaf's final gradient to its `.grad` (like PyTorch) and report it to the hook.
+fn accumulate_leaf(
+    leaf: &Tensor,
+    grad: Tensor,
+    on_grad_ready: &mut dyn FnMut(&Tensor) -> Result<()>,
+) -> Result<()> {
+    let total = match leaf.grad() {
+        Some(previous) => previous.add(&grad)?,
+        None => grad,
+    };
+    leaf.set_grad(Some(total));
+    on_grad_ready(leaf)
 }
 
 /// Nodes reachable from `root` through tracked edges, inputs before outputs.

@@ -46,6 +46,34 @@ pub struct GpuStorage {
     never: Never,
 }
 
+/// Reused host staging for one device's transfers; none can exist in this build.
+#[derive(Debug)]
+pub(crate) struct GpuStaging {
+    never: Never,
+}
+
+impl GpuStaging {
+    /// Needs a GPU device, which cannot exist in this build.
+    pub(crate) fn new(device: &GpuDevice, _len: usize) -> Result<GpuStaging> {
+        match device.never {}
+    }
+
+    /// Unreachable: no staging exists.
+    pub(crate) fn start_download(&mut self, _source: &GpuStorage, _offset: usize) -> Result<()> {
+        match self.never {}
+    }
+
+    /// Unreachable: no staging exists.
+    pub(crate) fn finish_download(&mut self, _out: &mut [f32]) -> Result<()> {
+        match self.never {}
+    }
+
+    /// Unreachable: no staging exists.
+    pub(crate) fn upload(&mut self, _parts: &[&[f32]]) -> Result<GpuStorage> {
+        match self.never {}
+    }
+}
+
 /// A cooperative-matrix (tensor-core) matmul kernel; none exists in this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CoopVariant {}

@@ -412,6 +412,37 @@ impl Tensor {
         autograd::backward_retaining(self)
     }
 
+    /// [`Tensor::backward`] that calls `on_grad_ready(leaf)` as soon as each leaf's gradient
+    /// is final (like PyTorch's post-accumulate-grad hooks): once per leaf that receives a
+    /// gradient, after every contribution has been added to its `.grad`, in the order the
+    /// backward walk finishes them (the last layers first). The hook runs on this thread
+    /// while the rest of backward is still to be recorded, so it can start work on the
+    /// finished gradients early (data parallelism sends them to the other replicas); an
+    /// error it returns stops backward and is returned. Leaves the walk does not reach get
+    /// no call.
+    ///
+    /// ```
+    /// use anygrad_core::{Device, DType, Tensor};
+    /// let w1 = Tensor::ones(&[2, 2], DType::F32, &Device::Cpu)?.requires_grad_(true);
+    /// let w2 = Tensor::ones(&[2, 2], DType::F32, &Device::Cpu)?.requires_grad_(true);
+    /// let x = Tensor::ones(&[1, 2], DType::F32, &Device::Cpu)?;
+    /// let loss = x.matmul(&w1)?.matmul(&w2)?.sum_all()?;
+    /// let mut ready = Vec::new();
+    /// loss.backward_with_hook(|leaf| {
+    ///     ready.push(leaf.id());
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(ready, vec![w2.id(), w1.id()]);
+    /// # Ok::<(), anygrad_core::Error>(())
+    /// ```
+    pub fn backward_with_hook<F>(&self, mut on_grad_ready: F) -> Result<()>
+    where
+        F: FnMut(&Tensor) -> Result<()>,
+    {
+        let seed = autograd::scalar_seed(self)?;
+        autograd::backward_with_hook(self, seed, false, &mut on_grad_ready)
+    }
+
     /// Check that two tensors are on the same device (error names the op and both devices).
     pub(crate) fn same_device(&self, op: &'static str, other: &Tensor) -> Result<()> {
         if self.device() != other.device() {

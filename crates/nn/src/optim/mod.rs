@@ -127,6 +127,13 @@ pub trait Optimizer {
     /// The parameters (name, slot) this optimizer updates.
     fn parameters(&self) -> &[(String, Parameter)];
 
+    /// Every parameter slot whose gradient a step reads: [`Optimizer::parameters`], except
+    /// for optimizers over several copies of a model (data parallelism's
+    /// `ReplicatedOptimizer`: every replica's). What `GradScaler` unscales and checks.
+    fn gradient_slots(&self) -> Vec<Parameter> {
+        self.parameters().iter().map(|(_, p)| p.clone()).collect()
+    }
+
     /// Clear every parameter's gradient.
     fn zero_grad(&self) {
         for (_, parameter) in self.parameters() {

@@ -4,12 +4,26 @@
 //! concatenation and one readback, or one upload and views into it, instead of one transfer
 //! per parameter.
 
-use anygrad_core::{no_grad, DType, Device, Result, Tensor};
+use anygrad_core::{no_grad, DType, Result, Tensor};
 
 use crate::module::Parameter;
 
 /// The default bucket size, 25 MB (PyTorch DDP's `bucket_cap_mb`).
 pub const DEFAULT_BUCKET_BYTES: usize = 25 * 1024 * 1024;
+
+/// The bucket size data parallelism uses unless told otherwise: `ANYGRAD_BUCKET_MB`
+/// (megabytes, may be fractional, e.g. `4` or `0.5`) when set to a positive number, else
+/// [`DEFAULT_BUCKET_BYTES`]. Smaller buckets start exchanging earlier in backward and leave
+/// less to exchange after it (the last bucket, holding the first layers, is only complete
+/// when backward ends), at the cost of more transfers.
+pub fn default_bucket_bytes() -> usize {
+    std::env::var("ANYGRAD_BUCKET_MB")
+        .ok()
+        .and_then(|text| text.trim().parse::<f64>().ok())
+        .filter(|mb| mb.is_finite() && *mb > 0.0)
+        .map(|mb| ((mb * 1024.0 * 1024.0) as usize).max(4))
+        .unwrap_or(DEFAULT_BUCKET_BYTES)
+}
 
 /// One bucket: which parameters (indices into the parameter list) and how many elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,15 +80,14 @@ pub(crate) fn flatten_gradients(parameters: &[Parameter], bucket: &Bucket) -> Re
     Tensor::cat(&refs, 0)
 }
 
-/// Upload a bucket's summed gradients and give each parameter a view of them as its gradient.
-pub(crate) fn scatter_gradients(
+/// Give each parameter of `bucket` a view of `flat` (the bucket's averaged gradients, one
+/// f32 vector on the parameter's device) as its gradient.
+pub(crate) fn assign_gradients(
     parameters: &[Parameter],
     bucket: &Bucket,
-    values: Vec<f32>,
-    device: &Device,
+    flat: &Tensor,
 ) -> Result<()> {
     let _guard = no_grad();
-    let flat = Tensor::from_vec(values, &[bucket.numel], device)?;
     let mut offset = 0;
     for &index in &bucket.parameters {
         let parameter = parameters[index].tensor();
@@ -87,6 +100,20 @@ pub(crate) fn scatter_gradients(
         offset += count;
     }
     Ok(())
+}
+
+/// Which bucket each parameter (by its tensor's id) belongs to.
+pub(crate) fn bucket_of_parameters(
+    parameters: &[Parameter],
+    buckets: &[Bucket],
+) -> std::collections::HashMap<anygrad_core::TensorId, usize> {
+    let mut owner = std::collections::HashMap::new();
+    for (position, bucket) in buckets.iter().enumerate() {
+        for &index in &bucket.parameters {
+            owner.insert(parameters[index].tensor().id(), position);
+        }
+    }
+    owner
 }
 
 #[cfg(test)]

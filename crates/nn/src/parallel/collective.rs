@@ -3,16 +3,22 @@
 //! training loop builds on it: [`GradientReducer`] (bucketed gradient averaging, the same
 //! buckets and loss weighting as the in-process [`super::DataParallel`]),
 //! [`broadcast_module`] (rank 0's parameters and buffers to every rank) and
-//! [`broadcast_buffers`]. The MPI implementation lives in the `anygrad` command (feature
-//! `mpi`), so this crate needs no MPI.
+//! [`broadcast_buffers`]. Gradients travel through staging buffers reused across steps, and
+//! each bucket's copy to host memory starts during backward. The MPI implementation lives in
+//! the `anygrad` command (feature `mpi`), so this crate needs no MPI.
 
 use std::sync::Mutex;
 use std::time::Instant;
 
 use anygrad_core::{no_grad, profiler, Device, Error, Result, Tensor};
 
-use super::buckets::{flatten_gradients, plan_buckets, scatter_gradients, Bucket};
+use anygrad_core::transfer::HostStaging;
+
+use super::buckets::{
+    assign_gradients, bucket_of_parameters, flatten_gradients, plan_buckets, Bucket,
+};
 use super::data_parallel::ExchangeStats;
+use super::exchange::ExchangeTiming;
 use crate::module::{Kind, Module, Parameter};
 
 /// A group of processes that exchange data (an MPI communicator, for instance).
@@ -34,10 +40,15 @@ pub trait Collective {
 /// Averages a module's gradients over a [`Collective`] in buckets (about 25 MB, last layers
 /// first). Each process weights its loss by `rows · world_size / global_rows` before
 /// backward (see [`GradientReducer::loss_weight`]), so the average is the gradient of the
-/// global batch's mean loss.
+/// global batch's mean loss. [`GradientReducer::backward`] runs backward and starts each
+/// bucket's copy to host memory as soon as its gradients are final, so the copies overlap
+/// the rest of backward; the all-reduces then run on the calling thread (the communicator is
+/// only ever used from it), bucket after bucket, through staging buffers kept across steps.
 pub struct GradientReducer {
     parameters: Vec<Parameter>,
     buckets: Vec<Bucket>,
+    staging: Mutex<Option<Vec<HostStaging>>>,
+    host: Mutex<Vec<f32>>,
     stats: Mutex<ExchangeStats>,
 }
 
@@ -62,6 +73,8 @@ impl GradientReducer {
         GradientReducer {
             buckets: plan_buckets(&numels, bucket_bytes),
             parameters,
+            staging: Mutex::new(None),
+            host: Mutex::new(Vec::new()),
             stats: Mutex::new(ExchangeStats::default()),
         }
     }
@@ -72,37 +85,103 @@ impl GradientReducer {
         (rows * world_size) as f64 / global_rows.max(1) as f64
     }
 
-    /// Average the gradients over every process (all of them must call it).
+    /// Run backward from `loss` (already weighted by [`GradientReducer::loss_weight`]) and
+    /// average the gradients over every process (all of them must call it, or
+    /// [`GradientReducer::all_reduce`] when they have no rows). Each bucket's copy to host
+    /// memory starts as soon as its gradients are final.
+    pub fn backward(
+        &self,
+        loss: &Tensor,
+        collective: &dyn Collective,
+        device: &Device,
+    ) -> Result<()> {
+        if collective.world_size() <= 1 {
+            return loss.backward();
+        }
+        self.reduce(Some(loss), collective, device)
+    }
+
+    /// Average the gradients held now over every process (all of them must call it).
     pub fn all_reduce(&self, collective: &dyn Collective, device: &Device) -> Result<()> {
-        let world = collective.world_size();
-        if world <= 1 {
+        if collective.world_size() <= 1 {
             return Ok(());
         }
-        let seconds = profiler::scope("gradient_exchange", device, || {
-            let flats: Vec<Tensor> = self
-                .buckets
-                .iter()
-                .map(|bucket| flatten_gradients(&self.parameters, bucket))
-                .collect::<Result<_>>()?;
-            device.synchronize()?;
-            let started = Instant::now();
+        self.reduce(None, collective, device)
+    }
+
+    fn reduce(
+        &self,
+        loss: Option<&Tensor>,
+        collective: &dyn Collective,
+        device: &Device,
+    ) -> Result<()> {
+        let world = collective.world_size();
+        let mut staging_slot = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        if staging_slot.is_none() {
+            *staging_slot = Some(
+                self.buckets
+                    .iter()
+                    .map(|bucket| HostStaging::new(device, bucket.numel))
+                    .collect::<Result<Vec<_>>>()?,
+            );
+        }
+        let staging = staging_slot.as_mut().ok_or_else(|| {
+            Error::invalid(
+                "GradientReducer",
+                "internal: the staging buffers are missing",
+            )
+        })?;
+        let mut launched = vec![false; self.buckets.len()];
+        if let Some(loss) = loss {
+            let owner = bucket_of_parameters(&self.parameters, &self.buckets);
+            let mut waiting: Vec<usize> = self.buckets.iter().map(|b| b.parameters.len()).collect();
+            loss.backward_with_hook(|leaf| {
+                if let Some(&position) = owner.get(&leaf.id()) {
+                    waiting[position] = waiting[position].saturating_sub(1);
+                    if waiting[position] == 0 && !launched[position] {
+                        launched[position] = true;
+                        let flat = flatten_gradients(&self.parameters, &self.buckets[position])?;
+                        staging[position].start_download(&flat)?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        let backward_done = Instant::now();
+        let mut timing = ExchangeTiming::default();
+        profiler::scope("gradient_exchange", device, || {
+            for (position, bucket) in self.buckets.iter().enumerate() {
+                if !launched[position] {
+                    let flat = flatten_gradients(&self.parameters, bucket)?;
+                    staging[position].start_download(&flat)?;
+                }
+            }
             let scale = 1.0 / world as f32;
-            for (bucket, flat) in self.buckets.iter().zip(flats) {
-                let mut host = flat.to_vec::<f32>()?;
-                drop(flat);
+            let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
+            for (bucket, staging) in self.buckets.iter().zip(staging.iter_mut()) {
+                let started = Instant::now();
+                host.resize(bucket.numel, 0.0);
+                staging.finish_download(&mut host)?;
+                let downloaded = Instant::now();
                 collective.all_reduce_sum(&mut host)?;
                 for value in host.iter_mut() {
                     *value *= scale;
                 }
-                scatter_gradients(&self.parameters, bucket, host, device)?;
+                let averaged = Instant::now();
+                let flat = staging.upload(&[&host[..]])?;
+                assign_gradients(&self.parameters, bucket, &flat)?;
+                timing.download += (downloaded - started).as_secs_f64();
+                timing.average += (averaged - downloaded).as_secs_f64();
+                timing.upload += averaged.elapsed().as_secs_f64();
             }
-            Ok(started.elapsed().as_secs_f64())
+            Ok(())
         })?;
-        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-        stats.steps += 1;
-        stats.seconds += seconds;
-        stats.last_seconds = seconds;
-        stats.bytes_per_step = self.buckets.iter().map(|b| b.numel * 4).sum();
+        timing.exposed = backward_done.elapsed().as_secs_f64();
+        let bytes = self.buckets.iter().map(|b| b.numel * 4).sum();
+        self.stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(&[timing], bytes);
         Ok(())
     }
 

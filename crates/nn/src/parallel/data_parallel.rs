@@ -18,9 +18,11 @@
 //!   [`DataParallel::sync_buffers`] copies replica 0's to the others (the training loop calls
 //!   it before evaluating and saving). BatchNorm normalizes with the statistics of each
 //!   replica's slice, as in PyTorch (no synchronized BatchNorm).
-//! * The gradient exchange starts after the whole backward has been recorded (the autograd has
-//!   no per-gradient hook), bucket by bucket (25 MB, last layers first); the host reads of one
-//!   bucket overlap the other replicas' averaging and upload of the previous one.
+//! * The gradient exchange overlaps backward: buckets (about 25 MB, last layers first; see
+//!   [`super::default_bucket_bytes`]) are sent to host memory as soon as their gradients are
+//!   final (a gradient-ready hook of the autograd), through staging buffers reused across
+//!   steps, and one communication thread per replica averages each bucket with the other
+//!   replicas while backward goes on (`exchange.rs`).
 //! * Random ops inside the model (dropout) draw from the global generator in whatever order
 //!   the threads reach it, so such models are not reproducible run to run.
 
@@ -30,23 +32,49 @@ use anygrad_core::{autocast, autocast_dtype, is_grad_enabled, no_grad, random};
 use anygrad_core::{Device, Error, Result, Tensor};
 
 use super::barrier::{is_abort_echo, AbortOnDrop, AbortableBarrier};
-use super::buckets::{plan_buckets, Bucket, DEFAULT_BUCKET_BYTES};
-use super::exchange::{exchange_gradients, ExchangeArea};
+use super::buckets::{default_bucket_bytes, plan_buckets, Bucket};
+use super::exchange::{ExchangeArea, ExchangeTiming, ReplicaExchange};
 use super::optimizer::ReplicatedOptimizer;
 use crate::module::{Kind, Module, Parameter};
 use crate::optim::Optimizer;
 
 /// Time spent averaging gradients, summed over steps (the slowest replica of each step).
+/// The exchange overlaps backward, so `seconds` counts only what the step waits for after
+/// backward has been recorded; the phase totals count the host work wherever it ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ExchangeStats {
     /// Steps whose gradients were exchanged.
     pub steps: usize,
-    /// Total seconds of exchange.
+    /// Total seconds of exchange not hidden behind backward's recording: from the end of
+    /// backward's recording until every bucket was averaged and uploaded.
     pub seconds: f64,
-    /// Seconds of the latest step's exchange.
+    /// Seconds of the latest step's exchange (as `seconds`).
     pub last_seconds: f64,
     /// Gradient bytes (f32) each replica sends and receives per step.
     pub bytes_per_step: usize,
+    /// Total seconds waiting for buckets to reach host memory and copying them out of the
+    /// staging buffers (the wait includes the device finishing the backward before them).
+    pub download_seconds: f64,
+    /// Total seconds averaging: waiting for the other replicas and summing.
+    pub average_seconds: f64,
+    /// Total seconds writing averaged buckets into the upload staging and submitting them.
+    pub upload_seconds: f64,
+}
+
+impl ExchangeStats {
+    /// Add one step's timing (the slowest replica in each phase).
+    pub(crate) fn record(&mut self, timings: &[ExchangeTiming], bytes_per_step: usize) {
+        let slowest =
+            |phase: fn(&ExchangeTiming) -> f64| timings.iter().map(phase).fold(0.0, f64::max);
+        let exposed = slowest(|t| t.exposed);
+        self.steps += 1;
+        self.seconds += exposed;
+        self.last_seconds = exposed;
+        self.bytes_per_step = bytes_per_step;
+        self.download_seconds += slowest(|t| t.download);
+        self.average_seconds += slowest(|t| t.average);
+        self.upload_seconds += slowest(|t| t.upload);
+    }
 }
 
 impl ExchangeStats {
@@ -197,7 +225,7 @@ impl DataParallel {
         let numels: Vec<usize> = parameters[0].iter().map(|p| p.numel()).collect();
         let model = DataParallel {
             devices: devices.to_vec(),
-            buckets: plan_buckets(&numels, DEFAULT_BUCKET_BYTES),
+            buckets: plan_buckets(&numels, default_bucket_bytes()),
             area: ExchangeArea::new(devices.len()),
             replicas,
             parameters,
@@ -208,10 +236,11 @@ impl DataParallel {
         Ok(model)
     }
 
-    /// Exchange gradients in buckets of about `bytes` (default 25 MB).
+    /// Exchange gradients in buckets of about `bytes` (default: [`super::default_bucket_bytes`]).
     pub fn with_bucket_bytes(mut self, bytes: usize) -> DataParallel {
         let numels: Vec<usize> = self.parameters[0].iter().map(|p| p.numel()).collect();
         self.buckets = plan_buckets(&numels, bytes);
+        self.area = ExchangeArea::new(self.devices.len());
         self
     }
 
@@ -400,7 +429,7 @@ impl DataParallel {
             let rows = split_sizes[index];
             let target = targets[index].detach().to_device(device)?;
             let (output, weighted) = if rows == 0 {
-                (None, Tensor::zeros(&[], anygrad_core::DType::F32, device)?)
+                (None, None)
             } else {
                 let input = inputs[index].detach().to_device(device)?;
                 let (output, loss) = {
@@ -413,24 +442,23 @@ impl DataParallel {
                     (output, loss)
                 };
                 let weighted = loss.mul_scalar((rows * replicas) as f64 / total as f64)?;
-                weighted.backward()?;
-                (Some(output.detach()), weighted.detach())
+                (Some(output.detach()), Some(weighted))
             };
-            let seconds = if replicas > 1 {
-                exchange_gradients(
-                    index,
-                    device,
-                    &self.parameters[index],
-                    &self.buckets,
-                    barrier,
-                    &self.area,
-                )?
+            let timing = if replicas > 1 {
+                self.exchange(index, barrier)
+                    .backward_and_average(weighted.as_ref())?
             } else {
-                0.0
+                if let Some(weighted) = &weighted {
+                    weighted.backward()?;
+                }
+                ExchangeTiming::default()
             };
             let _guard = no_grad();
-            let share = weighted.div_scalar(replicas as f64)?;
-            Ok((output, target, share, seconds))
+            let share = match weighted {
+                Some(weighted) => weighted.detach().div_scalar(replicas as f64)?,
+                None => Tensor::zeros(&[], anygrad_core::DType::F32, device)?,
+            };
+            Ok((output, target, share, timing))
         })?;
         let mut step = ParallelStep {
             split_sizes,
@@ -438,41 +466,52 @@ impl DataParallel {
             targets: Vec::with_capacity(replicas),
             weighted_losses: Vec::with_capacity(replicas),
         };
-        let mut slowest: f64 = 0.0;
-        for (output, target, share, seconds) in outcomes {
+        let mut timings = Vec::with_capacity(replicas);
+        for (output, target, share, timing) in outcomes {
             step.outputs.push(output);
             step.targets.push(target);
             step.weighted_losses.push(share);
-            slowest = slowest.max(seconds);
+            timings.push(timing);
         }
         if replicas > 1 {
-            let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            stats.steps += 1;
-            stats.seconds += slowest;
-            stats.last_seconds = slowest;
-            stats.bytes_per_step = self.buckets.iter().map(|b| b.numel * 4).sum();
+            self.record_timings(&timings);
         }
         Ok(step)
     }
 
+    /// Replica `index`'s side of the gradient exchange of one step.
+    fn exchange<'a>(&'a self, index: usize, barrier: &'a AbortableBarrier) -> ReplicaExchange<'a> {
+        ReplicaExchange {
+            replica: index,
+            device: &self.devices[index],
+            parameters: &self.parameters[index],
+            buckets: &self.buckets,
+            area: &self.area,
+            barrier,
+        }
+    }
+
+    fn record_timings(&self, timings: &[ExchangeTiming]) {
+        let bytes = self.buckets.iter().map(|b| b.numel * 4).sum();
+        self.stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(timings, bytes);
+    }
+
     /// Average the gradients the replicas hold now (for custom loops that ran backward on
-    /// each replica themselves; [`DataParallel::forward_backward`] already does it).
+    /// each replica themselves; [`DataParallel::forward_backward`] already does it, overlapped
+    /// with backward).
     pub fn all_reduce_gradients(&self) -> Result<()> {
         if self.len() == 1 {
             return Ok(());
         }
         let _step = self.step_lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.run_replicas(|index, barrier| {
-            exchange_gradients(
-                index,
-                &self.devices[index],
-                &self.parameters[index],
-                &self.buckets,
-                barrier,
-                &self.area,
-            )
-        })
-        .map(drop)
+        let timings = self.run_replicas(|index, barrier| {
+            self.exchange(index, barrier).backward_and_average(None)
+        })?;
+        self.record_timings(&timings);
+        Ok(())
     }
 
     /// Copy replica 0's parameters and buffers into every other replica (after loading a

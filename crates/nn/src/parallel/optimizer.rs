@@ -74,6 +74,15 @@ impl Optimizer for ReplicatedOptimizer {
         self.optimizers[0].parameters()
     }
 
+    /// Every replica's parameters (a `GradScaler` unscales them all; they hold identical
+    /// gradients, so its overflow check agrees for every replica and all skip together).
+    fn gradient_slots(&self) -> Vec<Parameter> {
+        self.optimizers
+            .iter()
+            .flat_map(|optimizer| optimizer.gradient_slots())
+            .collect()
+    }
+
     fn zero_grad(&self) {
         for optimizer in &self.optimizers {
             optimizer.zero_grad();

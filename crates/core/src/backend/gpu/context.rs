@@ -32,8 +32,11 @@
 //! escapes, and mark the context lost when the driver says so.
 
 mod readback;
+mod staging;
 mod stats;
 mod timing;
+
+pub(crate) use staging::GpuStaging;
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;

@@ -64,6 +64,7 @@ pub use storage::GpuStorage;
 
 use crate::error::Result;
 use context::GpuContext;
+pub(crate) use context::GpuStaging;
 
 /// A handle to one opened GPU (cheap to clone; equal when it is the same context).
 #[derive(Clone)]
