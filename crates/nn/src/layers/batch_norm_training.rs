@@ -107,9 +107,15 @@ impl CustomBackward for BatchNormBackward {
         let x = &inputs[0];
         let weight = inputs.get(1);
         let g = widen(grad_output)?;
-        let normalized = widen(x)?.sub(&self.mean)?.mul(&self.inv_std)?;
+        let wide = widen(x)?;
+        // x̂ is recomputed inside each fused kernel rather than stored: the two reductions
+        // and the input gradient each read x again, and no activation-sized x̂ stays alive.
+        let normalized = || -> Result<Tensor> { wide.sub(&self.mean)?.mul(&self.inv_std) };
         let grad_bias = g.sum(&self.dims, true)?;
-        let grad_weight = g.mul(&normalized)?.sum(&self.dims, true)?;
+        let grad_weight = {
+            let product = g.mul(&normalized()?)?;
+            product.sum(&self.dims, true)?
+        };
         let mut grads = Vec::with_capacity(inputs.len());
         if x.requires_grad() {
             let scale = match weight {
@@ -119,7 +125,7 @@ impl CustomBackward for BatchNormBackward {
             let per_element = 1.0 / self.count as f64;
             let grad_input = g
                 .sub(&grad_bias.mul_scalar(per_element)?)?
-                .sub(&normalized.mul(&grad_weight.mul_scalar(per_element)?)?)?
+                .sub(&normalized()?.mul(&grad_weight.mul_scalar(per_element)?)?)?
                 .mul(&scale)?
                 .to_dtype(x.dtype())?;
             grads.push(Some(grad_input));
