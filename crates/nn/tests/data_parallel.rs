@@ -12,6 +12,7 @@
 use anygrad_core::{manual_seed, DType, Device, Tensor};
 use anygrad_nn::parallel::DEFAULT_BUCKET_BYTES;
 use anygrad_nn::*;
+use anygrad_testing::values;
 
 fn mlp(device: &Device) -> anygrad_core::Result<Box<dyn Module>> {
     Ok(Box::new(
@@ -54,10 +55,6 @@ fn batch(rows: usize, shape: &[usize], seed: u64, device: &Device) -> (Tensor, T
 /// Builds one optimizer over a replica's parameters.
 type OptimizerFactory =
     fn(Vec<(String, Parameter)>) -> anygrad_core::Result<Box<dyn Optimizer + Send>>;
-
-fn values(t: &Tensor) -> Vec<f32> {
-    t.to_vec::<f32>().unwrap()
-}
 
 fn sgd(parameters: Vec<(String, Parameter)>) -> anygrad_core::Result<Box<dyn Optimizer + Send>> {
     Ok(Box::new(Sgd::new(

@@ -37,7 +37,7 @@ pub trait Collective {
     fn broadcast(&self, values: &mut [f32], root: usize) -> Result<()>;
 }
 
-/// Averages a module's gradients over a [`Collective`] in buckets (about 25 MB, last layers
+/// Averages a module's gradients over a [`Collective`] in buckets (about 4 MB, last layers
 /// first). Each process weights its loss by `rows · world_size / global_rows` before
 /// backward (see [`GradientReducer::loss_weight`]), so the average is the gradient of the
 /// global batch's mean loss. [`GradientReducer::backward`] runs backward and starts each

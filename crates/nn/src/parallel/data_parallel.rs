@@ -18,7 +18,7 @@
 //!   [`DataParallel::sync_buffers`] copies replica 0's to the others (the training loop calls
 //!   it before evaluating and saving). BatchNorm normalizes with the statistics of each
 //!   replica's slice, as in PyTorch (no synchronized BatchNorm).
-//! * The gradient exchange overlaps backward: buckets (about 25 MB, last layers first; see
+//! * The gradient exchange overlaps backward: buckets (about 4 MB, last layers first; see
 //!   [`super::default_bucket_bytes`]) are sent to host memory as soon as their gradients are
 //!   final (a gradient-ready hook of the autograd), through staging buffers reused across
 //!   steps, and one communication thread per replica averages each bucket with the other

@@ -2,7 +2,7 @@
 //! through host memory) and the building blocks of training across processes
 //! ([`Collective`], [`GradientReducer`], [`broadcast_module`]), which the `anygrad` command
 //! drives over MPI. Both split every global batch along dim 0, weight each part's loss by its
-//! share, and average gradients in buckets of about 25 MB.
+//! share, and average gradients in buckets of about 4 MB.
 
 mod barrier;
 mod buckets;
