@@ -59,6 +59,10 @@ pub enum Error {
         in_use: u64,
         limit: u64,
     },
+    /// One tensor needs a single buffer larger than the adapter allows for one buffer (its
+    /// largest storage binding), however much memory is free.
+    #[error("{requested} bytes in one buffer exceed this adapter's per-buffer limit of {limit} bytes (its largest storage binding), whatever memory is free; use a smaller batch or split the tensor")]
+    BufferTooLarge { requested: u64, limit: u64 },
     /// No GPU adapter could be found or opened.
     #[error("no GPU adapter: {hint}")]
     NoAdapter { hint: String },

@@ -148,6 +148,15 @@ pub fn run_resnet18(
                 results.push(r);
                 Ok(false)
             }
+            Err(Error::BufferTooLarge { requested, limit }) => {
+                empty_cache(device);
+                let mut r = result("resnet18", device, batch.to_string(), &[], 0.0, "images/s");
+                r.note = Some(format!(
+                    "batch {batch} needs a {requested}-byte tensor, above this adapter's per-buffer limit of {limit} bytes (not out of memory)"
+                ));
+                results.push(r);
+                Ok(false)
+            }
             Err(other) => Err(other),
         }
     };

@@ -165,15 +165,15 @@ impl PoolState {
 }
 
 /// Refuse a request above the largest storage binding (a bigger tensor could never be used by
-/// a kernel: say so now instead of failing later in validation). Returns that limit.
-pub(crate) fn check_size(pool: &SharedPool, bytes: u64, limits: &wgpu::Limits) -> Result<u64> {
+/// a kernel: say so now, as the per-buffer limit it is, instead of failing later in
+/// validation). Returns that limit.
+pub(crate) fn check_size(_pool: &SharedPool, bytes: u64, limits: &wgpu::Limits) -> Result<u64> {
     let binding_limit = limits
         .max_storage_buffer_binding_size
         .min(limits.max_buffer_size);
     if bytes > binding_limit {
-        return Err(Error::OutOfMemory {
+        return Err(Error::BufferTooLarge {
             requested: bytes,
-            in_use: pool.lock().map(|s| s.stats.allocated_bytes).unwrap_or(0),
             limit: binding_limit,
         });
     }
