@@ -25,8 +25,11 @@ ANYGRAD_COOP_CONV=on bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-bas
 bench resnet18-train --device gpu:0 --batch 64 --seconds 2
 bench resnet18-train --device gpu:0 --batch 64 --amp --seconds 2
 bench resnet18-train --device gpu:0 --batch 8 --seconds 1
+bench resnet18-train --device gpu:0 --batch 8 --amp --seconds 1
 log data parallel
 bench resnet18-train --devices all --batch 64 --seconds 3
+ANYGRAD_BUCKET_MB=4 bench resnet18-train --devices all --batch 64 --seconds 3
+bench resnet18-train --devices all --batch 64 --amp --seconds 3
 log profile
 "$BIN" profile resnet18-train --device gpu:0 --batch 64 --steps 2 > "$OUT/profile-train.txt" 2>&1
 tail -30 "$OUT/profile-train.txt"
@@ -36,6 +39,9 @@ python3 bench/pytorch_reference.py matmul elementwise overhead mlp resnet18 resn
     --batches 64 --true-f32 --amp --device cuda --seconds 1 \
     > "$OUT/pytorch.jsonl" 2>>"$OUT/log.txt"
 cat "$OUT/pytorch.jsonl"
+python3 bench/pytorch_reference.py resnet18-train --train-batch 8 --true-f32 --amp --device cuda \
+    --seconds 1 > "$OUT/pytorch-b8.jsonl" 2>>"$OUT/log.txt"
+cat "$OUT/pytorch-b8.jsonl"
 python3 bench/pytorch_ddp.py --batch 64 --seconds 3 --variants float32 float32-tf32 \
     > "$OUT/pytorch-ddp.jsonl" 2>>"$OUT/log.txt"
 cat "$OUT/pytorch-ddp.jsonl"
