@@ -107,10 +107,10 @@ impl CustomBackward for BatchNormBackward {
         let x = &inputs[0];
         let weight = inputs.get(1);
         let g = widen(grad_output)?;
-        let wide = widen(x)?;
         // x̂ is recomputed inside each fused kernel rather than stored: the two reductions
-        // and the input gradient each read x again, and no activation-sized x̂ stays alive.
-        let normalized = || -> Result<Tensor> { wide.sub(&self.mean)?.mul(&self.inv_std) };
+        // and the input gradient each read x again, and no activation-sized x̂ (nor an f32
+        // copy of an f16 x) stays alive between them.
+        let normalized = || -> Result<Tensor> { widen(x)?.sub(&self.mean)?.mul(&self.inv_std) };
         let grad_bias = g.sum(&self.dims, true)?;
         let grad_weight = {
             let product = g.mul(&normalized()?)?;
