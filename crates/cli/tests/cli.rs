@@ -74,7 +74,7 @@ fn train_json_summary() {
 }
 
 #[test]
-fn bench_reports_out_of_memory_as_a_result() {
+fn bench_reports_a_batch_it_cannot_hold_as_a_result() {
     // A batch no GPU can hold (a 60 GB input): the case is reported, the run does not fail.
     let output = Command::new(env!("CARGO_BIN_EXE_anygrad"))
         .args([
@@ -94,7 +94,7 @@ fn bench_reports_out_of_memory_as_a_result() {
         if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
             panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {stderr}");
         }
-        println!("SKIP bench_reports_out_of_memory_as_a_result: no GPU adapter");
+        println!("SKIP bench_reports_a_batch_it_cannot_hold_as_a_result: no GPU adapter");
         return;
     }
     assert!(output.status.success(), "{stderr}");
@@ -102,11 +102,11 @@ fn bench_reports_out_of_memory_as_a_result() {
         serde_json::from_str(String::from_utf8_lossy(&output.stdout).trim())
             .expect("one JSON result");
     assert_eq!(line["size"], "100000");
+    // 100,000 images need tensors far above any adapter's per-buffer limit: the note says
+    // so (and names the limit) rather than calling it out of memory.
+    let note = line["note"].as_str().unwrap();
     assert!(
-        line["note"]
-            .as_str()
-            .unwrap()
-            .starts_with("OOM at batch 100000"),
+        note.starts_with("batch 100000 needs a") && note.contains("per-buffer limit of"),
         "{line}"
     );
 }
