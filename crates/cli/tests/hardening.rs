@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use anygrad_testing::temp_dir;
+
 fn run_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_anygrad"));
     command.args(args).env("ANYGRAD_DEVICE", "cpu");
@@ -37,13 +39,6 @@ fn assert_clean_failure(args: &[&str], expected: &[&str]) -> String {
         );
     }
     stderr
-}
-
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("anygrad-cli-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn text(path: &Path) -> &str {

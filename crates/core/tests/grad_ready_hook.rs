@@ -3,15 +3,12 @@
 //! last layer first, and an error from the hook stops backward.
 
 use anygrad_core::{Device, Error, Tensor, TensorId};
+use anygrad_testing::values;
 
 fn leaf(values: Vec<f32>, shape: &[usize], device: &Device) -> Tensor {
     Tensor::from_vec(values, shape, device)
         .unwrap()
         .requires_grad_(true)
-}
-
-fn values(t: &Tensor) -> Vec<f32> {
-    t.to_vec::<f32>().unwrap()
 }
 
 fn hook_fires_once_per_leaf_after_its_gradient_is_complete(device: &Device) {
