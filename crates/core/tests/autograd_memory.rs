@@ -5,12 +5,8 @@
 //! allocator's `requested_bytes` (one test per binary, so no other test allocates meanwhile);
 //! on the CPU only the gradients are checked.
 
-use anygrad_core::{memory_stats, DType, Device, Tensor};
-
-fn requested(device: &Device) -> Option<u64> {
-    device.synchronize().unwrap();
-    memory_stats(device).map(|stats| stats.requested_bytes)
-}
+use anygrad_core::{DType, Device, Tensor};
+use anygrad_testing::requested_bytes;
 
 fn backward_keeps_only_saved_tensors(device: &Device) {
     // 1. A chain of copies saves nothing: only the last result stays alive.
@@ -18,12 +14,12 @@ fn backward_keeps_only_saved_tensors(device: &Device) {
         .unwrap()
         .requires_grad_(true);
     let bytes = (256 * 1024 * 4) as u64;
-    let before = requested(device);
+    let before = requested_bytes(device);
     let mut chained = x.clone();
     for _ in 0..8 {
         chained = chained.transpose(0, 1).unwrap().contiguous().unwrap();
     }
-    if let (Some(before), Some(after)) = (before, requested(device)) {
+    if let (Some(before), Some(after)) = (before, requested_bytes(device)) {
         assert!(
             after - before <= 2 * bytes,
             "8 chained copies keep {} bytes alive (one result is {bytes})",
@@ -42,12 +38,12 @@ fn backward_keeps_only_saved_tensors(device: &Device) {
         .unwrap()
         .requires_grad_(true);
     let activation_bytes = (128 * 512 * 4) as u64;
-    let before = requested(device);
+    let before = requested_bytes(device);
     let activated = {
         let product = input.matmul(&weight).unwrap();
         product.relu().unwrap()
     };
-    if let (Some(before), Some(after)) = (before, requested(device)) {
+    if let (Some(before), Some(after)) = (before, requested_bytes(device)) {
         assert!(
             after - before <= activation_bytes + activation_bytes / 2,
             "matmul + relu keep {} bytes alive (one activation is {activation_bytes})",
@@ -81,7 +77,7 @@ fn backward_keeps_only_saved_tensors(device: &Device) {
         .unwrap()
         .requires_grad_(true);
     let square_bytes = (256 * 256 * 4) as u64;
-    let before = requested(device);
+    let before = requested_bytes(device);
     let loss = leaf
         .matmul(&leaf)
         .unwrap()
@@ -96,7 +92,7 @@ fn backward_keeps_only_saved_tensors(device: &Device) {
     for (one, two) in once.iter().zip(&twice) {
         assert!((2.0 * one - two).abs() <= 1e-3 * (1.0 + two.abs()));
     }
-    if let (Some(before), Some(after)) = (before, requested(device)) {
+    if let (Some(before), Some(after)) = (before, requested_bytes(device)) {
         // Alive: the leaf's gradient and the loss; the relu output it saved is gone.
         assert!(
             after - before <= square_bytes + square_bytes / 2,

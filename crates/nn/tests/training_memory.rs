@@ -3,13 +3,9 @@
 //! equal the composite's. Memory is measured with the GPU caching allocator's
 //! `requested_bytes` (one test in this binary, so nothing else allocates meanwhile).
 
-use anygrad_core::{memory_stats, DType, Device, Tensor};
+use anygrad_core::{DType, Device, Tensor};
 use anygrad_nn::{BatchNorm2d, Module};
-
-fn requested(device: &Device) -> Option<u64> {
-    device.synchronize().unwrap();
-    memory_stats(device).map(|stats| stats.requested_bytes)
-}
+use anygrad_testing::requested_bytes;
 
 /// The composite batch norm the node replaces (biased variance, eps 1e-5, γ = w, β = b).
 fn composite(x: &Tensor, weight: &Tensor, bias: &Tensor) -> Tensor {
@@ -64,9 +60,9 @@ fn batch_norm_training_keeps_little_and_matches_the_composite(device: &Device) {
         .unwrap()
         .requires_grad_(true);
     let activation_bytes = (8 * 16 * 32 * 32 * 4) as u64;
-    let before = requested(device);
+    let before = requested_bytes(device);
     let output = bn.forward(&x).unwrap();
-    if let (Some(before), Some(after)) = (before, requested(device)) {
+    if let (Some(before), Some(after)) = (before, requested_bytes(device)) {
         assert!(
             after - before <= activation_bytes + activation_bytes / 4,
             "a training batch norm keeps {} bytes alive (its output is {activation_bytes})",

@@ -105,3 +105,11 @@ pub fn temp_dir(test: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("create temp dir");
     dir
 }
+
+/// Bytes that live tensors asked the device's caching allocator for, after waiting for the
+/// device (`None` on the CPU, which has no caching allocator). Memory tests compare it before
+/// and after the code they measure.
+pub fn requested_bytes(device: &Device) -> Option<u64> {
+    device.synchronize().expect("synchronize");
+    anygrad_core::memory_stats(device).map(|stats| stats.requested_bytes)
+}

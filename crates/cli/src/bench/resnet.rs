@@ -139,25 +139,22 @@ pub fn run_resnet18(
                 results.push(r);
                 Ok(true)
             }
-            Err(Error::OutOfMemory { requested, .. }) => {
+            Err(error) => {
+                let note = match error {
+                    Error::OutOfMemory { requested, .. } => format!(
+                        "OOM at batch {batch} (a {requested}-byte allocation failed)"
+                    ),
+                    Error::BufferTooLarge { requested, limit } => format!(
+                        "batch {batch} needs a {requested}-byte tensor, above this adapter's per-buffer limit of {limit} bytes (not out of memory)"
+                    ),
+                    other => return Err(other),
+                };
                 empty_cache(device);
                 let mut r = result("resnet18", device, batch.to_string(), &[], 0.0, "images/s");
-                r.note = Some(format!(
-                    "OOM at batch {batch} (a {requested}-byte allocation failed)"
-                ));
+                r.note = Some(note);
                 results.push(r);
                 Ok(false)
             }
-            Err(Error::BufferTooLarge { requested, limit }) => {
-                empty_cache(device);
-                let mut r = result("resnet18", device, batch.to_string(), &[], 0.0, "images/s");
-                r.note = Some(format!(
-                    "batch {batch} needs a {requested}-byte tensor, above this adapter's per-buffer limit of {limit} bytes (not out of memory)"
-                ));
-                results.push(r);
-                Ok(false)
-            }
-            Err(other) => Err(other),
         }
     };
     for &batch in batches {

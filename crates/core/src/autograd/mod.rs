@@ -291,25 +291,11 @@ impl GradFn {
                 };
                 GradFn::Reduce { input, op, dims }
             }
-            GradFn::Matmul { lhs, rhs } => GradFn::Matmul { lhs, rhs },
-            GradFn::Conv2d {
-                input,
-                weight,
-                params,
-            } => GradFn::Conv2d {
-                input,
-                weight,
-                params,
-            },
-            GradFn::MaxPool2d {
-                input,
-                output,
-                window,
-            } => GradFn::MaxPool2d {
-                input,
-                output,
-                window,
-            },
+            // Their rules read every input they hold.
+            needs_all @ (GradFn::Matmul { .. }
+            | GradFn::Conv2d { .. }
+            | GradFn::MaxPool2d { .. }
+            | GradFn::Custom { .. }) => needs_all,
             GradFn::Reshape { input } => GradFn::Reshape {
                 input: input.graph_edge(),
             },
@@ -371,7 +357,6 @@ impl GradFn {
                 inputs: inputs.iter().map(Tensor::graph_edge).collect(),
                 dim,
             },
-            GradFn::Custom { inputs, backward } => GradFn::Custom { inputs, backward },
         }
     }
 }

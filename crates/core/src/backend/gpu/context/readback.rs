@@ -3,6 +3,7 @@
 //! as the work before it, maps it, and checks the index flags that travelled along.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::GpuContext;
 use crate::error::{Error, Result};
@@ -72,41 +73,12 @@ impl GpuContext {
 
     /// Map a submitted staging buffer and copy its contents out.
     pub(super) fn map_and_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
-        let outcome: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> =
-            Arc::new(Mutex::new(None));
-        {
-            let outcome = Arc::clone(&outcome);
-            staging.map_async(wgpu::MapMode::Read, .., move |result| {
-                *outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-            });
-        }
+        let signal = request_map(staging, wgpu::MapMode::Read);
         self.wait()?;
         // The map callback runs inside *some* thread's poll: when another thread is polling at
         // the same time, our wait can return while that thread is still about to run our
-        // callback. So wait (briefly polling) until the callback has reported.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        let result = loop {
-            self.ensure_alive()?;
-            if let Some(result) = outcome.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                break result;
-            }
-            if std::time::Instant::now() > deadline {
-                return Err(Error::DeviceLost {
-                    message: "reading GPU memory did not complete within 120 s".into(),
-                });
-            }
-            std::thread::yield_now();
-            self.device
-                .poll(wgpu::PollType::Poll)
-                .map_err(|error| Error::DeviceLost {
-                    message: format!("waiting for the GPU failed: {error}"),
-                })?;
-        };
-        if let Err(error) = result {
-            return Err(Error::DeviceLost {
-                message: format!("reading GPU memory failed: {error}"),
-            });
-        }
+        // callback. So wait (polling) until the callback has reported.
+        wait_for_map(self, &signal, "reading GPU memory")?;
         let data = {
             let view = staging
                 .get_mapped_range(..)
@@ -117,5 +89,51 @@ impl GpuContext {
         };
         staging.unmap();
         Ok(data)
+    }
+}
+
+/// The outcome of a `map_async`, filled by its callback.
+pub(super) type MapSignal = Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>>;
+
+/// Ask for `buffer` to be mapped; the returned signal is filled when the mapping resolves.
+pub(super) fn request_map(buffer: &wgpu::Buffer, mode: wgpu::MapMode) -> MapSignal {
+    let signal: MapSignal = Arc::new(Mutex::new(None));
+    let filled = Arc::clone(&signal);
+    buffer.map_async(mode, .., move |result| {
+        *filled.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+    });
+    signal
+}
+
+/// Poll the device until the mapping behind `signal` has resolved. Polls without blocking (a
+/// blocking wait would hold the device while other threads submit): spinning briefly, then
+/// sleeping between polls; gives up after 120 s.
+pub(super) fn wait_for_map(context: &GpuContext, signal: &MapSignal, what: &str) -> Result<()> {
+    let started = Instant::now();
+    let deadline = Duration::from_secs(120);
+    loop {
+        context.ensure_alive()?;
+        if let Some(result) = signal.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return result.map_err(|error| Error::DeviceLost {
+                message: format!("{what} failed: {error}"),
+            });
+        }
+        let waited = started.elapsed();
+        if waited > deadline {
+            return Err(Error::DeviceLost {
+                message: format!("{what} did not complete within 120 s"),
+            });
+        }
+        if waited >= Duration::from_micros(200) {
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            std::thread::yield_now();
+        }
+        context
+            .device
+            .poll(wgpu::PollType::Poll)
+            .map_err(|error| Error::DeviceLost {
+                message: format!("waiting for the GPU failed: {error}"),
+            })?;
     }
 }

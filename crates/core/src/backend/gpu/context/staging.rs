@@ -7,16 +7,11 @@
 //! a second mappable buffer that is mapped again as soon as its copy to the device has been
 //! submitted, so it is ready by the next step.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
 use super::super::storage::GpuStorage;
 use super::super::GpuDevice;
+use super::readback::{request_map, wait_for_map, MapSignal};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-
-/// The outcome of a `map_async`, filled by its callback.
-type MapSignal = Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>>;
 
 /// A download buffer and an upload buffer of `len` f32 values on one GPU.
 pub(crate) struct GpuStaging {
@@ -39,15 +34,6 @@ impl std::fmt::Debug for GpuStaging {
             .field("len", &self.len)
             .finish()
     }
-}
-
-fn request_map(buffer: &wgpu::Buffer, mode: wgpu::MapMode) -> MapSignal {
-    let signal: MapSignal = Arc::new(Mutex::new(None));
-    let filled = Arc::clone(&signal);
-    buffer.map_async(mode, .., move |result| {
-        *filled.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-    });
-    signal
 }
 
 impl GpuStaging {
@@ -173,7 +159,9 @@ impl GpuStaging {
 
     fn wait_download(&mut self) -> Result<()> {
         match self.download_pending.take() {
-            Some(signal) => wait_for_map(&self.device, &signal, "reading a staging buffer"),
+            Some(signal) => {
+                wait_for_map(self.device.context(), &signal, "reading a staging buffer")
+            }
             None => Ok(()),
         }
     }
@@ -194,7 +182,11 @@ impl GpuStaging {
             return Ok(storage);
         }
         if let Some(signal) = self.upload_pending.take() {
-            wait_for_map(&self.device, &signal, "mapping an upload staging buffer")?;
+            wait_for_map(
+                self.device.context(),
+                &signal,
+                "mapping an upload staging buffer",
+            )?;
         }
         {
             let mut view =
@@ -245,43 +237,4 @@ fn copy_bytes_into(bytes: &[u8], out: &mut [f32]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Poll `device` until the mapping behind `signal` has resolved. Polls without blocking (a
-/// blocking wait would hold the device while other threads submit): spinning briefly, then
-/// sleeping between polls.
-fn wait_for_map(device: &GpuDevice, signal: &MapSignal, what: &str) -> Result<()> {
-    let context = device.context();
-    let started = Instant::now();
-    let deadline = Duration::from_secs(120);
-    loop {
-        context.ensure_alive()?;
-        if let Some(result) = signal.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return result.map_err(|error| Error::DeviceLost {
-                message: format!("{what} failed: {error}"),
-            });
-        }
-        context
-            .device
-            .poll(wgpu::PollType::Poll)
-            .map_err(|error| Error::DeviceLost {
-                message: format!("waiting for the GPU failed: {error}"),
-            })?;
-        if let Some(result) = signal.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return result.map_err(|error| Error::DeviceLost {
-                message: format!("{what} failed: {error}"),
-            });
-        }
-        let waited = started.elapsed();
-        if waited > deadline {
-            return Err(Error::DeviceLost {
-                message: format!("{what} did not complete within 120 s"),
-            });
-        }
-        if waited < Duration::from_micros(200) {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
 }
