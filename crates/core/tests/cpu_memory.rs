@@ -27,6 +27,14 @@ fn absurd_cpu_allocations_are_out_of_memory() {
     let column = Tensor::zeros(&[1 << 21, 1], DType::F32, &cpu).unwrap();
     let row = Tensor::zeros(&[1, 1 << 21], DType::F32, &cpu).unwrap();
     assert_out_of_memory(column.matmul(&row), "matmul output");
+    // Elementwise outputs too: a broadcast sum, a comparison, a cast and a strided copy of
+    // a 2^42-element view.
+    assert_out_of_memory(column.add(&row), "broadcast add");
+    assert_out_of_memory(column.lt(&row), "broadcast comparison");
+    let wide = column.broadcast_to(&[1 << 21, 1 << 21]).unwrap();
+    assert_out_of_memory(wide.to_dtype(DType::F16), "cast of a broadcast view");
+    assert_out_of_memory(wide.contiguous(), "contiguous copy of a broadcast view");
+    assert_out_of_memory(wide.relu(), "unary op on a broadcast view");
     // The process is still healthy afterwards.
     let small = Tensor::ones(&[4], DType::F32, &cpu).unwrap();
     assert_eq!(small.sum_all().unwrap().item_f64().unwrap(), 4.0);

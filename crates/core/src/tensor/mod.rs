@@ -238,7 +238,7 @@ impl Tensor {
 
     /// The elements converted to f64, whatever the dtype.
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
-        self.with_cpu_view(|cpu, layout| Ok(cpu.to_f64_vec(layout)))
+        self.with_cpu_view(|cpu, layout| cpu.to_f64_vec(layout))
     }
 
     /// The single value of a one-element tensor.

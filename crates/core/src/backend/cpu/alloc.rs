@@ -42,7 +42,7 @@ pub(crate) fn filled<T: Clone>(numel: usize, value: T) -> Result<Vec<T>> {
 
 /// RAM plus swap in bytes (`MemTotal + SwapTotal` of `/proc/meminfo`), where the system
 /// reports it.
-fn total_memory() -> Option<u64> {
+pub(crate) fn total_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let field = |name: &str| -> Option<u64> {
         let line = text.lines().find(|line| line.starts_with(name))?;

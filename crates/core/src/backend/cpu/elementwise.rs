@@ -13,11 +13,11 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, UnaryOp};
 
-fn unary_float<T: FloatElement>(data: &[T], layout: &Layout, op: UnaryOp) -> Vec<T> {
+fn unary_float<T: FloatElement>(data: &[T], layout: &Layout, op: UnaryOp) -> Result<Vec<T>> {
     map_strided(data, layout, |x| T::down(op.apply(x.up())))
 }
 
-fn unary_integer<T: IntegerElement>(data: &[T], layout: &Layout, op: UnaryOp) -> Vec<T> {
+fn unary_integer<T: IntegerElement>(data: &[T], layout: &Layout, op: UnaryOp) -> Result<Vec<T>> {
     map_strided(data, layout, |x| {
         T::down(op.apply_integer(x.up()).unwrap_or(0))
     })
@@ -35,15 +35,15 @@ fn binary_float<T: FloatElement>(
     b: &[T],
     lb: &Layout,
     op: BinaryOp,
-) -> BinaryResult<T> {
+) -> Result<BinaryResult<T>> {
     if op.is_comparison() {
-        BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| {
+        Ok(BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| {
             op.apply(x.up(), y.up()) != T::Compute::zero()
-        }))
+        })?))
     } else {
-        BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| {
+        Ok(BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| {
             T::down(op.apply(x.up(), y.up()))
-        }))
+        })?))
     }
 }
 
@@ -53,15 +53,15 @@ fn binary_integer<T: IntegerElement>(
     b: &[T],
     lb: &Layout,
     op: BinaryOp,
-) -> BinaryResult<T> {
+) -> Result<BinaryResult<T>> {
     if op.is_comparison() {
-        BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| {
+        Ok(BinaryResult::Truth(zip_strided(a, la, b, lb, |x, y| {
             op.apply_integer(x.up(), y.up()) != 0
-        }))
+        })?))
     } else {
-        BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| {
+        Ok(BinaryResult::Values(zip_strided(a, la, b, lb, |x, y| {
             T::down(op.apply_integer(x.up(), y.up()))
-        }))
+        })?))
     }
 }
 
@@ -71,7 +71,7 @@ fn scalar_float<T: FloatElement>(
     op: BinaryOp,
     scalar: f64,
     on_left: bool,
-) -> BinaryResult<T> {
+) -> Result<BinaryResult<T>> {
     let s: T::Compute = NumCast::from(scalar).unwrap_or_else(T::Compute::nan);
     let apply = move |x: T| {
         if on_left {
@@ -81,11 +81,13 @@ fn scalar_float<T: FloatElement>(
         }
     };
     if op.is_comparison() {
-        BinaryResult::Truth(map_strided(data, layout, |x| {
+        Ok(BinaryResult::Truth(map_strided(data, layout, |x| {
             apply(x) != T::Compute::zero()
-        }))
+        })?))
     } else {
-        BinaryResult::Values(map_strided(data, layout, |x| T::down(apply(x))))
+        Ok(BinaryResult::Values(map_strided(data, layout, |x| {
+            T::down(apply(x))
+        })?))
     }
 }
 
@@ -95,7 +97,7 @@ fn scalar_integer<T: IntegerElement>(
     op: BinaryOp,
     scalar: f64,
     on_left: bool,
-) -> BinaryResult<T> {
+) -> Result<BinaryResult<T>> {
     let s = scalar as i64;
     let apply = move |x: T| {
         if on_left {
@@ -105,15 +107,19 @@ fn scalar_integer<T: IntegerElement>(
         }
     };
     if op.is_comparison() {
-        BinaryResult::Truth(map_strided(data, layout, |x| apply(x) != 0))
+        Ok(BinaryResult::Truth(map_strided(data, layout, |x| {
+            apply(x) != 0
+        })?))
     } else {
-        BinaryResult::Values(map_strided(data, layout, |x| T::down(apply(x))))
+        Ok(BinaryResult::Values(map_strided(data, layout, |x| {
+            T::down(apply(x))
+        })?))
     }
 }
 
 macro_rules! wrap_binary {
     ($result:expr, $variant:ident) => {
-        match $result {
+        match $result? {
             BinaryResult::Values(v) => CpuStorage::$variant(v),
             BinaryResult::Truth(v) => CpuStorage::Bool(v),
         }
@@ -126,12 +132,12 @@ impl CpuStorage {
         check_view(op.name(), layout, self.len())?;
         let integer_ok = op.supports_integers();
         Ok(match self {
-            CpuStorage::F32(v) => CpuStorage::F32(unary_float(v, layout, op)),
-            CpuStorage::F16(v) => CpuStorage::F16(unary_float::<f16>(v, layout, op)),
-            CpuStorage::F64(v) => CpuStorage::F64(unary_float(v, layout, op)),
-            CpuStorage::I32(v) if integer_ok => CpuStorage::I32(unary_integer(v, layout, op)),
-            CpuStorage::U32(v) if integer_ok => CpuStorage::U32(unary_integer(v, layout, op)),
-            CpuStorage::U8(v) if integer_ok => CpuStorage::U8(unary_integer(v, layout, op)),
+            CpuStorage::F32(v) => CpuStorage::F32(unary_float(v, layout, op)?),
+            CpuStorage::F16(v) => CpuStorage::F16(unary_float::<f16>(v, layout, op)?),
+            CpuStorage::F64(v) => CpuStorage::F64(unary_float(v, layout, op)?),
+            CpuStorage::I32(v) if integer_ok => CpuStorage::I32(unary_integer(v, layout, op)?),
+            CpuStorage::U32(v) if integer_ok => CpuStorage::U32(unary_integer(v, layout, op)?),
+            CpuStorage::U8(v) if integer_ok => CpuStorage::U8(unary_integer(v, layout, op)?),
             CpuStorage::I32(_) | CpuStorage::U32(_) | CpuStorage::U8(_) | CpuStorage::Bool(_) => {
                 return Err(unsupported_dtype(op.name(), self.dtype()))
             }
@@ -218,7 +224,7 @@ impl CpuStorage {
         check_view("where", true_layout, on_true.len())?;
         check_view("where", false_layout, on_false.len())?;
         let condition: Vec<bool> = self
-            .to_f64_vec(layout)
+            .to_f64_vec(layout)?
             .into_iter()
             .map(|c| c != 0.0)
             .collect();
@@ -230,37 +236,40 @@ impl CpuStorage {
             la: &Layout,
             b: &[T],
             lb: &Layout,
-        ) -> Vec<T> {
-            let picked_true = zip_strided(condition, condition_layout, a, la, |c, x| (c, x));
-            let picked_false: Vec<T> = map_strided(b, lb, |y| y);
-            picked_true
-                .into_iter()
-                .zip(picked_false)
-                .map(|((c, x), y)| if c { x } else { y })
-                .collect()
+        ) -> Result<Vec<T>> {
+            let picked_true = zip_strided(condition, condition_layout, a, la, |c, x| (c, x))?;
+            let picked_false: Vec<T> = map_strided(b, lb, |y| y)?;
+            let mut out = super::alloc::reserved(picked_true.len())?;
+            out.extend(
+                picked_true
+                    .into_iter()
+                    .zip(picked_false)
+                    .map(|((c, x), y)| if c { x } else { y }),
+            );
+            Ok(out)
         }
         let (c, cl) = (&condition, &condition_layout);
         Ok(match (on_true, on_false) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(select(c, cl, a, true_layout, b, false_layout))
+                CpuStorage::F32(select(c, cl, a, true_layout, b, false_layout)?)
             }
             (CpuStorage::F16(a), CpuStorage::F16(b)) => {
-                CpuStorage::F16(select(c, cl, a, true_layout, b, false_layout))
+                CpuStorage::F16(select(c, cl, a, true_layout, b, false_layout)?)
             }
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(select(c, cl, a, true_layout, b, false_layout))
+                CpuStorage::F64(select(c, cl, a, true_layout, b, false_layout)?)
             }
             (CpuStorage::I32(a), CpuStorage::I32(b)) => {
-                CpuStorage::I32(select(c, cl, a, true_layout, b, false_layout))
+                CpuStorage::I32(select(c, cl, a, true_layout, b, false_layout)?)
             }
             (CpuStorage::U32(a), CpuStorage::U32(b)) => {
-                CpuStorage::U32(select(c, cl, a, true_layout, b, false_layout))
+                CpuStorage::U32(select(c, cl, a, true_layout, b, false_layout)?)
             }
             (CpuStorage::U8(a), CpuStorage::U8(b)) => {
-                CpuStorage::U8(select(c, cl, a, true_layout, b, false_layout))
+                CpuStorage::U8(select(c, cl, a, true_layout, b, false_layout)?)
             }
             (CpuStorage::Bool(a), CpuStorage::Bool(b)) => {
-                CpuStorage::Bool(select(c, cl, a, true_layout, b, false_layout))
+                CpuStorage::Bool(select(c, cl, a, true_layout, b, false_layout)?)
             }
             (a, b) => {
                 return Err(Error::DTypeMismatch {

@@ -21,7 +21,7 @@ fn read_indices(
         ));
     }
     indices
-        .to_f64_vec(layout)
+        .to_f64_vec(layout)?
         .into_iter()
         .map(|v| {
             if v < 0.0 || v as usize >= limit {
@@ -178,7 +178,7 @@ impl CpuStorage {
                 add_at(
                     &mut out,
                     &targets,
-                    &map_strided(s, &src_view, |x| x),
+                    &map_strided(s, &src_view, |x| x)?,
                     |a, b| a + b,
                 );
                 Ok(CpuStorage::F32(out))
@@ -187,7 +187,7 @@ impl CpuStorage {
                 add_at(
                     &mut out,
                     &targets,
-                    &map_strided(s, &src_view, |x| x),
+                    &map_strided(s, &src_view, |x| x)?,
                     |a, b| a + b,
                 );
                 Ok(CpuStorage::F64(out))
@@ -196,7 +196,7 @@ impl CpuStorage {
                 add_at(
                     &mut out,
                     &targets,
-                    &map_strided(s, &src_view, |x| x),
+                    &map_strided(s, &src_view, |x| x)?,
                     |a, b| a + b,
                 );
                 Ok(CpuStorage::F16(out))
@@ -205,7 +205,7 @@ impl CpuStorage {
                 add_at(
                     &mut out,
                     &targets,
-                    &map_strided(s, &src_view, |x| x),
+                    &map_strided(s, &src_view, |x| x)?,
                     i32::wrapping_add,
                 );
                 Ok(CpuStorage::I32(out))
@@ -214,7 +214,7 @@ impl CpuStorage {
                 add_at(
                     &mut out,
                     &targets,
-                    &map_strided(s, &src_view, |x| x),
+                    &map_strided(s, &src_view, |x| x)?,
                     u32::wrapping_add,
                 );
                 Ok(CpuStorage::U32(out))
@@ -223,7 +223,7 @@ impl CpuStorage {
                 add_at(
                     &mut out,
                     &targets,
-                    &map_strided(s, &src_view, |x| x),
+                    &map_strided(s, &src_view, |x| x)?,
                     u8::wrapping_add,
                 );
                 Ok(CpuStorage::U8(out))

@@ -3,7 +3,7 @@
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
 
-mod alloc;
+pub(crate) mod alloc;
 mod contract;
 mod conv;
 mod conv_backward;
@@ -140,37 +140,40 @@ impl IntegerElement for bool {
     }
 }
 
-/// Map every element of a strided view, in logical order, into a new vector.
-pub(crate) fn map_strided<T, U, F>(data: &[T], layout: &Layout, function: F) -> Vec<U>
+/// Map every element of a strided view, in logical order, into a new vector (reserved
+/// fallibly: an output too large for the machine is `Error::OutOfMemory`).
+pub(crate) fn map_strided<T, U, F>(data: &[T], layout: &Layout, function: F) -> Result<Vec<U>>
 where
     T: Copy + Send + Sync,
     U: Send,
     F: Fn(T) -> U + Sync + Send,
 {
     let count = layout.numel();
+    let mut out = alloc::reserved(count)?;
     if layout.is_contiguous() {
         let slice = &data[layout.offset..layout.offset + count];
         if count >= PARALLEL_THRESHOLD {
-            slice.par_iter().map(|&value| function(value)).collect()
+            slice
+                .par_iter()
+                .map(|&value| function(value))
+                .collect_into_vec(&mut out);
         } else {
-            slice.iter().map(|&value| function(value)).collect()
+            out.extend(slice.iter().map(|&value| function(value)));
         }
     } else {
-        layout
-            .positions()
-            .map(|position| function(data[position]))
-            .collect()
+        out.extend(layout.positions().map(|position| function(data[position])));
     }
+    Ok(out)
 }
 
-/// Combine two equal-shape strided views elementwise into a new vector.
+/// Combine two equal-shape strided views elementwise into a new vector (reserved fallibly).
 pub(crate) fn zip_strided<A, B, U, F>(
     lhs: &[A],
     lhs_layout: &Layout,
     rhs: &[B],
     rhs_layout: &Layout,
     function: F,
-) -> Vec<U>
+) -> Result<Vec<U>>
 where
     A: Copy + Send + Sync,
     B: Copy + Send + Sync,
@@ -178,6 +181,7 @@ where
     F: Fn(A, B) -> U + Sync + Send,
 {
     let count = lhs_layout.numel();
+    let mut out = alloc::reserved(count)?;
     if lhs_layout.is_contiguous() && rhs_layout.is_contiguous() {
         let a = &lhs[lhs_layout.offset..lhs_layout.offset + count];
         let b = &rhs[rhs_layout.offset..rhs_layout.offset + count];
@@ -185,17 +189,19 @@ where
             a.par_iter()
                 .zip(b.par_iter())
                 .map(|(&x, &y)| function(x, y))
-                .collect()
+                .collect_into_vec(&mut out);
         } else {
-            a.iter().zip(b).map(|(&x, &y)| function(x, y)).collect()
+            out.extend(a.iter().zip(b).map(|(&x, &y)| function(x, y)));
         }
     } else {
-        lhs_layout
-            .positions()
-            .zip(rhs_layout.positions())
-            .map(|(i, j)| function(lhs[i], rhs[j]))
-            .collect()
+        out.extend(
+            lhs_layout
+                .positions()
+                .zip(rhs_layout.positions())
+                .map(|(i, j)| function(lhs[i], rhs[j])),
+        );
     }
+    Ok(out)
 }
 
 pub(crate) fn unsupported_dtype(op: &'static str, dtype: DType) -> Error {
@@ -271,21 +277,21 @@ impl CpuStorage {
                 rhs: T::DTYPE,
             });
         }
-        let values = self.to_f64_vec(layout);
+        let values = self.to_f64_vec(layout)?;
         Ok(values.into_iter().map(T::from_f64).collect())
     }
 
     /// The strided view converted to f64 (exact for every dtype).
-    pub fn to_f64_vec(&self, layout: &Layout) -> Vec<f64> {
-        match self {
-            CpuStorage::F32(v) => map_strided(v, layout, |x| x as f64),
-            CpuStorage::F16(v) => map_strided(v, layout, |x| x.to_f64()),
-            CpuStorage::F64(v) => map_strided(v, layout, |x| x),
-            CpuStorage::I32(v) => map_strided(v, layout, |x| x as f64),
-            CpuStorage::U32(v) => map_strided(v, layout, |x| x as f64),
-            CpuStorage::U8(v) => map_strided(v, layout, |x| x as f64),
-            CpuStorage::Bool(v) => map_strided(v, layout, |x| if x { 1.0 } else { 0.0 }),
-        }
+    pub fn to_f64_vec(&self, layout: &Layout) -> Result<Vec<f64>> {
+        Ok(match self {
+            CpuStorage::F32(v) => map_strided(v, layout, |x| x as f64)?,
+            CpuStorage::F16(v) => map_strided(v, layout, |x| x.to_f64())?,
+            CpuStorage::F64(v) => map_strided(v, layout, |x| x)?,
+            CpuStorage::I32(v) => map_strided(v, layout, |x| x as f64)?,
+            CpuStorage::U32(v) => map_strided(v, layout, |x| x as f64)?,
+            CpuStorage::U8(v) => map_strided(v, layout, |x| x as f64)?,
+            CpuStorage::Bool(v) => map_strided(v, layout, |x| if x { 1.0 } else { 0.0 })?,
+        })
     }
 
     /// A storage of f64 values converted to `dtype`.
@@ -364,7 +370,7 @@ impl CpuStorage {
     /// A contiguous copy of the view.
     pub fn copy_strided(&self, layout: &Layout) -> Result<CpuStorage> {
         check_view("copy", layout, self.len())?;
-        Ok(map_same_variant!(self, data => map_strided(data, layout, |x| x)))
+        Ok(map_same_variant!(self, data => map_strided(data, layout, |x| x)?))
     }
 
     /// Copy the view `layout` into the view `dst_layout` of `dst`.
@@ -421,21 +427,24 @@ impl CpuStorage {
         }
         match (self, dtype) {
             (CpuStorage::F32(v), DType::F16) => {
-                Ok(CpuStorage::F16(map_strided(v, layout, f16::from_f32)))
+                Ok(CpuStorage::F16(map_strided(v, layout, f16::from_f32)?))
             }
             (CpuStorage::F16(v), DType::F32) => {
-                Ok(CpuStorage::F32(map_strided(v, layout, |x| x.to_f32())))
+                Ok(CpuStorage::F32(map_strided(v, layout, |x| x.to_f32())?))
             }
             (CpuStorage::F32(v), DType::I32) => {
-                Ok(CpuStorage::I32(map_strided(v, layout, |x| x as i32)))
+                Ok(CpuStorage::I32(map_strided(v, layout, |x| x as i32)?))
             }
             (CpuStorage::I32(v), DType::F32) => {
-                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as f32)))
+                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as f32)?))
             }
             (CpuStorage::Bool(v), DType::F32) => {
-                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as u8 as f32)))
+                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as u8 as f32)?))
             }
-            _ => Ok(CpuStorage::from_f64_values(&self.to_f64_vec(layout), dtype)),
+            _ => Ok(CpuStorage::from_f64_values(
+                &self.to_f64_vec(layout)?,
+                dtype,
+            )),
         }
     }
 }

@@ -164,13 +164,39 @@ impl PoolState {
     }
 }
 
+/// The largest buffer a kernel can bind whole: the storage-binding limit (never above the
+/// buffer limit). Larger tensors are stored in pieces (`parts.rs`).
+pub(crate) fn binding_limit(limits: &wgpu::Limits) -> u64 {
+    limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+}
+
+/// The adapter's limits with the storage binding capped by `ANYGRAD_MAX_BINDING_BYTES` (a
+/// byte count, at least 4096, only ever lowering the limit). It makes the multi-buffer path of
+/// large tensors (`parts.rs`, `sliced.rs`) run on small tensors, for tests and for reproducing
+/// what a GPU with a smaller limit would do; an unusable value is ignored with a warning.
+pub(crate) fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
+    let Ok(text) = std::env::var("ANYGRAD_MAX_BINDING_BYTES") else {
+        return limits;
+    };
+    match text.trim().parse::<u64>() {
+        Ok(cap) if cap >= 4096 => {
+            let cap = cap / 4 * 4;
+            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
+        }
+        _ => tracing::warn!(
+            "ANYGRAD_MAX_BINDING_BYTES={text:?} is not a byte count of at least 4096; using the adapter's limit"
+        ),
+    }
+    limits
+}
+
 /// Refuse a request above the largest storage binding (a bigger tensor could never be used by
 /// a kernel: say so now, as the per-buffer limit it is, instead of failing later in
 /// validation). Returns that limit.
 pub(crate) fn check_size(_pool: &SharedPool, bytes: u64, limits: &wgpu::Limits) -> Result<u64> {
-    let binding_limit = limits
-        .max_storage_buffer_binding_size
-        .min(limits.max_buffer_size);
+    let binding_limit = binding_limit(limits);
     if bytes > binding_limit {
         return Err(Error::BufferTooLarge {
             requested: bytes,

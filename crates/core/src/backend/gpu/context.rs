@@ -274,7 +274,7 @@ impl GpuContext {
             info: info.clone(),
             device,
             queue,
-            limits,
+            limits: buffers::with_binding_cap(limits),
             features,
             pipelines: Mutex::new(HashMap::new()),
             pool,
@@ -345,6 +345,12 @@ impl GpuContext {
             pool.empty_cache();
         }
         Ok(())
+    }
+
+    /// The largest buffer one kernel binds (`buffers::binding_limit`, after
+    /// `ANYGRAD_MAX_BINDING_BYTES`); larger tensors live in pieces (`parts.rs`).
+    pub(crate) fn binding_limit(&self) -> u64 {
+        buffers::binding_limit(&self.limits)
     }
 
     /// A tensor buffer of at least `bytes` bytes.

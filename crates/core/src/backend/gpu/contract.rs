@@ -1,15 +1,70 @@
 //! `GpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
 //! the primitive of the same name (`storage.rs` for creation, `ops.rs`, `indexing.rs`,
-//! `conv.rs`, `conv_backward.rs`).
+//! `conv.rs`, `conv_backward.rs`) through a `sliced::Plan`, which says how the primitive runs
+//! in slices when a tensor exceeds one GPU buffer (batch slices for convolutions and matmuls,
+//! outer-dim slices for the rest) and runs it directly otherwise.
 
+use super::sliced::{self, first_wide_dim, Combine, Follow, Plan};
 use super::{GpuDevice, GpuStorage};
 use crate::backend::contract::BackendStorage;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::geometry::Conv2dParams;
+use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
+
+/// The product of `shape`'s sizes.
+fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// `shape` with `dim` replaced by `size`.
+fn replaced(shape: &[usize], dim: usize, size: usize) -> Vec<usize> {
+    let mut shape = shape.to_vec();
+    if let Some(entry) = shape.get_mut(dim) {
+        *entry = size;
+    }
+    shape
+}
+
+/// The plan of an indexing primitive whose output has `output_shape` and which picks along
+/// `dim`: sliced along the output's first dim above size 1 when that is not `dim` (every
+/// operand follows, except those in `whole`), whole otherwise.
+fn indexing_plan<'a, const N: usize>(
+    op: &'static str,
+    operands: [(&'a GpuStorage, &'a Layout); N],
+    output_shape: &[usize],
+    dim: usize,
+    whole_when_sliced: [bool; N],
+) -> Plan<'a, N> {
+    let total = numel(output_shape);
+    match first_wide_dim(output_shape) {
+        Some(wide) if wide != dim => Plan {
+            op,
+            operands: std::array::from_fn(|i| {
+                let follow = if whole_when_sliced[i] {
+                    Follow::Whole
+                } else {
+                    Follow::Sliced(wide)
+                };
+                (operands[i].0, operands[i].1, follow)
+            }),
+            rows: output_shape[wide],
+            output_elements: total / output_shape[wide],
+            combine: Combine::Concatenate,
+            nests: false,
+        },
+        _ => Plan {
+            op,
+            operands: operands.map(|(storage, layout)| (storage, layout, Follow::Whole)),
+            rows: 1,
+            output_elements: total,
+            combine: Combine::Concatenate,
+            nests: false,
+        },
+    }
+}
 
 impl BackendStorage for GpuStorage {
     type Device = GpuDevice;
@@ -40,7 +95,8 @@ impl BackendStorage for GpuStorage {
     }
 
     fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Self> {
-        GpuStorage::unary(self, layout, op)
+        Plan::elementwise(op.name(), [(self, layout)])
+            .run(|[(x, l)], _| GpuStorage::unary(x, l, op))
     }
 
     fn binary(
@@ -50,7 +106,8 @@ impl BackendStorage for GpuStorage {
         rhs_layout: &Layout,
         op: BinaryOp,
     ) -> Result<Self> {
-        GpuStorage::binary(self, layout, rhs, rhs_layout, op)
+        Plan::elementwise(op.name(), [(self, layout), (rhs, rhs_layout)])
+            .run(|[(a, la), (b, lb)], _| GpuStorage::binary(a, la, b, lb, op))
     }
 
     fn binary_scalar(
@@ -60,7 +117,8 @@ impl BackendStorage for GpuStorage {
         scalar: f64,
         scalar_on_left: bool,
     ) -> Result<Self> {
-        GpuStorage::binary_scalar(self, layout, op, scalar, scalar_on_left)
+        Plan::elementwise(op.name(), [(self, layout)])
+            .run(|[(x, l)], _| GpuStorage::binary_scalar(x, l, op, scalar, scalar_on_left))
     }
 
     fn where_select(
@@ -71,15 +129,41 @@ impl BackendStorage for GpuStorage {
         on_false: &Self,
         false_layout: &Layout,
     ) -> Result<Self> {
-        GpuStorage::where_select(self, layout, on_true, true_layout, on_false, false_layout)
+        let operands = [
+            (self, layout),
+            (on_true, true_layout),
+            (on_false, false_layout),
+        ];
+        Plan::elementwise("where", operands)
+            .run(|[(c, lc), (t, lt), (f, lf)], _| GpuStorage::where_select(c, lc, t, lt, f, lf))
     }
 
     fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self> {
-        GpuStorage::reduce(self, layout, op, dims)
+        sliced::reduction(self, layout, op, dims)?
+            .run(|[(x, l)], _| GpuStorage::reduce(x, l, op, dims))
     }
 
     fn matmul(&self, layout: &Layout, rhs: &Self, rhs_layout: &Layout) -> Result<Self> {
-        GpuStorage::matmul(self, layout, rhs, rhs_layout)
+        // [batch, m, k] x [batch, k, n]: batch slices, or row slices of a single matrix.
+        let (batch, m) = (
+            layout.shape.first().copied().unwrap_or(1),
+            layout.shape.get(1).copied().unwrap_or(1),
+        );
+        let n = rhs_layout.shape.get(2).copied().unwrap_or(1);
+        let (lhs_follow, rhs_follow, rows, per_row) = if batch > 1 {
+            (Follow::Sliced(0), Follow::Sliced(0), batch, m * n)
+        } else {
+            (Follow::Sliced(1), Follow::Whole, m, n)
+        };
+        Plan {
+            op: "matmul",
+            operands: [(self, layout, lhs_follow), (rhs, rhs_layout, rhs_follow)],
+            rows,
+            output_elements: per_row,
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(a, la), (b, lb)], _| GpuStorage::matmul(a, la, b, lb))
     }
 
     fn conv2d(
@@ -89,7 +173,20 @@ impl BackendStorage for GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
     ) -> Result<Self> {
-        GpuStorage::conv2d(self, layout, weight, weight_layout, params)
+        let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        let output = shape.output_shape();
+        Plan {
+            op: "conv2d",
+            operands: [
+                (self, layout, Follow::Sliced(0)),
+                (weight, weight_layout, Follow::Whole),
+            ],
+            rows: output[0],
+            output_elements: numel(&output[1..]),
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(x, lx), (w, lw)], _| GpuStorage::conv2d(x, lx, w, lw, params))
     }
 
     fn conv2d_backward_input(
@@ -100,7 +197,22 @@ impl BackendStorage for GpuStorage {
         params: &Conv2dParams,
         input_shape: &[usize],
     ) -> Result<Self> {
-        GpuStorage::conv2d_backward_input(self, layout, weight, weight_layout, params, input_shape)
+        let rows = input_shape.first().copied().unwrap_or(1);
+        Plan {
+            op: "conv2d_backward_input",
+            operands: [
+                (self, layout, Follow::Sliced(0)),
+                (weight, weight_layout, Follow::Whole),
+            ],
+            rows,
+            output_elements: numel(input_shape.get(1..).unwrap_or(&[])),
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(g, lg), (w, lw)], range| {
+            let slice_shape = replaced(input_shape, 0, range.len());
+            GpuStorage::conv2d_backward_input(g, lg, w, lw, params, &slice_shape)
+        })
     }
 
     fn conv2d_backward_weight(
@@ -111,19 +223,36 @@ impl BackendStorage for GpuStorage {
         params: &Conv2dParams,
         weight_shape: &[usize],
     ) -> Result<Self> {
-        GpuStorage::conv2d_backward_weight(self, layout, grad, grad_layout, params, weight_shape)
+        // The weight gradient sums over images: batch slices add up.
+        Plan {
+            op: "conv2d_backward_weight",
+            operands: [
+                (self, layout, Follow::Sliced(0)),
+                (grad, grad_layout, Follow::Sliced(0)),
+            ],
+            rows: layout.shape.first().copied().unwrap_or(1),
+            output_elements: numel(weight_shape),
+            combine: Combine::Fold(BinaryOp::Add),
+            nests: false,
+        }
+        .run(|[(x, lx), (g, lg)], _| {
+            GpuStorage::conv2d_backward_weight(x, lx, g, lg, params, weight_shape)
+        })
     }
 
     fn copy_strided(&self, layout: &Layout) -> Result<Self> {
-        GpuStorage::copy_strided(self, layout)
+        Plan::elementwise("copy", [(self, layout)])
+            .run(|[(x, l)], _| GpuStorage::copy_strided(x, l))
     }
 
     fn copy_into(&self, layout: &Layout, dst: &mut Self, dst_layout: &Layout) -> Result<()> {
-        GpuStorage::copy_into(self, layout, dst, dst_layout)
+        sliced::copy_into(self, layout, dst, dst_layout, &mut |s, l, d, dl| {
+            GpuStorage::copy_into(s, l, d, dl)
+        })
     }
 
     fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self> {
-        GpuStorage::cast(self, layout, dtype)
+        Plan::elementwise("cast", [(self, layout)]).run(|[(x, l)], _| GpuStorage::cast(x, l, dtype))
     }
 
     fn index_select(
@@ -133,7 +262,15 @@ impl BackendStorage for GpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Self> {
-        GpuStorage::index_select(self, layout, indices, indices_layout, dim)
+        let output = replaced(&layout.shape, dim, indices_layout.numel());
+        indexing_plan(
+            "index_select",
+            [(self, layout), (indices, indices_layout)],
+            &output,
+            dim,
+            [false, true],
+        )
+        .run(|[(x, lx), (i, li)], _| GpuStorage::index_select(x, lx, i, li, dim))
     }
 
     fn gather(
@@ -143,7 +280,15 @@ impl BackendStorage for GpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Self> {
-        GpuStorage::gather(self, layout, indices, indices_layout, dim)
+        let output = indices_layout.shape.clone();
+        indexing_plan(
+            "gather",
+            [(self, layout), (indices, indices_layout)],
+            &output,
+            dim,
+            [false, false],
+        )
+        .run(|[(x, lx), (i, li)], _| GpuStorage::gather(x, lx, i, li, dim))
     }
 
     fn scatter_add(
@@ -155,6 +300,14 @@ impl BackendStorage for GpuStorage {
         src_layout: &Layout,
         dim: usize,
     ) -> Result<Self> {
-        GpuStorage::scatter_add(self, layout, indices, indices_layout, src, src_layout, dim)
+        let output = layout.shape.clone();
+        indexing_plan(
+            "scatter_add",
+            [(self, layout), (indices, indices_layout), (src, src_layout)],
+            &output,
+            dim,
+            [false, false, false],
+        )
+        .run(|[(b, lb), (i, li), (s, ls)], _| GpuStorage::scatter_add(b, lb, i, li, s, ls, dim))
     }
 }

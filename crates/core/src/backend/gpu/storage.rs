@@ -25,14 +25,16 @@ pub struct GpuStorage {
     pub(crate) slot: BufferSlot,
     /// Unique per storage; deferred work keeps a `Weak` of it to learn whether this storage
     /// (the only way to read the buffer later) still exists.
-    loan: Arc<u64>,
+    pub(crate) loan: Arc<u64>,
     pub(crate) dtype: DType,
     pub(crate) len: usize,
     pub(crate) device: GpuDevice,
+    /// For a tensor larger than one binding: its pieces (`parts.rs`); `slot` then stays empty.
+    pub(crate) parts: Option<Arc<super::parts::Parts>>,
 }
 
 /// A fresh storage token.
-fn next_loan() -> Arc<u64> {
+pub(crate) fn next_loan() -> Arc<u64> {
     static COUNTER: AtomicU64 = AtomicU64::new(1);
     Arc::new(COUNTER.fetch_add(1, Ordering::Relaxed))
 }
@@ -92,6 +94,7 @@ impl GpuStorage {
             dtype,
             len,
             device: device.clone(),
+            parts: None,
         })
     }
 
@@ -113,6 +116,7 @@ impl GpuStorage {
             dtype,
             len,
             device: device.clone(),
+            parts: None,
         })
     }
 
@@ -148,6 +152,13 @@ impl GpuStorage {
 
     /// The buffer; a pending result is computed first (the deferred ops are recorded).
     pub(crate) fn raw(&self) -> Result<&wgpu::Buffer> {
+        if self.parts.is_some() {
+            // Kernels bind one buffer; `sliced.rs` gives them pieces, never the whole.
+            return Err(Error::BufferTooLarge {
+                requested: self.byte_len(),
+                limit: self.device.context().binding_limit(),
+            });
+        }
         if self.slot.get().is_none() {
             self.device.context().drain()?;
         }
@@ -202,6 +213,11 @@ impl GpuStorage {
 
     /// `numel` copies of `value` (converted like the CPU's `as`).
     pub fn full(device: &GpuDevice, numel: usize, dtype: DType, value: f64) -> Result<GpuStorage> {
+        if GpuStorage::exceeds_binding(device, numel, dtype) {
+            return GpuStorage::build_in_pieces(device, numel, dtype, |_, len| {
+                GpuStorage::full(device, len, dtype, value)
+            });
+        }
         let storage = GpuStorage::allocate(device, "full", numel, dtype)?;
         let pattern: u32 = match dtype {
             DType::F32 | DType::F64 => (value as f32).to_bits(),
@@ -256,6 +272,18 @@ impl GpuStorage {
                 hint: "; draw floats and convert".into(),
             });
         }
+        if GpuStorage::exceeds_binding(device, numel, dtype) {
+            return GpuStorage::build_in_pieces(device, numel, dtype, |start, len| {
+                GpuStorage::random(
+                    device,
+                    len,
+                    dtype,
+                    distribution,
+                    seed,
+                    offset + start as u64,
+                )
+            });
+        }
         let storage = GpuStorage::allocate(device, "random", numel, dtype)?;
         let (normal, a, b) = match distribution {
             Distribution::Uniform { low, high } => (false, low as f32, high as f32),
@@ -273,43 +301,32 @@ impl GpuStorage {
         Ok(storage)
     }
 
-    /// Upload a CPU storage.
+    /// Upload a CPU storage (in pieces when it exceeds one binding: `parts.rs`).
     pub fn from_cpu(device: &GpuDevice, cpu: &CpuStorage) -> Result<GpuStorage> {
+        check_dtype(device, "to_device", cpu.dtype())?;
+        if GpuStorage::exceeds_binding(device, cpu.len(), cpu.dtype()) {
+            return GpuStorage::upload_in_pieces(device, cpu);
+        }
         let storage = GpuStorage::allocate(device, "to_device", cpu.len(), cpu.dtype())?;
-        let mut bytes: Vec<u8> = match cpu {
-            CpuStorage::F32(values) => bytemuck::cast_slice(values).to_vec(),
-            CpuStorage::F16(values) => bytemuck::cast_slice(values).to_vec(),
-            CpuStorage::I32(values) => bytemuck::cast_slice(values).to_vec(),
-            CpuStorage::U32(values) => bytemuck::cast_slice(values).to_vec(),
-            CpuStorage::U8(values) => values
-                .iter()
-                .flat_map(|&v| (v as u32).to_le_bytes())
-                .collect(),
-            CpuStorage::Bool(values) => values
-                .iter()
-                .flat_map(|&v| (v as u32).to_le_bytes())
-                .collect(),
-            // Refused by `allocate` above; kept exhaustive.
-            CpuStorage::F64(_) => Vec::new(),
-        };
-        // Queue writes must be a multiple of 4 bytes (an odd number of f16 values is padded).
-        bytes.resize(bytes.len().div_ceil(4) * 4, 0);
+        storage.write_bytes(super::parts::host_bytes(cpu, 0, cpu.len()))?;
+        Ok(storage)
+    }
+
+    /// Queue a write of `bytes` (a multiple of 4) at the start of this single-buffer storage.
+    pub(crate) fn write_bytes(&self, bytes: Vec<u8>) -> Result<()> {
         if !bytes.is_empty() {
-            device.context().ensure_alive()?;
-            device
+            self.device.context().ensure_alive()?;
+            self.device
                 .context()
                 .queue
-                .write_buffer(storage.raw()?, 0, &bytes);
+                .write_buffer(self.raw()?, 0, &bytes);
         }
-        Ok(storage)
+        Ok(())
     }
 
     /// Read the whole storage back to the host (blocks until pending work is done).
     pub fn to_cpu(&self) -> Result<CpuStorage> {
-        let bytes = self
-            .device
-            .context()
-            .read_bytes(self.raw()?, self.byte_len())?;
+        let bytes = self.read_all_bytes()?;
         let words = || {
             bytes
                 .chunks_exact(4)
@@ -333,6 +350,9 @@ impl GpuStorage {
     /// Copy to `device`: a buffer copy on the same device, through the host otherwise (exact).
     pub fn to_gpu(&self, device: &GpuDevice) -> Result<GpuStorage> {
         if *device == self.device {
+            if let Some(parts) = self.parts() {
+                return self.copy_parts(parts);
+            }
             let copy = GpuStorage::allocate(device, "to_device", self.len, self.dtype)?;
             device.context().copy_buffer(
                 self.raw()?,

@@ -114,13 +114,14 @@ fn f64_is_refused_clearly() {
 #[test]
 fn out_of_memory_is_an_error_and_device_survives() {
     let Some(device) = gpu() else { return };
-    // Above the largest binding: the per-buffer limit, named as such with its value.
+    // 4 TiB: stored in pieces in principle (tensors above one buffer are), but more than
+    // this adapter's memory — refused before it is attempted on a software adapter (host
+    // memory), by the driver on a real GPU.
     let error = Storage::full(&device, 1 << 40, DType::F32, 0.0).unwrap_err();
     assert!(
-        matches!(error, Error::BufferTooLarge { requested, limit } if requested == 4 << 40 && limit < requested),
+        matches!(error, Error::OutOfMemory { requested, .. } if requested == 4 << 40),
         "{error}"
     );
-    assert!(error.to_string().contains("per-buffer limit"), "{error}");
     let error = Storage::full(&device, usize::MAX / 2, DType::F32, 0.0).unwrap_err();
     assert!(matches!(error, Error::OutOfMemory { .. }), "{error}");
     let still_fine = Storage::full(&device, 10, DType::F32, 2.0).unwrap();

@@ -92,6 +92,7 @@ pub fn flat(storage: &Storage) -> Vec<f64> {
         .to_cpu()
         .unwrap_or_else(|error| panic!("readback: {error}"));
     cpu.to_f64_vec(&Layout::contiguous(&[cpu.len()]))
+        .unwrap_or_else(|error| panic!("conversion: {error}"))
 }
 
 /// Compare a GPU result with the CPU reference: same dtype and length, values within
