@@ -78,6 +78,11 @@ enum Command {
         /// images/s on one device and on all, the scaling, and the gradient exchange per step.
         #[arg(long)]
         devices: Option<String>,
+        /// resnet18-train as one rank of an MPI job (`mpirun -n 2 anygrad bench resnet18-train
+        /// --distributed`, build feature `mpi`): rank 0 reports images/s over all ranks and
+        /// the scaling over one device.
+        #[arg(long, conflicts_with = "devices")]
+        distributed: bool,
         /// Mixed precision for resnet18 / resnet18-train (autocast f16, loss scaling).
         #[arg(long)]
         amp: bool,
@@ -230,6 +235,7 @@ fn run(cli: Cli) -> Result<(), String> {
             no_cpu_baseline,
             json,
             devices,
+            distributed,
         } => {
             let batch_given = !batch.is_empty();
             let batch = if batch.is_empty() {
@@ -260,6 +266,17 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             if elements == 0 {
                 return Err("--elements must be at least 1".to_string());
+            }
+            if distributed {
+                if !matches!(workload, Workload::Resnet18Train) {
+                    return Err("--distributed applies to resnet18-train only".to_string());
+                }
+                let per_device = if batch_given { batches[0].max(1) } else { 64 };
+                let results = bench::run_resnet18_train_distributed(&device, per_device, amp)?;
+                if !results.is_empty() {
+                    bench::report(&results, json);
+                }
+                return Ok(());
             }
             let device = Device::parse(&device).map_err(|e| e.to_string())?;
             let dtype = DType::parse(&dtype)

@@ -34,6 +34,7 @@ pub fn run_matmul(
             value: flops / (med * 1e-3) / 1e9,
             unit: "GFLOPS",
             peak_memory_bytes: None,
+            peak_requested_bytes: None,
             note: None,
         });
     }

@@ -28,6 +28,7 @@ fn result(
         value: bytes_per_element * elements as f64 / (med * 1e-3) / 1e9,
         unit: "GB/s",
         peak_memory_bytes: None,
+        peak_requested_bytes: None,
         note: None,
     }
 }

@@ -59,6 +59,7 @@ pub fn run_mlp(device: &Device, epochs: usize) -> Result<Vec<BenchResult>> {
         value: med,
         unit: "ms/epoch",
         peak_memory_bytes: None,
+        peak_requested_bytes: None,
         note: None,
     }])
 }

@@ -7,6 +7,8 @@ mod memory;
 mod mlp;
 mod overhead;
 mod resnet;
+#[cfg(feature = "mpi")]
+mod resnet_distributed;
 mod resnet_parallel;
 
 use std::time::Instant;
@@ -20,6 +22,31 @@ pub use mlp::run_mlp;
 pub use overhead::run_overhead;
 pub use resnet::{run_resnet18, run_resnet18_train};
 pub use resnet_parallel::run_resnet18_train_parallel;
+
+/// `bench resnet18-train --distributed`: one MPI rank's part (see `resnet_distributed.rs`).
+#[cfg(feature = "mpi")]
+pub fn run_resnet18_train_distributed(
+    device: &str,
+    batch: usize,
+    amp: bool,
+) -> std::result::Result<Vec<BenchResult>, String> {
+    resnet_distributed::run_as_rank(device, batch, amp)
+}
+
+/// Without the `mpi` feature there is no distributed bench; say how to get one.
+#[cfg(not(feature = "mpi"))]
+pub fn run_resnet18_train_distributed(
+    _device: &str,
+    _batch: usize,
+    _amp: bool,
+) -> std::result::Result<Vec<BenchResult>, String> {
+    Err(
+        "--distributed needs MPI, and this build has none: install OpenMPI (openmpi-bin \
+         libopenmpi-dev libclang-dev), build with `cargo build --release -p anygrad-cli \
+         --features mpi` and run `mpirun -n 2 anygrad bench resnet18-train --distributed`"
+            .into(),
+    )
+}
 
 /// One measured result.
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +66,10 @@ pub struct BenchResult {
     /// Peak device memory during the case (GPU only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_memory_bytes: Option<u64>,
+    /// The peak of what tensors asked for, before the caching allocator's size-class
+    /// rounding (GPU only); the gap to `peak_memory_bytes` is mostly rounding waste.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_requested_bytes: Option<u64>,
     /// Extra information (speed-up over the CPU, "OOM at batch N").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

@@ -77,6 +77,7 @@ fn run_chain(device: &Device, ops: usize, repeats: usize) -> Result<Vec<BenchRes
             value: med * 1e3 / ops as f64,
             unit: "us/op",
             peak_memory_bytes: None,
+            peak_requested_bytes: None,
             note: (!note.is_empty()).then(|| note.to_string()),
         }
     };

@@ -33,6 +33,7 @@ fn result(
         value,
         unit,
         peak_memory_bytes: None,
+        peak_requested_bytes: None,
         note: None,
     }
 }
@@ -133,7 +134,9 @@ pub fn run_resnet18(
                 if amp {
                     r.dtype = "float16-amp".into();
                 }
-                r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
+                let stats = memory_stats(device);
+                r.peak_memory_bytes = stats.as_ref().map(|m| m.peak_allocated_bytes);
+                r.peak_requested_bytes = stats.map(|m| m.peak_requested_bytes);
                 r.note = cpu_rate
                     .map(|cpu| format!("{:.1}x anygrad cpu ({cpu:.1} images/s)", rate / cpu));
                 results.push(r);
@@ -229,7 +232,9 @@ pub fn run_resnet18_train(device: &Device, batch: usize, amp: bool) -> Result<Ve
     if amp {
         r.dtype = "float16-amp".into();
     }
-    r.peak_memory_bytes = memory_stats(device).map(|m| m.peak_allocated_bytes);
+    let stats = memory_stats(device);
+    r.peak_memory_bytes = stats.as_ref().map(|m| m.peak_allocated_bytes);
+    r.peak_requested_bytes = stats.map(|m| m.peak_requested_bytes);
     Ok(vec![r])
 }
 

@@ -110,6 +110,7 @@ pub fn run_resnet18_train_parallel(
         value: rate,
         unit: "images/s",
         peak_memory_bytes: None,
+        peak_requested_bytes: None,
         note: Some(format!(
             "scaling {:.2}x over one device ({single_rate:.1} images/s); gradient exchange after backward {:.2} ms/step ({:.0}% of the step, {:.1} MB of f32 gradients in {} buckets, overlapped with backward); host phases per step: download {:.2} ms, average {:.2} ms, upload {:.2} ms",
             rate / single_rate,

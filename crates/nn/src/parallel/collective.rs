@@ -7,7 +7,7 @@
 //! each bucket's copy to host memory starts during backward. The MPI implementation lives in
 //! the `anygrad` command (feature `mpi`), so this crate needs no MPI.
 
-use std::sync::Mutex;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 use anygrad_core::{no_grad, profiler, Device, Error, Result, Tensor};
@@ -21,8 +21,10 @@ use super::data_parallel::ExchangeStats;
 use super::exchange::ExchangeTiming;
 use crate::module::{Kind, Module, Parameter};
 
-/// A group of processes that exchange data (an MPI communicator, for instance).
-pub trait Collective {
+/// A group of processes that exchange data (an MPI communicator, for instance). It is
+/// `Sync`: [`GradientReducer`] calls it from one communication thread while backward runs on
+/// the calling thread (never from two threads at once).
+pub trait Collective: Sync {
     /// This process's index in the group (0 is the root that prints and saves).
     fn rank(&self) -> usize;
 
@@ -47,7 +49,7 @@ pub trait Collective {
 pub struct GradientReducer {
     parameters: Vec<Parameter>,
     buckets: Vec<Bucket>,
-    staging: Mutex<Option<Vec<HostStaging>>>,
+    staging: Mutex<Option<Arc<Vec<Mutex<HostStaging>>>>>,
     host: Mutex<Vec<f32>>,
     stats: Mutex<ExchangeStats>,
 }
@@ -115,67 +117,41 @@ impl GradientReducer {
         collective: &dyn Collective,
         device: &Device,
     ) -> Result<()> {
-        let world = collective.world_size();
-        let mut staging_slot = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        if staging_slot.is_none() {
-            *staging_slot = Some(
-                self.buckets
-                    .iter()
-                    .map(|bucket| HostStaging::new(device, bucket.numel))
-                    .collect::<Result<Vec<_>>>()?,
-            );
-        }
-        let staging = staging_slot.as_mut().ok_or_else(|| {
-            Error::invalid(
-                "GradientReducer",
-                "internal: the staging buffers are missing",
-            )
-        })?;
-        let mut launched = vec![false; self.buckets.len()];
-        if let Some(loss) = loss {
-            let owner = bucket_of_parameters(&self.parameters, &self.buckets);
-            let mut waiting: Vec<usize> = self.buckets.iter().map(|b| b.parameters.len()).collect();
-            loss.backward_with_hook(|leaf| {
-                if let Some(&position) = owner.get(&leaf.id()) {
-                    waiting[position] = waiting[position].saturating_sub(1);
-                    if waiting[position] == 0 && !launched[position] {
-                        launched[position] = true;
-                        let flat = flatten_gradients(&self.parameters, &self.buckets[position])?;
-                        staging[position].start_download(&flat)?;
-                    }
-                }
-                Ok(())
-            })?;
-        }
-        let backward_done = Instant::now();
-        let mut timing = ExchangeTiming::default();
-        profiler::scope("gradient_exchange", device, || {
-            for (position, bucket) in self.buckets.iter().enumerate() {
-                if !launched[position] {
-                    let flat = flatten_gradients(&self.parameters, bucket)?;
-                    staging[position].start_download(&flat)?;
+        let staging = {
+            let mut slot = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+            match &*slot {
+                Some(staging) => Arc::clone(staging),
+                None => {
+                    let made: Vec<Mutex<HostStaging>> = self
+                        .buckets
+                        .iter()
+                        .map(|bucket| HostStaging::new(device, bucket.numel).map(Mutex::new))
+                        .collect::<Result<_>>()?;
+                    let made = Arc::new(made);
+                    *slot = Some(Arc::clone(&made));
+                    made
                 }
             }
-            let scale = 1.0 / world as f32;
-            let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
-            for (bucket, staging) in self.buckets.iter().zip(staging.iter_mut()) {
-                let started = Instant::now();
-                host.resize(bucket.numel, 0.0);
-                staging.finish_download(&mut host)?;
-                let downloaded = Instant::now();
-                collective.all_reduce_sum(&mut host)?;
-                for value in host.iter_mut() {
-                    *value *= scale;
-                }
-                let averaged = Instant::now();
-                let flat = staging.upload(&[&host[..]])?;
-                assign_gradients(&self.parameters, bucket, &flat)?;
-                timing.download += (downloaded - started).as_secs_f64();
-                timing.average += (averaged - downloaded).as_secs_f64();
-                timing.upload += averaged.elapsed().as_secs_f64();
-            }
-            Ok(())
-        })?;
+        };
+        let (sender, receiver) = mpsc::channel::<usize>();
+        let (recorded, communicated, backward_done) = std::thread::scope(|scope| {
+            let communication = scope.spawn(|| self.communicate(&staging, receiver, collective));
+            let recorded = self.record_backward(loss, &staging, &sender);
+            drop(sender);
+            let backward_done = Instant::now();
+            let communicated = profiler::scope("gradient_exchange", device, || {
+                communication.join().unwrap_or_else(|_| {
+                    Err(Error::invalid(
+                        "GradientReducer",
+                        "the gradient-exchange thread panicked",
+                    ))
+                })
+            });
+            (recorded, communicated, backward_done)
+        });
+        // This process's own failure is the one to report.
+        recorded?;
+        let mut timing = communicated?;
         timing.exposed = backward_done.elapsed().as_secs_f64();
         let bytes = self.buckets.iter().map(|b| b.numel * 4).sum();
         self.stats
@@ -185,10 +161,97 @@ impl GradientReducer {
         Ok(())
     }
 
+    /// Backward with the hook that starts each bucket's download once its gradients are
+    /// final and hands the bucket to the communication thread; then the buckets not started
+    /// (gradients that never came count as zeros).
+    fn record_backward(
+        &self,
+        loss: Option<&Tensor>,
+        staging: &[Mutex<HostStaging>],
+        sender: &mpsc::Sender<usize>,
+    ) -> Result<()> {
+        let mut launched = vec![false; self.buckets.len()];
+        let launch = |position: usize| -> Result<()> {
+            let flat = flatten_gradients(&self.parameters, &self.buckets[position])?;
+            lock(&staging[position]).start_download(&flat)?;
+            // A closed channel means the communication thread stopped; it reports why.
+            let _ = sender.send(position);
+            Ok(())
+        };
+        if let Some(loss) = loss {
+            let owner = bucket_of_parameters(&self.parameters, &self.buckets);
+            let mut waiting: Vec<usize> = self.buckets.iter().map(|b| b.parameters.len()).collect();
+            loss.backward_with_hook(|leaf| {
+                if let Some(&position) = owner.get(&leaf.id()) {
+                    waiting[position] = waiting[position].saturating_sub(1);
+                    if waiting[position] == 0 && !launched[position] {
+                        launched[position] = true;
+                        launch(position)?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        for (position, done) in launched.iter().enumerate() {
+            if !done {
+                launch(position)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The communication thread: all-reduce the buckets in order as they arrive (every
+    /// process in the same order), upload each average and assign it as the gradients.
+    fn communicate(
+        &self,
+        staging: &[Mutex<HostStaging>],
+        receiver: mpsc::Receiver<usize>,
+        collective: &dyn Collective,
+    ) -> Result<ExchangeTiming> {
+        let scale = 1.0 / collective.world_size() as f32;
+        let mut arrived = vec![false; self.buckets.len()];
+        let mut timing = ExchangeTiming::default();
+        let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
+        for (position, bucket) in self.buckets.iter().enumerate() {
+            while !arrived[position] {
+                match receiver.recv() {
+                    Ok(index) => arrived[index] = true,
+                    // Backward stopped early; it reports its error.
+                    Err(_) => {
+                        return Err(Error::invalid(
+                            "GradientReducer",
+                            "backward stopped before every bucket was ready",
+                        ))
+                    }
+                }
+            }
+            let started = Instant::now();
+            host.resize(bucket.numel, 0.0);
+            lock(&staging[position]).finish_download(&mut host)?;
+            let downloaded = Instant::now();
+            collective.all_reduce_sum(&mut host)?;
+            for value in host.iter_mut() {
+                *value *= scale;
+            }
+            let averaged = Instant::now();
+            let flat = lock(&staging[position]).upload(&[&host[..]])?;
+            assign_gradients(&self.parameters, bucket, &flat)?;
+            timing.download += (downloaded - started).as_secs_f64();
+            timing.average += (averaged - downloaded).as_secs_f64();
+            timing.upload += averaged.elapsed().as_secs_f64();
+        }
+        Ok(timing)
+    }
+
     /// Gradient-exchange time so far.
     pub fn exchange_stats(&self) -> ExchangeStats {
         *self.stats.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Lock `mutex`, taking over a poisoned one (its data stays valid: staging buffers).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Copy rank `root`'s parameters and buffers into every process's module (at start, so all
