@@ -62,7 +62,9 @@ optimizers = [
     optimizer_case("rmsprop_centered", lambda g: torch.optim.RMSprop(g),
                    [{"lr": 0.01, "centered": True, "momentum": 0.5}], [4]),
     optimizer_case("adagrad_defaults", lambda g: torch.optim.Adagrad(g), [{"lr": 0.1}], [4]),
-    optimizer_case("adagrad_decay_wd_init", lambda g: torch.optim.Adagrad(g),
+    # PyTorch seeds the accumulator from the constructor's initial_accumulator_value only (a
+    # group's own value is ignored), so the case passes it to the constructor as well.
+    optimizer_case("adagrad_decay_wd_init", lambda g: torch.optim.Adagrad(g, initial_accumulator_value=0.3),
                    [{"lr": 0.2, "lr_decay": 0.05, "weight_decay": 0.1,
                      "initial_accumulator_value": 0.3, "eps": 1e-8}], [4]),
     optimizer_case("sgd_groups", lambda g: torch.optim.SGD(g),

@@ -27,7 +27,8 @@ pub struct AdagradConfig {
     pub lr_decay: f64,
     /// L2 penalty added to the gradient (0).
     pub weight_decay: f64,
-    /// The starting value of the squared-gradient sum (0).
+    /// The starting value of the squared-gradient sum (0). Each group's own value is used
+    /// (PyTorch seeds every group from the constructor's value).
     pub initial_accumulator_value: f64,
     /// Added to the denominator (1e-10).
     pub eps: f64,
