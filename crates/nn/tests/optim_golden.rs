@@ -441,6 +441,37 @@ fn golden_scheduler_rates() {
     }
 }
 
+/// A plateau scheduler rebuilt from its saved counters (and the optimizer's rates) continues
+/// PyTorch's sequence.
+#[test]
+fn plateau_resumes_from_its_state() {
+    let device = Device::Cpu;
+    let g = golden();
+    for case in g["schedulers"].as_array().expect("schedulers") {
+        if case["options"]["type"] != "plateau" {
+            continue;
+        }
+        let name = case["name"].as_str().expect("name");
+        let mut optimizer = scheduler_optimizer(case, &device);
+        let Driver::Plateau(mut first, metrics) = build_scheduler(case, optimizer.as_mut()) else {
+            panic!("{name}: not a plateau case");
+        };
+        for metric in &metrics[..15] {
+            first.step(optimizer.as_mut(), *metric).unwrap();
+        }
+        let saved = first.state();
+        assert_eq!(saved.last_epoch, 15);
+        let Driver::Plateau(mut resumed, _) = build_scheduler(case, optimizer.as_mut()) else {
+            panic!("{name}: not a plateau case");
+        };
+        resumed.load_state(saved);
+        for (step, metric) in metrics.iter().enumerate().skip(15) {
+            resumed.step(optimizer.as_mut(), *metric).unwrap();
+            check_rates(name, step + 1, optimizer.as_ref(), case);
+        }
+    }
+}
+
 #[test]
 fn one_cycle_refuses_bad_settings_and_overrun() {
     let device = Device::Cpu;
@@ -508,6 +539,9 @@ fn schedulers_refuse_bad_settings() {
     assert!(scheduler.step(&mut two).is_err());
     assert!(two.set_group_learning_rate(2, 0.1).is_err());
     assert!(two.group_learning_rate(2).is_err());
+    let w = one_parameter(&device)[0].1.tensor();
+    assert!(clip_grad_value_(std::slice::from_ref(&w), -1.0).is_err());
+    assert!(clip_grad_value_(&[w], f64::NAN).is_err());
 }
 
 #[test]

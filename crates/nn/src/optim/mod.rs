@@ -30,7 +30,7 @@ pub use adam::{Adam, AdamConfig, AdamW};
 pub use clip::{clip_grad_norm_, clip_grad_value_};
 pub use group::{split_no_decay, GroupConfig, NamedParameter, ParamGroup};
 pub use one_cycle::{AnnealStrategy, OneCycleLR, OneCycleOptions};
-pub use plateau::{PlateauMode, ReduceLROnPlateau, ThresholdMode};
+pub use plateau::{PlateauMode, PlateauState, ReduceLROnPlateau, ThresholdMode};
 pub use rmsprop::{RMSprop, RMSpropConfig};
 pub use scheduler::{
     CosineAnnealingLR, LambdaLR, LinearLR, LrSchedule, LrScheduler, MultiStepLR, ScheduleState,

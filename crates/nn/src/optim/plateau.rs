@@ -34,6 +34,19 @@ pub enum ThresholdMode {
     Abs,
 }
 
+/// The counters of a [`ReduceLROnPlateau`], to checkpoint and resume it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlateauState {
+    /// The best metric so far (±∞ before the first step).
+    pub best: f64,
+    /// Steps without improvement since the last improvement or reduction.
+    pub num_bad_epochs: usize,
+    /// Steps of cooldown left.
+    pub cooldown_counter: usize,
+    /// Number of `step` calls so far.
+    pub last_epoch: usize,
+}
+
 /// Reduce every group's learning rate when the metric plateaus.
 ///
 /// ```
@@ -152,6 +165,24 @@ impl ReduceLROnPlateau {
     /// Number of `step` calls so far.
     pub fn last_epoch(&self) -> usize {
         self.epoch
+    }
+
+    /// The counters to save with a checkpoint.
+    pub fn state(&self) -> PlateauState {
+        PlateauState {
+            best: self.best,
+            num_bad_epochs: self.num_bad_epochs,
+            cooldown_counter: self.cooldown_counter,
+            last_epoch: self.epoch,
+        }
+    }
+
+    /// Resume from saved counters (the settings are the builder's).
+    pub fn load_state(&mut self, state: PlateauState) {
+        self.best = state.best;
+        self.num_bad_epochs = state.num_bad_epochs;
+        self.cooldown_counter = state.cooldown_counter;
+        self.epoch = state.last_epoch;
     }
 
     fn is_better(&self, metric: f64) -> bool {
