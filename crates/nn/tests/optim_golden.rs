@@ -616,6 +616,33 @@ fn groups_are_validated_and_checkpointed() {
     let mut old = one.state_dict().unwrap();
     old.scalars.remove("param_groups");
     one.load_state_dict(&old).unwrap();
+    // add_param_group: a later group takes part in steps with its own rate; a parameter
+    // already present is refused and leaves the optimizer as it was.
+    let first = one_parameter(&device);
+    let second = one_parameter(&device);
+    let mut growing = Sgd::new(first.clone(), SgdConfig::new(0.1)).unwrap();
+    let duplicate = ParamGroup::new(first.clone(), SgdConfig::new(0.5));
+    assert!(growing.add_param_group(duplicate).is_err());
+    assert_eq!(growing.group_count(), 1);
+    let renamed = vec![("v".to_string(), second[0].1.clone())];
+    growing
+        .add_param_group(ParamGroup::new(renamed, SgdConfig::new(0.5)))
+        .unwrap();
+    assert_eq!(growing.group_count(), 2);
+    for (_, slot) in first.iter().chain(&second) {
+        slot.set_grad(Some(slot.tensor().ones_like().unwrap()));
+    }
+    growing.step().unwrap();
+    assert_eq!(values(&first[0].1.tensor()), [-0.1]);
+    assert_eq!(values(&second[0].1.tensor()), [-0.5]);
+    let mut adamw = AdamW::new(one_parameter(&device), AdamConfig::new(0.1)).unwrap();
+    adamw
+        .add_param_group(ParamGroup::new(
+            vec![("v".into(), one_parameter(&device)[0].1.clone())],
+            AdamConfig::new(0.2),
+        ))
+        .unwrap();
+    assert_eq!(adamw.group_learning_rate(1).unwrap(), 0.2);
     // A bad value of group 1 is refused naming its key.
     let mut bad = state.clone();
     bad.scalars.insert("group.1.momentum".into(), -1.0);

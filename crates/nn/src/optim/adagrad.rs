@@ -180,6 +180,15 @@ impl Adagrad {
     pub fn configs(&self) -> &[AdagradConfig] {
         &self.groups.configs
     }
+
+    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
+    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
+    /// after adding groups.
+    pub fn add_param_group(&mut self, group: ParamGroup<AdagradConfig>) -> Result<()> {
+        let added = self.groups.add("Adagrad::add_param_group", group)?;
+        self.states.extend(std::iter::repeat_n(None, added));
+        Ok(())
+    }
 }
 
 impl Optimizer for Adagrad {

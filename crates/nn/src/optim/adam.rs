@@ -130,6 +130,11 @@ impl AdamW {
         self.0.configs()
     }
 
+    /// Append a parameter group (see [`Adam::add_param_group`]).
+    pub fn add_param_group(&mut self, group: ParamGroup<AdamConfig>) -> Result<()> {
+        self.0.add_param_group(group)
+    }
+
     /// The step count of parameter `name` (0 before its first update).
     pub fn step_count(&self, name: &str) -> u64 {
         self.0.step_count(name)
@@ -275,6 +280,20 @@ impl Adam {
     /// The hyper-parameters of every group.
     pub fn configs(&self) -> &[AdamConfig] {
         &self.groups.configs
+    }
+
+    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
+    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
+    /// after adding groups.
+    pub fn add_param_group(&mut self, group: ParamGroup<AdamConfig>) -> Result<()> {
+        let op = if self.decoupled {
+            "AdamW::add_param_group"
+        } else {
+            "Adam::add_param_group"
+        };
+        let added = self.groups.add(op, group)?;
+        self.states.extend(std::iter::repeat_n(None, added));
+        Ok(())
     }
 
     /// The step count of parameter `name` (0 before its first update).

@@ -108,42 +108,53 @@ impl<C: GroupConfig> Groups<C> {
         if groups.is_empty() {
             return Err(Error::invalid(op, "needs at least one parameter group"));
         }
-        let mut parameters: Vec<(String, Parameter)> = Vec::new();
-        let mut group_of = Vec::new();
-        let mut configs = Vec::new();
-        for (index, group) in groups.into_iter().enumerate() {
-            if let Err((key, message)) = group.config.check() {
+        let mut flat = Groups {
+            parameters: Vec::new(),
+            group_of: Vec::new(),
+            configs: Vec::new(),
+        };
+        for group in groups {
+            flat.add(op, group)?;
+        }
+        Ok(flat)
+    }
+
+    /// Validate and append one group (PyTorch's `add_param_group`); returns how many
+    /// parameters it added.
+    pub fn add(&mut self, op: &'static str, group: ParamGroup<C>) -> Result<usize> {
+        let index = self.configs.len();
+        if let Err((key, message)) = group.config.check() {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "group {index}: `{key}` {message} (hyper-parameters {:?})",
+                    group.config
+                ),
+            ));
+        }
+        for (position, (name, parameter)) in group.parameters.iter().enumerate() {
+            let earlier = self
+                .parameters
+                .iter()
+                .chain(&group.parameters[..position])
+                .find(|(n, p)| n == name || p.same_slot(parameter));
+            if let Some((other, _)) = earlier {
                 return Err(Error::invalid(
                     op,
                     format!(
-                        "group {index}: `{key}` {message} (hyper-parameters {:?})",
-                        group.config
+                        "parameter `{name}` (group {index}) is given twice (already as \
+                         `{other}`); every parameter and name may appear in one group only"
                     ),
                 ));
             }
-            for (name, parameter) in group.parameters {
-                if let Some((other, _)) = parameters
-                    .iter()
-                    .find(|(n, p)| *n == name || p.same_slot(&parameter))
-                {
-                    return Err(Error::invalid(
-                        op,
-                        format!(
-                            "parameter `{name}` (group {index}) is given twice (already as \
-                             `{other}`); every parameter and name may appear in one group only"
-                        ),
-                    ));
-                }
-                parameters.push((name, parameter));
-                group_of.push(index);
-            }
-            configs.push(group.config);
         }
-        Ok(Groups {
-            parameters,
-            group_of,
-            configs,
-        })
+        let added = group.parameters.len();
+        for (name, parameter) in group.parameters {
+            self.parameters.push((name, parameter));
+            self.group_of.push(index);
+        }
+        self.configs.push(group.config);
+        Ok(added)
     }
 
     /// Group 0's learning rate.

@@ -171,6 +171,16 @@ impl Sgd {
     pub fn configs(&self) -> &[SgdConfig] {
         &self.groups.configs
     }
+
+    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
+    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
+    /// after adding groups.
+    pub fn add_param_group(&mut self, group: ParamGroup<SgdConfig>) -> Result<()> {
+        let added = self.groups.add("Sgd::add_param_group", group)?;
+        self.momentum_buffers
+            .extend(std::iter::repeat_n(None, added));
+        Ok(())
+    }
 }
 
 impl Optimizer for Sgd {
