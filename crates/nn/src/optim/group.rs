@@ -62,7 +62,7 @@ pub fn split_no_decay(
         .partition(|(_, p)| p.shape().len() >= 2)
 }
 
-/// The hyper-parameters of one group: what [`Groups`] needs to schedule, validate and save
+/// The hyper-parameters of one group: what an optimizer needs to schedule, validate and save
 /// them.
 pub trait GroupConfig: Copy + std::fmt::Debug {
     /// The learning rate.
