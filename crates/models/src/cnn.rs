@@ -16,11 +16,12 @@
 //! ```
 
 use anygrad_core::{Device, Error, Result, Tensor};
-use anygrad_nn::module::child_prefix;
-use anygrad_nn::{Conv2d, Conv2dOptions, Kind, Linear, Module, Parameter};
+use anygrad_nn::{Conv2d, Conv2dOptions, Linear, Module};
 
 /// conv(1→32, 3, pad 1)-relu-maxpool2 → conv(32→64, 3, pad 1)-relu-maxpool2 → flatten →
-/// linear(3136→128)-relu → linear(128→classes).
+/// linear(3136→128)-relu → linear(128→classes). `Module` is derived from the fields (names
+/// `conv1`, `conv2`, `fc1`, `fc2`); the struct writes only `forward`.
+#[derive(Module)]
 pub struct SmallCnn {
     /// First convolution (1 → 32 channels).
     pub conv1: Conv2d,
@@ -50,9 +51,9 @@ impl SmallCnn {
     }
 }
 
-impl Module for SmallCnn {
+impl SmallCnn {
     /// `[batch, 1, 28, 28]` (or `[batch, 784]`) → `[batch, classes]` logits.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let x = match x.rank() {
             2 if x.shape()[1] == 28 * 28 => x.reshape([x.shape()[0], 1, 28, 28])?,
             4 if x.shape()[1..] == [1, 28, 28] => x.clone(),
@@ -76,12 +77,5 @@ impl Module for SmallCnn {
             .max_pool2d((2, 2), (2, 2), (0, 0))?;
         let x = self.fc1.forward(&x.flatten(1, -1)?)?.relu()?;
         self.fc2.forward(&x)
-    }
-
-    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
-        self.conv1.visit(&child_prefix(prefix, "conv1"), visitor);
-        self.conv2.visit(&child_prefix(prefix, "conv2"), visitor);
-        self.fc1.visit(&child_prefix(prefix, "fc1"), visitor);
-        self.fc2.visit(&child_prefix(prefix, "fc2"), visitor);
     }
 }

@@ -7,10 +7,8 @@
 
 use anygrad_core::{Device, Error, Result, Tensor};
 use anygrad_nn::init::{kaiming_normal_, FanMode, Nonlinearity};
-use anygrad_nn::module::child_prefix;
 use anygrad_nn::{
-    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Conv2dOptions, Kind, Linear, MaxPool2d, Module,
-    Parameter, Sequential,
+    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Conv2dOptions, Linear, MaxPool2d, Module, Sequential,
 };
 
 /// A bias-free convolution with torchvision's ResNet initialization.
@@ -51,7 +49,9 @@ fn residual(out: Tensor, x: &Tensor, downsample: Option<&Sequential>) -> Result<
     out.add(&identity)?.relu()
 }
 
-/// The two-3×3-convolution block of ResNet-18/34 (expansion 1).
+/// The two-3×3-convolution block of ResNet-18/34 (expansion 1). `Module` is derived from
+/// the fields (names `conv1`, `bn1`, `conv2`, `bn2`, `downsample.0`, `downsample.1`).
+#[derive(Module)]
 pub struct BasicBlock {
     /// 3×3 convolution (carries the stride).
     pub conv1: Conv2d,
@@ -91,38 +91,18 @@ impl BasicBlock {
     }
 }
 
-impl Module for BasicBlock {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+impl BasicBlock {
+    /// conv-bn-relu, conv-bn, plus the (projected) input, relu.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let out = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
         let out = self.bn2.forward(&self.conv2.forward(&out)?)?;
         residual(out, x, self.downsample.as_ref())
     }
-
-    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
-        self.conv1.visit(&child_prefix(prefix, "conv1"), visitor);
-        self.bn1.visit(&child_prefix(prefix, "bn1"), visitor);
-        self.conv2.visit(&child_prefix(prefix, "conv2"), visitor);
-        self.bn2.visit(&child_prefix(prefix, "bn2"), visitor);
-        if let Some(shortcut) = &self.downsample {
-            shortcut.visit(&child_prefix(prefix, "downsample"), visitor);
-        }
-    }
-
-    fn set_training(&self, training: bool) {
-        self.bn1.set_training(training);
-        self.bn2.set_training(training);
-        if let Some(shortcut) = &self.downsample {
-            shortcut.set_training(training);
-        }
-    }
-
-    fn is_training(&self) -> bool {
-        self.bn1.is_training()
-    }
 }
 
 /// The 1×1 → 3×3 → 1×1 block of ResNet-50 (expansion 4; stride on the 3×3, torchvision's
-/// v1.5).
+/// v1.5). `Module` is derived from the fields.
+#[derive(Module)]
 pub struct Bottleneck {
     /// 1×1 reduction.
     pub conv1: Conv2d,
@@ -169,37 +149,13 @@ impl Bottleneck {
     }
 }
 
-impl Module for Bottleneck {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+impl Bottleneck {
+    /// 1×1 conv-bn-relu, 3×3 conv-bn-relu, 1×1 conv-bn, plus the (projected) input, relu.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let out = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
         let out = self.bn2.forward(&self.conv2.forward(&out)?)?.relu()?;
         let out = self.bn3.forward(&self.conv3.forward(&out)?)?;
         residual(out, x, self.downsample.as_ref())
-    }
-
-    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
-        self.conv1.visit(&child_prefix(prefix, "conv1"), visitor);
-        self.bn1.visit(&child_prefix(prefix, "bn1"), visitor);
-        self.conv2.visit(&child_prefix(prefix, "conv2"), visitor);
-        self.bn2.visit(&child_prefix(prefix, "bn2"), visitor);
-        self.conv3.visit(&child_prefix(prefix, "conv3"), visitor);
-        self.bn3.visit(&child_prefix(prefix, "bn3"), visitor);
-        if let Some(shortcut) = &self.downsample {
-            shortcut.visit(&child_prefix(prefix, "downsample"), visitor);
-        }
-    }
-
-    fn set_training(&self, training: bool) {
-        for bn in [&self.bn1, &self.bn2, &self.bn3] {
-            bn.set_training(training);
-        }
-        if let Some(shortcut) = &self.downsample {
-            shortcut.set_training(training);
-        }
-    }
-
-    fn is_training(&self) -> bool {
-        self.bn1.is_training()
     }
 }
 
@@ -221,7 +177,9 @@ impl BlockKind {
     }
 }
 
-/// A torchvision-compatible ResNet for `[n, 3, h, w]` images.
+/// A torchvision-compatible ResNet for `[n, 3, h, w]` images. `Module` is derived from the
+/// fields (the pooling layers hold no tensors, so the state dict is torchvision's).
+#[derive(Module)]
 pub struct ResNet {
     /// 7×7 stride-2 stem convolution (3 → 64).
     pub conv1: Conv2d,
@@ -325,34 +283,9 @@ impl ResNet {
     }
 }
 
-impl Module for ResNet {
+impl ResNet {
     /// `[n, 3, h, w]` → `[n, num_classes]` logits.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.fc.forward(&self.features(x)?)
-    }
-
-    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
-        self.conv1.visit(&child_prefix(prefix, "conv1"), visitor);
-        self.bn1.visit(&child_prefix(prefix, "bn1"), visitor);
-        for (name, layer) in [
-            ("layer1", &self.layer1),
-            ("layer2", &self.layer2),
-            ("layer3", &self.layer3),
-            ("layer4", &self.layer4),
-        ] {
-            layer.visit(&child_prefix(prefix, name), visitor);
-        }
-        self.fc.visit(&child_prefix(prefix, "fc"), visitor);
-    }
-
-    fn set_training(&self, training: bool) {
-        self.bn1.set_training(training);
-        for layer in [&self.layer1, &self.layer2, &self.layer3, &self.layer4] {
-            layer.set_training(training);
-        }
-    }
-
-    fn is_training(&self) -> bool {
-        self.bn1.is_training()
     }
 }

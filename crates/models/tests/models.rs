@@ -216,6 +216,36 @@ fn small_cnn_structure_and_step(device: &Device) {
     }
 }
 
+/// The derived `Module` of ResNet lists torchvision's module tree (`named_modules`) and
+/// `eval()` reaches every BatchNorm, the shortcut ones included.
+#[test]
+fn resnet_module_tree_and_eval() {
+    use anygrad_nn::module::downcast_module;
+    use anygrad_nn::BatchNorm2d;
+    let model = ResNet::resnet18(10, &Device::Cpu).unwrap();
+    let modules: Vec<String> = model.named_modules().into_iter().map(|(n, _)| n).collect();
+    // torchvision's 68 minus its 9 `relu` modules (applied as functions here): the root, 5
+    // top-level layers, 4 stages, 8 blocks with 4 layers each, 3 shortcuts with 2 each.
+    assert_eq!(modules.len(), 1 + 5 + 4 + 8 * 5 + 3 * 3, "{modules:?}");
+    assert_eq!(&modules[..4], ["", "conv1", "bn1", "maxpool"]);
+    assert!(modules.contains(&"layer2.0.downsample.1".to_string()));
+    assert_eq!(modules.last().map(String::as_str), Some("fc"));
+    let norms = |training: bool| {
+        model
+            .named_modules()
+            .into_iter()
+            .filter_map(|(_, m)| downcast_module::<BatchNorm2d>(m))
+            .filter(|bn| bn.is_training() == training)
+            .count()
+    };
+    assert_eq!(norms(true), 20);
+    model.eval();
+    assert_eq!((norms(true), norms(false)), (0, 20));
+    assert!(!model.is_training());
+    model.train();
+    assert_eq!(norms(true), 20);
+}
+
 anygrad_testing::device_tests!(
     resnet18_names_counts_forward,
     resnet34_and_50_structure,

@@ -1,4 +1,4 @@
-//! anygrad-nn: the `Module` trait and `Parameter` slots, layers, losses, weight
+//! anygrad-nn: the `Module` trait (and `#[derive(Module)]`), `Parameter` slots, hooks, layers, losses, weight
 //! initialization, optimizers with learning-rate schedulers and gradient clipping, and
 //! safetensors checkpoints with PyTorch's parameter names.
 //!
@@ -23,28 +23,35 @@
 
 pub mod amp;
 pub mod checkpoint;
+pub mod hooks;
 pub mod init;
 pub mod layers;
 pub mod loss;
 pub mod module;
+pub mod module_field;
 pub mod optim;
 pub mod parallel;
 
 pub use amp::GradScaler;
+pub use anygrad_nn_derive::Module;
 pub use checkpoint::{
     check_writable, load_checkpoint, load_optimizer, load_safetensors, load_safetensors_mapped,
     load_safetensors_with, load_state_into, load_tensors, remove_stale_temporaries,
     save_checkpoint, save_optimizer, save_safetensors, save_tensors, LoadReport,
 };
+pub use hooks::{HookHandle, Hooked};
 pub use layers::*;
 pub use loss::{
     binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss, BceWithLogitsLoss,
     CrossEntropyLoss, MseLoss, NllLoss, Reduction,
 };
-pub use module::{Kind, Module, Parameter, TrainingFlag};
+pub use module::{downcast_module, Kind, Module, Parameter, TrainingFlag};
+pub use module_field::{BufferField, ModuleField};
 pub use optim::{
-    clip_grad_norm_, clip_grad_value_, Adam, AdamConfig, AdamW, CosineAnnealingLR, LrScheduler,
-    Optimizer, OptimizerState, Sgd, SgdConfig, StepLR,
+    clip_grad_norm_, clip_grad_value_, split_no_decay, Adagrad, AdagradConfig, Adam, AdamConfig,
+    AdamW, AnnealStrategy, CosineAnnealingLR, LambdaLR, LinearLR, LrSchedule, LrScheduler,
+    MultiStepLR, OneCycleLR, OneCycleOptions, Optimizer, OptimizerState, ParamGroup, PlateauMode,
+    RMSprop, RMSpropConfig, ReduceLROnPlateau, SequentialLR, Sgd, SgdConfig, StepLR, ThresholdMode,
 };
 pub use parallel::{
     broadcast_buffers, broadcast_module, Collective, DataParallel, ExchangeStats, GradientReducer,

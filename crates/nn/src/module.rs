@@ -19,6 +19,7 @@
 //! `prefix + name` and its children under `prefix + child_name + "."`, so a ResNet yields
 //! `layer1.0.conv1.weight` and a `Sequential` yields `0.weight`.
 
+use std::any::Any;
 use std::sync::{Arc, RwLock};
 
 use anygrad_core::{Device, Error, Result, Tensor};
@@ -141,9 +142,16 @@ pub fn child_prefix(prefix: &str, child: &str) -> String {
 /// A neural-network building block, like `torch.nn.Module`.
 ///
 /// Implementors provide `forward` and `visit` (their own tensors plus their children's);
-/// containers and layers with train/eval behaviour also override `set_training`. Every
-/// other helper (`named_parameters`, `to_device`, `zero_grad`, ...) is provided.
-pub trait Module: Send + Sync {
+/// containers and layers with train/eval behaviour also override `set_training`, and
+/// containers override `visit_children` so that [`Module::named_modules`] and
+/// [`Module::apply`] reach their submodules. Every other helper (`named_parameters`,
+/// `to_device`, `zero_grad`, ...) is provided. `#[derive(Module)]` (see
+/// [`crate::ModuleField`]) writes `visit`, `set_training`, `is_training` and
+/// `visit_children` from a struct's fields, so a custom module only writes `forward`.
+///
+/// Modules are `Any`, so a `&dyn Module` met in [`Module::apply`] can be inspected with
+/// [`downcast_module`].
+pub trait Module: Any + Send + Sync {
     /// Apply the module to one input.
     fn forward(&self, x: &Tensor) -> Result<Tensor>;
 
@@ -161,6 +169,40 @@ pub trait Module: Send + Sync {
     /// Whether the module is in training mode (default `true` for stateless layers).
     fn is_training(&self) -> bool {
         true
+    }
+
+    /// Call `visitor(name, child)` for every direct submodule, in registration order (PyTorch's
+    /// `named_children`). Leaves keep the default, which visits nothing.
+    fn visit_children<'a>(&'a self, visitor: &mut dyn FnMut(&str, &'a dyn Module)) {
+        let _ = visitor;
+    }
+
+    /// The direct submodules with their names (PyTorch's `named_children()`).
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        let mut out = Vec::new();
+        self.visit_children(&mut |name, child| out.push((name.to_string(), child)));
+        out
+    }
+
+    /// This module (named `""`) and every submodule below it with dotted names, parents
+    /// before their children (PyTorch's `named_modules()`): a ResNet yields `""`, `conv1`,
+    /// ..., `layer1`, `layer1.0`, `layer1.0.conv1`, ...
+    fn named_modules(&self) -> Vec<(String, &dyn Module)>
+    where
+        Self: Sized,
+    {
+        named_modules_of(self)
+    }
+
+    /// Call `f(name, module)` for every submodule and then for this module itself (named
+    /// `""`), children before parents like PyTorch's `model.apply(fn)`; the first error stops
+    /// the walk and is returned. Use [`downcast_module`] to act on one layer type (custom
+    /// initialization of every `Linear`, say).
+    fn apply(&self, f: &mut dyn FnMut(&str, &dyn Module) -> Result<()>) -> Result<()>
+    where
+        Self: Sized,
+    {
+        apply_to(self, f)
     }
 
     /// Training mode (PyTorch's `model.train()`).
@@ -274,6 +316,9 @@ impl<M: Module + ?Sized> Module for Box<M> {
     fn is_training(&self) -> bool {
         (**self).is_training()
     }
+    fn visit_children<'a>(&'a self, visitor: &mut dyn FnMut(&str, &'a dyn Module)) {
+        (**self).visit_children(visitor)
+    }
 }
 
 impl<M: Module + ?Sized> Module for Arc<M> {
@@ -289,6 +334,76 @@ impl<M: Module + ?Sized> Module for Arc<M> {
     fn is_training(&self) -> bool {
         (**self).is_training()
     }
+    fn visit_children<'a>(&'a self, visitor: &mut dyn FnMut(&str, &'a dyn Module)) {
+        (**self).visit_children(visitor)
+    }
+}
+
+/// [`Module::named_modules`] for any module, trait objects included: `(name, module)` for
+/// `root` (named `""`) and every submodule, parents first.
+pub fn named_modules_of(root: &dyn Module) -> Vec<(String, &dyn Module)> {
+    fn walk<'a>(prefix: &str, module: &'a dyn Module, out: &mut Vec<(String, &'a dyn Module)>) {
+        out.push((prefix.to_string(), module));
+        let mut children: Vec<(String, &'a dyn Module)> = Vec::new();
+        module.visit_children(&mut |name, child| children.push((name.to_string(), child)));
+        for (name, child) in children {
+            let full = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}.{name}")
+            };
+            walk(&full, child, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk("", root, &mut out);
+    out
+}
+
+/// [`Module::apply`] for any module, trait objects included: `f(name, module)` for every
+/// submodule, each module's children (in order) before the module itself, `root` last
+/// (named `""`), like PyTorch's `apply`.
+pub fn apply_to(
+    root: &dyn Module,
+    f: &mut dyn FnMut(&str, &dyn Module) -> Result<()>,
+) -> Result<()> {
+    fn walk(
+        prefix: &str,
+        module: &dyn Module,
+        f: &mut dyn FnMut(&str, &dyn Module) -> Result<()>,
+    ) -> Result<()> {
+        for (name, child) in module.named_children() {
+            let full = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}.{name}")
+            };
+            walk(&full, child, f)?;
+        }
+        f(prefix, module)
+    }
+    walk("", root, f)
+}
+
+/// `module` as a `T` when it is one (through any number of `Box`/`Arc` layers it is not: pass
+/// the module itself, as [`Module::visit_children`] does).
+///
+/// ```
+/// use anygrad_core::Device;
+/// use anygrad_nn::module::downcast_module;
+/// use anygrad_nn::{Linear, Module, ReLU, Sequential};
+/// let model = Sequential::new().add(Linear::new(2, 3, true, &Device::Cpu)?).add(ReLU);
+/// let linears = model
+///     .named_modules()
+///     .into_iter()
+///     .filter(|(_, m)| downcast_module::<Linear>(*m).is_some())
+///     .count();
+/// assert_eq!(linears, 1);
+/// # Ok::<(), anygrad_core::Error>(())
+/// ```
+pub fn downcast_module<T: Module>(module: &dyn Module) -> Option<&T> {
+    let any: &dyn Any = module;
+    any.downcast_ref::<T>()
 }
 
 /// A train/eval flag usable through `&self` (modules are shared immutably).

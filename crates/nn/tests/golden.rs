@@ -382,7 +382,7 @@ fn golden_schedulers(device: &Device) {
                 (actual - expected).abs() < 1e-9,
                 "{name}: epoch {epoch}: lr {actual}, expected {expected}"
             );
-            scheduler.step(&mut optimizer);
+            scheduler.step(&mut optimizer).expect("step");
         }
     }
 }

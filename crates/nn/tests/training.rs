@@ -226,7 +226,7 @@ fn scheduler_drives_optimizer(device: &Device) {
     let mut seen = Vec::new();
     for _ in 0..5 {
         seen.push(optimizer.learning_rate());
-        scheduler.step(&mut optimizer);
+        scheduler.step(&mut optimizer).expect("step");
     }
     assert_close(
         &seen.iter().map(|&v| v as f32).collect::<Vec<_>>(),

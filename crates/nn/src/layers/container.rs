@@ -101,4 +101,10 @@ impl Module for Sequential {
     fn is_training(&self) -> bool {
         self.layers.iter().all(|l| l.is_training())
     }
+
+    fn visit_children<'a>(&'a self, visitor: &mut dyn FnMut(&str, &'a dyn Module)) {
+        for (name, layer) in self.names.iter().zip(&self.layers) {
+            visitor(name, layer.as_ref());
+        }
+    }
 }

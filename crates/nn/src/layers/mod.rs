@@ -6,6 +6,7 @@ mod container;
 mod conv;
 mod embedding;
 mod linear;
+mod module_list;
 mod norm;
 mod pooling;
 
@@ -16,5 +17,6 @@ pub use container::Sequential;
 pub use conv::{Conv2d, Conv2dOptions};
 pub use embedding::Embedding;
 pub use linear::Linear;
+pub use module_list::{ModuleDict, ModuleList};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
 pub use pooling::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};

@@ -12,9 +12,10 @@
 
 use anygrad_core::{no_grad, Error, Result, Tensor};
 
+use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
     adopt_state_tensor, check_known_parameters, check_non_negative, check_unit_interval,
-    kind_mismatch, state_error, Optimizer, OptimizerState,
+    kind_mismatch, parse_flag, Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -95,8 +96,7 @@ struct AdamState {
 /// Adam, like `torch.optim.Adam` (weight decay is an L2 term added to the gradient). The
 /// decoupled variant is [`AdamW`], a separate type.
 pub struct Adam {
-    parameters: Vec<(String, Parameter)>,
-    config: AdamConfig,
+    groups: Groups<AdamConfig>,
     decoupled: bool,
     states: Vec<Option<AdamState>>,
 }
@@ -111,12 +111,28 @@ impl AdamW {
     /// AdamW over named parameter slots (`module.named_parameter_slots()`); PyTorch's default
     /// decay is `AdamConfig::default().weight_decay(1e-2)`.
     pub fn new(parameters: Vec<(String, Parameter)>, config: AdamConfig) -> Result<AdamW> {
-        Adam::build(parameters, config, true).map(AdamW)
+        AdamW::with_groups(vec![ParamGroup::new(parameters, config)])
     }
 
-    /// The hyper-parameters.
+    /// AdamW over several parameter groups, each with its own hyper-parameters (typically
+    /// no weight decay on biases and norms: see [`super::split_no_decay`]).
+    pub fn with_groups(groups: Vec<ParamGroup<AdamConfig>>) -> Result<AdamW> {
+        Adam::build(groups, true).map(AdamW)
+    }
+
+    /// The hyper-parameters (of group 0).
     pub fn config(&self) -> &AdamConfig {
-        &self.0.config
+        self.0.config()
+    }
+
+    /// The hyper-parameters of every group.
+    pub fn configs(&self) -> &[AdamConfig] {
+        self.0.configs()
+    }
+
+    /// Append a parameter group (see [`Adam::add_param_group`]).
+    pub fn add_param_group(&mut self, group: ParamGroup<AdamConfig>) -> Result<()> {
+        self.0.add_param_group(group)
     }
 
     /// The step count of parameter `name` (0 before its first update).
@@ -142,6 +158,26 @@ impl Optimizer for AdamW {
         self.0.set_learning_rate(learning_rate)
     }
 
+    fn group_count(&self) -> usize {
+        self.0.group_count()
+    }
+
+    fn group_learning_rate(&self, group: usize) -> Result<f64> {
+        self.0.group_learning_rate(group)
+    }
+
+    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
+        self.0.set_group_learning_rate(group, learning_rate)
+    }
+
+    fn group_momentum(&self, group: usize) -> Result<Option<f64>> {
+        self.0.group_momentum(group)
+    }
+
+    fn set_group_momentum(&mut self, group: usize, momentum: f64) -> Result<()> {
+        self.0.set_group_momentum(group, momentum)
+    }
+
     fn state_dict(&self) -> Result<OptimizerState> {
         self.0.state_dict()
     }
@@ -164,30 +200,70 @@ impl AdamConfig {
     }
 }
 
+impl GroupConfig for AdamConfig {
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+
+    fn momentum(&self) -> Option<f64> {
+        Some(self.beta1)
+    }
+
+    fn set_momentum(&mut self, momentum: f64) {
+        self.beta1 = momentum;
+    }
+
+    fn check(&self) -> std::result::Result<(), (&'static str, String)> {
+        self.validate()
+    }
+
+    fn to_scalars(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("lr", self.lr),
+            ("beta1", self.beta1),
+            ("beta2", self.beta2),
+            ("eps", self.eps),
+            ("weight_decay", self.weight_decay),
+            ("amsgrad", if self.amsgrad { 1.0 } else { 0.0 }),
+        ]
+    }
+
+    fn from_scalars(read: &dyn Fn(&str) -> Result<f64>) -> Result<Self> {
+        Ok(AdamConfig {
+            lr: read("lr")?,
+            beta1: read("beta1")?,
+            beta2: read("beta2")?,
+            eps: read("eps")?,
+            weight_decay: read("weight_decay")?,
+            amsgrad: parse_flag("amsgrad", read("amsgrad")?)?,
+        })
+    }
+}
+
 impl Adam {
-    fn build(
-        parameters: Vec<(String, Parameter)>,
-        config: AdamConfig,
-        decoupled: bool,
-    ) -> Result<Adam> {
-        if let Err((key, message)) = config.validate() {
-            return Err(Error::invalid(
-                if decoupled { "AdamW::new" } else { "Adam::new" },
-                format!("`{key}` {message} (hyper-parameters {config:?})"),
-            ));
-        }
-        let count = parameters.len();
+    fn build(groups: Vec<ParamGroup<AdamConfig>>, decoupled: bool) -> Result<Adam> {
+        let groups = Groups::new(if decoupled { "AdamW::new" } else { "Adam::new" }, groups)?;
+        let count = groups.parameters.len();
         Ok(Adam {
-            parameters,
-            config,
+            groups,
             decoupled,
             states: vec![None; count],
         })
     }
 
-    /// Adam over named parameter slots (`module.named_parameter_slots()`).
+    /// Adam over named parameter slots (`module.named_parameter_slots()`), one group.
     pub fn new(parameters: Vec<(String, Parameter)>, config: AdamConfig) -> Result<Adam> {
-        Adam::build(parameters, config, false)
+        Adam::with_groups(vec![ParamGroup::new(parameters, config)])
+    }
+
+    /// Adam over several parameter groups, each with its own hyper-parameters (PyTorch's
+    /// `Adam([{"params": ..., "lr": ...}, ...])`).
+    pub fn with_groups(groups: Vec<ParamGroup<AdamConfig>>) -> Result<Adam> {
+        Adam::build(groups, false)
     }
 
     /// AdamW (decoupled weight decay) over named parameter slots; the same as
@@ -196,14 +272,34 @@ impl Adam {
         AdamW::new(parameters, config)
     }
 
-    /// The hyper-parameters.
+    /// The hyper-parameters (of group 0).
     pub fn config(&self) -> &AdamConfig {
-        &self.config
+        &self.groups.configs[0]
+    }
+
+    /// The hyper-parameters of every group.
+    pub fn configs(&self) -> &[AdamConfig] {
+        &self.groups.configs
+    }
+
+    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
+    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
+    /// after adding groups.
+    pub fn add_param_group(&mut self, group: ParamGroup<AdamConfig>) -> Result<()> {
+        let op = if self.decoupled {
+            "AdamW::add_param_group"
+        } else {
+            "Adam::add_param_group"
+        };
+        let added = self.groups.add(op, group)?;
+        self.states.extend(std::iter::repeat_n(None, added));
+        Ok(())
     }
 
     /// The step count of parameter `name` (0 before its first update).
     pub fn step_count(&self, name: &str) -> u64 {
-        self.parameters
+        self.groups
+            .parameters
             .iter()
             .position(|(n, _)| n == name)
             .and_then(|i| self.states[i].as_ref())
@@ -222,8 +318,14 @@ impl Adam {
 impl Optimizer for Adam {
     fn step(&mut self) -> Result<()> {
         let _guard = no_grad();
-        let c = self.config;
-        for ((_, parameter), slot) in self.parameters.iter().zip(self.states.iter_mut()) {
+        let groups = &self.groups;
+        for (((_, parameter), slot), &group) in groups
+            .parameters
+            .iter()
+            .zip(self.states.iter_mut())
+            .zip(&groups.group_of)
+        {
+            let c = groups.configs[group];
             let param = parameter.tensor();
             let Some(grad) = param.grad() else { continue };
             let state = match slot.take() {
@@ -285,15 +387,35 @@ impl Optimizer for Adam {
     }
 
     fn parameters(&self) -> &[(String, Parameter)] {
-        &self.parameters
+        &self.groups.parameters
     }
 
     fn learning_rate(&self) -> f64 {
-        self.config.lr
+        self.groups.learning_rate()
     }
 
     fn set_learning_rate(&mut self, learning_rate: f64) {
-        self.config.lr = learning_rate;
+        self.groups.set_learning_rate(learning_rate);
+    }
+
+    fn group_count(&self) -> usize {
+        self.groups.configs.len()
+    }
+
+    fn group_learning_rate(&self, group: usize) -> Result<f64> {
+        self.groups.group_learning_rate(group)
+    }
+
+    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
+        self.groups.set_group_learning_rate(group, learning_rate)
+    }
+
+    fn group_momentum(&self, group: usize) -> Result<Option<f64>> {
+        self.groups.group_momentum(group)
+    }
+
+    fn set_group_momentum(&mut self, group: usize, momentum: f64) -> Result<()> {
+        self.groups.set_group_momentum(group, momentum)
     }
 
     fn state_dict(&self) -> Result<OptimizerState> {
@@ -301,18 +423,8 @@ impl Optimizer for Adam {
             kind: self.kind().into(),
             ..Default::default()
         };
-        let c = self.config;
-        for (key, value) in [
-            ("lr", c.lr),
-            ("beta1", c.beta1),
-            ("beta2", c.beta2),
-            ("eps", c.eps),
-            ("weight_decay", c.weight_decay),
-            ("amsgrad", if c.amsgrad { 1.0 } else { 0.0 }),
-        ] {
-            state.scalars.insert(key.into(), value);
-        }
-        for ((name, _), slot) in self.parameters.iter().zip(&self.states) {
+        self.groups.save_configs(&mut state);
+        for ((name, _), slot) in self.groups.parameters.iter().zip(&self.states) {
             if let Some(s) = slot {
                 state
                     .scalars
@@ -337,20 +449,10 @@ impl Optimizer for Adam {
         if state.kind != self.kind() {
             return Err(kind_mismatch(self.kind(), &state.kind));
         }
-        check_known_parameters(state, &self.parameters)?;
-        let config = AdamConfig {
-            lr: state.scalar("lr")?,
-            beta1: state.scalar("beta1")?,
-            beta2: state.scalar("beta2")?,
-            eps: state.scalar("eps")?,
-            weight_decay: state.scalar("weight_decay")?,
-            amsgrad: state.flag("amsgrad")?,
-        };
-        config
-            .validate()
-            .map_err(|(key, message)| state_error(key, &message))?;
-        let mut states = Vec::with_capacity(self.parameters.len());
-        for (name, parameter) in &self.parameters {
+        check_known_parameters(state, &self.groups.parameters)?;
+        let configs = self.groups.load_configs(state)?;
+        let mut states = Vec::with_capacity(self.groups.parameters.len());
+        for (name, parameter) in &self.groups.parameters {
             let step_key = format!("state.{name}.step");
             let Some(step) = state.step_count(&step_key)? else {
                 states.push(None);
@@ -372,7 +474,7 @@ impl Optimizer for Adam {
                 },
             }));
         }
-        self.config = config;
+        self.groups.configs = configs;
         self.states = states;
         Ok(())
     }

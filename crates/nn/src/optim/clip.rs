@@ -44,8 +44,15 @@ pub fn clip_grad_norm_(parameters: &[Tensor], max_norm: f64) -> Result<f64> {
     total.item_f64()
 }
 
-/// Clamp every gradient element into `[-clip_value, clip_value]`.
+/// Clamp every gradient element into `[-clip_value, clip_value]` (PyTorch's
+/// `clip_grad_value_`); `clip_value` must be finite and `>= 0`.
 pub fn clip_grad_value_(parameters: &[Tensor], clip_value: f64) -> Result<()> {
+    if !(clip_value.is_finite() && clip_value >= 0.0) {
+        return Err(Error::invalid(
+            "clip_grad_value_",
+            format!("clip_value {clip_value} must be finite and >= 0"),
+        ));
+    }
     let _guard = no_grad();
     for parameter in parameters {
         if let Some(grad) = parameter.grad() {

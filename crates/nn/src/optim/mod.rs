@@ -1,5 +1,6 @@
-//! Optimizers (`Sgd`, `Adam`, `AdamW`), learning-rate schedulers (`StepLR`,
-//! `CosineAnnealingLR`) and gradient clipping.
+//! Optimizers (`Sgd`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`) with parameter groups,
+//! learning-rate schedulers (`StepLR`, `MultiStepLR`, `CosineAnnealingLR`, `LinearLR`,
+//! `LambdaLR`, `OneCycleLR`, `SequentialLR`, `ReduceLROnPlateau`) and gradient clipping.
 //!
 //! An optimizer is created **once** from a module's parameter slots and reused for the whole
 //! run, like in PyTorch; its state (momentum buffers, Adam's moments and step counts) lives
@@ -8,8 +9,13 @@
 //! written into the parameters with `assign`. Gradients accumulate across `backward` calls
 //! until `zero_grad`, so gradient accumulation needs nothing special.
 
+mod adagrad;
 mod adam;
 mod clip;
+mod group;
+mod one_cycle;
+mod plateau;
+mod rmsprop;
 mod scheduler;
 mod sgd;
 
@@ -19,9 +25,17 @@ use anygrad_core::{Error, Result, Tensor};
 
 use crate::module::Parameter;
 
+pub use adagrad::{Adagrad, AdagradConfig};
 pub use adam::{Adam, AdamConfig, AdamW};
 pub use clip::{clip_grad_norm_, clip_grad_value_};
-pub use scheduler::{CosineAnnealingLR, LrScheduler, StepLR};
+pub use group::{split_no_decay, GroupConfig, NamedParameter, ParamGroup};
+pub use one_cycle::{AnnealStrategy, OneCycleLR, OneCycleOptions};
+pub use plateau::{PlateauMode, PlateauState, ReduceLROnPlateau, ThresholdMode};
+pub use rmsprop::{RMSprop, RMSpropConfig};
+pub use scheduler::{
+    CosineAnnealingLR, LambdaLR, LinearLR, LrSchedule, LrScheduler, MultiStepLR, ScheduleState,
+    SequentialLR, StepLR,
+};
 pub use sgd::{Sgd, SgdConfig};
 
 /// The serializable state of an optimizer: named tensors (`state.<param>.exp_avg`, ...) and
@@ -52,14 +66,7 @@ impl OptimizerState {
 
     /// A boolean stored as a scalar: it must be present and exactly 0 or 1.
     pub fn flag(&self, name: &str) -> Result<bool> {
-        let value = self.scalar(name)?;
-        if value == 0.0 {
-            Ok(false)
-        } else if value == 1.0 {
-            Ok(true)
-        } else {
-            Err(state_error(name, &format!("is {value}, must be 0 or 1")))
-        }
+        parse_flag(name, self.scalar(name)?)
     }
 
     /// A per-parameter step count (`None` when absent): it must be a whole number in
@@ -75,6 +82,17 @@ impl OptimizerState {
             ));
         }
         Ok(Some(value as u64))
+    }
+}
+
+/// A boolean stored as the scalar `value` under `name`: exactly 0 or 1.
+pub(crate) fn parse_flag(name: &str, value: f64) -> Result<bool> {
+    if value == 0.0 {
+        Ok(false)
+    } else if value == 1.0 {
+        Ok(true)
+    } else {
+        Err(state_error(name, &format!("is {value}, must be 0 or 1")))
     }
 }
 
@@ -141,11 +159,52 @@ pub trait Optimizer {
         }
     }
 
-    /// The current learning rate.
+    /// The current learning rate (of parameter group 0).
     fn learning_rate(&self) -> f64;
 
-    /// Set the learning rate (what schedulers call).
+    /// Set the learning rate of every parameter group.
     fn set_learning_rate(&mut self, learning_rate: f64);
+
+    /// Number of parameter groups (1 unless built with groups).
+    fn group_count(&self) -> usize {
+        1
+    }
+
+    /// The learning rate of parameter group `group` (an error for a group that does not
+    /// exist). What schedulers read.
+    fn group_learning_rate(&self, group: usize) -> Result<f64> {
+        if group == 0 {
+            Ok(self.learning_rate())
+        } else {
+            Err(missing_group("Optimizer::group_learning_rate", group))
+        }
+    }
+
+    /// Set the learning rate of parameter group `group`. What schedulers call.
+    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
+        if group == 0 {
+            self.set_learning_rate(learning_rate);
+            Ok(())
+        } else {
+            Err(missing_group("Optimizer::set_group_learning_rate", group))
+        }
+    }
+
+    /// The momentum of group `group` that a one-cycle schedule cycles (SGD's and RMSprop's
+    /// `momentum`, Adam's `beta1`); `None` for rules without one (Adagrad).
+    fn group_momentum(&self, group: usize) -> Result<Option<f64>> {
+        let _ = group;
+        Ok(None)
+    }
+
+    /// Set the momentum of group `group` (see [`Optimizer::group_momentum`]).
+    fn set_group_momentum(&mut self, group: usize, momentum: f64) -> Result<()> {
+        let _ = momentum;
+        Err(Error::invalid(
+            "Optimizer::set_group_momentum",
+            format!("this optimizer has no momentum to set (group {group})"),
+        ))
+    }
 
     /// The state to checkpoint (hyper-parameters, per-parameter buffers and step counts).
     fn state_dict(&self) -> Result<OptimizerState>;
@@ -153,6 +212,14 @@ pub trait Optimizer {
     /// Restore a state from [`Optimizer::state_dict`]; the parameter names and shapes must
     /// match this optimizer's.
     fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()>;
+}
+
+/// The error for a parameter group an optimizer does not have.
+fn missing_group(op: &'static str, group: usize) -> Error {
+    Error::invalid(
+        op,
+        format!("group {group} does not exist (the optimizer has 1 parameter group)"),
+    )
 }
 
 /// Name parameters `"0"`, `"1"`, ... for optimizers over plain parameter lists.

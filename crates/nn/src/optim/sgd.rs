@@ -10,10 +10,11 @@
 //! p = p - lr * g
 //! ```
 
-use anygrad_core::{no_grad, Error, Result, Tensor};
+use anygrad_core::{no_grad, Result, Tensor};
 
+use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
-    adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch, state_error,
+    adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch, parse_flag,
     Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
@@ -94,43 +95,105 @@ impl SgdConfig {
     }
 }
 
-/// SGD, like `torch.optim.SGD`.
+impl GroupConfig for SgdConfig {
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+
+    fn momentum(&self) -> Option<f64> {
+        Some(self.momentum)
+    }
+
+    fn set_momentum(&mut self, momentum: f64) {
+        self.momentum = momentum;
+    }
+
+    fn check(&self) -> std::result::Result<(), (&'static str, String)> {
+        self.validate()
+    }
+
+    fn to_scalars(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("lr", self.lr),
+            ("momentum", self.momentum),
+            ("dampening", self.dampening),
+            ("weight_decay", self.weight_decay),
+            ("nesterov", if self.nesterov { 1.0 } else { 0.0 }),
+        ]
+    }
+
+    fn from_scalars(read: &dyn Fn(&str) -> Result<f64>) -> Result<Self> {
+        let nesterov = read("nesterov")?;
+        Ok(SgdConfig {
+            lr: read("lr")?,
+            momentum: read("momentum")?,
+            dampening: read("dampening")?,
+            weight_decay: read("weight_decay")?,
+            nesterov: parse_flag("nesterov", nesterov)?,
+        })
+    }
+}
+
+/// SGD, like `torch.optim.SGD`, with parameter groups ([`Sgd::with_groups`]).
 pub struct Sgd {
-    parameters: Vec<(String, Parameter)>,
-    config: SgdConfig,
+    groups: Groups<SgdConfig>,
     /// One momentum buffer per parameter, created at its first update.
     momentum_buffers: Vec<Option<Tensor>>,
 }
 
 impl Sgd {
-    /// An optimizer over named parameter slots (`module.named_parameter_slots()`).
+    /// An optimizer over named parameter slots (`module.named_parameter_slots()`), one group.
     pub fn new(parameters: Vec<(String, Parameter)>, config: SgdConfig) -> Result<Sgd> {
-        if let Err((key, message)) = config.validate() {
-            return Err(Error::invalid(
-                "Sgd::new",
-                format!("`{key}` {message} (hyper-parameters {config:?})"),
-            ));
-        }
-        let count = parameters.len();
+        Sgd::with_groups(vec![ParamGroup::new(parameters, config)])
+    }
+
+    /// An optimizer over several parameter groups, each with its own hyper-parameters
+    /// (PyTorch's `SGD([{"params": ..., "lr": ...}, ...])`).
+    pub fn with_groups(groups: Vec<ParamGroup<SgdConfig>>) -> Result<Sgd> {
+        let groups = Groups::new("Sgd::new", groups)?;
+        let count = groups.parameters.len();
         Ok(Sgd {
-            parameters,
-            config,
+            groups,
             momentum_buffers: vec![None; count],
         })
     }
 
-    /// The hyper-parameters.
+    /// The hyper-parameters (of group 0).
     pub fn config(&self) -> &SgdConfig {
-        &self.config
+        &self.groups.configs[0]
+    }
+
+    /// The hyper-parameters of every group.
+    pub fn configs(&self) -> &[SgdConfig] {
+        &self.groups.configs
+    }
+
+    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
+    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
+    /// after adding groups.
+    pub fn add_param_group(&mut self, group: ParamGroup<SgdConfig>) -> Result<()> {
+        let added = self.groups.add("Sgd::add_param_group", group)?;
+        self.momentum_buffers
+            .extend(std::iter::repeat_n(None, added));
+        Ok(())
     }
 }
 
 impl Optimizer for Sgd {
     fn step(&mut self) -> Result<()> {
         let _guard = no_grad();
-        let c = self.config;
-        for ((_, parameter), buffer) in self.parameters.iter().zip(self.momentum_buffers.iter_mut())
+        let groups = &self.groups;
+        for (((_, parameter), buffer), &group) in groups
+            .parameters
+            .iter()
+            .zip(self.momentum_buffers.iter_mut())
+            .zip(&groups.group_of)
         {
+            let c = groups.configs[group];
             let param = parameter.tensor();
             let Some(grad) = param.grad() else { continue };
             let mut g = if c.weight_decay != 0.0 {
@@ -158,15 +221,35 @@ impl Optimizer for Sgd {
     }
 
     fn parameters(&self) -> &[(String, Parameter)] {
-        &self.parameters
+        &self.groups.parameters
     }
 
     fn learning_rate(&self) -> f64 {
-        self.config.lr
+        self.groups.learning_rate()
     }
 
     fn set_learning_rate(&mut self, learning_rate: f64) {
-        self.config.lr = learning_rate;
+        self.groups.set_learning_rate(learning_rate);
+    }
+
+    fn group_count(&self) -> usize {
+        self.groups.configs.len()
+    }
+
+    fn group_learning_rate(&self, group: usize) -> Result<f64> {
+        self.groups.group_learning_rate(group)
+    }
+
+    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
+        self.groups.set_group_learning_rate(group, learning_rate)
+    }
+
+    fn group_momentum(&self, group: usize) -> Result<Option<f64>> {
+        self.groups.group_momentum(group)
+    }
+
+    fn set_group_momentum(&mut self, group: usize, momentum: f64) -> Result<()> {
+        self.groups.set_group_momentum(group, momentum)
     }
 
     fn state_dict(&self) -> Result<OptimizerState> {
@@ -174,17 +257,8 @@ impl Optimizer for Sgd {
             kind: "sgd".into(),
             ..Default::default()
         };
-        let c = self.config;
-        for (key, value) in [
-            ("lr", c.lr),
-            ("momentum", c.momentum),
-            ("dampening", c.dampening),
-            ("weight_decay", c.weight_decay),
-            ("nesterov", if c.nesterov { 1.0 } else { 0.0 }),
-        ] {
-            state.scalars.insert(key.into(), value);
-        }
-        for ((name, _), buffer) in self.parameters.iter().zip(&self.momentum_buffers) {
+        self.groups.save_configs(&mut state);
+        for ((name, _), buffer) in self.groups.parameters.iter().zip(&self.momentum_buffers) {
             if let Some(buffer) = buffer {
                 state
                     .tensors
@@ -198,19 +272,10 @@ impl Optimizer for Sgd {
         if state.kind != "sgd" {
             return Err(kind_mismatch("sgd", &state.kind));
         }
-        check_known_parameters(state, &self.parameters)?;
-        let config = SgdConfig {
-            lr: state.scalar("lr")?,
-            momentum: state.scalar("momentum")?,
-            dampening: state.scalar("dampening")?,
-            weight_decay: state.scalar("weight_decay")?,
-            nesterov: state.flag("nesterov")?,
-        };
-        config
-            .validate()
-            .map_err(|(key, message)| state_error(key, &message))?;
-        let mut buffers = Vec::with_capacity(self.parameters.len());
-        for (name, parameter) in &self.parameters {
+        check_known_parameters(state, &self.groups.parameters)?;
+        let configs = self.groups.load_configs(state)?;
+        let mut buffers = Vec::with_capacity(self.groups.parameters.len());
+        for (name, parameter) in &self.groups.parameters {
             let key = format!("state.{name}.momentum_buffer");
             buffers.push(if state.tensors.contains_key(&key) {
                 Some(adopt_state_tensor(state, &key, parameter)?)
@@ -218,7 +283,7 @@ impl Optimizer for Sgd {
                 None
             });
         }
-        self.config = config;
+        self.groups.configs = configs;
         self.momentum_buffers = buffers;
         Ok(())
     }

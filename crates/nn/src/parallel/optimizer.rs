@@ -99,6 +99,32 @@ impl Optimizer for ReplicatedOptimizer {
         }
     }
 
+    fn group_count(&self) -> usize {
+        self.optimizers[0].group_count()
+    }
+
+    fn group_learning_rate(&self, group: usize) -> Result<f64> {
+        self.optimizers[0].group_learning_rate(group)
+    }
+
+    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
+        for optimizer in &mut self.optimizers {
+            optimizer.set_group_learning_rate(group, learning_rate)?;
+        }
+        Ok(())
+    }
+
+    fn group_momentum(&self, group: usize) -> Result<Option<f64>> {
+        self.optimizers[0].group_momentum(group)
+    }
+
+    fn set_group_momentum(&mut self, group: usize, momentum: f64) -> Result<()> {
+        for optimizer in &mut self.optimizers {
+            optimizer.set_group_momentum(group, momentum)?;
+        }
+        Ok(())
+    }
+
     /// Replica 0's state (all replicas hold the same).
     fn state_dict(&self) -> Result<OptimizerState> {
         self.optimizers[0].state_dict()
