@@ -26,10 +26,12 @@ bench resnet18-train --device gpu:0 --batch 64 --seconds 2
 bench resnet18-train --device gpu:0 --batch 64 --amp --seconds 2
 bench resnet18-train --device gpu:0 --batch 8 --seconds 1
 bench resnet18-train --device gpu:0 --batch 8 --amp --seconds 1
-log data parallel
-bench resnet18-train --devices all --batch 64 --seconds 3
-ANYGRAD_BUCKET_MB=4 bench resnet18-train --devices all --batch 64 --seconds 3
-bench resnet18-train --devices all --batch 64 --amp --seconds 3
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    log data parallel
+    bench resnet18-train --devices all --batch 64 --seconds 3
+    ANYGRAD_BUCKET_MB=4 bench resnet18-train --devices all --batch 64 --seconds 3
+    bench resnet18-train --devices all --batch 64 --amp --seconds 3
+fi
 log profile
 "$BIN" profile resnet18-train --device gpu:0 --batch 64 --steps 2 > "$OUT/profile-train.txt" 2>&1
 tail -30 "$OUT/profile-train.txt"
@@ -42,6 +44,8 @@ cat "$OUT/pytorch.jsonl"
 python3 bench/pytorch_reference.py resnet18-train --train-batch 8 --true-f32 --amp --device cuda \
     --seconds 1 > "$OUT/pytorch-b8.jsonl" 2>>"$OUT/log.txt"
 cat "$OUT/pytorch-b8.jsonl"
-python3 bench/pytorch_ddp.py --batch 64 --seconds 3 --variants float32 float32-tf32 \
-    > "$OUT/pytorch-ddp.jsonl" 2>>"$OUT/log.txt"
-cat "$OUT/pytorch-ddp.jsonl"
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    python3 bench/pytorch_ddp.py --batch 64 --seconds 3 --variants float32 float32-tf32 \
+        > "$OUT/pytorch-ddp.jsonl" 2>>"$OUT/log.txt"
+    cat "$OUT/pytorch-ddp.jsonl"
+fi
