@@ -326,6 +326,20 @@ pub trait BatchLoader {
     fn iter_epoch(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<(Tensor, Tensor)>> + '_>;
 }
 
+impl<L: BatchLoader + ?Sized> BatchLoader for Box<L> {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+
+    fn device(&self) -> &Device {
+        (**self).device()
+    }
+
+    fn iter_epoch(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<(Tensor, Tensor)>> + '_> {
+        (**self).iter_epoch(epoch)
+    }
+}
+
 impl BatchLoader for DataLoader {
     fn len(&self) -> usize {
         DataLoader::len(self)
