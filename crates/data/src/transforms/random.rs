@@ -151,13 +151,16 @@ impl RandomResizedCrop {
     }
 
     /// The region `(top, left, height, width)` for an image of `height × width`, drawn as
-    /// torchvision's `RandomResizedCrop.get_params`.
+    /// torchvision's `RandomResizedCrop.get_params` (an empty image gives an empty region).
     pub fn region(
         &self,
         height: usize,
         width: usize,
         rng: &mut SplitMix64,
     ) -> (usize, usize, usize, usize) {
+        if height == 0 || width == 0 {
+            return (0, 0, 0, 0);
+        }
         let area = (height * width) as f64;
         let (log_low, log_high) = (self.ratio.0.ln(), self.ratio.1.ln());
         for _ in 0..10 {
@@ -180,7 +183,7 @@ impl RandomResizedCrop {
         } else {
             (height, width)
         };
-        let (h, w) = (h.clamp(1, height.max(1)), w.clamp(1, width.max(1)));
+        let (h, w) = (h.clamp(1, height), w.clamp(1, width));
         ((height - h) / 2, (width - w) / 2, h, w)
     }
 }
