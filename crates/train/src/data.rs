@@ -175,6 +175,17 @@ fn load_folder(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
             ))
         }
     };
+    if train_part.is_empty() || test_part.is_empty() {
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "{} holds {} images: too few to split into training and test images with \
+                 test fraction {test_fraction}",
+                dir.display(),
+                train_part.len() + test_part.len()
+            ),
+        ));
+    }
     if let Some(limit) = config.limit_train {
         let kept = train_part.indices()[..limit.min(train_part.len())].to_vec();
         train_part = Subset::new(train_part.dataset().clone(), kept)?;
