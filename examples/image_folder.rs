@@ -18,6 +18,8 @@
 //!
 //! which leaves `/tmp/mnist-png/0/00000.png` ... `/tmp/mnist-png/9/...`; `anygrad train
 //! --dataset folder --data-dir /tmp/mnist-png --model resnet18` trains on the same folder.
+//! `--loader-only` times one epoch of the training loader alone (decode, augment, collate,
+//! upload; `--workers N` threads) and prints images per second.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,6 +42,8 @@ struct Options {
     count: usize,
     epochs: usize,
     cnn: bool,
+    workers: usize,
+    loader_only: bool,
 }
 
 fn options() -> Result<Options> {
@@ -50,8 +54,11 @@ fn options() -> Result<Options> {
         count: 2000,
         epochs: 5,
         cnn: false,
+        workers: 4,
+        loader_only: false,
     };
-    let usage = "usage: image_folder DIR [--from-mnist IDX_DIR] [--count N] [--epochs N] [--model cnn|resnet18]";
+    let usage = "usage: image_folder DIR [--from-mnist IDX_DIR] [--count N] [--epochs N] \
+                 [--model cnn|resnet18] [--workers N] [--loader-only]";
     let number = |value: Option<String>| -> Result<usize> {
         value
             .and_then(|v| v.parse().ok())
@@ -63,6 +70,8 @@ fn options() -> Result<Options> {
             "--count" => options.count = number(args.next())?,
             "--epochs" => options.epochs = number(args.next())?,
             "--model" => options.cnn = args.next().as_deref() == Some("cnn"),
+            "--workers" => options.workers = number(args.next())?,
+            "--loader-only" => options.loader_only = true,
             _ if !arg.starts_with("--") => options.dir = PathBuf::from(arg),
             _ => return Err(Error::invalid("image_folder", usage)),
         }
@@ -133,12 +142,29 @@ fn main() -> Result<()> {
     let train_loader = SampleLoader::new(train_set, 64)?
         .shuffle(0)
         .seed(0)
-        .num_workers(4)
+        .num_workers(options.workers)
         .drop_last(true)
         .to_device(&device);
     let val_loader = SampleLoader::new(val_set, 256)?
-        .num_workers(4)
+        .num_workers(options.workers)
         .to_device(&device);
+
+    if options.loader_only {
+        // The loader alone: decode, augment, collate and upload one epoch, no model.
+        let started = std::time::Instant::now();
+        let mut images = 0;
+        for batch in train_loader.iter_epoch(0) {
+            images += batch?.1.shape()[0];
+        }
+        device.synchronize()?;
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "loader alone: {images} images in {seconds:.2} s, {:.0} images/s with {} workers",
+            images as f64 / seconds,
+            options.workers
+        );
+        return Ok(());
+    }
 
     let model: Box<dyn Module> = if options.cnn {
         Box::new(SmallCnn::with_classes(classes, &device)?)
