@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anygrad::train::{run, DatasetKind, Event, ModelKind, OptimizerKind, TrainConfig};
+use anygrad::train::{run, Event};
 use anygrad::Device;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -36,12 +36,25 @@ pub struct TrainArgs {
     /// Data set.
     #[arg(long, value_enum, default_value = "digits")]
     dataset: DatasetArg,
-    /// Directory holding the IDX files (mnist, fashion-mnist).
+    /// Directory holding the IDX files (mnist, fashion-mnist), or the image folder with one
+    /// sub-folder of PNG/JPEG images per class (folder).
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Use at most this many training images (mnist, fashion-mnist).
+    /// Use at most this many training images (mnist, fashion-mnist, folder).
     #[arg(long)]
     limit_train: Option<usize>,
+    /// Folder: resize and crop images to this side (default 28 for cnn, 32 for resnet18).
+    #[arg(long)]
+    image_size: Option<usize>,
+    /// Folder: threads decoding and augmenting images (0: on the training thread).
+    #[arg(long, default_value_t = 2)]
+    num_workers: usize,
+    /// Folder: no augmentation (by default: random crop with padding, colour jitter for RGB).
+    #[arg(long)]
+    no_augment: bool,
+    /// Folder: also flip training images left to right at random.
+    #[arg(long)]
+    hflip: bool,
     /// Save a checkpoint (model, optimizer, epoch) here after every epoch.
     #[arg(long)]
     save: Option<PathBuf>,
@@ -80,6 +93,7 @@ enum OptimizerArg {
 enum ModelArg {
     Mlp,
     Cnn,
+    Resnet18,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -87,6 +101,8 @@ enum DatasetArg {
     Digits,
     Mnist,
     FashionMnist,
+    /// One sub-folder of PNG/JPEG images per class under --data-dir.
+    Folder,
 }
 
 /// Run the training job.
@@ -122,32 +138,7 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
             path.display()
         ));
     }
-    let config = TrainConfig {
-        dataset: match args.dataset {
-            DatasetArg::Digits => DatasetKind::Digits,
-            DatasetArg::Mnist => DatasetKind::Mnist,
-            DatasetArg::FashionMnist => DatasetKind::FashionMnist,
-        },
-        data_dir: args.data_dir,
-        model: match args.model {
-            ModelArg::Mlp => ModelKind::Mlp,
-            ModelArg::Cnn => ModelKind::Cnn,
-        },
-        optimizer: match args.optimizer {
-            OptimizerArg::Sgd => OptimizerKind::Sgd,
-            OptimizerArg::Adam => OptimizerKind::Adam,
-            OptimizerArg::Adamw => OptimizerKind::AdamW,
-        },
-        learning_rate: args.lr,
-        batch_size: args.batch_size,
-        epochs: args.epochs,
-        seed: args.seed,
-        save: args.save,
-        resume: args.resume,
-        limit_train: args.limit_train,
-        amp: args.amp,
-        ..TrainConfig::default()
-    };
+    let config = parallel::config_of(&args);
     let style = ProgressStyle::with_template("epoch {prefix:>3} [{bar:30}] {pos}/{len} {msg}")
         .map_err(|e| e.to_string())?
         .progress_chars("=> ");
@@ -199,10 +190,7 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
     };
     eprintln!(
         "done: {} on {}, {} parameters, test accuracy {:.2}%, {:.1} ms per epoch ({} epochs, {:.2} s)",
-        match config.model {
-            ModelKind::Mlp => "mlp",
-            ModelKind::Cnn => "cnn",
-        },
+        parallel::model_name(config.model),
         summary.device,
         summary.parameters,
         100.0 * summary.final_test_accuracy,

@@ -64,6 +64,45 @@ fn bad_input_is_one_line_and_nonzero() {
 }
 
 #[test]
+fn image_folder_errors_are_one_line() {
+    assert_clean_failure(
+        &["train", "--dataset", "folder", "--model", "cnn"],
+        "--data-dir",
+    );
+    let dir = std::env::temp_dir().join(format!("anygrad-cli-folder-{}", std::process::id()));
+    for class in ["a", "b"] {
+        std::fs::create_dir_all(dir.join(class)).unwrap();
+        for index in 0..4 {
+            let image = anygrad::data::PixelImage::new(8, 8, 1, vec![index * 40; 64]).unwrap();
+            image
+                .save_png(dir.join(class).join(format!("{index}.png")))
+                .unwrap();
+        }
+    }
+    let folder = dir.to_str().unwrap();
+    assert_clean_failure(
+        &["train", "--dataset", "folder", "--data-dir", folder],
+        "--model cnn",
+    );
+    std::fs::write(dir.join("b/broken.png"), b"\x89PNG not really").unwrap();
+    assert_clean_failure(
+        &[
+            "train",
+            "--dataset",
+            "folder",
+            "--data-dir",
+            folder,
+            "--model",
+            "cnn",
+            "--epochs",
+            "1",
+        ],
+        "broken.png",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn train_json_summary() {
     let (ok, stdout, stderr) = anygrad(&["train", "--epochs", "2", "--json"]);
     assert!(ok, "{stderr}");

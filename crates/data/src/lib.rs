@@ -8,6 +8,12 @@
 //!   `drop_last`, background prefetch on a worker thread, and a device-resident mode that
 //!   uploads the dataset once and gathers batches on the device.
 //! - [`train_test_split`] and [`StandardScaler`], like scikit-learn's.
+//! - Per-sample data, PyTorch's map-style datasets: [`SampleDataset`] (`len`, `get(i)` →
+//!   [`Sample`]), [`collate`], [`Subset`], [`random_split`], [`Transformed`], and
+//!   [`ImageFolder`] (PNG/JPEG files in one sub-folder per class, like torchvision's).
+//!   [`SampleLoader`] batches them with `num_workers` threads decoding and augmenting ahead
+//!   of the consumer. Host images are [`PixelImage`] (8-bit HWC) and [`ChwImage`] (`f32`
+//!   CHW); [`transforms`] holds torchvision's usual pipeline steps.
 //! - The 8×8 [`digits`] set, embedded in the binary (no download), and a reader for
 //!   MNIST / Fashion-MNIST IDX files ([`Mnist::load`], [`read_idx_images`],
 //!   [`read_idx_labels`]; raw or gzip).
@@ -50,6 +56,24 @@
 //! # }
 //! ```
 //!
+//! Images from a folder, augmented on four worker threads:
+//!
+//! ```no_run
+//! # use anygrad_core::{Device, Result};
+//! use anygrad_data::transforms::{Compose, Normalize, RandomCrop, RandomHorizontalFlip, ToTensor};
+//! use anygrad_data::{ImageFolder, SampleLoader};
+//! # fn main() -> Result<()> {
+//! let augment = Compose::new()
+//!     .then(RandomCrop::new(32, 4)?)
+//!     .then(RandomHorizontalFlip::new(0.5)?)
+//!     .then(ToTensor)
+//!     .then(Normalize::new(&[0.5, 0.5, 0.5], &[0.25, 0.25, 0.25])?);
+//! let train = ImageFolder::new("data/train")?.transform(augment);
+//! let loader = SampleLoader::new(train, 128)?.shuffle(0).num_workers(4).to_device(&Device::best()?);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Errors are [`anygrad_core::Error`]: a bad argument (batch size 0, a test fraction
 //! outside (0, 1)) is `InvalidArgument`; a missing file is `Io` naming the path; a corrupt or
 //! truncated file is `Format` naming the file. Nothing here panics on bad input.
@@ -58,11 +82,16 @@ mod array_dataset;
 mod dataset;
 mod digits;
 mod idx;
+mod image;
+mod image_folder;
 mod loader;
 mod mnist;
 mod rng;
+mod sample;
+mod sample_loader;
 mod scaler;
 mod split;
+pub mod transforms;
 
 pub use array_dataset::ArrayDataset;
 pub use dataset::{Dataset, TensorDataset};
@@ -75,8 +104,15 @@ pub use idx::{
     read_idx_images, read_idx_labels, read_maybe_gzip, IdxImages, IDX_IMAGES_MAGIC,
     IDX_LABELS_MAGIC, MAX_IDX_DATA_BYTES,
 };
-pub use loader::{Batches, DataLoader};
+pub use image::{ChwImage, Image, PixelImage};
+pub use image_folder::{write_image_folder, ImageFolder, IMAGE_EXTENSIONS};
+pub use loader::{BatchLoader, Batches, DataLoader};
 pub use mnist::{Mnist, PixelScaling, MNIST_CLASSES, MNIST_MEAN, MNIST_STD};
-pub use rng::{permutation, SplitMix64};
+pub use rng::{permutation, sample_seed, SplitMix64};
+pub use sample::{
+    collate, random_split, random_split_lengths, InMemoryImages, Sample, SampleDataset, Subset,
+    Transformed,
+};
+pub use sample_loader::{CollateFn, SampleBatches, SampleLoader};
 pub use scaler::StandardScaler;
 pub use split::{gather_rows, split_indices, train_test_split, Split};

@@ -307,6 +307,53 @@ impl DataLoader {
     }
 }
 
+/// What a training loop needs from a loader, whichever kind it is ([`DataLoader`] over a
+/// batch [`Dataset`], [`SampleLoader`](crate::SampleLoader) over a per-sample dataset):
+/// batches per epoch, the device batches arrive on, and an epoch's batches.
+pub trait BatchLoader {
+    /// Number of batches per epoch.
+    fn len(&self) -> usize;
+
+    /// True when an epoch yields no batch.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The device batches are delivered on.
+    fn device(&self) -> &Device;
+
+    /// The batches of `epoch` (the shuffle order and augmentation of that epoch).
+    fn iter_epoch(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<(Tensor, Tensor)>> + '_>;
+}
+
+impl<L: BatchLoader + ?Sized> BatchLoader for Box<L> {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+
+    fn device(&self) -> &Device {
+        (**self).device()
+    }
+
+    fn iter_epoch(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<(Tensor, Tensor)>> + '_> {
+        (**self).iter_epoch(epoch)
+    }
+}
+
+impl BatchLoader for DataLoader {
+    fn len(&self) -> usize {
+        DataLoader::len(self)
+    }
+
+    fn device(&self) -> &Device {
+        DataLoader::device(self)
+    }
+
+    fn iter_epoch(&self, epoch: u64) -> Box<dyn Iterator<Item = Result<(Tensor, Tensor)>> + '_> {
+        Box::new(DataLoader::iter_epoch(self, epoch))
+    }
+}
+
 impl IntoIterator for &DataLoader {
     type Item = Result<(Tensor, Tensor)>;
     type IntoIter = Batches;

@@ -42,6 +42,21 @@ impl SplitMix64 {
         }
     }
 
+    /// A uniform float in `[0, 1)` with 53 random bits.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// A uniform float in `[low, high)` (`low` itself when the range is empty).
+    pub fn uniform(&mut self, low: f64, high: f64) -> f64 {
+        low + (high - low) * self.next_f64()
+    }
+
+    /// True with probability `p` (never for `p <= 0`, always for `p >= 1`).
+    pub fn bernoulli(&mut self, p: f64) -> bool {
+        self.next_f64() < p
+    }
+
     /// Shuffle `items` in place (Fisher–Yates): every permutation equally likely.
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
@@ -49,6 +64,25 @@ impl SplitMix64 {
             items.swap(i, j);
         }
     }
+}
+
+/// SplitMix64's output scramble applied to one value: a bijective 64-bit mix in which every
+/// input bit affects every output bit.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seed of sample `index` in `epoch` of a pipeline seeded with `seed`.
+///
+/// Augmentation draws from `SplitMix64::new(sample_seed(seed, epoch, index))`, so what a
+/// sample looks like depends only on these three numbers: not on the number of worker
+/// threads, the batch size, the shuffle order or which thread got the sample.
+pub fn sample_seed(seed: u64, epoch: u64, index: u64) -> u64 {
+    let h = mix64(seed ^ 0x243F_6A88_85A3_08D3);
+    let h = mix64(h ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    mix64(h ^ index.wrapping_mul(0xD6E8_FEB8_6659_FD93))
 }
 
 /// A random permutation of `0..n` drawn from `seed`.
@@ -88,6 +122,25 @@ mod tests {
         assert_eq!(p, permutation(1000, 7));
         assert_ne!(p, permutation(1000, 8));
         assert!(permutation(0, 1).is_empty());
+    }
+
+    #[test]
+    fn floats_and_sample_seeds() {
+        let mut rng = SplitMix64::new(9);
+        let draws: Vec<f64> = (0..10_000).map(|_| rng.uniform(2.0, 3.0)).collect();
+        assert!(draws.iter().all(|&x| (2.0..3.0).contains(&x)));
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!((mean - 2.5).abs() < 0.02, "{mean}");
+        assert!(!rng.bernoulli(0.0) && rng.bernoulli(1.0));
+        let seeds: std::collections::HashSet<u64> = (0..3)
+            .flat_map(|s| (0..3).flat_map(move |e| (0..100).map(move |i| sample_seed(s, e, i))))
+            .collect();
+        assert_eq!(
+            seeds.len(),
+            900,
+            "every (seed, epoch, index) gets its own stream"
+        );
+        assert_eq!(sample_seed(1, 2, 3), sample_seed(1, 2, 3));
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub enum DatasetKind {
     Mnist,
     /// Fashion-MNIST from IDX files in `data_dir`.
     FashionMnist,
+    /// PNG/JPEG images in one sub-folder per class under `data_dir` (torchvision's
+    /// `ImageFolder`), split into train and test with `test_fraction`, augmented on worker
+    /// threads.
+    Folder,
 }
 
 /// Which model to train.
@@ -24,6 +28,8 @@ pub enum ModelKind {
     Mlp,
     /// The small convolutional network (two conv-relu-pool stages, two linear layers).
     Cnn,
+    /// ResNet-18 (RGB input; for the image-folder data set).
+    Resnet18,
 }
 
 /// Which optimizer to use.
@@ -45,7 +51,8 @@ pub struct TrainConfig {
     pub batch_size: usize,
     pub epochs: usize,
     pub seed: u64,
-    /// Fraction of the digits set held out for testing (MNIST has its own test set).
+    /// Fraction of the digits set or the image folder held out for testing (MNIST has its
+    /// own test set).
     pub test_fraction: f64,
     /// Write a checkpoint here after every epoch.
     pub save: Option<PathBuf>,
@@ -55,6 +62,17 @@ pub struct TrainConfig {
     pub limit_train: Option<usize>,
     /// Mixed precision: matmul/conv in f16 under autocast, dynamic loss scaling.
     pub amp: bool,
+    /// Image folder: the side images are resized and cropped to (default: 28 for the CNN,
+    /// 32 for ResNet-18).
+    pub image_size: Option<usize>,
+    /// Image folder: threads decoding and augmenting images (0: on the training thread).
+    pub num_workers: usize,
+    /// Image folder: augment the training images (random crop with padding, colour jitter
+    /// for RGB).
+    pub augment: bool,
+    /// Image folder: also flip training images left to right at random (off by default:
+    /// it hurts digits and text).
+    pub hflip: bool,
 }
 
 impl Default for TrainConfig {
@@ -73,6 +91,10 @@ impl Default for TrainConfig {
             resume: None,
             limit_train: None,
             amp: false,
+            image_size: None,
+            num_workers: 2,
+            augment: true,
+            hflip: false,
         }
     }
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anygrad_core::{autocast, no_grad, random, DType, Device, Error, Result, Tensor};
-use anygrad_data::DataLoader;
-use anygrad_models::{Mlp, SmallCnn};
+use anygrad_data::BatchLoader;
+use anygrad_models::{Mlp, ResNet, SmallCnn};
 use anygrad_nn::{
     check_writable, load_checkpoint, save_checkpoint, Adam, AdamConfig, AdamW, CrossEntropyLoss,
     GradScaler, Module, Optimizer, Parameter, Sgd, SgdConfig,
@@ -65,10 +65,19 @@ pub fn build_model(kind: ModelKind, data: &LoadedData, device: &Device) -> Resul
             &[data.features, 128, 64, data.classes],
             device,
         )?),
-        ModelKind::Cnn if data.image_side == 28 => Box::new(SmallCnn::new(device)?),
+        ModelKind::Cnn if data.image_side == 28 && data.channels == 1 => {
+            Box::new(SmallCnn::with_classes(data.classes, device)?)
+        }
         ModelKind::Cnn => return Err(Error::invalid(
             "train",
             "the CNN is built for 28x28 images (mnist, fashion-mnist); use --model mlp for digits",
+        )),
+        ModelKind::Resnet18 if data.channels == 3 => {
+            Box::new(ResNet::resnet18(data.classes, device)?)
+        }
+        ModelKind::Resnet18 => return Err(Error::invalid(
+            "train",
+            "resnet18 takes RGB images: train it on --dataset folder (digits and mnist are grey)",
         )),
     })
 }
@@ -117,7 +126,7 @@ pub(crate) fn correct_predictions(logits: &Tensor, labels: &Tensor) -> Result<Te
 pub fn train_epoch(
     model: &dyn Module,
     optimizer: &mut dyn Optimizer,
-    loader: &DataLoader,
+    loader: &dyn BatchLoader,
     epoch: usize,
     mut scaler: Option<&mut GradScaler>,
     on_event: &mut dyn FnMut(Event),
@@ -191,7 +200,7 @@ pub fn train_epoch(
 }
 
 /// Mean loss and accuracy over a loader, in eval mode and without a graph.
-pub fn evaluate(model: &dyn Module, loader: &DataLoader) -> Result<(f64, f64)> {
+pub fn evaluate(model: &dyn Module, loader: &dyn BatchLoader) -> Result<(f64, f64)> {
     model.eval();
     let _guard = no_grad();
     let loss_fn = CrossEntropyLoss::new();
@@ -234,8 +243,8 @@ pub fn run(
     {
         return Err(Error::invalid(
             "train",
-            "--data-dir and --limit-train apply to mnist and fashion-mnist; the digits set is \
-             built in (drop them, or pass --dataset mnist)",
+            "--data-dir and --limit-train apply to mnist, fashion-mnist and folder; the digits \
+             set is built in (drop them, or pass --dataset mnist)",
         ));
     }
     if let Some(path) = &config.save {

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anygrad_core::{autocast, AutocastGuard};
 use anygrad_core::{device_count, no_grad, random, DType, Device, Error, Result, Tensor};
-use anygrad_data::DataLoader;
+use anygrad_data::BatchLoader;
 use anygrad_nn::parallel::default_bucket_bytes;
 use anygrad_nn::{
     broadcast_buffers, broadcast_module, load_checkpoint, save_checkpoint, Collective,
@@ -199,7 +199,7 @@ fn summary(
 pub fn train_epoch_data_parallel(
     model: &DataParallel,
     optimizer: &mut ReplicatedOptimizer,
-    loader: &DataLoader,
+    loader: &dyn BatchLoader,
     epoch: usize,
     mut scaler: Option<&mut GradScaler>,
     on_event: &mut dyn FnMut(Event),
@@ -314,7 +314,7 @@ struct RankContext<'a> {
     model: &'a dyn Module,
     reducer: &'a GradientReducer,
     collective: &'a dyn Collective,
-    loader: &'a DataLoader,
+    loader: &'a dyn BatchLoader,
 }
 
 /// One epoch of one rank of a distributed run; returns the global (mean loss, accuracy).

@@ -11,17 +11,20 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{DatasetArg, ModelArg, OptimizerArg, TrainArgs};
 
-fn config_of(args: &TrainArgs) -> TrainConfig {
+/// The run's configuration from the command line (shared with single-device runs).
+pub(super) fn config_of(args: &TrainArgs) -> TrainConfig {
     TrainConfig {
         dataset: match args.dataset {
             DatasetArg::Digits => DatasetKind::Digits,
             DatasetArg::Mnist => DatasetKind::Mnist,
             DatasetArg::FashionMnist => DatasetKind::FashionMnist,
+            DatasetArg::Folder => DatasetKind::Folder,
         },
         data_dir: args.data_dir.clone(),
         model: match args.model {
             ModelArg::Mlp => ModelKind::Mlp,
             ModelArg::Cnn => ModelKind::Cnn,
+            ModelArg::Resnet18 => ModelKind::Resnet18,
         },
         optimizer: match args.optimizer {
             OptimizerArg::Sgd => OptimizerKind::Sgd,
@@ -36,7 +39,20 @@ fn config_of(args: &TrainArgs) -> TrainConfig {
         resume: args.resume.clone(),
         limit_train: args.limit_train,
         amp: args.amp,
+        image_size: args.image_size,
+        num_workers: args.num_workers,
+        augment: !args.no_augment,
+        hflip: args.hflip,
         ..TrainConfig::default()
+    }
+}
+
+/// The model's name as `--model` spells it.
+pub(super) fn model_name(model: ModelKind) -> &'static str {
+    match model {
+        ModelKind::Mlp => "mlp",
+        ModelKind::Cnn => "cnn",
+        ModelKind::Resnet18 => "resnet18",
     }
 }
 
@@ -86,10 +102,7 @@ fn printer(epochs: usize, quiet: bool) -> Result<impl FnMut(Event), String> {
 fn finish(args: &TrainArgs, config: &TrainConfig, summary: &TrainSummary) -> Result<(), String> {
     eprintln!(
         "done: {} on {}, {} parameters, test accuracy {:.2}%, {:.1} ms per epoch ({} epochs, {:.2} s)",
-        match config.model {
-            ModelKind::Mlp => "mlp",
-            ModelKind::Cnn => "cnn",
-        },
+        model_name(config.model),
         summary.device,
         summary.parameters,
         100.0 * summary.final_test_accuracy,
