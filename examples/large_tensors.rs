@@ -19,7 +19,13 @@ use anygrad::prelude::*;
 fn network(device: &Device) -> Result<Sequential> {
     anygrad::manual_seed(3);
     Ok(Sequential::new()
-        .add(Conv2d::new(3, 32, (3, 3), Conv2dOptions::default().padding(1), device)?)
+        .add(Conv2d::new(
+            3,
+            32,
+            (3, 3),
+            Conv2dOptions::default().padding(1),
+            device,
+        )?)
         .add(BatchNorm2d::new_2d(32, device)?)
         .add(ReLU)
         .add(MaxPool2d::new(2))
