@@ -21,6 +21,8 @@ use anygrad_core::{Conv2dParams, DType, Device, Tensor};
 use serde_json::Value;
 
 const GOLDEN: &str = include_str!("golden/core_ops.json");
+/// Composite ops from issue 15 (`scripts/golden/generate_composite_ops.py`), same format.
+const GOLDEN_COMPOSITE: &str = include_str!("golden/composite_ops.json");
 
 const OUTPUT_RTOL: f64 = 1e-4;
 const OUTPUT_ATOL: f64 = 1e-5;
@@ -207,6 +209,49 @@ fn apply(op: &str, p: &Value, x: &[Tensor]) -> anygrad_core::Result<Tensor> {
             param_pair(p, "stride"),
             param_pair(p, "padding"),
         ),
+        // composites for ported scripts (golden/composite_ops.json)
+        "flip" => x[0].flip(&param_dims(p, "dims")),
+        "roll" => x[0].roll(param_isize(p, "shift"), param_isize(p, "dim")),
+        "repeat" => {
+            let reps: Vec<usize> = param_dims(p, "dims").iter().map(|&r| r as usize).collect();
+            x[0].repeat(&reps)
+        }
+        "pad" => {
+            let sides = param_dims(p, "dims");
+            let side = |i: usize| sides[i] as usize;
+            x[0].pad(side(0), side(1), side(2), side(3), param_f64(p, "value"))
+        }
+        "tril" => x[0].tril(param_isize(p, "diagonal")),
+        "triu" => x[0].triu(param_isize(p, "diagonal")),
+        "masked_fill" => x[0].masked_fill(&x[1], param_f64(p, "value")),
+        "max_dim_values" => Ok(x[0]
+            .max_dim(param_isize(p, "dim"), param_bool(p, "keepdim"))?
+            .0),
+        "max_dim_indices" => Ok(x[0]
+            .max_dim(param_isize(p, "dim"), param_bool(p, "keepdim"))?
+            .1),
+        "min_dim_values" => Ok(x[0]
+            .min_dim(param_isize(p, "dim"), param_bool(p, "keepdim"))?
+            .0),
+        "min_dim_indices" => Ok(x[0]
+            .min_dim(param_isize(p, "dim"), param_bool(p, "keepdim"))?
+            .1),
+        "any" => x[0].any(&param_dims(p, "dims"), param_bool(p, "keepdim")),
+        "all" => x[0].all(&param_dims(p, "dims"), param_bool(p, "keepdim")),
+        "std" => x[0].std(
+            &param_dims(p, "dims"),
+            param_bool(p, "unbiased"),
+            param_bool(p, "keepdim"),
+        ),
+        "norm" => {
+            let order = if p["p"] == "inf" {
+                f64::INFINITY
+            } else {
+                param_f64(p, "p")
+            };
+            x[0].norm(order, &param_dims(p, "dims"), param_bool(p, "keepdim"))
+        }
+        "cumsum" => x[0].cumsum(param_isize(p, "dim")),
         other => panic!("golden file names an op this test does not know: {other}"),
     }
 }
@@ -347,9 +392,9 @@ fn run_case(case: &Value, device: &Device) -> CaseResult {
     }
 }
 
-/// Every golden case on `device`; fails listing every failing case.
-fn run_all(device: &Device) {
-    let document: Value = serde_json::from_str(GOLDEN).expect("golden/core_ops.json parses");
+/// Every golden case of the JSON `golden` on `device`; fails listing every failing case.
+fn run_all(golden: &str, device: &Device) {
+    let document: Value = serde_json::from_str(golden).expect("golden file parses");
     let cases = document["cases"]
         .as_array()
         .expect("golden file has a cases list");
@@ -438,12 +483,24 @@ fn golden_checker_detects_mismatches() {
 
 #[test]
 fn golden_ops_cpu() {
-    run_all(&Device::cpu());
+    run_all(GOLDEN, &Device::cpu());
+}
+
+#[test]
+fn golden_composite_ops_cpu() {
+    run_all(GOLDEN_COMPOSITE, &Device::cpu());
+}
+
+#[test]
+fn golden_composite_ops_gpu() {
+    if let Some(device) = anygrad_testing::gpu_or_skip("golden_composite_ops_gpu") {
+        run_all(GOLDEN_COMPOSITE, &device);
+    }
 }
 
 #[test]
 fn golden_ops_gpu() {
     if let Some(device) = anygrad_testing::gpu_or_skip("golden_ops_gpu") {
-        run_all(&device);
+        run_all(GOLDEN, &device);
     }
 }

@@ -1,5 +1,5 @@
 //! Loss functions, as option structs with a `forward(input, target)` method (like
-//! `torch.nn.CrossEntropyLoss`) and as plain functions (`cross_entropy`, `mse_loss`, ...).
+//! `torch.nn.CrossEntropyLoss`; also `L1Loss`, `SmoothL1Loss`, `BceLoss`) and as plain functions (`cross_entropy`, `mse_loss`, ...).
 //! All are composites of tensor ops with PyTorch's exact formulas, so autograd
 //! differentiates them.
 
@@ -258,6 +258,120 @@ impl MseLoss {
     /// `(input - target)²`, reduced.
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
         reduce(input.sub(target)?.square()?, self.reduction)
+    }
+}
+
+/// Mean absolute error, like `torch.nn.L1Loss`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct L1Loss {
+    /// How the per-element losses are combined.
+    pub reduction: Reduction,
+}
+
+impl L1Loss {
+    /// Mean reduction.
+    pub fn new() -> L1Loss {
+        L1Loss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// `|input - target|`, reduced.
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        reduce(input.sub(target)?.abs()?, self.reduction)
+    }
+}
+
+/// Huber-style smooth L1 loss, like `torch.nn.SmoothL1Loss(beta)`: `0.5 d² / beta` where
+/// `d = |input - target| < beta`, else `d - 0.5 beta`; `beta = 0` is the L1 loss.
+#[derive(Debug, Clone, Copy)]
+pub struct SmoothL1Loss {
+    /// How the per-element losses are combined.
+    pub reduction: Reduction,
+    /// Where the quadratic part turns linear (PyTorch's default 1.0; must be >= 0).
+    pub beta: f64,
+}
+
+impl Default for SmoothL1Loss {
+    fn default() -> Self {
+        SmoothL1Loss {
+            reduction: Reduction::Mean,
+            beta: 1.0,
+        }
+    }
+}
+
+impl SmoothL1Loss {
+    /// Mean reduction, `beta = 1`.
+    pub fn new() -> SmoothL1Loss {
+        SmoothL1Loss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// Set `beta` (builder style).
+    pub fn beta(mut self, beta: f64) -> Self {
+        self.beta = beta;
+        self
+    }
+
+    /// The smooth L1 loss of `input` against `target`, reduced.
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        if self.beta.is_nan() || self.beta < 0.0 {
+            return Err(Error::invalid(
+                "smooth_l1_loss",
+                format!("beta must be >= 0, got {}", self.beta),
+            ));
+        }
+        let distance = input.sub(target)?.abs()?;
+        if self.beta == 0.0 {
+            return reduce(distance, self.reduction);
+        }
+        let quadratic = distance.square()?.mul_scalar(0.5 / self.beta)?;
+        let linear = distance.sub_scalar(0.5 * self.beta)?;
+        let loss = Tensor::where_(&distance.lt_scalar(self.beta)?, &quadratic, &linear)?;
+        reduce(loss, self.reduction)
+    }
+}
+
+/// Binary cross-entropy on probabilities, like `torch.nn.BCELoss`:
+/// `-(y log x + (1 - y) log(1 - x))` with each log floored at -100 as PyTorch does, so a
+/// probability of exactly 0 or 1 gives a finite loss. Inputs must lie in `[0, 1]`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BceLoss {
+    /// How the per-element losses are combined.
+    pub reduction: Reduction,
+}
+
+impl BceLoss {
+    /// Mean reduction.
+    pub fn new() -> BceLoss {
+        BceLoss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// The binary cross-entropy of probabilities `input` against `target`, reduced.
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        let log_p = input.log()?.maximum_scalar(-100.0)?;
+        let log_not_p = input.rsub_scalar(1.0)?.log()?.maximum_scalar(-100.0)?;
+        let loss = target
+            .mul(&log_p)?
+            .add(&target.rsub_scalar(1.0)?.mul(&log_not_p)?)?
+            .neg()?;
+        reduce(loss, self.reduction)
     }
 }
 

@@ -4,12 +4,15 @@
 //! `linalg`, `composite`, `display`.
 
 mod composite;
+mod composite_reduce;
+mod composite_shape;
 mod create;
 mod display;
 mod elementwise;
 mod index;
 mod linalg;
 mod movement;
+mod operators;
 mod reduce;
 
 pub use linalg::Conv2dParams;

@@ -1,5 +1,5 @@
 //! Parameter-free layers: activations (`ReLU`, `GELU`, `SiLU`, `Sigmoid`, `Tanh`,
-//! `LeakyReLU`, `Softmax`, `LogSoftmax`), `Identity`, `Flatten` and `Dropout`.
+//! `LeakyReLU`, `Softmax`, `LogSoftmax`, `Hardswish`, `ReLU6`, `ELU`), `Identity`, `Flatten` and `Dropout`.
 
 use anygrad_core::{Error, Result, Tensor};
 
@@ -68,6 +68,55 @@ impl Default for LeakyReLU {
 impl Module for LeakyReLU {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Tensor::where_(&x.ge_scalar(0.0)?, x, &x.mul_scalar(self.negative_slope)?)
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+}
+
+/// `x · relu6(x + 3) / 6`, like `torch.nn.Hardswish`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Hardswish;
+
+impl Module for Hardswish {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.mul(&x.add_scalar(3.0)?.clamp(0.0, 6.0)?.div_scalar(6.0)?)
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+}
+
+/// `min(max(x, 0), 6)`, like `torch.nn.ReLU6`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReLU6;
+
+impl Module for ReLU6 {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.clamp(0.0, 6.0)
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+}
+
+/// `x` for `x > 0`, `alpha · (eˣ - 1)` otherwise, like `torch.nn.ELU`.
+#[derive(Debug, Clone, Copy)]
+pub struct ELU {
+    /// Scale of the negative branch (PyTorch's default 1.0).
+    pub alpha: f64,
+}
+
+impl Default for ELU {
+    fn default() -> Self {
+        ELU { alpha: 1.0 }
+    }
+}
+
+impl Module for ELU {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        // exp of min(x, 0): the unselected branch stays finite, so its zero gradient is not
+        // 0 · inf = NaN for large positive inputs.
+        let negative = x
+            .minimum_scalar(0.0)?
+            .exp()?
+            .sub_scalar(1.0)?
+            .mul_scalar(self.alpha)?;
+        Tensor::where_(&x.gt_scalar(0.0)?, x, &negative)
     }
     fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
 }

@@ -11,7 +11,8 @@ mod norm;
 mod pooling;
 
 pub use activation::{
-    Dropout, Flatten, Identity, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU,
+    Dropout, Flatten, Hardswish, Identity, LeakyReLU, LogSoftmax, ReLU, ReLU6, SiLU, Sigmoid,
+    Softmax, Tanh, ELU, GELU,
 };
 pub use container::Sequential;
 pub use conv::{Conv2d, Conv2dOptions};
