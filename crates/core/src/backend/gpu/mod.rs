@@ -3,7 +3,7 @@
 //! - `adapters.rs`: enumerate and order adapters (their `AdapterInfo`, like the memory and
 //!   fusion counters and `ExecutionMode`, is plain data in `../gpu_facts.rs`, which exists
 //!   without the `gpu` feature too);
-//! - `context.rs`: one opened device (queue, open command encoder, flushes, readback, errors);
+//! - `context.rs`: one opened device (queue, open command encoder, flushes, readback, errors; copies and clears in `context/copies.rs`);
 //! - `buffers.rs`: the caching allocator (its counters: `MemoryStats`);
 //! - `kernels.rs`: the typed `KernelKey` of every pipeline, the one list of kernel families;
 //!   each family lives in one module with its WGSL (`shaders/*.wgsl` or a generator), its
