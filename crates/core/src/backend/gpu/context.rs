@@ -169,6 +169,8 @@ pub(crate) struct GpuContext {
     flag_copies: Mutex<Vec<FlagCopy>>,
     /// Out-of-range errors found but not yet returned, per recording thread.
     index_errors: Mutex<HashMap<ThreadId, &'static str>>,
+    /// Serializes `check_index_errors` (see there).
+    index_check: Mutex<()>,
     mode: Mutex<ExecutionMode>,
     /// `mode.dispatches_per_submit()`, readable without a lock on the dispatch path.
     dispatches_per_submit: AtomicU32,
@@ -295,6 +297,7 @@ impl GpuContext {
             index_flags,
             flag_copies: Mutex::new(Vec::new()),
             index_errors: Mutex::new(HashMap::new()),
+            index_check: Mutex::new(()),
             mode: Mutex::new(mode),
             dispatches_per_submit: AtomicU32::new(mode.dispatches_per_submit()),
             lost,
@@ -643,6 +646,9 @@ impl GpuContext {
     /// After a wait for submission `submitted`: read the flag copies it carried, file raised
     /// flags under their threads, and return the calling thread's pending error, if any.
     fn check_index_errors(&self, submitted: u64) -> Result<()> {
+        // One check at a time: a thread that took copies out of `flag_copies` files their raised
+        // flags before any other thread looks for its own error, so no error is missed in between.
+        let _checking = self.index_check.lock().unwrap_or_else(|p| p.into_inner());
         let ready: Vec<FlagCopy> = {
             let mut copies = self.flag_copies.lock().unwrap_or_else(|p| p.into_inner());
             let (ready, later) = std::mem::take(&mut *copies)

@@ -221,6 +221,22 @@ fn concurrent_threads_share_one_device_safely() {
                         vec![-(value + 1.0) * 300.0],
                         "thread {t} round {round}"
                     );
+                    // A bad index is reported to the thread that used it, and to no other,
+                    // however the threads' readbacks interleave.
+                    let picks = if t % 2 == 0 { [1.0, 400.0] } else { [1.0, 2.0] };
+                    let picks = to_gpu(&cpu_storage(&picks, DType::I32), &device);
+                    let selected = c
+                        .index_select(&layout, &picks, &Layout::contiguous(&[2]), 0)
+                        .and_then(|selected| selected.to_cpu());
+                    match (t % 2, selected) {
+                        (0, Err(error)) => {
+                            assert!(error.to_string().contains("index_select"), "{error}")
+                        }
+                        (0, Ok(_)) => panic!("thread {t} round {round}: bad index not reported"),
+                        (_, result) => {
+                            result.unwrap_or_else(|e| panic!("thread {t} round {round}: {e}"));
+                        }
+                    }
                 }
             })
         })
