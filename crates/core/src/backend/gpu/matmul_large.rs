@@ -44,6 +44,34 @@ pub(crate) fn prefers_large_tile(batch: usize, m: usize, n: usize) -> bool {
     batch * m.div_ceil(LARGE_TILE) * n.div_ceil(LARGE_TILE) >= LARGE_TILE_MIN_WORKGROUPS
 }
 
+/// Split-K for a single f32 product too small to fill the GPU with 128 x 128 tiles (1024³
+/// gives 64 of them): the number of k-slices `s` (a power of two, 2 to 16) such that
+/// `tiles * s` reaches [`LARGE_TILE_MIN_WORKGROUPS`], each slice still at least 128 deep and
+/// a multiple of [`ALIGNED_K_STEP`]; `None` where it does not apply. The product then runs as
+/// the aligned kernel over `s` batches (A's column slices, B's row slices) into `s` f32
+/// partial products, which are added pairwise (a fixed order: deterministic).
+pub(crate) fn split_k_factor(dtype: DType, a: &Layout, b: &Layout) -> Option<usize> {
+    let (&[batch, m, k], &[_, _, n]) = (a.shape.as_slice(), b.shape.as_slice()) else {
+        return None;
+    };
+    if dtype != DType::F32 || batch != 1 || !aligned_applies(dtype, a, b) {
+        return None;
+    }
+    let tiles = (m / LARGE_TILE) * (n / LARGE_TILE);
+    if tiles >= LARGE_TILE_MIN_WORKGROUPS {
+        return None;
+    }
+    let mut split = 1;
+    while tiles * split < LARGE_TILE_MIN_WORKGROUPS && split < 16 {
+        let next = split * 2;
+        if !k.is_multiple_of(next * ALIGNED_K_STEP) || k / next < 128 {
+            break;
+        }
+        split = next;
+    }
+    (split > 1).then_some(split)
+}
+
 /// K-step of the aligned kernel: k must be a multiple of it. 16 halves the barriers of a
 /// K-step of 8; the double-buffered tiles then take 2 x 2 x 16 x 128 x 4 B = 32 KiB of
 /// workgroup memory (8 would take 16 KiB; `aligned_body` accepts either).
@@ -52,9 +80,10 @@ pub(crate) const ALIGNED_K_STEP: usize = 16;
 /// Whether the aligned kernel may compute `a x b` (layouts `[batch, m, k]` and
 /// `[batch, k, n]`): F32 or F16 (both stored as themselves, so a `vec4<S>` is four
 /// consecutive elements), m and n non-zero multiples of 128, k a non-zero multiple of
-/// [`ALIGNED_K_STEP`], both operands row-major within a batch (column stride 1, row stride k
-/// resp. n), and offsets and batch strides multiples of 4 elements (stride 0, a broadcast
-/// batch, included).
+/// [`ALIGNED_K_STEP`], both operands row-major within a batch (column stride 1; B's row
+/// stride n, A's a multiple of 4 of at least k: the k-slices of a split-K product), and
+/// offsets and batch strides multiples of 4 elements (stride 0, a broadcast batch,
+/// included).
 ///
 /// The kernel indexes its `vec4` bindings without bounds checks and trusts this predicate:
 /// under it, every `vec4` it reads or writes holds four elements of a view that `check_view`
@@ -78,9 +107,10 @@ pub(crate) fn aligned_applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
         && n.is_multiple_of(LARGE_TILE)
         && k > 0
         && k.is_multiple_of(ALIGNED_K_STEP)
-        && (a_row, a_column) == (k, 1)
+        && a_column == 1
+        && a_row >= k
         && (b_row, b_column) == (n, 1)
-        && [a.offset, a_batch_stride, b.offset, b_batch_stride]
+        && [a.offset, a_row, a_batch_stride, b.offset, b_batch_stride]
             .iter()
             .all(|value| value.is_multiple_of(4))
 }
@@ -270,9 +300,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let n = params.n;
     let k = params.k;
     // Offsets and strides arrive in elements; the host (aligned_applies) made them, m, n and
-    // k multiples of 4, so they convert to vec4 units exactly. Row strides: A k / 4, B and
-    // C n / 4.
-    let k4 = k / 4u;
+    // k multiples of 4, so they convert to vec4 units exactly. Row strides: A its own (k or
+    // more: a split-K slice of a wider A), B and C n / 4.
+    let k4 = params.a_row_stride / 4u;
     let n4 = n / 4u;
     let steps = k / {k_step}u;
     let tx = local % 16u;
@@ -402,7 +432,7 @@ mod tests {
     use super::super::wgsl::COMMON;
     use super::super::GpuDevice;
     use super::super::GpuStorage;
-    use super::{aligned_applies, aligned_body, ALIGNED_K_STEP};
+    use super::{aligned_applies, aligned_body, split_k_factor, ALIGNED_K_STEP};
     use crate::backend::cpu::CpuStorage;
     use crate::dtype::DType;
     use crate::layout::Layout;
@@ -419,12 +449,13 @@ mod tests {
         }
     }
 
-    /// `a x b` by `MatmulLarge { dtype, aligned }` against the CPU's f32 product of the same
+    /// `a x b` by `MatmulLarge { dtype, aligned }` (`None`: by the kernel `matmul` picks)
+    /// against the CPU's f32 product of the same
     /// values (for F16: the inputs rounded to f16; the GPU accumulates in f32 as well).
     fn check(
         device: &GpuDevice,
         dtype: DType,
-        aligned: bool,
+        aligned: Option<bool>,
         (a_len, a_layout): (usize, &Layout),
         (b_len, b_layout): (usize, &Layout),
     ) {
@@ -451,16 +482,17 @@ mod tests {
             };
             GpuStorage::from_cpu(device, &cpu).unwrap()
         };
-        let actual = upload(a)
-            .matmul_with(
+        let (a, b) = (upload(a), upload(b));
+        let actual = match aligned {
+            Some(aligned) => a.matmul_with(
                 a_layout,
-                &upload(b),
+                &b,
                 b_layout,
                 KernelKey::MatmulLarge { dtype, aligned },
-            )
-            .unwrap()
-            .to_cpu()
-            .unwrap();
+            ),
+            None => a.matmul(a_layout, &b, b_layout),
+        };
+        let actual = actual.unwrap().to_cpu().unwrap();
         let (actual, tolerance): (Vec<f32>, f32) = match actual {
             CpuStorage::F32(values) => (values, 1e-4),
             CpuStorage::F16(values) => (values.iter().map(|x| x.to_f32()).collect(), 2e-3),
@@ -470,7 +502,7 @@ mod tests {
         for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
             assert!(
                 (x - y).abs() <= tolerance * (1.0 + x.abs()),
-                "{dtype:?} aligned {aligned} {a_layout:?} x {b_layout:?}: element {i}: {x} vs {y}"
+                "{dtype:?} aligned {aligned:?} {a_layout:?} x {b_layout:?}: element {i}: {x} vs {y}"
             );
         }
     }
@@ -492,7 +524,7 @@ mod tests {
                 Layout::contiguous(&[batch, k, n])
             };
             let (a, b) = ((batch * m * k, &a_layout), (batch * k * n, &b_layout));
-            check(&device, DType::F32, false, a, b);
+            check(&device, DType::F32, Some(false), a, b);
         }
     }
 
@@ -535,9 +567,55 @@ mod tests {
             }
             for ((a_len, a_layout), (b_len, b_layout)) in cases {
                 assert!(aligned_applies(dtype, a_layout, b_layout));
-                check(&device, dtype, true, (*a_len, a_layout), (*b_len, b_layout));
+                check(
+                    &device,
+                    dtype,
+                    Some(true),
+                    (*a_len, a_layout),
+                    (*b_len, b_layout),
+                );
             }
         }
+    }
+
+    /// Single f32 products too small to fill the GPU run split over k (`split_k_factor`):
+    /// 16 slices of 128 (128 x 2048 x 128), 4 of 128 with A a column slice of a wider matrix
+    /// (256 x 512 x 256, row stride 640), against the CPU; batches and f16 are not split.
+    #[test]
+    fn split_k_products_match_cpu() {
+        let Some(device) = gpu() else { return };
+        let wide = Layout::contiguous(&[1, 256, 640]).narrow(2, 64, 512);
+        let cases = [
+            (
+                Layout::contiguous(&[1, 128, 2048]),
+                128 * 2048,
+                Layout::contiguous(&[1, 2048, 128]),
+                2048 * 128,
+                16,
+            ),
+            (
+                wide,
+                256 * 640,
+                Layout::contiguous(&[1, 512, 256]),
+                512 * 256,
+                4,
+            ),
+        ];
+        for (a_layout, a_len, b_layout, b_len, split) in &cases {
+            assert_eq!(split_k_factor(DType::F32, a_layout, b_layout), Some(*split));
+            check(
+                &device,
+                DType::F32,
+                None,
+                (*a_len, a_layout),
+                (*b_len, b_layout),
+            );
+        }
+        let batched = Layout::contiguous(&[2, 128, 2048]);
+        let batched_b = Layout::contiguous(&[2, 2048, 128]);
+        assert_eq!(split_k_factor(DType::F32, &batched, &batched_b), None);
+        let (a, b) = (&cases[0].0, &cases[0].2);
+        assert_eq!(split_k_factor(DType::F16, a, b), None);
     }
 
     /// `matmul_with` refuses the aligned kernel where the predicate does not hold (it runs
@@ -618,13 +696,16 @@ mod tests {
             let (a, b) = sized(m, k, n);
             assert_eq!(legal(DType::F32, &a, &b), ok, "{m}x{k}x{n}");
         }
-        // Layouts: transposed or non-row-major operands, gaps between rows.
+        // Layouts: transposed or non-row-major operands, gaps between B's rows.
         let b_transposed = Layout::contiguous(&[2, 128, 4 * s]).permute(&[0, 2, 1]);
         assert!(!legal(DType::F32, &a, &b_transposed));
         let a_transposed = Layout::contiguous(&[2, 4 * s, 256]).permute(&[0, 2, 1]);
         assert!(!legal(DType::F32, &a_transposed, &b));
+        // A's rows may be further apart than k (a column slice: split-K), by a multiple of 4.
         let a_narrow = Layout::contiguous(&[2, 256, 8 * s]).narrow(2, 0, 4 * s);
-        assert!(!legal(DType::F32, &a_narrow, &b));
+        assert!(legal(DType::F32, &a_narrow, &b));
+        let a_odd = Layout::contiguous(&[2, 256, 4 * s + 2]).narrow(2, 0, 4 * s);
+        assert!(!legal(DType::F32, &a_odd, &b));
         let b_narrow = Layout::contiguous(&[2, 4 * s, 256]).narrow(2, 128, 128);
         assert!(!legal(DType::F32, &a, &b_narrow));
         // Shapes that do not multiply, or are not of rank 3.

@@ -8,13 +8,14 @@
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
 use super::matmul_coop::COOP_TILE;
-use super::matmul_large::{aligned_applies, prefers_large_tile, LARGE_TILE};
+use super::matmul_large::{aligned_applies, prefers_large_tile, split_k_factor, LARGE_TILE};
 use super::params::{check_view, Params};
 use super::storage::GpuStorage;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::op::BinaryOp;
 
 pub(super) fn unsupported(op: &'static str, dtype: DType, device: &GpuDevice) -> Error {
     Error::Unsupported {
@@ -69,6 +70,9 @@ impl GpuStorage {
                 result => return result,
             }
         }
+        if let Some(split) = split_k_factor(self.dtype, layout, rhs_layout) {
+            return self.matmul_split_k(layout, rhs, rhs_layout, split);
+        }
         let key = if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
             KernelKey::MatmulLarge {
                 dtype: self.dtype,
@@ -78,6 +82,43 @@ impl GpuStorage {
             KernelKey::Matmul { dtype: self.dtype }
         };
         self.matmul_with(layout, rhs, rhs_layout, key)
+    }
+
+    /// A single product as `split` k-slices (`split_k_factor`): the aligned kernel computes the
+    /// slices' products as `split` batches, which are then added pairwise.
+    fn matmul_split_k(
+        &self,
+        layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+        split: usize,
+    ) -> Result<GpuStorage> {
+        let (m, k, n) = (layout.shape[1], layout.shape[2], rhs_layout.shape[2]);
+        let part = k / split;
+        let a_slices = Layout {
+            shape: vec![split, m, part],
+            strides: vec![part, layout.strides[1], 1],
+            offset: layout.offset,
+        };
+        let b_slices = Layout {
+            shape: vec![split, part, n],
+            strides: vec![part * rhs_layout.strides[1], rhs_layout.strides[1], 1],
+            offset: rhs_layout.offset,
+        };
+        let key = KernelKey::MatmulLarge {
+            dtype: self.dtype,
+            aligned: true,
+        };
+        let mut partials = self.matmul_with(&a_slices, rhs, &b_slices, key)?;
+        let mut count = split;
+        while count > 1 {
+            let half = count / 2;
+            let both = Layout::contiguous(&[2 * half, m * n]);
+            let (lower, upper) = (both.narrow(0, 0, half), both.narrow(0, half, half));
+            partials = partials.binary(&lower, &partials, &upper, BinaryOp::Add)?;
+            count = half;
+        }
+        Ok(partials)
     }
 
     /// `matmul` with a chosen kernel (`Matmul`, for floats `MatmulLarge`, for F16
