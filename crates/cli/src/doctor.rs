@@ -452,10 +452,18 @@ fn tensor_core_conv(
             back(w.grad().ok_or_else(missing)?)?,
         ])
     };
+    // The tensor-core kernels themselves, whatever the autotuner would pick: made the default
+    // and the tuner off for this check, then both restored.
+    let (was_on, tuning) = (gpu.cooperative_conv(), gpu.autotune_mode());
+    gpu.set_cooperative_conv(true);
+    gpu.set_autotune_mode(anygrad::core::gpu::AutotuneMode::Off);
+    let offered = gpu.cooperative_conv();
     let before = gpu.cooperative_conv_dispatches();
     let reference = run(DType::F32, &Device::Cpu);
     let result = run(DType::F16, &device);
     let ran = gpu.cooperative_conv_dispatches() - before;
+    gpu.set_cooperative_conv(was_on);
+    gpu.set_autotune_mode(tuning);
     let (reference, result) = match (reference, result) {
         (Ok(reference), Ok(result)) => (reference, result),
         (Err(error), _) => return (false, format!("cpu: {error}")),
@@ -472,14 +480,13 @@ fn tensor_core_conv(
         passed &= close;
         details.push(format!("{name} {error}"));
     }
-    let offered = gpu.cooperative_conv();
     let path = match (ran, offered, gpu.cooperative_conv_failure()) {
         (_, _, Some(failure)) => {
             passed = false;
             format!("regular kernels: the cooperative kernels failed: {failure}")
         }
         (0, false, None) if gpu.has_cooperative_f16_f32() => {
-            "regular kernels (cooperative matrices present but unused: ANYGRAD_COOP_CONV is not on, or subgroups not of 32)".into()
+            "regular kernels (cooperative matrices present but unused: subgroups not of 32)".into()
         }
         (0, false, None) => "regular kernels (no 16x16x16 f16->f32 cooperative matrices)".into(),
         (0, true, None) => {

@@ -18,7 +18,7 @@ use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
 
 pub use crate::backend::gpu_facts::{
-    is_software, AdapterInfo, ExecutionMode, FusionStats, MemoryStats,
+    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats,
 };
 
 /// The error every attempt to open a GPU returns in this build.
@@ -124,6 +124,21 @@ impl GpuDevice {
         match self.never {}
     }
 
+    /// The autotuner's mode (no device exists to ask).
+    pub fn autotune_mode(&self) -> AutotuneMode {
+        match self.never {}
+    }
+
+    /// Set the autotuner's mode (no device exists).
+    pub fn set_autotune_mode(&self, _mode: AutotuneMode) {
+        match self.never {}
+    }
+
+    /// Kernel candidates timed so far (no device exists to ask).
+    pub fn autotuned_candidates(&self) -> u64 {
+        match self.never {}
+    }
+
     /// The current execution mode (no device exists to ask).
     pub fn execution_mode(&self) -> ExecutionMode {
         match self.never {}
@@ -151,6 +166,11 @@ impl GpuDevice {
 
     /// Whether the tensor-core convolutions are in use (no device exists to ask).
     pub fn cooperative_conv(&self) -> bool {
+        match self.never {}
+    }
+
+    /// Make the tensor-core convolutions the default or not (no device exists).
+    pub fn set_cooperative_conv(&self, _on: bool) {
         match self.never {}
     }
 

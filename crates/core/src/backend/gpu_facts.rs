@@ -93,6 +93,18 @@ impl FusionStats {
     }
 }
 
+/// Whether kernel variants are timed per shape (`ANYGRAD_AUTOTUNE`; see the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum AutotuneMode {
+    /// Run the fixed heuristic's kernel (the default on software adapters).
+    Off,
+    /// Time new shapes once; reuse choices from memory and the cache file (the default on
+    /// hardware adapters).
+    On,
+    /// Time new shapes again, ignoring (and rewriting) the cache file.
+    Refresh,
+}
+
 /// How eagerly work is submitted and memory is cached (`ANYGRAD_EXECUTION_MODE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ExecutionMode {

@@ -183,6 +183,8 @@ pub(crate) struct GpuContext {
     fused_kernels: AtomicU64,
     /// Cooperative-matrix (tensor-core) matmul support (`matmul_coop.rs`).
     pub(crate) coop: super::matmul_coop::CoopSupport,
+    /// Kernel choices timed on this device (`autotune.rs`).
+    pub(crate) autotune: super::autotune::Autotuner,
 }
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -306,6 +308,14 @@ impl GpuContext {
             fused_ops: AtomicU64::new(0),
             fused_kernels: AtomicU64::new(0),
             coop,
+            autotune: super::autotune::Autotuner::new(
+                super::autotune::mode_from_env(info.device_type == "Cpu"),
+                format!(
+                    "{} | {} {} | {}",
+                    info.name, info.driver, info.driver_info, info.backend
+                ),
+                super::autotune::Autotuner::default_file(),
+            ),
         })
     }
 
@@ -725,6 +735,14 @@ impl GpuContext {
             });
         }
         Ok(())
+    }
+
+    /// Flush and wait until the GPU has finished everything submitted, leaving index-error
+    /// flags for the next readback (the autotuner's timing).
+    pub(crate) fn settle(&self) -> Result<()> {
+        self.flush()?;
+        self.wait()?;
+        self.ensure_alive()
     }
 
     /// Flush and wait until the GPU has finished everything submitted. Reports an

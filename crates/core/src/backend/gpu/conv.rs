@@ -148,30 +148,6 @@ fn source_body(wide: bool) -> String {
 const COORDINATE_LIMIT: usize = i32::MAX as usize;
 
 impl GpuStorage {
-    /// 2-D convolution with one group and no bias: `[n, c, h, w]` (any strides) by
-    /// `[o, c, kh, kw]` into a contiguous `[n, o, oh, ow]`, by the implicit-GEMM kernel
-    /// (`KernelKey::Conv2d`; the wide tile where `prefers_wide`). F32 and F16. A strided
-    /// weight is copied dense first.
-    pub fn conv2d(
-        &self,
-        layout: &Layout,
-        weight: &GpuStorage,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-    ) -> Result<GpuStorage> {
-        // F16 on tensor cores where the device has them (`conv_coop.rs`).
-        if let Some(out) = self.conv2d_coop(
-            layout,
-            weight,
-            weight_layout,
-            params,
-            super::conv_coop::CoopMode::Auto,
-        )? {
-            return Ok(out);
-        }
-        self.conv2d_with(layout, weight, weight_layout, params, None)
-    }
-
     /// [`GpuStorage::conv2d`] with the tile forced (`Some(wide)`) or chosen by
     /// `prefers_wide` (`None`).
     pub(crate) fn conv2d_with(

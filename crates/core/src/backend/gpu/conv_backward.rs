@@ -50,9 +50,9 @@ const TARGET_WORKGROUPS: usize = 1024;
 /// Fewest k-steps one split of the weight gradient walks.
 const MIN_SPLIT_STEPS: usize = 32;
 /// Most splits of the weight gradient's K.
-const MAX_SPLITS: usize = 256;
+pub(crate) const MAX_SPLITS: usize = 256;
 /// Largest buffer of partial sums (f32 elements: 256 MiB).
-const MAX_PARTIALS: usize = 1 << 26;
+pub(crate) const MAX_PARTIALS: usize = 1 << 26;
 
 kernel_params! {
     /// Parameters of the split-sum kernel.
@@ -480,34 +480,6 @@ fn row_tiles(op: &'static str, m: usize, tile: Tile, max: usize) -> Result<usize
 }
 
 impl GpuStorage {
-    /// Gradient of the one-group convolution with respect to its input: `self` is the output
-    /// gradient `[n, o, oh, ow]` (any strides), `weight` the forward's `[o, c, kh, kw]` (any
-    /// strides); returns a contiguous `[n, c, h, w]` for `input_shape`, computed by the
-    /// implicit-GEMM kernel `KernelKey::Conv2dBackwardInput` (the wide tile where
-    /// `prefers_wide`). F32 and F16.
-    pub fn conv2d_backward_input(
-        &self,
-        layout: &Layout,
-        weight: &GpuStorage,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-        input_shape: &[usize],
-    ) -> Result<GpuStorage> {
-        // F16 on tensor cores where the device has them (`conv_coop.rs`).
-        let coop = self.conv2d_backward_input_coop(
-            layout,
-            weight,
-            weight_layout,
-            params,
-            input_shape,
-            super::conv_coop::CoopMode::Auto,
-        )?;
-        if let Some(out) = coop {
-            return Ok(out);
-        }
-        self.conv2d_backward_input_with(layout, weight, weight_layout, params, input_shape, None)
-    }
-
     /// [`GpuStorage::conv2d_backward_input`] with the tile forced (`Some(wide)`) or chosen by
     /// `prefers_wide` (`None`).
     pub(crate) fn conv2d_backward_input_with(
@@ -570,33 +542,18 @@ impl GpuStorage {
         Ok(out)
     }
 
-    /// Gradient of the one-group convolution with respect to its weight: `self` is the
-    /// forward's input `[n, c, h, w]` (any strides), `grad` the output gradient
-    /// `[n, o, oh, ow]` (any strides); returns a contiguous `[o, c, kh, kw]` for
-    /// `weight_shape`, computed by the split-K implicit-GEMM kernel
-    /// `KernelKey::Conv2dBackwardWeight` (plus `KernelKey::Conv2dSplitSum` when K is split).
-    /// F32 and F16.
-    pub fn conv2d_backward_weight(
+    /// [`GpuStorage::conv2d_backward_weight`] by the f32/f16 kernel with K split `splits` ways
+    /// (`None`: `split_count`'s choice; the count is rounded to whole k-steps).
+    pub(crate) fn conv2d_backward_weight_with(
         &self,
         layout: &Layout,
         grad: &GpuStorage,
         grad_layout: &Layout,
         params: &Conv2dParams,
         weight_shape: &[usize],
+        splits: Option<usize>,
     ) -> Result<GpuStorage> {
         const OP: &str = "conv2d_backward_weight";
-        // F16 on tensor cores where the device has them (`conv_coop.rs`).
-        let coop = self.conv2d_backward_weight_coop(
-            layout,
-            grad,
-            grad_layout,
-            params,
-            weight_shape,
-            super::conv_coop::CoopMode::Auto,
-        )?;
-        if let Some(out) = coop {
-            return Ok(out);
-        }
         same_device(OP, self, grad)?;
         same_dtype(OP, self.dtype, grad.dtype)?;
         if !matches!(self.dtype, DType::F32 | DType::F16) {
@@ -620,7 +577,9 @@ impl GpuStorage {
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let tiles_m = row_tiles(OP, o, Tile { wide: false }, max)?;
         let tiles_n = columns.div_ceil(TILE_N);
-        let splits = split_count(tiles_m * tiles_n.min(max), k, numel);
+        let splits = splits
+            .unwrap_or_else(|| split_count(tiles_m * tiles_n.min(max), k, numel))
+            .clamp(1, MAX_SPLITS);
         let k_chunk = k.div_ceil(K_STEP).div_ceil(splits) * K_STEP;
         let splits = k.div_ceil(k_chunk);
         let partial = splits > 1;

@@ -58,7 +58,7 @@ use super::GpuDevice;
 mod launch;
 mod source;
 
-pub(crate) use launch::CoopMode;
+pub(crate) use launch::{key_for, CoopMode};
 
 #[cfg(test)]
 mod tests;
@@ -268,8 +268,8 @@ kernel_params! {
 /// The cooperative-matrix convolutions' state on one device (a field of `CoopSupport`).
 #[derive(Debug)]
 pub(crate) struct ConvCoopState {
-    /// `ANYGRAD_COOP_CONV=on`.
-    enabled: bool,
+    /// `ANYGRAD_COOP_CONV=on`, or `GpuDevice::set_cooperative_conv`.
+    enabled: std::sync::atomic::AtomicBool,
     /// Hardware kernels recorded, for `anygrad doctor` and the tests.
     dispatches: AtomicU64,
     /// Why the device stopped using them (the driver refused one), if it did.
@@ -294,7 +294,7 @@ impl ConvCoopState {
             }
         };
         ConvCoopState {
-            enabled,
+            enabled: std::sync::atomic::AtomicBool::new(enabled),
             dispatches: AtomicU64::new(0),
             failure: Mutex::new(None),
         }
@@ -302,7 +302,7 @@ impl ConvCoopState {
 
     /// Enabled and not turned off by a failure.
     pub(crate) fn active(&self) -> bool {
-        self.enabled && self.failure().is_none()
+        self.enabled.load(Ordering::Relaxed) && self.failure().is_none()
     }
 
     /// Why the kernels were turned off, if they were.
@@ -333,6 +333,17 @@ impl GpuDevice {
     pub fn cooperative_conv(&self) -> bool {
         let coop = &self.context().coop;
         coop.available && coop.conv.active()
+    }
+
+    /// Make the cooperative-matrix convolutions the default choice (`true`) or not, as
+    /// `ANYGRAD_COOP_CONV` does at start; the autotuner, when on, still times them against the
+    /// regular kernels. No effect where the adapter has no cooperative matrices.
+    pub fn set_cooperative_conv(&self, on: bool) {
+        self.context()
+            .coop
+            .conv
+            .enabled
+            .store(on, Ordering::Relaxed);
     }
 
     /// The error that made the convolutions stop using cooperative matrices, if one did.

@@ -51,25 +51,34 @@ pub(crate) fn prefers_large_tile(batch: usize, m: usize, n: usize) -> bool {
 /// the aligned kernel over `s` batches (A's column slices, B's row slices) into `s` f32
 /// partial products, which are added pairwise (a fixed order: deterministic).
 pub(crate) fn split_k_factor(dtype: DType, a: &Layout, b: &Layout) -> Option<usize> {
-    let (&[batch, m, k], &[_, _, n]) = (a.shape.as_slice(), b.shape.as_slice()) else {
+    let (&[_, m, _], &[_, _, n]) = (a.shape.as_slice(), b.shape.as_slice()) else {
         return None;
     };
-    if dtype != DType::F32 || batch != 1 || !aligned_applies(dtype, a, b) {
-        return None;
-    }
     let tiles = (m / LARGE_TILE) * (n / LARGE_TILE);
-    if tiles >= LARGE_TILE_MIN_WORKGROUPS {
+    if tiles >= LARGE_TILE_MIN_WORKGROUPS || !split_k_legal(dtype, a, b, 2) {
         return None;
     }
-    let mut split = 1;
-    while tiles * split < LARGE_TILE_MIN_WORKGROUPS && split < 16 {
-        let next = split * 2;
-        if !k.is_multiple_of(next * ALIGNED_K_STEP) || k / next < 128 {
-            break;
-        }
-        split = next;
+    let mut split = 2;
+    while tiles * split < LARGE_TILE_MIN_WORKGROUPS && split_k_legal(dtype, a, b, split * 2) {
+        split *= 2;
     }
-    (split > 1).then_some(split)
+    Some(split)
+}
+
+/// Whether `a x b` may run as `split` k-slices: F32 (the partial products are stored in the
+/// dtype), one batch, the aligned kernel legal, `split` a power of two up to 16 dividing k
+/// into slices of at least 128 that are multiples of [`ALIGNED_K_STEP`].
+pub(crate) fn split_k_legal(dtype: DType, a: &Layout, b: &Layout, split: usize) -> bool {
+    let &[batch, _, k] = a.shape.as_slice() else {
+        return false;
+    };
+    dtype == DType::F32
+        && batch == 1
+        && split.is_power_of_two()
+        && (2..=16).contains(&split)
+        && k.is_multiple_of(split * ALIGNED_K_STEP)
+        && k / split >= 128
+        && aligned_applies(dtype, a, b)
 }
 
 /// K-step of the aligned kernel: k must be a multiple of it. 16 halves the barriers of a

@@ -23,6 +23,7 @@
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
 
 mod adapters;
+mod autotune;
 mod buffers;
 mod context;
 mod contract;
@@ -30,6 +31,7 @@ mod conv;
 mod conv_backward;
 mod conv_coop;
 mod conv_gemm;
+mod conv_tuning;
 mod custom;
 mod elementwise;
 mod fill;
@@ -57,7 +59,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use crate::backend::gpu_facts::{
-    is_software, AdapterInfo, ExecutionMode, FusionStats, MemoryStats,
+    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats,
 };
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion};
 pub use kernel_catalog::all_kernel_sources;
@@ -157,6 +159,22 @@ impl GpuDevice {
     /// The current execution mode.
     pub fn execution_mode(&self) -> ExecutionMode {
         self.context.mode()
+    }
+
+    /// Whether kernel variants are timed per shape (`ANYGRAD_AUTOTUNE`).
+    pub fn autotune_mode(&self) -> AutotuneMode {
+        self.context().autotune.mode()
+    }
+
+    /// Turn the autotuner on, off (the fixed heuristics) or to refresh, for this device, as
+    /// `ANYGRAD_AUTOTUNE` does at start.
+    pub fn set_autotune_mode(&self, mode: AutotuneMode) {
+        self.context().autotune.set_mode(mode);
+    }
+
+    /// How many kernel candidates the autotuner has timed on this device so far.
+    pub fn autotuned_candidates(&self) -> u64 {
+        self.context().autotune.measured()
     }
 
     pub(crate) fn context(&self) -> &GpuContext {

@@ -8,7 +8,9 @@
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
 use super::matmul_coop::COOP_TILE;
-use super::matmul_large::{aligned_applies, prefers_large_tile, split_k_factor, LARGE_TILE};
+use super::matmul_large::{
+    aligned_applies, prefers_large_tile, split_k_factor, split_k_legal, LARGE_TILE,
+};
 use super::params::{check_view, Params};
 use super::storage::GpuStorage;
 use super::GpuDevice;
@@ -16,6 +18,29 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::BinaryOp;
+
+/// One way to compute a matmul (the autotuner's candidates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MatmulChoice {
+    /// The 64 x 64 kernel (`matmul.rs`).
+    Tile64,
+    /// The 128 x 128 kernel (`matmul_large.rs`), general or aligned.
+    Tile128 { aligned: bool },
+    /// The aligned 128 x 128 kernel over k-slices, partial products added (`matmul_split_k`).
+    SplitK(usize),
+}
+
+impl MatmulChoice {
+    /// The candidate's name in the autotuner's keys and cache file.
+    fn name(&self) -> String {
+        match self {
+            MatmulChoice::Tile64 => "tile64".into(),
+            MatmulChoice::Tile128 { aligned: false } => "tile128".into(),
+            MatmulChoice::Tile128 { aligned: true } => "tile128-aligned".into(),
+            MatmulChoice::SplitK(split) => format!("split-k{split}"),
+        }
+    }
+}
 
 pub(super) fn unsupported(op: &'static str, dtype: DType, device: &GpuDevice) -> Error {
     Error::Unsupported {
@@ -70,18 +95,63 @@ impl GpuStorage {
                 result => return result,
             }
         }
-        if let Some(split) = split_k_factor(self.dtype, layout, rhs_layout) {
-            return self.matmul_split_k(layout, rhs, rhs_layout, split);
-        }
-        let key = if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
-            KernelKey::MatmulLarge {
-                dtype: self.dtype,
+        // The candidates, the fixed heuristic's choice first; the autotuner picks one.
+        let default = if let Some(split) = split_k_factor(self.dtype, layout, rhs_layout) {
+            MatmulChoice::SplitK(split)
+        } else if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
+            MatmulChoice::Tile128 {
                 aligned: aligned_applies(self.dtype, layout, rhs_layout),
             }
         } else {
-            KernelKey::Matmul { dtype: self.dtype }
+            MatmulChoice::Tile64
         };
-        self.matmul_with(layout, rhs, rhs_layout, key)
+        let mut choices = vec![default];
+        if self.dtype.is_float() {
+            let mut others = vec![
+                MatmulChoice::Tile64,
+                MatmulChoice::Tile128 { aligned: false },
+            ];
+            if aligned_applies(self.dtype, layout, rhs_layout) {
+                others.push(MatmulChoice::Tile128 { aligned: true });
+            }
+            for split in [2, 4, 8, 16] {
+                if split_k_legal(self.dtype, layout, rhs_layout, split) {
+                    others.push(MatmulChoice::SplitK(split));
+                }
+            }
+            for choice in others {
+                if !choices.contains(&choice) {
+                    choices.push(choice);
+                }
+            }
+        }
+        let names: Vec<String> = choices.iter().map(MatmulChoice::name).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let k = layout.shape.get(2).copied().unwrap_or(0);
+        let key = format!(
+            "matmul {} {batch}x{m}x{k}x{n} {}",
+            self.dtype,
+            names.join(",")
+        );
+        let context = self.device.context();
+        context
+            .autotune
+            .pick(&key, &names, &|| context.settle(), |index| {
+                let dtype = self.dtype;
+                match choices[index] {
+                    MatmulChoice::Tile64 => {
+                        let key = KernelKey::Matmul { dtype };
+                        self.matmul_with(layout, rhs, rhs_layout, key)
+                    }
+                    MatmulChoice::Tile128 { aligned } => {
+                        let key = KernelKey::MatmulLarge { dtype, aligned };
+                        self.matmul_with(layout, rhs, rhs_layout, key)
+                    }
+                    MatmulChoice::SplitK(split) => {
+                        self.matmul_split_k(layout, rhs, rhs_layout, split)
+                    }
+                }
+            })
     }
 
     /// A single product as `split` k-slices (`split_k_factor`): the aligned kernel computes the

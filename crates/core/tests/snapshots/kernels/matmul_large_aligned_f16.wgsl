@@ -97,9 +97,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let n = params.n;
     let k = params.k;
     // Offsets and strides arrive in elements; the host (aligned_applies) made them, m, n and
-    // k multiples of 4, so they convert to vec4 units exactly. Row strides: A k / 4, B and
-    // C n / 4.
-    let k4 = k / 4u;
+    // k multiples of 4, so they convert to vec4 units exactly. Row strides: A its own (k or
+    // more: a split-K slice of a wider A), B and C n / 4.
+    let k4 = params.a_row_stride / 4u;
     let n4 = n / 4u;
     let steps = k / 16u;
     let tx = local % 16u;

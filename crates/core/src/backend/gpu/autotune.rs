@@ -1,0 +1,339 @@
+//! Autotuning: where a primitive has several correct kernels for one shape (matmul tile sizes,
+//! split-K, the aligned kernel; convolution tiles, tensor cores or not), the first call with
+//! a shape times each candidate on the device and every later call runs the fastest.
+//!
+//! - `ANYGRAD_AUTOTUNE=on` (default on hardware adapters), `off` (default on software
+//!   adapters such as lavapipe, where timing would take long and decide nothing: the fixed
+//!   heuristic, candidate 0, runs), `refresh` (time again, ignoring the cache file).
+//! - Choices are kept in memory and in a JSON cache file, per adapter (name, driver, driver
+//!   version, backend) and per key (the primitive, its dtype and shape, and which candidates
+//!   were legal): `$ANYGRAD_CACHE_DIR/autotune.json`, else `$XDG_CACHE_HOME/anygrad/…`, else
+//!   `$HOME/.cache/anygrad/…`. A missing, unreadable or corrupt file only means timing again;
+//!   a file that cannot be written is reported once (tracing) and otherwise ignored.
+//! - Timing: each candidate runs once (pipeline creation, warm-up), the device settles, then
+//!   [`REPEATS`] runs are recorded back to back and the device settles again; where those took
+//!   less than [`TARGET`], as many more runs as fill it (at most [`MAX_REPEATS`]) are timed the
+//!   same way, so that the wait for the device does not swamp short kernels. The wall time per
+//!   run is the candidate's cost. A candidate that returns an error is skipped. Every
+//!   candidate computes the same result up to float rounding (each is tested against the CPU
+//!   on its own), so a choice changes speed only.
+//! - Settling flushes and waits without reading index-error flags, so a bad index stays
+//!   reported by the next readback, as documented in `context.rs`.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::backend::gpu_facts::AutotuneMode;
+use crate::error::Result;
+
+/// Timed runs per candidate (after one warm-up run), at least.
+pub(crate) const REPEATS: u32 = 5;
+
+/// Timed runs per candidate, at most.
+pub(crate) const MAX_REPEATS: u32 = 200;
+
+/// How long the timed runs of one candidate should take.
+pub(crate) const TARGET: Duration = Duration::from_millis(3);
+
+/// The mode `ANYGRAD_AUTOTUNE` names; unset (or unknown, with a warning): on, except on a
+/// software adapter.
+pub(crate) fn mode_from_env(software_adapter: bool) -> AutotuneMode {
+    let default = if software_adapter {
+        AutotuneMode::Off
+    } else {
+        AutotuneMode::On
+    };
+    match std::env::var("ANYGRAD_AUTOTUNE")
+        .ok()
+        .as_deref()
+        .map(str::trim)
+    {
+        None | Some("") => default,
+        Some("off") | Some("0") => AutotuneMode::Off,
+        Some("on") | Some("1") => AutotuneMode::On,
+        Some("refresh") => AutotuneMode::Refresh,
+        Some(other) => {
+            tracing::warn!(
+                "ANYGRAD_AUTOTUNE={other:?} is not off, on or refresh; using {default:?}"
+            );
+            default
+        }
+    }
+}
+
+thread_local! {
+    /// Set while this thread times candidates: a candidate that calls another tuned
+    /// primitive runs that one's default instead of tuning inside a measurement.
+    static MEASURING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The choices of one adapter (see the module header).
+pub(crate) struct Autotuner {
+    mode: Mutex<AutotuneMode>,
+    /// Adapter identity, the cache file's top-level key.
+    adapter: String,
+    file: Mutex<Option<PathBuf>>,
+    /// Key -> chosen candidate's name: this process's choices, then (mode `On`) the file's.
+    choices: Mutex<HashMap<String, String>>,
+    /// Candidates timed so far (for tests and the profiler's curiosity).
+    measured: Mutex<u64>,
+    write_failed: Mutex<bool>,
+}
+
+impl Autotuner {
+    /// A tuner for `adapter` in `mode`, persisting to `file` (none: memory only). In mode
+    /// `On` the file's choices for this adapter are loaded now.
+    pub(crate) fn new(mode: AutotuneMode, adapter: String, file: Option<PathBuf>) -> Autotuner {
+        let mut choices = HashMap::new();
+        if mode == AutotuneMode::On {
+            if let Some(path) = &file {
+                if let Some(saved) = read_file(path).remove(&adapter) {
+                    choices.extend(saved);
+                }
+            }
+        }
+        Autotuner {
+            mode: Mutex::new(mode),
+            adapter,
+            file: Mutex::new(file),
+            choices: Mutex::new(choices),
+            measured: Mutex::new(0),
+            write_failed: Mutex::new(false),
+        }
+    }
+
+    /// The default cache file (see the module header), if a directory can be named.
+    pub(crate) fn default_file() -> Option<PathBuf> {
+        let directory = std::env::var_os("ANYGRAD_CACHE_DIR")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("XDG_CACHE_HOME")
+                    .filter(|value| !value.is_empty())
+                    .map(|base| PathBuf::from(base).join("anygrad"))
+            })
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|value| !value.is_empty())
+                    .map(|home| PathBuf::from(home).join(".cache").join("anygrad"))
+            })?;
+        Some(directory.join("autotune.json"))
+    }
+
+    /// The mode.
+    pub(crate) fn mode(&self) -> AutotuneMode {
+        *self.mode.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Change the mode (`GpuDevice::set_autotune_mode`).
+    pub(crate) fn set_mode(&self, mode: AutotuneMode) {
+        *self.mode.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+
+    /// Stop using the cache file (tests: tuning without writing into the user's cache).
+    #[cfg(test)]
+    pub(crate) fn forget_file(&self) {
+        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// How many candidates have been timed.
+    pub(crate) fn measured(&self) -> u64 {
+        *self.measured.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Run the best of `names` for `key`: `run(i)` runs candidate `i` (0 is the fixed
+    /// heuristic's choice); `settle` waits until the device has finished all recorded work.
+    /// Off, a single candidate, or a nested call while measuring: candidate 0.
+    pub(crate) fn pick<T>(
+        &self,
+        key: &str,
+        names: &[&str],
+        settle: &dyn Fn() -> Result<()>,
+        mut run: impl FnMut(usize) -> Result<T>,
+    ) -> Result<T> {
+        if names.len() < 2 || self.mode() == AutotuneMode::Off || MEASURING.with(Cell::get) {
+            return run(0);
+        }
+        let known = self
+            .choices
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .and_then(|name| names.iter().position(|candidate| candidate == name));
+        if let Some(index) = known {
+            return run(index);
+        }
+        MEASURING.with(|flag| flag.set(true));
+        let timed = self.measure(names.len(), settle, &mut run);
+        MEASURING.with(|flag| flag.set(false));
+        let chosen = timed?;
+        self.remember(key, names[chosen]);
+        run(chosen)
+    }
+
+    /// Time every candidate; the index of the fastest that ran (0 if none did).
+    fn measure<T>(
+        &self,
+        count: usize,
+        settle: &dyn Fn() -> Result<()>,
+        run: &mut impl FnMut(usize) -> Result<T>,
+    ) -> Result<usize> {
+        settle()?;
+        let mut best: Option<(Duration, usize)> = None;
+        for index in 0..count {
+            if run(index).is_err() {
+                continue;
+            }
+            // Runs enough to take about TARGET (at least REPEATS, at most MAX_REPEATS), so
+            // that waiting for the device does not swamp a kernel of a few microseconds.
+            let mut failed = false;
+            let mut time_runs = |runs: u32| -> Result<Duration> {
+                settle()?;
+                let started = Instant::now();
+                for _ in 0..runs {
+                    failed |= run(index).is_err();
+                }
+                settle()?;
+                Ok(started.elapsed() / runs)
+            };
+            let estimate = time_runs(REPEATS)?;
+            let runs = (TARGET.as_secs_f64() / estimate.as_secs_f64().max(1e-7))
+                .clamp(REPEATS as f64, MAX_REPEATS as f64) as u32;
+            let elapsed = if runs > REPEATS {
+                time_runs(runs)?
+            } else {
+                estimate
+            };
+            *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            if !failed && best.is_none_or(|(time, _)| elapsed < time) {
+                best = Some((elapsed, index));
+            }
+        }
+        Ok(best.map_or(0, |(_, index)| index))
+    }
+
+    /// Keep `name` for `key` in memory and (when there is a file) on disk.
+    fn remember(&self, key: &str, name: &str) {
+        self.choices
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), name.to_string());
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(path) = &file else { return };
+        let mut all = read_file(path);
+        all.entry(self.adapter.clone())
+            .or_default()
+            .insert(key.to_string(), name.to_string());
+        if let Err(error) = write_file(path, &all) {
+            let mut failed = self.write_failed.lock().unwrap_or_else(|p| p.into_inner());
+            if !*failed {
+                *failed = true;
+                tracing::warn!("autotune cache {} not written: {error}", path.display());
+            }
+        }
+    }
+}
+
+/// Adapter -> key -> choice.
+type CacheFile = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The cache file's contents; empty when missing, unreadable or corrupt.
+fn read_file(path: &Path) -> CacheFile {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Write the whole file through a temporary and a rename (a crash leaves the old file).
+fn write_file(path: &Path, contents: &CacheFile) -> std::io::Result<()> {
+    if let Some(directory) = path.parent() {
+        std::fs::create_dir_all(directory)?;
+    }
+    let text = serde_json::to_vec_pretty(contents).map_err(std::io::Error::other)?;
+    let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AutotuneMode, Autotuner};
+    use crate::error::{Error, Result};
+    use std::cell::RefCell;
+    use std::time::Duration;
+
+    fn settle() -> Result<()> {
+        Ok(())
+    }
+
+    /// A tuner over candidates "slow" (sleeps), "fast" and "broken" (errors); returns what
+    /// ran, in order.
+    fn tune(tuner: &Autotuner, key: &str) -> (usize, Vec<usize>) {
+        let ran = RefCell::new(Vec::new());
+        let chosen = tuner
+            .pick(key, &["slow", "fast", "broken"], &settle, |index| {
+                ran.borrow_mut().push(index);
+                match index {
+                    0 => std::thread::sleep(Duration::from_millis(4)),
+                    2 => return Err(Error::invalid("candidate", "broken")),
+                    _ => {}
+                }
+                Ok(index)
+            })
+            .unwrap();
+        (chosen, ran.into_inner())
+    }
+
+    #[test]
+    fn the_fastest_working_candidate_is_chosen_once_and_remembered_on_disk() {
+        let directory =
+            std::env::temp_dir().join(format!("anygrad-autotune-{}", std::process::id()));
+        let file = directory.join("autotune.json");
+        let _ = std::fs::remove_file(&file);
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()));
+        let (chosen, ran) = tune(&tuner, "matmul 1x2x3");
+        assert_eq!(chosen, 1);
+        assert!(ran.len() > 3 && tuner.measured() == 2, "{ran:?}");
+        // Known now: the choice runs at once.
+        assert_eq!(tune(&tuner, "matmul 1x2x3"), (1, vec![1]));
+        // A new tuner (a new process) reads the file; another adapter does not share it.
+        let again = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()));
+        assert_eq!(tune(&again, "matmul 1x2x3"), (1, vec![1]));
+        let other = Autotuner::new(AutotuneMode::On, "adapter B".into(), Some(file.clone()));
+        assert!(tune(&other, "matmul 1x2x3").1.len() > 1);
+        // Refresh times again; off runs candidate 0.
+        let refresh = Autotuner::new(
+            AutotuneMode::Refresh,
+            "adapter A".into(),
+            Some(file.clone()),
+        );
+        assert!(tune(&refresh, "matmul 1x2x3").1.len() > 1);
+        let off = Autotuner::new(AutotuneMode::Off, "adapter A".into(), Some(file.clone()));
+        assert_eq!(tune(&off, "matmul 1x2x3"), (0, vec![0]));
+        // A corrupt file is ignored (and replaced by the next choice).
+        std::fs::write(&file, b"{not json").unwrap();
+        let corrupt = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()));
+        assert_eq!(tune(&corrupt, "matmul 1x2x3").0, 1);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("\"matmul 1x2x3\": \"fast\""), "{text}");
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[test]
+    fn a_stale_choice_is_timed_again_and_a_single_candidate_is_never_timed() {
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        tuner
+            .choices
+            .lock()
+            .unwrap()
+            .insert("conv".into(), "gone".into());
+        assert!(tune(&tuner, "conv").1.len() > 1);
+        let ran = tuner.pick("single", &["only"], &settle, Ok).unwrap();
+        assert_eq!(ran, 0);
+        assert_eq!(tuner.measured(), 2);
+    }
+}

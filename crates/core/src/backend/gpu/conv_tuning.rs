@@ -1,0 +1,429 @@
+//! The convolution primitives' entry points. Each has several correct kernels for a shape —
+//! the cooperative-matrix (tensor-core) kernels for f16 where the adapter has them
+//! (`conv_coop.rs`), the narrow or the wide tile (`conv.rs`, `conv_backward.rs`), the weight
+//! gradient's number of k-splits — and picks one through the autotuner (`autotune.rs`): the
+//! fixed heuristic's choice is candidate 0 (what runs with `ANYGRAD_AUTOTUNE=off`), the
+//! others are timed on first use of a shape.
+
+use super::conv_backward::{split_count, MAX_PARTIALS, MAX_SPLITS};
+use super::conv_coop::{key_for, ConvPass, CoopMode};
+use super::conv_gemm::{prefers_wide, Tile, K_STEP, TILE_N};
+use super::storage::GpuStorage;
+use crate::error::{Error, Result};
+use crate::geometry::{Conv2dParams, Conv2dShape};
+use crate::layout::Layout;
+
+/// One way to compute a convolution pass (the autotuner's candidates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ConvChoice {
+    /// The cooperative-matrix kernel (f16 operands, hardware support).
+    Coop,
+    /// The implicit-GEMM kernel with the narrow (64-row) or wide (128-row) tile.
+    Tile { wide: bool },
+    /// The weight gradient's kernel with K split this many ways.
+    Splits(usize),
+}
+
+impl ConvChoice {
+    /// The candidate's name in the autotuner's keys and cache file.
+    fn name(&self) -> String {
+        match self {
+            ConvChoice::Coop => "coop".into(),
+            ConvChoice::Tile { wide: false } => "narrow".into(),
+            ConvChoice::Tile { wide: true } => "wide".into(),
+            ConvChoice::Splits(splits) => format!("split{splits}"),
+        }
+    }
+}
+
+/// The candidates of a forward or input-gradient pass whose GEMM has `rows` rows and
+/// `columns` columns: tensor cores first where they are on by default, then the heuristic's
+/// tile, the other tile, and tensor cores where the hardware has them but they are not the
+/// default.
+fn tile_candidates(
+    storage: &GpuStorage,
+    f16: bool,
+    pass: ConvPass,
+    rows: usize,
+    columns: usize,
+) -> Vec<ConvChoice> {
+    let coop_default = f16 && key_for(storage, pass, rows, CoopMode::Auto).is_some();
+    let coop_hardware = f16 && key_for(storage, pass, rows, CoopMode::Hardware).is_some();
+    let wide = prefers_wide(rows, columns);
+    let mut choices = Vec::with_capacity(3);
+    if coop_default {
+        choices.push(ConvChoice::Coop);
+    }
+    choices.push(ConvChoice::Tile { wide });
+    choices.push(ConvChoice::Tile { wide: !wide });
+    if coop_hardware && !coop_default {
+        choices.push(ConvChoice::Coop);
+    }
+    choices
+}
+
+/// Run the autotuner over `choices` for `op` on these operands.
+fn pick(
+    storage: &GpuStorage,
+    op: &str,
+    operands: String,
+    choices: &[ConvChoice],
+    run: impl FnMut(ConvChoice) -> Result<GpuStorage>,
+) -> Result<GpuStorage> {
+    let mut run = run;
+    let names: Vec<String> = choices.iter().map(ConvChoice::name).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let key = format!("{op} {} {operands} {}", storage.dtype, names.join(","));
+    let context = storage.device.context();
+    context
+        .autotune
+        .pick(&key, &names, &|| context.settle(), |index| {
+            run(choices[index])
+        })
+}
+
+/// The geometry part of a tuning key.
+fn geometry(params: &Conv2dParams) -> String {
+    format!(
+        "s{:?} p{:?} d{:?}",
+        params.stride, params.padding, params.dilation
+    )
+}
+
+impl GpuStorage {
+    /// 2-D convolution with one group and no bias: `[n, c, h, w]` (any strides) by
+    /// `[o, c, kh, kw]` into a contiguous `[n, o, oh, ow]`, by the implicit-GEMM kernel
+    /// (`conv.rs`, narrow or wide tile) or, for F16 where the adapter has them, the
+    /// cooperative-matrix kernel; the autotuner picks. F32 and F16.
+    pub fn conv2d(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<GpuStorage> {
+        let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        let [batch, o, oh, ow] = shape.output_shape();
+        let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
+        let choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
+        let operands = format!(
+            "x{:?} w{:?} {}",
+            layout.shape,
+            weight_layout.shape,
+            geometry(params)
+        );
+        pick(self, "conv2d", operands, &choices, |choice| match choice {
+            // Where the cooperative kernel does not run (an empty product, or the driver
+            // refused it), the regular kernel does.
+            ConvChoice::Coop => {
+                match self.conv2d_coop(layout, weight, weight_layout, params, CoopMode::Hardware)? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_with(layout, weight, weight_layout, params, None),
+                }
+            }
+            ConvChoice::Tile { wide } => {
+                self.conv2d_with(layout, weight, weight_layout, params, Some(wide))
+            }
+            ConvChoice::Splits(_) => Err(Error::invalid("conv2d", "no k-splits here")),
+        })
+    }
+
+    /// Gradient of the one-group convolution with respect to its input: `self` is the output
+    /// gradient `[n, o, oh, ow]` (any strides), `weight` the forward's `[o, c, kh, kw]` (any
+    /// strides); returns a contiguous `[n, c, h, w]` for `input_shape`, by the implicit-GEMM
+    /// kernel (`conv_backward.rs`, narrow or wide tile) or, for F16 where the adapter has them,
+    /// the cooperative-matrix kernel; the autotuner picks. F32 and F16.
+    pub fn conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<GpuStorage> {
+        let (channels, columns) = match input_shape {
+            [n, c, h, w] => (*c, n * h * w),
+            _ => (0, 0),
+        };
+        let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
+        let choices = tile_candidates(self, f16, ConvPass::BackwardInput, channels, columns);
+        let operands = format!(
+            "g{:?} w{:?} x{input_shape:?} {}",
+            layout.shape,
+            weight_layout.shape,
+            geometry(params)
+        );
+        pick(
+            self,
+            "conv2d_backward_input",
+            operands,
+            &choices,
+            |choice| match choice {
+                ConvChoice::Coop => match self.conv2d_backward_input_coop(
+                    layout,
+                    weight,
+                    weight_layout,
+                    params,
+                    input_shape,
+                    CoopMode::Hardware,
+                )? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_backward_input_with(
+                        layout,
+                        weight,
+                        weight_layout,
+                        params,
+                        input_shape,
+                        None,
+                    ),
+                },
+                ConvChoice::Tile { wide } => self.conv2d_backward_input_with(
+                    layout,
+                    weight,
+                    weight_layout,
+                    params,
+                    input_shape,
+                    Some(wide),
+                ),
+                ConvChoice::Splits(_) => {
+                    Err(Error::invalid("conv2d_backward_input", "no k-splits here"))
+                }
+            },
+        )
+    }
+
+    /// Gradient of the one-group convolution with respect to its weight: `self` is the
+    /// forward's input `[n, c, h, w]` (any strides), `grad` the output gradient
+    /// `[n, o, oh, ow]` (any strides); returns a contiguous `[o, c, kh, kw]` for
+    /// `weight_shape`, by the split-K implicit-GEMM kernel (`conv_backward.rs`; the number of
+    /// splits is tuned around `split_count`'s) or, for F16 where the adapter has them, the
+    /// cooperative-matrix kernel; the autotuner picks. F32 and F16.
+    pub fn conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &GpuStorage,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<GpuStorage> {
+        let f16 = self.dtype == crate::DType::F16 && grad.dtype == crate::DType::F16;
+        let (o, patch) = match weight_shape {
+            [o, c, kh, kw] => (*o, c * kh * kw),
+            _ => (0, 0),
+        };
+        let depth: usize = match grad_layout.shape.as_slice() {
+            [n, _, oh, ow] => n * oh * ow,
+            _ => 0,
+        };
+        let mut choices = Vec::new();
+        if f16 && key_for(self, ConvPass::BackwardWeight, o, CoopMode::Auto).is_some() {
+            choices.push(ConvChoice::Coop);
+        }
+        let max = self
+            .device
+            .context()
+            .limits
+            .max_compute_workgroups_per_dimension as usize;
+        let tiles = o.div_ceil(Tile { wide: false }.rows()) * patch.div_ceil(TILE_N).min(max);
+        let outputs = o * patch;
+        let default = split_count(tiles, depth, outputs);
+        let steps = depth.div_ceil(K_STEP);
+        for splits in [default, default / 2, default * 2, default * 4] {
+            let fits = (1..=MAX_SPLITS).contains(&splits)
+                && splits <= steps.max(1)
+                && (splits == 1 || splits.saturating_mul(outputs) <= MAX_PARTIALS);
+            if fits && !choices.contains(&ConvChoice::Splits(splits)) {
+                choices.push(ConvChoice::Splits(splits));
+            }
+        }
+        if choices.is_empty() {
+            choices.push(ConvChoice::Splits(default));
+        }
+        if f16
+            && !choices.contains(&ConvChoice::Coop)
+            && key_for(self, ConvPass::BackwardWeight, o, CoopMode::Hardware).is_some()
+        {
+            choices.push(ConvChoice::Coop);
+        }
+        let operands = format!(
+            "x{:?} g{:?} w{weight_shape:?} {}",
+            layout.shape,
+            grad_layout.shape,
+            geometry(params)
+        );
+        pick(
+            self,
+            "conv2d_backward_weight",
+            operands,
+            &choices,
+            |choice| match choice {
+                ConvChoice::Coop => match self.conv2d_backward_weight_coop(
+                    layout,
+                    grad,
+                    grad_layout,
+                    params,
+                    weight_shape,
+                    CoopMode::Hardware,
+                )? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_backward_weight_with(
+                        layout,
+                        grad,
+                        grad_layout,
+                        params,
+                        weight_shape,
+                        None,
+                    ),
+                },
+                ConvChoice::Splits(splits) => self.conv2d_backward_weight_with(
+                    layout,
+                    grad,
+                    grad_layout,
+                    params,
+                    weight_shape,
+                    Some(splits),
+                ),
+                ConvChoice::Tile { .. } => {
+                    Err(Error::invalid("conv2d_backward_weight", "one tile only"))
+                }
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::GpuStorage;
+    use crate::backend::cpu::CpuStorage;
+    use crate::backend::gpu_facts::AutotuneMode;
+    use crate::backend::tests::support::gpu_device;
+    use crate::geometry::Conv2dParams;
+    use crate::layout::Layout;
+
+    fn numbers(count: usize, seed: usize) -> Vec<f32> {
+        (0..count)
+            .map(|i| ((i * 37 + seed * 11) % 101) as f32 / 50.0 - 1.0)
+            .collect()
+    }
+
+    fn assert_near(what: &str, expected: &CpuStorage, actual: &GpuStorage) {
+        let (CpuStorage::F32(expected), CpuStorage::F32(actual)) =
+            (expected, &actual.to_cpu().unwrap())
+        else {
+            panic!("{what}: not f32");
+        };
+        assert_eq!(expected.len(), actual.len(), "{what}");
+        for (i, (x, y)) in expected.iter().zip(actual).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-4 * (1.0 + x.abs()),
+                "{what}[{i}]: {x} vs {y}"
+            );
+        }
+    }
+
+    /// With the autotuner on (off by default on this software adapter), the tuned matmul and
+    /// convolution passes time their candidates once per shape and agree with the CPU; every
+    /// split count of the weight gradient agrees with the CPU on its own.
+    #[test]
+    fn tuned_kernels_match_cpu_and_are_timed_once() {
+        let Some(device) = gpu_device() else { return };
+        let tuner = &device.context().autotune;
+        tuner.forget_file();
+        tuner.set_mode(AutotuneMode::On);
+        let upload = |values: &[f32]| {
+            GpuStorage::from_cpu(&device, &CpuStorage::F32(values.to_vec())).unwrap()
+        };
+        // A single product with split-K candidates (128 x 1024 x 128).
+        let (a, b) = (numbers(128 * 1024, 1), numbers(1024 * 128, 2));
+        let (a_layout, b_layout) = (
+            Layout::contiguous(&[1, 128, 1024]),
+            Layout::contiguous(&[1, 1024, 128]),
+        );
+        let expected = CpuStorage::F32(a.clone())
+            .matmul(&a_layout, &CpuStorage::F32(b.clone()), &b_layout)
+            .unwrap();
+        let (a, b) = (upload(&a), upload(&b));
+        let before = tuner.measured();
+        assert_near(
+            "matmul",
+            &expected,
+            &a.matmul(&a_layout, &b, &b_layout).unwrap(),
+        );
+        let timed = tuner.measured() - before;
+        assert!(timed >= 4, "{timed} matmul candidates timed");
+        assert_near(
+            "matmul again",
+            &expected,
+            &a.matmul(&a_layout, &b, &b_layout).unwrap(),
+        );
+        assert_eq!(
+            tuner.measured() - before,
+            timed,
+            "the choice was not reused"
+        );
+        // Convolution passes: 3 x 3, padding 1, 8 -> 16 channels on 2 images of 10 x 10.
+        let params = Conv2dParams {
+            padding: (1, 1),
+            ..Conv2dParams::default()
+        };
+        let (x, w, g) = (
+            numbers(2 * 8 * 100, 3),
+            numbers(16 * 8 * 9, 4),
+            numbers(2 * 16 * 100, 5),
+        );
+        let (x_layout, w_layout, g_layout) = (
+            Layout::contiguous(&[2, 8, 10, 10]),
+            Layout::contiguous(&[16, 8, 3, 3]),
+            Layout::contiguous(&[2, 16, 10, 10]),
+        );
+        let (cx, cw, cg) = (
+            CpuStorage::F32(x.clone()),
+            CpuStorage::F32(w.clone()),
+            CpuStorage::F32(g.clone()),
+        );
+        let (gx, gw, gg) = (upload(&x), upload(&w), upload(&g));
+        assert_near(
+            "conv2d",
+            &cx.conv2d(&x_layout, &cw, &w_layout, &params).unwrap(),
+            &gx.conv2d(&x_layout, &gw, &w_layout, &params).unwrap(),
+        );
+        assert_near(
+            "conv2d_backward_input",
+            &cg.conv2d_backward_input(&g_layout, &cw, &w_layout, &params, &x_layout.shape)
+                .unwrap(),
+            &gg.conv2d_backward_input(&g_layout, &gw, &w_layout, &params, &x_layout.shape)
+                .unwrap(),
+        );
+        let weight_gradient = cx
+            .conv2d_backward_weight(&x_layout, &cg, &g_layout, &params, &w_layout.shape)
+            .unwrap();
+        assert_near(
+            "conv2d_backward_weight",
+            &weight_gradient,
+            &gx.conv2d_backward_weight(&x_layout, &gg, &g_layout, &params, &w_layout.shape)
+                .unwrap(),
+        );
+        for splits in [1, 2, 3, 7] {
+            let forced = gx
+                .conv2d_backward_weight_with(
+                    &x_layout,
+                    &gg,
+                    &g_layout,
+                    &params,
+                    &w_layout.shape,
+                    Some(splits),
+                )
+                .unwrap();
+            assert_near(
+                &format!("weight gradient, {splits} splits"),
+                &weight_gradient,
+                &forced,
+            );
+        }
+        assert!(
+            tuner.measured() - before > timed,
+            "no convolution candidate timed"
+        );
+        tuner.set_mode(AutotuneMode::Off);
+    }
+}
