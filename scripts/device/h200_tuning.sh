@@ -13,14 +13,14 @@ bench() { "$BIN" bench "$@" --json 2>>"$OUT/log.txt" | tee -a "$OUT/anygrad.json
 nvidia-smi -L | tee -a "$OUT/log.txt"
 log doctor
 "$BIN" doctor > "$OUT/doctor.txt" 2>&1; tail -2 "$OUT/doctor.txt"
-for mode in off on; do
+for mode in off on off on; do
     log "autotune $mode"
     export ANYGRAD_AUTOTUNE=$mode
     bench matmul --device gpu:0 --sizes 1024,2048,4096 --seconds 1
     bench matmul --device gpu:0 --dtype f16 --sizes 4096 --seconds 1
-    bench resnet18 --device gpu:0 --batch 64 --no-cpu-baseline --seconds 2
-    bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-baseline --seconds 2
-    bench resnet18-train --device gpu:0 --batch 64 --seconds 2
+    bench resnet18 --device gpu:0 --batch 64 --no-cpu-baseline --seconds 3
+    bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-baseline --seconds 3
+    bench resnet18-train --device gpu:0 --batch 64 --seconds 3
     bench resnet18-train --device gpu:0 --batch 64 --amp --seconds 2
 done
 cat "$OUT/cache/autotune.json" 2>/dev/null | head -80
