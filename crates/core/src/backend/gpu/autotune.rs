@@ -10,11 +10,11 @@
 //!   were legal): `$ANYGRAD_CACHE_DIR/autotune.json`, else `$XDG_CACHE_HOME/anygrad/…`, else
 //!   `$HOME/.cache/anygrad/…`. A missing, unreadable or corrupt file only means timing again;
 //!   a file that cannot be written is reported once (tracing) and otherwise ignored.
-//! - Timing: each candidate runs once (pipeline creation, warm-up), the device settles, then
-//!   [`REPEATS`] runs are recorded back to back and the device settles again; where those took
-//!   less than [`TARGET`], as many more runs as fill it (at most [`MAX_REPEATS`]) are timed the
-//!   same way, so that the wait for the device does not swamp short kernels. The wall time per
-//!   run is the candidate's cost. A candidate that returns an error is skipped. Every
+//! - Timing: each candidate runs once (pipeline creation, warm-up) and the device settles;
+//!   then each run is timed on its own, from recording until the device has finished it (runs
+//!   recorded back to back would overlap on the device, hiding a kernel that leaves most of it
+//!   idle), [`REPEATS`] runs at least and as many as fill [`TARGET`] (at most
+//!   [`MAX_REPEATS`]). The median is the candidate's cost. A candidate that returns an error is skipped. Every
 //!   candidate computes the same result up to float rounding (each is tested against the CPU
 //!   on its own), so a choice changes speed only.
 //! - Settling flushes and waits without reading index-error flags, so a bad index stays
@@ -36,7 +36,7 @@ pub(crate) const REPEATS: u32 = 5;
 pub(crate) const MAX_REPEATS: u32 = 200;
 
 /// How long the timed runs of one candidate should take.
-pub(crate) const TARGET: Duration = Duration::from_millis(3);
+pub(crate) const TARGET: Duration = Duration::from_millis(5);
 
 /// The mode `ANYGRAD_AUTOTUNE` names; unset (or unknown, with a warning): on, except on a
 /// software adapter.
@@ -187,26 +187,23 @@ impl Autotuner {
             if run(index).is_err() {
                 continue;
             }
-            // Runs enough to take about TARGET (at least REPEATS, at most MAX_REPEATS), so
-            // that waiting for the device does not swamp a kernel of a few microseconds.
+            // Each run is timed on its own, from record to finished: back-to-back runs of
+            // independent work would overlap on the device and hide a kernel that leaves most
+            // of it idle. As many runs as fill about TARGET (REPEATS to MAX_REPEATS); the
+            // median is the cost.
             let mut failed = false;
-            let mut time_runs = |runs: u32| -> Result<Duration> {
+            let mut times = Vec::new();
+            let started = Instant::now();
+            while times.len() < MAX_REPEATS as usize
+                && (times.len() < REPEATS as usize || started.elapsed() < TARGET)
+            {
+                let begun = Instant::now();
+                failed |= run(index).is_err();
                 settle()?;
-                let started = Instant::now();
-                for _ in 0..runs {
-                    failed |= run(index).is_err();
-                }
-                settle()?;
-                Ok(started.elapsed() / runs)
-            };
-            let estimate = time_runs(REPEATS)?;
-            let runs = (TARGET.as_secs_f64() / estimate.as_secs_f64().max(1e-7))
-                .clamp(REPEATS as f64, MAX_REPEATS as f64) as u32;
-            let elapsed = if runs > REPEATS {
-                time_runs(runs)?
-            } else {
-                estimate
-            };
+                times.push(begun.elapsed());
+            }
+            times.sort();
+            let elapsed = times[times.len() / 2];
             *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += 1;
             if !failed && best.is_none_or(|(time, _)| elapsed < time) {
                 best = Some((elapsed, index));
