@@ -1,9 +1,9 @@
 //! The convolution primitives' entry points. Each has several correct kernels for a shape —
-//! the cooperative-matrix (tensor-core) kernels for f16 where the adapter has them
-//! (`conv_coop.rs`), the narrow or the wide tile (`conv.rs`, `conv_backward.rs`), the weight
-//! gradient's number of k-splits — and picks one through the autotuner (`autotune.rs`): the
-//! fixed heuristic's choice is candidate 0 (what runs with `ANYGRAD_AUTOTUNE=off`), the
-//! others are timed on first use of a shape.
+//! the cooperative-matrix (tensor-core) kernels for f16 where the adapter has them and they
+//! are turned on (`conv_coop.rs`), the narrow or the wide tile (`conv.rs`,
+//! `conv_backward.rs`), the weight gradient's number of k-splits — and picks one through the
+//! autotuner (`autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
+//! `ANYGRAD_AUTOTUNE=off`), the others are timed on first use of a shape.
 
 use super::conv_backward::{split_count, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
@@ -37,9 +37,12 @@ impl ConvChoice {
 }
 
 /// The candidates of a forward or input-gradient pass whose GEMM has `rows` rows and
-/// `columns` columns: tensor cores first where they are on by default, then the heuristic's
-/// tile, the other tile, and tensor cores where the hardware has them but they are not the
-/// default.
+/// `columns` columns: tensor cores first where they are turned on (`ANYGRAD_COOP_CONV=on` or
+/// `GpuDevice::set_cooperative_conv`), then the heuristic's tile and the other tile.
+///
+/// Tensor cores are not a candidate otherwise: on the H200 the tuner, timing each pass on its
+/// own, picked them for a few ResNet-18 layers, and autocast inference then ran slower in the
+/// whole network (3,514 against 3,660 images/s; docs/PERFORMANCE.md).
 fn tile_candidates(
     storage: &GpuStorage,
     f16: bool,
@@ -47,18 +50,13 @@ fn tile_candidates(
     rows: usize,
     columns: usize,
 ) -> Vec<ConvChoice> {
-    let coop_default = f16 && key_for(storage, pass, rows, CoopMode::Auto).is_some();
-    let coop_hardware = f16 && key_for(storage, pass, rows, CoopMode::Hardware).is_some();
     let wide = prefers_wide(rows, columns);
     let mut choices = Vec::with_capacity(3);
-    if coop_default {
+    if f16 && key_for(storage, pass, rows, CoopMode::Auto).is_some() {
         choices.push(ConvChoice::Coop);
     }
     choices.push(ConvChoice::Tile { wide });
     choices.push(ConvChoice::Tile { wide: !wide });
-    if coop_hardware && !coop_default {
-        choices.push(ConvChoice::Coop);
-    }
     choices
 }
 
@@ -238,12 +236,6 @@ impl GpuStorage {
         }
         if choices.is_empty() {
             choices.push(ConvChoice::Splits(default));
-        }
-        if f16
-            && !choices.contains(&ConvChoice::Coop)
-            && key_for(self, ConvPass::BackwardWeight, o, CoopMode::Hardware).is_some()
-        {
-            choices.push(ConvChoice::Coop);
         }
         let operands = format!(
             "x{:?} g{:?} w{weight_shape:?} {}",
