@@ -113,7 +113,41 @@ fn prod_integers_and_empty(device: &Device) {
     );
 }
 
+fn nonzero_and_masked_select(device: &Device) {
+    let x = Tensor::from_vec(vec![0.0f32, 2.0, 0.0, f32::NAN, 0.0, -1.0], &[2, 3], device)
+        .unwrap()
+        .requires_grad_(true);
+    let coordinates = x.nonzero().unwrap();
+    assert_eq!(coordinates.shape(), &[3, 2]);
+    assert_eq!(indices(&coordinates), [0, 1, 1, 0, 1, 2]);
+    let none = Tensor::zeros(&[4], DType::I32, device)
+        .unwrap()
+        .nonzero()
+        .unwrap();
+    assert_eq!(none.shape(), &[0, 1]);
+    // The mask broadcasts over rows; the gradient lands on the selected positions.
+    let mask = Tensor::from_vec(vec![true, false, true], &[3], device).unwrap();
+    let picked = x.masked_select(&mask).unwrap();
+    let values = picked.to_vec_f32().unwrap();
+    assert_eq!((values[0], values[1], values[3]), (0.0, 0.0, -1.0));
+    assert!(values[2].is_nan());
+    let weight = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4], device).unwrap();
+    picked
+        .mul(&weight)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        x.grad().unwrap().to_vec_f32().unwrap(),
+        [1.0, 0.0, 2.0, 3.0, 0.0, 4.0]
+    );
+    assert!(x.masked_select(&x).is_err());
+}
+
 anygrad_testing::device_tests!(
+    nonzero_and_masked_select,
     sort_nan_and_signed_zero,
     sort_integers_exactly,
     sort_strided_view,
@@ -121,3 +155,39 @@ anygrad_testing::device_tests!(
     sort_and_scan_errors,
     prod_integers_and_empty,
 );
+
+/// randperm and bernoulli draw on the device from the global generator: the same seed gives
+/// the same numbers on the CPU and the GPU. (The only test of this binary that draws random
+/// numbers, so the global generator is not shared with a concurrent test.)
+#[test]
+fn randperm_and_bernoulli_match_across_devices() {
+    let draw = |device: &Device| {
+        anygrad_core::random::manual_seed(7);
+        let permutation = indices(&Tensor::randperm(1000, device).unwrap());
+        let p = Tensor::from_vec(vec![0.0f32, 1.0, 0.5, 0.5], &[4], device)
+            .unwrap()
+            .expand(&[1000, 4])
+            .unwrap();
+        let coins = p.bernoulli().unwrap().to_vec_f32().unwrap();
+        (permutation, coins)
+    };
+    let (permutation, coins) = draw(&Device::Cpu);
+    let mut sorted = permutation.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..1000).collect::<Vec<i64>>());
+    assert_ne!(permutation[..10], sorted[..10], "not shuffled");
+    let column = |c: usize| coins.iter().skip(c).step_by(4).sum::<f32>();
+    assert_eq!((column(0), column(1)), (0.0, 1000.0));
+    let half = column(2) / 1000.0;
+    assert!((0.45..0.55).contains(&half), "bernoulli(0.5) mean {half}");
+    assert!(Tensor::zeros(&[2], DType::I32, &Device::Cpu)
+        .unwrap()
+        .bernoulli()
+        .is_err());
+    let _serial = anygrad_testing::GPU_LOCK
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(gpu) = anygrad_testing::gpu_or_skip("randperm_and_bernoulli_match_across_devices") {
+        assert_eq!(draw(&gpu), (permutation, coins));
+    }
+}

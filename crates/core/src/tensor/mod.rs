@@ -15,6 +15,7 @@ mod linalg;
 mod movement;
 mod operators;
 mod reduce;
+mod selection;
 mod sort;
 
 pub use linalg::Conv2dParams;
