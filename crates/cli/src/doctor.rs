@@ -292,6 +292,15 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
             OP_BUG_HINT,
         );
     }
+    crate::doctor_ops::comparisons(&x, &device)
+        .into_iter()
+        .for_each(|c| {
+            push(
+                format!("{} (composite)", c.name),
+                compare(c.cpu, c.gpu, c.tolerance),
+                OP_BUG_HINT,
+            )
+        });
     let indexing = |d: &Device| -> Result<Tensor> {
         let idx = Tensor::from_vec(vec![3i32, 0, 36, 3], &[4], d)?;
         let picked = x.to_device(d)?.index_select(0, &idx)?;

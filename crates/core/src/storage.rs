@@ -524,4 +524,11 @@ impl Storage {
             dim
         ))
     }
+
+    /// The positions along `dim` that sort each row, stable (`BackendStorage::argsort`).
+    pub fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Storage> {
+        run!(Call::new("argsort", [(self, layout)]), |x| argsort(
+            x, layout, dim, descending
+        ))
+    }
 }

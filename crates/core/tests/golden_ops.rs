@@ -24,6 +24,9 @@ const GOLDEN: &str = include_str!("golden/core_ops.json");
 /// Composite ops from issue 15 (`scripts/golden/generate_composite_ops.py`), same format.
 const GOLDEN_COMPOSITE: &str = include_str!("golden/composite_ops.json");
 
+/// Sorting and scan ops (`scripts/golden/generate_sort_scan_ops.py`), same format.
+const GOLDEN_SORT_SCAN: &str = include_str!("golden/sort_scan_ops.json");
+
 const OUTPUT_RTOL: f64 = 1e-4;
 const OUTPUT_ATOL: f64 = 1e-5;
 const GRAD_RTOL: f64 = 1e-4;
@@ -252,6 +255,32 @@ fn apply(op: &str, p: &Value, x: &[Tensor]) -> anygrad_core::Result<Tensor> {
             x[0].norm(order, &param_dims(p, "dims"), param_bool(p, "keepdim"))
         }
         "cumsum" => x[0].cumsum(param_isize(p, "dim")),
+        // sorting and scans (golden/sort_scan_ops.json)
+        "sort_values" => Ok(x[0]
+            .sort(param_isize(p, "dim"), param_bool(p, "descending"))?
+            .0),
+        "sort_indices" => Ok(x[0]
+            .sort(param_isize(p, "dim"), param_bool(p, "descending"))?
+            .1),
+        "argsort" => x[0].argsort(param_isize(p, "dim"), param_bool(p, "descending")),
+        "topk_values" => Ok(x[0]
+            .topk(
+                param_usize(p, "k"),
+                param_isize(p, "dim"),
+                param_bool(p, "largest"),
+                true,
+            )?
+            .0),
+        "topk_indices" => Ok(x[0]
+            .topk(
+                param_usize(p, "k"),
+                param_isize(p, "dim"),
+                param_bool(p, "largest"),
+                true,
+            )?
+            .1),
+        "prod" => x[0].prod(&param_dims(p, "dims"), param_bool(p, "keepdim")),
+        "cumprod" => x[0].cumprod(param_isize(p, "dim")),
         other => panic!("golden file names an op this test does not know: {other}"),
     }
 }
@@ -495,6 +524,18 @@ fn golden_composite_ops_cpu() {
 fn golden_composite_ops_gpu() {
     if let Some(device) = anygrad_testing::gpu_or_skip("golden_composite_ops_gpu") {
         run_all(GOLDEN_COMPOSITE, &device);
+    }
+}
+
+#[test]
+fn golden_sort_scan_ops_cpu() {
+    run_all(GOLDEN_SORT_SCAN, &Device::cpu());
+}
+
+#[test]
+fn golden_sort_scan_ops_gpu() {
+    if let Some(device) = anygrad_testing::gpu_or_skip("golden_sort_scan_ops_gpu") {
+        run_all(GOLDEN_SORT_SCAN, &device);
     }
 }
 

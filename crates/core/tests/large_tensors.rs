@@ -268,6 +268,30 @@ fn unsliceable_requests_are_errors(device: &Device) {
     }
 }
 
+fn sort_in_pieces(device: &Device) {
+    // 300 rows of 60 (72 KB, two pieces): sorting along dim 1 runs slice by slice and matches
+    // the CPU, values (gathered) and positions; along dim 0 (the sliced one) on the GPU it is a
+    // clear error, the plain result on the CPU.
+    let (x, cpu) = pair(&pattern(18_000, 9), &[300, 60], device);
+    let (values, order) = x.sort(1, true).unwrap();
+    let (cpu_values, cpu_order) = cpu.sort(1, true).unwrap();
+    same(&values, &cpu_values, 0.0, "sorted values in pieces");
+    same(&order, &cpu_order, 0.0, "sort positions in pieces");
+    match (x.argsort(0, false), device) {
+        (Ok(order), Device::Cpu) => same(&order, &cpu.argsort(0, false).unwrap(), 0.0, "argsort"),
+        (Err(Error::InvalidArgument { op, message }), Device::Gpu(_)) => {
+            assert_eq!(op, "argsort");
+            assert!(message.contains("larger than one GPU buffer"), "{message}");
+        }
+        (other, _) => panic!("argsort along the sliced dim on {device}: {other:?}"),
+    }
+}
+
+#[test]
+fn sort_in_pieces_matches_cpu() {
+    on_devices("sort_in_pieces_matches_cpu", sort_in_pieces);
+}
+
 #[test]
 fn creation_and_transfers_in_pieces() {
     on_devices("creation_and_transfers_in_pieces", creation_and_transfers);

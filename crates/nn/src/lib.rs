@@ -43,7 +43,8 @@ pub use hooks::{HookHandle, Hooked};
 pub use layers::*;
 pub use loss::{
     binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss, BceLoss,
-    BceWithLogitsLoss, CrossEntropyLoss, L1Loss, MseLoss, NllLoss, Reduction, SmoothL1Loss,
+    BceWithLogitsLoss, CrossEntropyLoss, KlDivLoss, KlReduction, L1Loss, MseLoss, NllLoss,
+    Reduction, SmoothL1Loss,
 };
 pub use module::{downcast_module, Kind, Module, Parameter, TrainingFlag};
 pub use module_field::{BufferField, ModuleField};

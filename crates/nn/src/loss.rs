@@ -1,5 +1,5 @@
 //! Loss functions, as option structs with a `forward(input, target)` method (like
-//! `torch.nn.CrossEntropyLoss`; also `L1Loss`, `SmoothL1Loss`, `BceLoss`) and as plain functions (`cross_entropy`, `mse_loss`, ...).
+//! `torch.nn.CrossEntropyLoss`; also `L1Loss`, `SmoothL1Loss`, `BceLoss`, `KlDivLoss`) and as plain functions (`cross_entropy`, `mse_loss`, ...).
 //! All are composites of tensor ops with PyTorch's exact formulas, so autograd
 //! differentiates them.
 
@@ -28,10 +28,14 @@ fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
 /// Cross-entropy between logits `[n, c]` (or `[n, c, d...]`, or `[c]`) and either class
 /// indices (an integer tensor `[n]` / `[n, d...]`) or class probabilities (a float tensor
 /// shaped like the logits), like `torch.nn.CrossEntropyLoss`.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct CrossEntropyLoss {
     /// How the per-sample losses are combined.
     pub reduction: Reduction,
+    /// A rescaling weight per class (`[c]`, PyTorch's `weight`): each sample's loss is
+    /// scaled by its target class's weight, and the mean divides by the sum of those
+    /// weights over the samples not ignored.
+    pub weight: Option<Tensor>,
     /// Mix the target with the uniform distribution: `(1 - ε) * nll + ε * mean_c(-log p_c)`.
     pub label_smoothing: f64,
     /// A class index whose samples contribute nothing (PyTorch uses -100).
@@ -62,6 +66,15 @@ impl CrossEntropyLoss {
         self
     }
 
+    /// Mean reduction with a rescaling weight per class (`[c]`, `torch.nn.CrossEntropyLoss(
+    /// weight=...)`).
+    pub fn with_weight(weight: Tensor) -> CrossEntropyLoss {
+        CrossEntropyLoss {
+            weight: Some(weight),
+            ..CrossEntropyLoss::default()
+        }
+    }
+
     /// The loss of `logits` against `target`.
     pub fn forward(&self, logits: &Tensor, target: &Tensor) -> Result<Tensor> {
         if !(0.0..=1.0).contains(&self.label_smoothing) {
@@ -75,17 +88,27 @@ impl CrossEntropyLoss {
         }
         let (log_probs, batch_shape) =
             class_last(&logits.log_softmax(if logits.rank() == 1 { 0 } else { 1 })?)?;
+        let weight = class_weight("cross_entropy", self.weight.as_ref(), &log_probs)?;
         if target.dtype().is_float() {
-            return self.forward_probabilities(logits, &log_probs, target, &batch_shape);
+            return self.forward_probabilities(
+                logits,
+                &log_probs,
+                target,
+                &batch_shape,
+                weight.as_ref(),
+            );
         }
         class_index_loss(
             "cross_entropy",
             &log_probs,
             target,
             &batch_shape,
-            self.label_smoothing,
-            self.ignore_index,
-            self.reduction,
+            ClassOptions {
+                label_smoothing: self.label_smoothing,
+                ignore_index: self.ignore_index,
+                weight: weight.as_ref(),
+                reduction: self.reduction,
+            },
         )
     }
 
@@ -95,6 +118,7 @@ impl CrossEntropyLoss {
         log_probs: &Tensor,
         target: &Tensor,
         batch_shape: &[usize],
+        weight: Option<&Tensor>,
     ) -> Result<Tensor> {
         if target.shape() != logits.shape() {
             return Err(Error::ShapeMismatch {
@@ -112,6 +136,10 @@ impl CrossEntropyLoss {
                 .add_scalar(self.label_smoothing / classes)?
         } else {
             target
+        };
+        let target = match weight {
+            Some(weight) => target.mul(&weight.unsqueeze(0)?)?,
+            None => target,
         };
         let loss = target.mul(log_probs)?.sum(&[1], false)?.neg()?;
         reduce(loss.reshape(batch_shape.to_vec())?, self.reduction)
@@ -141,16 +169,55 @@ fn class_last(x: &Tensor) -> Result<(Tensor, Vec<usize>)> {
     }
 }
 
+/// The options of `class_index_loss`.
+struct ClassOptions<'a> {
+    label_smoothing: f64,
+    ignore_index: Option<i64>,
+    /// Checked `[c]` class weights in the log probabilities' dtype.
+    weight: Option<&'a Tensor>,
+    reduction: Reduction,
+}
+
+/// The class weights as a `[c]` tensor of the log probabilities' dtype and device, checked.
+fn class_weight(
+    op: &'static str,
+    weight: Option<&Tensor>,
+    log_probs: &Tensor,
+) -> Result<Option<Tensor>> {
+    let Some(weight) = weight else {
+        return Ok(None);
+    };
+    let classes = log_probs.shape()[1];
+    if weight.shape() != [classes] {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: vec![classes],
+            rhs: weight.shape().to_vec(),
+            reason: "the class weight must be a vector with one entry per class".into(),
+        });
+    }
+    if !weight.dtype().is_float() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the class weight must be a float tensor, got {}",
+                weight.dtype()
+            ),
+        ));
+    }
+    Ok(Some(weight.to_dtype(log_probs.dtype())?))
+}
+
 /// The shared core of cross-entropy and NLL with class-index targets, on `[m, c]` log
-/// probabilities.
+/// probabilities. With class weights, sample `i` counts `w[y_i]` times (its smoothing term
+/// uses `Σ_c w_c log p_c`) and the mean divides by `Σ w[y_i]` over the samples kept, as in
+/// PyTorch.
 fn class_index_loss(
     op: &'static str,
     log_probs: &Tensor,
     target: &Tensor,
     batch_shape: &[usize],
-    label_smoothing: f64,
-    ignore_index: Option<i64>,
-    reduction: Reduction,
+    options: ClassOptions<'_>,
 ) -> Result<Tensor> {
     if !target.dtype().is_index() {
         return Err(Error::invalid(
@@ -171,7 +238,7 @@ fn class_index_loss(
     }
     let rows = log_probs.shape()[0];
     let target = target.reshape([rows])?;
-    let (safe_target, valid) = match ignore_index {
+    let (safe_target, valid) = match options.ignore_index {
         Some(index) => {
             let valid = target.ne_scalar(index as f64)?;
             let safe = target.mul(&valid.to_dtype(target.dtype())?)?;
@@ -182,9 +249,31 @@ fn class_index_loss(
     let picked = log_probs
         .gather(1, &safe_target.unsqueeze(1)?)?
         .squeeze(1)?;
+    // w[y_i] per sample with class weights; the weight each sample has in the mean (w[y_i],
+    // 0 where ignored, or the 0/1 mask of kept samples).
+    let target_weight = match options.weight {
+        Some(weight) => Some(weight.index_select(0, &safe_target)?),
+        None => None,
+    };
+    let sample_weight = match (&target_weight, &valid) {
+        (Some(target_weight), Some(valid)) => Some(target_weight.mul(valid)?),
+        (Some(target_weight), None) => Some(target_weight.clone()),
+        (None, Some(valid)) => Some(valid.clone()),
+        (None, None) => None,
+    };
     let mut loss = picked.neg()?;
+    if let Some(target_weight) = &target_weight {
+        loss = loss.mul(target_weight)?;
+    }
+    let label_smoothing = options.label_smoothing;
     if label_smoothing > 0.0 {
-        let smooth = log_probs.mean(&[1], false)?.neg()?;
+        let smooth = match options.weight {
+            Some(weight) => log_probs
+                .mul(&weight.unsqueeze(0)?)?
+                .mean(&[1], false)?
+                .neg()?,
+            None => log_probs.mean(&[1], false)?.neg()?,
+        };
         loss = loss
             .mul_scalar(1.0 - label_smoothing)?
             .add(&smooth.mul_scalar(label_smoothing)?)?;
@@ -192,19 +281,21 @@ fn class_index_loss(
     if let Some(valid) = &valid {
         loss = loss.mul(valid)?;
     }
-    match (reduction, &valid) {
-        (Reduction::Mean, Some(valid)) => loss.sum_all()?.div(&valid.sum_all()?),
+    match (options.reduction, &sample_weight) {
+        (Reduction::Mean, Some(sample_weight)) => loss.sum_all()?.div(&sample_weight.sum_all()?),
         (Reduction::None, _) => loss.reshape(batch_shape.to_vec()),
-        _ => reduce(loss, reduction),
+        _ => reduce(loss, options.reduction),
     }
 }
 
 /// Negative log-likelihood of log-probabilities `[n, c]` (or `[n, c, d...]`) at class-index
 /// targets, like `torch.nn.NLLLoss`.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct NllLoss {
     /// How the per-sample losses are combined.
     pub reduction: Reduction,
+    /// A rescaling weight per class (`[c]`), as in `CrossEntropyLoss::weight`.
+    pub weight: Option<Tensor>,
     /// A class index whose samples contribute nothing.
     pub ignore_index: Option<i64>,
 }
@@ -224,14 +315,18 @@ impl NllLoss {
     /// The loss of `log_probs` against class indices `target`.
     pub fn forward(&self, log_probs: &Tensor, target: &Tensor) -> Result<Tensor> {
         let (log_probs, batch_shape) = class_last(log_probs)?;
+        let weight = class_weight("nll_loss", self.weight.as_ref(), &log_probs)?;
         class_index_loss(
             "nll_loss",
             &log_probs,
             target,
             &batch_shape,
-            0.0,
-            self.ignore_index,
-            self.reduction,
+            ClassOptions {
+                label_smoothing: 0.0,
+                ignore_index: self.ignore_index,
+                weight: weight.as_ref(),
+                reduction: self.reduction,
+            },
         )
     }
 }
@@ -364,14 +459,101 @@ impl BceLoss {
     }
 
     /// The binary cross-entropy of probabilities `input` against `target`, reduced.
+    ///
+    /// The gradient with respect to `input` is PyTorch's `(x - y) / max(x (1 - x), 1e-12)`,
+    /// finite at predictions of exactly 0 or 1 (the clamped logs alone would give `0 · ∞`).
+    /// The gradient with respect to `target` is `log(1 - x) - log(x)` with the clamped logs.
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        let log_p = input.log()?.maximum_scalar(-100.0)?;
-        let log_not_p = input.rsub_scalar(1.0)?.log()?.maximum_scalar(-100.0)?;
-        let loss = target
+        let x = input.detach();
+        let log_p = x.log()?.maximum_scalar(-100.0)?;
+        let log_not_p = x.rsub_scalar(1.0)?.log()?.maximum_scalar(-100.0)?;
+        let value = target
             .mul(&log_p)?
             .add(&target.rsub_scalar(1.0)?.mul(&log_not_p)?)?
             .neg()?;
+        // value + g·x - (g·x)_detached: the same value, with gradient g for the input.
+        let slope = x
+            .sub(&target.detach())?
+            .div(&x.mul(&x.rsub_scalar(1.0)?)?.maximum_scalar(1e-12)?)?;
+        let linear = slope.mul(input)?;
+        let loss = value.add(&linear.sub(&linear.detach())?)?;
         reduce(loss, self.reduction)
+    }
+}
+
+/// How `KlDivLoss` combines the per-element terms (PyTorch's `reduction` of `kl_div`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KlReduction {
+    /// The mean over every element (PyTorch's default, which it warns about: it does not
+    /// give the KL divergence).
+    #[default]
+    Mean,
+    /// The sum divided by the batch size (the first dim): the KL divergence per sample.
+    BatchMean,
+    /// The sum.
+    Sum,
+    /// One term per element.
+    None,
+}
+
+/// Kullback–Leibler divergence, like `torch.nn.KLDivLoss`: `input` holds log-probabilities,
+/// `target` probabilities (or log-probabilities with `log_target`); the pointwise term is
+/// `target · (log target - input)`, 0 where the target is 0.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KlDivLoss {
+    /// How the pointwise terms are combined.
+    pub reduction: KlReduction,
+    /// The target holds log-probabilities.
+    pub log_target: bool,
+}
+
+impl KlDivLoss {
+    /// Mean reduction, probability targets.
+    pub fn new() -> KlDivLoss {
+        KlDivLoss::default()
+    }
+
+    /// Set the reduction (builder style).
+    pub fn reduction(mut self, reduction: KlReduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+
+    /// Whether the target holds log-probabilities (builder style).
+    pub fn log_target(mut self, log_target: bool) -> Self {
+        self.log_target = log_target;
+        self
+    }
+
+    /// The divergence of the log-probabilities `input` from `target` (same shape).
+    pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        if input.shape() != target.shape() {
+            return Err(Error::ShapeMismatch {
+                op: "kl_div",
+                lhs: input.shape().to_vec(),
+                rhs: target.shape().to_vec(),
+                reason: "target must have the input's shape".into(),
+            });
+        }
+        let pointwise = if self.log_target {
+            target.exp()?.mul(&target.sub(input)?)?
+        } else {
+            // xlogy(t, t): 0 where t = 0 (the log of a safe 1 there keeps gradients finite).
+            let positive = target.gt_scalar(0.0)?;
+            let safe = Tensor::where_(&positive, target, &target.ones_like()?)?;
+            let entropy =
+                Tensor::where_(&positive, &target.mul(&safe.log()?)?, &target.zeros_like()?)?;
+            entropy.sub(&target.mul(input)?)?
+        };
+        match self.reduction {
+            KlReduction::Mean => pointwise.mean_all(),
+            KlReduction::Sum => pointwise.sum_all(),
+            KlReduction::None => Ok(pointwise),
+            KlReduction::BatchMean => {
+                let batch = input.shape().first().copied().unwrap_or(1).max(1);
+                pointwise.sum_all()?.div_scalar(batch as f64)
+            }
+        }
     }
 }
 

@@ -171,4 +171,10 @@ pub(crate) trait BackendStorage: Sized {
         src_layout: &Layout,
         dim: usize,
     ) -> Result<Self>;
+
+    /// The positions along `dim` that sort each row of the view, stable (equal values keep
+    /// their order), ascending or `descending`; NaN counts as larger than every number and
+    /// `-0.0` equals `0.0`. Output: contiguous `I32` of the view's shape (`sort`, `topk`
+    /// gather the values with these).
+    fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self>;
 }

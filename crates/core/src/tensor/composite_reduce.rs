@@ -1,11 +1,10 @@
 //! Reductions written as composites of existing primitives, so they run on every backend and
 //! take their gradients from the primitives' rules: `max_dim`/`min_dim` (values and indices),
-//! `any`/`all`, `std`, `norm`, `cumsum`.
+//! `any`/`all`, `std`, `norm` (the scans `cumsum`, `cumprod` and `prod`: `composite_scan.rs`).
 
 use super::Tensor;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::shape::resolve_dim;
 
 impl Tensor {
     /// Largest values along `dim` and their `I32` indices (`torch.max(x, dim)`); the first
@@ -68,32 +67,5 @@ impl Tensor {
                 .sum(dims, keepdim)?
                 .pow_scalar(1.0 / p)
         }
-    }
-
-    /// Running sum along `dim` (`torch.cumsum`), for float tensors.
-    ///
-    /// Computed as one matrix product with an upper-triangular matrix of ones (`n × n` for a
-    /// dim of size `n`): exact in the sense that every output is a plain sum of its inputs in
-    /// the matmul's accumulation order, with the same rounding as `sum` (not a sequential
-    /// scan), and its gradient is the matmul's. Memory and work grow with `n²` along that dim,
-    /// which suits the short dims of a training script (class counts, sequence positions).
-    pub fn cumsum(&self, dim: isize) -> Result<Tensor> {
-        if !self.dtype().is_float() {
-            return Err(Error::invalid(
-                "cumsum",
-                format!(
-                    "supports float tensors, got {}; convert with .to_dtype() first",
-                    self.dtype()
-                ),
-            ));
-        }
-        let d = resolve_dim("cumsum", dim, self.rank(), self.shape())?;
-        let n = self.shape()[d];
-        let last = self.rank() - 1;
-        // upper[j][i] = 1 when j <= i, so (x @ upper)[i] = Σ_{j <= i} x[j].
-        let upper = Tensor::ones(&[n, n], self.dtype(), self.device())?.triu(0)?;
-        self.transpose(d as isize, last as isize)?
-            .matmul(&upper)?
-            .transpose(d as isize, last as isize)
     }
 }

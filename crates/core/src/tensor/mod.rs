@@ -5,6 +5,7 @@
 
 mod composite;
 mod composite_reduce;
+mod composite_scan;
 mod composite_shape;
 mod create;
 mod display;
@@ -14,6 +15,8 @@ mod linalg;
 mod movement;
 mod operators;
 mod reduce;
+mod selection;
+mod sort;
 
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;

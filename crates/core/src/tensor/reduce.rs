@@ -10,7 +10,7 @@ use crate::shape::resolve_dim;
 
 impl Tensor {
     /// Resolve, sort and deduplicate dims; an empty list means every dim.
-    fn reduce_dims(&self, op: &'static str, dims: &[isize]) -> Result<Vec<usize>> {
+    pub(super) fn reduce_dims(&self, op: &'static str, dims: &[isize]) -> Result<Vec<usize>> {
         if dims.is_empty() {
             return Ok((0..self.rank()).collect());
         }

@@ -1,6 +1,6 @@
 //! `CpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
 //! the primitive of the same name (`mod.rs`, `elementwise.rs`, `reduce.rs`, `matmul.rs`,
-//! `conv.rs`, `conv_backward.rs`, `index.rs`).
+//! `conv.rs`, `conv_backward.rs`, `index.rs`, `sort.rs`).
 
 use super::CpuStorage;
 use crate::backend::contract::BackendStorage;
@@ -156,5 +156,9 @@ impl BackendStorage for CpuStorage {
         dim: usize,
     ) -> Result<Self> {
         CpuStorage::scatter_add(self, layout, indices, indices_layout, src, src_layout, dim)
+    }
+
+    fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self> {
+        CpuStorage::argsort(self, layout, dim, descending)
     }
 }

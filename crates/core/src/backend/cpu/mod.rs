@@ -11,6 +11,7 @@ mod elementwise;
 mod index;
 mod matmul;
 mod reduce;
+mod sort;
 
 use half::f16;
 use rayon::prelude::*;

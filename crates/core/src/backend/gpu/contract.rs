@@ -1,6 +1,6 @@
 //! `GpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
 //! the primitive of the same name (`storage.rs` for creation, `ops.rs`, `indexing.rs`,
-//! `conv.rs`, `conv_backward.rs`) through a `sliced::Plan`, which says how the primitive runs
+//! `conv.rs`, `conv_backward.rs`, `sort.rs`) through a `sliced::Plan`, which says how the primitive runs
 //! in slices when a tensor exceeds one GPU buffer (batch slices for convolutions and matmuls,
 //! outer-dim slices for the rest) and runs it directly otherwise.
 
@@ -309,5 +309,10 @@ impl BackendStorage for GpuStorage {
             [false, false, false],
         )
         .run(|[(b, lb), (i, li), (s, ls)], _| GpuStorage::scatter_add(b, lb, i, li, s, ls, dim))
+    }
+
+    fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self> {
+        sliced::sort(self, layout, dim)?
+            .run(|[(x, l)], _| GpuStorage::argsort(x, l, dim, descending))
     }
 }

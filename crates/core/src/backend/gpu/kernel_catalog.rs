@@ -34,6 +34,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
     }
+    super::sort::catalogue(&mut keys);
     super::matmul_coop::catalogue(&mut keys);
     keys.extend(
         super::conv_coop::ConvCoopKey::all()

@@ -15,6 +15,7 @@
 //! | `Conv2d` | `conv.rs` (shared tiles and params: `conv_gemm.rs`) |
 //! | `Conv2dBackwardInput`, `Conv2dBackwardWeight`, `Conv2dSplitSum` | `conv_backward.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
+//! | `SortRows`, `SortGlobal` | `sort.rs` |
 //! | `Custom` | `custom.rs` |
 //! | `Fused` | `fusion.rs`, `fusion_source.rs` |
 //!
@@ -105,6 +106,11 @@ pub enum KernelKey {
     IndexRows { dtype: DType, index: DType },
     /// `scatter_add` (atomic adds into a copy of the base).
     ScatterAdd { dtype: DType, index: DType },
+    /// `argsort` of rows up to 1024 long inside one workgroup; `key`: the 32-bit dtype the
+    /// values were cast to (F32, I32 or U32; `sort.rs`).
+    SortRows { key: DType },
+    /// `argsort` of longer rows: one bitonic step per dispatch over storage buffers.
+    SortGlobal { key: DType },
     /// A user's kernel (`custom_op::CustomOp::wgsl`): f32 inputs `input0..`, one f32 output,
     /// the user's `fn compute(i: u32) -> f32` per output element (`custom.rs`).
     Custom {
@@ -158,6 +164,8 @@ impl KernelKey {
             | KernelKey::Gather { .. }
             | KernelKey::IndexRows { .. }
             | KernelKey::ScatterAdd { .. }
+            | KernelKey::SortRows { .. }
+            | KernelKey::SortGlobal { .. }
             | KernelKey::Custom { .. } => false,
         }
     }
@@ -165,7 +173,10 @@ impl KernelKey {
     /// Whether the kernel touches f16 data (needs `enable f16;` and `SHADER_F16`).
     pub fn uses_f16(&self) -> bool {
         match self {
-            KernelKey::Fill | KernelKey::Custom { .. } => false,
+            KernelKey::Fill
+            | KernelKey::Custom { .. }
+            | KernelKey::SortRows { .. }
+            | KernelKey::SortGlobal { .. } => false,
             KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
@@ -249,6 +260,8 @@ impl KernelKey {
             KernelKey::ScatterAdd { dtype, index } => {
                 super::indexing::scatter_add_source(*dtype, *index)
             }
+            KernelKey::SortRows { key } => super::sort::source(*key, false),
+            KernelKey::SortGlobal { key } => super::sort::source(*key, true),
         };
         if self.uses_f16() {
             format!("enable f16;\n{body}")

@@ -51,6 +51,7 @@ mod parts;
 mod random;
 mod reduce;
 mod sliced;
+mod sort;
 mod storage;
 mod vector;
 mod wgsl;

@@ -345,6 +345,49 @@ pub(crate) fn reduction<'a>(
     })
 }
 
+/// The plan of `argsort` along `dim`: slices of the first dim above size 1 when that is not
+/// `dim` (rows sort independently, the slices' indices concatenate); a tensor that would need
+/// slicing along `dim` itself is refused (sorted slices cannot be merged here), like the arg
+/// reductions.
+pub(crate) fn sort<'a>(
+    storage: &'a GpuStorage,
+    layout: &'a Layout,
+    dim: usize,
+) -> Result<Plan<'a, 1>> {
+    let numel = layout.numel();
+    match first_wide_dim(&layout.shape) {
+        Some(wide) if wide != dim => Ok(Plan {
+            op: "argsort",
+            operands: [(storage, layout, Follow::Sliced(wide))],
+            rows: layout.shape[wide],
+            output_elements: numel / layout.shape[wide],
+            combine: Combine::Concatenate,
+            nests: false,
+        }),
+        _ => {
+            let plan = Plan {
+                op: "argsort",
+                operands: [(storage, layout, Follow::Whole)],
+                rows: 1,
+                output_elements: numel,
+                combine: Combine::Concatenate,
+                nests: false,
+            };
+            if plan.needed() {
+                Err(Error::invalid(
+                    "argsort",
+                    format!(
+                        "sorting along dim {dim} of a {:?} tensor larger than one GPU buffer is not supported; sort a smaller view or along another dim",
+                        layout.shape
+                    ),
+                ))
+            } else {
+                Ok(plan)
+            }
+        }
+    }
+}
+
 /// Copy the view `layout` of `source` into the view `dst_layout` of `destination`, either or
 /// both in pieces: the region is halved along its first dim above size 1 until the part of
 /// the destination it writes lies in one piece and the source range it reads fits one

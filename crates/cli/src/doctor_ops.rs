@@ -1,0 +1,180 @@
+//! `anygrad doctor`'s conformance checks of the composite and data-dependent ops (issue 15):
+//! the shape ops (flip, roll, repeat, pad, tril/triu, masked_fill, eye, linspace), the
+//! composite reductions (max_dim/min_dim, any/all, std, norm), the scans (cumsum, cumprod,
+//! prod), sorting (sort, argsort, topk; a row past one workgroup's sort for the GPU's
+//! multi-pass kernel), selection (nonzero, masked_select) and the device-side draws (randperm,
+//! bernoulli), plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
+//! and on the GPU from the same CPU input; `doctor.rs` compares the pairs.
+
+use anygrad::{DType, Device, Result, Tensor};
+
+/// One op run on both backends, for `doctor.rs`'s `compare`.
+pub(crate) struct OpComparison {
+    /// The check's name in the report.
+    pub(crate) name: String,
+    /// The CPU's result (the reference).
+    pub(crate) cpu: Result<Tensor>,
+    /// The GPU's result.
+    pub(crate) gpu: Result<Tensor>,
+    /// Largest allowed error relative to the CPU values' scale.
+    pub(crate) tolerance: f64,
+}
+
+/// An op of one input tensor on a device.
+type Op = Box<dyn Fn(&Tensor, &Device) -> Result<Tensor>>;
+
+/// The gradient of `(op(input) * weight).sum()` with respect to `input` (`weight`: a fixed
+/// ramp of the output's shape).
+fn gradient(input: &Tensor, op: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let leaf = input.detach().requires_grad_(true);
+    let output = op(&leaf)?;
+    let count = output.numel();
+    let weight = Tensor::arange(1.0, count as f64 + 1.0, 1.0, DType::F32, input.device())?
+        .div_scalar(count.max(1) as f64)?
+        .reshape(output.shape().to_vec())?
+        .to_dtype(output.dtype())?;
+    output.mul(&weight)?.sum_all()?.backward()?;
+    leaf.grad()
+        .ok_or_else(|| anygrad::Error::invalid("doctor", "no gradient was recorded"))
+}
+
+/// Every comparison, from `x` (a `[37, 53]` F32 CPU tensor of values in [-3, 3)) and the GPU.
+pub(crate) fn comparisons(x: &Tensor, gpu: &Device) -> Vec<OpComparison> {
+    let index = |t: Result<Tensor>| t.and_then(|t| t.to_dtype(DType::F32));
+    let ops: Vec<(&str, f64, Op)> = vec![
+        ("flip", 0.0, Box::new(|x, _| x.flip(&[0, -1]))),
+        ("roll", 0.0, Box::new(|x, _| x.roll(5, 1))),
+        ("repeat", 0.0, Box::new(|x, _| x.repeat(&[2, 1, 3]))),
+        ("pad", 0.0, Box::new(|x, _| x.pad(1, 2, 3, 0, 0.5))),
+        (
+            "tril/triu",
+            0.0,
+            Box::new(|x, _| x.tril(-2)?.add(&x.triu(3)?)),
+        ),
+        (
+            "masked_fill",
+            0.0,
+            Box::new(|x, _| x.masked_fill(&x.gt_scalar(1.0)?, -7.0)),
+        ),
+        ("eye", 0.0, Box::new(|_, d| Tensor::eye(5, DType::F32, d))),
+        (
+            "linspace",
+            1e-6,
+            Box::new(|_, d| Tensor::linspace(-2.0, 3.0, 11, DType::F32, d)),
+        ),
+        (
+            "max_dim values",
+            0.0,
+            Box::new(|x, _| Ok(x.max_dim(1, false)?.0)),
+        ),
+        (
+            "max_dim indices",
+            0.0,
+            Box::new(move |x, _| index(Ok(x.max_dim(1, false)?.1))),
+        ),
+        (
+            "min_dim indices",
+            0.0,
+            Box::new(move |x, _| index(Ok(x.min_dim(0, true)?.1))),
+        ),
+        (
+            "any/all",
+            0.0,
+            Box::new(|x, _| {
+                let picked = x.gt_scalar(2.5)?;
+                Tensor::cat(&[&picked.any(&[1], false)?, &picked.all(&[1], false)?], 0)?
+                    .to_dtype(DType::F32)
+            }),
+        ),
+        ("std", 1e-4, Box::new(|x, _| x.std(&[1], true, false))),
+        ("norm", 1e-4, Box::new(|x, _| x.norm(3.0, &[0], false))),
+        ("cumsum", 1e-4, Box::new(|x, _| x.cumsum(1))),
+        (
+            "cumprod",
+            1e-4,
+            Box::new(|x, _| x.narrow(1, 0, 9)?.cumprod(1)),
+        ),
+        (
+            "prod",
+            1e-4,
+            Box::new(|x, _| x.narrow(1, 0, 9)?.prod(&[1], false)),
+        ),
+        ("sort values", 0.0, Box::new(|x, _| Ok(x.sort(1, false)?.0))),
+        (
+            "argsort descending",
+            0.0,
+            Box::new(move |x, _| index(x.argsort(0, true))),
+        ),
+        (
+            "argsort of ties (stable)",
+            0.0,
+            Box::new(move |x, _| index(x.mul_scalar(2.0)?.to_dtype(DType::I32)?.argsort(1, false))),
+        ),
+        (
+            "argsort long rows (multi-pass)",
+            0.0,
+            Box::new(move |x, _| index(x.reshape([1, 37 * 53])?.argsort(1, false))),
+        ),
+        (
+            "topk",
+            0.0,
+            Box::new(move |x, _| {
+                let (values, indices) = x.topk(4, 1, true, true)?;
+                Tensor::cat(&[&values, &indices.to_dtype(DType::F32)?], 1)
+            }),
+        ),
+        (
+            "nonzero",
+            0.0,
+            Box::new(move |x, _| index(x.gt_scalar(2.0)?.nonzero())),
+        ),
+        (
+            "masked_select",
+            0.0,
+            Box::new(|x, _| x.masked_select(&x.lt_scalar(-2.0)?)),
+        ),
+        (
+            "randperm",
+            0.0,
+            Box::new(move |_, d| {
+                anygrad::random::manual_seed(11);
+                index(Tensor::randperm(500, d))
+            }),
+        ),
+        (
+            "bernoulli",
+            0.0,
+            Box::new(|x, _| {
+                anygrad::random::manual_seed(12);
+                x.sigmoid()?.bernoulli()
+            }),
+        ),
+        (
+            "sort gradient",
+            1e-5,
+            Box::new(|x, _| gradient(x, &|t| Ok(t.sort(1, true)?.0))),
+        ),
+        (
+            "prod gradient with zeros",
+            1e-4,
+            Box::new(|x, _| {
+                let zeros = x.narrow(1, 0, 8)?.relu()?; // several zeros per row
+                gradient(&zeros, &|t| t.prod(&[1], false))
+            }),
+        ),
+        (
+            "cumsum gradient",
+            1e-4,
+            Box::new(|x, _| gradient(x, &|t| t.cumsum(0))),
+        ),
+    ];
+    let cpu = Device::Cpu;
+    ops.into_iter()
+        .map(|(name, tolerance, op)| OpComparison {
+            name: name.to_string(),
+            cpu: op(x, &cpu),
+            gpu: x.to_device(gpu).and_then(|x| op(&x, gpu)),
+            tolerance,
+        })
+        .collect()
+}
