@@ -32,6 +32,8 @@ pub mod module_field;
 pub mod optim;
 pub mod parallel;
 
+/// Functional attention (the same function as `anygrad_core::scaled_dot_product_attention`).
+pub use anygrad_core::scaled_dot_product_attention;
 pub use amp::GradScaler;
 pub use anygrad_nn_derive::Module;
 pub use checkpoint::{

@@ -3,6 +3,7 @@
 //! The op families live in sibling files: `create`, `elementwise`, `reduce`, `movement`,
 //! `linalg`, `composite`, `display`.
 
+mod attention;
 mod composite;
 mod composite_reduce;
 mod composite_shape;
@@ -15,6 +16,7 @@ mod movement;
 mod operators;
 mod reduce;
 
+pub use attention::scaled_dot_product_attention;
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
 
