@@ -37,7 +37,9 @@ pub mod tensor;
 pub mod transfer;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
-pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};
+pub use autograd::{
+    enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, NoGradGuard,
+};
 pub use device::{
     device_count, device_name, empty_cache, fusion_stats, memory_stats, reset_peak_memory, Device,
 };
