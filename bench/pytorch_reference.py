@@ -61,7 +61,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-WORKLOADS = ["matmul", "elementwise", "overhead", "mlp", "resnet18", "resnet18-train"]
+WORKLOADS = ["matmul", "elementwise", "overhead", "mlp", "resnet18", "resnet18-train",
+             "attention"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DIGITS_PATH = REPO_ROOT / "crates" / "data" / "assets" / "digits.csv.gz"
 
@@ -546,9 +547,37 @@ def bench_resnet18_train(ctx):
     set_tf32(False, True)
 
 
+def bench_attention(ctx):
+    """F.scaled_dot_product_attention forward + backward at --attention-shape B H T d, in
+    --attention-dtype (PyTorch picks its backend: flash on recent GPUs for f16); the same
+    workload and TFLOPS count as `anygrad bench attention`."""
+    import torch.nn.functional as F
+    batch, heads, length, head_dim = ctx.args.attention_shape
+    dtype = {"f16": torch.float16, "f32": torch.float32}[ctx.args.attention_dtype]
+    causal = ctx.args.causal
+    shape = (batch, heads, length, head_dim)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(shape, device=ctx.device, dtype=dtype, requires_grad=True)
+               for _ in range(3))
+    upstream = torch.randn(shape, device=ctx.device, dtype=dtype)
+
+    def step():
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        out.backward(upstream)
+        q.grad = k.grad = v.grad = None
+
+    _reset_peak(ctx)
+    times = ctx.measure(step)
+    flops = 3.5 * 4.0 * batch * heads * length * length * head_dim / (2.0 if causal else 1.0)
+    size = f"B{batch}xH{heads}xT{length}xd{head_dim}" + ("-causal" if causal else "")
+    ctx.record("attention", "float16" if dtype == torch.float16 else "float32", size, times,
+               lambda t: flops / t / 1e12, "TFLOPS", peak_memory_bytes=_peak(ctx),
+               note="forward + backward")
+
+
 BENCHES = {"matmul": bench_matmul, "elementwise": bench_elementwise,
            "overhead": bench_overhead, "mlp": bench_mlp, "resnet18": bench_resnet18,
-           "resnet18-train": bench_resnet18_train}
+           "resnet18-train": bench_resnet18_train, "attention": bench_attention}
 
 
 # --------------------------------------------------------------------------- main
@@ -595,6 +624,10 @@ def main():
     parser.add_argument("--inline-resnet", action="store_true",
                         help="use the inline ResNet-18 even if torchvision is importable")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--attention-shape", type=int, nargs=4, default=[8, 12, 512, 64],
+                        metavar=("B", "H", "T", "D"), help="attention batch, heads, length, d")
+    parser.add_argument("--attention-dtype", choices=["f16", "f32"], default="f16")
+    parser.add_argument("--causal", action="store_true", help="causal attention")
     args = parser.parse_args()
 
     selected = list(args.workloads)

@@ -93,6 +93,12 @@ enum Command {
         /// Elements for the elementwise workload.
         #[arg(long, default_value_t = 64 << 20)]
         elements: usize,
+        /// The attention workload's batch, heads, sequence length and head size.
+        #[arg(long, value_delimiter = ',', default_value = "8,12,512,64")]
+        attention_shape: Vec<usize>,
+        /// Causal attention for the attention workload.
+        #[arg(long)]
+        causal: bool,
         /// JSON lines instead of a table.
         #[arg(long)]
         json: bool,
@@ -123,6 +129,9 @@ enum Workload {
     Resnet18,
     /// ResNet-18 training (one SGD step per iteration): images/s.
     Resnet18Train,
+    /// Scaled dot-product attention forward + backward at --attention-shape (--dtype): ms,
+    /// TFLOPS, peak memory.
+    Attention,
     /// Every workload above.
     All,
 }
@@ -231,6 +240,8 @@ fn run(cli: Cli) -> Result<(), String> {
             sizes,
             seconds,
             elements,
+            attention_shape,
+            causal,
             batch,
             amp,
             no_cpu_baseline,
@@ -268,6 +279,15 @@ fn run(cli: Cli) -> Result<(), String> {
             if elements == 0 {
                 return Err("--elements must be at least 1".to_string());
             }
+            let attention_shape: [usize; 4] = match attention_shape[..] {
+                [b, h, t, d] if b * h * t * d > 0 => [b, h, t, d],
+                _ => {
+                    return Err(format!(
+                        "--attention-shape {attention_shape:?} must be four positive sizes \
+                         B,H,T,d"
+                    ))
+                }
+            };
             if distributed {
                 if !matches!(workload, Workload::Resnet18Train) {
                     return Err("--distributed applies to resnet18-train only".to_string());
@@ -295,6 +315,9 @@ fn run(cli: Cli) -> Result<(), String> {
                         None => bench::run_resnet18_train(&device, per_device, amp),
                     }
                 }
+                Workload::Attention => {
+                    bench::run_attention(&device, attention_shape, dtype, causal, seconds)
+                }
                 Workload::All => Ok(Vec::new()),
             };
             let results = match workload {
@@ -307,6 +330,7 @@ fn run(cli: Cli) -> Result<(), String> {
                         Workload::Mlp,
                         Workload::Resnet18,
                         Workload::Resnet18Train,
+                        Workload::Attention,
                     ] {
                         match run(each) {
                             Ok(results) => all.extend(results),

@@ -37,7 +37,9 @@ pub mod tensor;
 pub mod transfer;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
-pub use autograd::{is_grad_enabled, no_grad, CustomBackward, NoGradGuard};
+pub use autograd::{
+    enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, NoGradGuard,
+};
 pub use device::{
     device_count, device_name, empty_cache, fusion_stats, memory_stats, reset_peak_memory, Device,
 };
@@ -46,4 +48,4 @@ pub use error::{Error, Result};
 pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats};
 pub use layout::Layout;
 pub use random::manual_seed;
-pub use tensor::{Conv2dParams, ShapeSpec, Tensor, TensorId};
+pub use tensor::{scaled_dot_product_attention, Conv2dParams, ShapeSpec, Tensor, TensorId};

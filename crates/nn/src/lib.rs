@@ -21,6 +21,7 @@
 //! # Ok::<(), anygrad_core::Error>(())
 //! ```
 
+pub mod activation_checkpoint;
 pub mod amp;
 pub mod checkpoint;
 pub mod hooks;
@@ -32,7 +33,10 @@ pub mod module_field;
 pub mod optim;
 pub mod parallel;
 
+pub use activation_checkpoint::{checkpoint, checkpoint_fn};
 pub use amp::GradScaler;
+/// Functional attention (the same function as `anygrad_core::scaled_dot_product_attention`).
+pub use anygrad_core::scaled_dot_product_attention;
 pub use anygrad_nn_derive::Module;
 pub use checkpoint::{
     check_writable, load_checkpoint, load_optimizer, load_safetensors, load_safetensors_mapped,

@@ -2,6 +2,7 @@
 //! is really finished), report the median and the spread, as a table or as JSON lines that
 //! `bench/compare.py` joins with PyTorch's figures from `bench/pytorch_reference.py`.
 
+mod attention;
 mod matmul;
 mod memory;
 mod mlp;
@@ -16,6 +17,7 @@ use std::time::Instant;
 use anygrad::{Device, Result};
 use serde::Serialize;
 
+pub use attention::run_attention;
 pub use matmul::run_matmul;
 pub use memory::run_elementwise;
 pub use mlp::run_mlp;

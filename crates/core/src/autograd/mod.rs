@@ -387,6 +387,26 @@ impl Drop for NoGradGuard {
     }
 }
 
+/// While alive, ops record the graph again even inside a `no_grad` scope (or a backward
+/// pass, which runs under `no_grad`). Like `torch.enable_grad()`; gradient checkpointing uses
+/// it to recompute a forward during backward.
+pub struct EnableGradGuard {
+    saved_depth: usize,
+}
+
+/// Enable gradient recording until the returned guard is dropped, which restores the previous
+/// `no_grad` depth.
+pub fn enable_grad() -> EnableGradGuard {
+    let saved_depth = GRAD_DISABLED_DEPTH.with(|depth| depth.replace(0));
+    EnableGradGuard { saved_depth }
+}
+
+impl Drop for EnableGradGuard {
+    fn drop(&mut self) {
+        GRAD_DISABLED_DEPTH.with(|depth| depth.set(self.saved_depth));
+    }
+}
+
 /// Backward from a scalar (one-element) tensor.
 pub(crate) fn backward(root: &Tensor) -> Result<()> {
     let seed = scalar_seed(root)?;

@@ -1,5 +1,6 @@
 //! Composite ops written once in primitive tensor ops, so they run on every backend and get
-//! their gradients from the primitives' rules: softmax, log_softmax, logsumexp.
+//! their gradients from the primitives' rules: softmax, log_softmax, logsumexp, and the
+//! tanh-approximation GELU.
 
 use super::Tensor;
 use crate::dtype::DType;
@@ -63,5 +64,26 @@ impl Tensor {
             return wide.log_softmax(dim);
         }
         self.sub(&self.logsumexp(&[dim], true)?)
+    }
+
+    /// GELU with the tanh approximation (`torch.nn.functional.gelu(x, approximate='tanh')`):
+    /// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+    pub fn gelu_tanh(&self) -> Result<Tensor> {
+        let inner = self
+            .add(&self.pow_scalar(3.0)?.mul_scalar(0.044715)?)?
+            .mul_scalar((2.0 / std::f64::consts::PI).sqrt())?;
+        self.mul_scalar(0.5)?.mul(&inner.tanh()?.add_scalar(1.0)?)
+    }
+
+    /// GELU with PyTorch's `approximate` argument: `"none"` (the exact erf form) or `"tanh"`.
+    pub fn gelu_approximate(&self, approximate: &str) -> Result<Tensor> {
+        match approximate {
+            "none" => self.gelu(),
+            "tanh" => self.gelu_tanh(),
+            other => Err(crate::error::Error::invalid(
+                "gelu",
+                format!("approximate must be \"none\" or \"tanh\", got {other:?}"),
+            )),
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! The op families live in sibling files: `create`, `elementwise`, `reduce`, `movement`,
 //! `linalg`, `composite`, `display`.
 
+mod attention;
 mod composite;
 mod composite_reduce;
 mod composite_scan;
@@ -18,6 +19,7 @@ mod reduce;
 mod selection;
 mod sort;
 
+pub use attention::scaled_dot_product_attention;
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
 

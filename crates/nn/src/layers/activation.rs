@@ -39,13 +39,11 @@ pub struct GELU {
 
 impl Module for GELU {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if !self.tanh_approximation {
-            return x.gelu();
+        if self.tanh_approximation {
+            x.gelu_tanh()
+        } else {
+            x.gelu()
         }
-        let inner = x
-            .add(&x.pow_scalar(3.0)?.mul_scalar(0.044715)?)?
-            .mul_scalar((2.0 / std::f64::consts::PI).sqrt())?;
-        x.mul_scalar(0.5)?.mul(&inner.tanh()?.add_scalar(1.0)?)
     }
     fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
 }

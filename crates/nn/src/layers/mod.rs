@@ -7,8 +7,10 @@ mod conv;
 mod embedding;
 mod linear;
 mod module_list;
+mod multihead_attention;
 mod norm;
 mod pooling;
+mod transformer;
 
 pub use activation::{
     Dropout, Flatten, Hardswish, Identity, LeakyReLU, LogSoftmax, ReLU, ReLU6, SiLU, Sigmoid,
@@ -19,5 +21,12 @@ pub use conv::{Conv2d, Conv2dOptions};
 pub use embedding::Embedding;
 pub use linear::Linear;
 pub use module_list::{ModuleDict, ModuleList};
-pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm};
+pub use multihead_attention::{
+    generate_square_subsequent_mask, AttentionOutput, MultiheadAttention,
+};
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm};
 pub use pooling::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use transformer::{
+    DecoderMasks, TransformerActivation, TransformerDecoderLayer, TransformerEncoderLayer,
+    TransformerLayerConfig,
+};

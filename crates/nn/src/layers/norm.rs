@@ -6,6 +6,7 @@
 //! variance but updates `running_var` with the *unbiased* one; `running = (1 - momentum) *
 //! running + momentum * batch_stat` (momentum 0.1; `None` means a cumulative average);
 //! `num_batches_tracked` counts training batches; eval mode uses the running statistics.
+//! `RMSNorm` (`torch.nn.RMSNorm`) scales by the root mean square, with no centering or bias.
 
 use anygrad_core::{DType, Device, Error, Result, Tensor};
 
@@ -308,6 +309,88 @@ impl Module for LayerNorm {
         }
         if let Some(bias) = &self.bias {
             visitor(&join_name(prefix, "bias"), bias, Kind::Parameter);
+        }
+    }
+}
+
+/// Root-mean-square normalization over the trailing `normalized_shape` dims, like
+/// `torch.nn.RMSNorm`: `x / √(mean(x²) + eps) · weight` (no centering, no bias). The default
+/// eps is the input dtype's machine epsilon (PyTorch's `eps=None`).
+#[derive(Debug)]
+pub struct RMSNorm {
+    /// Scale with shape `normalized_shape` (ones at start), when affine.
+    pub weight: Option<Parameter>,
+    /// The trailing dims normalized over.
+    pub normalized_shape: Vec<usize>,
+    /// Added to the mean square; `None` uses the input dtype's machine epsilon.
+    pub eps: Option<f64>,
+}
+
+impl RMSNorm {
+    /// `RMSNorm(normalized_shape)` with an elementwise weight.
+    pub fn new(normalized_shape: &[usize], device: &Device) -> Result<RMSNorm> {
+        RMSNorm::with_affine(normalized_shape, true, device)
+    }
+
+    /// `RMSNorm` with or without the elementwise weight.
+    pub fn with_affine(
+        normalized_shape: &[usize],
+        affine: bool,
+        device: &Device,
+    ) -> Result<RMSNorm> {
+        let weight = if affine {
+            Some(Parameter::new(Tensor::ones(
+                normalized_shape,
+                DType::F32,
+                device,
+            )?))
+        } else {
+            None
+        };
+        Ok(RMSNorm {
+            weight,
+            normalized_shape: normalized_shape.to_vec(),
+            eps: None,
+        })
+    }
+
+    /// Set eps (builder style).
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.eps = Some(eps);
+        self
+    }
+}
+
+impl Module for RMSNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let k = self.normalized_shape.len();
+        if x.rank() < k || x.shape()[x.rank() - k..] != self.normalized_shape[..] {
+            return Err(Error::InvalidShape {
+                op: "RMSNorm",
+                shape: x.shape().to_vec(),
+                message: format!(
+                    "the trailing dims must be the normalized shape {:?}",
+                    self.normalized_shape
+                ),
+            });
+        }
+        let eps = self.eps.unwrap_or(match x.dtype() {
+            DType::F16 => 0.0009765625,
+            DType::F64 => f64::EPSILON,
+            DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::EPSILON as f64,
+        });
+        let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
+        let mean_square = x.square()?.mean(&dims, true)?;
+        let normalized = x.mul(&mean_square.add_scalar(eps)?.rsqrt()?)?;
+        match &self.weight {
+            Some(weight) => normalized.mul(&weight.tensor()),
+            None => Ok(normalized),
+        }
+    }
+
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
+        if let Some(weight) = &self.weight {
+            visitor(&join_name(prefix, "weight"), weight, Kind::Parameter);
         }
     }
 }
