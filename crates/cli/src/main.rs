@@ -1,10 +1,11 @@
 //! The `anygrad` command: list devices, check a machine (`doctor`), train the built-in models,
-//! and benchmark. Every failure is one line on stderr and a non-zero exit, never a panic trace.
+//! embed sentences with a pretrained BERT encoder (`embed`), and benchmark. Every failure is one line on stderr and a non-zero exit, never a panic trace.
 
 mod bench;
 mod devices;
 mod doctor;
 mod doctor_ops;
+mod embed;
 mod kernels;
 #[cfg(feature = "mpi")]
 mod mpi;
@@ -51,6 +52,8 @@ enum Command {
         #[command(subcommand)]
         command: KernelsCommand,
     },
+    /// Sentence embeddings from a sentence-transformers model directory (all-MiniLM-L6-v2).
+    Embed(embed::EmbedArgs),
     /// Profile a few steps and print the per-op table (GPU time, calls, CPU fallbacks).
     Profile(profile::ProfileArgs),
     /// Benchmark a workload and print median timings.
@@ -232,6 +235,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Kernels {
             command: KernelsCommand::Dump { out },
         } => kernels::dump(&out),
+        Command::Embed(args) => embed::run(args),
         Command::Profile(args) => profile::run_profile(args),
         Command::Bench {
             workload,

@@ -1,0 +1,404 @@
+//! [`BertModel`]: the BERT encoder of Hugging Face `transformers` (`BertModel` without its
+//! pooler), with the same module tree and therefore the same parameter names
+//! (`embeddings.word_embeddings.weight`, `encoder.layer.0.attention.self.query.weight`,
+//! `encoder.layer.0.output.LayerNorm.bias`, ...), so a Hugging Face `model.safetensors`
+//! loads strictly (see `bert/loading.rs`).
+//!
+//! Each layer is post-norm: `h = LayerNorm(x + Dropout(Wo · attention(x)))`, then
+//! `LayerNorm(h + Dropout(W2 · act(W1 · h)))`. The attention core is one private function,
+//! [`attention`], written with matmul and softmax.
+
+use anygrad_core::{DType, Error, Result, Tensor};
+use anygrad_nn::module::{child_prefix, Kind, Parameter};
+use anygrad_nn::{Dropout, Embedding, LayerNorm, Linear, Module};
+
+use super::config::{BertConfig, HiddenActivation};
+
+/// Added to the attention scores of padding keys: `exp` of it underflows to exactly 0 in f32
+/// (and it stays finite in f16, unlike `f32::MIN`).
+const MASKED_SCORE: f64 = -1.0e4;
+
+/// Softmax attention over the last two dims: `softmax(q kᵀ / √d + mask) v` for
+/// `q, k, v: [batch, heads, tokens, head_dim]` and an additive `mask` broadcasting to
+/// `[batch, heads, tokens, tokens]`.
+///
+/// To become `scaled_dot_product_attention(q, k, v, Some(mask), 0.0, false, None)` (the fused
+/// primitive) once it is in the core; attention-probability dropout is therefore not applied.
+fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+    let head_dim = q.shape().last().copied().unwrap_or(1).max(1);
+    let scores = q
+        .matmul(&k.transpose(-2, -1)?)?
+        .mul_scalar(1.0 / (head_dim as f64).sqrt())?;
+    let scores = match mask {
+        Some(mask) => scores.add(mask)?,
+        None => scores,
+    };
+    scores.softmax(-1)?.matmul(v)
+}
+
+/// Word, position and token type embeddings, summed and layer-normalized.
+#[derive(Module)]
+pub struct BertEmbeddings {
+    /// `[vocab_size, hidden]`.
+    pub word_embeddings: Embedding,
+    /// `[max_position_embeddings, hidden]`.
+    pub position_embeddings: Embedding,
+    /// `[type_vocab_size, hidden]`.
+    pub token_type_embeddings: Embedding,
+    /// Normalization of the sum.
+    #[module(name = "LayerNorm")]
+    pub layer_norm: LayerNorm,
+    dropout: Dropout,
+}
+
+impl BertEmbeddings {
+    fn new(config: &BertConfig, device: &anygrad_core::Device) -> Result<BertEmbeddings> {
+        Ok(BertEmbeddings {
+            word_embeddings: Embedding::new(config.vocab_size, config.hidden_size, device)?,
+            position_embeddings: Embedding::new(
+                config.max_position_embeddings,
+                config.hidden_size,
+                device,
+            )?,
+            token_type_embeddings: Embedding::new(
+                config.type_vocab_size,
+                config.hidden_size,
+                device,
+            )?,
+            layer_norm: LayerNorm::new(&[config.hidden_size], device)?.eps(config.layer_norm_eps),
+            dropout: Dropout::new(config.hidden_dropout_prob)?,
+        })
+    }
+
+    /// `[batch, tokens]` ids → `[batch, tokens, hidden]`, token types all 0.
+    pub fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
+        let types = Tensor::zeros(input_ids.shape(), DType::I32, input_ids.device())?;
+        self.embed(input_ids, &types)
+    }
+
+    /// `[batch, tokens]` ids and token types → `[batch, tokens, hidden]`.
+    pub fn embed(&self, input_ids: &Tensor, token_type_ids: &Tensor) -> Result<Tensor> {
+        let tokens = input_ids.shape()[1];
+        let positions = Tensor::arange(0.0, tokens as f64, 1.0, DType::I32, input_ids.device())?;
+        let words = self.word_embeddings.forward(input_ids).map_err(|e| {
+            Error::invalid(
+                "BertModel",
+                format!("input_ids: word embedding lookup failed (ids must be < vocab_size): {e}"),
+            )
+        })?;
+        let types = self
+            .token_type_embeddings
+            .forward(token_type_ids)
+            .map_err(|e| {
+                Error::invalid(
+                    "BertModel",
+                    format!(
+                        "token_type_ids: token type lookup failed (types must be < type_vocab_size): {e}"
+                    ),
+                )
+            })?;
+        let sum = words
+            .add(&types)?
+            .add(&self.position_embeddings.forward(&positions)?)?;
+        self.dropout.forward(&self.layer_norm.forward(&sum)?)
+    }
+}
+
+/// The query, key and value projections and the multi-head attention between them.
+#[derive(Module)]
+pub struct BertSelfAttention {
+    /// Query projection.
+    pub query: Linear,
+    /// Key projection.
+    pub key: Linear,
+    /// Value projection.
+    pub value: Linear,
+    heads: usize,
+}
+
+impl BertSelfAttention {
+    /// `[batch, tokens, hidden]` → `[batch, tokens, hidden]`, every key attended.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_masked(x, None)
+    }
+
+    /// Attention with an additive `[batch, 1, 1, tokens]` key mask.
+    pub fn forward_masked(&self, x: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let (batch, tokens, hidden) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+        let head_dim = hidden / self.heads;
+        let split = |t: Tensor| -> Result<Tensor> {
+            t.reshape([batch, tokens, self.heads, head_dim])?
+                .transpose(1, 2)
+        };
+        let q = split(self.query.forward(x)?)?;
+        let k = split(self.key.forward(x)?)?;
+        let v = split(self.value.forward(x)?)?;
+        attention(&q, &k, &v, mask)?
+            .transpose(1, 2)?
+            .reshape([batch, tokens, hidden])
+    }
+}
+
+/// A projection, dropout, and the post-norm over it plus the residual (`BertSelfOutput` and
+/// `BertOutput` of Hugging Face: `dense`, `LayerNorm`).
+#[derive(Module)]
+pub struct BertResidualOutput {
+    /// The projection back to `hidden`.
+    pub dense: Linear,
+    /// Normalization of projection + residual.
+    #[module(name = "LayerNorm")]
+    pub layer_norm: LayerNorm,
+    dropout: Dropout,
+}
+
+impl BertResidualOutput {
+    fn new(input: usize, config: &BertConfig, device: &anygrad_core::Device) -> Result<Self> {
+        Ok(BertResidualOutput {
+            dense: Linear::new(input, config.hidden_size, true, device)?,
+            layer_norm: LayerNorm::new(&[config.hidden_size], device)?.eps(config.layer_norm_eps),
+            dropout: Dropout::new(config.hidden_dropout_prob)?,
+        })
+    }
+
+    /// The projection alone (with dropout), without residual and norm.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.dropout.forward(&self.dense.forward(x)?)
+    }
+
+    /// `LayerNorm(residual + dropout(dense(x)))`.
+    pub fn forward_residual(&self, x: &Tensor, residual: &Tensor) -> Result<Tensor> {
+        self.layer_norm.forward(&self.forward(x)?.add(residual)?)
+    }
+}
+
+/// Self-attention and its output projection (`attention.self`, `attention.output`).
+#[derive(Module)]
+pub struct BertAttention {
+    /// The projections and attention.
+    #[module(name = "self")]
+    pub self_attention: BertSelfAttention,
+    /// Output projection, residual and norm.
+    pub output: BertResidualOutput,
+}
+
+impl BertAttention {
+    /// Unmasked attention block.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_masked(x, None)
+    }
+
+    /// Attention block with an additive key mask.
+    pub fn forward_masked(&self, x: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let attended = self.self_attention.forward_masked(x, mask)?;
+        self.output.forward_residual(&attended, x)
+    }
+}
+
+/// The first feed-forward projection and its activation.
+#[derive(Module)]
+pub struct BertIntermediate {
+    /// `hidden → intermediate`.
+    pub dense: Linear,
+    #[module(skip)]
+    activation: HiddenActivation,
+}
+
+impl BertIntermediate {
+    /// `act(dense(x))`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let h = self.dense.forward(x)?;
+        match self.activation {
+            HiddenActivation::Gelu => h.gelu(),
+            HiddenActivation::GeluTanh => anygrad_nn::GELU {
+                tanh_approximation: true,
+            }
+            .forward(&h),
+            HiddenActivation::Relu => h.relu(),
+        }
+    }
+}
+
+/// One post-norm encoder layer.
+#[derive(Module)]
+pub struct BertLayer {
+    /// Attention block.
+    pub attention: BertAttention,
+    /// Feed-forward up-projection.
+    pub intermediate: BertIntermediate,
+    /// Feed-forward down-projection, residual and norm.
+    pub output: BertResidualOutput,
+}
+
+impl BertLayer {
+    fn new(config: &BertConfig, device: &anygrad_core::Device) -> Result<BertLayer> {
+        let hidden = config.hidden_size;
+        Ok(BertLayer {
+            attention: BertAttention {
+                self_attention: BertSelfAttention {
+                    query: Linear::new(hidden, hidden, true, device)?,
+                    key: Linear::new(hidden, hidden, true, device)?,
+                    value: Linear::new(hidden, hidden, true, device)?,
+                    heads: config.num_attention_heads,
+                },
+                output: BertResidualOutput::new(hidden, config, device)?,
+            },
+            intermediate: BertIntermediate {
+                dense: Linear::new(hidden, config.intermediate_size, true, device)?,
+                activation: config.activation()?,
+            },
+            output: BertResidualOutput::new(config.intermediate_size, config, device)?,
+        })
+    }
+
+    /// Unmasked layer.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_masked(x, None)
+    }
+
+    /// Layer with an additive key mask.
+    pub fn forward_masked(&self, x: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let h = self.attention.forward_masked(x, mask)?;
+        self.output
+            .forward_residual(&self.intermediate.forward(&h)?, &h)
+    }
+}
+
+/// The stack of layers (`encoder.layer.N`).
+#[derive(Module)]
+pub struct BertEncoder {
+    /// The layers, named `layer.0`, `layer.1`, ...
+    pub layer: Vec<BertLayer>,
+}
+
+impl BertEncoder {
+    /// Unmasked stack.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_masked(x, None)
+    }
+
+    /// Stack with an additive key mask.
+    pub fn forward_masked(&self, x: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let mut h = x.clone();
+        for layer in &self.layer {
+            h = layer.forward_masked(&h, mask)?;
+        }
+        Ok(h)
+    }
+}
+
+/// A BERT encoder with Hugging Face's module tree and names. Its inherent
+/// [`BertModel::forward`] takes ids, an attention mask and token types; `Module::forward`
+/// takes ids alone (every token attended, token type 0).
+pub struct BertModel {
+    /// Embedding tables and their norm.
+    pub embeddings: BertEmbeddings,
+    /// The layers.
+    pub encoder: BertEncoder,
+    config: BertConfig,
+}
+
+impl BertModel {
+    /// A randomly initialized model (PyTorch layer defaults, not BERT's `N(0, 0.02)`; meant
+    /// to be loaded from a checkpoint), f32 on `device`.
+    pub fn new(config: &BertConfig, device: &anygrad_core::Device) -> Result<BertModel> {
+        let mut layer = Vec::with_capacity(config.num_hidden_layers);
+        for _ in 0..config.num_hidden_layers {
+            layer.push(BertLayer::new(config, device)?);
+        }
+        Ok(BertModel {
+            embeddings: BertEmbeddings::new(config, device)?,
+            encoder: BertEncoder { layer },
+            config: config.clone(),
+        })
+    }
+
+    /// The architecture.
+    pub fn config(&self) -> &BertConfig {
+        &self.config
+    }
+
+    /// `input_ids [batch, tokens]` (int32/uint32), optional `attention_mask [batch, tokens]`
+    /// (1 for real tokens, 0 for padding; any dtype) and `token_type_ids [batch, tokens]` →
+    /// the last hidden states `[batch, tokens, hidden]`.
+    pub fn forward(
+        &self,
+        input_ids: &Tensor,
+        attention_mask: Option<&Tensor>,
+        token_type_ids: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        if input_ids.rank() != 2 || input_ids.shape()[1] == 0 {
+            return Err(Error::InvalidShape {
+                op: "BertModel",
+                shape: input_ids.shape().to_vec(),
+                message: "input_ids must be [batch, tokens] with at least one token".into(),
+            });
+        }
+        let tokens = input_ids.shape()[1];
+        if tokens > self.config.max_position_embeddings {
+            return Err(Error::invalid(
+                "BertModel",
+                format!(
+                    "sequence of {tokens} tokens is longer than max_position_embeddings {}",
+                    self.config.max_position_embeddings
+                ),
+            ));
+        }
+        for (name, tensor) in [
+            ("attention_mask", attention_mask),
+            ("token_type_ids", token_type_ids),
+        ] {
+            if let Some(tensor) = tensor {
+                if tensor.shape() != input_ids.shape() {
+                    return Err(Error::ShapeMismatch {
+                        op: "BertModel",
+                        lhs: input_ids.shape().to_vec(),
+                        rhs: tensor.shape().to_vec(),
+                        reason: format!("{name} must have the shape of input_ids"),
+                    });
+                }
+            }
+        }
+        let hidden = match token_type_ids {
+            Some(types) => self.embeddings.embed(input_ids, types)?,
+            None => self.embeddings.forward(input_ids)?,
+        };
+        let mask = match attention_mask {
+            Some(mask) => Some(
+                mask.to_dtype(DType::F32)?
+                    .rsub_scalar(1.0)?
+                    .mul_scalar(MASKED_SCORE)?
+                    .reshape([input_ids.shape()[0], 1, 1, tokens])?,
+            ),
+            None => None,
+        };
+        self.encoder.forward_masked(&hidden, mask.as_ref())
+    }
+}
+
+impl Module for BertModel {
+    /// `input_ids` alone: every token attended, token type 0.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        BertModel::forward(self, x, None, None)
+    }
+
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
+        self.embeddings
+            .visit(&child_prefix(prefix, "embeddings"), visitor);
+        self.encoder
+            .visit(&child_prefix(prefix, "encoder"), visitor);
+    }
+
+    fn set_training(&self, training: bool) {
+        self.embeddings.set_training(training);
+        self.encoder.set_training(training);
+    }
+
+    fn is_training(&self) -> bool {
+        self.embeddings.is_training()
+    }
+
+    fn visit_children<'a>(&'a self, visitor: &mut dyn FnMut(&str, &'a dyn Module)) {
+        visitor("embeddings", &self.embeddings);
+        visitor("encoder", &self.encoder);
+    }
+}
