@@ -6,6 +6,7 @@
 mod composite;
 mod composite_reduce;
 mod composite_shape;
+mod conv_transpose;
 mod create;
 mod display;
 mod elementwise;
@@ -14,9 +15,12 @@ mod linalg;
 mod movement;
 mod operators;
 mod reduce;
+mod resample;
 
+pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
+pub use resample::{InterpolateMode, InterpolateSize};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
