@@ -37,7 +37,7 @@ fn forward_and_grads(
 ) -> Result<Tensor> {
     let leaves = inputs
         .iter()
-        .map(|t| Ok(t.to_device(device)?.requires_grad_(true)))
+        .map(|t| Ok(Tensor::from_vec(t.to_vec_f32()?, t.shape(), device)?.requires_grad_(true)))
         .collect::<Result<Vec<_>>>()?;
     let output = op(&leaves)?;
     let weighting = draw(output.shape(), 99)?.to_device(device)?;
