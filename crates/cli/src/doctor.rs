@@ -301,6 +301,9 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
                 OP_BUG_HINT,
             )
         });
+    for (name, on_cpu, on_gpu) in crate::doctor_layers::comparisons(&device) {
+        push(name, compare(on_cpu, on_gpu, 1e-3), OP_BUG_HINT);
+    }
     let indexing = |d: &Device| -> Result<Tensor> {
         let idx = Tensor::from_vec(vec![3i32, 0, 36, 3], &[4], d)?;
         let picked = x.to_device(d)?.index_select(0, &idx)?;

@@ -4,6 +4,7 @@
 mod bench;
 mod devices;
 mod doctor;
+mod doctor_layers;
 mod doctor_ops;
 mod embed;
 mod kernels;

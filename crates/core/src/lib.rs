@@ -48,4 +48,7 @@ pub use error::{Error, Result};
 pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats};
 pub use layout::Layout;
 pub use random::manual_seed;
-pub use tensor::{scaled_dot_product_attention, Conv2dParams, ShapeSpec, Tensor, TensorId};
+pub use tensor::{
+    scaled_dot_product_attention, Conv1dParams, Conv2dParams, ConvTranspose2dParams,
+    InterpolateMode, InterpolateSize, ShapeSpec, Tensor, TensorId,
+};

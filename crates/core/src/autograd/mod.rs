@@ -61,6 +61,13 @@ pub(crate) enum GradFn {
         weight: Tensor,
         params: crate::tensor::Conv2dParams,
     },
+    /// The transposed convolution of one group (the `conv2d_backward_input` primitive used
+    /// as a forward): `input` plays the adjoint convolution's output gradient.
+    ConvTranspose2d {
+        input: Tensor,
+        weight: Tensor,
+        params: crate::tensor::Conv2dParams,
+    },
     /// Max pooling as one node: its derivative routes each output gradient to the window's
     /// first maximal input, found again from the input and the output (a view without a record).
     MaxPool2d {
@@ -181,7 +188,8 @@ impl GradFn {
             | GradFn::IndexSelect { input, .. }
             | GradFn::Gather { input, .. } => vec![input],
             GradFn::Binary { lhs, rhs, .. } | GradFn::Matmul { lhs, rhs } => vec![lhs, rhs],
-            GradFn::Conv2d { input, weight, .. } => vec![input, weight],
+            GradFn::Conv2d { input, weight, .. }
+            | GradFn::ConvTranspose2d { input, weight, .. } => vec![input, weight],
             GradFn::Where {
                 on_true, on_false, ..
             } => vec![on_true, on_false],
@@ -294,6 +302,7 @@ impl GradFn {
             // Their rules read every input they hold.
             needs_all @ (GradFn::Matmul { .. }
             | GradFn::Conv2d { .. }
+            | GradFn::ConvTranspose2d { .. }
             | GradFn::MaxPool2d { .. }
             | GradFn::Custom { .. }) => needs_all,
             GradFn::Reshape { input } => GradFn::Reshape {

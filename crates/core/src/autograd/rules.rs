@@ -64,6 +64,30 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             };
             vec![input_grad, weight_grad]
         }
+        // y = conv2d_backward_input(x, w): dx = conv2d(g, w), dw = conv2d_backward_weight
+        // with the output gradient as the convolution's input and x as its output gradient.
+        GradFn::ConvTranspose2d {
+            input,
+            weight,
+            params,
+        } => {
+            let g = if g.dtype() == input.dtype() {
+                g.clone()
+            } else {
+                g.to_dtype(input.dtype())?
+            };
+            let input_grad = if input.is_tracked() {
+                Some(g.conv2d_untracked(weight, params)?)
+            } else {
+                None
+            };
+            let weight_grad = if weight.is_tracked() {
+                Some(g.conv2d_backward_weight(input, params, weight.shape())?)
+            } else {
+                None
+            };
+            vec![input_grad, weight_grad]
+        }
         // y = max over each window: dx = g routed to the window's first maximal input
         GradFn::MaxPool2d {
             input,

@@ -8,6 +8,7 @@ mod composite;
 mod composite_reduce;
 mod composite_scan;
 mod composite_shape;
+mod conv_transpose;
 mod create;
 mod display;
 mod elementwise;
@@ -16,12 +17,15 @@ mod linalg;
 mod movement;
 mod operators;
 mod reduce;
+mod resample;
 mod selection;
 mod sort;
 
 pub use attention::scaled_dot_product_attention;
+pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
+pub use resample::{InterpolateMode, InterpolateSize};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -229,3 +229,42 @@ impl Module for Dropout {
         self.training.get()
     }
 }
+
+/// Channel dropout, like `torch.nn.Dropout2d`: in training mode each whole channel of `[n,
+/// c, h, w]` is zeroed with probability `p` and the kept ones scaled by `1 / (1 - p)`; the
+/// identity in eval mode (core's `dropout2d`, seeded by `anygrad_core::manual_seed`).
+#[derive(Debug)]
+pub struct Dropout2d {
+    /// Probability of zeroing a channel.
+    pub p: f64,
+    training: TrainingFlag,
+}
+
+impl Dropout2d {
+    /// Channel dropout with probability `p` (must be in `[0, 1]`).
+    pub fn new(p: f64) -> Result<Dropout2d> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::invalid(
+                "Dropout2d",
+                format!("probability must be in [0, 1], got {p}"),
+            ));
+        }
+        Ok(Dropout2d {
+            p,
+            training: TrainingFlag::default(),
+        })
+    }
+}
+
+impl Module for Dropout2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.dropout2d(self.p, self.training.get())
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+    fn set_training(&self, training: bool) {
+        self.training.set(training)
+    }
+    fn is_training(&self) -> bool {
+        self.training.get()
+    }
+}

@@ -6,7 +6,8 @@
 //! variance but updates `running_var` with the *unbiased* one; `running = (1 - momentum) *
 //! running + momentum * batch_stat` (momentum 0.1; `None` means a cumulative average);
 //! `num_batches_tracked` counts training batches; eval mode uses the running statistics.
-//! `RMSNorm` (`torch.nn.RMSNorm`) scales by the root mean square, with no centering or bias.
+//! `RMSNorm` (`torch.nn.RMSNorm`) scales by the root mean square, with no centering or bias;
+//! `GroupNorm` normalizes each sample's channel groups.
 
 use anygrad_core::{DType, Device, Error, Result, Tensor};
 
@@ -391,6 +392,95 @@ impl Module for RMSNorm {
     fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
         if let Some(weight) = &self.weight {
             visitor(&join_name(prefix, "weight"), weight, Kind::Parameter);
+        }
+    }
+}
+
+/// Group normalization, like `torch.nn.GroupNorm`: the channels of `[n, c, ...]` split into
+/// `num_groups` groups, each sample's group normalized by its own mean and biased variance
+/// (the same in training and eval), then an affine per channel (weight ones, bias zeros).
+#[derive(Debug)]
+pub struct GroupNorm {
+    /// Scale `[c]`, when affine.
+    pub weight: Option<Parameter>,
+    /// Shift `[c]`, when affine.
+    pub bias: Option<Parameter>,
+    /// Number of channel groups.
+    pub num_groups: usize,
+    /// Number of channels.
+    pub num_channels: usize,
+    /// Added to the variance before the square root.
+    pub eps: f64,
+}
+
+impl GroupNorm {
+    /// `GroupNorm(num_groups, num_channels)` with the affine transform and eps 1e-5.
+    pub fn new(num_groups: usize, num_channels: usize, device: &Device) -> Result<GroupNorm> {
+        GroupNorm::with_affine(num_groups, num_channels, 1e-5, true, device)
+    }
+
+    /// `GroupNorm(num_groups, num_channels, eps, affine)`.
+    pub fn with_affine(
+        num_groups: usize,
+        num_channels: usize,
+        eps: f64,
+        affine: bool,
+        device: &Device,
+    ) -> Result<GroupNorm> {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
+            return Err(Error::invalid(
+                "GroupNorm::new",
+                format!(
+                    "num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+                ),
+            ));
+        }
+        let (weight, bias) = if affine {
+            (
+                Some(Parameter::new(Tensor::ones(
+                    &[num_channels],
+                    DType::F32,
+                    device,
+                )?)),
+                Some(Parameter::new(Tensor::zeros(
+                    &[num_channels],
+                    DType::F32,
+                    device,
+                )?)),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(GroupNorm {
+            weight,
+            bias,
+            num_groups,
+            num_channels,
+            eps,
+        })
+    }
+}
+
+impl Module for GroupNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.rank() < 2 || x.shape()[1] != self.num_channels {
+            return Err(Error::InvalidShape {
+                op: "GroupNorm",
+                shape: x.shape().to_vec(),
+                message: format!("expects [n, {}, ...]", self.num_channels),
+            });
+        }
+        let weight = self.weight.as_ref().map(|w| w.tensor());
+        let bias = self.bias.as_ref().map(|b| b.tensor());
+        x.group_norm(self.num_groups, weight.as_ref(), bias.as_ref(), self.eps)
+    }
+
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
+        if let Some(weight) = &self.weight {
+            visitor(&join_name(prefix, "weight"), weight, Kind::Parameter);
+        }
+        if let Some(bias) = &self.bias {
+            visitor(&join_name(prefix, "bias"), bias, Kind::Parameter);
         }
     }
 }

@@ -140,3 +140,32 @@ impl Module for AdaptiveAvgPool2d {
     }
     fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
 }
+
+/// Max pooling to a fixed output size over PyTorch's adaptive windows, like
+/// `torch.nn.AdaptiveMaxPool2d` (core's `adaptive_max_pool2d`; the gradient goes to each
+/// window's first maximum). [`AdaptiveMaxPool2d::forward_with_indices`] also returns the flat
+/// `h * w` indices of the maxima (PyTorch's `return_indices=True`).
+#[derive(Debug, Clone, Copy)]
+pub struct AdaptiveMaxPool2d {
+    /// Output `(height, width)`.
+    pub output_size: (usize, usize),
+}
+
+impl AdaptiveMaxPool2d {
+    /// Pool to `output_size`.
+    pub fn new(output_size: (usize, usize)) -> AdaptiveMaxPool2d {
+        AdaptiveMaxPool2d { output_size }
+    }
+
+    /// The maxima and their `I32` flat indices into each `h * w` plane.
+    pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        x.adaptive_max_pool2d(self.output_size)
+    }
+}
+
+impl Module for AdaptiveMaxPool2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(x.adaptive_max_pool2d(self.output_size)?.0)
+    }
+    fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {}
+}
