@@ -18,22 +18,12 @@ use super::config::{BertConfig, HiddenActivation};
 /// (and it stays finite in f16, unlike `f32::MIN`).
 const MASKED_SCORE: f64 = -1.0e4;
 
-/// Softmax attention over the last two dims: `softmax(q kᵀ / √d + mask) v` for
-/// `q, k, v: [batch, heads, tokens, head_dim]` and an additive `mask` broadcasting to
-/// `[batch, heads, tokens, tokens]`.
-///
-/// To become `scaled_dot_product_attention(q, k, v, Some(mask), 0.0, false, None)` (the fused
-/// primitive) once it is in the core; attention-probability dropout is therefore not applied.
+/// Self-attention core: `q, k, v: [batch, heads, tokens, head_dim]` and an additive `mask`
+/// broadcasting to `[batch, heads, tokens, tokens]`, through the core's
+/// `scaled_dot_product_attention` (scale `1/√head_dim`). Attention-probability dropout is not
+/// applied (Hugging Face applies `attention_probs_dropout_prob` in training).
 fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
-    let head_dim = q.shape().last().copied().unwrap_or(1).max(1);
-    let scores = q
-        .matmul(&k.transpose(-2, -1)?)?
-        .mul_scalar(1.0 / (head_dim as f64).sqrt())?;
-    let scores = match mask {
-        Some(mask) => scores.add(mask)?,
-        None => scores,
-    };
-    scores.softmax(-1)?.matmul(v)
+    anygrad_core::scaled_dot_product_attention(q, k, v, mask, 0.0, false, None)
 }
 
 /// Word, position and token type embeddings, summed and layer-normalized.
