@@ -27,3 +27,19 @@ for shape in "8 12 512 64" "8 12 1024 64" "2 12 2048 64"; do
             | grep -v environment | tee -a "$OUT/pytorch.jsonl"
     done
 done
+# The image-folder pipeline (issue: data loading keeps the GPU busy): 10,000 MNIST test images
+# as PNG folders, the loader alone and ResNet-18 training with it, then PyTorch's same script.
+if [ -x "${EXAMPLE:-}" ] && [ -d "${MNIST:-}" ]; then
+    log image folder
+    "$EXAMPLE" /tmp/mnist-png --from-mnist "$MNIST" --count 10000 --epochs 0 | tail -1
+    for workers in 0 4 8; do
+        "$EXAMPLE" /tmp/mnist-png --loader-only --workers $workers 2>&1 | tail -1 | tee -a "$OUT/image_folder.txt"
+    done
+    "$EXAMPLE" /tmp/mnist-png --epochs 2 --workers 8 2>&1 | tail -2 | tee -a "$OUT/image_folder.txt"
+    for workers in 0 8; do
+        python3 bench/pytorch_image_folder.py /tmp/mnist-png --workers $workers --batch 64 --epochs 0 \
+            2>>"$OUT/log.txt" | tee -a "$OUT/image_folder.txt"
+    done
+    python3 bench/pytorch_image_folder.py /tmp/mnist-png --workers 8 --batch 64 --epochs 2 \
+        2>>"$OUT/log.txt" | tee -a "$OUT/image_folder.txt"
+fi
