@@ -364,6 +364,10 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
+    fn argsort(&self, _layout: &Layout, _dim: usize, _descending: bool) -> Result<Self> {
+        match self.never {}
+    }
+
     fn scatter_add(
         &self,
         _layout: &Layout,
