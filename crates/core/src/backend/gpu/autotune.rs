@@ -144,33 +144,38 @@ impl Autotuner {
         *self.measured.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Run the best of `names` for `key`: `run(i)` runs candidate `i` (0 is the fixed
-    /// heuristic's choice); `settle` waits until the device has finished all recorded work.
-    /// Off, a single candidate, or a nested call while measuring: candidate 0.
+    /// Run the best of `count` candidates: `run(i)` runs candidate `i` (0 is the fixed
+    /// heuristic's choice); `describe` gives the shape key and the candidates' names, and is
+    /// only called when tuning is on (the hot path with the tuner off formats nothing);
+    /// `settle` waits until the device has finished all recorded work. Off, a single
+    /// candidate, or a nested call while measuring: candidate 0.
     pub(crate) fn pick<T>(
         &self,
-        key: &str,
-        names: &[&str],
+        count: usize,
+        describe: impl FnOnce() -> (String, Vec<String>),
         settle: &dyn Fn() -> Result<()>,
         mut run: impl FnMut(usize) -> Result<T>,
     ) -> Result<T> {
-        if names.len() < 2 || self.mode() == AutotuneMode::Off || MEASURING.with(Cell::get) {
+        if count < 2 || self.mode() == AutotuneMode::Off || MEASURING.with(Cell::get) {
             return run(0);
         }
+        let (key, names) = describe();
         let known = self
             .choices
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(key)
+            .get(&key)
             .and_then(|name| names.iter().position(|candidate| candidate == name));
         if let Some(index) = known {
             return run(index);
         }
         MEASURING.with(|flag| flag.set(true));
-        let timed = self.measure(names.len(), settle, &mut run);
+        let timed = self.measure(count, settle, &mut run);
         MEASURING.with(|flag| flag.set(false));
         let chosen = timed?;
-        self.remember(key, names[chosen]);
+        if let Some(name) = names.get(chosen) {
+            self.remember(&key, name);
+        }
         run(chosen)
     }
 
@@ -267,20 +272,29 @@ mod tests {
         Ok(())
     }
 
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
     /// A tuner over candidates "slow" (sleeps), "fast" and "broken" (errors); returns what
     /// ran, in order.
     fn tune(tuner: &Autotuner, key: &str) -> (usize, Vec<usize>) {
         let ran = RefCell::new(Vec::new());
         let chosen = tuner
-            .pick(key, &["slow", "fast", "broken"], &settle, |index| {
-                ran.borrow_mut().push(index);
-                match index {
-                    0 => std::thread::sleep(Duration::from_millis(4)),
-                    2 => return Err(Error::invalid("candidate", "broken")),
-                    _ => {}
-                }
-                Ok(index)
-            })
+            .pick(
+                3,
+                || (key.to_string(), names(&["slow", "fast", "broken"])),
+                &settle,
+                |index| {
+                    ran.borrow_mut().push(index);
+                    match index {
+                        0 => std::thread::sleep(Duration::from_millis(4)),
+                        2 => return Err(Error::invalid("candidate", "broken")),
+                        _ => {}
+                    }
+                    Ok(index)
+                },
+            )
             .unwrap();
         (chosen, ran.into_inner())
     }
@@ -329,7 +343,9 @@ mod tests {
             .unwrap()
             .insert("conv".into(), "gone".into());
         assert!(tune(&tuner, "conv").1.len() > 1);
-        let ran = tuner.pick("single", &["only"], &settle, Ok).unwrap();
+        let ran = tuner
+            .pick(1, || ("single".into(), names(&["only"])), &settle, Ok)
+            .unwrap();
         assert_eq!(ran, 0);
         assert_eq!(tuner.measured(), 2);
     }

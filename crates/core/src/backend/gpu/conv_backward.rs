@@ -405,6 +405,14 @@ pub(crate) fn split_count(tiles: usize, k: usize, outputs: usize) -> usize {
     wanted.min(by_work).min(by_memory).clamp(1, MAX_SPLITS)
 }
 
+/// [`split_count`] for the weight gradient's GEMM of `rows` x `columns` outputs over `k`
+/// (narrow tiles, column tiles capped at the grid's `max` per dimension): the kernel's
+/// default and the autotuner's centre (`conv_tuning.rs`).
+pub(crate) fn weight_split_count(rows: usize, columns: usize, k: usize, max: usize) -> usize {
+    let tiles = rows.div_ceil(Tile { wide: false }.rows()) * columns.div_ceil(TILE_N).min(max);
+    split_count(tiles, k, rows * columns)
+}
+
 /// Largest value a coordinate computation in the kernels may reach (they compute window
 /// positions in i32 and rely on negative ones wrapping to at least 2^31 as u32).
 const COORDINATE_LIMIT: usize = i32::MAX as usize;
@@ -578,7 +586,7 @@ impl GpuStorage {
         let tiles_m = row_tiles(OP, o, Tile { wide: false }, max)?;
         let tiles_n = columns.div_ceil(TILE_N);
         let splits = splits
-            .unwrap_or_else(|| split_count(tiles_m * tiles_n.min(max), k, numel))
+            .unwrap_or_else(|| weight_split_count(o, columns, k, max))
             .clamp(1, MAX_SPLITS);
         let k_chunk = k.div_ceil(K_STEP).div_ceil(splits) * K_STEP;
         let splits = k.div_ceil(k_chunk);

@@ -5,9 +5,9 @@
 //! autotuner (`autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
 //! `ANYGRAD_AUTOTUNE=off`), the others are timed on first use of a shape.
 
-use super::conv_backward::{split_count, MAX_PARTIALS, MAX_SPLITS};
+use super::conv_backward::{weight_split_count, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
-use super::conv_gemm::{prefers_wide, Tile, K_STEP, TILE_N};
+use super::conv_gemm::{prefers_wide, K_STEP};
 use super::storage::GpuStorage;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -60,22 +60,23 @@ fn tile_candidates(
     choices
 }
 
-/// Run the autotuner over `choices` for `op` on these operands.
+/// Run the autotuner over `choices` for `op` on these operands (described only when tuning).
 fn pick(
     storage: &GpuStorage,
     op: &str,
-    operands: String,
+    operands: impl FnOnce() -> String,
     choices: &[ConvChoice],
-    run: impl FnMut(ConvChoice) -> Result<GpuStorage>,
+    mut run: impl FnMut(ConvChoice) -> Result<GpuStorage>,
 ) -> Result<GpuStorage> {
-    let mut run = run;
-    let names: Vec<String> = choices.iter().map(ConvChoice::name).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let key = format!("{op} {} {operands} {}", storage.dtype, names.join(","));
+    let describe = || {
+        let names: Vec<String> = choices.iter().map(ConvChoice::name).collect();
+        let key = format!("{op} {} {} {}", storage.dtype, operands(), names.join(","));
+        (key, names)
+    };
     let context = storage.device.context();
     context
         .autotune
-        .pick(&key, &names, &|| context.settle(), |index| {
+        .pick(choices.len(), describe, &|| context.settle(), |index| {
             run(choices[index])
         })
 }
@@ -104,12 +105,14 @@ impl GpuStorage {
         let [batch, o, oh, ow] = shape.output_shape();
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
         let choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
-        let operands = format!(
-            "x{:?} w{:?} {}",
-            layout.shape,
-            weight_layout.shape,
-            geometry(params)
-        );
+        let operands = || {
+            format!(
+                "x{:?} w{:?} {}",
+                layout.shape,
+                weight_layout.shape,
+                geometry(params)
+            )
+        };
         pick(self, "conv2d", operands, &choices, |choice| match choice {
             // Where the cooperative kernel does not run (an empty product, or the driver
             // refused it), the regular kernel does.
@@ -145,12 +148,14 @@ impl GpuStorage {
         };
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
         let choices = tile_candidates(self, f16, ConvPass::BackwardInput, channels, columns);
-        let operands = format!(
-            "g{:?} w{:?} x{input_shape:?} {}",
-            layout.shape,
-            weight_layout.shape,
-            geometry(params)
-        );
+        let operands = || {
+            format!(
+                "g{:?} w{:?} x{input_shape:?} {}",
+                layout.shape,
+                weight_layout.shape,
+                geometry(params)
+            )
+        };
         pick(
             self,
             "conv2d_backward_input",
@@ -222,9 +227,8 @@ impl GpuStorage {
             .context()
             .limits
             .max_compute_workgroups_per_dimension as usize;
-        let tiles = o.div_ceil(Tile { wide: false }.rows()) * patch.div_ceil(TILE_N).min(max);
         let outputs = o * patch;
-        let default = split_count(tiles, depth, outputs);
+        let default = weight_split_count(o, patch, depth, max);
         let steps = depth.div_ceil(K_STEP);
         for splits in [default, default / 2, default * 2, default * 4] {
             let fits = (1..=MAX_SPLITS).contains(&splits)
@@ -237,12 +241,14 @@ impl GpuStorage {
         if choices.is_empty() {
             choices.push(ConvChoice::Splits(default));
         }
-        let operands = format!(
-            "x{:?} g{:?} w{weight_shape:?} {}",
-            layout.shape,
-            grad_layout.shape,
-            geometry(params)
-        );
+        let operands = || {
+            format!(
+                "x{:?} g{:?} w{weight_shape:?} {}",
+                layout.shape,
+                grad_layout.shape,
+                geometry(params)
+            )
+        };
         pick(
             self,
             "conv2d_backward_weight",

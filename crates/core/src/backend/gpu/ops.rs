@@ -125,18 +125,21 @@ impl GpuStorage {
                 }
             }
         }
-        let names: Vec<String> = choices.iter().map(MatmulChoice::name).collect();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let k = layout.shape.get(2).copied().unwrap_or(0);
-        let key = format!(
-            "matmul {} {batch}x{m}x{k}x{n} {}",
-            self.dtype,
-            names.join(",")
-        );
+        // Described only when tuning: with the tuner off nothing is formatted per call.
+        let describe = || {
+            let names: Vec<String> = choices.iter().map(MatmulChoice::name).collect();
+            let k = layout.shape.get(2).copied().unwrap_or(0);
+            let key = format!(
+                "matmul {} {batch}x{m}x{k}x{n} {}",
+                self.dtype,
+                names.join(",")
+            );
+            (key, names)
+        };
         let context = self.device.context();
         context
             .autotune
-            .pick(&key, &names, &|| context.settle(), |index| {
+            .pick(choices.len(), describe, &|| context.settle(), |index| {
                 let dtype = self.dtype;
                 match choices[index] {
                     MatmulChoice::Tile64 => {
