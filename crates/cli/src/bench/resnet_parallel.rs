@@ -20,6 +20,14 @@ fn synchronize_all(devices: &[Device]) -> Result<()> {
     Ok(())
 }
 
+/// Host seconds of a data-parallel step's phases, summed over steps.
+#[derive(Default)]
+struct HostPhases {
+    forward_backward: f64,
+    optimizer: f64,
+    final_wait: f64,
+}
+
 /// Single-device and data-parallel ResNet-18 training steps.
 pub fn run_resnet18_train_parallel(
     devices: &str,
@@ -57,8 +65,12 @@ pub fn run_resnet18_train_parallel(
     // Under --amp one scaler for every replica (they hold the same averaged gradients, so its
     // overflow check agrees for all and every replica skips the same steps).
     let mut scaler = GradScaler::default();
-    let mut step = || -> Result<()> {
+    // Host time of the step's phases, summed over the timed steps: the replicas' forward and
+    // backward with the exchange (until every gradient is averaged), and the optimizer step.
+    let mut host = HostPhases::default();
+    let mut step = |host: &mut HostPhases| -> Result<()> {
         optimizer.zero_grad();
+        let started = std::time::Instant::now();
         if amp {
             let scale = scaler.scale_value();
             {
@@ -67,27 +79,37 @@ pub fn run_resnet18_train_parallel(
                     loss_fn.forward(output, target)?.mul_scalar(scale)
                 })?;
             }
+            let exchanged = std::time::Instant::now();
+            host.forward_backward += (exchanged - started).as_secs_f64();
             scaler.step(&mut optimizer)?;
+            host.optimizer += exchanged.elapsed().as_secs_f64();
             scaler.update();
             Ok(())
         } else {
             model.forward_backward_scattered(&images, &labels, |output, target| {
                 loss_fn.forward(output, target)
             })?;
-            optimizer.step()
+            let exchanged = std::time::Instant::now();
+            host.forward_backward += (exchanged - started).as_secs_f64();
+            optimizer.step()?;
+            host.optimizer += exchanged.elapsed().as_secs_f64();
+            Ok(())
         }
     };
     for _ in 0..2 {
-        step()?;
+        step(&mut host)?;
     }
+    host = HostPhases::default();
     synchronize_all(&devices)?;
     model.reset_exchange_stats();
     let iterations = 8;
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let start = std::time::Instant::now();
-        step()?;
+        step(&mut host)?;
+        let recorded = std::time::Instant::now();
         synchronize_all(&devices)?;
+        host.final_wait += recorded.elapsed().as_secs_f64();
         samples.push(start.elapsed().as_secs_f64() * 1e3);
     }
     samples.sort_by(|a, b| a.total_cmp(b));
@@ -112,7 +134,7 @@ pub fn run_resnet18_train_parallel(
         peak_memory_bytes: None,
         peak_requested_bytes: None,
         note: Some(format!(
-            "scaling {:.2}x over one device ({single_rate:.1} images/s); gradient exchange after backward {:.2} ms/step ({:.0}% of the step, {:.1} MB of f32 gradients in {} buckets, overlapped with backward); host phases per step: download {:.2} ms, average {:.2} ms, upload {:.2} ms",
+            "scaling {:.2}x over one device ({single_rate:.1} images/s); gradient exchange after backward {:.2} ms/step ({:.0}% of the step, {:.1} MB of f32 gradients in {} buckets, overlapped with backward); host phases per step: download {:.2} ms, average {:.2} ms, upload {:.2} ms; the step's host time: forward, backward and exchange {:.2} ms, optimizer {:.2} ms, final device wait {:.2} ms",
             rate / single_rate,
             exchange.mean_ms(),
             100.0 * exchange.mean_ms() / step_ms,
@@ -121,6 +143,9 @@ pub fn run_resnet18_train_parallel(
             per_step(exchange.download_seconds),
             per_step(exchange.average_seconds),
             per_step(exchange.upload_seconds),
+            host.forward_backward * 1e3 / iterations as f64,
+            host.optimizer * 1e3 / iterations as f64,
+            host.final_wait * 1e3 / iterations as f64,
         )),
     });
     Ok(results)

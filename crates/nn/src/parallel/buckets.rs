@@ -35,16 +35,48 @@ pub(crate) struct Bucket {
     pub(crate) numel: usize,
 }
 
-/// Group parameters of `numels` elements (registration order) into buckets of at least
-/// `bucket_bytes` (f32 bytes; the last may be smaller), last parameter first.
-pub(crate) fn plan_buckets(numels: &[usize], bucket_bytes: usize) -> Vec<Bucket> {
+/// The size cap of the *tail* bucket, 256 KB: the first parameters of the model, whose
+/// gradients backward finishes last. Nothing of the tail can be exchanged before backward
+/// ends, so it is kept small: the bucket before it is exchanged while the device still runs
+/// the first layers' backward, and what is left after backward is one small transfer.
+pub const DEFAULT_TAIL_BYTES: usize = 256 * 1024;
+
+/// The tail bucket's cap: `ANYGRAD_BUCKET_TAIL_MB` (megabytes, may be fractional) when set to
+/// a positive number, else [`DEFAULT_TAIL_BYTES`]; never above `bucket_bytes`.
+pub fn tail_bucket_bytes(bucket_bytes: usize) -> usize {
+    std::env::var("ANYGRAD_BUCKET_TAIL_MB")
+        .ok()
+        .and_then(|text| text.trim().parse::<f64>().ok())
+        .filter(|mb| mb.is_finite() && *mb > 0.0)
+        .map(|mb| ((mb * 1024.0 * 1024.0) as usize).max(4))
+        .unwrap_or(DEFAULT_TAIL_BYTES)
+        .min(bucket_bytes)
+}
+
+/// Group parameters of `numels` elements (registration order) into buckets, last parameter
+/// first: the leading parameters that fit in `tail_bytes` (at least one) form the last
+/// bucket; the others are grouped into buckets of at least `bucket_bytes` (f32 bytes; the
+/// one before the tail may be smaller).
+pub(crate) fn plan_buckets(
+    numels: &[usize],
+    bucket_bytes: usize,
+    tail_bytes: usize,
+) -> Vec<Bucket> {
     let limit = (bucket_bytes / 4).max(1);
+    let tail_limit = (tail_bytes / 4).max(1);
+    let mut tail_end = 0;
+    let mut tail_numel = 0;
+    while tail_end < numels.len() && (tail_end == 0 || tail_numel + numels[tail_end] <= tail_limit)
+    {
+        tail_numel += numels[tail_end];
+        tail_end += 1;
+    }
     let mut buckets = Vec::new();
     let mut current = Bucket {
         parameters: Vec::new(),
         numel: 0,
     };
-    for index in (0..numels.len()).rev() {
+    for index in (tail_end..numels.len()).rev() {
         current.parameters.push(index);
         current.numel += numels[index];
         if current.numel >= limit {
@@ -59,6 +91,12 @@ pub(crate) fn plan_buckets(numels: &[usize], bucket_bytes: usize) -> Vec<Bucket>
     }
     if !current.parameters.is_empty() {
         buckets.push(current);
+    }
+    if tail_end > 0 {
+        buckets.push(Bucket {
+            parameters: (0..tail_end).rev().collect(),
+            numel: tail_numel,
+        });
     }
     buckets
 }
@@ -125,8 +163,8 @@ mod tests {
 
     #[test]
     fn buckets_run_last_parameter_first_and_cover_everything() {
-        // 4-byte elements: a 40-byte bucket holds 10 elements.
-        let buckets = plan_buckets(&[4, 8, 3, 6, 2], 40);
+        // 4-byte elements: a 40-byte bucket holds 10 elements, a 20-byte tail 5.
+        let buckets = plan_buckets(&[4, 8, 3, 6, 2], 40, 20);
         assert_eq!(
             buckets,
             vec![
@@ -135,11 +173,25 @@ mod tests {
                     numel: 11
                 },
                 Bucket {
-                    parameters: vec![1, 0],
-                    numel: 12
+                    parameters: vec![1],
+                    numel: 8
+                },
+                Bucket {
+                    parameters: vec![0],
+                    numel: 4
                 },
             ]
         );
-        assert!(plan_buckets(&[], 40).is_empty());
+        // The tail takes leading parameters while they fit, and always the first one.
+        let buckets = plan_buckets(&[2, 2, 9, 1], 40, 20);
+        assert_eq!(
+            buckets.last().map(|b| b.parameters.clone()),
+            Some(vec![1, 0])
+        );
+        let buckets = plan_buckets(&[30, 2], 40, 20);
+        assert_eq!(buckets.last().map(|b| b.numel), Some(30));
+        let covered: usize = buckets.iter().map(|b| b.numel).sum();
+        assert_eq!(covered, 32);
+        assert!(plan_buckets(&[], 40, 20).is_empty());
     }
 }

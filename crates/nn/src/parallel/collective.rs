@@ -15,7 +15,8 @@ use anygrad_core::{no_grad, profiler, Device, Error, Result, Tensor};
 use anygrad_core::transfer::HostStaging;
 
 use super::buckets::{
-    assign_gradients, bucket_of_parameters, flatten_gradients, plan_buckets, Bucket,
+    assign_gradients, bucket_of_parameters, flatten_gradients, plan_buckets, tail_bucket_bytes,
+    Bucket,
 };
 use super::data_parallel::ExchangeStats;
 use super::exchange::ExchangeTiming;
@@ -73,7 +74,7 @@ impl GradientReducer {
             .collect();
         let numels: Vec<usize> = parameters.iter().map(|p| p.numel()).collect();
         GradientReducer {
-            buckets: plan_buckets(&numels, bucket_bytes),
+            buckets: plan_buckets(&numels, bucket_bytes, tail_bucket_bytes(bucket_bytes)),
             parameters,
             staging: Mutex::new(None),
             host: Mutex::new(Vec::new()),

@@ -32,7 +32,7 @@ use anygrad_core::{autocast, autocast_dtype, is_grad_enabled, no_grad, random};
 use anygrad_core::{Device, Error, Result, Tensor};
 
 use super::barrier::{is_abort_echo, AbortOnDrop, AbortableBarrier};
-use super::buckets::{default_bucket_bytes, plan_buckets, Bucket};
+use super::buckets::{default_bucket_bytes, plan_buckets, tail_bucket_bytes, Bucket};
 use super::exchange::{ExchangeArea, ExchangeTiming, ReplicaExchange};
 use super::optimizer::ReplicatedOptimizer;
 use crate::module::{Kind, Module, Parameter};
@@ -225,7 +225,11 @@ impl DataParallel {
         let numels: Vec<usize> = parameters[0].iter().map(|p| p.numel()).collect();
         let model = DataParallel {
             devices: devices.to_vec(),
-            buckets: plan_buckets(&numels, default_bucket_bytes()),
+            buckets: plan_buckets(
+                &numels,
+                default_bucket_bytes(),
+                tail_bucket_bytes(default_bucket_bytes()),
+            ),
             area: ExchangeArea::new(devices.len()),
             replicas,
             parameters,
@@ -239,7 +243,7 @@ impl DataParallel {
     /// Exchange gradients in buckets of about `bytes` (default: [`super::default_bucket_bytes`]).
     pub fn with_bucket_bytes(mut self, bytes: usize) -> DataParallel {
         let numels: Vec<usize> = self.parameters[0].iter().map(|p| p.numel()).collect();
-        self.buckets = plan_buckets(&numels, bytes);
+        self.buckets = plan_buckets(&numels, bytes, tail_bucket_bytes(bytes));
         self.area = ExchangeArea::new(self.devices.len());
         self
     }

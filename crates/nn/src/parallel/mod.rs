@@ -11,7 +11,9 @@ mod data_parallel;
 mod exchange;
 mod optimizer;
 
-pub use buckets::{default_bucket_bytes, DEFAULT_BUCKET_BYTES};
+pub use buckets::{
+    default_bucket_bytes, tail_bucket_bytes, DEFAULT_BUCKET_BYTES, DEFAULT_TAIL_BYTES,
+};
 pub use collective::{broadcast_buffers, broadcast_module, Collective, GradientReducer};
 pub use data_parallel::{DataParallel, ExchangeStats, ParallelStep};
 pub use optimizer::ReplicatedOptimizer;
