@@ -41,11 +41,14 @@ fn main() -> Result<()> {
         for batch in train_loader.iter_epoch(epoch) {
             let (images, labels) = batch?;
             optimizer.zero_grad();
-            // Split, forward and backward on every replica at once, gradients averaged.
-            let step = model.forward_backward(&images, &labels, |logits, targets| {
-                loss_fn.forward(logits, targets)
-            })?;
-            optimizer.step()?;
+            // Split, forward and backward on every replica at once, gradients averaged, and
+            // each bucket's parameters updated as soon as their averaged gradients arrive.
+            let step = model.forward_backward_step(
+                &images,
+                &labels,
+                |logits, targets| loss_fn.forward(logits, targets),
+                &mut optimizer,
+            )?;
             total_loss += step.loss()?;
             batches += 1;
         }

@@ -651,7 +651,66 @@ fn gradient_reducer_matches_one_device(device: &Device) {
     }
 }
 
+/// `forward_backward_step` (the update applied bucket by bucket during the exchange) leaves
+/// exactly the parameters of `forward_backward` followed by `step`, for SGD with momentum and
+/// Adam, over several buckets and an uneven split.
+fn optimizer_step_during_exchange_matches_step_after(device: &Device) {
+    for (name, factory) in [("sgd", sgd as OptimizerFactory), ("adam", adam)] {
+        let devices = vec![device.clone(); 2];
+        manual_seed(21);
+        let after = DataParallel::new(&devices, cnn)
+            .unwrap()
+            .with_bucket_bytes(64);
+        manual_seed(21);
+        let during = DataParallel::new(&devices, cnn)
+            .unwrap()
+            .with_bucket_bytes(64);
+        assert!(during.bucket_count() > 2, "several buckets");
+        let mut after_optimizer = after.optimizer(factory).unwrap();
+        let mut during_optimizer = during.optimizer(factory).unwrap();
+        assert!(during_optimizer.supports_partial_step());
+        for step in 0..3u64 {
+            let (x, y) = batch(7, &[1, 5, 5], 40 + step, device);
+            after_optimizer.zero_grad();
+            after.forward_backward(&x, &y, cross_entropy).unwrap();
+            after_optimizer.step().unwrap();
+            during_optimizer.zero_grad();
+            during
+                .forward_backward_step(&x, &y, cross_entropy, &mut during_optimizer)
+                .unwrap();
+            assert_replicas_identical(&during, false);
+        }
+        for ((parameter, a), (_, b)) in after
+            .module()
+            .named_parameters()
+            .iter()
+            .zip(during.module().named_parameters())
+        {
+            let (a, b) = (values(a), values(&b));
+            assert!(
+                a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{name}: `{parameter}` differs between the step after and during the exchange"
+            );
+        }
+        assert!(during.exchange_stats().optimizer_seconds > 0.0);
+        assert_eq!(after.exchange_stats().optimizer_seconds, 0.0);
+    }
+}
+
+#[test]
+fn forward_backward_step_refuses_an_optimizer_of_another_model() {
+    let two = DataParallel::new(&[Device::Cpu, Device::Cpu], mlp).unwrap();
+    let three = DataParallel::new(&[Device::Cpu, Device::Cpu, Device::Cpu], mlp).unwrap();
+    let mut optimizer = three.optimizer(sgd).unwrap();
+    let (x, y) = batch(6, &[5], 1, &Device::Cpu);
+    let error = two
+        .forward_backward_step(&x, &y, cross_entropy, &mut optimizer)
+        .unwrap_err();
+    assert!(error.to_string().contains("3 replicas"), "{error}");
+}
+
 anygrad_testing::device_tests!(
+    optimizer_step_during_exchange_matches_step_after,
     gradient_reducer_matches_one_device,
     overlapped_exchange_matches_one_device,
     mixed_precision_with_one_scaler,

@@ -206,6 +206,72 @@ fn constructors_refuse_non_finite_values() {
     assert!(Sgd::new(model.named_parameter_slots(), SgdConfig::new(f64::NAN)).is_err());
 }
 
+/// Partial steps (`step_parameters`) over every parameter, each once, equal one `step`, for
+/// every optimizer that supports them; an index out of range is an error.
+#[test]
+fn partial_steps_add_up_to_a_step() {
+    type Factory = fn(Vec<(String, Parameter)>) -> Box<dyn Optimizer>;
+    let factories: [(&str, Factory); 5] = [
+        ("sgd", |p| {
+            Box::new(Sgd::new(p, SgdConfig::new(0.1).momentum(0.9)).unwrap())
+        }),
+        ("adam", |p| {
+            Box::new(Adam::new(p, AdamConfig::new(0.01)).unwrap())
+        }),
+        ("adamw", |p| {
+            Box::new(AdamW::new(p, AdamConfig::new(0.01).weight_decay(0.1)).unwrap())
+        }),
+        ("adagrad", |p| {
+            Box::new(Adagrad::new(p, AdagradConfig::new(0.1)).unwrap())
+        }),
+        ("rmsprop", |p| {
+            Box::new(RMSprop::new(p, RMSpropConfig::new(0.01).momentum(0.5)).unwrap())
+        }),
+    ];
+    let device = Device::Cpu;
+    for (name, factory) in factories {
+        anygrad_core::manual_seed(5);
+        let whole = Sequential::new()
+            .add(Linear::new(3, 4, true, &device).unwrap())
+            .add(Linear::new(4, 2, true, &device).unwrap());
+        anygrad_core::manual_seed(5);
+        let parts = Sequential::new()
+            .add(Linear::new(3, 4, true, &device).unwrap())
+            .add(Linear::new(4, 2, true, &device).unwrap());
+        let mut whole_optimizer = factory(whole.named_parameter_slots());
+        let mut parts_optimizer = factory(parts.named_parameter_slots());
+        assert!(parts_optimizer.supports_partial_step(), "{name}");
+        for step in 0..3 {
+            for optimizer in [&whole_optimizer, &parts_optimizer] {
+                for (index, (_, parameter)) in optimizer.parameters().iter().enumerate() {
+                    let tensor = parameter.tensor();
+                    let values: Vec<f32> = (0..tensor.numel())
+                        .map(|i| ((i + index + step) % 5) as f32 * 0.1 - 0.2)
+                        .collect();
+                    tensor.set_grad(Some(
+                        Tensor::from_vec(values, tensor.shape(), &device).unwrap(),
+                    ));
+                }
+            }
+            whole_optimizer.step().unwrap();
+            parts_optimizer.step_parameters(&[3, 0]).unwrap();
+            parts_optimizer.step_parameters(&[1, 2]).unwrap();
+        }
+        for ((parameter, a), (_, b)) in whole
+            .named_parameters()
+            .iter()
+            .zip(parts.named_parameters())
+        {
+            assert_eq!(
+                a.to_vec::<f32>().unwrap(),
+                b.to_vec::<f32>().unwrap(),
+                "{name}: `{parameter}`"
+            );
+        }
+        assert!(parts_optimizer.step_parameters(&[4]).is_err(), "{name}");
+    }
+}
+
 anygrad_testing::device_tests!(
     adamw_is_decoupled_weight_decay,
     resuming_under_another_optimizer_is_refused,

@@ -217,13 +217,24 @@ pub fn train_epoch_data_parallel(
         let (inputs, labels) = batch?;
         optimizer.zero_grad();
         let loss_scale = scaler.as_deref().map_or(1.0, GradScaler::scale_value);
-        let step = {
-            let _autocast = amp_autocast(&scaler, &model.devices()[0])?;
-            model.forward_backward(&inputs, &labels, |output, target| {
-                loss_fn.forward(output, target)?.mul_scalar(loss_scale)
-            })?
+        let step = if scaler.is_some() {
+            let step = {
+                let _autocast = amp_autocast(&scaler, &model.devices()[0])?;
+                model.forward_backward(&inputs, &labels, |output, target| {
+                    loss_fn.forward(output, target)?.mul_scalar(loss_scale)
+                })?
+            };
+            optimizer_step(optimizer, &mut scaler)?;
+            step
+        } else {
+            // Without a scaler the update of each bucket runs during the exchange.
+            model.forward_backward_step(
+                &inputs,
+                &labels,
+                |output, target| loss_fn.forward(output, target),
+                optimizer,
+            )?
         };
-        optimizer_step(optimizer, &mut scaler)?;
         let count = labels.shape()[0];
         seen += count;
         {

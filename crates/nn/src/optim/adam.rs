@@ -15,7 +15,7 @@ use anygrad_core::{no_grad, Error, Result, Tensor};
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
     adopt_state_tensor, check_known_parameters, check_non_negative, check_unit_interval,
-    kind_mismatch, parse_flag, Optimizer, OptimizerState,
+    kind_mismatch, parse_flag, selected_parameters, Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -144,6 +144,14 @@ impl AdamW {
 impl Optimizer for AdamW {
     fn step(&mut self) -> Result<()> {
         self.0.step()
+    }
+
+    fn supports_partial_step(&self) -> bool {
+        self.0.supports_partial_step()
+    }
+
+    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
+        self.0.step_parameters(indices)
     }
 
     fn parameters(&self) -> &[(String, Parameter)] {
@@ -315,16 +323,22 @@ impl Adam {
     }
 }
 
-impl Optimizer for Adam {
-    fn step(&mut self) -> Result<()> {
+impl Adam {
+    /// One step over every parameter (`None`) or those at the given positions.
+    fn step_selected(&mut self, indices: Option<&[usize]>) -> Result<()> {
         let _guard = no_grad();
+        let selected = selected_parameters("Adam::step", self.groups.parameters.len(), indices)?;
         let groups = &self.groups;
-        for (((_, parameter), slot), &group) in groups
+        for ((((_, parameter), slot), &group), &selected) in groups
             .parameters
             .iter()
             .zip(self.states.iter_mut())
             .zip(&groups.group_of)
+            .zip(&selected)
         {
+            if !selected {
+                continue;
+            }
             let c = groups.configs[group];
             let param = parameter.tensor();
             let Some(grad) = param.grad() else { continue };
@@ -384,6 +398,20 @@ impl Optimizer for Adam {
             });
         }
         Ok(())
+    }
+}
+
+impl Optimizer for Adam {
+    fn step(&mut self) -> Result<()> {
+        self.step_selected(None)
+    }
+
+    fn supports_partial_step(&self) -> bool {
+        true
+    }
+
+    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
+        self.step_selected(Some(indices))
     }
 
     fn parameters(&self) -> &[(String, Parameter)] {

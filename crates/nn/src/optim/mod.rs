@@ -137,6 +137,31 @@ pub(crate) fn check_unit_interval(
     }
 }
 
+/// Which of `count` parameters a step updates: all for `None`, else those at `indices`
+/// (each checked to be below `count`).
+pub(crate) fn selected_parameters(
+    op: &'static str,
+    count: usize,
+    indices: Option<&[usize]>,
+) -> Result<Vec<bool>> {
+    let Some(indices) = indices else {
+        return Ok(vec![true; count]);
+    };
+    let mut selected = vec![false; count];
+    for &index in indices {
+        match selected.get_mut(index) {
+            Some(slot) => *slot = true,
+            None => {
+                return Err(Error::invalid(
+                    op,
+                    format!("parameter index {index} is out of range for {count} parameters"),
+                ))
+            }
+        }
+    }
+    Ok(selected)
+}
+
 /// A parameter-updating rule, like `torch.optim.Optimizer`.
 pub trait Optimizer {
     /// Update every parameter that has a gradient.
@@ -144,6 +169,25 @@ pub trait Optimizer {
 
     /// The parameters (name, slot) this optimizer updates.
     fn parameters(&self) -> &[(String, Parameter)];
+
+    /// Whether [`Optimizer::step_parameters`] works: each parameter's update reads only its
+    /// own gradient and state (true for SGD, Adam, AdamW, Adagrad and RMSprop).
+    fn supports_partial_step(&self) -> bool {
+        false
+    }
+
+    /// Update only the parameters at `indices` (positions in [`Optimizer::parameters`]),
+    /// exactly as [`Optimizer::step`] updates them; a step is then the union of partial steps
+    /// over every parameter, each parameter once. Data parallelism uses it to apply a
+    /// bucket's update as soon as its averaged gradients arrive. An error where
+    /// [`Optimizer::supports_partial_step`] is false, or for an index out of range.
+    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
+        let _ = indices;
+        Err(Error::invalid(
+            "Optimizer::step_parameters",
+            "this optimizer cannot update a subset of its parameters; call step()",
+        ))
+    }
 
     /// Every parameter slot whose gradient a step reads: [`Optimizer::parameters`], except
     /// for optimizers over several copies of a model (data parallelism's

@@ -18,7 +18,7 @@ use anygrad_core::{no_grad, Error, Result, Tensor};
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
     adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch, parse_flag,
-    Optimizer, OptimizerState,
+    selected_parameters, Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -210,16 +210,22 @@ impl RMSprop {
     }
 }
 
-impl Optimizer for RMSprop {
-    fn step(&mut self) -> Result<()> {
+impl RMSprop {
+    /// One step over every parameter (`None`) or those at the given positions.
+    fn step_selected(&mut self, indices: Option<&[usize]>) -> Result<()> {
         let _guard = no_grad();
+        let selected = selected_parameters("RMSprop::step", self.groups.parameters.len(), indices)?;
         let groups = &self.groups;
-        for (((_, parameter), slot), &group) in groups
+        for ((((_, parameter), slot), &group), &selected) in groups
             .parameters
             .iter()
             .zip(self.states.iter_mut())
             .zip(&groups.group_of)
+            .zip(&selected)
         {
+            if !selected {
+                continue;
+            }
             let c = groups.configs[group];
             let param = parameter.tensor();
             let Some(grad) = param.grad() else { continue };
@@ -276,6 +282,20 @@ impl Optimizer for RMSprop {
             });
         }
         Ok(())
+    }
+}
+
+impl Optimizer for RMSprop {
+    fn step(&mut self) -> Result<()> {
+        self.step_selected(None)
+    }
+
+    fn supports_partial_step(&self) -> bool {
+        true
+    }
+
+    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
+        self.step_selected(Some(indices))
     }
 
     fn parameters(&self) -> &[(String, Parameter)] {

@@ -15,7 +15,7 @@ use anygrad_core::{no_grad, Result, Tensor};
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
     adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch, parse_flag,
-    Optimizer, OptimizerState,
+    selected_parameters, Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -183,16 +183,22 @@ impl Sgd {
     }
 }
 
-impl Optimizer for Sgd {
-    fn step(&mut self) -> Result<()> {
+impl Sgd {
+    /// One step over every parameter (`None`) or those at the given positions.
+    fn step_selected(&mut self, indices: Option<&[usize]>) -> Result<()> {
         let _guard = no_grad();
+        let selected = selected_parameters("Sgd::step", self.groups.parameters.len(), indices)?;
         let groups = &self.groups;
-        for (((_, parameter), buffer), &group) in groups
+        for ((((_, parameter), buffer), &group), &selected) in groups
             .parameters
             .iter()
             .zip(self.momentum_buffers.iter_mut())
             .zip(&groups.group_of)
+            .zip(&selected)
         {
+            if !selected {
+                continue;
+            }
             let c = groups.configs[group];
             let param = parameter.tensor();
             let Some(grad) = param.grad() else { continue };
@@ -218,6 +224,20 @@ impl Optimizer for Sgd {
             param.assign(&param.sub(&g.mul_scalar(c.lr)?)?)?;
         }
         Ok(())
+    }
+}
+
+impl Optimizer for Sgd {
+    fn step(&mut self) -> Result<()> {
+        self.step_selected(None)
+    }
+
+    fn supports_partial_step(&self) -> bool {
+        true
+    }
+
+    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
+        self.step_selected(Some(indices))
     }
 
     fn parameters(&self) -> &[(String, Parameter)] {

@@ -33,7 +33,7 @@ use anygrad_core::{Device, Error, Result, Tensor};
 
 use super::barrier::{is_abort_echo, AbortOnDrop, AbortableBarrier};
 use super::buckets::{default_bucket_bytes, plan_buckets, tail_bucket_bytes, Bucket};
-use super::exchange::{ExchangeArea, ExchangeTiming, ReplicaExchange};
+use super::exchange::{BucketSteps, ExchangeArea, ExchangeTiming, ReplicaExchange};
 use super::optimizer::ReplicatedOptimizer;
 use crate::module::{Kind, Module, Parameter};
 use crate::optim::Optimizer;
@@ -59,6 +59,9 @@ pub struct ExchangeStats {
     pub average_seconds: f64,
     /// Total seconds writing averaged buckets into the upload staging and submitting them.
     pub upload_seconds: f64,
+    /// Total seconds recording the optimizer's update bucket by bucket during the exchange
+    /// ([`DataParallel::forward_backward_step`]; 0 when the step runs after it).
+    pub optimizer_seconds: f64,
 }
 
 impl ExchangeStats {
@@ -74,6 +77,7 @@ impl ExchangeStats {
         self.download_seconds += slowest(|t| t.download);
         self.average_seconds += slowest(|t| t.average);
         self.upload_seconds += slowest(|t| t.upload);
+        self.optimizer_seconds += slowest(|t| t.optimizer);
     }
 }
 
@@ -397,6 +401,83 @@ impl DataParallel {
     where
         L: Fn(&Tensor, &Tensor) -> Result<Tensor> + Sync,
     {
+        self.run_step(inputs, targets, loss_fn, None)
+    }
+
+    /// [`DataParallel::forward_backward`] and then `optimizer.step()`, with the update
+    /// overlapped with the exchange where the optimizer allows it
+    /// ([`Optimizer::supports_partial_step`]: SGD, Adam, AdamW, Adagrad, RMSprop): each
+    /// replica applies the update of a bucket's parameters as soon as their averaged gradients
+    /// arrive, while the device still runs the rest of backward. The parameters end exactly
+    /// as with `forward_backward` followed by `step` (the same update of the same gradients).
+    /// Not for steps that must see every gradient first: gradient clipping by total norm, or
+    /// `GradScaler` (use `forward_backward` and then those).
+    pub fn forward_backward_step<L>(
+        &self,
+        inputs: &Tensor,
+        targets: &Tensor,
+        loss_fn: L,
+        optimizer: &mut ReplicatedOptimizer,
+    ) -> Result<ParallelStep>
+    where
+        L: Fn(&Tensor, &Tensor) -> Result<Tensor> + Sync,
+    {
+        let rows = inputs.shape().first().copied().unwrap_or(0);
+        if targets.shape().first().copied() != Some(rows) {
+            return Err(Error::ShapeMismatch {
+                op: "DataParallel::forward_backward_step",
+                lhs: inputs.shape().to_vec(),
+                rhs: targets.shape().to_vec(),
+                reason: "inputs and targets must have the same number of rows (dim 0)".into(),
+            });
+        }
+        let inputs = self.scatter(inputs)?;
+        let targets = self.scatter(targets)?;
+        self.forward_backward_step_scattered(&inputs, &targets, loss_fn, optimizer)
+    }
+
+    /// [`DataParallel::forward_backward_step`] for a batch already split (as
+    /// [`DataParallel::forward_backward_scattered`]).
+    pub fn forward_backward_step_scattered<L>(
+        &self,
+        inputs: &[Tensor],
+        targets: &[Tensor],
+        loss_fn: L,
+        optimizer: &mut ReplicatedOptimizer,
+    ) -> Result<ParallelStep>
+    where
+        L: Fn(&Tensor, &Tensor) -> Result<Tensor> + Sync,
+    {
+        if optimizer.replicas_mut().len() != self.len() {
+            return Err(Error::invalid(
+                "DataParallel::forward_backward_step",
+                format!(
+                    "the optimizer has {} replicas, the model {} (make it with DataParallel::optimizer)",
+                    optimizer.replicas_mut().len(),
+                    self.len()
+                ),
+            ));
+        }
+        if self.len() == 1 || !optimizer.supports_partial_step() {
+            let step = self.run_step(inputs, targets, loss_fn, None)?;
+            optimizer.step()?;
+            return Ok(step);
+        }
+        self.run_step(inputs, targets, loss_fn, Some(optimizer))
+    }
+
+    /// The step shared by the `forward_backward*` methods; with `optimizer`, each replica's
+    /// exchange also applies its optimizer bucket by bucket.
+    fn run_step<L>(
+        &self,
+        inputs: &[Tensor],
+        targets: &[Tensor],
+        loss_fn: L,
+        optimizer: Option<&mut ReplicatedOptimizer>,
+    ) -> Result<ParallelStep>
+    where
+        L: Fn(&Tensor, &Tensor) -> Result<Tensor> + Sync,
+    {
         if inputs.len() != self.len() || targets.len() != self.len() {
             return Err(Error::invalid(
                 "DataParallel::forward_backward_scattered",
@@ -428,7 +509,26 @@ impl DataParallel {
         let autocast_to = autocast_dtype();
         let replicas = self.len();
         let _step = self.step_lock.lock().unwrap_or_else(|p| p.into_inner());
+        // Each replica thread takes its own optimizer out of its slot.
+        type Slot<'o> = Mutex<Option<&'o mut (dyn Optimizer + Send + 'static)>>;
+        let optimizer_slots: Option<Vec<Slot<'_>>> = optimizer.map(|optimizer| {
+            optimizer
+                .replicas_mut()
+                .iter_mut()
+                .map(|replica| {
+                    Mutex::new(Some(
+                        replica.as_mut() as &mut (dyn Optimizer + Send + 'static)
+                    ))
+                })
+                .collect()
+        });
         let outcomes = self.run_replicas(|index, barrier| {
+            let replica_optimizer = optimizer_slots.as_ref().and_then(|slots| {
+                slots[index]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+            });
             let device = &self.devices[index];
             let rows = split_sizes[index];
             let target = targets[index].detach().to_device(device)?;
@@ -449,7 +549,7 @@ impl DataParallel {
                 (Some(output.detach()), Some(weighted))
             };
             let timing = if replicas > 1 {
-                self.exchange(index, barrier)
+                self.exchange(index, barrier, replica_optimizer)
                     .backward_and_average(weighted.as_ref())?
             } else {
                 if let Some(weighted) = &weighted {
@@ -484,7 +584,12 @@ impl DataParallel {
     }
 
     /// Replica `index`'s side of the gradient exchange of one step.
-    fn exchange<'a>(&'a self, index: usize, barrier: &'a AbortableBarrier) -> ReplicaExchange<'a> {
+    fn exchange<'a>(
+        &'a self,
+        index: usize,
+        barrier: &'a AbortableBarrier,
+        optimizer: Option<&'a mut (dyn Optimizer + Send + 'static)>,
+    ) -> ReplicaExchange<'a> {
         ReplicaExchange {
             replica: index,
             device: &self.devices[index],
@@ -492,6 +597,9 @@ impl DataParallel {
             buckets: &self.buckets,
             area: &self.area,
             barrier,
+            steps: optimizer.map(|optimizer| {
+                BucketSteps::new(optimizer, &self.parameters[index], &self.buckets)
+            }),
         }
     }
 
@@ -512,7 +620,8 @@ impl DataParallel {
         }
         let _step = self.step_lock.lock().unwrap_or_else(|p| p.into_inner());
         let timings = self.run_replicas(|index, barrier| {
-            self.exchange(index, barrier).backward_and_average(None)
+            self.exchange(index, barrier, None)
+                .backward_and_average(None)
         })?;
         self.record_timings(&timings);
         Ok(())

@@ -14,6 +14,11 @@
 //! every replica uploads the same bytes, so the replicas end with bit-identical gradients.
 //! Parameters that got no gradient (unused, or a replica without rows) count as zeros; their
 //! buckets are sent once backward has finished.
+//!
+//! With [`BucketSteps`] (`DataParallel::forward_backward_step`), the communication thread
+//! also applies the replica's optimizer to each bucket's parameters as soon as their averaged
+//! gradients are assigned, so the update of the last layers is recorded while the device still
+//! runs the backward of the first ones, instead of after the whole exchange.
 
 use std::ops::Range;
 use std::sync::mpsc;
@@ -26,6 +31,7 @@ use anygrad_core::{profiler, Device, Error, Result, Tensor};
 use super::barrier::{AbortOnDrop, AbortableBarrier, ABORTED};
 use super::buckets::{assign_gradients, bucket_of_parameters, flatten_gradients, Bucket};
 use crate::module::Parameter;
+use crate::optim::Optimizer;
 
 /// One staging per bucket, shared by a replica's backward thread (which starts downloads)
 /// and its communication thread (which finishes them and uploads).
@@ -76,6 +82,47 @@ impl ExchangeArea {
     }
 }
 
+/// One replica's optimizer, stepped bucket by bucket during the exchange.
+pub(crate) struct BucketSteps<'a> {
+    optimizer: Mutex<&'a mut (dyn Optimizer + Send + 'static)>,
+    /// For each bucket the positions (in the optimizer's parameter list) of its parameters;
+    /// last, the optimizer's parameters that are in no bucket.
+    plan: Vec<Vec<usize>>,
+}
+
+impl<'a> BucketSteps<'a> {
+    /// The plan for `optimizer` over `buckets` of `parameters` (matched by tensor identity).
+    pub(crate) fn new(
+        optimizer: &'a mut (dyn Optimizer + Send + 'static),
+        parameters: &[Parameter],
+        buckets: &[Bucket],
+    ) -> BucketSteps<'a> {
+        let owner = bucket_of_parameters(parameters, buckets);
+        let mut plan = vec![Vec::new(); buckets.len() + 1];
+        for (position, (_, parameter)) in optimizer.parameters().iter().enumerate() {
+            let bucket = owner
+                .get(&parameter.tensor().id())
+                .copied()
+                .unwrap_or(buckets.len());
+            plan[bucket].push(position);
+        }
+        BucketSteps {
+            optimizer: Mutex::new(optimizer),
+            plan,
+        }
+    }
+
+    /// Update the parameters of plan entry `entry` (a bucket, or the last: the rest).
+    fn step(&self, entry: usize) -> Result<()> {
+        match self.plan.get(entry) {
+            Some(positions) if !positions.is_empty() => {
+                lock(&self.optimizer).step_parameters(positions)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Host-side timing of one replica's exchange in one step, in seconds.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ExchangeTiming {
@@ -87,6 +134,8 @@ pub(crate) struct ExchangeTiming {
     pub(crate) average: f64,
     /// Writing the averaged bucket into the upload staging and submitting its copy.
     pub(crate) upload: f64,
+    /// Recording the optimizer's update of each bucket (with [`BucketSteps`]).
+    pub(crate) optimizer: f64,
 }
 
 /// The part of a `len`-element bucket that replica `index` of `parts` averages.
@@ -115,6 +164,8 @@ pub(crate) struct ReplicaExchange<'a> {
     pub(crate) area: &'a ExchangeArea,
     /// The barrier of the replicas' communication threads (one per step).
     pub(crate) barrier: &'a AbortableBarrier,
+    /// The replica's optimizer when the step's update runs bucket by bucket.
+    pub(crate) steps: Option<BucketSteps<'a>>,
 }
 
 impl ReplicaExchange<'_> {
@@ -264,7 +315,17 @@ impl ReplicaExchange<'_> {
                 lock(&staging[position]).upload(&parts)?
             };
             assign_gradients(self.parameters, bucket, &flat)?;
-            timing.upload += averaged.elapsed().as_secs_f64();
+            let uploaded = Instant::now();
+            timing.upload += (uploaded - averaged).as_secs_f64();
+            if let Some(steps) = &self.steps {
+                steps.step(position)?;
+                timing.optimizer += uploaded.elapsed().as_secs_f64();
+            }
+        }
+        if let Some(steps) = &self.steps {
+            let started = Instant::now();
+            steps.step(self.buckets.len())?;
+            timing.optimizer += started.elapsed().as_secs_f64();
         }
         Ok(timing)
     }

@@ -34,6 +34,12 @@ impl ReplicatedOptimizer {
         Ok(ReplicatedOptimizer { optimizers })
     }
 
+    /// Every replica's optimizer, mutably (data parallelism steps each from its replica's
+    /// exchange).
+    pub(crate) fn replicas_mut(&mut self) -> &mut [Box<dyn Optimizer + Send>] {
+        &mut self.optimizers
+    }
+
     /// The optimizer of replica `index`.
     pub fn replica(&self, index: usize) -> Option<&dyn Optimizer> {
         self.optimizers
@@ -67,6 +73,17 @@ impl Optimizer for ReplicatedOptimizer {
                 .collect()
         });
         results.into_iter().collect()
+    }
+
+    fn supports_partial_step(&self) -> bool {
+        self.optimizers.iter().all(|o| o.supports_partial_step())
+    }
+
+    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
+        for optimizer in &mut self.optimizers {
+            optimizer.step_parameters(indices)?;
+        }
+        Ok(())
     }
 
     /// Replica 0's parameters.
