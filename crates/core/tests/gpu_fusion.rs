@@ -273,44 +273,48 @@ fn broadcast_operands_fuse() {
             .relu()
             .unwrap()
     };
-    let x_raw = values(2 * 3 * 4 * 5, 4);
     let stats = |seed: usize| values(3, seed);
     let cpu = |raw: Vec<f32>, shape: &[usize]| Tensor::from_vec(raw, shape, &Device::Cpu).unwrap();
-    let x_cpu = cpu(x_raw, &[2, 3, 4, 5]);
     let channel = [1, 3, 1, 1];
     let (mean, scale, shift) = (
         cpu(stats(5), &channel),
         cpu(stats(6), &channel),
         cpu(stats(7), &channel),
     );
-    let expected = normalize(&x_cpu, &mean, &scale, &shift)
-        .to_vec::<f32>()
-        .unwrap();
     both_ways(|fused| {
-        let on_gpu = |t: &Tensor| t.to_device(&gpu).unwrap();
-        let (x, m, s, b) = (
-            on_gpu(&x_cpu),
-            on_gpu(&mean),
-            on_gpu(&scale),
-            on_gpu(&shift),
-        );
-        gpu.synchronize().unwrap();
-        let before = fusion_stats(&gpu).unwrap();
-        let y = normalize(&x, &m, &s, &b);
-        gpu.synchronize().unwrap();
-        let after = fusion_stats(&gpu).unwrap();
-        if fused {
-            assert_eq!(after.ops_deferred - before.ops_deferred, 4);
-            assert_eq!(
-                after.kernels - before.kernels,
-                1,
-                "batch norm + relu in one kernel"
+        // h·w of 20 and 8 (vec4 kernels, the statistics splat over four lanes) and 9 (scalar).
+        for shape in [[2, 3, 4, 5], [2, 3, 3, 3], [1, 3, 1, 8]] {
+            let x_cpu = cpu(values(shape.iter().product(), 4), &shape);
+            let expected = normalize(&x_cpu, &mean, &scale, &shift)
+                .to_vec::<f32>()
+                .unwrap();
+            let on_gpu = |t: &Tensor| t.to_device(&gpu).unwrap();
+            let (x, m, s, b) = (
+                on_gpu(&x_cpu),
+                on_gpu(&mean),
+                on_gpu(&scale),
+                on_gpu(&shift),
             );
-        } else {
-            assert_eq!(after, before, "fusion off defers nothing");
+            gpu.synchronize().unwrap();
+            let before = fusion_stats(&gpu).unwrap();
+            let y = normalize(&x, &m, &s, &b);
+            gpu.synchronize().unwrap();
+            let after = fusion_stats(&gpu).unwrap();
+            if fused {
+                assert_eq!(after.ops_deferred - before.ops_deferred, 4);
+                assert_eq!(
+                    after.kernels - before.kernels,
+                    1,
+                    "batch norm + relu in one kernel"
+                );
+            } else {
+                assert_eq!(after, before, "fusion off defers nothing");
+            }
+            let what = format!("batch norm of {shape:?} (fused {fused})");
+            assert_close(&y.to_vec::<f32>().unwrap(), &expected, 1e-5, 1e-5, &what);
         }
-        let what = format!("batch norm (fused {fused})");
-        assert_close(&y.to_vec::<f32>().unwrap(), &expected, 1e-5, 1e-5, &what);
+        let what = format!("transposed operand (fused {fused})");
+        let on_gpu = |t: &Tensor| t.to_device(&gpu).unwrap();
         // A transposed (strided, not broadcast) operand too.
         let square = on_gpu(&cpu(values(36, 8), &[6, 6]));
         let transposed = square.transpose(0, 1).unwrap();

@@ -117,8 +117,9 @@ pub enum FusedInstruction {
 pub struct FusedProgram {
     /// Element type of every input and of the output (F32 or F16; computed in f32).
     pub dtype: DType,
-    /// Whether the kernel moves `vec4`s (element count and every offset are multiples of 4,
-    /// every input contiguous).
+    /// Whether the kernel moves `vec4`s (element count and every contiguous input's offset
+    /// are multiples of 4; every strided input is a broadcast along its innermost dim, read
+    /// once per vec4 and splat).
     pub vector: bool,
     /// Per input binding: 0 for a contiguous view, else the rank of a strided view (read
     /// through its shape and strides, e.g. a broadcast per-channel statistic).
@@ -223,7 +224,55 @@ fn operand(storage: &GpuStorage, layout: &Layout) -> Operand {
         slot: Arc::clone(&storage.slot),
         loan: storage.loan_id(),
         offset: layout.offset,
-        strided: (!layout.is_contiguous()).then(|| (layout.shape.clone(), layout.strides.clone())),
+        strided: if layout.is_contiguous() {
+            None
+        } else {
+            simplify_view(&layout.shape, &layout.strides)
+        },
+    }
+}
+
+/// The fewest dims that address the same elements in the same order as the view `shape`,
+/// `strides` (row-major over the shape), so that a kernel decomposes each index over fewer
+/// sizes: dims of size 1 are dropped, neighbours `d, d + 1` with
+/// `strides[d] == strides[d + 1] * shape[d + 1]` are merged (a broadcast per-channel vector
+/// `[n, c, h, w]` with strides `[0, 1, 0, 0]` becomes `[c, h·w]`, `[1, 0]`), and outer dims of
+/// stride 0 are dropped (they add nothing to the position). `None` when the view reads
+/// `shape`'s element count contiguously.
+pub(crate) fn simplify_view(
+    shape: &[usize],
+    strides: &[usize],
+) -> Option<(Vec<usize>, Vec<usize>)> {
+    let mut sizes: Vec<usize> = Vec::with_capacity(shape.len());
+    let mut steps: Vec<usize> = Vec::with_capacity(shape.len());
+    for (&size, &stride) in shape.iter().zip(strides) {
+        if size == 1 {
+            continue;
+        }
+        match (sizes.last_mut(), steps.last()) {
+            (Some(last_size), Some(&last_stride)) if last_stride == stride * size => {
+                *last_size *= size;
+                if let Some(last_stride) = steps.last_mut() {
+                    *last_stride = stride;
+                }
+            }
+            _ => {
+                sizes.push(size);
+                steps.push(stride);
+            }
+        }
+    }
+    while steps.len() > 1 && steps[0] == 0 {
+        sizes.remove(0);
+        steps.remove(0);
+    }
+    let count: usize = shape.iter().product();
+    match (sizes.as_slice(), steps.as_slice()) {
+        ([], _) => Some((vec![1], vec![0])),
+        // Contiguous only when no outer dim was dropped: `[4, 5]` with strides `[0, 1]`
+        // leaves `[5]`, `[1]`, which still wraps every 5 elements.
+        ([size], [1]) if *size == count => None,
+        _ => Some((sizes, steps)),
     }
 }
 
@@ -390,11 +439,17 @@ impl Fragment {
 
     /// The kernel that computes this fragment into its output.
     fn kernel(self) -> PlannedKernel {
+        // A vector kernel reads contiguous inputs as vec4s, and strided inputs whose innermost
+        // dim is a broadcast (stride 0) of a multiple of 4 elements as one element splat over
+        // the four lanes (four neighbours share their position).
         let vector = self.count.is_multiple_of(4)
-            && self
-                .leaves
-                .iter()
-                .all(|leaf| leaf.offset.is_multiple_of(4) && leaf.strided.is_none());
+            && self.leaves.iter().all(|leaf| match &leaf.strided {
+                None => leaf.offset.is_multiple_of(4),
+                Some((shape, strides)) => {
+                    strides.last() == Some(&0)
+                        && (shape.len() == 1 || shape.last().is_some_and(|s| s.is_multiple_of(4)))
+                }
+            });
         let unit = if vector { 4 } else { 1 };
         let units = self.count / unit;
         let mut params = Vec::with_capacity(1 + 3 * self.leaves.len() + self.scalars.len());
@@ -405,7 +460,9 @@ impl Fragment {
         };
         params.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&header)));
         for leaf in &self.leaves {
-            params.push((leaf.offset / unit) as u32);
+            // Strided inputs are addressed in elements; contiguous ones in units.
+            let offset_unit = if leaf.strided.is_some() { 1 } else { unit };
+            params.push((leaf.offset / offset_unit) as u32);
             if let Some((shape, strides)) = &leaf.strided {
                 params.extend(shape.iter().map(|&size| size as u32));
                 params.extend(strides.iter().map(|&stride| stride as u32));
@@ -567,11 +624,56 @@ pub(crate) fn sample_programs() -> Vec<FusedProgram> {
             programs.push(FusedProgram {
                 dtype,
                 vector,
-                leaf_ranks: vec![0, if vector { 0 } else { 4 }],
+                leaf_ranks: vec![0, 4],
                 scalars: 2,
                 instructions,
             });
         }
     }
     programs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::simplify_view;
+
+    #[test]
+    fn views_simplify_to_the_fewest_dims() {
+        // A per-channel statistic broadcast over [n, c, h, w].
+        assert_eq!(
+            simplify_view(&[2, 3, 4, 5], &[0, 1, 0, 0]),
+            Some((vec![3, 20], vec![1, 0]))
+        );
+        // A row vector broadcast over rows still wraps every row.
+        assert_eq!(simplify_view(&[4, 5], &[0, 1]), Some((vec![5], vec![1])));
+        assert_eq!(simplify_view(&[1, 4, 5], &[7, 5, 1]), None);
+        // A transpose stays as it is.
+        assert_eq!(
+            simplify_view(&[6, 6], &[1, 6]),
+            Some((vec![6, 6], vec![1, 6]))
+        );
+        // Size-1 dims with any stride vanish; a contiguous remainder is no view at all.
+        assert_eq!(simplify_view(&[1, 8, 1], &[99, 1, 7]), None);
+        // A scalar broadcast everywhere reads one element.
+        assert_eq!(simplify_view(&[3, 4], &[0, 0]), Some((vec![12], vec![0])));
+        // Every element of the original view maps to the same storage position.
+        let (shape, strides) = ([2, 3, 2, 4], [0, 8, 4, 1]);
+        let (small_shape, small_strides) =
+            simplify_view(&shape, &strides).unwrap_or((vec![48], vec![1]));
+        let position = |linear: usize, shape: &[usize], strides: &[usize]| {
+            let mut remaining = linear;
+            let mut position = 0;
+            for (size, stride) in shape.iter().zip(strides).rev() {
+                position += (remaining % size) * stride;
+                remaining /= size;
+            }
+            position
+        };
+        for linear in 0..48 {
+            assert_eq!(
+                position(linear, &shape, &strides),
+                position(linear, &small_shape, &small_strides)
+            );
+        }
+    }
 }

@@ -57,10 +57,12 @@ impl FusedProgram {
         text.push_str(STRIDED);
         let element = if self.vector { "vec4<S>" } else { "S" };
         // `write!` into a String cannot fail; the results are ignored deliberately.
-        for leaf in 0..leaves {
+        for (leaf, &rank) in self.leaf_ranks.iter().enumerate() {
+            // A strided input of a vector kernel is read one element at a time (and splat).
+            let leaf_element = if rank == 0 { element } else { "S" };
             let _ = writeln!(
                 text,
-                "@group(0) @binding({}) var<storage, read> leaf{leaf}: array<{element}>;",
+                "@group(0) @binding({}) var<storage, read> leaf{leaf}: array<{leaf_element}>;",
                 leaf + 1
             );
         }
@@ -135,18 +137,36 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
         // Loads: `loaded<leaf>_<suffix>`, a vec4 or one element.
         for (index, suffix) in positions {
             for (leaf, &word) in offset_words.iter().enumerate() {
-                let position = match self.leaf_ranks[leaf] {
-                    0 => index.clone(),
-                    rank => format!(
-                        "strided_position({index}, {rank}u, {}u, {}u)",
-                        word + 1,
-                        word + 1 + rank as usize
-                    ),
+                let rank = self.leaf_ranks[leaf];
+                if rank == 0 {
+                    let _ = writeln!(
+                        text,
+                        "        let loaded{leaf}_{suffix} = leaf{leaf}[params.tail[{word}] + {index}];"
+                    );
+                    continue;
+                }
+                // A vector unit starts at element 4 * unit; its four lanes share one position.
+                let element_index = if self.vector {
+                    format!("({index}) * 4u")
+                } else {
+                    index.clone()
                 };
-                let _ = writeln!(
-                    text,
-                    "        let loaded{leaf}_{suffix} = leaf{leaf}[params.tail[{word}] + {position}];"
+                let position = format!(
+                    "params.tail[{word}] + strided_position({element_index}, {rank}u, {}u, {}u)",
+                    word + 1,
+                    word + 1 + rank as usize
                 );
+                if self.vector {
+                    let _ = writeln!(
+                        text,
+                        "        let loaded{leaf}_{suffix} = vec4<S>(leaf{leaf}[{position}]);"
+                    );
+                } else {
+                    let _ = writeln!(
+                        text,
+                        "        let loaded{leaf}_{suffix} = leaf{leaf}[{position}];"
+                    );
+                }
             }
         }
         for (index, suffix) in positions {
