@@ -175,9 +175,67 @@ impl Iterator for StridedPositions<'_> {
 
 impl ExactSizeIterator for StridedPositions<'_> {}
 
+/// The fewest (size, stride) pairs that enumerate the same positions in the same row-major
+/// order as `shape`, `strides`: pairs of size 1 are dropped, and neighbours `d, d + 1` with
+/// `strides[d] == strides[d + 1] * shape[d + 1]` merge into one (so a kernel decomposes each
+/// index over fewer sizes). Zero strides are kept: a broadcast dim still repeats.
+pub(crate) fn merge_dims(shape: &[usize], strides: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let mut sizes: Vec<usize> = Vec::with_capacity(shape.len());
+    let mut steps: Vec<usize> = Vec::with_capacity(shape.len());
+    for (&size, &stride) in shape.iter().zip(strides) {
+        if size == 1 {
+            continue;
+        }
+        match (sizes.last_mut(), steps.last_mut()) {
+            (Some(last_size), Some(last_stride)) if *last_stride == stride * size => {
+                *last_size *= size;
+                *last_stride = stride;
+            }
+            _ => {
+                sizes.push(size);
+                steps.push(stride);
+            }
+        }
+    }
+    (sizes, steps)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_dims_enumerate_the_same_positions() {
+        // Batch norm's reduced dims (n, h, w) of a contiguous [4, 3, 5, 6]: h and w merge.
+        assert_eq!(
+            merge_dims(&[4, 5, 6], &[90, 6, 1]),
+            (vec![4, 30], vec![90, 1])
+        );
+        // Broadcast dims keep their zero strides; size-1 dims vanish.
+        assert_eq!(merge_dims(&[2, 1, 3], &[0, 7, 0]), (vec![6], vec![0]));
+        for (shape, strides) in [
+            (vec![2, 3, 4], vec![12, 4, 1]),
+            (vec![3, 2, 2], vec![1, 6, 3]),
+            (vec![2, 1, 4, 2], vec![0, 5, 2, 1]),
+        ] {
+            let (merged_shape, merged_strides) = merge_dims(&shape, &strides);
+            let original = Layout {
+                shape: shape.clone(),
+                strides,
+                offset: 0,
+            };
+            let merged = Layout {
+                shape: merged_shape,
+                strides: merged_strides,
+                offset: 0,
+            };
+            assert_eq!(
+                original.positions().collect::<Vec<_>>(),
+                merged.positions().collect::<Vec<_>>(),
+                "{shape:?}"
+            );
+        }
+    }
 
     #[test]
     fn transpose_positions_walk_columns() {

@@ -243,25 +243,7 @@ pub(crate) fn simplify_view(
     shape: &[usize],
     strides: &[usize],
 ) -> Option<(Vec<usize>, Vec<usize>)> {
-    let mut sizes: Vec<usize> = Vec::with_capacity(shape.len());
-    let mut steps: Vec<usize> = Vec::with_capacity(shape.len());
-    for (&size, &stride) in shape.iter().zip(strides) {
-        if size == 1 {
-            continue;
-        }
-        match (sizes.last_mut(), steps.last()) {
-            (Some(last_size), Some(&last_stride)) if last_stride == stride * size => {
-                *last_size *= size;
-                if let Some(last_stride) = steps.last_mut() {
-                    *last_stride = stride;
-                }
-            }
-            _ => {
-                sizes.push(size);
-                steps.push(stride);
-            }
-        }
-    }
+    let (mut sizes, mut steps) = crate::layout::merge_dims(shape, strides);
     while steps.len() > 1 && steps[0] == 0 {
         sizes.remove(0);
         steps.remove(0);

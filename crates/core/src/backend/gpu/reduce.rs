@@ -11,7 +11,7 @@ use super::storage::GpuStorage;
 use super::wgsl::{class, storage_type, value_header, Class, COMMON, STRIDED};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{merge_dims, Layout};
 use crate::op::ReduceOp;
 
 kernel_params! {
@@ -145,27 +145,38 @@ impl GpuStorage {
         if outputs == 0 {
             return Ok(out);
         }
+        // Kept and reduced dims each as the fewest (size, stride) pairs that enumerate the same
+        // positions in the same order (batch norm's [n, c, h, w] over (0, 2, 3): reduced
+        // [n, h·w]), so each element's position takes fewer divisions.
+        let pairs = |selected: &[usize]| {
+            let shape: Vec<usize> = selected.iter().map(|&d| layout.shape[d]).collect();
+            let strides: Vec<usize> = selected.iter().map(|&d| layout.strides[d]).collect();
+            merge_dims(&shape, &strides)
+        };
+        let (kept_shape, kept_strides) = pairs(&kept);
+        let (reduced_shape, reduced_strides) = if op.is_arg() {
+            // An arg reduction counts its index along the one dim as it is.
+            (vec![layout.shape[dims[0]]], vec![layout.strides[dims[0]]])
+        } else {
+            pairs(dims)
+        };
         let header = ReduceParams {
             outputs: word(outputs)?,
             count: word(count)?,
-            kept_rank: word(kept.len())?,
-            reduced_rank: word(dims.len())?,
+            kept_rank: word(kept_shape.len())?,
+            reduced_rank: word(reduced_shape.len())?,
             offset: word(layout.offset)?,
             chunks: word(chunks)?,
             chunk_length: word(count.div_ceil(chunks))?,
         };
         let mut params = Params::with_header(&header, 2 * layout.rank());
-        for &d in &kept {
-            params.push(layout.shape[d])?;
-        }
-        for &d in &kept {
-            params.push(layout.strides[d])?;
-        }
-        for &d in dims {
-            params.push(layout.shape[d])?;
-        }
-        for &d in dims {
-            params.push(layout.strides[d])?;
+        for value in kept_shape
+            .into_iter()
+            .chain(kept_strides)
+            .chain(reduced_shape)
+            .chain(reduced_strides)
+        {
+            params.push(value)?;
         }
         // One workgroup per (output, chunk).
         let context: &GpuContext = self.device.context();
