@@ -96,6 +96,26 @@ fn reduce_header(dtype: DType, op: ReduceOp) -> String {
     )
 }
 
+/// Workgroups the split reductions aim for: about two waves of a large GPU, so that enough
+/// loads are in flight (each workgroup's loop is bound by load latency, not bandwidth).
+const TARGET_WORKGROUPS: usize = 2048;
+/// Fewest elements one chunk of a split reduction folds.
+const MIN_CHUNK: usize = 1 << 12;
+
+/// How many chunks each output of a reduction is split into (1: no split): enough for
+/// [`TARGET_WORKGROUPS`] workgroups in all, none shorter than [`MIN_CHUNK`] elements, at most
+/// 1024 (the second pass folds them in a fixed order). Batch norm's statistics of a
+/// `[64, 64, 56, 56]` activation: 64 outputs of 200,704 elements, 32 chunks each.
+fn reduce_chunks(splittable: bool, outputs: usize, count: usize) -> usize {
+    if !splittable || count < 2 * MIN_CHUNK {
+        return 1;
+    }
+    TARGET_WORKGROUPS
+        .div_ceil(outputs.max(1))
+        .min(count / MIN_CHUNK)
+        .clamp(1, 1024)
+}
+
 impl GpuStorage {
     /// Reduce over `dims` (keepdim-shaped output; arg reductions take one dim, return I32).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<GpuStorage> {
@@ -136,11 +156,7 @@ impl GpuStorage {
         // partial sums would be rounded to f16; arg reductions need their indices).
         let splittable =
             matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min) && self.dtype != DType::F16;
-        let chunks = if splittable && outputs < 256 && count >= 1 << 16 {
-            count.div_ceil(1 << 15).min(1024)
-        } else {
-            1
-        };
+        let chunks = reduce_chunks(splittable, outputs, count);
         let out = GpuStorage::allocate(&self.device, op.name(), outputs * chunks, out_dtype)?;
         if outputs == 0 {
             return Ok(out);
@@ -196,5 +212,20 @@ impl GpuStorage {
             return out.reduce(&Layout::contiguous(&[outputs, chunks]), op, &[1]);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reduce_chunks;
+
+    #[test]
+    fn split_reductions_fill_the_gpu_with_long_enough_chunks() {
+        assert_eq!(reduce_chunks(true, 64, 64 * 56 * 56), 32);
+        assert_eq!(reduce_chunks(true, 1, 1 << 20), 256);
+        assert_eq!(reduce_chunks(true, 512, 64 * 7 * 7), 1);
+        assert_eq!(reduce_chunks(true, 256, 64 * 14 * 14), 3);
+        assert_eq!(reduce_chunks(false, 1, 1 << 20), 1);
+        assert_eq!(reduce_chunks(true, 1, 1 << 30), 1024);
     }
 }
