@@ -14,7 +14,9 @@
 //!   and each k-step splits the tap's `ki * dil` likewise: the division is exact when the
 //!   remainders agree, and then `oy` is the difference of the quotients (two divisions per
 //!   k-step instead of two per column). Like the forward, it has the 128-row tile (`wide`)
-//!   where `prefers_wide(c, n * h * w)`.
+//!   where `prefers_wide(c, n * h * w)`. A strided convolution without dilation runs as one
+//!   unit-stride GEMM per phase of the stride (`backward_input_by_phases`), so no tap that
+//!   falls between output pixels is walked.
 //! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`):
 //!   `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //!   M = o, N = c * kh * kw, K = n * oh * ow: A is `g` read as `[o, K]` and B the input
@@ -510,19 +512,124 @@ impl GpuStorage {
         check_view(OP, weight_layout, weight.len)?;
         check_coordinates(OP, &shape)?;
         let (batch, c, (h, w)) = (shape.batch, shape.channels, shape.input);
-        let (columns, k) = (
-            batch * h * w,
-            shape.out_channels * shape.kernel.0 * shape.kernel.1,
-        );
+        let k = shape.out_channels * shape.kernel.0 * shape.kernel.1;
         let numel = batch * c * h * w;
         if numel > 0 && k == 0 {
             // No output channel: nothing flows back.
             return GpuStorage::full(&self.device, numel, self.dtype, 0.0);
         }
-        let out = GpuStorage::allocate(&self.device, OP, numel, self.dtype)?;
         if numel == 0 {
-            return Ok(out);
+            return GpuStorage::allocate(&self.device, OP, numel, self.dtype);
         }
+        if shape.stride != (1, 1) && shape.dilation == (1, 1) {
+            return self.backward_input_by_phases(layout, weight, weight_layout, &shape, wide);
+        }
+        let out = GpuStorage::allocate(&self.device, OP, numel, self.dtype)?;
+        self.launch_backward_input(layout, weight, weight_layout, &shape, wide, &out)?;
+        Ok(out)
+    }
+
+    /// The input gradient of a strided convolution as `stride.0 · stride.1` unit-stride ones.
+    /// With stride `s`, input row `y = s·y' + φ` receives only the taps `ki ≡ φ + pad (mod s)`
+    /// (the others fall between output pixels): `ki = k0 + s·a` with `k0 = (φ + pad) mod s`,
+    /// from output row `oy = y' + ⌊(φ + pad) / s⌋ − a`. So each phase `(φh, φw)` is the input
+    /// gradient of a unit-stride convolution with the sub-kernel `W[.., k0h::s, k0w::s]` (a
+    /// strided view) and padding `⌊(φ + pad) / s⌋`, over the phase's `⌈(h − φ) / s⌉` rows, and
+    /// is copied into every `s`-th row and column of the result. No tap that lands between
+    /// output pixels is walked (three quarters of them at stride 2); a phase without taps
+    /// (a 1×1 kernel at stride 2, odd rows) stays zero.
+    fn backward_input_by_phases(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        shape: &Conv2dShape,
+        wide: Option<bool>,
+    ) -> Result<GpuStorage> {
+        const OP: &str = "conv2d_backward_input";
+        let (batch, c, (h, w)) = (shape.batch, shape.channels, shape.input);
+        let ((stride_h, stride_w), (pad_h, pad_w)) = (shape.stride, shape.padding);
+        let (kernel_h, kernel_w) = shape.kernel;
+        let numel = batch * c * h * w;
+        let tapless = |stride: usize, pad: usize, kernel: usize| {
+            (0..stride).any(|phase| (phase + pad) % stride >= kernel)
+        };
+        let mut out = if tapless(stride_h, pad_h, kernel_h) || tapless(stride_w, pad_w, kernel_w) {
+            GpuStorage::full(&self.device, numel, self.dtype, 0.0)?
+        } else {
+            GpuStorage::allocate(&self.device, OP, numel, self.dtype)?
+        };
+        let weight_strides = &weight_layout.strides;
+        for phase_h in 0..stride_h.min(h) {
+            for phase_w in 0..stride_w.min(w) {
+                let (first_h, first_w) =
+                    ((phase_h + pad_h) % stride_h, (phase_w + pad_w) % stride_w);
+                if first_h >= kernel_h || first_w >= kernel_w {
+                    continue;
+                }
+                let (rows, columns) = (
+                    (h - phase_h).div_ceil(stride_h),
+                    (w - phase_w).div_ceil(stride_w),
+                );
+                let taps = (
+                    (kernel_h - first_h).div_ceil(stride_h),
+                    (kernel_w - first_w).div_ceil(stride_w),
+                );
+                let sub_weight = Layout {
+                    shape: vec![shape.out_channels, c, taps.0, taps.1],
+                    strides: vec![
+                        weight_strides[0],
+                        weight_strides[1],
+                        weight_strides[2] * stride_h,
+                        weight_strides[3] * stride_w,
+                    ],
+                    offset: weight_layout.offset
+                        + first_h * weight_strides[2]
+                        + first_w * weight_strides[3],
+                };
+                let phase = Conv2dShape {
+                    input: (rows, columns),
+                    kernel: taps,
+                    stride: (1, 1),
+                    padding: ((phase_h + pad_h) / stride_h, (phase_w + pad_w) / stride_w),
+                    ..*shape
+                };
+                let part_shape = [batch, c, rows, columns];
+                let part = GpuStorage::allocate(
+                    &self.device,
+                    OP,
+                    part_shape.iter().product(),
+                    self.dtype,
+                )?;
+                self.launch_backward_input(layout, weight, &sub_weight, &phase, wide, &part)?;
+                let target = Layout {
+                    shape: part_shape.to_vec(),
+                    strides: vec![c * h * w, h * w, stride_h * w, stride_w],
+                    offset: phase_h * w + phase_w,
+                };
+                part.copy_into(&Layout::contiguous(&part_shape), &mut out, &target)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Record the input-gradient GEMM of `shape` (its output `[n, c, h, w]` into `out`).
+    fn launch_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        shape: &Conv2dShape,
+        wide: Option<bool>,
+        out: &GpuStorage,
+    ) -> Result<()> {
+        const OP: &str = "conv2d_backward_input";
+        let (batch, c, (h, w)) = (shape.batch, shape.channels, shape.input);
+        let (columns, k) = (
+            batch * h * w,
+            shape.out_channels * shape.kernel.0 * shape.kernel.1,
+        );
+        let numel = batch * c * h * w;
         // A = the weight transposed to a dense [c, o * kh * kw] (weights are small to copy).
         let transposed = weight.copy_strided(&weight_layout.permute(&[1, 0, 2, 3]))?;
         let header = conv_params([columns, c, k, shape.out_channels], &shape, layout, 0)?;
@@ -547,7 +654,7 @@ impl GpuStorage {
             &[self.raw()?, transposed.raw()?, out.raw()?],
             grid,
         )?;
-        Ok(out)
+        Ok(())
     }
 
     /// [`GpuStorage::conv2d_backward_weight`] by the f32/f16 kernel with K split `splits` ways
