@@ -178,7 +178,9 @@ impl ExactSizeIterator for StridedPositions<'_> {}
 /// The fewest (size, stride) pairs that enumerate the same positions in the same row-major
 /// order as `shape`, `strides`: pairs of size 1 are dropped, and neighbours `d, d + 1` with
 /// `strides[d] == strides[d + 1] * shape[d + 1]` merge into one (so a kernel decomposes each
-/// index over fewer sizes). Zero strides are kept: a broadcast dim still repeats.
+/// index over fewer sizes). Zero strides are kept: a broadcast dim still repeats. Used by the
+/// GPU kernels (fused elementwise programs, reductions).
+#[cfg(any(feature = "gpu", test))]
 pub(crate) fn merge_dims(shape: &[usize], strides: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let mut sizes: Vec<usize> = Vec::with_capacity(shape.len());
     let mut steps: Vec<usize> = Vec::with_capacity(shape.len());

@@ -632,7 +632,7 @@ impl GpuStorage {
         let numel = batch * c * h * w;
         // A = the weight transposed to a dense [c, o * kh * kw] (weights are small to copy).
         let transposed = weight.copy_strided(&weight_layout.permute(&[1, 0, 2, 3]))?;
-        let header = conv_params([columns, c, k, shape.out_channels], &shape, layout, 0)?;
+        let header = conv_params([columns, c, k, shape.out_channels], shape, layout, 0)?;
         // Positions the kernel computes (output and weight) must fit 32 bits as well.
         word(numel)?;
         word(c * k)?;
