@@ -178,16 +178,30 @@ impl Module for BatchNorm {
             self.update_running_stats(&normalized.mean, &normalized.biased_var, count)?;
             return Ok(normalized.output);
         }
+        // Eval: the running statistics and the affine parameters fold into one per-channel
+        // scale and shift (computed on `c` values in f32), so the activation is read once by a
+        // single `x·scale + shift` kernel, in its own dtype (f16 under autocast, like cuDNN's
+        // inference batch norm) rather than widened to f32 and narrowed again.
         let mean = self.running_mean.tensor().reshape(stat_shape.clone())?;
         let var = self.running_var.tensor().reshape(stat_shape.clone())?;
-        let (centered, inv_std) = (x.sub(&mean)?, var.add_scalar(self.eps)?.rsqrt()?);
-        let normalized = centered.mul(&inv_std)?;
-        match (&self.weight, &self.bias) {
-            (Some(weight), Some(bias)) => normalized
-                .mul(&weight.tensor().reshape(stat_shape.clone())?)?
-                .add(&bias.tensor().reshape(stat_shape)?),
-            _ => Ok(normalized),
-        }
+        let inv_std = var.add_scalar(self.eps)?.rsqrt()?;
+        let (scale, shift) = match (&self.weight, &self.bias) {
+            (Some(weight), Some(bias)) => {
+                let scale = weight.tensor().reshape(stat_shape.clone())?.mul(&inv_std)?;
+                let shift = bias.tensor().reshape(stat_shape)?.sub(&mean.mul(&scale)?)?;
+                (scale, shift)
+            }
+            _ => {
+                let shift = mean.mul(&inv_std)?.neg()?;
+                (inv_std, shift)
+            }
+        };
+        let (scale, shift) = if x.dtype() == DType::F16 {
+            (scale.to_dtype(DType::F16)?, shift.to_dtype(DType::F16)?)
+        } else {
+            (scale, shift)
+        };
+        x.mul(&scale)?.add(&shift)
     }
 
     fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
