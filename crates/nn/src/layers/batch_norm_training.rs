@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Statistics are computed in f32 also for an f16 input (as PyTorch does under autocast), and the
-//! output keeps the input's dtype, so f16 activations stay f16.
+//! output keeps the input's dtype, so f16 activations stay f16. The backward of a large f16 input
+//! runs through batch slices, so its f32 temporaries are slice-sized rather than several f32
+//! copies of the whole activation (they made autocast's training peak exceed f32's).
 
 use std::sync::Arc;
 
