@@ -554,12 +554,15 @@ fn accumulate_leaf(
     on_grad_ready(leaf)
 }
 
-/// Nodes reachable from `root` through tracked edges, inputs before outputs.
+/// Nodes reachable from `root` through tracked edges, inputs before outputs, each as its
+/// storage-less graph edge: the order lives through the whole walk, and holding the tensors
+/// themselves would keep every saved activation (and every f16 weight copy of autocast) alive
+/// until backward ends instead of freeing it once its node has run.
 fn topological_order(root: &Tensor) -> Vec<Tensor> {
     let mut order = Vec::new();
     let mut visited: HashSet<TensorId> = HashSet::new();
     // (node, children pushed yet?)
-    let mut stack: Vec<(Tensor, bool)> = vec![(root.clone(), false)];
+    let mut stack: Vec<(Tensor, bool)> = vec![(root.graph_edge(), false)];
     while let Some((node, expanded)) = stack.pop() {
         if expanded {
             order.push(node);
@@ -572,7 +575,7 @@ fn topological_order(root: &Tensor) -> Vec<Tensor> {
         if let Some(grad_fn) = node.grad_fn() {
             for input in grad_fn.inputs() {
                 if input.is_tracked() && !visited.contains(&input.id()) {
-                    stack.push((input.clone(), false));
+                    stack.push((input.graph_edge(), false));
                 }
             }
         }

@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Statistics are computed in f32 also for an f16 input (as PyTorch does under autocast), and the
-//! output keeps the input's dtype, so f16 activations stay f16.
+//! output keeps the input's dtype, so f16 activations stay f16. The backward of a large f16 input
+//! runs through batch slices, so its f32 temporaries are slice-sized rather than several f32
+//! copies of the whole activation (they made autocast's training peak exceed f32's).
 
 use std::sync::Arc;
 
@@ -102,19 +104,85 @@ struct BatchNormBackward {
     count: usize,
 }
 
+impl BatchNormBackward {
+    /// x̂ = (x − μ)·σ⁻¹ in f32 for (a batch slice of) the input.
+    fn normalized(&self, x: &Tensor) -> Result<Tensor> {
+        widen(x)?.sub(&self.mean)?.mul(&self.inv_std)
+    }
+}
+
+/// Elements of an f16 input from which its backward runs in batch slices.
+const SLICED_FROM: usize = 1 << 18;
+/// Elements of one slice at most (beyond the minimum number of slices).
+const SLICE_ELEMENTS: usize = 1 << 22;
+/// Slices an f16 input of at least [`SLICED_FROM`] elements is cut into at least.
+const MIN_SLICES: usize = 4;
+
+/// The `(start, len)` ranges along the batch dim (0) the backward works through one at a time.
+/// An f16 input's f32 temporaries (the widened gradient and input, their product, the f32
+/// input gradient before its cast back) are then slice-sized instead of several times the
+/// activation; an f32 input needs no widened copies and is done in one piece.
+fn batch_slices(x: &Tensor) -> Vec<(usize, usize)> {
+    let batch = x.shape().first().copied().unwrap_or(1);
+    let numel = x.numel();
+    let count = if x.dtype() == DType::F16 && numel >= SLICED_FROM {
+        numel
+            .div_ceil(SLICE_ELEMENTS)
+            .max(MIN_SLICES)
+            .min(batch)
+            .max(1)
+    } else {
+        1
+    };
+    if count == 1 {
+        return vec![(0, batch)];
+    }
+    let per_slice = batch.div_ceil(count).max(1);
+    (0..batch)
+        .step_by(per_slice)
+        .map(|start| (start, per_slice.min(batch - start)))
+        .collect()
+}
+
 impl CustomBackward for BatchNormBackward {
     fn backward(&self, inputs: &[Tensor], grad_output: &Tensor) -> Result<Vec<Option<Tensor>>> {
         let x = &inputs[0];
         let weight = inputs.get(1);
-        let g = widen(grad_output)?;
+        let slices = batch_slices(x);
+        let whole = slices.len() <= 1;
+        let slice = |tensor: &Tensor, (start, len): (usize, usize)| -> Result<Tensor> {
+            if whole {
+                Ok(tensor.clone())
+            } else {
+                tensor.narrow(0, start, len)
+            }
+        };
         // x̂ is recomputed inside each fused kernel rather than stored: the two reductions
         // and the input gradient each read x again, and no activation-sized x̂ (nor an f32
         // copy of an f16 x) stays alive between them.
-        let normalized = || -> Result<Tensor> { widen(x)?.sub(&self.mean)?.mul(&self.inv_std) };
-        let grad_bias = g.sum(&self.dims, true)?;
-        let grad_weight = {
-            let product = g.mul(&normalized()?)?;
-            product.sum(&self.dims, true)?
+        let mut grad_bias: Option<Tensor> = None;
+        let mut grad_weight: Option<Tensor> = None;
+        for &range in &slices {
+            let g = widen(&slice(grad_output, range)?)?;
+            let bias_part = g.sum(&self.dims, true)?;
+            let weight_part = {
+                let product = g.mul(&self.normalized(&slice(x, range)?)?)?;
+                product.sum(&self.dims, true)?
+            };
+            grad_bias = Some(match grad_bias {
+                Some(total) => total.add(&bias_part)?,
+                None => bias_part,
+            });
+            grad_weight = Some(match grad_weight {
+                Some(total) => total.add(&weight_part)?,
+                None => weight_part,
+            });
+        }
+        let (Some(grad_bias), Some(grad_weight)) = (grad_bias, grad_weight) else {
+            return Err(anygrad_core::Error::invalid(
+                "batch_norm backward",
+                format!("empty batch in input of shape {:?}", x.shape()),
+            ));
         };
         let mut grads = Vec::with_capacity(inputs.len());
         if x.requires_grad() {
@@ -123,11 +191,26 @@ impl CustomBackward for BatchNormBackward {
                 None => self.inv_std.clone(),
             };
             let per_element = 1.0 / self.count as f64;
-            let grad_input = g
-                .sub(&grad_bias.mul_scalar(per_element)?)?
-                .sub(&normalized()?.mul(&grad_weight.mul_scalar(per_element)?)?)?
-                .mul(&scale)?
-                .to_dtype(x.dtype())?;
+            let mean_grad_bias = grad_bias.mul_scalar(per_element)?;
+            let mean_grad_weight = grad_weight.mul_scalar(per_element)?;
+            let input_gradient = |range: (usize, usize)| -> Result<Tensor> {
+                widen(&slice(grad_output, range)?)?
+                    .sub(&mean_grad_bias)?
+                    .sub(&self.normalized(&slice(x, range)?)?.mul(&mean_grad_weight)?)?
+                    .mul(&scale)?
+                    .to_dtype(x.dtype())
+            };
+            let grad_input = if whole {
+                input_gradient(slices.first().copied().unwrap_or((0, 0)))?
+            } else {
+                let grad_input = Tensor::zeros(x.shape(), x.dtype(), x.device())?;
+                for &(start, len) in &slices {
+                    grad_input
+                        .narrow(0, start, len)?
+                        .assign(&input_gradient((start, len))?)?;
+                }
+                grad_input
+            };
             grads.push(Some(grad_input));
         } else {
             grads.push(None);
