@@ -254,6 +254,49 @@ pub(crate) fn backward_shape(
     Ok(shape)
 }
 
+/// The geometry of one fused attention call (`tensor/attention_fused.rs` hands it to the GPU
+/// kernels of `backend/gpu/attention.rs`): dense row-major `query [batch_heads, query_length,
+/// head_dim]`, `key [batch_heads, key_length, head_dim]`, `value [batch_heads, key_length,
+/// value_dim]`, output `[batch_heads, query_length, value_dim]` and one f32 log-sum-exp per
+/// query row; `causal`: key column `<=` query row (PyTorch's top-left aligned mask).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct AttentionShape {
+    pub(crate) batch_heads: usize,
+    pub(crate) query_length: usize,
+    pub(crate) key_length: usize,
+    pub(crate) head_dim: usize,
+    pub(crate) value_dim: usize,
+    pub(crate) scale: f64,
+    pub(crate) causal: bool,
+}
+
+impl AttentionShape {
+    /// Elements of the query (and of its gradient).
+    pub(crate) fn query_numel(&self) -> usize {
+        self.batch_heads * self.query_length * self.head_dim
+    }
+
+    /// Elements of the key (and of its gradient).
+    pub(crate) fn key_numel(&self) -> usize {
+        self.batch_heads * self.key_length * self.head_dim
+    }
+
+    /// Elements of the value (and of its gradient).
+    pub(crate) fn value_numel(&self) -> usize {
+        self.batch_heads * self.key_length * self.value_dim
+    }
+
+    /// Elements of the output (and of its gradient).
+    pub(crate) fn output_numel(&self) -> usize {
+        self.batch_heads * self.query_length * self.value_dim
+    }
+
+    /// Query rows (the log-sum-exp's length).
+    pub(crate) fn rows(&self) -> usize {
+        self.batch_heads * self.query_length
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
