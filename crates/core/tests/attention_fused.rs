@@ -116,24 +116,26 @@ fn check(case: &Case, device: &Device, dtype: DType, transposed: bool, tolerance
     }
 }
 
+/// Both head sizes, causal and not, L < S and L > S (lavapipe compiles every kernel variant
+/// slowly: the list is kept short).
 fn cases() -> Vec<Case> {
-    let mut cases = Vec::new();
-    for head_dim in [16, 64] {
-        for causal in [false, true] {
-            for (length, keys) in [(37, 45), (70, 33)] {
-                cases.push(Case {
-                    batch: 2,
-                    heads: 2,
-                    length,
-                    keys,
-                    head_dim,
-                    value_dim: head_dim,
-                    causal,
-                });
-            }
-        }
-    }
-    cases
+    [
+        (16, false, 37, 45),
+        (16, true, 70, 33),
+        (64, false, 70, 33),
+        (64, true, 37, 45),
+    ]
+    .into_iter()
+    .map(|(head_dim, causal, length, keys)| Case {
+        batch: 2,
+        heads: 2,
+        length,
+        keys,
+        head_dim,
+        value_dim: head_dim,
+        causal,
+    })
+    .collect()
 }
 
 fn fused_matches_composite_f32(device: &Device) {
@@ -147,7 +149,7 @@ fn fused_matches_composite_f32(device: &Device) {
 fn uneven_widths_and_strided_inputs(device: &Device) {
     let wide = Case {
         batch: 1,
-        heads: 3,
+        heads: 1,
         length: 19,
         keys: 21,
         head_dim: 128,
@@ -174,7 +176,7 @@ fn fused_matches_composite_f16(device: &Device) {
             return;
         }
     }
-    for case in cases().iter().step_by(3) {
+    for case in [&cases()[1], &cases()[2]] {
         check(case, device, DType::F16, false, 3e-2);
     }
 }
