@@ -271,26 +271,6 @@ pub(crate) struct AttentionShape {
 }
 
 impl AttentionShape {
-    /// Elements of the query (and of its gradient).
-    pub(crate) fn query_numel(&self) -> usize {
-        self.batch_heads * self.query_length * self.head_dim
-    }
-
-    /// Elements of the key (and of its gradient).
-    pub(crate) fn key_numel(&self) -> usize {
-        self.batch_heads * self.key_length * self.head_dim
-    }
-
-    /// Elements of the value (and of its gradient).
-    pub(crate) fn value_numel(&self) -> usize {
-        self.batch_heads * self.key_length * self.value_dim
-    }
-
-    /// Elements of the output (and of its gradient).
-    pub(crate) fn output_numel(&self) -> usize {
-        self.batch_heads * self.query_length * self.value_dim
-    }
-
     /// Query rows (the log-sum-exp's length).
     pub(crate) fn rows(&self) -> usize {
         self.batch_heads * self.query_length

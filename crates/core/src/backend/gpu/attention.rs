@@ -99,7 +99,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
 /// lengths; grids within the per-dimension limit; and every operand within one storage
 /// binding (no tensor in pieces).
 pub(crate) fn supports(device: &GpuDevice, dtype: DType, shape: &AttentionShape) -> bool {
-    let width_ok = |width: usize| width > 0 && width % 4 == 0 && width <= MAX_HEAD_DIM;
+    let width_ok = |width: usize| width > 0 && width.is_multiple_of(4) && width <= MAX_HEAD_DIM;
     let dtype_ok = match dtype {
         DType::F32 => true,
         DType::F16 => device.supports_f16(),
@@ -183,6 +183,29 @@ fn check_operand(
         ));
     }
     Ok(())
+}
+
+/// Operand sizes (here, not in `geometry.rs`: only the GPU kernels need them).
+impl AttentionShape {
+    /// Elements of the query (and of its gradient).
+    pub(crate) fn query_numel(&self) -> usize {
+        self.batch_heads * self.query_length * self.head_dim
+    }
+
+    /// Elements of the key (and of its gradient).
+    pub(crate) fn key_numel(&self) -> usize {
+        self.batch_heads * self.key_length * self.head_dim
+    }
+
+    /// Elements of the value (and of its gradient).
+    pub(crate) fn value_numel(&self) -> usize {
+        self.batch_heads * self.key_length * self.value_dim
+    }
+
+    /// Elements of the output (and of its gradient).
+    pub(crate) fn output_numel(&self) -> usize {
+        self.batch_heads * self.query_length * self.value_dim
+    }
 }
 
 /// The grid of a pass over `length` rows per batch-head.
