@@ -1,8 +1,8 @@
 //! Sliding-window geometry, a leaf module (it knows shapes and numbers, no tensor, storage or
 //! backend): the parameters of a 2-D convolution, the one output-size formula (PyTorch's),
 //! the checked shape of a one-group convolution and of its gradients that both backends
-//! accept and refuse alike, and the window arithmetic the tensor layer's pooling and grouped
-//! convolutions use.
+//! accept and refuse alike, the window arithmetic the tensor layer's pooling and grouped
+//! convolutions use, and the shape of a fused attention call (`AttentionShape`).
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
