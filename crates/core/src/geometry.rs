@@ -258,7 +258,8 @@ pub(crate) fn backward_shape(
 /// kernels of `backend/gpu/attention.rs`): dense row-major `query [batch_heads, query_length,
 /// head_dim]`, `key [batch_heads, key_length, head_dim]`, `value [batch_heads, key_length,
 /// value_dim]`, output `[batch_heads, query_length, value_dim]` and one f32 log-sum-exp per
-/// query row; `causal`: key column `<=` query row (PyTorch's top-left aligned mask).
+/// query row; `causal`: key column `<=` query row (PyTorch's top-left aligned mask); an
+/// optional key-padding bias.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct AttentionShape {
     pub(crate) batch_heads: usize,
@@ -268,6 +269,10 @@ pub(crate) struct AttentionShape {
     pub(crate) value_dim: usize,
     pub(crate) scale: f64,
     pub(crate) causal: bool,
+    /// With a key-padding bias (`[batch_heads / group, key_length]` f32, added to the scaled
+    /// scores, `-3e38` for a masked key): the number of consecutive batch-heads sharing one
+    /// bias row.
+    pub(crate) key_bias_group: Option<usize>,
 }
 
 impl AttentionShape {

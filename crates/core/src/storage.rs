@@ -541,13 +541,14 @@ impl Storage {
         }
     }
 
-    /// Fused attention forward on dense GPU storages (`backend/gpu/attention.rs`): the output
-    /// and the f32 row log-sum-exp. CPU storages are refused (`attention_supported` is false
-    /// there).
+    /// Fused attention forward on dense GPU storages (`backend/gpu/attention.rs`), with the
+    /// f32 key bias where `shape.key_bias_group` is set: the output and the f32 row
+    /// log-sum-exp. CPU storages are refused (`attention_supported` is false there).
     pub fn attention_forward(
         &self,
         key: &Storage,
         value: &Storage,
+        key_bias: Option<&Storage>,
         shape: &AttentionShape,
     ) -> Result<(Storage, Storage)> {
         const OP: &str = "scaled_dot_product_attention";
@@ -560,13 +561,16 @@ impl Storage {
             |(output, _): &(Storage, Storage)| storage_bytes(output),
             || {
                 let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
-                let (output, logsumexp) = q.attention_forward(k, v, shape)?;
+                let bias = key_bias.map(gpu_operand).transpose()?;
+                let (output, logsumexp) = q.attention_forward(k, v, bias, shape)?;
                 Ok((Storage::Gpu(output), Storage::Gpu(logsumexp)))
             },
         )
     }
 
-    /// Fused attention backward on dense GPU storages: the gradients of query, key and value.
+    /// Fused attention backward on dense GPU storages: the query's gradient, and one storage
+    /// holding the key's gradient followed by the value's.
+    #[allow(clippy::too_many_arguments)]
     pub fn attention_backward(
         &self,
         key: &Storage,
@@ -574,8 +578,9 @@ impl Storage {
         output: &Storage,
         logsumexp: &Storage,
         grad_output: &Storage,
+        key_bias: Option<&Storage>,
         shape: &AttentionShape,
-    ) -> Result<(Storage, Storage, Storage)> {
+    ) -> Result<(Storage, Storage)> {
         const OP: &str = "scaled_dot_product_attention_backward";
         let query_shape = [shape.batch_heads, shape.query_length, shape.head_dim];
         profiler::record(
@@ -583,9 +588,7 @@ impl Storage {
             &[&query_shape],
             self.dtype(),
             &self.device(),
-            |(q, k, v): &(Storage, Storage, Storage)| {
-                storage_bytes(q) + storage_bytes(k) + storage_bytes(v)
-            },
+            |(q, kv): &(Storage, Storage)| storage_bytes(q) + storage_bytes(kv),
             || {
                 let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
                 let (o, lse, g) = (
@@ -593,8 +596,9 @@ impl Storage {
                     gpu_operand(logsumexp)?,
                     gpu_operand(grad_output)?,
                 );
-                let (dq, dk, dv) = q.attention_backward(k, v, o, lse, g, shape)?;
-                Ok((Storage::Gpu(dq), Storage::Gpu(dk), Storage::Gpu(dv)))
+                let bias = key_bias.map(gpu_operand).transpose()?;
+                let (dq, dkv) = q.attention_backward(k, v, o, lse, g, bias, shape)?;
+                Ok((Storage::Gpu(dq), Storage::Gpu(dkv)))
             },
         )
     }

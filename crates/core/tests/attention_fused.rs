@@ -3,7 +3,9 @@
 //! query, key and value equal the composite's, computed in f64 on the CPU, for head sizes 16
 //! and 64 (one and two staged vec4 blocks per row), causal and not, query and key lengths
 //! that differ and are not multiples of the 64-row blocks or the 32-row tiles, a value size
-//! unlike the head size, non-contiguous inputs, f16, and f32 inputs under f16 autocast; and
+//! unlike the head size, non-contiguous inputs, f16, f32 inputs under f16 autocast, Bool and
+//! additive key-padding masks (`[B, 1, 1, S]` and `[S]`, a batch whose keys are all masked
+//! giving zero rows and gradients); and
 //! the fused forward's peak GPU memory stays far below the `[B, H, L, S]` scores that the
 //! composite allocates.
 
@@ -37,6 +39,56 @@ struct Case {
     head_dim: usize,
     value_dim: usize,
     causal: bool,
+    mask: Mask,
+}
+
+/// The attention mask of a case.
+#[derive(Clone, Copy, PartialEq)]
+enum Mask {
+    None,
+    /// Bool `[B, 1, 1, S]`: batch 0 masks every third key, batch 1 masks all of them.
+    BoolPadding,
+    /// Additive `[B, 1, 1, S]`: finite biases, `-inf` on keys 5.. of batch 1.
+    AdditivePadding,
+    /// Additive `[S]` shared by every batch and head (`-inf` on every fourth key).
+    AdditiveKeys,
+}
+
+/// The mask of `case` on `device` (additive masks in `dtype`).
+fn mask(case: &Case, dtype: DType, device: &Device) -> Option<Tensor> {
+    let (batch, keys) = (case.batch, case.keys);
+    let padded = [batch, 1, 1, keys];
+    let tensor = match case.mask {
+        Mask::None => return None,
+        Mask::BoolPadding => {
+            let attend: Vec<bool> = (0..batch * keys)
+                .map(|i| i / keys == 0 && i % 3 != 1)
+                .collect();
+            Tensor::from_vec(attend, &padded, &Device::Cpu)
+        }
+        Mask::AdditivePadding => {
+            let bias: Vec<f32> = (0..batch * keys)
+                .map(|i| match (i / keys, i % keys) {
+                    (1, key) if key >= 5 => f32::NEG_INFINITY,
+                    (_, key) => -0.25 * (key % 5) as f32,
+                })
+                .collect();
+            Tensor::from_vec(bias, &padded, &Device::Cpu).and_then(|t| t.to_dtype(dtype))
+        }
+        Mask::AdditiveKeys => {
+            let bias: Vec<f32> = (0..keys)
+                .map(|key| {
+                    if key % 4 == 2 {
+                        f32::NEG_INFINITY
+                    } else {
+                        0.1 * key as f32
+                    }
+                })
+                .collect();
+            Tensor::from_vec(bias, &[keys], &Device::Cpu).and_then(|t| t.to_dtype(dtype))
+        }
+    };
+    Some(tensor.and_then(|t| t.to_device(device)).expect("mask"))
 }
 
 /// The output and the query, key and value gradients of `(sdpa(q, k, v) * w).sum()` on
@@ -65,11 +117,12 @@ fn run(case: &Case, device: &Device, dtype: DType, transposed: bool) -> (Vec<f32
     let (query, query_view) = make(case.length, case.head_dim, 1);
     let (key, key_view) = make(case.keys, case.head_dim, 2);
     let (value, value_view) = make(case.keys, case.value_dim, 3);
+    let mask = mask(case, dtype, device);
     let out = scaled_dot_product_attention(
         &query_view,
         &key_view,
         &value_view,
-        None,
+        mask.as_ref(),
         0.0,
         case.causal,
         None,
@@ -89,8 +142,9 @@ fn run(case: &Case, device: &Device, dtype: DType, transposed: bool) -> (Vec<f32
 
 /// Compare `device` in `dtype` with the f64 composite on the CPU.
 fn check(case: &Case, device: &Device, dtype: DType, transposed: bool, tolerance: f32) {
+    let masked = case.mask != Mask::None;
     let what = format!(
-        "d {} dv {} L {} S {} causal {} {dtype:?} transposed {transposed}",
+        "d {} dv {} L {} S {} causal {} masked {masked} {dtype:?} transposed {transposed}",
         case.head_dim, case.value_dim, case.length, case.keys, case.causal
     );
     let (out, grads) = run(case, device, dtype, transposed);
@@ -134,6 +188,7 @@ fn cases() -> Vec<Case> {
         head_dim,
         value_dim: head_dim,
         causal,
+        mask: Mask::None,
     })
     .collect()
 }
@@ -155,6 +210,7 @@ fn uneven_widths_and_strided_inputs(device: &Device) {
         head_dim: 128,
         value_dim: 8,
         causal: true,
+        mask: Mask::None,
     };
     check(&wide, device, DType::F32, false, 1e-4);
     let narrow = Case {
@@ -165,8 +221,31 @@ fn uneven_widths_and_strided_inputs(device: &Device) {
         head_dim: 4,
         value_dim: 20,
         causal: false,
+        mask: Mask::None,
     };
     check(&narrow, device, DType::F32, true, 1e-4);
+}
+
+/// Key-padding masks take the fused path (a bias per key) and agree with the composite,
+/// including the zero rows and gradients of a batch whose keys are all masked.
+fn key_padding_masks(device: &Device) {
+    for (mask, head_dim) in [
+        (Mask::BoolPadding, 16),
+        (Mask::AdditivePadding, 64),
+        (Mask::AdditiveKeys, 16),
+    ] {
+        let case = Case {
+            batch: 2,
+            heads: 2,
+            length: 37,
+            keys: 45,
+            head_dim,
+            value_dim: head_dim,
+            causal: false,
+            mask,
+        };
+        check(&case, device, DType::F32, false, 1e-4);
+    }
 }
 
 fn fused_matches_composite_f16(device: &Device) {
@@ -217,12 +296,15 @@ fn fused_forward_memory_is_linear(device: &Device) {
     };
     let (query, key, value) = (operand(1), operand(2), operand(3));
     let scores_bytes = (length * length * 4) as u64;
-    let peak_of = |fused: bool| {
+    // A key-padding mask (every key but the last attends) takes the fused path too.
+    let attend: Vec<bool> = (0..length).map(|key| key + 1 < length).collect();
+    let padding = Tensor::from_vec(attend, &[1, 1, 1, length], device).expect("mask");
+    let peak_of = |fused: bool, mask: Option<&Tensor>| {
         set_fused_attention(fused);
         device.synchronize().expect("sync");
         let before = memory_stats(device).expect("stats").requested_bytes;
         reset_peak_memory(device);
-        let out = scaled_dot_product_attention(&query, &key, &value, None, 0.0, false, None)
+        let out = scaled_dot_product_attention(&query, &key, &value, mask, 0.0, false, None)
             .expect("attention");
         device.synchronize().expect("sync");
         let peak = memory_stats(device).expect("stats").peak_requested_bytes - before;
@@ -230,12 +312,15 @@ fn fused_forward_memory_is_linear(device: &Device) {
         set_fused_attention(true);
         peak
     };
-    let fused = peak_of(true);
-    let composite = peak_of(false);
-    assert!(
-        fused < scores_bytes / 8,
-        "fused attention peaked at {fused} bytes (scores: {scores_bytes})"
-    );
+    let fused = peak_of(true, None);
+    let masked = peak_of(true, Some(&padding));
+    let composite = peak_of(false, None);
+    for (what, peak) in [("fused", fused), ("masked fused", masked)] {
+        assert!(
+            peak < scores_bytes / 8,
+            "{what} attention peaked at {peak} bytes (scores: {scores_bytes})"
+        );
+    }
     assert!(
         composite >= scores_bytes,
         "the composite peaked at only {composite} bytes (scores: {scores_bytes})"
@@ -245,6 +330,7 @@ fn fused_forward_memory_is_linear(device: &Device) {
 anygrad_testing::device_tests!(
     fused_matches_composite_f32,
     uneven_widths_and_strided_inputs,
+    key_padding_masks,
     fused_matches_composite_f16,
     autocast_keeps_f32_interface,
     fused_forward_memory_is_linear

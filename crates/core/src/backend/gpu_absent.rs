@@ -244,12 +244,14 @@ impl GpuStorage {
         &self,
         _key: &GpuStorage,
         _value: &GpuStorage,
+        _key_bias: Option<&GpuStorage>,
         _shape: &AttentionShape,
     ) -> Result<(GpuStorage, GpuStorage)> {
         match self.never {}
     }
 
     /// Unreachable: no GPU storage exists.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn attention_backward(
         &self,
         _key: &GpuStorage,
@@ -257,8 +259,9 @@ impl GpuStorage {
         _output: &GpuStorage,
         _logsumexp: &GpuStorage,
         _grad_output: &GpuStorage,
+        _key_bias: Option<&GpuStorage>,
         _shape: &AttentionShape,
-    ) -> Result<(GpuStorage, GpuStorage, GpuStorage)> {
+    ) -> Result<(GpuStorage, GpuStorage)> {
         match self.never {}
     }
 }

@@ -210,7 +210,7 @@ pub fn scaled_dot_product_attention(
         query,
         key,
         value,
-        attention_mask.is_some(),
+        attention_mask,
         dropout_p,
         is_causal,
         resolved.scale,

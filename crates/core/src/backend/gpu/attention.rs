@@ -39,6 +39,8 @@ kernel_params! {
         key_length: u32,
         /// The factor applied to `q·k`.
         scale: f32,
+        /// Batch-heads sharing one row of the key bias (1 without a bias).
+        bias_group: u32,
     }
 }
 
@@ -53,6 +55,8 @@ pub(crate) struct AttentionKey {
     /// Value width (a multiple of 4 up to [`MAX_HEAD_DIM`]).
     pub(crate) value_dim: u32,
     pub(crate) causal: bool,
+    /// A key-padding bias is bound (`attention_source::Variant::key_bias`).
+    pub(crate) key_bias: bool,
 }
 
 impl AttentionKey {
@@ -64,6 +68,7 @@ impl AttentionKey {
             head_dim: self.head_dim,
             value_dim: self.value_dim,
             causal: self.causal,
+            key_bias: self.key_bias,
         })
     }
 }
@@ -81,13 +86,15 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             AttentionPass::KeyValue,
             AttentionPass::Query,
         ] {
-            for causal in [false, true] {
+            // A mask and the causal flag never come together (the op refuses both).
+            for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
                 keys.push(KernelKey::Attention(AttentionKey {
                     pass,
                     dtype,
                     head_dim,
                     value_dim,
                     causal,
+                    key_bias,
                 }));
             }
         }
@@ -126,6 +133,11 @@ pub(crate) fn supports(device: &GpuDevice, dtype: DType, shape: &AttentionShape)
         .into_iter()
         .all(fits)
         && !GpuStorage::exceeds_binding(device, 2 * shape.rows(), DType::F32)
+        && !GpuStorage::exceeds_binding(device, shape.key_numel() + shape.value_numel(), dtype)
+        && match shape.key_bias_group {
+            None => true,
+            Some(group) => group > 0 && shape.batch_heads.is_multiple_of(group) && !shape.causal,
+        }
 }
 
 /// The parameter words and the key of one pass.
@@ -146,6 +158,7 @@ fn prepare(
         query_length: word(shape.query_length)?,
         key_length: word(shape.key_length)?,
         scale: shape.scale as f32,
+        bias_group: word(shape.key_bias_group.unwrap_or(1))?,
     };
     let key = KernelKey::Attention(AttentionKey {
         pass,
@@ -153,6 +166,7 @@ fn prepare(
         head_dim: word(shape.head_dim)?,
         value_dim: word(shape.value_dim)?,
         causal: shape.causal,
+        key_bias: shape.key_bias_group.is_some(),
     });
     Ok((Params::with_header(&header, 0), key))
 }
@@ -208,6 +222,27 @@ impl AttentionShape {
     }
 }
 
+/// The key bias, checked against `shape` (present exactly when `key_bias_group` is set; f32,
+/// one row of `key_length` per group of batch-heads).
+fn check_bias<'a>(
+    query: &GpuStorage,
+    key_bias: Option<&'a GpuStorage>,
+    shape: &AttentionShape,
+) -> Result<Option<&'a GpuStorage>> {
+    match (key_bias, shape.key_bias_group) {
+        (None, None) => Ok(None),
+        (Some(bias), Some(group)) => {
+            let rows = shape.batch_heads / group.max(1);
+            check_operand("key bias", bias, query, DType::F32, rows * shape.key_length)?;
+            Ok(Some(bias))
+        }
+        (Some(_), None) | (None, Some(_)) => Err(Error::invalid(
+            OP,
+            "the key bias and the shape's key_bias_group disagree",
+        )),
+    }
+}
+
 /// The grid of a pass over `length` rows per batch-head.
 fn grid(length: usize, shape: &AttentionShape) -> (u32, u32, u32) {
     (
@@ -227,41 +262,43 @@ impl GpuStorage {
         supports(device, dtype, shape)
     }
 
-    /// The fused forward: `self` is the dense query, `key` and `value` dense, as `shape`
-    /// says. Returns the output `[batch_heads, query_length, value_dim]` (the query's dtype)
-    /// and the f32 log-sum-exp of every query row's scaled scores.
+    /// The fused forward: `self` is the dense query, `key` and `value` dense, and the key
+    /// bias where `shape.key_bias_group` says there is one. Returns the output
+    /// `[batch_heads, query_length, value_dim]` (the query's dtype) and the f32 log-sum-exp of
+    /// every query row's scaled scores.
     pub(crate) fn attention_forward(
         &self,
         key: &GpuStorage,
         value: &GpuStorage,
+        key_bias: Option<&GpuStorage>,
         shape: &AttentionShape,
     ) -> Result<(GpuStorage, GpuStorage)> {
         let dtype = self.dtype();
         check_operand("query", self, self, dtype, shape.query_numel())?;
         check_operand("key", key, self, dtype, shape.key_numel())?;
         check_operand("value", value, self, dtype, shape.value_numel())?;
+        let bias = check_bias(self, key_bias, shape)?;
         let device = self.device();
         let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Forward)?;
         let output = GpuStorage::allocate(device, OP, shape.output_numel(), dtype)?;
         let logsumexp = GpuStorage::allocate(device, OP, shape.rows(), DType::F32)?;
+        let mut bindings = vec![self.raw()?, key.raw()?, value.raw()?];
+        bindings.extend(bias.map(GpuStorage::raw).transpose()?);
+        bindings.extend([output.raw()?, logsumexp.raw()?]);
         device.context().dispatch(
             &kernel,
             params.words(),
-            &[
-                self.raw()?,
-                key.raw()?,
-                value.raw()?,
-                output.raw()?,
-                logsumexp.raw()?,
-            ],
+            &bindings,
             grid(shape.query_length, shape),
         )?;
         Ok((output, logsumexp))
     }
 
     /// The fused backward: `self` the dense query, then key, value, the forward's output and
-    /// log-sum-exp, and the output's gradient (dense). Returns the gradients of query, key and
-    /// value (their dtype, computed in f32).
+    /// log-sum-exp, the output's gradient (dense) and the key bias as in the forward. Returns
+    /// the query's gradient and one storage holding the key's gradient followed by the
+    /// value's (their dtype, computed in f32).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn attention_backward(
         &self,
         key: &GpuStorage,
@@ -269,8 +306,9 @@ impl GpuStorage {
         output: &GpuStorage,
         logsumexp: &GpuStorage,
         grad_output: &GpuStorage,
+        key_bias: Option<&GpuStorage>,
         shape: &AttentionShape,
-    ) -> Result<(GpuStorage, GpuStorage, GpuStorage)> {
+    ) -> Result<(GpuStorage, GpuStorage)> {
         let dtype = self.dtype();
         check_operand("query", self, self, dtype, shape.query_numel())?;
         check_operand("key", key, self, dtype, shape.key_numel())?;
@@ -284,6 +322,7 @@ impl GpuStorage {
             shape.output_numel(),
         )?;
         check_operand("logsumexp", logsumexp, self, DType::F32, shape.rows())?;
+        let bias = check_bias(self, key_bias, shape)?;
         let device = self.device();
         let context = device.context();
         // (log-sum-exp, D) per row.
@@ -300,39 +339,35 @@ impl GpuStorage {
             ],
             grid(shape.query_length, shape),
         )?;
-        let key_grad = GpuStorage::allocate(device, OP, shape.key_numel(), dtype)?;
-        let value_grad = GpuStorage::allocate(device, OP, shape.value_numel(), dtype)?;
+        let key_value_grad =
+            GpuStorage::allocate(device, OP, shape.key_numel() + shape.value_numel(), dtype)?;
         let (params, kernel) = prepare(device, dtype, shape, AttentionPass::KeyValue)?;
+        let mut bindings = vec![
+            self.raw()?,
+            key.raw()?,
+            value.raw()?,
+            grad_output.raw()?,
+            statistics.raw()?,
+        ];
+        bindings.extend(bias.map(GpuStorage::raw).transpose()?);
+        bindings.push(key_value_grad.raw()?);
         context.dispatch(
             &kernel,
             params.words(),
-            &[
-                self.raw()?,
-                key.raw()?,
-                value.raw()?,
-                grad_output.raw()?,
-                statistics.raw()?,
-                key_grad.raw()?,
-                value_grad.raw()?,
-            ],
+            &bindings,
             grid(shape.key_length, shape),
         )?;
         let query_grad = GpuStorage::allocate(device, OP, shape.query_numel(), dtype)?;
         let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Query)?;
+        bindings.pop();
+        bindings.push(query_grad.raw()?);
         context.dispatch(
             &kernel,
             params.words(),
-            &[
-                self.raw()?,
-                key.raw()?,
-                value.raw()?,
-                grad_output.raw()?,
-                statistics.raw()?,
-                query_grad.raw()?,
-            ],
+            &bindings,
             grid(shape.query_length, shape),
         )?;
-        Ok((query_grad, key_grad, value_grad))
+        Ok((query_grad, key_value_grad))
     }
 }
 
@@ -352,13 +387,16 @@ mod tests {
                 AttentionPass::KeyValue,
                 AttentionPass::Query,
             ] {
-                for dtype in [DType::F32, DType::F16] {
+                for (dtype, causal, key_bias) in
+                    [(DType::F32, true, false), (DType::F16, false, true)]
+                {
                     let key = KernelKey::Attention(AttentionKey {
                         pass,
                         dtype,
                         head_dim,
                         value_dim,
-                        causal: true,
+                        causal,
+                        key_bias,
                     });
                     if let Err(error) =
                         crate::backend::gpu::kernel_catalog::naga_check(&key.source())

@@ -43,6 +43,48 @@ pub(crate) const BLOCK_ROWS: u32 = 64;
 /// The finite "minus infinity" the running max starts from (WGSL has no infinite literals).
 const LOWEST: &str = "-3.0e38";
 
+/// Key biases at or below this mark a masked key (the host clamps `-inf` to `-3e38`).
+const MASKED_BELOW: &str = "-1.0e38";
+
+/// Stage the biases of the tile's keys into `bias_tile` (masked past the last key) and, per
+/// vec4 of a chunk, nothing yet: `chunk_biases` reads them.
+fn stage_bias(w: &mut String, tile: u32) {
+    let _ = writeln!(
+        w,
+        "        if (local < {tile}u) {{
+            let r = start + local;
+            var bias = {LOWEST};
+            if (r < key_length) {{
+                bias = key_bias_data[bias_base + r];
+            }}
+            bias_tile[local] = bias;
+        }}"
+    );
+}
+
+/// `let bias_c = vec4(bias_tile[r + 4c], ..);` for each vec4 of the chunk.
+fn chunk_biases(w: &mut String) {
+    for c in 0..CHUNK / 4 {
+        let b = c * 4;
+        let _ = writeln!(
+            w,
+            "            let bias_{c} = vec4<f32>(bias_tile[r + {b}u], bias_tile[r + {}u], bias_tile[r + {}u], bias_tile[r + {}u]);",
+            b + 1,
+            b + 2,
+            b + 3
+        );
+    }
+}
+
+/// The bias binding, tile and base of the kernels that stage key tiles (forward, dQ).
+fn key_bias_declarations(variant: &Variant, tile: u32) -> String {
+    if variant.key_bias {
+        format!("var<workgroup> bias_tile: array<f32, {tile}>;\n")
+    } else {
+        String::new()
+    }
+}
+
 /// Which of the four attention kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum AttentionPass {
@@ -67,6 +109,10 @@ pub(crate) struct Variant {
     /// Value width `dv` (a multiple of 4, at most 128).
     pub(crate) value_dim: u32,
     pub(crate) causal: bool,
+    /// An additive f32 bias per key (`key_bias_data`, `[rows, key_length]`, bias row
+    /// `batch_head / params.bias_group`): a key-padding mask. Biases at or below `-1e38`
+    /// (the host writes `-3e38` for masked keys) mark the key invisible.
+    pub(crate) key_bias: bool,
 }
 
 /// Rows per staged tile: 32 while both widths are at most 64, else 16 (the two staged
@@ -165,15 +211,23 @@ fn accumulate(w: &mut String, acc: &str, weights: &str, tile: &str, base: &str, 
 
 /// `let s_c = vec4(q·k_4c, ..) * scale;` for each vec4 of the chunk's rows: the scores of
 /// register row `register` against the chunk.
-fn scores(w: &mut String, register: &str, tile: &str, base: &str, width4: u32) {
+fn scores(w: &mut String, register: &str, tile: &str, base: &str, width4: u32, biased: bool) {
+    let bias = |c: u32| {
+        if biased {
+            format!(" + bias_{c}")
+        } else {
+            String::new()
+        }
+    };
     for c in 0..CHUNK / 4 {
         let lanes: Vec<String> = (0..4)
             .map(|t| row_dot(register, tile, base, c * 4 + t, width4))
             .collect();
         let _ = writeln!(
             w,
-            "            let s_{c} = vec4<f32>({}) * params.scale;",
-            lanes.join(",\n                ")
+            "            let s_{c} = vec4<f32>({}) * params.scale{};",
+            lanes.join(",\n                "),
+            bias(c)
         );
     }
 }
@@ -181,7 +235,7 @@ fn scores(w: &mut String, register: &str, tile: &str, base: &str, width4: u32) {
 /// `let valid_c = ...;` for each vec4 of the chunk: which scores are visible. `row` is the
 /// invocation's row, `index_c` the staged rows' indices; `staged_is_key` says which side is
 /// the key (causal: key column <= query row).
-fn validity(w: &mut String, limit: &str, causal: bool, staged_is_key: bool) {
+fn validity(w: &mut String, limit: &str, causal: bool, staged_is_key: bool, biased: bool) {
     for c in 0..CHUNK / 4 {
         let b = c * 4;
         let _ = writeln!(
@@ -196,9 +250,14 @@ fn validity(w: &mut String, limit: &str, causal: bool, staged_is_key: bool) {
             (true, true) => format!(" & (index_{c} <= vec4<u32>(row))"),
             (true, false) => format!(" & (vec4<u32>(row) <= index_{c})"),
         };
+        let bias_term = if biased {
+            format!(" & (bias_{c} > vec4<f32>({MASKED_BELOW}))")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             w,
-            "            let valid_{c} = (index_{c} < vec4<u32>({limit})){causal_term};"
+            "            let valid_{c} = (index_{c} < vec4<u32>({limit})){causal_term}{bias_term};"
         );
     }
 }
@@ -207,7 +266,10 @@ fn validity(w: &mut String, limit: &str, causal: bool, staged_is_key: bool) {
 fn prologue(w: &mut String, variant: &Variant, bindings: &[(&str, &str, bool)]) {
     let _ = writeln!(w, "alias S = {};", variant.stored);
     w.push_str(super::attention::AttentionParams::WGSL);
-    for (slot, (name, element, writable)) in bindings.iter().enumerate() {
+    let bindings = bindings
+        .iter()
+        .filter(|(name, _, _)| variant.key_bias || *name != "key_bias_data");
+    for (slot, (name, element, writable)) in bindings.enumerate() {
         let access = if *writable { "read_write" } else { "read" };
         let _ = writeln!(
             w,
@@ -244,6 +306,7 @@ fn forward(w: &mut String, variant: &Variant, d4: u32, v4: u32, tile: u32) {
             ("query_data", "vec4<S>", false),
             ("key_data", "vec4<S>", false),
             ("value_data", "vec4<S>", false),
+            ("key_bias_data", "f32", false),
             ("output_data", "vec4<S>", true),
             ("logsumexp_data", "f32", true),
         ],
@@ -252,7 +315,7 @@ fn forward(w: &mut String, variant: &Variant, d4: u32, v4: u32, tile: u32) {
         w,
         "var<workgroup> key_tile: array<vec4<f32>, {}>;
 var<workgroup> value_tile: array<vec4<f32>, {}>;
-{ENTRY}
+{}{ENTRY}
     let head = workgroup.y;
     let length = params.query_length;
     let key_length = params.key_length;
@@ -262,7 +325,8 @@ var<workgroup> value_tile: array<vec4<f32>, {}>;
     // and write nothing.
     let own = head * length + min(row, length - 1u);",
         tile * d4,
-        tile * v4
+        tile * v4,
+        key_bias_declarations(variant, tile)
     );
     load_row(w, "q", "query_data", "own", d4);
     zero_row(w, "o", v4);
@@ -276,16 +340,23 @@ var<workgroup> value_tile: array<vec4<f32>, {}>;
         "    var running_max = {LOWEST};
     var running_sum = 0.0;
     let base = head * key_length;
+    let bias_base = (head / params.bias_group) * key_length;
     let key_end = {key_end};
     for (var start = 0u; start < key_end; start += {tile}u) {{
         workgroupBarrier();"
     );
     stage(w, "key_tile", "key_data", d4, tile, "key_length");
     stage(w, "value_tile", "value_data", v4, tile, "key_length");
+    if variant.key_bias {
+        stage_bias(w, tile);
+    }
     w.push_str("        workgroupBarrier();\n");
     chunk_start(w, tile, &[("bk", d4), ("bv", v4)]);
-    scores(w, "q", "key_tile", "bk", d4);
-    validity(w, "key_length", variant.causal, true);
+    if variant.key_bias {
+        chunk_biases(w);
+    }
+    scores(w, "q", "key_tile", "bk", d4, variant.key_bias);
+    validity(w, "key_length", variant.causal, true, variant.key_bias);
     let _ = writeln!(w, "            var chunk_max = {LOWEST};");
     for c in 0..CHUNK / 4 {
         let _ = writeln!(
@@ -402,8 +473,9 @@ fn key_value(w: &mut String, variant: &Variant, d4: u32, v4: u32, tile: u32) {
             ("value_data", "vec4<S>", false),
             ("grad_data", "vec4<S>", false),
             ("statistics_data", "vec2<f32>", false),
-            ("key_grad_data", "vec4<S>", true),
-            ("value_grad_data", "vec4<S>", true),
+            ("key_bias_data", "f32", false),
+            // dK then dV in one buffer (the context binds at most 7 buffers per kernel).
+            ("key_value_grad_data", "vec4<S>", true),
         ],
     );
     let first = if variant.causal {
@@ -427,6 +499,12 @@ var<workgroup> delta_tile: array<f32, {tile}>;
         tile * d4,
         tile * v4
     );
+    if variant.key_bias {
+        let _ = writeln!(
+            w,
+            "    let row_bias = vec4<f32>(key_bias_data[(head / params.bias_group) * key_length + min(row, key_length - 1u)]);"
+        );
+    }
     load_row(w, "k", "key_data", "own", d4);
     load_row(w, "v", "value_data", "own", v4);
     zero_row(w, "dk", d4);
@@ -456,8 +534,13 @@ var<workgroup> delta_tile: array<f32, {tile}>;
         workgroupBarrier();"
     );
     chunk_start(w, tile, &[("bq", d4), ("bg", v4)]);
-    scores(w, "k", "query_tile", "bq", d4);
-    validity(w, "length", variant.causal, false);
+    if variant.key_bias {
+        for c in 0..CHUNK / 4 {
+            let _ = writeln!(w, "            let bias_{c} = row_bias;");
+        }
+    }
+    scores(w, "k", "query_tile", "bq", d4, variant.key_bias);
+    validity(w, "length", variant.causal, false, variant.key_bias);
     let lanes = |tile_name: &'static str| {
         move |c: u32| {
             let b = c * 4;
@@ -478,17 +561,23 @@ var<workgroup> delta_tile: array<f32, {tile}>;
     probabilities(w, &lanes("logsumexp_tile"), &dp, &lanes("delta_tile"));
     accumulate(w, "dv", "p", "grad_tile", "bg", v4);
     accumulate(w, "dk", "ds", "query_tile", "bq", d4);
-    w.push_str("        }\n    }\n    if (row < key_length) {\n");
+    let _ = writeln!(
+        w,
+        "        }}
+    }}
+    if (row < key_length) {{
+        let value_start = params.batch_heads * key_length * {d4}u;"
+    );
     for i in 0..d4 {
         let _ = writeln!(
             w,
-            "        key_grad_data[own * {d4}u + {i}u] = vec4<S>(dk{i});"
+            "        key_value_grad_data[own * {d4}u + {i}u] = vec4<S>(dk{i});"
         );
     }
     for i in 0..v4 {
         let _ = writeln!(
             w,
-            "        value_grad_data[own * {v4}u + {i}u] = vec4<S>(dv{i});"
+            "        key_value_grad_data[value_start + own * {v4}u + {i}u] = vec4<S>(dv{i});"
         );
     }
     w.push_str("    }\n}\n");
@@ -505,6 +594,7 @@ fn query(w: &mut String, variant: &Variant, d4: u32, v4: u32, tile: u32) {
             ("value_data", "vec4<S>", false),
             ("grad_data", "vec4<S>", false),
             ("statistics_data", "vec2<f32>", false),
+            ("key_bias_data", "f32", false),
             ("query_grad_data", "vec4<S>", true),
         ],
     );
@@ -517,7 +607,7 @@ fn query(w: &mut String, variant: &Variant, d4: u32, v4: u32, tile: u32) {
         w,
         "var<workgroup> key_tile: array<vec4<f32>, {}>;
 var<workgroup> value_tile: array<vec4<f32>, {}>;
-{ENTRY}
+{}{ENTRY}
     let head = workgroup.y;
     let length = params.query_length;
     let key_length = params.key_length;
@@ -525,7 +615,8 @@ var<workgroup> value_tile: array<vec4<f32>, {}>;
     let row = row0 + local;
     let own = head * length + min(row, length - 1u);",
         tile * d4,
-        tile * v4
+        tile * v4,
+        key_bias_declarations(variant, tile)
     );
     load_row(w, "q", "query_data", "own", d4);
     load_row(w, "g", "grad_data", "own", v4);
@@ -536,16 +627,23 @@ var<workgroup> value_tile: array<vec4<f32>, {}>;
     let row_logsumexp = vec4<f32>(statistics.x);
     let row_delta = vec4<f32>(statistics.y);
     let base = head * key_length;
+    let bias_base = (head / params.bias_group) * key_length;
     let key_end = {key_end};
     for (var start = 0u; start < key_end; start += {tile}u) {{
         workgroupBarrier();"
     );
     stage(w, "key_tile", "key_data", d4, tile, "key_length");
     stage(w, "value_tile", "value_data", v4, tile, "key_length");
+    if variant.key_bias {
+        stage_bias(w, tile);
+    }
     w.push_str("        workgroupBarrier();\n");
     chunk_start(w, tile, &[("bk", d4), ("bv", v4)]);
-    scores(w, "q", "key_tile", "bk", d4);
-    validity(w, "key_length", variant.causal, true);
+    if variant.key_bias {
+        chunk_biases(w);
+    }
+    scores(w, "q", "key_tile", "bk", d4, variant.key_bias);
+    validity(w, "key_length", variant.causal, true, variant.key_bias);
     let dp = |c: u32| {
         (0..4)
             .map(|t| row_dot("g", "value_tile", "bv", c * 4 + t, v4))

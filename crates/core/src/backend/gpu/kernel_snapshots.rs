@@ -197,11 +197,20 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             },
         ));
     }
-    for (name, pass, dtype, causal) in [
+    // (name, pass, dtype, causal, key bias)
+    let attention = [
         (
             "attention_forward_f32_d16_causal",
             AttentionPass::Forward,
             DType::F32,
+            true,
+            false,
+        ),
+        (
+            "attention_forward_f16_d16_masked",
+            AttentionPass::Forward,
+            DType::F16,
+            false,
             true,
         ),
         (
@@ -209,20 +218,24 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             AttentionPass::Delta,
             DType::F16,
             false,
+            false,
         ),
         (
-            "attention_key_value_f32_d16",
+            "attention_key_value_f32_d16_masked",
             AttentionPass::KeyValue,
             DType::F32,
             false,
+            true,
         ),
         (
             "attention_query_f16_d16_causal",
             AttentionPass::Query,
             DType::F16,
             true,
+            false,
         ),
-    ] {
+    ];
+    for (name, pass, dtype, causal, key_bias) in attention {
         kernels.push((
             name,
             KernelKey::Attention(AttentionKey {
@@ -231,6 +244,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 head_dim: 16,
                 value_dim: 16,
                 causal,
+                key_bias,
             }),
         ));
     }

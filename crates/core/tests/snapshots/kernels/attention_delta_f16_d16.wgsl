@@ -5,6 +5,7 @@ struct AttentionParams {
     query_length: u32,
     key_length: u32,
     scale: f32,
+    bias_group: u32,
 }
 @group(0) @binding(0) var<storage, read> params: AttentionParams;
 @group(0) @binding(1) var<storage, read> output_data: array<vec4<S>>;

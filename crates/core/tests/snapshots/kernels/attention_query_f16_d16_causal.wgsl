@@ -5,6 +5,7 @@ struct AttentionParams {
     query_length: u32,
     key_length: u32,
     scale: f32,
+    bias_group: u32,
 }
 @group(0) @binding(0) var<storage, read> params: AttentionParams;
 @group(0) @binding(1) var<storage, read> query_data: array<vec4<S>>;
@@ -39,6 +40,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let row_logsumexp = vec4<f32>(statistics.x);
     let row_delta = vec4<f32>(statistics.y);
     let base = head * key_length;
+    let bias_base = (head / params.bias_group) * key_length;
     let key_end = min(key_length, row0 + 64u);
     for (var start = 0u; start < key_end; start += 32u) {
         workgroupBarrier();

@@ -4,6 +4,7 @@ struct AttentionParams {
     query_length: u32,
     key_length: u32,
     scale: f32,
+    bias_group: u32,
 }
 @group(0) @binding(0) var<storage, read> params: AttentionParams;
 @group(0) @binding(1) var<storage, read> query_data: array<vec4<S>>;
@@ -11,8 +12,8 @@ struct AttentionParams {
 @group(0) @binding(3) var<storage, read> value_data: array<vec4<S>>;
 @group(0) @binding(4) var<storage, read> grad_data: array<vec4<S>>;
 @group(0) @binding(5) var<storage, read> statistics_data: array<vec2<f32>>;
-@group(0) @binding(6) var<storage, read_write> key_grad_data: array<vec4<S>>;
-@group(0) @binding(7) var<storage, read_write> value_grad_data: array<vec4<S>>;
+@group(0) @binding(6) var<storage, read> key_bias_data: array<f32>;
+@group(0) @binding(7) var<storage, read_write> key_value_grad_data: array<vec4<S>>;
 var<workgroup> query_tile: array<vec4<f32>, 128>;
 var<workgroup> grad_tile: array<vec4<f32>, 128>;
 var<workgroup> logsumexp_tile: array<f32, 32>;
@@ -24,6 +25,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let key_length = params.key_length;
     let row = workgroup.x * 64u + local;
     let own = head * key_length + min(row, key_length - 1u);
+    let row_bias = vec4<f32>(key_bias_data[(head / params.bias_group) * key_length + min(row, key_length - 1u)]);
     let k0 = vec4<f32>(key_data[(own) * 4u + 0u]);
     let k1 = vec4<f32>(key_data[(own) * 4u + 1u]);
     let k2 = vec4<f32>(key_data[(own) * 4u + 2u]);
@@ -89,18 +91,20 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let bg5 = (r + 5u) * 4u;
             let bg6 = (r + 6u) * 4u;
             let bg7 = (r + 7u) * 4u;
+            let bias_0 = row_bias;
+            let bias_1 = row_bias;
             let s_0 = vec4<f32>(dot(k0, query_tile[bq0 + 0u]) + dot(k1, query_tile[bq0 + 1u]) + dot(k2, query_tile[bq0 + 2u]) + dot(k3, query_tile[bq0 + 3u]),
                 dot(k0, query_tile[bq1 + 0u]) + dot(k1, query_tile[bq1 + 1u]) + dot(k2, query_tile[bq1 + 2u]) + dot(k3, query_tile[bq1 + 3u]),
                 dot(k0, query_tile[bq2 + 0u]) + dot(k1, query_tile[bq2 + 1u]) + dot(k2, query_tile[bq2 + 2u]) + dot(k3, query_tile[bq2 + 3u]),
-                dot(k0, query_tile[bq3 + 0u]) + dot(k1, query_tile[bq3 + 1u]) + dot(k2, query_tile[bq3 + 2u]) + dot(k3, query_tile[bq3 + 3u])) * params.scale;
+                dot(k0, query_tile[bq3 + 0u]) + dot(k1, query_tile[bq3 + 1u]) + dot(k2, query_tile[bq3 + 2u]) + dot(k3, query_tile[bq3 + 3u])) * params.scale + bias_0;
             let s_1 = vec4<f32>(dot(k0, query_tile[bq4 + 0u]) + dot(k1, query_tile[bq4 + 1u]) + dot(k2, query_tile[bq4 + 2u]) + dot(k3, query_tile[bq4 + 3u]),
                 dot(k0, query_tile[bq5 + 0u]) + dot(k1, query_tile[bq5 + 1u]) + dot(k2, query_tile[bq5 + 2u]) + dot(k3, query_tile[bq5 + 3u]),
                 dot(k0, query_tile[bq6 + 0u]) + dot(k1, query_tile[bq6 + 1u]) + dot(k2, query_tile[bq6 + 2u]) + dot(k3, query_tile[bq6 + 3u]),
-                dot(k0, query_tile[bq7 + 0u]) + dot(k1, query_tile[bq7 + 1u]) + dot(k2, query_tile[bq7 + 2u]) + dot(k3, query_tile[bq7 + 3u])) * params.scale;
+                dot(k0, query_tile[bq7 + 0u]) + dot(k1, query_tile[bq7 + 1u]) + dot(k2, query_tile[bq7 + 2u]) + dot(k3, query_tile[bq7 + 3u])) * params.scale + bias_1;
             let index_0 = start + r + vec4<u32>(0u, 1u, 2u, 3u);
-            let valid_0 = (index_0 < vec4<u32>(length));
+            let valid_0 = (index_0 < vec4<u32>(length)) & (bias_0 > vec4<f32>(-1.0e38));
             let index_1 = start + r + vec4<u32>(4u, 5u, 6u, 7u);
-            let valid_1 = (index_1 < vec4<u32>(length));
+            let valid_1 = (index_1 < vec4<u32>(length)) & (bias_1 > vec4<f32>(-1.0e38));
             let p_0 = select(vec4<f32>(0.0), exp(s_0 - vec4<f32>(logsumexp_tile[r + 0u], logsumexp_tile[r + 1u], logsumexp_tile[r + 2u], logsumexp_tile[r + 3u])), valid_0);
             let dp_0 = vec4<f32>(dot(v0, grad_tile[bg0 + 0u]) + dot(v1, grad_tile[bg0 + 1u]) + dot(v2, grad_tile[bg0 + 2u]) + dot(v3, grad_tile[bg0 + 3u]),
             dot(v0, grad_tile[bg1 + 0u]) + dot(v1, grad_tile[bg1 + 1u]) + dot(v2, grad_tile[bg1 + 2u]) + dot(v3, grad_tile[bg1 + 3u]),
@@ -124,13 +128,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }
     }
     if (row < key_length) {
-        key_grad_data[own * 4u + 0u] = vec4<S>(dk0);
-        key_grad_data[own * 4u + 1u] = vec4<S>(dk1);
-        key_grad_data[own * 4u + 2u] = vec4<S>(dk2);
-        key_grad_data[own * 4u + 3u] = vec4<S>(dk3);
-        value_grad_data[own * 4u + 0u] = vec4<S>(dv0);
-        value_grad_data[own * 4u + 1u] = vec4<S>(dv1);
-        value_grad_data[own * 4u + 2u] = vec4<S>(dv2);
-        value_grad_data[own * 4u + 3u] = vec4<S>(dv3);
+        let value_start = params.batch_heads * key_length * 4u;
+        key_value_grad_data[own * 4u + 0u] = vec4<S>(dk0);
+        key_value_grad_data[own * 4u + 1u] = vec4<S>(dk1);
+        key_value_grad_data[own * 4u + 2u] = vec4<S>(dk2);
+        key_value_grad_data[own * 4u + 3u] = vec4<S>(dk3);
+        key_value_grad_data[value_start + own * 4u + 0u] = vec4<S>(dv0);
+        key_value_grad_data[value_start + own * 4u + 1u] = vec4<S>(dv1);
+        key_value_grad_data[value_start + own * 4u + 2u] = vec4<S>(dv2);
+        key_value_grad_data[value_start + own * 4u + 3u] = vec4<S>(dv3);
     }
 }
