@@ -5,8 +5,8 @@
 //! backward that flash-attention papers count (3.5 × 4·B·H·T²·d in all).
 //!
 //! On a GPU this measures the fused kernel (online softmax, memory linear in T) and its fused
-//! backward; `ANYGRAD_FUSED_ATTENTION=off` measures the composite (matmul, softmax, matmul)
-//! instead, for comparison. The note of the result says which path ran.
+//! backward; `--composite-attention` (or `ANYGRAD_FUSED_ATTENTION=off`) measures the composite
+//! (matmul, softmax, matmul) instead, for comparison. The note of the result says which path ran.
 
 use anygrad::{memory_stats, reset_peak_memory, DType, Device, Result, Tensor};
 
@@ -24,7 +24,7 @@ pub fn run_attention(
     let path = if matches!(device, Device::Gpu(_)) && anygrad::fused_attention_enabled() {
         "fused kernel (where it covers the shape)"
     } else {
-        "composite (ANYGRAD_FUSED_ATTENTION=off or CPU)"
+        "composite (--composite-attention, ANYGRAD_FUSED_ATTENTION=off or CPU)"
     };
     let make =
         || -> Result<Tensor> { Ok(Tensor::randn(&shape, dtype, device)?.requires_grad_(true)) };
