@@ -146,11 +146,16 @@ enum Workload {
 
 /// Known values of the environment variables that choose a behaviour (the variable, its
 /// values, and what an unknown value falls back to).
-const CHOICE_VARIABLES: [(&str, &[&str], &str); 3] = [
+const CHOICE_VARIABLES: [(&str, &[&str], &str); 4] = [
     (
         "ANYGRAD_FUSION",
         &["1", "on", "true", "0", "off", "false"],
         "fusion on",
+    ),
+    (
+        "ANYGRAD_FUSED_ATTENTION",
+        &["1", "on", "true", "0", "off", "false"],
+        "fused attention on",
     ),
     (
         "ANYGRAD_FALLBACK",

@@ -47,7 +47,12 @@ pub fn fused_attention_enabled() -> bool {
         2 => false,
         _ => {
             let off = std::env::var("ANYGRAD_FUSED_ATTENTION")
-                .map(|value| matches!(value.to_ascii_lowercase().as_str(), "off" | "0" | "false"))
+                .map(|value| {
+                    matches!(
+                        value.trim().to_ascii_lowercase().as_str(),
+                        "off" | "0" | "false"
+                    )
+                })
                 .unwrap_or(false);
             FUSED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
             !off
