@@ -10,7 +10,9 @@
 //! Operands are dense row-major storages read from element 0 (the tensor layer passes dense
 //! copies of other views), bound as `array<vec4<S>>`: the widths are multiples of 4, so every
 //! row starts on a `vec4`. Memory is linear in the lengths: q, k, v, o, dO and two f32 values
-//! per query row (log-sum-exp and `D`).
+//! per query row (log-sum-exp and `D`). An optional f32 key-padding bias (`[rows, S]`, one row
+//! per group of batch-heads) is added to the scaled scores; dK and dV are written into one
+//! storage (dK first), since the context binds at most seven buffers per kernel.
 
 use super::attention_source::{self, AttentionPass, Variant, BLOCK_ROWS};
 use super::kernels::KernelKey;
