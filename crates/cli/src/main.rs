@@ -103,6 +103,10 @@ enum Command {
         /// Causal attention for the attention workload.
         #[arg(long)]
         causal: bool,
+        /// Run the attention workload through the composite (matmul, softmax, matmul) instead
+        /// of the fused GPU kernel, for comparison (like `ANYGRAD_FUSED_ATTENTION=off`).
+        #[arg(long)]
+        composite_attention: bool,
         /// JSON lines instead of a table.
         #[arg(long)]
         json: bool,
@@ -142,11 +146,16 @@ enum Workload {
 
 /// Known values of the environment variables that choose a behaviour (the variable, its
 /// values, and what an unknown value falls back to).
-const CHOICE_VARIABLES: [(&str, &[&str], &str); 3] = [
+const CHOICE_VARIABLES: [(&str, &[&str], &str); 4] = [
     (
         "ANYGRAD_FUSION",
         &["1", "on", "true", "0", "off", "false"],
         "fusion on",
+    ),
+    (
+        "ANYGRAD_FUSED_ATTENTION",
+        &["1", "on", "true", "0", "off", "false"],
+        "fused attention on",
     ),
     (
         "ANYGRAD_FALLBACK",
@@ -247,6 +256,7 @@ fn run(cli: Cli) -> Result<(), String> {
             elements,
             attention_shape,
             causal,
+            composite_attention,
             batch,
             amp,
             no_cpu_baseline,
@@ -321,6 +331,9 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
                 Workload::Attention => {
+                    if composite_attention {
+                        anygrad::set_fused_attention(false);
+                    }
                     bench::run_attention(&device, attention_shape, dtype, causal, seconds)
                 }
                 Workload::All => Ok(Vec::new()),

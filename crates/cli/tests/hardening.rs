@@ -268,6 +268,7 @@ fn data_options_are_refused_for_digits_and_unreadable_directories_say_why() {
 fn unknown_environment_values_are_reported() {
     for (name, value) in [
         ("ANYGRAD_FUSION", "maybe"),
+        ("ANYGRAD_FUSED_ATTENTION", "never"),
         ("ANYGRAD_FALLBACK", "sometimes"),
         ("ANYGRAD_COOP_MATMUL", "fast"),
         ("ANYGRAD_LOG", "verbose"),

@@ -1,8 +1,8 @@
 //! Sliding-window geometry, a leaf module (it knows shapes and numbers, no tensor, storage or
 //! backend): the parameters of a 2-D convolution, the one output-size formula (PyTorch's),
 //! the checked shape of a one-group convolution and of its gradients that both backends
-//! accept and refuse alike, and the window arithmetic the tensor layer's pooling and grouped
-//! convolutions use.
+//! accept and refuse alike, the window arithmetic the tensor layer's pooling and grouped
+//! convolutions use, and the shape of a fused attention call (`AttentionShape`).
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -252,6 +252,34 @@ pub(crate) fn backward_shape(
         });
     }
     Ok(shape)
+}
+
+/// The geometry of one fused attention call (`tensor/attention_fused.rs` hands it to the GPU
+/// kernels of `backend/gpu/attention.rs`): dense row-major `query [batch_heads, query_length,
+/// head_dim]`, `key [batch_heads, key_length, head_dim]`, `value [batch_heads, key_length,
+/// value_dim]`, output `[batch_heads, query_length, value_dim]` and one f32 log-sum-exp per
+/// query row; `causal`: key column `<=` query row (PyTorch's top-left aligned mask); an
+/// optional key-padding bias.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct AttentionShape {
+    pub(crate) batch_heads: usize,
+    pub(crate) query_length: usize,
+    pub(crate) key_length: usize,
+    pub(crate) head_dim: usize,
+    pub(crate) value_dim: usize,
+    pub(crate) scale: f64,
+    pub(crate) causal: bool,
+    /// With a key-padding bias (`[batch_heads / group, key_length]` f32, added to the scaled
+    /// scores, `-3e38` for a masked key): the number of consecutive batch-heads sharing one
+    /// bias row.
+    pub(crate) key_bias_group: Option<usize>,
+}
+
+impl AttentionShape {
+    /// Query rows (the log-sum-exp's length).
+    pub(crate) fn rows(&self) -> usize {
+        self.batch_heads * self.query_length
+    }
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, M
 pub use layout::Layout;
 pub use random::manual_seed;
 pub use tensor::{
-    scaled_dot_product_attention, Conv1dParams, Conv2dParams, ConvTranspose2dParams,
-    InterpolateMode, InterpolateSize, ShapeSpec, Tensor, TensorId,
+    fused_attention_enabled, scaled_dot_product_attention, set_fused_attention, Conv1dParams,
+    Conv2dParams, ConvTranspose2dParams, InterpolateMode, InterpolateSize, ShapeSpec, Tensor,
+    TensorId,
 };

@@ -11,7 +11,7 @@ use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::geometry::Conv2dParams;
+use crate::geometry::{AttentionShape, Conv2dParams};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::profiler;
@@ -530,5 +530,90 @@ impl Storage {
         run!(Call::new("argsort", [(self, layout)]), |x| argsort(
             x, layout, dim, descending
         ))
+    }
+
+    /// Whether the fused attention kernels cover this call on `device` (never on the CPU,
+    /// whose reference is the composite in `tensor/attention.rs`).
+    pub fn attention_supported(device: &Device, dtype: DType, shape: &AttentionShape) -> bool {
+        match device {
+            Device::Cpu => false,
+            Device::Gpu(gpu) => GpuStorage::attention_supported(gpu, dtype, shape),
+        }
+    }
+
+    /// Fused attention forward on dense GPU storages (`backend/gpu/attention.rs`), with the
+    /// f32 key bias where `shape.key_bias_group` is set: the output and the f32 row
+    /// log-sum-exp. CPU storages are refused (`attention_supported` is false there).
+    pub fn attention_forward(
+        &self,
+        key: &Storage,
+        value: &Storage,
+        key_bias: Option<&Storage>,
+        shape: &AttentionShape,
+    ) -> Result<(Storage, Storage)> {
+        const OP: &str = "scaled_dot_product_attention";
+        let query_shape = [shape.batch_heads, shape.query_length, shape.head_dim];
+        profiler::record(
+            OP,
+            &[&query_shape],
+            self.dtype(),
+            &self.device(),
+            |(output, _): &(Storage, Storage)| storage_bytes(output),
+            || {
+                let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
+                let bias = key_bias.map(gpu_operand).transpose()?;
+                let (output, logsumexp) = q.attention_forward(k, v, bias, shape)?;
+                Ok((Storage::Gpu(output), Storage::Gpu(logsumexp)))
+            },
+        )
+    }
+
+    /// Fused attention backward on dense GPU storages: the query's gradient, and one storage
+    /// holding the key's gradient followed by the value's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_backward(
+        &self,
+        key: &Storage,
+        value: &Storage,
+        output: &Storage,
+        logsumexp: &Storage,
+        grad_output: &Storage,
+        key_bias: Option<&Storage>,
+        shape: &AttentionShape,
+    ) -> Result<(Storage, Storage)> {
+        const OP: &str = "scaled_dot_product_attention_backward";
+        let query_shape = [shape.batch_heads, shape.query_length, shape.head_dim];
+        profiler::record(
+            OP,
+            &[&query_shape],
+            self.dtype(),
+            &self.device(),
+            |(q, kv): &(Storage, Storage)| storage_bytes(q) + storage_bytes(kv),
+            || {
+                let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
+                let (o, lse, g) = (
+                    gpu_operand(output)?,
+                    gpu_operand(logsumexp)?,
+                    gpu_operand(grad_output)?,
+                );
+                let bias = key_bias.map(gpu_operand).transpose()?;
+                let (dq, dkv) = q.attention_backward(k, v, o, lse, g, bias, shape)?;
+                Ok((Storage::Gpu(dq), Storage::Gpu(dkv)))
+            },
+        )
+    }
+}
+
+/// The GPU storage of a fused attention operand; CPU storage is refused (the fused kernels
+/// run on GPUs only, the CPU runs the composite).
+fn gpu_operand(storage: &Storage) -> Result<&GpuStorage> {
+    match storage {
+        Storage::Gpu(gpu) => Ok(gpu),
+        Storage::Cpu(_) => Err(Error::Unsupported {
+            op: "scaled_dot_product_attention",
+            dtype: storage.dtype(),
+            device: storage.device().to_string(),
+            hint: "; the fused kernel runs on GPUs only (the CPU runs the composite)".into(),
+        }),
     }
 }

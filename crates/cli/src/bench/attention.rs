@@ -3,6 +3,10 @@
 //! `bench/pytorch_reference.py attention` (PyTorch's `F.scaled_dot_product_attention`).
 //! The value reported is TFLOPS over the 4·B·H·T²·d multiply-adds ×2 of forward and ×2.5 of
 //! backward that flash-attention papers count (3.5 × 4·B·H·T²·d in all).
+//!
+//! On a GPU this measures the fused kernel (online softmax, memory linear in T) and its fused
+//! backward; `--composite-attention` (or `ANYGRAD_FUSED_ATTENTION=off`) measures the composite
+//! (matmul, softmax, matmul) instead, for comparison. The note of the result says which path ran.
 
 use anygrad::{memory_stats, reset_peak_memory, DType, Device, Result, Tensor};
 
@@ -17,6 +21,11 @@ pub fn run_attention(
     seconds_per_case: f64,
 ) -> Result<Vec<BenchResult>> {
     let [batch, heads, length, head_dim] = shape;
+    let path = if matches!(device, Device::Gpu(_)) && anygrad::fused_attention_enabled() {
+        "fused kernel (where it covers the shape)"
+    } else {
+        "composite (--composite-attention, ANYGRAD_FUSED_ATTENTION=off or CPU)"
+    };
     let make =
         || -> Result<Tensor> { Ok(Tensor::randn(&shape, dtype, device)?.requires_grad_(true)) };
     let (query, key, value) = (make()?, make()?, make()?);
@@ -56,6 +65,6 @@ pub fn run_attention(
         unit: "TFLOPS",
         peak_memory_bytes: stats.as_ref().map(|s| s.peak_allocated_bytes),
         peak_requested_bytes: stats.as_ref().map(|s| s.peak_requested_bytes),
-        note: Some("forward + backward".into()),
+        note: Some(format!("forward + backward, {path}")),
     }])
 }

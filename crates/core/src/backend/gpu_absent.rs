@@ -12,7 +12,7 @@ use crate::backend::contract::BackendStorage;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::geometry::Conv2dParams;
+use crate::geometry::{AttentionShape, Conv2dParams};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
@@ -229,6 +229,43 @@ impl GpuStorage {
 
 /// The contract is kept trivially: every method receives a device or a storage that cannot
 /// exist.
+impl GpuStorage {
+    /// No GPU exists in this build.
+    pub(crate) fn attention_supported(
+        device: &GpuDevice,
+        _dtype: DType,
+        _shape: &AttentionShape,
+    ) -> bool {
+        match device.never {}
+    }
+
+    /// Unreachable: no GPU storage exists.
+    pub(crate) fn attention_forward(
+        &self,
+        _key: &GpuStorage,
+        _value: &GpuStorage,
+        _key_bias: Option<&GpuStorage>,
+        _shape: &AttentionShape,
+    ) -> Result<(GpuStorage, GpuStorage)> {
+        match self.never {}
+    }
+
+    /// Unreachable: no GPU storage exists.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn attention_backward(
+        &self,
+        _key: &GpuStorage,
+        _value: &GpuStorage,
+        _output: &GpuStorage,
+        _logsumexp: &GpuStorage,
+        _grad_output: &GpuStorage,
+        _key_bias: Option<&GpuStorage>,
+        _shape: &AttentionShape,
+    ) -> Result<(GpuStorage, GpuStorage)> {
+        match self.never {}
+    }
+}
+
 impl BackendStorage for GpuStorage {
     type Device = GpuDevice;
 

@@ -3,7 +3,7 @@
 //! dropout on the attention weights. This file holds the argument checks shared by every path
 //! and the composite path (matmul + masked softmax + matmul) written in primitive tensor ops,
 //! so it runs on every backend and takes its gradient from the primitives' rules; it is the
-//! reference that any fused kernel is checked against.
+//! reference that the fused GPU kernel (`attention_fused.rs`, tried first) is checked against.
 //!
 //! Fully masked rows (every key masked out) give zero output and zero gradient, like
 //! PyTorch's math path (its `_safe_softmax`), rather than NaN.
@@ -171,6 +171,10 @@ fn lowest_finite(dtype: DType) -> f64 {
 /// - `scale`: defaults to `1/√E`.
 ///
 /// A row whose keys are all masked out gives zeros (PyTorch's math path), never NaN.
+///
+/// On a GPU, calls without a mask or dropout run one fused kernel (online softmax, memory
+/// linear in the lengths) and its fused backward; see [`set_fused_attention`](super::set_fused_attention) and
+/// `ANYGRAD_FUSED_ATTENTION=off` to force the composite.
 /// Mismatched head sizes or lengths, a mask that does not broadcast, mixed dtypes or devices
 /// are errors naming the operands.
 ///
@@ -202,6 +206,17 @@ pub fn scaled_dot_product_attention(
         is_causal,
         scale,
     )?;
+    if let Some(fused) = super::attention_fused::try_fused(
+        query,
+        key,
+        value,
+        attention_mask,
+        dropout_p,
+        is_causal,
+        resolved.scale,
+    )? {
+        return Ok(fused);
+    }
     composite(
         query,
         key,

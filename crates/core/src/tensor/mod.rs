@@ -4,6 +4,7 @@
 //! `linalg`, `composite`, `display`.
 
 mod attention;
+mod attention_fused;
 mod composite;
 mod composite_reduce;
 mod composite_scan;
@@ -22,6 +23,7 @@ mod selection;
 mod sort;
 
 pub use attention::scaled_dot_product_attention;
+pub use attention_fused::{fused_attention_enabled, set_fused_attention};
 pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;

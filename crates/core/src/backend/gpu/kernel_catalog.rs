@@ -33,6 +33,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::reduce::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
+        super::attention::catalogue(&mut keys, dtype);
     }
     super::sort::catalogue(&mut keys);
     super::matmul_coop::catalogue(&mut keys);

@@ -1,14 +1,17 @@
 //! Snapshot tests of the generated kernels' WGSL. The largest kernels (large-tile and
 //! cooperative-matrix matmuls, the implicit-GEMM convolutions, fused and vectorized
-//! elementwise kernels) exist only as Rust string builders; these tests keep the WGSL of a
-//! representative set of instantiations in `crates/core/tests/snapshots/kernels/`, so a change
-//! to a generator shows as a WGSL diff in review. A test fails when the generated text differs
+//! elementwise kernels, the fused attention passes) exist only as Rust string builders; these
+//! tests keep the WGSL of a representative set of instantiations in
+//! `crates/core/tests/snapshots/kernels/`, so a change to a generator shows as a WGSL diff in
+//! review. A test fails when the generated text differs
 //! from its file; `ANYGRAD_UPDATE_SNAPSHOTS=1 cargo test -p anygrad-core --lib
 //! kernel_snapshots` rewrites the files instead (review the diff, then commit it).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::attention::AttentionKey;
+use super::attention_source::AttentionPass;
 use super::fusion::{FusedInstruction, FusedProgram};
 use super::kernels::{Access, KernelKey};
 use super::matmul_coop::CoopVariant;
@@ -192,6 +195,57 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 variant,
                 emulated: false,
             },
+        ));
+    }
+    // (name, pass, dtype, causal, key bias)
+    let attention = [
+        (
+            "attention_forward_f32_d16_causal",
+            AttentionPass::Forward,
+            DType::F32,
+            true,
+            false,
+        ),
+        (
+            "attention_forward_f16_d16_masked",
+            AttentionPass::Forward,
+            DType::F16,
+            false,
+            true,
+        ),
+        (
+            "attention_delta_f16_d16",
+            AttentionPass::Delta,
+            DType::F16,
+            false,
+            false,
+        ),
+        (
+            "attention_key_value_f32_d16_masked",
+            AttentionPass::KeyValue,
+            DType::F32,
+            false,
+            true,
+        ),
+        (
+            "attention_query_f16_d16_causal",
+            AttentionPass::Query,
+            DType::F16,
+            true,
+            false,
+        ),
+    ];
+    for (name, pass, dtype, causal, key_bias) in attention {
+        kernels.push((
+            name,
+            KernelKey::Attention(AttentionKey {
+                pass,
+                dtype,
+                head_dim: 16,
+                value_dim: 16,
+                causal,
+                key_bias,
+            }),
         ));
     }
     kernels.push((

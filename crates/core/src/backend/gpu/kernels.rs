@@ -17,6 +17,7 @@
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
 //! | `Custom` | `custom.rs` |
+//! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
 //! | `Fused` | `fusion.rs`, `fusion_source.rs` |
 //!
 //! Families build on the shared leaves `wgsl.rs` (dtype to WGSL types, the value header, op
@@ -117,6 +118,9 @@ pub enum KernelKey {
         inputs: u32,
         source: std::sync::Arc<str>,
     },
+    /// One pass of fused scaled dot-product attention (forward or a backward kernel), per
+    /// dtype, head and value size and causal flag (`attention.rs`).
+    Attention(super::attention::AttentionKey),
     /// A chain of float elementwise ops compiled into one kernel (`fusion.rs`).
     Fused {
         program: std::sync::Arc<super::fusion::FusedProgram>,
@@ -166,6 +170,7 @@ impl KernelKey {
             | KernelKey::ScatterAdd { .. }
             | KernelKey::SortRows { .. }
             | KernelKey::SortGlobal { .. }
+            | KernelKey::Attention(_)
             | KernelKey::Custom { .. } => false,
         }
     }
@@ -179,6 +184,7 @@ impl KernelKey {
             | KernelKey::SortGlobal { .. } => false,
             KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
+            KernelKey::Attention(key) => key.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
             | KernelKey::Unary { dtype, .. }
             | KernelKey::Binary { dtype, .. }
@@ -262,6 +268,7 @@ impl KernelKey {
             }
             KernelKey::SortRows { key } => super::sort::source(*key, false),
             KernelKey::SortGlobal { key } => super::sort::source(*key, true),
+            KernelKey::Attention(key) => key.source(),
         };
         if self.uses_f16() {
             format!("enable f16;\n{body}")

@@ -1,0 +1,414 @@
+//! The fused attention kernel family: `softmax(q kᵀ · scale) v` in one kernel whose `[L, S]`
+//! scores never leave registers (online softmax over key tiles), its row log-sum-exp saved for
+//! the backward, and the backward as three kernels (`D = rowsum(dO ∘ O)`, then dK/dV per key
+//! block and dQ per query block, FlashAttention-2's split: WGSL has no float atomics). The
+//! WGSL is generated per pass, storage dtype, head size, value size and causal flag in
+//! `attention_source.rs`; this module holds the key, the parameters, the catalogue entries,
+//! [`supports`] (which shapes the kernels cover; the tensor layer runs the composite for the
+//! rest) and the launchers.
+//!
+//! Operands are dense row-major storages read from element 0 (the tensor layer passes dense
+//! copies of other views), bound as `array<vec4<S>>`: the widths are multiples of 4, so every
+//! row starts on a `vec4`. Memory is linear in the lengths: q, k, v, o, dO and two f32 values
+//! per query row (log-sum-exp and `D`). An optional f32 key-padding bias (`[rows, S]`, one row
+//! per group of batch-heads) is added to the scaled scores; dK and dV are written into one
+//! storage (dK first), since the context binds at most seven buffers per kernel.
+
+use super::attention_source::{self, AttentionPass, Variant, BLOCK_ROWS};
+use super::kernels::KernelKey;
+use super::ops::same_device;
+use super::params::{kernel_params, word, Params};
+use super::storage::GpuStorage;
+use super::wgsl::storage_type;
+use super::GpuDevice;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::geometry::AttentionShape;
+
+const OP: &str = "scaled_dot_product_attention";
+
+/// The largest head or value size the kernels are generated for.
+pub(crate) const MAX_HEAD_DIM: usize = 128;
+
+kernel_params! {
+    /// Parameters of every fused attention kernel.
+    struct AttentionParams {
+        /// Batch × heads (the grid's y).
+        batch_heads: u32,
+        /// L: query rows per batch-head.
+        query_length: u32,
+        /// S: key (and value) rows per batch-head.
+        key_length: u32,
+        /// The factor applied to `q·k`.
+        scale: f32,
+        /// Batch-heads sharing one row of the key bias (1 without a bias).
+        bias_group: u32,
+    }
+}
+
+/// The identity of one fused attention pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct AttentionKey {
+    pub(crate) pass: AttentionPass,
+    /// F32 or F16 storage (computed in f32).
+    pub(crate) dtype: DType,
+    /// Query/key width (a multiple of 4 up to [`MAX_HEAD_DIM`]).
+    pub(crate) head_dim: u32,
+    /// Value width (a multiple of 4 up to [`MAX_HEAD_DIM`]).
+    pub(crate) value_dim: u32,
+    pub(crate) causal: bool,
+    /// A key-padding bias is bound (`attention_source::Variant::key_bias`).
+    pub(crate) key_bias: bool,
+}
+
+impl AttentionKey {
+    /// The WGSL of this instantiation (after `enable f16;` where needed).
+    pub(crate) fn source(&self) -> String {
+        attention_source::source(&Variant {
+            pass: self.pass,
+            stored: storage_type(self.dtype),
+            head_dim: self.head_dim,
+            value_dim: self.value_dim,
+            causal: self.causal,
+            key_bias: self.key_bias,
+        })
+    }
+}
+
+/// The catalogue entries (`kernel_catalog.rs`): every pass, both flags, the head sizes of
+/// common models (and one with different widths); other multiples of 4 are generated alike.
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if !matches!(dtype, DType::F32 | DType::F16) {
+        return;
+    }
+    for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (20, 12)] {
+        for pass in [
+            AttentionPass::Forward,
+            AttentionPass::Delta,
+            AttentionPass::KeyValue,
+            AttentionPass::Query,
+        ] {
+            // A mask and the causal flag never come together (the op refuses both).
+            for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
+                keys.push(KernelKey::Attention(AttentionKey {
+                    pass,
+                    dtype,
+                    head_dim,
+                    value_dim,
+                    causal,
+                    key_bias,
+                }));
+            }
+        }
+    }
+}
+
+/// Whether the fused kernels cover this call on `device`: F32, or F16 where the adapter has
+/// `SHADER_F16`; head and value sizes multiples of 4 up to [`MAX_HEAD_DIM`]; non-empty
+/// lengths; grids within the per-dimension limit; and every operand within one storage
+/// binding (no tensor in pieces).
+pub(crate) fn supports(device: &GpuDevice, dtype: DType, shape: &AttentionShape) -> bool {
+    let width_ok = |width: usize| width > 0 && width.is_multiple_of(4) && width <= MAX_HEAD_DIM;
+    let dtype_ok = match dtype {
+        DType::F32 => true,
+        DType::F16 => device.supports_f16(),
+        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => false,
+    };
+    let max = device.context().limits.max_compute_workgroups_per_dimension as usize;
+    let blocks = |length: usize| length.div_ceil(BLOCK_ROWS as usize);
+    let fits = |numel: usize| !GpuStorage::exceeds_binding(device, numel, dtype);
+    dtype_ok
+        && width_ok(shape.head_dim)
+        && width_ok(shape.value_dim)
+        && shape.query_length > 0
+        && shape.key_length > 0
+        && shape.batch_heads > 0
+        && shape.batch_heads <= max
+        && blocks(shape.query_length) <= max
+        && blocks(shape.key_length) <= max
+        && [
+            shape.query_numel(),
+            shape.key_numel(),
+            shape.value_numel(),
+            shape.output_numel(),
+        ]
+        .into_iter()
+        .all(fits)
+        && !GpuStorage::exceeds_binding(device, 2 * shape.rows(), DType::F32)
+        && !GpuStorage::exceeds_binding(device, shape.key_numel() + shape.value_numel(), dtype)
+        && match shape.key_bias_group {
+            None => true,
+            Some(group) => group > 0 && shape.batch_heads.is_multiple_of(group) && !shape.causal,
+        }
+}
+
+/// The parameter words and the key of one pass.
+fn prepare(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+    pass: AttentionPass,
+) -> Result<(Params, KernelKey)> {
+    if !supports(device, dtype, shape) {
+        return Err(Error::invalid(
+            OP,
+            format!("the fused GPU kernels do not cover {shape:?} in {dtype}"),
+        ));
+    }
+    let header = AttentionParams {
+        batch_heads: word(shape.batch_heads)?,
+        query_length: word(shape.query_length)?,
+        key_length: word(shape.key_length)?,
+        scale: shape.scale as f32,
+        bias_group: word(shape.key_bias_group.unwrap_or(1))?,
+    };
+    let key = KernelKey::Attention(AttentionKey {
+        pass,
+        dtype,
+        head_dim: word(shape.head_dim)?,
+        value_dim: word(shape.value_dim)?,
+        causal: shape.causal,
+        key_bias: shape.key_bias_group.is_some(),
+    });
+    Ok((Params::with_header(&header, 0), key))
+}
+
+/// Refuse a storage that does not hold exactly `numel` elements of `dtype` on `device`.
+fn check_operand(
+    name: &str,
+    storage: &GpuStorage,
+    reference: &GpuStorage,
+    dtype: DType,
+    numel: usize,
+) -> Result<()> {
+    same_device(OP, reference, storage)?;
+    if storage.dtype() != dtype {
+        return Err(Error::DTypeMismatch {
+            op: OP,
+            lhs: dtype,
+            rhs: storage.dtype(),
+        });
+    }
+    if storage.len() != numel {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "{name} holds {} elements, the fused kernel expects {numel}",
+                storage.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Operand sizes (here, not in `geometry.rs`: only the GPU kernels need them).
+impl AttentionShape {
+    /// Elements of the query (and of its gradient).
+    pub(crate) fn query_numel(&self) -> usize {
+        self.batch_heads * self.query_length * self.head_dim
+    }
+
+    /// Elements of the key (and of its gradient).
+    pub(crate) fn key_numel(&self) -> usize {
+        self.batch_heads * self.key_length * self.head_dim
+    }
+
+    /// Elements of the value (and of its gradient).
+    pub(crate) fn value_numel(&self) -> usize {
+        self.batch_heads * self.key_length * self.value_dim
+    }
+
+    /// Elements of the output (and of its gradient).
+    pub(crate) fn output_numel(&self) -> usize {
+        self.batch_heads * self.query_length * self.value_dim
+    }
+}
+
+/// The key bias, checked against `shape` (present exactly when `key_bias_group` is set; f32,
+/// one row of `key_length` per group of batch-heads).
+fn check_bias<'a>(
+    query: &GpuStorage,
+    key_bias: Option<&'a GpuStorage>,
+    shape: &AttentionShape,
+) -> Result<Option<&'a GpuStorage>> {
+    match (key_bias, shape.key_bias_group) {
+        (None, None) => Ok(None),
+        (Some(bias), Some(group)) => {
+            let rows = shape.batch_heads / group.max(1);
+            check_operand("key bias", bias, query, DType::F32, rows * shape.key_length)?;
+            Ok(Some(bias))
+        }
+        (Some(_), None) | (None, Some(_)) => Err(Error::invalid(
+            OP,
+            "the key bias and the shape's key_bias_group disagree",
+        )),
+    }
+}
+
+/// The grid of a pass over `length` rows per batch-head.
+fn grid(length: usize, shape: &AttentionShape) -> (u32, u32, u32) {
+    (
+        length.div_ceil(BLOCK_ROWS as usize) as u32,
+        shape.batch_heads as u32,
+        1,
+    )
+}
+
+impl GpuStorage {
+    /// [`supports`], for the storage layer.
+    pub(crate) fn attention_supported(
+        device: &GpuDevice,
+        dtype: DType,
+        shape: &AttentionShape,
+    ) -> bool {
+        supports(device, dtype, shape)
+    }
+
+    /// The fused forward: `self` is the dense query, `key` and `value` dense, and the key
+    /// bias where `shape.key_bias_group` says there is one. Returns the output
+    /// `[batch_heads, query_length, value_dim]` (the query's dtype) and the f32 log-sum-exp of
+    /// every query row's scaled scores.
+    pub(crate) fn attention_forward(
+        &self,
+        key: &GpuStorage,
+        value: &GpuStorage,
+        key_bias: Option<&GpuStorage>,
+        shape: &AttentionShape,
+    ) -> Result<(GpuStorage, GpuStorage)> {
+        let dtype = self.dtype();
+        check_operand("query", self, self, dtype, shape.query_numel())?;
+        check_operand("key", key, self, dtype, shape.key_numel())?;
+        check_operand("value", value, self, dtype, shape.value_numel())?;
+        let bias = check_bias(self, key_bias, shape)?;
+        let device = self.device();
+        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Forward)?;
+        let output = GpuStorage::allocate(device, OP, shape.output_numel(), dtype)?;
+        let logsumexp = GpuStorage::allocate(device, OP, shape.rows(), DType::F32)?;
+        let mut bindings = vec![self.raw()?, key.raw()?, value.raw()?];
+        bindings.extend(bias.map(GpuStorage::raw).transpose()?);
+        bindings.extend([output.raw()?, logsumexp.raw()?]);
+        device.context().dispatch(
+            &kernel,
+            params.words(),
+            &bindings,
+            grid(shape.query_length, shape),
+        )?;
+        Ok((output, logsumexp))
+    }
+
+    /// The fused backward: `self` the dense query, then key, value, the forward's output and
+    /// log-sum-exp, the output's gradient (dense) and the key bias as in the forward. Returns
+    /// the query's gradient and one storage holding the key's gradient followed by the
+    /// value's (their dtype, computed in f32).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn attention_backward(
+        &self,
+        key: &GpuStorage,
+        value: &GpuStorage,
+        output: &GpuStorage,
+        logsumexp: &GpuStorage,
+        grad_output: &GpuStorage,
+        key_bias: Option<&GpuStorage>,
+        shape: &AttentionShape,
+    ) -> Result<(GpuStorage, GpuStorage)> {
+        let dtype = self.dtype();
+        check_operand("query", self, self, dtype, shape.query_numel())?;
+        check_operand("key", key, self, dtype, shape.key_numel())?;
+        check_operand("value", value, self, dtype, shape.value_numel())?;
+        check_operand("output", output, self, dtype, shape.output_numel())?;
+        check_operand(
+            "grad_output",
+            grad_output,
+            self,
+            dtype,
+            shape.output_numel(),
+        )?;
+        check_operand("logsumexp", logsumexp, self, DType::F32, shape.rows())?;
+        let bias = check_bias(self, key_bias, shape)?;
+        let device = self.device();
+        let context = device.context();
+        // (log-sum-exp, D) per row.
+        let statistics = GpuStorage::allocate(device, OP, 2 * shape.rows(), DType::F32)?;
+        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Delta)?;
+        context.dispatch(
+            &kernel,
+            params.words(),
+            &[
+                output.raw()?,
+                grad_output.raw()?,
+                logsumexp.raw()?,
+                statistics.raw()?,
+            ],
+            grid(shape.query_length, shape),
+        )?;
+        let key_value_grad =
+            GpuStorage::allocate(device, OP, shape.key_numel() + shape.value_numel(), dtype)?;
+        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::KeyValue)?;
+        let mut bindings = vec![
+            self.raw()?,
+            key.raw()?,
+            value.raw()?,
+            grad_output.raw()?,
+            statistics.raw()?,
+        ];
+        bindings.extend(bias.map(GpuStorage::raw).transpose()?);
+        bindings.push(key_value_grad.raw()?);
+        context.dispatch(
+            &kernel,
+            params.words(),
+            &bindings,
+            grid(shape.key_length, shape),
+        )?;
+        let query_grad = GpuStorage::allocate(device, OP, shape.query_numel(), dtype)?;
+        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Query)?;
+        bindings.pop();
+        bindings.push(query_grad.raw()?);
+        context.dispatch(
+            &kernel,
+            params.words(),
+            &bindings,
+            grid(shape.query_length, shape),
+        )?;
+        Ok((query_grad, key_value_grad))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::attention_source::tile_rows;
+    use super::*;
+
+    /// Every pass validates with naga for widths the catalogue does not list, tiles of both
+    /// sizes included (the catalogue test covers the listed ones).
+    #[test]
+    fn uneven_widths_validate() {
+        for (head_dim, value_dim) in [(4, 8), (96, 40), (128, 4)] {
+            for pass in [
+                AttentionPass::Forward,
+                AttentionPass::Delta,
+                AttentionPass::KeyValue,
+                AttentionPass::Query,
+            ] {
+                for (dtype, causal, key_bias) in
+                    [(DType::F32, true, false), (DType::F16, false, true)]
+                {
+                    let key = KernelKey::Attention(AttentionKey {
+                        pass,
+                        dtype,
+                        head_dim,
+                        value_dim,
+                        causal,
+                        key_bias,
+                    });
+                    if let Err(error) =
+                        crate::backend::gpu::kernel_catalog::naga_check(&key.source())
+                    {
+                        panic!("{key:?}: {error}");
+                    }
+                }
+            }
+        }
+        assert_eq!(tile_rows(64, 64), 32);
+        assert_eq!(tile_rows(128, 64), 16);
+    }
+}

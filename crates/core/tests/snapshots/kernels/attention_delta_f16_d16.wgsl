@@ -1,0 +1,28 @@
+enable f16;
+alias S = f16;
+struct AttentionParams {
+    batch_heads: u32,
+    query_length: u32,
+    key_length: u32,
+    scale: f32,
+    bias_group: u32,
+}
+@group(0) @binding(0) var<storage, read> params: AttentionParams;
+@group(0) @binding(1) var<storage, read> output_data: array<vec4<S>>;
+@group(0) @binding(2) var<storage, read> grad_data: array<vec4<S>>;
+@group(0) @binding(3) var<storage, read> logsumexp_data: array<f32>;
+@group(0) @binding(4) var<storage, read_write> statistics_data: array<vec2<f32>>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {
+    let row = workgroup.x * 64u + local;
+    if (row >= params.query_length) {
+        return;
+    }
+    let own = workgroup.y * params.query_length + row;
+    var total = vec4<f32>(0.0);
+    total = total + vec4<f32>(grad_data[own * 4u + 0u]) * vec4<f32>(output_data[own * 4u + 0u]);
+    total = total + vec4<f32>(grad_data[own * 4u + 1u]) * vec4<f32>(output_data[own * 4u + 1u]);
+    total = total + vec4<f32>(grad_data[own * 4u + 2u]) * vec4<f32>(output_data[own * 4u + 2u]);
+    total = total + vec4<f32>(grad_data[own * 4u + 3u]) * vec4<f32>(output_data[own * 4u + 3u]);
+    statistics_data[own] = vec2<f32>(logsumexp_data[own], dot(total, vec4<f32>(1.0)));
+}
