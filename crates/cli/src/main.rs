@@ -154,8 +154,8 @@ const CHOICE_VARIABLES: [(&str, &[&str], &str); 4] = [
     ),
     (
         "ANYGRAD_FUSED_ATTENTION",
-        &["1", "on", "true", "0", "off", "false"],
-        "fused attention on",
+        &["auto", "1", "on", "true", "0", "off", "false"],
+        "fused attention auto",
     ),
     (
         "ANYGRAD_FALLBACK",

@@ -49,7 +49,8 @@ pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, M
 pub use layout::Layout;
 pub use random::manual_seed;
 pub use tensor::{
-    fused_attention_enabled, scaled_dot_product_attention, set_fused_attention, Conv1dParams,
-    Conv2dParams, ConvTranspose2dParams, InterpolateMode, InterpolateSize, ShapeSpec, Tensor,
-    TensorId,
+    fused_attention_enabled, fused_attention_mode, scaled_dot_product_attention,
+    set_fused_attention, set_fused_attention_mode, Conv1dParams, Conv2dParams,
+    ConvTranspose2dParams, FusedAttention, InterpolateMode, InterpolateSize, ShapeSpec, Tensor,
+    TensorId, FUSED_ATTENTION_SCORES_BYTES,
 };

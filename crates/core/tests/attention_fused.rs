@@ -11,7 +11,7 @@
 
 use anygrad_core::{
     autocast, memory_stats, reset_peak_memory, scaled_dot_product_attention, set_fused_attention,
-    DType, Device, Tensor,
+    set_fused_attention_mode, DType, Device, FusedAttention, Tensor,
 };
 use anygrad_testing::{assert_close, values};
 
@@ -284,7 +284,8 @@ fn autocast_keeps_f32_interface(device: &Device) {
 
 /// The fused forward never holds the `[B, H, L, S]` scores: with L = S = 1024 and d = 16 the
 /// scores take 4 MiB against 64 KiB per operand. The composite's peak (the path forced with
-/// `set_fused_attention(false)`) shows that the measurement sees them.
+/// `set_fused_attention(false)`) shows that the measurement sees them; the default policy
+/// takes the kernel for a call whose gradients will be taken and the composite otherwise.
 fn fused_forward_memory_is_linear(device: &Device) {
     let Device::Gpu(_) = device else {
         return;
@@ -299,32 +300,49 @@ fn fused_forward_memory_is_linear(device: &Device) {
     // A key-padding mask (every key but the last attends) takes the fused path too.
     let attend: Vec<bool> = (0..length).map(|key| key + 1 < length).collect();
     let padding = Tensor::from_vec(attend, &[1, 1, 1, length], device).expect("mask");
-    let peak_of = |fused: bool, mask: Option<&Tensor>| {
-        set_fused_attention(fused);
+    let tracked = |t: &Tensor| t.detach().requires_grad_(true);
+    let (query_tracked, key_tracked, value_tracked) =
+        (tracked(&query), tracked(&key), tracked(&value));
+    let peak_of = |mode: FusedAttention, mask: Option<&Tensor>, needs_grad: bool| {
+        set_fused_attention_mode(mode);
         device.synchronize().expect("sync");
         let before = memory_stats(device).expect("stats").requested_bytes;
         reset_peak_memory(device);
-        let out = scaled_dot_product_attention(&query, &key, &value, mask, 0.0, false, None)
-            .expect("attention");
+        let (q, k, v) = if needs_grad {
+            (&query_tracked, &key_tracked, &value_tracked)
+        } else {
+            (&query, &key, &value)
+        };
+        let out = scaled_dot_product_attention(q, k, v, mask, 0.0, false, None).expect("attention");
         device.synchronize().expect("sync");
         let peak = memory_stats(device).expect("stats").peak_requested_bytes - before;
         drop(out);
         set_fused_attention(true);
         peak
     };
-    let fused = peak_of(true, None);
-    let masked = peak_of(true, Some(&padding));
-    let composite = peak_of(false, None);
-    for (what, peak) in [("fused", fused), ("masked fused", masked)] {
+    let fused = peak_of(FusedAttention::On, None, false);
+    let masked = peak_of(FusedAttention::On, Some(&padding), false);
+    let composite = peak_of(FusedAttention::Off, None, false);
+    // The default policy: the kernel when gradients will be taken, the composite for a small
+    // inference call (these 4 MiB scores are below its 128 MiB threshold).
+    let auto_training = peak_of(FusedAttention::Auto, None, true);
+    let auto_inference = peak_of(FusedAttention::Auto, None, false);
+    for (what, peak) in [
+        ("fused", fused),
+        ("masked fused", masked),
+        ("auto with gradients", auto_training),
+    ] {
         assert!(
             peak < scores_bytes / 8,
             "{what} attention peaked at {peak} bytes (scores: {scores_bytes})"
         );
     }
-    assert!(
-        composite >= scores_bytes,
-        "the composite peaked at only {composite} bytes (scores: {scores_bytes})"
-    );
+    for (what, peak) in [("composite", composite), ("auto inference", auto_inference)] {
+        assert!(
+            peak >= scores_bytes,
+            "the {what} path peaked at only {peak} bytes (scores: {scores_bytes})"
+        );
+    }
 }
 
 anygrad_testing::device_tests!(

@@ -20,8 +20,10 @@
 //! kernels cover the shape and dtype
 //! (`Storage::attention_supported`: f32, or f16 with `SHADER_F16`; head and value sizes
 //! multiples of 4 up to 128). Under f16 autocast f32 inputs are cast to f16 on the way in and
-//! the output back to f32 (as the composite's matmuls do). `ANYGRAD_FUSED_ATTENTION=off` (or
-//! [`set_fused_attention`]`(false)`) forces the composite everywhere, for comparisons.
+//! the output back to f32 (as the composite's matmuls do). The policy ([`FusedAttention`],
+//! `ANYGRAD_FUSED_ATTENTION=auto|on|off`) is `auto` by default: the fused kernel when
+//! gradients will be taken or the scores would be large, the composite (faster on the H200
+//! today) for small inference calls; `off` forces the composite everywhere, `on` the kernel.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
@@ -35,35 +37,73 @@ use crate::geometry::AttentionShape;
 use crate::layout::Layout;
 use crate::storage::Storage;
 
-/// 0: not decided yet (read `ANYGRAD_FUSED_ATTENTION` on first use), 1: on, 2: off.
+/// When `scaled_dot_product_attention` takes its fused GPU kernel (where the kernel covers the
+/// call; see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FusedAttention {
+    /// The fused kernel where it saves memory that matters: when gradients will be taken (the
+    /// composite would keep the `[B, H, L, S]` weights of every layer alive for backward) or
+    /// when the scores would take at least [`FUSED_ATTENTION_SCORES_BYTES`]. Small inference
+    /// calls take the composite, which is faster on the H200 today (docs/PERFORMANCE.md).
+    Auto,
+    /// The fused kernel wherever it covers the call.
+    On,
+    /// The composite everywhere (matmul, softmax, matmul).
+    Off,
+}
+
+/// Size of the `[B, H, L, S]` scores from which [`FusedAttention::Auto`] takes the fused
+/// kernel in inference: 128 MiB.
+pub const FUSED_ATTENTION_SCORES_BYTES: usize = 128 << 20;
+
+/// 0: not decided yet (read `ANYGRAD_FUSED_ATTENTION` on first use), 1: on, 2: off, 3: auto.
 static FUSED: AtomicU8 = AtomicU8::new(0);
 
-/// Whether `scaled_dot_product_attention` may use its fused GPU kernel (on by default;
-/// `ANYGRAD_FUSED_ATTENTION=off` or [`set_fused_attention`]`(false)` turns it off, so every
-/// call runs the composite: matmul, softmax, matmul).
-pub fn fused_attention_enabled() -> bool {
+/// The fused-attention policy: [`set_fused_attention_mode`]'s, else `ANYGRAD_FUSED_ATTENTION`
+/// (`auto`, the default; `on`; `off`).
+pub fn fused_attention_mode() -> FusedAttention {
     match FUSED.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
+        1 => FusedAttention::On,
+        2 => FusedAttention::Off,
+        3 => FusedAttention::Auto,
         _ => {
-            let off = std::env::var("ANYGRAD_FUSED_ATTENTION")
-                .map(|value| {
-                    matches!(
-                        value.trim().to_ascii_lowercase().as_str(),
-                        "off" | "0" | "false"
-                    )
-                })
-                .unwrap_or(false);
-            FUSED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
-            !off
+            let mode = match std::env::var("ANYGRAD_FUSED_ATTENTION")
+                .map(|value| value.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                Ok("off" | "0" | "false") => FusedAttention::Off,
+                Ok("on" | "1" | "true") => FusedAttention::On,
+                _ => FusedAttention::Auto,
+            };
+            set_fused_attention_mode(mode);
+            mode
         }
     }
 }
 
-/// Turn the fused attention kernel on or off for the whole process (overrides
-/// `ANYGRAD_FUSED_ATTENTION`).
+/// Whether `scaled_dot_product_attention` may use its fused GPU kernel at all (the mode is
+/// not [`FusedAttention::Off`]).
+pub fn fused_attention_enabled() -> bool {
+    fused_attention_mode() != FusedAttention::Off
+}
+
+/// Set the fused-attention policy for the whole process (overrides `ANYGRAD_FUSED_ATTENTION`).
+pub fn set_fused_attention_mode(mode: FusedAttention) {
+    let code = match mode {
+        FusedAttention::On => 1,
+        FusedAttention::Off => 2,
+        FusedAttention::Auto => 3,
+    };
+    FUSED.store(code, Ordering::Relaxed);
+}
+
+/// Force the fused kernel on (wherever it covers a call) or off for the whole process.
 pub fn set_fused_attention(enabled: bool) {
-    FUSED.store(if enabled { 1 } else { 2 }, Ordering::Relaxed);
+    set_fused_attention_mode(if enabled {
+        FusedAttention::On
+    } else {
+        FusedAttention::Off
+    });
 }
 
 /// The view of `tensor` as dense `[batch_heads, length, width]` starting at element 0 of
@@ -132,10 +172,22 @@ pub(super) fn try_fused(
     if dropout_p > 0.0 || !matches!(query.device(), Device::Gpu(_)) {
         return Ok(None);
     }
-    if !fused_attention_enabled() {
-        return Ok(None);
-    }
     let batch = &query.shape()[..query.rank() - 2];
+    match fused_attention_mode() {
+        FusedAttention::Off => return Ok(None),
+        FusedAttention::On => {}
+        FusedAttention::Auto => {
+            let needs_grad = crate::autograd::is_grad_enabled()
+                && [query, key, value].iter().any(|t| t.requires_grad());
+            let scores = batch.iter().product::<usize>()
+                * query.shape()[query.rank() - 2]
+                * key.shape()[key.rank() - 2]
+                * query.dtype().size_in_bytes();
+            if !needs_grad && scores < FUSED_ATTENTION_SCORES_BYTES {
+                return Ok(None);
+            }
+        }
+    }
     if key.shape()[..key.rank() - 2] != *batch || value.shape()[..value.rank() - 2] != *batch {
         return Ok(None);
     }

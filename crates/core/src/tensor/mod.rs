@@ -23,7 +23,10 @@ mod selection;
 mod sort;
 
 pub use attention::scaled_dot_product_attention;
-pub use attention_fused::{fused_attention_enabled, set_fused_attention};
+pub use attention_fused::{
+    fused_attention_enabled, fused_attention_mode, set_fused_attention, set_fused_attention_mode,
+    FusedAttention, FUSED_ATTENTION_SCORES_BYTES,
+};
 pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
