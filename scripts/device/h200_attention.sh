@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Attention on an NVIDIA H200: the doctor (every kernel against the CPU, the sort kernels
-# included), `anygrad bench attention` at the issue's shape and longer sequences, and
+# included), `anygrad bench attention` (the fused kernel and the composite) at the issue's
+# shape and longer sequences, and
 # PyTorch's `F.scaled_dot_product_attention` in the same call.
 # Usage (from the repo root): BIN=.devbin/anygrad OUT=/tmp/out scripts/device/h200_attention.sh
 set -u
@@ -15,8 +16,11 @@ log doctor
 "$BIN" doctor > "$OUT/doctor.txt" 2>&1; grep -E "FAIL|checks" "$OUT/doctor.txt"
 log attention
 for shape in 8,12,512,64 8,12,1024,64 2,12,2048,64; do
-    bench attention --device gpu:0 --attention-shape $shape --dtype f16 --seconds 1
-    bench attention --device gpu:0 --attention-shape $shape --dtype f32 --seconds 1
+    for dtype in f16 f32; do
+        bench attention --device gpu:0 --attention-shape $shape --dtype $dtype --seconds 1
+        bench attention --device gpu:0 --attention-shape $shape --dtype $dtype --seconds 1 \
+            --composite-attention
+    done
 done
 log pytorch
 export PYTHONUNBUFFERED=1
