@@ -3,7 +3,8 @@
 //! composite reductions (max_dim/min_dim, any/all, std, norm), the scans (cumsum, cumprod,
 //! prod), sorting (sort, argsort, topk; a row past one workgroup's sort for the GPU's
 //! multi-pass kernel), selection (nonzero, masked_select) and the device-side draws (randperm,
-//! bernoulli), plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
+//! bernoulli), the fused attention kernel (forward, causal, and the gradients through it),
+//! plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
 //! and on the GPU from the same CPU input; `doctor.rs` compares the pairs.
 
 use anygrad::{DType, Device, Result, Tensor};
@@ -36,6 +37,35 @@ fn gradient(input: &Tensor, op: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Te
     output.mul(&weight)?.sum_all()?.backward()?;
     leaf.grad()
         .ok_or_else(|| anygrad::Error::invalid("doctor", "no gradient was recorded"))
+}
+
+/// `scaled_dot_product_attention` of queries, keys and values cut from `x` (`[37, 53]`): three
+/// overlapping `[1, 1, 37, 32]` windows, scaled down so the softmax is not one-hot.
+fn attention(x: &Tensor, causal: bool) -> Result<Tensor> {
+    let window = |start: usize| -> Result<Tensor> {
+        x.narrow(1, start, 32)?
+            .mul_scalar(0.25)?
+            .reshape([1, 1, 37, 32])
+    };
+    anygrad::scaled_dot_product_attention(
+        &window(0)?,
+        &window(10)?,
+        &window(21)?,
+        None,
+        0.0,
+        causal,
+        None,
+    )
+}
+
+/// Run `work` with the fused attention kernel forced on (where it applies: on GPUs), then
+/// restore the policy: the doctor checks the kernel whatever `ANYGRAD_FUSED_ATTENTION` says.
+fn with_fused_attention(work: impl Fn() -> Result<Tensor>) -> Result<Tensor> {
+    let previous = anygrad::fused_attention_mode();
+    anygrad::set_fused_attention_mode(anygrad::FusedAttention::On);
+    let result = work();
+    anygrad::set_fused_attention_mode(previous);
+    result
 }
 
 /// Every comparison, from `x` (a `[37, 53]` F32 CPU tensor of values in [-3, 3)) and the GPU.
@@ -98,6 +128,16 @@ pub(crate) fn comparisons(x: &Tensor, gpu: &Device) -> Vec<OpComparison> {
             "prod",
             1e-4,
             Box::new(|x, _| x.narrow(1, 0, 9)?.prod(&[1], false)),
+        ),
+        (
+            "attention (fused on GPUs), causal",
+            1e-4,
+            Box::new(|x, _| with_fused_attention(|| attention(x, true))),
+        ),
+        (
+            "attention gradient (fused on GPUs)",
+            1e-4,
+            Box::new(|x, _| with_fused_attention(|| gradient(x, &|x| attention(x, false)))),
         ),
         ("sort values", 0.0, Box::new(|x, _| Ok(x.sort(1, false)?.0))),
         (
