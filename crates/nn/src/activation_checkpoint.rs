@@ -7,19 +7,39 @@
 //! Memory drops from every layer's activations to the inputs of the checkpointed blocks plus
 //! one block's activations at a time, for the cost of a second forward.
 //!
-//! The recomputed forward must equal the first one: a block with dropout in training mode
-//! draws new random numbers when recomputed (the RNG state is not replayed), so checkpoint
-//! such blocks in eval mode or without dropout.
+//! The recomputed forward equals the first one, as PyTorch's `preserve_rng_state` and its
+//! autocast replay ensure there: the global generator's `(seed, offset)` at the checkpoint is
+//! saved and set again for the recompute (then the generator continues where it was), so
+//! dropout in training mode draws the same masks; and an autocast scope active at the
+//! checkpoint is entered again for the recompute (backward usually runs outside it). Random
+//! draws that another thread makes while a recompute runs may repeat numbers of that range.
 
 use std::sync::Arc;
 
-use anygrad_core::{enable_grad, no_grad, CustomBackward, Result, Tensor};
+use anygrad_core::random::{generator_state, set_generator_state};
+use anygrad_core::{
+    autocast, autocast_dtype, enable_grad, no_grad, CustomBackward, DType, Result, Tensor,
+};
 
 use crate::Module;
 
 /// The checkpoint node's backward: recompute, then backpropagate the output gradient.
 struct Recompute<F> {
     function: F,
+    /// The global generator's `(seed, offset)` when the forward ran.
+    generator: (u64, u64),
+    /// The autocast dtype active when the forward ran.
+    autocast: Option<DType>,
+}
+
+/// Puts the global generator back where it was when dropped (after a replayed recompute,
+/// also when the recompute fails).
+struct ResumeGenerator((u64, u64));
+
+impl Drop for ResumeGenerator {
+    fn drop(&mut self) {
+        set_generator_state(self.0 .0, self.0 .1);
+    }
 }
 
 impl<F> CustomBackward for Recompute<F>
@@ -32,6 +52,12 @@ where
             return Ok(grads);
         };
         let _grad_on = enable_grad();
+        let _resume = ResumeGenerator(generator_state());
+        set_generator_state(self.generator.0, self.generator.1);
+        let _autocast = match self.autocast {
+            Some(dtype) => Some(autocast(dtype, input.device())?),
+            None => None,
+        };
         let leaf = input.detach().requires_grad_(input.requires_grad());
         let output = (self.function)(&leaf)?;
         if output.requires_grad() {
@@ -49,6 +75,8 @@ pub fn checkpoint_fn<F>(function: F, input: &Tensor, parameters: &[Tensor]) -> R
 where
     F: Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
 {
+    let generator = generator_state();
+    let autocast = autocast_dtype();
     let output = {
         let _no_graph = no_grad();
         function(input)?
@@ -61,7 +89,11 @@ where
     Ok(Tensor::with_custom_backward(
         &output,
         &inputs,
-        Arc::new(Recompute { function }),
+        Arc::new(Recompute {
+            function,
+            generator,
+            autocast,
+        }),
     ))
 }
 

@@ -71,6 +71,26 @@ pub enum HiddenActivation {
 }
 
 impl BertConfig {
+    /// The architecture of sentence-transformers' all-MiniLM-L6-v2 (its `config.json`):
+    /// vocabulary 30522, hidden 384, 6 layers of 12 heads, feed-forward 1536, 512 positions,
+    /// erf GELU, LayerNorm epsilon 1e-12, dropout 0.1 (hidden and attention probabilities).
+    pub fn all_minilm_l6_v2() -> BertConfig {
+        BertConfig {
+            vocab_size: 30522,
+            hidden_size: 384,
+            num_hidden_layers: 6,
+            num_attention_heads: 12,
+            intermediate_size: 1536,
+            hidden_act: default_hidden_act(),
+            max_position_embeddings: 512,
+            type_vocab_size: default_type_vocab_size(),
+            layer_norm_eps: default_layer_norm_eps(),
+            hidden_dropout_prob: default_dropout(),
+            attention_probs_dropout_prob: default_dropout(),
+            position_embedding_type: default_position_embedding_type(),
+        }
+    }
+
     /// Parse and validate a `config.json`.
     pub fn from_json(text: &str, context: &str) -> Result<BertConfig> {
         let config: BertConfig = serde_json::from_str(text)

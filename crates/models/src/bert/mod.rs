@@ -17,4 +17,4 @@ pub use model::{
     BertAttention, BertEmbeddings, BertEncoder, BertIntermediate, BertLayer, BertModel,
     BertResidualOutput, BertSelfAttention,
 };
-pub use sentence::{l2_normalize, pool, Pooling, SentenceEncoder, TokenBatch};
+pub use sentence::{l2_normalize, pool, sentence_embeddings, Pooling, SentenceEncoder, TokenBatch};

@@ -5,12 +5,21 @@
 //! loads strictly (see `bert/loading.rs`).
 //!
 //! Each layer is post-norm: `h = LayerNorm(x + Dropout(Wo · attention(x)))`, then
-//! `LayerNorm(h + Dropout(W2 · act(W1 · h)))`. The attention core is one private function,
-//! [`attention`], written with matmul and softmax.
+//! `LayerNorm(h + Dropout(W2 · act(W1 · h)))`. The attention core is the core's
+//! `scaled_dot_product_attention`, with dropout on the attention probabilities
+//! (`attention_probs_dropout_prob`) in training mode only, as Hugging Face does.
+//!
+//! Gradient checkpointing of the encoder layers (Hugging Face's
+//! `gradient_checkpointing_enable()`): [`BertModel::set_gradient_checkpointing`] makes each
+//! layer run through `anygrad_nn::checkpoint_fn`, keeping only the layer inputs for backward
+//! and recomputing each layer there (dropout masks replayed), for a second forward's cost.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anygrad_core::{DType, Error, Result, Tensor};
 use anygrad_nn::module::{child_prefix, Kind, Parameter};
-use anygrad_nn::{Dropout, Embedding, LayerNorm, Linear, Module};
+use anygrad_nn::{checkpoint_fn, Dropout, Embedding, LayerNorm, Linear, Module, TrainingFlag};
 
 use super::config::{BertConfig, HiddenActivation};
 
@@ -20,10 +29,16 @@ const MASKED_SCORE: f64 = -1.0e4;
 
 /// Self-attention core: `q, k, v: [batch, heads, tokens, head_dim]` and an additive `mask`
 /// broadcasting to `[batch, heads, tokens, tokens]`, through the core's
-/// `scaled_dot_product_attention` (scale `1/√head_dim`). Attention-probability dropout is not
-/// applied (Hugging Face applies `attention_probs_dropout_prob` in training).
-fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
-    anygrad_core::scaled_dot_product_attention(q, k, v, mask, 0.0, false, None)
+/// `scaled_dot_product_attention` (scale `1/√head_dim`), with `dropout` on the attention
+/// probabilities (the caller passes 0 in eval mode).
+fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    dropout: f64,
+) -> Result<Tensor> {
+    anygrad_core::scaled_dot_product_attention(q, k, v, mask, dropout, false, None)
 }
 
 /// Word, position and token type embeddings, summed and layer-normalized.
@@ -104,6 +119,10 @@ pub struct BertSelfAttention {
     /// Value projection.
     pub value: Linear,
     heads: usize,
+    /// Dropout probability of the attention probabilities (`attention_probs_dropout_prob`).
+    attention_dropout: f64,
+    /// Train/eval: the attention dropout applies in training mode only.
+    training: TrainingFlag,
 }
 
 impl BertSelfAttention {
@@ -123,7 +142,12 @@ impl BertSelfAttention {
         let q = split(self.query.forward(x)?)?;
         let k = split(self.key.forward(x)?)?;
         let v = split(self.value.forward(x)?)?;
-        attention(&q, &k, &v, mask)?
+        let dropout = if self.training.get() {
+            self.attention_dropout
+        } else {
+            0.0
+        };
+        attention(&q, &k, &v, mask, dropout)?
             .transpose(1, 2)?
             .reshape([batch, tokens, hidden])
     }
@@ -229,6 +253,8 @@ impl BertLayer {
                     key: Linear::new(hidden, hidden, true, device)?,
                     value: Linear::new(hidden, hidden, true, device)?,
                     heads: config.num_attention_heads,
+                    attention_dropout: config.attention_probs_dropout_prob,
+                    training: TrainingFlag::default(),
                 },
                 output: BertResidualOutput::new(hidden, config, device)?,
             },
@@ -256,8 +282,12 @@ impl BertLayer {
 /// The stack of layers (`encoder.layer.N`).
 #[derive(Module)]
 pub struct BertEncoder {
-    /// The layers, named `layer.0`, `layer.1`, ...
-    pub layer: Vec<BertLayer>,
+    /// The layers, named `layer.0`, `layer.1`, ... (shared so that a checkpointed layer's
+    /// recompute can own a handle to it).
+    pub layer: Vec<Arc<BertLayer>>,
+    /// Whether layers run checkpointed (see the module documentation).
+    #[module(skip)]
+    gradient_checkpointing: AtomicBool,
 }
 
 impl BertEncoder {
@@ -266,11 +296,29 @@ impl BertEncoder {
         self.forward_masked(x, None)
     }
 
-    /// Stack with an additive key mask.
+    /// Stack with an additive key mask. With gradient checkpointing on (and the graph
+    /// recorded), each layer runs through `checkpoint_fn`: its activations are dropped after
+    /// the forward and recomputed in backward.
     pub fn forward_masked(&self, x: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let checkpointing = self.gradient_checkpointing.load(Ordering::Relaxed);
         let mut h = x.clone();
         for layer in &self.layer {
-            h = layer.forward_masked(&h, mask)?;
+            h = if checkpointing && anygrad_core::is_grad_enabled() {
+                let parameters: Vec<Tensor> = layer
+                    .named_parameters()
+                    .into_iter()
+                    .map(|(_, tensor)| tensor)
+                    .collect();
+                let layer = Arc::clone(layer);
+                let mask = mask.cloned();
+                checkpoint_fn(
+                    move |input| layer.forward_masked(input, mask.as_ref()),
+                    &h,
+                    &parameters,
+                )?
+            } else {
+                layer.forward_masked(&h, mask)?
+            };
         }
         Ok(h)
     }
@@ -293,13 +341,31 @@ impl BertModel {
     pub fn new(config: &BertConfig, device: &anygrad_core::Device) -> Result<BertModel> {
         let mut layer = Vec::with_capacity(config.num_hidden_layers);
         for _ in 0..config.num_hidden_layers {
-            layer.push(BertLayer::new(config, device)?);
+            layer.push(Arc::new(BertLayer::new(config, device)?));
         }
         Ok(BertModel {
             embeddings: BertEmbeddings::new(config, device)?,
-            encoder: BertEncoder { layer },
+            encoder: BertEncoder {
+                layer,
+                gradient_checkpointing: AtomicBool::new(false),
+            },
             config: config.clone(),
         })
+    }
+
+    /// Turn gradient checkpointing of the encoder layers on or off (Hugging Face's
+    /// `gradient_checkpointing_enable()`): when on, a forward that records a graph keeps only
+    /// each layer's input and recomputes the layer in backward, cutting activation memory
+    /// for a second forward's time. Inference (`no_grad`) is unaffected.
+    pub fn set_gradient_checkpointing(&self, enabled: bool) {
+        self.encoder
+            .gradient_checkpointing
+            .store(enabled, Ordering::Relaxed);
+    }
+
+    /// Whether the encoder layers run checkpointed.
+    pub fn gradient_checkpointing(&self) -> bool {
+        self.encoder.gradient_checkpointing.load(Ordering::Relaxed)
     }
 
     /// The architecture.

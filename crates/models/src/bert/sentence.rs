@@ -248,23 +248,36 @@ impl SentenceEncoder {
 
     /// Pool (and normalize) the encoder's output for a tokenized batch: `[batch, hidden]`.
     pub fn encode_batch(&self, batch: &TokenBatch) -> Result<Tensor> {
-        let hidden = self.model.forward(
-            &batch.input_ids,
-            Some(&batch.attention_mask),
-            Some(&batch.token_type_ids),
-        )?;
-        let pooled = pool(&hidden, &batch.attention_mask, self.pooling)?;
-        if self.normalize {
-            l2_normalize(&pooled)
-        } else {
-            Ok(pooled)
-        }
+        sentence_embeddings(&self.model, batch, self.pooling, self.normalize)
     }
 
     /// Sentence embeddings `[sentences, hidden]` (f32, on the model's device).
     pub fn encode(&self, sentences: &[&str]) -> Result<Tensor> {
         let batch = self.tokenize(sentences)?;
         self.encode_batch(&batch)
+    }
+}
+
+/// Run `model` over a tokenized `batch` (ids, attention mask, token types), pool the last
+/// hidden states over the real tokens and L2-normalize them when `normalize`: the sentence
+/// embeddings `[batch, hidden]` of [`SentenceEncoder::encode_batch`], usable without a
+/// tokenizer (a benchmark feeding random ids).
+pub fn sentence_embeddings(
+    model: &BertModel,
+    batch: &TokenBatch,
+    pooling: Pooling,
+    normalize: bool,
+) -> Result<Tensor> {
+    let hidden = model.forward(
+        &batch.input_ids,
+        Some(&batch.attention_mask),
+        Some(&batch.token_type_ids),
+    )?;
+    let pooled = pool(&hidden, &batch.attention_mask, pooling)?;
+    if normalize {
+        l2_normalize(&pooled)
+    } else {
+        Ok(pooled)
     }
 }
 
