@@ -19,6 +19,24 @@ What it measures (framework "pytorch"; each case: warm-up, then timed iterations
   resnet18        ResNet-18 inference (eval, torch.no_grad, 3x224x224) at --batches (default
                   16 32 64 128 256), images/s, plus peak_memory_bytes (CUDA only).
   resnet18-train  one SGD(momentum 0.9) step per iteration at --train-batch (default 64), images/s.
+  attention       F.scaled_dot_product_attention forward + backward at --attention-shape, TFLOPS.
+  minilm          all-MiniLM-L6-v2's BERT encoder (vocab 30522, hidden 384, 6 layers, 12 heads,
+                  feed-forward 1536, erf GELU, LayerNorm eps 1e-12) with random weights, eval,
+                  torch.no_grad, on --minilm-batch x --minilm-length (default 64 x 128) random
+                  token ids with a full attention mask, then mean pooling and L2 normalization
+                  (sentence-transformers); sequences/s, peak memory. The encoder is written here
+                  in plain torch (Hugging Face's module layout, F.scaled_dot_product_attention,
+                  an all-ones mask passed as no mask as transformers' sdpa path does);
+                  --minilm-transformers uses transformers' BertModel instead when importable.
+                  Record field "model" says which.
+  minilm-train    one training step per iteration: encoder in train mode (dropout 0.1 on hidden
+                  states and attention probabilities), mean pooling, Linear(384, 2) head,
+                  cross-entropy, AdamW(lr 5e-5, weight decay 0.01, none on biases and norms);
+                  size "BxT" without and "BxT-checkpoint" with torch.utils.checkpoint
+                  (use_reentrant=False) around every encoder layer; sequences/s, peak memory.
+
+MiniLM variants (dtype label): "float32" = TF32 off everywhere, always run; "float16-amp" =
+torch.autocast float16 (+ GradScaler for training) with --amp or --all.
 
 ResNet variants (dtype label): "float32-tf32" = PyTorch defaults (cudnn.allow_tf32=True,
 matmul TF32 off) -- always run; "float32" = true f32, TF32 off everywhere (--true-f32);
@@ -60,9 +78,10 @@ from pathlib import Path
 
 import torch
 import torch.nn as nn
+import torch.utils.checkpoint
 
 WORKLOADS = ["matmul", "elementwise", "overhead", "mlp", "resnet18", "resnet18-train",
-             "attention"]
+             "attention", "minilm", "minilm-train"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DIGITS_PATH = REPO_ROOT / "crates" / "data" / "assets" / "digits.csv.gz"
 
@@ -575,9 +594,244 @@ def bench_attention(ctx):
                note="forward + backward")
 
 
+# --------------------------------------------------------------------------- minilm
+
+MINILM_CONFIG = {"vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6,
+                 "num_attention_heads": 12, "intermediate_size": 1536,
+                 "max_position_embeddings": 512, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+                 "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+
+
+class MiniLMSelfAttention(nn.Module):
+    """Hugging Face's BertAttention: query/key/value projections, SDPA with dropout on the
+    attention probabilities in training, output projection, dropout, post-norm residual."""
+
+    def __init__(self, c):
+        super().__init__()
+        hidden = c["hidden_size"]
+        self.heads = c["num_attention_heads"]
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.attention_dropout = c["attention_probs_dropout_prob"]
+        self.dense = nn.Linear(hidden, hidden)
+        self.norm = nn.LayerNorm(hidden, eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+
+    def forward(self, x, sdpa_mask):
+        import torch.nn.functional as F
+        batch, tokens, hidden = x.shape
+
+        def split(y):
+            return y.view(batch, tokens, self.heads, hidden // self.heads).transpose(1, 2)
+
+        attended = F.scaled_dot_product_attention(
+            split(self.query(x)), split(self.key(x)), split(self.value(x)), attn_mask=sdpa_mask,
+            dropout_p=self.attention_dropout if self.training else 0.0)
+        attended = attended.transpose(1, 2).reshape(batch, tokens, hidden)
+        return self.norm(x + self.dropout(self.dense(attended)))
+
+
+class MiniLMLayer(nn.Module):
+    """One post-norm BERT layer: attention block, then GELU feed-forward block."""
+
+    def __init__(self, c):
+        super().__init__()
+        hidden = c["hidden_size"]
+        self.attention = MiniLMSelfAttention(c)
+        self.intermediate = nn.Linear(hidden, c["intermediate_size"])
+        self.output = nn.Linear(c["intermediate_size"], hidden)
+        self.norm = nn.LayerNorm(hidden, eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+
+    def forward(self, x, sdpa_mask):
+        import torch.nn.functional as F
+        h = self.attention(x, sdpa_mask)
+        return self.norm(h + self.dropout(self.output(F.gelu(self.intermediate(h)))))
+
+
+class MiniLMEncoder(nn.Module):
+    """A BERT encoder (transformers' BertModel without the pooler), plain torch: word +
+    position + token type embeddings, LayerNorm, dropout, post-norm layers; each layer
+    wrapped in torch.utils.checkpoint when checkpointing is on (training only)."""
+
+    def __init__(self, c):
+        super().__init__()
+        hidden = c["hidden_size"]
+        self.word_embeddings = nn.Embedding(c["vocab_size"], hidden)
+        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], hidden)
+        self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], hidden)
+        self.norm = nn.LayerNorm(hidden, eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+        self.layers = nn.ModuleList(MiniLMLayer(c) for _ in range(c["num_hidden_layers"]))
+        self.checkpointing = False
+        self.full_mask = False  # set by minilm_inputs
+
+    def set_checkpointing(self, enabled):
+        self.checkpointing = enabled
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        # An all-ones mask masks nothing: like transformers' sdpa path, pass no mask (so the
+        # flash kernel may run); otherwise a boolean [B, 1, 1, T] mask (True = attend).
+        sdpa_mask = None if self.full_mask else attention_mask.bool()[:, None, None, :]
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        x = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+             + self.position_embeddings(positions))
+        x = self.dropout(self.norm(x))
+        for layer in self.layers:
+            if self.checkpointing and self.training and torch.is_grad_enabled():
+                x = torch.utils.checkpoint.checkpoint(layer, x, sdpa_mask, use_reentrant=False)
+            else:
+                x = layer(x, sdpa_mask)
+        return x
+
+
+class TransformersMiniLM(nn.Module):
+    """transformers' BertModel(BertConfig(all-MiniLM-L6-v2), add_pooling_layer=False) behind
+    the interface of MiniLMEncoder."""
+
+    def __init__(self, c):
+        super().__init__()
+        from transformers import BertConfig, BertModel
+        self.bert = BertModel(BertConfig(hidden_act="gelu", **c), add_pooling_layer=False)
+
+    def set_checkpointing(self, enabled):
+        if enabled:
+            self.bert.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            self.bert.gradient_checkpointing_disable()
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                         token_type_ids=token_type_ids).last_hidden_state
+
+
+def make_minilm(ctx):
+    """(encoder on the device, implementation name): the inline encoder, or transformers'
+    BertModel with --minilm-transformers when it imports."""
+    torch.manual_seed(0)
+    if ctx.args.minilm_transformers:
+        try:
+            import transformers
+            model = TransformersMiniLM(MINILM_CONFIG)
+            return model.to(ctx.device), f"transformers {transformers.__version__} BertModel"
+        except Exception as exc:  # noqa: BLE001 -- fall back to the inline encoder
+            log(f"transformers unavailable ({exc}); using the inline BERT encoder")
+    return MiniLMEncoder(MINILM_CONFIG).to(ctx.device), "inline BERT encoder"
+
+
+def minilm_inputs(ctx, model):
+    """Random ids, token types 0 and a full attention mask of --minilm-batch x --minilm-length."""
+    batch, tokens = ctx.args.minilm_batch, ctx.args.minilm_length
+    ids = torch.randint(0, MINILM_CONFIG["vocab_size"], (batch, tokens), device=ctx.device)
+    types = torch.zeros_like(ids)
+    mask = torch.ones_like(ids)
+    model.full_mask = bool(mask.all())  # decided once, outside the timed steps
+    return ids, types, mask
+
+
+def mean_pool(hidden, mask):
+    """sentence-transformers' mean pooling over the tokens whose mask is 1."""
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+
+
+def minilm_variants(ctx):
+    """(dtype label, autocast) for the selected variants; TF32 stays off for float32."""
+    variants = [("float32", False)]
+    if ctx.args.amp or ctx.args.all:
+        variants.append(("float16-amp", True))
+    return variants
+
+
+def bench_minilm(ctx):
+    import torch.nn.functional as F
+    batch, tokens = ctx.args.minilm_batch, ctx.args.minilm_length
+    size = f"B{batch}xT{tokens}"
+    set_tf32(False, False)
+    model, impl = make_minilm(ctx)
+    model.eval()
+    ids, types, mask = minilm_inputs(ctx, model)
+    for label, amp in minilm_variants(ctx):
+        try:
+            _reset_peak(ctx)
+
+            def step():
+                with torch.no_grad(), _autocast(ctx, amp):
+                    hidden = model(ids, types, mask)
+                    return F.normalize(mean_pool(hidden, mask), p=2, dim=1)
+
+            times = ctx.measure(step)
+            ctx.record("minilm", label, size, times, lambda s: batch / s, "sequences/s",
+                       peak_memory_bytes=_peak(ctx), model=impl,
+                       tokens_per_s=batch * tokens / statistics.median(times),
+                       note="embeddings: mean pooling + L2 normalization; random weights")
+        except Exception as exc:  # noqa: BLE001
+            error_record(ctx, "minilm", label, size, exc)
+    del model
+    set_tf32(False, True)
+
+
+def bench_minilm_train(ctx):
+    import torch.nn.functional as F
+    batch, tokens = ctx.args.minilm_batch, ctx.args.minilm_length
+    set_tf32(False, False)
+    for label, amp in minilm_variants(ctx):
+        plain_peak = None
+        try:
+            model, impl = make_minilm(ctx)
+            model.train()
+            head = nn.Linear(MINILM_CONFIG["hidden_size"], 2).to(ctx.device)
+            named = list(model.named_parameters()) + [(f"head.{n}", p)
+                                                      for n, p in head.named_parameters()]
+            decay = [p for _, p in named if p.ndim >= 2]
+            no_decay = [p for _, p in named if p.ndim < 2]  # biases and LayerNorm weights
+            optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                           {"params": no_decay, "weight_decay": 0.0}], lr=5e-5)
+            scaler = torch.amp.GradScaler(ctx.device.type, enabled=amp)
+            ids, types, mask = minilm_inputs(ctx, model)
+            labels = torch.randint(0, 2, (batch,), device=ctx.device)
+        except Exception as exc:  # noqa: BLE001
+            error_record(ctx, "minilm-train", label, f"B{batch}xT{tokens}", exc)
+            continue
+        for checkpointed in (False, True):
+            size = f"B{batch}xT{tokens}" + ("-checkpoint" if checkpointed else "")
+            try:
+                model.set_checkpointing(checkpointed)
+                _reset_peak(ctx)
+
+                def step():
+                    optimizer.zero_grad(set_to_none=True)
+                    with _autocast(ctx, amp):
+                        logits = head(mean_pool(model(ids, types, mask), mask))
+                        loss = F.cross_entropy(logits, labels)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+
+                times = ctx.measure(step)
+                peak = _peak(ctx)
+                note = ("encoder layers checkpointed (torch.utils.checkpoint)" if checkpointed
+                        else "no checkpointing") + "; AdamW, 2-class head on mean pooling"
+                if checkpointed and plain_peak and peak:
+                    note += (f"; peak {peak / 1048576:.0f} MiB vs {plain_peak / 1048576:.0f} MiB"
+                             " without checkpointing")
+                if not checkpointed:
+                    plain_peak = peak
+                ctx.record("minilm-train", label, size, times, lambda s: batch / s,
+                           "sequences/s", peak_memory_bytes=peak, model=impl, note=note,
+                           tokens_per_s=batch * tokens / statistics.median(times))
+            except Exception as exc:  # noqa: BLE001
+                error_record(ctx, "minilm-train", label, size, exc)
+        del model, head, optimizer
+    set_tf32(False, True)
+
+
 BENCHES = {"matmul": bench_matmul, "elementwise": bench_elementwise,
            "overhead": bench_overhead, "mlp": bench_mlp, "resnet18": bench_resnet18,
-           "resnet18-train": bench_resnet18_train, "attention": bench_attention}
+           "resnet18-train": bench_resnet18_train, "attention": bench_attention,
+           "minilm": bench_minilm, "minilm-train": bench_minilm_train}
 
 
 # --------------------------------------------------------------------------- main
@@ -616,7 +870,7 @@ def main():
     parser.add_argument("--true-f32", action="store_true",
                         help="also run ResNet with TF32 off (dtype float32)")
     parser.add_argument("--amp", action="store_true",
-                        help="also run ResNet under autocast float16 (dtype float16-amp)")
+                        help="also run ResNet and MiniLM under autocast float16 (float16-amp)")
     parser.add_argument("--channels-last", action="store_true",
                         help="ResNet in channels_last memory format (off by default)")
     parser.add_argument("--cudnn-benchmark", action="store_true",
@@ -628,6 +882,12 @@ def main():
                         metavar=("B", "H", "T", "D"), help="attention batch, heads, length, d")
     parser.add_argument("--attention-dtype", choices=["f16", "f32"], default="f16")
     parser.add_argument("--causal", action="store_true", help="causal attention")
+    parser.add_argument("--minilm-batch", type=int, default=64,
+                        help="minilm / minilm-train sequences per batch")
+    parser.add_argument("--minilm-length", type=int, default=128,
+                        help="minilm / minilm-train tokens per sequence")
+    parser.add_argument("--minilm-transformers", action="store_true",
+                        help="minilm: transformers' BertModel instead of the inline encoder")
     args = parser.parse_args()
 
     selected = list(args.workloads)

@@ -76,7 +76,7 @@ enum Command {
         seconds: f64,
         /// Batch sizes for resnet18 (`auto` doubles until out of memory; default
         /// 16,32,64,128,256); for resnet18-train one batch (default 64), per device with
-        /// --devices.
+        /// --devices; for minilm and minilm-train one batch of sequences (default 64).
         #[arg(long, value_delimiter = ',')]
         batch: Vec<String>,
         /// resnet18-train data parallel over these devices (gpu:0,gpu:1, all, cpu,cpu):
@@ -88,7 +88,8 @@ enum Command {
         /// the scaling over one device.
         #[arg(long, conflicts_with = "devices")]
         distributed: bool,
-        /// Mixed precision for resnet18 / resnet18-train (autocast f16, loss scaling).
+        /// Mixed precision for resnet18 / resnet18-train / minilm / minilm-train (autocast f16,
+        /// loss scaling).
         #[arg(long)]
         amp: bool,
         /// Skip the CPU baseline of resnet18 (it is slow on small machines).
@@ -107,6 +108,13 @@ enum Command {
         /// of the fused GPU kernel, for comparison (like `ANYGRAD_FUSED_ATTENTION=off`).
         #[arg(long)]
         composite_attention: bool,
+        /// Tokens per sequence for minilm and minilm-train.
+        #[arg(long, default_value_t = 128)]
+        sequence_length: usize,
+        /// minilm / minilm-train: a sentence-transformers directory (all-MiniLM-L6-v2) to load
+        /// instead of the same architecture with seeded random weights.
+        #[arg(long)]
+        model: Option<std::path::PathBuf>,
         /// JSON lines instead of a table.
         #[arg(long)]
         json: bool,
@@ -140,6 +148,12 @@ enum Workload {
     /// Scaled dot-product attention forward + backward at --attention-shape (--dtype): ms,
     /// TFLOPS, peak memory.
     Attention,
+    /// all-MiniLM-L6-v2 sentence embeddings (random weights unless --model) at --batch ×
+    /// --sequence-length tokens, f32 or --amp: sequences/s, peak memory.
+    Minilm,
+    /// MiniLM training steps (head, cross-entropy, AdamW) without and with gradient
+    /// checkpointing of the encoder layers: sequences/s, peak memory.
+    MinilmTrain,
     /// Every workload above.
     All,
 }
@@ -257,6 +271,8 @@ fn run(cli: Cli) -> Result<(), String> {
             attention_shape,
             causal,
             composite_attention,
+            sequence_length,
+            model,
             batch,
             amp,
             no_cpu_baseline,
@@ -303,6 +319,9 @@ fn run(cli: Cli) -> Result<(), String> {
                     ))
                 }
             };
+            if sequence_length == 0 {
+                return Err("--sequence-length must be at least 1".to_string());
+            }
             if distributed {
                 if !matches!(workload, Workload::Resnet18Train) {
                     return Err("--distributed applies to resnet18-train only".to_string());
@@ -336,6 +355,20 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                     bench::run_attention(&device, attention_shape, dtype, causal, seconds)
                 }
+                Workload::Minilm | Workload::MinilmTrain => {
+                    let options = bench::MinilmOptions {
+                        batch: if batch_given { batches[0].max(1) } else { 64 },
+                        tokens: sequence_length,
+                        amp,
+                        model: model.as_deref(),
+                        seconds,
+                    };
+                    if matches!(workload, Workload::Minilm) {
+                        bench::run_minilm(&device, &options)
+                    } else {
+                        bench::run_minilm_train(&device, &options)
+                    }
+                }
                 Workload::All => Ok(Vec::new()),
             };
             let results = match workload {
@@ -349,6 +382,8 @@ fn run(cli: Cli) -> Result<(), String> {
                         Workload::Resnet18,
                         Workload::Resnet18Train,
                         Workload::Attention,
+                        Workload::Minilm,
+                        Workload::MinilmTrain,
                     ] {
                         match run(each) {
                             Ok(results) => all.extend(results),

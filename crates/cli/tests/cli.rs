@@ -184,3 +184,99 @@ fn doctor_passes_and_names_the_f16_matmul_path() {
     }
     println!("{} f16 matmul checks", matmul_checks.len());
 }
+
+/// The JSON records of a successful `anygrad bench ... --json` run.
+fn bench_records(args: &[&str]) -> Vec<serde_json::Value> {
+    let (ok, stdout, stderr) = anygrad(args);
+    assert!(ok, "{args:?}: {stderr}");
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON result per line"))
+        .collect()
+}
+
+#[test]
+fn bench_minilm_reports_sequences_per_second() {
+    // The tiny sentence-transformers directory of the model tests stands in for MiniLM.
+    let tiny = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models/tests/golden/tiny-bert"
+    );
+    let shape = [
+        "--device",
+        "cpu",
+        "--batch",
+        "2",
+        "--sequence-length",
+        "8",
+        "--seconds",
+        "0.01",
+        "--json",
+    ];
+    let inference = bench_records(&[&["bench", "minilm", "--model", tiny], &shape[..]].concat());
+    assert_eq!(inference.len(), 1, "{inference:?}");
+    let record = &inference[0];
+    assert_eq!(record["bench"], "minilm");
+    assert_eq!(record["dtype"], "float32");
+    assert_eq!(record["size"], "B2xT8");
+    assert_eq!(record["unit"], "sequences/s");
+    assert!(record["value"].as_f64().unwrap() > 0.0, "{record}");
+    assert!(record["iterations"].as_u64().unwrap() >= 3, "{record}");
+    let note = record["note"].as_str().unwrap();
+    assert!(
+        note.contains("tokens/s") && note.contains("L2 normalization"),
+        "{note}"
+    );
+
+    let training =
+        bench_records(&[&["bench", "minilm-train", "--model", tiny], &shape[..]].concat());
+    let sizes: Vec<&str> = training
+        .iter()
+        .map(|r| r["size"].as_str().unwrap())
+        .collect();
+    assert_eq!(sizes, ["B2xT8", "B2xT8-checkpoint"], "{training:?}");
+    for record in &training {
+        assert_eq!(record["bench"], "minilm-train");
+        assert!(record["value"].as_f64().unwrap() > 0.0, "{record}");
+    }
+    assert!(training[1]["note"]
+        .as_str()
+        .unwrap()
+        .contains("encoder layers checkpointed"));
+
+    // Without --model: the all-MiniLM-L6-v2 architecture with random weights.
+    let random = bench_records(&[
+        "bench",
+        "minilm",
+        "--device",
+        "cpu",
+        "--batch",
+        "1",
+        "--sequence-length",
+        "4",
+        "--seconds",
+        "0.01",
+        "--json",
+    ]);
+    assert!(random[0]["note"]
+        .as_str()
+        .unwrap()
+        .contains("all-MiniLM-L6-v2 config, random weights"));
+    assert_clean_failure(
+        &[
+            "bench",
+            "minilm",
+            "--device",
+            "cpu",
+            "--model",
+            tiny,
+            "--sequence-length",
+            "17",
+        ],
+        "max_position_embeddings",
+    );
+    assert_clean_failure(
+        &["bench", "minilm", "--sequence-length", "0"],
+        "--sequence-length",
+    );
+}
