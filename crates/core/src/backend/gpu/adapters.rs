@@ -148,29 +148,3 @@ pub(crate) fn adapter(ordinal: usize) -> Result<(&'static wgpu::Adapter, &'stati
         }),
     }
 }
-
-/// Whether each device opens its adapter through a wgpu instance of its own
-/// (`ANYGRAD_SEPARATE_INSTANCES=1`). wgpu keeps the objects of one instance in shared
-/// registries behind locks, so threads recording work for different devices of one instance
-/// take the same locks; separate instances share nothing. Off by default.
-pub(crate) fn separate_instances() -> bool {
-    std::env::var("ANYGRAD_SEPARATE_INSTANCES").is_ok_and(|value| value.trim() == "1")
-}
-
-/// The adapter at `ordinal` seen through a new instance (the same enumeration and order as
-/// the process-wide registry, checked by name).
-pub(crate) fn adapter_in_new_instance(ordinal: usize) -> Result<wgpu::Adapter> {
-    let (_, info) = adapter(ordinal)?;
-    let registry = enumerate();
-    registry
-        .adapters
-        .into_iter()
-        .nth(ordinal)
-        .filter(|candidate| candidate.get_info().name == info.name)
-        .ok_or_else(|| Error::NoAdapter {
-            hint: format!(
-                "gpu:{ordinal} ({}) was not found again through a new wgpu instance",
-                info.name
-            ),
-        })
-}

@@ -173,6 +173,19 @@ fn prepare(
     Ok((Params::with_header(&header, 0), key))
 }
 
+/// The checks of the query, key and value that both passes share.
+fn check_inputs(
+    query: &GpuStorage,
+    key: &GpuStorage,
+    value: &GpuStorage,
+    shape: &AttentionShape,
+) -> Result<()> {
+    let dtype = query.dtype();
+    check_operand("query", query, query, dtype, shape.query_numel())?;
+    check_operand("key", key, query, dtype, shape.key_numel())?;
+    check_operand("value", value, query, dtype, shape.value_numel())
+}
+
 /// Refuse a storage that does not hold exactly `numel` elements of `dtype` on `device`.
 fn check_operand(
     name: &str,
@@ -276,9 +289,7 @@ impl GpuStorage {
         shape: &AttentionShape,
     ) -> Result<(GpuStorage, GpuStorage)> {
         let dtype = self.dtype();
-        check_operand("query", self, self, dtype, shape.query_numel())?;
-        check_operand("key", key, self, dtype, shape.key_numel())?;
-        check_operand("value", value, self, dtype, shape.value_numel())?;
+        check_inputs(self, key, value, shape)?;
         let bias = check_bias(self, key_bias, shape)?;
         let device = self.device();
         let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Forward)?;
@@ -312,9 +323,7 @@ impl GpuStorage {
         shape: &AttentionShape,
     ) -> Result<(GpuStorage, GpuStorage)> {
         let dtype = self.dtype();
-        check_operand("query", self, self, dtype, shape.query_numel())?;
-        check_operand("key", key, self, dtype, shape.key_numel())?;
-        check_operand("value", value, self, dtype, shape.value_numel())?;
+        check_inputs(self, key, value, shape)?;
         check_operand("output", output, self, dtype, shape.output_numel())?;
         check_operand(
             "grad_output",

@@ -199,13 +199,7 @@ impl GpuContext {
     /// Open a device on adapter `ordinal`: request every useful feature it has and its best
     /// limits, install the error and device-lost handlers.
     pub(crate) fn create(ordinal: usize) -> Result<GpuContext> {
-        let (shared_adapter, info) = super::adapters::adapter(ordinal)?;
-        let own_adapter = if super::adapters::separate_instances() {
-            Some(super::adapters::adapter_in_new_instance(ordinal)?)
-        } else {
-            None
-        };
-        let adapter = own_adapter.as_ref().unwrap_or(shared_adapter);
+        let (adapter, info) = super::adapters::adapter(ordinal)?;
         // Cooperative matrices (tensor cores, `matmul_coop.rs`) are experimental in wgpu: they
         // are requested, with experimental features enabled, only where the adapter has them.
         let wanted = wgpu::Features::SHADER_F16
