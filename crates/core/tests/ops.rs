@@ -129,6 +129,66 @@ fn binary_broadcasting(device: &Device) {
     );
 }
 
+/// Rows of every length from 1 to past a workgroup (the GPU folds short rows several to a
+/// workgroup, a few lanes each), reduced along the last dim and along a strided dim, against
+/// loops on the host: sums, extremes with ties, and arg reductions (first index wins).
+fn reductions_of_short_and_long_rows(device: &Device) {
+    for count in [1usize, 2, 3, 5, 8, 31, 128, 300, 1025] {
+        let rows = 37;
+        // Small integers: every sum is exact in f32, and values repeat (ties).
+        let data: Vec<f32> = (0..rows * count)
+            .map(|i| ((i * 7919 + count) % 13) as f32 - 6.0)
+            .collect();
+        let x = Tensor::from_vec(data.clone(), &[rows, count], device).unwrap();
+        let row = |r: usize| &data[r * count..(r + 1) * count];
+        let sums: Vec<f32> = (0..rows).map(|r| row(r).iter().sum()).collect();
+        let maxima: Vec<f32> = (0..rows)
+            .map(|r| row(r).iter().fold(f32::MIN, |a, &b| a.max(b)))
+            .collect();
+        let first_max: Vec<i32> = (0..rows)
+            .map(|r| {
+                let best = row(r).iter().fold(f32::MIN, |a, &b| a.max(b));
+                row(r).iter().position(|&v| v == best).unwrap() as i32
+            })
+            .collect();
+        let first_min: Vec<i32> = (0..rows)
+            .map(|r| {
+                let best = row(r).iter().fold(f32::MAX, |a, &b| a.min(b));
+                row(r).iter().position(|&v| v == best).unwrap() as i32
+            })
+            .collect();
+        assert_eq!(values(&x.sum(&[1], false).unwrap()), sums, "sum, {count}");
+        assert_eq!(values(&x.max(&[1], false).unwrap()), maxima, "max, {count}");
+        assert_eq!(
+            x.argmax(1, false).unwrap().to_vec::<i32>().unwrap(),
+            first_max,
+            "argmax, {count}"
+        );
+        assert_eq!(
+            x.argmin(1, false).unwrap().to_vec::<i32>().unwrap(),
+            first_min,
+            "argmin, {count}"
+        );
+        // The same rows as the columns of a transposed view (strided reads).
+        let transposed = x.t().unwrap().contiguous().unwrap().t().unwrap();
+        assert_eq!(
+            values(&transposed.sum(&[1], false).unwrap()),
+            sums,
+            "strided sum, {count}"
+        );
+    }
+    // A NaN wins its row's max and argmax.
+    let mut data = vec![1.0f32; 4 * 128];
+    data[128 + 77] = f32::NAN;
+    let x = Tensor::from_vec(data, &[4, 128], device).unwrap();
+    let max = values(&x.max(&[1], false).unwrap());
+    assert!(max[1].is_nan() && max[0] == 1.0 && max[2] == 1.0, "{max:?}");
+    assert_eq!(
+        x.argmax(1, false).unwrap().to_vec::<i32>().unwrap(),
+        vec![0, 77, 0, 0]
+    );
+}
+
 fn reductions(device: &Device) {
     let x = tensor(&[1.0, 5.0, 3.0, 4.0, 2.0, 6.0], &[2, 3], device);
     assert_eq!(values(&x.sum(&[1], false).unwrap()), vec![9.0, 12.0]);
@@ -454,6 +514,7 @@ anygrad_testing::device_tests!(
     unary_values,
     binary_broadcasting,
     reductions,
+    reductions_of_short_and_long_rows,
     matmul_cases,
     views_and_joins,
     indexing,

@@ -75,6 +75,25 @@ fn load_encoder(device: &Device, options: &MinilmOptions) -> Result<Encoder> {
     }
 }
 
+/// The all-MiniLM-L6-v2 encoder with seeded random weights and a batch of `batch` × `tokens`
+/// random ids (what `anygrad profile minilm` runs).
+pub fn random_minilm(
+    device: &Device,
+    batch: usize,
+    tokens: usize,
+) -> Result<(BertModel, TokenBatch)> {
+    let options = MinilmOptions {
+        batch,
+        tokens,
+        amp: false,
+        model: None,
+        seconds: 0.0,
+    };
+    let encoder = load_encoder(device, &options)?;
+    let ids = random_batch(&encoder.model, device, &options)?;
+    Ok((encoder.model, ids))
+}
+
 /// Random ids below the vocabulary size, every token attended, token type 0.
 fn random_batch(model: &BertModel, device: &Device, options: &MinilmOptions) -> Result<TokenBatch> {
     let shape = [options.batch, options.tokens];

@@ -21,7 +21,7 @@ use serde::Serialize;
 pub use attention::run_attention;
 pub use matmul::run_matmul;
 pub use memory::run_elementwise;
-pub use minilm::{run_minilm, run_minilm_train, MinilmOptions};
+pub use minilm::{random_minilm, run_minilm, run_minilm_train, MinilmOptions};
 pub use mlp::run_mlp;
 pub use overhead::run_overhead;
 pub use resnet::{run_resnet18, run_resnet18_train};

@@ -1,5 +1,8 @@
-//! Kernel family `Reduce`: sum, max, min, argmax and argmin over a set of dims, one
-//! workgroup per output (or per output chunk, with a second pass over the partial results).
+//! Kernel family `Reduce`: sum, max, min, argmax and argmin over a set of dims. Each output
+//! is folded by a group of `lanes` invocations ([`lanes_per_output`]: the whole workgroup of
+//! 256 for long reductions, fewer for short rows such as softmax's 128 scores, so a
+//! workgroup folds several outputs and consecutive lanes read consecutive elements), or, for
+//! a few very long reductions, per output chunk with a second pass over the partial results.
 //! Key: `KernelKey::Reduce`; params: [`ReduceParams`]; source: the value header, the
 //! reduction's header (`reduce_header`) and `shaders/reduce.wgsl`.
 
@@ -31,6 +34,9 @@ kernel_params! {
         chunks: u32,
         /// Reduced elements per chunk.
         chunk_length: u32,
+        /// Invocations that fold one output (a power of two up to 256; a workgroup folds
+        /// `256 / lanes` outputs).
+        lanes: u32,
     }
     tail: "kept shape[kept_rank], kept strides[kept_rank], reduced shape[reduced_rank], reduced strides[reduced_rank]";
 }
@@ -116,6 +122,16 @@ fn reduce_chunks(splittable: bool, outputs: usize, count: usize) -> usize {
         .clamp(1, 1024)
 }
 
+/// Invocations folding one output of `count` elements: about four elements each, a power of
+/// two from 1 to 256 (the workgroup). A softmax row of 128 scores takes 32 lanes, eight rows
+/// per workgroup; before, each took a whole workgroup and most of its tree steps idle.
+fn lanes_per_output(chunks: usize, count: usize) -> usize {
+    if chunks > 1 {
+        return 256;
+    }
+    count.div_ceil(4).next_power_of_two().clamp(1, 256)
+}
+
 impl GpuStorage {
     /// Reduce over `dims` (keepdim-shaped output; arg reductions take one dim, return I32).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<GpuStorage> {
@@ -157,6 +173,7 @@ impl GpuStorage {
         let splittable =
             matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min) && self.dtype != DType::F16;
         let chunks = reduce_chunks(splittable, outputs, count);
+        let lanes = lanes_per_output(chunks, count);
         let out = GpuStorage::allocate(&self.device, op.name(), outputs * chunks, out_dtype)?;
         if outputs == 0 {
             return Ok(out);
@@ -184,6 +201,7 @@ impl GpuStorage {
             offset: word(layout.offset)?,
             chunks: word(chunks)?,
             chunk_length: word(count.div_ceil(chunks))?,
+            lanes: word(lanes)?,
         };
         let mut params = Params::with_header(&header, 2 * layout.rank());
         for value in kept_shape
@@ -194,9 +212,9 @@ impl GpuStorage {
         {
             params.push(value)?;
         }
-        // One workgroup per (output, chunk).
+        // One group of `lanes` invocations per (output, chunk).
         let context: &GpuContext = self.device.context();
-        let workgroups = u32::try_from(outputs * chunks)
+        let workgroups = u32::try_from((outputs * chunks).div_ceil(256 / lanes))
             .map_err(|_| Error::invalid(op.name(), "too many outputs"))?;
         let key = KernelKey::Reduce {
             dtype: self.dtype,
@@ -217,7 +235,17 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
-    use super::reduce_chunks;
+    use super::{lanes_per_output, reduce_chunks};
+
+    #[test]
+    fn short_reductions_share_a_workgroup() {
+        assert_eq!(lanes_per_output(1, 128), 32);
+        assert_eq!(lanes_per_output(1, 384), 128);
+        assert_eq!(lanes_per_output(1, 1), 1);
+        assert_eq!(lanes_per_output(1, 5), 2);
+        assert_eq!(lanes_per_output(1, 1 << 20), 256);
+        assert_eq!(lanes_per_output(32, 1 << 20), 256);
+    }
 
     #[test]
     fn split_reductions_fill_the_gpu_with_long_enough_chunks() {

@@ -1,7 +1,8 @@
-// reduce.wgsl — one workgroup per output element. Its 256 invocations each fold a strided
-// share of the reduced elements, then combine their partial results in workgroup (shared)
-// memory by a tree: 128 pairs, then 64, ... with a barrier between steps so every invocation
-// sees the others' writes. The header defines A (accumulator), IS_ARG, identity(), merge()
+// reduce.wgsl — a group of `lanes` invocations per output element (a power of two; the
+// workgroup of 256 holds 256 / lanes groups). Each lane folds a strided share of the reduced
+// elements (consecutive lanes, consecutive elements), then the group combines its partial
+// results in workgroup (shared) memory by a tree: lanes / 2 pairs, then lanes / 4, ... with a
+// barrier between steps so every invocation sees the others' writes. The header defines A (accumulator), IS_ARG, identity(), merge()
 // (sum/max/min, NaN-propagating) and replaces() (argmax/argmin: first index wins, NaN wins).
 // When there are few outputs but many elements each (a full sum), one workgroup per output
 // would leave most of the GPU idle: the host then splits each output's elements into `chunks`
@@ -19,7 +20,9 @@ var<workgroup> partial_indices: array<u32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let slot = workgroup.y * workgroups.x + workgroup.x;
+    let lanes = params.lanes;
+    let lane = local % lanes;
+    let slot = (workgroup.y * workgroups.x + workgroup.x) * (256u / lanes) + local / lanes;
     let chunks = params.chunks;
     let out = slot / chunks;
     let chunk = slot % chunks;
@@ -33,7 +36,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let kept_strides_at = kept_shape_at + kept_rank;
     let reduced_shape_at = kept_strides_at + kept_rank;
     let reduced_strides_at = reduced_shape_at + reduced_rank;
-    // Workgroups past the last output still take part in nothing but must not write.
+    // Groups past the last output take part in the barriers only and must not write.
     let in_range = out < outputs;
     var base = 0u;
     if (in_range) {
@@ -42,7 +45,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     var accumulator = identity();
     var best_index = NONE;
     if (in_range) {
-        for (var r = first + local; r < end; r = r + 256u) {
+        for (var r = first + lane; r < end; r = r + lanes) {
             let value = load_value(input[base + strided_position(r, reduced_rank, reduced_shape_at, reduced_strides_at)]);
             if (IS_ARG) {
                 if (replaces(accumulator, best_index, value, r)) {
@@ -57,8 +60,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     partial_values[local] = accumulator;
     partial_indices[local] = best_index;
     workgroupBarrier();
-    for (var step = 128u; step > 0u; step = step >> 1u) {
-        if (local < step) {
+    for (var step = lanes >> 1u; step > 0u; step = step >> 1u) {
+        if (lane < step) {
             let other_value = partial_values[local + step];
             let other_index = partial_indices[local + step];
             if (IS_ARG) {
@@ -72,7 +75,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         }
         workgroupBarrier();
     }
-    if (in_range && local == 0u) {
-        output[slot] = finish(partial_values[0], partial_indices[0]);
+    if (in_range && lane == 0u) {
+        output[slot] = finish(partial_values[local], partial_indices[local]);
     }
 }
