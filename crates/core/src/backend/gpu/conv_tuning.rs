@@ -1,13 +1,15 @@
 //! The convolution primitives' entry points. Each has several correct kernels for a shape —
 //! the cooperative-matrix (tensor-core) kernels for f16 where the adapter has them and they
 //! are turned on (`conv_coop.rs`), the narrow or the wide tile (`conv.rs`,
-//! `conv_backward.rs`), the weight gradient's number of k-splits — and picks one through the
+//! `conv_backward.rs`), Winograd F(2x2, 3x3) for 3x3 stride-1 filters (`conv_winograd.rs`),
+//! the weight gradient's number of k-splits — and picks one through the
 //! autotuner (`autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
 //! `ANYGRAD_AUTOTUNE=off`), the others are timed on first use of a shape.
 
 use super::conv_backward::{weight_split_count, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
 use super::conv_gemm::{prefers_wide, K_STEP};
+use super::conv_winograd;
 use super::storage::GpuStorage;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -22,6 +24,8 @@ enum ConvChoice {
     Tile { wide: bool },
     /// The weight gradient's kernel with K split this many ways.
     Splits(usize),
+    /// Winograd F(2x2, 3x3): transforms and 16 batched GEMMs (`conv_winograd.rs`).
+    Winograd,
 }
 
 impl ConvChoice {
@@ -32,6 +36,7 @@ impl ConvChoice {
             ConvChoice::Tile { wide: false } => "narrow".into(),
             ConvChoice::Tile { wide: true } => "wide".into(),
             ConvChoice::Splits(splits) => format!("split{splits}"),
+            ConvChoice::Winograd => "winograd".into(),
         }
     }
 }
@@ -104,7 +109,10 @@ impl GpuStorage {
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
         let [batch, o, oh, ow] = shape.output_shape();
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
-        let choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
+        let mut choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
+        if conv_winograd::applies(self.dtype, &weight_layout.shape, params) {
+            choices.push(ConvChoice::Winograd);
+        }
         let operands = || {
             format!(
                 "x{:?} w{:?} {}",
@@ -125,6 +133,7 @@ impl GpuStorage {
             ConvChoice::Tile { wide } => {
                 self.conv2d_with(layout, weight, weight_layout, params, Some(wide))
             }
+            ConvChoice::Winograd => self.conv2d_winograd(layout, weight, weight_layout, params),
             ConvChoice::Splits(_) => Err(Error::invalid("conv2d", "no k-splits here")),
         })
     }
@@ -147,7 +156,10 @@ impl GpuStorage {
             _ => (0, 0),
         };
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
-        let choices = tile_candidates(self, f16, ConvPass::BackwardInput, channels, columns);
+        let mut choices = tile_candidates(self, f16, ConvPass::BackwardInput, channels, columns);
+        if conv_winograd::applies_backward_input(self.dtype, &weight_layout.shape, params) {
+            choices.push(ConvChoice::Winograd);
+        }
         let operands = || {
             format!(
                 "g{:?} w{:?} x{input_shape:?} {}",
@@ -187,6 +199,13 @@ impl GpuStorage {
                     params,
                     input_shape,
                     Some(wide),
+                ),
+                ConvChoice::Winograd => self.conv2d_backward_input_winograd(
+                    layout,
+                    weight,
+                    weight_layout,
+                    params,
+                    input_shape,
                 ),
                 ConvChoice::Splits(_) => {
                     Err(Error::invalid("conv2d_backward_input", "no k-splits here"))
@@ -281,7 +300,7 @@ impl GpuStorage {
                     weight_shape,
                     Some(splits),
                 ),
-                ConvChoice::Tile { .. } => {
+                ConvChoice::Tile { .. } | ConvChoice::Winograd => {
                     Err(Error::invalid("conv2d_backward_weight", "one tile only"))
                 }
             },

@@ -30,6 +30,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::matmul_large::catalogue(&mut keys, dtype);
         super::conv::catalogue(&mut keys, dtype);
         super::conv_backward::catalogue(&mut keys, dtype);
+        super::conv_winograd::catalogue(&mut keys, dtype);
         super::reduce::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);

@@ -14,6 +14,7 @@
 //! | `MatmulCoop` | `matmul_coop.rs` |
 //! | `Conv2d` | `conv.rs` (shared tiles and params: `conv_gemm.rs`) |
 //! | `Conv2dBackwardInput`, `Conv2dBackwardWeight`, `Conv2dSplitSum` | `conv_backward.rs` |
+//! | `Winograd` | `conv_winograd.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
 //! | `Custom` | `custom.rs` |
@@ -101,6 +102,11 @@ pub enum KernelKey {
     ConvCoop(super::conv_coop::ConvCoopKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
+    /// One of the three transforms of the Winograd F(2x2, 3x3) convolution.
+    Winograd {
+        dtype: DType,
+        stage: super::conv_winograd::WinogradStage,
+    },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
     /// `index_select` along the last dim of a dense input (`index_rows.wgsl`).
@@ -155,7 +161,8 @@ impl KernelKey {
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
-            | KernelKey::Conv2dSplitSum { .. } => true,
+            | KernelKey::Conv2dSplitSum { .. }
+            | KernelKey::Winograd { .. } => true,
             KernelKey::Unary { access, .. }
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
@@ -196,6 +203,7 @@ impl KernelKey {
             | KernelKey::Conv2dBackwardInput { dtype, .. }
             | KernelKey::Conv2dBackwardWeight { dtype, .. }
             | KernelKey::Conv2dSplitSum { dtype }
+            | KernelKey::Winograd { dtype, .. }
             | KernelKey::Gather { dtype, .. }
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. } => *dtype == DType::F16,
@@ -257,6 +265,7 @@ impl KernelKey {
                 super::conv_backward::weight_source(*dtype, *partial)
             }
             KernelKey::Conv2dSplitSum { dtype } => super::conv_backward::split_sum_source(*dtype),
+            KernelKey::Winograd { dtype, stage } => super::conv_winograd::source(*dtype, *stage),
             KernelKey::Gather { dtype, index } => {
                 super::indexing::gather_source(*dtype, *index, false)
             }

@@ -35,6 +35,7 @@ mod conv_backward;
 mod conv_coop;
 mod conv_gemm;
 mod conv_tuning;
+mod conv_winograd;
 mod custom;
 mod elementwise;
 mod fill;

@@ -1,0 +1,528 @@
+//! Winograd convolution F(2×2, 3×3): a 3×3, stride-1, undilated convolution computed as 16
+//! independent matrix products instead of 9 taps per output, 2.25× fewer multiplications.
+//! Each 2×2 block of outputs ("tile") comes from a 4×4 block of the input:
+//!
+//! `Y = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A`
+//!
+//! with `g` a 3×3 filter, `d` the 4×4 input block and the constant matrices
+//! `Bᵀ = [[1,0,-1,0],[0,1,1,0],[0,-1,1,0],[0,1,0,-1]]`, `G = [[1,0,0],[½,½,½],[½,-½,½],[0,0,1]]`,
+//! `Aᵀ = [[1,1,1,0],[0,1,-1,-1]]` (a correlation, as deep-learning convolutions are). Summed
+//! over input channels, the elementwise product becomes, for each of the 16 positions `k` of
+//! the 4×4 transformed block, one GEMM: `M[k] = U[k] · V[k]` with `U[k]` the transformed
+//! filters `[out_channels, in_channels]` and `V[k]` the transformed input blocks
+//! `[in_channels, tiles]`. Three kernels (`KernelKey::Winograd`, [`WinogradStage`]) do the
+//! transforms; the 16 GEMMs are one batched `matmul` (so the autotuner picks its kernel, and
+//! f16 products run on tensor cores where they apply).
+//!
+//! - **Weight**: `U[k][co][ci]` from the filter, read through its strides; with `flip` the
+//!   filter is read as `W[ci][co][2 - r][2 - s]`: the input gradient of a stride-1
+//!   convolution is the convolution of the output gradient with the flipped, transposed
+//!   filter and padding `2 - p` (`conv2d_backward_input_winograd`).
+//! - **Input**: `V[k][ci][tile]` for the images of one chunk, zero outside the image; tile
+//!   columns are padded to a multiple of 128 (zeros) so the GEMM's operands stay aligned.
+//! - **Output**: each 2×2 output tile from `M[·][co][tile]`, written into the dense
+//!   `[n, co, oh, ow]` result (edges of odd sizes skipped).
+//!
+//! The batch runs in chunks of images whose `V` and `M` together take at most
+//! [`CHUNK_BYTES`], so the transient memory stays bounded whatever the batch. F32 only (see
+//! [`applies`]); the kernels are generated for F16 as well, for the catalogue. Every global
+//! access is bounds-checked, so the kernels run without wgpu's runtime checks. The autotuner
+//! offers this path next to the implicit-GEMM kernels (`conv_tuning.rs`); tests check it
+//! against the CPU on its own.
+
+use super::kernels::KernelKey;
+use super::params::{check_view, kernel_params, word, KernelParams, Params};
+use super::storage::GpuStorage;
+use super::wgsl::{value_header, COMMON};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::geometry::{Conv2dParams, Conv2dShape};
+use crate::layout::Layout;
+
+/// Largest `V` + `M` of one chunk of images, in bytes.
+pub(crate) const CHUNK_BYTES: usize = 96 << 20;
+
+/// Tile columns of `V` and `M` are padded to a multiple of this (the aligned matmul's tile).
+const COLUMN_ALIGN: usize = 128;
+
+/// The three Winograd kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WinogradStage {
+    /// Filters to `U`.
+    Weight,
+    /// Input blocks to `V`.
+    Input,
+    /// `M` to output tiles.
+    Output,
+}
+
+kernel_params! {
+    /// Parameters of the three Winograd kernels (each reads the fields it needs).
+    struct WinogradParams {
+        /// Input channels of the convolution computed.
+        in_channels: u32,
+        /// Output channels.
+        out_channels: u32,
+        /// Input height.
+        height: u32,
+        /// Input width.
+        width: u32,
+        /// Output height.
+        out_height: u32,
+        /// Output width.
+        out_width: u32,
+        /// Zero padding above and below.
+        pad_h: u32,
+        /// Zero padding left and right.
+        pad_w: u32,
+        /// Tiles per image along the height.
+        tiles_h: u32,
+        /// Tiles per image along the width.
+        tiles_w: u32,
+        /// Images in this chunk.
+        images: u32,
+        /// The chunk's first image.
+        first_image: u32,
+        /// Row length of `V` and `M` (the chunk's tiles, padded).
+        columns: u32,
+        /// Input view offset.
+        x_offset: u32,
+        /// Input stride of n.
+        x_stride_n: u32,
+        /// Input stride of c.
+        x_stride_c: u32,
+        /// Input stride of h.
+        x_stride_h: u32,
+        /// Input stride of w.
+        x_stride_w: u32,
+        /// Filter view offset.
+        w_offset: u32,
+        /// Filter stride of its dim 0.
+        w_stride_0: u32,
+        /// Filter stride of its dim 1.
+        w_stride_1: u32,
+        /// Filter stride of its dim 2.
+        w_stride_2: u32,
+        /// Filter stride of its dim 3.
+        w_stride_3: u32,
+        /// 1: read the filter flipped and transposed (input gradient).
+        flip: u32,
+    }
+}
+
+/// WGSL of `KernelKey::Winograd` (after `enable f16;` where needed).
+pub(crate) fn source(dtype: DType, stage: WinogradStage) -> String {
+    let mut text = value_header(dtype);
+    text.push_str(WinogradParams::WGSL);
+    text.push_str(COMMON);
+    text.push_str(match stage {
+        WinogradStage::Weight => WEIGHT,
+        WinogradStage::Input => INPUT,
+        WinogradStage::Output => OUTPUT,
+    });
+    text
+}
+
+/// The catalogue entries (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if matches!(dtype, DType::F32 | DType::F16) {
+        for stage in [
+            WinogradStage::Weight,
+            WinogradStage::Input,
+            WinogradStage::Output,
+        ] {
+            keys.push(KernelKey::Winograd { dtype, stage });
+        }
+    }
+}
+
+/// Whether the forward convolution of these operands can run as F(2×2, 3×3): F32, a 3×3
+/// filter, stride 1, no dilation. Not F16: `V` and `M` rounded to f16 lose too much where
+/// the output transform subtracts them (1-2% errors measured in tests), and f16 products run
+/// on tensor cores anyway.
+pub(crate) fn applies(dtype: DType, weight_shape: &[usize], params: &Conv2dParams) -> bool {
+    dtype == DType::F32
+        && weight_shape.len() == 4
+        && weight_shape[2] == 3
+        && weight_shape[3] == 3
+        && params.stride == (1, 1)
+        && params.dilation == (1, 1)
+        && params.groups == 1
+}
+
+/// Whether the input gradient can: what [`applies`] asks, and padding at most 2 (the
+/// gradient is a convolution with padding `2 - p`).
+pub(crate) fn applies_backward_input(
+    dtype: DType,
+    weight_shape: &[usize],
+    params: &Conv2dParams,
+) -> bool {
+    applies(dtype, weight_shape, params) && params.padding.0 <= 2 && params.padding.1 <= 2
+}
+
+/// The convolution one Winograd run computes: `[n, in_channels, h, w]` into
+/// `[n, out_channels, oh, ow]` with a 3×3 filter read through `w_layout` (flipped and
+/// transposed where `flip`).
+struct Problem<'a> {
+    input: &'a GpuStorage,
+    input_layout: &'a Layout,
+    weight: &'a GpuStorage,
+    weight_layout: &'a Layout,
+    flip: bool,
+    in_channels: usize,
+    out_channels: usize,
+    padding: (usize, usize),
+    output_shape: [usize; 4],
+}
+
+impl GpuStorage {
+    /// The forward convolution by F(2×2, 3×3) (see [`applies`]; an error otherwise).
+    pub(crate) fn conv2d_winograd(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<GpuStorage> {
+        let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        if !applies(self.dtype, &weight_layout.shape, params) || weight.dtype != self.dtype {
+            return Err(Error::invalid(
+                "conv2d",
+                "the Winograd kernels take F32 3x3 filters at stride 1",
+            ));
+        }
+        winograd(&Problem {
+            input: self,
+            input_layout: layout,
+            weight,
+            weight_layout,
+            flip: false,
+            in_channels: shape.channels,
+            out_channels: weight_layout.shape[0],
+            padding: params.padding,
+            output_shape: shape.output_shape(),
+        })
+    }
+
+    /// The input gradient of a stride-1 3×3 convolution by F(2×2, 3×3): `self` is the output
+    /// gradient `[n, o, oh, ow]`, `weight` the forward's `[o, c, 3, 3]` (see
+    /// [`applies_backward_input`]; an error otherwise).
+    pub(crate) fn conv2d_backward_input_winograd(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<GpuStorage> {
+        let (&[n, c, h, w], &[o, wc, _, _], &[gn, go, _, _]) = (
+            input_shape,
+            weight_layout.shape.as_slice(),
+            layout.shape.as_slice(),
+        ) else {
+            return Err(Error::invalid(
+                "conv2d_backward_input",
+                "expects [n, c, h, w] shapes",
+            ));
+        };
+        if !applies_backward_input(self.dtype, &weight_layout.shape, params)
+            || weight.dtype != self.dtype
+            || wc != c
+            || gn != n
+            || go != o
+        {
+            return Err(Error::invalid(
+                "conv2d_backward_input",
+                "the Winograd kernels take F32 3x3 filters at stride 1, padding <= 2",
+            ));
+        }
+        winograd(&Problem {
+            input: self,
+            input_layout: layout,
+            weight,
+            weight_layout,
+            flip: true,
+            in_channels: o,
+            out_channels: c,
+            padding: (2 - params.padding.0, 2 - params.padding.1),
+            output_shape: [n, c, h, w],
+        })
+    }
+}
+
+fn winograd(problem: &Problem) -> Result<GpuStorage> {
+    const OP: &str = "conv2d (Winograd)";
+    let input = problem.input;
+    let device = &input.device;
+    let dtype = input.dtype;
+    check_view(OP, problem.input_layout, input.len)?;
+    check_view(OP, problem.weight_layout, problem.weight.len)?;
+    let [batch, out_channels, out_height, out_width] = problem.output_shape;
+    let (in_channels, height, width) = match problem.input_layout.shape.as_slice() {
+        &[_, c, h, w] => (c, h, w),
+        _ => return Err(Error::invalid(OP, "expects a [n, c, h, w] input")),
+    };
+    if in_channels != problem.in_channels || out_channels != problem.out_channels {
+        return Err(Error::invalid(OP, "channel counts disagree"));
+    }
+    let out = GpuStorage::allocate(
+        device,
+        OP,
+        batch * out_channels * out_height * out_width,
+        dtype,
+    )?;
+    if out.len == 0 || in_channels == 0 {
+        return if out.len == 0 {
+            Ok(out)
+        } else {
+            GpuStorage::full(device, out.len, dtype, 0.0)
+        };
+    }
+    let (tiles_h, tiles_w) = (out_height.div_ceil(2), out_width.div_ceil(2));
+    let tiles_per_image = tiles_h * tiles_w;
+    let element = dtype.size_in_bytes();
+    let image_bytes = 16 * (in_channels + out_channels) * tiles_per_image * element;
+    let images_per_chunk = (CHUNK_BYTES / image_bytes.max(1)).clamp(1, batch);
+    let x = problem.input_layout;
+    let wl = problem.weight_layout;
+    let mut header = WinogradParams {
+        in_channels: word(in_channels)?,
+        out_channels: word(out_channels)?,
+        height: word(height)?,
+        width: word(width)?,
+        out_height: word(out_height)?,
+        out_width: word(out_width)?,
+        pad_h: word(problem.padding.0)?,
+        pad_w: word(problem.padding.1)?,
+        tiles_h: word(tiles_h)?,
+        tiles_w: word(tiles_w)?,
+        images: 0,
+        first_image: 0,
+        columns: 0,
+        x_offset: word(x.offset)?,
+        x_stride_n: word(x.strides[0])?,
+        x_stride_c: word(x.strides[1])?,
+        x_stride_h: word(x.strides[2])?,
+        x_stride_w: word(x.strides[3])?,
+        w_offset: word(wl.offset)?,
+        w_stride_0: word(wl.strides[0])?,
+        w_stride_1: word(wl.strides[1])?,
+        w_stride_2: word(wl.strides[2])?,
+        w_stride_3: word(wl.strides[3])?,
+        flip: u32::from(problem.flip),
+    };
+    // Transformed filters, [16, out_channels, in_channels].
+    let filters = out_channels * in_channels;
+    let transformed = GpuStorage::allocate(device, OP, 16 * filters, dtype)?;
+    GpuStorage::launch(
+        device,
+        &KernelKey::Winograd {
+            dtype,
+            stage: WinogradStage::Weight,
+        },
+        &Params::with_header(&header, 0),
+        &[problem.weight.raw()?, transformed.raw()?],
+        filters,
+    )?;
+    let u_layout = Layout::contiguous(&[16, out_channels, in_channels]);
+    let mut first = 0;
+    while first < batch {
+        let images = images_per_chunk.min(batch - first);
+        let tiles = images * tiles_per_image;
+        let columns = tiles.next_multiple_of(COLUMN_ALIGN);
+        header.images = word(images)?;
+        header.first_image = word(first)?;
+        header.columns = word(columns)?;
+        word(16 * in_channels.max(out_channels) * columns)?;
+        let words = Params::with_header(&header, 0);
+        let blocks = GpuStorage::allocate(device, OP, 16 * in_channels * columns, dtype)?;
+        GpuStorage::launch(
+            device,
+            &KernelKey::Winograd {
+                dtype,
+                stage: WinogradStage::Input,
+            },
+            &words,
+            &[input.raw()?, blocks.raw()?],
+            in_channels * columns,
+        )?;
+        let products = transformed.matmul(
+            &u_layout,
+            &blocks,
+            &Layout::contiguous(&[16, in_channels, columns]),
+        )?;
+        drop(blocks);
+        GpuStorage::launch(
+            device,
+            &KernelKey::Winograd {
+                dtype,
+                stage: WinogradStage::Output,
+            },
+            &words,
+            &[products.raw()?, out.raw()?],
+            out_channels * tiles,
+        )?;
+        first += images;
+    }
+    Ok(out)
+}
+
+/// Filters to `U[k][co][ci]`, one invocation per (co, ci).
+const WEIGHT: &str = r#"@group(0) @binding(1) var<storage, read> winograd_filter: array<S>;
+@group(0) @binding(2) var<storage, read_write> winograd_transformed: array<S>;
+
+fn tap(co: u32, ci: u32, r: u32, s: u32) -> f32 {
+    var position = params.w_offset + co * params.w_stride_0 + ci * params.w_stride_1
+        + r * params.w_stride_2 + s * params.w_stride_3;
+    if (params.flip != 0u) {
+        position = params.w_offset + ci * params.w_stride_0 + co * params.w_stride_1
+            + (2u - r) * params.w_stride_2 + (2u - s) * params.w_stride_3;
+    }
+    if (position >= arrayLength(&winograd_filter)) {
+        return 0.0;
+    }
+    return f32(load_value(winograd_filter[position]));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = linear_id(workgroup, workgroups, local);
+    let filters = params.out_channels * params.in_channels;
+    if (i >= filters) {
+        return;
+    }
+    let co = i / params.in_channels;
+    let ci = i % params.in_channels;
+    // g as a 3x3 matrix (columns are filter columns s), G (4x3) and Gt (3x4).
+    let g = mat3x3<f32>(
+        vec3<f32>(tap(co, ci, 0u, 0u), tap(co, ci, 1u, 0u), tap(co, ci, 2u, 0u)),
+        vec3<f32>(tap(co, ci, 0u, 1u), tap(co, ci, 1u, 1u), tap(co, ci, 2u, 1u)),
+        vec3<f32>(tap(co, ci, 0u, 2u), tap(co, ci, 1u, 2u), tap(co, ci, 2u, 2u)));
+    let big_g = mat3x4<f32>(
+        vec4<f32>(1.0, 0.5, 0.5, 0.0),
+        vec4<f32>(0.0, 0.5, -0.5, 0.0),
+        vec4<f32>(0.0, 0.5, 0.5, 1.0));
+    let u = big_g * g * transpose(big_g);
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        for (var r = 0u; r < 4u; r = r + 1u) {
+            let position = (r * 4u + c) * filters + i;
+            if (position < arrayLength(&winograd_transformed)) {
+                winograd_transformed[position] = store_value(T(u[c][r]));
+            }
+        }
+    }
+}
+"#;
+
+/// Input blocks to `V[k][ci][tile]`, one invocation per (ci, padded tile column).
+const INPUT: &str = r#"@group(0) @binding(1) var<storage, read> winograd_image: array<S>;
+@group(0) @binding(2) var<storage, read_write> winograd_blocks: array<S>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = linear_id(workgroup, workgroups, local);
+    let columns = params.columns;
+    if (i >= params.in_channels * columns) {
+        return;
+    }
+    let ci = i / columns;
+    let column = i % columns;
+    let per_image = params.tiles_h * params.tiles_w;
+    var d = mat4x4<f32>();
+    if (column < params.images * per_image) {
+        let n = params.first_image + column / per_image;
+        let tile = column % per_image;
+        let y0 = i32((tile / params.tiles_w) * 2u) - i32(params.pad_h);
+        let x0 = i32((tile % params.tiles_w) * 2u) - i32(params.pad_w);
+        let base = params.x_offset + n * params.x_stride_n + ci * params.x_stride_c;
+        for (var r = 0u; r < 4u; r = r + 1u) {
+            let y = y0 + i32(r);
+            if (y < 0 || y >= i32(params.height)) {
+                continue;
+            }
+            for (var c = 0u; c < 4u; c = c + 1u) {
+                let x = x0 + i32(c);
+                if (x < 0 || x >= i32(params.width)) {
+                    continue;
+                }
+                let position = base + u32(y) * params.x_stride_h + u32(x) * params.x_stride_w;
+                if (position < arrayLength(&winograd_image)) {
+                    d[c][r] = f32(load_value(winograd_image[position]));
+                }
+            }
+        }
+    }
+    // Bt (columns of the 4x4 matrix [[1,0,-1,0],[0,1,1,0],[0,-1,1,0],[0,1,0,-1]]).
+    let bt = mat4x4<f32>(
+        vec4<f32>(1.0, 0.0, 0.0, 0.0),
+        vec4<f32>(0.0, 1.0, -1.0, 1.0),
+        vec4<f32>(-1.0, 1.0, 1.0, 0.0),
+        vec4<f32>(0.0, 0.0, 0.0, -1.0));
+    let v = bt * d * transpose(bt);
+    let plane = params.in_channels * columns;
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        for (var r = 0u; r < 4u; r = r + 1u) {
+            let position = (r * 4u + c) * plane + i;
+            if (position < arrayLength(&winograd_blocks)) {
+                winograd_blocks[position] = store_value(T(v[c][r]));
+            }
+        }
+    }
+}
+"#;
+
+/// `M[k][co][tile]` to the 2x2 output tile, one invocation per (co, tile of the chunk).
+const OUTPUT: &str = r#"@group(0) @binding(1) var<storage, read> winograd_products: array<S>;
+@group(0) @binding(2) var<storage, read_write> winograd_result: array<S>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = linear_id(workgroup, workgroups, local);
+    let per_image = params.tiles_h * params.tiles_w;
+    let tiles = params.images * per_image;
+    if (i >= params.out_channels * tiles) {
+        return;
+    }
+    let co = i / tiles;
+    let column = i % tiles;
+    let plane = params.out_channels * params.columns;
+    let at = co * params.columns + column;
+    var m = mat4x4<f32>();
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        for (var r = 0u; r < 4u; r = r + 1u) {
+            let position = (r * 4u + c) * plane + at;
+            if (position < arrayLength(&winograd_products)) {
+                m[c][r] = f32(load_value(winograd_products[position]));
+            }
+        }
+    }
+    // At (2x4, columns of [[1,1,1,0],[0,1,-1,-1]]).
+    let at_matrix = mat4x2<f32>(
+        vec2<f32>(1.0, 0.0),
+        vec2<f32>(1.0, 1.0),
+        vec2<f32>(1.0, -1.0),
+        vec2<f32>(0.0, -1.0));
+    let y = at_matrix * m * transpose(at_matrix);
+    let n = params.first_image + column / per_image;
+    let tile = column % per_image;
+    let y0 = (tile / params.tiles_w) * 2u;
+    let x0 = (tile % params.tiles_w) * 2u;
+    let base = (n * params.out_channels + co) * params.out_height * params.out_width;
+    for (var r = 0u; r < 2u; r = r + 1u) {
+        for (var c = 0u; c < 2u; c = c + 1u) {
+            let oy = y0 + r;
+            let ox = x0 + c;
+            let position = base + oy * params.out_width + ox;
+            if (oy < params.out_height && ox < params.out_width && position < arrayLength(&winograd_result)) {
+                winograd_result[position] = store_value(T(y[c][r]));
+            }
+        }
+    }
+}
+"#;
+
+#[cfg(test)]
+mod tests;
