@@ -9,7 +9,7 @@
 use super::conv_backward::{weight_split_count, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
 use super::conv_gemm::{prefers_wide, K_STEP};
-use super::conv_winograd;
+use super::conv_winograd::{self, WinogradTile};
 use super::storage::GpuStorage;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -24,8 +24,8 @@ enum ConvChoice {
     Tile { wide: bool },
     /// The weight gradient's kernel with K split this many ways.
     Splits(usize),
-    /// Winograd F(2x2, 3x3): transforms and 16 batched GEMMs (`conv_winograd.rs`).
-    Winograd,
+    /// Winograd F(2x2, 3x3) or F(4x4, 3x3): transforms and batched GEMMs (`conv_winograd.rs`).
+    Winograd(WinogradTile),
 }
 
 impl ConvChoice {
@@ -36,7 +36,7 @@ impl ConvChoice {
             ConvChoice::Tile { wide: false } => "narrow".into(),
             ConvChoice::Tile { wide: true } => "wide".into(),
             ConvChoice::Splits(splits) => format!("split{splits}"),
-            ConvChoice::Winograd => "winograd".into(),
+            ConvChoice::Winograd(tile) => tile.name().into(),
         }
     }
 }
@@ -111,7 +111,7 @@ impl GpuStorage {
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
         let mut choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
         if conv_winograd::applies(self.dtype, &weight_layout.shape, params) {
-            choices.push(ConvChoice::Winograd);
+            choices.extend(WinogradTile::ALL.map(ConvChoice::Winograd));
         }
         let operands = || {
             format!(
@@ -133,7 +133,9 @@ impl GpuStorage {
             ConvChoice::Tile { wide } => {
                 self.conv2d_with(layout, weight, weight_layout, params, Some(wide))
             }
-            ConvChoice::Winograd => self.conv2d_winograd(layout, weight, weight_layout, params),
+            ConvChoice::Winograd(tile) => {
+                self.conv2d_winograd(layout, weight, weight_layout, params, tile)
+            }
             ConvChoice::Splits(_) => Err(Error::invalid("conv2d", "no k-splits here")),
         })
     }
@@ -158,7 +160,7 @@ impl GpuStorage {
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
         let mut choices = tile_candidates(self, f16, ConvPass::BackwardInput, channels, columns);
         if conv_winograd::applies_backward_input(self.dtype, &weight_layout.shape, params) {
-            choices.push(ConvChoice::Winograd);
+            choices.extend(WinogradTile::ALL.map(ConvChoice::Winograd));
         }
         let operands = || {
             format!(
@@ -200,12 +202,13 @@ impl GpuStorage {
                     input_shape,
                     Some(wide),
                 ),
-                ConvChoice::Winograd => self.conv2d_backward_input_winograd(
+                ConvChoice::Winograd(tile) => self.conv2d_backward_input_winograd(
                     layout,
                     weight,
                     weight_layout,
                     params,
                     input_shape,
+                    tile,
                 ),
                 ConvChoice::Splits(_) => {
                     Err(Error::invalid("conv2d_backward_input", "no k-splits here"))
@@ -300,7 +303,7 @@ impl GpuStorage {
                     weight_shape,
                     Some(splits),
                 ),
-                ConvChoice::Tile { .. } | ConvChoice::Winograd => {
+                ConvChoice::Tile { .. } | ConvChoice::Winograd(_) => {
                     Err(Error::invalid("conv2d_backward_weight", "one tile only"))
                 }
             },

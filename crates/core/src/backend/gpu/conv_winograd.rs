@@ -1,18 +1,20 @@
-//! Winograd convolution F(2×2, 3×3): a 3×3, stride-1, undilated convolution computed as 16
-//! independent matrix products instead of 9 taps per output, 2.25× fewer multiplications.
-//! Each 2×2 block of outputs ("tile") comes from a 4×4 block of the input:
+//! Winograd convolution F(m×m, 3×3) for m = 2 and 4 ([`WinogradTile`]): a 3×3, stride-1,
+//! undilated convolution computed as (m + 2)² independent matrix products instead of 9 taps
+//! per output, 2.25× (m = 2) or 4× (m = 4) fewer multiplications. Each m×m block of outputs
+//! ("tile") comes from an (m + 2)² block of the input. For m = 2:
 //!
 //! `Y = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A`
 //!
 //! with `g` a 3×3 filter, `d` the 4×4 input block and the constant matrices
 //! `Bᵀ = [[1,0,-1,0],[0,1,1,0],[0,-1,1,0],[0,1,0,-1]]`, `G = [[1,0,0],[½,½,½],[½,-½,½],[0,0,1]]`,
-//! `Aᵀ = [[1,1,1,0],[0,1,-1,-1]]` (a correlation, as deep-learning convolutions are). Summed
-//! over input channels, the elementwise product becomes, for each of the 16 positions `k` of
-//! the 4×4 transformed block, one GEMM: `M[k] = U[k] · V[k]` with `U[k]` the transformed
+//! `Aᵀ = [[1,1,1,0],[0,1,-1,-1]]` (a correlation, as deep-learning convolutions are; m = 4
+//! takes the 6×6, 6×3 and 4×6 matrices on the points 0, ±1, ±2, ∞ in [`F4`]). Summed
+//! over input channels, the elementwise product becomes, for each position `k` of the
+//! transformed block, one GEMM: `M[k] = U[k] · V[k]` with `U[k]` the transformed
 //! filters `[out_channels, in_channels]` and `V[k]` the transformed input blocks
 //! `[in_channels, tiles]`. Three kernels (`KernelKey::Winograd`, [`WinogradStage`]) do the
-//! transforms; the 16 GEMMs are one batched `matmul` (so the autotuner picks its kernel, and
-//! f16 products run on tensor cores where they apply).
+//! transforms, generated per variant as straight-line code (no zero coefficients, no local
+//! arrays); the GEMMs are one batched `matmul` (so the autotuner picks its kernel).
 //!
 //! - **Weight**: `U[k][co][ci]` from the filter, read through its strides; with `flip` the
 //!   filter is read as `W[ci][co][2 - r][2 - s]`: the input gradient of a stride-1
@@ -20,7 +22,7 @@
 //!   filter and padding `2 - p` (`conv2d_backward_input_winograd`).
 //! - **Input**: `V[k][ci][tile]` for the images of one chunk, zero outside the image; tile
 //!   columns are padded to a multiple of 128 (zeros) so the GEMM's operands stay aligned.
-//! - **Output**: each 2×2 output tile from `M[·][co][tile]`, written into the dense
+//! - **Output**: each m×m output tile from `M[·][co][tile]`, written into the dense
 //!   `[n, co, oh, ow]` result (edges of odd sizes skipped).
 //!
 //! The batch runs in chunks of images whose `V` and `M` together take at most
@@ -29,6 +31,8 @@
 //! access is bounds-checked, so the kernels run without wgpu's runtime checks. The autotuner
 //! offers this path next to the implicit-GEMM kernels (`conv_tuning.rs`); tests check it
 //! against the CPU on its own.
+
+use std::fmt::Write;
 
 use super::kernels::KernelKey;
 use super::params::{check_view, kernel_params, word, KernelParams, Params};
@@ -44,6 +48,50 @@ pub(crate) const CHUNK_BYTES: usize = 96 << 20;
 
 /// Tile columns of `V` and `M` are padded to a multiple of this (the aligned matmul's tile).
 const COLUMN_ALIGN: usize = 128;
+
+/// The output tile of a Winograd variant: F(2×2, 3×3) or F(4×4, 3×3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WinogradTile {
+    /// 2×2 outputs from 4×4 inputs: 16 GEMMs, 2.25× fewer multiplications than direct.
+    Two,
+    /// 4×4 outputs from 6×6 inputs: 36 GEMMs, 4× fewer multiplications; `V` and `M` are
+    /// 2.25× the input and output instead of 4×. Its larger transform coefficients round
+    /// more (still within the f32 tests' tolerance).
+    Four,
+}
+
+impl WinogradTile {
+    /// Both variants.
+    pub(crate) const ALL: [WinogradTile; 2] = [WinogradTile::Two, WinogradTile::Four];
+
+    /// Outputs per tile side (m).
+    fn outputs(self) -> usize {
+        match self {
+            WinogradTile::Two => 2,
+            WinogradTile::Four => 4,
+        }
+    }
+
+    /// Transformed block side (alpha = m + 2).
+    fn alpha(self) -> usize {
+        self.outputs() + 2
+    }
+
+    fn transforms(self) -> &'static Transforms {
+        match self {
+            WinogradTile::Two => &F2,
+            WinogradTile::Four => &F4,
+        }
+    }
+
+    /// The autotuner's name of the variant.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            WinogradTile::Two => "winograd2",
+            WinogradTile::Four => "winograd4",
+        }
+    }
+}
 
 /// The three Winograd kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,14 +159,15 @@ kernel_params! {
 }
 
 /// WGSL of `KernelKey::Winograd` (after `enable f16;` where needed).
-pub(crate) fn source(dtype: DType, stage: WinogradStage) -> String {
+pub(crate) fn source(dtype: DType, stage: WinogradStage, tile: WinogradTile) -> String {
     let mut text = value_header(dtype);
     text.push_str(WinogradParams::WGSL);
     text.push_str(COMMON);
-    text.push_str(match stage {
-        WinogradStage::Weight => WEIGHT,
-        WinogradStage::Input => INPUT,
-        WinogradStage::Output => OUTPUT,
+    let transforms = tile.transforms();
+    text.push_str(&match stage {
+        WinogradStage::Weight => weight_body(transforms),
+        WinogradStage::Input => input_body(transforms),
+        WinogradStage::Output => output_body(transforms),
     });
     text
 }
@@ -131,7 +180,9 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             WinogradStage::Input,
             WinogradStage::Output,
         ] {
-            keys.push(KernelKey::Winograd { dtype, stage });
+            for tile in WinogradTile::ALL {
+                keys.push(KernelKey::Winograd { dtype, stage, tile });
+            }
         }
     }
 }
@@ -164,6 +215,7 @@ pub(crate) fn applies_backward_input(
 /// `[n, out_channels, oh, ow]` with a 3×3 filter read through `w_layout` (flipped and
 /// transposed where `flip`).
 struct Problem<'a> {
+    tile: WinogradTile,
     input: &'a GpuStorage,
     input_layout: &'a Layout,
     weight: &'a GpuStorage,
@@ -183,6 +235,7 @@ impl GpuStorage {
         weight: &GpuStorage,
         weight_layout: &Layout,
         params: &Conv2dParams,
+        tile: WinogradTile,
     ) -> Result<GpuStorage> {
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
         if !applies(self.dtype, &weight_layout.shape, params) || weight.dtype != self.dtype {
@@ -192,6 +245,7 @@ impl GpuStorage {
             ));
         }
         winograd(&Problem {
+            tile,
             input: self,
             input_layout: layout,
             weight,
@@ -214,6 +268,7 @@ impl GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
         input_shape: &[usize],
+        tile: WinogradTile,
     ) -> Result<GpuStorage> {
         let (&[n, c, h, w], &[o, wc, _, _], &[gn, go, _, _]) = (
             input_shape,
@@ -237,6 +292,7 @@ impl GpuStorage {
             ));
         }
         winograd(&Problem {
+            tile,
             input: self,
             input_layout: layout,
             weight,
@@ -278,10 +334,12 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
             GpuStorage::full(device, out.len, dtype, 0.0)
         };
     }
-    let (tiles_h, tiles_w) = (out_height.div_ceil(2), out_width.div_ceil(2));
+    let (m, alpha) = (problem.tile.outputs(), problem.tile.alpha());
+    let points = alpha * alpha;
+    let (tiles_h, tiles_w) = (out_height.div_ceil(m), out_width.div_ceil(m));
     let tiles_per_image = tiles_h * tiles_w;
     let element = dtype.size_in_bytes();
-    let image_bytes = 16 * (in_channels + out_channels) * tiles_per_image * element;
+    let image_bytes = points * (in_channels + out_channels) * tiles_per_image * element;
     let images_per_chunk = (CHUNK_BYTES / image_bytes.max(1)).clamp(1, batch);
     let x = problem.input_layout;
     let wl = problem.weight_layout;
@@ -311,20 +369,21 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
         w_stride_3: word(wl.strides[3])?,
         flip: u32::from(problem.flip),
     };
-    // Transformed filters, [16, out_channels, in_channels].
+    // Transformed filters, [points, out_channels, in_channels].
     let filters = out_channels * in_channels;
-    let transformed = GpuStorage::allocate(device, OP, 16 * filters, dtype)?;
+    let transformed = GpuStorage::allocate(device, OP, points * filters, dtype)?;
     GpuStorage::launch(
         device,
         &KernelKey::Winograd {
             dtype,
             stage: WinogradStage::Weight,
+            tile: problem.tile,
         },
         &Params::with_header(&header, 0),
         &[problem.weight.raw()?, transformed.raw()?],
         filters,
     )?;
-    let u_layout = Layout::contiguous(&[16, out_channels, in_channels]);
+    let u_layout = Layout::contiguous(&[points, out_channels, in_channels]);
     let mut first = 0;
     while first < batch {
         let images = images_per_chunk.min(batch - first);
@@ -333,14 +392,15 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
         header.images = word(images)?;
         header.first_image = word(first)?;
         header.columns = word(columns)?;
-        word(16 * in_channels.max(out_channels) * columns)?;
+        word(points * in_channels.max(out_channels) * columns)?;
         let words = Params::with_header(&header, 0);
-        let blocks = GpuStorage::allocate(device, OP, 16 * in_channels * columns, dtype)?;
+        let blocks = GpuStorage::allocate(device, OP, points * in_channels * columns, dtype)?;
         GpuStorage::launch(
             device,
             &KernelKey::Winograd {
                 dtype,
                 stage: WinogradStage::Input,
+                tile: problem.tile,
             },
             &words,
             &[input.raw()?, blocks.raw()?],
@@ -349,7 +409,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
         let products = transformed.matmul(
             &u_layout,
             &blocks,
-            &Layout::contiguous(&[16, in_channels, columns]),
+            &Layout::contiguous(&[points, in_channels, columns]),
         )?;
         drop(blocks);
         GpuStorage::launch(
@@ -357,6 +417,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
             &KernelKey::Winograd {
                 dtype,
                 stage: WinogradStage::Output,
+                tile: problem.tile,
             },
             &words,
             &[products.raw()?, out.raw()?],
@@ -367,8 +428,111 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
     Ok(out)
 }
 
+/// Coefficients of one Winograd variant: `Bᵀ` (alpha × alpha), `G` (alpha × 3), `Aᵀ`
+/// (m × alpha).
+struct Transforms {
+    bt: &'static [&'static [f64]],
+    g: &'static [&'static [f64]],
+    at: &'static [&'static [f64]],
+}
+
+const F2: Transforms = Transforms {
+    bt: &[
+        &[1.0, 0.0, -1.0, 0.0],
+        &[0.0, 1.0, 1.0, 0.0],
+        &[0.0, -1.0, 1.0, 0.0],
+        &[0.0, 1.0, 0.0, -1.0],
+    ],
+    g: &[
+        &[1.0, 0.0, 0.0],
+        &[0.5, 0.5, 0.5],
+        &[0.5, -0.5, 0.5],
+        &[0.0, 0.0, 1.0],
+    ],
+    at: &[&[1.0, 1.0, 1.0, 0.0], &[0.0, 1.0, -1.0, -1.0]],
+};
+
+const F4: Transforms = Transforms {
+    bt: &[
+        &[4.0, 0.0, -5.0, 0.0, 1.0, 0.0],
+        &[0.0, -4.0, -4.0, 1.0, 1.0, 0.0],
+        &[0.0, 4.0, -4.0, -1.0, 1.0, 0.0],
+        &[0.0, -2.0, -1.0, 2.0, 1.0, 0.0],
+        &[0.0, 2.0, -1.0, -2.0, 1.0, 0.0],
+        &[0.0, 4.0, 0.0, -5.0, 0.0, 1.0],
+    ],
+    g: &[
+        &[1.0 / 4.0, 0.0, 0.0],
+        &[-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
+        &[-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
+        &[1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
+        &[1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
+        &[0.0, 0.0, 1.0],
+    ],
+    at: &[
+        &[1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+        &[0.0, 1.0, -1.0, 2.0, -2.0, 0.0],
+        &[0.0, 1.0, 1.0, 4.0, 4.0, 0.0],
+        &[0.0, 1.0, -1.0, 8.0, -8.0, 1.0],
+    ],
+};
+
+/// `sum_k coefficients[k] * names(k)` as a WGSL expression, zero terms left out.
+fn combination(coefficients: &[f64], names: impl Fn(usize) -> String) -> String {
+    let terms: Vec<String> = coefficients
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c != 0.0)
+        .map(|(k, &c)| {
+            if c == 1.0 {
+                names(k)
+            } else if c == -1.0 {
+                format!("-{}", names(k))
+            } else {
+                format!("{c:?} * {}", names(k))
+            }
+        })
+        .collect();
+    if terms.is_empty() {
+        "0.0".into()
+    } else {
+        terms.join(" + ")
+    }
+}
+
+/// `left · X · rightᵀ` for the matrix of scalars `{name}_{r}_{c}` (`rows` × `columns`),
+/// as `let {out}_{i}_{j}` statements through `let {out}t_{i}_{c}`.
+fn sandwich(
+    w: &mut String,
+    (name, out): (&str, &str),
+    left: &[&[f64]],
+    right: &[&[f64]],
+    columns: usize,
+) {
+    for (i, row) in left.iter().enumerate() {
+        for c in 0..columns {
+            let value = combination(row, |r| format!("{name}_{r}_{c}"));
+            let _ = writeln!(w, "    let {out}t_{i}_{c} = {value};");
+        }
+    }
+    for i in 0..left.len() {
+        for (j, row) in right.iter().enumerate() {
+            let value = combination(row, |c| format!("{out}t_{i}_{c}"));
+            let _ = writeln!(w, "    let {out}_{i}_{j} = {value};");
+        }
+    }
+}
+
+const MAIN: &str = "@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = linear_id(workgroup, workgroups, local);";
+
 /// Filters to `U[k][co][ci]`, one invocation per (co, ci).
-const WEIGHT: &str = r#"@group(0) @binding(1) var<storage, read> winograd_filter: array<S>;
+fn weight_body(t: &Transforms) -> String {
+    let alpha = t.bt.len();
+    let mut w = String::from(
+        "@group(0) @binding(1) var<storage, read> winograd_filter: array<S>;
 @group(0) @binding(2) var<storage, read_write> winograd_transformed: array<S>;
 
 fn tap(co: u32, ci: u32, r: u32, s: u32) -> f32 {
@@ -384,103 +548,132 @@ fn tap(co: u32, ci: u32, r: u32, s: u32) -> f32 {
     return f32(load_value(winograd_filter[position]));
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-    let i = linear_id(workgroup, workgroups, local);
+",
+    );
+    w.push_str(MAIN);
+    w.push_str(
+        "
     let filters = params.out_channels * params.in_channels;
     if (i >= filters) {
         return;
     }
     let co = i / params.in_channels;
     let ci = i % params.in_channels;
-    // g as a 3x3 matrix (columns are filter columns s), G (4x3) and Gt (3x4).
-    let g = mat3x3<f32>(
-        vec3<f32>(tap(co, ci, 0u, 0u), tap(co, ci, 1u, 0u), tap(co, ci, 2u, 0u)),
-        vec3<f32>(tap(co, ci, 0u, 1u), tap(co, ci, 1u, 1u), tap(co, ci, 2u, 1u)),
-        vec3<f32>(tap(co, ci, 0u, 2u), tap(co, ci, 1u, 2u), tap(co, ci, 2u, 2u)));
-    let big_g = mat3x4<f32>(
-        vec4<f32>(1.0, 0.5, 0.5, 0.0),
-        vec4<f32>(0.0, 0.5, -0.5, 0.0),
-        vec4<f32>(0.0, 0.5, 0.5, 1.0));
-    let u = big_g * g * transpose(big_g);
-    for (var c = 0u; c < 4u; c = c + 1u) {
-        for (var r = 0u; r < 4u; r = r + 1u) {
-            let position = (r * 4u + c) * filters + i;
-            if (position < arrayLength(&winograd_transformed)) {
-                winograd_transformed[position] = store_value(T(u[c][r]));
-            }
+",
+    );
+    for r in 0..3 {
+        for c in 0..3 {
+            let _ = writeln!(w, "    let g_{r}_{c} = tap(co, ci, {r}u, {c}u);");
         }
     }
+    sandwich(&mut w, ("g", "u"), t.g, t.g, 3);
+    for a in 0..alpha {
+        for b in 0..alpha {
+            let _ = writeln!(
+                w,
+                "    store_at({}u * filters + i, u_{a}_{b});",
+                a * alpha + b
+            );
+        }
+    }
+    w.push_str("}\n\nfn store_at(position: u32, value: f32) {\n    if (position < arrayLength(&winograd_transformed)) {\n        winograd_transformed[position] = store_value(T(value));\n    }\n}\n");
+    w
 }
-"#;
 
 /// Input blocks to `V[k][ci][tile]`, one invocation per (ci, padded tile column).
-const INPUT: &str = r#"@group(0) @binding(1) var<storage, read> winograd_image: array<S>;
+fn input_body(t: &Transforms) -> String {
+    let alpha = t.bt.len();
+    let m = t.at.len();
+    let mut w = String::from(
+        "@group(0) @binding(1) var<storage, read> winograd_image: array<S>;
 @group(0) @binding(2) var<storage, read_write> winograd_blocks: array<S>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-    let i = linear_id(workgroup, workgroups, local);
-    let columns = params.columns;
-    if (i >= params.in_channels * columns) {
-        return;
+// The input pixel (y, x) of the view, zero outside the image (padding) or past the buffer.
+fn pixel(base: u32, y: i32, x: i32) -> f32 {
+    if (y < 0 || y >= i32(params.height) || x < 0 || x >= i32(params.width)) {
+        return 0.0;
     }
+    let position = base + u32(y) * params.x_stride_h + u32(x) * params.x_stride_w;
+    if (position >= arrayLength(&winograd_image)) {
+        return 0.0;
+    }
+    return f32(load_value(winograd_image[position]));
+}
+
+fn store_at(position: u32, value: f32) {
+    if (position < arrayLength(&winograd_blocks)) {
+        winograd_blocks[position] = store_value(T(value));
+    }
+}
+
+",
+    );
+    w.push_str(MAIN);
+    let _ = writeln!(
+        w,
+        "
+    let columns = params.columns;
+    if (i >= params.in_channels * columns) {{
+        return;
+    }}
     let ci = i / columns;
     let column = i % columns;
     let per_image = params.tiles_h * params.tiles_w;
-    var d = mat4x4<f32>();
-    if (column < params.images * per_image) {
+    // Padding columns read nothing (a base past every buffer) and store zeros.
+    var base = 0xFFFFFFFFu;
+    var y0 = 0i;
+    var x0 = 0i;
+    if (column < params.images * per_image) {{
         let n = params.first_image + column / per_image;
         let tile = column % per_image;
-        let y0 = i32((tile / params.tiles_w) * 2u) - i32(params.pad_h);
-        let x0 = i32((tile % params.tiles_w) * 2u) - i32(params.pad_w);
-        let base = params.x_offset + n * params.x_stride_n + ci * params.x_stride_c;
-        for (var r = 0u; r < 4u; r = r + 1u) {
-            let y = y0 + i32(r);
-            if (y < 0 || y >= i32(params.height)) {
-                continue;
-            }
-            for (var c = 0u; c < 4u; c = c + 1u) {
-                let x = x0 + i32(c);
-                if (x < 0 || x >= i32(params.width)) {
-                    continue;
-                }
-                let position = base + u32(y) * params.x_stride_h + u32(x) * params.x_stride_w;
-                if (position < arrayLength(&winograd_image)) {
-                    d[c][r] = f32(load_value(winograd_image[position]));
-                }
-            }
+        y0 = i32((tile / params.tiles_w) * {m}u) - i32(params.pad_h);
+        x0 = i32((tile % params.tiles_w) * {m}u) - i32(params.pad_w);
+        base = params.x_offset + n * params.x_stride_n + ci * params.x_stride_c;
+    }}"
+    );
+    for r in 0..alpha {
+        for c in 0..alpha {
+            let _ = writeln!(
+                w,
+                "    let d_{r}_{c} = select(0.0, pixel(base, y0 + {r}, x0 + {c}), base != 0xFFFFFFFFu);"
+            );
         }
     }
-    // Bt (columns of the 4x4 matrix [[1,0,-1,0],[0,1,1,0],[0,-1,1,0],[0,1,0,-1]]).
-    let bt = mat4x4<f32>(
-        vec4<f32>(1.0, 0.0, 0.0, 0.0),
-        vec4<f32>(0.0, 1.0, -1.0, 1.0),
-        vec4<f32>(-1.0, 1.0, 1.0, 0.0),
-        vec4<f32>(0.0, 0.0, 0.0, -1.0));
-    let v = bt * d * transpose(bt);
-    let plane = params.in_channels * columns;
-    for (var c = 0u; c < 4u; c = c + 1u) {
-        for (var r = 0u; r < 4u; r = r + 1u) {
-            let position = (r * 4u + c) * plane + i;
-            if (position < arrayLength(&winograd_blocks)) {
-                winograd_blocks[position] = store_value(T(v[c][r]));
-            }
+    sandwich(&mut w, ("d", "v"), t.bt, t.bt, alpha);
+    let _ = writeln!(w, "    let plane = params.in_channels * columns;");
+    for a in 0..alpha {
+        for b in 0..alpha {
+            let _ = writeln!(
+                w,
+                "    store_at({}u * plane + i, v_{a}_{b});",
+                a * alpha + b
+            );
         }
     }
+    w.push_str("}\n");
+    w
 }
-"#;
 
-/// `M[k][co][tile]` to the 2x2 output tile, one invocation per (co, tile of the chunk).
-const OUTPUT: &str = r#"@group(0) @binding(1) var<storage, read> winograd_products: array<S>;
+/// `M[k][co][tile]` to the m×m output tile, one invocation per (co, tile of the chunk).
+fn output_body(t: &Transforms) -> String {
+    let alpha = t.bt.len();
+    let m = t.at.len();
+    let mut w = String::from(
+        "@group(0) @binding(1) var<storage, read> winograd_products: array<S>;
 @group(0) @binding(2) var<storage, read_write> winograd_result: array<S>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-    let i = linear_id(workgroup, workgroups, local);
+fn product(position: u32) -> f32 {
+    if (position >= arrayLength(&winograd_products)) {
+        return 0.0;
+    }
+    return f32(load_value(winograd_products[position]));
+}
+
+",
+    );
+    w.push_str(MAIN);
+    w.push_str(
+        "
     let per_image = params.tiles_h * params.tiles_w;
     let tiles = params.images * per_image;
     if (i >= params.out_channels * tiles) {
@@ -490,39 +683,42 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let column = i % tiles;
     let plane = params.out_channels * params.columns;
     let at = co * params.columns + column;
-    var m = mat4x4<f32>();
-    for (var c = 0u; c < 4u; c = c + 1u) {
-        for (var r = 0u; r < 4u; r = r + 1u) {
-            let position = (r * 4u + c) * plane + at;
-            if (position < arrayLength(&winograd_products)) {
-                m[c][r] = f32(load_value(winograd_products[position]));
-            }
+",
+    );
+    for a in 0..alpha {
+        for b in 0..alpha {
+            let _ = writeln!(
+                w,
+                "    let m_{a}_{b} = product({}u * plane + at);",
+                a * alpha + b
+            );
         }
     }
-    // At (2x4, columns of [[1,1,1,0],[0,1,-1,-1]]).
-    let at_matrix = mat4x2<f32>(
-        vec2<f32>(1.0, 0.0),
-        vec2<f32>(1.0, 1.0),
-        vec2<f32>(1.0, -1.0),
-        vec2<f32>(0.0, -1.0));
-    let y = at_matrix * m * transpose(at_matrix);
-    let n = params.first_image + column / per_image;
+    sandwich(&mut w, ("m", "y"), t.at, t.at, alpha);
+    let _ = writeln!(
+        w,
+        "    let n = params.first_image + column / per_image;
     let tile = column % per_image;
-    let y0 = (tile / params.tiles_w) * 2u;
-    let x0 = (tile % params.tiles_w) * 2u;
-    let base = (n * params.out_channels + co) * params.out_height * params.out_width;
-    for (var r = 0u; r < 2u; r = r + 1u) {
-        for (var c = 0u; c < 2u; c = c + 1u) {
-            let oy = y0 + r;
-            let ox = x0 + c;
-            let position = base + oy * params.out_width + ox;
-            if (oy < params.out_height && ox < params.out_width && position < arrayLength(&winograd_result)) {
-                winograd_result[position] = store_value(T(y[c][r]));
-            }
+    let y0 = (tile / params.tiles_w) * {m}u;
+    let x0 = (tile % params.tiles_w) * {m}u;
+    let base = (n * params.out_channels + co) * params.out_height * params.out_width;"
+    );
+    for a in 0..m {
+        for b in 0..m {
+            let _ = writeln!(
+                w,
+                "    if (y0 + {a}u < params.out_height && x0 + {b}u < params.out_width) {{
+        let position = base + (y0 + {a}u) * params.out_width + x0 + {b}u;
+        if (position < arrayLength(&winograd_result)) {{
+            winograd_result[position] = store_value(T(y_{a}_{b}));
+        }}
+    }}"
+            );
         }
     }
+    w.push_str("}\n");
+    w
 }
-"#;
 
 #[cfg(test)]
 mod tests;

@@ -106,6 +106,7 @@ pub enum KernelKey {
     Winograd {
         dtype: DType,
         stage: super::conv_winograd::WinogradStage,
+        tile: super::conv_winograd::WinogradTile,
     },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
@@ -265,7 +266,9 @@ impl KernelKey {
                 super::conv_backward::weight_source(*dtype, *partial)
             }
             KernelKey::Conv2dSplitSum { dtype } => super::conv_backward::split_sum_source(*dtype),
-            KernelKey::Winograd { dtype, stage } => super::conv_winograd::source(*dtype, *stage),
+            KernelKey::Winograd { dtype, stage, tile } => {
+                super::conv_winograd::source(*dtype, *stage, *tile)
+            }
             KernelKey::Gather { dtype, index } => {
                 super::indexing::gather_source(*dtype, *index, false)
             }

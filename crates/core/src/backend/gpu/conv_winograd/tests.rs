@@ -5,7 +5,7 @@
 
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values};
 use super::super::kernels::KernelKey;
-use super::{WinogradStage, CHUNK_BYTES};
+use super::{WinogradStage, WinogradTile, CHUNK_BYTES};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -38,9 +38,11 @@ fn winograd_kernels_validate() {
             WinogradStage::Input,
             WinogradStage::Output,
         ] {
-            let source = KernelKey::Winograd { dtype, stage }.source();
-            if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
-                panic!("{stage:?} {dtype:?}: {error}");
+            for tile in WinogradTile::ALL {
+                let source = KernelKey::Winograd { dtype, stage, tile }.source();
+                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                    panic!("{stage:?} {tile:?} {dtype:?}: {error}");
+                }
             }
         }
     }
@@ -54,16 +56,19 @@ type Case = (&'static str, [usize; 4], usize, usize, bool);
 fn winograd_forward_and_input_gradient_match_cpu() {
     let Some(device) = gpu() else { return };
     #[rustfmt::skip]
-    let cases: [Case; 5] = [
+    let cases: [Case; 7] = [
         ("pad 1, odd size", [2, 5, 9, 7], 6, 1, false),
         ("pad 0", [1, 3, 8, 10], 4, 0, false),
         ("pad 2", [2, 4, 5, 6], 3, 2, false),
         ("one pixel", [3, 2, 1, 1], 2, 1, false),
         ("strided input", [3, 8, 6, 5], 16, 1, true),
+        ("partial 4x4 tiles", [2, 6, 11, 10], 5, 1, false),
+        ("many channels", [1, 512, 6, 6], 4, 1, false),
     ];
-    {
-        let dtype = DType::F32;
+    let dtype = DType::F32;
+    for tile in WinogradTile::ALL {
         for (name, [n, c, h, w], o, pad, strided) in cases {
+            let name = format!("{name} {tile:?}");
             let geometry = params([1, 1, pad, pad, 1, 1]);
             let x_values = values(n * c * h * w, 1, dtype);
             let w_values = values(o * c * 9, 2, dtype);
@@ -96,7 +101,7 @@ fn winograd_forward_and_input_gradient_match_cpu() {
                 .conv2d(&x_dense, &w_cpu, &w_layout, &geometry)
                 .unwrap();
             let actual = x_gpu
-                .conv2d_winograd(&x_layout, &w_gpu, &w_layout, &geometry)
+                .conv2d_winograd(&x_layout, &w_gpu, &w_layout, &geometry, tile)
                 .unwrap();
             let CpuStorage::F32(expected) = expected else {
                 panic!()
@@ -119,6 +124,7 @@ fn winograd_forward_and_input_gradient_match_cpu() {
                     &w_layout,
                     &geometry,
                     &[n, c, h, w],
+                    tile,
                 )
                 .unwrap();
             check(
@@ -160,6 +166,7 @@ fn winograd_splits_large_batches_into_chunks() {
             &upload(&device, &w_values, DType::F32),
             &w_layout,
             &geometry,
+            WinogradTile::Two,
         )
         .unwrap();
     check(&actual, &expected, "chunked batch");
