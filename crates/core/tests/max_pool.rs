@@ -26,18 +26,25 @@ fn coarse(count: usize, seed: u64) -> Vec<f32> {
 /// The pooled output and the input gradient for `weights` as the output gradient (routed
 /// through a permute, so the primitive sees a strided gradient), on `device`.
 fn pool_and_grad(
-    input: &Tensor,
+    (data, shape): (&[f32], &[usize]),
     device: &Device,
     view: &dyn Fn(&Tensor) -> Tensor,
     (kernel, stride, padding): (usize, usize, usize),
     weights: &[f32],
 ) -> (Vec<f32>, Vec<f32>) {
-    let leaf = input.to_device(device).unwrap().requires_grad_(true);
+    let leaf = Tensor::from_vec(data.to_vec(), shape, device)
+        .unwrap()
+        .requires_grad_(true);
     let pooled = view(&leaf)
         .max_pool2d((kernel, kernel), (stride, stride), (padding, padding))
         .unwrap();
-    let shape = pooled.shape().to_vec();
-    let permuted = [shape[0], shape[2], shape[3], shape[1]];
+    let pooled_shape = pooled.shape().to_vec();
+    let permuted = [
+        pooled_shape[0],
+        pooled_shape[2],
+        pooled_shape[3],
+        pooled_shape[1],
+    ];
     let weights = Tensor::from_vec(weights.to_vec(), &permuted, device).unwrap();
     pooled
         .permute(&[0, 2, 3, 1])
@@ -49,7 +56,7 @@ fn pool_and_grad(
         .backward()
         .unwrap();
     let grad = leaf.grad().unwrap();
-    assert_eq!(grad.shape(), input.shape());
+    assert_eq!(grad.shape(), shape);
     (values(&pooled), values(&grad))
 }
 
@@ -79,7 +86,8 @@ fn max_pool_matches_cpu(device: &Device) {
     ];
     for (index, (stored, view, name)) in views.iter().enumerate() {
         let numel = stored.iter().product();
-        let input = Tensor::from_vec(coarse(numel, index as u64), stored, &Device::Cpu).unwrap();
+        let data = coarse(numel, index as u64);
+        let input = Tensor::from_vec(data.clone(), stored, &Device::Cpu).unwrap();
         for window in windows {
             let probe = view(&input)
                 .max_pool2d(
@@ -89,8 +97,9 @@ fn max_pool_matches_cpu(device: &Device) {
                 )
                 .unwrap();
             let weights: Vec<f32> = (0..probe.numel()).map(|i| 1.0 + i as f32).collect();
-            let (cpu_out, cpu_grad) = pool_and_grad(&input, &Device::Cpu, view, window, &weights);
-            let (out, grad) = pool_and_grad(&input, device, view, window, &weights);
+            let (cpu_out, cpu_grad) =
+                pool_and_grad((&data, stored), &Device::Cpu, view, window, &weights);
+            let (out, grad) = pool_and_grad((&data, stored), device, view, window, &weights);
             let what = format!("{name} input, (kernel, stride, padding) {window:?}");
             assert_eq!(out, cpu_out, "{what}: forward");
             assert_close(&grad, &cpu_grad, 1e-4, 1e-6, &format!("{what}: gradient"));
