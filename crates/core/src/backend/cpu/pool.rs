@@ -62,7 +62,8 @@ fn max_pool_typed<T: FloatElement>(
     let window = &shape.window;
     let (kh, kw) = window.kernel;
     let lowest = <T::Compute as Float>::neg_infinity();
-    let mut out = super::alloc::filled(shape.batch * shape.channels * oh * ow, T::down(lowest))?;
+    let numel = shape.output_shape().iter().product();
+    let mut out = super::alloc::filled(numel, T::down(lowest))?;
     let source = Plane {
         data: input,
         layout,
@@ -131,7 +132,8 @@ fn max_pool_backward_typed<T: FloatElement>(
     let (h, w) = shape.input;
     let (oh, ow) = shape.output;
     let zero = <T::Compute as num_traits::Zero>::zero();
-    let mut out = super::alloc::filled(shape.batch * shape.channels * h * w, T::down(zero))?;
+    let numel = shape.input_shape().iter().product();
+    let mut out = super::alloc::filled(numel, T::down(zero))?;
     for_each_plane(&mut out, h * w, |(index, dst)| {
         let plane = (index / shape.channels, index % shape.channels);
         let mut sums = vec![zero; h * w];
