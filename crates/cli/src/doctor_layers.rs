@@ -1,6 +1,6 @@
 //! `anygrad doctor`'s conformance checks for the spatial layers of issue 15: transposed and
 //! 1-D convolution, nearest and bilinear interpolation, adaptive max pooling and group
-//! normalization. Each check runs the op on the CPU and on the GPU from the same CPU-drawn
+//! normalization, and max pooling (its own kernels per direction). Each check runs the op on the CPU and on the GPU from the same CPU-drawn
 //! inputs, forward and backward, and hands back both results (the output followed by the
 //! input gradient, flattened into one tensor) for `doctor.rs` to compare.
 
@@ -112,6 +112,16 @@ pub(crate) fn comparisons(gpu: &Device) -> Vec<Comparison> {
             "adaptive_max_pool2d 7x9 -> 3x4 (+ gradients)",
             vec![vec![2, 3, 7, 9]],
             Box::new(|t: &[Tensor]| Ok(t[0].adaptive_max_pool2d((3, 4))?.0)),
+        ),
+        (
+            "max_pool2d 3x3 stride 2 pad 1 of a narrowed view (+ gradients)",
+            vec![vec![2, 3, 11, 9]],
+            Box::new(|t: &[Tensor]| t[0].narrow(3, 1, 7)?.max_pool2d((3, 3), (2, 2), (1, 1))),
+        ),
+        (
+            "max_pool2d 2x2 stride 1 (+ gradients)",
+            vec![vec![2, 3, 7, 9]],
+            Box::new(|t: &[Tensor]| t[0].max_pool2d((2, 2), (1, 1), (0, 0))),
         ),
         (
             "group_norm 3 groups (+ gradients)",

@@ -2,7 +2,8 @@
 //! backend): the parameters of a 2-D convolution, the one output-size formula (PyTorch's),
 //! the checked shape of a one-group convolution and of its gradients that both backends
 //! accept and refuse alike, the window arithmetic the tensor layer's pooling and grouped
-//! convolutions use, and the shape of a fused attention call (`AttentionShape`).
+//! convolutions use, the checked shape of the pooling primitives (`PoolShape`), and the shape
+//! of a fused attention call (`AttentionShape`).
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -62,7 +63,7 @@ fn window_error(
 }
 
 /// Geometry of a sliding window over an `h x w` image (pooling, unfolded convolutions).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Window {
     pub(crate) kernel: (usize, usize),
     pub(crate) stride: (usize, usize),
@@ -105,6 +106,26 @@ impl Window {
         }
     }
 
+    /// The input row (`axis` 0) or column (`axis` 1) that output position `output` reads at
+    /// kernel tap `tap` along that axis, or `None` when it falls in the padding (outside
+    /// `0..size`).
+    pub(crate) fn input_position(
+        &self,
+        axis: usize,
+        output: usize,
+        tap: usize,
+        size: usize,
+    ) -> Option<usize> {
+        let (stride, padding, dilation) = if axis == 0 {
+            (self.stride.0, self.padding.0, self.dilation.0)
+        } else {
+            (self.stride.1, self.padding.1, self.dilation.1)
+        };
+        (output * stride + tap * dilation)
+            .checked_sub(padding)
+            .filter(|&position| position < size)
+    }
+
     /// For each kernel position (row-major) and output position (row-major): the flat index
     /// into the `h*w` image, or `h*w` (the appended padding element) when outside.
     pub(crate) fn unfold_indices(&self, h: usize, w: usize, oh: usize, ow: usize) -> Vec<i32> {
@@ -130,6 +151,71 @@ impl Window {
             }
         }
         table
+    }
+}
+
+/// The checked geometry of the pooling primitives (`max_pool2d` and its gradient) over an
+/// input `[n, c, h, w]`, shared by both backends so that they accept and refuse alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PoolShape {
+    /// Images `n`.
+    pub(crate) batch: usize,
+    /// Channels `c`.
+    pub(crate) channels: usize,
+    /// Input `(h, w)`.
+    pub(crate) input: (usize, usize),
+    /// Output `(oh, ow)` (PyTorch's formula, `Window::output_size`).
+    pub(crate) output: (usize, usize),
+    /// The window.
+    pub(crate) window: Window,
+}
+
+impl PoolShape {
+    /// Check that `input` is `[n, c, h, w]` and that `window` fits it.
+    pub(crate) fn new(op: &'static str, input: &Layout, window: &Window) -> Result<PoolShape> {
+        let &[batch, channels, h, w] = input.shape.as_slice() else {
+            return Err(Error::InvalidShape {
+                op,
+                shape: input.shape.clone(),
+                message: "expects a [n, c, h, w] input".into(),
+            });
+        };
+        let output = window.output_size(op, h, w)?;
+        Ok(PoolShape {
+            batch,
+            channels,
+            input: (h, w),
+            output,
+            window: *window,
+        })
+    }
+
+    /// `[n, c, h, w]`.
+    pub(crate) fn input_shape(&self) -> [usize; 4] {
+        [self.batch, self.channels, self.input.0, self.input.1]
+    }
+
+    /// `[n, c, oh, ow]`.
+    pub(crate) fn output_shape(&self) -> [usize; 4] {
+        [self.batch, self.channels, self.output.0, self.output.1]
+    }
+
+    /// Check that operand `what` of the gradient primitive `op` has the output's shape.
+    pub(crate) fn expect_output(
+        &self,
+        op: &'static str,
+        what: &str,
+        layout: &Layout,
+    ) -> Result<()> {
+        if layout.shape != self.output_shape() {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: layout.shape.clone(),
+                rhs: self.output_shape().to_vec(),
+                reason: format!("the {what} must have the pooling's output shape"),
+            });
+        }
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::geometry::{AttentionShape, Conv2dParams};
+use crate::geometry::{AttentionShape, Conv2dParams, Window};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::profiler;
@@ -437,6 +437,37 @@ impl Storage {
             grad_layout,
             params,
             weight_shape
+        ))
+    }
+
+    /// 2-D max pooling of `[n, c, h, w]` (`BackendStorage::max_pool2d`).
+    pub(crate) fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Storage> {
+        run!(Call::new("max_pool2d", [(self, layout)]), |x| max_pool2d(
+            x, layout, window
+        ))
+    }
+
+    /// Max pooling's input gradient; `self` is the forward's input, `output` its output,
+    /// `grad` the output gradient (`BackendStorage::max_pool2d_backward`).
+    pub(crate) fn max_pool2d_backward(
+        &self,
+        layout: &Layout,
+        output: &Storage,
+        output_layout: &Layout,
+        grad: &Storage,
+        grad_layout: &Layout,
+        window: &Window,
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (output, output_layout), (grad, grad_layout)];
+        let call = Call::new("max_pool2d_backward", operands).same_dtype(&[0, 1, 2]);
+        run!(call, |x, y, g| max_pool2d_backward(
+            x,
+            layout,
+            y,
+            output_layout,
+            g,
+            grad_layout,
+            window
         ))
     }
 

@@ -15,7 +15,7 @@
 
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::geometry::Conv2dParams;
+use crate::geometry::{Conv2dParams, Window};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
@@ -124,6 +124,27 @@ pub(crate) trait BackendStorage: Sized {
         grad_layout: &Layout,
         params: &Conv2dParams,
         weight_shape: &[usize],
+    ) -> Result<Self>;
+
+    /// 2-D max pooling: `self` is the input `[n, c, h, w]` (any strides); output contiguous
+    /// `[n, c, oh, ow]` (the geometry is `geometry::PoolShape`, the same on every backend).
+    /// Padding reads `-inf` (never wins); a NaN in a window gives NaN, like PyTorch. Float
+    /// dtypes only.
+    fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Self>;
+
+    /// Max pooling's input gradient: `self` is the forward's input, `output` the forward's
+    /// output and `grad` the output gradient (both of the output's shape, any strides; the
+    /// three share one dtype). Each output's gradient goes to the first tap of its window, in
+    /// row-major kernel order, whose input equals the output (NaN matching NaN), as PyTorch
+    /// routes ties. Returns contiguous `[n, c, h, w]`; no atomics: deterministic.
+    fn max_pool2d_backward(
+        &self,
+        layout: &Layout,
+        output: &Self,
+        output_layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        window: &Window,
     ) -> Result<Self>;
 
     /// A contiguous copy of the view.

@@ -12,7 +12,7 @@ use crate::backend::contract::BackendStorage;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::geometry::{AttentionShape, Conv2dParams};
+use crate::geometry::{AttentionShape, Conv2dParams, Window};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
@@ -365,6 +365,22 @@ impl BackendStorage for GpuStorage {
         _grad_layout: &Layout,
         _params: &Conv2dParams,
         _weight_shape: &[usize],
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn max_pool2d(&self, _layout: &Layout, _window: &Window) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn max_pool2d_backward(
+        &self,
+        _layout: &Layout,
+        _output: &Self,
+        _output_layout: &Layout,
+        _grad: &Self,
+        _grad_layout: &Layout,
+        _window: &Window,
     ) -> Result<Self> {
         match self.never {}
     }

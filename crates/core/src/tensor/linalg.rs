@@ -6,7 +6,9 @@
 //! `index_select` over the flattened image with a precomputed index table (padding reads an
 //! extra constant element), followed by a matmul, differentiated through those primitives
 //! (`index_select`'s backward is a `scatter_add`, which accumulates overlapping windows
-//! correctly). The pooling ops combine strided window views elementwise.
+//! correctly). Max pooling is the `max_pool2d` primitive, recorded as `GradFn::MaxPool2d`
+//! (its gradient: the `max_pool2d_backward` primitive); average pooling sums strided window
+//! views elementwise.
 
 use super::Tensor;
 use crate::autograd::GradFn;
@@ -263,14 +265,12 @@ impl Tensor {
         };
         let (oh, ow) = window.output_size(op, h, w)?;
         if max {
-            // One autograd node that keeps its input and output (both usually saved by their
-            // neighbours anyway) instead of the padded copy and k·k - 1 running maxima.
-            let output = {
-                let _guard = crate::autograd::no_grad();
-                self.detach().max_pooled(&window, oh, ow)?
-            };
-            let storage = output.storage_arc().clone();
-            let layout = output.layout().clone();
+            // One primitive and one autograd node that keeps its input and output (both
+            // usually saved by their neighbours anyway).
+            let shape = [self.shape()[0], self.shape()[1], oh, ow];
+            let output = self.storage().max_pool2d(self.layout(), &window)?;
+            let output = Tensor::from_storage(output, &shape, None);
+            let (storage, layout) = (output.storage_arc().clone(), output.layout().clone());
             drop(output);
             let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::MaxPool2d {
                 input: self.clone(),
@@ -330,106 +330,30 @@ impl Tensor {
             .contiguous()
     }
 
-    /// The view of this contiguous `[n, c, h, w]` tensor that kernel tap `(ki, kj)` reads for
-    /// the outputs inside the image (`taps`: see [`valid_taps`]), without any padded copy.
-    fn tap_view(
-        &self,
-        window: &Window,
-        (rows, columns): ((usize, usize, usize), (usize, usize, usize)),
-    ) -> Result<Tensor> {
-        let (batch, channels, h, w) = (
-            self.shape()[0],
-            self.shape()[1],
-            self.shape()[2],
-            self.shape()[3],
-        );
-        let (_, row_count, first_row) = rows;
-        let (_, column_count, first_column) = columns;
-        self.window_view(Layout {
-            shape: vec![batch, channels, row_count, column_count],
-            strides: vec![
-                channels * h * w,
-                h * w,
-                window.stride.0 * w,
-                window.stride.1,
-            ],
-            offset: first_row * w + first_column,
-        })
-    }
-
-    /// Max pooling without a padded copy: the output starts at `-inf` (what padding reads)
-    /// and each kernel tap updates, in place, the outputs whose tap lies inside the image.
-    fn max_pooled(&self, window: &Window, oh: usize, ow: usize) -> Result<Tensor> {
-        let input = self.contiguous()?;
-        let (batch, channels, h, w) = (
-            self.shape()[0],
-            self.shape()[1],
-            self.shape()[2],
-            self.shape()[3],
-        );
-        let output = Tensor::full(
-            &[batch, channels, oh, ow],
-            f64::NEG_INFINITY,
-            self.dtype(),
-            self.device(),
-        )?;
-        for ki in 0..window.kernel.0 {
-            for kj in 0..window.kernel.1 {
-                let (Some(rows), Some(columns)) = (
-                    valid_taps(ki, window.stride.0, window.padding.0, h, oh),
-                    valid_taps(kj, window.stride.1, window.padding.1, w, ow),
-                ) else {
-                    continue;
-                };
-                let view = input.tap_view(window, (rows, columns))?;
-                let region = output
-                    .narrow(2, rows.0, rows.1)?
-                    .narrow(3, columns.0, columns.1)?;
-                region.assign(&region.maximum(&view)?)?;
-            }
-        }
-        Ok(output)
-    }
-
-    /// The input gradient of max pooling: each output's gradient goes to the first input of
-    /// its window (in row-major kernel order) that equals the maximum, as PyTorch routes it.
-    /// Tap by tap, without padded copies: a tap maps distinct outputs to distinct inputs, so
-    /// its share is added in place through a strided view of the input gradient.
+    /// The input gradient of max pooling, untracked: each output's gradient goes to the first
+    /// input of its window (in row-major kernel order) that equals the maximum, as PyTorch
+    /// routes it (the `max_pool2d_backward` primitive; autograd's rule for
+    /// `GradFn::MaxPool2d`).
     pub(crate) fn max_pool2d_backward(
         &self,
         output: &Tensor,
         window: &Window,
         grad_output: &Tensor,
     ) -> Result<Tensor> {
-        let input = self.contiguous()?;
-        let (h, w) = (self.shape()[2], self.shape()[3]);
-        let (oh, ow) = (output.shape()[2], output.shape()[3]);
-        let grad_input = Tensor::zeros(self.shape(), grad_output.dtype(), self.device())?;
-        // A private copy: routed shares are taken out of it in place.
-        let unrouted = grad_output.copy()?;
-        for ki in 0..window.kernel.0 {
-            for kj in 0..window.kernel.1 {
-                let (Some(rows), Some(columns)) = (
-                    valid_taps(ki, window.stride.0, window.padding.0, h, oh),
-                    valid_taps(kj, window.stride.1, window.padding.1, w, ow),
-                ) else {
-                    continue;
-                };
-                let narrowed = |t: &Tensor| -> Result<Tensor> {
-                    t.narrow(2, rows.0, rows.1)?.narrow(3, columns.0, columns.1)
-                };
-                let hits = input
-                    .tap_view(window, (rows, columns))?
-                    .eq(&narrowed(output)?)?
-                    .to_dtype(grad_output.dtype())?;
-                let pending = narrowed(&unrouted)?;
-                let routed = pending.mul(&hits)?;
-                pending.assign(&pending.sub(&routed)?)?;
-                let target = grad_input.tap_view(window, (rows, columns))?;
-                target.assign(&target.add(&routed)?)?;
-            }
-        }
-        Ok(grad_input)
+        let grad = if grad_output.dtype() == self.dtype() {
+            grad_output.clone()
+        } else {
+            grad_output.to_dtype(self.dtype())?
+        };
+        let storage = self.storage().max_pool2d_backward(
+            self.layout(),
+            &output.storage(),
+            output.layout(),
+            &grad.storage(),
+            grad.layout(),
+            window,
+        )?;
+        Ok(Tensor::from_storage(storage, self.shape(), None))
     }
 
     /// Pad the last two dims of `[n, c, h, w]` with `fill` (a contiguous result).
@@ -566,23 +490,4 @@ pub(crate) fn matmul_batched(lhs: &Tensor, rhs: &Tensor) -> Result<Tensor> {
         rhs: rhs.clone(),
     });
     Ok(Tensor::from_storage(storage, &[batch, m, n], grad_fn))
-}
-
-/// For kernel tap `k` along one axis (input `size`, `outputs` positions, `stride`,
-/// `padding`): the outputs whose tap reads inside the input, as `(first output, count, first
-/// input index)`; `None` when the tap only ever reads padding.
-fn valid_taps(
-    k: usize,
-    stride: usize,
-    padding: usize,
-    size: usize,
-    outputs: usize,
-) -> Option<(usize, usize, usize)> {
-    // Output o reads input o·stride + k - padding, which must lie in 0..size.
-    let first = padding.saturating_sub(k).div_ceil(stride.max(1));
-    let end = (size + padding)
-        .checked_sub(k)?
-        .div_ceil(stride.max(1))
-        .min(outputs);
-    (first < end).then(|| (first, end - first, first * stride + k - padding))
 }

@@ -1,12 +1,12 @@
 //! `CpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
 //! the primitive of the same name (`mod.rs`, `elementwise.rs`, `reduce.rs`, `matmul.rs`,
-//! `conv.rs`, `conv_backward.rs`, `index.rs`, `sort.rs`).
+//! `conv.rs`, `conv_backward.rs`, `pool.rs`, `index.rs`, `sort.rs`).
 
 use super::CpuStorage;
 use crate::backend::contract::BackendStorage;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::geometry::Conv2dParams;
+use crate::geometry::{Conv2dParams, Window};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
@@ -112,6 +112,30 @@ impl BackendStorage for CpuStorage {
         weight_shape: &[usize],
     ) -> Result<Self> {
         CpuStorage::conv2d_backward_weight(self, layout, grad, grad_layout, params, weight_shape)
+    }
+
+    fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Self> {
+        CpuStorage::max_pool2d(self, layout, window)
+    }
+
+    fn max_pool2d_backward(
+        &self,
+        layout: &Layout,
+        output: &Self,
+        output_layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        window: &Window,
+    ) -> Result<Self> {
+        CpuStorage::max_pool2d_backward(
+            self,
+            layout,
+            output,
+            output_layout,
+            grad,
+            grad_layout,
+            window,
+        )
     }
 
     fn copy_strided(&self, layout: &Layout) -> Result<Self> {

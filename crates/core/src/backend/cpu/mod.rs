@@ -1,7 +1,8 @@
 //! The CPU backend: the reference semantics for every primitive. Data lives in a typed `Vec`;
 //! generic loops are written once over two small traits (`FloatElement` computes f16 through
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
-//! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate.
+//! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate;
+//! max pooling and its gradient are direct loops (`pool.rs`).
 
 pub(crate) mod alloc;
 mod contract;
@@ -10,6 +11,7 @@ mod conv_backward;
 mod elementwise;
 mod index;
 mod matmul;
+mod pool;
 mod reduce;
 mod sort;
 

@@ -1,6 +1,6 @@
 //! `GpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
 //! the primitive of the same name (`storage.rs` for creation, `ops.rs`, `indexing.rs`,
-//! `conv.rs`, `conv_backward.rs`, `sort.rs`) through a `sliced::Plan`, which says how the primitive runs
+//! `conv.rs`, `conv_backward.rs`, `pool.rs`, `sort.rs`) through a `sliced::Plan`, which says how the primitive runs
 //! in slices when a tensor exceeds one GPU buffer (batch slices for convolutions and matmuls,
 //! outer-dim slices for the rest) and runs it directly otherwise.
 
@@ -9,7 +9,7 @@ use super::{GpuDevice, GpuStorage};
 use crate::backend::contract::BackendStorage;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::geometry::{Conv2dParams, Conv2dShape};
+use crate::geometry::{Conv2dParams, Conv2dShape, Window};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
@@ -237,6 +237,51 @@ impl BackendStorage for GpuStorage {
         }
         .run(|[(x, lx), (g, lg)], _| {
             GpuStorage::conv2d_backward_weight(x, lx, g, lg, params, weight_shape)
+        })
+    }
+
+    fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Self> {
+        // Image slices: each image pools on its own.
+        let (h, w) = window.output_size(
+            "max_pool2d",
+            layout.shape.get(2).copied().unwrap_or(1),
+            layout.shape.get(3).copied().unwrap_or(1),
+        )?;
+        Plan {
+            op: "max_pool2d",
+            operands: [(self, layout, Follow::Sliced(0))],
+            rows: layout.shape.first().copied().unwrap_or(1),
+            output_elements: layout.shape.get(1).copied().unwrap_or(1) * h * w,
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(x, l)], _| GpuStorage::max_pool2d(x, l, window))
+    }
+
+    fn max_pool2d_backward(
+        &self,
+        layout: &Layout,
+        output: &Self,
+        output_layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        window: &Window,
+    ) -> Result<Self> {
+        // Image slices: an image's input gradient needs only that image's operands.
+        Plan {
+            op: "max_pool2d_backward",
+            operands: [
+                (self, layout, Follow::Sliced(0)),
+                (output, output_layout, Follow::Sliced(0)),
+                (grad, grad_layout, Follow::Sliced(0)),
+            ],
+            rows: layout.shape.first().copied().unwrap_or(1),
+            output_elements: numel(layout.shape.get(1..).unwrap_or(&[])),
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(x, lx), (y, ly), (g, lg)], _| {
+            GpuStorage::max_pool2d_backward(x, lx, y, ly, g, lg, window)
         })
     }
 

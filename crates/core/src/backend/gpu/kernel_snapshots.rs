@@ -146,6 +146,11 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             "conv2d_split_sum_f16",
             KernelKey::Conv2dSplitSum { dtype: DType::F16 },
         ),
+        ("max_pool2d_f16", KernelKey::MaxPool2d { dtype: DType::F16 }),
+        (
+            "max_pool2d_backward_f32",
+            KernelKey::MaxPool2dBackward { dtype: DType::F32 },
+        ),
         (
             "unary_vector_f32_relu",
             KernelKey::Unary {

@@ -17,6 +17,7 @@
 //! | `Winograd` | `conv_winograd.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
+//! | `MaxPool2d`, `MaxPool2dBackward` | `pool.rs` |
 //! | `Custom` | `custom.rs` |
 //! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
 //! | `Fused` | `fusion.rs`, `fusion_source.rs` |
@@ -119,6 +120,10 @@ pub enum KernelKey {
     SortRows { key: DType },
     /// `argsort` of longer rows: one bitonic step per dispatch over storage buffers.
     SortGlobal { key: DType },
+    /// 2-D max pooling, one invocation per output element (`pool.rs`).
+    MaxPool2d { dtype: DType },
+    /// Max pooling's input gradient, gathered per input element (`pool.rs`).
+    MaxPool2dBackward { dtype: DType },
     /// A user's kernel (`custom_op::CustomOp::wgsl`): f32 inputs `input0..`, one f32 output,
     /// the user's `fn compute(i: u32) -> f32` per output element (`custom.rs`).
     Custom {
@@ -178,6 +183,8 @@ impl KernelKey {
             | KernelKey::ScatterAdd { .. }
             | KernelKey::SortRows { .. }
             | KernelKey::SortGlobal { .. }
+            | KernelKey::MaxPool2d { .. }
+            | KernelKey::MaxPool2dBackward { .. }
             | KernelKey::Attention(_)
             | KernelKey::Custom { .. } => false,
         }
@@ -207,7 +214,9 @@ impl KernelKey {
             | KernelKey::Winograd { dtype, .. }
             | KernelKey::Gather { dtype, .. }
             | KernelKey::IndexRows { dtype, .. }
-            | KernelKey::ScatterAdd { dtype, .. } => *dtype == DType::F16,
+            | KernelKey::ScatterAdd { dtype, .. }
+            | KernelKey::MaxPool2d { dtype }
+            | KernelKey::MaxPool2dBackward { dtype } => *dtype == DType::F16,
             KernelKey::Where {
                 condition, dtype, ..
             } => *condition == DType::F16 || *dtype == DType::F16,
@@ -280,6 +289,8 @@ impl KernelKey {
             }
             KernelKey::SortRows { key } => super::sort::source(*key, false),
             KernelKey::SortGlobal { key } => super::sort::source(*key, true),
+            KernelKey::MaxPool2d { dtype } => super::pool::source(*dtype, false),
+            KernelKey::MaxPool2dBackward { dtype } => super::pool::source(*dtype, true),
             KernelKey::Attention(key) => key.source(),
         };
         if self.uses_f16() {

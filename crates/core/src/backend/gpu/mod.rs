@@ -10,9 +10,9 @@
 //!   `kernel_params!` struct, its catalogue entries and its launcher: `fill.rs`, `random.rs`,
 //!   `elementwise.rs` (+ `vector.rs`), `reduce.rs`, `matmul.rs`, `matmul_large.rs`,
 //!   `matmul_coop.rs` (tensor cores), `conv.rs`, `conv_backward.rs` (+ `conv_gemm.rs`),
-//!   `indexing.rs`, `fusion.rs` (+ `fusion_source.rs`), `custom.rs`, `attention.rs` (+
-//!   `attention_source.rs`: fused scaled dot-product attention and its backward); shared
-//!   leaves: `wgsl.rs` (dtype to WGSL), `params.rs` (parameter structs and words);
+//!   `indexing.rs`, `pool.rs` (max pooling), `fusion.rs` (+ `fusion_source.rs`), `custom.rs`,
+//!   `attention.rs` (+ `attention_source.rs`: fused scaled dot-product attention and its
+//!   backward); shared leaves: `wgsl.rs` (dtype to WGSL), `params.rs` (parameter structs and words);
 //!   `kernel_catalog.rs`: every instantiation, for the naga test and `anygrad kernels dump`;
 //! - `storage.rs`: `GpuStorage` creation and transfers; `ops.rs`: shared operand checks and
 //!   the matmul primitive.
@@ -52,6 +52,7 @@ mod matmul_large;
 mod ops;
 mod params;
 mod parts;
+mod pool;
 mod random;
 mod reduce;
 mod sliced;

@@ -147,6 +147,37 @@ fn every_primitive_refuses_bad_views(device: &Device) {
         xs.conv2d_backward_weight(&xl, &gs, &past_the_end(&output), &params, &weight)
             .map(drop),
     );
+    // Max pooling and its gradient: input [1, 2, 4, 4], 3x3 window, output [1, 2, 2, 2].
+    let window = crate::geometry::Window {
+        kernel: (3, 3),
+        stride: (1, 1),
+        padding: (0, 0),
+        dilation: (1, 1),
+    };
+    let pooled_shape = [1, 2, 2, 2];
+    let (ps, pl) = (
+        full(device, &pooled_shape, DType::F32),
+        Layout::contiguous(&pooled_shape),
+    );
+    expect_err(
+        "max_pool2d input",
+        xs.max_pool2d(&past_the_end(&input), &window).map(drop),
+    );
+    expect_err(
+        "max_pool2d_backward input",
+        xs.max_pool2d_backward(&past_the_end(&input), &ps, &pl, &ps, &pl, &window)
+            .map(drop),
+    );
+    expect_err(
+        "max_pool2d_backward output",
+        xs.max_pool2d_backward(&xl, &ps, &past_the_end(&pooled_shape), &ps, &pl, &window)
+            .map(drop),
+    );
+    expect_err(
+        "max_pool2d_backward grad",
+        xs.max_pool2d_backward(&xl, &ps, &pl, &ps, &ragged(&pooled_shape), &window)
+            .map(drop),
+    );
     // Indexing: bad source, index and src views, and a dim out of range.
     let indices = Storage::full(device, 4, DType::I32, 1.0).expect("indices");
     let index_vector = Layout::contiguous(&[4]);
@@ -219,6 +250,9 @@ fn every_primitive_refuses_bad_views(device: &Device) {
     assert!(x.unary(&good, UnaryOp::Neg).is_ok());
     assert!(m.matmul(&good_m, &m, &transposed).is_ok());
     assert!(xs.conv2d(&xl, &ws, &wl, &params).is_ok());
+    assert!(xs
+        .max_pool2d_backward(&xl, &ps, &pl, &ps, &pl, &window)
+        .is_ok());
 }
 
 #[test]

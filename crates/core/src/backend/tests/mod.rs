@@ -1,9 +1,11 @@
 //! Tests of the primitives below the tensor layer, inside the crate because `Storage` and the
 //! backends are crate-private: GPU against CPU parity on awkward inputs (`primitives.rs`,
-//! `vectorized.rs`), the GPU runtime (`runtime.rs`: transfers, random numbers, memory, many
-//! threads), and the view checks of every primitive on both backends (`bad_layouts.rs`).
+//! `vectorized.rs`; max pooling, also against a reference: `pooling.rs`), the GPU runtime
+//! (`runtime.rs`: transfers, random numbers, memory, many threads), and the view checks of
+//! every primitive on both backends (`bad_layouts.rs`).
 
 mod bad_layouts;
+mod pooling;
 mod primitives;
 mod runtime;
 pub(crate) mod support;
