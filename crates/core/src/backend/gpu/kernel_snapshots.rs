@@ -133,6 +133,8 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::Conv2dBackwardWeight {
                 dtype: DType::F32,
                 partial: false,
+                wide: false,
+                pixel_walk: false,
             },
         ),
         (
@@ -140,6 +142,17 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::Conv2dBackwardWeight {
                 dtype: DType::F16,
                 partial: true,
+                wide: false,
+                pixel_walk: false,
+            },
+        ),
+        (
+            "conv2d_backward_weight_wide_walk_partial_f32",
+            KernelKey::Conv2dBackwardWeight {
+                dtype: DType::F32,
+                partial: true,
+                wide: true,
+                pixel_walk: true,
             },
         ),
         (

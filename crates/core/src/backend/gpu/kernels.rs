@@ -95,8 +95,15 @@ pub enum KernelKey {
         wide: bool,
     },
     /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
-    /// `partial`: writes one block of f32 partial sums per split.
-    Conv2dBackwardWeight { dtype: DType, partial: bool },
+    /// `partial`: writes one block of f32 partial sums per split; `wide`: the 128 x 128 tile;
+    /// `pixel_walk`: the loaders carry their pixel from one k-step to the next
+    /// (`conv_backward/weight.rs`).
+    Conv2dBackwardWeight {
+        dtype: DType,
+        partial: bool,
+        wide: bool,
+        pixel_walk: bool,
+    },
     /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
     ConvCoop(super::conv_coop::ConvCoopKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
@@ -253,9 +260,19 @@ impl KernelKey {
                 unit_stride,
                 wide,
             } => super::conv_backward::input_source(*dtype, *unit_stride, *wide),
-            KernelKey::Conv2dBackwardWeight { dtype, partial } => {
-                super::conv_backward::weight_source(*dtype, *partial)
-            }
+            KernelKey::Conv2dBackwardWeight {
+                dtype,
+                partial,
+                wide,
+                pixel_walk,
+            } => super::conv_backward::weight_source(
+                *dtype,
+                *partial,
+                super::conv_backward::WeightKernel {
+                    wide: *wide,
+                    pixel_walk: *pixel_walk,
+                },
+            ),
             KernelKey::Conv2dSplitSum { dtype } => super::conv_backward::split_sum_source(*dtype),
             KernelKey::Gather { dtype, index } => {
                 super::indexing::gather_source(*dtype, *index, false)
