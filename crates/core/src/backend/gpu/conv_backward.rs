@@ -20,8 +20,8 @@
 //! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`, `conv_backward/weight.rs`):
 //!   `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //!   M = o, N = c * kh * kw, K = n * oh * ow, K split over `workgroup.z` with a deterministic
-//!   split-sum (`KernelKey::Conv2dSplitSum`); narrow or wide tile, with or without the pixel
-//!   walk.
+//!   split-sum (`KernelKey::Conv2dSplitSum`); narrow or wide tile, lean (pixel walk, half-tile
+//!   skip) or not.
 //!
 //! Both GEMMs use the forward's tiles, K loop and (grad_input) tap walk (`conv_gemm.rs`).
 //! For grad_weight the loaders walk K with consecutive invocations (K is the pixel axis, where
@@ -73,7 +73,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
                 dtype,
                 partial: flag,
                 wide: kernel.wide,
-                pixel_walk: kernel.pixel_walk,
+                lean: kernel.lean,
             });
         }
     }

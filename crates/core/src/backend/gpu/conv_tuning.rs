@@ -2,7 +2,7 @@
 //! the cooperative-matrix (tensor-core) kernels for f16 where the adapter has them and they
 //! are turned on (`conv_coop.rs`), the narrow or the wide tile (`conv.rs`,
 //! `conv_backward.rs`), the weight gradient's kernel variant (`conv_backward/weight.rs`: tile,
-//! pixel walk) and number of k-splits — and picks one through the
+//! lean or not) and number of k-splits — and picks one through the
 //! autotuner (`autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
 //! `ANYGRAD_AUTOTUNE=off`), the others are timed on first use of a shape.
 
@@ -200,7 +200,7 @@ impl GpuStorage {
     /// forward's input `[n, c, h, w]` (any strides), `grad` the output gradient
     /// `[n, o, oh, ow]` (any strides); returns a contiguous `[o, c, kh, kw]` for
     /// `weight_shape`, by the split-K implicit-GEMM kernel (`conv_backward/weight.rs`; its
-    /// variant — narrow or wide tile, pixel walk or not — and the number of splits around
+    /// variant — narrow or wide tile, lean or not — and the number of splits around
     /// `split_count`'s are tuned) or, for F16 where the adapter has them, the
     /// cooperative-matrix kernel; the autotuner picks. F32 and F16.
     pub fn conv2d_backward_weight(
@@ -236,10 +236,10 @@ impl GpuStorage {
                 && splits <= steps.max(1)
                 && (splits == 1 || splits.saturating_mul(outputs) <= MAX_PARTIALS)
         };
-        let mut push = |splits: usize, wide: bool, pixel_walk: bool| {
+        let mut push = |splits: usize, wide: bool, lean: bool| {
             let choice = ConvChoice::Splits {
                 splits,
-                kernel: WeightKernel { wide, pixel_walk },
+                kernel: WeightKernel { wide, lean },
             };
             if fits(splits) && !choices.contains(&choice) {
                 choices.push(choice);
@@ -247,7 +247,8 @@ impl GpuStorage {
         };
         // The narrow tile around `split_count`'s count (the first is the heuristic's choice),
         // the wide tile where M has more rows than one narrow tile (split more: it has half
-        // the row tiles), and the pixel walk at each tile's centre count.
+        // the row tiles), and the lean variant (pixel walk, half-tile skip) at each tile's
+        // centre count.
         let narrow = weight_split_count(o, patch, depth, max, false);
         for splits in [narrow, narrow / 2, narrow * 2, narrow * 4] {
             push(splits, false, false);

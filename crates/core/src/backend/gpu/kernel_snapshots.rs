@@ -134,7 +134,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 dtype: DType::F32,
                 partial: false,
                 wide: false,
-                pixel_walk: false,
+                lean: false,
             },
         ),
         (
@@ -143,16 +143,16 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 dtype: DType::F16,
                 partial: true,
                 wide: false,
-                pixel_walk: false,
+                lean: false,
             },
         ),
         (
-            "conv2d_backward_weight_wide_walk_partial_f32",
+            "conv2d_backward_weight_wide_lean_partial_f32",
             KernelKey::Conv2dBackwardWeight {
                 dtype: DType::F32,
                 partial: true,
                 wide: true,
-                pixel_walk: true,
+                lean: true,
             },
         ),
         (

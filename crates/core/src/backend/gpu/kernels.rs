@@ -96,13 +96,14 @@ pub enum KernelKey {
     },
     /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
     /// `partial`: writes one block of f32 partial sums per split; `wide`: the 128 x 128 tile;
-    /// `pixel_walk`: the loaders carry their pixel from one k-step to the next
+    /// `lean`: the loaders carry their pixel from one k-step to the next, and a column tile
+    /// whose second half lies past N multiplies out its first half only
     /// (`conv_backward/weight.rs`).
     Conv2dBackwardWeight {
         dtype: DType,
         partial: bool,
         wide: bool,
-        pixel_walk: bool,
+        lean: bool,
     },
     /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
     ConvCoop(super::conv_coop::ConvCoopKey),
@@ -264,13 +265,13 @@ impl KernelKey {
                 dtype,
                 partial,
                 wide,
-                pixel_walk,
+                lean,
             } => super::conv_backward::weight_source(
                 *dtype,
                 *partial,
                 super::conv_backward::WeightKernel {
                     wide: *wide,
-                    pixel_walk: *pixel_walk,
+                    lean: *lean,
                 },
             ),
             KernelKey::Conv2dSplitSum { dtype } => super::conv_backward::split_sum_source(*dtype),

@@ -28,7 +28,7 @@ fn backward_kernels_validate() {
                     dtype,
                     partial: flag,
                     wide: kernel.wide,
-                    pixel_walk: kernel.pixel_walk,
+                    lean: kernel.lean,
                 });
             }
         }
@@ -112,12 +112,12 @@ fn input_gradient_both_tiles_match_cpu() {
     }
 }
 
-/// Every weight-gradient variant (narrow or wide tile, with or without the pixel walk),
+/// Every weight-gradient variant (narrow or wide tile, lean or not),
 /// forced, with several splits (a partial last split) and the default (one split for these
 /// short K), against the CPU's
 /// on the same (rounded) values: M = o of 72 (one partial wide tile), 129 to 200 (a partial
-/// second row tile), N = c * kh * kw from 4 to 147 (partial column tiles; 7 x 7 at stride 2,
-/// the stem's kernel), output planes wider and narrower than a k-step (the walk advancing
+/// second row tile), N = c * kh * kw from 4 to 147 (partial column tiles, some with both
+/// halves, some with the first only, for the lean variant; 7 x 7 at stride 2, the stem's), output planes wider and narrower than a k-step (the walk advancing
 /// rows, and whole images), strides 1 and 2, padding, dilation, and strided views of both
 /// the input and the output gradient.
 #[test]
@@ -126,7 +126,7 @@ fn weight_gradient_variants_match_cpu() {
     #[rustfmt::skip]
     let cases: [Case; 6] = [
         // name, [n, c, h, w], o, [kh, kw], [stride, padding, dilation], strided operands
-        ("3x3 pad 1", [3, 5, 7, 9], 136, [3, 3], [1, 1, 1, 1, 1, 1], false),
+        ("3x3 pad 1", [3, 8, 7, 9], 136, [3, 3], [1, 1, 1, 1, 1, 1], false),
         ("3x3 stride 2", [2, 6, 11, 9], 130, [3, 3], [2, 2, 1, 1, 1, 1], false),
         ("7x7 stride 2 pad 3", [2, 3, 13, 12], 72, [7, 7], [2, 2, 3, 3, 1, 1], false),
         ("non-square dilated", [2, 5, 10, 11], 129, [2, 3], [1, 2, 1, 0, 2, 1], false),

@@ -13,10 +13,12 @@
 //! - the narrow (64-row) or the **wide** (128-row) tile of `conv_gemm.rs`: the wide one
 //!   doubles the FMAs per gathered input value and per read of workgroup memory, for layers
 //!   with o >= 128, at the price of half the workgroups (more splits make up for them);
-//! - the **pixel walk**: instead of splitting each loader's k into (image, oi, oj) with two
-//!   divisions every k-step, it carries (oi, oj) and the two storage positions from one k-step
-//!   to the next (a fixed advance plus at most one carry per axis, like the tap walk of
-//!   `conv_gemm.rs`).
+//! - **lean**: the pixel walk — instead of splitting each loader's k into (image, oi, oj) with
+//!   two divisions every k-step, it carries (oi, oj) and the two storage positions from one
+//!   k-step to the next (a fixed advance plus at most one carry per axis, like the tap walk of
+//!   `conv_gemm.rs`) — and the half-tile skip: a column tile whose second half lies past N
+//!   (N mod 128 in 1..=64: the stem's N = 147, 64-channel 3 x 3 layers' N = 576, 1 x 1
+//!   layers' N = 64) multiplies out and stages only its first half, half the FMAs.
 
 use std::fmt::Write;
 
@@ -59,8 +61,9 @@ kernel_params! {
 pub(crate) struct WeightKernel {
     /// The 128-row tile instead of the 64-row one.
     pub(crate) wide: bool,
-    /// Carry each loader's pixel from one k-step to the next instead of dividing.
-    pub(crate) pixel_walk: bool,
+    /// Carry each loader's pixel from one k-step to the next instead of dividing, and skip
+    /// the second half of a column tile that lies past N.
+    pub(crate) lean: bool,
 }
 
 impl WeightKernel {
@@ -68,30 +71,30 @@ impl WeightKernel {
     pub(crate) const ALL: [WeightKernel; 4] = [
         WeightKernel {
             wide: false,
-            pixel_walk: false,
+            lean: false,
         },
         WeightKernel {
             wide: true,
-            pixel_walk: false,
+            lean: false,
         },
         WeightKernel {
             wide: false,
-            pixel_walk: true,
+            lean: true,
         },
         WeightKernel {
             wide: true,
-            pixel_walk: true,
+            lean: true,
         },
     ];
 
-    /// The variant's prefix of an autotuner candidate's name: "", "wide-", "walk-" or
-    /// "wide-walk-".
+    /// The variant's prefix of an autotuner candidate's name: "", "wide-", "lean-" or
+    /// "wide-lean-".
     pub(crate) fn prefix(self) -> &'static str {
-        match (self.wide, self.pixel_walk) {
+        match (self.wide, self.lean) {
             (false, false) => "",
             (true, false) => "wide-",
-            (false, true) => "walk-",
-            (true, true) => "wide-walk-",
+            (false, true) => "lean-",
+            (true, true) => "wide-lean-",
         }
     }
 }
@@ -166,8 +169,8 @@ fn weight_source_body(partial: bool, kernel: WeightKernel) -> String {
     for r in 0..tile.row_count() {
         let _ = writeln!(w, "    let a_ok{r} = row0 + {} < m;", row_offset(r));
     }
-    if kernel.pixel_walk {
-        pixel_walk_setup(&mut w);
+    if kernel.lean {
+        lean_setup(&mut w);
     }
     let _ = writeln!(
         w,
@@ -191,7 +194,7 @@ fn weight_source_body(partial: bool, kernel: WeightKernel) -> String {
         let off{j} = ci{j} * x_c + ki{j} * dilation_h * x_h + kj{j} * dilation_w * x_w;"
         );
     }
-    if kernel.pixel_walk {
+    if kernel.lean {
         let _ = writeln!(
             w,
             "        var walk_k = k_first + tx;
@@ -205,7 +208,7 @@ fn weight_source_body(partial: bool, kernel: WeightKernel) -> String {
         // The pixel of this invocation's k (`kk`): its row and column (`oi`, `oj`), the
         // storage positions of its window's corner in x (`corner`) and of (image, row0 +
         // ty * 4, oi, oj) in g (`g_at`).
-        if kernel.pixel_walk {
+        if kernel.lean {
             let _ = writeln!(
                 w,
                 "{indent}{{
@@ -259,11 +262,25 @@ fn weight_source_body(partial: bool, kernel: WeightKernel) -> String {
             let _ = writeln!(w, "{indent}    pa{g} = vec4<f32>(\n{});", loads.join(",\n"));
         }
         let _ = writeln!(w, "{indent}}}");
-        if kernel.pixel_walk {
-            pixel_walk_advance(w, indent);
+        if kernel.lean {
+            lean_advance(w, indent);
         }
     };
-    conv_gemm::main_loop(&mut w, tile, &load);
+    if kernel.lean {
+        conv_gemm::accumulators(&mut w, tile);
+        let _ = writeln!(
+            w,
+            "        // A column tile whose second half lies past N multiplies out its first half only.
+        if (column0 + {half_n}u < columns) {{",
+            half_n = TILE_N / 2
+        );
+        conv_gemm::main_loop_over(&mut w, tile, &load, true);
+        let _ = writeln!(w, "        }} else {{");
+        conv_gemm::main_loop_over(&mut w, tile, &load, false);
+        let _ = writeln!(w, "        }}");
+    } else {
+        conv_gemm::main_loop(&mut w, tile, &load);
+    }
     for j in 0..8 {
         let shift = column_shift(j);
         let _ = writeln!(
@@ -301,7 +318,7 @@ fn weight_source_body(partial: bool, kernel: WeightKernel) -> String {
 /// u32 arithmetic: only in-image positions are read) and g, and what one advance by
 /// [`K_STEP`] pixels adds (the image is implicit in the positions; past `k_end` nothing is
 /// read).
-fn pixel_walk_setup(w: &mut String) {
+fn lean_setup(w: &mut String) {
     let _ = writeln!(
         w,
         "    // The pixel walk: this invocation's k = k_first + tx + {K_STEP} * step as (image, oi, oj).
@@ -331,7 +348,7 @@ fn pixel_walk_setup(w: &mut String) {
 
 /// Advance the pixel walk by [`K_STEP`] pixels: oj + pstep_oj < 2 ow and
 /// oi + pstep_oi + 1 < 2 oh, so one conditional subtraction per axis suffices.
-fn pixel_walk_advance(w: &mut String, indent: &str) {
+fn lean_advance(w: &mut String, indent: &str) {
     let _ = writeln!(
         w,
         "{indent}{{
@@ -463,7 +480,7 @@ impl GpuStorage {
             dtype: self.dtype,
             partial,
             wide: kernel.wide,
-            pixel_walk: kernel.pixel_walk,
+            lean: kernel.lean,
         };
         context.dispatch(
             &key,

@@ -285,6 +285,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         var c61 = vec4<f32>(0.0);
         var c70 = vec4<f32>(0.0);
         var c71 = vec4<f32>(0.0);
+        // A column tile whose second half lies past N multiplies out its first half only.
+        if (column0 + 64u < columns) {
         // Registers of the block in flight.
         var pa0: vec4<f32>;
         var pa1: vec4<f32>;
@@ -744,6 +746,322 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                 tile_b[528u - b_current + b_store + 16u] = pb1;
             }
             workgroupBarrier();
+        }
+        } else {
+        // Registers of the block in flight.
+        var pa0: vec4<f32>;
+        var pa1: vec4<f32>;
+        var pb0: vec4<f32>;
+        var pb1: vec4<f32>;
+        {
+            let k_ok = walk_k < k_end;
+            let oi = walk_oi;
+            let oj = walk_oj;
+            let corner = walk_x;
+            let g_at = walk_g;
+            let ih = i32(oi * stride_h) - i32(pad_h);
+            let iw = i32(oj * stride_w) - i32(pad_w);
+            let v0 = load_input(corner + off0, k_ok && lok0 && bitcast<u32>(ih + dh0) < height && bitcast<u32>(iw + dw0) < width);
+            let v1 = load_input(corner + off1, k_ok && lok1 && bitcast<u32>(ih + dh1) < height && bitcast<u32>(iw + dw1) < width);
+            let v2 = load_input(corner + off2, k_ok && lok2 && bitcast<u32>(ih + dh2) < height && bitcast<u32>(iw + dw2) < width);
+            let v3 = load_input(corner + off3, k_ok && lok3 && bitcast<u32>(ih + dh3) < height && bitcast<u32>(iw + dw3) < width);
+            let v4 = load_input(corner + off4, k_ok && lok4 && bitcast<u32>(ih + dh4) < height && bitcast<u32>(iw + dw4) < width);
+            let v5 = load_input(corner + off5, k_ok && lok5 && bitcast<u32>(ih + dh5) < height && bitcast<u32>(iw + dw5) < width);
+            let v6 = load_input(corner + off6, k_ok && lok6 && bitcast<u32>(ih + dh6) < height && bitcast<u32>(iw + dw6) < width);
+            let v7 = load_input(corner + off7, k_ok && lok7 && bitcast<u32>(ih + dh7) < height && bitcast<u32>(iw + dw7) < width);
+            pb0 = vec4<f32>(v0, v1, v2, v3);
+            pb1 = vec4<f32>(v4, v5, v6, v7);
+            pa0 = vec4<f32>(
+                load_grad(g_at, a_ok0 && k_ok),
+                load_grad(g_at + g_c, a_ok1 && k_ok),
+                load_grad(g_at + 2u * g_c, a_ok2 && k_ok),
+                load_grad(g_at + 3u * g_c, a_ok3 && k_ok));
+            pa1 = vec4<f32>(
+                load_grad(g_at + 64u * g_c, a_ok4 && k_ok),
+                load_grad(g_at + 65u * g_c, a_ok5 && k_ok),
+                load_grad(g_at + 66u * g_c, a_ok6 && k_ok),
+                load_grad(g_at + 67u * g_c, a_ok7 && k_ok));
+        }
+        {
+            walk_k = walk_k + 16u;
+            let oj_sum = walk_oj + pstep_oj;
+            let carry_j = oj_sum >= ow;
+            walk_oj = select(oj_sum, oj_sum - ow, carry_j);
+            let oi_sum = walk_oi + pstep_oi + select(0u, 1u, carry_j);
+            let carry_i = oi_sum >= oh;
+            walk_oi = select(oi_sum, oi_sum - oh, carry_i);
+            walk_x = walk_x + pstep_x + select(0u, wrap_oj_x, carry_j) + select(0u, wrap_oi_x, carry_i);
+            walk_g = walk_g + pstep_g + select(0u, wrap_oj_g, carry_j) + select(0u, wrap_oi_g, carry_i);
+        }
+        tile_a[0u + a_store + 0u] = pa0;
+        tile_a[0u + a_store + 16u] = pa1;
+        tile_b[0u + b_store] = pb0;
+        workgroupBarrier();
+        for (var step = 0u; step < steps; step = step + 1u) {
+            // Multiply out copy `current` while the next k-block's loads are in flight, then
+            // store them into the other copy (read by nobody since the last barrier).
+            let current = step % 2u;
+            let a_current = current * 528u;
+            let b_current = current * 528u;
+            let more = step + 1u < steps;
+            if (more) {
+                let k_next = k_first + (step + 1u) * 16u;
+                {
+                    let k_ok = walk_k < k_end;
+                    let oi = walk_oi;
+                    let oj = walk_oj;
+                    let corner = walk_x;
+                    let g_at = walk_g;
+                    let ih = i32(oi * stride_h) - i32(pad_h);
+                    let iw = i32(oj * stride_w) - i32(pad_w);
+                    let v0 = load_input(corner + off0, k_ok && lok0 && bitcast<u32>(ih + dh0) < height && bitcast<u32>(iw + dw0) < width);
+                    let v1 = load_input(corner + off1, k_ok && lok1 && bitcast<u32>(ih + dh1) < height && bitcast<u32>(iw + dw1) < width);
+                    let v2 = load_input(corner + off2, k_ok && lok2 && bitcast<u32>(ih + dh2) < height && bitcast<u32>(iw + dw2) < width);
+                    let v3 = load_input(corner + off3, k_ok && lok3 && bitcast<u32>(ih + dh3) < height && bitcast<u32>(iw + dw3) < width);
+                    let v4 = load_input(corner + off4, k_ok && lok4 && bitcast<u32>(ih + dh4) < height && bitcast<u32>(iw + dw4) < width);
+                    let v5 = load_input(corner + off5, k_ok && lok5 && bitcast<u32>(ih + dh5) < height && bitcast<u32>(iw + dw5) < width);
+                    let v6 = load_input(corner + off6, k_ok && lok6 && bitcast<u32>(ih + dh6) < height && bitcast<u32>(iw + dw6) < width);
+                    let v7 = load_input(corner + off7, k_ok && lok7 && bitcast<u32>(ih + dh7) < height && bitcast<u32>(iw + dw7) < width);
+                    pb0 = vec4<f32>(v0, v1, v2, v3);
+                    pb1 = vec4<f32>(v4, v5, v6, v7);
+                    pa0 = vec4<f32>(
+                        load_grad(g_at, a_ok0 && k_ok),
+                        load_grad(g_at + g_c, a_ok1 && k_ok),
+                        load_grad(g_at + 2u * g_c, a_ok2 && k_ok),
+                        load_grad(g_at + 3u * g_c, a_ok3 && k_ok));
+                    pa1 = vec4<f32>(
+                        load_grad(g_at + 64u * g_c, a_ok4 && k_ok),
+                        load_grad(g_at + 65u * g_c, a_ok5 && k_ok),
+                        load_grad(g_at + 66u * g_c, a_ok6 && k_ok),
+                        load_grad(g_at + 67u * g_c, a_ok7 && k_ok));
+                }
+                {
+                    walk_k = walk_k + 16u;
+                    let oj_sum = walk_oj + pstep_oj;
+                    let carry_j = oj_sum >= ow;
+                    walk_oj = select(oj_sum, oj_sum - ow, carry_j);
+                    let oi_sum = walk_oi + pstep_oi + select(0u, 1u, carry_j);
+                    let carry_i = oi_sum >= oh;
+                    walk_oi = select(oi_sum, oi_sum - oh, carry_i);
+                    walk_x = walk_x + pstep_x + select(0u, wrap_oj_x, carry_j) + select(0u, wrap_oi_x, carry_i);
+                    walk_g = walk_g + pstep_g + select(0u, wrap_oj_g, carry_j) + select(0u, wrap_oi_g, carry_i);
+                }
+            }
+            {
+                let a0 = tile_a[a_current + 0u + ty];
+                let a1 = tile_a[a_current + 16u + ty];
+                let b_low = tile_b[b_current + 0u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 33u + ty];
+                let a1 = tile_a[a_current + 49u + ty];
+                let b_low = tile_b[b_current + 33u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 66u + ty];
+                let a1 = tile_a[a_current + 82u + ty];
+                let b_low = tile_b[b_current + 66u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 99u + ty];
+                let a1 = tile_a[a_current + 115u + ty];
+                let b_low = tile_b[b_current + 99u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 132u + ty];
+                let a1 = tile_a[a_current + 148u + ty];
+                let b_low = tile_b[b_current + 132u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 165u + ty];
+                let a1 = tile_a[a_current + 181u + ty];
+                let b_low = tile_b[b_current + 165u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 198u + ty];
+                let a1 = tile_a[a_current + 214u + ty];
+                let b_low = tile_b[b_current + 198u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 231u + ty];
+                let a1 = tile_a[a_current + 247u + ty];
+                let b_low = tile_b[b_current + 231u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 264u + ty];
+                let a1 = tile_a[a_current + 280u + ty];
+                let b_low = tile_b[b_current + 264u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 297u + ty];
+                let a1 = tile_a[a_current + 313u + ty];
+                let b_low = tile_b[b_current + 297u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 330u + ty];
+                let a1 = tile_a[a_current + 346u + ty];
+                let b_low = tile_b[b_current + 330u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 363u + ty];
+                let a1 = tile_a[a_current + 379u + ty];
+                let b_low = tile_b[b_current + 363u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 396u + ty];
+                let a1 = tile_a[a_current + 412u + ty];
+                let b_low = tile_b[b_current + 396u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 429u + ty];
+                let a1 = tile_a[a_current + 445u + ty];
+                let b_low = tile_b[b_current + 429u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 462u + ty];
+                let a1 = tile_a[a_current + 478u + ty];
+                let b_low = tile_b[b_current + 462u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            {
+                let a0 = tile_a[a_current + 495u + ty];
+                let a1 = tile_a[a_current + 511u + ty];
+                let b_low = tile_b[b_current + 495u + tx];
+                c00 = c00 + a0.x * b_low;
+                c10 = c10 + a0.y * b_low;
+                c20 = c20 + a0.z * b_low;
+                c30 = c30 + a0.w * b_low;
+                c40 = c40 + a1.x * b_low;
+                c50 = c50 + a1.y * b_low;
+                c60 = c60 + a1.z * b_low;
+                c70 = c70 + a1.w * b_low;
+            }
+            if (more) {
+                tile_a[528u - a_current + a_store + 0u] = pa0;
+                tile_a[528u - a_current + a_store + 16u] = pa1;
+                tile_b[528u - b_current + b_store] = pb0;
+            }
+            workgroupBarrier();
+        }
         }
         let oc0 = column0 + tx * 4u + 0u;
         let inside0 = oc0 < columns;
