@@ -17,6 +17,11 @@
 //!   [`MAX_REPEATS`]). The median is the candidate's cost. A candidate that returns an error is skipped. Every
 //!   candidate computes the same result up to float rounding (each is tested against the CPU
 //!   on its own), so a choice changes speed only.
+//! - `ANYGRAD_AUTOTUNE_FORCE` (benchmarking, any mode): a comma-separated list of candidate
+//!   names, each `NAME` (exact), `NAME*` (a prefix) or `OP:NAME[*]` (only for the primitive
+//!   whose key starts with `OP`, e.g. `conv2d_backward_weight:wide-split*`). Where one of them
+//!   names a legal candidate of a call (the first entry that does; among candidates, the first
+//!   in the tuner's order), that candidate runs untimed; elsewhere tuning is as usual.
 //! - Settling flushes and waits without reading index-error flags, so a bad index stays
 //!   reported by the next readback, as documented in `context.rs`.
 
@@ -64,6 +69,42 @@ pub(crate) fn mode_from_env(software_adapter: bool) -> AutotuneMode {
     }
 }
 
+/// The entries of `ANYGRAD_AUTOTUNE_FORCE` (see the module header); none when unset.
+pub(crate) fn forced_from_env() -> Vec<String> {
+    std::env::var("ANYGRAD_AUTOTUNE_FORCE")
+        .map(|value| parse_forced(&value))
+        .unwrap_or_default()
+}
+
+/// The non-empty, trimmed comma-separated entries of `value`.
+fn parse_forced(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The candidate the first matching entry of `forced` names for the call with `key` (its first
+/// word is the primitive) among `names`, if any.
+fn forced_choice(forced: &[String], key: &str, names: &[String]) -> Option<usize> {
+    let op = key.split(' ').next().unwrap_or("");
+    forced.iter().find_map(|entry| {
+        let pattern = match entry.split_once(':') {
+            Some((entry_op, pattern)) if entry_op == op => pattern,
+            Some(_) => return None,
+            None => entry.as_str(),
+        };
+        names
+            .iter()
+            .position(|name| match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == pattern,
+            })
+    })
+}
+
 thread_local! {
     /// Set while this thread times candidates: a candidate that calls another tuned
     /// primitive runs that one's default instead of tuning inside a measurement.
@@ -78,6 +119,8 @@ pub(crate) struct Autotuner {
     file: Mutex<Option<PathBuf>>,
     /// Key -> chosen candidate's name: this process's choices, then (mode `On`) the file's.
     choices: Mutex<HashMap<String, String>>,
+    /// `ANYGRAD_AUTOTUNE_FORCE`'s entries.
+    forced: Vec<String>,
     /// Candidates timed so far (for tests and the profiler's curiosity).
     measured: Mutex<u64>,
     write_failed: Mutex<bool>,
@@ -100,6 +143,7 @@ impl Autotuner {
             adapter,
             file: Mutex::new(file),
             choices: Mutex::new(choices),
+            forced: forced_from_env(),
             measured: Mutex::new(0),
             write_failed: Mutex::new(false),
         }
@@ -139,6 +183,13 @@ impl Autotuner {
         *self.file.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
+    /// Force candidates by name as `ANYGRAD_AUTOTUNE_FORCE=value` does (tests).
+    #[cfg(test)]
+    pub(crate) fn with_forced(mut self, value: &str) -> Autotuner {
+        self.forced = parse_forced(value);
+        self
+    }
+
     /// How many candidates have been timed.
     pub(crate) fn measured(&self) -> u64 {
         *self.measured.lock().unwrap_or_else(|p| p.into_inner())
@@ -147,8 +198,9 @@ impl Autotuner {
     /// Run the best of `count` candidates: `run(i)` runs candidate `i` (0 is the fixed
     /// heuristic's choice); `describe` gives the shape key and the candidates' names, and is
     /// only called when tuning is on (the hot path with the tuner off formats nothing);
-    /// `settle` waits until the device has finished all recorded work. Off, a single
-    /// candidate, or a nested call while measuring: candidate 0.
+    /// `settle` waits until the device has finished all recorded work. A single candidate, or
+    /// a nested call while measuring: candidate 0; else a forced candidate
+    /// (`ANYGRAD_AUTOTUNE_FORCE`); else, when off, candidate 0.
     pub(crate) fn pick<T>(
         &self,
         count: usize,
@@ -156,10 +208,17 @@ impl Autotuner {
         settle: &dyn Fn() -> Result<()>,
         mut run: impl FnMut(usize) -> Result<T>,
     ) -> Result<T> {
-        if count < 2 || self.mode() == AutotuneMode::Off || MEASURING.with(Cell::get) {
+        let off = self.mode() == AutotuneMode::Off;
+        if count < 2 || (off && self.forced.is_empty()) || MEASURING.with(Cell::get) {
             return run(0);
         }
         let (key, names) = describe();
+        if let Some(index) = forced_choice(&self.forced, &key, &names) {
+            return run(index);
+        }
+        if off {
+            return run(0);
+        }
         let known = self
             .choices
             .lock()
@@ -332,6 +391,24 @@ mod tests {
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains("\"matmul 1x2x3\": \"fast\""), "{text}");
         let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    /// Forced names run untimed in any mode: exact names, prefixes, the first matching
+    /// entry, entries scoped to another primitive ignored; without a match, usual tuning.
+    #[test]
+    fn forced_candidates_run_untimed() {
+        let off = Autotuner::new(AutotuneMode::Off, "adapter".into(), None).with_forced("fast");
+        assert_eq!(tune(&off, "conv x"), (1, vec![1]));
+        let on = Autotuner::new(AutotuneMode::On, "adapter".into(), None)
+            .with_forced(" matmul:fast , conv:sl* ,fa*");
+        assert_eq!(tune(&on, "conv x"), (0, vec![0]));
+        assert_eq!(tune(&on, "matmul y"), (1, vec![1]));
+        assert_eq!(tune(&on, "other z"), (1, vec![1]));
+        assert_eq!(on.measured(), 0);
+        let unmatched = Autotuner::new(AutotuneMode::On, "adapter".into(), None)
+            .with_forced("conv2d:fast,nothing*");
+        assert_eq!(tune(&unmatched, "conv x").0, 1);
+        assert_eq!(unmatched.measured(), 2);
     }
 
     #[test]

@@ -17,13 +17,11 @@
 //!   where `prefers_wide(c, n * h * w)`. A strided convolution without dilation runs as one
 //!   unit-stride GEMM per phase of the stride (`backward_input_by_phases`), so no tap that
 //!   falls between output pixels is walked.
-//! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`):
+//! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`, `conv_backward/weight.rs`):
 //!   `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
-//!   M = o, N = c * kh * kw, K = n * oh * ow: A is `g` read as `[o, K]` and B the input
-//!   windows, both gathered. K is huge and M, N small for most layers, so K is split over
-//!   `workgroup.z` ([`split_count`]): each split writes f32 partial sums, and a second small
-//!   dispatch (`KernelKey::Conv2dSplitSum`) adds them up in a fixed order (deterministic) and
-//!   converts to the storage type. Narrow tile only.
+//!   M = o, N = c * kh * kw, K = n * oh * ow, K split over `workgroup.z` with a deterministic
+//!   split-sum (`KernelKey::Conv2dSplitSum`); narrow or wide tile, lean (pixel walk, half-tile
+//!   skip) or not.
 //!
 //! Both GEMMs use the forward's tiles, K loop and (grad_input) tap walk (`conv_gemm.rs`).
 //! For grad_weight the loaders walk K with consecutive invocations (K is the pixel axis, where
@@ -32,14 +30,11 @@
 
 use std::fmt::Write;
 
-use super::conv_gemm::{
-    self, column_shift, prefers_wide, view_strides, ConvParams, Tile, K_STEP, LANES, TILE_N,
-};
+use super::conv_gemm::{self, column_shift, prefers_wide, ConvParams, Tile, K_STEP, TILE_N};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
+use super::params::{check_view, word, Params};
 use super::storage::GpuStorage;
-use super::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::backward_shape;
@@ -47,45 +42,16 @@ use crate::geometry::Conv2dParams;
 use crate::geometry::Conv2dShape;
 use crate::layout::Layout;
 
-/// Workgroups the weight-gradient kernel aims for (about one full wave of a large GPU).
-const TARGET_WORKGROUPS: usize = 1024;
-/// Fewest k-steps one split of the weight gradient walks.
-const MIN_SPLIT_STEPS: usize = 32;
-/// Most splits of the weight gradient's K.
-pub(crate) const MAX_SPLITS: usize = 256;
-/// Largest buffer of partial sums (f32 elements: 256 MiB).
-pub(crate) const MAX_PARTIALS: usize = 1 << 26;
+mod weight;
 
-kernel_params! {
-    /// Parameters of the split-sum kernel.
-    struct SplitSumParams {
-        /// Elements of the weight gradient.
-        len: u32,
-        /// Blocks of partial sums.
-        splits: u32,
-    }
-}
+pub(crate) use weight::{
+    split_sum_source, weight_source, weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS,
+};
 
 /// WGSL of `KernelKey::Conv2dBackwardInput` (after `enable f16;` where needed).
 pub(crate) fn input_source(dtype: DType, unit_stride: bool, wide: bool) -> String {
     let mut text = conv_gemm::source_start(dtype);
     text.push_str(&input_source_body(unit_stride, wide));
-    text
-}
-
-/// WGSL of `KernelKey::Conv2dBackwardWeight` (after `enable f16;` where needed).
-pub(crate) fn weight_source(dtype: DType, partial: bool) -> String {
-    let mut text = conv_gemm::source_start(dtype);
-    text.push_str(&weight_source_body(partial));
-    text
-}
-
-/// WGSL of `KernelKey::Conv2dSplitSum` (after `enable f16;` where needed).
-pub(crate) fn split_sum_source(dtype: DType) -> String {
-    let mut text = value_header(dtype);
-    text.push_str(SplitSumParams::WGSL);
-    text.push_str(COMMON);
-    text.push_str(SPLIT_SUM);
     text
 }
 
@@ -102,10 +68,14 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
                 wide,
             });
         }
-        keys.push(KernelKey::Conv2dBackwardWeight {
-            dtype,
-            partial: flag,
-        });
+        for kernel in WeightKernel::ALL {
+            keys.push(KernelKey::Conv2dBackwardWeight {
+                dtype,
+                partial: flag,
+                wide: kernel.wide,
+                lean: kernel.lean,
+            });
+        }
     }
     keys.push(KernelKey::Conv2dSplitSum { dtype });
 }
@@ -235,184 +205,6 @@ fn input_source_body(unit_stride: bool, wide: bool) -> String {
     conv_gemm::main_loop(&mut w, tile, &load);
     conv_gemm::store_nchw(&mut w, tile);
     w
-}
-
-/// The grad_weight kernel body (narrow tile). params: [`ConvParams`] with M = o,
-/// N = c * kh * kw, K = n * oh * ow, `channels` = c, B = the input's view, A = `g`'s view and
-/// `k_chunk`, the k-range of one split (a multiple of the k-step). `partial`: the output is
-/// `array<f32>` with one `[M, N]` block of partial sums per split (`workgroup.z`); otherwise
-/// `array<S>`, `[M, N]`.
-fn weight_source_body(partial: bool) -> String {
-    let tile = Tile { wide: false };
-    let mut w = String::new();
-    let output = if partial { "f32" } else { "S" };
-    let _ = writeln!(
-        w,
-        "@group(0) @binding(1) var<storage, read> conv_input: array<S>;
-@group(0) @binding(2) var<storage, read> conv_grad: array<S>;
-@group(0) @binding(3) var<storage, read_write> conv_output: array<{output}>;"
-    );
-    conv_gemm::declarations(
-        &mut w,
-        tile,
-        &[("load_input", "conv_input"), ("load_grad", "conv_grad")],
-    );
-    conv_gemm::entry(&mut w, tile);
-    conv_gemm::b_store(&mut w, true);
-    let _ = writeln!(
-        w,
-        "    let x_offset = params.b_offset;
-    let x_n = params.b_stride_n;
-    let x_c = params.b_stride_c;
-    let x_h = params.b_stride_h;
-    let x_w = params.b_stride_w;
-    let g_n = params.a_stride_n;
-    let g_c = params.a_stride_c;
-    let g_h = params.a_stride_h;
-    let g_w = params.a_stride_w;
-    let k_chunk = params.k_chunk;
-    let plane = oh * ow;
-    // This split's k-range.
-    let k_first = workgroup.z * k_chunk;
-    let k_end = min(k_first + k_chunk, k);
-    let steps = select(0u, (k_end - k_first + {k_last}u) / {K_STEP}u, k_end > k_first);
-    let out_base = {out_base};
-    // Loader roles: both at k0 + tx (consecutive invocations read consecutive pixels). A: rows
-    // row0 + ty * 4 + 0..4; B: columns ty * 4 + 0..4 and {half_n} + ty * 4 + 0..4.
-    let a_rows = params.a_offset + (row0 + ty * 4u) * g_c;
-    let a_ok0 = row0 + ty * 4u < m;
-    let a_ok1 = row0 + ty * 4u + 1u < m;
-    let a_ok2 = row0 + ty * 4u + 2u < m;
-    let a_ok3 = row0 + ty * 4u + 3u < m;
-    for (var tile = workgroup.x; tile < tiles; tile = tile + workgroups.x) {{
-        let column0 = tile * {TILE_N}u;",
-        k_last = K_STEP - 1,
-        out_base = if partial {
-            "workgroup.z * m * columns"
-        } else {
-            "0u"
-        },
-        half_n = TILE_N / 2,
-    );
-    // The loader's columns (ci, ki, kj): the tap's shift inside a window (`dh`, `dw`) and its
-    // storage distance from the window's corner (`off`).
-    for j in 0..8 {
-        let shift = column_shift(j);
-        let _ = writeln!(
-            w,
-            "        let lc{j} = column0 + ty * 4u + {shift}u;
-        let lok{j} = lc{j} < columns;
-        let ci{j} = lc{j} / taps;
-        let tap{j} = lc{j} - ci{j} * taps;
-        let ki{j} = tap{j} / kw;
-        let kj{j} = tap{j} - ki{j} * kw;
-        let dh{j} = i32(ki{j} * dilation_h);
-        let dw{j} = i32(kj{j} * dilation_w);
-        let off{j} = ci{j} * x_c + ki{j} * dilation_h * x_h + kj{j} * dilation_w * x_w;"
-        );
-    }
-    let load = |w: &mut String, indent: &str, k0: &str| {
-        let _ = writeln!(
-            w,
-            "{indent}{{
-{indent}    let kk = {k0} + tx;
-{indent}    let k_ok = kk < k_end;
-{indent}    let image = kk / plane;
-{indent}    let pixel = kk - image * plane;
-{indent}    let oi = pixel / ow;
-{indent}    let oj = pixel - oi * ow;
-{indent}    let ih = i32(oi * stride_h) - i32(pad_h);
-{indent}    let iw = i32(oj * stride_w) - i32(pad_w);
-{indent}    let corner = x_offset + image * x_n + bitcast<u32>(ih) * x_h + bitcast<u32>(iw) * x_w;"
-        );
-        for j in 0..8 {
-            let _ = writeln!(
-                w,
-                "{indent}    let v{j} = load_input(corner + off{j}, k_ok && lok{j} && bitcast<u32>(ih + dh{j}) < height && bitcast<u32>(iw + dw{j}) < width);"
-            );
-        }
-        let _ = writeln!(
-            w,
-            "{indent}    pb0 = vec4<f32>(v0, v1, v2, v3);
-{indent}    pb1 = vec4<f32>(v4, v5, v6, v7);
-{indent}    let g_at = a_rows + image * g_n + oi * g_h + oj * g_w;
-{indent}    pa0 = vec4<f32>(
-{indent}        load_grad(g_at, a_ok0 && k_ok),
-{indent}        load_grad(g_at + g_c, a_ok1 && k_ok),
-{indent}        load_grad(g_at + 2u * g_c, a_ok2 && k_ok),
-{indent}        load_grad(g_at + 3u * g_c, a_ok3 && k_ok));
-{indent}}}"
-        );
-    };
-    conv_gemm::main_loop(&mut w, tile, &load);
-    for j in 0..8 {
-        let shift = column_shift(j);
-        let _ = writeln!(
-            w,
-            "        let oc{j} = column0 + tx * 4u + {shift}u;\n        let inside{j} = oc{j} < columns;"
-        );
-    }
-    for i in 0..4 {
-        let _ = writeln!(
-            w,
-            "        {{\n            let row = row0 + ty * 4u + {i}u;\n            if (row < m) {{\n                let at = out_base + row * columns;"
-        );
-        for j in 0..8 {
-            let (half, lane) = (j / 4, LANES[j % 4]);
-            let value = format!("c{i}{half}.{lane}");
-            let value = if partial {
-                value
-            } else {
-                format!("store_value(T({value}))")
-            };
-            let _ = writeln!(
-                w,
-                "                if (inside{j}) {{ conv_output[at + oc{j}] = {value}; }}"
-            );
-        }
-        let _ = writeln!(w, "            }}\n        }}");
-    }
-    let _ = writeln!(w, "    }}\n}}");
-    w
-}
-
-/// The split-sum kernel body: `out[i] = sum over s of partials[s * len + i]` (f32, in split
-/// order), stored as `S`. params: [`SplitSumParams`].
-const SPLIT_SUM: &str = r#"@group(0) @binding(1) var<storage, read> partials: array<f32>;
-@group(0) @binding(2) var<storage, read_write> reduced: array<S>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-    let i = linear_id(workgroup, workgroups, local);
-    let len = params.len;
-    let splits = params.splits;
-    if (i >= len) {
-        return;
-    }
-    var total: f32 = 0.0;
-    for (var s = 0u; s < splits; s = s + 1u) {
-        total = total + partials[s * len + i];
-    }
-    reduced[i] = store_value(T(total));
-}
-"#;
-
-/// How many splits the weight gradient's K gets: enough workgroups to fill the GPU, each
-/// split at least [`MIN_SPLIT_STEPS`] k-steps long, the partial sums within [`MAX_PARTIALS`].
-pub(crate) fn split_count(tiles: usize, k: usize, outputs: usize) -> usize {
-    let wanted = TARGET_WORKGROUPS.div_ceil(tiles.max(1));
-    let by_work = k.div_ceil(K_STEP) / MIN_SPLIT_STEPS;
-    let by_memory = MAX_PARTIALS / outputs.max(1);
-    wanted.min(by_work).min(by_memory).clamp(1, MAX_SPLITS)
-}
-
-/// [`split_count`] for the weight gradient's GEMM of `rows` x `columns` outputs over `k`
-/// (narrow tiles, column tiles capped at the grid's `max` per dimension): the kernel's
-/// default and the autotuner's centre (`conv_tuning.rs`).
-pub(crate) fn weight_split_count(rows: usize, columns: usize, k: usize, max: usize) -> usize {
-    let tiles = rows.div_ceil(Tile { wide: false }.rows()) * columns.div_ceil(TILE_N).min(max);
-    split_count(tiles, k, rows * columns)
 }
 
 /// Largest value a coordinate computation in the kernels may reach (they compute window
@@ -655,100 +447,6 @@ impl GpuStorage {
             grid,
         )?;
         Ok(())
-    }
-
-    /// [`GpuStorage::conv2d_backward_weight`] by the f32/f16 kernel with K split `splits` ways
-    /// (`None`: `split_count`'s choice; the count is rounded to whole k-steps).
-    pub(crate) fn conv2d_backward_weight_with(
-        &self,
-        layout: &Layout,
-        grad: &GpuStorage,
-        grad_layout: &Layout,
-        params: &Conv2dParams,
-        weight_shape: &[usize],
-        splits: Option<usize>,
-    ) -> Result<GpuStorage> {
-        const OP: &str = "conv2d_backward_weight";
-        same_device(OP, self, grad)?;
-        same_dtype(OP, self.dtype, grad.dtype)?;
-        if !matches!(self.dtype, DType::F32 | DType::F16) {
-            return Err(unsupported(OP, self.dtype, &self.device));
-        }
-        let shape = backward_shape(OP, grad_layout, &layout.shape, weight_shape, params)?;
-        check_view(OP, layout, self.len)?;
-        check_view(OP, grad_layout, grad.len)?;
-        check_coordinates(OP, &shape)?;
-        let [batch, o, oh, ow] = shape.output_shape();
-        let (columns, k) = (shape.patch(), batch * oh * ow);
-        let numel = o * columns;
-        if numel > 0 && k == 0 {
-            // No images: an empty sum.
-            return GpuStorage::full(&self.device, numel, self.dtype, 0.0);
-        }
-        if numel == 0 {
-            return GpuStorage::allocate(&self.device, OP, 0, self.dtype);
-        }
-        let context = self.device.context();
-        let max = context.limits.max_compute_workgroups_per_dimension as usize;
-        let tiles_m = row_tiles(OP, o, Tile { wide: false }, max)?;
-        let tiles_n = columns.div_ceil(TILE_N);
-        let splits = splits
-            .unwrap_or_else(|| weight_split_count(o, columns, k, max))
-            .clamp(1, MAX_SPLITS);
-        let k_chunk = k.div_ceil(K_STEP).div_ceil(splits) * K_STEP;
-        let splits = k.div_ceil(k_chunk);
-        let partial = splits > 1;
-        let target = if partial {
-            GpuStorage::allocate(&self.device, OP, splits * numel, DType::F32)?
-        } else {
-            GpuStorage::allocate(&self.device, OP, numel, self.dtype)?
-        };
-        let mut header = conv_params(
-            [columns, o, k, shape.channels],
-            &shape,
-            layout,
-            grad_layout.offset,
-        )?;
-        [
-            header.a_stride_n,
-            header.a_stride_c,
-            header.a_stride_h,
-            header.a_stride_w,
-        ] = view_strides(grad_layout)?;
-        header.k_chunk = word(k_chunk)?;
-        // Positions the kernel computes (partial sums, split ranges) must fit 32 bits as well.
-        word(splits * numel)?;
-        word(splits * k_chunk)?;
-        let words = Params::with_header(&header, 0);
-        let grid = (tiles_n.min(max) as u32, tiles_m as u32, splits as u32);
-        let key = KernelKey::Conv2dBackwardWeight {
-            dtype: self.dtype,
-            partial,
-        };
-        context.dispatch(
-            &key,
-            words.words(),
-            &[self.raw()?, grad.raw()?, target.raw()?],
-            grid,
-        )?;
-        if !partial {
-            return Ok(target);
-        }
-        let out = GpuStorage::allocate(&self.device, OP, numel, self.dtype)?;
-        let header = SplitSumParams {
-            len: word(numel)?,
-            splits: word(splits)?,
-        };
-        let words = Params::with_header(&header, 0);
-        let key = KernelKey::Conv2dSplitSum { dtype: self.dtype };
-        GpuStorage::launch(
-            &self.device,
-            &key,
-            &words,
-            &[target.raw()?, out.raw()?],
-            numel,
-        )?;
-        Ok(out)
     }
 }
 

@@ -401,22 +401,39 @@ pub(crate) fn walk_advance(w: &mut String, indent: &str) {
 /// `c{r}{half}`: row [`row_offset`]`(r)`, columns `tx * 4 + 0..4` (half 0) and
 /// `64 + tx * 4 + 0..4` (half 1).
 pub(crate) fn main_loop(w: &mut String, tile: Tile, load: &dyn Fn(&mut String, &str, &str)) {
-    let a_pitch = tile.a_pitch();
-    let (a_copy, b_copy) = (K_STEP * a_pitch, K_STEP * B_PITCH);
+    accumulators(w, tile);
+    main_loop_over(w, tile, load, true);
+}
+
+/// The zeroed accumulators `c{r}{half}` of [`main_loop`].
+pub(crate) fn accumulators(w: &mut String, tile: Tile) {
     for r in 0..tile.row_count() {
         let _ = writeln!(
             w,
             "        var c{r}0 = vec4<f32>(0.0);\n        var c{r}1 = vec4<f32>(0.0);"
         );
     }
+}
+
+/// [`main_loop`] after [`accumulators`]: with `both_halves` false only the first half of the
+/// columns (`c{r}0`) is staged and multiplied out (for a column tile whose second half lies
+/// past N; `c{r}1` stays zero).
+pub(crate) fn main_loop_over(
+    w: &mut String,
+    tile: Tile,
+    load: &dyn Fn(&mut String, &str, &str),
+    both_halves: bool,
+) {
+    let a_pitch = tile.a_pitch();
+    let (a_copy, b_copy) = (K_STEP * a_pitch, K_STEP * B_PITCH);
     let store = |w: &mut String, indent: &str, a_at: &str, b_at: &str| {
         for g in 0..tile.groups() {
             let _ = writeln!(w, "{indent}tile_a[{a_at} + a_store + {}u] = pa{g};", 16 * g);
         }
-        let _ = writeln!(
-            w,
-            "{indent}tile_b[{b_at} + b_store] = pb0;\n{indent}tile_b[{b_at} + b_store + {B_HALF}u] = pb1;"
-        );
+        let _ = writeln!(w, "{indent}tile_b[{b_at} + b_store] = pb0;");
+        if both_halves {
+            let _ = writeln!(w, "{indent}tile_b[{b_at} + b_store + {B_HALF}u] = pb1;");
+        }
     };
     let _ = writeln!(w, "        // Registers of the block in flight.");
     for g in 0..tile.groups() {
@@ -452,17 +469,23 @@ pub(crate) fn main_loop(w: &mut String, tile: Tile, load: &dyn Fn(&mut String, &
                 kk * a_pitch + 16 * g
             );
         }
+        let b = kk * B_PITCH;
         let _ = writeln!(
             w,
-            "                let b_low = tile_b[b_current + {b}u + tx];\n                let b_high = tile_b[b_current + {b}u + {B_HALF}u + tx];",
-            b = kk * B_PITCH,
+            "                let b_low = tile_b[b_current + {b}u + tx];"
         );
-        for r in 0..tile.row_count() {
-            let (g, lane) = (r / 4, LANES[r % 4]);
+        if both_halves {
             let _ = writeln!(
                 w,
-                "                c{r}0 = c{r}0 + a{g}.{lane} * b_low;\n                c{r}1 = c{r}1 + a{g}.{lane} * b_high;"
+                "                let b_high = tile_b[b_current + {b}u + {B_HALF}u + tx];"
             );
+        }
+        for r in 0..tile.row_count() {
+            let (g, lane) = (r / 4, LANES[r % 4]);
+            let _ = writeln!(w, "                c{r}0 = c{r}0 + a{g}.{lane} * b_low;");
+            if both_halves {
+                let _ = writeln!(w, "                c{r}1 = c{r}1 + a{g}.{lane} * b_high;");
+            }
         }
         let _ = writeln!(w, "            }}");
     }

@@ -1,12 +1,13 @@
 //! The convolution primitives' entry points. Each has several correct kernels for a shape —
 //! the cooperative-matrix (tensor-core) kernels for f16 where the adapter has them and they
 //! are turned on (`conv_coop.rs`), the narrow or the wide tile (`conv.rs`,
-//! `conv_backward.rs`), Winograd F(2x2, 3x3) for 3x3 stride-1 filters (`conv_winograd.rs`),
-//! the weight gradient's number of k-splits — and picks one through the
+//! `conv_backward.rs`), Winograd F(2x2, 3x3) and F(4x4, 3x3) for 3x3 stride-1 filters
+//! (`conv_winograd.rs`), the weight gradient's kernel variant (`conv_backward/weight.rs`:
+//! tile, lean or not) and number of k-splits — and picks one through the
 //! autotuner (`autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
 //! `ANYGRAD_AUTOTUNE=off`), the others are timed on first use of a shape.
 
-use super::conv_backward::{weight_split_count, MAX_PARTIALS, MAX_SPLITS};
+use super::conv_backward::{weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
 use super::conv_gemm::{prefers_wide, K_STEP};
 use super::conv_winograd::{self, WinogradTile};
@@ -22,8 +23,8 @@ enum ConvChoice {
     Coop,
     /// The implicit-GEMM kernel with the narrow (64-row) or wide (128-row) tile.
     Tile { wide: bool },
-    /// The weight gradient's kernel with K split this many ways.
-    Splits(usize),
+    /// The weight gradient's kernel variant with K split this many ways.
+    Splits { splits: usize, kernel: WeightKernel },
     /// Winograd F(2x2, 3x3) or F(4x4, 3x3): transforms and batched GEMMs (`conv_winograd.rs`).
     Winograd(WinogradTile),
 }
@@ -35,7 +36,7 @@ impl ConvChoice {
             ConvChoice::Coop => "coop".into(),
             ConvChoice::Tile { wide: false } => "narrow".into(),
             ConvChoice::Tile { wide: true } => "wide".into(),
-            ConvChoice::Splits(splits) => format!("split{splits}"),
+            ConvChoice::Splits { splits, kernel } => format!("{}split{splits}", kernel.prefix()),
             ConvChoice::Winograd(tile) => tile.name().into(),
         }
     }
@@ -136,7 +137,7 @@ impl GpuStorage {
             ConvChoice::Winograd(tile) => {
                 self.conv2d_winograd(layout, weight, weight_layout, params, tile)
             }
-            ConvChoice::Splits(_) => Err(Error::invalid("conv2d", "no k-splits here")),
+            ConvChoice::Splits { .. } => Err(Error::invalid("conv2d", "no k-splits here")),
         })
     }
 
@@ -210,7 +211,7 @@ impl GpuStorage {
                     input_shape,
                     tile,
                 ),
-                ConvChoice::Splits(_) => {
+                ConvChoice::Splits { .. } => {
                     Err(Error::invalid("conv2d_backward_input", "no k-splits here"))
                 }
             },
@@ -220,8 +221,9 @@ impl GpuStorage {
     /// Gradient of the one-group convolution with respect to its weight: `self` is the
     /// forward's input `[n, c, h, w]` (any strides), `grad` the output gradient
     /// `[n, o, oh, ow]` (any strides); returns a contiguous `[o, c, kh, kw]` for
-    /// `weight_shape`, by the split-K implicit-GEMM kernel (`conv_backward.rs`; the number of
-    /// splits is tuned around `split_count`'s) or, for F16 where the adapter has them, the
+    /// `weight_shape`, by the split-K implicit-GEMM kernel (`conv_backward/weight.rs`; its
+    /// variant — narrow or wide tile, lean or not — and the number of splits around
+    /// `split_count`'s are tuned) or, for F16 where the adapter has them, the
     /// cooperative-matrix kernel; the autotuner picks. F32 and F16.
     pub fn conv2d_backward_weight(
         &self,
@@ -250,18 +252,45 @@ impl GpuStorage {
             .limits
             .max_compute_workgroups_per_dimension as usize;
         let outputs = o * patch;
-        let default = weight_split_count(o, patch, depth, max);
         let steps = depth.div_ceil(K_STEP);
-        for splits in [default, default / 2, default * 2, default * 4] {
-            let fits = (1..=MAX_SPLITS).contains(&splits)
+        let fits = |splits: usize| {
+            (1..=MAX_SPLITS).contains(&splits)
                 && splits <= steps.max(1)
-                && (splits == 1 || splits.saturating_mul(outputs) <= MAX_PARTIALS);
-            if fits && !choices.contains(&ConvChoice::Splits(splits)) {
-                choices.push(ConvChoice::Splits(splits));
+                && (splits == 1 || splits.saturating_mul(outputs) <= MAX_PARTIALS)
+        };
+        let mut push = |splits: usize, wide: bool, lean: bool| {
+            let choice = ConvChoice::Splits {
+                splits,
+                kernel: WeightKernel { wide, lean },
+            };
+            if fits(splits) && !choices.contains(&choice) {
+                choices.push(choice);
+            }
+        };
+        // The narrow tile around `split_count`'s count (the first is the heuristic's choice),
+        // the wide tile where M has more rows than one narrow tile (split more: it has half
+        // the row tiles), and the lean variant (pixel walk, half-tile skip) at each tile's
+        // centre count.
+        let narrow = weight_split_count(o, patch, depth, max, false);
+        for splits in [narrow, narrow / 2, narrow * 2, narrow * 4] {
+            push(splits, false, false);
+        }
+        let wide = o > 64;
+        let wide_centre = weight_split_count(o, patch, depth, max, true);
+        if wide {
+            for splits in [wide_centre, wide_centre / 2, wide_centre * 2] {
+                push(splits, true, false);
             }
         }
+        push(narrow, false, true);
+        if wide {
+            push(wide_centre, true, true);
+        }
         if choices.is_empty() {
-            choices.push(ConvChoice::Splits(default));
+            choices.push(ConvChoice::Splits {
+                splits: narrow,
+                kernel: WeightKernel::default(),
+            });
         }
         let operands = || {
             format!(
@@ -292,16 +321,16 @@ impl GpuStorage {
                         grad_layout,
                         params,
                         weight_shape,
-                        None,
+                        (WeightKernel::default(), None),
                     ),
                 },
-                ConvChoice::Splits(splits) => self.conv2d_backward_weight_with(
+                ConvChoice::Splits { splits, kernel } => self.conv2d_backward_weight_with(
                     layout,
                     grad,
                     grad_layout,
                     params,
                     weight_shape,
-                    Some(splits),
+                    (kernel, Some(splits)),
                 ),
                 ConvChoice::Tile { .. } | ConvChoice::Winograd(_) => {
                     Err(Error::invalid("conv2d_backward_weight", "one tile only"))
@@ -313,6 +342,7 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
+    use super::super::conv_backward::WeightKernel;
     use super::super::GpuStorage;
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu_facts::AutotuneMode;
@@ -423,22 +453,24 @@ mod tests {
             &gx.conv2d_backward_weight(&x_layout, &gg, &g_layout, &params, &w_layout.shape)
                 .unwrap(),
         );
-        for splits in [1, 2, 3, 7] {
-            let forced = gx
-                .conv2d_backward_weight_with(
-                    &x_layout,
-                    &gg,
-                    &g_layout,
-                    &params,
-                    &w_layout.shape,
-                    Some(splits),
-                )
-                .unwrap();
-            assert_near(
-                &format!("weight gradient, {splits} splits"),
-                &weight_gradient,
-                &forced,
-            );
+        for kernel in WeightKernel::ALL {
+            for splits in [1, 2, 3, 7] {
+                let forced = gx
+                    .conv2d_backward_weight_with(
+                        &x_layout,
+                        &gg,
+                        &g_layout,
+                        &params,
+                        &w_layout.shape,
+                        (kernel, Some(splits)),
+                    )
+                    .unwrap();
+                assert_near(
+                    &format!("weight gradient, {kernel:?}, {splits} splits"),
+                    &weight_gradient,
+                    &forced,
+                );
+            }
         }
         assert!(
             tuner.measured() - before > timed,

@@ -133,6 +133,8 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::Conv2dBackwardWeight {
                 dtype: DType::F32,
                 partial: false,
+                wide: false,
+                lean: false,
             },
         ),
         (
@@ -140,6 +142,17 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::Conv2dBackwardWeight {
                 dtype: DType::F16,
                 partial: true,
+                wide: false,
+                lean: false,
+            },
+        ),
+        (
+            "conv2d_backward_weight_wide_lean_partial_f32",
+            KernelKey::Conv2dBackwardWeight {
+                dtype: DType::F32,
+                partial: true,
+                wide: true,
+                lean: true,
             },
         ),
         (

@@ -97,8 +97,16 @@ pub enum KernelKey {
         wide: bool,
     },
     /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
-    /// `partial`: writes one block of f32 partial sums per split.
-    Conv2dBackwardWeight { dtype: DType, partial: bool },
+    /// `partial`: writes one block of f32 partial sums per split; `wide`: the 128 x 128 tile;
+    /// `lean`: the loaders carry their pixel from one k-step to the next, and a column tile
+    /// whose second half lies past N multiplies out its first half only
+    /// (`conv_backward/weight.rs`).
+    Conv2dBackwardWeight {
+        dtype: DType,
+        partial: bool,
+        wide: bool,
+        lean: bool,
+    },
     /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
     ConvCoop(super::conv_coop::ConvCoopKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
@@ -271,9 +279,19 @@ impl KernelKey {
                 unit_stride,
                 wide,
             } => super::conv_backward::input_source(*dtype, *unit_stride, *wide),
-            KernelKey::Conv2dBackwardWeight { dtype, partial } => {
-                super::conv_backward::weight_source(*dtype, *partial)
-            }
+            KernelKey::Conv2dBackwardWeight {
+                dtype,
+                partial,
+                wide,
+                lean,
+            } => super::conv_backward::weight_source(
+                *dtype,
+                *partial,
+                super::conv_backward::WeightKernel {
+                    wide: *wide,
+                    lean: *lean,
+                },
+            ),
             KernelKey::Conv2dSplitSum { dtype } => super::conv_backward::split_sum_source(*dtype),
             KernelKey::Winograd { dtype, stage, tile } => {
                 super::conv_winograd::source(*dtype, *stage, *tile)

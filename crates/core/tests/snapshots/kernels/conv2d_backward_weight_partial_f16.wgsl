@@ -159,9 +159,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let steps = select(0u, (k_end - k_first + 15u) / 16u, k_end > k_first);
     let out_base = workgroup.z * m * columns;
     // Loader roles: both at k0 + tx (consecutive invocations read consecutive pixels). A: rows
-    // row0 + ty * 4 + 0..4; B: columns ty * 4 + 0..4 and 64 + ty * 4 + 0..4.
+    // row0 + 64 * group + ty * 4 + 0..4; B: columns ty * 4 + 0..4 and 64 + ty * 4 + 0..4.
     let a_rows = params.a_offset + (row0 + ty * 4u) * g_c;
-    let a_ok0 = row0 + ty * 4u < m;
+    let a_ok0 = row0 + ty * 4u + 0u < m;
     let a_ok1 = row0 + ty * 4u + 1u < m;
     let a_ok2 = row0 + ty * 4u + 2u < m;
     let a_ok3 = row0 + ty * 4u + 3u < m;
@@ -261,6 +261,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             let ih = i32(oi * stride_h) - i32(pad_h);
             let iw = i32(oj * stride_w) - i32(pad_w);
             let corner = x_offset + image * x_n + bitcast<u32>(ih) * x_h + bitcast<u32>(iw) * x_w;
+            let g_at = a_rows + image * g_n + oi * g_h + oj * g_w;
             let v0 = load_input(corner + off0, k_ok && lok0 && bitcast<u32>(ih + dh0) < height && bitcast<u32>(iw + dw0) < width);
             let v1 = load_input(corner + off1, k_ok && lok1 && bitcast<u32>(ih + dh1) < height && bitcast<u32>(iw + dw1) < width);
             let v2 = load_input(corner + off2, k_ok && lok2 && bitcast<u32>(ih + dh2) < height && bitcast<u32>(iw + dw2) < width);
@@ -271,7 +272,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             let v7 = load_input(corner + off7, k_ok && lok7 && bitcast<u32>(ih + dh7) < height && bitcast<u32>(iw + dw7) < width);
             pb0 = vec4<f32>(v0, v1, v2, v3);
             pb1 = vec4<f32>(v4, v5, v6, v7);
-            let g_at = a_rows + image * g_n + oi * g_h + oj * g_w;
             pa0 = vec4<f32>(
                 load_grad(g_at, a_ok0 && k_ok),
                 load_grad(g_at + g_c, a_ok1 && k_ok),
@@ -301,6 +301,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                     let ih = i32(oi * stride_h) - i32(pad_h);
                     let iw = i32(oj * stride_w) - i32(pad_w);
                     let corner = x_offset + image * x_n + bitcast<u32>(ih) * x_h + bitcast<u32>(iw) * x_w;
+                    let g_at = a_rows + image * g_n + oi * g_h + oj * g_w;
                     let v0 = load_input(corner + off0, k_ok && lok0 && bitcast<u32>(ih + dh0) < height && bitcast<u32>(iw + dw0) < width);
                     let v1 = load_input(corner + off1, k_ok && lok1 && bitcast<u32>(ih + dh1) < height && bitcast<u32>(iw + dw1) < width);
                     let v2 = load_input(corner + off2, k_ok && lok2 && bitcast<u32>(ih + dh2) < height && bitcast<u32>(iw + dw2) < width);
@@ -311,7 +312,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                     let v7 = load_input(corner + off7, k_ok && lok7 && bitcast<u32>(ih + dh7) < height && bitcast<u32>(iw + dw7) < width);
                     pb0 = vec4<f32>(v0, v1, v2, v3);
                     pb1 = vec4<f32>(v4, v5, v6, v7);
-                    let g_at = a_rows + image * g_n + oi * g_h + oj * g_w;
                     pa0 = vec4<f32>(
                         load_grad(g_at, a_ok0 && k_ok),
                         load_grad(g_at + g_c, a_ok1 && k_ok),

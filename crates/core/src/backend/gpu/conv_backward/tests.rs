@@ -1,9 +1,10 @@
 //! Tests of the conv2d gradient kernels: naga validation of every instantiation, both gradients
-//! against the CPU for awkward shapes, and the split-K count.
+//! (every tile and weight-gradient variant) against the CPU for awkward shapes, and the split-K
+//! count.
 
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
 use super::super::kernels::KernelKey;
-use super::split_count;
+use super::weight::{split_count, WeightKernel};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -22,10 +23,14 @@ fn backward_kernels_validate() {
                     wide,
                 });
             }
-            keys.push(KernelKey::Conv2dBackwardWeight {
-                dtype,
-                partial: flag,
-            });
+            for kernel in WeightKernel::ALL {
+                keys.push(KernelKey::Conv2dBackwardWeight {
+                    dtype,
+                    partial: flag,
+                    wide: kernel.wide,
+                    lean: kernel.lean,
+                });
+            }
         }
         for key in keys {
             let source = key.source();
@@ -102,6 +107,93 @@ fn input_gradient_both_tiles_match_cpu() {
                     )
                     .unwrap();
                 check(&dx, &expected, &format!("{name} ({dtype:?}, wide {wide})"));
+            }
+        }
+    }
+}
+
+/// Every weight-gradient variant (narrow or wide tile, lean or not),
+/// forced, with several splits (a partial last split) and the default (one split for these
+/// short K), against the CPU's
+/// on the same (rounded) values: M = o of 72 (one partial wide tile), 129 to 200 (a partial
+/// second row tile), N = c * kh * kw from 4 to 147 (partial column tiles, some with both
+/// halves, some with the first only, for the lean variant; 7 x 7 at stride 2, the stem's), output planes wider and narrower than a k-step (the walk advancing
+/// rows, and whole images), strides 1 and 2, padding, dilation, and strided views of both
+/// the input and the output gradient.
+#[test]
+fn weight_gradient_variants_match_cpu() {
+    let Some(device) = gpu() else { return };
+    #[rustfmt::skip]
+    let cases: [Case; 6] = [
+        // name, [n, c, h, w], o, [kh, kw], [stride, padding, dilation], strided operands
+        ("3x3 pad 1", [3, 8, 7, 9], 136, [3, 3], [1, 1, 1, 1, 1, 1], false),
+        ("3x3 stride 2", [2, 6, 11, 9], 130, [3, 3], [2, 2, 1, 1, 1, 1], false),
+        ("7x7 stride 2 pad 3", [2, 3, 13, 12], 72, [7, 7], [2, 2, 3, 3, 1, 1], false),
+        ("non-square dilated", [2, 5, 10, 11], 129, [2, 3], [1, 2, 1, 0, 2, 1], false),
+        ("1x1 on 3x3 images", [5, 4, 3, 3], 200, [1, 1], [1, 1, 0, 0, 1, 1], false),
+        ("strided views", [3, 6, 6, 5], 144, [3, 3], [1, 1, 1, 1, 1, 1], true),
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !device.supports_f16() {
+            eprintln!("SKIP: F16 (no SHADER_F16)");
+            continue;
+        }
+        for (name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {
+            let params = params(geometry);
+            let [sh, sw, ph, pw, dh, dw] = geometry;
+            let out = |size: usize, k: usize, s: usize, p: usize, d: usize| {
+                (size + 2 * p - d * (k - 1) - 1) / s + 1
+            };
+            let (oh, ow) = (out(h, kh, sh, ph, dh), out(w, kw, sw, pw, dw));
+            // The strided operands: x as [n, h, c + 1, w] storage at offset 1, g as
+            // [n, oh, o, ow] storage, both viewed as NCHW.
+            let (x_len, x_layout, g_layout) = if strided {
+                let mut x = Layout::contiguous(&[n, h, c + 1, w]).permute(&[0, 2, 1, 3]);
+                x.shape[1] = c;
+                x.offset = 1;
+                let g = Layout::contiguous(&[n, oh, o, ow]).permute(&[0, 2, 1, 3]);
+                (n * h * (c + 1) * w + 1, x, g)
+            } else {
+                (
+                    n * c * h * w,
+                    Layout::contiguous(&[n, c, h, w]),
+                    Layout::contiguous(&[n, o, oh, ow]),
+                )
+            };
+            let x = values(x_len, 5, dtype);
+            let g = values(n * o * oh * ow, 6, dtype);
+            let weight_shape = [o, c, kh, kw];
+            let CpuStorage::F32(expected) = CpuStorage::F32(x.clone())
+                .conv2d_backward_weight(
+                    &x_layout,
+                    &CpuStorage::F32(g.clone()),
+                    &g_layout,
+                    &params,
+                    &weight_shape,
+                )
+                .unwrap()
+            else {
+                panic!("dtype changed");
+            };
+            let (x, g) = (upload(&device, &x, dtype), upload(&device, &g, dtype));
+            for kernel in WeightKernel::ALL {
+                for splits in [Some(3), None] {
+                    let dw = x
+                        .conv2d_backward_weight_with(
+                            &x_layout,
+                            &g,
+                            &g_layout,
+                            &params,
+                            &weight_shape,
+                            (kernel, splits),
+                        )
+                        .unwrap();
+                    check(
+                        &dw,
+                        &expected,
+                        &format!("{name} ({dtype:?}, {kernel:?}, splits {splits:?})"),
+                    );
+                }
             }
         }
     }
