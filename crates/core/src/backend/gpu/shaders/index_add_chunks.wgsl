@@ -58,8 +58,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         } else if (crosses_right) {
             partials[slot + inner] = sum;
         } else if (key < params.limit) {
-            let target = output_base + key * inner;
-            output[target] = store_value(load_value(output[target]) + sum);
+            let destination = output_base + key * inner;
+            output[destination] = store_value(load_value(output[destination]) + sum);
         }
     }
 }

@@ -49,6 +49,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         }
         next = next + 1u;
     }
-    let target = o * params.limit * inner + key * inner + column;
-    output[target] = store_value(load_value(output[target]) + sum);
+    let destination = o * params.limit * inner + key * inner + column;
+    output[destination] = store_value(load_value(output[destination]) + sum);
 }
