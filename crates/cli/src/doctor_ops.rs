@@ -3,7 +3,7 @@
 //! composite reductions (max_dim/min_dim, any/all, std, norm), the scans (cumsum, cumprod,
 //! prod), sorting (sort, argsort, topk; a row past one workgroup's sort for the GPU's
 //! multi-pass kernel), selection (nonzero, masked_select) and the device-side draws (randperm,
-//! bernoulli), the fused attention kernel (forward, causal, and the gradients through it),
+//! bernoulli), `index_add` (and the `index_select` gradient it computes), the fused attention kernel (forward, causal, and the gradients through it),
 //! plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
 //! and on the GPU from the same CPU input; `doctor.rs` compares the pairs.
 
@@ -187,6 +187,29 @@ pub(crate) fn comparisons(x: &Tensor, gpu: &Device) -> Vec<OpComparison> {
             Box::new(|x, _| {
                 anygrad::random::manual_seed(12);
                 x.sigmoid()?.bernoulli()
+            }),
+        ),
+        (
+            "index_add (a long run of one index), dims 0 and 1",
+            1e-5,
+            Box::new(|x, d| {
+                // 20 sorted positions of index 2 then a cycle: a run across the GPU's chunks.
+                let rows: Vec<i32> = (0..37).map(|i| if i < 20 { 2 } else { i % 5 }).collect();
+                let columns: Vec<i32> = (0..53).map(|i| (i * 5) % 7).collect();
+                let rows = Tensor::from_vec(rows, &[37], d)?;
+                let columns = Tensor::from_vec(columns, &[53], d)?;
+                let along_0 = Tensor::zeros(&[5, 53], DType::F32, d)?.index_add(0, &rows, x)?;
+                let along_1 = Tensor::ones(&[37, 7], DType::F32, d)?.index_add(1, &columns, x)?;
+                Tensor::cat(&[&along_0.reshape([-1])?, &along_1.reshape([-1])?], 0)
+            }),
+        ),
+        (
+            "index_select gradient (index_add)",
+            1e-5,
+            Box::new(|x, d| {
+                let picked: Vec<i32> = (0..90).map(|i| (i * i) % 37).collect();
+                let picked = Tensor::from_vec(picked, &[90], d)?;
+                gradient(x, &|t| t.index_select(0, &picked))
             }),
         ),
         (

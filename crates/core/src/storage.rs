@@ -556,6 +556,32 @@ impl Storage {
         ))
     }
 
+    /// A copy of `self` with `src` added at the 1-D `indices` along `dim`, deterministic on
+    /// every backend (`BackendStorage::index_add`).
+    pub fn index_add(
+        &self,
+        layout: &Layout,
+        indices: &Storage,
+        indices_layout: &Layout,
+        src: &Storage,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (indices, indices_layout), (src, src_layout)];
+        let call = Call::new("index_add", operands)
+            .same_dtype(&[0, 2])
+            .indices(1);
+        run!(call, |b, i, s| index_add(
+            b,
+            layout,
+            i,
+            indices_layout,
+            s,
+            src_layout,
+            dim
+        ))
+    }
+
     /// The positions along `dim` that sort each row, stable (`BackendStorage::argsort`).
     pub fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Storage> {
         run!(Call::new("argsort", [(self, layout)]), |x| argsort(

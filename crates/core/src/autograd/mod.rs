@@ -121,6 +121,12 @@ pub(crate) enum GradFn {
         src: Tensor,
         dim: usize,
     },
+    IndexAdd {
+        base: Tensor,
+        indices: Tensor,
+        src: Tensor,
+        dim: usize,
+    },
     Cat {
         inputs: Vec<Tensor>,
         dim: usize,
@@ -193,7 +199,9 @@ impl GradFn {
             GradFn::Where {
                 on_true, on_false, ..
             } => vec![on_true, on_false],
-            GradFn::ScatterAdd { base, src, .. } => vec![base, src],
+            GradFn::ScatterAdd { base, src, .. } | GradFn::IndexAdd { base, src, .. } => {
+                vec![base, src]
+            }
             GradFn::Cat { inputs, .. } | GradFn::Custom { inputs, .. } => inputs.iter().collect(),
         }
     }
@@ -357,6 +365,17 @@ impl GradFn {
                 src,
                 dim,
             } => GradFn::ScatterAdd {
+                base: base.graph_edge(),
+                indices,
+                src: src.graph_edge(),
+                dim,
+            },
+            GradFn::IndexAdd {
+                base,
+                indices,
+                src,
+                dim,
+            } => GradFn::IndexAdd {
                 base: base.graph_edge(),
                 indices,
                 src: src.graph_edge(),

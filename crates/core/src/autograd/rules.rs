@@ -117,23 +117,17 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         GradFn::Copy { .. } => vec![Some(g.clone())],
         GradFn::Cast { input } => vec![Some(g.to_dtype(input.dtype())?)],
         GradFn::ToDevice { input } => vec![Some(g.to_device(input.device())?)],
-        // y = x[idx] along d: dx = scatter_add(0, d, idx expanded, g)
+        // y = x[idx] along d: dx = index_add(0, d, idx, g) — deterministic on the GPU, and fast
+        // when one index repeats (every token's position or token-type embedding row). The
+        // zero base is one element broadcast: index_add makes it contiguous in its first copy.
         GradFn::IndexSelect {
             input,
             indices,
             dim,
         } => {
-            let mut view = vec![1usize; g.rank()];
-            view[*dim] = indices.numel();
-            let expanded = indices
-                .reshape(view)?
-                .broadcast_to(g.shape())?
-                .contiguous()?;
-            vec![Some(input.zeros_like()?.scatter_add(
-                *dim as isize,
-                &expanded,
-                g,
-            )?)]
+            let zeros =
+                Tensor::zeros(&[], input.dtype(), input.device())?.broadcast_to(input.shape())?;
+            vec![Some(zeros.index_add(*dim as isize, indices, g)?)]
         }
         // y = gather(x, d, idx): dx = scatter_add(0, d, idx, g)
         GradFn::Gather {
@@ -160,6 +154,13 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
                 gathered.written_into_zeros(src.shape(), &target)?
             };
             vec![Some(g.clone()), Some(src_grad)]
+        }
+        // y = base + index_add(src): dbase = g, dsrc = g[idx] along d
+        GradFn::IndexAdd { indices, dim, .. } => {
+            vec![
+                Some(g.clone()),
+                Some(g.index_select(*dim as isize, indices)?),
+            ]
         }
         // cat: each input's gradient is its slice of g
         GradFn::Cat { inputs, dim } => {

@@ -1,6 +1,7 @@
 //! The view checks every primitive of both backends runs before it touches data, so that a
 //! layout that does not fit its storage (strides or offset reaching past the end, sizes and
-//! strides of different lengths), a dim out of range or operands of incompatible shapes is an
+//! strides of different lengths), a dim out of range or operands of incompatible shapes (also
+//! `index_add`'s base, indices and src) is an
 //! `Error` naming the op on the CPU and the GPU alike, never a panic, a wrong read or (in the
 //! CPU's raw-pointer `gemm` call) an out-of-bounds read.
 
@@ -68,6 +69,43 @@ pub(crate) fn check_dim(op: &'static str, layout: &Layout, dim: usize) -> Result
         });
     }
     Ok(())
+}
+
+/// The extents of an `index_add` seen as `[outer, size, inner]` around `dim`: checks that `dim`
+/// is a dim of the base, the indices are 1-D, and `src` has the base's shape with `dim`
+/// replaced by the number of indices. Returns `(outer, size, inner, count)`.
+pub(crate) fn check_index_add_shapes(
+    base: &Layout,
+    indices: &Layout,
+    src: &Layout,
+    dim: usize,
+) -> Result<(usize, usize, usize, usize)> {
+    const OP: &str = "index_add";
+    check_dim(OP, base, dim)?;
+    if indices.rank() != 1 {
+        return Err(Error::InvalidShape {
+            op: OP,
+            shape: indices.shape.clone(),
+            message: "indices must be 1-D".into(),
+        });
+    }
+    let count = indices.shape[0];
+    let mut expected = base.shape.clone();
+    expected[dim] = count;
+    if src.shape != expected {
+        return Err(Error::ShapeMismatch {
+            op: OP,
+            lhs: base.shape.clone(),
+            rhs: src.shape.clone(),
+            reason: format!(
+                "src must have the base's shape with dim {dim} replaced by the {count} indices \
+                 ({expected:?})"
+            ),
+        });
+    }
+    let outer = base.shape[..dim].iter().product();
+    let inner = base.shape[dim + 1..].iter().product();
+    Ok((outer, base.shape[dim], inner, count))
 }
 
 /// Check the dims of a reduction: each in range, and exactly one for an arg reduction.

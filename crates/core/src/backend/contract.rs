@@ -193,6 +193,22 @@ pub(crate) trait BackendStorage: Sized {
         dim: usize,
     ) -> Result<Self>;
 
+    /// `index_add` (PyTorch's `index_add`): a copy of `self` (the base) with `src` added at
+    /// the 1-D integer `indices` along `dim`: `out[.., indices[j], ..] += src[.., j, ..]`.
+    /// `src` has the base's shape with `dim` replaced by the number of indices, and the base's
+    /// dtype; repeated indices sum up (floats in f32). Rows never indexed keep the base's
+    /// value. Out-of-range or negative indices are `Error::InvalidArgument`, never a wild
+    /// write. The GPU's sum is deterministic (same bits every run, no float atomics).
+    fn index_add(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        src: &Self,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+
     /// The positions along `dim` that sort each row of the view, stable (equal values keep
     /// their order), ascending or `descending`; NaN counts as larger than every number and
     /// `-0.0` equals `0.0`. Output: contiguous `I32` of the view's shape (`sort`, `topk`

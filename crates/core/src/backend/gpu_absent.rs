@@ -421,6 +421,18 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
+    fn index_add(
+        &self,
+        _layout: &Layout,
+        _indices: &Self,
+        _indices_layout: &Layout,
+        _source: &Self,
+        _source_layout: &Layout,
+        _dim: usize,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
     fn scatter_add(
         &self,
         _layout: &Layout,

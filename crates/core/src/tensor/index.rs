@@ -1,4 +1,5 @@
-//! Indexing ops: `index_select`, `gather`, `scatter_add` (primitives) and `one_hot`.
+//! Indexing ops: `index_select`, `gather`, `scatter_add`, `index_add` (primitives) and
+//! `one_hot`.
 
 use super::Tensor;
 use crate::autograd::GradFn;
@@ -73,6 +74,46 @@ impl Tensor {
             b.scatter_add(self.layout(), &i, indices.layout(), &s, src.layout(), d)?
         };
         let grad_fn = Tensor::record(&[self, src], self.dtype(), || GradFn::ScatterAdd {
+            base: self.clone(),
+            indices: indices.clone(),
+            src: src.clone(),
+            dim: d,
+        });
+        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+    }
+
+    /// A copy of `self` with the slices of `src` added at `indices` along `dim`
+    /// (`torch.index_add`): `out[.., indices[j], ..] += src[.., j, ..]`, where `indices` is a
+    /// 1-D integer tensor and `src` has `self`'s shape with `dim` replaced by
+    /// `indices.numel()`. Repeated indices add up; rows never indexed keep `self`'s values.
+    /// Floats sum in f32 (f16 included). On the GPU the sum is deterministic — the same bits
+    /// on every run, without float atomics, however often an index repeats — which makes it
+    /// the backward of `index_select` (embedding gradients).
+    ///
+    /// Errors: a negative or out-of-range index is `Error::InvalidArgument` (on the GPU it is
+    /// reported by the next readback or `synchronize`, like `index_select`'s); indices that are
+    /// not 1-D or not integers, a `src` of the wrong shape or dtype, or a bool tensor are
+    /// errors naming `index_add`.
+    ///
+    /// ```
+    /// # use anygrad_core::{Device, Tensor};
+    /// let base = Tensor::zeros(&[3, 2], anygrad_core::DType::F32, &Device::Cpu)?;
+    /// let src = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2], &Device::Cpu)?;
+    /// let indices = Tensor::from_vec(vec![2i32, 0, 2], &[3], &Device::Cpu)?;
+    /// let out = base.index_add(0, &indices, &src)?;
+    /// assert_eq!(out.to_vec_f32()?, [3.0, 4.0, 0.0, 0.0, 6.0, 8.0]);
+    /// # Ok::<(), anygrad_core::Error>(())
+    /// ```
+    pub fn index_add(&self, dim: isize, indices: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.check_indices("index_add", indices)?;
+        self.same_device("index_add", src)?;
+        self.same_dtype("index_add", src)?;
+        let d = resolve_dim("index_add", dim, self.rank(), self.shape())?;
+        let storage = {
+            let (b, i, s) = (self.storage(), indices.storage(), src.storage());
+            b.index_add(self.layout(), &i, indices.layout(), &s, src.layout(), d)?
+        };
+        let grad_fn = Tensor::record(&[self, src], self.dtype(), || GradFn::IndexAdd {
             base: self.clone(),
             indices: indices.clone(),
             src: src.clone(),

@@ -182,6 +182,18 @@ impl BackendStorage for CpuStorage {
         CpuStorage::scatter_add(self, layout, indices, indices_layout, src, src_layout, dim)
     }
 
+    fn index_add(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        src: &Self,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self> {
+        CpuStorage::index_add(self, layout, indices, indices_layout, src, src_layout, dim)
+    }
+
     fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self> {
         CpuStorage::argsort(self, layout, dim, descending)
     }

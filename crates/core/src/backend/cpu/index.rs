@@ -1,8 +1,9 @@
-//! CPU indexing ops: index_select, gather and scatter_add. Indices of any integer dtype are
+//! CPU indexing ops: index_select, gather, scatter_add and index_add. Indices of any integer dtype are
 //! read as i64 and checked: an out-of-range index is an `Error`, never an out-of-bounds write.
 
-use super::{map_same_variant, map_strided, CpuStorage};
-use crate::backend::checks::{check_dim, check_view};
+use super::{map_same_variant, map_strided, unsupported_dtype, CpuStorage};
+use crate::backend::checks::{check_dim, check_index_add_shapes, check_view};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::contiguous_strides;
@@ -233,6 +234,89 @@ impl CpuStorage {
                 lhs: base.dtype(),
                 rhs: s.dtype(),
             }),
+        }
+    }
+
+    /// A contiguous copy of the base with `src` added at the 1-D `indices` along `dim`
+    /// (`BackendStorage::index_add`): sums in index order, f16 in f32, integers wrapping.
+    pub fn index_add(
+        &self,
+        layout: &Layout,
+        indices: &CpuStorage,
+        indices_layout: &Layout,
+        src: &CpuStorage,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<CpuStorage> {
+        const OP: &str = "index_add";
+        let (outer, size, inner, _) =
+            check_index_add_shapes(layout, indices_layout, src_layout, dim)?;
+        check_view(OP, layout, self.len())?;
+        check_view(OP, indices_layout, indices.len())?;
+        check_view(OP, src_layout, src.len())?;
+        let picked = read_indices(OP, indices, indices_layout, size)?;
+        let extents = (outer, size, inner);
+        let base = self.copy_strided(layout)?;
+        let src = src.copy_strided(src_layout)?;
+        match (base, src) {
+            (CpuStorage::F32(mut out), CpuStorage::F32(s)) => {
+                index_add_rows(&mut out, &s, &picked, extents, |a, b| a + b);
+                Ok(CpuStorage::F32(out))
+            }
+            (CpuStorage::F64(mut out), CpuStorage::F64(s)) => {
+                index_add_rows(&mut out, &s, &picked, extents, |a, b| a + b);
+                Ok(CpuStorage::F64(out))
+            }
+            (CpuStorage::F16(out), CpuStorage::F16(s)) => {
+                let mut wide: Vec<f32> = out.iter().map(|x| x.to_f32()).collect();
+                index_add_rows(&mut wide, &s, &picked, extents, |a, b| a + b.to_f32());
+                Ok(CpuStorage::F16(
+                    wide.into_iter().map(half::f16::from_f32).collect(),
+                ))
+            }
+            (CpuStorage::I32(mut out), CpuStorage::I32(s)) => {
+                index_add_rows(&mut out, &s, &picked, extents, i32::wrapping_add);
+                Ok(CpuStorage::I32(out))
+            }
+            (CpuStorage::U32(mut out), CpuStorage::U32(s)) => {
+                index_add_rows(&mut out, &s, &picked, extents, u32::wrapping_add);
+                Ok(CpuStorage::U32(out))
+            }
+            (CpuStorage::U8(mut out), CpuStorage::U8(s)) => {
+                index_add_rows(&mut out, &s, &picked, extents, u8::wrapping_add);
+                Ok(CpuStorage::U8(out))
+            }
+            (CpuStorage::Bool(_), CpuStorage::Bool(_)) => Err(unsupported_dtype(OP, DType::Bool)),
+            (base, s) => Err(Error::DTypeMismatch {
+                op: OP,
+                lhs: base.dtype(),
+                rhs: s.dtype(),
+            }),
+        }
+    }
+}
+
+/// `out[(o, indices[j], c)] += src[(o, j, c)]` over `[outer, size, inner]` (contiguous `out`
+/// of `outer * size * inner`, contiguous `src` of `outer * indices.len() * inner`), in the
+/// order of `j`: the CPU's reference sum.
+fn index_add_rows<T: Copy, A: Copy>(
+    out: &mut [A],
+    src: &[T],
+    indices: &[usize],
+    (outer, size, inner): (usize, usize, usize),
+    add: impl Fn(A, T) -> A,
+) {
+    let count = indices.len();
+    for o in 0..outer {
+        for (j, &index) in indices.iter().enumerate() {
+            let target = (o * size + index) * inner;
+            let source = (o * count + j) * inner;
+            for (slot, &value) in out[target..target + inner]
+                .iter_mut()
+                .zip(&src[source..source + inner])
+            {
+                *slot = add(*slot, value);
+            }
         }
     }
 }

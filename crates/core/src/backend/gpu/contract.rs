@@ -1,6 +1,6 @@
 //! `GpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
 //! the primitive of the same name (`storage.rs` for creation, `ops.rs`, `indexing.rs`,
-//! `conv.rs`, `conv_backward.rs`, `pool.rs`, `sort.rs`) through a `sliced::Plan`, which says how the primitive runs
+//! `index_add.rs`, `conv.rs`, `conv_backward.rs`, `pool.rs`, `sort.rs`) through a `sliced::Plan`, which says how the primitive runs
 //! in slices when a tensor exceeds one GPU buffer (batch slices for convolutions and matmuls,
 //! outer-dim slices for the rest) and runs it directly otherwise.
 
@@ -354,6 +354,28 @@ impl BackendStorage for GpuStorage {
             [false, false, false],
         )
         .run(|[(b, lb), (i, li), (s, ls)], _| GpuStorage::scatter_add(b, lb, i, li, s, ls, dim))
+    }
+
+    fn index_add(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        src: &Self,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self> {
+        // Slices along a dim other than `dim` cut base and src alike; every slice reads all
+        // the indices.
+        let output = layout.shape.clone();
+        indexing_plan(
+            "index_add",
+            [(self, layout), (indices, indices_layout), (src, src_layout)],
+            &output,
+            dim,
+            [false, true, false],
+        )
+        .run(|[(b, lb), (i, li), (s, ls)], _| GpuStorage::index_add(b, lb, i, li, s, ls, dim))
     }
 
     fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self> {

@@ -425,7 +425,7 @@ impl GpuStorage {
     }
 }
 
-fn check_indices(op: &'static str, indices: &GpuStorage) -> Result<()> {
+pub(super) fn check_indices(op: &'static str, indices: &GpuStorage) -> Result<()> {
     if !indices.dtype.is_index() {
         return Err(Error::invalid(
             op,

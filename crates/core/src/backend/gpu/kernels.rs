@@ -16,6 +16,7 @@
 //! | `Conv2dBackwardInput`, `Conv2dBackwardWeight`, `Conv2dSplitSum` | `conv_backward.rs` |
 //! | `Winograd` | `conv_winograd.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
+//! | `IndexAddKeys`, `IndexAddSums` | `index_add.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
 //! | `MaxPool2d`, `MaxPool2dBackward` | `pool.rs` |
 //! | `Custom` | `custom.rs` |
@@ -123,6 +124,11 @@ pub enum KernelKey {
     IndexRows { dtype: DType, index: DType },
     /// `scatter_add` (atomic adds into a copy of the base).
     ScatterAdd { dtype: DType, index: DType },
+    /// `index_add`'s check of the sorted indices (`index_add.rs`).
+    IndexAddKeys { index: DType },
+    /// `index_add`'s deterministic segmented sums: the chunk pass, or the pass over segments
+    /// crossing chunk borders when `crossing` (`index_add.rs`).
+    IndexAddSums { dtype: DType, crossing: bool },
     /// `argsort` of rows up to 1024 long inside one workgroup; `key`: the 32-bit dtype the
     /// values were cast to (F32, I32 or U32; `sort.rs`).
     SortRows { key: DType },
@@ -189,6 +195,8 @@ impl KernelKey {
             | KernelKey::Gather { .. }
             | KernelKey::IndexRows { .. }
             | KernelKey::ScatterAdd { .. }
+            | KernelKey::IndexAddKeys { .. }
+            | KernelKey::IndexAddSums { .. }
             | KernelKey::SortRows { .. }
             | KernelKey::SortGlobal { .. }
             | KernelKey::MaxPool2d { .. }
@@ -204,7 +212,8 @@ impl KernelKey {
             KernelKey::Fill
             | KernelKey::Custom { .. }
             | KernelKey::SortRows { .. }
-            | KernelKey::SortGlobal { .. } => false,
+            | KernelKey::SortGlobal { .. }
+            | KernelKey::IndexAddKeys { .. } => false,
             KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Attention(key) => key.dtype == DType::F16,
@@ -224,7 +233,8 @@ impl KernelKey {
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. }
             | KernelKey::MaxPool2d { dtype }
-            | KernelKey::MaxPool2dBackward { dtype } => *dtype == DType::F16,
+            | KernelKey::MaxPool2dBackward { dtype }
+            | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
             KernelKey::Where {
                 condition, dtype, ..
             } => *condition == DType::F16 || *dtype == DType::F16,
@@ -304,6 +314,10 @@ impl KernelKey {
             }
             KernelKey::ScatterAdd { dtype, index } => {
                 super::indexing::scatter_add_source(*dtype, *index)
+            }
+            KernelKey::IndexAddKeys { index } => super::index_add::keys_source(*index),
+            KernelKey::IndexAddSums { dtype, crossing } => {
+                super::index_add::sums_source(*dtype, *crossing)
             }
             KernelKey::SortRows { key } => super::sort::source(*key, false),
             KernelKey::SortGlobal { key } => super::sort::source(*key, true),

@@ -41,6 +41,7 @@ mod elementwise;
 mod fill;
 mod fusion;
 mod fusion_source;
+mod index_add;
 mod indexing;
 mod kernel_catalog;
 #[cfg(test)]
