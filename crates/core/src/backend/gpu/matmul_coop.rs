@@ -7,10 +7,11 @@
 //! configuration, subgroups of exactly 32 invocations and enough workgroup memory
 //! ([`CoopSupport`]). Everywhere else f16 matmuls take the regular kernels.
 //!
-//! One workgroup of 128 invocations (four subgroups of 32) computes a [`COOP_TILE`]²
-//! (128 x 128) tile of C; subgroup `s` (the `subgroup_id` builtin) owns the 64 x 64 quarter
-//! at rows `(s / 2) * 64`, columns `(s % 2) * 64`, as a 4 x 4 grid of f32 accumulators. The
-//! variants ([`CoopVariant`], `ANYGRAD_COOP_MATMUL=staged|staged16|staged32|direct|off`):
+//! In the first three variants one workgroup of 128 invocations (four subgroups of 32)
+//! computes a [`COOP_TILE`]² (128 x 128) tile of C; subgroup `s` (the `subgroup_id` builtin)
+//! owns the 64 x 64 quarter at rows `(s / 2) * 64`, columns `(s % 2) * 64`, as a 4 x 4 grid
+//! of f32 accumulators. The variants ([`CoopVariant`], `ANYGRAD_COOP_MATMUL=staged|off` or a
+//! variant's name: `direct|staged16|staged32|packed32|slim32|wide16|tall16|wide32`):
 //! - **staged32** (the default, `staged`, where 41 KiB of workgroup memory fit) and
 //!   **staged16**: K is walked in blocks of 32 or 16
 //!   32; the workgroup copies A's 128 x kb and B's kb x 128 block into workgroup memory (rows
@@ -24,7 +25,29 @@
 //!   everywhere, and staged32 was checked against the CPU on the H200;
 //! - **direct**: the first design measured on the H200 (68.8 TFLOPS with one subgroup per
 //!   workgroup), four subgroups per workgroup, every fragment read straight from the storage
-//!   buffers (`coopLoadT` with the run-time row strides k and n), K-step 16, no barriers.
+//!   buffers (`coopLoadT` with the run-time row strides k and n), K-step 16, no barriers;
+//! - the **packed** kernels (`matmul_coop/packed.rs`): A and B read 16 bytes (8 halves) per
+//!   load through `array<vec4<u32>>` bindings, staged as `u32` words (half the shared-memory
+//!   stores), fragments loaded from the words, the f32 scratch tiles sharing them. Workgroup
+//!   memory is copies x (rows x (kb + 8) + kb x (columns + 8)) x 2 bytes:
+//!   - **packed32**: staged32's geometry packed (128 x 128, four 64 x 64 subgroups, kb 32,
+//!     double buffered): 2 x (128 x 40 + 32 x 136) x 2 = 37,888 B;
+//!   - **slim32**: 128 x 128 by eight subgroups of 32 x 64 (2 x 4 accumulators: about half
+//!     the registers, so twice the subgroups per SM), kb 32 double buffered: 37,888 B;
+//!   - **wide16**: 128 x 256 by eight 64 x 64 subgroups (2 x 4), kb 16 double buffered:
+//!     2 x (128 x 24 + 16 x 264) x 2 = 29,184 B; n a multiple of 256;
+//!   - **tall16**: 256 x 128 by eight 64 x 64 subgroups (4 x 2), kb 16 double buffered:
+//!     2 x (256 x 24 + 16 x 136) x 2 = 33,280 B; m a multiple of 256;
+//!   - **wide32**: 128 x 256 like wide16 but kb 32 single buffered (the next block's loads
+//!     still go out before the current block's products; two barriers per block):
+//!     (128 x 40 + 32 x 264) x 2 = 27,136 B; n a multiple of 256.
+//!
+//! `matmul` hands the variants that apply to a shape to the autotuner (`autotune.rs`):
+//! the default (staged32) is candidate 0, which runs with tuning off; the others are timed on
+//! first use of a shape and the fastest kept. Naming a variant in `ANYGRAD_COOP_MATMUL`
+//! forces exactly that kernel (where it applies: the regular kernels take shapes outside its
+//! tile), which is how each is timed on its own. The 128 x 256 (256 x 128) variants apply
+//! only where n (m) is a multiple of 256.
 //!
 //! Output: WGSL cannot convert a cooperative matrix to another scalar type, so each f32
 //! accumulator is stored (`coopStoreT`) into a per-subgroup 16 x 16 f32 scratch tile in
@@ -59,6 +82,7 @@ use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::layout::Layout;
+use packed::Geometry;
 
 /// Edge of the output tile of one workgroup.
 pub(crate) const COOP_TILE: usize = 128;
@@ -82,21 +106,91 @@ pub enum CoopVariant {
     /// Operand blocks of 32 k staged in double-buffered workgroup memory (41 KiB); k a
     /// multiple of 32.
     Staged32,
+    /// Staged32's tile and blocks, packed (16-byte loads, words staged, scratch shared: 37 KiB).
+    Packed32,
+    /// 128 x 128 by eight subgroups of 32 x 64 (half the accumulators each), packed, k-blocks
+    /// of 32 double buffered (37 KiB).
+    Slim32,
+    /// 128 x 256 by eight subgroups of 64 x 64, packed, k-blocks of 16 double buffered
+    /// (28.5 KiB); n a multiple of 256.
+    Wide16,
+    /// 256 x 128 by eight subgroups of 64 x 64, packed, k-blocks of 16 double buffered
+    /// (32.5 KiB); m a multiple of 256.
+    Tall16,
+    /// 128 x 256 by eight subgroups of 64 x 64, packed, k-blocks of 32 single buffered
+    /// (26.5 KiB, two barriers per block); n a multiple of 256.
+    Wide32,
 }
 
 impl CoopVariant {
     /// Every variant.
-    pub const ALL: [CoopVariant; 3] = [
+    pub const ALL: [CoopVariant; 8] = [
         CoopVariant::Direct,
         CoopVariant::Staged16,
         CoopVariant::Staged32,
+        CoopVariant::Packed32,
+        CoopVariant::Slim32,
+        CoopVariant::Wide16,
+        CoopVariant::Tall16,
+        CoopVariant::Wide32,
     ];
+
+    /// The name `ANYGRAD_COOP_MATMUL` and the autotuner use.
+    pub fn name(self) -> &'static str {
+        match self {
+            CoopVariant::Direct => "direct",
+            CoopVariant::Staged16 => "staged16",
+            CoopVariant::Staged32 => "staged32",
+            CoopVariant::Packed32 => "packed32",
+            CoopVariant::Slim32 => "slim32",
+            CoopVariant::Wide16 => "wide16",
+            CoopVariant::Tall16 => "tall16",
+            CoopVariant::Wide32 => "wide32",
+        }
+    }
+
+    /// The packed kernels' geometry (`matmul_coop/packed.rs`); `None` for the first three.
+    pub(crate) fn geometry(self) -> Option<Geometry> {
+        let geometry =
+            |(rows, columns), (subgroups, grid_columns), fragments, kb, copies| Geometry {
+                rows,
+                columns,
+                subgroups,
+                grid_columns,
+                fragments,
+                kb,
+                copies,
+            };
+        match self {
+            CoopVariant::Direct | CoopVariant::Staged16 | CoopVariant::Staged32 => None,
+            CoopVariant::Packed32 => Some(geometry((128, 128), (4, 2), (4, 4), 32, 2)),
+            CoopVariant::Slim32 => Some(geometry((128, 128), (8, 2), (2, 4), 32, 2)),
+            CoopVariant::Wide16 => Some(geometry((128, 256), (8, 4), (4, 4), 16, 2)),
+            CoopVariant::Tall16 => Some(geometry((256, 128), (8, 2), (4, 4), 16, 2)),
+            CoopVariant::Wide32 => Some(geometry((128, 256), (8, 4), (4, 4), 32, 1)),
+        }
+    }
+
+    /// Output rows and columns of one workgroup: m and n must be multiples of them.
+    pub fn tile(self) -> (usize, usize) {
+        self.geometry()
+            .map_or((COOP_TILE, COOP_TILE), |g| (g.rows, g.columns))
+    }
+
+    /// Invocations per workgroup.
+    pub fn threads(self) -> u32 {
+        self.geometry()
+            .map_or(4 * SUBGROUP_SIZE, |g| g.threads() as u32)
+    }
 
     /// k must be a non-zero multiple of this (the staged kernels' k-block).
     pub fn k_step(self) -> usize {
-        match self {
-            CoopVariant::Direct | CoopVariant::Staged16 => 16,
-            CoopVariant::Staged32 => 32,
+        match self.geometry() {
+            Some(geometry) => geometry.kb,
+            None => match self {
+                CoopVariant::Staged32 => 32,
+                _ => 16,
+            },
         }
     }
 
@@ -111,45 +205,58 @@ impl CoopVariant {
     }
 
     /// Bytes of workgroup memory one workgroup uses (the f32 scratch tiles, and for the
-    /// staged kernels two copies of both f16 blocks).
+    /// staged kernels two copies of both f16 blocks; the packed kernels' words).
     pub fn workgroup_bytes(self) -> u32 {
+        if let Some(geometry) = self.geometry() {
+            return geometry.workgroup_bytes();
+        }
         let scratch = 4 * 256 * 4;
         let (a, b) = self.blocks();
         match self {
-            CoopVariant::Direct => scratch,
             CoopVariant::Staged16 | CoopVariant::Staged32 => (2 * (a + b) * 2) as u32 + scratch,
+            _ => scratch,
         }
     }
 
+    /// Whether a device with `limits` can run this variant's workgroups.
+    pub(crate) fn fits(self, limits: &wgpu::Limits) -> bool {
+        self.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
+            && self.threads() <= limits.max_compute_invocations_per_workgroup
+            && self.threads() <= limits.max_compute_workgroup_size_x
+    }
+
     /// `ANYGRAD_COOP_MATMUL`: `staged` (default: staged32 where its workgroup memory fits —
-    /// 76.2 TFLOPS vs staged16's 65.9 at 4096 on the H200 — else staged16), `staged16`,
-    /// `staged32`, `direct`, or `off` (regular kernels only). A variant whose workgroup memory
-    /// exceeds `limit` falls back to `direct`.
-    fn from_env(limit: u32) -> Option<CoopVariant> {
-        let staged = if CoopVariant::Staged32.workgroup_bytes() <= limit {
+    /// 76.2 TFLOPS vs staged16's 65.9 at 4096 on the H200 — else staged16, with the other
+    /// variants as autotuner candidates), a variant's [`name`](CoopVariant::name) (exactly
+    /// that kernel, no tuning among variants), or `off` (regular kernels only). A named
+    /// variant that does not fit `limits` falls back to `direct`. The second value: whether
+    /// the variant was named (forced).
+    fn from_env(limits: &wgpu::Limits) -> Option<(CoopVariant, bool)> {
+        let staged = if CoopVariant::Staged32.fits(limits) {
             CoopVariant::Staged32
         } else {
             CoopVariant::Staged16
         };
-        let chosen = match std::env::var("ANYGRAD_COOP_MATMUL")
-            .ok()
-            .as_deref()
-            .map(str::trim)
-        {
-            None | Some("") | Some("staged") => staged,
-            Some("staged16") => CoopVariant::Staged16,
-            Some("staged32") => CoopVariant::Staged32,
-            Some("direct") => CoopVariant::Direct,
+        let setting = std::env::var("ANYGRAD_COOP_MATMUL").ok();
+        let chosen = match setting.as_deref().map(str::trim) {
+            None | Some("") | Some("staged") => (staged, false),
             Some("off") | Some("0") | Some("none") => return None,
-            Some(other) => {
-                tracing::warn!("ANYGRAD_COOP_MATMUL={other} is unknown (staged|staged16|staged32|direct|off); using staged");
-                staged
-            }
+            Some(name) => match CoopVariant::ALL.into_iter().find(|v| v.name() == name) {
+                Some(variant) => (variant, true),
+                None => {
+                    let names: Vec<&str> = CoopVariant::ALL.iter().map(|v| v.name()).collect();
+                    tracing::warn!(
+                        "ANYGRAD_COOP_MATMUL={name} is unknown (staged|{}|off); using staged",
+                        names.join("|")
+                    );
+                    (staged, false)
+                }
+            },
         };
-        Some(if chosen.workgroup_bytes() <= limit {
+        Some(if chosen.0.fits(limits) {
             chosen
         } else {
-            CoopVariant::Direct
+            (CoopVariant::Direct, chosen.1)
         })
     }
 }
@@ -167,6 +274,11 @@ pub(crate) struct CoopSupport {
     /// The variant `matmul` picks for eligible f16 products (`None`: unavailable, or disabled
     /// by `ANYGRAD_COOP_MATMUL=off`).
     pub(crate) chosen: Option<CoopVariant>,
+    /// `ANYGRAD_COOP_MATMUL` named `chosen`: no other variant is tried.
+    forced: bool,
+    /// The variants that fit the device's workgroup limits, in [`CoopVariant::ALL`]'s order
+    /// (the autotuner's other candidates).
+    fitting: Vec<CoopVariant>,
     /// Hardware cooperative-matrix kernels recorded, for `anygrad doctor`.
     pub(crate) dispatches: AtomicU64,
     /// Why `matmul` stopped using the hardware kernels (the driver refused one).
@@ -203,14 +315,19 @@ impl CoopSupport {
             && info.subgroup_max_size == SUBGROUP_SIZE
             && limits.max_compute_invocations_per_workgroup >= 4 * SUBGROUP_SIZE
             && limits.max_compute_workgroup_size_x >= 4 * SUBGROUP_SIZE;
+        let (chosen, forced) = match available.then(|| CoopVariant::from_env(limits)) {
+            Some(Some((variant, forced))) => (Some(variant), forced),
+            _ => (None, false),
+        };
         CoopSupport {
             f16_f32_16x16,
             available,
-            chosen: if available {
-                CoopVariant::from_env(limits.max_compute_workgroup_storage_size)
-            } else {
-                None
-            },
+            chosen,
+            forced,
+            fitting: CoopVariant::ALL
+                .into_iter()
+                .filter(|variant| variant.fits(limits))
+                .collect(),
             dispatches: AtomicU64::new(0),
             failure: Mutex::new(None),
             conv: super::conv_coop::ConvCoopState::from_env(),
@@ -236,10 +353,25 @@ impl CoopSupport {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
     }
 
-    /// The key `matmul` uses for `a x b` of `dtype`, when a cooperative kernel applies.
-    pub(crate) fn key_for(&self, dtype: DType, a: &Layout, b: &Layout) -> Option<CoopVariant> {
-        self.active()
+    /// The variants `matmul` may run for `a x b` of `dtype` (the autotuner's candidates):
+    /// the active one first when it applies, then (unless `ANYGRAD_COOP_MATMUL` named one)
+    /// every other variant that fits the device and applies. Empty: no cooperative kernel.
+    pub(crate) fn candidates(&self, dtype: DType, a: &Layout, b: &Layout) -> Vec<CoopVariant> {
+        let Some(active) = self.active() else {
+            return Vec::new();
+        };
+        let mut candidates: Vec<CoopVariant> = Some(active)
             .filter(|&variant| coop_applies(variant, dtype, a, b))
+            .into_iter()
+            .collect();
+        if !self.forced {
+            for &variant in &self.fitting {
+                if variant != active && coop_applies(variant, dtype, a, b) {
+                    candidates.push(variant);
+                }
+            }
+        }
+        candidates
     }
 
     /// Whether this device may run `MatmulCoop { variant, emulated }` on `a x b`.
@@ -250,9 +382,7 @@ impl CoopSupport {
         limits: &wgpu::Limits,
         (dtype, a, b): (DType, &Layout, &Layout),
     ) -> bool {
-        (emulated || self.available)
-            && limits.max_compute_workgroup_storage_size >= variant.workgroup_bytes()
-            && coop_applies(variant, dtype, a, b)
+        (emulated || self.available) && variant.fits(limits) && coop_applies(variant, dtype, a, b)
     }
 
     /// Count one recorded hardware cooperative-matrix dispatch.
@@ -289,8 +419,8 @@ impl GpuDevice {
 }
 
 /// Whether `variant` may compute `a x b` (layouts `[batch, m, k]` and `[batch, k, n]`): F16,
-/// m and n non-zero multiples of [`COOP_TILE`], k a non-zero multiple of the variant's
-/// K-step, both operands row-major within a batch (column stride 1, row stride k resp. n),
+/// m and n non-zero multiples of the variant's [`tile`](CoopVariant::tile) (128 or 256), k a
+/// non-zero multiple of the variant's K-step, both operands row-major within a batch (column stride 1, row stride k resp. n),
 /// offsets and batch strides multiples of 8 elements (16 bytes; stride 0, a broadcast batch,
 /// included).
 ///
@@ -311,9 +441,9 @@ pub(crate) fn coop_applies(variant: CoopVariant, dtype: DType, a: &Layout, b: &L
         && batch == b_batch
         && k == b_k
         && m > 0
-        && m.is_multiple_of(COOP_TILE)
+        && m.is_multiple_of(variant.tile().0)
         && n > 0
-        && n.is_multiple_of(COOP_TILE)
+        && n.is_multiple_of(variant.tile().1)
         && k > 0
         && k.is_multiple_of(variant.k_step())
         && (a_row, a_column) == (k, 1)
@@ -436,10 +566,13 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
 /// The kernel text after `enable f16;` (the header `KernelKey::source` writes).
 /// params: [`MatmulParams`] (`matmul.rs`).
 pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
+    if let Some(geometry) = variant.geometry() {
+        return packed::source_body(geometry, emulated);
+    }
     let coop = Coop { emulated };
     let (element, a_source, b_source) = match variant {
         CoopVariant::Direct => ("f16", "matrix_a", "matrix_b"),
-        CoopVariant::Staged16 | CoopVariant::Staged32 => ("vec4<f16>", "tile_a", "tile_b"),
+        _ => ("vec4<f16>", "tile_a", "tile_b"),
     };
     let staged = variant != CoopVariant::Direct;
     // Staged: k-block, A's padded row, halves of one copy of A's and B's block, vec4s per
@@ -699,5 +832,6 @@ fn direct_loop(w: &mut String, coop: Coop) {
     let _ = writeln!(w, "        }}");
 }
 
+mod packed;
 #[cfg(test)]
 pub(crate) mod tests;
