@@ -26,7 +26,8 @@
 //! - **direct**: the first design measured on the H200 (68.8 TFLOPS with one subgroup per
 //!   workgroup), four subgroups per workgroup, every fragment read straight from the storage
 //!   buffers (`coopLoadT` with the run-time row strides k and n), K-step 16, no barriers;
-//! - the **packed** kernels (`matmul_coop/packed.rs`): A and B read 16 bytes (8 halves) per
+//! - the **packed** kernels (`matmul_coop/packed.rs`; the first three are
+//!   `matmul_coop/source.rs`'s): A and B read 16 bytes (8 halves) per
 //!   load through `array<vec4<u32>>` bindings, staged as `u32` words (half the shared-memory
 //!   stores), fragments loaded from the words, the f32 scratch tiles sharing them. Workgroup
 //!   memory is copies x (rows x (kb + 8) + kb x (columns + 8)) x 2 bytes:
@@ -70,14 +71,10 @@
 //! and `local % 32`): slow, but it runs the staging, double buffering, fragment addressing
 //! and epilogue on any f16 device, so tests check them without tensor cores.
 
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::kernels::KernelKey;
-use super::matmul::MatmulParams;
-use super::params::KernelParams;
-use super::wgsl::COMMON;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::Error;
@@ -281,6 +278,9 @@ pub(crate) struct CoopSupport {
     fitting: Vec<CoopVariant>,
     /// Hardware cooperative-matrix kernels recorded, for `anygrad doctor`.
     pub(crate) dispatches: AtomicU64,
+    /// The variant of the last recorded hardware dispatch (its index in
+    /// [`CoopVariant::ALL`] plus one; 0: none yet).
+    last: AtomicUsize,
     /// Why `matmul` stopped using the hardware kernels (the driver refused one).
     failure: Mutex<Option<String>>,
     /// The cooperative-matrix convolutions (`conv_coop.rs`).
@@ -329,6 +329,7 @@ impl CoopSupport {
                 .filter(|variant| variant.fits(limits))
                 .collect(),
             dispatches: AtomicU64::new(0),
+            last: AtomicUsize::new(0),
             failure: Mutex::new(None),
             conv: super::conv_coop::ConvCoopState::from_env(),
         }
@@ -385,9 +386,12 @@ impl CoopSupport {
         (emulated || self.available) && variant.fits(limits) && coop_applies(variant, dtype, a, b)
     }
 
-    /// Count one recorded hardware cooperative-matrix dispatch.
-    pub(crate) fn count(&self) {
+    /// Count one recorded hardware cooperative-matrix dispatch of `variant`.
+    pub(crate) fn count(&self, variant: CoopVariant) {
         self.dispatches.fetch_add(1, Ordering::Relaxed);
+        let index = CoopVariant::ALL.iter().position(|&v| v == variant);
+        self.last
+            .store(index.map_or(0, |index| index + 1), Ordering::Relaxed);
     }
 }
 
@@ -410,6 +414,15 @@ impl GpuDevice {
     /// configuration and the device was opened with cooperative matrices.
     pub fn has_cooperative_f16_f32(&self) -> bool {
         self.context().coop.f16_f32_16x16
+    }
+
+    /// The cooperative-matrix variant of the last hardware matmul recorded on this device
+    /// (what the autotuner or `ANYGRAD_COOP_MATMUL` picked; `anygrad bench matmul` reports
+    /// it), if any ran yet.
+    pub fn cooperative_matmul_last(&self) -> Option<CoopVariant> {
+        let last = self.context().coop.last.load(Ordering::Relaxed);
+        last.checked_sub(1)
+            .and_then(|index| CoopVariant::ALL.get(index).copied())
     }
 
     /// Hardware cooperative-matrix matmul kernels recorded on this device so far.
@@ -563,275 +576,8 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
     }
 }
 
-/// The kernel text after `enable f16;` (the header `KernelKey::source` writes).
-/// params: [`MatmulParams`] (`matmul.rs`).
-pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
-    if let Some(geometry) = variant.geometry() {
-        return packed::source_body(geometry, emulated);
-    }
-    let coop = Coop { emulated };
-    let (element, a_source, b_source) = match variant {
-        CoopVariant::Direct => ("f16", "matrix_a", "matrix_b"),
-        _ => ("vec4<f16>", "tile_a", "tile_b"),
-    };
-    let staged = variant != CoopVariant::Direct;
-    // Staged: k-block, A's padded row, halves of one copy of A's and B's block, vec4s per
-    // row of A's block.
-    let (kb, a_row, (a_block, b_block)) = (variant.k_step(), variant.a_row(), variant.blocks());
-    let quads = kb / 4;
-    let mut w = String::new();
-    // `write!` into a String cannot fail; the results are ignored deliberately.
-    if !emulated {
-        w.push_str(&coop.prelude(a_source, b_source));
-    }
-    w.push_str(MatmulParams::WGSL);
-    w.push_str(COMMON);
-    let _ = writeln!(
-        w,
-        r#"@group(0) @binding(1) var<storage, read> matrix_a: array<{element}>;
-@group(0) @binding(2) var<storage, read> matrix_b: array<{element}>;
-@group(0) @binding(3) var<storage, read_write> matrix_c: array<vec4<f16>>;
-// One 16 x 16 f32 tile per subgroup: accumulators pass through it on their way to f16.
-var<workgroup> scratch: array<f32, 1024>;"#
-    );
-    if staged {
-        let _ = writeln!(
-            w,
-            "// Two copies (ping-pong) of A's block [128 rows][{a_row}] and B's [{kb} k][{B_ROW}] (padded rows).\n\
-             var<workgroup> tile_a: array<f16, {}>;\nvar<workgroup> tile_b: array<f16, {}>;",
-            2 * a_block,
-            2 * b_block
-        );
-    }
-    if emulated {
-        w.push_str(&coop.prelude(a_source, b_source));
-    }
-    let (subgroup, lane) = if emulated {
-        (
-            "    let subgroup = local / 32u;\n",
-            "    let lane = local % 32u;\n    emulated_lane = lane;\n",
-        )
-    } else {
-        ("", "")
-    };
-    let _ = writeln!(
-        w,
-        r#"
-@compute @workgroup_size(128)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32{builtins}) {{
-{subgroup}{lane}    let batch = params.batch;
-    let m = params.m;
-    let n = params.n;
-    let k = params.k;
-    let n4 = n / 4u;
-    let row0 = workgroup.y * 128u;
-    let column0 = workgroup.x * 128u;
-    // This subgroup's 64 x 64 quarter of the tile.
-    let sub_row = (subgroup / 2u) * 64u;
-    let sub_column = (subgroup % 2u) * 64u;
-    // Its scratch tile, and the 8 values (half a row) this invocation converts from it.
-    let scratch_at = subgroup * 256u;
-    let lane_at = scratch_at + lane * 8u;"#,
-        builtins = coop.subgroup_builtins(),
-    );
-    if staged {
-        let _ = writeln!(
-            w,
-            r#"    let k4 = k / 4u;
-    let steps = k / {kb}u;
-    // Loader roles: vec4 `local % {quads}` of rows `local / {quads} + {a_rows}p` of A's block,
-    // vec4 `local % 32` of k rows `local / 32 + 4p` of B's block (p = 0..{loads}); where they
-    // go in a block copy.
-    let a_store = (local / {quads}u) * {a_row}u + (local % {quads}u) * 4u;
-    let b_store = (local / 32u) * {B_ROW}u + (local % 32u) * 4u;
-    // This subgroup's first A row in a block copy.
-    let a_fragment = sub_row * {a_row}u;"#,
-            a_rows = 128 / quads,
-            loads = kb / 4,
-        );
-    }
-    let accumulators: Vec<String> = (0..16).map(|t| format!("c{}{}", t / 4, t % 4)).collect();
-    for c in &accumulators {
-        let _ = writeln!(w, "    var {c}: {};", coop.ty('C'));
-    }
-    let _ = writeln!(
-        w,
-        "    for (var b = workgroup.z; b < batch; b = b + workgroups.z) {{"
-    );
-    for c in &accumulators {
-        let _ = writeln!(w, "        {c} = {}();", coop.ty('C'));
-    }
-    if staged {
-        staged_loop(&mut w, coop, variant);
-    } else {
-        direct_loop(&mut w, coop);
-    }
-    // Epilogue: this invocation writes row `lane / 2`, columns `(lane % 2) * 8 + 0..8` of
-    // each 16 x 16 accumulator, as two vec4<f16> (vec4 index `c_at` for accumulator 00).
-    let _ = writeln!(
-        w,
-        "        let c_at = ((b * m + row0 + sub_row + lane / 2u) * n + column0 + sub_column + (lane % 2u) * 8u) / 4u;"
-    );
-    for (t, c) in accumulators.iter().enumerate() {
-        let (i, j) = (t / 4, t % 4);
-        let _ = writeln!(
-            w,
-            "        {}\n        workgroupBarrier();\n        {{\n\
-             \x20           let at = c_at + {}u * n4 + {}u;\n\
-             \x20           matrix_c[at] = vec4<f16>(vec4<f32>(scratch[lane_at], scratch[lane_at + 1u], scratch[lane_at + 2u], scratch[lane_at + 3u]));\n\
-             \x20           matrix_c[at + 1u] = vec4<f16>(vec4<f32>(scratch[lane_at + 4u], scratch[lane_at + 5u], scratch[lane_at + 6u], scratch[lane_at + 7u]));\n\
-             \x20       }}\n        workgroupBarrier();",
-            coop.store_scratch(c, "scratch_at"),
-            i * 16,
-            j * 4
-        );
-    }
-    let _ = writeln!(w, "    }}\n}}");
-    w
-}
-
-/// The staged kernels' k-loop: double-buffered workgroup blocks of `variant.k_step()` k.
-fn staged_loop(w: &mut String, coop: Coop, variant: CoopVariant) {
-    let (kb, a_row, (a_block, b_block)) = (variant.k_step(), variant.a_row(), variant.blocks());
-    let quads = kb / 4; // vec4s per row of A's block
-    let loads = kb / 4; // vec4s of each block per invocation per k-block
-    let a_rows = 128 / quads; // rows of A's block one vec4 per invocation covers
-    let _ = writeln!(
-        w,
-        r#"        // This invocation's first vec4 of A and of B in k-block 0 of batch b.
-        let a_start = (params.a_offset + b * params.a_batch_stride) / 4u + (row0 + local / {quads}u) * k4 + local % {quads}u;
-        let b_start = (params.b_offset + b * params.b_batch_stride) / 4u + (local / 32u) * n4 + column0 / 4u + local % 32u;"#
-    );
-    // The global loads of one k-block into registers a{p}, b{p}.
-    let load = |w: &mut String, indent: &str, declare: &str, a_at: &str, b_at: &str| {
-        for p in 0..loads {
-            let _ = writeln!(
-                w,
-                "{indent}{declare}a{p} = matrix_a[{a_at} + {}u * k4];",
-                p * a_rows
-            );
-        }
-        for p in 0..loads {
-            let _ = writeln!(
-                w,
-                "{indent}{declare}b{p} = matrix_b[{b_at} + {}u * n4];",
-                p * 4
-            );
-        }
-    };
-    // The registers into the block copies starting at `a_at`, `b_at`.
-    let store = |w: &mut String, indent: &str, a_at: &str, b_at: &str| {
-        for p in 0..loads {
-            for (lane, component) in ["x", "y", "z", "w"].iter().enumerate() {
-                let _ = writeln!(
-                    w,
-                    "{indent}tile_a[{a_at} + a_store + {}u] = a{p}.{component};",
-                    p * a_rows * a_row + lane
-                );
-                let _ = writeln!(
-                    w,
-                    "{indent}tile_b[{b_at} + b_store + {}u] = b{p}.{component};",
-                    p * 4 * B_ROW + lane
-                );
-            }
-        }
-    };
-    let _ = writeln!(w, "        // k-block 0 into copy 0.");
-    load(w, "        ", "var ", "a_start", "b_start");
-    store(w, "        ", "0u", "0u");
-    let _ = writeln!(
-        w,
-        r#"        workgroupBarrier();
-        for (var step = 0u; step < steps; step = step + 1u) {{
-            // Multiply out copy `step % 2` while the next k-block's loads are in flight, then
-            // store them into the other copy (read by nobody since the last barrier).
-            let current = step % 2u;
-            let a_current = current * {a_block}u;
-            let b_current = current * {b_block}u;
-            let more = step + 1u < steps;
-            if (more) {{
-                let a_next = a_start + (step + 1u) * {quads}u;
-                let b_next = b_start + (step + 1u) * {kb}u * n4;"#
-    );
-    load(w, "                ", "", "a_next", "b_next");
-    let _ = writeln!(w, "            }}");
-    for kk in 0..kb / 16 {
-        let _ = writeln!(w, "            {{");
-        for j in 0..4 {
-            let start = format!("b_current + sub_column + {}u", kk * 16 * B_ROW + j * 16);
-            let _ = writeln!(
-                w,
-                "                let fb{j} = {};",
-                coop.load('B', "tile_b", &start, &format!("{B_ROW}u"))
-            );
-        }
-        for i in 0..4 {
-            let start = format!("a_current + a_fragment + {}u", i * 16 * a_row + kk * 16);
-            let _ = writeln!(
-                w,
-                "                let fa{i} = {};",
-                coop.load('A', "tile_a", &start, &format!("{a_row}u"))
-            );
-            for j in 0..4 {
-                let _ = writeln!(
-                    w,
-                    "                c{i}{j} = {};",
-                    coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &format!("c{i}{j}"))
-                );
-            }
-        }
-        let _ = writeln!(w, "            }}");
-    }
-    let _ = writeln!(
-        w,
-        "            if (more) {{\n                let a_other = {a_block}u - a_current;\n                let b_other = {b_block}u - b_current;"
-    );
-    store(w, "                ", "a_other", "b_other");
-    let _ = writeln!(
-        w,
-        "            }}\n            workgroupBarrier();\n        }}"
-    );
-}
-
-/// The direct kernel's k-loop: fragments straight from the storage buffers, K-step 16.
-fn direct_loop(w: &mut String, coop: Coop) {
-    let _ = writeln!(
-        w,
-        r#"        // This subgroup's first element of A (row row0 + sub_row) and of B (column
-        // column0 + sub_column) in batch b.
-        let a_base = params.a_offset + b * params.a_batch_stride + (row0 + sub_row) * k;
-        let b_base = params.b_offset + b * params.b_batch_stride + column0 + sub_column;
-        for (var k0 = 0u; k0 < k; k0 = k0 + 16u) {{
-            let a_at = a_base + k0;
-            let b_at = b_base + k0 * n;"#
-    );
-    for j in 0..4 {
-        let start = format!("b_at + {}u", j * 16);
-        let _ = writeln!(
-            w,
-            "            let fb{j} = {};",
-            coop.load('B', "matrix_b", &start, "n")
-        );
-    }
-    for i in 0..4 {
-        let start = format!("a_at + {}u * k", i * 16);
-        let _ = writeln!(
-            w,
-            "            let fa{i} = {};",
-            coop.load('A', "matrix_a", &start, "k")
-        );
-        for j in 0..4 {
-            let _ = writeln!(
-                w,
-                "            c{i}{j} = {};",
-                coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &format!("c{i}{j}"))
-            );
-        }
-    }
-    let _ = writeln!(w, "        }}");
-}
-
 mod packed;
+mod source;
+pub(crate) use source::source_body;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -299,10 +299,11 @@ impl GpuStorage {
             grid,
         )?;
         if let KernelKey::MatmulCoop {
-            emulated: false, ..
+            variant,
+            emulated: false,
         } = key
         {
-            context.coop.count();
+            context.coop.count(variant);
         }
         Ok(out)
     }
