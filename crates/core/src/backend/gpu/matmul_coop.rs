@@ -117,6 +117,16 @@ pub enum CoopVariant {
     /// 128 x 256 by eight subgroups of 64 x 64, packed, k-blocks of 32 single buffered
     /// (26.5 KiB, two barriers per block); n a multiple of 256.
     Wide32,
+    /// Tests only: packed32's grid with k-blocks of 16 (20.5 KiB), so its emulation runs on
+    /// devices with 32 KiB of workgroup memory (lavapipe).
+    #[cfg(test)]
+    TestSquare,
+    /// Tests only: slim32's grid single buffered (18.5 KiB).
+    #[cfg(test)]
+    TestSlim,
+    /// Tests only: tall16's grid single buffered (16.25 KiB).
+    #[cfg(test)]
+    TestTall,
 }
 
 impl CoopVariant {
@@ -143,6 +153,12 @@ impl CoopVariant {
             CoopVariant::Wide16 => "wide16",
             CoopVariant::Tall16 => "tall16",
             CoopVariant::Wide32 => "wide32",
+            #[cfg(test)]
+            CoopVariant::TestSquare => "test-square",
+            #[cfg(test)]
+            CoopVariant::TestSlim => "test-slim",
+            #[cfg(test)]
+            CoopVariant::TestTall => "test-tall",
         }
     }
 
@@ -165,6 +181,12 @@ impl CoopVariant {
             CoopVariant::Wide16 => Some(geometry((128, 256), (8, 4), (4, 4), 16, 2)),
             CoopVariant::Tall16 => Some(geometry((256, 128), (8, 2), (4, 4), 16, 2)),
             CoopVariant::Wide32 => Some(geometry((128, 256), (8, 4), (4, 4), 32, 1)),
+            #[cfg(test)]
+            CoopVariant::TestSquare => Some(geometry((128, 128), (4, 2), (4, 4), 16, 2)),
+            #[cfg(test)]
+            CoopVariant::TestSlim => Some(geometry((128, 128), (8, 2), (2, 4), 32, 1)),
+            #[cfg(test)]
+            CoopVariant::TestTall => Some(geometry((256, 128), (8, 2), (4, 4), 16, 1)),
         }
     }
 

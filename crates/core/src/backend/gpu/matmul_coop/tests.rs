@@ -365,6 +365,33 @@ fn emulated_kernels_match_cpu() {
     }
 }
 
+/// The test-only geometries (the grids of packed32, slim32 and tall16 in less workgroup
+/// memory), emulated, against the CPU: those three variants' emulations need more than the
+/// 32 KiB of lavapipe, so their subgroup grids and fragment shapes run here.
+#[test]
+fn emulated_test_geometries_match_cpu() {
+    let Some(device) = gpu() else { return };
+    for variant in [
+        CoopVariant::TestSquare,
+        CoopVariant::TestSlim,
+        CoopVariant::TestTall,
+    ] {
+        assert!(variant.geometry().is_some_and(|g| g.consistent()));
+        assert!(variant.workgroup_bytes() <= 32 * 1024, "{variant:?}");
+        let key = KernelKey::MatmulCoop {
+            variant,
+            emulated: true,
+        };
+        for ((a_len, a), (b_len, b)) in cases() {
+            if coop_applies(variant, DType::F16, &a, &b) {
+                check(&device, &key, (a_len, &a), (b_len, &b));
+            } else {
+                assert!(explained(variant, &a, &b), "{variant:?} {a:?} {b:?}");
+            }
+        }
+    }
+}
+
 /// The hardware kernels against the CPU, where the device has cooperative matrices.
 #[test]
 fn hardware_kernels_match_cpu() {
