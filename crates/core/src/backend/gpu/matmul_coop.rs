@@ -173,6 +173,8 @@ pub(crate) struct CoopSupport {
     failure: Mutex<Option<String>>,
     /// The cooperative-matrix convolutions (`conv_coop.rs`).
     pub(crate) conv: super::conv_coop::ConvCoopState,
+    /// The cooperative-matrix attention forward (`attention_coop.rs`).
+    pub(crate) attention: super::attention_coop::AttentionCoopState,
 }
 
 impl CoopSupport {
@@ -214,6 +216,7 @@ impl CoopSupport {
             dispatches: AtomicU64::new(0),
             failure: Mutex::new(None),
             conv: super::conv_coop::ConvCoopState::from_env(),
+            attention: super::attention_coop::AttentionCoopState::from_env(),
         }
     }
 
