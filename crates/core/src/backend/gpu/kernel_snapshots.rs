@@ -248,6 +248,21 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             }),
         ));
     }
+    for (name, emulated) in [
+        ("attention_coop_forward_d64_masked", false),
+        ("attention_coop_forward_d64_masked_emulated", true),
+    ] {
+        kernels.push((
+            name,
+            KernelKey::AttentionCoop(super::attention_coop::CoopForward {
+                head_dim: 64,
+                value_dim: 64,
+                causal: false,
+                key_bias: true,
+                emulated,
+            }),
+        ));
+    }
     kernels.push((
         "matmul_coop_staged32_emulated",
         KernelKey::MatmulCoop {
