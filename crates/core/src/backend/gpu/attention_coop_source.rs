@@ -10,7 +10,7 @@
 //! whose fragment loads fall on different banks). Per key tile:
 //! 1. `S = Q Kᵀ`: per 16 keys one f32 accumulator, `d / 16` multiply-adds of a query fragment
 //!    (row-major) by a key fragment read column-major (`coopLoad`: Kᵀ without a transposed
-//!    copy); stored (`coopStoreT`) into the subgroup's 16 x 32 f32 scratch.
+//!    copy); stored (`coopStoreT`) into the subgroup's 16 x 32 f32 scratch (rows padded to 36).
 //! 2. Online softmax in scalar code: lane `l` owns query row `l / 2` of its subgroup and half
 //!    of the tile's columns (`(l % 2) * 16 ..`). Both lanes of a row scan the whole row for the
 //!    masked max (so they agree on it without talking), each exponentiates its half, writes
@@ -28,8 +28,9 @@
 //! selected to 0, so a row without visible keys writes zeros and a log-sum-exp of 0.
 //!
 //! Workgroup memory (halves): Q `64 x (d + 8)`, K `32 x (d + 8)`, V `32 x (dv + 8)`,
-//! P `64 x 40`, plus 8 KiB of f32 scratch: 31 KiB at d = dv = 64, 47 KiB at 128
-//! ([`workgroup_bytes`]). Every operand lives in one f16 array `tiles` so that the emulation
+//! P `64 x 40`, plus 9 KiB of f32 scratch: 32 KiB at d = dv = 64, 48 KiB at 128
+//! ([`workgroup_bytes`]; 128 with a key bias is 128 bytes over 48 KiB and takes the scalar
+//! kernel on such devices). Every operand lives in one f16 array `tiles` so that the emulation
 //! (below) reads all fragments the same way.
 //!
 //! `emulated` keys spell the cooperative operations in plain WGSL (as `matmul_coop.rs` does):
@@ -104,8 +105,13 @@ fn regions(head_dim: u32, value_dim: u32) -> Regions {
     }
 }
 
-/// f32 values of the scratch: one 16 x [`KEY_TILE`] tile per subgroup.
-const SCRATCH: u32 = 4 * 16 * KEY_TILE;
+/// Row length (f32) of the scratch tiles: [`KEY_TILE`] plus 4, so that the 16 rows the lanes
+/// of a subgroup read at once start on 8 different banks (a multiple of 16 bytes, as
+/// cooperative stores want).
+const SCRATCH_ROW: u32 = KEY_TILE + 4;
+
+/// f32 values of the scratch: one 16 x [`SCRATCH_ROW`] tile per subgroup.
+const SCRATCH: u32 = 4 * 16 * SCRATCH_ROW;
 
 /// Bytes of workgroup memory one workgroup of `key` uses.
 pub(crate) fn workgroup_bytes(head_dim: u32, value_dim: u32, key_bias: bool) -> u32 {
@@ -282,7 +288,7 @@ pub(crate) fn forward_source(key: &CoopForward) -> String {
         w,
         "// Q [64][{query_row}] at 0, K [32][{key_row}] at {k}, V [32][{value_row}] at {v}, P [64][{probability_row}] at {p}.
 var<workgroup> tiles: array<f16, {total}>;
-// One 16 x {KEY_TILE} f32 tile per subgroup (scores, then P V).
+// One 16 x {SCRATCH_ROW} f32 tile per subgroup (scores, then P V).
 var<workgroup> scratch: array<f32, {SCRATCH}>;",
         k = regions.key,
         v = regions.value,
@@ -323,10 +329,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let row = row0 + my_row;
     let lane_half = lane % 2u;
     let scratch_at = subgroup * {sub_scratch}u;
-    let lane_scratch = scratch_at + (lane / 2u) * {KEY_TILE}u;
+    let lane_scratch = scratch_at + (lane / 2u) * {SCRATCH_ROW}u;
     {{
         let base = head * length;",
-        sub_scratch = 16 * KEY_TILE,
+        sub_scratch = 16 * SCRATCH_ROW,
     );
     stage(
         &mut w,
@@ -419,7 +425,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             w,
             "            let s_at = scratch_at + {}u;\n            {}\n        }}",
             n * 16,
-            spell.store("s", "s_at", KEY_TILE)
+            spell.store("s", "s_at", SCRATCH_ROW)
         );
     }
     w.push_str("        workgroupBarrier();\n");
@@ -502,7 +508,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
                 w,
                 "            let pv_at{j} = scratch_at + {}u;\n            {}",
                 slot * 16,
-                spell.store(&format!("pv{j}"), &format!("pv_at{j}"), KEY_TILE)
+                spell.store(&format!("pv{j}"), &format!("pv_at{j}"), SCRATCH_ROW)
             );
         }
         w.push_str("        }\n        workgroupBarrier();\n");

@@ -16,8 +16,8 @@ struct AttentionParams {
 @group(0) @binding(6) var<storage, read_write> logsumexp_data: array<f32>;
 // Q [64][72] at 0, K [32][72] at 4608, V [32][72] at 6912, P [64][40] at 9216.
 var<workgroup> tiles: array<f16, 11776>;
-// One 16 x 32 f32 tile per subgroup (scores, then P V).
-var<workgroup> scratch: array<f32, 2048>;
+// One 16 x 36 f32 tile per subgroup (scores, then P V).
+var<workgroup> scratch: array<f32, 2304>;
 var<workgroup> bias_tile: array<f32, 32>;
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32,
@@ -32,8 +32,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let my_row = sub_row + lane / 2u;
     let row = row0 + my_row;
     let lane_half = lane % 2u;
-    let scratch_at = subgroup * 512u;
-    let lane_scratch = scratch_at + (lane / 2u) * 32u;
+    let scratch_at = subgroup * 576u;
+    let lane_scratch = scratch_at + (lane / 2u) * 36u;
     {
         let base = head * length;
         for (var i = local; i < 1024u; i += 128u) {
@@ -123,7 +123,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let k3 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at3], 72u);
             s = coopMultiplyAdd(q3, k3, s);
             let s_at = scratch_at + 0u;
-            coopStoreT(s, &scratch[s_at], 32u);
+            coopStoreT(s, &scratch[s_at], 36u);
         }
         {
             var s = coop_mat16x16<f32, C>();
@@ -140,7 +140,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let k3 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at3], 72u);
             s = coopMultiplyAdd(q3, k3, s);
             let s_at = scratch_at + 16u;
-            coopStoreT(s, &scratch[s_at], 32u);
+            coopStoreT(s, &scratch[s_at], 36u);
         }
         workgroupBarrier();
         var tile_max = -3.0e38;
@@ -193,9 +193,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let v1_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at1_1], 72u);
             pv1 = coopMultiplyAdd(p1, v1_1, pv1);
             let pv_at0 = scratch_at + 0u;
-            coopStoreT(pv0, &scratch[pv_at0], 32u);
+            coopStoreT(pv0, &scratch[pv_at0], 36u);
             let pv_at1 = scratch_at + 16u;
-            coopStoreT(pv1, &scratch[pv_at1], 32u);
+            coopStoreT(pv1, &scratch[pv_at1], 36u);
         }
         workgroupBarrier();
         {
@@ -229,9 +229,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let v1_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at1_3], 72u);
             pv3 = coopMultiplyAdd(p1, v1_3, pv3);
             let pv_at2 = scratch_at + 0u;
-            coopStoreT(pv2, &scratch[pv_at2], 32u);
+            coopStoreT(pv2, &scratch[pv_at2], 36u);
             let pv_at3 = scratch_at + 16u;
-            coopStoreT(pv3, &scratch[pv_at3], 32u);
+            coopStoreT(pv3, &scratch[pv_at3], 36u);
         }
         workgroupBarrier();
         {

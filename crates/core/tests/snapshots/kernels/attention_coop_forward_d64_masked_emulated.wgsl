@@ -15,8 +15,8 @@ struct AttentionParams {
 @group(0) @binding(6) var<storage, read_write> logsumexp_data: array<f32>;
 // Q [64][72] at 0, K [32][72] at 4608, V [32][72] at 6912, P [64][40] at 9216.
 var<workgroup> tiles: array<f16, 11776>;
-// One 16 x 32 f32 tile per subgroup (scores, then P V).
-var<workgroup> scratch: array<f32, 2048>;
+// One 16 x 36 f32 tile per subgroup (scores, then P V).
+var<workgroup> scratch: array<f32, 2304>;
 var<workgroup> bias_tile: array<f32, 32>;
 var<private> emulated_lane: u32;
 fn emulated_multiply_add(a: vec3<u32>, b: vec3<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
@@ -53,8 +53,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let my_row = sub_row + lane / 2u;
     let row = row0 + my_row;
     let lane_half = lane % 2u;
-    let scratch_at = subgroup * 512u;
-    let lane_scratch = scratch_at + (lane / 2u) * 32u;
+    let scratch_at = subgroup * 576u;
+    let lane_scratch = scratch_at + (lane / 2u) * 36u;
     {
         let base = head * length;
         for (var i = local; i < 1024u; i += 128u) {
@@ -144,7 +144,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let k3 = vec3<u32>(k_at3, 1u, 72u);
             s = emulated_multiply_add(q3, k3, s);
             let s_at = scratch_at + 0u;
-            emulated_store(s, s_at, 32u);
+            emulated_store(s, s_at, 36u);
         }
         {
             var s = array<vec4<f32>, 2>();
@@ -161,7 +161,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let k3 = vec3<u32>(k_at3, 1u, 72u);
             s = emulated_multiply_add(q3, k3, s);
             let s_at = scratch_at + 16u;
-            emulated_store(s, s_at, 32u);
+            emulated_store(s, s_at, 36u);
         }
         workgroupBarrier();
         var tile_max = -3.0e38;
@@ -214,9 +214,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let v1_1 = vec3<u32>(v_at1_1, 72u, 1u);
             pv1 = emulated_multiply_add(p1, v1_1, pv1);
             let pv_at0 = scratch_at + 0u;
-            emulated_store(pv0, pv_at0, 32u);
+            emulated_store(pv0, pv_at0, 36u);
             let pv_at1 = scratch_at + 16u;
-            emulated_store(pv1, pv_at1, 32u);
+            emulated_store(pv1, pv_at1, 36u);
         }
         workgroupBarrier();
         {
@@ -250,9 +250,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let v1_3 = vec3<u32>(v_at1_3, 72u, 1u);
             pv3 = emulated_multiply_add(p1, v1_3, pv3);
             let pv_at2 = scratch_at + 0u;
-            emulated_store(pv2, pv_at2, 32u);
+            emulated_store(pv2, pv_at2, 36u);
             let pv_at3 = scratch_at + 16u;
-            emulated_store(pv3, pv_at3, 32u);
+            emulated_store(pv3, pv_at3, 36u);
         }
         workgroupBarrier();
         {
