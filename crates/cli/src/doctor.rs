@@ -291,6 +291,16 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
             tensor_core_conv(gpu, &make),
             OP_BUG_HINT,
         );
+        for causal in [false, true] {
+            push(
+                format!(
+                    "fused attention f16{} forward + gradients (tensor cores where available)",
+                    if causal { " causal" } else { " key-padded" }
+                ),
+                tensor_core_attention(gpu, causal, &make),
+                OP_BUG_HINT,
+            );
+        }
     }
     crate::doctor_ops::comparisons(&x, &device)
         .into_iter()
@@ -508,6 +518,101 @@ fn tensor_core_conv(
         (ran, offered, None) => {
             passed &= offered && ran >= 3;
             format!("{ran} cooperative-matrix kernels")
+        }
+    };
+    (passed, format!("{}; {path}", details.join(", ")))
+}
+
+/// The fused attention in f16 (`[2, 2, 70, 64]` queries against 45 keys: blocks and key
+/// tiles with ragged ends; causal, or with a Bool key-padding mask) and the gradients of its
+/// query, key and value through autograd, against the CPU's f32 composite of the same f16
+/// values. The forward takes the cooperative-matrix kernel where the device offers it: fails
+/// when a result is off, or when that kernel ran where the device did not offer it or did not
+/// run where it did.
+fn tensor_core_attention(
+    gpu: &GpuDevice,
+    causal: bool,
+    make: &impl Fn(f64, f64, &[usize], u64) -> Result<Tensor>,
+) -> (bool, String) {
+    let device = Device::Gpu(gpu.clone());
+    let inputs = make(-1.0, 1.0, &[2, 2, 70, 64], 31).and_then(|q| {
+        Ok((
+            q,
+            make(-1.0, 1.0, &[2, 2, 45, 64], 32)?,
+            make(-1.0, 1.0, &[2, 2, 45, 64], 33)?,
+            make(-1.0, 1.0, &[2, 2, 70, 64], 34)?,
+        ))
+    });
+    let (q, k, v, g) = match inputs {
+        Ok(inputs) => inputs,
+        Err(error) => return (false, format!("inputs: {error}")),
+    };
+    // (output, query, key and value gradients) as f32 on the CPU, from `dtype` on `device`.
+    let run = |dtype: DType, device: &Device| -> Result<[Tensor; 4]> {
+        let on = |t: &Tensor| t.to_dtype(DType::F16)?.to_dtype(dtype)?.to_device(device);
+        let (q, k, v, g) = (
+            on(&q)?.requires_grad_(true),
+            on(&k)?.requires_grad_(true),
+            on(&v)?.requires_grad_(true),
+            on(&g)?,
+        );
+        // Batch 0 attends to every key but each third one, batch 1 to the first 20.
+        let attend: Vec<bool> = (0..2 * 45)
+            .map(|i| if i < 45 { i % 3 != 1 } else { i % 45 < 20 })
+            .collect();
+        let mask = Tensor::from_vec(attend, &[2, 1, 1, 45], &Device::Cpu)?.to_device(device)?;
+        let mask = (!causal).then_some(&mask);
+        let y = anygrad::scaled_dot_product_attention(&q, &k, &v, mask, 0.0, causal, None)?;
+        y.backward_with(&g)?;
+        let missing = || anygrad::Error::invalid("doctor", "no gradient");
+        let back = |t: Tensor| t.detach().to_dtype(DType::F32)?.to_device(&Device::Cpu);
+        Ok([
+            back(y)?,
+            back(q.grad().ok_or_else(missing)?)?,
+            back(k.grad().ok_or_else(missing)?)?,
+            back(v.grad().ok_or_else(missing)?)?,
+        ])
+    };
+    let previous = anygrad::fused_attention_mode();
+    anygrad::set_fused_attention_mode(anygrad::FusedAttention::On);
+    let offered = gpu.cooperative_attention();
+    let before = gpu.cooperative_attention_dispatches();
+    let reference = run(DType::F32, &Device::Cpu);
+    let result = run(DType::F16, &device);
+    let ran = gpu.cooperative_attention_dispatches() - before;
+    anygrad::set_fused_attention_mode(previous);
+    let (reference, result) = match (reference, result) {
+        (Ok(reference), Ok(result)) => (reference, result),
+        (Err(error), _) => return (false, format!("cpu: {error}")),
+        (_, Err(error)) => return (false, format!("gpu: {error}")),
+    };
+    let mut passed = true;
+    let mut details = Vec::new();
+    for (name, (cpu, gpu)) in ["output", "query grad", "key grad", "value grad"]
+        .iter()
+        .zip(reference.into_iter().zip(result))
+    {
+        // f16 results and f16 probabilities: about 1e-3; a wrong index is off by O(1).
+        let (close, error) = compare(Ok(cpu), Ok(gpu), 1e-2);
+        passed &= close;
+        details.push(format!("{name} {error}"));
+    }
+    let path = match (ran, offered, gpu.cooperative_attention_failure()) {
+        (_, _, Some(failure)) => {
+            passed = false;
+            format!("scalar kernels: the cooperative forward failed: {failure}")
+        }
+        (0, false, None) if gpu.has_cooperative_f16_f32() => {
+            "scalar kernels (cooperative matrices present but unused: ANYGRAD_COOP_ATTENTION=off, or subgroups not of 32)".into()
+        }
+        (0, false, None) => "scalar kernels (no 16x16x16 f16->f32 cooperative matrices)".into(),
+        (0, true, None) => {
+            passed = false;
+            "scalar kernels, although the cooperative forward was announced".into()
+        }
+        (ran, offered, None) => {
+            passed &= offered;
+            format!("cooperative-matrix forward ({ran} run), scalar backward")
         }
     };
     (passed, format!("{}; {path}", details.join(", ")))

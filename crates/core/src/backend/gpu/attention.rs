@@ -298,6 +298,13 @@ impl GpuStorage {
         let mut bindings = vec![self.raw()?, key.raw()?, value.raw()?];
         bindings.extend(bias.map(GpuStorage::raw).transpose()?);
         bindings.extend([output.raw()?, logsumexp.raw()?]);
+        // Tensor cores first where they apply (`attention_coop.rs`); the scalar kernel where
+        // they do not or the driver refused their kernel.
+        if let Some(coop) = super::attention_coop::forward_key(device, dtype, shape) {
+            if super::attention_coop::run_forward(device, coop, params.words(), &bindings, shape)? {
+                return Ok((output, logsumexp));
+            }
+        }
         device.context().dispatch(
             &kernel,
             params.words(),

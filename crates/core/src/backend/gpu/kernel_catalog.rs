@@ -40,6 +40,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     super::sort::catalogue(&mut keys);
     super::index_add::catalogue(&mut keys);
     super::matmul_coop::catalogue(&mut keys);
+    super::attention_coop::catalogue(&mut keys);
     keys.extend(
         super::conv_coop::ConvCoopKey::all()
             .into_iter()

@@ -271,6 +271,21 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             }),
         ));
     }
+    for (name, emulated) in [
+        ("attention_coop_forward_d64_masked", false),
+        ("attention_coop_forward_d64_masked_emulated", true),
+    ] {
+        kernels.push((
+            name,
+            KernelKey::AttentionCoop(super::attention_coop::CoopForward {
+                head_dim: 64,
+                value_dim: 64,
+                causal: false,
+                key_bias: true,
+                emulated,
+            }),
+        ));
+    }
     for (name, variant) in [
         ("matmul_coop_staged32_emulated", CoopVariant::Staged32),
         ("matmul_coop_wide32_emulated", CoopVariant::Wide32),

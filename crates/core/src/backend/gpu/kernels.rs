@@ -21,6 +21,7 @@
 //! | `MaxPool2d`, `MaxPool2dBackward` | `pool.rs` |
 //! | `Custom` | `custom.rs` |
 //! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
+//! | `AttentionCoop` | `attention_coop.rs` (WGSL generator: `attention_coop_source.rs`) |
 //! | `Fused` | `fusion.rs`, `fusion_source.rs` |
 //!
 //! Families build on the shared leaves `wgsl.rs` (dtype to WGSL types, the value header, op
@@ -147,6 +148,8 @@ pub enum KernelKey {
     /// One pass of fused scaled dot-product attention (forward or a backward kernel), per
     /// dtype, head and value size and causal flag (`attention.rs`).
     Attention(super::attention::AttentionKey),
+    /// The f16 fused attention forward on cooperative matrices (`attention_coop.rs`).
+    AttentionCoop(super::attention_coop::CoopForward),
     /// A chain of float elementwise ops compiled into one kernel (`fusion.rs`).
     Fused {
         program: std::sync::Arc<super::fusion::FusedProgram>,
@@ -202,6 +205,7 @@ impl KernelKey {
             | KernelKey::MaxPool2d { .. }
             | KernelKey::MaxPool2dBackward { .. }
             | KernelKey::Attention(_)
+            | KernelKey::AttentionCoop(_)
             | KernelKey::Custom { .. } => false,
         }
     }
@@ -214,7 +218,9 @@ impl KernelKey {
             | KernelKey::SortRows { .. }
             | KernelKey::SortGlobal { .. }
             | KernelKey::IndexAddKeys { .. } => false,
-            KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) => true,
+            KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) | KernelKey::AttentionCoop(_) => {
+                true
+            }
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Attention(key) => key.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
@@ -253,6 +259,7 @@ impl KernelKey {
             KernelKey::Fused { program } => return program.source(),
             // The tensor-core convolutions write their own `enable` lines.
             KernelKey::ConvCoop(key) => return key.source(),
+            KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
             KernelKey::Random { dtype, normal } => super::random::source(*dtype, *normal),
             KernelKey::Unary { dtype, op, access } => {

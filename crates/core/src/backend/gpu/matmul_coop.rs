@@ -307,6 +307,8 @@ pub(crate) struct CoopSupport {
     failure: Mutex<Option<String>>,
     /// The cooperative-matrix convolutions (`conv_coop.rs`).
     pub(crate) conv: super::conv_coop::ConvCoopState,
+    /// The cooperative-matrix attention forward (`attention_coop.rs`).
+    pub(crate) attention: super::attention_coop::AttentionCoopState,
 }
 
 impl CoopSupport {
@@ -354,6 +356,7 @@ impl CoopSupport {
             last: AtomicUsize::new(0),
             failure: Mutex::new(None),
             conv: super::conv_coop::ConvCoopState::from_env(),
+            attention: super::attention_coop::AttentionCoopState::from_env(),
         }
     }
 

@@ -25,6 +25,8 @@
 
 mod adapters;
 mod attention;
+mod attention_coop;
+mod attention_coop_source;
 mod attention_source;
 mod autotune;
 mod buffers;

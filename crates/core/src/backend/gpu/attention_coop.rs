@@ -1,0 +1,236 @@
+//! The fused attention forward on cooperative matrices (tensor cores), for f16: the key of
+//! its kernels ([`CoopForward`], WGSL in `attention_coop_source.rs`), which calls it covers,
+//! its per-device state (`ANYGRAD_COOP_ATTENTION`, the dispatch count, a driver's refusal)
+//! and its launch. `attention.rs`'s forward launcher tries it first; it writes the same
+//! output and log-sum-exp as the scalar forward, so the (scalar) backward kernels take its
+//! results unchanged.
+//!
+//! It runs where the f16 matmul's tensor cores run (`matmul_coop.rs`'s `CoopSupport`: a
+//! 16x16x16 f16 x f16 -> f32 configuration, subgroups of exactly 32), for F16 calls whose head
+//! and value sizes are multiples of 16 up to 128, when its workgroup memory fits, unless
+//! `ANYGRAD_COOP_ATTENTION=off`. Everywhere else (and after the driver refused the kernel:
+//! `Error::Shader`, the device then stops trying) the scalar kernels run.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+pub(crate) use super::attention_coop_source::CoopForward;
+use super::attention_coop_source::{workgroup_bytes, BLOCK_ROWS};
+use super::kernels::KernelKey;
+use super::GpuDevice;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::geometry::AttentionShape;
+
+/// The largest head or value size the cooperative kernel is generated for.
+const MAX_WIDTH: usize = 128;
+
+impl CoopForward {
+    /// The complete WGSL source (`enable` lines included).
+    pub(crate) fn source(&self) -> String {
+        format!(
+            "enable f16;\n{}",
+            super::attention_coop_source::forward_source(self)
+        )
+    }
+}
+
+/// The catalogue entries (`kernel_catalog.rs`): the common head sizes, both flags, real and
+/// emulated.
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+    for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (48, 80)] {
+        for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
+            for emulated in [false, true] {
+                keys.push(KernelKey::AttentionCoop(CoopForward {
+                    head_dim,
+                    value_dim,
+                    causal,
+                    key_bias,
+                    emulated,
+                }));
+            }
+        }
+    }
+}
+
+/// The cooperative attention's state on one device (a field of `CoopSupport`).
+#[derive(Debug)]
+pub(crate) struct AttentionCoopState {
+    /// `ANYGRAD_COOP_ATTENTION` (on unless `off`), or `GpuDevice::set_cooperative_attention`.
+    enabled: AtomicBool,
+    /// Hardware kernels recorded, for `anygrad doctor` and the tests.
+    dispatches: AtomicU64,
+    /// Why the device stopped using them (the driver refused one), if it did.
+    failure: Mutex<Option<String>>,
+}
+
+impl AttentionCoopState {
+    /// The state of a freshly opened device: `ANYGRAD_COOP_ATTENTION=on` (default) or `off`.
+    pub(crate) fn from_env() -> AttentionCoopState {
+        let enabled = match std::env::var("ANYGRAD_COOP_ATTENTION")
+            .ok()
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("") | Some("on") | Some("1") => true,
+            Some("off") | Some("0") | Some("none") => false,
+            Some(other) => {
+                tracing::warn!("ANYGRAD_COOP_ATTENTION={other} is unknown (on|off); using on");
+                true
+            }
+        };
+        AttentionCoopState {
+            enabled: AtomicBool::new(enabled),
+            dispatches: AtomicU64::new(0),
+            failure: Mutex::new(None),
+        }
+    }
+
+    /// Enabled and not turned off by a failure.
+    fn active(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed) && self.failure().is_none()
+    }
+
+    /// Why the kernels were turned off, if they were.
+    fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn disable(&self, error: &Error) {
+        tracing::warn!("cooperative-matrix attention turned off: {error}");
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: take the emulated kernel (on any f16 device) instead of the hardware one.
+    pub(crate) static EMULATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: emulated kernels recorded by this thread.
+    pub(crate) static EMULATED_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether this thread's tests asked for the emulated kernel.
+fn emulate() -> bool {
+    #[cfg(test)]
+    {
+        EMULATE.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
+}
+
+/// The cooperative forward for `shape` in `dtype` on `device`, or `None` where the scalar
+/// kernel runs (the caller checked `attention::supports`).
+pub(crate) fn forward_key(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+) -> Option<CoopForward> {
+    let context = device.context();
+    let emulated = emulate();
+    let usable = if emulated {
+        context.supports_f16()
+    } else {
+        context.coop.available && context.coop.attention.active()
+    };
+    let width_ok = |width: usize| width > 0 && width.is_multiple_of(16) && width <= MAX_WIDTH;
+    if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
+        return None;
+    }
+    let max = context.limits.max_compute_workgroups_per_dimension as usize;
+    if shape.query_length.div_ceil(BLOCK_ROWS as usize) > max {
+        return None;
+    }
+    let key = CoopForward {
+        head_dim: shape.head_dim as u32,
+        value_dim: shape.value_dim as u32,
+        causal: shape.causal,
+        key_bias: shape.key_bias_group.is_some(),
+        emulated,
+    };
+    (workgroup_bytes(key.head_dim, key.value_dim, key.key_bias)
+        <= context.limits.max_compute_workgroup_storage_size)
+        .then_some(key)
+}
+
+/// Record the cooperative forward `key`; `Ok(false)` when the driver refused the hardware
+/// kernel (the device then stops using it, and the caller runs the scalar kernel).
+pub(crate) fn run_forward(
+    device: &GpuDevice,
+    key: CoopForward,
+    params: &[u32],
+    bindings: &[&wgpu::Buffer],
+    shape: &AttentionShape,
+) -> Result<bool> {
+    let context = device.context();
+    let grid = (
+        shape.query_length.div_ceil(BLOCK_ROWS as usize) as u32,
+        shape.batch_heads as u32,
+        1,
+    );
+    match context.dispatch(&KernelKey::AttentionCoop(key), params, bindings, grid) {
+        Err(error @ Error::Shader { .. }) if !key.emulated => {
+            context.coop.attention.disable(&error);
+            Ok(false)
+        }
+        Err(error) => Err(error),
+        Ok(()) => {
+            #[cfg(test)]
+            if key.emulated {
+                EMULATED_RUNS.with(|runs| runs.set(runs.get() + 1));
+            }
+            if !key.emulated {
+                context
+                    .coop
+                    .attention
+                    .dispatches
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(true)
+        }
+    }
+}
+
+impl GpuDevice {
+    /// Whether f16 fused attention forwards (head and value sizes multiples of 16 up to 128)
+    /// run on cooperative matrices on this device: usable 16x16x16 f16 -> f32 tensor cores
+    /// (see [`GpuDevice::cooperative_matmul`]), `ANYGRAD_COOP_ATTENTION` not `off`, and the
+    /// driver built the kernel wherever it was asked to.
+    pub fn cooperative_attention(&self) -> bool {
+        let coop = &self.context().coop;
+        coop.available && coop.attention.active()
+    }
+
+    /// Use the cooperative-matrix attention forward (`true`, the default) or the scalar one,
+    /// as `ANYGRAD_COOP_ATTENTION` does at start. No effect without tensor cores.
+    pub fn set_cooperative_attention(&self, on: bool) {
+        self.context()
+            .coop
+            .attention
+            .enabled
+            .store(on, Ordering::Relaxed);
+    }
+
+    /// The error that made attention stop using cooperative matrices, if one did.
+    pub fn cooperative_attention_failure(&self) -> Option<String> {
+        self.context().coop.attention.failure()
+    }
+
+    /// Cooperative-matrix attention kernels recorded on this device so far.
+    pub fn cooperative_attention_dispatches(&self) -> u64 {
+        self.context()
+            .coop
+            .attention
+            .dispatches
+            .load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! Tests of the cooperative-matrix attention forward: naga validates the hardware source
+//! (no GPU needed), and the emulated kernel runs on any f16 device against the CPU composite.
+
+use super::super::matmul_coop::tests::translate;
+use super::*;
+
+/// The hardware (and emulated) sources parse, validate and translate to SPIR-V, with naga's
+/// defaults and as wgpu's Vulkan backend does on the H200, for widths the catalogue does not
+/// list too.
+#[test]
+fn coop_attention_sources_validate() {
+    for (head_dim, value_dim) in [(16, 128), (112, 32), (64, 64)] {
+        for (causal, key_bias) in [(true, false), (false, true)] {
+            for emulated in [false, true] {
+                let key = CoopForward {
+                    head_dim,
+                    value_dim,
+                    causal,
+                    key_bias,
+                    emulated,
+                };
+                let source = key.source();
+                assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
+                assert_eq!(source.contains("bias_tile"), key_bias);
+                translate(&format!("{key:?}"), &source);
+            }
+        }
+    }
+    // Head size 128 without a key bias fits 48 KiB of workgroup memory (the H200's; with a
+    // bias it takes the scalar kernel there), 64 with a bias too.
+    assert!(workgroup_bytes(128, 128, false) <= 49152);
+    assert!(workgroup_bytes(128, 128, true) > 49152);
+    assert!(workgroup_bytes(64, 64, true) <= 49152);
+    assert!(workgroup_bytes(64, 64, false) <= 32768);
+}
+
+/// Deterministic values in [-1.5, 1.5).
+fn data(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005) ^ 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 3.0
+        })
+        .collect()
+}
+
+/// `(batch, heads, query length, key length, head size, value size, causal, masked)`.
+type Case = (usize, usize, usize, usize, usize, usize, bool, bool);
+
+/// The output and the query, key and value gradients of `(sdpa(q, k, v, mask) * w).sum()`
+/// on `device` in `dtype`; `masked`: a Bool key-padding mask `[B, 1, 1, S]` (batch 0 hides
+/// every third key, batch 1 all keys past the fifth).
+fn run(case: Case, device: &crate::Device, dtype: DType) -> (Vec<f32>, [Vec<f32>; 3]) {
+    use crate::{Device, Tensor};
+    let (batch, heads, length, keys, head_dim, value_dim, causal, masked) = case;
+    let make = |rows: usize, width: usize, seed: u64| {
+        Tensor::from_vec(
+            data(batch * heads * rows * width, seed),
+            &[batch, heads, rows, width],
+            &Device::Cpu,
+        )
+        .and_then(|t| t.to_dtype(dtype))
+        .and_then(|t| t.to_device(device))
+        .expect("operand")
+        .requires_grad_(true)
+    };
+    let (query, key, value) = (
+        make(length, head_dim, 1),
+        make(keys, head_dim, 2),
+        make(keys, value_dim, 3),
+    );
+    let mask = masked.then(|| {
+        let attend: Vec<bool> = (0..batch * keys)
+            .map(|i| match i / keys {
+                0 => i % 3 != 1,
+                _ => i % keys < 5,
+            })
+            .collect();
+        Tensor::from_vec(attend, &[batch, 1, 1, keys], &Device::Cpu)
+            .and_then(|t| t.to_device(device))
+            .expect("mask")
+    });
+    let out =
+        crate::scaled_dot_product_attention(&query, &key, &value, mask.as_ref(), 0.0, causal, None)
+            .expect("attention");
+    let weights = Tensor::from_vec(data(out.numel(), 4), out.shape(), &Device::Cpu)
+        .and_then(|t| t.to_dtype(out.dtype()))
+        .and_then(|t| t.to_device(device))
+        .expect("weights");
+    out.mul(&weights)
+        .and_then(|t| t.sum_all())
+        .and_then(|t| t.backward())
+        .expect("backward");
+    let values = |t: &Tensor| -> Vec<f32> { t.to_vec_f32().expect("values") };
+    let grad = |t: &Tensor| values(&t.grad().expect("gradient"));
+    (values(&out), [grad(&query), grad(&key), grad(&value)])
+}
+
+/// Largest error relative to `1 + |expected|`.
+fn worst(got: &[f32], expected: &[f32]) -> f32 {
+    assert_eq!(got.len(), expected.len());
+    got.iter()
+        .zip(expected)
+        .map(|(g, e)| (g - e).abs() / (1.0 + e.abs()))
+        .fold(0.0, f32::max)
+}
+
+/// Output and gradients of `case` on `device` in f16 against the f64 composite on the CPU,
+/// and that `ran` (a count read before and after) went up by one.
+fn check(case: Case, device: &crate::Device, ran: &dyn Fn() -> u64) {
+    let before = ran();
+    let (out, grads) = run(case, device, DType::F16);
+    assert_eq!(
+        ran(),
+        before + 1,
+        "{case:?}: the cooperative forward did not run"
+    );
+    let (expected_out, expected_grads) = run(case, &crate::Device::Cpu, DType::F64);
+    let error = worst(&out, &expected_out);
+    // f16 rounding gives about 5e-4 here; a 1% slip in the softmax fails.
+    assert!(error < 3e-3, "{case:?}: output off by {error}");
+    for (name, (got, expected)) in ["query", "key", "value"]
+        .iter()
+        .zip(grads.iter().zip(expected_grads.iter()))
+    {
+        let error = worst(got, expected);
+        assert!(error < 5e-3, "{case:?}: {name} gradient off by {error}");
+    }
+}
+
+/// The emulated cooperative forward (its staging, fragment addressing, masks, online softmax,
+/// rescaling and epilogue) inside the fused op: output and gradients (the scalar backward
+/// kernels on its log-sum-exp) against the f64 composite on the CPU; lengths that are not
+/// multiples of the 64-row blocks or 32-key tiles, L < S and L > S, causal, a key-padding
+/// mask with a batch that hides most keys, value sizes unlike the head size; and that the
+/// cooperative kernel ran.
+#[test]
+fn emulated_forward_matches_composite() {
+    let Some(gpu) = crate::backend::tests::support::gpu_device() else {
+        return;
+    };
+    if !gpu.supports_f16() {
+        eprintln!("SKIP: no SHADER_F16");
+        return;
+    }
+    let device = crate::Device::Gpu(gpu);
+    let cases: [Case; 4] = [
+        (2, 1, 37, 45, 64, 64, false, false),
+        (1, 2, 70, 33, 32, 48, true, false),
+        (2, 1, 37, 70, 16, 16, false, true),
+        (1, 1, 19, 21, 48, 16, true, false),
+    ];
+    EMULATE.with(|flag| flag.set(true));
+    for case in cases {
+        check(case, &device, &|| EMULATED_RUNS.with(std::cell::Cell::get));
+    }
+    EMULATE.with(|flag| flag.set(false));
+}
+
+/// The hardware kernel, where the device has usable cooperative matrices (the H200): the
+/// same checks on larger cases, head size 128 included.
+#[test]
+fn hardware_forward_matches_composite() {
+    let Some(gpu) = crate::backend::tests::support::gpu_device() else {
+        return;
+    };
+    if !gpu.cooperative_attention() {
+        eprintln!("SKIP: no usable cooperative matrices on this device");
+        return;
+    }
+    let device = crate::Device::Gpu(gpu.clone());
+    let cases: [Case; 6] = [
+        (2, 1, 37, 45, 64, 64, false, false),
+        (2, 3, 200, 130, 64, 64, true, false),
+        (2, 2, 100, 77, 128, 128, false, false),
+        (2, 2, 100, 77, 64, 64, false, true),
+        (1, 2, 70, 33, 32, 48, true, false),
+        (2, 1, 37, 70, 16, 16, false, true),
+    ];
+    for case in cases {
+        check(case, &device, &|| gpu.cooperative_attention_dispatches());
+    }
+    assert_eq!(gpu.cooperative_attention_failure(), None);
+}

@@ -1,0 +1,559 @@
+//! The WGSL generator of the fused attention forward on cooperative matrices (tensor cores);
+//! `attention_coop.rs` holds its key, the selection and the launcher. Same math, bindings,
+//! parameters and outputs as the scalar forward (`attention_source.rs`): `o` (f16) and the f32
+//! row log-sum-exp, so the backward kernels take either forward's results.
+//!
+//! Tile design: one workgroup of four subgroups (128 invocations) owns [`BLOCK_ROWS`] (64)
+//! query rows of one batch-head; subgroup `s` owns rows `16 s .. 16 s + 16`. The block's
+//! queries are staged once, as f16, in workgroup memory. Keys and values are walked in tiles
+//! of [`KEY_TILE`] (32) rows, staged as f16 (rows padded by 8 halves: 16-byte aligned rows
+//! whose fragment loads fall on different banks). Per key tile:
+//! 1. `S = Q Kᵀ`: per 16 keys one f32 accumulator, `d / 16` multiply-adds of a query fragment
+//!    (row-major) by a key fragment read column-major (`coopLoad`: Kᵀ without a transposed
+//!    copy); stored (`coopStoreT`) into the subgroup's 16 x 32 f32 scratch (rows padded to 36).
+//! 2. Online softmax in scalar code: lane `l` owns query row `l / 2` of its subgroup and half
+//!    of the tile's columns (`(l % 2) * 16 ..`). Both lanes of a row scan the whole row for the
+//!    masked max (so they agree on it without talking), each exponentiates its half, writes
+//!    `p` as f16 into the P tile and keeps a partial row sum; the pair's sums are added once at
+//!    the end.
+//! 3. `O += P V`: fresh accumulators per 16 value columns, stored into the scratch (in rounds
+//!    of two when `dv > 32`), and added into O, which lives in registers in the
+//!    accumulator layout (lane `l`: row `l / 2`, columns `(l % 2) * 8 .. + 8` of every 16
+//!    columns, two `vec4<f32>` per 16 columns), after O was scaled by `exp(m_old - m_new)` —
+//!    the lane's own row, so the rescale is one multiply per value.
+//!
+//! Masks: keys past the end, causal (key column `<=` query row; tiles wholly past the block's
+//! last row skipped) and the key-padding bias (added to the scaled score; biases `<= -1e38`
+//! mark the key invisible) exactly as the scalar kernel; probabilities of masked keys are
+//! selected to 0, so a row without visible keys writes zeros and a log-sum-exp of 0.
+//!
+//! Workgroup memory (halves): Q `64 x (d + 8)`, K `32 x (d + 8)`, V `32 x (dv + 8)`,
+//! P `64 x 40`, plus 9 KiB of f32 scratch: 32 KiB at d = dv = 64, 48 KiB at 128
+//! ([`workgroup_bytes`]; 128 with a key bias is 128 bytes over 48 KiB and takes the scalar
+//! kernel on such devices). Every operand lives in one f16 array `tiles` so that the emulation
+//! (below) reads all fragments the same way.
+//!
+//! `emulated` keys spell the cooperative operations in plain WGSL (as `matmul_coop.rs` does):
+//! a fragment is `vec3(start, row step, column step)` into `tiles`, an accumulator the 8
+//! values lane `l` holds (row `l / 2`, columns `(l % 2) * 8 ..`), subgroup and lane are
+//! `local / 32` and `local % 32`. Slow, but it runs the staging, masking, softmax, rescaling
+//! and epilogue on any f16 device, so tests check them without tensor cores.
+//!
+//! naga 30: `coopStoreT` arguments and load strides are `let` bindings or literals (see
+//! `matmul_coop.rs`).
+
+use std::fmt::Write;
+
+use super::params::KernelParams;
+
+/// Query rows per workgroup (four subgroups of 16).
+pub(crate) const BLOCK_ROWS: u32 = 64;
+
+/// Keys (and values) per staged tile.
+pub(crate) const KEY_TILE: u32 = 32;
+
+/// The finite "minus infinity" the running max starts from.
+const LOWEST: &str = "-3.0e38";
+
+/// Key biases at or below this mark a masked key (as in `attention_source.rs`).
+const MASKED_BELOW: &str = "-1.0e38";
+
+/// One instantiation of the cooperative forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct CoopForward {
+    /// Query/key width: a multiple of 16 up to 128.
+    pub(crate) head_dim: u32,
+    /// Value width: a multiple of 16 up to 128.
+    pub(crate) value_dim: u32,
+    pub(crate) causal: bool,
+    /// A key-padding bias is bound.
+    pub(crate) key_bias: bool,
+    /// Plain-WGSL emulation of the cooperative operations.
+    pub(crate) emulated: bool,
+}
+
+/// The region offsets (halves) in `tiles`: Q, K, V, P, and the total.
+struct Regions {
+    query_row: u32,
+    key_row: u32,
+    value_row: u32,
+    probability_row: u32,
+    key: u32,
+    value: u32,
+    probability: u32,
+    total: u32,
+}
+
+fn regions(head_dim: u32, value_dim: u32) -> Regions {
+    let query_row = head_dim + 8;
+    let key_row = head_dim + 8;
+    let value_row = value_dim + 8;
+    let probability_row = KEY_TILE + 8;
+    let key = BLOCK_ROWS * query_row;
+    let value = key + KEY_TILE * key_row;
+    let probability = value + KEY_TILE * value_row;
+    let total = probability + BLOCK_ROWS * probability_row;
+    Regions {
+        query_row,
+        key_row,
+        value_row,
+        probability_row,
+        key,
+        value,
+        probability,
+        total,
+    }
+}
+
+/// Row length (f32) of the scratch tiles: [`KEY_TILE`] plus 4, so that the 16 rows the lanes
+/// of a subgroup read at once start on 8 different banks (a multiple of 16 bytes, as
+/// cooperative stores want).
+const SCRATCH_ROW: u32 = KEY_TILE + 4;
+
+/// f32 values of the scratch: one 16 x [`SCRATCH_ROW`] tile per subgroup.
+const SCRATCH: u32 = 4 * 16 * SCRATCH_ROW;
+
+/// Bytes of workgroup memory one workgroup of `key` uses.
+pub(crate) fn workgroup_bytes(head_dim: u32, value_dim: u32, key_bias: bool) -> u32 {
+    let bias = if key_bias { 4 * KEY_TILE } else { 0 };
+    2 * regions(head_dim, value_dim).total + 4 * SCRATCH + bias
+}
+
+/// How the text spells fragments, multiply-adds and stores (real or emulated).
+struct Spell {
+    emulated: bool,
+}
+
+impl Spell {
+    fn operand(&self, role: char) -> String {
+        if self.emulated {
+            "vec3<u32>".into()
+        } else {
+            format!("coop_mat16x16<f16, {role}>")
+        }
+    }
+
+    fn accumulator(&self) -> &'static str {
+        if self.emulated {
+            "array<vec4<f32>, 2>"
+        } else {
+            "coop_mat16x16<f32, C>"
+        }
+    }
+
+    /// A row-major fragment at `start` (a `let` or literal expression) with row `stride`.
+    fn load_rows(&self, role: char, start: &str, stride: u32) -> String {
+        if self.emulated {
+            format!("vec3<u32>({start}, {stride}u, 1u)")
+        } else {
+            format!(
+                "coopLoadT<{}>(&tiles[{start}], {stride}u)",
+                self.operand(role)
+            )
+        }
+    }
+
+    /// A column-major fragment: element (r, c) at `start + c * stride + r`.
+    fn load_columns(&self, role: char, start: &str, stride: u32) -> String {
+        if self.emulated {
+            format!("vec3<u32>({start}, 1u, {stride}u)")
+        } else {
+            format!(
+                "coopLoad<{}>(&tiles[{start}], {stride}u)",
+                self.operand(role)
+            )
+        }
+    }
+
+    fn multiply_add(&self, a: &str, b: &str, c: &str) -> String {
+        if self.emulated {
+            format!("emulated_multiply_add({a}, {b}, {c})")
+        } else {
+            format!("coopMultiplyAdd({a}, {b}, {c})")
+        }
+    }
+
+    /// Store accumulator `c` row-major into `scratch` at the `let` `start`, row `stride`.
+    fn store(&self, c: &str, start: &str, stride: u32) -> String {
+        if self.emulated {
+            format!("emulated_store({c}, {start}, {stride}u);")
+        } else {
+            format!("coopStoreT({c}, &scratch[{start}], {stride}u);")
+        }
+    }
+
+    fn prelude(&self) -> &'static str {
+        if !self.emulated {
+            return "";
+        }
+        "var<private> emulated_lane: u32;
+fn emulated_multiply_add(a: vec3<u32>, b: vec3<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
+    var result = c;
+    let row = emulated_lane / 2u;
+    let column = (emulated_lane % 2u) * 8u;
+    for (var j = 0u; j < 16u; j = j + 1u) {
+        let x = f32(tiles[a.x + row * a.y + j * a.z]);
+        let at = b.x + j * b.y + column * b.z;
+        result[0] = result[0] + x * vec4<f32>(f32(tiles[at]), f32(tiles[at + b.z]), f32(tiles[at + 2u * b.z]), f32(tiles[at + 3u * b.z]));
+        result[1] = result[1] + x * vec4<f32>(f32(tiles[at + 4u * b.z]), f32(tiles[at + 5u * b.z]), f32(tiles[at + 6u * b.z]), f32(tiles[at + 7u * b.z]));
+    }
+    return result;
+}
+fn emulated_store(c: array<vec4<f32>, 2>, start: u32, stride: u32) {
+    let at = start + (emulated_lane / 2u) * stride + (emulated_lane % 2u) * 8u;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        scratch[at + j] = c[0][j];
+        scratch[at + 4u + j] = c[1][j];
+    }
+}
+"
+    }
+}
+
+/// Stage rows `[start, start + rows)` of the dense `[.., width]` f16 matrix `source` (row
+/// `first` of it at `base`) into `tiles` at `region`, rows `row_length` halves apart; zeros
+/// past `limit`.
+#[allow(clippy::too_many_arguments)]
+fn stage(
+    w: &mut String,
+    indent: &str,
+    source: &str,
+    width: u32,
+    rows: u32,
+    first: &str,
+    limit: &str,
+    region: u32,
+    row_length: u32,
+) {
+    let width4 = width / 4;
+    let _ = writeln!(
+        w,
+        "{indent}for (var i = local; i < {count}u; i += 128u) {{
+{indent}    let r = i / {width4}u;
+{indent}    let c = i % {width4}u;
+{indent}    var staged = vec4<f16>(0.0);
+{indent}    if ({first} + r < {limit}) {{
+{indent}        staged = {source}[(base + {first} + r) * {width4}u + c];
+{indent}    }}
+{indent}    let at = {region}u + r * {row_length}u + c * 4u;
+{indent}    tiles[at] = staged.x;
+{indent}    tiles[at + 1u] = staged.y;
+{indent}    tiles[at + 2u] = staged.z;
+{indent}    tiles[at + 3u] = staged.w;
+{indent}}}",
+        count = rows * width4,
+    );
+}
+
+/// The complete WGSL of `key` (after `enable f16;`).
+pub(crate) fn forward_source(key: &CoopForward) -> String {
+    let spell = Spell {
+        emulated: key.emulated,
+    };
+    let (d, dv) = (key.head_dim, key.value_dim);
+    let regions = regions(d, dv);
+    let Regions {
+        query_row,
+        key_row,
+        value_row,
+        probability_row,
+        ..
+    } = regions;
+    let mut w = String::new();
+    if !key.emulated {
+        w.push_str("enable wgpu_cooperative_matrix;\n");
+    }
+    w.push_str(super::attention::AttentionParams::WGSL);
+    let mut names = vec![
+        ("query_data", "vec4<f16>", false),
+        ("key_data", "vec4<f16>", false),
+        ("value_data", "vec4<f16>", false),
+    ];
+    if key.key_bias {
+        names.push(("key_bias_data", "f32", false));
+    }
+    names.extend([
+        ("output_data", "vec4<f16>", true),
+        ("logsumexp_data", "f32", true),
+    ]);
+    for (slot, (name, element, writable)) in names.iter().enumerate() {
+        let access = if *writable { "read_write" } else { "read" };
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({}) var<storage, {access}> {name}: array<{element}>;",
+            slot + 1
+        );
+    }
+    let _ = writeln!(
+        w,
+        "// Q [64][{query_row}] at 0, K [32][{key_row}] at {k}, V [32][{value_row}] at {v}, P [64][{probability_row}] at {p}.
+var<workgroup> tiles: array<f16, {total}>;
+// One 16 x {SCRATCH_ROW} f32 tile per subgroup (scores, then P V).
+var<workgroup> scratch: array<f32, {SCRATCH}>;",
+        k = regions.key,
+        v = regions.value,
+        p = regions.probability,
+        total = regions.total,
+    );
+    if key.key_bias {
+        let _ = writeln!(w, "var<workgroup> bias_tile: array<f32, {KEY_TILE}>;");
+    }
+    w.push_str(spell.prelude());
+    let builtins = if key.emulated {
+        ""
+    } else {
+        ",\n        @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32"
+    };
+    let ids = if key.emulated {
+        "    let subgroup = local / 32u;\n    let lane = local % 32u;\n    emulated_lane = lane;\n"
+    } else {
+        ""
+    };
+    let key_end = if key.causal {
+        format!("min(key_length, row0 + {BLOCK_ROWS}u)")
+    } else {
+        "key_length".into()
+    };
+    let _ = writeln!(
+        w,
+        "@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32{builtins}) {{
+{ids}    let head = workgroup.y;
+    let length = params.query_length;
+    let key_length = params.key_length;
+    let row0 = workgroup.x * {BLOCK_ROWS}u;
+    // This lane's query row (block-relative and global), and which half of a key tile it
+    // exponentiates and which 8 of every 16 value columns it accumulates.
+    let sub_row = subgroup * 16u;
+    let my_row = sub_row + lane / 2u;
+    let row = row0 + my_row;
+    let lane_half = lane % 2u;
+    let scratch_at = subgroup * {sub_scratch}u;
+    let lane_scratch = scratch_at + (lane / 2u) * {SCRATCH_ROW}u;
+    {{
+        let base = head * length;",
+        sub_scratch = 16 * SCRATCH_ROW,
+    );
+    stage(
+        &mut w,
+        "        ",
+        "query_data",
+        d,
+        BLOCK_ROWS,
+        "row0",
+        "length",
+        0,
+        query_row,
+    );
+    let _ = writeln!(w, "    }}\n    workgroupBarrier();");
+    for k in 0..d / 16 {
+        let _ = writeln!(w, "    let q_at{k} = sub_row * {query_row}u + {}u;", k * 16);
+        let _ = writeln!(
+            w,
+            "    let q{k} = {};",
+            spell.load_rows('A', &format!("q_at{k}"), query_row)
+        );
+    }
+    for j in 0..dv / 16 {
+        let _ = writeln!(
+            w,
+            "    var o{j}_0 = vec4<f32>(0.0);\n    var o{j}_1 = vec4<f32>(0.0);"
+        );
+    }
+    let _ = writeln!(
+        w,
+        "    var running_max = {LOWEST};
+    var running_sum = 0.0;
+    let base = head * key_length;
+    let bias_base = (head / params.bias_group) * key_length;
+    let key_end = {key_end};
+    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
+        workgroupBarrier();"
+    );
+    stage(
+        &mut w,
+        "        ",
+        "key_data",
+        d,
+        KEY_TILE,
+        "start",
+        "key_length",
+        regions.key,
+        key_row,
+    );
+    stage(
+        &mut w,
+        "        ",
+        "value_data",
+        dv,
+        KEY_TILE,
+        "start",
+        "key_length",
+        regions.value,
+        value_row,
+    );
+    if key.key_bias {
+        let _ = writeln!(
+            w,
+            "        if (local < {KEY_TILE}u) {{
+            var bias = {LOWEST};
+            if (start + local < key_length) {{
+                bias = key_bias_data[bias_base + start + local];
+            }}
+            bias_tile[local] = bias;
+        }}"
+        );
+    }
+    w.push_str("        workgroupBarrier();\n");
+    // S = Q Kᵀ per 16 keys.
+    for n in 0..KEY_TILE / 16 {
+        let _ = writeln!(
+            w,
+            "        {{\n            var s = {}();",
+            spell.accumulator()
+        );
+        for k in 0..d / 16 {
+            let start = format!("{}u + {}u", regions.key + n * 16 * key_row, k * 16);
+            let _ = writeln!(
+                w,
+                "            let k_at{k} = {start};\n            let k{k} = {};\n            s = {};",
+                spell.load_columns('B', &format!("k_at{k}"), key_row),
+                spell.multiply_add(&format!("q{k}"), &format!("k{k}"), "s")
+            );
+        }
+        let _ = writeln!(
+            w,
+            "            let s_at = scratch_at + {}u;\n            {}\n        }}",
+            n * 16,
+            spell.store("s", "s_at", SCRATCH_ROW)
+        );
+    }
+    w.push_str("        workgroupBarrier();\n");
+    // Online softmax.
+    let causal = if key.causal { " && key <= row" } else { "" };
+    let (bias_add, bias_valid) = if key.key_bias {
+        (
+            " + bias_tile[c]",
+            format!(" && bias_tile[c] > {MASKED_BELOW}"),
+        )
+    } else {
+        ("", String::new())
+    };
+    let _ = writeln!(
+        w,
+        "        var tile_max = {LOWEST};
+        for (var c = 0u; c < {KEY_TILE}u; c += 1u) {{
+            let key = start + c;
+            let valid = key < key_length{causal}{bias_valid};
+            let s = scratch[lane_scratch + c] * params.scale{bias_add};
+            tile_max = select(tile_max, max(tile_max, s), valid);
+        }}
+        let new_max = max(running_max, tile_max);
+        let correction = exp(running_max - new_max);
+        running_max = new_max;
+        var tile_sum = 0.0;
+        for (var h = 0u; h < {half_tile}u; h += 1u) {{
+            let c = lane_half * {half_tile}u + h;
+            let key = start + c;
+            let valid = key < key_length{causal}{bias_valid};
+            let s = scratch[lane_scratch + c] * params.scale{bias_add};
+            let p = select(0.0, exp(s - new_max), valid);
+            tiles[{p_region}u + my_row * {probability_row}u + c] = f16(p);
+            tile_sum += p;
+        }}
+        running_sum = running_sum * correction + tile_sum;",
+        half_tile = KEY_TILE / 2,
+        p_region = regions.probability,
+    );
+    for j in 0..dv / 16 {
+        let _ = writeln!(
+            w,
+            "        o{j}_0 = o{j}_0 * correction;\n        o{j}_1 = o{j}_1 * correction;"
+        );
+    }
+    w.push_str("        workgroupBarrier();\n");
+    // O += P V, in rounds of KEY_TILE / 16 accumulators through the scratch.
+    let per_round = KEY_TILE / 16;
+    let columns = dv / 16;
+    let mut j0 = 0;
+    while j0 < columns {
+        let round: Vec<u32> = (j0..(j0 + per_round).min(columns)).collect();
+        if j0 > 0 {
+            w.push_str("        workgroupBarrier();\n");
+        }
+        let _ = writeln!(w, "        {{");
+        for &j in &round {
+            let _ = writeln!(w, "            var pv{j} = {}();", spell.accumulator());
+        }
+        for c in 0..KEY_TILE / 16 {
+            let _ = writeln!(
+                w,
+                "            let p_at{c} = {}u + sub_row * {probability_row}u + {}u;\n            let p{c} = {};",
+                regions.probability,
+                c * 16,
+                spell.load_rows('A', &format!("p_at{c}"), probability_row)
+            );
+            for &j in &round {
+                let _ = writeln!(
+                    w,
+                    "            let v_at{c}_{j} = {}u;\n            let v{c}_{j} = {};\n            pv{j} = {};",
+                    regions.value + c * 16 * value_row + j * 16,
+                    spell.load_rows('B', &format!("v_at{c}_{j}"), value_row),
+                    spell.multiply_add(&format!("p{c}"), &format!("v{c}_{j}"), &format!("pv{j}"))
+                );
+            }
+        }
+        for (slot, &j) in round.iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "            let pv_at{j} = scratch_at + {}u;\n            {}",
+                slot * 16,
+                spell.store(&format!("pv{j}"), &format!("pv_at{j}"), SCRATCH_ROW)
+            );
+        }
+        w.push_str("        }\n        workgroupBarrier();\n");
+        for (slot, &j) in round.iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "        {{
+            let at = lane_scratch + {}u + lane_half * 8u;
+            o{j}_0 = o{j}_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
+            o{j}_1 = o{j}_1 + vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]);
+        }}",
+                slot * 16
+            );
+        }
+        j0 += per_round;
+    }
+    // The pair's partial sums, then the epilogue.
+    let dv4 = dv / 4;
+    let _ = writeln!(
+        w,
+        "    }}
+    workgroupBarrier();
+    scratch[subgroup * 32u + lane] = running_sum;
+    workgroupBarrier();
+    let total = running_sum + scratch[subgroup * 32u + (lane ^ 1u)];
+    if (row < length) {{
+        let has_keys = total > 0.0;
+        let inverse = select(0.0, 1.0 / total, has_keys);
+        let out_at = (head * length + row) * {dv4}u + lane_half * 2u;"
+    );
+    for j in 0..dv / 16 {
+        let _ = writeln!(
+            w,
+            "        output_data[out_at + {}u] = vec4<f16>(o{j}_0 * inverse);\n        output_data[out_at + {}u] = vec4<f16>(o{j}_1 * inverse);",
+            j * 4,
+            j * 4 + 1
+        );
+    }
+    w.push_str(
+        "        if (lane_half == 0u) {
+            logsumexp_data[head * length + row] = select(0.0, running_max + log(total), has_keys);
+        }
+    }
+}
+",
+    );
+    w
+}
