@@ -179,8 +179,7 @@ const CHOICE_VARIABLES: [(&str, &[&str], &str); 4] = [
     (
         "ANYGRAD_COOP_MATMUL",
         &[
-            "staged", "staged16", "staged32", "direct", "packed32", "slim32", "wide16", "tall16",
-            "wide32", "off", "0", "none",
+            "staged", "staged16", "staged32", "direct", "off", "0", "none",
         ],
         "staged",
     ),

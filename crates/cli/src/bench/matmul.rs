@@ -35,18 +35,8 @@ pub fn run_matmul(
             unit: "GFLOPS",
             peak_memory_bytes: None,
             peak_requested_bytes: None,
-            note: coop_note(device),
+            note: None,
         });
     }
     Ok(results)
-}
-
-/// Which cooperative-matrix kernel ran the last product (f16 on tensor cores), if one did.
-fn coop_note(device: &Device) -> Option<String> {
-    match device {
-        Device::Gpu(gpu) => gpu
-            .cooperative_matmul_last()
-            .map(|variant| format!("cooperative matrices: {}", variant.name())),
-        Device::Cpu => None,
-    }
 }

@@ -78,13 +78,6 @@ impl GpuStaging {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CoopVariant {}
 
-impl CoopVariant {
-    /// The variant's `ANYGRAD_COOP_MATMUL` name (no variant exists in this build).
-    pub fn name(self) -> &'static str {
-        match self {}
-    }
-}
-
 impl GpuDevice {
     /// Always `Error::NoAdapter`: this build has no GPU backend.
     pub fn open(_ordinal: usize) -> Result<GpuDevice> {
@@ -163,11 +156,6 @@ impl GpuDevice {
 
     /// Whether the adapter offers f16 x f16 -> f32 cooperative matrices (no device exists).
     pub fn has_cooperative_f16_f32(&self) -> bool {
-        match self.never {}
-    }
-
-    /// The tensor-core matmul variant that ran last (no device exists to ask).
-    pub fn cooperative_matmul_last(&self) -> Option<CoopVariant> {
         match self.never {}
     }
 

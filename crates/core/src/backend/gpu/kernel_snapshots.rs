@@ -206,11 +206,6 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
         ("matmul_coop_direct", CoopVariant::Direct),
         ("matmul_coop_staged16", CoopVariant::Staged16),
         ("matmul_coop_staged32", CoopVariant::Staged32),
-        ("matmul_coop_packed32", CoopVariant::Packed32),
-        ("matmul_coop_slim32", CoopVariant::Slim32),
-        ("matmul_coop_wide16", CoopVariant::Wide16),
-        ("matmul_coop_tall16", CoopVariant::Tall16),
-        ("matmul_coop_wide32", CoopVariant::Wide32),
     ] {
         kernels.push((
             name,
@@ -286,18 +281,13 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             }),
         ));
     }
-    for (name, variant) in [
-        ("matmul_coop_staged32_emulated", CoopVariant::Staged32),
-        ("matmul_coop_wide32_emulated", CoopVariant::Wide32),
-    ] {
-        kernels.push((
-            name,
-            KernelKey::MatmulCoop {
-                variant,
-                emulated: true,
-            },
-        ));
-    }
+    kernels.push((
+        "matmul_coop_staged32_emulated",
+        KernelKey::MatmulCoop {
+            variant: CoopVariant::Staged32,
+            emulated: true,
+        },
+    ));
     kernels
 }
 

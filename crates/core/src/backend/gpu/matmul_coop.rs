@@ -7,11 +7,10 @@
 //! configuration, subgroups of exactly 32 invocations and enough workgroup memory
 //! ([`CoopSupport`]). Everywhere else f16 matmuls take the regular kernels.
 //!
-//! In the first three variants one workgroup of 128 invocations (four subgroups of 32)
-//! computes a [`COOP_TILE`]² (128 x 128) tile of C; subgroup `s` (the `subgroup_id` builtin)
-//! owns the 64 x 64 quarter at rows `(s / 2) * 64`, columns `(s % 2) * 64`, as a 4 x 4 grid
-//! of f32 accumulators. The variants ([`CoopVariant`], `ANYGRAD_COOP_MATMUL=staged|off` or a
-//! variant's name: `direct|staged16|staged32|packed32|slim32|wide16|tall16|wide32`):
+//! One workgroup of 128 invocations (four subgroups of 32) computes a [`COOP_TILE`]²
+//! (128 x 128) tile of C; subgroup `s` (the `subgroup_id` builtin) owns the 64 x 64 quarter
+//! at rows `(s / 2) * 64`, columns `(s % 2) * 64`, as a 4 x 4 grid of f32 accumulators. The
+//! variants ([`CoopVariant`], `ANYGRAD_COOP_MATMUL=staged|staged16|staged32|direct|off`):
 //! - **staged32** (the default, `staged`, where 41 KiB of workgroup memory fit) and
 //!   **staged16**: K is walked in blocks of 32 or 16
 //!   32; the workgroup copies A's 128 x kb and B's kb x 128 block into workgroup memory (rows
@@ -25,30 +24,7 @@
 //!   everywhere, and staged32 was checked against the CPU on the H200;
 //! - **direct**: the first design measured on the H200 (68.8 TFLOPS with one subgroup per
 //!   workgroup), four subgroups per workgroup, every fragment read straight from the storage
-//!   buffers (`coopLoadT` with the run-time row strides k and n), K-step 16, no barriers;
-//! - the **packed** kernels (`matmul_coop/packed.rs`; the first three are
-//!   `matmul_coop/source.rs`'s): A and B read 16 bytes (8 halves) per
-//!   load through `array<vec4<u32>>` bindings, staged as `u32` words (half the shared-memory
-//!   stores), fragments loaded from the words, the f32 scratch tiles sharing them. Workgroup
-//!   memory is copies x (rows x (kb + 8) + kb x (columns + 8)) x 2 bytes:
-//!   - **packed32**: staged32's geometry packed (128 x 128, four 64 x 64 subgroups, kb 32,
-//!     double buffered): 2 x (128 x 40 + 32 x 136) x 2 = 37,888 B;
-//!   - **slim32**: 128 x 128 by eight subgroups of 32 x 64 (2 x 4 accumulators: about half
-//!     the registers, so twice the subgroups per SM), kb 32 double buffered: 37,888 B;
-//!   - **wide16**: 128 x 256 by eight 64 x 64 subgroups (2 x 4), kb 16 double buffered:
-//!     2 x (128 x 24 + 16 x 264) x 2 = 29,184 B; n a multiple of 256;
-//!   - **tall16**: 256 x 128 by eight 64 x 64 subgroups (4 x 2), kb 16 double buffered:
-//!     2 x (256 x 24 + 16 x 136) x 2 = 33,280 B; m a multiple of 256;
-//!   - **wide32**: 128 x 256 like wide16 but kb 32 single buffered (the next block's loads
-//!     still go out before the current block's products; two barriers per block):
-//!     (128 x 40 + 32 x 264) x 2 = 27,136 B; n a multiple of 256.
-//!
-//! `matmul` hands the variants that apply to a shape to the autotuner (`autotune.rs`):
-//! the default (staged32) is candidate 0, which runs with tuning off; the others are timed on
-//! first use of a shape and the fastest kept. Naming a variant in `ANYGRAD_COOP_MATMUL`
-//! forces exactly that kernel (where it applies: the regular kernels take shapes outside its
-//! tile), which is how each is timed on its own. The 128 x 256 (256 x 128) variants apply
-//! only where n (m) is a multiple of 256.
+//!   buffers (`coopLoadT` with the run-time row strides k and n), K-step 16, no barriers.
 //!
 //! Output: WGSL cannot convert a cooperative matrix to another scalar type, so each f32
 //! accumulator is stored (`coopStoreT`) into a per-subgroup 16 x 16 f32 scratch tile in
@@ -71,15 +47,18 @@
 //! and `local % 32`): slow, but it runs the staging, double buffering, fragment addressing
 //! and epilogue on any f16 device, so tests check them without tensor cores.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::kernels::KernelKey;
+use super::matmul::MatmulParams;
+use super::params::KernelParams;
+use super::wgsl::COMMON;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::layout::Layout;
-use packed::Geometry;
 
 /// Edge of the output tile of one workgroup.
 pub(crate) const COOP_TILE: usize = 128;
@@ -103,113 +82,21 @@ pub enum CoopVariant {
     /// Operand blocks of 32 k staged in double-buffered workgroup memory (41 KiB); k a
     /// multiple of 32.
     Staged32,
-    /// Staged32's tile and blocks, packed (16-byte loads, words staged, scratch shared: 37 KiB).
-    Packed32,
-    /// 128 x 128 by eight subgroups of 32 x 64 (half the accumulators each), packed, k-blocks
-    /// of 32 double buffered (37 KiB).
-    Slim32,
-    /// 128 x 256 by eight subgroups of 64 x 64, packed, k-blocks of 16 double buffered
-    /// (28.5 KiB); n a multiple of 256.
-    Wide16,
-    /// 256 x 128 by eight subgroups of 64 x 64, packed, k-blocks of 16 double buffered
-    /// (32.5 KiB); m a multiple of 256.
-    Tall16,
-    /// 128 x 256 by eight subgroups of 64 x 64, packed, k-blocks of 32 single buffered
-    /// (26.5 KiB, two barriers per block); n a multiple of 256.
-    Wide32,
-    /// Tests only: packed32's grid with k-blocks of 16 (20.5 KiB), so its emulation runs on
-    /// devices with 32 KiB of workgroup memory (lavapipe).
-    #[cfg(test)]
-    TestSquare,
-    /// Tests only: slim32's grid single buffered (18.5 KiB).
-    #[cfg(test)]
-    TestSlim,
-    /// Tests only: tall16's grid single buffered (16.25 KiB).
-    #[cfg(test)]
-    TestTall,
 }
 
 impl CoopVariant {
     /// Every variant.
-    pub const ALL: [CoopVariant; 8] = [
+    pub const ALL: [CoopVariant; 3] = [
         CoopVariant::Direct,
         CoopVariant::Staged16,
         CoopVariant::Staged32,
-        CoopVariant::Packed32,
-        CoopVariant::Slim32,
-        CoopVariant::Wide16,
-        CoopVariant::Tall16,
-        CoopVariant::Wide32,
     ];
-
-    /// The name `ANYGRAD_COOP_MATMUL` and the autotuner use.
-    pub fn name(self) -> &'static str {
-        match self {
-            CoopVariant::Direct => "direct",
-            CoopVariant::Staged16 => "staged16",
-            CoopVariant::Staged32 => "staged32",
-            CoopVariant::Packed32 => "packed32",
-            CoopVariant::Slim32 => "slim32",
-            CoopVariant::Wide16 => "wide16",
-            CoopVariant::Tall16 => "tall16",
-            CoopVariant::Wide32 => "wide32",
-            #[cfg(test)]
-            CoopVariant::TestSquare => "test-square",
-            #[cfg(test)]
-            CoopVariant::TestSlim => "test-slim",
-            #[cfg(test)]
-            CoopVariant::TestTall => "test-tall",
-        }
-    }
-
-    /// The packed kernels' geometry (`matmul_coop/packed.rs`); `None` for the first three.
-    pub(crate) fn geometry(self) -> Option<Geometry> {
-        let geometry =
-            |(rows, columns), (subgroups, grid_columns), fragments, kb, copies| Geometry {
-                rows,
-                columns,
-                subgroups,
-                grid_columns,
-                fragments,
-                kb,
-                copies,
-            };
-        match self {
-            CoopVariant::Direct | CoopVariant::Staged16 | CoopVariant::Staged32 => None,
-            CoopVariant::Packed32 => Some(geometry((128, 128), (4, 2), (4, 4), 32, 2)),
-            CoopVariant::Slim32 => Some(geometry((128, 128), (8, 2), (2, 4), 32, 2)),
-            CoopVariant::Wide16 => Some(geometry((128, 256), (8, 4), (4, 4), 16, 2)),
-            CoopVariant::Tall16 => Some(geometry((256, 128), (8, 2), (4, 4), 16, 2)),
-            CoopVariant::Wide32 => Some(geometry((128, 256), (8, 4), (4, 4), 32, 1)),
-            #[cfg(test)]
-            CoopVariant::TestSquare => Some(geometry((128, 128), (4, 2), (4, 4), 16, 2)),
-            #[cfg(test)]
-            CoopVariant::TestSlim => Some(geometry((128, 128), (8, 2), (2, 4), 32, 1)),
-            #[cfg(test)]
-            CoopVariant::TestTall => Some(geometry((256, 128), (8, 2), (4, 4), 16, 1)),
-        }
-    }
-
-    /// Output rows and columns of one workgroup: m and n must be multiples of them.
-    pub fn tile(self) -> (usize, usize) {
-        self.geometry()
-            .map_or((COOP_TILE, COOP_TILE), |g| (g.rows, g.columns))
-    }
-
-    /// Invocations per workgroup.
-    pub fn threads(self) -> u32 {
-        self.geometry()
-            .map_or(4 * SUBGROUP_SIZE, |g| g.threads() as u32)
-    }
 
     /// k must be a non-zero multiple of this (the staged kernels' k-block).
     pub fn k_step(self) -> usize {
-        match self.geometry() {
-            Some(geometry) => geometry.kb,
-            None => match self {
-                CoopVariant::Staged32 => 32,
-                _ => 16,
-            },
+        match self {
+            CoopVariant::Direct | CoopVariant::Staged16 => 16,
+            CoopVariant::Staged32 => 32,
         }
     }
 
@@ -224,58 +111,45 @@ impl CoopVariant {
     }
 
     /// Bytes of workgroup memory one workgroup uses (the f32 scratch tiles, and for the
-    /// staged kernels two copies of both f16 blocks; the packed kernels' words).
+    /// staged kernels two copies of both f16 blocks).
     pub fn workgroup_bytes(self) -> u32 {
-        if let Some(geometry) = self.geometry() {
-            return geometry.workgroup_bytes();
-        }
         let scratch = 4 * 256 * 4;
         let (a, b) = self.blocks();
         match self {
+            CoopVariant::Direct => scratch,
             CoopVariant::Staged16 | CoopVariant::Staged32 => (2 * (a + b) * 2) as u32 + scratch,
-            _ => scratch,
         }
     }
 
-    /// Whether a device with `limits` can run this variant's workgroups.
-    pub(crate) fn fits(self, limits: &wgpu::Limits) -> bool {
-        self.workgroup_bytes() <= limits.max_compute_workgroup_storage_size
-            && self.threads() <= limits.max_compute_invocations_per_workgroup
-            && self.threads() <= limits.max_compute_workgroup_size_x
-    }
-
     /// `ANYGRAD_COOP_MATMUL`: `staged` (default: staged32 where its workgroup memory fits —
-    /// 76.2 TFLOPS vs staged16's 65.9 at 4096 on the H200 — else staged16, with the other
-    /// variants as autotuner candidates), a variant's [`name`](CoopVariant::name) (exactly
-    /// that kernel, no tuning among variants), or `off` (regular kernels only). A named
-    /// variant that does not fit `limits` falls back to `direct`. The second value: whether
-    /// the variant was named (forced).
-    fn from_env(limits: &wgpu::Limits) -> Option<(CoopVariant, bool)> {
-        let staged = if CoopVariant::Staged32.fits(limits) {
+    /// 76.2 TFLOPS vs staged16's 65.9 at 4096 on the H200 — else staged16), `staged16`,
+    /// `staged32`, `direct`, or `off` (regular kernels only). A variant whose workgroup memory
+    /// exceeds `limit` falls back to `direct`.
+    fn from_env(limit: u32) -> Option<CoopVariant> {
+        let staged = if CoopVariant::Staged32.workgroup_bytes() <= limit {
             CoopVariant::Staged32
         } else {
             CoopVariant::Staged16
         };
-        let setting = std::env::var("ANYGRAD_COOP_MATMUL").ok();
-        let chosen = match setting.as_deref().map(str::trim) {
-            None | Some("") | Some("staged") => (staged, false),
+        let chosen = match std::env::var("ANYGRAD_COOP_MATMUL")
+            .ok()
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("") | Some("staged") => staged,
+            Some("staged16") => CoopVariant::Staged16,
+            Some("staged32") => CoopVariant::Staged32,
+            Some("direct") => CoopVariant::Direct,
             Some("off") | Some("0") | Some("none") => return None,
-            Some(name) => match CoopVariant::ALL.into_iter().find(|v| v.name() == name) {
-                Some(variant) => (variant, true),
-                None => {
-                    let names: Vec<&str> = CoopVariant::ALL.iter().map(|v| v.name()).collect();
-                    tracing::warn!(
-                        "ANYGRAD_COOP_MATMUL={name} is unknown (staged|{}|off); using staged",
-                        names.join("|")
-                    );
-                    (staged, false)
-                }
-            },
+            Some(other) => {
+                tracing::warn!("ANYGRAD_COOP_MATMUL={other} is unknown (staged|staged16|staged32|direct|off); using staged");
+                staged
+            }
         };
-        Some(if chosen.0.fits(limits) {
+        Some(if chosen.workgroup_bytes() <= limit {
             chosen
         } else {
-            (CoopVariant::Direct, chosen.1)
+            CoopVariant::Direct
         })
     }
 }
@@ -293,16 +167,8 @@ pub(crate) struct CoopSupport {
     /// The variant `matmul` picks for eligible f16 products (`None`: unavailable, or disabled
     /// by `ANYGRAD_COOP_MATMUL=off`).
     pub(crate) chosen: Option<CoopVariant>,
-    /// `ANYGRAD_COOP_MATMUL` named `chosen`: no other variant is tried.
-    forced: bool,
-    /// The variants that fit the device's workgroup limits, in [`CoopVariant::ALL`]'s order
-    /// (the autotuner's other candidates).
-    fitting: Vec<CoopVariant>,
     /// Hardware cooperative-matrix kernels recorded, for `anygrad doctor`.
     pub(crate) dispatches: AtomicU64,
-    /// The variant of the last recorded hardware dispatch (its index in
-    /// [`CoopVariant::ALL`] plus one; 0: none yet).
-    last: AtomicUsize,
     /// Why `matmul` stopped using the hardware kernels (the driver refused one).
     failure: Mutex<Option<String>>,
     /// The cooperative-matrix convolutions (`conv_coop.rs`).
@@ -339,21 +205,15 @@ impl CoopSupport {
             && info.subgroup_max_size == SUBGROUP_SIZE
             && limits.max_compute_invocations_per_workgroup >= 4 * SUBGROUP_SIZE
             && limits.max_compute_workgroup_size_x >= 4 * SUBGROUP_SIZE;
-        let (chosen, forced) = match available.then(|| CoopVariant::from_env(limits)) {
-            Some(Some((variant, forced))) => (Some(variant), forced),
-            _ => (None, false),
-        };
         CoopSupport {
             f16_f32_16x16,
             available,
-            chosen,
-            forced,
-            fitting: CoopVariant::ALL
-                .into_iter()
-                .filter(|variant| variant.fits(limits))
-                .collect(),
+            chosen: if available {
+                CoopVariant::from_env(limits.max_compute_workgroup_storage_size)
+            } else {
+                None
+            },
             dispatches: AtomicU64::new(0),
-            last: AtomicUsize::new(0),
             failure: Mutex::new(None),
             conv: super::conv_coop::ConvCoopState::from_env(),
             attention: super::attention_coop::AttentionCoopState::from_env(),
@@ -379,25 +239,10 @@ impl CoopSupport {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
     }
 
-    /// The variants `matmul` may run for `a x b` of `dtype` (the autotuner's candidates):
-    /// the active one first when it applies, then (unless `ANYGRAD_COOP_MATMUL` named one)
-    /// every other variant that fits the device and applies. Empty: no cooperative kernel.
-    pub(crate) fn candidates(&self, dtype: DType, a: &Layout, b: &Layout) -> Vec<CoopVariant> {
-        let Some(active) = self.active() else {
-            return Vec::new();
-        };
-        let mut candidates: Vec<CoopVariant> = Some(active)
+    /// The key `matmul` uses for `a x b` of `dtype`, when a cooperative kernel applies.
+    pub(crate) fn key_for(&self, dtype: DType, a: &Layout, b: &Layout) -> Option<CoopVariant> {
+        self.active()
             .filter(|&variant| coop_applies(variant, dtype, a, b))
-            .into_iter()
-            .collect();
-        if !self.forced {
-            for &variant in &self.fitting {
-                if variant != active && coop_applies(variant, dtype, a, b) {
-                    candidates.push(variant);
-                }
-            }
-        }
-        candidates
     }
 
     /// Whether this device may run `MatmulCoop { variant, emulated }` on `a x b`.
@@ -408,15 +253,14 @@ impl CoopSupport {
         limits: &wgpu::Limits,
         (dtype, a, b): (DType, &Layout, &Layout),
     ) -> bool {
-        (emulated || self.available) && variant.fits(limits) && coop_applies(variant, dtype, a, b)
+        (emulated || self.available)
+            && limits.max_compute_workgroup_storage_size >= variant.workgroup_bytes()
+            && coop_applies(variant, dtype, a, b)
     }
 
-    /// Count one recorded hardware cooperative-matrix dispatch of `variant`.
-    pub(crate) fn count(&self, variant: CoopVariant) {
+    /// Count one recorded hardware cooperative-matrix dispatch.
+    pub(crate) fn count(&self) {
         self.dispatches.fetch_add(1, Ordering::Relaxed);
-        let index = CoopVariant::ALL.iter().position(|&v| v == variant);
-        self.last
-            .store(index.map_or(0, |index| index + 1), Ordering::Relaxed);
     }
 }
 
@@ -441,15 +285,6 @@ impl GpuDevice {
         self.context().coop.f16_f32_16x16
     }
 
-    /// The cooperative-matrix variant of the last hardware matmul recorded on this device
-    /// (what the autotuner or `ANYGRAD_COOP_MATMUL` picked; `anygrad bench matmul` reports
-    /// it), if any ran yet.
-    pub fn cooperative_matmul_last(&self) -> Option<CoopVariant> {
-        let last = self.context().coop.last.load(Ordering::Relaxed);
-        last.checked_sub(1)
-            .and_then(|index| CoopVariant::ALL.get(index).copied())
-    }
-
     /// Hardware cooperative-matrix matmul kernels recorded on this device so far.
     pub fn cooperative_matmul_dispatches(&self) -> u64 {
         self.context().coop.dispatches.load(Ordering::Relaxed)
@@ -457,8 +292,8 @@ impl GpuDevice {
 }
 
 /// Whether `variant` may compute `a x b` (layouts `[batch, m, k]` and `[batch, k, n]`): F16,
-/// m and n non-zero multiples of the variant's [`tile`](CoopVariant::tile) (128 or 256), k a
-/// non-zero multiple of the variant's K-step, both operands row-major within a batch (column stride 1, row stride k resp. n),
+/// m and n non-zero multiples of [`COOP_TILE`], k a non-zero multiple of the variant's
+/// K-step, both operands row-major within a batch (column stride 1, row stride k resp. n),
 /// offsets and batch strides multiples of 8 elements (16 bytes; stride 0, a broadcast batch,
 /// included).
 ///
@@ -479,9 +314,9 @@ pub(crate) fn coop_applies(variant: CoopVariant, dtype: DType, a: &Layout, b: &L
         && batch == b_batch
         && k == b_k
         && m > 0
-        && m.is_multiple_of(variant.tile().0)
+        && m.is_multiple_of(COOP_TILE)
         && n > 0
-        && n.is_multiple_of(variant.tile().1)
+        && n.is_multiple_of(COOP_TILE)
         && k > 0
         && k.is_multiple_of(variant.k_step())
         && (a_row, a_column) == (k, 1)
@@ -601,8 +436,271 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
     }
 }
 
-mod packed;
-mod source;
-pub(crate) use source::source_body;
+/// The kernel text after `enable f16;` (the header `KernelKey::source` writes).
+/// params: [`MatmulParams`] (`matmul.rs`).
+pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
+    let coop = Coop { emulated };
+    let (element, a_source, b_source) = match variant {
+        CoopVariant::Direct => ("f16", "matrix_a", "matrix_b"),
+        CoopVariant::Staged16 | CoopVariant::Staged32 => ("vec4<f16>", "tile_a", "tile_b"),
+    };
+    let staged = variant != CoopVariant::Direct;
+    // Staged: k-block, A's padded row, halves of one copy of A's and B's block, vec4s per
+    // row of A's block.
+    let (kb, a_row, (a_block, b_block)) = (variant.k_step(), variant.a_row(), variant.blocks());
+    let quads = kb / 4;
+    let mut w = String::new();
+    // `write!` into a String cannot fail; the results are ignored deliberately.
+    if !emulated {
+        w.push_str(&coop.prelude(a_source, b_source));
+    }
+    w.push_str(MatmulParams::WGSL);
+    w.push_str(COMMON);
+    let _ = writeln!(
+        w,
+        r#"@group(0) @binding(1) var<storage, read> matrix_a: array<{element}>;
+@group(0) @binding(2) var<storage, read> matrix_b: array<{element}>;
+@group(0) @binding(3) var<storage, read_write> matrix_c: array<vec4<f16>>;
+// One 16 x 16 f32 tile per subgroup: accumulators pass through it on their way to f16.
+var<workgroup> scratch: array<f32, 1024>;"#
+    );
+    if staged {
+        let _ = writeln!(
+            w,
+            "// Two copies (ping-pong) of A's block [128 rows][{a_row}] and B's [{kb} k][{B_ROW}] (padded rows).\n\
+             var<workgroup> tile_a: array<f16, {}>;\nvar<workgroup> tile_b: array<f16, {}>;",
+            2 * a_block,
+            2 * b_block
+        );
+    }
+    if emulated {
+        w.push_str(&coop.prelude(a_source, b_source));
+    }
+    let (subgroup, lane) = if emulated {
+        (
+            "    let subgroup = local / 32u;\n",
+            "    let lane = local % 32u;\n    emulated_lane = lane;\n",
+        )
+    } else {
+        ("", "")
+    };
+    let _ = writeln!(
+        w,
+        r#"
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32{builtins}) {{
+{subgroup}{lane}    let batch = params.batch;
+    let m = params.m;
+    let n = params.n;
+    let k = params.k;
+    let n4 = n / 4u;
+    let row0 = workgroup.y * 128u;
+    let column0 = workgroup.x * 128u;
+    // This subgroup's 64 x 64 quarter of the tile.
+    let sub_row = (subgroup / 2u) * 64u;
+    let sub_column = (subgroup % 2u) * 64u;
+    // Its scratch tile, and the 8 values (half a row) this invocation converts from it.
+    let scratch_at = subgroup * 256u;
+    let lane_at = scratch_at + lane * 8u;"#,
+        builtins = coop.subgroup_builtins(),
+    );
+    if staged {
+        let _ = writeln!(
+            w,
+            r#"    let k4 = k / 4u;
+    let steps = k / {kb}u;
+    // Loader roles: vec4 `local % {quads}` of rows `local / {quads} + {a_rows}p` of A's block,
+    // vec4 `local % 32` of k rows `local / 32 + 4p` of B's block (p = 0..{loads}); where they
+    // go in a block copy.
+    let a_store = (local / {quads}u) * {a_row}u + (local % {quads}u) * 4u;
+    let b_store = (local / 32u) * {B_ROW}u + (local % 32u) * 4u;
+    // This subgroup's first A row in a block copy.
+    let a_fragment = sub_row * {a_row}u;"#,
+            a_rows = 128 / quads,
+            loads = kb / 4,
+        );
+    }
+    let accumulators: Vec<String> = (0..16).map(|t| format!("c{}{}", t / 4, t % 4)).collect();
+    for c in &accumulators {
+        let _ = writeln!(w, "    var {c}: {};", coop.ty('C'));
+    }
+    let _ = writeln!(
+        w,
+        "    for (var b = workgroup.z; b < batch; b = b + workgroups.z) {{"
+    );
+    for c in &accumulators {
+        let _ = writeln!(w, "        {c} = {}();", coop.ty('C'));
+    }
+    if staged {
+        staged_loop(&mut w, coop, variant);
+    } else {
+        direct_loop(&mut w, coop);
+    }
+    // Epilogue: this invocation writes row `lane / 2`, columns `(lane % 2) * 8 + 0..8` of
+    // each 16 x 16 accumulator, as two vec4<f16> (vec4 index `c_at` for accumulator 00).
+    let _ = writeln!(
+        w,
+        "        let c_at = ((b * m + row0 + sub_row + lane / 2u) * n + column0 + sub_column + (lane % 2u) * 8u) / 4u;"
+    );
+    for (t, c) in accumulators.iter().enumerate() {
+        let (i, j) = (t / 4, t % 4);
+        let _ = writeln!(
+            w,
+            "        {}\n        workgroupBarrier();\n        {{\n\
+             \x20           let at = c_at + {}u * n4 + {}u;\n\
+             \x20           matrix_c[at] = vec4<f16>(vec4<f32>(scratch[lane_at], scratch[lane_at + 1u], scratch[lane_at + 2u], scratch[lane_at + 3u]));\n\
+             \x20           matrix_c[at + 1u] = vec4<f16>(vec4<f32>(scratch[lane_at + 4u], scratch[lane_at + 5u], scratch[lane_at + 6u], scratch[lane_at + 7u]));\n\
+             \x20       }}\n        workgroupBarrier();",
+            coop.store_scratch(c, "scratch_at"),
+            i * 16,
+            j * 4
+        );
+    }
+    let _ = writeln!(w, "    }}\n}}");
+    w
+}
+
+/// The staged kernels' k-loop: double-buffered workgroup blocks of `variant.k_step()` k.
+fn staged_loop(w: &mut String, coop: Coop, variant: CoopVariant) {
+    let (kb, a_row, (a_block, b_block)) = (variant.k_step(), variant.a_row(), variant.blocks());
+    let quads = kb / 4; // vec4s per row of A's block
+    let loads = kb / 4; // vec4s of each block per invocation per k-block
+    let a_rows = 128 / quads; // rows of A's block one vec4 per invocation covers
+    let _ = writeln!(
+        w,
+        r#"        // This invocation's first vec4 of A and of B in k-block 0 of batch b.
+        let a_start = (params.a_offset + b * params.a_batch_stride) / 4u + (row0 + local / {quads}u) * k4 + local % {quads}u;
+        let b_start = (params.b_offset + b * params.b_batch_stride) / 4u + (local / 32u) * n4 + column0 / 4u + local % 32u;"#
+    );
+    // The global loads of one k-block into registers a{p}, b{p}.
+    let load = |w: &mut String, indent: &str, declare: &str, a_at: &str, b_at: &str| {
+        for p in 0..loads {
+            let _ = writeln!(
+                w,
+                "{indent}{declare}a{p} = matrix_a[{a_at} + {}u * k4];",
+                p * a_rows
+            );
+        }
+        for p in 0..loads {
+            let _ = writeln!(
+                w,
+                "{indent}{declare}b{p} = matrix_b[{b_at} + {}u * n4];",
+                p * 4
+            );
+        }
+    };
+    // The registers into the block copies starting at `a_at`, `b_at`.
+    let store = |w: &mut String, indent: &str, a_at: &str, b_at: &str| {
+        for p in 0..loads {
+            for (lane, component) in ["x", "y", "z", "w"].iter().enumerate() {
+                let _ = writeln!(
+                    w,
+                    "{indent}tile_a[{a_at} + a_store + {}u] = a{p}.{component};",
+                    p * a_rows * a_row + lane
+                );
+                let _ = writeln!(
+                    w,
+                    "{indent}tile_b[{b_at} + b_store + {}u] = b{p}.{component};",
+                    p * 4 * B_ROW + lane
+                );
+            }
+        }
+    };
+    let _ = writeln!(w, "        // k-block 0 into copy 0.");
+    load(w, "        ", "var ", "a_start", "b_start");
+    store(w, "        ", "0u", "0u");
+    let _ = writeln!(
+        w,
+        r#"        workgroupBarrier();
+        for (var step = 0u; step < steps; step = step + 1u) {{
+            // Multiply out copy `step % 2` while the next k-block's loads are in flight, then
+            // store them into the other copy (read by nobody since the last barrier).
+            let current = step % 2u;
+            let a_current = current * {a_block}u;
+            let b_current = current * {b_block}u;
+            let more = step + 1u < steps;
+            if (more) {{
+                let a_next = a_start + (step + 1u) * {quads}u;
+                let b_next = b_start + (step + 1u) * {kb}u * n4;"#
+    );
+    load(w, "                ", "", "a_next", "b_next");
+    let _ = writeln!(w, "            }}");
+    for kk in 0..kb / 16 {
+        let _ = writeln!(w, "            {{");
+        for j in 0..4 {
+            let start = format!("b_current + sub_column + {}u", kk * 16 * B_ROW + j * 16);
+            let _ = writeln!(
+                w,
+                "                let fb{j} = {};",
+                coop.load('B', "tile_b", &start, &format!("{B_ROW}u"))
+            );
+        }
+        for i in 0..4 {
+            let start = format!("a_current + a_fragment + {}u", i * 16 * a_row + kk * 16);
+            let _ = writeln!(
+                w,
+                "                let fa{i} = {};",
+                coop.load('A', "tile_a", &start, &format!("{a_row}u"))
+            );
+            for j in 0..4 {
+                let _ = writeln!(
+                    w,
+                    "                c{i}{j} = {};",
+                    coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &format!("c{i}{j}"))
+                );
+            }
+        }
+        let _ = writeln!(w, "            }}");
+    }
+    let _ = writeln!(
+        w,
+        "            if (more) {{\n                let a_other = {a_block}u - a_current;\n                let b_other = {b_block}u - b_current;"
+    );
+    store(w, "                ", "a_other", "b_other");
+    let _ = writeln!(
+        w,
+        "            }}\n            workgroupBarrier();\n        }}"
+    );
+}
+
+/// The direct kernel's k-loop: fragments straight from the storage buffers, K-step 16.
+fn direct_loop(w: &mut String, coop: Coop) {
+    let _ = writeln!(
+        w,
+        r#"        // This subgroup's first element of A (row row0 + sub_row) and of B (column
+        // column0 + sub_column) in batch b.
+        let a_base = params.a_offset + b * params.a_batch_stride + (row0 + sub_row) * k;
+        let b_base = params.b_offset + b * params.b_batch_stride + column0 + sub_column;
+        for (var k0 = 0u; k0 < k; k0 = k0 + 16u) {{
+            let a_at = a_base + k0;
+            let b_at = b_base + k0 * n;"#
+    );
+    for j in 0..4 {
+        let start = format!("b_at + {}u", j * 16);
+        let _ = writeln!(
+            w,
+            "            let fb{j} = {};",
+            coop.load('B', "matrix_b", &start, "n")
+        );
+    }
+    for i in 0..4 {
+        let start = format!("a_at + {}u * k", i * 16);
+        let _ = writeln!(
+            w,
+            "            let fa{i} = {};",
+            coop.load('A', "matrix_a", &start, "k")
+        );
+        for j in 0..4 {
+            let _ = writeln!(
+                w,
+                "            c{i}{j} = {};",
+                coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &format!("c{i}{j}"))
+            );
+        }
+    }
+    let _ = writeln!(w, "        }}");
+}
+
 #[cfg(test)]
 pub(crate) mod tests;

@@ -7,6 +7,7 @@
 
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
+use super::matmul_coop::COOP_TILE;
 use super::matmul_large::{
     aligned_applies, prefers_large_tile, split_k_factor, split_k_legal, LARGE_TILE,
 };
@@ -84,32 +85,12 @@ impl GpuStorage {
         // Tensor cores where they apply; a driver that refuses the (experimental) kernel
         // turns them off for this device and the regular kernels take over.
         let coop = &self.device.context().coop;
-        // The autotuner picks among the cooperative variants that apply (the default first;
-        // only the one `ANYGRAD_COOP_MATMUL` names, if it names one).
-        let variants = coop.candidates(self.dtype, layout, rhs_layout);
-        if !variants.is_empty() {
-            let describe = || {
-                let names: Vec<String> = variants.iter().map(|v| v.name().to_string()).collect();
-                let k = layout.shape.get(2).copied().unwrap_or(0);
-                let key = format!(
-                    "matmul-coop {} {batch}x{m}x{k}x{n} {}",
-                    self.dtype,
-                    names.join(",")
-                );
-                (key, names)
+        if let Some(variant) = coop.key_for(self.dtype, layout, rhs_layout) {
+            let key = KernelKey::MatmulCoop {
+                variant,
+                emulated: false,
             };
-            let context = self.device.context();
-            let result =
-                context
-                    .autotune
-                    .pick(variants.len(), describe, &|| context.settle(), |index| {
-                        let key = KernelKey::MatmulCoop {
-                            variant: variants[index],
-                            emulated: false,
-                        };
-                        self.matmul_with(layout, rhs, rhs_layout, key)
-                    });
-            match result {
+            match self.matmul_with(layout, rhs, rhs_layout, key) {
                 Err(error @ Error::Shader { .. }) => coop.disable(&error),
                 result => return result,
             }
@@ -260,7 +241,7 @@ impl GpuStorage {
             {
                 return Err(Error::invalid(
                     "matmul",
-                    "the cooperative-matrix kernel needs a device with 16x16x16 f16 -> f32 cooperative matrices, F16 row-major operands, m and n multiples of its tile, aligned k, offsets and batch strides",
+                    "the cooperative-matrix kernel needs a device with 16x16x16 f16 -> f32 cooperative matrices, F16 row-major operands, m and n multiples of 128, aligned k, offsets and batch strides",
                 ));
             }
         }
@@ -279,11 +260,11 @@ impl GpuStorage {
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let tile = match key {
-            KernelKey::MatmulLarge { .. } => (LARGE_TILE, LARGE_TILE),
-            KernelKey::MatmulCoop { variant, .. } => variant.tile(),
-            _ => (64, 64),
+            KernelKey::MatmulLarge { .. } => LARGE_TILE,
+            KernelKey::MatmulCoop { .. } => COOP_TILE,
+            _ => 64,
         };
-        let (tiles_n, tiles_m) = (n.div_ceil(tile.1), m.div_ceil(tile.0));
+        let (tiles_n, tiles_m) = (n.div_ceil(tile), m.div_ceil(tile));
         if tiles_n > max || tiles_m > max {
             return Err(Error::invalid(
                 "matmul",
@@ -299,11 +280,10 @@ impl GpuStorage {
             grid,
         )?;
         if let KernelKey::MatmulCoop {
-            variant,
-            emulated: false,
+            emulated: false, ..
         } = key
         {
-            context.coop.count(variant);
+            context.coop.count();
         }
         Ok(out)
     }
