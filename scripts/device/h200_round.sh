@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One measuring round on one NVIDIA H200 for the ResNet-18 and transformer targets: the doctor,
+# anygrad's benches (matmul with each cooperative f16 variant forced, ResNet-18 inference and
+# training in f32 and autocast at batch 64 and 8, fused attention with and without the
+# cooperative forward, MiniLM), the ResNet-18 profiles, then PyTorch's same workloads in the
+# same call and the comparison table.
+# Usage (from the repo root): BIN=.devbin/anygrad OUT=/tmp/out scripts/device/h200_round.sh
+set -u
+BIN=${BIN:-target/release/anygrad}
+OUT=${OUT:-/tmp/anygrad-h200}
+mkdir -p "$OUT"
+export ANYGRAD_CACHE_DIR="$OUT/cache"
+log() { echo "== $*" | tee -a "$OUT/log.txt"; }
+bench() { "$BIN" bench "$@" --json 2>>"$OUT/log.txt" | tee -a "$OUT/anygrad.jsonl"; }
+nvidia-smi -L | tee -a "$OUT/log.txt"
+log doctor
+"$BIN" doctor > "$OUT/doctor.txt" 2>&1; grep -E "FAIL|checks|cooperative" "$OUT/doctor.txt" | head -20
+log matmul
+bench matmul --device gpu:0 --sizes 1024,4096 --seconds 1
+bench matmul --device gpu:0 --dtype f16 --sizes 4096 --seconds 1
+for variant in staged32 packed32 slim32 wide16 tall16 wide32; do
+    ANYGRAD_COOP_MATMUL=$variant bench matmul --device gpu:0 --dtype f16 --sizes 4096 --seconds 1 \
+        | sed "s/^/$variant /"
+done
+log small benches
+bench elementwise --device gpu:0 --seconds 1
+bench overhead --device gpu:0 --seconds 1
+bench mlp --device gpu:0 --seconds 1
+log resnet18
+bench resnet18-train --device gpu:0 --batch 64 --seconds 1 > /dev/null
+bench resnet18 --device gpu:0 --batch 64 --no-cpu-baseline --seconds 2
+bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-baseline --seconds 2
+bench resnet18-train --device gpu:0 --batch 64 --seconds 2
+bench resnet18-train --device gpu:0 --batch 64 --amp --seconds 2
+bench resnet18-train --device gpu:0 --batch 8 --seconds 1
+bench resnet18-train --device gpu:0 --batch 8 --amp --seconds 1
+log attention and minilm
+bench attention --device gpu:0 --attention-shape 8,12,512,64 --dtype f16 --seconds 1
+ANYGRAD_COOP_ATTENTION=off bench attention --device gpu:0 --attention-shape 8,12,512,64 \
+    --dtype f16 --seconds 1 | sed "s/^/coop-off /"
+for amp in "" --amp; do
+    bench minilm --device gpu:0 --batch 64 --sequence-length 128 --seconds 2 $amp
+    bench minilm-train --device gpu:0 --batch 64 --sequence-length 128 --seconds 2 $amp
+done
+log profiles
+"$BIN" profile resnet18 --device gpu:0 --batch 64 > "$OUT/profile-infer.txt" 2>&1
+"$BIN" profile resnet18-train --device gpu:0 --batch 64 > "$OUT/profile-train.txt" 2>&1
+"$BIN" profile minilm-train --device gpu:0 > "$OUT/profile-minilm-train.txt" 2>&1
+head -25 "$OUT/profile-train.txt"
+log pytorch
+export PYTHONUNBUFFERED=1
+python3 bench/pytorch_reference.py matmul elementwise overhead mlp resnet18 resnet18-train \
+    --batches 64 --true-f32 --amp --device cuda --seconds 1 2>>"$OUT/log.txt" \
+    | grep -v environment | tee -a "$OUT/pytorch.jsonl"
+python3 bench/pytorch_reference.py resnet18-train --train-batch 8 --true-f32 --amp --device cuda \
+    --seconds 1 2>>"$OUT/log.txt" | grep -v environment | tee -a "$OUT/pytorch-b8.jsonl"
+python3 bench/pytorch_reference.py attention --attention-shape 8 12 512 64 --attention-dtype f16 \
+    --device cuda --seconds 1 2>>"$OUT/log.txt" | grep -v environment | tee -a "$OUT/pytorch.jsonl"
+python3 bench/pytorch_reference.py minilm minilm-train --amp --device cuda:0 --minilm-batch 64 \
+    --minilm-length 128 --seconds 2 2>>"$OUT/log.txt" | grep -v environment \
+    | tee -a "$OUT/pytorch.jsonl"
+python3 bench/compare.py "$OUT/anygrad.jsonl" "$OUT/pytorch.jsonl" > "$OUT/comparison.md" 2>&1
+cat "$OUT/comparison.md"
+# The device tool returns a few files only: pack them into one.
+(cd "$OUT" && tar czf round.tgz --exclude=round.tgz . && find . -type f ! -name round.tgz -delete)
