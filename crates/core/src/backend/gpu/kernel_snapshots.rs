@@ -161,8 +161,18 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
         ),
         ("max_pool2d_f16", KernelKey::MaxPool2d { dtype: DType::F16 }),
         (
+            "max_pool2d_route_f32",
+            KernelKey::MaxPool2dBackward {
+                dtype: DType::F32,
+                pass: super::pool::PoolPass::Route,
+            },
+        ),
+        (
             "max_pool2d_backward_f32",
-            KernelKey::MaxPool2dBackward { dtype: DType::F32 },
+            KernelKey::MaxPool2dBackward {
+                dtype: DType::F32,
+                pass: super::pool::PoolPass::Gather,
+            },
         ),
         (
             "unary_vector_f32_relu",

@@ -137,8 +137,12 @@ pub enum KernelKey {
     SortGlobal { key: DType },
     /// 2-D max pooling, one invocation per output element (`pool.rs`).
     MaxPool2d { dtype: DType },
-    /// Max pooling's input gradient, gathered per input element (`pool.rs`).
-    MaxPool2dBackward { dtype: DType },
+    /// Max pooling's input gradient: the routing pass over the windows, or the gather over
+    /// the input elements (`pool.rs`).
+    MaxPool2dBackward {
+        dtype: DType,
+        pass: super::pool::PoolPass,
+    },
     /// A user's kernel (`custom_op::CustomOp::wgsl`): f32 inputs `input0..`, one f32 output,
     /// the user's `fn compute(i: u32) -> f32` per output element (`custom.rs`).
     Custom {
@@ -239,7 +243,7 @@ impl KernelKey {
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. }
             | KernelKey::MaxPool2d { dtype }
-            | KernelKey::MaxPool2dBackward { dtype }
+            | KernelKey::MaxPool2dBackward { dtype, .. }
             | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
             KernelKey::Where {
                 condition, dtype, ..
@@ -328,8 +332,10 @@ impl KernelKey {
             }
             KernelKey::SortRows { key } => super::sort::source(*key, false),
             KernelKey::SortGlobal { key } => super::sort::source(*key, true),
-            KernelKey::MaxPool2d { dtype } => super::pool::source(*dtype, false),
-            KernelKey::MaxPool2dBackward { dtype } => super::pool::source(*dtype, true),
+            KernelKey::MaxPool2d { dtype } => {
+                super::pool::source(*dtype, super::pool::PoolPass::Forward)
+            }
+            KernelKey::MaxPool2dBackward { dtype, pass } => super::pool::source(*dtype, *pass),
             KernelKey::Attention(key) => key.source(),
         };
         if self.uses_f16() {

@@ -1,9 +1,10 @@
 //! Kernel families `MaxPool2d` and `MaxPool2dBackward`, and the `GpuStorage` primitives they
 //! serve: 2-D max pooling as one kernel per direction instead of k·k elementwise passes over
 //! strided tap views. The forward runs one invocation per output element
-//! (`shaders/max_pool2d.wgsl`); the gradient is a gather, one invocation per input element,
-//! summing the gradients of the windows that route to it (`shaders/max_pool2d_backward.wgsl`):
-//! no atomics, deterministic. Both read their operands through their strides, share the
+//! (`shaders/max_pool2d.wgsl`); the gradient takes two passes: one invocation per window finds
+//! the tap its gradient goes to (`shaders/max_pool2d_route.wgsl`), then one invocation per
+//! input element sums the gradients of the windows routed to it
+//! (`shaders/max_pool2d_backward.wgsl`): no atomics, deterministic. Both read their operands through their strides, share the
 //! window arithmetic of `shaders/pool_common.wgsl` and follow `cpu/pool.rs`, the reference.
 //! F32 and F16 (computed in f32); the geometry is `geometry::PoolShape`. Params:
 //! [`PoolParams`].
@@ -57,17 +58,34 @@ kernel_params! {
     }
 }
 
-/// WGSL of `KernelKey::MaxPool2d` (`backward: false`) or `KernelKey::MaxPool2dBackward`.
-pub(crate) fn source(dtype: DType, backward: bool) -> String {
+/// The three max pooling kernels: the forward, and the gradient's two passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoolPass {
+    /// `shaders/max_pool2d.wgsl`: one invocation per output element.
+    Forward,
+    /// `shaders/max_pool2d_route.wgsl`: the tap each window routes its gradient to.
+    Route,
+    /// `shaders/max_pool2d_backward.wgsl`: the input gradient gathered by those routes.
+    Gather,
+}
+
+/// WGSL of `KernelKey::MaxPool2d` (the forward) or `KernelKey::MaxPool2dBackward` (`pass`).
+pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
     let mut text = value_header(dtype);
     text.push_str(PoolParams::WGSL);
     text.push_str(COMMON);
-    text.push_str(include_str!("shaders/pool_common.wgsl"));
-    text.push_str(if backward {
-        include_str!("shaders/max_pool2d_backward.wgsl")
-    } else {
-        include_str!("shaders/max_pool2d.wgsl")
-    });
+    text.push_str(include_str!("shaders/pool_planes.wgsl"));
+    match pass {
+        PoolPass::Forward => {
+            text.push_str(include_str!("shaders/pool_common.wgsl"));
+            text.push_str(include_str!("shaders/max_pool2d.wgsl"));
+        }
+        PoolPass::Route => {
+            text.push_str(include_str!("shaders/pool_common.wgsl"));
+            text.push_str(include_str!("shaders/max_pool2d_route.wgsl"));
+        }
+        PoolPass::Gather => text.push_str(include_str!("shaders/max_pool2d_backward.wgsl")),
+    }
     text
 }
 
@@ -75,7 +93,9 @@ pub(crate) fn source(dtype: DType, backward: bool) -> String {
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if is_pool_dtype(dtype) {
         keys.push(KernelKey::MaxPool2d { dtype });
-        keys.push(KernelKey::MaxPool2dBackward { dtype });
+        for pass in [PoolPass::Route, PoolPass::Gather] {
+            keys.push(KernelKey::MaxPool2dBackward { dtype, pass });
+        }
     }
 }
 
@@ -208,11 +228,34 @@ impl GpuStorage {
             grad_stride_w,
             ..header(&shape, count, layout)?
         };
+        let params = Params::with_header(&header, 0);
+        // Pass 1: each window's routed tap, over the output; pass 2: the gather over the input.
+        let windows: usize = shape.output_shape().iter().product();
+        let route = GpuStorage::allocate(&self.device, OP, windows, DType::U32)?;
         GpuStorage::launch(
             &self.device,
-            &KernelKey::MaxPool2dBackward { dtype: self.dtype },
-            &Params::with_header(&header, 0),
-            &[self.raw()?, output.raw()?, grad.raw()?, out.raw()?],
+            &KernelKey::MaxPool2dBackward {
+                dtype: self.dtype,
+                pass: PoolPass::Route,
+            },
+            &Params::with_header(
+                &PoolParams {
+                    count: word(windows)?,
+                    ..header
+                },
+                0,
+            ),
+            &[self.raw()?, output.raw()?, route.raw()?],
+            windows,
+        )?;
+        GpuStorage::launch(
+            &self.device,
+            &KernelKey::MaxPool2dBackward {
+                dtype: self.dtype,
+                pass: PoolPass::Gather,
+            },
+            &params,
+            &[route.raw()?, grad.raw()?, out.raw()?],
             count,
         )?;
         Ok(out)

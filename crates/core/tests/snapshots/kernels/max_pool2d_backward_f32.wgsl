@@ -96,70 +96,23 @@ struct PoolParams {
 fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
     return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
 }
-// pool_common.wgsl — shared by max_pool2d.wgsl and max_pool2d_backward.wgsl (after the value
-// header and `PoolParams`, pool.rs): the window geometry of `geometry::Window`, as the CPU's
-// `cpu/pool.rs` computes it.
-
-// The input row (axis 0) or column (axis 1) that output position `o` reads at kernel tap `k`,
-// or -1 when that falls in the padding.
-fn tap_position(axis: u32, o: u32, k: u32) -> i32 {
-    var stride = params.stride_w;
-    var padding = params.padding_w;
-    var dilation = params.dilation_w;
-    var size = params.width;
-    if (axis == 0u) {
-        stride = params.stride_h;
-        padding = params.padding_h;
-        dilation = params.dilation_h;
-        size = params.height;
-    }
-    let position = i32(o * stride + k * dilation) - i32(padding);
-    return select(-1, position, position >= 0 && position < i32(size));
-}
-
-// Whether `value` counts as equal to a window's maximum (NaN matches NaN).
-fn matches(value: T, maximum: T) -> bool {
-    return value == maximum || (is_nan_value(value) && is_nan_value(maximum));
-}
-
-// The input element at `(row, column)` of the plane starting at `base`.
-fn input_at(base: u32, row: i32, column: i32) -> T {
-    return load_value(input[base + u32(row) * params.input_stride_h + u32(column) * params.input_stride_w]);
-}
+// pool_planes.wgsl — shared by every max pooling kernel (after the value header and
+// `PoolParams`, pool.rs): where an `[n, c]` plane of a strided view starts.
 
 // Where plane `plane` (image * channels + channel) of a view starts.
 fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
     return offset + (plane / params.channels) * stride_n + (plane % params.channels) * stride_c;
 }
-// max_pool2d_backward.wgsl — max pooling's input gradient as a gather: one invocation per
-// element of the contiguous `[n, c, h, w]` input gradient. It walks the outputs whose window
-// holds its pixel (at most 4 for a 3x3 window of stride 2) and adds an output's gradient when
-// its pixel is that window's first tap, in row-major kernel order, equal to the output (NaN
-// matching NaN): the routing of `cpu/pool.rs` and PyTorch. No atomics, so the sums do not
-// depend on scheduling. Input, output and gradient are read through their strides.
+// max_pool2d_backward.wgsl — max pooling's input gradient as a gather, after
+// max_pool2d_route.wgsl: one invocation per element of the contiguous `[n, c, h, w]` input
+// gradient walks the windows that hold its pixel (at most 4 for a 3x3 window of stride 2) and
+// adds a window's gradient when the window's route names the tap that reads this pixel. No
+// atomics, so the sums do not depend on scheduling. The gradient is read through its strides;
+// the route is contiguous over the output.
 // params: PoolParams (pool.rs)
-@group(0) @binding(1) var<storage, read> input: array<S>;
-@group(0) @binding(2) var<storage, read> pooled: array<S>;
-@group(0) @binding(3) var<storage, read> grad: array<S>;
-@group(0) @binding(4) var<storage, read_write> grad_input: array<S>;
-
-// Whether a tap before (ki, kj) of window (oi, oj) also equals `maximum`.
-fn earlier_match(base: u32, oi: u32, oj: u32, ki: u32, kj: u32, maximum: T) -> bool {
-    for (var a = 0u; a <= ki; a = a + 1u) {
-        let row = tap_position(0u, oi, a);
-        if (row < 0) {
-            continue;
-        }
-        let end = select(params.kernel_w, kj, a == ki);
-        for (var b = 0u; b < end; b = b + 1u) {
-            let column = tap_position(1u, oj, b);
-            if (column >= 0 && matches(input_at(base, row, column), maximum)) {
-                return true;
-            }
-        }
-    }
-    return false;
-}
+@group(0) @binding(1) var<storage, read> route: array<u32>;
+@group(0) @binding(2) var<storage, read> grad: array<S>;
+@group(0) @binding(3) var<storage, read_write> grad_input: array<S>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
@@ -172,13 +125,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let rest = i / params.width;
     let y = rest % params.height;
     let plane = rest / params.height;
-    let input_base = plane_base(plane, params.input_offset, params.input_stride_n,
-                                params.input_stride_c);
-    let output_base = plane_base(plane, params.output_offset, params.output_stride_n,
-                                 params.output_stride_c);
+    let route_base = plane * params.out_height * params.out_width;
     let grad_base = plane_base(plane, params.grad_offset, params.grad_stride_n,
                                params.grad_stride_c);
-    let value = input_at(input_base, i32(y), i32(x));
     var sum = T(0.0);
     for (var ki = 0u; ki < params.kernel_h; ki = ki + 1u) {
         // Output row oi reads row y at tap ki when oi * stride = y + padding - ki * dilation.
@@ -202,12 +151,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                 continue;
             }
             let oj = u32(shifted_column) / params.stride_w;
-            if (oj >= params.out_width) {
-                continue;
-            }
-            let maximum = load_value(pooled[output_base + oi * params.output_stride_h
-                                            + oj * params.output_stride_w]);
-            if (!matches(value, maximum) || earlier_match(input_base, oi, oj, ki, kj, maximum)) {
+            if (oj >= params.out_width
+                    || route[route_base + oi * params.out_width + oj] != ki * params.kernel_w + kj) {
                 continue;
             }
             sum = sum + load_value(grad[grad_base + oi * params.grad_stride_h

@@ -97,9 +97,16 @@ struct PoolParams {
 fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
     return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
 }
-// pool_common.wgsl — shared by max_pool2d.wgsl and max_pool2d_backward.wgsl (after the value
-// header and `PoolParams`, pool.rs): the window geometry of `geometry::Window`, as the CPU's
-// `cpu/pool.rs` computes it.
+// pool_planes.wgsl — shared by every max pooling kernel (after the value header and
+// `PoolParams`, pool.rs): where an `[n, c]` plane of a strided view starts.
+
+// Where plane `plane` (image * channels + channel) of a view starts.
+fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
+    return offset + (plane / params.channels) * stride_n + (plane % params.channels) * stride_c;
+}
+// pool_common.wgsl — shared by max_pool2d.wgsl and max_pool2d_route.wgsl (after the value
+// header, `PoolParams` and pool_planes.wgsl; pool.rs): the window geometry of
+// `geometry::Window`, as the CPU's `cpu/pool.rs` computes it, over the `input` binding.
 
 // The input row (axis 0) or column (axis 1) that output position `o` reads at kernel tap `k`,
 // or -1 when that falls in the padding.
@@ -126,11 +133,6 @@ fn matches(value: T, maximum: T) -> bool {
 // The input element at `(row, column)` of the plane starting at `base`.
 fn input_at(base: u32, row: i32, column: i32) -> T {
     return load_value(input[base + u32(row) * params.input_stride_h + u32(column) * params.input_stride_w]);
-}
-
-// Where plane `plane` (image * channels + channel) of a view starts.
-fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
-    return offset + (plane / params.channels) * stride_n + (plane % params.channels) * stride_c;
 }
 // max_pool2d.wgsl — 2-D max pooling: one invocation per output element of the contiguous
 // `[n, c, oh, ow]` output, reading its window through the input's strides (the host checked

@@ -1,0 +1,178 @@
+alias S = f32;
+alias T = f32;
+fn load_value(v: S) -> T { return T(v); }
+fn store_value(v: T) -> S { return S(v); }
+// float_helpers.wgsl — helpers named by op.rs's float expressions (computed in f32), added
+// after the value header of every float kernel (`wgsl.rs`, `value_header`).
+fn is_nan_value(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn nan_value() -> f32 { return bitcast<f32>(0x7fc00000u); }
+// Abramowitz & Stegun 7.1.26, the formula of op.rs's CPU erf (|error| < 1.5e-7).
+fn erf_approx(x: f32) -> f32 {
+    let sign = select(1.0, -1.0, x < 0.0);
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+    return sign * (1.0 - poly * exp(-a * a));
+}
+// Never evaluates exp of a large positive number (which would overflow to inf).
+fn sigmoid_stable(x: f32) -> f32 {
+    if (x >= 0.0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    let e = exp(x);
+    return e / (1.0 + e);
+}
+// GPU max/min may drop a NaN; PyTorch (and the CPU reference) propagate it.
+fn maximum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return max(a, b);
+}
+fn minimum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return min(a, b);
+}
+// WGSL's pow is exp2(b * log2(a)): undefined for a < 0 and unreliable at 0 and inf. This
+// follows C's pow (which the CPU reference uses), including the sign of odd integer powers.
+fn pow_signed(a: f32, b: f32) -> f32 {
+    let infinity = bitcast<f32>(0x7f800000u);
+    let magnitude_a = abs(a);
+    if (b == 0.0 || a == 1.0 || (magnitude_a == 1.0 && abs(b) == infinity)) { return 1.0; }
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    var magnitude: f32;
+    if (magnitude_a == 0.0) {
+        magnitude = select(0.0, infinity, b < 0.0);
+    } else if (magnitude_a == infinity) {
+        magnitude = select(infinity, 0.0, b < 0.0);
+    } else {
+        magnitude = pow(magnitude_a, b);
+    }
+    if ((bitcast<u32>(a) & 0x80000000u) == 0u) { return magnitude; }
+    let integer = floor(b) == b;
+    if (!integer && magnitude_a != 0.0 && magnitude_a != infinity) { return nan_value(); }
+    let half = b * 0.5;
+    return select(magnitude, -magnitude, integer && floor(half) != half);
+}
+struct PoolParams {
+    count: u32,
+    channels: u32,
+    height: u32,
+    width: u32,
+    out_height: u32,
+    out_width: u32,
+    kernel_h: u32,
+    kernel_w: u32,
+    stride_h: u32,
+    stride_w: u32,
+    padding_h: u32,
+    padding_w: u32,
+    dilation_h: u32,
+    dilation_w: u32,
+    input_offset: u32,
+    input_stride_n: u32,
+    input_stride_c: u32,
+    input_stride_h: u32,
+    input_stride_w: u32,
+    output_offset: u32,
+    output_stride_n: u32,
+    output_stride_c: u32,
+    output_stride_h: u32,
+    output_stride_w: u32,
+    grad_offset: u32,
+    grad_stride_n: u32,
+    grad_stride_c: u32,
+    grad_stride_h: u32,
+    grad_stride_w: u32,
+}
+@group(0) @binding(0) var<storage, read> params: PoolParams;
+// common.wgsl — included by anygrad's kernels after the generated header that defines the
+// element types, the op functions and binding 0, `params` (the family's parameter struct,
+// declared once in Rust with `kernel_params!`, see params.rs). Passing sizes, offsets and
+// strides in a small storage buffer (instead of baking them into the shader) lets one compiled
+// pipeline serve every shape, and lets strided and broadcast (stride-0) views be read in place
+// without first copying them to a contiguous buffer.
+
+// One invocation per element, 256 per workgroup. A dispatch may have at most 65,535
+// workgroups per dimension, so large grids spill into y; this rebuilds the linear index.
+fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
+    return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
+}
+// pool_planes.wgsl — shared by every max pooling kernel (after the value header and
+// `PoolParams`, pool.rs): where an `[n, c]` plane of a strided view starts.
+
+// Where plane `plane` (image * channels + channel) of a view starts.
+fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
+    return offset + (plane / params.channels) * stride_n + (plane % params.channels) * stride_c;
+}
+// pool_common.wgsl — shared by max_pool2d.wgsl and max_pool2d_route.wgsl (after the value
+// header, `PoolParams` and pool_planes.wgsl; pool.rs): the window geometry of
+// `geometry::Window`, as the CPU's `cpu/pool.rs` computes it, over the `input` binding.
+
+// The input row (axis 0) or column (axis 1) that output position `o` reads at kernel tap `k`,
+// or -1 when that falls in the padding.
+fn tap_position(axis: u32, o: u32, k: u32) -> i32 {
+    var stride = params.stride_w;
+    var padding = params.padding_w;
+    var dilation = params.dilation_w;
+    var size = params.width;
+    if (axis == 0u) {
+        stride = params.stride_h;
+        padding = params.padding_h;
+        dilation = params.dilation_h;
+        size = params.height;
+    }
+    let position = i32(o * stride + k * dilation) - i32(padding);
+    return select(-1, position, position >= 0 && position < i32(size));
+}
+
+// Whether `value` counts as equal to a window's maximum (NaN matches NaN).
+fn matches(value: T, maximum: T) -> bool {
+    return value == maximum || (is_nan_value(value) && is_nan_value(maximum));
+}
+
+// The input element at `(row, column)` of the plane starting at `base`.
+fn input_at(base: u32, row: i32, column: i32) -> T {
+    return load_value(input[base + u32(row) * params.input_stride_h + u32(column) * params.input_stride_w]);
+}
+// max_pool2d_route.wgsl — the first pass of max pooling's input gradient: one invocation per
+// window (element of the `[n, c, oh, ow]` output) finds the first tap, in row-major kernel
+// order, whose input equals the window's output (NaN matching NaN) and writes its number
+// `ki * kernel_w + kj` to the contiguous `route`, or 0xffffffff when no tap does. This is the
+// routing of `cpu/pool.rs` and PyTorch; max_pool2d_backward.wgsl then gathers by it.
+// Input and output are read through their strides.
+// params: PoolParams (pool.rs)
+@group(0) @binding(1) var<storage, read> input: array<S>;
+@group(0) @binding(2) var<storage, read> pooled: array<S>;
+@group(0) @binding(3) var<storage, read_write> route: array<u32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = linear_id(workgroup, workgroups, local);
+    if (i >= params.count) {
+        return;
+    }
+    let oj = i % params.out_width;
+    let rest = i / params.out_width;
+    let oi = rest % params.out_height;
+    let plane = rest / params.out_height;
+    let base = plane_base(plane, params.input_offset, params.input_stride_n,
+                          params.input_stride_c);
+    let maximum = load_value(pooled[plane_base(plane, params.output_offset,
+                                               params.output_stride_n, params.output_stride_c)
+                                    + oi * params.output_stride_h + oj * params.output_stride_w]);
+    var tap = 0xffffffffu;
+    for (var ki = 0u; ki < params.kernel_h && tap == 0xffffffffu; ki = ki + 1u) {
+        let row = tap_position(0u, oi, ki);
+        if (row < 0) {
+            continue;
+        }
+        for (var kj = 0u; kj < params.kernel_w; kj = kj + 1u) {
+            let column = tap_position(1u, oj, kj);
+            if (column >= 0 && matches(input_at(base, row, column), maximum)) {
+                tap = ki * params.kernel_w + kj;
+                break;
+            }
+        }
+    }
+    route[i] = tap;
+}
