@@ -26,8 +26,9 @@
 //!   `[n, co, oh, ow]` result (edges of odd sizes skipped).
 //!
 //! The batch runs in chunks of images whose `V` and `M` together take at most
-//! [`CHUNK_BYTES`], so the transient memory stays bounded whatever the batch. F32 only (see
-//! [`applies`]); the kernels are generated for F16 as well, for the catalogue. Every global
+//! [`CHUNK_BYTES`], so the transient memory stays bounded whatever the batch. F32 and F16
+//! (autocast): `U`, `V` and `M` are f32 whatever the operands' dtype, so an F16 convolution
+//! reads and writes f16 but rounds only its result (see [`applies`]). Every global
 //! access is bounds-checked, so the kernels run without wgpu's runtime checks. The autotuner
 //! offers this path next to the implicit-GEMM kernels (`conv_tuning.rs`); tests check it
 //! against the CPU on its own.
@@ -187,12 +188,11 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     }
 }
 
-/// Whether the forward convolution of these operands can run as F(2×2, 3×3): F32, a 3×3
-/// filter, stride 1, no dilation. Not F16: `V` and `M` rounded to f16 lose too much where
-/// the output transform subtracts them (1-2% errors measured in tests), and f16 products run
-/// on tensor cores anyway.
+/// Whether the forward convolution of these operands can run as Winograd: F32 or F16, a
+/// 3×3 filter, stride 1, no dilation. F16 operands keep `U`, `V` and `M` in f32: rounded to
+/// f16 they lost 1-2% where the output transform subtracts them (measured in tests).
 pub(crate) fn applies(dtype: DType, weight_shape: &[usize], params: &Conv2dParams) -> bool {
-    dtype == DType::F32
+    matches!(dtype, DType::F32 | DType::F16)
         && weight_shape.len() == 4
         && weight_shape[2] == 3
         && weight_shape[3] == 3
@@ -241,7 +241,7 @@ impl GpuStorage {
         if !applies(self.dtype, &weight_layout.shape, params) || weight.dtype != self.dtype {
             return Err(Error::invalid(
                 "conv2d",
-                "the Winograd kernels take F32 3x3 filters at stride 1",
+                "the Winograd kernels take F32 or F16 3x3 filters at stride 1",
             ));
         }
         winograd(&Problem {
@@ -288,7 +288,7 @@ impl GpuStorage {
         {
             return Err(Error::invalid(
                 "conv2d_backward_input",
-                "the Winograd kernels take F32 3x3 filters at stride 1, padding <= 2",
+                "the Winograd kernels take F32 or F16 3x3 filters at stride 1, padding <= 2",
             ));
         }
         winograd(&Problem {
@@ -338,7 +338,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
     let points = alpha * alpha;
     let (tiles_h, tiles_w) = (out_height.div_ceil(m), out_width.div_ceil(m));
     let tiles_per_image = tiles_h * tiles_w;
-    let element = dtype.size_in_bytes();
+    let element = DType::F32.size_in_bytes();
     let image_bytes = points * (in_channels + out_channels) * tiles_per_image * element;
     let images_per_chunk = (CHUNK_BYTES / image_bytes.max(1)).clamp(1, batch);
     let x = problem.input_layout;
@@ -371,7 +371,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
     };
     // Transformed filters, [points, out_channels, in_channels].
     let filters = out_channels * in_channels;
-    let transformed = GpuStorage::allocate(device, OP, points * filters, dtype)?;
+    let transformed = GpuStorage::allocate(device, OP, points * filters, DType::F32)?;
     GpuStorage::launch(
         device,
         &KernelKey::Winograd {
@@ -394,7 +394,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
         header.columns = word(columns)?;
         word(points * in_channels.max(out_channels) * columns)?;
         let words = Params::with_header(&header, 0);
-        let blocks = GpuStorage::allocate(device, OP, points * in_channels * columns, dtype)?;
+        let blocks = GpuStorage::allocate(device, OP, points * in_channels * columns, DType::F32)?;
         GpuStorage::launch(
             device,
             &KernelKey::Winograd {
@@ -533,7 +533,7 @@ fn weight_body(t: &Transforms) -> String {
     let alpha = t.bt.len();
     let mut w = String::from(
         "@group(0) @binding(1) var<storage, read> winograd_filter: array<S>;
-@group(0) @binding(2) var<storage, read_write> winograd_transformed: array<S>;
+@group(0) @binding(2) var<storage, read_write> winograd_transformed: array<f32>;
 
 fn tap(co: u32, ci: u32, r: u32, s: u32) -> f32 {
     var position = params.w_offset + co * params.w_stride_0 + ci * params.w_stride_1
@@ -576,7 +576,7 @@ fn tap(co: u32, ci: u32, r: u32, s: u32) -> f32 {
             );
         }
     }
-    w.push_str("}\n\nfn store_at(position: u32, value: f32) {\n    if (position < arrayLength(&winograd_transformed)) {\n        winograd_transformed[position] = store_value(T(value));\n    }\n}\n");
+    w.push_str("}\n\nfn store_at(position: u32, value: f32) {\n    if (position < arrayLength(&winograd_transformed)) {\n        winograd_transformed[position] = value;\n    }\n}\n");
     w
 }
 
@@ -586,7 +586,7 @@ fn input_body(t: &Transforms) -> String {
     let m = t.at.len();
     let mut w = String::from(
         "@group(0) @binding(1) var<storage, read> winograd_image: array<S>;
-@group(0) @binding(2) var<storage, read_write> winograd_blocks: array<S>;
+@group(0) @binding(2) var<storage, read_write> winograd_blocks: array<f32>;
 
 // The input pixel (y, x) of the view, zero outside the image (padding) or past the buffer.
 fn pixel(base: u32, y: i32, x: i32) -> f32 {
@@ -602,7 +602,7 @@ fn pixel(base: u32, y: i32, x: i32) -> f32 {
 
 fn store_at(position: u32, value: f32) {
     if (position < arrayLength(&winograd_blocks)) {
-        winograd_blocks[position] = store_value(T(value));
+        winograd_blocks[position] = value;
     }
 }
 
@@ -659,14 +659,14 @@ fn output_body(t: &Transforms) -> String {
     let alpha = t.bt.len();
     let m = t.at.len();
     let mut w = String::from(
-        "@group(0) @binding(1) var<storage, read> winograd_products: array<S>;
+        "@group(0) @binding(1) var<storage, read> winograd_products: array<f32>;
 @group(0) @binding(2) var<storage, read_write> winograd_result: array<S>;
 
 fn product(position: u32) -> f32 {
     if (position >= arrayLength(&winograd_products)) {
         return 0.0;
     }
-    return f32(load_value(winograd_products[position]));
+    return winograd_products[position];
 }
 
 ",

@@ -1,7 +1,7 @@
 //! Tests of the Winograd convolution: naga validation of its kernels, and the forward and the
 //! input gradient against the CPU's direct convolution for awkward shapes (odd output sizes,
 //! so edge tiles are partial; padding 0, 1 and 2; a batch split into several chunks; strided
-//! views of the input), in F32 (the only dtype it runs in).
+//! views of the input), in F32 and in F16 (f16 operands, f32 transforms and products).
 
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values};
 use super::super::kernels::KernelKey;
@@ -12,8 +12,13 @@ use crate::layout::Layout;
 
 #[test]
 fn winograd_kernels_validate() {
-    assert!(!super::applies(
+    assert!(super::applies(
         DType::F16,
+        &[4, 4, 3, 3],
+        &params([1, 1, 1, 1, 1, 1])
+    ));
+    assert!(!super::applies(
+        DType::F64,
         &[4, 4, 3, 3],
         &params([1, 1, 1, 1, 1, 1])
     ));
@@ -65,9 +70,16 @@ fn winograd_forward_and_input_gradient_match_cpu() {
         ("partial 4x4 tiles", [2, 6, 11, 10], 5, 1, false),
         ("many channels", [1, 512, 6, 6], 4, 1, false),
     ];
-    let dtype = DType::F32;
-    for tile in WinogradTile::ALL {
+    // F16 on the cases that differ most (edges, strides, long sums), to keep lavapipe quick.
+    let f16_cases = ["pad 1, odd size", "strided input", "many channels"];
+    for (tile, dtype) in WinogradTile::ALL
+        .into_iter()
+        .flat_map(|tile| [(tile, DType::F32), (tile, DType::F16)])
+    {
         for (name, [n, c, h, w], o, pad, strided) in cases {
+            if dtype == DType::F16 && !f16_cases.contains(&name) {
+                continue;
+            }
             let name = format!("{name} {tile:?}");
             let geometry = params([1, 1, pad, pad, 1, 1]);
             let x_values = values(n * c * h * w, 1, dtype);
