@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One measuring round on one NVIDIA H200 for the ResNet-18 and transformer targets: the doctor,
-# anygrad's benches (matmul with each cooperative f16 variant forced, ResNet-18 inference and
+# anygrad's benches (matmul, ResNet-18 inference and
 # training in f32 and autocast at batch 64 and 8, fused attention with and without the
 # cooperative forward, MiniLM), the ResNet-18 profiles, then PyTorch's same workloads in the
 # same call and the comparison table.
@@ -18,10 +18,6 @@ log doctor
 log matmul
 bench matmul --device gpu:0 --sizes 1024,4096 --seconds 1
 bench matmul --device gpu:0 --dtype f16 --sizes 4096 --seconds 1
-for variant in staged32 packed32 slim32 wide16 tall16 wide32; do
-    ANYGRAD_COOP_MATMUL=$variant bench matmul --device gpu:0 --dtype f16 --sizes 4096 --seconds 1 \
-        | sed "s/^/$variant /"
-done
 log small benches
 bench elementwise --device gpu:0 --seconds 1
 bench overhead --device gpu:0 --seconds 1
@@ -30,6 +26,8 @@ log resnet18
 bench resnet18-train --device gpu:0 --batch 64 --seconds 1 > /dev/null
 bench resnet18 --device gpu:0 --batch 64 --no-cpu-baseline --seconds 2
 bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-baseline --seconds 2
+ANYGRAD_AUTOTUNE_FORCE=conv2d:winograd4 bench resnet18 --device gpu:0 --batch 64 \
+    --no-cpu-baseline --seconds 2 | sed "s/^/forced-winograd4 /"
 bench resnet18-train --device gpu:0 --batch 64 --seconds 2
 bench resnet18-train --device gpu:0 --batch 64 --amp --seconds 2
 bench resnet18-train --device gpu:0 --batch 8 --seconds 1
@@ -46,7 +44,10 @@ log profiles
 "$BIN" profile resnet18 --device gpu:0 --batch 64 > "$OUT/profile-infer.txt" 2>&1
 "$BIN" profile resnet18-train --device gpu:0 --batch 64 > "$OUT/profile-train.txt" 2>&1
 "$BIN" profile minilm-train --device gpu:0 > "$OUT/profile-minilm-train.txt" 2>&1
+"$BIN" profile resnet18 --device gpu:0 --batch 64 --amp > "$OUT/profile-infer-amp.txt" 2>&1
 head -25 "$OUT/profile-train.txt"
+grep -A16 "by shape" "$OUT/profile-infer-amp.txt"
+grep -o '"conv2d[^"]*x\[64, 64, 56, 56\][^"]*"[^}]*}' "$OUT/cache/autotune.json" | head -8
 log pytorch
 export PYTHONUNBUFFERED=1
 python3 bench/pytorch_reference.py matmul elementwise overhead mlp resnet18 resnet18-train \
@@ -62,4 +63,4 @@ python3 bench/pytorch_reference.py minilm minilm-train --amp --device cuda:0 --m
 python3 bench/compare.py "$OUT/anygrad.jsonl" "$OUT/pytorch.jsonl" > "$OUT/comparison.md" 2>&1
 cat "$OUT/comparison.md"
 # The device tool returns a few files only: pack them into one.
-(cd "$OUT" && tar czf round.tgz --exclude=round.tgz . && find . -type f ! -name round.tgz -delete)
+tar czf /tmp/round.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/round.tgz "$OUT/"
