@@ -10,7 +10,8 @@
 //!   were legal): `$ANYGRAD_CACHE_DIR/autotune.json`, else `$XDG_CACHE_HOME/anygrad/…`, else
 //!   `$HOME/.cache/anygrad/…`. A missing, unreadable or corrupt file only means timing again;
 //!   a file that cannot be written is reported once (tracing) and otherwise ignored.
-//! - Timing: each candidate runs once (pipeline creation, warm-up) and the device settles;
+//! - Timing: each candidate runs once (pipeline creation, warm-up; a tuned primitive it calls,
+//!   such as the batched GEMM of a Winograd convolution, is tuned here) and the device settles;
 //!   then each run is timed on its own, from recording until the device has finished it (runs
 //!   recorded back to back would overlap on the device, hiding a kernel that leaves most of it
 //!   idle), [`REPEATS`] runs at least and as many as fill [`TARGET`] (at most
@@ -198,9 +199,10 @@ impl Autotuner {
     /// Run the best of `count` candidates: `run(i)` runs candidate `i` (0 is the fixed
     /// heuristic's choice); `describe` gives the shape key and the candidates' names, and is
     /// only called when tuning is on (the hot path with the tuner off formats nothing);
-    /// `settle` waits until the device has finished all recorded work. A single candidate, or
-    /// a nested call while measuring: candidate 0; else a forced candidate
-    /// (`ANYGRAD_AUTOTUNE_FORCE`); else, when off, candidate 0.
+    /// `settle` waits until the device has finished all recorded work. A single candidate:
+    /// candidate 0; else a forced candidate (`ANYGRAD_AUTOTUNE_FORCE`); else, when off,
+    /// candidate 0; else a known choice; else, for a nested call inside a timed run,
+    /// candidate 0 (nested primitives tune during the outer candidate's untimed warm-up run).
     pub(crate) fn pick<T>(
         &self,
         count: usize,
@@ -209,7 +211,7 @@ impl Autotuner {
         mut run: impl FnMut(usize) -> Result<T>,
     ) -> Result<T> {
         let off = self.mode() == AutotuneMode::Off;
-        if count < 2 || (off && self.forced.is_empty()) || MEASURING.with(Cell::get) {
+        if count < 2 || (off && self.forced.is_empty()) {
             return run(0);
         }
         let (key, names) = describe();
@@ -227,6 +229,9 @@ impl Autotuner {
             .and_then(|name| names.iter().position(|candidate| candidate == name));
         if let Some(index) = known {
             return run(index);
+        }
+        if MEASURING.with(Cell::get) {
+            return run(0);
         }
         MEASURING.with(|flag| flag.set(true));
         let timed = self.measure(count, settle, &mut run);
@@ -248,9 +253,16 @@ impl Autotuner {
         settle()?;
         let mut best: Option<(Duration, usize)> = None;
         for index in 0..count {
-            if run(index).is_err() {
+            // The untimed warm-up run may tune the primitives this candidate calls (a
+            // Winograd convolution's batched GEMM): its timed runs then use their tuned kernels,
+            // as every later call will.
+            MEASURING.with(|flag| flag.set(false));
+            let warm_up = run(index);
+            MEASURING.with(|flag| flag.set(true));
+            if warm_up.is_err() {
                 continue;
             }
+            settle()?;
             // Each run is timed on its own, from record to finished: back-to-back runs of
             // independent work would overlap on the device and hide a kernel that leaves most
             // of it idle. As many runs as fill about TARGET (REPEATS to MAX_REPEATS); the
@@ -425,5 +437,38 @@ mod tests {
             .unwrap();
         assert_eq!(ran, 0);
         assert_eq!(tuner.measured(), 2);
+    }
+
+    /// A candidate that calls another tuned primitive: the inner primitive is tuned during
+    /// the outer candidate's untimed warm-up, and the outer timed runs use the inner choice
+    /// ("fast", not candidate 0).
+    #[test]
+    fn nested_primitives_tune_during_the_warm_up_and_timed_runs_use_their_choice() {
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        let inner_runs = RefCell::new(Vec::new());
+        let chosen = tuner
+            .pick(
+                2,
+                || ("outer".to_string(), names(&["a", "b"])),
+                &settle,
+                |index| {
+                    let (inner, ran) = tune(&tuner, "inner");
+                    inner_runs.borrow_mut().push((index, inner, ran.len()));
+                    Ok(index)
+                },
+            )
+            .unwrap();
+        assert!(chosen < 2);
+        let runs = inner_runs.into_inner();
+        // The first warm-up tuned the inner primitive (several runs); every later call ran
+        // its choice once.
+        assert!(runs[0].2 > 3, "{runs:?}");
+        assert!(
+            runs[1..]
+                .iter()
+                .all(|&(_, inner, count)| inner == 1 && count == 1),
+            "{runs:?}"
+        );
+        assert_eq!(tuner.measured(), 4);
     }
 }
