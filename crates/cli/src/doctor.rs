@@ -275,11 +275,24 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
         );
     }
     if gpu.supports_f16() {
-        for (name, lhs, rhs) in [
-            ("256x256x256", vec![256, 256], vec![256, 256]),
-            ("[3,128,96]x[3,96,384]", vec![3, 128, 96], vec![3, 96, 384]),
+        // The last case's right operand is a transposed view (a Linear layer's weight): it
+        // takes the tensor cores after a dense copy.
+        for (name, lhs, rhs, transposed) in [
+            ("256x256x256", vec![256, 256], vec![256, 256], false),
+            (
+                "[3,128,96]x[3,96,384]",
+                vec![3, 128, 96],
+                vec![3, 96, 384],
+                false,
+            ),
+            (
+                "[256,128]x[384,128]^T",
+                vec![256, 128],
+                vec![384, 128],
+                true,
+            ),
         ] {
-            let result = tensor_core_matmul(gpu, (&lhs, &rhs), &make);
+            let result = tensor_core_matmul(gpu, (&lhs, &rhs, transposed), &make);
             push(
                 format!("matmul f16 {name} (tensor cores where available)"),
                 result,
@@ -388,25 +401,28 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
 }
 
 /// An f16 product of a size that takes the cooperative-matrix (tensor-core) kernel where the
-/// device has one, against the CPU's f32 product of the same f16 values. Fails when the
-/// result is off, or when the kernel taken is not the one the device announced.
+/// device has one (`transposed`: with the right operand a transposed view), against the
+/// CPU's f32 product of the same f16 values. Fails when the result is off, or when the kernel
+/// taken is not the one the device announced.
 fn tensor_core_matmul(
     gpu: &GpuDevice,
-    (lhs, rhs): (&[usize], &[usize]),
+    (lhs, rhs, transposed): (&[usize], &[usize], bool),
     make: &impl Fn(f64, f64, &[usize], u64) -> Result<Tensor>,
 ) -> (bool, String) {
     let device = Device::Gpu(gpu.clone());
     let inputs = make(-1.0, 1.0, lhs, 11).and_then(|a| Ok((a, make(-1.0, 1.0, rhs, 12)?)));
+    // `transposed`: the right operand is the view `b.t()` on both devices.
+    let view = |t: Tensor| if transposed { t.t() } else { Ok(t) };
     let (a, b) = match inputs {
         Ok(inputs) => inputs,
         Err(error) => return (false, format!("inputs: {error}")),
     };
     let rounded = |t: &Tensor| t.to_dtype(DType::F16)?.to_dtype(DType::F32);
-    let reference = rounded(&a).and_then(|a| a.matmul(&rounded(&b)?));
+    let reference = rounded(&a).and_then(|a| a.matmul(&view(rounded(&b)?)?));
     let before = gpu.cooperative_matmul_dispatches();
     let on_gpu = |t: &Tensor| t.to_dtype(DType::F16)?.to_device(&device);
     let result = on_gpu(&a)
-        .and_then(|a| a.matmul(&on_gpu(&b)?))
+        .and_then(|a| a.matmul(&view(on_gpu(&b)?)?))
         .and_then(|c| c.to_dtype(DType::F32)?.to_device(&Device::Cpu));
     let used = gpu.cooperative_matmul_dispatches() > before;
     // f16 output: about 5e-4 relative rounding; a wrong index is off by O(1).

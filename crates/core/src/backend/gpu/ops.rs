@@ -94,6 +94,43 @@ impl GpuStorage {
                 Err(error @ Error::Shader { .. }) => coop.disable(&error),
                 result => return result,
             }
+        } else if let Some(variant) = coop.active() {
+            // Operands that are not row-major (a Linear layer's transposed weight, the
+            // transposed activations of its weight gradient, attention's keys): dense copies,
+            // one memory pass each, put them on the tensor cores where the shape allows.
+            let dense =
+                |storage: &GpuStorage, view: &Layout| -> Result<Option<(GpuStorage, Layout)>> {
+                    if view.is_contiguous() && view.offset.is_multiple_of(8) {
+                        return Ok(None);
+                    }
+                    Ok(Some((
+                        storage.copy_strided(view)?,
+                        Layout::contiguous(&view.shape),
+                    )))
+                };
+            if super::matmul_coop::coop_applies(
+                variant,
+                self.dtype,
+                &Layout::contiguous(&layout.shape),
+                &Layout::contiguous(&rhs_layout.shape),
+            ) && same_device("matmul", self, rhs).is_ok()
+                && rhs.dtype == self.dtype
+            {
+                let a_copy = dense(self, layout)?;
+                let b_copy = dense(rhs, rhs_layout)?;
+                let (a, a_layout) = a_copy.as_ref().map_or((self, layout), |(s, l)| (s, l));
+                let (b, b_layout) = b_copy.as_ref().map_or((rhs, rhs_layout), |(s, l)| (s, l));
+                if let Some(variant) = coop.key_for(self.dtype, a_layout, b_layout) {
+                    let key = KernelKey::MatmulCoop {
+                        variant,
+                        emulated: false,
+                    };
+                    match a.matmul_with(a_layout, b, b_layout, key) {
+                        Err(error @ Error::Shader { .. }) => coop.disable(&error),
+                        result => return result,
+                    }
+                }
+            }
         }
         // The candidates, the fixed heuristic's choice first; the autotuner picks one.
         let default = if let Some(split) = split_k_factor(self.dtype, layout, rhs_layout) {
