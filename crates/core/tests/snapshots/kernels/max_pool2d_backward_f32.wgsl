@@ -105,14 +105,30 @@ fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
 }
 // max_pool2d_backward.wgsl — max pooling's input gradient as a gather, after
 // max_pool2d_route.wgsl: one invocation per element of the contiguous `[n, c, h, w]` input
-// gradient walks the windows that hold its pixel (at most 4 for a 3x3 window of stride 2) and
-// adds a window's gradient when the window's route names the tap that reads this pixel. No
-// atomics, so the sums do not depend on scheduling. The gradient is read through its strides;
+// gradient walks the windows that hold its pixel (at most 4 for a 3x3 window of stride 2, found
+// with two divisions per axis) and adds a window's gradient when the window's route names the
+// tap that reads this pixel. No atomics, so the sums do not depend on scheduling. The gradient is read through its strides;
 // the route is contiguous over the output.
 // params: PoolParams (pool.rs)
 @group(0) @binding(1) var<storage, read> route: array<u32>;
 @group(0) @binding(2) var<storage, read> grad: array<S>;
 @group(0) @binding(3) var<storage, read_write> grad_input: array<S>;
+
+// The first and last window along one axis whose taps can read padded position `shifted`
+// (position + padding): o * stride <= shifted <= o * stride + (kernel - 1) * dilation, within
+// the output. An empty range has first > last.
+fn window_range(shifted: u32, stride: u32, dilation: u32, kernel: u32, outputs: u32) -> vec2<u32> {
+    let span = (kernel - 1u) * dilation;
+    var first = 0u;
+    if (shifted > span) {
+        first = (shifted - span + stride - 1u) / stride;
+    }
+    let last = shifted / stride;
+    if (outputs == 0u || first >= outputs || first > last) {
+        return vec2<u32>(1u, 0u);
+    }
+    return vec2<u32>(first, min(last, outputs - 1u));
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
@@ -129,30 +145,26 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let grad_base = plane_base(plane, params.grad_offset, params.grad_stride_n,
                                params.grad_stride_c);
     var sum = T(0.0);
-    for (var ki = 0u; ki < params.kernel_h; ki = ki + 1u) {
-        // Output row oi reads row y at tap ki when oi * stride = y + padding - ki * dilation.
-        let shifted_row = i32(y + params.padding_h) - i32(ki * params.dilation_h);
-        if (shifted_row < 0) {
-            break;
-        }
-        if (u32(shifted_row) % params.stride_h != 0u) {
+    // The windows whose taps can read (y, x): output row oi reads row y at tap ki when
+    // oi * stride + ki * dilation = y + padding, so oi lies in [first_row, last_row] and
+    // ki follows from oi; likewise for columns. Two divisions per axis, not one per tap.
+    let rows = window_range(y + params.padding_h, params.stride_h, params.dilation_h,
+                            params.kernel_h, params.out_height);
+    let columns = window_range(x + params.padding_w, params.stride_w, params.dilation_w,
+                               params.kernel_w, params.out_width);
+    for (var oi = rows.x; oi <= rows.y; oi = oi + 1u) {
+        let row_offset = y + params.padding_h - oi * params.stride_h;
+        if (params.dilation_h != 1u && row_offset % params.dilation_h != 0u) {
             continue;
         }
-        let oi = u32(shifted_row) / params.stride_h;
-        if (oi >= params.out_height) {
-            continue;
-        }
-        for (var kj = 0u; kj < params.kernel_w; kj = kj + 1u) {
-            let shifted_column = i32(x + params.padding_w) - i32(kj * params.dilation_w);
-            if (shifted_column < 0) {
-                break;
-            }
-            if (u32(shifted_column) % params.stride_w != 0u) {
+        let ki = row_offset / params.dilation_h;
+        for (var oj = columns.x; oj <= columns.y; oj = oj + 1u) {
+            let column_offset = x + params.padding_w - oj * params.stride_w;
+            if (params.dilation_w != 1u && column_offset % params.dilation_w != 0u) {
                 continue;
             }
-            let oj = u32(shifted_column) / params.stride_w;
-            if (oj >= params.out_width
-                    || route[route_base + oi * params.out_width + oj] != ki * params.kernel_w + kj) {
+            let kj = column_offset / params.dilation_w;
+            if (route[route_base + oi * params.out_width + oj] != ki * params.kernel_w + kj) {
                 continue;
             }
             sum = sum + load_value(grad[grad_base + oi * params.grad_stride_h
