@@ -23,8 +23,8 @@ bench attention --device gpu:0 --attention-shape 8,12,512,64 --dtype f16 --secon
 bench attention --device gpu:0 --attention-shape 8,12,512,64 --dtype f16 --seconds 1 \
     --composite-attention
 "$BIN" profile resnet18-train --device gpu:0 --batch 64 --amp > "$OUT/profile-train-amp.txt" 2>&1
-"$BIN" profile minilm --device gpu:0 > "$OUT/profile-minilm.txt" 2>&1
-"$BIN" profile minilm --device gpu:0 --amp > "$OUT/profile-minilm-amp.txt" 2>&1
+"$BIN" profile minilm --device gpu:0 --batch 64 > "$OUT/profile-minilm.txt" 2>&1
+"$BIN" profile minilm --device gpu:0 --batch 64 --amp > "$OUT/profile-minilm-amp.txt" 2>&1
 for f in profile-train-amp profile-minilm profile-minilm-amp; do
     echo "== $f"; head -16 "$OUT/$f.txt"; grep -A12 "by shape" "$OUT/$f.txt"
 done

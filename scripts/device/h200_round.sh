@@ -44,7 +44,8 @@ done
 log profiles
 "$BIN" profile resnet18 --device gpu:0 --batch 64 > "$OUT/profile-infer.txt" 2>&1
 "$BIN" profile resnet18-train --device gpu:0 --batch 64 > "$OUT/profile-train.txt" 2>&1
-"$BIN" profile minilm-train --device gpu:0 > "$OUT/profile-minilm-train.txt" 2>&1
+"$BIN" profile minilm-train --device gpu:0 --batch 64 > "$OUT/profile-minilm-train.txt" 2>&1
+"$BIN" profile minilm --device gpu:0 --batch 64 > "$OUT/profile-minilm.txt" 2>&1
 "$BIN" profile resnet18 --device gpu:0 --batch 64 --amp > "$OUT/profile-infer-amp.txt" 2>&1
 head -25 "$OUT/profile-train.txt"
 grep -A16 "by shape" "$OUT/profile-infer-amp.txt"

@@ -390,6 +390,7 @@ impl GpuContext {
         {
             return Ok(Arc::clone(pipeline));
         }
+        let started = std::time::Instant::now();
         let source = key.source();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let descriptor = wgpu::ShaderModuleDescriptor {
@@ -437,6 +438,11 @@ impl GpuContext {
             });
         }
         let layout = pipeline.get_bind_group_layout(0);
+        tracing::debug!(
+            kernel = %key.name(),
+            milliseconds = started.elapsed().as_secs_f64() * 1e3,
+            "compiled a pipeline"
+        );
         let pipeline = Arc::new(CachedPipeline { pipeline, layout });
         self.pipelines
             .lock()
