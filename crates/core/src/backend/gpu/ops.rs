@@ -28,6 +28,9 @@ enum MatmulChoice {
     Tile128 { aligned: bool },
     /// The aligned 128 x 128 kernel over k-slices, partial products added (`matmul_split_k`).
     SplitK(usize),
+    /// Operands that are not row-major (a weight gradient's transposed activations) copied
+    /// dense first, then the aligned 128 x 128 kernel, over k-slices when `Some`.
+    Dense(Option<usize>),
 }
 
 impl MatmulChoice {
@@ -38,6 +41,8 @@ impl MatmulChoice {
             MatmulChoice::Tile128 { aligned: false } => "tile128".into(),
             MatmulChoice::Tile128 { aligned: true } => "tile128-aligned".into(),
             MatmulChoice::SplitK(split) => format!("split-k{split}"),
+            MatmulChoice::Dense(None) => "dense-tile128-aligned".into(),
+            MatmulChoice::Dense(Some(split)) => format!("dense-split-k{split}"),
         }
     }
 }
@@ -69,6 +74,23 @@ pub(super) fn same_dtype(op: &'static str, lhs: DType, rhs: DType) -> Result<()>
     Ok(())
 }
 
+/// A dense copy of `view` (and its contiguous layout) unless it already is row-major with an
+/// offset that is a multiple of `alignment` elements: what the aligned and cooperative matmul
+/// kernels need of their operands.
+fn dense_copy(
+    storage: &GpuStorage,
+    view: &Layout,
+    alignment: usize,
+) -> Result<Option<(GpuStorage, Layout)>> {
+    if view.is_contiguous() && view.offset.is_multiple_of(alignment) {
+        return Ok(None);
+    }
+    Ok(Some((
+        storage.copy_strided(view)?,
+        Layout::contiguous(&view.shape),
+    )))
+}
+
 impl GpuStorage {
     /// `[batch, m, k] x [batch, k, n] -> [batch, m, n]` (batch strides may be 0).
     pub fn matmul(
@@ -98,16 +120,6 @@ impl GpuStorage {
             // Operands that are not row-major (a Linear layer's transposed weight, the
             // transposed activations of its weight gradient, attention's keys): dense copies,
             // one memory pass each, put them on the tensor cores where the shape allows.
-            let dense =
-                |storage: &GpuStorage, view: &Layout| -> Result<Option<(GpuStorage, Layout)>> {
-                    if view.is_contiguous() && view.offset.is_multiple_of(8) {
-                        return Ok(None);
-                    }
-                    Ok(Some((
-                        storage.copy_strided(view)?,
-                        Layout::contiguous(&view.shape),
-                    )))
-                };
             if super::matmul_coop::coop_applies(
                 variant,
                 self.dtype,
@@ -116,8 +128,8 @@ impl GpuStorage {
             ) && same_device("matmul", self, rhs).is_ok()
                 && rhs.dtype == self.dtype
             {
-                let a_copy = dense(self, layout)?;
-                let b_copy = dense(rhs, rhs_layout)?;
+                let a_copy = dense_copy(self, layout, 8)?;
+                let b_copy = dense_copy(rhs, rhs_layout, 8)?;
                 let (a, a_layout) = a_copy.as_ref().map_or((self, layout), |(s, l)| (s, l));
                 let (b, b_layout) = b_copy.as_ref().map_or((rhs, rhs_layout), |(s, l)| (s, l));
                 if let Some(variant) = coop.key_for(self.dtype, a_layout, b_layout) {
@@ -156,6 +168,22 @@ impl GpuStorage {
                     others.push(MatmulChoice::SplitK(split));
                 }
             }
+            // Where only the operands' strides keep the aligned kernel out: the same kernels
+            // after dense copies (one memory pass each), timed like the rest.
+            let (a_dense, b_dense) = (
+                Layout::contiguous(&layout.shape),
+                Layout::contiguous(&rhs_layout.shape),
+            );
+            if !aligned_applies(self.dtype, layout, rhs_layout)
+                && aligned_applies(self.dtype, &a_dense, &b_dense)
+            {
+                others.push(MatmulChoice::Dense(None));
+                for split in [2, 4, 8, 16] {
+                    if split_k_legal(self.dtype, &a_dense, &b_dense, split) {
+                        others.push(MatmulChoice::Dense(Some(split)));
+                    }
+                }
+            }
             for choice in others {
                 if !choices.contains(&choice) {
                     choices.push(choice);
@@ -177,21 +205,45 @@ impl GpuStorage {
         context
             .autotune
             .pick(choices.len(), describe, &|| context.settle(), |index| {
-                let dtype = self.dtype;
-                match choices[index] {
-                    MatmulChoice::Tile64 => {
-                        let key = KernelKey::Matmul { dtype };
-                        self.matmul_with(layout, rhs, rhs_layout, key)
-                    }
-                    MatmulChoice::Tile128 { aligned } => {
-                        let key = KernelKey::MatmulLarge { dtype, aligned };
-                        self.matmul_with(layout, rhs, rhs_layout, key)
-                    }
-                    MatmulChoice::SplitK(split) => {
-                        self.matmul_split_k(layout, rhs, rhs_layout, split)
+                self.matmul_choice(layout, rhs, rhs_layout, choices[index])
+            })
+    }
+
+    /// `a x b` by one candidate kernel of `matmul` (each computes the same product).
+    fn matmul_choice(
+        &self,
+        layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+        choice: MatmulChoice,
+    ) -> Result<GpuStorage> {
+        let dtype = self.dtype;
+        match choice {
+            MatmulChoice::Tile64 => {
+                self.matmul_with(layout, rhs, rhs_layout, KernelKey::Matmul { dtype })
+            }
+            MatmulChoice::Tile128 { aligned } => {
+                let key = KernelKey::MatmulLarge { dtype, aligned };
+                self.matmul_with(layout, rhs, rhs_layout, key)
+            }
+            MatmulChoice::SplitK(split) => self.matmul_split_k(layout, rhs, rhs_layout, split),
+            MatmulChoice::Dense(split) => {
+                let a_copy = dense_copy(self, layout, 4)?;
+                let b_copy = dense_copy(rhs, rhs_layout, 4)?;
+                let (a, a_layout) = a_copy.as_ref().map_or((self, layout), |(s, l)| (s, l));
+                let (b, b_layout) = b_copy.as_ref().map_or((rhs, rhs_layout), |(s, l)| (s, l));
+                match split {
+                    Some(split) => a.matmul_split_k(a_layout, b, b_layout, split),
+                    None => {
+                        let key = KernelKey::MatmulLarge {
+                            dtype,
+                            aligned: true,
+                        };
+                        a.matmul_with(a_layout, b, b_layout, key)
                     }
                 }
-            })
+            }
+        }
     }
 
     /// A single product as `split` k-slices (`split_k_factor`): the aligned kernel computes the
@@ -323,5 +375,66 @@ impl GpuStorage {
             context.coop.count();
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MatmulChoice;
+    use crate::backend::cpu::CpuStorage;
+    use crate::backend::gpu::GpuStorage;
+    use crate::backend::tests::support::gpu_device as gpu;
+    use crate::layout::Layout;
+
+    /// The dense-copy candidates on a weight gradient's shape (A a transposed view, B a
+    /// column slice): the aligned kernel and split-K after the copies, against the CPU.
+    #[test]
+    fn dense_candidates_match_cpu() {
+        let Some(device) = gpu() else { return };
+        let (m, k, n) = (128usize, 1024usize, 256usize);
+        let a_values: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+            .collect();
+        let b_values: Vec<f32> = (0..k * (n + 64))
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) / 24.0)
+            .collect();
+        // A stored as [k, m] and read transposed; B a [k, n] slice of [k, n + 64].
+        let a_layout = Layout {
+            shape: vec![1, m, k],
+            strides: vec![m * k, 1, m],
+            offset: 0,
+        };
+        let b_layout = Layout {
+            shape: vec![1, k, n],
+            strides: vec![k * (n + 64), n + 64, 1],
+            offset: 32,
+        };
+        let (a_cpu, b_cpu) = (CpuStorage::F32(a_values), CpuStorage::F32(b_values));
+        let CpuStorage::F32(expected) = a_cpu.matmul(&a_layout, &b_cpu, &b_layout).unwrap() else {
+            panic!("dtype changed")
+        };
+        let a = GpuStorage::from_cpu(&device, &a_cpu).unwrap();
+        let b = GpuStorage::from_cpu(&device, &b_cpu).unwrap();
+        for choice in [
+            MatmulChoice::Dense(None),
+            MatmulChoice::Dense(Some(2)),
+            MatmulChoice::Dense(Some(8)),
+        ] {
+            let actual = a
+                .matmul_choice(&a_layout, &b, &b_layout, choice)
+                .unwrap()
+                .to_cpu()
+                .unwrap();
+            let CpuStorage::F32(actual) = actual else {
+                panic!("dtype changed")
+            };
+            for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+                assert!(
+                    (x - y).abs() <= 1e-4 * (1.0 + x.abs()),
+                    "{}: element {i}: {x} vs {y}",
+                    choice.name()
+                );
+            }
+        }
     }
 }
