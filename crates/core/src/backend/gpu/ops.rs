@@ -99,11 +99,6 @@ impl GpuStorage {
         rhs: &GpuStorage,
         rhs_layout: &Layout,
     ) -> Result<GpuStorage> {
-        let (batch, m) = (
-            layout.shape.first().copied().unwrap_or(0),
-            layout.shape.get(1).copied().unwrap_or(0),
-        );
-        let n = rhs_layout.shape.get(2).copied().unwrap_or(0);
         // Tensor cores where they apply; a driver that refuses the (experimental) kernel
         // turns them off for this device and the regular kernels take over.
         let coop = &self.device.context().coop;
@@ -128,8 +123,18 @@ impl GpuStorage {
             ) && same_device("matmul", self, rhs).is_ok()
                 && rhs.dtype == self.dtype
             {
-                let a_copy = dense_copy(self, layout, 8)?;
-                let b_copy = dense_copy(rhs, rhs_layout, 8)?;
+                // A copy that does not fit leaves the product to the regular kernels, which
+                // read the views as they are.
+                let copies = match (dense_copy(self, layout, 8), dense_copy(rhs, rhs_layout, 8)) {
+                    (Ok(a), Ok(b)) => Some((a, b)),
+                    (Err(Error::OutOfMemory { .. }), _) | (_, Err(Error::OutOfMemory { .. })) => {
+                        None
+                    }
+                    (Err(error), _) | (_, Err(error)) => return Err(error),
+                };
+                let Some((a_copy, b_copy)) = copies else {
+                    return self.matmul_regular(layout, rhs, rhs_layout);
+                };
                 let (a, a_layout) = a_copy.as_ref().map_or((self, layout), |(s, l)| (s, l));
                 let (b, b_layout) = b_copy.as_ref().map_or((rhs, rhs_layout), |(s, l)| (s, l));
                 if let Some(variant) = coop.key_for(self.dtype, a_layout, b_layout) {
@@ -144,7 +149,22 @@ impl GpuStorage {
                 }
             }
         }
-        // The candidates, the fixed heuristic's choice first; the autotuner picks one.
+        self.matmul_regular(layout, rhs, rhs_layout)
+    }
+
+    /// `matmul` on the regular kernels (tile sizes, split-K, dense copies first): the
+    /// candidates, the fixed heuristic's choice first; the autotuner picks one.
+    fn matmul_regular(
+        &self,
+        layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+    ) -> Result<GpuStorage> {
+        let (batch, m) = (
+            layout.shape.first().copied().unwrap_or(0),
+            layout.shape.get(1).copied().unwrap_or(0),
+        );
+        let n = rhs_layout.shape.get(2).copied().unwrap_or(0);
         let default = if let Some(split) = split_k_factor(self.dtype, layout, rhs_layout) {
             MatmulChoice::SplitK(split)
         } else if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
@@ -228,8 +248,17 @@ impl GpuStorage {
             }
             MatmulChoice::SplitK(split) => self.matmul_split_k(layout, rhs, rhs_layout, split),
             MatmulChoice::Dense(split) => {
-                let a_copy = dense_copy(self, layout, 4)?;
-                let b_copy = dense_copy(rhs, rhs_layout, 4)?;
+                // Copies that do not fit: the 64 x 64 kernel reads the views as they are.
+                let (a_copy, b_copy) =
+                    match (dense_copy(self, layout, 4), dense_copy(rhs, rhs_layout, 4)) {
+                        (Ok(a), Ok(b)) => (a, b),
+                        (Err(Error::OutOfMemory { .. }), _)
+                        | (_, Err(Error::OutOfMemory { .. })) => {
+                            let key = KernelKey::Matmul { dtype };
+                            return self.matmul_with(layout, rhs, rhs_layout, key);
+                        }
+                        (Err(error), _) | (_, Err(error)) => return Err(error),
+                    };
                 let (a, a_layout) = a_copy.as_ref().map_or((self, layout), |(s, l)| (s, l));
                 let (b, b_layout) = b_copy.as_ref().map_or((rhs, rhs_layout), |(s, l)| (s, l));
                 match split {
