@@ -447,6 +447,29 @@ fn tensor_core_matmul(
     (passed, format!("{error}; {path}"))
 }
 
+/// The CPU's results against the device's, pairwise and named: whether all are within
+/// `tolerance` and each one's error; `Err` says which side failed to run.
+fn compare_named<const N: usize>(
+    names: [&str; N],
+    reference: Result<[Tensor; N]>,
+    result: Result<[Tensor; N]>,
+    tolerance: f64,
+) -> std::result::Result<(bool, Vec<String>), String> {
+    let (reference, result) = match (reference, result) {
+        (Ok(reference), Ok(result)) => (reference, result),
+        (Err(error), _) => return Err(format!("cpu: {error}")),
+        (_, Err(error)) => return Err(format!("gpu: {error}")),
+    };
+    let mut passed = true;
+    let mut details = Vec::new();
+    for (name, (cpu, gpu)) in names.iter().zip(reference.into_iter().zip(result)) {
+        let (close, error) = compare(Ok(cpu), Ok(gpu), tolerance);
+        passed &= close;
+        details.push(format!("{name} {error}"));
+    }
+    Ok((passed, details))
+}
+
 /// An f16 convolution (3x3, padding 1, 64 -> 128 channels: the square tile forward and for
 /// the weight gradient, the wide one for the input gradient) and both its gradients through
 /// autograd, against the CPU's f32 results of the same f16 values. Fails when a result is
@@ -502,22 +525,12 @@ fn tensor_core_conv(
     let ran = gpu.cooperative_conv_dispatches() - before;
     gpu.set_cooperative_conv(was_on);
     gpu.set_autotune_mode(tuning);
-    let (reference, result) = match (reference, result) {
-        (Ok(reference), Ok(result)) => (reference, result),
-        (Err(error), _) => return (false, format!("cpu: {error}")),
-        (_, Err(error)) => return (false, format!("gpu: {error}")),
+    // f16 results: about 5e-4 relative rounding; a wrong index is off by O(1).
+    let names = ["output", "input grad", "weight grad"];
+    let (mut passed, details) = match compare_named(names, reference, result, 3e-3) {
+        Ok(compared) => compared,
+        Err(failure) => return (false, failure),
     };
-    let mut passed = true;
-    let mut details = Vec::new();
-    for (name, (cpu, gpu)) in ["output", "input grad", "weight grad"]
-        .iter()
-        .zip(reference.into_iter().zip(result))
-    {
-        // f16 results: about 5e-4 relative rounding; a wrong index is off by O(1).
-        let (close, error) = compare(Ok(cpu), Ok(gpu), 3e-3);
-        passed &= close;
-        details.push(format!("{name} {error}"));
-    }
     let path = match (ran, offered, gpu.cooperative_conv_failure()) {
         (_, _, Some(failure)) => {
             passed = false;
@@ -597,22 +610,12 @@ fn tensor_core_attention(
     let result = run(DType::F16, &device);
     let ran = gpu.cooperative_attention_dispatches() - before;
     anygrad::set_fused_attention_mode(previous);
-    let (reference, result) = match (reference, result) {
-        (Ok(reference), Ok(result)) => (reference, result),
-        (Err(error), _) => return (false, format!("cpu: {error}")),
-        (_, Err(error)) => return (false, format!("gpu: {error}")),
+    // f16 results and f16 probabilities: about 1e-3; a wrong index is off by O(1).
+    let names = ["output", "query grad", "key grad", "value grad"];
+    let (mut passed, details) = match compare_named(names, reference, result, 1e-2) {
+        Ok(compared) => compared,
+        Err(failure) => return (false, failure),
     };
-    let mut passed = true;
-    let mut details = Vec::new();
-    for (name, (cpu, gpu)) in ["output", "query grad", "key grad", "value grad"]
-        .iter()
-        .zip(reference.into_iter().zip(result))
-    {
-        // f16 results and f16 probabilities: about 1e-3; a wrong index is off by O(1).
-        let (close, error) = compare(Ok(cpu), Ok(gpu), 1e-2);
-        passed &= close;
-        details.push(format!("{name} {error}"));
-    }
     let path = match (ran, offered, gpu.cooperative_attention_failure()) {
         (_, _, Some(failure)) => {
             passed = false;

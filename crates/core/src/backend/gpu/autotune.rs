@@ -107,8 +107,8 @@ fn forced_choice(forced: &[String], key: &str, names: &[String]) -> Option<usize
 }
 
 thread_local! {
-    /// Set while this thread times candidates: a candidate that calls another tuned
-    /// primitive runs that one's default instead of tuning inside a measurement.
+    /// Set while this thread runs timed candidates: a candidate that calls another tuned
+    /// primitive not tuned yet runs that one's default instead of tuning inside a timed run.
     static MEASURING: Cell<bool> = const { Cell::new(false) };
 }
 

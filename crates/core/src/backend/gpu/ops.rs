@@ -91,6 +91,32 @@ fn dense_copy(
     )))
 }
 
+/// An operand: its storage and the view of it.
+type Operand<'a> = (&'a GpuStorage, &'a Layout);
+
+/// `product` of the operands after dense copies of those that need one (`dense_copy`), or
+/// `None` when a copy does not fit in memory.
+fn on_dense_operands<T>(
+    (a, a_layout): Operand,
+    (b, b_layout): Operand,
+    alignment: usize,
+    product: impl FnOnce(Operand, Operand) -> Result<T>,
+) -> Result<Option<T>> {
+    let (a_copy, b_copy) = match (
+        dense_copy(a, a_layout, alignment),
+        dense_copy(b, b_layout, alignment),
+    ) {
+        (Ok(a_copy), Ok(b_copy)) => (a_copy, b_copy),
+        (Err(Error::OutOfMemory { .. }), _) | (_, Err(Error::OutOfMemory { .. })) => {
+            return Ok(None)
+        }
+        (Err(error), _) | (_, Err(error)) => return Err(error),
+    };
+    let a = a_copy.as_ref().map_or((a, a_layout), |(s, l)| (s, l));
+    let b = b_copy.as_ref().map_or((b, b_layout), |(s, l)| (s, l));
+    product(a, b).map(Some)
+}
+
 impl GpuStorage {
     /// `[batch, m, k] x [batch, k, n] -> [batch, m, n]` (batch strides may be 0).
     pub fn matmul(
@@ -123,29 +149,26 @@ impl GpuStorage {
             ) && same_device("matmul", self, rhs).is_ok()
                 && rhs.dtype == self.dtype
             {
-                // A copy that does not fit leaves the product to the regular kernels, which
-                // read the views as they are.
-                let copies = match (dense_copy(self, layout, 8), dense_copy(rhs, rhs_layout, 8)) {
-                    (Ok(a), Ok(b)) => Some((a, b)),
-                    (Err(Error::OutOfMemory { .. }), _) | (_, Err(Error::OutOfMemory { .. })) => {
-                        None
-                    }
-                    (Err(error), _) | (_, Err(error)) => return Err(error),
-                };
-                let Some((a_copy, b_copy)) = copies else {
-                    return self.matmul_regular(layout, rhs, rhs_layout);
-                };
-                let (a, a_layout) = a_copy.as_ref().map_or((self, layout), |(s, l)| (s, l));
-                let (b, b_layout) = b_copy.as_ref().map_or((rhs, rhs_layout), |(s, l)| (s, l));
-                if let Some(variant) = coop.key_for(self.dtype, a_layout, b_layout) {
+                // Copies that do not fit, or a refused kernel, leave the product to the regular
+                // kernels, which read the views as they are.
+                let product = on_dense_operands((self, layout), (rhs, rhs_layout), 8, |a, b| {
+                    let Some(variant) = coop.key_for(self.dtype, a.1, b.1) else {
+                        return Ok(None);
+                    };
                     let key = KernelKey::MatmulCoop {
                         variant,
                         emulated: false,
                     };
-                    match a.matmul_with(a_layout, b, b_layout, key) {
-                        Err(error @ Error::Shader { .. }) => coop.disable(&error),
-                        result => return result,
+                    match a.0.matmul_with(a.1, b.0, b.1, key) {
+                        Err(error @ Error::Shader { .. }) => {
+                            coop.disable(&error);
+                            Ok(None)
+                        }
+                        result => result.map(Some),
                     }
+                })?;
+                if let Some(Some(out)) = product {
+                    return Ok(out);
                 }
             }
         }
@@ -248,28 +271,21 @@ impl GpuStorage {
             }
             MatmulChoice::SplitK(split) => self.matmul_split_k(layout, rhs, rhs_layout, split),
             MatmulChoice::Dense(split) => {
-                // Copies that do not fit: the 64 x 64 kernel reads the views as they are.
-                let (a_copy, b_copy) =
-                    match (dense_copy(self, layout, 4), dense_copy(rhs, rhs_layout, 4)) {
-                        (Ok(a), Ok(b)) => (a, b),
-                        (Err(Error::OutOfMemory { .. }), _)
-                        | (_, Err(Error::OutOfMemory { .. })) => {
-                            let key = KernelKey::Matmul { dtype };
-                            return self.matmul_with(layout, rhs, rhs_layout, key);
+                let product =
+                    on_dense_operands((self, layout), (rhs, rhs_layout), 4, |a, b| match split {
+                        Some(split) => a.0.matmul_split_k(a.1, b.0, b.1, split),
+                        None => {
+                            let key = KernelKey::MatmulLarge {
+                                dtype,
+                                aligned: true,
+                            };
+                            a.0.matmul_with(a.1, b.0, b.1, key)
                         }
-                        (Err(error), _) | (_, Err(error)) => return Err(error),
-                    };
-                let (a, a_layout) = a_copy.as_ref().map_or((self, layout), |(s, l)| (s, l));
-                let (b, b_layout) = b_copy.as_ref().map_or((rhs, rhs_layout), |(s, l)| (s, l));
-                match split {
-                    Some(split) => a.matmul_split_k(a_layout, b, b_layout, split),
-                    None => {
-                        let key = KernelKey::MatmulLarge {
-                            dtype,
-                            aligned: true,
-                        };
-                        a.matmul_with(a_layout, b, b_layout, key)
-                    }
+                    })?;
+                match product {
+                    Some(out) => Ok(out),
+                    // Copies that do not fit: the 64 x 64 kernel reads the views as they are.
+                    None => self.matmul_with(layout, rhs, rhs_layout, KernelKey::Matmul { dtype }),
                 }
             }
         }
