@@ -20,6 +20,11 @@ pub(crate) fn op_flops(
         // input [n, c, h, w], weight [o, c, kh, kw] -> [n, o, oh, ow]: each output sums c*kh*kw
         // products.
         ("conv2d", [_input, weight]) => Some(2.0 * output_elements as f64 * reduction(weight)?),
+        // The fused convolution (inputs, weight, scale, shift and maybe a residual): the
+        // convolution's products (the epilogue's few operations per output are left out).
+        ("conv2d_epilogue", [_input, weight, ..]) => {
+            Some(2.0 * output_elements as f64 * reduction(weight)?)
+        }
         // output gradient [n, o, oh, ow] and weight [o, c, kh, kw] -> [n, c, h, w]: the same
         // products as the forward pass, counted from the output gradient.
         ("conv2d_backward_input", [grad, weight]) => {

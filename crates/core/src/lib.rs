@@ -47,10 +47,11 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats};
 pub use layout::Layout;
+pub use op::EpilogueActivation;
 pub use random::manual_seed;
 pub use tensor::{
     fused_attention_enabled, fused_attention_mode, scaled_dot_product_attention,
-    set_fused_attention, set_fused_attention_mode, Conv1dParams, Conv2dParams,
+    set_fused_attention, set_fused_attention_mode, Conv1dParams, Conv2dParams, ConvEpilogue,
     ConvTranspose2dParams, FusedAttention, InterpolateMode, InterpolateSize, ShapeSpec, Tensor,
     TensorId, FUSED_ATTENTION_SCORES_BYTES,
 };

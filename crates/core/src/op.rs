@@ -414,3 +414,42 @@ impl ReduceOp {
         }
     }
 }
+
+/// The activation a fused convolution applies last, in its store
+/// (`Tensor::conv2d_fused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EpilogueActivation {
+    /// No activation.
+    Identity,
+    /// `max(x, 0)`.
+    Relu,
+}
+
+impl EpilogueActivation {
+    /// Both activations.
+    pub const ALL: [EpilogueActivation; 2] =
+        [EpilogueActivation::Identity, EpilogueActivation::Relu];
+
+    /// The activation's name (`"identity"`, `"relu"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EpilogueActivation::Identity => "identity",
+            EpilogueActivation::Relu => "relu",
+        }
+    }
+
+    /// The activation of one value (the CPU's reference).
+    pub fn apply<T: Float>(self, value: T) -> T {
+        match self {
+            EpilogueActivation::Identity => value,
+            // As `UnaryOp::Relu`: NaN passes through.
+            EpilogueActivation::Relu => {
+                if value > T::zero() || value.is_nan() {
+                    value
+                } else {
+                    T::zero()
+                }
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! contract, with each primitive's rules, is documented on that trait in
 //! `backend/contract.rs`). Creation and transfers match on the device directly.
 
-use crate::backend::contract::BackendStorage;
+use crate::backend::contract::{BackendStorage, Epilogue};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
@@ -13,7 +13,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{AttentionShape, Conv2dParams, Window};
 use crate::layout::Layout;
-use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::op::{BinaryOp, EpilogueActivation, ReduceOp, UnaryOp};
 use crate::profiler;
 use crate::random::Distribution;
 
@@ -394,6 +394,66 @@ impl Storage {
         let call =
             Call::new("conv2d", [(self, layout), (weight, weight_layout)]).same_dtype(&[0, 1]);
         run!(call, |x, w| conv2d(x, layout, w, weight_layout, params))
+    }
+
+    /// conv2d and its epilogue in one primitive (`BackendStorage::conv2d_epilogue`): `scale`
+    /// and `shift` F32 `[o]`, the optional `residual` of the output's shape.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv2d_epilogue(
+        &self,
+        layout: &Layout,
+        weight: &Storage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        scale: (&Storage, &Layout),
+        shift: (&Storage, &Layout),
+        residual: Option<(&Storage, &Layout)>,
+        activation: EpilogueActivation,
+    ) -> Result<Storage> {
+        const OP: &str = "conv2d_epilogue";
+        let (scale_layout, shift_layout) = (scale.1, shift.1);
+        match residual {
+            None => {
+                let operands = [(self, layout), (weight, weight_layout), scale, shift];
+                let call = Call::new(OP, operands).same_dtype(&[0, 1]);
+                run!(call, |x, w, s, t| conv2d_epilogue(
+                    x,
+                    layout,
+                    w,
+                    weight_layout,
+                    params,
+                    &Epilogue {
+                        scale: (s, scale_layout),
+                        shift: (t, shift_layout),
+                        residual: None,
+                        activation,
+                    }
+                ))
+            }
+            Some((residual, residual_layout)) => {
+                let operands = [
+                    (self, layout),
+                    (weight, weight_layout),
+                    scale,
+                    shift,
+                    (residual, residual_layout),
+                ];
+                let call = Call::new(OP, operands).same_dtype(&[0, 1, 4]);
+                run!(call, |x, w, s, t, r| conv2d_epilogue(
+                    x,
+                    layout,
+                    w,
+                    weight_layout,
+                    params,
+                    &Epilogue {
+                        scale: (s, scale_layout),
+                        shift: (t, shift_layout),
+                        residual: Some((r, residual_layout)),
+                        activation,
+                    }
+                ))
+            }
+        }
     }
 
     /// The convolution's input gradient; `self` is the output gradient

@@ -5,6 +5,7 @@
 //! `Error` naming the op on the CPU and the GPU alike, never a panic, a wrong read or (in the
 //! CPU's raw-pointer `gemm` call) an out-of-bounds read.
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -137,6 +138,55 @@ pub(crate) fn check_matmul_shapes(lhs: &Layout, rhs: &Layout) -> Result<()> {
             rhs: rhs.shape.clone(),
             reason: "must be [batch, m, k] and [batch, k, n]".into(),
         });
+    }
+    Ok(())
+}
+
+/// The epilogue operands of `conv2d_epilogue` against the convolution's output shape and
+/// dtype, on both backends: `scale` and `shift` F32 `[o]`, the residual of the output's shape
+/// and dtype, every view inside its storage (`len` of each).
+pub(crate) fn check_epilogue(
+    op: &'static str,
+    output_shape: &[usize; 4],
+    dtype: DType,
+    scale: (&Layout, DType, usize),
+    shift: (&Layout, DType, usize),
+    residual: Option<(&Layout, DType, usize)>,
+) -> Result<()> {
+    for (name, (layout, operand_dtype, len)) in [("scale", scale), ("shift", shift)] {
+        if operand_dtype != DType::F32 {
+            return Err(Error::invalid(
+                op,
+                format!("the epilogue's {name} must be float32, got {operand_dtype}"),
+            ));
+        }
+        if layout.shape != [output_shape[1]] {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: vec![output_shape[1]],
+                rhs: layout.shape.clone(),
+                reason: format!("the epilogue's {name} needs one value per output channel"),
+            });
+        }
+        check_view(op, layout, len)?;
+    }
+    if let Some((layout, operand_dtype, len)) = residual {
+        if operand_dtype != dtype {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: dtype,
+                rhs: operand_dtype,
+            });
+        }
+        if layout.shape != output_shape {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: output_shape.to_vec(),
+                rhs: layout.shape.clone(),
+                reason: "the residual must have the convolution's output shape".into(),
+            });
+        }
+        check_view(op, layout, len)?;
     }
     Ok(())
 }

@@ -17,8 +17,21 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Window};
 use crate::layout::Layout;
-use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::op::{BinaryOp, EpilogueActivation, ReduceOp, UnaryOp};
 use crate::random::Distribution;
+
+/// The tensors and activation of a convolution's epilogue (`BackendStorage::conv2d_epilogue`),
+/// each tensor with its view.
+pub(crate) struct Epilogue<'a, S> {
+    /// Per output channel multiplier, F32 `[o]`.
+    pub scale: (&'a S, &'a Layout),
+    /// Per output channel offset, F32 `[o]`.
+    pub shift: (&'a S, &'a Layout),
+    /// Added after the shift: the output's shape, the input's dtype.
+    pub residual: Option<(&'a S, &'a Layout)>,
+    /// Applied last.
+    pub activation: EpilogueActivation,
+}
 
 /// The primitives of one backend's tensor data.
 pub(crate) trait BackendStorage: Sized {
@@ -100,6 +113,21 @@ pub(crate) trait BackendStorage: Sized {
         weight: &Self,
         weight_layout: &Layout,
         params: &Conv2dParams,
+    ) -> Result<Self>;
+
+    /// conv2d followed by its epilogue, in one pass where the backend can:
+    /// `activation(conv2d(x, weight)[ni, co, ..] * scale[co] + shift[co] + residual[ni, co, ..])`
+    /// computed in f32 and rounded once to the convolution's dtype. `scale` and `shift` are
+    /// F32 `[o]` views; `residual` (optional) has the output's shape and the input's dtype.
+    /// Same rules and result layout as `conv2d`. Inference only: autograd never records it
+    /// (`Tensor::conv2d_fused` runs the composite when a gradient is needed).
+    fn conv2d_epilogue(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        epilogue: &Epilogue<'_, Self>,
     ) -> Result<Self>;
 
     /// The convolution's input gradient (the transposed convolution): `self` is the output

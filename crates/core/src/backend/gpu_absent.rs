@@ -8,7 +8,7 @@
 //! warn that whatever follows a GPU call is unreachable.) Opening a GPU is `Error::NoAdapter`
 //! saying that this build has no GPU backend; the adapter list is empty.
 
-use crate::backend::contract::BackendStorage;
+use crate::backend::contract::{BackendStorage, Epilogue};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -343,6 +343,17 @@ impl BackendStorage for GpuStorage {
         _weight: &Self,
         _weight_layout: &Layout,
         _params: &Conv2dParams,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn conv2d_epilogue(
+        &self,
+        _layout: &Layout,
+        _weight: &Self,
+        _weight_layout: &Layout,
+        _params: &Conv2dParams,
+        _epilogue: &Epilogue<'_, Self>,
     ) -> Result<Self> {
         match self.never {}
     }

@@ -9,6 +9,7 @@ mod composite;
 mod composite_reduce;
 mod composite_scan;
 mod composite_shape;
+mod conv_fused;
 mod conv_transpose;
 mod create;
 mod display;
@@ -27,6 +28,7 @@ pub use attention_fused::{
     fused_attention_enabled, fused_attention_mode, set_fused_attention, set_fused_attention_mode,
     FusedAttention, FUSED_ATTENTION_SCORES_BYTES,
 };
+pub use conv_fused::ConvEpilogue;
 pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;

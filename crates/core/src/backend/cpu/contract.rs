@@ -3,7 +3,7 @@
 //! `conv.rs`, `conv_backward.rs`, `pool.rs`, `index.rs`, `sort.rs`).
 
 use super::CpuStorage;
-use crate::backend::contract::BackendStorage;
+use crate::backend::contract::{BackendStorage, Epilogue};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Window};
@@ -90,6 +90,17 @@ impl BackendStorage for CpuStorage {
         params: &Conv2dParams,
     ) -> Result<Self> {
         CpuStorage::conv2d(self, layout, weight, weight_layout, params)
+    }
+
+    fn conv2d_epilogue(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        epilogue: &Epilogue<'_, Self>,
+    ) -> Result<Self> {
+        CpuStorage::conv2d_epilogue(self, layout, weight, weight_layout, params, epilogue)
     }
 
     fn conv2d_backward_input(

@@ -8,6 +8,7 @@ pub(crate) mod alloc;
 mod contract;
 mod conv;
 mod conv_backward;
+mod conv_epilogue;
 mod elementwise;
 mod index;
 mod matmul;

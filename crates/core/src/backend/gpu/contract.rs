@@ -6,7 +6,7 @@
 
 use super::sliced::{self, first_wide_dim, Combine, Follow, Plan};
 use super::{GpuDevice, GpuStorage};
-use crate::backend::contract::BackendStorage;
+use crate::backend::contract::{BackendStorage, Epilogue};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape, Window};
@@ -187,6 +187,72 @@ impl BackendStorage for GpuStorage {
             nests: false,
         }
         .run(|[(x, lx), (w, lw)], _| GpuStorage::conv2d(x, lx, w, lw, params))
+    }
+
+    fn conv2d_epilogue(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        epilogue: &Epilogue<'_, Self>,
+    ) -> Result<Self> {
+        const OP: &str = "conv2d_epilogue";
+        let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        let output = shape.output_shape();
+        let (rows, output_elements) = (output[0], numel(&output[1..]));
+        let (scale, shift, activation) = (epilogue.scale, epilogue.shift, epilogue.activation);
+        let (input, kernels) = (
+            (self, layout, Follow::Sliced(0)),
+            (weight, weight_layout, Follow::Whole),
+        );
+        fn whole<'a>(
+            (storage, view): (&'a GpuStorage, &'a Layout),
+        ) -> (&'a GpuStorage, &'a Layout, Follow) {
+            (storage, view, Follow::Whole)
+        }
+        match epilogue.residual {
+            None => Plan {
+                op: OP,
+                operands: [input, kernels, whole(scale), whole(shift)],
+                rows,
+                output_elements,
+                combine: Combine::Concatenate,
+                nests: false,
+            }
+            .run(|[(x, lx), (w, lw), s, t], _| {
+                let slice = Epilogue {
+                    scale: s,
+                    shift: t,
+                    residual: None,
+                    activation,
+                };
+                GpuStorage::conv2d_epilogue(x, lx, w, lw, params, &slice)
+            }),
+            Some((residual, residual_layout)) => Plan {
+                op: OP,
+                operands: [
+                    input,
+                    kernels,
+                    whole(scale),
+                    whole(shift),
+                    (residual, residual_layout, Follow::Sliced(0)),
+                ],
+                rows,
+                output_elements,
+                combine: Combine::Concatenate,
+                nests: false,
+            }
+            .run(|[(x, lx), (w, lw), s, t, r], _| {
+                let slice = Epilogue {
+                    scale: s,
+                    shift: t,
+                    residual: Some(r),
+                    activation,
+                };
+                GpuStorage::conv2d_epilogue(x, lx, w, lw, params, &slice)
+            }),
+        }
     }
 
     fn conv2d_backward_input(

@@ -27,6 +27,7 @@
 
 use std::fmt::Write;
 
+use super::conv_epilogue::{self, BoundEpilogue, ConvEpilogueKey};
 use super::conv_gemm::{self, column_shift, prefers_wide, ConvParams, Tile, K_STEP, TILE_N};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
@@ -39,9 +40,9 @@ use crate::geometry::Conv2dShape;
 use crate::layout::Layout;
 
 /// WGSL of `KernelKey::Conv2d` (after `enable f16;` where needed).
-pub(crate) fn source(dtype: DType, wide: bool) -> String {
+pub(crate) fn source(dtype: DType, wide: bool, epilogue: Option<ConvEpilogueKey>) -> String {
     let mut text = conv_gemm::source_start(dtype);
-    text.push_str(&source_body(wide));
+    text.push_str(&source_body(wide, epilogue));
     text
 }
 
@@ -49,15 +50,24 @@ pub(crate) fn source(dtype: DType, wide: bool) -> String {
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if dtype.is_float() {
         for wide in [false, true] {
-            keys.push(KernelKey::Conv2d { dtype, wide });
+            let epilogues =
+                std::iter::once(None).chain(ConvEpilogueKey::all().into_iter().map(Some));
+            for epilogue in epilogues {
+                keys.push(KernelKey::Conv2d {
+                    dtype,
+                    wide,
+                    epilogue,
+                });
+            }
         }
     }
 }
 
-/// The kernel body (after `conv_gemm::source_start`) for the narrow or the `wide` tile.
+/// The kernel body (after `conv_gemm::source_start`) for the narrow or the `wide` tile, with
+/// the `epilogue`'s bindings and store where it has one.
 /// params: [`ConvParams`] with N = columns, M = o, K = c * kh * kw, B = the input's view and
 /// A = the weight, dense `[o, K]`.
-fn source_body(wide: bool) -> String {
+fn source_body(wide: bool, epilogue: Option<ConvEpilogueKey>) -> String {
     let tile = Tile { wide };
     let mut w = String::new();
     // `write!` into a String cannot fail; the results are ignored deliberately.
@@ -67,6 +77,7 @@ fn source_body(wide: bool) -> String {
 @group(0) @binding(2) var<storage, read> conv_weight: array<S>;
 @group(0) @binding(3) var<storage, read_write> conv_output: array<S>;"
     );
+    w.push_str(&conv_epilogue::declarations(epilogue, 4));
     conv_gemm::declarations(
         &mut w,
         tile,
@@ -139,7 +150,7 @@ fn source_body(wide: bool) -> String {
         conv_gemm::dense_a_load(w, tile, indent, k0);
     };
     conv_gemm::main_loop(&mut w, tile, &load);
-    conv_gemm::store_nchw(&mut w, tile);
+    conv_gemm::store_nchw(&mut w, tile, epilogue);
     w
 }
 
@@ -149,7 +160,7 @@ const COORDINATE_LIMIT: usize = i32::MAX as usize;
 
 impl GpuStorage {
     /// [`GpuStorage::conv2d`] with the tile forced (`Some(wide)`) or chosen by
-    /// `prefers_wide` (`None`).
+    /// `prefers_wide` (`None`), and the `epilogue` applied in the store where there is one.
     pub(crate) fn conv2d_with(
         &self,
         layout: &Layout,
@@ -157,6 +168,7 @@ impl GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
         wide: Option<bool>,
+        epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<GpuStorage> {
         same_device("conv2d", self, weight)?;
         same_dtype("conv2d", self.dtype, weight.dtype)?;
@@ -191,7 +203,7 @@ impl GpuStorage {
         let [batch, o, _, _] = shape.output_shape();
         let (columns, patch) = (batch * oh * ow, shape.patch());
         let numel = batch * o * oh * ow;
-        if patch == 0 {
+        if patch == 0 && epilogue.is_none() {
             // An empty sum (no input channels): zeros.
             return GpuStorage::full(&self.device, numel, self.dtype, 0.0);
         }
@@ -251,13 +263,13 @@ impl GpuStorage {
         let key = KernelKey::Conv2d {
             dtype: self.dtype,
             wide,
+            epilogue: epilogue.map(|e| e.key),
         };
-        context.dispatch(
-            &key,
-            words.words(),
-            &[self.raw()?, weight.raw()?, out.raw()?],
-            grid,
-        )?;
+        let mut buffers = vec![self.raw()?, weight.raw()?, out.raw()?];
+        if let Some(epilogue) = epilogue {
+            buffers.extend(epilogue.buffers()?);
+        }
+        context.dispatch(&key, words.words(), &buffers, grid)?;
         Ok(out)
     }
 }
@@ -276,7 +288,12 @@ mod tests {
     fn conv_kernels_validate() {
         for dtype in [DType::F32, DType::F16] {
             for wide in [false, true] {
-                let source = KernelKey::Conv2d { dtype, wide }.source();
+                let source = KernelKey::Conv2d {
+                    dtype,
+                    wide,
+                    epilogue: None,
+                }
+                .source();
                 if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
                     panic!("{error}");
                 }
@@ -336,7 +353,7 @@ mod tests {
                 let (x, k) = (upload(&device, &x, dtype), upload(&device, &k, dtype));
                 for wide in [false, true] {
                     let out = x
-                        .conv2d_with(&layout, &k, &weight_layout, &params, Some(wide))
+                        .conv2d_with(&layout, &k, &weight_layout, &params, Some(wide), None)
                         .unwrap();
                     check(&out, &expected, &format!("{name} ({dtype:?}, wide {wide})"));
                 }

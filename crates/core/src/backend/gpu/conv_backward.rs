@@ -203,7 +203,7 @@ fn input_source_body(unit_stride: bool, wide: bool) -> String {
         conv_gemm::dense_a_load(w, tile, indent, k0);
     };
     conv_gemm::main_loop(&mut w, tile, &load);
-    conv_gemm::store_nchw(&mut w, tile);
+    conv_gemm::store_nchw(&mut w, tile, None);
     w
 }
 

@@ -29,6 +29,7 @@
 
 use std::fmt::Write;
 
+use super::conv_epilogue::{finish, ConvEpilogueKey};
 use super::params::{kernel_params, word, KernelParams};
 use super::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
@@ -503,8 +504,10 @@ pub(crate) fn main_loop_over(
 }
 
 /// The results into a contiguous `[n, M, plane]` output (`conv_output`): column j is
-/// `(image{j}, pixel{j})`, present when `col{j} < columns`. Closes the tile loop and `main`.
-pub(crate) fn store_nchw(w: &mut String, tile: Tile) {
+/// `(image{j}, pixel{j})`, present when `col{j} < columns`, each value through the forward
+/// convolution's `epilogue` (`conv_epilogue.rs`; `None` for the gradients). Closes the tile
+/// loop and `main`.
+pub(crate) fn store_nchw(w: &mut String, tile: Tile, epilogue: Option<ConvEpilogueKey>) {
     let _ = writeln!(
         w,
         "        // out[image, row, pixel] = output[(image * m + row) * plane + pixel]."
@@ -523,9 +526,15 @@ pub(crate) fn store_nchw(w: &mut String, tile: Tile) {
         );
         for j in 0..8 {
             let (half, lane) = (j / 4, LANES[j % 4]);
+            let value = finish(
+                epilogue,
+                &format!("c{r}{half}.{lane}"),
+                "row",
+                &format!("out{j} + at"),
+            );
             let _ = writeln!(
                 w,
-                "                if (inside{j}) {{ conv_output[out{j} + at] = store_value(T(c{r}{half}.{lane})); }}"
+                "                if (inside{j}) {{ conv_output[out{j} + at] = store_value(T({value})); }}"
             );
         }
         let _ = writeln!(w, "            }}\n        }}");

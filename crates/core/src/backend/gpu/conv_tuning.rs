@@ -9,9 +9,11 @@
 
 use super::conv_backward::{weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
+use super::conv_epilogue::BoundEpilogue;
 use super::conv_gemm::{prefers_wide, K_STEP};
 use super::conv_winograd::{self, WinogradTile};
 use super::storage::GpuStorage;
+use crate::backend::contract::Epilogue;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
@@ -98,8 +100,8 @@ fn geometry(params: &Conv2dParams) -> String {
 impl GpuStorage {
     /// 2-D convolution with one group and no bias: `[n, c, h, w]` (any strides) by
     /// `[o, c, kh, kw]` into a contiguous `[n, o, oh, ow]`, by the implicit-GEMM kernel
-    /// (`conv.rs`, narrow or wide tile) or, for F16 where the adapter has them, the
-    /// cooperative-matrix kernel; the autotuner picks. F32 and F16.
+    /// (`conv.rs`, narrow or wide tile), Winograd for 3x3 stride-1 filters or, for F16 where
+    /// the adapter has them, the cooperative-matrix kernel; the autotuner picks. F32 and F16.
     pub fn conv2d(
         &self,
         layout: &Layout,
@@ -107,11 +109,49 @@ impl GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
     ) -> Result<GpuStorage> {
+        self.conv2d_tuned(layout, weight, weight_layout, params, None)
+    }
+
+    /// [`GpuStorage::conv2d`] with its epilogue in the kernels' store
+    /// (`BackendStorage::conv2d_epilogue`, `conv_epilogue.rs`): the implicit-GEMM tiles and
+    /// Winograd are the candidates (the cooperative-matrix kernels have no epilogue).
+    pub fn conv2d_epilogue(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        epilogue: &Epilogue<'_, GpuStorage>,
+    ) -> Result<GpuStorage> {
+        let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        let bound = BoundEpilogue::new(
+            "conv2d_epilogue",
+            epilogue,
+            &shape.output_shape(),
+            self.dtype,
+        )?;
+        self.conv2d_tuned(layout, weight, weight_layout, params, Some(&bound))
+    }
+
+    /// The forward pass's candidates and the autotuner's pick, with or without an epilogue.
+    fn conv2d_tuned(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        epilogue: Option<&BoundEpilogue<'_>>,
+    ) -> Result<GpuStorage> {
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
         let [batch, o, oh, ow] = shape.output_shape();
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
         let mut choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
-        if conv_winograd::applies(self.dtype, &weight_layout.shape, params) {
+        if epilogue.is_some() {
+            choices.retain(|choice| *choice != ConvChoice::Coop);
+        }
+        if conv_winograd::applies(self.dtype, &weight_layout.shape, params)
+            && (epilogue.is_none() || shape.channels > 0)
+        {
             choices.extend(WinogradTile::ALL.map(ConvChoice::Winograd));
         }
         let operands = || {
@@ -122,20 +162,24 @@ impl GpuStorage {
                 geometry(params)
             )
         };
-        pick(self, "conv2d", operands, &choices, |choice| match choice {
+        let op = match epilogue {
+            None => "conv2d".to_string(),
+            Some(epilogue) => format!("conv2d+{}", epilogue.key.name()),
+        };
+        pick(self, &op, operands, &choices, |choice| match choice {
             // Where the cooperative kernel does not run (an empty product, or the driver
             // refused it), the regular kernel does.
             ConvChoice::Coop => {
                 match self.conv2d_coop(layout, weight, weight_layout, params, CoopMode::Hardware)? {
                     Some(out) => Ok(out),
-                    None => self.conv2d_with(layout, weight, weight_layout, params, None),
+                    None => self.conv2d_with(layout, weight, weight_layout, params, None, None),
                 }
             }
             ConvChoice::Tile { wide } => {
-                self.conv2d_with(layout, weight, weight_layout, params, Some(wide))
+                self.conv2d_with(layout, weight, weight_layout, params, Some(wide), epilogue)
             }
             ConvChoice::Winograd(tile) => {
-                self.conv2d_winograd(layout, weight, weight_layout, params, tile)
+                self.conv2d_winograd(layout, weight, weight_layout, params, tile, epilogue)
             }
             ConvChoice::Splits { .. } => Err(Error::invalid("conv2d", "no k-splits here")),
         })

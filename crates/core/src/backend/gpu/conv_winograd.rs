@@ -35,6 +35,7 @@
 
 use std::fmt::Write;
 
+use super::conv_epilogue::{self, finish, BoundEpilogue, ConvEpilogueKey};
 use super::kernels::KernelKey;
 use super::params::{check_view, kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
@@ -160,7 +161,12 @@ kernel_params! {
 }
 
 /// WGSL of `KernelKey::Winograd` (after `enable f16;` where needed).
-pub(crate) fn source(dtype: DType, stage: WinogradStage, tile: WinogradTile) -> String {
+pub(crate) fn source(
+    dtype: DType,
+    stage: WinogradStage,
+    tile: WinogradTile,
+    epilogue: Option<ConvEpilogueKey>,
+) -> String {
     let mut text = value_header(dtype);
     text.push_str(WinogradParams::WGSL);
     text.push_str(COMMON);
@@ -168,7 +174,7 @@ pub(crate) fn source(dtype: DType, stage: WinogradStage, tile: WinogradTile) -> 
     text.push_str(&match stage {
         WinogradStage::Weight => weight_body(transforms),
         WinogradStage::Input => input_body(transforms),
-        WinogradStage::Output => output_body(transforms),
+        WinogradStage::Output => output_body(transforms, epilogue),
     });
     text
 }
@@ -182,7 +188,23 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             WinogradStage::Output,
         ] {
             for tile in WinogradTile::ALL {
-                keys.push(KernelKey::Winograd { dtype, stage, tile });
+                keys.push(KernelKey::Winograd {
+                    dtype,
+                    stage,
+                    tile,
+                    epilogue: None,
+                });
+            }
+        }
+        // The forward's fused output transforms.
+        for tile in WinogradTile::ALL {
+            for epilogue in ConvEpilogueKey::all() {
+                keys.push(KernelKey::Winograd {
+                    dtype,
+                    stage: WinogradStage::Output,
+                    tile,
+                    epilogue: Some(epilogue),
+                });
             }
         }
     }
@@ -225,17 +247,21 @@ struct Problem<'a> {
     out_channels: usize,
     padding: (usize, usize),
     output_shape: [usize; 4],
+    /// Applied by the output transform (forward only).
+    epilogue: Option<&'a BoundEpilogue<'a>>,
 }
 
 impl GpuStorage {
-    /// The forward convolution by F(2×2, 3×3) (see [`applies`]; an error otherwise).
-    pub(crate) fn conv2d_winograd(
-        &self,
-        layout: &Layout,
-        weight: &GpuStorage,
-        weight_layout: &Layout,
+    /// The forward convolution by F(2×2, 3×3) or F(4×4, 3×3) (see [`applies`]; an error
+    /// otherwise), with the `epilogue` in the output transform where there is one.
+    pub(crate) fn conv2d_winograd<'a>(
+        &'a self,
+        layout: &'a Layout,
+        weight: &'a GpuStorage,
+        weight_layout: &'a Layout,
         params: &Conv2dParams,
         tile: WinogradTile,
+        epilogue: Option<&'a BoundEpilogue<'a>>,
     ) -> Result<GpuStorage> {
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
         if !applies(self.dtype, &weight_layout.shape, params) || weight.dtype != self.dtype {
@@ -255,6 +281,7 @@ impl GpuStorage {
             out_channels: weight_layout.shape[0],
             padding: params.padding,
             output_shape: shape.output_shape(),
+            epilogue,
         })
     }
 
@@ -302,6 +329,7 @@ impl GpuStorage {
             out_channels: c,
             padding: (2 - params.padding.0, 2 - params.padding.1),
             output_shape: [n, c, h, w],
+            epilogue: None,
         })
     }
 }
@@ -327,6 +355,9 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
         batch * out_channels * out_height * out_width,
         dtype,
     )?;
+    if in_channels == 0 && problem.epilogue.is_some() {
+        return Err(Error::invalid(OP, "no input channels to transform"));
+    }
     if out.len == 0 || in_channels == 0 {
         return if out.len == 0 {
             Ok(out)
@@ -378,6 +409,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
             dtype,
             stage: WinogradStage::Weight,
             tile: problem.tile,
+            epilogue: None,
         },
         &Params::with_header(&header, 0),
         &[problem.weight.raw()?, transformed.raw()?],
@@ -401,6 +433,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
                 dtype,
                 stage: WinogradStage::Input,
                 tile: problem.tile,
+                epilogue: None,
             },
             &words,
             &[input.raw()?, blocks.raw()?],
@@ -412,15 +445,20 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
             &Layout::contiguous(&[points, in_channels, columns]),
         )?;
         drop(blocks);
+        let mut buffers = vec![products.raw()?, out.raw()?];
+        if let Some(epilogue) = problem.epilogue {
+            buffers.extend(epilogue.buffers()?);
+        }
         GpuStorage::launch(
             device,
             &KernelKey::Winograd {
                 dtype,
                 stage: WinogradStage::Output,
                 tile: problem.tile,
+                epilogue: problem.epilogue.map(|e| e.key),
             },
             &words,
-            &[products.raw()?, out.raw()?],
+            &buffers,
             out_channels * tiles,
         )?;
         first += images;
@@ -654,8 +692,9 @@ fn store_at(position: u32, value: f32) {
     w
 }
 
-/// `M[k][co][tile]` to the m×m output tile, one invocation per (co, tile of the chunk).
-fn output_body(t: &Transforms) -> String {
+/// `M[k][co][tile]` to the m×m output tile, one invocation per (co, tile of the chunk), each
+/// value through the `epilogue` where there is one.
+fn output_body(t: &Transforms, epilogue: Option<ConvEpilogueKey>) -> String {
     let alpha = t.bt.len();
     let m = t.at.len();
     let mut w = String::from(
@@ -671,6 +710,7 @@ fn product(position: u32) -> f32 {
 
 ",
     );
+    w.push_str(&conv_epilogue::declarations(epilogue, 3));
     w.push_str(MAIN);
     w.push_str(
         "
@@ -705,12 +745,13 @@ fn product(position: u32) -> f32 {
     );
     for a in 0..m {
         for b in 0..m {
+            let value = finish(epilogue, &format!("y_{a}_{b}"), "co", "position");
             let _ = writeln!(
                 w,
                 "    if (y0 + {a}u < params.out_height && x0 + {b}u < params.out_width) {{
         let position = base + (y0 + {a}u) * params.out_width + x0 + {b}u;
         if (position < arrayLength(&winograd_result)) {{
-            winograd_result[position] = store_value(T(y_{a}_{b}));
+            winograd_result[position] = store_value(T({value}));
         }}
     }}"
             );

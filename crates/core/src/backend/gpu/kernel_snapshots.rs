@@ -103,6 +103,18 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::Conv2d {
                 dtype: DType::F32,
                 wide: false,
+                epilogue: None,
+            },
+        ),
+        (
+            "conv2d_epilogue_residual_relu_f16",
+            KernelKey::Conv2d {
+                dtype: DType::F16,
+                wide: false,
+                epilogue: Some(super::conv_epilogue::ConvEpilogueKey {
+                    residual: true,
+                    activation: crate::op::EpilogueActivation::Relu,
+                }),
             },
         ),
         (
@@ -110,6 +122,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::Conv2d {
                 dtype: DType::F16,
                 wide: true,
+                epilogue: None,
             },
         ),
         (

@@ -88,8 +88,13 @@ pub enum KernelKey {
         emulated: bool,
     },
     /// Direct (implicit-GEMM) 2-D convolution, one group, F32 or F16 (`conv.rs`); `wide`: the
-    /// 128 x 128 tile instead of 64 x 128 (`conv_gemm.rs`).
-    Conv2d { dtype: DType, wide: bool },
+    /// 128 x 128 tile instead of 64 x 128 (`conv_gemm.rs`); `epilogue`: applied in the store
+    /// (`conv_epilogue.rs`).
+    Conv2d {
+        dtype: DType,
+        wide: bool,
+        epilogue: Option<super::conv_epilogue::ConvEpilogueKey>,
+    },
     /// The convolution's input gradient (implicit-GEMM transposed convolution,
     /// `conv_backward.rs`); `unit_stride`: both strides are 1 (no divisibility test); `wide`:
     /// the 128 x 128 tile.
@@ -118,6 +123,8 @@ pub enum KernelKey {
         dtype: DType,
         stage: super::conv_winograd::WinogradStage,
         tile: super::conv_winograd::WinogradTile,
+        /// The forward's epilogue in the output transform (`None` for the other stages).
+        epilogue: Option<super::conv_epilogue::ConvEpilogueKey>,
     },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
@@ -294,7 +301,11 @@ impl KernelKey {
             KernelKey::MatmulCoop { variant, emulated } => {
                 super::matmul_coop::source_body(*variant, *emulated)
             }
-            KernelKey::Conv2d { dtype, wide } => super::conv::source(*dtype, *wide),
+            KernelKey::Conv2d {
+                dtype,
+                wide,
+                epilogue,
+            } => super::conv::source(*dtype, *wide, *epilogue),
             KernelKey::Conv2dBackwardInput {
                 dtype,
                 unit_stride,
@@ -314,9 +325,12 @@ impl KernelKey {
                 },
             ),
             KernelKey::Conv2dSplitSum { dtype } => super::conv_backward::split_sum_source(*dtype),
-            KernelKey::Winograd { dtype, stage, tile } => {
-                super::conv_winograd::source(*dtype, *stage, *tile)
-            }
+            KernelKey::Winograd {
+                dtype,
+                stage,
+                tile,
+                epilogue,
+            } => super::conv_winograd::source(*dtype, *stage, *tile, *epilogue),
             KernelKey::Gather { dtype, index } => {
                 super::indexing::gather_source(*dtype, *index, false)
             }

@@ -44,7 +44,13 @@ fn winograd_kernels_validate() {
             WinogradStage::Output,
         ] {
             for tile in WinogradTile::ALL {
-                let source = KernelKey::Winograd { dtype, stage, tile }.source();
+                let source = KernelKey::Winograd {
+                    dtype,
+                    stage,
+                    tile,
+                    epilogue: None,
+                }
+                .source();
                 if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
                     panic!("{stage:?} {tile:?} {dtype:?}: {error}");
                 }
@@ -113,7 +119,7 @@ fn winograd_forward_and_input_gradient_match_cpu() {
                 .conv2d(&x_dense, &w_cpu, &w_layout, &geometry)
                 .unwrap();
             let actual = x_gpu
-                .conv2d_winograd(&x_layout, &w_gpu, &w_layout, &geometry, tile)
+                .conv2d_winograd(&x_layout, &w_gpu, &w_layout, &geometry, tile, None)
                 .unwrap();
             let CpuStorage::F32(expected) = expected else {
                 panic!()
@@ -179,6 +185,7 @@ fn winograd_splits_large_batches_into_chunks() {
             &w_layout,
             &geometry,
             WinogradTile::Two,
+            None,
         )
         .unwrap();
     check(&actual, &expected, "chunked batch");

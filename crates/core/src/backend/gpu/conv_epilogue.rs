@@ -1,0 +1,225 @@
+//! The convolution epilogue on the GPU: `activation(value * scale[channel] + shift[channel] +
+//! residual)` applied by the forward convolution kernels in their store, so that an
+//! eval-mode batch norm, its ReLU and a ResNet block's residual add cost no pass over memory of
+//! their own (`BackendStorage::conv2d_epilogue`; the CPU's reference is
+//! `cpu/conv_epilogue.rs`).
+//!
+//! Which kernels carry it: the implicit GEMM (`conv.rs`, both tiles; `store_nchw` in
+//! `conv_gemm.rs`) and Winograd's output transform (`conv_winograd.rs`). A kernel with an
+//! epilogue is its own instantiation ([`ConvEpilogueKey`] in its `KernelKey`): the tensors are
+//! three more bindings after the kernel's own — `epilogue_scale` and `epilogue_shift` (f32,
+//! one per output channel) and, with `residual`, `epilogue_residual` (the storage type, the
+//! output's layout) — and each store calls `conv_epilogue(value, channel, position)`. A kernel
+//! without one is generated exactly as before. Every read is clamped to its buffer, so the
+//! kernels stay safe without wgpu's runtime checks; the host makes the tensors dense at offset
+//! 0 (a copy only when they are views).
+//!
+//! The cooperative-matrix convolutions (`conv_coop.rs`, off by default) have no epilogue: a
+//! fused convolution never picks them (`conv_tuning.rs`).
+
+use std::fmt::Write;
+
+use super::storage::GpuStorage;
+use crate::backend::checks::check_epilogue;
+use crate::backend::contract::Epilogue;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::op::EpilogueActivation;
+
+/// The structure of an epilogue (its tensors are bound at dispatch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConvEpilogueKey {
+    /// A residual tensor is added after the shift.
+    pub residual: bool,
+    /// Applied last.
+    pub activation: EpilogueActivation,
+}
+
+impl ConvEpilogueKey {
+    /// Every epilogue (the naga catalogue).
+    pub(crate) fn all() -> Vec<ConvEpilogueKey> {
+        let mut keys = Vec::new();
+        for residual in [false, true] {
+            for activation in EpilogueActivation::ALL {
+                keys.push(ConvEpilogueKey {
+                    residual,
+                    activation,
+                });
+            }
+        }
+        keys
+    }
+
+    /// A short name for tuning keys and kernel labels: `affine`, `affine+residual`, with
+    /// `-relu` when it has one.
+    pub(crate) fn name(self) -> String {
+        let mut name = String::from(if self.residual {
+            "affine+residual"
+        } else {
+            "affine"
+        });
+        match self.activation {
+            EpilogueActivation::Identity => {}
+            EpilogueActivation::Relu => name.push_str("-relu"),
+        }
+        name
+    }
+
+    /// Bindings used: scale, shift and the residual.
+    fn bindings(self) -> u32 {
+        if self.residual {
+            3
+        } else {
+            2
+        }
+    }
+}
+
+/// The WGSL of `epilogue` (nothing for `None`): its bindings from `first_binding` on and
+/// `fn conv_epilogue(value: f32, channel: u32, position: u32) -> f32`. Needs `S` (the storage
+/// type) and `is_nan_value` (`value_header`).
+pub(crate) fn declarations(epilogue: Option<ConvEpilogueKey>, first_binding: u32) -> String {
+    let Some(key) = epilogue else {
+        return String::new();
+    };
+    let mut w = String::new();
+    let b = first_binding;
+    // `write!` into a String cannot fail; the results are ignored deliberately.
+    let _ = writeln!(
+        w,
+        "@group(0) @binding({b}) var<storage, read> epilogue_scale: array<f32>;
+@group(0) @binding({}) var<storage, read> epilogue_shift: array<f32>;",
+        b + 1
+    );
+    if key.residual {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({}) var<storage, read> epilogue_residual: array<S>;",
+            b + 2
+        );
+    }
+    let _ = writeln!(
+        w,
+        "
+fn conv_epilogue(value: f32, channel: u32, position: u32) -> f32 {{
+    let scale = epilogue_scale[min(channel, arrayLength(&epilogue_scale) - 1u)];
+    let shift = epilogue_shift[min(channel, arrayLength(&epilogue_shift) - 1u)];
+    var result = value * scale + shift;"
+    );
+    if key.residual {
+        let _ = writeln!(
+            w,
+            "    result = result + f32(epilogue_residual[min(position, arrayLength(&epilogue_residual) - 1u)]);"
+        );
+    }
+    match key.activation {
+        EpilogueActivation::Identity => {}
+        // NaN passes through, as `UnaryOp::Relu`'s kernel.
+        EpilogueActivation::Relu => {
+            let _ = writeln!(
+                w,
+                "    result = select(max(result, 0.0), result, is_nan_value(result));"
+            );
+        }
+    }
+    let _ = writeln!(w, "    return result;\n}}");
+    w
+}
+
+/// The value a store writes: `value` itself, or `conv_epilogue(value, channel, position)`.
+pub(crate) fn finish(
+    epilogue: Option<ConvEpilogueKey>,
+    value: &str,
+    channel: &str,
+    position: &str,
+) -> String {
+    match epilogue {
+        None => value.to_string(),
+        Some(_) => format!("conv_epilogue({value}, {channel}, {position})"),
+    }
+}
+
+/// A tensor of the epilogue as a kernel binds it: the storage itself when its view is dense
+/// from offset 0, a dense copy otherwise.
+enum Dense<'a> {
+    Borrowed(&'a GpuStorage),
+    Copied(GpuStorage),
+}
+
+impl<'a> Dense<'a> {
+    fn new(storage: &'a GpuStorage, layout: &Layout) -> Result<Dense<'a>> {
+        if layout.is_contiguous() && layout.offset == 0 {
+            Ok(Dense::Borrowed(storage))
+        } else {
+            storage.copy_strided(layout).map(Dense::Copied)
+        }
+    }
+
+    fn storage(&self) -> &GpuStorage {
+        match self {
+            Dense::Borrowed(storage) => storage,
+            Dense::Copied(storage) => storage,
+        }
+    }
+}
+
+/// An epilogue checked and ready to bind.
+pub(crate) struct BoundEpilogue<'a> {
+    /// Its structure (part of the kernel key).
+    pub(crate) key: ConvEpilogueKey,
+    scale: Dense<'a>,
+    shift: Dense<'a>,
+    residual: Option<Dense<'a>>,
+}
+
+impl<'a> BoundEpilogue<'a> {
+    /// Check `epilogue` against the output `[n, o, oh, ow]` of dtype `dtype` and make its
+    /// tensors bindable.
+    pub(crate) fn new(
+        op: &'static str,
+        epilogue: &Epilogue<'a, GpuStorage>,
+        output_shape: &[usize; 4],
+        dtype: DType,
+    ) -> Result<BoundEpilogue<'a>> {
+        fn describe<'b>(
+            (storage, layout): (&GpuStorage, &'b Layout),
+        ) -> (&'b Layout, DType, usize) {
+            (layout, storage.dtype, storage.len)
+        }
+        check_epilogue(
+            op,
+            output_shape,
+            dtype,
+            describe(epilogue.scale),
+            describe(epilogue.shift),
+            epilogue.residual.map(describe),
+        )?;
+        Ok(BoundEpilogue {
+            key: ConvEpilogueKey {
+                residual: epilogue.residual.is_some(),
+                activation: epilogue.activation,
+            },
+            scale: Dense::new(epilogue.scale.0, epilogue.scale.1)?,
+            shift: Dense::new(epilogue.shift.0, epilogue.shift.1)?,
+            residual: epilogue
+                .residual
+                .map(|(storage, layout)| Dense::new(storage, layout))
+                .transpose()?,
+        })
+    }
+
+    /// The buffers to bind after the kernel's own, in the order of [`declarations`].
+    pub(crate) fn buffers(&self) -> Result<Vec<&wgpu::Buffer>> {
+        let mut buffers = Vec::with_capacity(self.key.bindings() as usize);
+        buffers.push(self.scale.storage().raw()?);
+        buffers.push(self.shift.storage().raw()?);
+        if let Some(residual) = &self.residual {
+            buffers.push(residual.storage().raw()?);
+        }
+        Ok(buffers)
+    }
+}
+
+#[cfg(test)]
+mod tests;
