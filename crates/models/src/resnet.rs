@@ -5,11 +5,14 @@
 //! `layer2.0.downsample.0`, `layer2.0.downsample.1`, `fc`), so torchvision weights saved as
 //! safetensors load unchanged.
 
-use anygrad_core::{Device, Error, Result, Tensor};
+use anygrad_core::{Device, EpilogueActivation, Error, Result, Tensor};
 use anygrad_nn::init::{kaiming_normal_, FanMode, Nonlinearity};
 use anygrad_nn::{
-    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Conv2dOptions, Linear, MaxPool2d, Module, Sequential,
+    conv_batch_norm, AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Conv2dOptions, Linear, MaxPool2d,
+    Module, Sequential,
 };
+
+const RELU: EpilogueActivation = EpilogueActivation::Relu;
 
 /// A bias-free convolution with torchvision's ResNet initialization.
 fn conv(
@@ -28,25 +31,43 @@ fn conv(
     Ok(layer)
 }
 
-/// The shortcut `Sequential(conv1x1(stride), BatchNorm2d)` used when a block changes shape.
-fn downsample(
-    in_channels: usize,
-    out_channels: usize,
-    stride: usize,
-    device: &Device,
-) -> Result<Sequential> {
-    Ok(Sequential::new()
-        .add(conv(in_channels, out_channels, 1, stride, device)?)
-        .add(BatchNorm2d::new_2d(out_channels, device)?))
+/// The shortcut used when a block changes shape: a 1×1 convolution (carrying the stride) and
+/// its batch norm, named `0` and `1` as torchvision's `Sequential`.
+#[derive(Module)]
+pub struct Downsample {
+    /// 1×1 convolution.
+    #[module(name = "0")]
+    pub conv: Conv2d,
+    /// Its batch norm.
+    #[module(name = "1")]
+    pub bn: BatchNorm2d,
 }
 
-/// `relu(block(x) + shortcut(x))`.
-fn residual(out: Tensor, x: &Tensor, downsample: Option<&Sequential>) -> Result<Tensor> {
-    let identity = match downsample {
-        Some(shortcut) => shortcut.forward(x)?,
-        None => x.clone(),
-    };
-    out.add(&identity)?.relu()
+impl Downsample {
+    fn new(
+        in_channels: usize,
+        out_channels: usize,
+        stride: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        Ok(Downsample {
+            conv: conv(in_channels, out_channels, 1, stride, device)?,
+            bn: BatchNorm2d::new_2d(out_channels, device)?,
+        })
+    }
+
+    /// `bn(conv(x))` (one fused convolution in eval mode).
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        conv_batch_norm(x, &self.conv, &self.bn, None, EpilogueActivation::Identity)
+    }
+}
+
+/// The shortcut of a block: `x` itself or its projection.
+fn shortcut(x: &Tensor, downsample: Option<&Downsample>) -> Result<Tensor> {
+    match downsample {
+        Some(projection) => projection.forward(x),
+        None => Ok(x.clone()),
+    }
 }
 
 /// The two-3×3-convolution block of ResNet-18/34 (expansion 1). `Module` is derived from
@@ -62,7 +83,7 @@ pub struct BasicBlock {
     /// BatchNorm after `conv2`.
     pub bn2: BatchNorm2d,
     /// Shortcut projection when the shape changes.
-    pub downsample: Option<Sequential>,
+    pub downsample: Option<Downsample>,
 }
 
 impl BasicBlock {
@@ -83,7 +104,7 @@ impl BasicBlock {
             conv2: conv(planes, planes, 3, 1, device)?,
             bn2: BatchNorm2d::new_2d(planes, device)?,
             downsample: if needs_shortcut {
-                Some(downsample(in_channels, planes, stride, device)?)
+                Some(Downsample::new(in_channels, planes, stride, device)?)
             } else {
                 None
             },
@@ -93,10 +114,12 @@ impl BasicBlock {
 
 impl BasicBlock {
     /// conv-bn-relu, conv-bn, plus the (projected) input, relu.
+    /// In eval mode each convolution runs fused with its batch norm, the ReLU and (the
+    /// second) the shortcut's add (`conv_batch_norm`).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let out = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
-        let out = self.bn2.forward(&self.conv2.forward(&out)?)?;
-        residual(out, x, self.downsample.as_ref())
+        let out = conv_batch_norm(x, &self.conv1, &self.bn1, None, RELU)?;
+        let identity = shortcut(x, self.downsample.as_ref())?;
+        conv_batch_norm(&out, &self.conv2, &self.bn2, Some(&identity), RELU)
     }
 }
 
@@ -117,7 +140,7 @@ pub struct Bottleneck {
     /// BatchNorm after `conv3`.
     pub bn3: BatchNorm2d,
     /// Shortcut projection when the shape changes.
-    pub downsample: Option<Sequential>,
+    pub downsample: Option<Downsample>,
 }
 
 impl Bottleneck {
@@ -141,7 +164,7 @@ impl Bottleneck {
             conv3: conv(planes, out_channels, 1, 1, device)?,
             bn3: BatchNorm2d::new_2d(out_channels, device)?,
             downsample: if needs_shortcut {
-                Some(downsample(in_channels, out_channels, stride, device)?)
+                Some(Downsample::new(in_channels, out_channels, stride, device)?)
             } else {
                 None
             },
@@ -151,11 +174,13 @@ impl Bottleneck {
 
 impl Bottleneck {
     /// 1×1 conv-bn-relu, 3×3 conv-bn-relu, 1×1 conv-bn, plus the (projected) input, relu.
+    /// In eval mode each convolution runs fused with its batch norm, the ReLU and (the
+    /// third) the shortcut's add (`conv_batch_norm`).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let out = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
-        let out = self.bn2.forward(&self.conv2.forward(&out)?)?.relu()?;
-        let out = self.bn3.forward(&self.conv3.forward(&out)?)?;
-        residual(out, x, self.downsample.as_ref())
+        let out = conv_batch_norm(x, &self.conv1, &self.bn1, None, RELU)?;
+        let out = conv_batch_norm(&out, &self.conv2, &self.bn2, None, RELU)?;
+        let identity = shortcut(x, self.downsample.as_ref())?;
+        conv_batch_norm(&out, &self.conv3, &self.bn3, Some(&identity), RELU)
     }
 }
 
@@ -274,7 +299,7 @@ impl ResNet {
                 message: "expects [batch, 3, height, width] images".into(),
             });
         }
-        let x = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
+        let x = conv_batch_norm(x, &self.conv1, &self.bn1, None, RELU)?;
         let mut x = self.maxpool.forward(&x)?;
         for layer in [&self.layer1, &self.layer2, &self.layer3, &self.layer4] {
             x = layer.forward(&x)?;

@@ -67,7 +67,8 @@ impl Conv2dOptions {
         self
     }
 
-    fn params(&self) -> Conv2dParams {
+    /// The functional parameters (`Tensor::conv2d`'s) of these options.
+    pub fn params(&self) -> Conv2dParams {
         Conv2dParams {
             stride: self.stride,
             padding: self.padding,

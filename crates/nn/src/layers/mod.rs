@@ -4,6 +4,7 @@ mod activation;
 mod batch_norm_training;
 mod container;
 mod conv;
+mod conv_batch_norm;
 mod conv_variants;
 mod embedding;
 mod linear;
@@ -20,6 +21,7 @@ pub use activation::{
 };
 pub use container::Sequential;
 pub use conv::{Conv2d, Conv2dOptions};
+pub use conv_batch_norm::conv_batch_norm;
 pub use conv_variants::{Conv1d, ConvTranspose2d, ConvTranspose2dOptions};
 pub use embedding::Embedding;
 pub use linear::Linear;

@@ -146,6 +146,29 @@ impl BatchNorm {
     }
 }
 
+impl BatchNorm {
+    /// Eval mode as one per-channel affine map, `[c]` each in the parameters' dtype:
+    /// `scale = weight / sqrt(running_var + eps)` and `shift = bias - running_mean * scale`
+    /// (weight 1 and bias 0 without affine parameters). What eval mode computes is
+    /// `x * scale + shift`; a convolution before it can apply both in its store
+    /// (`conv_batch_norm`).
+    pub fn eval_scale_shift(&self) -> Result<(Tensor, Tensor)> {
+        let mean = self.running_mean.tensor();
+        let inv_std = self.running_var.tensor().add_scalar(self.eps)?.rsqrt()?;
+        match (&self.weight, &self.bias) {
+            (Some(weight), Some(bias)) => {
+                let scale = weight.tensor().mul(&inv_std)?;
+                let shift = bias.tensor().sub(&mean.mul(&scale)?)?;
+                Ok((scale, shift))
+            }
+            _ => {
+                let shift = mean.mul(&inv_std)?.neg()?;
+                Ok((inv_std, shift))
+            }
+        }
+    }
+}
+
 impl Module for BatchNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let features = self.num_features();
@@ -182,20 +205,11 @@ impl Module for BatchNorm {
         // scale and shift (computed on `c` values in f32), so the activation is read once by a
         // single `x·scale + shift` kernel, in its own dtype (f16 under autocast, like cuDNN's
         // inference batch norm) rather than widened to f32 and narrowed again.
-        let mean = self.running_mean.tensor().reshape(stat_shape.clone())?;
-        let var = self.running_var.tensor().reshape(stat_shape.clone())?;
-        let inv_std = var.add_scalar(self.eps)?.rsqrt()?;
-        let (scale, shift) = match (&self.weight, &self.bias) {
-            (Some(weight), Some(bias)) => {
-                let scale = weight.tensor().reshape(stat_shape.clone())?.mul(&inv_std)?;
-                let shift = bias.tensor().reshape(stat_shape)?.sub(&mean.mul(&scale)?)?;
-                (scale, shift)
-            }
-            _ => {
-                let shift = mean.mul(&inv_std)?.neg()?;
-                (inv_std, shift)
-            }
-        };
+        let (scale, shift) = self.eval_scale_shift()?;
+        let (scale, shift) = (
+            scale.reshape(stat_shape.clone())?,
+            shift.reshape(stat_shape)?,
+        );
         let (scale, shift) = if x.dtype() == DType::F16 {
             (scale.to_dtype(DType::F16)?, shift.to_dtype(DType::F16)?)
         } else {
