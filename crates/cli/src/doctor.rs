@@ -273,6 +273,37 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
             compare(conv(&cpu), conv(&device), tolerance * 10.0),
             OP_BUG_HINT,
         );
+        // The fused convolution (eval-mode batch norm, residual and ReLU in the store): the
+        // autotuner times each kernel carrying the epilogue (both tiles, Winograd) on first use.
+        let fused = |d: &Device| -> Result<Tensor> {
+            let flat = |t: &Tensor, count: usize| -> Result<Tensor> {
+                on(t, d)?.reshape([37 * 53])?.narrow(0, 0, count)
+            };
+            let image = flat(&x, 2 * 8 * 9 * 12)?.reshape([2, 8, 9, 12])?;
+            let kernel = flat(&y, 16 * 8 * 9)?.reshape([16, 8, 3, 3])?;
+            let scale = flat(&y, 16)?.to_dtype(DType::F32)?;
+            let shift = flat(&x, 16)?.to_dtype(DType::F32)?;
+            let residual = flat(&x, 16 * 9 * 12)?
+                .reshape([1, 16, 9, 12])?
+                .repeat(&[2, 1, 1, 1])?;
+            let epilogue = anygrad::ConvEpilogue {
+                scale: &scale,
+                shift: &shift,
+                residual: Some(&residual),
+                activation: anygrad::EpilogueActivation::Relu,
+            };
+            let params = Conv2dParams {
+                padding: (1, 1),
+                ..Default::default()
+            };
+            let _inference = anygrad::no_grad();
+            image.conv2d_fused(&kernel, params, &epilogue)
+        };
+        push(
+            format!("conv2d fused with scale, shift, residual, relu {dtype}"),
+            compare(fused(&cpu), fused(&device), tolerance * 10.0),
+            OP_BUG_HINT,
+        );
     }
     if gpu.supports_f16() {
         // The last case's right operand is a transposed view (a Linear layer's weight): it
