@@ -5,7 +5,7 @@
 //! contract, with each primitive's rules, is documented on that trait in
 //! `backend/contract.rs`). Creation and transfers match on the device directly.
 
-use crate::backend::contract::{BackendStorage, Epilogue};
+use crate::backend::contract::{Affine, BackendStorage, Epilogue};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
@@ -451,6 +451,40 @@ impl Storage {
                         residual: Some((r, residual_layout)),
                         activation,
                     }
+                ))
+            }
+        }
+    }
+
+    /// Softmax over the last dim; `safe` gives zeros for rows of only `-inf`
+    /// (`BackendStorage::softmax_last`).
+    pub fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Storage> {
+        run!(Call::new("softmax", [(self, layout)]), |x| softmax_last(
+            x, layout, safe
+        ))
+    }
+
+    /// Layer normalization over the last dim with an optional `(weight, bias)`
+    /// (`BackendStorage::layer_norm_last`).
+    pub fn layer_norm_last(
+        &self,
+        layout: &Layout,
+        affine: Affine<'_, Storage>,
+        eps: f64,
+    ) -> Result<Storage> {
+        match affine {
+            None => {
+                let call = Call::new("layer_norm", [(self, layout)]);
+                run!(call, |x| layer_norm_last(x, layout, None, eps))
+            }
+            Some(((weight, weight_layout), (bias, bias_layout))) => {
+                let operands = [(self, layout), (weight, weight_layout), (bias, bias_layout)];
+                let call = Call::new("layer_norm", operands).same_dtype(&[0, 1, 2]);
+                run!(call, |x, w, b| layer_norm_last(
+                    x,
+                    layout,
+                    Some(((w, weight_layout), (b, bias_layout))),
+                    eps
                 ))
             }
         }

@@ -30,6 +30,12 @@ pub(crate) enum GradFn {
         output: Tensor,
         op: UnaryOp,
     },
+    /// Softmax over the last dim (the `softmax_last` primitive): the rule reads only the
+    /// output `y` (`dx = y * (g - sum(g * y))` per row), kept like `UnaryFromOutput`'s.
+    SoftmaxLast {
+        input: Tensor,
+        output: Tensor,
+    },
     Binary {
         lhs: Tensor,
         rhs: Tensor,
@@ -180,6 +186,7 @@ impl GradFn {
         match self {
             GradFn::Unary { input, .. }
             | GradFn::UnaryFromOutput { input, .. }
+            | GradFn::SoftmaxLast { input, .. }
             | GradFn::MaxPool2d { input, .. }
             | GradFn::BinaryScalar { input, .. }
             | GradFn::Reduce { input, .. }
@@ -234,6 +241,10 @@ impl GradFn {
                 };
                 GradFn::Unary { input, op }
             }
+            GradFn::SoftmaxLast { input, output } => GradFn::SoftmaxLast {
+                input: input.graph_edge(),
+                output,
+            },
             GradFn::UnaryFromOutput { input, output, op } => GradFn::UnaryFromOutput {
                 input: input.graph_edge(),
                 output,

@@ -16,6 +16,16 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         GradFn::UnaryFromOutput { output, op, .. } => {
             vec![Some(unary_rule_from_output(*op, output, g)?)]
         }
+        // y = softmax(x) over the last dim: dx = y * (g - sum(g * y, last, keepdim)).
+        GradFn::SoftmaxLast { output, .. } => {
+            let g = if g.dtype() == output.dtype() {
+                g.clone()
+            } else {
+                g.to_dtype(output.dtype())?
+            };
+            let along = g.mul(output)?.sum(&[-1], true)?;
+            vec![Some(output.mul(&g.sub(&along)?)?)]
+        }
         GradFn::Binary { lhs, rhs, op } => {
             let (a, b) = binary_rule(*op, lhs, rhs, g)?;
             vec![a, b]

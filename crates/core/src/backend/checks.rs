@@ -191,6 +191,50 @@ pub(crate) fn check_epilogue(
     Ok(())
 }
 
+/// The row length of a row primitive (`softmax_last`, `layer_norm_last`): the view's last
+/// dim; a rank-0 view is refused.
+pub(crate) fn check_rows(op: &'static str, layout: &Layout) -> Result<usize> {
+    layout
+        .shape
+        .last()
+        .copied()
+        .ok_or_else(|| Error::InvalidShape {
+            op,
+            shape: layout.shape.clone(),
+            message: "needs at least one dim (the rows are the last)".into(),
+        })
+}
+
+/// The affine weight and bias of `layer_norm_last`: `[length]` views of the input's dtype
+/// inside their storages (`len` of each).
+pub(crate) fn check_affine(
+    op: &'static str,
+    length: usize,
+    dtype: DType,
+    weight: (&Layout, DType, usize),
+    bias: (&Layout, DType, usize),
+) -> Result<()> {
+    for (name, (layout, operand_dtype, len)) in [("weight", weight), ("bias", bias)] {
+        if operand_dtype != dtype {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: dtype,
+                rhs: operand_dtype,
+            });
+        }
+        if layout.shape != [length] {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: vec![length],
+                rhs: layout.shape.clone(),
+                reason: format!("the {name} needs one value per normalized element"),
+            });
+        }
+        check_view(op, layout, len)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,9 @@ pub(crate) struct Epilogue<'a, S> {
     pub activation: EpilogueActivation,
 }
 
+/// The optional `(weight, bias)` of `BackendStorage::layer_norm_last`, each with its view.
+pub(crate) type Affine<'a, S> = Option<((&'a S, &'a Layout), (&'a S, &'a Layout))>;
+
 /// The primitives of one backend's tensor data.
 pub(crate) trait BackendStorage: Sized {
     /// The handle creation needs (`()` for the CPU, the opened GPU for the GPU).
@@ -129,6 +132,17 @@ pub(crate) trait BackendStorage: Sized {
         params: &Conv2dParams,
         epilogue: &Epilogue<'_, Self>,
     ) -> Result<Self>;
+
+    /// Softmax over the view's last dim (`exp(x - max) / sum` per row, computed in f32 for
+    /// F16); output contiguous, the view's shape. Float dtypes only. With `safe` the sum is
+    /// clamped below at 0.5: a row of only `-inf` gives zeros rather than NaN (every other
+    /// row's sum is at least 1), as masked attention needs.
+    fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Self>;
+
+    /// Layer normalization over the view's last dim: `(x - mean) * rsqrt(var + eps)` per row
+    /// (biased variance), then `* weight + bias` where `affine` gives them (`[length]` views
+    /// of this dtype); output contiguous, the view's shape. Float dtypes only.
+    fn layer_norm_last(&self, layout: &Layout, affine: Affine<'_, Self>, eps: f64) -> Result<Self>;
 
     /// The convolution's input gradient (the transposed convolution): `self` is the output
     /// gradient, which must have the forward output's shape, `weight` the forward's weight;

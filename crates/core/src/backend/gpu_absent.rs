@@ -8,7 +8,7 @@
 //! warn that whatever follows a GPU call is unreachable.) Opening a GPU is `Error::NoAdapter`
 //! saying that this build has no GPU backend; the adapter list is empty.
 
-use crate::backend::contract::{BackendStorage, Epilogue};
+use crate::backend::contract::{Affine, BackendStorage, Epilogue};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -354,6 +354,19 @@ impl BackendStorage for GpuStorage {
         _weight_layout: &Layout,
         _params: &Conv2dParams,
         _epilogue: &Epilogue<'_, Self>,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn softmax_last(&self, _layout: &Layout, _safe: bool) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn layer_norm_last(
+        &self,
+        _layout: &Layout,
+        _affine: Affine<'_, Self>,
+        _eps: f64,
     ) -> Result<Self> {
         match self.never {}
     }

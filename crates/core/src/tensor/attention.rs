@@ -147,16 +147,6 @@ fn check(
     Ok(Resolved { scale })
 }
 
-/// The most negative finite value of a float dtype (the clamp for a row's max when every
-/// score in it is `-inf`).
-fn lowest_finite(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => -65504.0,
-        DType::F64 => f64::MIN,
-        DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::MIN as f64,
-    }
-}
-
 /// Scaled dot-product attention, like `torch.nn.functional.scaled_dot_product_attention`:
 /// `softmax(query keyᵀ · scale + mask) value`.
 ///
@@ -261,13 +251,9 @@ fn composite(
     };
     // Softmax whose fully masked rows are zero: the shift is clamped to a finite value, so
     // exp(-inf - shift) = 0, and the row sum (>= 1 in any row with an unmasked key, from the
-    // max itself) is clamped below at 0.5 so an all-zero row divides to zero, not NaN.
-    let shift = scores
-        .max(&[-1], true)?
-        .detach()
-        .maximum_scalar(lowest_finite(scores.dtype()))?;
-    let exp = scores.sub(&shift)?.exp()?;
-    let mut weights = exp.div(&exp.sum(&[-1], true)?.maximum_scalar(0.5)?)?;
+    // max itself) is clamped below at 0.5 so an all-zero row divides to zero, not NaN. The
+    // `softmax_last` primitive's `safe` form does exactly this in one kernel.
+    let mut weights = scores.softmax_last_dim(true)?;
     if dropout_p > 0.0 {
         let keep = Tensor::rand(weights.shape(), weights.dtype(), device)?.ge_scalar(dropout_p)?;
         let mask = keep

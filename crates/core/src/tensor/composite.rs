@@ -1,5 +1,6 @@
 //! Composite ops written once in primitive tensor ops, so they run on every backend and get
-//! their gradients from the primitives' rules: softmax, log_softmax, logsumexp, and the
+//! their gradients from the primitives' rules: softmax (over a dim other than the last: the
+//! last is the `softmax_last` primitive, `rows.rs`), log_softmax, logsumexp, and the
 //! tanh-approximation GELU.
 
 use super::Tensor;
@@ -52,6 +53,14 @@ impl Tensor {
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
         if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
             return wide.softmax(dim);
+        }
+        // Over the last dim: one primitive (one GPU kernel), differentiated by its own rule.
+        let rank = self.rank();
+        if rank > 0
+            && self.dtype().is_float()
+            && crate::shape::resolve_dim("softmax", dim, rank, self.shape())? == rank - 1
+        {
+            return self.softmax_last_dim(false);
         }
         let shifted = self.sub(&self.max(&[dim], true)?.detach())?;
         let exp = shifted.exp()?;

@@ -20,6 +20,7 @@ mod movement;
 mod operators;
 mod reduce;
 mod resample;
+mod rows;
 mod selection;
 mod sort;
 

@@ -3,7 +3,7 @@
 //! `conv.rs`, `conv_backward.rs`, `pool.rs`, `index.rs`, `sort.rs`).
 
 use super::CpuStorage;
-use crate::backend::contract::{BackendStorage, Epilogue};
+use crate::backend::contract::{Affine, BackendStorage, Epilogue};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Window};
@@ -101,6 +101,14 @@ impl BackendStorage for CpuStorage {
         epilogue: &Epilogue<'_, Self>,
     ) -> Result<Self> {
         CpuStorage::conv2d_epilogue(self, layout, weight, weight_layout, params, epilogue)
+    }
+
+    fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Self> {
+        CpuStorage::softmax_last(self, layout, safe)
+    }
+
+    fn layer_norm_last(&self, layout: &Layout, affine: Affine<'_, Self>, eps: f64) -> Result<Self> {
+        CpuStorage::layer_norm_last(self, layout, affine, eps)
     }
 
     fn conv2d_backward_input(

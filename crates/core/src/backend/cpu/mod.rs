@@ -14,6 +14,7 @@ mod index;
 mod matmul;
 mod pool;
 mod reduce;
+mod rows;
 mod sort;
 
 use half::f16;

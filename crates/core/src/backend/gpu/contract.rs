@@ -6,7 +6,7 @@
 
 use super::sliced::{self, first_wide_dim, Combine, Follow, Plan};
 use super::{GpuDevice, GpuStorage};
-use crate::backend::contract::{BackendStorage, Epilogue};
+use crate::backend::contract::{Affine, BackendStorage, Epilogue};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape, Window};
@@ -255,6 +255,49 @@ impl BackendStorage for GpuStorage {
         }
     }
 
+    fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Self> {
+        let (rows_layout, length) = rows_view(layout);
+        Plan {
+            op: "softmax",
+            operands: [(self, &rows_layout, Follow::Sliced(0))],
+            rows: rows_layout.shape[0],
+            output_elements: length,
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(x, lx)], _| GpuStorage::softmax_last(x, lx, safe))
+    }
+
+    fn layer_norm_last(&self, layout: &Layout, affine: Affine<'_, Self>, eps: f64) -> Result<Self> {
+        let (rows_layout, length) = rows_view(layout);
+        let rows = rows_layout.shape[0];
+        let input = (self, &rows_layout, Follow::Sliced(0));
+        match affine {
+            None => Plan {
+                op: "layer_norm",
+                operands: [input],
+                rows,
+                output_elements: length,
+                combine: Combine::Concatenate,
+                nests: false,
+            }
+            .run(|[(x, lx)], _| GpuStorage::layer_norm_last(x, lx, None, eps)),
+            Some(((weight, weight_layout), (bias, bias_layout))) => Plan {
+                op: "layer_norm",
+                operands: [
+                    input,
+                    (weight, weight_layout, Follow::Whole),
+                    (bias, bias_layout, Follow::Whole),
+                ],
+                rows,
+                output_elements: length,
+                combine: Combine::Concatenate,
+                nests: false,
+            }
+            .run(|[(x, lx), w, b], _| GpuStorage::layer_norm_last(x, lx, Some((w, b)), eps)),
+        }
+    }
+
     fn conv2d_backward_input(
         &self,
         layout: &Layout,
@@ -447,5 +490,24 @@ impl BackendStorage for GpuStorage {
     fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self> {
         sliced::sort(self, layout, dim)?
             .run(|[(x, l)], _| GpuStorage::argsort(x, l, dim, descending))
+    }
+}
+
+/// A row primitive's view as `[rows, length]` (rows = every leading dim) where the view
+/// allows it without a copy, so that large inputs are sliced by whole rows; otherwise the view
+/// itself (rank 1 or dims that do not merge: the kernel copies it dense), with the row count
+/// of its first dim. Returns the view and the row length.
+fn rows_view(layout: &Layout) -> (Layout, usize) {
+    let length = layout.shape.last().copied().unwrap_or(1);
+    let rows = layout.numel().checked_div(length).unwrap_or(0);
+    match layout.reshape(&[rows, length]) {
+        Some(view) => (view, length),
+        None => {
+            let mut view = layout.clone();
+            if view.shape.is_empty() {
+                view = Layout::contiguous(&[1]);
+            }
+            (view, length)
+        }
     }
 }

@@ -33,6 +33,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::conv_winograd::catalogue(&mut keys, dtype);
         super::reduce::catalogue(&mut keys, dtype);
         super::pool::catalogue(&mut keys, dtype);
+        super::rows::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
         super::attention::catalogue(&mut keys, dtype);

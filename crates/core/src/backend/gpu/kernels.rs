@@ -144,6 +144,9 @@ pub enum KernelKey {
     SortGlobal { key: DType },
     /// 2-D max pooling, one invocation per output element (`pool.rs`).
     MaxPool2d { dtype: DType },
+    /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
+    /// (`rows.rs`).
+    Rows(super::rows::RowKey),
     /// Max pooling's input gradient: the routing pass over the windows, or the gather over
     /// the input elements (`pool.rs`).
     MaxPool2dBackward {
@@ -196,7 +199,9 @@ impl KernelKey {
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
             | KernelKey::Conv2dSplitSum { .. }
-            | KernelKey::Winograd { .. } => true,
+            | KernelKey::Winograd { .. }
+            // The row kernels clamp every read and write only rows they own (`rows.rs`).
+            | KernelKey::Rows(_) => true,
             KernelKey::Unary { access, .. }
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
@@ -234,6 +239,7 @@ impl KernelKey {
             }
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Attention(key) => key.dtype == DType::F16,
+            KernelKey::Rows(key) => key.dtype == DType::F16,
             KernelKey::Random { dtype, .. }
             | KernelKey::Unary { dtype, .. }
             | KernelKey::Binary { dtype, .. }
@@ -272,6 +278,7 @@ impl KernelKey {
             KernelKey::ConvCoop(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
+            KernelKey::Rows(key) => key.source(),
             KernelKey::Random { dtype, normal } => super::random::source(*dtype, *normal),
             KernelKey::Unary { dtype, op, access } => {
                 super::elementwise::unary_source(*dtype, *op, *access)

@@ -59,6 +59,7 @@ mod parts;
 mod pool;
 mod random;
 mod reduce;
+mod rows;
 mod sliced;
 mod sort;
 mod storage;

@@ -1,0 +1,156 @@
+//! CPU row primitives over the last dim: `softmax_last` (`exp(x - max) / sum`) and
+//! `layer_norm_last` (`(x - mean) * rsqrt(var + eps) * weight + bias`, biased variance,
+//! two passes). Each row is computed in the element's compute type (f32 for F16) in the
+//! order the composites use (`Tensor::softmax`'s max, sub, exp, sum, div; `LayerNorm`'s
+//! mean, centre, mean of squares, rsqrt, scale, affine), rows in parallel with rayon. They are
+//! the reference of the GPU's row kernels (`gpu/rows.rs`).
+
+use num_traits::{Float, NumCast, One, Zero};
+use rayon::prelude::*;
+
+use super::{unsupported_dtype, CpuStorage, FloatElement, PARALLEL_THRESHOLD};
+use crate::backend::checks::{check_rows, check_view};
+use crate::backend::contract::Affine;
+use crate::error::Result;
+use crate::layout::Layout;
+
+/// The view's values in row-major order.
+fn gathered<T: Copy>(data: &[T], layout: &Layout) -> Vec<T> {
+    layout.positions().map(|at| data[at]).collect()
+}
+
+/// Apply `row_op` to every row of `length` values of `values`, in parallel when large.
+fn map_rows<T: Copy + Send + Sync>(
+    values: &mut [T],
+    length: usize,
+    row_op: impl Fn(&mut [T]) + Send + Sync,
+) {
+    if length == 0 {
+        return;
+    }
+    if values.len() >= PARALLEL_THRESHOLD {
+        values.par_chunks_mut(length).for_each(row_op);
+    } else {
+        values.chunks_mut(length).for_each(row_op);
+    }
+}
+
+fn softmax_rows<T: FloatElement>(data: &[T], layout: &Layout, length: usize, safe: bool) -> Vec<T> {
+    let mut values = gathered(data, layout);
+    map_rows(&mut values, length, |row| {
+        let max = row
+            .iter()
+            .map(|v| v.up())
+            .fold(T::Compute::neg_infinity(), |m, v| {
+                if v > m || v.is_nan() {
+                    v
+                } else {
+                    m
+                }
+            });
+        // `safe` (masked attention): the shift is at least the lowest finite value, so a row of
+        // only -inf gives exp = 0 everywhere, and the sum at least 0.5 (any other row sums to
+        // >= 1 from its maximum): zeros instead of NaN.
+        let shift = if safe && !max.is_nan() {
+            max.max(T::Compute::min_value())
+        } else {
+            max
+        };
+        let exps: Vec<T::Compute> = row.iter().map(|v| (v.up() - shift).exp()).collect();
+        let sum: T::Compute = exps.iter().copied().sum();
+        let half = <T::Compute as NumCast>::from(0.5).unwrap_or_else(<T::Compute as Zero>::zero);
+        let sum = if safe { sum.max(half) } else { sum };
+        for (slot, e) in row.iter_mut().zip(exps) {
+            *slot = T::down(e / sum);
+        }
+    });
+    values
+}
+
+fn layer_norm_rows<T: FloatElement>(
+    data: &[T],
+    layout: &Layout,
+    length: usize,
+    affine: Option<(Vec<T>, Vec<T>)>,
+    eps: f64,
+) -> Vec<T> {
+    let mut values = gathered(data, layout);
+    let count = <T::Compute as NumCast>::from(length).unwrap_or_else(<T::Compute as One>::one);
+    let eps = <T::Compute as NumCast>::from(eps).unwrap_or_else(<T::Compute as Zero>::zero);
+    map_rows(&mut values, length, |row| {
+        let mean = row.iter().map(|v| v.up()).sum::<T::Compute>() / count;
+        let var = row
+            .iter()
+            .map(|v| {
+                let centered = v.up() - mean;
+                centered * centered
+            })
+            .sum::<T::Compute>()
+            / count;
+        let inv_std = <T::Compute as One>::one() / (var + eps).sqrt();
+        for (i, slot) in row.iter_mut().enumerate() {
+            let normalized = (slot.up() - mean) * inv_std;
+            *slot = T::down(match &affine {
+                Some((weight, bias)) => normalized * weight[i].up() + bias[i].up(),
+                None => normalized,
+            });
+        }
+    });
+    values
+}
+
+impl CpuStorage {
+    /// Softmax over the last dim of the view (`BackendStorage::softmax_last`).
+    pub fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<CpuStorage> {
+        const OP: &str = "softmax";
+        check_view(OP, layout, self.len())?;
+        let length = check_rows(OP, layout)?;
+        Ok(match self {
+            CpuStorage::F32(data) => CpuStorage::F32(softmax_rows(data, layout, length, safe)),
+            CpuStorage::F64(data) => CpuStorage::F64(softmax_rows(data, layout, length, safe)),
+            CpuStorage::F16(data) => CpuStorage::F16(softmax_rows(data, layout, length, safe)),
+            other => return Err(unsupported_dtype(OP, other.dtype())),
+        })
+    }
+
+    /// Layer normalization over the last dim of the view, with the affine `(weight, bias)`
+    /// views (`[length]` each, this storage's dtype) where given
+    /// (`BackendStorage::layer_norm_last`).
+    pub fn layer_norm_last(
+        &self,
+        layout: &Layout,
+        affine: Affine<'_, CpuStorage>,
+        eps: f64,
+    ) -> Result<CpuStorage> {
+        const OP: &str = "layer_norm";
+        check_view(OP, layout, self.len())?;
+        let length = check_rows(OP, layout)?;
+        if let Some(((weight, weight_layout), (bias, bias_layout))) = affine {
+            crate::backend::checks::check_affine(
+                OP,
+                length,
+                self.dtype(),
+                (weight_layout, weight.dtype(), weight.len()),
+                (bias_layout, bias.dtype(), bias.len()),
+            )?;
+        }
+        macro_rules! normalize {
+            ($variant:ident, $data:expr) => {{
+                let affine = match affine {
+                    Some(((CpuStorage::$variant(w), wl), (CpuStorage::$variant(b), bl))) => {
+                        Some((gathered(w, wl), gathered(b, bl)))
+                    }
+                    Some(_) => return Err(unsupported_dtype(OP, self.dtype())),
+                    None => None,
+                };
+                CpuStorage::$variant(layer_norm_rows($data, layout, length, affine, eps))
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(data) => normalize!(F32, data),
+            CpuStorage::F64(data) => normalize!(F64, data),
+            CpuStorage::F16(data) => normalize!(F16, data),
+            other => return Err(unsupported_dtype(OP, other.dtype())),
+        })
+    }
+}

@@ -1,0 +1,254 @@
+//! The row primitives on every device against composites written with public ops: softmax over
+//! the last dim (forward and gradient) and `layer_norm` (with and without weight and bias),
+//! for rows short and long (1 to 5,000 elements: every lane count of the GPU kernel, rows
+//! longer than one pass of a workgroup), row counts that leave workgroups partly empty,
+//! strided input views, F32 and F16; the profiler shows one op each; bad shapes are errors.
+
+use std::sync::Mutex;
+
+use anygrad_core::profiler::profile;
+use anygrad_core::{no_grad, DType, Device, Error, Tensor};
+use anygrad_testing::{assert_close, values};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn random(shape: &[usize], seed: u64, scale: f32, device: &Device) -> Tensor {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let count: usize = shape.iter().product();
+    let data: Vec<f32> = (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0) * scale
+        })
+        .collect();
+    Tensor::from_vec(data, shape, device).unwrap()
+}
+
+/// `[rows, length]` shapes: every lane count (32 to 256), partial workgroups, long rows.
+const SHAPES: [[usize; 2]; 7] = [
+    [3, 1],
+    [5, 7],
+    [9, 128],
+    [7, 384],
+    [4, 1000],
+    [2, 5000],
+    [300, 33],
+];
+
+fn softmax_reference(x: &Tensor) -> Tensor {
+    let shifted = x.sub(&x.max(&[-1], true).unwrap()).unwrap();
+    let exp = shifted.exp().unwrap();
+    exp.div(&exp.sum(&[-1], true).unwrap()).unwrap()
+}
+
+fn layer_norm_reference(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Tensor {
+    let mean = x.mean(&[-1], true).unwrap();
+    let centered = x.sub(&mean).unwrap();
+    let var = centered.square().unwrap().mean(&[-1], true).unwrap();
+    let mut out = centered
+        .mul(&var.add_scalar(1e-5).unwrap().rsqrt().unwrap())
+        .unwrap();
+    if let Some(weight) = weight {
+        out = out.mul(weight).unwrap();
+    }
+    if let Some(bias) = bias {
+        out = out.add(bias).unwrap();
+    }
+    out
+}
+
+fn dtypes(device: &Device) -> Vec<DType> {
+    match device {
+        Device::Gpu(gpu) if !gpu.supports_f16() => vec![DType::F32],
+        _ => vec![DType::F32, DType::F16],
+    }
+}
+
+fn tolerance(dtype: DType) -> f32 {
+    if dtype == DType::F16 {
+        4e-3
+    } else {
+        2e-5
+    }
+}
+
+fn softmax_and_layer_norm_match_composites(device: &Device) {
+    let _serial = serial();
+    let _off = no_grad();
+    for dtype in dtypes(device) {
+        for (seed, [rows, length]) in SHAPES.into_iter().enumerate() {
+            let seed = seed as u64 * 7;
+            let x = random(&[rows, length], seed, 4.0, device)
+                .add_scalar(1.5)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            // A strided view of the same shape: the transpose of a [length, rows] tensor.
+            let strided = random(&[length, rows], seed + 1, 4.0, device)
+                .to_dtype(dtype)
+                .unwrap()
+                .t()
+                .unwrap();
+            let weight = random(&[length], seed + 2, 1.0, device);
+            let bias = random(&[length], seed + 3, 1.0, device);
+            let tol = tolerance(dtype);
+            for input in [&x, &strided] {
+                let what = format!(
+                    "[{rows}, {length}] {dtype:?} contiguous {} on {device}",
+                    input.is_contiguous()
+                );
+                let (out, recorded) = profile(|| input.softmax(-1)).unwrap();
+                let names: Vec<&str> = recorded.events.iter().map(|e| e.name.as_str()).collect();
+                assert_eq!(names, ["softmax"], "{what}: one primitive");
+                assert_eq!(out.dtype(), dtype);
+                let wide = input.to_dtype(DType::F32).unwrap();
+                assert_close(
+                    &values(&out),
+                    &values(&softmax_reference(&wide)),
+                    tol,
+                    tol,
+                    &what,
+                );
+                // Rows sum to one.
+                let sums = values(&out.to_dtype(DType::F32).unwrap().sum(&[-1], false).unwrap());
+                assert!(
+                    sums.iter().all(|s| (s - 1.0).abs() < 10.0 * tol),
+                    "{what}: {sums:?}"
+                );
+                for affine in [false, true] {
+                    let (w, b) = if affine {
+                        (
+                            Some(weight.to_dtype(dtype).unwrap()),
+                            Some(bias.to_dtype(dtype).unwrap()),
+                        )
+                    } else {
+                        (None, None)
+                    };
+                    let out = input
+                        .layer_norm(&[length], w.as_ref(), b.as_ref(), 1e-5)
+                        .unwrap();
+                    assert_eq!(out.dtype(), dtype);
+                    let (w32, b32) = (
+                        w.as_ref().map(|t| t.to_dtype(DType::F32).unwrap()),
+                        b.as_ref().map(|t| t.to_dtype(DType::F32).unwrap()),
+                    );
+                    let expected = layer_norm_reference(&wide, w32.as_ref(), b32.as_ref());
+                    // Rows of one element normalize to exactly zero (then the bias).
+                    assert_close(
+                        &values(&out),
+                        &values(&expected),
+                        4.0 * tol,
+                        4.0 * tol,
+                        &format!("layer_norm affine {affine} {what}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Gradients through the primitive softmax equal the composite's; `layer_norm` with a tracked
+/// input takes the composite and records.
+fn gradients_match(device: &Device) {
+    let _serial = serial();
+    let upstream = random(&[6, 40], 11, 1.0, device);
+    let grad = |primitive: bool| {
+        let x = random(&[6, 40], 12, 3.0, device).requires_grad_(true);
+        let y = if primitive {
+            x.softmax(-1).unwrap()
+        } else {
+            softmax_reference(&x)
+        };
+        y.mul(&upstream)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        values(&x.grad().unwrap())
+    };
+    assert_close(&grad(true), &grad(false), 1e-5, 1e-5, "softmax gradient");
+    let x = random(&[4, 3, 8], 13, 2.0, device).requires_grad_(true);
+    let weight = random(&[3, 8], 14, 1.0, device).requires_grad_(true);
+    let out = x.layer_norm(&[3, 8], Some(&weight), None, 1e-5).unwrap();
+    assert!(out.requires_grad());
+    out.square().unwrap().sum_all().unwrap().backward().unwrap();
+    assert!(x.grad().is_some() && weight.grad().is_some());
+    // Two normalized dims under no_grad: the primitive over the flattened 24.
+    let _off = no_grad();
+    let (fast, recorded) = profile(|| x.layer_norm(&[3, 8], Some(&weight), None, 1e-5)).unwrap();
+    assert!(recorded.events.iter().any(|e| e.name == "layer_norm"));
+    assert_close(
+        &values(&fast),
+        &values(&out),
+        1e-5,
+        1e-5,
+        "primitive vs composite, 2 dims",
+    );
+}
+
+/// Fully masked attention rows give zeros (the `safe` softmax), both paths.
+fn masked_attention_rows_are_zero(device: &Device) {
+    let _serial = serial();
+    let q = random(&[1, 2, 3, 4], 15, 1.0, device);
+    let k = random(&[1, 2, 5, 4], 16, 1.0, device);
+    let v = random(&[1, 2, 5, 4], 17, 1.0, device);
+    // Query row 1 sees no key; the others see keys 0..=2.
+    let mut allowed = vec![true; 3 * 5];
+    for (i, slot) in allowed.iter_mut().enumerate() {
+        let (row, key) = (i / 5, i % 5);
+        *slot = row != 1 && key <= 2;
+    }
+    let mask = Tensor::from_vec(allowed, &[3, 5], device).unwrap();
+    let out = anygrad_core::scaled_dot_product_attention(&q, &k, &v, Some(&mask), 0.0, false, None)
+        .unwrap();
+    let out = values(&out);
+    assert!(out.iter().all(|v| v.is_finite()));
+    for head in 0..2 {
+        let row = &out[head * 12 + 4..head * 12 + 8];
+        assert!(row.iter().all(|&v| v == 0.0), "{row:?}");
+    }
+}
+
+fn bad_shapes_are_errors(device: &Device) {
+    let _serial = serial();
+    let x = random(&[2, 3, 4], 18, 1.0, device);
+    let error = x.layer_norm(&[5], None, None, 1e-5).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::InvalidShape {
+                op: "layer_norm",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let wrong = random(&[3], 19, 1.0, device);
+    let error = x.layer_norm(&[4], Some(&wrong), None, 1e-5).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::ShapeMismatch {
+                op: "layer_norm",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let scalar = Tensor::from_vec(vec![1.0f32], &[], device).unwrap();
+    assert!(scalar.softmax(-1).is_err());
+}
+
+anygrad_testing::device_tests!(
+    softmax_and_layer_norm_match_composites,
+    gradients_match,
+    masked_attention_rows_are_zero,
+    bad_shapes_are_errors,
+);
