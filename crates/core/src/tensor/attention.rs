@@ -246,6 +246,11 @@ fn composite(
             Some(mask) if mask.dtype() == DType::Bool => {
                 Tensor::where_(mask, &scores, &negative_infinity)?
             }
+            // An additive mask in the scores' dtype: an f32 mask would promote f16 scores
+            // (autocast) to f32, a cast of the whole `[B, H, L, S]` there and back.
+            Some(mask) if mask.dtype() != scores.dtype() => {
+                scores.add(&mask.to_dtype(scores.dtype())?)?
+            }
             Some(mask) => scores.add(mask)?,
         }
     };
