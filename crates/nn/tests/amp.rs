@@ -29,6 +29,36 @@ fn autocast_op_precisions(device: &Device) {
     assert_eq!(grad.dtype(), DType::F32);
 }
 
+/// `Linear` under autocast runs whole in f16 (its f32 bias joins the f16 product in f16, as
+/// PyTorch's `linear`), so its output is f16; the bias still gets an f32 gradient.
+fn autocast_linear_stays_f16(device: &Device) {
+    if !device.supports_f16() {
+        println!("SKIP autocast_linear_stays_f16: {device} has no f16");
+        return;
+    }
+    let layer = Linear::new(8, 5, true, device).unwrap();
+    let x = Tensor::randn(&[3, 8], DType::F32, device).unwrap();
+    let reference = layer.forward(&x).unwrap().to_vec_f32().unwrap();
+    let out = {
+        let _guard = autocast(DType::F16, device).unwrap();
+        layer.forward(&x).unwrap()
+    };
+    assert_eq!(out.dtype(), DType::F16, "linear runs in f16 under autocast");
+    for (a, b) in out.to_vec_f32().unwrap().iter().zip(&reference) {
+        assert!((a - b).abs() <= 2e-2 * (1.0 + b.abs()), "{a} vs {b}");
+    }
+    out.to_dtype(DType::F32)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let bias = layer.bias.as_ref().expect("a bias");
+    let grad = bias.grad().expect("gradient reaches the bias");
+    assert_eq!(grad.dtype(), DType::F32);
+    assert_eq!(grad.to_vec_f32().unwrap(), vec![3.0; 5]);
+}
+
 fn amp_training_matches_f32(device: &Device) {
     let train = |amp: bool| -> f64 {
         anygrad_core::manual_seed(3);
@@ -124,6 +154,7 @@ fn scaler_skips_overflowing_steps(device: &Device) {
 
 anygrad_testing::device_tests!(
     autocast_op_precisions,
+    autocast_linear_stays_f16,
     amp_training_matches_f32,
     scaler_skips_overflowing_steps
 );

@@ -107,6 +107,23 @@ impl Tensor {
         result.reshape(out_shape)
     }
 
+    /// `self · weightᵀ + bias`, like `torch.nn.functional.linear`: `weight [out, in]`,
+    /// `bias [out]`. Under autocast the whole op runs in the autocast dtype, the bias
+    /// included, so the output stays f16 as PyTorch's (a f32 bias would promote it to f32,
+    /// and the next f16 matmul would cast it back).
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let out = self.matmul(&weight.t()?)?;
+        let Some(bias) = bias else {
+            return Ok(out);
+        };
+        match crate::amp::autocast_dtype() {
+            Some(low) if out.dtype() == low && bias.dtype() != low && bias.dtype().is_float() => {
+                out.add(&bias.to_dtype(low)?)
+            }
+            _ => out.add(bias),
+        }
+    }
+
     /// 2-D convolution of `[n, c, h, w]` by `weight [o, c / groups, kh, kw]` plus an optional
     /// `bias [o]`, like `torch.nn.functional.conv2d`.
     pub fn conv2d(

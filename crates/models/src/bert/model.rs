@@ -183,12 +183,12 @@ impl BertSelfAttention {
         }
         let weights: Vec<Tensor> = layers.iter().map(|l| l.weight.tensor()).collect();
         let weight = Tensor::cat(&weights.iter().collect::<Vec<_>>(), 0)?;
-        let product = x.matmul(&weight.t()?)?;
-        if biases.is_empty() {
-            return Ok(Some(product));
-        }
-        let bias = Tensor::cat(&biases.iter().collect::<Vec<_>>(), 0)?;
-        Ok(Some(product.add(&bias)?))
+        let bias = if biases.is_empty() {
+            None
+        } else {
+            Some(Tensor::cat(&biases.iter().collect::<Vec<_>>(), 0)?)
+        };
+        x.linear(&weight, bias.as_ref()).map(Some)
     }
 }
 

@@ -60,11 +60,8 @@ impl Linear {
 
 impl Module for Linear {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let out = x.matmul(&self.weight.tensor().t()?)?;
-        match &self.bias {
-            Some(bias) => out.add(&bias.tensor()),
-            None => Ok(out),
-        }
+        let bias = self.bias.as_ref().map(Parameter::tensor);
+        x.linear(&self.weight.tensor(), bias.as_ref())
     }
 
     fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {
