@@ -9,7 +9,6 @@
 
 use super::conv_backward::{weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
-use super::conv_direct;
 use super::conv_epilogue::BoundEpilogue;
 use super::conv_gemm::{prefers_wide, K_STEP};
 use super::conv_winograd::{self, WinogradTile};
@@ -30,8 +29,6 @@ enum ConvChoice {
     Splits { splits: usize, kernel: WeightKernel },
     /// Winograd F(2x2, 3x3) or F(4x4, 3x3): transforms and batched GEMMs (`conv_winograd.rs`).
     Winograd(WinogradTile),
-    /// The direct kernel for inputs with few channels (`conv_direct.rs`).
-    Direct,
 }
 
 impl ConvChoice {
@@ -43,7 +40,6 @@ impl ConvChoice {
             ConvChoice::Tile { wide: true } => "wide".into(),
             ConvChoice::Splits { splits, kernel } => format!("{}split{splits}", kernel.prefix()),
             ConvChoice::Winograd(tile) => tile.name().into(),
-            ConvChoice::Direct => "direct".into(),
         }
     }
 }
@@ -158,9 +154,6 @@ impl GpuStorage {
         {
             choices.extend(WinogradTile::ALL.map(ConvChoice::Winograd));
         }
-        if conv_direct::applies(self.dtype, &weight_layout.shape, params) {
-            choices.push(ConvChoice::Direct);
-        }
         let operands = || {
             format!(
                 "x{:?} w{:?} {}",
@@ -187,9 +180,6 @@ impl GpuStorage {
             }
             ConvChoice::Winograd(tile) => {
                 self.conv2d_winograd(layout, weight, weight_layout, params, tile, epilogue)
-            }
-            ConvChoice::Direct => {
-                self.conv2d_direct(layout, weight, weight_layout, params, epilogue)
             }
             ConvChoice::Splits { .. } => Err(Error::invalid("conv2d", "no k-splits here")),
         })
@@ -265,10 +255,9 @@ impl GpuStorage {
                     input_shape,
                     tile,
                 ),
-                ConvChoice::Splits { .. } | ConvChoice::Direct => Err(Error::invalid(
-                    "conv2d_backward_input",
-                    "no k-splits or direct kernel here",
-                )),
+                ConvChoice::Splits { .. } => {
+                    Err(Error::invalid("conv2d_backward_input", "no k-splits here"))
+                }
             },
         )
     }
@@ -387,7 +376,7 @@ impl GpuStorage {
                     weight_shape,
                     (kernel, Some(splits)),
                 ),
-                ConvChoice::Tile { .. } | ConvChoice::Winograd(_) | ConvChoice::Direct => {
+                ConvChoice::Tile { .. } | ConvChoice::Winograd(_) => {
                     Err(Error::invalid("conv2d_backward_weight", "one tile only"))
                 }
             },

@@ -29,7 +29,6 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::random::catalogue(&mut keys, dtype);
         super::matmul_large::catalogue(&mut keys, dtype);
         super::conv::catalogue(&mut keys, dtype);
-        super::conv_direct::catalogue(&mut keys, dtype);
         super::conv_backward::catalogue(&mut keys, dtype);
         super::conv_winograd::catalogue(&mut keys, dtype);
         super::reduce::catalogue(&mut keys, dtype);

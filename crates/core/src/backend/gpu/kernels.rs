@@ -95,12 +95,6 @@ pub enum KernelKey {
         wide: bool,
         epilogue: Option<super::conv_epilogue::ConvEpilogueKey>,
     },
-    /// The direct convolution for inputs with few channels (`conv_direct.rs`), with the
-    /// forward's epilogue in its store where there is one.
-    Conv2dDirect {
-        dtype: DType,
-        epilogue: Option<super::conv_epilogue::ConvEpilogueKey>,
-    },
     /// The convolution's input gradient (implicit-GEMM transposed convolution,
     /// `conv_backward.rs`); `unit_stride`: both strides are 1 (no divisibility test); `wide`:
     /// the 128 x 128 tile.
@@ -202,7 +196,6 @@ impl KernelKey {
             | KernelKey::MatmulCoop { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::Conv2d { .. }
-            | KernelKey::Conv2dDirect { .. }
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
             | KernelKey::Conv2dSplitSum { .. }
@@ -255,7 +248,6 @@ impl KernelKey {
             | KernelKey::Matmul { dtype }
             | KernelKey::MatmulLarge { dtype, .. }
             | KernelKey::Conv2d { dtype, .. }
-            | KernelKey::Conv2dDirect { dtype, .. }
             | KernelKey::Conv2dBackwardInput { dtype, .. }
             | KernelKey::Conv2dBackwardWeight { dtype, .. }
             | KernelKey::Conv2dSplitSum { dtype }
@@ -321,9 +313,6 @@ impl KernelKey {
                 wide,
                 epilogue,
             } => super::conv::source(*dtype, *wide, *epilogue),
-            KernelKey::Conv2dDirect { dtype, epilogue } => {
-                super::conv_direct::source(*dtype, *epilogue)
-            }
             KernelKey::Conv2dBackwardInput {
                 dtype,
                 unit_stride,

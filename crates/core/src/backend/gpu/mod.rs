@@ -35,7 +35,6 @@ mod contract;
 mod conv;
 mod conv_backward;
 mod conv_coop;
-mod conv_direct;
 mod conv_epilogue;
 mod conv_gemm;
 mod conv_tuning;
