@@ -125,6 +125,31 @@ fn minilm_embeddings_match_sentence_transformers(device: &Device) {
     );
 }
 
+/// Under autocast (f16 projections, an f32 padding mask) the tiny model runs and stays close to
+/// its f32 hidden states.
+fn tiny_hidden_states_under_autocast(device: &Device) {
+    if !device.supports_f16() {
+        println!("SKIP tiny_hidden_states_under_autocast: {device} has no f16");
+        return;
+    }
+    let golden = golden();
+    let model = BertModel::from_pretrained(tiny_dir(), device).expect("tiny BERT loads");
+    let ids = matrix_i32(&golden["ids"], device);
+    let mask = matrix_i32(&golden["mask"], device);
+    let types = matrix_i32(&golden["types"], device);
+    let hidden = {
+        let _guard = anygrad_core::autocast(DType::F16, device).expect("autocast");
+        model
+            .forward(&ids, Some(&mask), Some(&types))
+            .expect("forward under autocast")
+    };
+    let difference = max_abs_difference(&values(&hidden), &floats(&golden["hidden"]));
+    assert!(
+        difference < 2e-2,
+        "autocast hidden states off by {difference}"
+    );
+}
+
 fn max_abs_difference(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter()
@@ -135,6 +160,7 @@ fn max_abs_difference(a: &[f32], b: &[f32]) -> f32 {
 
 anygrad_testing::device_tests!(
     tiny_hidden_states_match_pytorch,
+    tiny_hidden_states_under_autocast,
     tiny_sentence_embeddings_match_sentence_transformers,
     minilm_embeddings_match_sentence_transformers,
 );
