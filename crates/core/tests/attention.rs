@@ -177,3 +177,39 @@ fn bad_operands_are_errors() {
         "dropout_p",
     );
 }
+
+/// Under autocast a float mask of another dtype joins the query's (f16 projections with a mask
+/// built in f32 run, as in PyTorch's autocast); outside autocast the dtypes must agree.
+#[test]
+fn autocast_casts_a_float_mask() {
+    let device = Device::Cpu;
+    let half = |shape: &[usize]| {
+        Tensor::randn(shape, DType::F32, &device)
+            .and_then(|t| t.to_dtype(DType::F16))
+            .expect("randn")
+    };
+    let (q, k, v) = (half(&[2, 5, 8]), half(&[2, 7, 8]), half(&[2, 7, 3]));
+    let mask = Tensor::randn(&[5, 7], DType::F32, &device).expect("mask");
+    let expected = scaled_dot_product_attention(
+        &q,
+        &k,
+        &v,
+        Some(&mask.to_dtype(DType::F16).expect("f16")),
+        0.0,
+        false,
+        None,
+    )
+    .expect("f16 mask");
+    let outside = scaled_dot_product_attention(&q, &k, &v, Some(&mask), 0.0, false, None);
+    expect_error(outside, "attention_mask");
+    let _guard = anygrad_core::autocast(DType::F16, &device).expect("autocast");
+    let inside = scaled_dot_product_attention(&q, &k, &v, Some(&mask), 0.0, false, None)
+        .expect("autocast casts the mask");
+    assert_close(
+        &values(&inside),
+        &values(&expected),
+        1e-3,
+        1e-3,
+        "autocast mask",
+    );
+}

@@ -187,6 +187,21 @@ pub fn scaled_dot_product_attention(
     is_causal: bool,
     scale: Option<f64>,
 ) -> Result<Tensor> {
+    // Under autocast a float mask joins the (often f16) query in its dtype, as every input of
+    // an autocast op is cast: a model that builds its additive mask in f32 runs unchanged.
+    let cast_mask;
+    let attention_mask = match attention_mask {
+        Some(mask)
+            if crate::amp::autocast_dtype().is_some()
+                && mask.dtype().is_float()
+                && query.dtype().is_float()
+                && mask.dtype() != query.dtype() =>
+        {
+            cast_mask = mask.to_dtype(query.dtype())?;
+            Some(&cast_mask)
+        }
+        other => other,
+    };
     let resolved = check(
         query,
         key,
