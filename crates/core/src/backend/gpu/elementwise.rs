@@ -597,6 +597,13 @@ impl GpuStorage {
     ) -> Result<()> {
         let numel = layout.numel();
         let access = access(numel, &[layout, destination_layout]);
+        // A view with contiguous rows (attention's heads): `vec4` rows (`copy_rows.rs`).
+        if access == Access::Strided
+            && self.dtype == destination.dtype
+            && super::copy_rows::rows_view(self.dtype, layout, destination_layout)
+        {
+            return self.copy_rows_into(layout, destination, destination_layout);
+        }
         // Dense same-type copies deliberately stay kernels: `copy_buffer_to_buffer` measured
         // 729 GB/s on an H200 through Vulkan, below the old scalar copy kernel (1,171 GB/s).
         let key = KernelKey::Copy {

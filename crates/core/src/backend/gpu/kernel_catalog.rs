@@ -34,6 +34,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::reduce::catalogue(&mut keys, dtype);
         super::pool::catalogue(&mut keys, dtype);
         super::rows::catalogue(&mut keys, dtype);
+        super::copy_rows::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
         super::attention::catalogue(&mut keys, dtype);

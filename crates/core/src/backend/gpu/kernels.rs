@@ -144,6 +144,8 @@ pub enum KernelKey {
     SortGlobal { key: DType },
     /// 2-D max pooling, one invocation per output element (`pool.rs`).
     MaxPool2d { dtype: DType },
+    /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
+    CopyRows { dtype: DType },
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
     /// (`rows.rs`).
     Rows(super::rows::RowKey),
@@ -220,6 +222,7 @@ impl KernelKey {
             | KernelKey::SortGlobal { .. }
             | KernelKey::MaxPool2d { .. }
             | KernelKey::MaxPool2dBackward { .. }
+            | KernelKey::CopyRows { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::Custom { .. } => false,
@@ -256,6 +259,7 @@ impl KernelKey {
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. }
             | KernelKey::MaxPool2d { dtype }
+            | KernelKey::CopyRows { dtype }
             | KernelKey::MaxPool2dBackward { dtype, .. }
             | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
             KernelKey::Where {
@@ -279,6 +283,7 @@ impl KernelKey {
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
             KernelKey::Rows(key) => key.source(),
+            KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
             KernelKey::Random { dtype, normal } => super::random::source(*dtype, *normal),
             KernelKey::Unary { dtype, op, access } => {
                 super::elementwise::unary_source(*dtype, *op, *access)

@@ -39,6 +39,7 @@ mod conv_epilogue;
 mod conv_gemm;
 mod conv_tuning;
 mod conv_winograd;
+mod copy_rows;
 mod custom;
 mod elementwise;
 mod fill;
