@@ -6,13 +6,7 @@
 set -u
 BIN=${BIN:-target/release/anygrad}
 OUT=${OUT:-/tmp/anygrad-h200}
-mkdir -p "$OUT"
-export ANYGRAD_CACHE_DIR="$OUT/cache"
-bench() { "$BIN" bench "$@" --json 2>>"$OUT/log.txt" | tee -a "$OUT/anygrad.jsonl" | python3 -c "
-import sys, json
-for line in sys.stdin:
-    d = json.loads(line)
-    print(d['bench'], d['dtype'], d['size'], round(d['value'], 1), d.get('peak_memory_bytes'))"; }
+. "$(dirname "$0")/lib.sh"
 for amp in "" --amp; do
     bench minilm --device gpu:0 --batch 64 --sequence-length 128 --seconds 2 $amp
     ANYGRAD_FUSED_ATTENTION=on bench minilm --device gpu:0 --batch 64 --sequence-length 128 \

@@ -6,13 +6,7 @@
 set -u
 BIN=${BIN:-target/release/anygrad}
 OUT=${OUT:-/tmp/anygrad-h200}
-mkdir -p "$OUT"
-export ANYGRAD_CACHE_DIR="$OUT/cache"
-bench() { "$BIN" bench "$@" --json 2>>"$OUT/log.txt" | tee -a "$OUT/anygrad.jsonl" | python3 -c "
-import sys, json
-for line in sys.stdin:
-    d = json.loads(line)
-    print(d['bench'], d['dtype'], d['size'], round(d['value'], 1), d.get('peak_memory_bytes'))"; }
+. "$(dirname "$0")/lib.sh"
 "$BIN" doctor > "$OUT/doctor.txt" 2>&1; grep -E "FAIL|checks|fused with" "$OUT/doctor.txt"
 bench resnet18 --device gpu:0 --batch 64 --no-cpu-baseline --seconds 2
 bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-baseline --seconds 2

@@ -10,7 +10,7 @@ use anygrad_core::profiler::profile;
 use anygrad_core::{
     autocast, no_grad, Conv2dParams, ConvEpilogue, DType, Device, EpilogueActivation, Error, Tensor,
 };
-use anygrad_testing::{assert_close, values};
+use anygrad_testing::{assert_close, random_tensor, values};
 
 /// The profiler is process-wide: the tests here run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -19,21 +19,8 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Deterministic values in [-1, 1).
-fn pseudo_random(count: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..count)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 fn random(shape: &[usize], seed: u64, device: &Device) -> Tensor {
-    Tensor::from_vec(pseudo_random(shape.iter().product(), seed), shape, device).unwrap()
+    random_tensor(shape, seed, device)
 }
 
 /// name, input `[n, c, h, w]`, output channels, kernel, stride, padding.

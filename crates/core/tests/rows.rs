@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use anygrad_core::profiler::profile;
 use anygrad_core::{no_grad, DType, Device, Error, Tensor};
-use anygrad_testing::{assert_close, values};
+use anygrad_testing::{assert_close, random_tensor, values};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -17,17 +17,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn random(shape: &[usize], seed: u64, scale: f32, device: &Device) -> Tensor {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let count: usize = shape.iter().product();
-    let data: Vec<f32> = (0..count)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0) * scale
-        })
-        .collect();
-    Tensor::from_vec(data, shape, device).unwrap()
+    random_tensor(shape, seed, device)
+        .mul_scalar(f64::from(scale))
+        .unwrap()
 }
 
 /// `[rows, length]` shapes: every lane count (32 to 256), partial workgroups, long rows.

@@ -6,7 +6,7 @@
 use anygrad_core::profiler::profile;
 use anygrad_core::{no_grad, Device, EpilogueActivation, Error, Tensor};
 use anygrad_nn::*;
-use anygrad_testing::{assert_close, values};
+use anygrad_testing::{assert_close, random_tensor, values};
 
 /// The profiler is process-wide: the tests here run one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -16,17 +16,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn random(shape: &[usize], seed: u64, device: &Device) -> Tensor {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let count: usize = shape.iter().product();
-    let data: Vec<f32> = (0..count)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect();
-    Tensor::from_vec(data, shape, device).unwrap()
+    random_tensor(shape, seed, device)
 }
 
 /// The modules' forward passes written out: `activation(bn(conv(x)) + residual)`.

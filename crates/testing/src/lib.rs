@@ -86,6 +86,26 @@ pub fn values(t: &Tensor) -> Vec<f32> {
     t.to_vec_f32().expect("readback")
 }
 
+/// `count` deterministic values in [-1, 1) for `seed` (xorshift; the same on every device and
+/// run).
+pub fn pseudo_random(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// A tensor of `shape` on `device` holding [`pseudo_random`] values for `seed`.
+pub fn random_tensor(shape: &[usize], seed: u64, device: &Device) -> Tensor {
+    let count = shape.iter().product();
+    Tensor::from_vec(pseudo_random(count, seed), shape, device).expect("random tensor")
+}
+
 /// An f32 tensor from values and a shape.
 pub fn tensor(values: &[f32], shape: &[usize], device: &Device) -> Tensor {
     Tensor::from_slice(values, shape, device).expect("tensor")
