@@ -282,7 +282,29 @@ fn bad_operands_are_errors(device: &Device) {
     }
 }
 
+/// No images: an empty result, with or without a residual.
+fn empty_batch(device: &Device) {
+    let _serial = serial();
+    let x = Tensor::zeros(&[0, 3, 5, 5], DType::F32, device).unwrap();
+    let weight = random(&[4, 3, 3, 3], 1, device);
+    let (scale, shift) = (random(&[4], 2, device), random(&[4], 3, device));
+    let residual = Tensor::zeros(&[0, 4, 3, 3], DType::F32, device).unwrap();
+    for residual in [None, Some(&residual)] {
+        let epilogue = ConvEpilogue {
+            scale: &scale,
+            shift: &shift,
+            residual,
+            activation: EpilogueActivation::Relu,
+        };
+        let out = x
+            .conv2d_fused(&weight, Conv2dParams::default(), &epilogue)
+            .unwrap();
+        assert_eq!(out.shape(), [0, 4, 3, 3]);
+    }
+}
+
 anygrad_testing::device_tests!(
+    empty_batch,
     fused_matches_composite,
     records_through_the_composite,
     autocast_runs_in_f16,

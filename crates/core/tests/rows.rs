@@ -238,7 +238,21 @@ fn bad_shapes_are_errors(device: &Device) {
     assert!(scalar.softmax(-1).is_err());
 }
 
+/// Empty inputs give empty results (rows of length 0, or no rows), never a panic.
+fn empty_rows(device: &Device) {
+    let _serial = serial();
+    let _off = no_grad();
+    for shape in [[0usize, 5], [3, 0]] {
+        let x = Tensor::zeros(&shape, DType::F32, device).unwrap();
+        assert_eq!(x.softmax(-1).unwrap().shape(), shape);
+        let normalized = x.layer_norm(&[shape[1]], None, None, 1e-5).unwrap();
+        assert_eq!(normalized.shape(), shape);
+        assert!(values(&normalized).is_empty());
+    }
+}
+
 anygrad_testing::device_tests!(
+    empty_rows,
     softmax_and_layer_norm_match_composites,
     gradients_match,
     masked_attention_rows_are_zero,
