@@ -490,6 +490,34 @@ impl Storage {
         }
     }
 
+    /// Per-channel mean and biased variance in one pass (`BackendStorage::batch_norm_stats`).
+    pub fn batch_norm_stats(&self, layout: &Layout) -> Result<Storage> {
+        let call = Call::new("batch_norm_stats", [(self, layout)]);
+        run!(call, |x| batch_norm_stats(x, layout))
+    }
+
+    /// Batch norm's backward sums in one pass; `self` is the output gradient
+    /// (`BackendStorage::batch_norm_backward_sums`).
+    pub fn batch_norm_backward_sums(
+        &self,
+        layout: &Layout,
+        input: &Storage,
+        input_layout: &Layout,
+        mean: &Storage,
+        mean_layout: &Layout,
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (input, input_layout), (mean, mean_layout)];
+        let call = Call::new("batch_norm_backward_sums", operands).same_dtype(&[0, 1]);
+        run!(call, |g, x, m| batch_norm_backward_sums(
+            g,
+            layout,
+            x,
+            input_layout,
+            m,
+            mean_layout
+        ))
+    }
+
     /// The convolution's input gradient; `self` is the output gradient
     /// (`BackendStorage::conv2d_backward_input`).
     pub fn conv2d_backward_input(

@@ -235,6 +235,19 @@ pub(crate) fn check_affine(
     Ok(())
 }
 
+/// `(n, c, rest)` of a batch-norm view `[n, c, ...]` (rank at least 2; `rest` the product of
+/// the dims after the channels).
+pub(crate) fn check_channels(op: &'static str, layout: &Layout) -> Result<(usize, usize, usize)> {
+    match layout.shape.as_slice() {
+        [n, c, rest @ ..] => Ok((*n, *c, rest.iter().product())),
+        _ => Err(Error::InvalidShape {
+            op,
+            shape: layout.shape.clone(),
+            message: "needs [n, c, ...] (channels in dim 1)".into(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

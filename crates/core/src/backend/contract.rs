@@ -144,6 +144,25 @@ pub(crate) trait BackendStorage: Sized {
     /// of this dtype); output contiguous, the view's shape. Float dtypes only.
     fn layer_norm_last(&self, layout: &Layout, affine: Affine<'_, Self>, eps: f64) -> Result<Self>;
 
+    /// Batch-norm statistics in one pass: for `self` of shape `[n, c, ...]` (rank >= 2, F32
+    /// or F16), a contiguous F32 `[2, c]`: row 0 the mean of each channel over every other dim,
+    /// row 1 its biased variance (computed in f32 or wider, without an f32 copy of an F16
+    /// input). An empty channel gives NaN, as `mean` does.
+    fn batch_norm_stats(&self, layout: &Layout) -> Result<Self>;
+
+    /// Batch norm's backward sums in one pass: `self` the output gradient `g` and `input` the
+    /// forward's input (same shape `[n, c, ...]`, same dtype), `mean` the F32 `[c]` batch
+    /// mean; a contiguous F32 `[2, c]`: row 0 `sum(g)`, row 1 `sum(g * (input - mean))` per
+    /// channel over every other dim.
+    fn batch_norm_backward_sums(
+        &self,
+        layout: &Layout,
+        input: &Self,
+        input_layout: &Layout,
+        mean: &Self,
+        mean_layout: &Layout,
+    ) -> Result<Self>;
+
     /// The convolution's input gradient (the transposed convolution): `self` is the output
     /// gradient, which must have the forward output's shape, `weight` the forward's weight;
     /// returns contiguous `[n, c, h, w]` of `input_shape`.

@@ -371,6 +371,21 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
+    fn batch_norm_stats(&self, _layout: &Layout) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn batch_norm_backward_sums(
+        &self,
+        _layout: &Layout,
+        _input: &Self,
+        _input_layout: &Layout,
+        _mean: &Self,
+        _mean_layout: &Layout,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
     fn conv2d_backward_input(
         &self,
         _layout: &Layout,

@@ -5,6 +5,7 @@
 
 mod attention;
 mod attention_fused;
+mod batch_norm;
 mod composite;
 mod composite_reduce;
 mod composite_scan;

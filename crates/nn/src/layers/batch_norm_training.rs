@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use anygrad_core::{CustomBackward, DType, Result, Tensor};
+use anygrad_core::{CustomBackward, DType, Error, Result, Tensor};
 
 /// What [`batch_norm_training`] returns: the normalized output and the batch statistics (f32,
 /// shape `[1, c, 1, …]`) for the running averages.
@@ -42,16 +42,26 @@ pub(crate) fn batch_norm_training(
     stat_shape[1] = x.shape()[1];
     let (output, mean, biased_var, inv_std) = {
         let _guard = anygrad_core::no_grad();
-        let wide = widen(x)?;
-        let mean = wide.mean(&dims, true)?;
-        let squared = {
-            // Dropped before the reduction reads it, so the subtraction fuses into the square.
-            let centered = wide.sub(&mean)?;
-            centered.square()?
+        let (mean, biased_var) = match x.batch_norm_stats() {
+            // One pass over x, f32 sums also for an f16 x.
+            Ok((mean, var)) => (
+                mean.reshape(stat_shape.clone())?,
+                var.reshape(stat_shape.clone())?,
+            ),
+            // A tensor above one buffer binding (in pieces on the GPU): the composite.
+            Err(Error::BufferTooLarge { .. }) => {
+                let wide = widen(x)?;
+                let mean = wide.mean(&dims, true)?;
+                let squared = {
+                    // Dropped before the reduction reads it, so the subtraction fuses into
+                    // the square.
+                    let centered = wide.sub(&mean)?;
+                    centered.square()?
+                };
+                (mean, squared.mean(&dims, true)?)
+            }
+            Err(error) => return Err(error),
         };
-        let biased_var = squared.mean(&dims, true)?;
-        drop(squared);
-        drop(wide);
         let inv_std = biased_var.add_scalar(eps)?.rsqrt()?;
         // y = x·scale + shift with scale = γσ⁻¹, shift = β − μ·scale (per channel, small).
         let scale = match weight {
@@ -144,11 +154,30 @@ fn batch_slices(x: &Tensor) -> Vec<(usize, usize)> {
         .collect()
 }
 
-impl CustomBackward for BatchNormBackward {
-    fn backward(&self, inputs: &[Tensor], grad_output: &Tensor) -> Result<Vec<Option<Tensor>>> {
-        let x = &inputs[0];
-        let weight = inputs.get(1);
-        let slices = batch_slices(x);
+impl BatchNormBackward {
+    /// `(Σ g, Σ g·x̂)` per channel (shape of the statistics) from one pass over `g` and `x`.
+    fn sums(&self, grad_output: &Tensor, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        let g = if grad_output.dtype() == x.dtype() {
+            grad_output.clone()
+        } else {
+            grad_output.to_dtype(x.dtype())?
+        };
+        let channels = self.mean.numel();
+        let (sum, centered) = g.batch_norm_backward_sums(x, &self.mean.reshape([channels])?)?;
+        let shape = self.inv_std.shape().to_vec();
+        Ok((
+            sum.reshape(shape.clone())?,
+            centered.reshape(shape)?.mul(&self.inv_std)?,
+        ))
+    }
+
+    /// The same sums from reductions over batch slices (tensors above one buffer binding).
+    fn sliced_sums(
+        &self,
+        grad_output: &Tensor,
+        x: &Tensor,
+        slices: &[(usize, usize)],
+    ) -> Result<(Tensor, Tensor)> {
         let whole = slices.len() <= 1;
         let slice = |tensor: &Tensor, (start, len): (usize, usize)| -> Result<Tensor> {
             if whole {
@@ -157,12 +186,9 @@ impl CustomBackward for BatchNormBackward {
                 tensor.narrow(0, start, len)
             }
         };
-        // x̂ is recomputed inside each fused kernel rather than stored: the two reductions
-        // and the input gradient each read x again, and no activation-sized x̂ (nor an f32
-        // copy of an f16 x) stays alive between them.
         let mut grad_bias: Option<Tensor> = None;
         let mut grad_weight: Option<Tensor> = None;
-        for &range in &slices {
+        for &range in slices {
             let g = widen(&slice(grad_output, range)?)?;
             let bias_part = g.sum(&self.dims, true)?;
             let weight_part = {
@@ -183,6 +209,31 @@ impl CustomBackward for BatchNormBackward {
                 "batch_norm backward",
                 format!("empty batch in input of shape {:?}", x.shape()),
             ));
+        };
+        Ok((grad_bias, grad_weight))
+    }
+}
+
+impl CustomBackward for BatchNormBackward {
+    fn backward(&self, inputs: &[Tensor], grad_output: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let x = &inputs[0];
+        let weight = inputs.get(1);
+        let slices = batch_slices(x);
+        let whole = slices.len() <= 1;
+        let slice = |tensor: &Tensor, (start, len): (usize, usize)| -> Result<Tensor> {
+            if whole {
+                Ok(tensor.clone())
+            } else {
+                tensor.narrow(0, start, len)
+            }
+        };
+        // x̂ is recomputed inside each fused kernel rather than stored: the two reductions
+        // and the input gradient each read x again, and no activation-sized x̂ (nor an f32
+        // copy of an f16 x) stays alive between them.
+        let (grad_bias, grad_weight) = match self.sums(grad_output, x) {
+            Ok(sums) => sums,
+            Err(Error::BufferTooLarge { .. }) => self.sliced_sums(grad_output, x, &slices)?,
+            Err(error) => return Err(error),
         };
         let mut grads = Vec::with_capacity(inputs.len());
         if x.requires_grad() {

@@ -111,6 +111,21 @@ impl BackendStorage for CpuStorage {
         CpuStorage::layer_norm_last(self, layout, affine, eps)
     }
 
+    fn batch_norm_stats(&self, layout: &Layout) -> Result<Self> {
+        CpuStorage::batch_norm_stats(self, layout)
+    }
+
+    fn batch_norm_backward_sums(
+        &self,
+        layout: &Layout,
+        input: &Self,
+        input_layout: &Layout,
+        mean: &Self,
+        mean_layout: &Layout,
+    ) -> Result<Self> {
+        CpuStorage::batch_norm_backward_sums(self, layout, input, input_layout, mean, mean_layout)
+    }
+
     fn conv2d_backward_input(
         &self,
         layout: &Layout,

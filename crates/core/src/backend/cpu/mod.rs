@@ -5,6 +5,7 @@
 //! max pooling and its gradient are direct loops (`pool.rs`).
 
 pub(crate) mod alloc;
+mod batch_norm;
 mod contract;
 mod conv;
 mod conv_backward;

@@ -298,6 +298,23 @@ impl BackendStorage for GpuStorage {
         }
     }
 
+    // Whole tensors only (a storage in pieces is `Error::BufferTooLarge` from `raw()`):
+    // `nn`'s batch norm then takes its composite.
+    fn batch_norm_stats(&self, layout: &Layout) -> Result<Self> {
+        GpuStorage::batch_norm_stats(self, layout)
+    }
+
+    fn batch_norm_backward_sums(
+        &self,
+        layout: &Layout,
+        input: &Self,
+        input_layout: &Layout,
+        mean: &Self,
+        mean_layout: &Layout,
+    ) -> Result<Self> {
+        GpuStorage::batch_norm_backward_sums(self, layout, input, input_layout, mean, mean_layout)
+    }
+
     fn conv2d_backward_input(
         &self,
         layout: &Layout,

@@ -35,6 +35,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::pool::catalogue(&mut keys, dtype);
         super::rows::catalogue(&mut keys, dtype);
         super::copy_rows::catalogue(&mut keys, dtype);
+        super::batch_norm::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
         super::attention::catalogue(&mut keys, dtype);

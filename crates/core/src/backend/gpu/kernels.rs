@@ -144,6 +144,8 @@ pub enum KernelKey {
     SortGlobal { key: DType },
     /// 2-D max pooling, one invocation per output element (`pool.rs`).
     MaxPool2d { dtype: DType },
+    /// Batch norm's per-channel statistics or backward sums in one pass (`batch_norm.rs`).
+    BatchNormSums { dtype: DType, backward: bool },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
     CopyRows { dtype: DType },
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
@@ -223,6 +225,7 @@ impl KernelKey {
             | KernelKey::MaxPool2d { .. }
             | KernelKey::MaxPool2dBackward { .. }
             | KernelKey::CopyRows { .. }
+            | KernelKey::BatchNormSums { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::Custom { .. } => false,
@@ -260,6 +263,7 @@ impl KernelKey {
             | KernelKey::ScatterAdd { dtype, .. }
             | KernelKey::MaxPool2d { dtype }
             | KernelKey::CopyRows { dtype }
+            | KernelKey::BatchNormSums { dtype, .. }
             | KernelKey::MaxPool2dBackward { dtype, .. }
             | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
             KernelKey::Where {
@@ -284,6 +288,9 @@ impl KernelKey {
             KernelKey::Fill => super::fill::source(),
             KernelKey::Rows(key) => key.source(),
             KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
+            KernelKey::BatchNormSums { dtype, backward } => {
+                super::batch_norm::source(*dtype, *backward)
+            }
             KernelKey::Random { dtype, normal } => super::random::source(*dtype, *normal),
             KernelKey::Unary { dtype, op, access } => {
                 super::elementwise::unary_source(*dtype, *op, *access)

@@ -29,6 +29,7 @@ mod attention_coop;
 mod attention_coop_source;
 mod attention_source;
 mod autotune;
+mod batch_norm;
 mod buffers;
 mod context;
 mod contract;
