@@ -1,13 +1,22 @@
 //! Batch norm's one-pass reductions on every device against composites of public ops:
 //! `batch_norm_stats` (per-channel mean and biased variance) and `batch_norm_backward_sums`
 //! (`Σ g`, `Σ g (x - mean)`), for `[n, c]`, `[n, c, l]` and `[n, c, h, w]` (rows shorter and
-//! longer than a workgroup's 256 invocations), a strided input, values far from zero (the
+//! longer than a workgroup's 256 invocations, channels split over several workgroups), a
+//! strided input, values far from zero (the
 //! variance must not cancel), F32 and F16; bad operands are errors.
 
 use anygrad_core::{DType, Device, Error, Tensor};
 use anygrad_testing::{assert_close, random_tensor, values};
 
-const SHAPES: [&[usize]; 4] = [&[37, 5], &[3, 4, 100], &[2, 3, 17, 19], &[5, 2, 300]];
+/// The last two give each channel several GPU workgroups (splits of 4,096 elements or more).
+const SHAPES: [&[usize]; 6] = [
+    &[37, 5],
+    &[3, 4, 100],
+    &[2, 3, 17, 19],
+    &[5, 2, 300],
+    &[8, 2, 2000],
+    &[3, 3, 50, 61],
+];
 
 fn dtypes(device: &Device) -> Vec<DType> {
     match device {

@@ -145,7 +145,11 @@ pub enum KernelKey {
     /// 2-D max pooling, one invocation per output element (`pool.rs`).
     MaxPool2d { dtype: DType },
     /// Batch norm's per-channel statistics or backward sums in one pass (`batch_norm.rs`).
-    BatchNormSums { dtype: DType, backward: bool },
+    BatchNormSums {
+        dtype: DType,
+        backward: bool,
+        pass: super::batch_norm::SumsPass,
+    },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
     CopyRows { dtype: DType },
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
@@ -288,9 +292,11 @@ impl KernelKey {
             KernelKey::Fill => super::fill::source(),
             KernelKey::Rows(key) => key.source(),
             KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
-            KernelKey::BatchNormSums { dtype, backward } => {
-                super::batch_norm::source(*dtype, *backward)
-            }
+            KernelKey::BatchNormSums {
+                dtype,
+                backward,
+                pass,
+            } => super::batch_norm::source(*dtype, *backward, *pass),
             KernelKey::Random { dtype, normal } => super::random::source(*dtype, *normal),
             KernelKey::Unary { dtype, op, access } => {
                 super::elementwise::unary_source(*dtype, *op, *access)
