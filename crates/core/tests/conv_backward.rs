@@ -11,26 +11,13 @@ use std::sync::Mutex;
 use anygrad_core::profiler::profile;
 use anygrad_core::{Conv2dParams, DType, Device, Tensor};
 use anygrad_testing::conv_reference::{conv_output_size, unfold_conv2d};
-use anygrad_testing::{assert_close, values};
+use anygrad_testing::{assert_close, pseudo_random, values};
 
 /// The profiler is process-wide: tests here run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Deterministic values in [-1, 1) (the same on every device).
-fn pseudo_random(count: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..count)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 struct Case {

@@ -31,7 +31,7 @@ const MASKED_SCORE: f64 = -1.0e4;
 /// broadcasting to `[batch, heads, tokens, tokens]`, through the core's
 /// `scaled_dot_product_attention` (scale `1/√head_dim`), with `dropout` on the attention
 /// probabilities (the caller passes 0 in eval mode). The mask is built in f32; under autocast
-/// the projections are f16, and the mask joins them in their dtype.
+/// (f16 projections) `scaled_dot_product_attention` casts it to their dtype.
 fn attention(
     q: &Tensor,
     k: &Tensor,
@@ -39,14 +39,7 @@ fn attention(
     mask: Option<&Tensor>,
     dropout: f64,
 ) -> Result<Tensor> {
-    let mask = match mask {
-        Some(mask) if mask.dtype().is_float() && mask.dtype() != q.dtype() => {
-            Some(mask.to_dtype(q.dtype())?)
-        }
-        Some(mask) => Some(mask.clone()),
-        None => None,
-    };
-    anygrad_core::scaled_dot_product_attention(q, k, v, mask.as_ref(), dropout, false, None)
+    anygrad_core::scaled_dot_product_attention(q, k, v, mask, dropout, false, None)
 }
 
 /// Word, position and token type embeddings, summed and layer-normalized.

@@ -154,6 +154,16 @@ fn batch_slices(x: &Tensor) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Rows `start..start + len` of `tensor` along the batch dim, or `tensor` itself when the
+/// backward works in one piece (`whole`).
+fn batch_range(tensor: &Tensor, (start, len): (usize, usize), whole: bool) -> Result<Tensor> {
+    if whole {
+        Ok(tensor.clone())
+    } else {
+        tensor.narrow(0, start, len)
+    }
+}
+
 impl BatchNormBackward {
     /// `(Σ g, Σ g·x̂)` per channel (shape of the statistics) from one pass over `g` and `x`.
     fn sums(&self, grad_output: &Tensor, x: &Tensor) -> Result<(Tensor, Tensor)> {
@@ -178,14 +188,7 @@ impl BatchNormBackward {
         x: &Tensor,
         slices: &[(usize, usize)],
     ) -> Result<(Tensor, Tensor)> {
-        let whole = slices.len() <= 1;
-        let slice = |tensor: &Tensor, (start, len): (usize, usize)| -> Result<Tensor> {
-            if whole {
-                Ok(tensor.clone())
-            } else {
-                tensor.narrow(0, start, len)
-            }
-        };
+        let slice = |tensor: &Tensor, range| batch_range(tensor, range, slices.len() <= 1);
         let mut grad_bias: Option<Tensor> = None;
         let mut grad_weight: Option<Tensor> = None;
         for &range in slices {
@@ -220,16 +223,9 @@ impl CustomBackward for BatchNormBackward {
         let weight = inputs.get(1);
         let slices = batch_slices(x);
         let whole = slices.len() <= 1;
-        let slice = |tensor: &Tensor, (start, len): (usize, usize)| -> Result<Tensor> {
-            if whole {
-                Ok(tensor.clone())
-            } else {
-                tensor.narrow(0, start, len)
-            }
-        };
-        // x̂ is recomputed inside each fused kernel rather than stored: the two reductions
-        // and the input gradient each read x again, and no activation-sized x̂ (nor an f32
-        // copy of an f16 x) stays alive between them.
+        let slice = |tensor: &Tensor, range| batch_range(tensor, range, whole);
+        // x̂ is never stored: the sums read x in one pass (`batch_norm_backward_sums`), and
+        // the input gradient recomputes it inside its fused kernel, slice by slice.
         let (grad_bias, grad_weight) = match self.sums(grad_output, x) {
             Ok(sums) => sums,
             Err(Error::BufferTooLarge { .. }) => self.sliced_sums(grad_output, x, &slices)?,

@@ -231,19 +231,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     w
 }
 
-/// The input as a dense `[n, c, rest]` storage from element 0: itself, or a copy.
-fn dense<'a>(
-    storage: &'a GpuStorage,
-    layout: &Layout,
-    copy: &'a mut Option<GpuStorage>,
-) -> Result<&'a GpuStorage> {
-    if layout.is_contiguous() && layout.offset == 0 {
-        Ok(storage)
-    } else {
-        Ok(copy.insert(storage.copy_strided(layout)?))
-    }
-}
-
 impl GpuStorage {
     /// Run the sums kernel over `self` (`[n, c, ...]`), with `extra` bindings after the output.
     fn batch_norm_sums(
@@ -313,7 +300,7 @@ impl GpuStorage {
     /// Per-channel mean and biased variance (`BackendStorage::batch_norm_stats`).
     pub fn batch_norm_stats(&self, layout: &Layout) -> Result<GpuStorage> {
         let mut copy = None;
-        let input = dense(self, layout, &mut copy)?;
+        let input = self.dense_from_start(layout, &mut copy)?;
         input.batch_norm_sums("batch_norm_stats", &Layout::contiguous(&layout.shape), None)
     }
 
@@ -349,9 +336,9 @@ impl GpuStorage {
             ));
         }
         let (mut g_copy, mut x_copy, mut mean_copy) = (None, None, None);
-        let g = dense(self, layout, &mut g_copy)?;
-        let x = dense(input, input_layout, &mut x_copy)?;
-        let mean = dense(mean, mean_layout, &mut mean_copy)?;
+        let g = self.dense_from_start(layout, &mut g_copy)?;
+        let x = input.dense_from_start(input_layout, &mut x_copy)?;
+        let mean = mean.dense_from_start(mean_layout, &mut mean_copy)?;
         g.batch_norm_sums(OP, &Layout::contiguous(&layout.shape), Some((x, mean)))
     }
 }

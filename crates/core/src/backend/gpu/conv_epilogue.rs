@@ -149,11 +149,12 @@ enum Dense<'a> {
 
 impl<'a> Dense<'a> {
     fn new(storage: &'a GpuStorage, layout: &Layout) -> Result<Dense<'a>> {
-        if layout.is_contiguous() && layout.offset == 0 {
-            Ok(Dense::Borrowed(storage))
-        } else {
-            storage.copy_strided(layout).map(Dense::Copied)
-        }
+        let mut copy = None;
+        storage.dense_from_start(layout, &mut copy)?;
+        Ok(match copy {
+            Some(copy) => Dense::Copied(copy),
+            None => Dense::Borrowed(storage),
+        })
     }
 
     fn storage(&self) -> &GpuStorage {

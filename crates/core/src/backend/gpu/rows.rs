@@ -220,19 +220,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     w
 }
 
-/// The input as a dense `[rows, length]` storage: itself when its view is, else a copy.
-fn dense_rows<'a>(
-    storage: &'a GpuStorage,
-    layout: &Layout,
-    copy: &'a mut Option<GpuStorage>,
-) -> Result<&'a GpuStorage> {
-    if layout.is_contiguous() && layout.offset == 0 {
-        Ok(storage)
-    } else {
-        Ok(copy.insert(storage.copy_strided(layout)?))
-    }
-}
-
 impl GpuStorage {
     /// Run row kernel `op` over the view (rows = the last dim) with `extra` buffers bound
     /// after the output.
@@ -255,7 +242,7 @@ impl GpuStorage {
             return Ok(out);
         }
         let mut copy = None;
-        let input = dense_rows(self, layout, &mut copy)?;
+        let input = self.dense_from_start(layout, &mut copy)?;
         let rows = numel / length;
         let key = RowKey {
             dtype: self.dtype,
@@ -310,8 +297,8 @@ impl GpuStorage {
             (bias_layout, bias.dtype, bias.len),
         )?;
         let (mut weight_copy, mut bias_copy) = (None, None);
-        let weight = dense_rows(weight, weight_layout, &mut weight_copy)?;
-        let bias = dense_rows(bias, bias_layout, &mut bias_copy)?;
+        let weight = weight.dense_from_start(weight_layout, &mut weight_copy)?;
+        let bias = bias.dense_from_start(bias_layout, &mut bias_copy)?;
         self.rows(
             OP,
             layout,

@@ -17,6 +17,7 @@ use super::GpuDevice;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::random::{seed_key, Distribution};
 
 /// Tensor data in a GPU buffer.
@@ -151,6 +152,20 @@ impl GpuStorage {
     }
 
     /// The buffer; a pending result is computed first (the deferred ops are recorded).
+    /// This storage itself where `layout` reads it densely from element 0 (a kernel can index
+    /// it as `[0, numel)`), else a dense copy of the view kept in `copy`.
+    pub(crate) fn dense_from_start<'a>(
+        &'a self,
+        layout: &Layout,
+        copy: &'a mut Option<GpuStorage>,
+    ) -> Result<&'a GpuStorage> {
+        if layout.is_contiguous() && layout.offset == 0 {
+            Ok(self)
+        } else {
+            Ok(copy.insert(self.copy_strided(layout)?))
+        }
+    }
+
     pub(crate) fn raw(&self) -> Result<&wgpu::Buffer> {
         if self.parts.is_some() {
             // Kernels bind one buffer; `sliced.rs` gives them pieces, never the whole.
