@@ -464,7 +464,9 @@ fn tensor_core_matmul(
         (_, _, Some(failure)) => {
             format!("regular kernel: the cooperative-matrix kernel failed: {failure}")
         }
-        (true, Some(variant), None) => format!("cooperative-matrix kernel ({variant:?})"),
+        (true, Some(variant), None) => {
+            format!("cooperative-matrix kernel (preferred variant {variant:?})")
+        }
         (true, None, None) => "cooperative-matrix kernel, although none was announced".into(),
         (false, Some(variant), None) => {
             format!("regular kernel, although the cooperative-matrix kernel ({variant:?}) was announced")

@@ -179,9 +179,10 @@ const CHOICE_VARIABLES: [(&str, &[&str], &str); 4] = [
     (
         "ANYGRAD_COOP_MATMUL",
         &[
-            "staged", "staged16", "staged32", "direct", "off", "0", "none",
+            "auto", "staged", "staged16", "staged32", "wide128", "wide256", "direct", "off", "0",
+            "none",
         ],
-        "staged",
+        "auto",
     ),
 ];
 

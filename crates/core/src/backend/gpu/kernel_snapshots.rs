@@ -229,6 +229,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
         ("matmul_coop_direct", CoopVariant::Direct),
         ("matmul_coop_staged16", CoopVariant::Staged16),
         ("matmul_coop_staged32", CoopVariant::Staged32),
+        ("matmul_coop_wide256", CoopVariant::Wide256),
     ] {
         kernels.push((
             name,
@@ -308,6 +309,13 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
         "matmul_coop_staged32_emulated",
         KernelKey::MatmulCoop {
             variant: CoopVariant::Staged32,
+            emulated: true,
+        },
+    ));
+    kernels.push((
+        "matmul_coop_wide128_emulated",
+        KernelKey::MatmulCoop {
+            variant: CoopVariant::Wide128,
             emulated: true,
         },
     ));

@@ -10,7 +10,7 @@
 //! One workgroup of 128 invocations (four subgroups of 32) computes a [`COOP_TILE`]²
 //! (128 x 128) tile of C; subgroup `s` (the `subgroup_id` builtin) owns the 64 x 64 quarter
 //! at rows `(s / 2) * 64`, columns `(s % 2) * 64`, as a 4 x 4 grid of f32 accumulators. The
-//! variants ([`CoopVariant`], `ANYGRAD_COOP_MATMUL=staged|staged16|staged32|direct|off`):
+//! variants ([`CoopVariant`], `ANYGRAD_COOP_MATMUL=staged|staged16|staged32|wide128|wide256|direct|off`):
 //! - **staged32** (the default, `staged`, where 41 KiB of workgroup memory fit) and
 //!   **staged16**: K is walked in blocks of 32 or 16
 //!   32; the workgroup copies A's 128 x kb and B's kb x 128 block into workgroup memory (rows
@@ -82,14 +82,21 @@ pub enum CoopVariant {
     /// Operand blocks of 32 k staged in double-buffered workgroup memory (41 KiB); k a
     /// multiple of 32.
     Staged32,
+    /// Eight subgroups, a 128 x 128 tile, 16-byte loads into packed single-copy blocks
+    /// (`matmul_coop/packed.rs`, 26.5 KiB); k a multiple of 32.
+    Wide128,
+    /// The same with a 128 x 256 tile (34.5 KiB); n a multiple of 256, k of 32.
+    Wide256,
 }
 
 impl CoopVariant {
     /// Every variant.
-    pub const ALL: [CoopVariant; 3] = [
+    pub const ALL: [CoopVariant; 5] = [
         CoopVariant::Direct,
         CoopVariant::Staged16,
         CoopVariant::Staged32,
+        CoopVariant::Wide128,
+        CoopVariant::Wide256,
     ];
 
     /// k must be a non-zero multiple of this (the staged kernels' k-block).
@@ -97,6 +104,18 @@ impl CoopVariant {
         match self {
             CoopVariant::Direct | CoopVariant::Staged16 => 16,
             CoopVariant::Staged32 => 32,
+            CoopVariant::Wide128 | CoopVariant::Wide256 => wide::K_BLOCK,
+        }
+    }
+
+    /// Columns of C one workgroup computes (its rows: [`COOP_TILE`]); n must be a multiple.
+    pub fn tile_n(self) -> usize {
+        match self {
+            CoopVariant::Wide256 => 256,
+            CoopVariant::Direct
+            | CoopVariant::Staged16
+            | CoopVariant::Staged32
+            | CoopVariant::Wide128 => COOP_TILE,
         }
     }
 
@@ -118,39 +137,63 @@ impl CoopVariant {
         match self {
             CoopVariant::Direct => scratch,
             CoopVariant::Staged16 | CoopVariant::Staged32 => (2 * (a + b) * 2) as u32 + scratch,
+            CoopVariant::Wide128 | CoopVariant::Wide256 => wide::workgroup_bytes(self.tile_n()),
         }
     }
 
-    /// `ANYGRAD_COOP_MATMUL`: `staged` (default: staged32 where its workgroup memory fits —
-    /// 76.2 TFLOPS vs staged16's 65.9 at 4096 on the H200 — else staged16), `staged16`,
-    /// `staged32`, `direct`, or `off` (regular kernels only). A variant whose workgroup memory
-    /// exceeds `limit` falls back to `direct`.
-    fn from_env(limit: u32) -> Option<CoopVariant> {
-        let staged = if CoopVariant::Staged32.workgroup_bytes() <= limit {
-            CoopVariant::Staged32
-        } else {
-            CoopVariant::Staged16
+    /// The variants `matmul` tries, in order, under `ANYGRAD_COOP_MATMUL`: `auto` (the
+    /// default: Wide256, Wide128, Staged32, Staged16 — the fastest first, measured on the
+    /// H200 at 4096³: 142, 102, 76 and 66 TFLOPS — so every shape the predicate admits
+    /// finds one), `staged` (Staged32, else Staged16), one variant by name (`staged16`,
+    /// `staged32`, `wide128`, `wide256`, `direct`), or `off` (none: regular kernels only).
+    /// Variants whose workgroup memory exceeds `limit` are left out; a named one falls back
+    /// to `direct`.
+    fn order_from_env(limit: u32) -> Vec<CoopVariant> {
+        let fits = |variant: &CoopVariant| variant.workgroup_bytes() <= limit;
+        let auto = || -> Vec<CoopVariant> {
+            let order = [
+                CoopVariant::Wide256,
+                CoopVariant::Wide128,
+                CoopVariant::Staged32,
+                CoopVariant::Staged16,
+            ];
+            let fitting: Vec<CoopVariant> = order.into_iter().filter(fits).collect();
+            if fitting.is_empty() {
+                vec![CoopVariant::Direct]
+            } else {
+                fitting
+            }
         };
-        let chosen = match std::env::var("ANYGRAD_COOP_MATMUL")
+        let staged = || {
+            if fits(&CoopVariant::Staged32) {
+                CoopVariant::Staged32
+            } else {
+                CoopVariant::Staged16
+            }
+        };
+        let named = match std::env::var("ANYGRAD_COOP_MATMUL")
             .ok()
             .as_deref()
             .map(str::trim)
         {
-            None | Some("") | Some("staged") => staged,
+            None | Some("") | Some("auto") => return auto(),
+            Some("staged") => staged(),
             Some("staged16") => CoopVariant::Staged16,
             Some("staged32") => CoopVariant::Staged32,
+            Some("wide128") => CoopVariant::Wide128,
+            Some("wide256") => CoopVariant::Wide256,
             Some("direct") => CoopVariant::Direct,
-            Some("off") | Some("0") | Some("none") => return None,
+            Some("off") | Some("0") | Some("none") => return Vec::new(),
             Some(other) => {
-                tracing::warn!("ANYGRAD_COOP_MATMUL={other} is unknown (staged|staged16|staged32|direct|off); using staged");
-                staged
+                tracing::warn!("ANYGRAD_COOP_MATMUL={other} is unknown (auto|staged|staged16|staged32|wide128|wide256|direct|off); using auto");
+                return auto();
             }
         };
-        Some(if chosen.workgroup_bytes() <= limit {
-            chosen
+        vec![if fits(&named) {
+            named
         } else {
             CoopVariant::Direct
-        })
+        }]
     }
 }
 
@@ -164,9 +207,9 @@ pub(crate) struct CoopSupport {
     /// `SUBGROUP` with subgroups of exactly 32 invocations (each variant also needs its
     /// workgroup memory).
     pub(crate) available: bool,
-    /// The variant `matmul` picks for eligible f16 products (`None`: unavailable, or disabled
-    /// by `ANYGRAD_COOP_MATMUL=off`).
-    pub(crate) chosen: Option<CoopVariant>,
+    /// The variants `matmul` tries for eligible f16 products, in order (empty: unavailable,
+    /// or disabled by `ANYGRAD_COOP_MATMUL=off`).
+    pub(crate) order: Vec<CoopVariant>,
     /// Hardware cooperative-matrix kernels recorded, for `anygrad doctor`.
     pub(crate) dispatches: AtomicU64,
     /// Why `matmul` stopped using the hardware kernels (the driver refused one).
@@ -208,10 +251,10 @@ impl CoopSupport {
         CoopSupport {
             f16_f32_16x16,
             available,
-            chosen: if available {
-                CoopVariant::from_env(limits.max_compute_workgroup_storage_size)
+            order: if available {
+                CoopVariant::order_from_env(limits.max_compute_workgroup_storage_size)
             } else {
-                None
+                Vec::new()
             },
             dispatches: AtomicU64::new(0),
             failure: Mutex::new(None),
@@ -220,9 +263,13 @@ impl CoopSupport {
         }
     }
 
-    /// The variant `matmul` uses now: `chosen`, unless a kernel failed to build.
+    /// The variant `matmul` prefers now: the first of `order`, unless a kernel failed to
+    /// build.
     pub(crate) fn active(&self) -> Option<CoopVariant> {
-        self.chosen.filter(|_| self.failure().is_none())
+        self.order
+            .first()
+            .copied()
+            .filter(|_| self.failure().is_none())
     }
 
     /// Why the hardware kernels were turned off, if they were.
@@ -239,10 +286,11 @@ impl CoopSupport {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
     }
 
-    /// The key `matmul` uses for `a x b` of `dtype`, when a cooperative kernel applies.
+    /// The variant `matmul` uses for `a x b` of `dtype`, when a cooperative kernel applies
+    /// (the first of `order` whose predicate holds).
     pub(crate) fn key_for(&self, dtype: DType, a: &Layout, b: &Layout) -> Option<CoopVariant> {
-        self.active()
-            .filter(|&variant| coop_applies(variant, dtype, a, b))
+        self.active()?;
+        first_applicable(&self.order, dtype, a, b)
     }
 
     /// Whether this device may run `MatmulCoop { variant, emulated }` on `a x b`.
@@ -316,7 +364,7 @@ pub(crate) fn coop_applies(variant: CoopVariant, dtype: DType, a: &Layout, b: &L
         && m > 0
         && m.is_multiple_of(COOP_TILE)
         && n > 0
-        && n.is_multiple_of(COOP_TILE)
+        && n.is_multiple_of(variant.tile_n())
         && k > 0
         && k.is_multiple_of(variant.k_step())
         && (a_row, a_column) == (k, 1)
@@ -324,6 +372,19 @@ pub(crate) fn coop_applies(variant: CoopVariant, dtype: DType, a: &Layout, b: &L
         && [a.offset, a_batch_stride, b.offset, b_batch_stride]
             .iter()
             .all(|value| value.is_multiple_of(8))
+}
+
+/// The first of `order` whose predicate ([`coop_applies`]) holds for `a x b`.
+pub(crate) fn first_applicable(
+    order: &[CoopVariant],
+    dtype: DType,
+    a: &Layout,
+    b: &Layout,
+) -> Option<CoopVariant> {
+    order
+        .iter()
+        .copied()
+        .find(|&variant| coop_applies(variant, dtype, a, b))
 }
 
 /// How the generated text spells the cooperative-matrix operations: the real ones, or plain
@@ -439,10 +500,16 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
 /// The kernel text after `enable f16;` (the header `KernelKey::source` writes).
 /// params: [`MatmulParams`] (`matmul.rs`).
 pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
+    if let CoopVariant::Wide128 | CoopVariant::Wide256 = variant {
+        return wide::source_body(variant.tile_n(), emulated);
+    }
     let coop = Coop { emulated };
     let (element, a_source, b_source) = match variant {
         CoopVariant::Direct => ("f16", "matrix_a", "matrix_b"),
-        CoopVariant::Staged16 | CoopVariant::Staged32 => ("vec4<f16>", "tile_a", "tile_b"),
+        CoopVariant::Staged16
+        | CoopVariant::Staged32
+        | CoopVariant::Wide128
+        | CoopVariant::Wide256 => ("vec4<f16>", "tile_a", "tile_b"),
     };
     let staged = variant != CoopVariant::Direct;
     // Staged: k-block, A's padded row, halves of one copy of A's and B's block, vec4s per
@@ -704,3 +771,4 @@ fn direct_loop(w: &mut String, coop: Coop) {
 
 #[cfg(test)]
 pub(crate) mod tests;
+mod wide;

@@ -137,16 +137,18 @@ impl GpuStorage {
                 Err(error @ Error::Shader { .. }) => coop.disable(&error),
                 result => return result,
             }
-        } else if let Some(variant) = coop.active() {
+        } else {
             // Operands that are not row-major (a Linear layer's transposed weight, the
             // transposed activations of its weight gradient, attention's keys): dense copies,
             // one memory pass each, put them on the tensor cores where the shape allows.
-            if super::matmul_coop::coop_applies(
-                variant,
-                self.dtype,
-                &Layout::contiguous(&layout.shape),
-                &Layout::contiguous(&rhs_layout.shape),
-            ) && same_device("matmul", self, rhs).is_ok()
+            if coop
+                .key_for(
+                    self.dtype,
+                    &Layout::contiguous(&layout.shape),
+                    &Layout::contiguous(&rhs_layout.shape),
+                )
+                .is_some()
+                && same_device("matmul", self, rhs).is_ok()
                 && rhs.dtype == self.dtype
             {
                 // Copies that do not fit, or a refused kernel, leave the product to the regular
@@ -393,12 +395,12 @@ impl GpuStorage {
             Params::with_header(&MatmulParams::new([batch, m, n, k], layout, rhs_layout)?, 0);
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
-        let tile = match key {
-            KernelKey::MatmulLarge { .. } => LARGE_TILE,
-            KernelKey::MatmulCoop { .. } => COOP_TILE,
-            _ => 64,
+        let (tile_m, tile_n) = match key {
+            KernelKey::MatmulLarge { .. } => (LARGE_TILE, LARGE_TILE),
+            KernelKey::MatmulCoop { variant, .. } => (COOP_TILE, variant.tile_n()),
+            _ => (64, 64),
         };
-        let (tiles_n, tiles_m) = (n.div_ceil(tile), m.div_ceil(tile));
+        let (tiles_n, tiles_m) = (n.div_ceil(tile_n), m.div_ceil(tile_m));
         if tiles_n > max || tiles_m > max {
             return Err(Error::invalid(
                 "matmul",

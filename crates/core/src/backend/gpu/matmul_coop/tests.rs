@@ -4,7 +4,7 @@
 
 use super::super::kernels::KernelKey;
 use super::super::{GpuDevice, GpuStorage};
-use super::{coop_applies, CoopVariant, COOP_TILE};
+use super::{coop_applies, first_applicable, CoopVariant, COOP_TILE};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -83,7 +83,9 @@ fn coop_kernels_validate_with_naga() {
     // Workgroup memory: Staged32 fits the 48 KiB of the H200, Staged16 the 32 KiB of
     // lavapipe (and of most GPUs).
     assert!(CoopVariant::Staged32.workgroup_bytes() <= 48 * 1024);
+    assert!(CoopVariant::Wide256.workgroup_bytes() <= 48 * 1024);
     assert!(CoopVariant::Staged16.workgroup_bytes() <= 32 * 1024);
+    assert!(CoopVariant::Wide128.workgroup_bytes() <= 32 * 1024);
 }
 
 /// The naga pitfall the generator avoids: a `coopStoreT` stride computed inside the call
@@ -119,15 +121,17 @@ fn coop_store_needs_let_arguments() {
 fn coop_applies_only_when_legal() {
     let (t, s) = (COOP_TILE, 32);
     let a = Layout::contiguous(&[2, 2 * t, 4 * s]);
-    let b = Layout::contiguous(&[2, 4 * s, t]);
     for variant in CoopVariant::ALL {
+        // n: the variant's tile width (128, or 256 for Wide256).
+        let t_n = variant.tile_n();
+        let b = Layout::contiguous(&[2, 4 * s, t_n]);
         let legal = |dtype, a: &Layout, b: &Layout| coop_applies(variant, dtype, a, b);
         assert!(legal(DType::F16, &a, &b));
         for dtype in [DType::F32, DType::F64, DType::I32, DType::U32, DType::U8] {
             assert!(!legal(dtype, &a, &b), "{dtype:?}");
         }
-        let broadcast = Layout::contiguous(&[1, 4 * s, t])
-            .broadcast_to(&[2, 4 * s, t])
+        let broadcast = Layout::contiguous(&[1, 4 * s, t_n])
+            .broadcast_to(&[2, 4 * s, t_n])
             .unwrap();
         assert!(legal(DType::F16, &a, &broadcast));
         let shifted = |l: &Layout, offset| Layout {
@@ -138,17 +142,17 @@ fn coop_applies_only_when_legal() {
         assert!(!legal(DType::F16, &shifted(&a, 4), &b));
         assert!(!legal(DType::F16, &a, &shifted(&b, 2)));
         let mut odd_batch = b.clone();
-        odd_batch.strides[0] = 4 * s * t + 4;
+        odd_batch.strides[0] = 4 * s * t_n + 4;
         assert!(!legal(DType::F16, &a, &odd_batch));
         for (m, k, n, ok) in [
-            (t, s, t, true),
-            (3 * t, 2 * s, 2 * t, true),
-            (0, s, t, false),
-            (t / 2, s, t, false),
-            (t, s, t + 64, false),
-            (t, 0, t, false),
-            (t, 8, t, false),
-            (t, 24, t, false),
+            (t, s, t_n, true),
+            (3 * t, 2 * s, 2 * t_n, true),
+            (0, s, t_n, false),
+            (t / 2, s, t_n, false),
+            (t, s, t_n + 64, false),
+            (t, 0, t_n, false),
+            (t, 8, t_n, false),
+            (t, 24, t_n, false),
         ] {
             let (a, b) = (
                 Layout::contiguous(&[1, m, k]),
@@ -156,16 +160,20 @@ fn coop_applies_only_when_legal() {
             );
             assert_eq!(legal(DType::F16, &a, &b), ok, "{variant:?} {m}x{k}x{n}");
         }
-        let b_transposed = Layout::contiguous(&[2, t, 4 * s]).permute(&[0, 2, 1]);
+        let b_transposed = Layout::contiguous(&[2, t_n, 4 * s]).permute(&[0, 2, 1]);
         assert!(!legal(DType::F16, &a, &b_transposed));
         let a_narrow = Layout::contiguous(&[2, 2 * t, 8 * s]).narrow(2, 0, 4 * s);
         assert!(!legal(DType::F16, &a_narrow, &b));
         assert!(!legal(
             DType::F16,
             &Layout::contiguous(&[2 * t, 4 * s]),
-            &Layout::contiguous(&[4 * s, t])
+            &Layout::contiguous(&[4 * s, t_n])
         ));
-        assert!(!legal(DType::F16, &a, &Layout::contiguous(&[1, 4 * s, t])));
+        assert!(!legal(
+            DType::F16,
+            &a,
+            &Layout::contiguous(&[1, 4 * s, t_n])
+        ));
     }
     // k = 48: not for Staged32 (k-blocks of 32).
     let (a, b) = (
@@ -175,6 +183,31 @@ fn coop_applies_only_when_legal() {
     assert!(coop_applies(CoopVariant::Direct, DType::F16, &a, &b));
     assert!(coop_applies(CoopVariant::Staged16, DType::F16, &a, &b));
     assert!(!coop_applies(CoopVariant::Staged32, DType::F16, &a, &b));
+    assert!(!coop_applies(CoopVariant::Wide128, DType::F16, &a, &b));
+}
+
+/// The default order gives every admitted shape a variant: the widest tile that divides n,
+/// k-blocks of 16 where 32 do not divide k.
+#[test]
+fn default_order_falls_back_by_shape() {
+    let order = [
+        CoopVariant::Wide256,
+        CoopVariant::Wide128,
+        CoopVariant::Staged32,
+        CoopVariant::Staged16,
+    ];
+    let pick = |m, k, n| {
+        let (a, b) = (
+            Layout::contiguous(&[1, m, k]),
+            Layout::contiguous(&[1, k, n]),
+        );
+        first_applicable(&order, DType::F16, &a, &b)
+    };
+    assert_eq!(pick(4096, 4096, 4096), Some(CoopVariant::Wide256));
+    assert_eq!(pick(8192, 384, 1152), Some(CoopVariant::Wide128));
+    assert_eq!(pick(128, 48, 256), Some(CoopVariant::Staged16));
+    assert_eq!(pick(128, 40, 256), None);
+    assert_eq!(pick(64, 64, 256), None);
 }
 
 /// `a x b` by `key` against the CPU's f32 product of the same (f16) values.
@@ -268,7 +301,12 @@ fn emulated_kernels_match_cpu() {
             if coop_applies(variant, DType::F16, &a, &b) {
                 check(&device, &key, (a_len, &a), (b_len, &b));
             } else {
-                assert_eq!((variant, a.shape[2]), (CoopVariant::Staged32, 48));
+                // Only k = 48 (k-blocks of 32) and n = 128 (Wide256's tile) are refused.
+                assert!(
+                    a.shape[2] == 48 && variant.k_step() == 32
+                        || b.shape[2] % variant.tile_n() != 0,
+                    "{variant:?} {a:?} x {b:?}"
+                );
             }
         }
     }
