@@ -270,6 +270,9 @@ kernel_params! {
 pub(crate) struct ConvCoopState {
     /// `ANYGRAD_COOP_CONV=on`, or `GpuDevice::set_cooperative_conv`.
     enabled: std::sync::atomic::AtomicBool,
+    /// The channels-last forward kernels (`conv_nhwc.rs`) may run: unless
+    /// `ANYGRAD_COOP_CONV=off`.
+    channels_last: bool,
     /// Hardware kernels recorded, for `anygrad doctor` and the tests.
     dispatches: AtomicU64,
     /// Why the device stopped using them (the driver refused one), if it did.
@@ -277,27 +280,35 @@ pub(crate) struct ConvCoopState {
 }
 
 impl ConvCoopState {
-    /// The state of a freshly opened device: enabled by `ANYGRAD_COOP_CONV=on` (off by
-    /// default: on the H200 they measured slower than the regular kernels, see the module
-    /// documentation).
+    /// The state of a freshly opened device under `ANYGRAD_COOP_CONV`: `auto` (the default)
+    /// offers the channels-last forward kernels (`conv_nhwc.rs`) to the autotuner, `on` these
+    /// kernels too (off by default: on the H200 they measured slower than the regular
+    /// kernels, see the module documentation), `off` no tensor-core convolution.
     pub(crate) fn from_env() -> ConvCoopState {
-        let enabled = match std::env::var("ANYGRAD_COOP_CONV")
+        let (enabled, channels_last) = match std::env::var("ANYGRAD_COOP_CONV")
             .ok()
             .as_deref()
             .map(str::trim)
         {
-            Some("on") | Some("1") => true,
-            None | Some("") | Some("off") | Some("0") | Some("none") => false,
+            Some("on") | Some("1") => (true, true),
+            None | Some("") | Some("auto") => (false, true),
+            Some("off") | Some("0") | Some("none") => (false, false),
             Some(other) => {
-                tracing::warn!("ANYGRAD_COOP_CONV={other} is unknown (on|off); using off");
-                false
+                tracing::warn!("ANYGRAD_COOP_CONV={other} is unknown (auto|on|off); using auto");
+                (false, true)
             }
         };
         ConvCoopState {
             enabled: std::sync::atomic::AtomicBool::new(enabled),
+            channels_last,
             dispatches: AtomicU64::new(0),
             failure: Mutex::new(None),
         }
+    }
+
+    /// The channels-last kernels may run (not switched off, no failure).
+    pub(crate) fn channels_last_active(&self) -> bool {
+        self.channels_last && self.failure().is_none()
     }
 
     /// Enabled and not turned off by a failure.

@@ -11,6 +11,7 @@ use super::conv_backward::{weight_split_count, WeightKernel, MAX_PARTIALS, MAX_S
 use super::conv_coop::{key_for, ConvPass, CoopMode};
 use super::conv_epilogue::BoundEpilogue;
 use super::conv_gemm::{prefers_wide, K_STEP};
+use super::conv_nhwc::{self, NhwcTile};
 use super::conv_winograd::{self, WinogradTile};
 use super::storage::GpuStorage;
 use crate::backend::contract::Epilogue;
@@ -29,6 +30,8 @@ enum ConvChoice {
     Splits { splits: usize, kernel: WeightKernel },
     /// Winograd F(2x2, 3x3) or F(4x4, 3x3): transforms and batched GEMMs (`conv_winograd.rs`).
     Winograd(WinogradTile),
+    /// The channels-last tensor-core forward kernel with this tile (`conv_nhwc.rs`).
+    Nhwc(NhwcTile),
 }
 
 impl ConvChoice {
@@ -40,6 +43,7 @@ impl ConvChoice {
             ConvChoice::Tile { wide: true } => "wide".into(),
             ConvChoice::Splits { splits, kernel } => format!("{}split{splits}", kernel.prefix()),
             ConvChoice::Winograd(tile) => tile.name().into(),
+            ConvChoice::Nhwc(tile) => tile.name().into(),
         }
     }
 }
@@ -149,6 +153,16 @@ impl GpuStorage {
         if epilogue.is_some() {
             choices.retain(|choice| *choice != ConvChoice::Coop);
         }
+        // Channels-last tensor cores first where they apply (they carry the epilogue too).
+        let coop = &self.device.context().coop;
+        if f16
+            && coop.available
+            && coop.conv.channels_last_active()
+            && conv_nhwc::applies(self.dtype, &weight_layout.shape, params)
+        {
+            let tiles = conv_nhwc::tiles_for(o);
+            choices.splice(0..0, tiles.into_iter().map(ConvChoice::Nhwc));
+        }
         if conv_winograd::applies(self.dtype, &weight_layout.shape, params)
             && (epilogue.is_none() || shape.channels > 0)
         {
@@ -180,6 +194,15 @@ impl GpuStorage {
             }
             ConvChoice::Winograd(tile) => {
                 self.conv2d_winograd(layout, weight, weight_layout, params, tile, epilogue)
+            }
+            // Where the tensor-core kernel does not run (the driver refused it), the regular
+            // kernel does.
+            ConvChoice::Nhwc(tile) => {
+                let operands = (layout, weight, weight_layout);
+                match self.conv2d_nhwc(operands, params, (tile, false), epilogue)? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_with(layout, weight, weight_layout, params, None, epilogue),
+                }
             }
             ConvChoice::Splits { .. } => Err(Error::invalid("conv2d", "no k-splits here")),
         })
@@ -255,9 +278,10 @@ impl GpuStorage {
                     input_shape,
                     tile,
                 ),
-                ConvChoice::Splits { .. } => {
-                    Err(Error::invalid("conv2d_backward_input", "no k-splits here"))
-                }
+                ConvChoice::Splits { .. } | ConvChoice::Nhwc(_) => Err(Error::invalid(
+                    "conv2d_backward_input",
+                    "not a candidate of this pass",
+                )),
             },
         )
     }
@@ -376,7 +400,7 @@ impl GpuStorage {
                     weight_shape,
                     (kernel, Some(splits)),
                 ),
-                ConvChoice::Tile { .. } | ConvChoice::Winograd(_) => {
+                ConvChoice::Tile { .. } | ConvChoice::Winograd(_) | ConvChoice::Nhwc(_) => {
                     Err(Error::invalid("conv2d_backward_weight", "one tile only"))
                 }
             },

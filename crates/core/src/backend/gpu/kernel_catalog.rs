@@ -35,6 +35,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::pool::catalogue(&mut keys, dtype);
         super::rows::catalogue(&mut keys, dtype);
         super::copy_rows::catalogue(&mut keys, dtype);
+        super::copy_transpose::catalogue(&mut keys, dtype);
         super::batch_norm::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
@@ -48,6 +49,11 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::conv_coop::ConvCoopKey::all()
             .into_iter()
             .map(super::kernels::KernelKey::ConvCoop),
+    );
+    keys.extend(
+        super::conv_nhwc::ConvNhwcKey::all()
+            .into_iter()
+            .map(super::kernels::KernelKey::ConvNhwc),
     );
     super::fusion::catalogue(&mut keys);
     keys.into_iter()

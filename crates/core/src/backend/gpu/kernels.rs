@@ -15,6 +15,8 @@
 //! | `Conv2d` | `conv.rs` (shared tiles and params: `conv_gemm.rs`) |
 //! | `Conv2dBackwardInput`, `Conv2dBackwardWeight`, `Conv2dSplitSum` | `conv_backward.rs` |
 //! | `Winograd` | `conv_winograd.rs` |
+//! | `ConvCoop` | `conv_coop.rs` |
+//! | `ConvNhwc` | `conv_nhwc.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
 //! | `IndexAddKeys`, `IndexAddSums` | `index_add.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
@@ -23,6 +25,8 @@
 //! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
 //! | `AttentionCoop` | `attention_coop.rs` (WGSL generator: `attention_coop_source.rs`) |
 //! | `Fused` | `fusion.rs`, `fusion_source.rs` |
+//! | `CopyRows` | `copy_rows.rs` |
+//! | `CopyTranspose` | `copy_transpose.rs` |
 //!
 //! Families build on the shared leaves `wgsl.rs` (dtype to WGSL types, the value header, op
 //! expressions, `common.wgsl`) and `params.rs`; this module depends on the families only to
@@ -116,6 +120,9 @@ pub enum KernelKey {
     },
     /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
     ConvCoop(super::conv_coop::ConvCoopKey),
+    /// F16 forward convolution on cooperative matrices over channels-last copies of its
+    /// operands (`conv_nhwc.rs`).
+    ConvNhwc(super::conv_nhwc::ConvNhwcKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
     /// One of the three transforms of the Winograd F(2x2, 3x3) convolution.
@@ -152,6 +159,8 @@ pub enum KernelKey {
     },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
     CopyRows { dtype: DType },
+    /// The dense copy of a batch of transposed matrices through tiles (`copy_transpose.rs`).
+    CopyTranspose { dtype: DType },
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
     /// (`rows.rs`).
     Rows(super::rows::RowKey),
@@ -203,6 +212,7 @@ impl KernelKey {
             | KernelKey::MatmulLarge { .. }
             | KernelKey::MatmulCoop { .. }
             | KernelKey::ConvCoop(_)
+            | KernelKey::ConvNhwc(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
@@ -229,6 +239,7 @@ impl KernelKey {
             | KernelKey::MaxPool2d { .. }
             | KernelKey::MaxPool2dBackward { .. }
             | KernelKey::CopyRows { .. }
+            | KernelKey::CopyTranspose { .. }
             | KernelKey::BatchNormSums { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
@@ -244,9 +255,10 @@ impl KernelKey {
             | KernelKey::SortRows { .. }
             | KernelKey::SortGlobal { .. }
             | KernelKey::IndexAddKeys { .. } => false,
-            KernelKey::MatmulCoop { .. } | KernelKey::ConvCoop(_) | KernelKey::AttentionCoop(_) => {
-                true
-            }
+            KernelKey::MatmulCoop { .. }
+            | KernelKey::ConvCoop(_)
+            | KernelKey::ConvNhwc(_)
+            | KernelKey::AttentionCoop(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Attention(key) => key.dtype == DType::F16,
             KernelKey::Rows(key) => key.dtype == DType::F16,
@@ -267,6 +279,7 @@ impl KernelKey {
             | KernelKey::ScatterAdd { dtype, .. }
             | KernelKey::MaxPool2d { dtype }
             | KernelKey::CopyRows { dtype }
+            | KernelKey::CopyTranspose { dtype }
             | KernelKey::BatchNormSums { dtype, .. }
             | KernelKey::MaxPool2dBackward { dtype, .. }
             | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
@@ -288,10 +301,12 @@ impl KernelKey {
             KernelKey::Fused { program } => return program.source(),
             // The tensor-core convolutions write their own `enable` lines.
             KernelKey::ConvCoop(key) => return key.source(),
+            KernelKey::ConvNhwc(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
             KernelKey::Rows(key) => key.source(),
             KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
+            KernelKey::CopyTranspose { dtype } => super::copy_transpose::source(*dtype),
             KernelKey::BatchNormSums {
                 dtype,
                 backward,

@@ -1,0 +1,626 @@
+//! The f16 forward convolution on cooperative matrices (tensor cores) over channels-last
+//! copies of its operands: an implicit GEMM whose A rows are output pixels and whose K runs
+//! over `(ki, kj, channel)`, so that eight consecutive k of a row are eight consecutive
+//! channels of one input pixel — one 16-byte load — instead of the scalar gathers that bound
+//! `conv_coop.rs` (off by default for that reason).
+//!
+//! - The host copies the input `[n, c, h, w]` (any strides) to a dense `[n, h, w, c]` and the
+//!   weight `[o, c, kh, kw]` to a dense `[kh, kw, c, o]` (= `[K, o]`, B of the GEMM): two
+//!   memory passes, the input's about 4% of the arithmetic time of a ResNet layer.
+//! - GEMM: M = n * oh * ow (pixels), N = o, K = kh * kw * c with c a multiple of 32, so a
+//!   k-block of 32 is one tap `(ki, kj)` and 32 channels; the tap of block `s` is uniform
+//!   (`s / (c / 32)`), each loader computes its pixel's `(image, oy, ox)` once, and a load
+//!   outside the image (padding) or past M is zero.
+//! - Tiles ([`NhwcTile`]): 256 invocations, eight subgroups; R x C (pixels x channels) of
+//!   256 x 64, 128 x 128 or 128 x 64, subgroups `R / 64` high; each owns 64 rows as 4 x
+//!   (its columns / 16) f32 accumulators. Blocks staged once in f16 workgroup memory (rows
+//!   padded by 8 halves), next block's loads held in registers meanwhile, as the wide matmul
+//!   kernels (`matmul_coop/wide.rs`).
+//! - Epilogue: each accumulator goes through a per-subgroup 16 x 16 f32 scratch tile; lane
+//!   `l` then writes channel `l % 16` of pixels `(l / 16) * 8 ..+ 8` into the `[n, o, oh, ow]`
+//!   output, through `conv_epilogue.rs`'s scale, shift, residual and activation when the key
+//!   has one (eval-mode batch norm folded into the store).
+//!
+//! Every global read is clamped to its buffer and every store checked against M, so the
+//! kernel runs without wgpu's runtime checks. `emulated` keys spell the matrix operations in
+//! plain WGSL (`matmul_coop.rs`'s `Coop`), so tests check the loads, staging and epilogue on
+//! any f16 device (the 128-row tiles fit 32 KiB of workgroup memory).
+
+use std::fmt::Write;
+
+use super::conv_epilogue::{self, BoundEpilogue, ConvEpilogueKey};
+use super::kernels::KernelKey;
+use super::matmul_coop::Coop;
+use super::ops::same_device;
+use super::params::{check_view, kernel_params, word, KernelParams};
+use super::storage::GpuStorage;
+use super::wgsl::{value_header, COMMON};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::geometry::{Conv2dParams, Conv2dShape};
+use crate::layout::Layout;
+
+#[cfg(test)]
+mod tests;
+
+/// Halves of one k-block (one tap, 32 channels).
+const K_BLOCK: usize = 32;
+
+/// Halves in a row of A's staged block (8 of padding).
+const A_ROW: usize = K_BLOCK + 8;
+
+/// Invocations of one workgroup.
+const INVOCATIONS: usize = 256;
+
+/// The output tile of one workgroup: pixels x output channels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NhwcTile {
+    /// 256 pixels x 64 channels (subgroups 4 high, 2 wide).
+    Rows256Columns64,
+    /// 128 pixels x 128 channels (subgroups 2 high, 4 wide).
+    Rows128Columns128,
+    /// 128 pixels x 64 channels (subgroups 2 high, 4 wide).
+    Rows128Columns64,
+}
+
+impl NhwcTile {
+    /// Every tile.
+    pub const ALL: [NhwcTile; 3] = [
+        NhwcTile::Rows256Columns64,
+        NhwcTile::Rows128Columns128,
+        NhwcTile::Rows128Columns64,
+    ];
+
+    /// Pixels (GEMM rows) of the tile.
+    pub fn rows(self) -> usize {
+        match self {
+            NhwcTile::Rows256Columns64 => 256,
+            NhwcTile::Rows128Columns128 | NhwcTile::Rows128Columns64 => 128,
+        }
+    }
+
+    /// Output channels (GEMM columns) of the tile.
+    pub fn columns(self) -> usize {
+        match self {
+            NhwcTile::Rows128Columns128 => 128,
+            NhwcTile::Rows256Columns64 | NhwcTile::Rows128Columns64 => 64,
+        }
+    }
+
+    /// A short name for tuning keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            NhwcTile::Rows256Columns64 => "nhwc256x64",
+            NhwcTile::Rows128Columns128 => "nhwc128x128",
+            NhwcTile::Rows128Columns64 => "nhwc128x64",
+        }
+    }
+
+    /// Halves in a row of B's staged block.
+    fn b_row(self) -> usize {
+        self.columns() + 8
+    }
+
+    /// Bytes of workgroup memory: one copy of each block and eight f32 scratch tiles.
+    pub fn workgroup_bytes(self) -> u32 {
+        let halves = self.rows() * A_ROW + K_BLOCK * self.b_row();
+        (2 * halves + 8 * 256 * 4) as u32
+    }
+}
+
+/// One channels-last cooperative-matrix convolution kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConvNhwcKey {
+    /// The output tile.
+    pub tile: NhwcTile,
+    /// Scale, shift, residual and activation applied in the store.
+    pub epilogue: Option<ConvEpilogueKey>,
+    /// The output's planes (oh * ow) are multiples of 8: each lane writes its 8 pixels of a
+    /// channel as one 16-byte store (else 8 scalar stores, each checked against M).
+    pub packed_store: bool,
+    /// Plain-WGSL emulation of the matrix operations (tests on any f16 device).
+    pub emulated: bool,
+}
+
+impl ConvNhwcKey {
+    /// Every instantiation (the naga catalogue).
+    pub(crate) fn all() -> Vec<ConvNhwcKey> {
+        let epilogues = std::iter::once(None).chain(ConvEpilogueKey::all().into_iter().map(Some));
+        let mut keys = Vec::new();
+        for epilogue in epilogues {
+            for tile in NhwcTile::ALL {
+                for packed_store in [false, true] {
+                    for emulated in [false, true] {
+                        keys.push(ConvNhwcKey {
+                            tile,
+                            epilogue,
+                            packed_store,
+                            emulated,
+                        });
+                    }
+                }
+            }
+        }
+        keys
+    }
+
+    /// The complete WGSL source.
+    pub(crate) fn source(self) -> String {
+        source(self)
+    }
+}
+
+kernel_params! {
+    /// The parameters of the channels-last convolution kernels (binding 0).
+    struct ConvNhwcParams {
+        /// GEMM rows: n * oh * ow.
+        m: u32,
+        /// Output channels o (GEMM columns).
+        out_channels: u32,
+        /// Input channels c (a multiple of 32).
+        channels: u32,
+        /// Input height.
+        height: u32,
+        /// Input width.
+        width: u32,
+        /// Output pixels per image: oh * ow.
+        plane: u32,
+        /// Output width.
+        out_width: u32,
+        /// Kernel columns kw.
+        kernel_w: u32,
+        /// k-blocks (taps x channel blocks).
+        steps: u32,
+        /// Stride (rows).
+        stride_h: u32,
+        /// Stride (columns).
+        stride_w: u32,
+        /// Padding (rows).
+        pad_h: u32,
+        /// Padding (columns).
+        pad_w: u32,
+        /// Dilation (rows).
+        dilation_h: u32,
+        /// Dilation (columns).
+        dilation_w: u32,
+    }
+}
+
+/// The lines of one generated kernel (`write!` into a String cannot fail: results ignored).
+struct Writer {
+    text: String,
+}
+
+impl Writer {
+    fn line(&mut self, indent: usize, line: &str) {
+        let _ = writeln!(self.text, "{:indent$}{line}", "", indent = indent * 4);
+    }
+}
+
+/// The kernel's WGSL source.
+fn source(key: ConvNhwcKey) -> String {
+    let coop = Coop {
+        emulated: key.emulated,
+    };
+    let (rows, columns, b_row) = (key.tile.rows(), key.tile.columns(), key.tile.b_row());
+    let high = rows / 64; // subgroups per tile column
+    let wide = 8 / high; // subgroups per tile row
+    let sub_columns = columns / wide;
+    let fragment_columns = sub_columns / 16;
+    let a_loads = rows * (K_BLOCK / 8) / INVOCATIONS;
+    let b_per_row = columns / 8; // 16-byte loads per k-row of B's block
+    let b_rows_per_pass = INVOCATIONS / b_per_row;
+    let b_loads = K_BLOCK / b_rows_per_pass;
+    let mut w = Writer {
+        text: String::from("enable f16;\n"),
+    };
+    if !key.emulated {
+        w.text.push_str(&coop.prelude("tile_a", "tile_b"));
+    }
+    w.text.push_str(<ConvNhwcParams as KernelParams>::WGSL);
+    w.text.push_str(&value_header(DType::F16));
+    w.text.push_str(COMMON);
+    let _ = write!(
+        w.text,
+        "@group(0) @binding(1) var<storage, read> nhwc_input: array<mat2x4<f16>>;
+@group(0) @binding(2) var<storage, read> nhwc_weight: array<mat2x4<f16>>;
+@group(0) @binding(3) var<storage, read_write> result: array<{}>;
+{}
+// One 16 x 16 f32 tile per subgroup: accumulators pass through it to the output.
+var<workgroup> scratch: array<f32, 2048>;
+// A's block [{rows} pixels][{A_ROW}] and B's [{K_BLOCK} k][{b_row}] (padded rows).
+var<workgroup> tile_a: array<f16, {}>;
+var<workgroup> tile_b: array<f16, {}>;
+",
+        if key.packed_store {
+            "mat2x4<f16>"
+        } else {
+            "f16"
+        },
+        conv_epilogue::declarations(key.epilogue, 4),
+        rows * A_ROW,
+        K_BLOCK * b_row
+    );
+    if key.emulated {
+        w.text.push_str(&coop.prelude("tile_a", "tile_b"));
+    }
+    let _ = write!(
+        w.text,
+        "
+@compute @workgroup_size({INVOCATIONS})
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
+        @builtin(local_invocation_index) local: u32{}) {{
+",
+        coop.subgroup_builtins()
+    );
+    if key.emulated {
+        w.line(1, "let subgroup = local / 32u;");
+        w.line(1, "let lane = local % 32u;");
+        w.line(1, "emulated_lane = lane;");
+    }
+    for line in [
+        "let m = params.m;".to_string(),
+        "let out_channels = params.out_channels;".into(),
+        "let blocks_per_tap = params.channels / 32u;".into(),
+        "let input_last = arrayLength(&nhwc_input) - 1u;".into(),
+        "let weight_last = arrayLength(&nhwc_weight) - 1u;".into(),
+        format!("let row0 = workgroup.y * {rows}u;"),
+        format!("let column0 = workgroup.x * {columns}u;"),
+        format!("let sub_row = (subgroup / {wide}u) * 64u;"),
+        format!("let sub_column = (subgroup % {wide}u) * {sub_columns}u;"),
+        format!("let a_fragment = sub_row * {A_ROW}u;"),
+        "let scratch_at = subgroup * 256u;".into(),
+        "// Loader roles: 16-byte load `local % 4` (8 channels) of A's rows `local / 4 + 64p`,".into(),
+        format!("// load `local % {b_per_row}` of B's k-rows `local / {b_per_row} + {b_rows_per_pass}p`."),
+        format!("let a_store = (local / 4u) * {A_ROW}u + (local % 4u) * 8u;"),
+        format!("let b_store = (local / {b_per_row}u) * {b_row}u + (local % {b_per_row}u) * 8u;"),
+        format!("let b_start = (local / {b_per_row}u) * (out_channels / 8u) + column0 / 8u + local % {b_per_row}u;"),
+    ] {
+        w.line(1, &line);
+    }
+    // Each A loader's pixel: image, output row and column, and whether it exists.
+    for p in 0..a_loads {
+        w.line(
+            1,
+            &format!("let pixel{p} = row0 + local / 4u + {}u;", p * 64),
+        );
+        w.line(1, &format!("let image{p} = pixel{p} / params.plane;"));
+        w.line(1, &format!("let within{p} = pixel{p} % params.plane;"));
+        w.line(
+            1,
+            &format!("let y{p} = i32((within{p} / params.out_width) * params.stride_h) - i32(params.pad_h);"),
+        );
+        w.line(
+            1,
+            &format!("let x{p} = i32((within{p} % params.out_width) * params.stride_w) - i32(params.pad_w);"),
+        );
+        w.line(1, &format!("let base{p} = image{p} * params.height;"));
+        w.line(1, &format!("var a{p}: mat2x4<f16>;"));
+    }
+    for p in 0..b_loads {
+        w.line(1, &format!("var b{p}: mat2x4<f16>;"));
+    }
+    let accumulators: Vec<String> = (0..4 * fragment_columns)
+        .map(|t| format!("c{}{}", t / fragment_columns, t % fragment_columns))
+        .collect();
+    for c in &accumulators {
+        w.line(1, &format!("var {c} = {}();", coop.ty('C')));
+    }
+    // The loads of k-block `step` into the registers.
+    let load = |w: &mut Writer, indent: usize| {
+        w.line(indent, "let tap = step / blocks_per_tap;");
+        w.line(indent, "let ki = tap / params.kernel_w;");
+        w.line(indent, "let kj = tap % params.kernel_w;");
+        w.line(
+            indent,
+            "let channel8 = (step % blocks_per_tap) * 4u + local % 4u;",
+        );
+        w.line(indent, "let dy = i32(ki * params.dilation_h);");
+        w.line(indent, "let dx = i32(kj * params.dilation_w);");
+        for p in 0..a_loads {
+            w.line(indent, &format!("let iy{p} = y{p} + dy;"));
+            w.line(indent, &format!("let ix{p} = x{p} + dx;"));
+            w.line(
+                indent,
+                &format!(
+                    "let inside{p} = pixel{p} < m && iy{p} >= 0 && iy{p} < i32(params.height) && ix{p} >= 0 && ix{p} < i32(params.width);"
+                ),
+            );
+            w.line(
+                indent,
+                &format!(
+                    "let at{p} = min(((base{p} + u32(max(iy{p}, 0))) * params.width + u32(max(ix{p}, 0))) * blocks_per_tap * 4u + channel8, input_last);"
+                ),
+            );
+            w.line(
+                indent,
+                &format!("if (inside{p}) {{ a{p} = nhwc_input[at{p}]; }} else {{ a{p} = mat2x4<f16>(); }}"),
+            );
+        }
+        for p in 0..b_loads {
+            w.line(
+                indent,
+                &format!(
+                    "b{p} = nhwc_weight[min(b_start + (step * 32u + {}u) * (out_channels / 8u), weight_last)];",
+                    p * b_rows_per_pass
+                ),
+            );
+        }
+    };
+    w.line(1, "{");
+    w.line(2, "let step = 0u;");
+    load(&mut w, 2);
+    w.line(1, "}");
+    w.line(
+        1,
+        "for (var step = 0u; step < params.steps; step = step + 1u) {",
+    );
+    w.line(2, "// Everyone is done reading the previous block.");
+    w.line(2, "workgroupBarrier();");
+    let store = |w: &mut Writer, tile: &str, store: &str, offset: usize, register: &str| {
+        for half in 0..8 {
+            w.line(
+                2,
+                &format!(
+                    "{tile}[{store} + {}u] = {register}[{}][{}];",
+                    offset + half,
+                    half / 4,
+                    half % 4
+                ),
+            );
+        }
+    };
+    for p in 0..a_loads {
+        store(
+            &mut w,
+            "tile_a",
+            "a_store",
+            p * 64 * A_ROW,
+            &format!("a{p}"),
+        );
+    }
+    for p in 0..b_loads {
+        let offset = p * b_rows_per_pass * b_row;
+        store(&mut w, "tile_b", "b_store", offset, &format!("b{p}"));
+    }
+    w.line(2, "workgroupBarrier();");
+    w.line(
+        2,
+        "// The next block's loads fly while this one is multiplied out.",
+    );
+    w.line(2, "if (step + 1u < params.steps) {");
+    w.line(3, "let step = step + 1u;");
+    load(&mut w, 3);
+    w.line(2, "}");
+    for kk in 0..K_BLOCK / 16 {
+        w.line(2, "{");
+        for i in 0..4 {
+            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
+            w.line(
+                3,
+                &format!(
+                    "let fa{i} = {};",
+                    coop.load('A', "tile_a", &start, &format!("{A_ROW}u"))
+                ),
+            );
+        }
+        for j in 0..fragment_columns {
+            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
+            w.line(
+                3,
+                &format!(
+                    "let fb{j} = {};",
+                    coop.load('B', "tile_b", &start, &format!("{b_row}u"))
+                ),
+            );
+            for i in 0..4 {
+                w.line(
+                    3,
+                    &format!(
+                        "c{i}{j} = {};",
+                        coop.multiply_add(
+                            &format!("fa{i}"),
+                            &format!("fb{j}"),
+                            &format!("c{i}{j}")
+                        )
+                    ),
+                );
+            }
+        }
+        w.line(2, "}");
+    }
+    w.line(1, "}");
+    // Epilogue: lane writes channel `lane % 16` of pixels `(lane / 16) * 8 ..+ 8` of each
+    // 16 x 16 accumulator.
+    w.line(1, "let lane_row = (lane / 16u) * 8u;");
+    w.line(1, "let lane_column = lane % 16u;");
+    for (t, c) in accumulators.iter().enumerate() {
+        let (i, j) = (t / fragment_columns, t % fragment_columns);
+        w.line(1, &coop.store_scratch(c, "scratch_at"));
+        w.line(1, "workgroupBarrier();");
+        w.line(1, "{");
+        w.line(
+            2,
+            &format!(
+                "let channel = column0 + sub_column + {}u + lane_column;",
+                j * 16
+            ),
+        );
+        w.line(
+            2,
+            &format!("let first = row0 + sub_row + {}u + lane_row;", i * 16),
+        );
+        if key.packed_store {
+            // The 8 pixels lie in one plane and are all inside M or all outside.
+            w.line(2, "if (first < m) {");
+            w.line(
+                3,
+                "let position = ((first / params.plane) * out_channels + channel) * params.plane + first % params.plane;",
+            );
+            w.line(3, "var packed: mat2x4<f16>;");
+            for r in 0..8 {
+                let value = format!("scratch[scratch_at + (lane_row + {r}u) * 16u + lane_column]");
+                let at = format!("position + {r}u");
+                w.line(
+                    3,
+                    &format!(
+                        "packed[{}][{}] = f16({});",
+                        r / 4,
+                        r % 4,
+                        conv_epilogue::finish(key.epilogue, &value, "channel", &at)
+                    ),
+                );
+            }
+            w.line(
+                3,
+                "result[min(position / 8u, arrayLength(&result) - 1u)] = packed;",
+            );
+            w.line(2, "}");
+        } else {
+            w.line(2, "for (var r = 0u; r < 8u; r = r + 1u) {");
+            w.line(3, "let pixel = first + r;");
+            w.line(3, "if (pixel < m) {");
+            w.line(
+                4,
+                "let position = ((pixel / params.plane) * out_channels + channel) * params.plane + pixel % params.plane;",
+            );
+            w.line(
+                4,
+                "let value = scratch[scratch_at + (lane_row + r) * 16u + lane_column];",
+            );
+            w.line(
+                4,
+                &format!(
+                    "result[min(position, arrayLength(&result) - 1u)] = f16({});",
+                    conv_epilogue::finish(key.epilogue, "value", "channel", "position")
+                ),
+            );
+            w.line(3, "}");
+            w.line(2, "}");
+        }
+        w.line(1, "}");
+        w.line(1, "workgroupBarrier();");
+    }
+    w.line(0, "}");
+    w.text
+}
+
+/// The tiles that may compute a convolution with `out_channels` outputs (they must divide
+/// it), fastest-first by the heuristic: the 128 x 128 tile where 128 divides the channels,
+/// else the 256-pixel one.
+pub(crate) fn tiles_for(out_channels: usize) -> Vec<NhwcTile> {
+    if out_channels.is_multiple_of(128) {
+        vec![NhwcTile::Rows128Columns128, NhwcTile::Rows128Columns64]
+    } else if out_channels.is_multiple_of(64) {
+        vec![NhwcTile::Rows256Columns64, NhwcTile::Rows128Columns64]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Whether the channels-last kernels can compute this convolution: F16 operands, one group,
+/// input channels a multiple of 32, output channels of 64, a 4-D input.
+pub(crate) fn applies(dtype: DType, weight_shape: &[usize], params: &Conv2dParams) -> bool {
+    dtype == DType::F16
+        && params.groups == 1
+        && weight_shape.len() == 4
+        && weight_shape[1] > 0
+        && weight_shape[1].is_multiple_of(32)
+        && !tiles_for(weight_shape[0]).is_empty()
+}
+
+impl GpuStorage {
+    /// The channels-last cooperative-matrix convolution with `tile` (`emulated`: the
+    /// plain-WGSL kernel), with `epilogue` in its store; `Ok(None)` where it does not apply
+    /// here (see [`applies`]; no tensor cores on this device unless emulated; the tile does
+    /// not divide the output channels; a grid beyond the device's limits).
+    pub(crate) fn conv2d_nhwc(
+        &self,
+        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
+        params: &Conv2dParams,
+        (tile, emulated): (NhwcTile, bool),
+        epilogue: Option<&BoundEpilogue<'_>>,
+    ) -> Result<Option<GpuStorage>> {
+        const OP: &str = "conv2d (channels-last tensor cores)";
+        same_device(OP, self, weight)?;
+        let context = self.device.context();
+        let usable = if emulated {
+            context.supports_f16()
+        } else {
+            context.coop.available && context.coop.conv.failure().is_none()
+        };
+        if !usable
+            || self.dtype != weight.dtype
+            || !applies(self.dtype, &weight_layout.shape, params)
+            || !weight_layout.shape[0].is_multiple_of(tile.columns())
+            || tile.workgroup_bytes() > context.limits.max_compute_workgroup_storage_size
+        {
+            return Ok(None);
+        }
+        check_view(OP, layout, self.len)?;
+        check_view(OP, weight_layout, weight.len)?;
+        let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        let [batch, out_channels, out_height, out_width] = shape.output_shape();
+        let (channels, height, width) = match layout.shape.as_slice() {
+            &[_, c, h, w] => (c, h, w),
+            _ => return Err(Error::invalid(OP, "expects a [n, c, h, w] input")),
+        };
+        let pixels = batch * out_height * out_width;
+        let grid_rows = pixels.div_ceil(tile.rows());
+        let grid_columns = out_channels / tile.columns();
+        let max = context.limits.max_compute_workgroups_per_dimension as usize;
+        if grid_rows > max || grid_columns > max {
+            return Ok(None);
+        }
+        let out = GpuStorage::allocate(&self.device, OP, pixels * out_channels, self.dtype)?;
+        if pixels == 0 {
+            return Ok(Some(out));
+        }
+        let (kernel_h, kernel_w) = shape.kernel;
+        let header = ConvNhwcParams {
+            m: word(pixels)?,
+            out_channels: word(out_channels)?,
+            channels: word(channels)?,
+            height: word(height)?,
+            width: word(width)?,
+            plane: word(out_height * out_width)?,
+            out_width: word(out_width)?,
+            kernel_w: word(kernel_w)?,
+            steps: word(kernel_h * kernel_w * channels / K_BLOCK)?,
+            stride_h: word(shape.stride.0)?,
+            stride_w: word(shape.stride.1)?,
+            pad_h: word(shape.padding.0)?,
+            pad_w: word(shape.padding.1)?,
+            dilation_h: word(shape.dilation.0)?,
+            dilation_w: word(shape.dilation.1)?,
+        };
+        // Channels-last input [n, h, w, c] and weight [kh, kw, c, o].
+        let input = self.copy_strided(&layout.permute(&[0, 2, 3, 1]))?;
+        let weight = weight.copy_strided(&weight_layout.permute(&[2, 3, 1, 0]))?;
+        let key = ConvNhwcKey {
+            tile,
+            epilogue: epilogue.map(|e| e.key),
+            packed_store: (out_height * out_width).is_multiple_of(8),
+            emulated,
+        };
+        let mut buffers = vec![input.raw()?, weight.raw()?, out.raw()?];
+        if let Some(epilogue) = epilogue {
+            buffers.extend(epilogue.buffers()?);
+        }
+        let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
+        let grid = (grid_columns as u32, grid_rows as u32, 1);
+        match context.dispatch(&KernelKey::ConvNhwc(key), words, &buffers, grid) {
+            Err(error @ Error::Shader { .. }) if !emulated => {
+                context.coop.conv.disable(&error);
+                Ok(None)
+            }
+            Err(error) => Err(error),
+            Ok(()) => {
+                if !emulated {
+                    context.coop.conv.count();
+                }
+                Ok(Some(out))
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Tests of the channels-last tensor-core convolution: naga accepts every key (the catalogue
+//! test covers them too), and the emulated kernels (on any f16 device) and the hardware
+//! kernels (where the device has cooperative matrices) match the CPU, with and without an
+//! epilogue, on padded, strided, dilated and partial-tile shapes.
+
+use super::super::conv_epilogue::BoundEpilogue;
+use super::super::GpuStorage;
+use super::{applies, ConvNhwcKey, NhwcTile};
+use crate::backend::contract::Epilogue;
+use crate::backend::cpu::CpuStorage;
+use crate::dtype::DType;
+use crate::geometry::Conv2dParams;
+use crate::layout::Layout;
+use crate::op::EpilogueActivation;
+use half::f16;
+
+#[test]
+fn every_key_validates_with_naga() {
+    for key in ConvNhwcKey::all() {
+        let source = key.source();
+        assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
+        super::super::matmul_coop::tests::translate(&format!("{key:?}"), &source);
+    }
+    // The 128-pixel tiles fit 32 KiB of workgroup memory (lavapipe), all fit 48 KiB.
+    for tile in NhwcTile::ALL {
+        assert!(tile.workgroup_bytes() <= 48 * 1024, "{tile:?}");
+    }
+    assert!(NhwcTile::Rows128Columns128.workgroup_bytes() <= 32 * 1024);
+    assert!(NhwcTile::Rows128Columns64.workgroup_bytes() <= 32 * 1024);
+}
+
+#[test]
+fn applies_only_to_its_shapes() {
+    let params = Conv2dParams {
+        stride: (1, 1),
+        padding: (1, 1),
+        dilation: (1, 1),
+        groups: 1,
+    };
+    assert!(applies(DType::F16, &[64, 32, 3, 3], &params));
+    assert!(applies(DType::F16, &[128, 64, 1, 1], &params));
+    assert!(!applies(DType::F32, &[64, 32, 3, 3], &params));
+    assert!(!applies(DType::F16, &[64, 3, 7, 7], &params));
+    assert!(!applies(DType::F16, &[96, 32, 3, 3], &params));
+    assert!(!applies(DType::F16, &[64, 48, 3, 3], &params));
+    let grouped = Conv2dParams {
+        groups: 2,
+        ..params
+    };
+    assert!(!applies(DType::F16, &[64, 32, 3, 3], &grouped));
+}
+
+/// Values in [-1, 1) from a seed, rounded to f16.
+fn values(len: usize, seed: usize) -> Vec<f16> {
+    (0..len)
+        .map(|i| f16::from_f32((((i * 37 + seed * 101) % 199) as f32 - 99.0) / 99.0))
+        .collect()
+}
+
+/// One case: input shape, output channels, kernel, params, epilogue (residual, activation).
+struct Case {
+    input: [usize; 4],
+    out_channels: usize,
+    kernel: (usize, usize),
+    params: Conv2dParams,
+    epilogue: Option<(bool, EpilogueActivation)>,
+}
+
+fn cases() -> Vec<Case> {
+    let params = |stride, padding, dilation| Conv2dParams {
+        stride: (stride, stride),
+        padding: (padding, padding),
+        dilation: (dilation, dilation),
+        groups: 1,
+    };
+    vec![
+        // 3x3 same padding, 162 pixels (a partial tile), two k-blocks per tap.
+        Case {
+            input: [2, 64, 9, 9],
+            out_channels: 64,
+            kernel: (3, 3),
+            params: params(1, 1, 1),
+            epilogue: None,
+        },
+        // Stride 2, 128 channels out, with the full epilogue.
+        Case {
+            input: [3, 32, 11, 10],
+            out_channels: 128,
+            kernel: (3, 3),
+            params: params(2, 1, 1),
+            epilogue: Some((true, EpilogueActivation::Relu)),
+        },
+        // 1x1 stride 2 (a ResNet shortcut) with scale and shift only.
+        Case {
+            input: [2, 32, 8, 8],
+            out_channels: 64,
+            kernel: (1, 1),
+            params: params(2, 0, 1),
+            epilogue: Some((false, EpilogueActivation::Identity)),
+        },
+        // 8 x 8 planes (16-byte packed stores), residual and ReLU.
+        Case {
+            input: [2, 64, 8, 8],
+            out_channels: 128,
+            kernel: (3, 3),
+            params: params(1, 1, 1),
+            epilogue: Some((true, EpilogueActivation::Relu)),
+        },
+        // Dilation 2, padding 2.
+        Case {
+            input: [1, 32, 7, 9],
+            out_channels: 64,
+            kernel: (3, 3),
+            params: params(1, 2, 2),
+            epilogue: None,
+        },
+    ]
+}
+
+/// Every case through every tile that divides its channels, against the CPU's f32
+/// convolution of the same f16 values (and the CPU's epilogue).
+fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
+    let limit = device.context().limits.max_compute_workgroup_storage_size;
+    for case in cases() {
+        let [n, c, h, w] = case.input;
+        let o = case.out_channels;
+        let (kh, kw) = case.kernel;
+        let x = values(n * c * h * w, 1);
+        let weight = values(o * c * kh * kw, 2);
+        let x_layout = Layout::contiguous(&case.input);
+        let w_layout = Layout::contiguous(&[o, c, kh, kw]);
+        let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
+        let scale: Vec<f32> = (0..o).map(|i| 0.5 + (i % 7) as f32 / 7.0).collect();
+        let shift: Vec<f32> = (0..o).map(|i| (i % 5) as f32 / 5.0 - 0.4).collect();
+        let channel_layout = Layout::contiguous(&[o]);
+        let cpu_conv = widen(&x)
+            .conv2d(&x_layout, &widen(&weight), &w_layout, &case.params)
+            .unwrap();
+        let out_shape = cpu_conv_shape(&case, h, w);
+        let out_layout = Layout::contiguous(&out_shape);
+        let out_len: usize = out_shape.iter().product();
+        let residual = values(out_len, 3);
+        let (scale_cpu, shift_cpu) = (
+            CpuStorage::F32(scale.clone()),
+            CpuStorage::F32(shift.clone()),
+        );
+        let residual_cpu = widen(&residual);
+        let expected = match case.epilogue {
+            None => cpu_conv.clone(),
+            Some((with_residual, activation)) => widen(&x)
+                .conv2d_epilogue(
+                    &x_layout,
+                    &widen(&weight),
+                    &w_layout,
+                    &case.params,
+                    &Epilogue {
+                        scale: (&scale_cpu, &channel_layout),
+                        shift: (&shift_cpu, &channel_layout),
+                        residual: with_residual.then_some((&residual_cpu, &out_layout)),
+                        activation,
+                    },
+                )
+                .unwrap(),
+        };
+        let CpuStorage::F32(expected) = expected else {
+            panic!("dtype changed")
+        };
+        let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+        let (gx, gw) = (upload(x.clone()), upload(weight.clone()));
+        let upload32 = |v: Vec<f32>| GpuStorage::from_cpu(device, &CpuStorage::F32(v)).unwrap();
+        let (g_scale, g_shift, g_residual) = (
+            upload32(scale.clone()),
+            upload32(shift.clone()),
+            upload(residual.clone()),
+        );
+        for tile in NhwcTile::ALL {
+            if !o.is_multiple_of(tile.columns()) || tile.workgroup_bytes() > limit {
+                continue;
+            }
+            let epilogue = case.epilogue.map(|(with_residual, activation)| Epilogue {
+                scale: (&g_scale, &channel_layout),
+                shift: (&g_shift, &channel_layout),
+                residual: with_residual.then_some((&g_residual, &out_layout)),
+                activation,
+            });
+            let bound = epilogue
+                .as_ref()
+                .map(|e| BoundEpilogue::new("test", e, &out_shape, DType::F16).unwrap());
+            let out = gx
+                .conv2d_nhwc(
+                    (&x_layout, &gw, &w_layout),
+                    &case.params,
+                    (tile, emulated),
+                    bound.as_ref(),
+                )
+                .unwrap()
+                .expect("the kernel applies");
+            let CpuStorage::F16(actual) = out.to_cpu().unwrap() else {
+                panic!("dtype changed")
+            };
+            assert_eq!(actual.len(), expected.len());
+            for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+                let y = y.to_f32();
+                assert!(
+                    (x - y).abs() <= 3e-3 * (1.0 + x.abs()),
+                    "{tile:?} emulated {emulated} {:?}: element {i}: {x} vs {y}",
+                    case.input
+                );
+            }
+        }
+    }
+}
+
+fn cpu_conv_shape(case: &Case, h: usize, w: usize) -> [usize; 4] {
+    let p = &case.params;
+    let (kh, kw) = case.kernel;
+    let oh = (h + 2 * p.padding.0 - p.dilation.0 * (kh - 1) - 1) / p.stride.0 + 1;
+    let ow = (w + 2 * p.padding.1 - p.dilation.1 * (kw - 1) - 1) / p.stride.1 + 1;
+    [case.input[0], case.out_channels, oh, ow]
+}
+
+#[test]
+fn emulated_kernels_match_cpu() {
+    let Some(device) = crate::backend::tests::support::gpu_device() else {
+        return;
+    };
+    if !device.supports_f16() {
+        eprintln!("SKIP: no SHADER_F16");
+        return;
+    }
+    check_all(&device, true);
+}
+
+#[test]
+fn hardware_kernels_match_cpu() {
+    let Some(device) = crate::backend::tests::support::gpu_device() else {
+        return;
+    };
+    if !device.context().coop.available {
+        eprintln!("SKIP: no usable cooperative matrices");
+        return;
+    }
+    check_all(&device, false);
+}

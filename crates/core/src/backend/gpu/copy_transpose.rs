@@ -1,0 +1,238 @@
+//! Kernel family `CopyTranspose`: the dense copy of a view that is a batch of transposed
+//! matrices — after merging dims (`layout::merge_dims`), `[batch, rows, columns]` (or
+//! `[rows, columns]`) with the rows' stride 1 — through 32 x 32 tiles in workgroup memory, so
+//! that both the reads (along the source's contiguous dim) and the writes (along the
+//! destination's) are coalesced. The generic strided copy reads such a view with a stride
+//! between neighbouring invocations: one 32-byte memory sector per element. Channels-last
+//! copies of `[n, c, h, w]` activations (`conv_nhwc.rs`) and dense copies of transposed
+//! weights are such views.
+//!
+//! Params: [`CopyTransposeParams`]; grid: (column tiles, row tiles, batch), 256 invocations
+//! (32 x 8) per tile, each moving four elements. Every read and write is bounds-checked.
+
+use super::kernels::KernelKey;
+use super::params::{kernel_params, word, KernelParams, Params};
+use super::storage::GpuStorage;
+use super::wgsl::{value_header, COMMON};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::{merge_dims, Layout};
+
+/// Edge of a tile.
+const TILE: usize = 32;
+
+kernel_params! {
+    /// Parameters of the transposing copy.
+    struct CopyTransposeParams {
+        /// Rows of each matrix (the destination's second-to-last merged dim; stride 1 in the
+        /// source).
+        rows: u32,
+        /// Columns of each matrix (contiguous in the destination).
+        columns: u32,
+        /// Matrices.
+        batch: u32,
+        /// The source's stride between columns.
+        column_stride: u32,
+        /// The source's stride between matrices.
+        batch_stride: u32,
+        /// The source view's offset.
+        source_offset: u32,
+        /// The destination's offset.
+        destination_offset: u32,
+    }
+}
+
+/// WGSL of `KernelKey::CopyTranspose`.
+pub(crate) fn source(dtype: DType) -> String {
+    let mut text = value_header(dtype);
+    text.push_str(CopyTransposeParams::WGSL);
+    text.push_str(COMMON);
+    text.push_str(
+        "@group(0) @binding(1) var<storage, read> source: array<S>;
+@group(0) @binding(2) var<storage, read_write> destination: array<S>;
+// One 32 x 32 tile, [column][row] as read (padded against bank conflicts).
+var<workgroup> tile: array<S, 1056>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {
+    let batch = workgroup.z;
+    let row0 = workgroup.y * 32u;
+    let column0 = workgroup.x * 32u;
+    let lane = local % 32u;
+    let group = local / 32u;
+    let base = params.source_offset + batch * params.batch_stride;
+    let source_last = arrayLength(&source) - 1u;
+    // Read: lanes along the rows (stride 1 in the source), 4 columns per invocation.
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let column = column0 + group + 8u * i;
+        let row = row0 + lane;
+        if (row < params.rows && column < params.columns) {
+            tile[(group + 8u * i) * 33u + lane] = source[min(base + column * params.column_stride + row, source_last)];
+        }
+    }
+    workgroupBarrier();
+    // Write: lanes along the columns (contiguous in the destination).
+    let destination_last = arrayLength(&destination) - 1u;
+    let matrix = params.destination_offset + batch * params.rows * params.columns;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let row = row0 + group + 8u * i;
+        let column = column0 + lane;
+        if (row < params.rows && column < params.columns) {
+            destination[min(matrix + row * params.columns + column, destination_last)] = tile[lane * 33u + group + 8u * i];
+        }
+    }
+}
+",
+    );
+    text
+}
+
+/// The catalogue entries (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if matches!(dtype, DType::F32 | DType::F16 | DType::I32 | DType::U32) {
+        keys.push(KernelKey::CopyTranspose { dtype });
+    }
+}
+
+/// The `(batch, rows, columns, batch stride, column stride)` of a same-dtype copy of
+/// `source` into the dense `destination` that moves transposed tiles, or `None` (see the
+/// module documentation). Worth it only where rows and columns both span a tile.
+pub(crate) fn transposed_view(
+    dtype: DType,
+    source: &Layout,
+    destination: &Layout,
+) -> Option<(usize, usize, usize, usize, usize)> {
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::I32 | DType::U32)
+        || !destination.is_contiguous()
+    {
+        return None;
+    }
+    let (shape, strides) = merge_dims(&source.shape, &source.strides);
+    let (batch, batch_stride, rows, row_stride, columns, column_stride) =
+        match (shape.as_slice(), strides.as_slice()) {
+            (&[rows, columns], &[row_stride, column_stride]) => {
+                (1, 0, rows, row_stride, columns, column_stride)
+            }
+            (&[batch, rows, columns], &[batch_stride, row_stride, column_stride]) => (
+                batch,
+                batch_stride,
+                rows,
+                row_stride,
+                columns,
+                column_stride,
+            ),
+            _ => return None,
+        };
+    (row_stride == 1 && rows >= TILE && columns >= TILE).then_some((
+        batch,
+        rows,
+        columns,
+        batch_stride,
+        column_stride,
+    ))
+}
+
+impl GpuStorage {
+    /// Copy the view `layout` of `self` into the dense view `destination_layout` of
+    /// `destination` by transposed tiles (the caller checked [`transposed_view`], which gave
+    /// `view`).
+    pub(crate) fn copy_transpose_into(
+        &self,
+        (batch, rows, columns, batch_stride, column_stride): (usize, usize, usize, usize, usize),
+        layout: &Layout,
+        destination: &GpuStorage,
+        destination_layout: &Layout,
+    ) -> Result<()> {
+        let header = CopyTransposeParams {
+            rows: word(rows)?,
+            columns: word(columns)?,
+            batch: word(batch)?,
+            column_stride: word(column_stride)?,
+            batch_stride: word(batch_stride)?,
+            source_offset: word(layout.offset)?,
+            destination_offset: word(destination_layout.offset)?,
+        };
+        let params = Params::with_header(&header, 0);
+        let grid = (
+            word(columns.div_ceil(TILE))?,
+            word(rows.div_ceil(TILE))?,
+            word(batch)?,
+        );
+        self.device.context().dispatch(
+            &KernelKey::CopyTranspose { dtype: self.dtype },
+            params.words(),
+            &[self.raw()?, destination.raw()?],
+            grid,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transposed_view;
+    use crate::backend::cpu::CpuStorage;
+    use crate::backend::gpu::GpuStorage;
+    use crate::dtype::DType;
+    use crate::layout::Layout;
+
+    #[test]
+    fn views_it_takes() {
+        let dense = |shape: &[usize]| Layout::contiguous(shape);
+        // NCHW viewed as NHWC: [n, h*w, c] with rows of stride 1.
+        let nhwc = dense(&[2, 64, 9, 9]).permute(&[0, 2, 3, 1]);
+        assert_eq!(
+            transposed_view(DType::F16, &nhwc, &dense(&[2, 9, 9, 64])),
+            Some((2, 81, 64, 64 * 81, 81))
+        );
+        let t = dense(&[40, 50]).permute(&[1, 0]);
+        assert_eq!(
+            transposed_view(DType::F32, &t, &dense(&[50, 40])),
+            Some((1, 50, 40, 0, 50))
+        );
+        // Not: contiguous rows, small matrices, f64, a strided destination.
+        assert_eq!(
+            transposed_view(DType::F32, &dense(&[64, 64]), &dense(&[64, 64])),
+            None
+        );
+        let small = dense(&[8, 50]).permute(&[1, 0]);
+        assert_eq!(transposed_view(DType::F32, &small, &dense(&[50, 8])), None);
+        assert_eq!(transposed_view(DType::F64, &t, &dense(&[50, 40])), None);
+        let strided = dense(&[50, 80]).narrow(1, 0, 40);
+        assert_eq!(transposed_view(DType::F32, &t, &strided), None);
+    }
+
+    /// Transposed copies (a batch with an offset, odd sizes that leave partial tiles) equal
+    /// the CPU's copies of the same views.
+    #[test]
+    fn copies_match_cpu() {
+        let Some(device) = crate::backend::tests::support::gpu_device() else {
+            return;
+        };
+        let views = [
+            Layout::contiguous(&[3, 40, 5, 7]).permute(&[0, 2, 3, 1]),
+            Layout::contiguous(&[70, 33]).permute(&[1, 0]),
+            Layout {
+                shape: vec![2, 45, 37],
+                strides: vec![2000, 1, 50],
+                offset: 3,
+            },
+        ];
+        for view in views {
+            let len = view.offset
+                + view
+                    .shape
+                    .iter()
+                    .zip(&view.strides)
+                    .map(|(size, stride)| (size - 1) * stride)
+                    .sum::<usize>()
+                + 1;
+            assert!(transposed_view(DType::F32, &view, &Layout::contiguous(&view.shape)).is_some());
+            let values: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 7.0).collect();
+            let cpu = CpuStorage::F32(values.clone());
+            let expected = cpu.copy_strided(&view).unwrap();
+            let gpu = GpuStorage::from_cpu(&device, &cpu).unwrap();
+            let actual = gpu.copy_strided(&view).unwrap().to_cpu().unwrap();
+            assert_eq!(actual, expected, "{view:?}");
+        }
+    }
+}
