@@ -49,6 +49,7 @@ pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, M
 pub use layout::Layout;
 pub use op::EpilogueActivation;
 pub use random::manual_seed;
+pub use tensor::mutation_epoch;
 pub use tensor::{
     fused_attention_enabled, fused_attention_mode, scaled_dot_product_attention,
     set_fused_attention, set_fused_attention_mode, Conv1dParams, Conv2dParams, ConvEpilogue,

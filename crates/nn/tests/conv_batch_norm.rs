@@ -1,7 +1,8 @@
 //! `conv_batch_norm` against the modules' own forward passes on every device: in eval mode
 //! (one fused convolution; trained running statistics, a convolution bias, a residual, ReLU
 //! or none) and in training mode (the modules themselves, batch statistics and running
-//! updates alike), and a batch norm of the wrong width refused.
+//! updates alike), a batch norm of the wrong width refused, and the eval-mode fold kept
+//! between calls until its statistics change.
 
 use anygrad_core::profiler::profile;
 use anygrad_core::{no_grad, Device, EpilogueActivation, Error, Tensor};
@@ -130,7 +131,66 @@ fn mismatched_batch_norm_is_an_error(device: &Device) {
     );
 }
 
+/// Under `no_grad` the folded scale and shift are computed once and kept (no kernels on the
+/// second call); an in-place write to the running variance, a replaced mean and a new `eps`
+/// each make the next call fold again, with the new values.
+fn eval_fold_is_kept_until_its_sources_change(device: &Device) {
+    let _serial = serial();
+    let mut bn = BatchNorm2d::new_2d(6, device).unwrap();
+    bn.running_var.set(
+        random(&[6], 10, device)
+            .abs()
+            .unwrap()
+            .add_scalar(0.5)
+            .unwrap(),
+    );
+    bn.eval();
+    let _off = no_grad();
+    let expected = |bn: &BatchNorm2d| {
+        let var = bn.running_var.tensor().add_scalar(bn.eps).unwrap();
+        let scale = bn
+            .weight
+            .as_ref()
+            .unwrap()
+            .tensor()
+            .div(&var.sqrt().unwrap())
+            .unwrap();
+        let shift = bn
+            .bias
+            .as_ref()
+            .unwrap()
+            .tensor()
+            .sub(&bn.running_mean.tensor().mul(&scale).unwrap())
+            .unwrap();
+        (values(&scale), values(&shift))
+    };
+    let check = |bn: &BatchNorm2d, what: &str| {
+        let (scale, shift) = bn.eval_scale_shift().unwrap();
+        let (want_scale, want_shift) = expected(bn);
+        assert_close(&values(&scale), &want_scale, 1e-6, 1e-6, what);
+        assert_close(&values(&shift), &want_shift, 1e-6, 1e-6, what);
+    };
+    check(&bn, "first fold");
+    let (_, recorded) = profile(|| bn.eval_scale_shift()).unwrap();
+    assert!(recorded.events.is_empty(), "kept: {:?}", recorded.events);
+    bn.running_var
+        .assign(
+            &random(&[6], 11, device)
+                .abs()
+                .unwrap()
+                .add_scalar(2.0)
+                .unwrap(),
+        )
+        .unwrap();
+    check(&bn, "after an in-place write");
+    bn.running_mean.set(random(&[6], 12, device));
+    check(&bn, "after a new mean");
+    bn.eps = 0.25;
+    check(&bn, "after a new eps");
+}
+
 anygrad_testing::device_tests!(
+    eval_fold_is_kept_until_its_sources_change,
     eval_mode_is_one_fused_convolution,
     training_mode_is_the_modules,
     mismatched_batch_norm_is_an_error,

@@ -9,7 +9,11 @@
 //! `RMSNorm` (`torch.nn.RMSNorm`) scales by the root mean square, with no centering or bias;
 //! `GroupNorm` normalizes each sample's channel groups.
 
-use anygrad_core::{DType, Device, Error, Result, Tensor};
+use std::sync::Mutex;
+
+use anygrad_core::{
+    is_grad_enabled, mutation_epoch, DType, Device, Error, Result, Tensor, TensorId,
+};
 
 use super::batch_norm_training::batch_norm_training;
 use crate::module::{join_name, Kind, Module, Parameter, TrainingFlag};
@@ -35,6 +39,20 @@ pub struct BatchNorm {
     /// Accepted input ranks (2 and 3 for 1d, 4 for 2d).
     ranks: &'static [usize],
     training: TrainingFlag,
+    /// The last eval-mode scale and shift and what they were computed from.
+    folded: Mutex<Option<Folded>>,
+}
+
+/// An eval-mode scale and shift (`BatchNorm::eval_scale_shift`) kept for the next call:
+/// valid while the statistics and parameters are the same tensors (ids), no tensor was
+/// written in place since (`mutation_epoch`) and `eps` is unchanged.
+#[derive(Debug)]
+struct Folded {
+    sources: Vec<TensorId>,
+    epoch: u64,
+    eps: u64,
+    scale: Tensor,
+    shift: Tensor,
 }
 
 /// `torch.nn.BatchNorm1d`: inputs `[n, c]` or `[n, c, l]`.
@@ -75,6 +93,7 @@ impl BatchNorm {
             momentum: Some(0.1),
             ranks,
             training: TrainingFlag::default(),
+            folded: Mutex::new(None),
         })
     }
 
@@ -152,7 +171,41 @@ impl BatchNorm {
     /// (weight 1 and bias 0 without affine parameters). What eval mode computes is
     /// `x * scale + shift`; a convolution before it can apply both in its store
     /// (`conv_batch_norm`).
+    ///
+    /// Without gradients to record (under `no_grad`, or parameters that need none) the
+    /// result is kept and returned again while nothing it was computed from changed: an
+    /// inference loop folds each batch norm once, not five small kernels per forward.
     pub fn eval_scale_shift(&self) -> Result<(Tensor, Tensor)> {
+        let mut sources = vec![self.running_mean.tensor(), self.running_var.tensor()];
+        sources.extend(self.weight.iter().chain(&self.bias).map(Parameter::tensor));
+        let cacheable = !is_grad_enabled() || sources.iter().all(|t| !t.requires_grad());
+        if !cacheable {
+            return self.fold();
+        }
+        let ids: Vec<TensorId> = sources.iter().map(Tensor::id).collect();
+        let mut folded = self.folded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = folded.as_ref() {
+            if kept.sources == ids
+                && kept.epoch == mutation_epoch()
+                && kept.eps == self.eps.to_bits()
+            {
+                return Ok((kept.scale.clone(), kept.shift.clone()));
+            }
+        }
+        let epoch = mutation_epoch();
+        let (scale, shift) = self.fold()?;
+        *folded = Some(Folded {
+            sources: ids,
+            epoch,
+            eps: self.eps.to_bits(),
+            scale: scale.clone(),
+            shift: shift.clone(),
+        });
+        Ok((scale, shift))
+    }
+
+    /// `eval_scale_shift` computed.
+    fn fold(&self) -> Result<(Tensor, Tensor)> {
         let mean = self.running_mean.tensor();
         let inv_std = self.running_var.tensor().add_scalar(self.eps)?.rsqrt()?;
         match (&self.weight, &self.bias) {
