@@ -160,6 +160,11 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
         println!("matmul and convolutions by shape (achieved TFLOPS = operations / device time):");
         println!("{}", by_shape.table());
     }
+    let memory_bound = recorded.memory_bound_shapes();
+    if !memory_bound.0.is_empty() {
+        println!("other ops by shape (most device time first):");
+        println!("{}", memory_bound.time_table(12));
+    }
     let timestamped = recorded.events.iter().filter(|e| e.gpu_timestamps).count();
     println!(
         "{} ops recorded in {:.1} ms; device times: {} from GPU timestamp queries, {} synchronized wall times",

@@ -268,9 +268,25 @@ impl Profile {
     /// Totals per compute-bound op and input shapes, with achieved TFLOPS: where convolution
     /// and matmul time goes, shape by shape.
     pub fn shape_averages(&self) -> ShapeAverages {
+        self.group_by_shape(true)
+    }
+
+    /// The other ops (no operation count: elementwise, copies, reductions, normalizations)
+    /// grouped by name, input shapes and dtype, most device time first: where the memory
+    /// passes go.
+    pub fn memory_bound_shapes(&self) -> ShapeAverages {
+        self.group_by_shape(false)
+    }
+
+    /// Events with (`counted`) or without an operation count, grouped by name, input shapes
+    /// and dtype, most device time first.
+    fn group_by_shape(&self, counted: bool) -> ShapeAverages {
         let mut by_key: BTreeMap<(String, Vec<Vec<usize>>, String), ShapeSummary> = BTreeMap::new();
         for event in &self.events {
-            let Some(flops) = event.flops else { continue };
+            if event.flops.is_some() != counted {
+                continue;
+            }
+            let flops = event.flops.unwrap_or(0.0);
             let key = (
                 event.name.clone(),
                 event.input_shapes.clone(),
@@ -363,6 +379,33 @@ impl KeyAverages {
 }
 
 impl ShapeAverages {
+    /// A table of the first `limit` rows: calls, device time per call and in all.
+    pub fn time_table(&self, limit: usize) -> String {
+        let mut out = format!(
+            "{:<24} {:<44} {:>8} {:>6} {:>12} {:>12}\n",
+            "op", "input shapes", "dtype", "calls", "device avg", "device total"
+        );
+        out.push_str(&"-".repeat(111));
+        out.push('\n');
+        for r in self.0.iter().take(limit) {
+            let shapes: Vec<String> = r
+                .input_shapes
+                .iter()
+                .map(|shape| format!("{shape:?}"))
+                .collect();
+            out.push_str(&format!(
+                "{:<24} {:<44} {:>8} {:>6} {:>9.1} us {:>9.1} us\n",
+                r.name,
+                shapes.join(" "),
+                r.dtype,
+                r.calls,
+                r.device_us / r.calls.max(1) as f64,
+                r.device_us
+            ));
+        }
+        out
+    }
+
     /// A table of the compute-bound ops by shape: calls, device time per call and achieved
     /// TFLOPS.
     pub fn table(&self) -> String {

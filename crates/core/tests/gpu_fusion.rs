@@ -327,6 +327,46 @@ fn broadcast_operands_fuse() {
     });
 }
 
+/// Operands broadcast over outer dims with contiguous rows (a Linear bias over a batch of
+/// rows, an attention mask over heads and queries) fuse into one kernel with the ops around
+/// them, vec4 kernels reading four neighbours of a row where rows are a multiple of 4 long.
+#[test]
+fn row_broadcast_operands_fuse() {
+    let Some(gpu) = gpu_or_skip("row_broadcast_operands_fuse") else {
+        return;
+    };
+    let cpu = |raw: Vec<f32>, shape: &[usize]| Tensor::from_vec(raw, shape, &Device::Cpu).unwrap();
+    // (input shape, broadcast operand shape): rows of 8 and 12 (vec4), of 6 (scalar).
+    let cases: [(&[usize], &[usize]); 4] = [
+        (&[6, 8], &[8]),
+        (&[2, 3, 4, 12], &[2, 1, 1, 12]),
+        (&[3, 5, 8], &[1, 5, 8]),
+        (&[4, 6], &[6]),
+    ];
+    let chain = |x: &Tensor, b: &Tensor| x.add(b).unwrap().mul_scalar(1.5).unwrap().relu().unwrap();
+    both_ways(|fused| {
+        for (seed, (shape, operand)) in cases.iter().enumerate() {
+            let x_cpu = cpu(values(shape.iter().product(), seed), shape);
+            let b_cpu = cpu(values(operand.iter().product(), seed + 10), operand);
+            let expected = chain(&x_cpu, &b_cpu).to_vec::<f32>().unwrap();
+            let (x, b) = (
+                x_cpu.to_device(&gpu).unwrap(),
+                b_cpu.to_device(&gpu).unwrap(),
+            );
+            gpu.synchronize().unwrap();
+            let before = fusion_stats(&gpu).unwrap();
+            let y = chain(&x, &b);
+            gpu.synchronize().unwrap();
+            let after = fusion_stats(&gpu).unwrap();
+            if fused {
+                assert_eq!(after.kernels - before.kernels, 1, "{shape:?} + {operand:?}");
+            }
+            let what = format!("{shape:?} + {operand:?} (fused {fused})");
+            assert_close(&y.to_vec::<f32>().unwrap(), &expected, 1e-6, 1e-6, &what);
+        }
+    });
+}
+
 /// Results computed inside another op's kernel never get memory: a long chain on 1M elements
 /// raises the peak by about one output, not one buffer per op.
 #[test]

@@ -119,11 +119,16 @@ pub struct FusedProgram {
     pub dtype: DType,
     /// Whether the kernel moves `vec4`s (element count and every contiguous input's offset
     /// are multiples of 4; every strided input is a broadcast along its innermost dim, read
-    /// once per vec4 and splat).
+    /// once per vec4 and splat, or has contiguous rows of a multiple of 4 elements, read as
+    /// four neighbours).
     pub vector: bool,
     /// Per input binding: 0 for a contiguous view, else the rank of a strided view (read
     /// through its shape and strides, e.g. a broadcast per-channel statistic).
     pub leaf_ranks: Vec<u8>,
+    /// Per input binding: a strided view whose innermost stride is 1 (a bias broadcast over
+    /// rows, an attention mask over heads and queries); in a vector kernel its four lanes
+    /// are four consecutive elements rather than one splat.
+    pub leaf_rows: Vec<bool>,
     /// Number of scalar parameters.
     pub scalars: u8,
     /// The SSA program.
@@ -424,13 +429,18 @@ impl Fragment {
         // A vector kernel reads contiguous inputs as vec4s, and strided inputs whose innermost
         // dim is a broadcast (stride 0) of a multiple of 4 elements as one element splat over
         // the four lanes (four neighbours share their position).
+        // Strided inputs with contiguous rows of a multiple of 4 elements are read as four
+        // neighbours (the lanes of a vec4 never straddle two rows).
         let vector = self.count.is_multiple_of(4)
             && self.leaves.iter().all(|leaf| match &leaf.strided {
                 None => leaf.offset.is_multiple_of(4),
-                Some((shape, strides)) => {
-                    strides.last() == Some(&0)
-                        && (shape.len() == 1 || shape.last().is_some_and(|s| s.is_multiple_of(4)))
-                }
+                Some((shape, strides)) => match strides.last() {
+                    Some(0) => {
+                        shape.len() == 1 || shape.last().is_some_and(|s| s.is_multiple_of(4))
+                    }
+                    Some(1) => shape.last().is_some_and(|s| s.is_multiple_of(4)),
+                    _ => false,
+                },
             });
         let unit = if vector { 4 } else { 1 };
         let units = self.count / unit;
@@ -462,6 +472,15 @@ impl Fragment {
                     leaf.strided
                         .as_ref()
                         .map_or(0, |(shape, _)| shape.len() as u8)
+                })
+                .collect(),
+            leaf_rows: self
+                .leaves
+                .iter()
+                .map(|leaf| {
+                    leaf.strided
+                        .as_ref()
+                        .is_some_and(|(_, strides)| strides.last() == Some(&1))
                 })
                 .collect(),
             scalars: self.scalars.len() as u8,
@@ -607,6 +626,7 @@ pub(crate) fn sample_programs() -> Vec<FusedProgram> {
                 dtype,
                 vector,
                 leaf_ranks: vec![0, 4],
+                leaf_rows: vec![false, vector],
                 scalars: 2,
                 instructions,
             });

@@ -145,7 +145,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
                     );
                     continue;
                 }
-                // A vector unit starts at element 4 * unit; its four lanes share one position.
+                // A vector unit starts at element 4 * unit; its four lanes share one position
+                // (a splat) or are the four elements from it (rows).
                 let element_index = if self.vector {
                     format!("({index}) * 4u")
                 } else {
@@ -156,7 +157,13 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
                     word + 1,
                     word + 1 + rank as usize
                 );
-                if self.vector {
+                if self.vector && self.leaf_rows[leaf] {
+                    // Four neighbours in one row (rows are a multiple of 4 long).
+                    let _ = writeln!(
+                        text,
+                        "        let at{leaf}_{suffix} = {position};\n        let loaded{leaf}_{suffix} = vec4<S>(leaf{leaf}[at{leaf}_{suffix}], leaf{leaf}[at{leaf}_{suffix} + 1u], leaf{leaf}[at{leaf}_{suffix} + 2u], leaf{leaf}[at{leaf}_{suffix} + 3u]);"
+                    );
+                } else if self.vector {
                     let _ = writeln!(
                         text,
                         "        let loaded{leaf}_{suffix} = vec4<S>(leaf{leaf}[{position}]);"

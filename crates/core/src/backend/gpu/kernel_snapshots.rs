@@ -58,6 +58,7 @@ fn sample_fused(dtype: DType, vector: bool) -> FusedProgram {
         dtype,
         vector,
         leaf_ranks: vec![0, if vector { 0 } else { 2 }],
+        leaf_rows: vec![false, false],
         scalars: 1,
         instructions: vec![
             FusedInstruction::Load { leaf: 0 },
