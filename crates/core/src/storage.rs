@@ -518,6 +518,32 @@ impl Storage {
         ))
     }
 
+    /// Batch norm's input gradient in one pass; `self` is the output gradient
+    /// (`BackendStorage::batch_norm_backward_input`).
+    pub fn batch_norm_backward_input(
+        &self,
+        layout: &Layout,
+        input: &Storage,
+        input_layout: &Layout,
+        coefficients: &Storage,
+        coefficients_layout: &Layout,
+    ) -> Result<Storage> {
+        let operands = [
+            (self, layout),
+            (input, input_layout),
+            (coefficients, coefficients_layout),
+        ];
+        let call = Call::new("batch_norm_backward_input", operands).same_dtype(&[0, 1]);
+        run!(call, |g, x, k| batch_norm_backward_input(
+            g,
+            layout,
+            x,
+            input_layout,
+            k,
+            coefficients_layout
+        ))
+    }
+
     /// The convolution's input gradient; `self` is the output gradient
     /// (`BackendStorage::conv2d_backward_input`).
     pub fn conv2d_backward_input(

@@ -248,6 +248,43 @@ pub(crate) fn check_channels(op: &'static str, layout: &Layout) -> Result<(usize
     }
 }
 
+/// The operands of `batch_norm_backward_input`: the gradient and the input of one shape
+/// `[n, c, ...]` and dtype (F32 or F16), the coefficients an F32 `[4, c]`. Returns `(n, c,
+/// rest)`.
+pub(crate) fn check_batch_norm_input(
+    op: &'static str,
+    (layout, dtype): (&Layout, DType),
+    (input_layout, input_dtype): (&Layout, DType),
+    (coefficients_layout, coefficients_dtype): (&Layout, DType),
+) -> Result<(usize, usize, usize)> {
+    let (n, c, rest) = check_channels(op, layout)?;
+    if input_layout.shape != layout.shape {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: layout.shape.clone(),
+            rhs: input_layout.shape.clone(),
+            reason: "the gradient and the input must have one shape".into(),
+        });
+    }
+    if input_dtype != dtype {
+        return Err(Error::DTypeMismatch {
+            op,
+            lhs: dtype,
+            rhs: input_dtype,
+        });
+    }
+    if coefficients_layout.shape != [4, c] || coefficients_dtype != DType::F32 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the coefficients must be float32 [4, {c}], got {coefficients_dtype} {:?}",
+                coefficients_layout.shape
+            ),
+        ));
+    }
+    Ok((n, c, rest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

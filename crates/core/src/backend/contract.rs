@@ -163,6 +163,20 @@ pub(crate) trait BackendStorage: Sized {
         mean_layout: &Layout,
     ) -> Result<Self>;
 
+    /// Batch norm's input gradient in one pass: `self` the output gradient `g` and `input` the
+    /// forward's input (same shape `[n, c, ...]`, same dtype, F32 or F16), `coefficients` an
+    /// F32 `[4, c]` whose rows are per channel the mean μ, the scale k, the mean gradient ḡ
+    /// and the slope s; a contiguous `k·(g − ḡ − (x − μ)·s)` in the input's dtype, computed in
+    /// f32 or wider.
+    fn batch_norm_backward_input(
+        &self,
+        layout: &Layout,
+        input: &Self,
+        input_layout: &Layout,
+        coefficients: &Self,
+        coefficients_layout: &Layout,
+    ) -> Result<Self>;
+
     /// The convolution's input gradient (the transposed convolution): `self` is the output
     /// gradient, which must have the forward output's shape, `weight` the forward's weight;
     /// returns contiguous `[n, c, h, w]` of `input_shape`.

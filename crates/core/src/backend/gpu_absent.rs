@@ -386,6 +386,17 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
+    fn batch_norm_backward_input(
+        &self,
+        _layout: &Layout,
+        _input: &Self,
+        _input_layout: &Layout,
+        _coefficients: &Self,
+        _coefficients_layout: &Layout,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
     fn conv2d_backward_input(
         &self,
         _layout: &Layout,

@@ -36,6 +36,30 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// Batch norm's input gradient in one pass: `self` is the output gradient `g`, `input` the
+    /// forward's input (same shape `[n, c, ...]` and dtype, F32 or F16), `coefficients` an F32
+    /// `[4, c]` with rows mean μ, scale k, mean gradient ḡ and slope s per channel; returns
+    /// `k·(g − ḡ − (input − μ)·s)` in the input's dtype, computed in f32 (an F16 pair is read
+    /// as it is, without f32 copies). Not differentiable.
+    pub fn batch_norm_backward_input(
+        &self,
+        input: &Tensor,
+        coefficients: &Tensor,
+    ) -> Result<Tensor> {
+        self.same_device("batch_norm_backward_input", input)?;
+        self.same_device("batch_norm_backward_input", coefficients)?;
+        let storage = self.storage().batch_norm_backward_input(
+            self.layout(),
+            &input.storage(),
+            input.layout(),
+            &coefficients.storage(),
+            coefficients.layout(),
+        )?;
+        Ok(Tensor::from_storage(storage, self.shape(), None))
+    }
+}
+
 /// Rows 0 and 1 of a `[2, c]` tensor.
 fn split_rows(pair: Tensor) -> Result<(Tensor, Tensor)> {
     let c = pair.shape()[1];

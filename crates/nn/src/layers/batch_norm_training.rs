@@ -10,9 +10,11 @@
 //! ```
 //!
 //! Statistics are computed in f32 also for an f16 input (as PyTorch does under autocast), and the
-//! output keeps the input's dtype, so f16 activations stay f16. The backward of a large f16 input
-//! runs through batch slices, so its f32 temporaries are slice-sized rather than several f32
-//! copies of the whole activation (they made autocast's training peak exceed f32's).
+//! output keeps the input's dtype, so f16 activations stay f16. The backward's sums and input
+//! gradient are one pass each over `g` and `x` (`batch_norm_backward_sums`,
+//! `batch_norm_backward_input`), reading f16 as it is. Tensors above one buffer binding take
+//! the composites, whose f32 temporaries for a large f16 input are kept slice-sized by working
+//! through batch slices (whole f32 copies made autocast's training peak exceed f32's).
 
 use std::sync::Arc;
 
@@ -247,7 +249,36 @@ impl CustomBackward for BatchNormBackward {
                     .mul(&scale)?
                     .to_dtype(x.dtype())
             };
-            let grad_input = if whole {
+            // One pass over g and x (`batch_norm_backward_input`: f16 read as it is, no f32
+            // temporaries); the composite below for tensors above one buffer binding.
+            let one_pass = || -> Result<Tensor> {
+                let channels = self.mean.numel();
+                let row = |t: &Tensor| t.reshape([1, channels]);
+                let slope = self.inv_std.mul(&mean_grad_weight)?;
+                let coefficients = Tensor::cat(
+                    &[
+                        &row(&self.mean)?,
+                        &row(&scale)?,
+                        &row(&mean_grad_bias)?,
+                        &row(&slope)?,
+                    ],
+                    0,
+                )?;
+                let g = if grad_output.dtype() == x.dtype() {
+                    grad_output.clone()
+                } else {
+                    grad_output.to_dtype(x.dtype())?
+                };
+                g.batch_norm_backward_input(x, &coefficients)
+            };
+            let fused = match one_pass() {
+                Ok(grad_input) => Some(grad_input),
+                Err(Error::BufferTooLarge { .. }) => None,
+                Err(error) => return Err(error),
+            };
+            let grad_input = if let Some(grad_input) = fused {
+                grad_input
+            } else if whole {
                 input_gradient(slices.first().copied().unwrap_or((0, 0)))?
             } else {
                 let grad_input = Tensor::zeros(x.shape(), x.dtype(), x.device())?;

@@ -126,6 +126,24 @@ impl BackendStorage for CpuStorage {
         CpuStorage::batch_norm_backward_sums(self, layout, input, input_layout, mean, mean_layout)
     }
 
+    fn batch_norm_backward_input(
+        &self,
+        layout: &Layout,
+        input: &Self,
+        input_layout: &Layout,
+        coefficients: &Self,
+        coefficients_layout: &Layout,
+    ) -> Result<Self> {
+        CpuStorage::batch_norm_backward_input(
+            self,
+            layout,
+            input,
+            input_layout,
+            coefficients,
+            coefficients_layout,
+        )
+    }
+
     fn conv2d_backward_input(
         &self,
         layout: &Layout,

@@ -36,6 +36,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::rows::catalogue(&mut keys, dtype);
         super::copy_rows::catalogue(&mut keys, dtype);
         super::copy_transpose::catalogue(&mut keys, dtype);
+        super::batch_norm_input::catalogue(&mut keys, dtype);
         super::batch_norm::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);

@@ -27,6 +27,7 @@
 //! | `Fused` | `fusion.rs`, `fusion_source.rs` |
 //! | `CopyRows` | `copy_rows.rs` |
 //! | `CopyTranspose` | `copy_transpose.rs` |
+//! | `BatchNormSums`, `BatchNormInputGrad` | `batch_norm.rs`, `batch_norm_input.rs` |
 //!
 //! Families build on the shared leaves `wgsl.rs` (dtype to WGSL types, the value header, op
 //! expressions, `common.wgsl`) and `params.rs`; this module depends on the families only to
@@ -157,6 +158,9 @@ pub enum KernelKey {
         backward: bool,
         pass: super::batch_norm::SumsPass,
     },
+    /// Batch norm's input gradient in one pass, per `vec4` or per element
+    /// (`batch_norm_input.rs`).
+    BatchNormInputGrad { dtype: DType, vector: bool },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
     CopyRows { dtype: DType },
     /// The dense copy of a batch of transposed matrices through tiles (`copy_transpose.rs`).
@@ -241,6 +245,7 @@ impl KernelKey {
             | KernelKey::CopyRows { .. }
             | KernelKey::CopyTranspose { .. }
             | KernelKey::BatchNormSums { .. }
+            | KernelKey::BatchNormInputGrad { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::Custom { .. } => false,
@@ -280,6 +285,7 @@ impl KernelKey {
             | KernelKey::MaxPool2d { dtype }
             | KernelKey::CopyRows { dtype }
             | KernelKey::CopyTranspose { dtype }
+            | KernelKey::BatchNormInputGrad { dtype, .. }
             | KernelKey::BatchNormSums { dtype, .. }
             | KernelKey::MaxPool2dBackward { dtype, .. }
             | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
@@ -307,6 +313,9 @@ impl KernelKey {
             KernelKey::Rows(key) => key.source(),
             KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
             KernelKey::CopyTranspose { dtype } => super::copy_transpose::source(*dtype),
+            KernelKey::BatchNormInputGrad { dtype, vector } => {
+                super::batch_norm_input::source(*dtype, *vector)
+            }
             KernelKey::BatchNormSums {
                 dtype,
                 backward,

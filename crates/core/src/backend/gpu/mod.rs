@@ -30,6 +30,7 @@ mod attention_coop_source;
 mod attention_source;
 mod autotune;
 mod batch_norm;
+mod batch_norm_input;
 mod buffers;
 mod context;
 mod contract;
