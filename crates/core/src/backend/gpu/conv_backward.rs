@@ -45,7 +45,8 @@ use crate::layout::Layout;
 mod weight;
 
 pub(crate) use weight::{
-    split_sum_source, weight_source, weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS,
+    split_sum_source, sum_splits, weight_source, weight_split_count, WeightKernel, MAX_PARTIALS,
+    MAX_SPLITS,
 };
 
 /// WGSL of `KernelKey::Conv2dBackwardInput` (after `enable f16;` where needed).

@@ -40,17 +40,21 @@ use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
 
+mod weight;
+
+pub(crate) use weight::ConvNhwcWeightKey;
+
 #[cfg(test)]
 mod tests;
 
 /// Halves of one k-block (one tap, 32 channels).
-const K_BLOCK: usize = 32;
+pub(super) const K_BLOCK: usize = 32;
 
 /// Halves in a row of A's staged block (8 of padding).
-const A_ROW: usize = K_BLOCK + 8;
+pub(super) const A_ROW: usize = K_BLOCK + 8;
 
 /// Invocations of one workgroup.
-const INVOCATIONS: usize = 256;
+pub(super) const INVOCATIONS: usize = 256;
 
 /// The output tile of one workgroup: pixels x output channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -187,12 +191,12 @@ kernel_params! {
 }
 
 /// The lines of one generated kernel (`write!` into a String cannot fail: results ignored).
-struct Writer {
-    text: String,
+pub(super) struct Writer {
+    pub(super) text: String,
 }
 
 impl Writer {
-    fn line(&mut self, indent: usize, line: &str) {
+    pub(super) fn line(&mut self, indent: usize, line: &str) {
         let _ = writeln!(self.text, "{:indent$}{line}", "", indent = indent * 4);
     }
 }

@@ -32,6 +32,9 @@ enum ConvChoice {
     Winograd(WinogradTile),
     /// The channels-last tensor-core forward kernel with this tile (`conv_nhwc.rs`).
     Nhwc(NhwcTile),
+    /// The channels-last tensor-core weight gradient with this many output channels per
+    /// workgroup (`conv_nhwc/weight.rs`).
+    NhwcWeight(usize),
 }
 
 impl ConvChoice {
@@ -44,6 +47,7 @@ impl ConvChoice {
             ConvChoice::Splits { splits, kernel } => format!("{}split{splits}", kernel.prefix()),
             ConvChoice::Winograd(tile) => tile.name().into(),
             ConvChoice::Nhwc(tile) => tile.name().into(),
+            ConvChoice::NhwcWeight(columns) => format!("nhwc-weight{columns}"),
         }
     }
 }
@@ -204,7 +208,9 @@ impl GpuStorage {
                     None => self.conv2d_with(layout, weight, weight_layout, params, None, epilogue),
                 }
             }
-            ConvChoice::Splits { .. } => Err(Error::invalid("conv2d", "no k-splits here")),
+            ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) => {
+                Err(Error::invalid("conv2d", "no k-splits here"))
+            }
         })
     }
 
@@ -278,10 +284,9 @@ impl GpuStorage {
                     input_shape,
                     tile,
                 ),
-                ConvChoice::Splits { .. } | ConvChoice::Nhwc(_) => Err(Error::invalid(
-                    "conv2d_backward_input",
-                    "not a candidate of this pass",
-                )),
+                ConvChoice::Splits { .. } | ConvChoice::Nhwc(_) | ConvChoice::NhwcWeight(_) => Err(
+                    Error::invalid("conv2d_backward_input", "not a candidate of this pass"),
+                ),
             },
         )
     }
@@ -360,6 +365,18 @@ impl GpuStorage {
                 kernel: WeightKernel::default(),
             });
         }
+        // Channels-last tensor cores first where they apply: 128 output channels per
+        // workgroup where 128 divide them, and 64.
+        let coop = &self.device.context().coop;
+        if f16
+            && coop.available
+            && coop.conv.channels_last_active()
+            && conv_nhwc::applies(self.dtype, weight_shape, params)
+        {
+            let columns = [128, 64].into_iter().filter(|c| o.is_multiple_of(*c));
+            let nhwc: Vec<ConvChoice> = columns.map(ConvChoice::NhwcWeight).collect();
+            choices.splice(0..0, nhwc);
+        }
         let operands = || {
             format!(
                 "x{:?} g{:?} w{weight_shape:?} {}",
@@ -400,6 +417,22 @@ impl GpuStorage {
                     weight_shape,
                     (kernel, Some(splits)),
                 ),
+                ConvChoice::NhwcWeight(columns) => match self.conv2d_backward_weight_nhwc(
+                    (layout, grad, grad_layout),
+                    params,
+                    weight_shape,
+                    (columns, false),
+                )? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_backward_weight_with(
+                        layout,
+                        grad,
+                        grad_layout,
+                        params,
+                        weight_shape,
+                        (WeightKernel::default(), None),
+                    ),
+                },
                 ConvChoice::Tile { .. } | ConvChoice::Winograd(_) | ConvChoice::Nhwc(_) => {
                     Err(Error::invalid("conv2d_backward_weight", "one tile only"))
                 }

@@ -56,6 +56,11 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             .into_iter()
             .map(super::kernels::KernelKey::ConvNhwc),
     );
+    keys.extend(
+        super::conv_nhwc::ConvNhwcWeightKey::all()
+            .into_iter()
+            .map(super::kernels::KernelKey::ConvNhwcWeight),
+    );
     super::fusion::catalogue(&mut keys);
     keys.into_iter()
         .map(|key| (key.name(), key.source()))

@@ -124,6 +124,9 @@ pub enum KernelKey {
     /// F16 forward convolution on cooperative matrices over channels-last copies of its
     /// operands (`conv_nhwc.rs`).
     ConvNhwc(super::conv_nhwc::ConvNhwcKey),
+    /// F16 convolution weight gradient on cooperative matrices over channels-last copies
+    /// (`conv_nhwc/weight.rs`).
+    ConvNhwcWeight(super::conv_nhwc::ConvNhwcWeightKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
     /// One of the three transforms of the Winograd F(2x2, 3x3) convolution.
@@ -217,6 +220,7 @@ impl KernelKey {
             | KernelKey::MatmulCoop { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::ConvNhwc(_)
+            | KernelKey::ConvNhwcWeight(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
             | KernelKey::Conv2dBackwardWeight { .. }
@@ -263,6 +267,7 @@ impl KernelKey {
             KernelKey::MatmulCoop { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::ConvNhwc(_)
+            | KernelKey::ConvNhwcWeight(_)
             | KernelKey::AttentionCoop(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Attention(key) => key.dtype == DType::F16,
@@ -308,6 +313,7 @@ impl KernelKey {
             // The tensor-core convolutions write their own `enable` lines.
             KernelKey::ConvCoop(key) => return key.source(),
             KernelKey::ConvNhwc(key) => return key.source(),
+            KernelKey::ConvNhwcWeight(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
             KernelKey::Rows(key) => key.source(),

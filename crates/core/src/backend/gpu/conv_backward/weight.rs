@@ -491,20 +491,31 @@ impl GpuStorage {
         if !partial {
             return Ok(target);
         }
-        let out = GpuStorage::allocate(&self.device, OP, numel, self.dtype)?;
-        let header = SplitSumParams {
-            len: word(numel)?,
-            splits: word(splits)?,
-        };
-        let words = Params::with_header(&header, 0);
-        let key = KernelKey::Conv2dSplitSum { dtype: self.dtype };
-        GpuStorage::launch(
-            &self.device,
-            &key,
-            &words,
-            &[target.raw()?, out.raw()?],
-            numel,
-        )?;
-        Ok(out)
+        sum_splits(&target, splits, numel, self.dtype)
     }
+}
+
+/// The `numel` elements of `dtype` that `splits` consecutive f32 blocks of partial sums in
+/// `partials` add up to, in a fixed order (`Conv2dSplitSum`).
+pub(crate) fn sum_splits(
+    partials: &GpuStorage,
+    splits: usize,
+    numel: usize,
+    dtype: DType,
+) -> Result<GpuStorage> {
+    let out = GpuStorage::allocate(&partials.device, "conv2d_backward_weight", numel, dtype)?;
+    let header = SplitSumParams {
+        len: word(numel)?,
+        splits: word(splits)?,
+    };
+    let words = Params::with_header(&header, 0);
+    let key = KernelKey::Conv2dSplitSum { dtype };
+    GpuStorage::launch(
+        &partials.device,
+        &key,
+        &words,
+        &[partials.raw()?, out.raw()?],
+        numel,
+    )?;
+    Ok(out)
 }

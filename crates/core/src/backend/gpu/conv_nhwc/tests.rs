@@ -5,7 +5,7 @@
 
 use super::super::conv_epilogue::BoundEpilogue;
 use super::super::GpuStorage;
-use super::{applies, ConvNhwcKey, NhwcTile};
+use super::{applies, ConvNhwcKey, ConvNhwcWeightKey, NhwcTile};
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
@@ -20,6 +20,12 @@ fn every_key_validates_with_naga() {
         let source = key.source();
         assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
         super::super::matmul_coop::tests::translate(&format!("{key:?}"), &source);
+    }
+    for key in ConvNhwcWeightKey::all() {
+        let source = key.source();
+        assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
+        super::super::matmul_coop::tests::translate(&format!("{key:?}"), &source);
+        assert!(key.workgroup_bytes() <= 32 * 1024, "{key:?}");
     }
     // The 128-pixel tiles fit 32 KiB of workgroup memory (lavapipe), all fit 48 KiB.
     for tile in NhwcTile::ALL {
@@ -211,6 +217,66 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
     }
 }
 
+/// The weight gradient of every case through both column counts that divide its output
+/// channels, against the CPU's f32 gradient of the same f16 values.
+fn check_weight_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
+    for (seed, case) in cases().into_iter().enumerate() {
+        let [n, c, h, w] = case.input;
+        let o = case.out_channels;
+        let (kh, kw) = case.kernel;
+        let out_shape = cpu_conv_shape(&case, h, w);
+        let out_len: usize = out_shape.iter().product();
+        let x = values(n * c * h * w, seed + 4);
+        let g = values(out_len, seed + 7);
+        let (x_layout, g_layout) = (
+            Layout::contiguous(&case.input),
+            Layout::contiguous(&out_shape),
+        );
+        let weight_shape = [o, c, kh, kw];
+        let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
+        let CpuStorage::F32(expected) = widen(&x)
+            .conv2d_backward_weight(
+                &x_layout,
+                &widen(&g),
+                &g_layout,
+                &case.params,
+                &weight_shape,
+            )
+            .unwrap()
+        else {
+            panic!("dtype changed")
+        };
+        let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+        let (gx, gg) = (upload(x.clone()), upload(g.clone()));
+        for columns in [64, 128] {
+            if !o.is_multiple_of(columns) {
+                continue;
+            }
+            let out = gx
+                .conv2d_backward_weight_nhwc(
+                    (&x_layout, &gg, &g_layout),
+                    &case.params,
+                    &weight_shape,
+                    (columns, emulated),
+                )
+                .unwrap()
+                .expect("the kernel applies");
+            let CpuStorage::F16(actual) = out.to_cpu().unwrap() else {
+                panic!("dtype changed")
+            };
+            assert_eq!(actual.len(), expected.len());
+            for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+                let y = y.to_f32();
+                assert!(
+                    (x - y).abs() <= 3e-3 * (1.0 + x.abs()),
+                    "weight gradient, {columns} columns, emulated {emulated}, {:?}: element {i}: {x} vs {y}",
+                    case.input
+                );
+            }
+        }
+    }
+}
+
 fn cpu_conv_shape(case: &Case, h: usize, w: usize) -> [usize; 4] {
     let p = &case.params;
     let (kh, kw) = case.kernel;
@@ -229,6 +295,7 @@ fn emulated_kernels_match_cpu() {
         return;
     }
     check_all(&device, true);
+    check_weight_gradients(&device, true);
 }
 
 #[test]
@@ -241,4 +308,5 @@ fn hardware_kernels_match_cpu() {
         return;
     }
     check_all(&device, false);
+    check_weight_gradients(&device, false);
 }
