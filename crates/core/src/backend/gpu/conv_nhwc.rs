@@ -7,10 +7,11 @@
 //! - The host copies the input `[n, c, h, w]` (any strides) to a dense `[n, h, w, c]` and the
 //!   weight `[o, c, kh, kw]` to a dense `[kh, kw, c, o]` (= `[K, o]`, B of the GEMM): two
 //!   memory passes, the input's about 4% of the arithmetic time of a ResNet layer.
-//! - GEMM: M = n * oh * ow (pixels), N = o, K = kh * kw * c with c a multiple of 32, so a
-//!   k-block of 32 is one tap `(ki, kj)` and 32 channels; the tap of block `s` is uniform
-//!   (`s / (c / 32)`), each loader computes its pixel's `(image, oy, ox)` once, and a load
-//!   outside the image (padding) or past M is zero.
+//! - GEMM: M = n * oh * ow (pixels), N = o, K = kh * kw * c with c a multiple of 8 (fewer
+//!   channels — an image's 3 in a network's stem — are padded to 8 with zeros in both
+//!   copies), so each 16-byte load is 8 channels of one tap: a loader finds its tap from its
+//!   k once per block, its pixel's `(image, oy, ox)` once, and a load outside the image
+//!   (padding), past M or past K (rounded up to blocks of 32) is zero.
 //! - Tiles ([`NhwcTile`]): 256 invocations, eight subgroups; R x C (pixels x channels) of
 //!   256 x 64, 128 x 128 or 128 x 64, subgroups `R / 64` high; each owns 64 rows as 4 x
 //!   (its columns / 16) f32 accumulators. Blocks staged once in f16 workgroup memory (rows
@@ -161,7 +162,7 @@ kernel_params! {
         m: u32,
         /// Output channels o (GEMM columns).
         out_channels: u32,
-        /// Input channels c (a multiple of 32).
+        /// Input channels c of the channels-last copy (a multiple of 8).
         channels: u32,
         /// Input height.
         height: u32,
@@ -173,8 +174,10 @@ kernel_params! {
         out_width: u32,
         /// Kernel columns kw.
         kernel_w: u32,
-        /// k-blocks (taps x channel blocks).
+        /// k-blocks: K = kh * kw * c over 32, rounded up.
         steps: u32,
+        /// GEMM depth K = kh * kw * c.
+        depth: u32,
         /// Stride (rows).
         stride_h: u32,
         /// Stride (columns).
@@ -265,7 +268,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     for line in [
         "let m = params.m;".to_string(),
         "let out_channels = params.out_channels;".into(),
-        "let blocks_per_tap = params.channels / 32u;".into(),
+        "let c8 = params.channels / 8u;".into(),
         "let input_last = arrayLength(&nhwc_input) - 1u;".into(),
         "let weight_last = arrayLength(&nhwc_weight) - 1u;".into(),
         format!("let row0 = workgroup.y * {rows}u;"),
@@ -278,7 +281,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         format!("// load `local % {b_per_row}` of B's k-rows `local / {b_per_row} + {b_rows_per_pass}p`."),
         format!("let a_store = (local / 4u) * {A_ROW}u + (local % 4u) * 8u;"),
         format!("let b_store = (local / {b_per_row}u) * {b_row}u + (local % {b_per_row}u) * 8u;"),
-        format!("let b_start = (local / {b_per_row}u) * (out_channels / 8u) + column0 / 8u + local % {b_per_row}u;"),
+        format!("let b_row = local / {b_per_row}u;"),
+        format!("let b_start = column0 / 8u + local % {b_per_row}u;"),
     ] {
         w.line(1, &line);
     }
@@ -312,13 +316,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     }
     // The loads of k-block `step` into the registers.
     let load = |w: &mut Writer, indent: usize| {
-        w.line(indent, "let tap = step / blocks_per_tap;");
+        // This loader's 8 k: one tap, 8 channels (K past its end reads zeros).
+        w.line(indent, "let k = step * 32u + (local % 4u) * 8u;");
+        w.line(indent, "let tap = k / params.channels;");
         w.line(indent, "let ki = tap / params.kernel_w;");
         w.line(indent, "let kj = tap % params.kernel_w;");
-        w.line(
-            indent,
-            "let channel8 = (step % blocks_per_tap) * 4u + local % 4u;",
-        );
+        w.line(indent, "let channel8 = (k % params.channels) / 8u;");
         w.line(indent, "let dy = i32(ki * params.dilation_h);");
         w.line(indent, "let dx = i32(kj * params.dilation_w);");
         for p in 0..a_loads {
@@ -327,13 +330,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             w.line(
                 indent,
                 &format!(
-                    "let inside{p} = pixel{p} < m && iy{p} >= 0 && iy{p} < i32(params.height) && ix{p} >= 0 && ix{p} < i32(params.width);"
+                    "let inside{p} = pixel{p} < m && k < params.depth && iy{p} >= 0 && iy{p} < i32(params.height) && ix{p} >= 0 && ix{p} < i32(params.width);"
                 ),
             );
             w.line(
                 indent,
                 &format!(
-                    "let at{p} = min(((base{p} + u32(max(iy{p}, 0))) * params.width + u32(max(ix{p}, 0))) * blocks_per_tap * 4u + channel8, input_last);"
+                    "let at{p} = min(((base{p} + u32(max(iy{p}, 0))) * params.width + u32(max(ix{p}, 0))) * c8 + channel8, input_last);"
                 ),
             );
             w.line(
@@ -342,11 +345,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             );
         }
         for p in 0..b_loads {
+            let row = format!("step * 32u + b_row + {}u", p * b_rows_per_pass);
             w.line(
                 indent,
                 &format!(
-                    "b{p} = nhwc_weight[min(b_start + (step * 32u + {}u) * (out_channels / 8u), weight_last)];",
-                    p * b_rows_per_pass
+                    "if ({row} < params.depth) {{ b{p} = nhwc_weight[min(b_start + ({row}) * (out_channels / 8u), weight_last)]; }} else {{ b{p} = mat2x4<f16>(); }}"
                 ),
             );
         }
@@ -523,14 +526,47 @@ pub(crate) fn tiles_for(out_channels: usize) -> Vec<NhwcTile> {
 }
 
 /// Whether the channels-last kernels can compute this convolution: F16 operands, one group,
-/// input channels a multiple of 32, output channels of 64, a 4-D input.
+/// input channels a multiple of 8 or fewer than 8 (padded), output channels a multiple of
+/// 64, a 4-D input.
 pub(crate) fn applies(dtype: DType, weight_shape: &[usize], params: &Conv2dParams) -> bool {
     dtype == DType::F16
         && params.groups == 1
         && weight_shape.len() == 4
         && weight_shape[1] > 0
-        && weight_shape[1].is_multiple_of(32)
+        && (weight_shape[1] < 8 || weight_shape[1].is_multiple_of(8))
         && !tiles_for(weight_shape[0]).is_empty()
+}
+
+/// Input channels of the channels-last copies: `channels`, or 8 for fewer (an image's 3
+/// channels padded with zeros, so that 16 bytes still hold one pixel's channels).
+pub(crate) fn padded_channels(channels: usize) -> usize {
+    channels.next_multiple_of(8)
+}
+
+/// A dense channels-last copy of the view `layout` of `storage` (`order` permutes it so
+/// that the channels come where they go) with `channels` padded to `padded` by zeros in the
+/// dim `channel_dim` of the permuted view.
+pub(crate) fn channels_last_copy(
+    storage: &GpuStorage,
+    layout: &Layout,
+    order: &[usize],
+    channel_dim: usize,
+    padded: usize,
+) -> Result<GpuStorage> {
+    let view = layout.permute(order);
+    if view.shape[channel_dim] == padded {
+        return storage.copy_strided(&view);
+    }
+    let mut shape = view.shape.clone();
+    shape[channel_dim] = padded;
+    let mut target = GpuStorage::full(&storage.device, shape.iter().product(), storage.dtype, 0.0)?;
+    let target_view = Layout {
+        shape: view.shape.clone(),
+        strides: Layout::contiguous(&shape).strides,
+        offset: 0,
+    };
+    storage.copy_into(&view, &mut target, &target_view)?;
+    Ok(target)
 }
 
 impl GpuStorage {
@@ -581,16 +617,19 @@ impl GpuStorage {
             return Ok(Some(out));
         }
         let (kernel_h, kernel_w) = shape.kernel;
+        let padded = padded_channels(channels);
+        let depth = kernel_h * kernel_w * padded;
         let header = ConvNhwcParams {
             m: word(pixels)?,
             out_channels: word(out_channels)?,
-            channels: word(channels)?,
+            channels: word(padded)?,
             height: word(height)?,
             width: word(width)?,
             plane: word(out_height * out_width)?,
             out_width: word(out_width)?,
             kernel_w: word(kernel_w)?,
-            steps: word(kernel_h * kernel_w * channels / K_BLOCK)?,
+            steps: word(depth.div_ceil(K_BLOCK))?,
+            depth: word(depth)?,
             stride_h: word(shape.stride.0)?,
             stride_w: word(shape.stride.1)?,
             pad_h: word(shape.padding.0)?,
@@ -598,9 +637,9 @@ impl GpuStorage {
             dilation_h: word(shape.dilation.0)?,
             dilation_w: word(shape.dilation.1)?,
         };
-        // Channels-last input [n, h, w, c] and weight [kh, kw, c, o].
-        let input = self.copy_strided(&layout.permute(&[0, 2, 3, 1]))?;
-        let weight = weight.copy_strided(&weight_layout.permute(&[2, 3, 1, 0]))?;
+        // Channels-last input [n, h, w, c] and weight [kh, kw, c, o] (c padded).
+        let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded)?;
+        let weight = channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, padded)?;
         let key = ConvNhwcKey {
             tile,
             epilogue: epilogue.map(|e| e.key),

@@ -46,9 +46,11 @@ fn applies_only_to_its_shapes() {
     assert!(applies(DType::F16, &[64, 32, 3, 3], &params));
     assert!(applies(DType::F16, &[128, 64, 1, 1], &params));
     assert!(!applies(DType::F32, &[64, 32, 3, 3], &params));
-    assert!(!applies(DType::F16, &[64, 3, 7, 7], &params));
+    // Fewer than 8 channels are padded; other counts must be multiples of 8.
+    assert!(applies(DType::F16, &[64, 3, 7, 7], &params));
+    assert!(applies(DType::F16, &[64, 40, 3, 3], &params));
+    assert!(!applies(DType::F16, &[64, 12, 3, 3], &params));
     assert!(!applies(DType::F16, &[96, 32, 3, 3], &params));
-    assert!(!applies(DType::F16, &[64, 48, 3, 3], &params));
     let grouped = Conv2dParams {
         groups: 2,
         ..params
@@ -111,6 +113,23 @@ fn cases() -> Vec<Case> {
             kernel: (3, 3),
             params: params(1, 1, 1),
             epilogue: Some((true, EpilogueActivation::Relu)),
+        },
+        // A network's stem: 3 channels (padded to 8), 7x7, stride 2, padding 3, with the
+        // batch norm and ReLU epilogue.
+        Case {
+            input: [1, 3, 12, 10],
+            out_channels: 64,
+            kernel: (7, 7),
+            params: params(2, 3, 1),
+            epilogue: Some((false, EpilogueActivation::Relu)),
+        },
+        // 40 channels: K = 360, the last k-block partly past K.
+        Case {
+            input: [1, 40, 6, 7],
+            out_channels: 128,
+            kernel: (3, 3),
+            params: params(1, 1, 1),
+            epilogue: None,
         },
         // Dilation 2, padding 2.
         Case {

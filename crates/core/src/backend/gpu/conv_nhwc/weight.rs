@@ -3,8 +3,9 @@
 //! over the output pixels `p`, as the GEMM `dWᵀ[(tap, c), o] = Xᵀ[(tap, c), p] · G[p, o]`.
 //!
 //! - The host copies the input to `[n, h, w, c]` and the gradient to `[n, oh, ow, o]` (tiled
-//!   transposes, `copy_transpose.rs`). M = kh * kw * c (rows `(tap, c)`, c a multiple of
-//!   32), N = o (a multiple of the tile's 64 or 128 columns), K = n * oh * ow pixels.
+//!   transposes, `copy_transpose.rs`). M = kh * kw * c (rows `(tap, c)`, c a multiple of 8;
+//!   fewer channels, an image's 3, are padded to 8 with zeros and their rows cut from the
+//!   result), N = o (a multiple of the tile's 64 or 128 columns), K = n * oh * ow pixels.
 //! - A's block (128 rows x 32 pixels): each 16-byte load is 8 channels of one tap at one
 //!   pixel, stored down a column of the block (invocations along the pixels, so neighbours
 //!   write neighbouring halves); zero in the padding and past the split's pixels. B's block
@@ -15,7 +16,7 @@
 //! - Tiles, staging, the register prefetch and the scratch epilogue are the forward's
 //!   (`conv_nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
 
-use super::{applies, Writer, A_ROW, INVOCATIONS, K_BLOCK};
+use super::{applies, channels_last_copy, padded_channels, Writer, A_ROW, INVOCATIONS, K_BLOCK};
 use crate::backend::gpu::conv_backward::{sum_splits, MAX_PARTIALS, MAX_SPLITS};
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::matmul_coop::Coop;
@@ -426,9 +427,8 @@ impl GpuStorage {
         let [batch, _, out_height, out_width] = shape.output_shape();
         let (height, width) = (layout.shape[2], layout.shape[3]);
         let pixels = batch * out_height * out_width;
-        let rows = kh * kw * c;
-        let numel = o * rows;
         if pixels == 0 {
+            let numel = o * c * kh * kw;
             return Ok(Some(GpuStorage::full(
                 &self.device,
                 numel,
@@ -436,6 +436,10 @@ impl GpuStorage {
                 0.0,
             )?));
         }
+        // Fewer than 8 channels are padded to 8 (zeros), and their gradient cut back.
+        let padded = padded_channels(c);
+        let rows = kh * kw * padded;
+        let numel = o * rows;
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let tiles = (o / columns) * rows.div_ceil(ROWS);
         let splits = TARGET_WORKGROUPS
@@ -451,7 +455,7 @@ impl GpuStorage {
         let header = ConvNhwcWeightParams {
             pixels: word(pixels)?,
             out_channels: word(o)?,
-            channels: word(c)?,
+            channels: word(padded)?,
             height: word(height)?,
             width: word(width)?,
             plane: word(out_height * out_width)?,
@@ -469,7 +473,7 @@ impl GpuStorage {
         };
         word(splits * numel)?;
         // Channels-last input [n, h, w, c] and gradient [n, oh, ow, o].
-        let input = self.copy_strided(&layout.permute(&[0, 2, 3, 1]))?;
+        let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded)?;
         let gradient = grad.copy_strided(&grad_layout.permute(&[0, 2, 3, 1]))?;
         let partials = GpuStorage::allocate(&self.device, OP, splits * numel, crate::DType::F32)?;
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
@@ -491,6 +495,11 @@ impl GpuStorage {
                 }
             }
         }
-        sum_splits(&partials, splits, numel, self.dtype).map(Some)
+        let gradient = sum_splits(&partials, splits, numel, self.dtype)?;
+        if padded == c {
+            return Ok(Some(gradient));
+        }
+        let real = Layout::contiguous(&[o, padded, kh, kw]).narrow(1, 0, c);
+        gradient.copy_strided(&real).map(Some)
     }
 }
