@@ -174,6 +174,10 @@ kernel_params! {
         out_width: u32,
         /// Kernel columns kw.
         kernel_w: u32,
+        /// Kernel rows kh.
+        kernel_h: u32,
+        /// 1: taps are read flipped (`(kh - 1 - ki, kw - 1 - kj)`; the input gradient).
+        flip: u32,
         /// k-blocks: K = kh * kw * c over 32, rounded up.
         steps: u32,
         /// GEMM depth K = kh * kw * c.
@@ -319,8 +323,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         // This loader's 8 k: one tap, 8 channels (K past its end reads zeros).
         w.line(indent, "let k = step * 32u + (local % 4u) * 8u;");
         w.line(indent, "let tap = k / params.channels;");
-        w.line(indent, "let ki = tap / params.kernel_w;");
-        w.line(indent, "let kj = tap % params.kernel_w;");
+        w.line(indent, "var ki = tap / params.kernel_w;");
+        w.line(indent, "var kj = tap % params.kernel_w;");
+        w.line(
+            indent,
+            "if (params.flip != 0u) { ki = params.kernel_h - 1u - min(ki, params.kernel_h - 1u); kj = params.kernel_w - 1u - kj; }",
+        );
         w.line(indent, "let channel8 = (k % params.channels) / 8u;");
         w.line(indent, "let dy = i32(ki * params.dilation_h);");
         w.line(indent, "let dx = i32(kj * params.dilation_w);");
@@ -583,23 +591,94 @@ impl GpuStorage {
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (channels-last tensor cores)";
         same_device(OP, self, weight)?;
-        let context = self.device.context();
-        let usable = if emulated {
-            context.supports_f16()
-        } else {
-            context.coop.available && context.coop.conv.failure().is_none()
-        };
-        if !usable
-            || self.dtype != weight.dtype
+        if self.dtype != weight.dtype
             || !applies(self.dtype, &weight_layout.shape, params)
             || !weight_layout.shape[0].is_multiple_of(tile.columns())
-            || tile.workgroup_bytes() > context.limits.max_compute_workgroup_storage_size
+            || !self.nhwc_usable(tile, emulated)
         {
             return Ok(None);
         }
         check_view(OP, layout, self.len)?;
         check_view(OP, weight_layout, weight.len)?;
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        let padded = padded_channels(layout.shape[1]);
+        // Weight [o, c, kh, kw] as [kh, kw, c, o] (c padded).
+        let weight = channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, padded)?;
+        self.nhwc_gemm(layout, &weight, &shape, false, (tile, emulated), epilogue)
+    }
+
+    /// The input gradient of a stride-1, undilated convolution on the channels-last kernels:
+    /// the convolution of the output gradient `self` (`[n, o, oh, ow]`) with the forward's
+    /// weight `[o, c, kh, kw]` read transposed and flipped, padding `k - 1 - p`; `Ok(None)`
+    /// where it does not apply (also when `input_shape` is not what that gives).
+    pub(crate) fn conv2d_backward_input_nhwc(
+        &self,
+        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
+        params: &Conv2dParams,
+        input_shape: &[usize],
+        (tile, emulated): (NhwcTile, bool),
+    ) -> Result<Option<GpuStorage>> {
+        const OP: &str = "conv2d_backward_input (channels-last tensor cores)";
+        same_device(OP, self, weight)?;
+        let (&[o, c, kh, kw], &[_, go, _, _]) =
+            (weight_layout.shape.as_slice(), layout.shape.as_slice())
+        else {
+            return Ok(None);
+        };
+        let transposed = [c, o, kh, kw];
+        let unit = params.stride == (1, 1) && params.dilation == (1, 1);
+        if !unit
+            || go != o
+            || params.padding.0 >= kh
+            || params.padding.1 >= kw
+            || self.dtype != weight.dtype
+            || !applies(self.dtype, &transposed, params)
+            || !c.is_multiple_of(tile.columns())
+            || !self.nhwc_usable(tile, emulated)
+        {
+            return Ok(None);
+        }
+        check_view(OP, layout, self.len)?;
+        check_view(OP, weight_layout, weight.len)?;
+        let gradient_params = Conv2dParams {
+            padding: (kh - 1 - params.padding.0, kw - 1 - params.padding.1),
+            ..*params
+        };
+        let shape = Conv2dShape::new(layout, &Layout::contiguous(&transposed), &gradient_params)?;
+        if shape.output_shape().as_slice() != input_shape {
+            return Ok(None);
+        }
+        let padded = padded_channels(o);
+        // Weight [o, c, kh, kw] as [kh, kw, o, c] (o padded); the kernel flips the taps.
+        let weight = channels_last_copy(weight, weight_layout, &[2, 3, 0, 1], 2, padded)?;
+        self.nhwc_gemm(layout, &weight, &shape, true, (tile, emulated), None)
+    }
+
+    /// Whether the channels-last kernels with `tile` can run on this device (`emulated`: any
+    /// f16 device).
+    fn nhwc_usable(&self, tile: NhwcTile, emulated: bool) -> bool {
+        let context = self.device.context();
+        let usable = if emulated {
+            context.supports_f16()
+        } else {
+            context.coop.available && context.coop.conv.failure().is_none()
+        };
+        usable && tile.workgroup_bytes() <= context.limits.max_compute_workgroup_storage_size
+    }
+
+    /// The implicit GEMM of `shape` over the input view `layout` of `self` and the dense
+    /// channels-last weight `weight` (`[kh, kw, c padded, o]`), taps flipped where `flip`.
+    fn nhwc_gemm(
+        &self,
+        layout: &Layout,
+        weight: &GpuStorage,
+        shape: &Conv2dShape,
+        flip: bool,
+        (tile, emulated): (NhwcTile, bool),
+        epilogue: Option<&BoundEpilogue<'_>>,
+    ) -> Result<Option<GpuStorage>> {
+        const OP: &str = "conv2d (channels-last tensor cores)";
+        let context = self.device.context();
         let [batch, out_channels, out_height, out_width] = shape.output_shape();
         let (channels, height, width) = match layout.shape.as_slice() {
             &[_, c, h, w] => (c, h, w),
@@ -628,6 +707,8 @@ impl GpuStorage {
             plane: word(out_height * out_width)?,
             out_width: word(out_width)?,
             kernel_w: word(kernel_w)?,
+            kernel_h: word(kernel_h)?,
+            flip: u32::from(flip),
             steps: word(depth.div_ceil(K_BLOCK))?,
             depth: word(depth)?,
             stride_h: word(shape.stride.0)?,
@@ -637,9 +718,8 @@ impl GpuStorage {
             dilation_h: word(shape.dilation.0)?,
             dilation_w: word(shape.dilation.1)?,
         };
-        // Channels-last input [n, h, w, c] and weight [kh, kw, c, o] (c padded).
+        // Channels-last input [n, h, w, c] (c padded).
         let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded)?;
-        let weight = channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, padded)?;
         let key = ConvNhwcKey {
             tile,
             epilogue: epilogue.map(|e| e.key),

@@ -236,6 +236,18 @@ impl GpuStorage {
         if conv_winograd::applies_backward_input(self.dtype, &weight_layout.shape, params) {
             choices.extend(WinogradTile::ALL.map(ConvChoice::Winograd));
         }
+        // Channels-last tensor cores first for stride-1 gradients (a convolution of the
+        // gradient with the flipped weight; `conv2d_backward_input_nhwc` checks the rest).
+        let coop = &self.device.context().coop;
+        if f16
+            && coop.available
+            && coop.conv.channels_last_active()
+            && params.stride == (1, 1)
+            && params.dilation == (1, 1)
+        {
+            let tiles = conv_nhwc::tiles_for(channels);
+            choices.splice(0..0, tiles.into_iter().map(ConvChoice::Nhwc));
+        }
         let operands = || {
             format!(
                 "g{:?} w{:?} x{input_shape:?} {}",
@@ -284,9 +296,26 @@ impl GpuStorage {
                     input_shape,
                     tile,
                 ),
-                ConvChoice::Splits { .. } | ConvChoice::Nhwc(_) | ConvChoice::NhwcWeight(_) => Err(
-                    Error::invalid("conv2d_backward_input", "not a candidate of this pass"),
-                ),
+                ConvChoice::Nhwc(tile) => match self.conv2d_backward_input_nhwc(
+                    (layout, weight, weight_layout),
+                    params,
+                    input_shape,
+                    (tile, false),
+                )? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_backward_input_with(
+                        layout,
+                        weight,
+                        weight_layout,
+                        params,
+                        input_shape,
+                        None,
+                    ),
+                },
+                ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) => Err(Error::invalid(
+                    "conv2d_backward_input",
+                    "not a candidate of this pass",
+                )),
             },
         )
     }

@@ -296,6 +296,74 @@ fn check_weight_gradients(device: &crate::backend::gpu::GpuDevice, emulated: boo
     }
 }
 
+/// The stride-1 cases' input gradients through every tile that divides the input channels,
+/// against the CPU's f32 input gradient of the same f16 values.
+fn check_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
+    let mut checked = 0;
+    for (seed, case) in cases().into_iter().enumerate() {
+        let [_, c, h, w] = case.input;
+        let o = case.out_channels;
+        let (kh, kw) = case.kernel;
+        if case.params.stride != (1, 1) || case.params.dilation != (1, 1) {
+            continue;
+        }
+        let out_shape = cpu_conv_shape(&case, h, w);
+        let g = values(out_shape.iter().product(), seed + 11);
+        let weight = values(o * c * kh * kw, seed + 12);
+        let (g_layout, w_layout) = (
+            Layout::contiguous(&out_shape),
+            Layout::contiguous(&[o, c, kh, kw]),
+        );
+        let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
+        let CpuStorage::F32(expected) = widen(&g)
+            .conv2d_backward_input(
+                &g_layout,
+                &widen(&weight),
+                &w_layout,
+                &case.params,
+                &case.input,
+            )
+            .unwrap()
+        else {
+            panic!("dtype changed")
+        };
+        let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+        let (gg, gw) = (upload(g.clone()), upload(weight.clone()));
+        for tile in NhwcTile::ALL {
+            if !c.is_multiple_of(tile.columns())
+                || !super::applies(DType::F16, &[c, o, kh, kw], &case.params)
+            {
+                continue;
+            }
+            let Some(out) = gg
+                .conv2d_backward_input_nhwc(
+                    (&g_layout, &gw, &w_layout),
+                    &case.params,
+                    &case.input,
+                    (tile, emulated),
+                )
+                .unwrap()
+            else {
+                continue;
+            };
+            checked += 1;
+            let CpuStorage::F16(actual) = out.to_cpu().unwrap() else {
+                panic!("dtype changed")
+            };
+            assert_eq!(actual.len(), expected.len());
+            for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+                let y = y.to_f32();
+                assert!(
+                    (x - y).abs() <= 3e-3 * (1.0 + x.abs()),
+                    "input gradient {tile:?} emulated {emulated} {:?}: element {i}: {x} vs {y}",
+                    case.input
+                );
+            }
+        }
+    }
+    assert!(checked >= 2, "only {checked} input-gradient runs");
+}
+
 fn cpu_conv_shape(case: &Case, h: usize, w: usize) -> [usize; 4] {
     let p = &case.params;
     let (kh, kw) = case.kernel;
@@ -315,6 +383,7 @@ fn emulated_kernels_match_cpu() {
     }
     check_all(&device, true);
     check_weight_gradients(&device, true);
+    check_input_gradients(&device, true);
 }
 
 #[test]
@@ -328,4 +397,5 @@ fn hardware_kernels_match_cpu() {
     }
     check_all(&device, false);
     check_weight_gradients(&device, false);
+    check_input_gradients(&device, false);
 }
