@@ -208,6 +208,53 @@ impl Writer {
     }
 }
 
+/// The stores of one loaded `mat2x4<f16>` register (8 halves) into `tile` from the `let`
+/// `store` plus `offset` halves (in the k-loop's body).
+pub(super) fn store_register(
+    w: &mut Writer,
+    tile: &str,
+    store: &str,
+    offset: usize,
+    register: &str,
+) {
+    for half in 0..8 {
+        w.line(
+            2,
+            &format!(
+                "{tile}[{store} + {}u] = {register}[{}][{}];",
+                offset + half,
+                half / 4,
+                half % 4
+            ),
+        );
+    }
+}
+
+/// The product of the staged blocks into this subgroup's accumulators `c{i}{j}` (4 x
+/// `fragment_columns`): per 16 k of the block, four A fragments from `a_fragment` and one B
+/// fragment per column from `sub_column` (B's rows `b_row` halves long), in the k-loop's body.
+pub(super) fn block_product(w: &mut Writer, coop: Coop, b_row: usize, fragment_columns: usize) {
+    for kk in 0..K_BLOCK / 16 {
+        w.line(2, "{");
+        for i in 0..4 {
+            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
+            let fragment = coop.load('A', "tile_a", &start, &format!("{A_ROW}u"));
+            w.line(3, &format!("let fa{i} = {fragment};"));
+        }
+        for j in 0..fragment_columns {
+            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
+            let fragment = coop.load('B', "tile_b", &start, &format!("{b_row}u"));
+            w.line(3, &format!("let fb{j} = {fragment};"));
+            for i in 0..4 {
+                let c = format!("c{i}{j}");
+                let product = coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c);
+                w.line(3, &format!("{c} = {product};"));
+            }
+        }
+        w.line(2, "}");
+    }
+}
+
 /// The kernel's WGSL source.
 fn source(key: ConvNhwcKey) -> String {
     let coop = Coop {
@@ -372,31 +419,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     );
     w.line(2, "// Everyone is done reading the previous block.");
     w.line(2, "workgroupBarrier();");
-    let store = |w: &mut Writer, tile: &str, store: &str, offset: usize, register: &str| {
-        for half in 0..8 {
-            w.line(
-                2,
-                &format!(
-                    "{tile}[{store} + {}u] = {register}[{}][{}];",
-                    offset + half,
-                    half / 4,
-                    half % 4
-                ),
-            );
-        }
-    };
     for p in 0..a_loads {
-        store(
-            &mut w,
-            "tile_a",
-            "a_store",
-            p * 64 * A_ROW,
-            &format!("a{p}"),
-        );
+        let offset = p * 64 * A_ROW;
+        store_register(&mut w, "tile_a", "a_store", offset, &format!("a{p}"));
     }
     for p in 0..b_loads {
         let offset = p * b_rows_per_pass * b_row;
-        store(&mut w, "tile_b", "b_store", offset, &format!("b{p}"));
+        store_register(&mut w, "tile_b", "b_store", offset, &format!("b{p}"));
     }
     w.line(2, "workgroupBarrier();");
     w.line(
@@ -407,43 +436,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(3, "let step = step + 1u;");
     load(&mut w, 3);
     w.line(2, "}");
-    for kk in 0..K_BLOCK / 16 {
-        w.line(2, "{");
-        for i in 0..4 {
-            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
-            w.line(
-                3,
-                &format!(
-                    "let fa{i} = {};",
-                    coop.load('A', "tile_a", &start, &format!("{A_ROW}u"))
-                ),
-            );
-        }
-        for j in 0..fragment_columns {
-            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
-            w.line(
-                3,
-                &format!(
-                    "let fb{j} = {};",
-                    coop.load('B', "tile_b", &start, &format!("{b_row}u"))
-                ),
-            );
-            for i in 0..4 {
-                w.line(
-                    3,
-                    &format!(
-                        "c{i}{j} = {};",
-                        coop.multiply_add(
-                            &format!("fa{i}"),
-                            &format!("fb{j}"),
-                            &format!("c{i}{j}")
-                        )
-                    ),
-                );
-            }
-        }
-        w.line(2, "}");
-    }
+    block_product(&mut w, coop, b_row, fragment_columns);
     w.line(1, "}");
     // Epilogue: lane writes channel `lane % 16` of pixels `(lane / 16) * 8 ..+ 8` of each
     // 16 x 16 accumulator.

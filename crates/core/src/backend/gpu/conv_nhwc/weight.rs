@@ -16,7 +16,10 @@
 //! - Tiles, staging, the register prefetch and the scratch epilogue are the forward's
 //!   (`conv_nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
 
-use super::{applies, channels_last_copy, padded_channels, Writer, A_ROW, INVOCATIONS, K_BLOCK};
+use super::{
+    applies, block_product, channels_last_copy, padded_channels, store_register, Writer, A_ROW,
+    INVOCATIONS, K_BLOCK,
+};
 use crate::backend::gpu::conv_backward::{sum_splits, MAX_PARTIALS, MAX_SPLITS};
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::matmul_coop::Coop;
@@ -283,57 +286,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         }
     }
     for q in 0..b_loads {
-        for e in 0..8 {
-            w.line(
-                2,
-                &format!(
-                    "tile_b[b_store + {}u] = b{q}[{}][{}];",
-                    q * b_rows_per_pass * b_row + e,
-                    e / 4,
-                    e % 4
-                ),
-            );
-        }
+        let offset = q * b_rows_per_pass * b_row;
+        store_register(&mut w, "tile_b", "b_store", offset, &format!("b{q}"));
     }
     w.line(2, "workgroupBarrier();");
     w.line(2, "if (step + 1u < steps) {");
     w.line(3, "let step = step + 1u;");
     load(&mut w, 3);
     w.line(2, "}");
-    for kk in 0..K_BLOCK / 16 {
-        w.line(2, "{");
-        for i in 0..4 {
-            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
-            w.line(
-                3,
-                &format!(
-                    "let fa{i} = {};",
-                    coop.load('A', "tile_a", &start, &format!("{A_ROW}u"))
-                ),
-            );
-        }
-        for j in 0..fragment_columns {
-            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
-            w.line(
-                3,
-                &format!(
-                    "let fb{j} = {};",
-                    coop.load('B', "tile_b", &start, &format!("{b_row}u"))
-                ),
-            );
-            for i in 0..4 {
-                let c = format!("c{i}{j}");
-                w.line(
-                    3,
-                    &format!(
-                        "{c} = {};",
-                        coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c)
-                    ),
-                );
-            }
-        }
-        w.line(2, "}");
-    }
+    block_product(&mut w, coop, b_row, fragment_columns);
     w.line(1, "}");
     // Epilogue: lane writes output channel `lane % 16` of rows `(lane / 16) * 8 ..+ 8` into
     // this split's partial sums, in the weight's [o, c, kh, kw] order.
