@@ -169,6 +169,11 @@ impl GpuDevice {
         match self.never {}
     }
 
+    /// Whether the channels-last tensor-core convolutions may run (no device exists to ask).
+    pub fn channels_last_conv(&self) -> bool {
+        match self.never {}
+    }
+
     /// Make the tensor-core convolutions the default or not (no device exists).
     pub fn set_cooperative_conv(&self, _on: bool) {
         match self.never {}

@@ -346,6 +346,15 @@ impl GpuDevice {
         coop.available && coop.conv.active()
     }
 
+    /// Whether f16 convolutions may run on the channels-last tensor-core kernels on this
+    /// device (`conv_nhwc.rs`: the forward, the weight gradient and stride-1 input gradients
+    /// are then the autotuner's candidates): usable 16x16x16 f16 -> f32 tensor cores,
+    /// `ANYGRAD_COOP_CONV` not `off`, and no kernel refused by the driver.
+    pub fn channels_last_conv(&self) -> bool {
+        let coop = &self.context().coop;
+        coop.available && coop.conv.channels_last_active()
+    }
+
     /// Make the cooperative-matrix convolutions the default choice (`true`) or not, as
     /// `ANYGRAD_COOP_CONV` does at start; the autotuner, when on, still times them against the
     /// regular kernels. No effect where the adapter has no cooperative matrices.
