@@ -1,0 +1,98 @@
+//! `Storage`'s dispatch of the normalization primitives: softmax and layer norm over the last
+//! dim, and batch norm's statistics, backward sums and input gradient (the rules are on
+//! `BackendStorage` in `backend/contract.rs`; `storage.rs` holds `dispatch` and `run!`).
+
+use super::{dispatch, Call, Storage};
+use crate::backend::contract::{Affine, BackendStorage};
+use crate::error::Result;
+use crate::layout::Layout;
+
+impl Storage {
+    /// Softmax over the last dim; `safe` gives zeros for rows of only `-inf`
+    /// (`BackendStorage::softmax_last`).
+    pub fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Storage> {
+        run!(Call::new("softmax", [(self, layout)]), |x| softmax_last(
+            x, layout, safe
+        ))
+    }
+
+    /// Layer normalization over the last dim with an optional `(weight, bias)`
+    /// (`BackendStorage::layer_norm_last`).
+    pub fn layer_norm_last(
+        &self,
+        layout: &Layout,
+        affine: Affine<'_, Storage>,
+        eps: f64,
+    ) -> Result<Storage> {
+        match affine {
+            None => {
+                let call = Call::new("layer_norm", [(self, layout)]);
+                run!(call, |x| layer_norm_last(x, layout, None, eps))
+            }
+            Some(((weight, weight_layout), (bias, bias_layout))) => {
+                let operands = [(self, layout), (weight, weight_layout), (bias, bias_layout)];
+                let call = Call::new("layer_norm", operands).same_dtype(&[0, 1, 2]);
+                run!(call, |x, w, b| layer_norm_last(
+                    x,
+                    layout,
+                    Some(((w, weight_layout), (b, bias_layout))),
+                    eps
+                ))
+            }
+        }
+    }
+
+    /// Per-channel mean and biased variance in one pass (`BackendStorage::batch_norm_stats`).
+    pub fn batch_norm_stats(&self, layout: &Layout) -> Result<Storage> {
+        let call = Call::new("batch_norm_stats", [(self, layout)]);
+        run!(call, |x| batch_norm_stats(x, layout))
+    }
+
+    /// Batch norm's backward sums in one pass; `self` is the output gradient
+    /// (`BackendStorage::batch_norm_backward_sums`).
+    pub fn batch_norm_backward_sums(
+        &self,
+        layout: &Layout,
+        input: &Storage,
+        input_layout: &Layout,
+        mean: &Storage,
+        mean_layout: &Layout,
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (input, input_layout), (mean, mean_layout)];
+        let call = Call::new("batch_norm_backward_sums", operands).same_dtype(&[0, 1]);
+        run!(call, |g, x, m| batch_norm_backward_sums(
+            g,
+            layout,
+            x,
+            input_layout,
+            m,
+            mean_layout
+        ))
+    }
+
+    /// Batch norm's input gradient in one pass; `self` is the output gradient
+    /// (`BackendStorage::batch_norm_backward_input`).
+    pub fn batch_norm_backward_input(
+        &self,
+        layout: &Layout,
+        input: &Storage,
+        input_layout: &Layout,
+        coefficients: &Storage,
+        coefficients_layout: &Layout,
+    ) -> Result<Storage> {
+        let operands = [
+            (self, layout),
+            (input, input_layout),
+            (coefficients, coefficients_layout),
+        ];
+        let call = Call::new("batch_norm_backward_input", operands).same_dtype(&[0, 1]);
+        run!(call, |g, x, k| batch_norm_backward_input(
+            g,
+            layout,
+            x,
+            input_layout,
+            k,
+            coefficients_layout
+        ))
+    }
+}
