@@ -108,7 +108,7 @@ impl CoopVariant {
         }
     }
 
-    /// Columns of C one workgroup computes (its rows: [`COOP_TILE`]); n must be a multiple.
+    /// Columns of C one workgroup computes (its rows: 128); n must be a multiple.
     pub fn tile_n(self) -> usize {
         match self {
             CoopVariant::Wide256 => 256,
