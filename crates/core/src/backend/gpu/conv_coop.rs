@@ -58,7 +58,7 @@ use super::GpuDevice;
 mod launch;
 mod source;
 
-pub(crate) use launch::{key_for, CoopMode};
+pub(crate) use launch::{dispatch_counted, key_for, CoopMode};
 
 #[cfg(test)]
 mod tests;

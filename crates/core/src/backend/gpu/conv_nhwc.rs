@@ -29,9 +29,10 @@
 
 use std::fmt::Write;
 
+use super::conv_coop::dispatch_counted;
 use super::conv_epilogue::{self, BoundEpilogue, ConvEpilogueKey};
 use super::kernels::KernelKey;
-use super::matmul_coop::Coop;
+use super::matmul_coop::{block_product, store_register, Coop};
 use super::ops::same_device;
 use super::params::{check_view, kernel_params, word, KernelParams};
 use super::storage::GpuStorage;
@@ -208,53 +209,6 @@ impl Writer {
     }
 }
 
-/// The stores of one loaded `mat2x4<f16>` register (8 halves) into `tile` from the `let`
-/// `store` plus `offset` halves (in the k-loop's body).
-pub(super) fn store_register(
-    w: &mut Writer,
-    tile: &str,
-    store: &str,
-    offset: usize,
-    register: &str,
-) {
-    for half in 0..8 {
-        w.line(
-            2,
-            &format!(
-                "{tile}[{store} + {}u] = {register}[{}][{}];",
-                offset + half,
-                half / 4,
-                half % 4
-            ),
-        );
-    }
-}
-
-/// The product of the staged blocks into this subgroup's accumulators `c{i}{j}` (4 x
-/// `fragment_columns`): per 16 k of the block, four A fragments from `a_fragment` and one B
-/// fragment per column from `sub_column` (B's rows `b_row` halves long), in the k-loop's body.
-pub(super) fn block_product(w: &mut Writer, coop: Coop, b_row: usize, fragment_columns: usize) {
-    for kk in 0..K_BLOCK / 16 {
-        w.line(2, "{");
-        for i in 0..4 {
-            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
-            let fragment = coop.load('A', "tile_a", &start, &format!("{A_ROW}u"));
-            w.line(3, &format!("let fa{i} = {fragment};"));
-        }
-        for j in 0..fragment_columns {
-            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
-            let fragment = coop.load('B', "tile_b", &start, &format!("{b_row}u"));
-            w.line(3, &format!("let fb{j} = {fragment};"));
-            for i in 0..4 {
-                let c = format!("c{i}{j}");
-                let product = coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c);
-                w.line(3, &format!("{c} = {product};"));
-            }
-        }
-        w.line(2, "}");
-    }
-}
-
 /// The kernel's WGSL source.
 fn source(key: ConvNhwcKey) -> String {
     let coop = Coop {
@@ -420,12 +374,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(2, "// Everyone is done reading the previous block.");
     w.line(2, "workgroupBarrier();");
     for p in 0..a_loads {
-        let offset = p * 64 * A_ROW;
-        store_register(&mut w, "tile_a", "a_store", offset, &format!("a{p}"));
+        let target = ("tile_a", "a_store", p * 64 * A_ROW);
+        store_register(&mut w.text, "        ", target, &format!("a{p}"));
     }
     for p in 0..b_loads {
-        let offset = p * b_rows_per_pass * b_row;
-        store_register(&mut w, "tile_b", "b_store", offset, &format!("b{p}"));
+        let target = ("tile_b", "b_store", p * b_rows_per_pass * b_row);
+        store_register(&mut w.text, "        ", target, &format!("b{p}"));
     }
     w.line(2, "workgroupBarrier();");
     w.line(
@@ -436,7 +390,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(3, "let step = step + 1u;");
     load(&mut w, 3);
     w.line(2, "}");
-    block_product(&mut w, coop, b_row, fragment_columns);
+    block_product(&mut w.text, "        ", coop, b_row, fragment_columns);
     w.line(1, "}");
     // Epilogue: lane writes channel `lane % 16` of pixels `(lane / 16) * 8 ..+ 8` of each
     // 16 x 16 accumulator.
@@ -587,7 +541,7 @@ impl GpuStorage {
         if self.dtype != weight.dtype
             || !applies(self.dtype, &weight_layout.shape, params)
             || !weight_layout.shape[0].is_multiple_of(tile.columns())
-            || !self.nhwc_usable(tile, emulated)
+            || !self.nhwc_usable(tile.workgroup_bytes(), emulated)
         {
             return Ok(None);
         }
@@ -627,7 +581,7 @@ impl GpuStorage {
             || self.dtype != weight.dtype
             || !applies(self.dtype, &transposed, params)
             || !c.is_multiple_of(tile.columns())
-            || !self.nhwc_usable(tile, emulated)
+            || !self.nhwc_usable(tile.workgroup_bytes(), emulated)
         {
             return Ok(None);
         }
@@ -647,16 +601,17 @@ impl GpuStorage {
         self.nhwc_gemm(layout, &weight, &shape, true, (tile, emulated), None)
     }
 
-    /// Whether the channels-last kernels with `tile` can run on this device (`emulated`: any
-    /// f16 device).
-    fn nhwc_usable(&self, tile: NhwcTile, emulated: bool) -> bool {
+    /// Whether a channels-last kernel using `workgroup_bytes` of workgroup memory can run on
+    /// this device (`emulated`: any f16 device; hardware: tensor cores no kernel of which the
+    /// driver refused).
+    pub(super) fn nhwc_usable(&self, workgroup_bytes: u32, emulated: bool) -> bool {
         let context = self.device.context();
         let usable = if emulated {
             context.supports_f16()
         } else {
             context.coop.available && context.coop.conv.failure().is_none()
         };
-        usable && tile.workgroup_bytes() <= context.limits.max_compute_workgroup_storage_size
+        usable && workgroup_bytes <= context.limits.max_compute_workgroup_storage_size
     }
 
     /// The implicit GEMM of `shape` over the input view `layout` of `self` and the dense
@@ -725,18 +680,8 @@ impl GpuStorage {
         }
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
         let grid = (grid_columns as u32, grid_rows as u32, 1);
-        match context.dispatch(&KernelKey::ConvNhwc(key), words, &buffers, grid) {
-            Err(error @ Error::Shader { .. }) if !emulated => {
-                context.coop.conv.disable(&error);
-                Ok(None)
-            }
-            Err(error) => Err(error),
-            Ok(()) => {
-                if !emulated {
-                    context.coop.conv.count();
-                }
-                Ok(Some(out))
-            }
-        }
+        let kernel = KernelKey::ConvNhwc(key);
+        let recorded = dispatch_counted(self, (&kernel, emulated), words, &buffers, grid)?;
+        Ok(recorded.then_some(out))
     }
 }

@@ -158,10 +158,8 @@ impl GpuStorage {
             choices.retain(|choice| *choice != ConvChoice::Coop);
         }
         // Channels-last tensor cores first where they apply (they carry the epilogue too).
-        let coop = &self.device.context().coop;
         if f16
-            && coop.available
-            && coop.conv.channels_last_active()
+            && self.device.channels_last_conv()
             && conv_nhwc::applies(self.dtype, &weight_layout.shape, params)
         {
             let tiles = conv_nhwc::tiles_for(o);
@@ -238,10 +236,8 @@ impl GpuStorage {
         }
         // Channels-last tensor cores first for stride-1 gradients (a convolution of the
         // gradient with the flipped weight; `conv2d_backward_input_nhwc` checks the rest).
-        let coop = &self.device.context().coop;
         if f16
-            && coop.available
-            && coop.conv.channels_last_active()
+            && self.device.channels_last_conv()
             && params.stride == (1, 1)
             && params.dilation == (1, 1)
         {
@@ -396,10 +392,8 @@ impl GpuStorage {
         }
         // Channels-last tensor cores first where they apply: 128 output channels per
         // workgroup where 128 divide them, and 64.
-        let coop = &self.device.context().coop;
         if f16
-            && coop.available
-            && coop.conv.channels_last_active()
+            && self.device.channels_last_conv()
             && conv_nhwc::applies(self.dtype, weight_shape, params)
         {
             let columns = [128, 64].into_iter().filter(|c| o.is_multiple_of(*c));

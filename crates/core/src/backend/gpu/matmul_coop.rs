@@ -772,3 +772,5 @@ fn direct_loop(w: &mut String, coop: Coop) {
 #[cfg(test)]
 pub(crate) mod tests;
 mod wide;
+
+pub(crate) use wide::{block_product, store_register};

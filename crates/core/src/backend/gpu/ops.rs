@@ -140,14 +140,16 @@ impl GpuStorage {
         } else {
             // Operands that are not row-major (a Linear layer's transposed weight, the
             // transposed activations of its weight gradient, attention's keys): dense copies,
-            // one memory pass each, put them on the tensor cores where the shape allows.
-            if coop
-                .key_for(
-                    self.dtype,
-                    &Layout::contiguous(&layout.shape),
-                    &Layout::contiguous(&rhs_layout.shape),
-                )
-                .is_some()
+            // one memory pass each, put them on the tensor cores where the shape allows
+            // (only F16 products have tensor-core kernels: no layouts built for the others).
+            if self.dtype == DType::F16
+                && coop
+                    .key_for(
+                        self.dtype,
+                        &Layout::contiguous(&layout.shape),
+                        &Layout::contiguous(&rhs_layout.shape),
+                    )
+                    .is_some()
                 && same_device("matmul", self, rhs).is_ok()
                 && rhs.dtype == self.dtype
             {

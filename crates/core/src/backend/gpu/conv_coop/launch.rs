@@ -111,16 +111,30 @@ fn run(
     buffers: &[&wgpu::Buffer],
     grid: (u32, u32, u32),
 ) -> Result<bool> {
-    let context = storage.device.context();
     let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(params));
-    match context.dispatch(&KernelKey::ConvCoop(key), words, buffers, grid) {
-        Err(error @ Error::Shader { .. }) if !key.emulated => {
+    let kernel = KernelKey::ConvCoop(key);
+    dispatch_counted(storage, (&kernel, key.emulated), words, buffers, grid)
+}
+
+/// Record a tensor-core convolution kernel (`emulated`: its plain-WGSL form) over `grid` on
+/// `storage`'s device, counting hardware dispatches; `Ok(false)` when the driver refused the
+/// hardware kernel (the device then stops using every cooperative convolution).
+pub(crate) fn dispatch_counted(
+    storage: &GpuStorage,
+    (kernel, emulated): (&KernelKey, bool),
+    words: &[u32],
+    buffers: &[&wgpu::Buffer],
+    grid: (u32, u32, u32),
+) -> Result<bool> {
+    let context = storage.device.context();
+    match context.dispatch(kernel, words, buffers, grid) {
+        Err(error @ Error::Shader { .. }) if !emulated => {
             context.coop.conv.disable(&error);
             Ok(false)
         }
         Err(error) => Err(error),
         Ok(()) => {
-            if !key.emulated {
+            if !emulated {
                 context.coop.conv.count();
             }
             Ok(true)

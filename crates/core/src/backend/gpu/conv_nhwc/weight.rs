@@ -16,13 +16,11 @@
 //! - Tiles, staging, the register prefetch and the scratch epilogue are the forward's
 //!   (`conv_nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
 
-use super::{
-    applies, block_product, channels_last_copy, padded_channels, store_register, Writer, A_ROW,
-    INVOCATIONS, K_BLOCK,
-};
+use super::{applies, channels_last_copy, padded_channels, Writer, A_ROW, INVOCATIONS, K_BLOCK};
 use crate::backend::gpu::conv_backward::{sum_splits, MAX_PARTIALS, MAX_SPLITS};
+use crate::backend::gpu::conv_coop::dispatch_counted;
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::matmul_coop::Coop;
+use crate::backend::gpu::matmul_coop::{block_product, store_register, Coop};
 use crate::backend::gpu::ops::same_device;
 use crate::backend::gpu::params::{check_view, kernel_params, word, KernelParams};
 use crate::backend::gpu::storage::GpuStorage;
@@ -286,15 +284,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         }
     }
     for q in 0..b_loads {
-        let offset = q * b_rows_per_pass * b_row;
-        store_register(&mut w, "tile_b", "b_store", offset, &format!("b{q}"));
+        let target = ("tile_b", "b_store", q * b_rows_per_pass * b_row);
+        store_register(&mut w.text, "        ", target, &format!("b{q}"));
     }
     w.line(2, "workgroupBarrier();");
     w.line(2, "if (step + 1u < steps) {");
     w.line(3, "let step = step + 1u;");
     load(&mut w, 3);
     w.line(2, "}");
-    block_product(&mut w, coop, b_row, fragment_columns);
+    block_product(&mut w.text, "        ", coop, b_row, fragment_columns);
     w.line(1, "}");
     // Epilogue: lane writes output channel `lane % 16` of rows `(lane / 16) * 8 ..+ 8` into
     // this split's partial sums, in the weight's [o, c, kh, kw] order.
@@ -355,21 +353,14 @@ impl GpuStorage {
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d_backward_weight (channels-last tensor cores)";
         same_device(OP, self, grad)?;
-        let context = self.device.context();
-        let usable = if emulated {
-            context.supports_f16()
-        } else {
-            context.coop.available && context.coop.conv.channels_last_active()
-        };
         let key = ConvNhwcWeightKey { columns, emulated };
         let &[o, c, kh, kw] = weight_shape else {
             return Ok(None);
         };
-        if !usable
-            || self.dtype != grad.dtype
+        if self.dtype != grad.dtype
             || !applies(self.dtype, weight_shape, params)
             || !o.is_multiple_of(columns)
-            || key.workgroup_bytes() > context.limits.max_compute_workgroup_storage_size
+            || !self.nhwc_usable(key.workgroup_bytes(), emulated)
         {
             return Ok(None);
         }
@@ -401,7 +392,11 @@ impl GpuStorage {
         let padded = padded_channels(c);
         let rows = kh * kw * padded;
         let numel = o * rows;
-        let max = context.limits.max_compute_workgroups_per_dimension as usize;
+        let max = self
+            .device
+            .context()
+            .limits
+            .max_compute_workgroups_per_dimension as usize;
         let tiles = (o / columns) * rows.div_ceil(ROWS);
         let splits = TARGET_WORKGROUPS
             .div_ceil(tiles)
@@ -444,17 +439,8 @@ impl GpuStorage {
             splits as u32,
         );
         let buffers = [input.raw()?, gradient.raw()?, partials.raw()?];
-        match context.dispatch(&key.kernel(), words, &buffers, grid) {
-            Err(error @ Error::Shader { .. }) if !emulated => {
-                context.coop.conv.disable(&error);
-                return Ok(None);
-            }
-            Err(error) => return Err(error),
-            Ok(()) => {
-                if !emulated {
-                    context.coop.conv.count();
-                }
-            }
+        if !dispatch_counted(self, (&key.kernel(), emulated), words, &buffers, grid)? {
+            return Ok(None);
         }
         let gradient = sum_splits(&partials, splits, numel, self.dtype)?;
         if padded == c {

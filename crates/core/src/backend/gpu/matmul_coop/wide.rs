@@ -50,17 +50,55 @@ pub(super) fn workgroup_bytes(tile_n: usize) -> u32 {
     (2 * halves + 8 * 256 * 4) as u32
 }
 
-/// The stores of one loaded `mat2x4<f16>` register `register` into `tile` at the `let`
-/// `store` plus `offset` halves.
-fn store_register(w: &mut String, tile: &str, store: &str, offset: usize, register: &str) {
+/// The stores, at `indent`, of one loaded `mat2x4<f16>` register `register` (8 halves) into
+/// the f16 workgroup array `tile` from the `let` `store` plus `offset` halves. Shared with
+/// the channels-last convolutions (`conv_nhwc.rs`).
+pub(crate) fn store_register(
+    w: &mut String,
+    indent: &str,
+    (tile, store, offset): (&str, &str, usize),
+    register: &str,
+) {
     for half in 0..8 {
         let _ = writeln!(
             w,
-            "            {tile}[{store} + {}u] = {register}[{}][{}];",
+            "{indent}{tile}[{store} + {}u] = {register}[{}][{}];",
             offset + half,
             half / 4,
             half % 4
         );
+    }
+}
+
+/// The product, at `indent`, of the staged blocks (one k-block) into a subgroup's
+/// accumulators `c{i}{j}` (4 x `fragment_columns`): per 16 k, four A fragments from the
+/// `let` `a_fragment` (rows [`A_ROW`] halves long) and one B fragment per column from
+/// `sub_column` (rows `b_row` halves long). Shared with the channels-last convolutions.
+pub(crate) fn block_product(
+    w: &mut String,
+    indent: &str,
+    coop: Coop,
+    b_row: usize,
+    fragment_columns: usize,
+) {
+    for kk in 0..K_BLOCK / 16 {
+        let _ = writeln!(w, "{indent}{{");
+        for i in 0..4 {
+            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
+            let fragment = coop.load('A', "tile_a", &start, &format!("{A_ROW}u"));
+            let _ = writeln!(w, "{indent}    let fa{i} = {fragment};");
+        }
+        for j in 0..fragment_columns {
+            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
+            let fragment = coop.load('B', "tile_b", &start, &format!("{b_row}u"));
+            let _ = writeln!(w, "{indent}    let fb{j} = {fragment};");
+            for i in 0..4 {
+                let c = format!("c{i}{j}");
+                let product = coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c);
+                let _ = writeln!(w, "{indent}    {c} = {product};");
+            }
+        }
+        let _ = writeln!(w, "{indent}}}");
     }
 }
 
@@ -171,18 +209,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
          \x20           // Everyone is done reading the previous block.\n\
          \x20           workgroupBarrier();"
     );
+    let indent = "            ";
     for p in 0..a_loads {
-        store_register(
-            &mut w,
-            "tile_a",
-            "a_store",
-            p * 64 * A_ROW,
-            &format!("a{p}"),
-        );
+        let target = ("tile_a", "a_store", p * 64 * A_ROW);
+        store_register(&mut w, indent, target, &format!("a{p}"));
     }
     for p in 0..b_loads {
-        let offset = p * b_rows_per_pass * b_row;
-        store_register(&mut w, "tile_b", "b_store", offset, &format!("b{p}"));
+        let target = ("tile_b", "b_store", p * b_rows_per_pass * b_row);
+        store_register(&mut w, indent, target, &format!("b{p}"));
     }
     let _ = writeln!(
         w,
@@ -208,33 +242,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         );
     }
     let _ = writeln!(w, "            }}");
-    for kk in 0..K_BLOCK / 16 {
-        let _ = writeln!(w, "            {{");
-        for i in 0..4 {
-            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
-            let _ = writeln!(
-                w,
-                "                let fa{i} = {};",
-                coop.load('A', "tile_a", &start, &format!("{A_ROW}u"))
-            );
-        }
-        for j in 0..columns {
-            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
-            let _ = writeln!(
-                w,
-                "                let fb{j} = {};",
-                coop.load('B', "tile_b", &start, &format!("{b_row}u"))
-            );
-            for i in 0..4 {
-                let _ = writeln!(
-                    w,
-                    "                c{i}{j} = {};",
-                    coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &format!("c{i}{j}"))
-                );
-            }
-        }
-        let _ = writeln!(w, "            }}");
-    }
+    block_product(&mut w, "            ", coop, b_row, columns);
     let _ = writeln!(w, "        }}");
     // Epilogue: this invocation writes row `lane / 2`, columns `(lane % 2) * 8 + 0..8` of
     // each 16 x 16 accumulator, as two vec4<f16> (vec4 index `c_at` for accumulator 00).
