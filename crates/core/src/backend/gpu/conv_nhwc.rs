@@ -42,6 +42,7 @@ use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
 
+mod input_gradient;
 mod weight;
 
 pub(crate) use weight::ConvNhwcWeightKey;
@@ -492,6 +493,44 @@ pub(crate) fn applies(dtype: DType, weight_shape: &[usize], params: &Conv2dParam
         && !tiles_for(weight_shape[0]).is_empty()
 }
 
+/// A 1x1 convolution without padding and with a stride over 1 reads only every stride-th
+/// pixel: the view of those pixels and the stride-1 parameters that convolve it to the same
+/// output (so that the channels-last copy copies only what the kernel reads); `None` for
+/// every other convolution.
+pub(crate) fn pointwise_view(
+    layout: &Layout,
+    weight_shape: &[usize],
+    params: &Conv2dParams,
+) -> Option<(Layout, Conv2dParams)> {
+    let (&[n, c, h, w], &[_, _, 1, 1]) = (layout.shape.as_slice(), weight_shape) else {
+        return None;
+    };
+    let (stride_h, stride_w) = params.stride;
+    if params.padding != (0, 0) || params.stride == (1, 1) || stride_h == 0 || stride_w == 0 {
+        return None;
+    }
+    if h == 0 || w == 0 {
+        return None;
+    }
+    let strides = &layout.strides;
+    let pixels = Layout {
+        shape: vec![n, c, (h - 1) / stride_h + 1, (w - 1) / stride_w + 1],
+        strides: vec![
+            strides[0],
+            strides[1],
+            strides[2] * stride_h,
+            strides[3] * stride_w,
+        ],
+        offset: layout.offset,
+    };
+    let unit = Conv2dParams {
+        stride: (1, 1),
+        dilation: (1, 1),
+        ..*params
+    };
+    Some((pixels, unit))
+}
+
 /// Input channels of the channels-last copies: `channels`, or 8 for fewer (an image's 3
 /// channels padded with zeros, so that 16 bytes still hold one pixel's channels).
 pub(crate) fn padded_channels(channels: usize) -> usize {
@@ -547,58 +586,19 @@ impl GpuStorage {
         }
         check_view(OP, layout, self.len)?;
         check_view(OP, weight_layout, weight.len)?;
+        if let Some((pixels, unit)) = pointwise_view(layout, &weight_layout.shape, params) {
+            return self.conv2d_nhwc(
+                (&pixels, weight, weight_layout),
+                &unit,
+                (tile, emulated),
+                epilogue,
+            );
+        }
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
         let padded = padded_channels(layout.shape[1]);
         // Weight [o, c, kh, kw] as [kh, kw, c, o] (c padded).
         let weight = channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, padded)?;
         self.nhwc_gemm(layout, &weight, &shape, false, (tile, emulated), epilogue)
-    }
-
-    /// The input gradient of a stride-1, undilated convolution on the channels-last kernels:
-    /// the convolution of the output gradient `self` (`[n, o, oh, ow]`) with the forward's
-    /// weight `[o, c, kh, kw]` read transposed and flipped, padding `k - 1 - p`; `Ok(None)`
-    /// where it does not apply (also when `input_shape` is not what that gives).
-    pub(crate) fn conv2d_backward_input_nhwc(
-        &self,
-        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
-        params: &Conv2dParams,
-        input_shape: &[usize],
-        (tile, emulated): (NhwcTile, bool),
-    ) -> Result<Option<GpuStorage>> {
-        const OP: &str = "conv2d_backward_input (channels-last tensor cores)";
-        same_device(OP, self, weight)?;
-        let (&[o, c, kh, kw], &[_, go, _, _]) =
-            (weight_layout.shape.as_slice(), layout.shape.as_slice())
-        else {
-            return Ok(None);
-        };
-        let transposed = [c, o, kh, kw];
-        let unit = params.stride == (1, 1) && params.dilation == (1, 1);
-        if !unit
-            || go != o
-            || params.padding.0 >= kh
-            || params.padding.1 >= kw
-            || self.dtype != weight.dtype
-            || !applies(self.dtype, &transposed, params)
-            || !c.is_multiple_of(tile.columns())
-            || !self.nhwc_usable(tile.workgroup_bytes(), emulated)
-        {
-            return Ok(None);
-        }
-        check_view(OP, layout, self.len)?;
-        check_view(OP, weight_layout, weight.len)?;
-        let gradient_params = Conv2dParams {
-            padding: (kh - 1 - params.padding.0, kw - 1 - params.padding.1),
-            ..*params
-        };
-        let shape = Conv2dShape::new(layout, &Layout::contiguous(&transposed), &gradient_params)?;
-        if shape.output_shape().as_slice() != input_shape {
-            return Ok(None);
-        }
-        let padded = padded_channels(o);
-        // Weight [o, c, kh, kw] as [kh, kw, o, c] (o padded); the kernel flips the taps.
-        let weight = channels_last_copy(weight, weight_layout, &[2, 3, 0, 1], 2, padded)?;
-        self.nhwc_gemm(layout, &weight, &shape, true, (tile, emulated), None)
     }
 
     /// Whether a channels-last kernel using `workgroup_bytes` of workgroup memory can run on
@@ -626,12 +626,34 @@ impl GpuStorage {
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (channels-last tensor cores)";
-        let context = self.device.context();
-        let [batch, out_channels, out_height, out_width] = shape.output_shape();
-        let (channels, height, width) = match layout.shape.as_slice() {
-            &[_, c, h, w] => (c, h, w),
-            _ => return Err(Error::invalid(OP, "expects a [n, c, h, w] input")),
+        let &[_, channels, height, width] = layout.shape.as_slice() else {
+            return Err(Error::invalid(OP, "expects a [n, c, h, w] input"));
         };
+        // Channels-last input [n, h, w, c] (c padded).
+        let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded_channels(channels))?;
+        Self::nhwc_gemm_channels_last(
+            (&input, channels, height, width),
+            weight,
+            shape,
+            flip,
+            (tile, emulated),
+            epilogue,
+        )
+    }
+
+    /// [`Self::nhwc_gemm`] over an input already copied channels-last (`[n, h, w, c padded]`
+    /// of `channels` real channels): the output is `shape.output_shape()`, dense.
+    pub(super) fn nhwc_gemm_channels_last(
+        (input, channels, height, width): (&GpuStorage, usize, usize, usize),
+        weight: &GpuStorage,
+        shape: &Conv2dShape,
+        flip: bool,
+        (tile, emulated): (NhwcTile, bool),
+        epilogue: Option<&BoundEpilogue<'_>>,
+    ) -> Result<Option<GpuStorage>> {
+        const OP: &str = "conv2d (channels-last tensor cores)";
+        let context = input.device.context();
+        let [batch, out_channels, out_height, out_width] = shape.output_shape();
         let pixels = batch * out_height * out_width;
         let grid_rows = pixels.div_ceil(tile.rows());
         let grid_columns = out_channels / tile.columns();
@@ -639,7 +661,7 @@ impl GpuStorage {
         if grid_rows > max || grid_columns > max {
             return Ok(None);
         }
-        let out = GpuStorage::allocate(&self.device, OP, pixels * out_channels, self.dtype)?;
+        let out = GpuStorage::allocate(&input.device, OP, pixels * out_channels, input.dtype)?;
         if pixels == 0 {
             return Ok(Some(out));
         }
@@ -666,8 +688,6 @@ impl GpuStorage {
             dilation_h: word(shape.dilation.0)?,
             dilation_w: word(shape.dilation.1)?,
         };
-        // Channels-last input [n, h, w, c] (c padded).
-        let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded)?;
         let key = ConvNhwcKey {
             tile,
             epilogue: epilogue.map(|e| e.key),
@@ -681,7 +701,7 @@ impl GpuStorage {
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
         let grid = (grid_columns as u32, grid_rows as u32, 1);
         let kernel = KernelKey::ConvNhwc(key);
-        let recorded = dispatch_counted(self, (&kernel, emulated), words, &buffers, grid)?;
+        let recorded = dispatch_counted(input, (&kernel, emulated), words, &buffers, grid)?;
         Ok(recorded.then_some(out))
     }
 }

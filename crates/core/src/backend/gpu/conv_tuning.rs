@@ -234,13 +234,10 @@ impl GpuStorage {
         if conv_winograd::applies_backward_input(self.dtype, &weight_layout.shape, params) {
             choices.extend(WinogradTile::ALL.map(ConvChoice::Winograd));
         }
-        // Channels-last tensor cores first for stride-1 gradients (a convolution of the
-        // gradient with the flipped weight; `conv2d_backward_input_nhwc` checks the rest).
-        if f16
-            && self.device.channels_last_conv()
-            && params.stride == (1, 1)
-            && params.dilation == (1, 1)
-        {
+        // Channels-last tensor cores first for undilated gradients (convolutions of the
+        // gradient with the flipped weight, one per stride phase;
+        // `conv2d_backward_input_nhwc` checks the rest).
+        if f16 && self.device.channels_last_conv() && params.dilation == (1, 1) {
             let tiles = conv_nhwc::tiles_for(channels);
             choices.splice(0..0, tiles.into_iter().map(ConvChoice::Nhwc));
         }

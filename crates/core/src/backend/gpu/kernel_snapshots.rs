@@ -173,12 +173,19 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             "conv2d_split_sum_f16",
             KernelKey::Conv2dSplitSum { dtype: DType::F16 },
         ),
-        ("max_pool2d_f16", KernelKey::MaxPool2d { dtype: DType::F16 }),
+        (
+            "max_pool2d_f16",
+            KernelKey::MaxPool2d {
+                dtype: DType::F16,
+                window: None,
+            },
+        ),
         (
             "max_pool2d_route_f32",
             KernelKey::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Route,
+                window: None,
             },
         ),
         (
@@ -186,6 +193,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Gather,
+                window: None,
             },
         ),
         (

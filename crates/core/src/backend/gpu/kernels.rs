@@ -154,7 +154,10 @@ pub enum KernelKey {
     /// `argsort` of longer rows: one bitonic step per dispatch over storage buffers.
     SortGlobal { key: DType },
     /// 2-D max pooling, one invocation per output element (`pool.rs`).
-    MaxPool2d { dtype: DType },
+    MaxPool2d {
+        dtype: DType,
+        window: Option<super::pool::FixedWindow>,
+    },
     /// Batch norm's per-channel statistics or backward sums in one pass (`batch_norm.rs`).
     BatchNormSums {
         dtype: DType,
@@ -176,6 +179,7 @@ pub enum KernelKey {
     MaxPool2dBackward {
         dtype: DType,
         pass: super::pool::PoolPass,
+        window: Option<super::pool::FixedWindow>,
     },
     /// A user's kernel (`custom_op::CustomOp::wgsl`): f32 inputs `input0..`, one f32 output,
     /// the user's `fn compute(i: u32) -> f32` per output element (`custom.rs`).
@@ -287,7 +291,7 @@ impl KernelKey {
             | KernelKey::Gather { dtype, .. }
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. }
-            | KernelKey::MaxPool2d { dtype }
+            | KernelKey::MaxPool2d { dtype, .. }
             | KernelKey::CopyRows { dtype }
             | KernelKey::CopyTranspose { dtype }
             | KernelKey::BatchNormInputGrad { dtype, .. }
@@ -401,10 +405,14 @@ impl KernelKey {
             }
             KernelKey::SortRows { key } => super::sort::source(*key, false),
             KernelKey::SortGlobal { key } => super::sort::source(*key, true),
-            KernelKey::MaxPool2d { dtype } => {
-                super::pool::source(*dtype, super::pool::PoolPass::Forward)
+            KernelKey::MaxPool2d { dtype, window } => {
+                super::pool::source(*dtype, super::pool::PoolPass::Forward, *window)
             }
-            KernelKey::MaxPool2dBackward { dtype, pass } => super::pool::source(*dtype, *pass),
+            KernelKey::MaxPool2dBackward {
+                dtype,
+                pass,
+                window,
+            } => super::pool::source(*dtype, *pass, *window),
             KernelKey::Attention(key) => key.source(),
         };
         if self.uses_f16() {

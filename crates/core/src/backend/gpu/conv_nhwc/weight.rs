@@ -366,6 +366,14 @@ impl GpuStorage {
         }
         check_view(OP, layout, self.len)?;
         check_view(OP, grad_layout, grad.len)?;
+        if let Some((pixels, unit)) = super::pointwise_view(layout, weight_shape, params) {
+            return self.conv2d_backward_weight_nhwc(
+                (&pixels, grad, grad_layout),
+                &unit,
+                weight_shape,
+                (columns, emulated),
+            );
+        }
         let weight_layout = Layout::contiguous(weight_shape);
         let shape = Conv2dShape::new(layout, &weight_layout, params)?;
         if grad_layout.shape != shape.output_shape() {
