@@ -273,19 +273,53 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, dtypes: &[DType
 }
 
 /// Params of a strided or dense kernel: the header, `shape` of `layout`, then each view's
-/// offset and strides.
+/// offset and strides — after merging the dims every view walks alike (see [`merge_views`]),
+/// so that the kernels decompose each index over fewer sizes.
 fn elementwise_params(numel: usize, layout: &Layout, views: &[&Layout]) -> Result<Params> {
-    let rank = layout.rank();
+    let (shape, strides) = merge_views(&layout.shape, views);
+    let rank = shape.len();
     let header = ElementwiseParams {
         numel: word(numel)?,
         rank: word(rank)?,
     };
     let mut params = Params::with_header(&header, rank + views.len() * (rank + 1));
-    params.extend(&layout.shape)?;
-    for view in views {
-        params.view(view)?;
+    params.extend(&shape)?;
+    for (view, strides) in views.iter().zip(&strides) {
+        params.push(view.offset)?;
+        params.extend(strides)?;
     }
     Ok(params)
+}
+
+/// `shape` and each view's strides over it with dims of size 1 dropped and neighbours
+/// `d, d + 1` merged where, in every view, `strides[d] == strides[d + 1] * shape[d + 1]`
+/// (`layout::merge_dims` for several views at once): the same elements in the same
+/// row-major order. A broadcast `[1, c, 1, 1]` operand of a `[n, c, h, w]` op leaves three
+/// dims, `[n, c, h * w]`; dense views leave one.
+fn merge_views(shape: &[usize], views: &[&Layout]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut sizes: Vec<usize> = Vec::with_capacity(shape.len());
+    let mut strides: Vec<Vec<usize>> = vec![Vec::with_capacity(shape.len()); views.len()];
+    for (d, &size) in shape.iter().enumerate() {
+        if size == 1 {
+            continue;
+        }
+        let merges = !sizes.is_empty()
+            && views
+                .iter()
+                .zip(&strides)
+                .all(|(view, walked)| walked.last() == Some(&(view.strides[d] * size)));
+        for (view, walked) in views.iter().zip(strides.iter_mut()) {
+            match walked.last_mut() {
+                Some(last) if merges => *last = view.strides[d],
+                _ => walked.push(view.strides[d]),
+            }
+        }
+        match sizes.last_mut() {
+            Some(last) if merges => *last *= size,
+            _ => sizes.push(size),
+        }
+    }
+    (sizes, strides)
 }
 
 fn same_shape(op: &'static str, lhs: &Layout, rhs: &Layout) -> Result<()> {
@@ -702,4 +736,43 @@ fn launch_vector(
     device
         .context()
         .dispatch(key, params.words(), buffers, (workgroups, 1, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_views;
+    use crate::layout::Layout;
+
+    #[test]
+    fn merged_views_walk_the_same_elements() {
+        let dense = Layout::contiguous(&[2, 3, 4, 5]);
+        let channel = Layout {
+            shape: vec![2, 3, 4, 5],
+            strides: vec![0, 1, 0, 0],
+            offset: 7,
+        };
+        assert_eq!(
+            merge_views(&dense.shape, &[&dense, &channel]),
+            (vec![2, 3, 20], vec![vec![60, 20, 1], vec![0, 1, 0]])
+        );
+        assert_eq!(
+            merge_views(&dense.shape, &[&dense]),
+            (vec![120], vec![vec![1]])
+        );
+        // A transposed view merges nothing across the swapped dims; size-1 dims drop.
+        let transposed = Layout::contiguous(&[5, 1, 4]).permute(&[2, 1, 0]);
+        let target = Layout::contiguous(&[4, 1, 5]);
+        assert_eq!(
+            merge_views(&target.shape, &[&transposed, &target]),
+            (vec![4, 5], vec![vec![1, 4], vec![5, 1]])
+        );
+        // Every position agrees with the unmerged walk.
+        let (sizes, strides) = merge_views(&channel.shape, &[&channel]);
+        let merged = Layout {
+            shape: sizes,
+            strides: strides[0].clone(),
+            offset: channel.offset,
+        };
+        assert!(channel.positions().eq(merged.positions()));
+    }
 }

@@ -181,11 +181,24 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             },
         ),
         (
+            "max_pool2d_tiled_f16",
+            KernelKey::MaxPool2d {
+                dtype: DType::F16,
+                window: Some(super::pool::FixedWindow::RESNET),
+            },
+        ),
+        (
+            "max_pool2d_backward_tiled_f32",
+            KernelKey::MaxPool2dBackward {
+                dtype: DType::F32,
+                pass: super::pool::PoolPass::Tiled(super::pool::FixedWindow::RESNET),
+            },
+        ),
+        (
             "max_pool2d_route_f32",
             KernelKey::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Route,
-                window: None,
             },
         ),
         (
@@ -193,7 +206,6 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Gather,
-                window: None,
             },
         ),
         (

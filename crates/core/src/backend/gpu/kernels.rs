@@ -153,7 +153,8 @@ pub enum KernelKey {
     SortRows { key: DType },
     /// `argsort` of longer rows: one bitonic step per dispatch over storage buffers.
     SortGlobal { key: DType },
-    /// 2-D max pooling, one invocation per output element (`pool.rs`).
+    /// 2-D max pooling: one invocation per output element for any window (`window: None`,
+    /// `pool.rs`), or tiles through workgroup memory for one window (`pool/tiled.rs`).
     MaxPool2d {
         dtype: DType,
         window: Option<super::pool::FixedWindow>,
@@ -175,11 +176,11 @@ pub enum KernelKey {
     /// (`rows.rs`).
     Rows(super::rows::RowKey),
     /// Max pooling's input gradient: the routing pass over the windows, or the gather over
-    /// the input elements (`pool.rs`).
+    /// the input elements (`pool.rs`), or both in one tiled kernel for one window
+    /// (`pool/tiled.rs`).
     MaxPool2dBackward {
         dtype: DType,
         pass: super::pool::PoolPass,
-        window: Option<super::pool::FixedWindow>,
     },
     /// A user's kernel (`custom_op::CustomOp::wgsl`): f32 inputs `input0..`, one f32 output,
     /// the user's `fn compute(i: u32) -> f32` per output element (`custom.rs`).
@@ -405,14 +406,15 @@ impl KernelKey {
             }
             KernelKey::SortRows { key } => super::sort::source(*key, false),
             KernelKey::SortGlobal { key } => super::sort::source(*key, true),
-            KernelKey::MaxPool2d { dtype, window } => {
-                super::pool::source(*dtype, super::pool::PoolPass::Forward, *window)
-            }
-            KernelKey::MaxPool2dBackward {
+            KernelKey::MaxPool2d {
                 dtype,
-                pass,
-                window,
-            } => super::pool::source(*dtype, *pass, *window),
+                window: None,
+            } => super::pool::source(*dtype, super::pool::PoolPass::Forward),
+            KernelKey::MaxPool2d {
+                dtype,
+                window: Some(window),
+            } => super::pool::forward_source(*dtype, *window),
+            KernelKey::MaxPool2dBackward { dtype, pass } => super::pool::source(*dtype, *pass),
             KernelKey::Attention(key) => key.source(),
         };
         if self.uses_f16() {

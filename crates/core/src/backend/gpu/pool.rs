@@ -7,19 +7,28 @@
 //! (`shaders/max_pool2d_backward.wgsl`): no atomics, deterministic. Both read their operands through their strides, share the
 //! window arithmetic of `shaders/pool_common.wgsl` and follow `cpu/pool.rs`, the reference.
 //! F32 and F16 (computed in f32); the geometry is `geometry::PoolShape`. Params:
-//! [`PoolParams`]. Each call runs kernels generated for its window ([`FixedWindow`]: the
-//! window's numbers as constants, so that the taps unroll); the parameters carry the window
-//! too, for the generic kernels of the catalogue.
+//! [`PoolParams`].
+//!
+//! Those kernels take any window from their parameters. A call whose window fits
+//! [`FixedWindow`] runs kernels generated for that window instead (`pool/tiled.rs`): tiles
+//! staged through workgroup memory with coalesced loads, and the gradient's two passes in one
+//! kernel.
 
 use super::kernels::KernelKey;
 use super::ops::unsupported;
 use super::params::{check_view, kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
 use super::wgsl::{value_header, COMMON};
+use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{PoolShape, Window};
 use crate::layout::Layout;
+
+mod tiled;
+
+pub(crate) use tiled::forward_source;
+pub use tiled::FixedWindow;
 
 kernel_params! {
     /// Parameters of `shaders/max_pool2d.wgsl` and `shaders/max_pool2d_backward.wgsl` (the
@@ -69,72 +78,15 @@ pub enum PoolPass {
     Route,
     /// `shaders/max_pool2d_backward.wgsl`: the input gradient gathered by those routes.
     Gather,
+    /// Both passes in one kernel, tiled, for one window (`pool/tiled.rs`).
+    Tiled(FixedWindow),
 }
 
-/// The window a max pooling kernel is generated for, as WGSL constants (so that its taps
-/// unroll and the divisions by its stride and dilation become shifts and multiplications):
-/// `[kernel_h, kernel_w, stride_h, stride_w, padding_h, padding_w, dilation_h, dilation_w]`.
-/// Keys without one read the window from the parameters (any window, the catalogue's
-/// generic kernels).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FixedWindow([u8; 8]);
-
-/// The names of [`FixedWindow`]'s numbers, as `PoolParams` spells them.
-const WINDOW_FIELDS: [&str; 8] = [
-    "kernel_h",
-    "kernel_w",
-    "stride_h",
-    "stride_w",
-    "padding_h",
-    "padding_w",
-    "dilation_h",
-    "dilation_w",
-];
-
-impl FixedWindow {
-    /// `window`'s numbers, or `None` when one is over 255 (the generic kernel runs).
-    pub(crate) fn of(window: &Window) -> Option<FixedWindow> {
-        let numbers = [
-            window.kernel.0,
-            window.kernel.1,
-            window.stride.0,
-            window.stride.1,
-            window.padding.0,
-            window.padding.1,
-            window.dilation.0,
-            window.dilation.1,
-        ];
-        let mut fixed = [0u8; 8];
-        for (slot, number) in fixed.iter_mut().zip(numbers) {
-            *slot = u8::try_from(number).ok()?;
-        }
-        Some(FixedWindow(fixed))
-    }
-}
-
-/// `fn window_kernel_h() -> u32` and its seven siblings: the fixed window's constants, or
-/// the parameters' words.
-fn window_functions(window: Option<FixedWindow>) -> String {
-    let mut text = String::new();
-    for (index, field) in WINDOW_FIELDS.iter().enumerate() {
-        let value = match window {
-            Some(FixedWindow(numbers)) => format!("{}u", numbers[index]),
-            None => format!("params.{field}"),
-        };
-        text.push_str(&format!(
-            "fn window_{field}() -> u32 {{\n    return {value};\n}}\n"
-        ));
-    }
-    text
-}
-
-/// WGSL of `KernelKey::MaxPool2d` (the forward) or `KernelKey::MaxPool2dBackward` (`pass`),
-/// for `window` (`None`: any window, read from the parameters).
-pub(crate) fn source(dtype: DType, pass: PoolPass, window: Option<FixedWindow>) -> String {
+/// WGSL of `KernelKey::MaxPool2d` (the forward) or `KernelKey::MaxPool2dBackward` (`pass`).
+pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
     let mut text = value_header(dtype);
     text.push_str(PoolParams::WGSL);
     text.push_str(COMMON);
-    text.push_str(&window_functions(window));
     text.push_str(include_str!("shaders/pool_planes.wgsl"));
     match pass {
         PoolPass::Forward => {
@@ -146,6 +98,7 @@ pub(crate) fn source(dtype: DType, pass: PoolPass, window: Option<FixedWindow>) 
             text.push_str(include_str!("shaders/max_pool2d_route.wgsl"));
         }
         PoolPass::Gather => text.push_str(include_str!("shaders/max_pool2d_backward.wgsl")),
+        PoolPass::Tiled(window) => return tiled::backward_source(dtype, window),
     }
     text
 }
@@ -153,17 +106,17 @@ pub(crate) fn source(dtype: DType, pass: PoolPass, window: Option<FixedWindow>) 
 /// The catalogue entries of both families (`kernel_catalog.rs`).
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if is_pool_dtype(dtype) {
-        // Generic, and ResNet's 3x3 window of stride 2 and padding 1.
-        let resnet = FixedWindow([3, 3, 2, 2, 1, 1, 1, 1]);
-        for window in [None, Some(resnet)] {
-            keys.push(KernelKey::MaxPool2d { dtype, window });
-            for pass in [PoolPass::Route, PoolPass::Gather] {
-                keys.push(KernelKey::MaxPool2dBackward {
-                    dtype,
-                    pass,
-                    window,
-                });
-            }
+        let resnet = FixedWindow::RESNET;
+        keys.push(KernelKey::MaxPool2d {
+            dtype,
+            window: None,
+        });
+        keys.push(KernelKey::MaxPool2d {
+            dtype,
+            window: Some(resnet),
+        });
+        for pass in [PoolPass::Route, PoolPass::Gather, PoolPass::Tiled(resnet)] {
+            keys.push(KernelKey::MaxPool2dBackward { dtype, pass });
         }
     }
 }
@@ -232,12 +185,29 @@ impl GpuStorage {
         if count == 0 {
             return Ok(out);
         }
+        if let Some((fixed, grid)) = tiled::forward_plan(&self.device, &shape) {
+            let planes = shape.batch * shape.channels;
+            let header = PoolParams {
+                count: word(planes)?,
+                ..header(&shape, count, layout)?
+            };
+            let key = KernelKey::MaxPool2d {
+                dtype: self.dtype,
+                window: Some(fixed),
+            };
+            let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
+            let buffers = [self.raw()?, out.raw()?];
+            self.device
+                .context()
+                .dispatch(&key, words, &buffers, grid)?;
+            return Ok(out);
+        }
         let params = Params::with_header(&header(&shape, count, layout)?, 0);
         GpuStorage::launch(
             &self.device,
             &KernelKey::MaxPool2d {
                 dtype: self.dtype,
-                window: FixedWindow::of(window),
+                window: None,
             },
             &params,
             &[self.raw()?, out.raw()?],
@@ -300,6 +270,22 @@ impl GpuStorage {
             grad_stride_w,
             ..header(&shape, count, layout)?
         };
+        if let Some((fixed, grid)) = tiled::backward_plan(&self.device, &shape) {
+            let header = PoolParams {
+                count: word(shape.batch * shape.channels)?,
+                ..header
+            };
+            let key = KernelKey::MaxPool2dBackward {
+                dtype: self.dtype,
+                pass: PoolPass::Tiled(fixed),
+            };
+            let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
+            let buffers = [self.raw()?, output.raw()?, grad.raw()?, out.raw()?];
+            self.device
+                .context()
+                .dispatch(&key, words, &buffers, grid)?;
+            return Ok(out);
+        }
         let params = Params::with_header(&header, 0);
         // Pass 1: each window's routed tap, over the output; pass 2: the gather over the input.
         let windows: usize = shape.output_shape().iter().product();
@@ -309,7 +295,6 @@ impl GpuStorage {
             &KernelKey::MaxPool2dBackward {
                 dtype: self.dtype,
                 pass: PoolPass::Route,
-                window: FixedWindow::of(window),
             },
             &Params::with_header(
                 &PoolParams {
@@ -326,7 +311,6 @@ impl GpuStorage {
             &KernelKey::MaxPool2dBackward {
                 dtype: self.dtype,
                 pass: PoolPass::Gather,
-                window: FixedWindow::of(window),
             },
             &params,
             &[route.raw()?, grad.raw()?, out.raw()?],

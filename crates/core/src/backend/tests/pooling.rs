@@ -189,6 +189,11 @@ fn pooling_matches_reference(device: &Device) {
         ([1, 1, 3, 3], window(4, 1, 2, 1), false),
         // Windows entirely in the padding: -inf, and no gradient.
         ([1, 2, 3, 3], window(1, 1, 1, 1), false),
+        // Several tiles of the tiled kernels along both axes (`pool/tiled.rs`: 8 x 32
+        // outputs, 16 x 64 gradient pixels), partial last tiles.
+        ([1, 2, 37, 150], window(3, 2, 1, 1), true),
+        ([2, 1, 20, 70], window(2, 2, 0, 1), false),
+        ([1, 1, 19, 67], window(3, 1, 1, 2), true),
     ];
     let mut dtypes = vec![DType::F32];
     if device.supports_f16() {

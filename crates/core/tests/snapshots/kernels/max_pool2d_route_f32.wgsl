@@ -96,30 +96,6 @@ struct PoolParams {
 fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
     return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
 }
-fn window_kernel_h() -> u32 {
-    return params.kernel_h;
-}
-fn window_kernel_w() -> u32 {
-    return params.kernel_w;
-}
-fn window_stride_h() -> u32 {
-    return params.stride_h;
-}
-fn window_stride_w() -> u32 {
-    return params.stride_w;
-}
-fn window_padding_h() -> u32 {
-    return params.padding_h;
-}
-fn window_padding_w() -> u32 {
-    return params.padding_w;
-}
-fn window_dilation_h() -> u32 {
-    return params.dilation_h;
-}
-fn window_dilation_w() -> u32 {
-    return params.dilation_w;
-}
 // pool_planes.wgsl — shared by every max pooling kernel (after the value header and
 // `PoolParams`, pool.rs): where an `[n, c]` plane of a strided view starts.
 
@@ -134,14 +110,14 @@ fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
 // The input row (axis 0) or column (axis 1) that output position `o` reads at kernel tap `k`,
 // or -1 when that falls in the padding.
 fn tap_position(axis: u32, o: u32, k: u32) -> i32 {
-    var stride = window_stride_w();
-    var padding = window_padding_w();
-    var dilation = window_dilation_w();
+    var stride = params.stride_w;
+    var padding = params.padding_w;
+    var dilation = params.dilation_w;
     var size = params.width;
     if (axis == 0u) {
-        stride = window_stride_h();
-        padding = window_padding_h();
-        dilation = window_dilation_h();
+        stride = params.stride_h;
+        padding = params.padding_h;
+        dilation = params.dilation_h;
         size = params.height;
     }
     let position = i32(o * stride + k * dilation) - i32(padding);
@@ -185,15 +161,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                                                params.output_stride_n, params.output_stride_c)
                                     + oi * params.output_stride_h + oj * params.output_stride_w]);
     var tap = 0xffffffffu;
-    for (var ki = 0u; ki < window_kernel_h() && tap == 0xffffffffu; ki = ki + 1u) {
+    for (var ki = 0u; ki < params.kernel_h && tap == 0xffffffffu; ki = ki + 1u) {
         let row = tap_position(0u, oi, ki);
         if (row < 0) {
             continue;
         }
-        for (var kj = 0u; kj < window_kernel_w(); kj = kj + 1u) {
+        for (var kj = 0u; kj < params.kernel_w; kj = kj + 1u) {
             let column = tap_position(1u, oj, kj);
             if (column >= 0 && matches(input_at(base, row, column), maximum)) {
-                tap = ki * window_kernel_w() + kj;
+                tap = ki * params.kernel_w + kj;
                 break;
             }
         }

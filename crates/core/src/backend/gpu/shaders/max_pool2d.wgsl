@@ -19,12 +19,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let base = plane_base(rest / params.out_height, params.input_offset, params.input_stride_n,
                           params.input_stride_c);
     var best = T(bitcast<f32>(0xff800000u));
-    for (var ki = 0u; ki < window_kernel_h(); ki = ki + 1u) {
+    for (var ki = 0u; ki < params.kernel_h; ki = ki + 1u) {
         let row = tap_position(0u, oi, ki);
         if (row < 0) {
             continue;
         }
-        for (var kj = 0u; kj < window_kernel_w(); kj = kj + 1u) {
+        for (var kj = 0u; kj < params.kernel_w; kj = kj + 1u) {
             let column = tap_position(1u, oj, kj);
             if (column < 0) {
                 continue;

@@ -43,23 +43,23 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     // The windows whose taps can read (y, x): output row oi reads row y at tap ki when
     // oi * stride + ki * dilation = y + padding, so oi lies in [first_row, last_row] and
     // ki follows from oi; likewise for columns. Two divisions per axis, not one per tap.
-    let rows = window_range(y + window_padding_h(), window_stride_h(), window_dilation_h(),
-                            window_kernel_h(), params.out_height);
-    let columns = window_range(x + window_padding_w(), window_stride_w(), window_dilation_w(),
-                               window_kernel_w(), params.out_width);
+    let rows = window_range(y + params.padding_h, params.stride_h, params.dilation_h,
+                            params.kernel_h, params.out_height);
+    let columns = window_range(x + params.padding_w, params.stride_w, params.dilation_w,
+                               params.kernel_w, params.out_width);
     for (var oi = rows.x; oi <= rows.y; oi = oi + 1u) {
-        let row_offset = y + window_padding_h() - oi * window_stride_h();
-        if (window_dilation_h() != 1u && row_offset % window_dilation_h() != 0u) {
+        let row_offset = y + params.padding_h - oi * params.stride_h;
+        if (params.dilation_h != 1u && row_offset % params.dilation_h != 0u) {
             continue;
         }
-        let ki = row_offset / window_dilation_h();
+        let ki = row_offset / params.dilation_h;
         for (var oj = columns.x; oj <= columns.y; oj = oj + 1u) {
-            let column_offset = x + window_padding_w() - oj * window_stride_w();
-            if (window_dilation_w() != 1u && column_offset % window_dilation_w() != 0u) {
+            let column_offset = x + params.padding_w - oj * params.stride_w;
+            if (params.dilation_w != 1u && column_offset % params.dilation_w != 0u) {
                 continue;
             }
-            let kj = column_offset / window_dilation_w();
-            if (route[route_base + oi * params.out_width + oj] != ki * window_kernel_w() + kj) {
+            let kj = column_offset / params.dilation_w;
+            if (route[route_base + oi * params.out_width + oj] != ki * params.kernel_w + kj) {
                 continue;
             }
             sum = sum + load_value(grad[grad_base + oi * params.grad_stride_h

@@ -26,15 +26,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                                                params.output_stride_n, params.output_stride_c)
                                     + oi * params.output_stride_h + oj * params.output_stride_w]);
     var tap = 0xffffffffu;
-    for (var ki = 0u; ki < window_kernel_h() && tap == 0xffffffffu; ki = ki + 1u) {
+    for (var ki = 0u; ki < params.kernel_h && tap == 0xffffffffu; ki = ki + 1u) {
         let row = tap_position(0u, oi, ki);
         if (row < 0) {
             continue;
         }
-        for (var kj = 0u; kj < window_kernel_w(); kj = kj + 1u) {
+        for (var kj = 0u; kj < params.kernel_w; kj = kj + 1u) {
             let column = tap_position(1u, oj, kj);
             if (column >= 0 && matches(input_at(base, row, column), maximum)) {
-                tap = ki * window_kernel_w() + kj;
+                tap = ki * params.kernel_w + kj;
                 break;
             }
         }

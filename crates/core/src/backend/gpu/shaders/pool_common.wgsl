@@ -5,14 +5,14 @@
 // The input row (axis 0) or column (axis 1) that output position `o` reads at kernel tap `k`,
 // or -1 when that falls in the padding.
 fn tap_position(axis: u32, o: u32, k: u32) -> i32 {
-    var stride = window_stride_w();
-    var padding = window_padding_w();
-    var dilation = window_dilation_w();
+    var stride = params.stride_w;
+    var padding = params.padding_w;
+    var dilation = params.dilation_w;
     var size = params.width;
     if (axis == 0u) {
-        stride = window_stride_h();
-        padding = window_padding_h();
-        dilation = window_dilation_h();
+        stride = params.stride_h;
+        padding = params.padding_h;
+        dilation = params.dilation_h;
         size = params.height;
     }
     let position = i32(o * stride + k * dilation) - i32(padding);

@@ -1,0 +1,245 @@
+alias S = f32;
+alias T = f32;
+fn load_value(v: S) -> T { return T(v); }
+fn store_value(v: T) -> S { return S(v); }
+// float_helpers.wgsl — helpers named by op.rs's float expressions (computed in f32), added
+// after the value header of every float kernel (`wgsl.rs`, `value_header`).
+fn is_nan_value(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn nan_value() -> f32 { return bitcast<f32>(0x7fc00000u); }
+// Abramowitz & Stegun 7.1.26, the formula of op.rs's CPU erf (|error| < 1.5e-7).
+fn erf_approx(x: f32) -> f32 {
+    let sign = select(1.0, -1.0, x < 0.0);
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+    return sign * (1.0 - poly * exp(-a * a));
+}
+// Never evaluates exp of a large positive number (which would overflow to inf).
+fn sigmoid_stable(x: f32) -> f32 {
+    if (x >= 0.0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    let e = exp(x);
+    return e / (1.0 + e);
+}
+// GPU max/min may drop a NaN; PyTorch (and the CPU reference) propagate it.
+fn maximum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return max(a, b);
+}
+fn minimum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return min(a, b);
+}
+// WGSL's pow is exp2(b * log2(a)): undefined for a < 0 and unreliable at 0 and inf. This
+// follows C's pow (which the CPU reference uses), including the sign of odd integer powers.
+fn pow_signed(a: f32, b: f32) -> f32 {
+    let infinity = bitcast<f32>(0x7f800000u);
+    let magnitude_a = abs(a);
+    if (b == 0.0 || a == 1.0 || (magnitude_a == 1.0 && abs(b) == infinity)) { return 1.0; }
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    var magnitude: f32;
+    if (magnitude_a == 0.0) {
+        magnitude = select(0.0, infinity, b < 0.0);
+    } else if (magnitude_a == infinity) {
+        magnitude = select(infinity, 0.0, b < 0.0);
+    } else {
+        magnitude = pow(magnitude_a, b);
+    }
+    if ((bitcast<u32>(a) & 0x80000000u) == 0u) { return magnitude; }
+    let integer = floor(b) == b;
+    if (!integer && magnitude_a != 0.0 && magnitude_a != infinity) { return nan_value(); }
+    let half = b * 0.5;
+    return select(magnitude, -magnitude, integer && floor(half) != half);
+}
+struct PoolParams {
+    count: u32,
+    channels: u32,
+    height: u32,
+    width: u32,
+    out_height: u32,
+    out_width: u32,
+    kernel_h: u32,
+    kernel_w: u32,
+    stride_h: u32,
+    stride_w: u32,
+    padding_h: u32,
+    padding_w: u32,
+    dilation_h: u32,
+    dilation_w: u32,
+    input_offset: u32,
+    input_stride_n: u32,
+    input_stride_c: u32,
+    input_stride_h: u32,
+    input_stride_w: u32,
+    output_offset: u32,
+    output_stride_n: u32,
+    output_stride_c: u32,
+    output_stride_h: u32,
+    output_stride_w: u32,
+    grad_offset: u32,
+    grad_stride_n: u32,
+    grad_stride_c: u32,
+    grad_stride_h: u32,
+    grad_stride_w: u32,
+}
+@group(0) @binding(0) var<storage, read> params: PoolParams;
+// common.wgsl — included by anygrad's kernels after the generated header that defines the
+// element types, the op functions and binding 0, `params` (the family's parameter struct,
+// declared once in Rust with `kernel_params!`, see params.rs). Passing sizes, offsets and
+// strides in a small storage buffer (instead of baking them into the shader) lets one compiled
+// pipeline serve every shape, and lets strided and broadcast (stride-0) views be read in place
+// without first copying them to a contiguous buffer.
+
+// One invocation per element, 256 per workgroup. A dispatch may have at most 65,535
+// workgroups per dimension, so large grids spill into y; this rebuilds the linear index.
+fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
+    return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
+}
+// pool_planes.wgsl — shared by every max pooling kernel (after the value header and
+// `PoolParams`, pool.rs): where an `[n, c]` plane of a strided view starts.
+
+// Where plane `plane` (image * channels + channel) of a view starts.
+fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
+    return offset + (plane / params.channels) * stride_n + (plane % params.channels) * stride_c;
+}
+const KERNEL_W: u32 = 3u;
+const STRIDE_H: u32 = 2u;
+const STRIDE_W: u32 = 2u;
+const PADDING_H: u32 = 1u;
+const PADDING_W: u32 = 1u;
+const DILATION_H: u32 = 1u;
+const DILATION_W: u32 = 1u;
+const SPAN_H: u32 = 2u;
+const SPAN_W: u32 = 2u;
+// kernel 3x3
+fn negative_infinity() -> T {
+    return T(bitcast<f32>(0xff800000u));
+}
+// Tiled max pooling gradient (pool/tiled.rs): a 16x64 input-gradient tile per workgroup.
+@group(0) @binding(1) var<storage, read> input: array<S>;
+@group(0) @binding(2) var<storage, read> pooled: array<S>;
+@group(0) @binding(3) var<storage, read> grad: array<S>;
+@group(0) @binding(4) var<storage, read_write> grad_input: array<S>;
+
+const REGION_COLUMNS: u32 = 67u;
+const REGION_SIZE: u32 = 1273u;
+const WINDOW_COLUMNS: u32 = 33u;
+const WINDOWS: u32 = 297u;
+const NO_TAP: u32 = 0xffffffffu;
+var<workgroup> region: array<T, 1273>;
+var<workgroup> routes: array<u32, 297>;
+var<workgroup> gradients: array<T, 297>;
+
+// The first window whose taps reach `position` along an axis: the least o with
+// o * stride + span >= position + padding.
+fn first_window(position: u32, padding: u32, span: u32, stride: u32) -> u32 {
+    let shifted = position + padding;
+    if (shifted <= span) {
+        return 0u;
+    }
+    return (shifted - span + stride - 1u) / stride;
+}
+
+// Whether `value` counts as equal to a window's maximum (NaN matches NaN).
+fn matches(value: T, maximum: T) -> bool {
+    return value == maximum || (is_nan_value(value) && is_nan_value(maximum));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let plane = workgroup.z * workgroups.y + workgroup.y;
+    let live = plane < params.count;
+    let column_tiles = (params.width + 64u - 1u) / 64u;
+    let first_row = (workgroup.x / column_tiles) * 16u;
+    let first_column = (workgroup.x % column_tiles) * 64u;
+    let window_row0 = first_window(first_row, PADDING_H, SPAN_H, STRIDE_H);
+    let window_column0 = first_window(first_column, PADDING_W, SPAN_W, STRIDE_W);
+    let top = i32(window_row0 * STRIDE_H) - i32(PADDING_H);
+    let left = i32(window_column0 * STRIDE_W) - i32(PADDING_W);
+    let base = plane_base(plane, params.input_offset, params.input_stride_n, params.input_stride_c);
+    for (var index = local; index < REGION_SIZE; index = index + 256u) {
+        let y = top + i32(index / REGION_COLUMNS);
+        let x = left + i32(index % REGION_COLUMNS);
+        var value = negative_infinity();
+        if (live && y >= 0 && y < i32(params.height) && x >= 0 && x < i32(params.width)) {
+            value = load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
+        }
+        region[index] = value;
+    }
+    workgroupBarrier();
+    let pooled_base = plane_base(plane, params.output_offset, params.output_stride_n, params.output_stride_c);
+    let grad_base = plane_base(plane, params.grad_offset, params.grad_stride_n, params.grad_stride_c);
+    for (var index = local; index < WINDOWS; index = index + 256u) {
+        let window_row = index / WINDOW_COLUMNS;
+        let window_column = index % WINDOW_COLUMNS;
+        let oi = window_row0 + window_row;
+        let oj = window_column0 + window_column;
+        var tap = NO_TAP;
+        var gradient = T(0.0);
+        if (live && oi < params.out_height && oj < params.out_width) {
+            let maximum = load_value(pooled[pooled_base + oi * params.output_stride_h + oj * params.output_stride_w]);
+            let row = top + i32(window_row * STRIDE_H);
+            let column = left + i32(window_column * STRIDE_W);
+            let corner = window_row * STRIDE_H * REGION_COLUMNS + window_column * STRIDE_W;
+            let inside_row0 = row + 0 >= 0 && row + 0 < i32(params.height);
+            let inside_row1 = row + 1 >= 0 && row + 1 < i32(params.height);
+            let inside_row2 = row + 2 >= 0 && row + 2 < i32(params.height);
+            if (tap == NO_TAP && inside_row0 && column + 0 >= 0 && column + 0 < i32(params.width)
+                && matches(region[corner + 0u], maximum)) { tap = 0u; }
+            if (tap == NO_TAP && inside_row0 && column + 1 >= 0 && column + 1 < i32(params.width)
+                && matches(region[corner + 1u], maximum)) { tap = 1u; }
+            if (tap == NO_TAP && inside_row0 && column + 2 >= 0 && column + 2 < i32(params.width)
+                && matches(region[corner + 2u], maximum)) { tap = 2u; }
+            if (tap == NO_TAP && inside_row1 && column + 0 >= 0 && column + 0 < i32(params.width)
+                && matches(region[corner + 67u], maximum)) { tap = 3u; }
+            if (tap == NO_TAP && inside_row1 && column + 1 >= 0 && column + 1 < i32(params.width)
+                && matches(region[corner + 68u], maximum)) { tap = 4u; }
+            if (tap == NO_TAP && inside_row1 && column + 2 >= 0 && column + 2 < i32(params.width)
+                && matches(region[corner + 69u], maximum)) { tap = 5u; }
+            if (tap == NO_TAP && inside_row2 && column + 0 >= 0 && column + 0 < i32(params.width)
+                && matches(region[corner + 134u], maximum)) { tap = 6u; }
+            if (tap == NO_TAP && inside_row2 && column + 1 >= 0 && column + 1 < i32(params.width)
+                && matches(region[corner + 135u], maximum)) { tap = 7u; }
+            if (tap == NO_TAP && inside_row2 && column + 2 >= 0 && column + 2 < i32(params.width)
+                && matches(region[corner + 136u], maximum)) { tap = 8u; }
+            gradient = load_value(grad[grad_base + oi * params.grad_stride_h + oj * params.grad_stride_w]);
+        }
+        routes[index] = tap;
+        gradients[index] = gradient;
+    }
+    workgroupBarrier();
+    if (!live) {
+        return;
+    }
+    for (var index = local; index < 1024u; index = index + 256u) {
+        let y = first_row + index / 64u;
+        let x = first_column + index % 64u;
+        if (y >= params.height || x >= params.width) {
+            continue;
+        }
+        var sum = T(0.0);
+        let last_row = min((y + PADDING_H) / STRIDE_H, params.out_height - 1u);
+        let last_column = min((x + PADDING_W) / STRIDE_W, params.out_width - 1u);
+        let first_column_window = first_window(x, PADDING_W, SPAN_W, STRIDE_W);
+        for (var oi = first_window(y, PADDING_H, SPAN_H, STRIDE_H); oi <= last_row; oi = oi + 1u) {
+            let row_offset = y + PADDING_H - oi * STRIDE_H;
+            if (row_offset % DILATION_H != 0u) {
+                continue;
+            }
+            let ki = row_offset / DILATION_H;
+            for (var oj = first_column_window; oj <= last_column; oj = oj + 1u) {
+                let column_offset = x + PADDING_W - oj * STRIDE_W;
+                if (column_offset % DILATION_W != 0u) {
+                    continue;
+                }
+                let window = (oi - window_row0) * WINDOW_COLUMNS + (oj - window_column0);
+                if (routes[window] == ki * KERNEL_W + column_offset / DILATION_W) {
+                    sum = sum + gradients[window];
+                }
+            }
+        }
+        grad_input[(plane * params.height + y) * params.width + x] = store_value(sum);
+    }
+}

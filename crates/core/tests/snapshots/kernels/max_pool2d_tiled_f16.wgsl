@@ -1,0 +1,176 @@
+enable f16;
+alias S = f16;
+alias T = f32;
+fn load_value(v: S) -> T { return T(v); }
+fn store_value(v: T) -> S { return S(v); }
+// float_helpers.wgsl — helpers named by op.rs's float expressions (computed in f32), added
+// after the value header of every float kernel (`wgsl.rs`, `value_header`).
+fn is_nan_value(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn nan_value() -> f32 { return bitcast<f32>(0x7fc00000u); }
+// Abramowitz & Stegun 7.1.26, the formula of op.rs's CPU erf (|error| < 1.5e-7).
+fn erf_approx(x: f32) -> f32 {
+    let sign = select(1.0, -1.0, x < 0.0);
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+    return sign * (1.0 - poly * exp(-a * a));
+}
+// Never evaluates exp of a large positive number (which would overflow to inf).
+fn sigmoid_stable(x: f32) -> f32 {
+    if (x >= 0.0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    let e = exp(x);
+    return e / (1.0 + e);
+}
+// GPU max/min may drop a NaN; PyTorch (and the CPU reference) propagate it.
+fn maximum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return max(a, b);
+}
+fn minimum_nan(a: f32, b: f32) -> f32 {
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    return min(a, b);
+}
+// WGSL's pow is exp2(b * log2(a)): undefined for a < 0 and unreliable at 0 and inf. This
+// follows C's pow (which the CPU reference uses), including the sign of odd integer powers.
+fn pow_signed(a: f32, b: f32) -> f32 {
+    let infinity = bitcast<f32>(0x7f800000u);
+    let magnitude_a = abs(a);
+    if (b == 0.0 || a == 1.0 || (magnitude_a == 1.0 && abs(b) == infinity)) { return 1.0; }
+    if (is_nan_value(a) || is_nan_value(b)) { return nan_value(); }
+    var magnitude: f32;
+    if (magnitude_a == 0.0) {
+        magnitude = select(0.0, infinity, b < 0.0);
+    } else if (magnitude_a == infinity) {
+        magnitude = select(infinity, 0.0, b < 0.0);
+    } else {
+        magnitude = pow(magnitude_a, b);
+    }
+    if ((bitcast<u32>(a) & 0x80000000u) == 0u) { return magnitude; }
+    let integer = floor(b) == b;
+    if (!integer && magnitude_a != 0.0 && magnitude_a != infinity) { return nan_value(); }
+    let half = b * 0.5;
+    return select(magnitude, -magnitude, integer && floor(half) != half);
+}
+struct PoolParams {
+    count: u32,
+    channels: u32,
+    height: u32,
+    width: u32,
+    out_height: u32,
+    out_width: u32,
+    kernel_h: u32,
+    kernel_w: u32,
+    stride_h: u32,
+    stride_w: u32,
+    padding_h: u32,
+    padding_w: u32,
+    dilation_h: u32,
+    dilation_w: u32,
+    input_offset: u32,
+    input_stride_n: u32,
+    input_stride_c: u32,
+    input_stride_h: u32,
+    input_stride_w: u32,
+    output_offset: u32,
+    output_stride_n: u32,
+    output_stride_c: u32,
+    output_stride_h: u32,
+    output_stride_w: u32,
+    grad_offset: u32,
+    grad_stride_n: u32,
+    grad_stride_c: u32,
+    grad_stride_h: u32,
+    grad_stride_w: u32,
+}
+@group(0) @binding(0) var<storage, read> params: PoolParams;
+// common.wgsl — included by anygrad's kernels after the generated header that defines the
+// element types, the op functions and binding 0, `params` (the family's parameter struct,
+// declared once in Rust with `kernel_params!`, see params.rs). Passing sizes, offsets and
+// strides in a small storage buffer (instead of baking them into the shader) lets one compiled
+// pipeline serve every shape, and lets strided and broadcast (stride-0) views be read in place
+// without first copying them to a contiguous buffer.
+
+// One invocation per element, 256 per workgroup. A dispatch may have at most 65,535
+// workgroups per dimension, so large grids spill into y; this rebuilds the linear index.
+fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
+    return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
+}
+// pool_planes.wgsl — shared by every max pooling kernel (after the value header and
+// `PoolParams`, pool.rs): where an `[n, c]` plane of a strided view starts.
+
+// Where plane `plane` (image * channels + channel) of a view starts.
+fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
+    return offset + (plane / params.channels) * stride_n + (plane % params.channels) * stride_c;
+}
+const KERNEL_W: u32 = 3u;
+const STRIDE_H: u32 = 2u;
+const STRIDE_W: u32 = 2u;
+const PADDING_H: u32 = 1u;
+const PADDING_W: u32 = 1u;
+const DILATION_H: u32 = 1u;
+const DILATION_W: u32 = 1u;
+const SPAN_H: u32 = 2u;
+const SPAN_W: u32 = 2u;
+// kernel 3x3
+fn negative_infinity() -> T {
+    return T(bitcast<f32>(0xff800000u));
+}
+// Tiled max pooling forward (pool/tiled.rs): an 8x32 output tile per workgroup.
+@group(0) @binding(1) var<storage, read> input: array<S>;
+@group(0) @binding(2) var<storage, read_write> output: array<S>;
+
+const REGION_COLUMNS: u32 = 65u;
+const REGION_SIZE: u32 = 1105u;
+var<workgroup> region: array<T, 1105>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let plane = workgroup.z * workgroups.y + workgroup.y;
+    let live = plane < params.count;
+    let column_tiles = (params.out_width + 32u - 1u) / 32u;
+    let first_row = (workgroup.x / column_tiles) * 8u;
+    let first_column = (workgroup.x % column_tiles) * 32u;
+    let base = plane_base(plane, params.input_offset, params.input_stride_n, params.input_stride_c);
+    let top = i32(first_row * STRIDE_H) - i32(PADDING_H);
+    let left = i32(first_column * STRIDE_W) - i32(PADDING_W);
+    for (var index = local; index < REGION_SIZE; index = index + 256u) {
+        let y = top + i32(index / REGION_COLUMNS);
+        let x = left + i32(index % REGION_COLUMNS);
+        var value = negative_infinity();
+        if (live && y >= 0 && y < i32(params.height) && x >= 0 && x < i32(params.width)) {
+            value = load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
+        }
+        region[index] = value;
+    }
+    workgroupBarrier();
+    let row = first_row + local / 32u;
+    let column = first_column + local % 32u;
+    if (!live || row >= params.out_height || column >= params.out_width) {
+        return;
+    }
+    let corner = (local / 32u) * STRIDE_H * REGION_COLUMNS + (local % 32u) * STRIDE_W;
+    var best = negative_infinity();
+    var value = best;
+    value = region[corner + 0u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 1u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 2u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 65u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 66u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 67u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 130u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 131u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    value = region[corner + 132u];
+    if (is_nan_value(value) || value > best) { best = value; }
+    output[(plane * params.out_height + row) * params.out_width + column] = store_value(best);
+}
