@@ -428,7 +428,10 @@ impl GpuContext {
                 layout: None,
                 module: &module,
                 entry_point: Some("main"),
-                compilation_options: wgpu::PipelineCompilationOptions::default(),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    zero_initialize_workgroup_memory: !key.writes_workgroup_memory_first(),
+                    ..Default::default()
+                },
                 cache: None,
             });
         if let Some(error) = pollster::block_on(scope.pop()) {

@@ -194,6 +194,9 @@ fn pooling_matches_reference(device: &Device) {
         ([1, 2, 37, 150], window(3, 2, 1, 1), true),
         ([2, 1, 20, 70], window(2, 2, 0, 1), false),
         ([1, 1, 19, 67], window(3, 1, 1, 2), true),
+        // More planes than workgroups along y (4,800 against 4,096): a workgroup's tile of
+        // several planes in turn.
+        ([8, 600, 9, 9], window(3, 2, 1, 1), false),
     ];
     let mut dtypes = vec![DType::F32];
     if device.supports_f16() {

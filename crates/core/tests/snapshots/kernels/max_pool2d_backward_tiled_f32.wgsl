@@ -116,6 +116,17 @@ const SPAN_W: u32 = 2u;
 fn negative_infinity() -> T {
     return T(bitcast<f32>(0xff800000u));
 }
+
+// Element `index` of the staged region (REGION_COLUMNS wide, its corner at input (top,
+// left)): -inf outside the input, past the region, or for a plane past the grid.
+fn staged_value(index: u32, top: i32, left: i32, base: u32, live: bool) -> T {
+    let y = top + i32(index / REGION_COLUMNS);
+    let x = left + i32(index % REGION_COLUMNS);
+    if (!live || index >= REGION_SIZE || y < 0 || y >= i32(params.height) || x < 0 || x >= i32(params.width)) {
+        return negative_infinity();
+    }
+    return load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
+}
 // Tiled max pooling gradient (pool/tiled.rs): a 16x64 input-gradient tile per workgroup.
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read> pooled: array<S>;
@@ -145,12 +156,60 @@ fn first_window(position: u32, padding: u32, span: u32, stride: u32) -> u32 {
 fn matches(value: T, maximum: T) -> bool {
     return value == maximum || (is_nan_value(value) && is_nan_value(maximum));
 }
+fn route(window: u32, maximum: T, top: i32, left: i32) -> u32 {
+    let window_row = window / WINDOW_COLUMNS;
+    let window_column = window % WINDOW_COLUMNS;
+    let row = top + i32(window_row * STRIDE_H);
+    let column = left + i32(window_column * STRIDE_W);
+    let corner = window_row * STRIDE_H * REGION_COLUMNS + window_column * STRIDE_W;
+    let inside_row0 = row + 0 >= 0 && row + 0 < i32(params.height);
+    let inside_row1 = row + 1 >= 0 && row + 1 < i32(params.height);
+    let inside_row2 = row + 2 >= 0 && row + 2 < i32(params.height);
+    if (inside_row0 && column + 0 >= 0 && column + 0 < i32(params.width)
+        && matches(region[corner + 0u], maximum)) {
+        return 0u;
+    }
+    if (inside_row0 && column + 1 >= 0 && column + 1 < i32(params.width)
+        && matches(region[corner + 1u], maximum)) {
+        return 1u;
+    }
+    if (inside_row0 && column + 2 >= 0 && column + 2 < i32(params.width)
+        && matches(region[corner + 2u], maximum)) {
+        return 2u;
+    }
+    if (inside_row1 && column + 0 >= 0 && column + 0 < i32(params.width)
+        && matches(region[corner + 67u], maximum)) {
+        return 3u;
+    }
+    if (inside_row1 && column + 1 >= 0 && column + 1 < i32(params.width)
+        && matches(region[corner + 68u], maximum)) {
+        return 4u;
+    }
+    if (inside_row1 && column + 2 >= 0 && column + 2 < i32(params.width)
+        && matches(region[corner + 69u], maximum)) {
+        return 5u;
+    }
+    if (inside_row2 && column + 0 >= 0 && column + 0 < i32(params.width)
+        && matches(region[corner + 134u], maximum)) {
+        return 6u;
+    }
+    if (inside_row2 && column + 1 >= 0 && column + 1 < i32(params.width)
+        && matches(region[corner + 135u], maximum)) {
+        return 7u;
+    }
+    if (inside_row2 && column + 2 >= 0 && column + 2 < i32(params.width)
+        && matches(region[corner + 136u], maximum)) {
+        return 8u;
+    }
+    return NO_TAP;
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let plane = workgroup.z * workgroups.y + workgroup.y;
-    let live = plane < params.count;
+    // Planes in turn (a workgroup per tile and plane left the GPU waiting on launches).
+    for (var plane = workgroup.y; plane < params.count; plane = plane + workgroups.y) {
+    let live = true;
     let column_tiles = (params.width + 64u - 1u) / 64u;
     let first_row = (workgroup.x / column_tiles) * 16u;
     let first_column = (workgroup.x % column_tiles) * 64u;
@@ -159,60 +218,58 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let top = i32(window_row0 * STRIDE_H) - i32(PADDING_H);
     let left = i32(window_column0 * STRIDE_W) - i32(PADDING_W);
     let base = plane_base(plane, params.input_offset, params.input_stride_n, params.input_stride_c);
-    for (var index = local; index < REGION_SIZE; index = index + 256u) {
-        let y = top + i32(index / REGION_COLUMNS);
-        let x = left + i32(index % REGION_COLUMNS);
-        var value = negative_infinity();
-        if (live && y >= 0 && y < i32(params.height) && x >= 0 && x < i32(params.width)) {
-            value = load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
-        }
-        region[index] = value;
+    let staged0 = staged_value(local + 0u, top, left, base, live);
+    let staged1 = staged_value(local + 256u, top, left, base, live);
+    let staged2 = staged_value(local + 512u, top, left, base, live);
+    let staged3 = staged_value(local + 768u, top, left, base, live);
+    let staged4 = staged_value(local + 1024u, top, left, base, live);
+    if (local + 0u < REGION_SIZE) {
+        region[local + 0u] = staged0;
+    }
+    if (local + 256u < REGION_SIZE) {
+        region[local + 256u] = staged1;
+    }
+    if (local + 512u < REGION_SIZE) {
+        region[local + 512u] = staged2;
+    }
+    if (local + 768u < REGION_SIZE) {
+        region[local + 768u] = staged3;
+    }
+    if (local + 1024u < REGION_SIZE) {
+        region[local + 1024u] = staged4;
     }
     workgroupBarrier();
     let pooled_base = plane_base(plane, params.output_offset, params.output_stride_n, params.output_stride_c);
     let grad_base = plane_base(plane, params.grad_offset, params.grad_stride_n, params.grad_stride_c);
-    for (var index = local; index < WINDOWS; index = index + 256u) {
-        let window_row = index / WINDOW_COLUMNS;
-        let window_column = index % WINDOW_COLUMNS;
-        let oi = window_row0 + window_row;
-        let oj = window_column0 + window_column;
-        var tap = NO_TAP;
-        var gradient = T(0.0);
-        if (live && oi < params.out_height && oj < params.out_width) {
-            let maximum = load_value(pooled[pooled_base + oi * params.output_stride_h + oj * params.output_stride_w]);
-            let row = top + i32(window_row * STRIDE_H);
-            let column = left + i32(window_column * STRIDE_W);
-            let corner = window_row * STRIDE_H * REGION_COLUMNS + window_column * STRIDE_W;
-            let inside_row0 = row + 0 >= 0 && row + 0 < i32(params.height);
-            let inside_row1 = row + 1 >= 0 && row + 1 < i32(params.height);
-            let inside_row2 = row + 2 >= 0 && row + 2 < i32(params.height);
-            if (tap == NO_TAP && inside_row0 && column + 0 >= 0 && column + 0 < i32(params.width)
-                && matches(region[corner + 0u], maximum)) { tap = 0u; }
-            if (tap == NO_TAP && inside_row0 && column + 1 >= 0 && column + 1 < i32(params.width)
-                && matches(region[corner + 1u], maximum)) { tap = 1u; }
-            if (tap == NO_TAP && inside_row0 && column + 2 >= 0 && column + 2 < i32(params.width)
-                && matches(region[corner + 2u], maximum)) { tap = 2u; }
-            if (tap == NO_TAP && inside_row1 && column + 0 >= 0 && column + 0 < i32(params.width)
-                && matches(region[corner + 67u], maximum)) { tap = 3u; }
-            if (tap == NO_TAP && inside_row1 && column + 1 >= 0 && column + 1 < i32(params.width)
-                && matches(region[corner + 68u], maximum)) { tap = 4u; }
-            if (tap == NO_TAP && inside_row1 && column + 2 >= 0 && column + 2 < i32(params.width)
-                && matches(region[corner + 69u], maximum)) { tap = 5u; }
-            if (tap == NO_TAP && inside_row2 && column + 0 >= 0 && column + 0 < i32(params.width)
-                && matches(region[corner + 134u], maximum)) { tap = 6u; }
-            if (tap == NO_TAP && inside_row2 && column + 1 >= 0 && column + 1 < i32(params.width)
-                && matches(region[corner + 135u], maximum)) { tap = 7u; }
-            if (tap == NO_TAP && inside_row2 && column + 2 >= 0 && column + 2 < i32(params.width)
-                && matches(region[corner + 136u], maximum)) { tap = 8u; }
-            gradient = load_value(grad[grad_base + oi * params.grad_stride_h + oj * params.grad_stride_w]);
-        }
-        routes[index] = tap;
-        gradients[index] = gradient;
+    let window0 = local + 0u;
+    let oi0 = window_row0 + window0 / WINDOW_COLUMNS;
+    let oj0 = window_column0 + window0 % WINDOW_COLUMNS;
+    let live0 = live && window0 < WINDOWS && oi0 < params.out_height && oj0 < params.out_width;
+    var maximum0 = T(0.0);
+    var gradient0 = T(0.0);
+    if (live0) {
+        maximum0 = load_value(pooled[pooled_base + oi0 * params.output_stride_h + oj0 * params.output_stride_w]);
+        gradient0 = load_value(grad[grad_base + oi0 * params.grad_stride_h + oj0 * params.grad_stride_w]);
+    }
+    let window1 = local + 256u;
+    let oi1 = window_row0 + window1 / WINDOW_COLUMNS;
+    let oj1 = window_column0 + window1 % WINDOW_COLUMNS;
+    let live1 = live && window1 < WINDOWS && oi1 < params.out_height && oj1 < params.out_width;
+    var maximum1 = T(0.0);
+    var gradient1 = T(0.0);
+    if (live1) {
+        maximum1 = load_value(pooled[pooled_base + oi1 * params.output_stride_h + oj1 * params.output_stride_w]);
+        gradient1 = load_value(grad[grad_base + oi1 * params.grad_stride_h + oj1 * params.grad_stride_w]);
+    }
+    if (window0 < WINDOWS) {
+        routes[window0] = select(NO_TAP, route(window0, maximum0, top, left), live0);
+        gradients[window0] = gradient0;
+    }
+    if (window1 < WINDOWS) {
+        routes[window1] = select(NO_TAP, route(window1, maximum1, top, left), live1);
+        gradients[window1] = gradient1;
     }
     workgroupBarrier();
-    if (!live) {
-        return;
-    }
     for (var index = local; index < 1024u; index = index + 256u) {
         let y = first_row + index / 64u;
         let x = first_column + index % 64u;
@@ -220,26 +277,68 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             continue;
         }
         var sum = T(0.0);
-        let last_row = min((y + PADDING_H) / STRIDE_H, params.out_height - 1u);
-        let last_column = min((x + PADDING_W) / STRIDE_W, params.out_width - 1u);
-        let first_column_window = first_window(x, PADDING_W, SPAN_W, STRIDE_W);
-        for (var oi = first_window(y, PADDING_H, SPAN_H, STRIDE_H); oi <= last_row; oi = oi + 1u) {
-            let row_offset = y + PADDING_H - oi * STRIDE_H;
-            if (row_offset % DILATION_H != 0u) {
-                continue;
-            }
-            let ki = row_offset / DILATION_H;
-            for (var oj = first_column_window; oj <= last_column; oj = oj + 1u) {
-                let column_offset = x + PADDING_W - oj * STRIDE_W;
-                if (column_offset % DILATION_W != 0u) {
-                    continue;
+        // Window oi reads row y at tap offset y + PADDING_H - oi * STRIDE_H (a multiple of
+        // DILATION_H up to SPAN_H): oi = row_base - t for the unrolled t below; likewise
+        // columns. Ascending windows (descending t), as the two-pass kernels add them.
+        let row_base = (y + PADDING_H) / STRIDE_H;
+        let row_rest = (y + PADDING_H) % STRIDE_H;
+        let column_base = (x + PADDING_W) / STRIDE_W;
+        let column_rest = (x + PADDING_W) % STRIDE_W;
+        {
+            let row_offset = row_rest + 2u;
+            let column_offset = column_rest + 2u;
+            if (row_base >= 1u && row_base - 1u < params.out_height && row_offset <= SPAN_H
+                && row_offset % DILATION_H == 0u && column_base >= 1u
+                && column_base - 1u < params.out_width && column_offset <= SPAN_W
+                && column_offset % DILATION_W == 0u) {
+                let window = (row_base - 1u - window_row0) * WINDOW_COLUMNS + column_base - 1u - window_column0;
+                if (routes[window] == (row_offset / DILATION_H) * KERNEL_W + column_offset / DILATION_W) {
+                    sum = sum + gradients[window];
                 }
-                let window = (oi - window_row0) * WINDOW_COLUMNS + (oj - window_column0);
-                if (routes[window] == ki * KERNEL_W + column_offset / DILATION_W) {
+            }
+        }
+        {
+            let row_offset = row_rest + 2u;
+            let column_offset = column_rest + 0u;
+            if (row_base >= 1u && row_base - 1u < params.out_height && row_offset <= SPAN_H
+                && row_offset % DILATION_H == 0u && column_base >= 0u
+                && column_base - 0u < params.out_width && column_offset <= SPAN_W
+                && column_offset % DILATION_W == 0u) {
+                let window = (row_base - 1u - window_row0) * WINDOW_COLUMNS + column_base - 0u - window_column0;
+                if (routes[window] == (row_offset / DILATION_H) * KERNEL_W + column_offset / DILATION_W) {
+                    sum = sum + gradients[window];
+                }
+            }
+        }
+        {
+            let row_offset = row_rest + 0u;
+            let column_offset = column_rest + 2u;
+            if (row_base >= 0u && row_base - 0u < params.out_height && row_offset <= SPAN_H
+                && row_offset % DILATION_H == 0u && column_base >= 1u
+                && column_base - 1u < params.out_width && column_offset <= SPAN_W
+                && column_offset % DILATION_W == 0u) {
+                let window = (row_base - 0u - window_row0) * WINDOW_COLUMNS + column_base - 1u - window_column0;
+                if (routes[window] == (row_offset / DILATION_H) * KERNEL_W + column_offset / DILATION_W) {
+                    sum = sum + gradients[window];
+                }
+            }
+        }
+        {
+            let row_offset = row_rest + 0u;
+            let column_offset = column_rest + 0u;
+            if (row_base >= 0u && row_base - 0u < params.out_height && row_offset <= SPAN_H
+                && row_offset % DILATION_H == 0u && column_base >= 0u
+                && column_base - 0u < params.out_width && column_offset <= SPAN_W
+                && column_offset % DILATION_W == 0u) {
+                let window = (row_base - 0u - window_row0) * WINDOW_COLUMNS + column_base - 0u - window_column0;
+                if (routes[window] == (row_offset / DILATION_H) * KERNEL_W + column_offset / DILATION_W) {
                     sum = sum + gradients[window];
                 }
             }
         }
         grad_input[(plane * params.height + y) * params.width + x] = store_value(sum);
+    }
+    // Every read of this plane's routes is done before the next plane's staging.
+    workgroupBarrier();
     }
 }

@@ -117,6 +117,17 @@ const SPAN_W: u32 = 2u;
 fn negative_infinity() -> T {
     return T(bitcast<f32>(0xff800000u));
 }
+
+// Element `index` of the staged region (REGION_COLUMNS wide, its corner at input (top,
+// left)): -inf outside the input, past the region, or for a plane past the grid.
+fn staged_value(index: u32, top: i32, left: i32, base: u32, live: bool) -> T {
+    let y = top + i32(index / REGION_COLUMNS);
+    let x = left + i32(index % REGION_COLUMNS);
+    if (!live || index >= REGION_SIZE || y < 0 || y >= i32(params.height) || x < 0 || x >= i32(params.width)) {
+        return negative_infinity();
+    }
+    return load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
+}
 // Tiled max pooling forward (pool/tiled.rs): an 8x32 output tile per workgroup.
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read_write> output: array<S>;
@@ -128,29 +139,39 @@ var<workgroup> region: array<T, 1105>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let plane = workgroup.z * workgroups.y + workgroup.y;
-    let live = plane < params.count;
+    // Planes in turn (a workgroup per tile and plane left the GPU waiting on launches).
+    for (var plane = workgroup.y; plane < params.count; plane = plane + workgroups.y) {
+    let live = true;
     let column_tiles = (params.out_width + 32u - 1u) / 32u;
     let first_row = (workgroup.x / column_tiles) * 8u;
     let first_column = (workgroup.x % column_tiles) * 32u;
     let base = plane_base(plane, params.input_offset, params.input_stride_n, params.input_stride_c);
     let top = i32(first_row * STRIDE_H) - i32(PADDING_H);
     let left = i32(first_column * STRIDE_W) - i32(PADDING_W);
-    for (var index = local; index < REGION_SIZE; index = index + 256u) {
-        let y = top + i32(index / REGION_COLUMNS);
-        let x = left + i32(index % REGION_COLUMNS);
-        var value = negative_infinity();
-        if (live && y >= 0 && y < i32(params.height) && x >= 0 && x < i32(params.width)) {
-            value = load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
-        }
-        region[index] = value;
+    let staged0 = staged_value(local + 0u, top, left, base, live);
+    let staged1 = staged_value(local + 256u, top, left, base, live);
+    let staged2 = staged_value(local + 512u, top, left, base, live);
+    let staged3 = staged_value(local + 768u, top, left, base, live);
+    let staged4 = staged_value(local + 1024u, top, left, base, live);
+    if (local + 0u < REGION_SIZE) {
+        region[local + 0u] = staged0;
+    }
+    if (local + 256u < REGION_SIZE) {
+        region[local + 256u] = staged1;
+    }
+    if (local + 512u < REGION_SIZE) {
+        region[local + 512u] = staged2;
+    }
+    if (local + 768u < REGION_SIZE) {
+        region[local + 768u] = staged3;
+    }
+    if (local + 1024u < REGION_SIZE) {
+        region[local + 1024u] = staged4;
     }
     workgroupBarrier();
     let row = first_row + local / 32u;
     let column = first_column + local % 32u;
-    if (!live || row >= params.out_height || column >= params.out_width) {
-        return;
-    }
+    if (row < params.out_height && column < params.out_width) {
     let corner = (local / 32u) * STRIDE_H * REGION_COLUMNS + (local % 32u) * STRIDE_W;
     var best = negative_infinity();
     var value = best;
@@ -173,4 +194,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     value = region[corner + 132u];
     if (is_nan_value(value) || value > best) { best = value; }
     output[(plane * params.out_height + row) * params.out_width + column] = store_value(best);
+    }
+    // Every read of this plane's region is done before the next plane's staging.
+    workgroupBarrier();
+    }
 }

@@ -13,7 +13,8 @@
 //!   the gradients routed to its pixels — the same sums in the same order as the two-pass
 //!   kernels, so the results are identical.
 //!
-//! Planes go over `workgroup.y` and `workgroup.z`, tiles over `workgroup.x`. Windows too large
+//! Tiles go over `workgroup.x`; each workgroup takes its tile of every `workgroups.y`-th
+//! plane in turn (one workgroup per tile and plane measured slower: launches dominated). Windows too large
 //! for the kernels' workgroup memory budget take the generic kernels of `pool.rs`.
 
 use super::GpuDevice;
@@ -158,8 +159,11 @@ impl FixedWindow {
     }
 }
 
-/// The grid of a call's tiled kernel (`tile` rows x columns over `(rows, columns)`), planes
-/// over y and z; `None` beyond the device's limits.
+/// Workgroups a tiled call aims for: each takes its tile of every `y`-th plane in turn.
+const TARGET_WORKGROUPS: usize = 4096;
+
+/// The grid of a call's tiled kernel: `tile` rows x columns over `(rows, columns)` along x,
+/// plane groups along y; `None` beyond the device's limits.
 fn grid(
     device: &GpuDevice,
     shape: &PoolShape,
@@ -169,12 +173,15 @@ fn grid(
     let max = device.context().limits.max_compute_workgroups_per_dimension as usize;
     let tiles = rows.div_ceil(tile_rows) * columns.div_ceil(tile_columns);
     let planes = shape.batch * shape.channels;
-    let y = planes.min(max).max(1);
-    let z = planes.div_ceil(y).max(1);
-    if tiles == 0 || tiles > max || z > max {
+    let y = TARGET_WORKGROUPS
+        .div_ceil(tiles.max(1))
+        .min(planes)
+        .min(max)
+        .max(1);
+    if tiles == 0 || tiles > max {
         return None;
     }
-    Some((tiles as u32, y as u32, z as u32))
+    Some((tiles as u32, y as u32, 1))
 }
 
 /// The forward's tiled kernel for `shape`, and its grid; `None` where the generic kernel runs.
@@ -204,7 +211,149 @@ fn header(dtype: DType, window: FixedWindow) -> String {
     text.push_str(COMMON);
     text.push_str(include_str!("../shaders/pool_planes.wgsl"));
     text.push_str(&window.constants());
-    text.push_str("fn negative_infinity() -> T {\n    return T(bitcast<f32>(0xff800000u));\n}\n");
+    text.push_str(
+        r#"fn negative_infinity() -> T {
+    return T(bitcast<f32>(0xff800000u));
+}
+
+// Element `index` of the staged region (REGION_COLUMNS wide, its corner at input (top,
+// left)): -inf outside the input, past the region, or for a plane past the grid.
+fn staged_value(index: u32, top: i32, left: i32, base: u32, live: bool) -> T {
+    let y = top + i32(index / REGION_COLUMNS);
+    let x = left + i32(index % REGION_COLUMNS);
+    if (!live || index >= REGION_SIZE || y < 0 || y >= i32(params.height) || x < 0 || x >= i32(params.width)) {
+        return negative_infinity();
+    }
+    return load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
+}
+"#,
+    );
+    text
+}
+
+/// Staging of a `size`-element region, unrolled: every invocation issues all its loads
+/// before its first workgroup store, so the loads' latencies overlap (a loop would wait for
+/// each load in turn).
+fn staging(size: usize) -> String {
+    let mut text = String::new();
+    let rounds = size.div_ceil(256);
+    for round in 0..rounds {
+        let _ = writeln!(
+            text,
+            "    let staged{round} = staged_value(local + {}u, top, left, base, live);",
+            round * 256
+        );
+    }
+    for round in 0..rounds {
+        let _ = writeln!(
+            text,
+            "    if (local + {at}u < REGION_SIZE) {{\n        region[local + {at}u] = staged{round};\n    }}",
+            at = round * 256
+        );
+    }
+    text
+}
+
+/// The gradient's window pass, unrolled like [`staging`]: each invocation loads the pooled
+/// output and the output gradient of its windows first, then routes them.
+fn windows_code(windows: usize) -> String {
+    let mut text = String::new();
+    let rounds = windows.div_ceil(256);
+    for round in 0..rounds {
+        let _ = write!(
+            text,
+            r#"    let window{round} = local + {at}u;
+    let oi{round} = window_row0 + window{round} / WINDOW_COLUMNS;
+    let oj{round} = window_column0 + window{round} % WINDOW_COLUMNS;
+    let live{round} = live && window{round} < WINDOWS && oi{round} < params.out_height && oj{round} < params.out_width;
+    var maximum{round} = T(0.0);
+    var gradient{round} = T(0.0);
+    if (live{round}) {{
+        maximum{round} = load_value(pooled[pooled_base + oi{round} * params.output_stride_h + oj{round} * params.output_stride_w]);
+        gradient{round} = load_value(grad[grad_base + oi{round} * params.grad_stride_h + oj{round} * params.grad_stride_w]);
+    }}
+"#,
+            at = round * 256
+        );
+    }
+    for round in 0..rounds {
+        let _ = write!(
+            text,
+            r#"    if (window{round} < WINDOWS) {{
+        routes[window{round}] = select(NO_TAP, route(window{round}, maximum{round}, top, left), live{round});
+        gradients[window{round}] = gradient{round};
+    }}
+"#
+        );
+    }
+    text
+}
+
+/// The gather of one pixel's routed gradients, unrolled over the windows that can reach it
+/// (`span / stride + 1` along each axis), in ascending window order.
+fn gather_code(window: FixedWindow) -> String {
+    let ((sh, sw), (span_h, span_w)) = (window.stride(), window.span());
+    let mut text = String::new();
+    for t in (0..=span_h / sh).rev() {
+        for u in (0..=span_w / sw).rev() {
+            let _ = write!(
+                text,
+                r#"        {{
+            let row_offset = row_rest + {row_step}u;
+            let column_offset = column_rest + {column_step}u;
+            if (row_base >= {t}u && row_base - {t}u < params.out_height && row_offset <= SPAN_H
+                && row_offset % DILATION_H == 0u && column_base >= {u}u
+                && column_base - {u}u < params.out_width && column_offset <= SPAN_W
+                && column_offset % DILATION_W == 0u) {{
+                let window = (row_base - {t}u - window_row0) * WINDOW_COLUMNS + column_base - {u}u - window_column0;
+                if (routes[window] == (row_offset / DILATION_H) * KERNEL_W + column_offset / DILATION_W) {{
+                    sum = sum + gradients[window];
+                }}
+            }}
+        }}
+"#,
+                row_step = t * sh,
+                column_step = u * sw,
+            );
+        }
+    }
+    text
+}
+
+/// `fn route(window, maximum, top, left) -> u32`: the first tap (row-major) of the staged
+/// window whose input equals `maximum`, or NO_TAP. Padding never matches (checked by
+/// position, so that an input of -inf is still routed to its own tap).
+fn route_function(window: FixedWindow, columns: usize) -> String {
+    let ((kh, kw), (dh, dw)) = (window.kernel(), window.dilation());
+    let mut text = String::from(
+        r#"fn route(window: u32, maximum: T, top: i32, left: i32) -> u32 {
+    let window_row = window / WINDOW_COLUMNS;
+    let window_column = window % WINDOW_COLUMNS;
+    let row = top + i32(window_row * STRIDE_H);
+    let column = left + i32(window_column * STRIDE_W);
+    let corner = window_row * STRIDE_H * REGION_COLUMNS + window_column * STRIDE_W;
+"#,
+    );
+    for ki in 0..kh {
+        let _ = writeln!(
+            text,
+            "    let inside_row{ki} = row + {at} >= 0 && row + {at} < i32(params.height);",
+            at = ki * dh
+        );
+    }
+    for ki in 0..kh {
+        for kj in 0..kw {
+            let _ = writeln!(
+                text,
+                "    if (inside_row{ki} && column + {col} >= 0 && column + {col} < i32(params.width)\n        \
+                 && matches(region[corner + {offset}u], maximum)) {{\n        return {number}u;\n    }}",
+                col = kj * dw,
+                offset = ki * dh * columns + kj * dw,
+                number = ki * kw + kj,
+            );
+        }
+    }
+    text.push_str("    return NO_TAP;\n}\n");
     text
 }
 
@@ -226,34 +375,25 @@ var<workgroup> region: array<T, {size}>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {{
-    let plane = workgroup.z * workgroups.y + workgroup.y;
-    let live = plane < params.count;
+    // Planes in turn (a workgroup per tile and plane left the GPU waiting on launches).
+    for (var plane = workgroup.y; plane < params.count; plane = plane + workgroups.y) {{
+    let live = true;
     let column_tiles = (params.out_width + {OUT_COLUMNS}u - 1u) / {OUT_COLUMNS}u;
     let first_row = (workgroup.x / column_tiles) * {OUT_ROWS}u;
     let first_column = (workgroup.x % column_tiles) * {OUT_COLUMNS}u;
     let base = plane_base(plane, params.input_offset, params.input_stride_n, params.input_stride_c);
     let top = i32(first_row * STRIDE_H) - i32(PADDING_H);
     let left = i32(first_column * STRIDE_W) - i32(PADDING_W);
-    for (var index = local; index < REGION_SIZE; index = index + 256u) {{
-        let y = top + i32(index / REGION_COLUMNS);
-        let x = left + i32(index % REGION_COLUMNS);
-        var value = negative_infinity();
-        if (live && y >= 0 && y < i32(params.height) && x >= 0 && x < i32(params.width)) {{
-            value = load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
-        }}
-        region[index] = value;
-    }}
-    workgroupBarrier();
+{staging}    workgroupBarrier();
     let row = first_row + local / {OUT_COLUMNS}u;
     let column = first_column + local % {OUT_COLUMNS}u;
-    if (!live || row >= params.out_height || column >= params.out_width) {{
-        return;
-    }}
+    if (row < params.out_height && column < params.out_width) {{
     let corner = (local / {OUT_COLUMNS}u) * STRIDE_H * REGION_COLUMNS + (local % {OUT_COLUMNS}u) * STRIDE_W;
     var best = negative_infinity();
     var value = best;
 "#,
         size = rows * columns,
+        staging = staging(rows * columns),
     );
     for ki in 0..kh {
         for kj in 0..kw {
@@ -266,7 +406,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         }
     }
     text.push_str(
-        "    output[(plane * params.out_height + row) * params.out_width + column] = store_value(best);\n}\n",
+        "    output[(plane * params.out_height + row) * params.out_width + column] = store_value(best);\n    }\n    \
+         // Every read of this plane's region is done before the next plane's staging.\n    \
+         workgroupBarrier();\n    }\n}\n",
     );
     text
 }
@@ -275,7 +417,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 pub(crate) fn backward_source(dtype: DType, window: FixedWindow) -> String {
     let (rows, columns) = window.gradient_region();
     let (window_rows, window_columns) = window.gradient_windows();
-    let ((kh, kw), (dh, dw)) = (window.kernel(), window.dilation());
     let mut text = header(dtype, window);
     let _ = write!(
         text,
@@ -308,12 +449,13 @@ fn first_window(position: u32, padding: u32, span: u32, stride: u32) -> u32 {{
 fn matches(value: T, maximum: T) -> bool {{
     return value == maximum || (is_nan_value(value) && is_nan_value(maximum));
 }}
-
+{route}
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {{
-    let plane = workgroup.z * workgroups.y + workgroup.y;
-    let live = plane < params.count;
+    // Planes in turn (a workgroup per tile and plane left the GPU waiting on launches).
+    for (var plane = workgroup.y; plane < params.count; plane = plane + workgroups.y) {{
+    let live = true;
     let column_tiles = (params.width + {GRAD_COLUMNS}u - 1u) / {GRAD_COLUMNS}u;
     let first_row = (workgroup.x / column_tiles) * {GRAD_ROWS}u;
     let first_column = (workgroup.x % column_tiles) * {GRAD_COLUMNS}u;
@@ -322,67 +464,16 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let top = i32(window_row0 * STRIDE_H) - i32(PADDING_H);
     let left = i32(window_column0 * STRIDE_W) - i32(PADDING_W);
     let base = plane_base(plane, params.input_offset, params.input_stride_n, params.input_stride_c);
-    for (var index = local; index < REGION_SIZE; index = index + 256u) {{
-        let y = top + i32(index / REGION_COLUMNS);
-        let x = left + i32(index % REGION_COLUMNS);
-        var value = negative_infinity();
-        if (live && y >= 0 && y < i32(params.height) && x >= 0 && x < i32(params.width)) {{
-            value = load_value(input[base + u32(y) * params.input_stride_h + u32(x) * params.input_stride_w]);
-        }}
-        region[index] = value;
-    }}
-    workgroupBarrier();
+{staging}    workgroupBarrier();
     let pooled_base = plane_base(plane, params.output_offset, params.output_stride_n, params.output_stride_c);
     let grad_base = plane_base(plane, params.grad_offset, params.grad_stride_n, params.grad_stride_c);
-    for (var index = local; index < WINDOWS; index = index + 256u) {{
-        let window_row = index / WINDOW_COLUMNS;
-        let window_column = index % WINDOW_COLUMNS;
-        let oi = window_row0 + window_row;
-        let oj = window_column0 + window_column;
-        var tap = NO_TAP;
-        var gradient = T(0.0);
-        if (live && oi < params.out_height && oj < params.out_width) {{
-            let maximum = load_value(pooled[pooled_base + oi * params.output_stride_h + oj * params.output_stride_w]);
-            let row = top + i32(window_row * STRIDE_H);
-            let column = left + i32(window_column * STRIDE_W);
-            let corner = window_row * STRIDE_H * REGION_COLUMNS + window_column * STRIDE_W;
+{windows_code}    workgroupBarrier();
 "#,
         size = rows * columns,
         windows = window_rows * window_columns,
-    );
-    // Taps in row-major order; padding never matches (checked by position, so that a -inf
-    // input is still routed to its own tap).
-    for ki in 0..kh {
-        let _ = writeln!(
-            text,
-            "            let inside_row{ki} = row + {} >= 0 && row + {} < i32(params.height);",
-            ki * dh,
-            ki * dh
-        );
-    }
-    for ki in 0..kh {
-        for kj in 0..kw {
-            let _ = writeln!(
-                text,
-                "            if (tap == NO_TAP && inside_row{ki} && column + {col} >= 0 && column + {col} < i32(params.width)\n                \
-                 && matches(region[corner + {offset}u], maximum)) {{ tap = {number}u; }}",
-                col = kj * dw,
-                offset = ki * dh * columns + kj * dw,
-                number = ki * kw + kj,
-            );
-        }
-    }
-    text.push_str(
-        r#"            gradient = load_value(grad[grad_base + oi * params.grad_stride_h + oj * params.grad_stride_w]);
-        }
-        routes[index] = tap;
-        gradients[index] = gradient;
-    }
-    workgroupBarrier();
-    if (!live) {
-        return;
-    }
-"#,
+        staging = staging(rows * columns),
+        windows_code = windows_code(window_rows * window_columns),
+        route = route_function(window, columns),
     );
     let _ = write!(
         text,
@@ -393,31 +484,22 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             continue;
         }}
         var sum = T(0.0);
-        let last_row = min((y + PADDING_H) / STRIDE_H, params.out_height - 1u);
-        let last_column = min((x + PADDING_W) / STRIDE_W, params.out_width - 1u);
-        let first_column_window = first_window(x, PADDING_W, SPAN_W, STRIDE_W);
-        for (var oi = first_window(y, PADDING_H, SPAN_H, STRIDE_H); oi <= last_row; oi = oi + 1u) {{
-            let row_offset = y + PADDING_H - oi * STRIDE_H;
-            if (row_offset % DILATION_H != 0u) {{
-                continue;
-            }}
-            let ki = row_offset / DILATION_H;
-            for (var oj = first_column_window; oj <= last_column; oj = oj + 1u) {{
-                let column_offset = x + PADDING_W - oj * STRIDE_W;
-                if (column_offset % DILATION_W != 0u) {{
-                    continue;
-                }}
-                let window = (oi - window_row0) * WINDOW_COLUMNS + (oj - window_column0);
-                if (routes[window] == ki * KERNEL_W + column_offset / DILATION_W) {{
-                    sum = sum + gradients[window];
-                }}
-            }}
-        }}
-        grad_input[(plane * params.height + y) * params.width + x] = store_value(sum);
+        // Window oi reads row y at tap offset y + PADDING_H - oi * STRIDE_H (a multiple of
+        // DILATION_H up to SPAN_H): oi = row_base - t for the unrolled t below; likewise
+        // columns. Ascending windows (descending t), as the two-pass kernels add them.
+        let row_base = (y + PADDING_H) / STRIDE_H;
+        let row_rest = (y + PADDING_H) % STRIDE_H;
+        let column_base = (x + PADDING_W) / STRIDE_W;
+        let column_rest = (x + PADDING_W) % STRIDE_W;
+{gather}        grad_input[(plane * params.height + y) * params.width + x] = store_value(sum);
+    }}
+    // Every read of this plane's routes is done before the next plane's staging.
+    workgroupBarrier();
     }}
 }}
 "#,
         pixels = GRAD_ROWS * GRAD_COLUMNS,
+        gather = gather_code(window),
     );
     text
 }
