@@ -273,8 +273,8 @@ impl KernelKey {
     /// Whether every element of workgroup memory the kernel reads was written by the same
     /// workgroup first (each staged tile is stored whole, zeros where past the operand, before
     /// the barrier that precedes its reads), so that wgpu's zeroing of workgroup memory at the
-    /// start of every workgroup can be skipped: it cost the tiled max pooling a fifth of its
-    /// time on an H200. Kernels not listed keep the zeroing.
+    /// start of every workgroup can be skipped (on an H200 the tiled max pooling went from
+    /// 160 to 142 µs with this and `is_trusted`). Kernels not listed keep the zeroing.
     pub fn writes_workgroup_memory_first(&self) -> bool {
         match self {
             KernelKey::Matmul { .. }
