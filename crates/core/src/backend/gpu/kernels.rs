@@ -233,6 +233,9 @@ impl KernelKey {
             | KernelKey::Winograd { .. }
             // The row kernels clamp every read and write only rows they own (`rows.rs`).
             | KernelKey::Rows(_)
+            // The transposing copy clamps every access to its buffer and indexes its tile
+            // inside the tile (`copy_transpose.rs`).
+            | KernelKey::CopyTranspose { .. }
             // The tiled max pooling checks every position against the image and the output,
             // and indexes workgroup memory inside its regions by construction (`pool/tiled.rs`).
             | KernelKey::MaxPool2d {
@@ -261,7 +264,6 @@ impl KernelKey {
             | KernelKey::MaxPool2d { .. }
             | KernelKey::MaxPool2dBackward { .. }
             | KernelKey::CopyRows { .. }
-            | KernelKey::CopyTranspose { .. }
             | KernelKey::BatchNormSums { .. }
             | KernelKey::BatchNormInputGrad { .. }
             | KernelKey::Attention(_)
@@ -282,6 +284,7 @@ impl KernelKey {
             | KernelKey::MatmulCoop { .. }
             | KernelKey::ConvNhwc(_)
             | KernelKey::ConvNhwcWeight(_)
+            | KernelKey::CopyTranspose { .. }
             | KernelKey::MaxPool2d {
                 window: Some(_), ..
             }
@@ -315,7 +318,6 @@ impl KernelKey {
             | KernelKey::SortRows { .. }
             | KernelKey::SortGlobal { .. }
             | KernelKey::CopyRows { .. }
-            | KernelKey::CopyTranspose { .. }
             | KernelKey::BatchNormSums { .. }
             | KernelKey::BatchNormInputGrad { .. }
             | KernelKey::Attention(_)
