@@ -43,6 +43,7 @@ use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
 
 mod input_gradient;
+mod space_to_depth;
 mod weight;
 
 pub(crate) use weight::ConvNhwcWeightKey;
@@ -595,6 +596,14 @@ impl GpuStorage {
             );
         }
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
+        if space_to_depth::applies(layout, &weight_layout.shape, params) {
+            return self.conv2d_nhwc_space_to_depth(
+                (layout, weight, weight_layout),
+                &shape,
+                (tile, emulated),
+                epilogue,
+            );
+        }
         let padded = padded_channels(layout.shape[1]);
         // Weight [o, c, kh, kw] as [kh, kw, c, o] (c padded).
         let weight = channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, padded)?;

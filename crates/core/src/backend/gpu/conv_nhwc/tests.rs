@@ -123,6 +123,23 @@ fn cases() -> Vec<Case> {
             params: params(2, 3, 1),
             epilogue: Some((false, EpilogueActivation::Relu)),
         },
+        // 4 channels, 5x5, stride 2, even padding (the space-to-depth path without a shift),
+        // residual and ReLU.
+        Case {
+            input: [2, 4, 10, 12],
+            out_channels: 64,
+            kernel: (5, 5),
+            params: params(2, 2, 1),
+            epilogue: Some((true, EpilogueActivation::Relu)),
+        },
+        // 1 channel, 3x3, stride 2, padding 1, odd sizes (the plain padded path).
+        Case {
+            input: [1, 1, 9, 7],
+            out_channels: 64,
+            kernel: (3, 3),
+            params: params(2, 1, 1),
+            epilogue: None,
+        },
         // 40 channels: K = 360, the last k-block partly past K.
         Case {
             input: [1, 40, 6, 7],

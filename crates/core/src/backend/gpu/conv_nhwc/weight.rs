@@ -384,6 +384,13 @@ impl GpuStorage {
                 reason: "the gradient must have the convolution's output shape".into(),
             });
         }
+        if super::space_to_depth::applies(layout, weight_shape, params) {
+            return self.conv2d_backward_weight_space_to_depth(
+                (layout, grad, grad_layout),
+                &shape,
+                (columns, emulated),
+            );
+        }
         let [batch, _, out_height, out_width] = shape.output_shape();
         let (height, width) = (layout.shape[2], layout.shape[3]);
         let pixels = batch * out_height * out_width;

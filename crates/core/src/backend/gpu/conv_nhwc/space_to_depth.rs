@@ -1,0 +1,262 @@
+//! A stride-2 convolution over few channels (a network's stem: 3 channels, 7 x 7, stride 2)
+//! as a stride-1 convolution over the input's 2 x 2 space-to-depth rearrangement, on the
+//! channels-last kernels (`conv_nhwc.rs`).
+//!
+//! Padding 3 channels to 8 makes the plain channels-last GEMM multiply 2.7 times the useful
+//! arithmetic (K = 7 * 7 * 8 = 392 for 147 products). Folding each 2 x 2 block of pixels into
+//! the channels turns `c` channels into `4c` (12, padded to 16) and a `k x k` kernel of stride
+//! 2 into a `ceil(k / 2)` one of stride 1 (7 x 7 into 4 x 4): K = 4 * 4 * 16 = 256.
+//!
+//! - Rows: input row `y` sits at padded row `y + P` with `P` the padding rounded up to even
+//!   (so that blocks start on even padded rows), i.e. in block row `y / 2 + P / 2`, sub-row
+//!   `y % 2`; an odd padding shifts the kernel one tap down (`shift = P - p`): tap `ki` becomes
+//!   padded tap `ki + shift = 2a + b` (block tap `a`, sub-row `b`). Columns likewise.
+//! - The host builds the rearranged input, dense `[n, Hs, Ws, C']` (`C'` = 4c padded to a
+//!   multiple of 8; zeros in the padding and the extra channels) with one strided copy, and
+//!   the weight `[Kh, Kw, C', o]` from a zero-padded copy of `[o, c, 2Kh, 2Kw]`.
+//! - Channel `(b * 2 + bx) * c + ch` of block pixel `(Y, X)` is input `(ch, 2Y + b - P, 2X +
+//!   bx - P)`; output pixel `(oy, ox)` reads block pixels `(oy + a, ox + a2)`.
+//!
+//! It applies to undilated one-group stride-2 convolutions with fewer than 8 input channels
+//! and even input sizes; the result equals the plain kernel's up to summation order.
+
+use super::{padded_channels, NhwcTile};
+use crate::backend::gpu::conv_epilogue::BoundEpilogue;
+use crate::backend::gpu::GpuStorage;
+use crate::error::Result;
+use crate::geometry::{Conv2dParams, Conv2dShape};
+use crate::layout::Layout;
+
+/// The geometry of one axis: `(P, shift, K2, Hs, used)` — the even padding, the kernel's
+/// shift, block taps, block rows of the rearranged input, and the input's block rows that
+/// any output reads (`used <= size / 2`).
+fn axis(
+    size: usize,
+    kernel: usize,
+    padding: usize,
+    out: usize,
+) -> (usize, usize, usize, usize, usize) {
+    let even = padding.next_multiple_of(2);
+    let shift = even - padding;
+    let blocks = (kernel + shift).div_ceil(2);
+    let rows = out + blocks - 1;
+    let used = (size / 2).min(rows.saturating_sub(even / 2));
+    (even, shift, blocks, rows, used)
+}
+
+/// Whether the rearrangement applies (see the module header).
+pub(super) fn applies(layout: &Layout, weight_shape: &[usize], params: &Conv2dParams) -> bool {
+    let (&[_, c, h, w], &[_, wc, kh, kw]) = (layout.shape.as_slice(), weight_shape) else {
+        return false;
+    };
+    c == wc
+        && c < 8
+        && params.stride == (2, 2)
+        && params.dilation == (1, 1)
+        && params.groups == 1
+        && kh >= 2
+        && kw >= 2
+        && h.is_multiple_of(2)
+        && w.is_multiple_of(2)
+        && h > 0
+        && w > 0
+}
+
+impl GpuStorage {
+    /// The rearranged input of `shape` from the view `layout` of `self`: dense `[n, rows,
+    /// columns, channels]`, and those three sizes.
+    fn space_to_depth_input(
+        &self,
+        layout: &Layout,
+        shape: &Conv2dShape,
+    ) -> Result<(GpuStorage, usize, usize, usize)> {
+        let (n, c) = (shape.batch, shape.channels);
+        let (h, w) = shape.input;
+        let (pad_h, _, _, rows, used_rows) =
+            axis(h, shape.kernel.0, shape.padding.0, shape.output.0);
+        let (pad_w, _, _, columns, used_columns) =
+            axis(w, shape.kernel.1, shape.padding.1, shape.output.1);
+        let channels = padded_channels(4 * c);
+        // Input (ch, 2Y' + b, 2X' + bx) goes to block pixel (Y' + P/2, X' + P/2), channel
+        // (b * 2 + bx) * c + ch.
+        let mut input =
+            GpuStorage::full(&self.device, n * rows * columns * channels, self.dtype, 0.0)?;
+        if used_rows > 0 && used_columns > 0 {
+            let s = &layout.strides;
+            let blocks = Layout {
+                shape: vec![n, c, used_rows, 2, used_columns, 2],
+                strides: vec![s[0], s[1], 2 * s[2], s[2], 2 * s[3], s[3]],
+                offset: layout.offset,
+            };
+            let target = Layout {
+                shape: blocks.shape.clone(),
+                strides: vec![
+                    rows * columns * channels,
+                    1,
+                    columns * channels,
+                    2 * c,
+                    channels,
+                    c,
+                ],
+                offset: (pad_h / 2) * columns * channels + (pad_w / 2) * channels,
+            };
+            self.copy_into(&blocks, &mut input, &target)?;
+        }
+        Ok((input, rows, columns, channels))
+    }
+
+    /// The convolution of the view `layout` of `self` with `weight` through the 2 x 2
+    /// space-to-depth rearrangement (the caller checked [`applies`] and the tile), with
+    /// `epilogue` in its store; `Ok(None)` where the GEMM does not run (see `nhwc_gemm`).
+    pub(super) fn conv2d_nhwc_space_to_depth(
+        &self,
+        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
+        shape: &Conv2dShape,
+        (tile, emulated): (NhwcTile, bool),
+        epilogue: Option<&BoundEpilogue<'_>>,
+    ) -> Result<Option<GpuStorage>> {
+        let c = shape.channels;
+        let (oh, ow) = shape.output;
+        let (kh, kw) = shape.kernel;
+        let o = shape.out_channels;
+        let (_, shift_h, blocks_h, _, _) = axis(shape.input.0, kh, shape.padding.0, oh);
+        let (_, shift_w, blocks_w, _, _) = axis(shape.input.1, kw, shape.padding.1, ow);
+        let (input, rows, columns, channels) = self.space_to_depth_input(layout, shape)?;
+        // The weight, shifted into [o, c, 2 Kh, 2 Kw] (zeros around), then rearranged to
+        // [Kh, Kw, channels, o]: tap (2a + b, 2a2 + bx) of channel ch to (a, a2, (b * 2 + bx)
+        // * c + ch).
+        let (tall, wide) = (2 * blocks_h, 2 * blocks_w);
+        let mut shifted = GpuStorage::full(&self.device, o * c * tall * wide, self.dtype, 0.0)?;
+        let inner = Layout {
+            shape: vec![o, c, kh, kw],
+            strides: vec![c * tall * wide, tall * wide, wide, 1],
+            offset: shift_h * wide + shift_w,
+        };
+        weight.copy_into(weight_layout, &mut shifted, &inner)?;
+        let mut rearranged = GpuStorage::full(
+            &self.device,
+            blocks_h * blocks_w * channels * o,
+            self.dtype,
+            0.0,
+        )?;
+        let taps = Layout {
+            shape: vec![o, c, blocks_h, 2, blocks_w, 2],
+            strides: vec![c * tall * wide, tall * wide, 2 * wide, wide, 2, 1],
+            offset: 0,
+        };
+        let target = Layout {
+            shape: taps.shape.clone(),
+            strides: vec![
+                1,
+                o,
+                blocks_w * channels * o,
+                2 * c * o,
+                channels * o,
+                c * o,
+            ],
+            offset: 0,
+        };
+        shifted.copy_into(&taps, &mut rearranged, &target)?;
+        let unit = Conv2dParams {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        };
+        let gemm_shape = Conv2dShape::new(
+            &Layout::contiguous(&[shape.batch, channels, rows, columns]),
+            &Layout::contiguous(&[o, channels, blocks_h, blocks_w]),
+            &unit,
+        )?;
+        debug_assert_eq!(gemm_shape.output, (oh, ow));
+        GpuStorage::nhwc_gemm_channels_last(
+            (&input, channels, rows, columns),
+            &rearranged,
+            &gemm_shape,
+            false,
+            (tile, emulated),
+            epilogue,
+        )
+    }
+}
+
+impl GpuStorage {
+    /// The weight gradient of the convolution of the view `layout` of `self` (the caller
+    /// checked [`applies`]) through the rearrangement: the stride-1 weight gradient over the
+    /// rearranged input (`[o, C', Kh, Kw]`), folded back to `[o, c, kh, kw]`; `Ok(None)` where
+    /// the channels-last weight kernel does not run.
+    pub(super) fn conv2d_backward_weight_space_to_depth(
+        &self,
+        (layout, grad, grad_layout): (&Layout, &GpuStorage, &Layout),
+        shape: &Conv2dShape,
+        (columns_per_workgroup, emulated): (usize, bool),
+    ) -> Result<Option<GpuStorage>> {
+        let (c, o) = (shape.channels, shape.out_channels);
+        let (kh, kw) = shape.kernel;
+        let (_, shift_h, blocks_h, _, _) = axis(shape.input.0, kh, shape.padding.0, shape.output.0);
+        let (_, shift_w, blocks_w, _, _) = axis(shape.input.1, kw, shape.padding.1, shape.output.1);
+        let (input, rows, columns, channels) = self.space_to_depth_input(layout, shape)?;
+        // The rearranged input read as [n, channels, rows, columns].
+        let view = Layout {
+            shape: vec![shape.batch, channels, rows, columns],
+            strides: vec![rows * columns * channels, 1, columns * channels, channels],
+            offset: 0,
+        };
+        let unit = Conv2dParams {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        };
+        let Some(blocked) = input.conv2d_backward_weight_nhwc(
+            (&view, grad, grad_layout),
+            &unit,
+            &[o, channels, blocks_h, blocks_w],
+            (columns_per_workgroup, emulated),
+        )?
+        else {
+            return Ok(None);
+        };
+        // Tap (a, a2) of channel (b * 2 + bx) * c + ch is padded tap (2a + b, 2a2 + bx) of
+        // channel ch, shifted: unfold into [o, c, 2 Kh, 2 Kw], then cut [o, c, kh, kw] out.
+        let (tall, wide) = (2 * blocks_h, 2 * blocks_w);
+        let mut shifted = GpuStorage::allocate(
+            &self.device,
+            "conv2d_backward_weight",
+            o * c * tall * wide,
+            self.dtype,
+        )?;
+        let area = blocks_h * blocks_w;
+        let source = Layout {
+            shape: vec![o, c, blocks_h, 2, blocks_w, 2],
+            strides: vec![channels * area, area, blocks_w, 2 * c * area, 1, c * area],
+            offset: 0,
+        };
+        let target = Layout {
+            shape: source.shape.clone(),
+            strides: vec![c * tall * wide, tall * wide, 2 * wide, wide, 2, 1],
+            offset: 0,
+        };
+        blocked.copy_into(&source, &mut shifted, &target)?;
+        let cut = Layout {
+            shape: vec![o, c, kh, kw],
+            strides: vec![c * tall * wide, tall * wide, wide, 1],
+            offset: shift_h * wide + shift_w,
+        };
+        shifted.copy_strided(&cut).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::axis;
+
+    #[test]
+    fn stem_geometry() {
+        // 224 rows, 7 taps, padding 3, 112 outputs: padding 4, one tap of shift, 4 block
+        // taps over 115 block rows, all 112 input block rows read.
+        assert_eq!(axis(224, 7, 3, 112), (4, 1, 4, 115, 112));
+        // Even padding: no shift. 3 taps, padding 2 over 10 rows: 6 outputs.
+        assert_eq!(axis(10, 3, 2, 6), (2, 0, 2, 7, 5));
+    }
+}
