@@ -118,6 +118,18 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     text
 }
 
+/// Whether the tile of `dtype` fits the device's workgroup memory (16.6 KB for 4-byte types:
+/// a device at WebGPU's 16 KiB minimum takes the generic strided copy instead).
+pub(crate) fn fits(dtype: DType, device: &super::GpuDevice) -> bool {
+    tile_bytes(dtype) as u64
+        <= u64::from(device.context().limits.max_compute_workgroup_storage_size)
+}
+
+/// Bytes of the kernel's workgroup tile for `dtype`.
+fn tile_bytes(dtype: DType) -> usize {
+    TILE * (TILE + 1) * dtype.size_in_bytes()
+}
+
 /// The catalogue entries (`kernel_catalog.rs`).
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16 | DType::I32 | DType::U32) {
@@ -205,6 +217,12 @@ mod tests {
     use crate::backend::gpu::GpuStorage;
     use crate::dtype::DType;
     use crate::layout::Layout;
+
+    #[test]
+    fn tiles_need_more_than_the_minimum_workgroup_memory_for_four_bytes() {
+        assert!(super::tile_bytes(DType::F32) > 16 * 1024);
+        assert!(super::tile_bytes(DType::F16) <= 16 * 1024);
+    }
 
     #[test]
     fn views_it_takes() {

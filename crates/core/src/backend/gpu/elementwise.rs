@@ -640,7 +640,10 @@ impl GpuStorage {
         }
         // A batch of transposed matrices (channels-last activations, transposed weights):
         // tiles through workgroup memory (`copy_transpose.rs`).
-        if access == Access::Strided && self.dtype == destination.dtype {
+        if access == Access::Strided
+            && self.dtype == destination.dtype
+            && super::copy_transpose::fits(self.dtype, &self.device)
+        {
             if let Some(view) =
                 super::copy_transpose::transposed_view(self.dtype, layout, destination_layout)
             {
