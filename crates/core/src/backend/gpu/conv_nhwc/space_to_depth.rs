@@ -157,16 +157,11 @@ impl GpuStorage {
             offset: 0,
         };
         shifted.copy_into(&taps, &mut rearranged, &target)?;
-        let unit = Conv2dParams {
-            stride: (1, 1),
-            padding: (0, 0),
-            dilation: (1, 1),
-            groups: 1,
-        };
+        // A stride-1 convolution without padding (`Conv2dParams::default()`).
         let gemm_shape = Conv2dShape::new(
             &Layout::contiguous(&[shape.batch, channels, rows, columns]),
             &Layout::contiguous(&[o, channels, blocks_h, blocks_w]),
-            &unit,
+            &Conv2dParams::default(),
         )?;
         debug_assert_eq!(gemm_shape.output, (oh, ow));
         GpuStorage::nhwc_gemm_channels_last(
@@ -202,15 +197,9 @@ impl GpuStorage {
             strides: vec![rows * columns * channels, 1, columns * channels, channels],
             offset: 0,
         };
-        let unit = Conv2dParams {
-            stride: (1, 1),
-            padding: (0, 0),
-            dilation: (1, 1),
-            groups: 1,
-        };
         let Some(blocked) = input.conv2d_backward_weight_nhwc(
             (&view, grad, grad_layout),
-            &unit,
+            &Conv2dParams::default(),
             &[o, channels, blocks_h, blocks_w],
             (columns_per_workgroup, emulated),
         )?
