@@ -186,20 +186,18 @@ impl GpuStorage {
             return Ok(out);
         }
         if let Some((fixed, grid)) = tiled::forward_plan(&self.device, &shape) {
-            let planes = shape.batch * shape.channels;
-            let header = PoolParams {
-                count: word(planes)?,
-                ..header(&shape, count, layout)?
-            };
             let key = KernelKey::MaxPool2d {
                 dtype: self.dtype,
                 window: Some(fixed),
             };
-            let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
             let buffers = [self.raw()?, out.raw()?];
-            self.device
-                .context()
-                .dispatch(&key, words, &buffers, grid)?;
+            tiled::dispatch(
+                &self.device,
+                (&key, &shape),
+                header(&shape, count, layout)?,
+                &buffers,
+                grid,
+            )?;
             return Ok(out);
         }
         let params = Params::with_header(&header(&shape, count, layout)?, 0);
@@ -271,19 +269,12 @@ impl GpuStorage {
             ..header(&shape, count, layout)?
         };
         if let Some((fixed, grid)) = tiled::backward_plan(&self.device, &shape) {
-            let header = PoolParams {
-                count: word(shape.batch * shape.channels)?,
-                ..header
-            };
             let key = KernelKey::MaxPool2dBackward {
                 dtype: self.dtype,
                 pass: PoolPass::Tiled(fixed),
             };
-            let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
             let buffers = [self.raw()?, output.raw()?, grad.raw()?, out.raw()?];
-            self.device
-                .context()
-                .dispatch(&key, words, &buffers, grid)?;
+            tiled::dispatch(&self.device, (&key, &shape), header, &buffers, grid)?;
             return Ok(out);
         }
         let params = Params::with_header(&header, 0);

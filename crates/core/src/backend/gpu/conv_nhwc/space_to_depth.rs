@@ -44,6 +44,27 @@ fn axis(
     (even, shift, blocks, rows, used)
 }
 
+/// [`axis`]'s numbers of one axis.
+type Axis = (usize, usize, usize, usize, usize);
+
+/// [`axis`] for the rows and the columns of `shape`.
+fn axes(shape: &Conv2dShape) -> (Axis, Axis) {
+    (
+        axis(
+            shape.input.0,
+            shape.kernel.0,
+            shape.padding.0,
+            shape.output.0,
+        ),
+        axis(
+            shape.input.1,
+            shape.kernel.1,
+            shape.padding.1,
+            shape.output.1,
+        ),
+    )
+}
+
 /// Whether the rearrangement applies (see the module header).
 pub(super) fn applies(layout: &Layout, weight_shape: &[usize], params: &Conv2dParams) -> bool {
     let (&[_, c, h, w], &[_, wc, kh, kw]) = (layout.shape.as_slice(), weight_shape) else {
@@ -71,11 +92,7 @@ impl GpuStorage {
         shape: &Conv2dShape,
     ) -> Result<(GpuStorage, usize, usize, usize)> {
         let (n, c) = (shape.batch, shape.channels);
-        let (h, w) = shape.input;
-        let (pad_h, _, _, rows, used_rows) =
-            axis(h, shape.kernel.0, shape.padding.0, shape.output.0);
-        let (pad_w, _, _, columns, used_columns) =
-            axis(w, shape.kernel.1, shape.padding.1, shape.output.1);
+        let ((pad_h, _, _, rows, used_rows), (pad_w, _, _, columns, used_columns)) = axes(shape);
         let channels = padded_channels(4 * c);
         // Input (ch, 2Y' + b, 2X' + bx) goes to block pixel (Y' + P/2, X' + P/2), channel
         // (b * 2 + bx) * c + ch.
@@ -119,8 +136,7 @@ impl GpuStorage {
         let (oh, ow) = shape.output;
         let (kh, kw) = shape.kernel;
         let o = shape.out_channels;
-        let (_, shift_h, blocks_h, _, _) = axis(shape.input.0, kh, shape.padding.0, oh);
-        let (_, shift_w, blocks_w, _, _) = axis(shape.input.1, kw, shape.padding.1, ow);
+        let ((_, shift_h, blocks_h, _, _), (_, shift_w, blocks_w, _, _)) = axes(shape);
         let (input, rows, columns, channels) = self.space_to_depth_input(layout, shape)?;
         // The weight, shifted into [o, c, 2 Kh, 2 Kw] (zeros around), then rearranged to
         // [Kh, Kw, channels, o]: tap (2a + b, 2a2 + bx) of channel ch to (a, a2, (b * 2 + bx)
@@ -188,8 +204,7 @@ impl GpuStorage {
     ) -> Result<Option<GpuStorage>> {
         let (c, o) = (shape.channels, shape.out_channels);
         let (kh, kw) = shape.kernel;
-        let (_, shift_h, blocks_h, _, _) = axis(shape.input.0, kh, shape.padding.0, shape.output.0);
-        let (_, shift_w, blocks_w, _, _) = axis(shape.input.1, kw, shape.padding.1, shape.output.1);
+        let ((_, shift_h, blocks_h, _, _), (_, shift_w, blocks_w, _, _)) = axes(shape);
         let (input, rows, columns, channels) = self.space_to_depth_input(layout, shape)?;
         // The rearranged input read as [n, channels, rows, columns].
         let view = Layout {

@@ -19,9 +19,11 @@
 
 use super::GpuDevice;
 use super::PoolParams;
-use crate::backend::gpu::params::KernelParams;
+use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::params::{word, KernelParams};
 use crate::backend::gpu::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
+use crate::error::Result;
 use crate::geometry::{PoolShape, Window};
 use std::fmt::Write;
 
@@ -182,6 +184,23 @@ fn grid(
         return None;
     }
     Some((tiles as u32, y as u32, 1))
+}
+
+/// Record the tiled kernel `key` over `grid` for `shape`, with `header` (its `count`
+/// becomes the number of planes the workgroups walk).
+pub(super) fn dispatch(
+    device: &GpuDevice,
+    (key, shape): (&KernelKey, &PoolShape),
+    header: PoolParams,
+    buffers: &[&wgpu::Buffer],
+    grid: (u32, u32, u32),
+) -> Result<()> {
+    let header = PoolParams {
+        count: word(shape.batch * shape.channels)?,
+        ..header
+    };
+    let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
+    device.context().dispatch(key, words, buffers, grid)
 }
 
 /// The forward's tiled kernel for `shape`, and its grid; `None` where the generic kernel runs.
