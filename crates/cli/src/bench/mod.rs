@@ -102,6 +102,27 @@ pub fn time_iterations(
     Ok(samples)
 }
 
+/// Milliseconds per call of `count` calls issued back to back with one synchronize at the
+/// end: `(host, total)`, the host's time to issue a call and the time per call with the GPU
+/// kept busy (no synchronize between calls). A host time near the total says the workload is
+/// bound by recording, not by the GPU.
+pub fn time_pipelined(
+    device: &Device,
+    count: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<(f64, f64)> {
+    device.synchronize()?;
+    let start = Instant::now();
+    for _ in 0..count {
+        work()?;
+    }
+    let host = start.elapsed().as_secs_f64() * 1e3;
+    device.synchronize()?;
+    let total = start.elapsed().as_secs_f64() * 1e3;
+    let count = count.max(1) as f64;
+    Ok((host / count, total / count))
+}
+
 /// Median of sorted samples.
 pub fn median(sorted: &[f64]) -> f64 {
     if sorted.is_empty() {

@@ -10,7 +10,7 @@ use anygrad::{
     Tensor,
 };
 
-use super::{median, time_iterations, BenchResult};
+use super::{median, time_iterations, time_pipelined, BenchResult};
 
 fn result(
     bench: &str,
@@ -44,7 +44,8 @@ fn inference_samples(
     batch: usize,
     iterations: usize,
     amp: bool,
-) -> Result<Vec<f64>> {
+    pipelined: bool,
+) -> Result<(Vec<f64>, Option<(f64, f64)>)> {
     let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, device)?;
     let _guard = no_grad();
     let _autocast = if amp {
@@ -56,8 +57,18 @@ fn inference_samples(
     // new shape's kernel candidates, whose scratch buffers are not inference's memory).
     model.forward(&images)?;
     device.synchronize()?;
+    // Before the peak is reset: batches in flight together are not the peak of one.
+    let pipelined = pipelined
+        .then(|| time_pipelined(device, iterations, || model.forward(&images).map(drop)))
+        .transpose()?;
     reset_peak_memory(device);
-    time_iterations(device, 1, iterations, || model.forward(&images).map(drop))
+    let samples = time_iterations(device, 1, iterations, || model.forward(&images).map(drop))?;
+    Ok((samples, pipelined))
+}
+
+/// The note's account of [`time_pipelined`]'s figures.
+fn pipelined_note((host, total): (f64, f64)) -> String {
+    format!("host {host:.2} ms to issue a batch; {total:.2} ms a batch without a synchronize between batches")
 }
 
 /// Images per second of ResNet-18 inference on the CPU (measured once at a small batch: CPU
@@ -67,7 +78,7 @@ fn cpu_images_per_second() -> Result<f64> {
     let model = ResNet::resnet18(1000, &cpu)?;
     model.eval();
     let batch = 8;
-    let samples = inference_samples(&model, &cpu, batch, 3, false)?;
+    let (samples, _) = inference_samples(&model, &cpu, batch, 3, false, false)?;
     Ok(batch as f64 / (median(&samples) * 1e-3))
 }
 
@@ -125,8 +136,8 @@ pub fn run_resnet18(
     let mut results = Vec::new();
     let run_one = |batch: usize, results: &mut Vec<BenchResult>| -> Result<bool> {
         reset_peak_memory(device);
-        match inference_samples(&model, device, batch, 10, amp) {
-            Ok(samples) => {
+        match inference_samples(&model, device, batch, 10, amp, true) {
+            Ok((samples, pipelined)) => {
                 let rate = batch as f64 / (median(&samples) * 1e-3);
                 let mut r = result(
                     "resnet18",
@@ -142,8 +153,12 @@ pub fn run_resnet18(
                 let stats = memory_stats(device);
                 r.peak_memory_bytes = stats.as_ref().map(|m| m.peak_allocated_bytes);
                 r.peak_requested_bytes = stats.map(|m| m.peak_requested_bytes);
-                r.note = cpu_rate
+                let cpu_note = cpu_rate
                     .map(|cpu| format!("{:.1}x anygrad cpu ({cpu:.1} images/s)", rate / cpu));
+                r.note = [cpu_note, pipelined.map(pipelined_note)]
+                    .into_iter()
+                    .flatten()
+                    .reduce(|first, second| format!("{first}; {second}"));
                 results.push(r);
                 Ok(true)
             }
@@ -230,7 +245,7 @@ pub fn run_resnet18_train(device: &Device, batch: usize, amp: bool) -> Result<Ve
     step()?;
     device.synchronize()?;
     reset_peak_memory(device);
-    let samples = time_iterations(device, 1, 8, step)?;
+    let samples = time_iterations(device, 1, 8, &mut step)?;
     let rate = batch as f64 / (median(&samples) * 1e-3);
     let mut r = result(
         "resnet18-train",
@@ -246,6 +261,7 @@ pub fn run_resnet18_train(device: &Device, batch: usize, amp: bool) -> Result<Ve
     let stats = memory_stats(device);
     r.peak_memory_bytes = stats.as_ref().map(|m| m.peak_allocated_bytes);
     r.peak_requested_bytes = stats.map(|m| m.peak_requested_bytes);
+    r.note = Some(pipelined_note(time_pipelined(device, 8, step)?));
     Ok(vec![r])
 }
 

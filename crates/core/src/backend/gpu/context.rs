@@ -5,8 +5,9 @@
 //! submits to a *queue*. Submitting costs tens of microseconds, so ops do not submit: each op
 //! records its dispatch into the context's open encoder and returns at once. The encoder is
 //! finished and submitted (a *flush*) when data is read back, on `synchronize()`, or after
-//! `dispatches_per_submit` dispatches (set by the execution mode). Reading data is therefore the
-//! only blocking call, as in PyTorch's CUDA backend.
+//! `dispatches_per_submit` dispatches (set by the execution mode; the first submission after a
+//! flush is small and each next one doubles, so a GPU left idle by a readback starts at once).
+//! Reading data is therefore the only blocking call, as in PyTorch's CUDA backend.
 //!
 //! **Cheap recording.** What an op costs on the host is what small models are bound by, so the
 //! per-dispatch path avoids every avoidable driver object:
@@ -68,6 +69,12 @@ pub(crate) const INDEX_SLOT_WORD: usize = 6;
 /// Most workgroups along y of a row-walking kernel (`index_rows.wgsl`).
 pub(crate) const MAX_ROW_WORKGROUPS: u32 = 65535;
 
+/// Dispatches in the first submission after a flush. After a readback or a synchronize the
+/// GPU has nothing queued: submitting the first few dispatches at once lets it start while
+/// the host records the rest, and each later submission doubles up to the mode's
+/// `dispatches_per_submit` (an idle GPU otherwise waited for a whole submission's recording).
+const FIRST_SUBMIT_DISPATCHES: u32 = 4;
+
 /// A copy of the used index flags into host-mappable memory, with who raised which slot.
 struct FlagCopy {
     staging: wgpu::Buffer,
@@ -88,6 +95,9 @@ struct Recording {
     pass: Option<wgpu::ComputePass<'static>>,
     encoder: Option<wgpu::CommandEncoder>,
     dispatches: u32,
+    /// Dispatches after which this submission is flushed: [`FIRST_SUBMIT_DISPATCHES`] after
+    /// every flush, doubled by each flush it triggers, never above `dispatches_per_submit`.
+    submit_after: u32,
     params: Vec<u32>,
     /// Owner (thread, op) of each used slot of the index-flag buffer.
     index_owners: Vec<(ThreadId, &'static str)>,
@@ -289,6 +299,7 @@ impl GpuContext {
                 timed_pass_opened: false,
                 encoder: None,
                 dispatches: 0,
+                submit_after: FIRST_SUBMIT_DISPATCHES,
                 params: Vec::with_capacity((ARENA_BYTES / 4) as usize),
                 index_owners: Vec::new(),
                 submissions: 0,
@@ -627,8 +638,11 @@ impl GpuContext {
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(workgroups.0, workgroups.1, workgroups.2);
         recording.dispatches += 1;
-        if recording.dispatches >= self.dispatches_per_submit.load(Ordering::Relaxed) {
+        let limit = self.dispatches_per_submit.load(Ordering::Relaxed);
+        if recording.dispatches >= recording.submit_after.min(limit) {
+            let next = recording.submit_after.saturating_mul(2);
             self.flush_locked(recording)?;
+            recording.submit_after = next;
         }
         Ok(())
     }
@@ -714,6 +728,7 @@ impl GpuContext {
     fn flush_locked(&self, recording: &mut MutexGuard<'_, Recording>) -> Result<()> {
         self.drain_locked(recording)?;
         recording.dispatches = 0;
+        recording.submit_after = FIRST_SUBMIT_DISPATCHES;
         recording.submissions += 1;
         recording.pass = None;
         let encoder = recording.encoder.take();
