@@ -102,6 +102,9 @@ pub fn time_iterations(
     Ok(samples)
 }
 
+/// `(host, total)` milliseconds per call of [`time_pipelined`].
+pub type Pipelined = (f64, f64);
+
 /// Milliseconds per call of `count` calls issued back to back with one synchronize at the
 /// end: `(host, total)`, the host's time to issue a call and the time per call with the GPU
 /// kept busy (no synchronize between calls). A host time near the total says the workload is
@@ -110,7 +113,7 @@ pub fn time_pipelined(
     device: &Device,
     count: usize,
     mut work: impl FnMut() -> Result<()>,
-) -> Result<(f64, f64)> {
+) -> Result<Pipelined> {
     device.synchronize()?;
     let start = Instant::now();
     for _ in 0..count {

@@ -10,7 +10,7 @@ use anygrad::{
     Tensor,
 };
 
-use super::{median, time_iterations, time_pipelined, BenchResult};
+use super::{median, time_iterations, time_pipelined, BenchResult, Pipelined};
 
 fn result(
     bench: &str,
@@ -45,7 +45,7 @@ fn inference_samples(
     iterations: usize,
     amp: bool,
     pipelined: bool,
-) -> Result<(Vec<f64>, Option<(f64, f64)>)> {
+) -> Result<(Vec<f64>, Option<Pipelined>)> {
     let images = Tensor::randn(&[batch, 3, 224, 224], DType::F32, device)?;
     let _guard = no_grad();
     let _autocast = if amp {
@@ -67,7 +67,7 @@ fn inference_samples(
 }
 
 /// The note's account of [`time_pipelined`]'s figures.
-fn pipelined_note((host, total): (f64, f64)) -> String {
+fn pipelined_note((host, total): Pipelined) -> String {
     format!("host {host:.2} ms to issue a batch; {total:.2} ms a batch without a synchronize between batches")
 }
 
