@@ -285,7 +285,8 @@ fn autocast_keeps_f32_interface(device: &Device) {
 /// The fused forward never holds the `[B, H, L, S]` scores: with L = S = 1024 and d = 16 the
 /// scores take 4 MiB against 64 KiB per operand. The composite's peak (the path forced with
 /// `set_fused_attention(false)`) shows that the measurement sees them; the default policy
-/// takes the kernel for a call whose gradients will be taken and the composite otherwise.
+/// takes the kernel for every f32 call, and in f16 for a call whose gradients will be taken
+/// and the composite for a small inference call.
 fn fused_forward_memory_is_linear(device: &Device) {
     let Device::Gpu(_) = device else {
         return;
@@ -303,16 +304,17 @@ fn fused_forward_memory_is_linear(device: &Device) {
     let tracked = |t: &Tensor| t.detach().requires_grad_(true);
     let (query_tracked, key_tracked, value_tracked) =
         (tracked(&query), tracked(&key), tracked(&value));
-    let peak_of = |mode: FusedAttention, mask: Option<&Tensor>, needs_grad: bool| {
+    let half = |t: &Tensor| t.to_dtype(DType::F16).expect("f16 operand");
+    let halves = device
+        .supports_f16()
+        .then(|| (half(&query), half(&key), half(&value)));
+    let peak_of_operands = |mode: FusedAttention,
+                            mask: Option<&Tensor>,
+                            (q, k, v): (&Tensor, &Tensor, &Tensor)| {
         set_fused_attention_mode(mode);
         device.synchronize().expect("sync");
         let before = memory_stats(device).expect("stats").requested_bytes;
         reset_peak_memory(device);
-        let (q, k, v) = if needs_grad {
-            (&query_tracked, &key_tracked, &value_tracked)
-        } else {
-            (&query, &key, &value)
-        };
         let out = scaled_dot_product_attention(q, k, v, mask, 0.0, false, None).expect("attention");
         device.synchronize().expect("sync");
         let peak = memory_stats(device).expect("stats").peak_requested_bytes - before;
@@ -320,27 +322,43 @@ fn fused_forward_memory_is_linear(device: &Device) {
         set_fused_attention(true);
         peak
     };
+    let peak_of = |mode: FusedAttention, mask: Option<&Tensor>, needs_grad: bool| {
+        let operands = if needs_grad {
+            (&query_tracked, &key_tracked, &value_tracked)
+        } else {
+            (&query, &key, &value)
+        };
+        peak_of_operands(mode, mask, operands)
+    };
     let fused = peak_of(FusedAttention::On, None, false);
     let masked = peak_of(FusedAttention::On, Some(&padding), false);
     let composite = peak_of(FusedAttention::Off, None, false);
-    // The default policy: the kernel when gradients will be taken, the composite for a small
-    // inference call (these 4 MiB scores are below its 128 MiB threshold).
+    // The default policy: the kernel in f32 and when gradients will be taken; in f16 the
+    // composite for a small inference call (these 2 MiB scores are below its 128 MiB
+    // threshold).
     let auto_training = peak_of(FusedAttention::Auto, None, true);
     let auto_inference = peak_of(FusedAttention::Auto, None, false);
     for (what, peak) in [
         ("fused", fused),
         ("masked fused", masked),
         ("auto with gradients", auto_training),
+        ("auto f32 inference", auto_inference),
     ] {
         assert!(
             peak < scores_bytes / 8,
             "{what} attention peaked at {peak} bytes (scores: {scores_bytes})"
         );
     }
-    for (what, peak) in [("composite", composite), ("auto inference", auto_inference)] {
+    assert!(
+        composite >= scores_bytes,
+        "the composite path peaked at only {composite} bytes (scores: {scores_bytes})"
+    );
+    if let Some((q, k, v)) = &halves {
+        let auto_half = peak_of_operands(FusedAttention::Auto, None, (q, k, v));
         assert!(
-            peak >= scores_bytes,
-            "the {what} path peaked at only {peak} bytes (scores: {scores_bytes})"
+            auto_half >= scores_bytes / 2,
+            "auto f16 inference peaked at only {auto_half} bytes (scores: {})",
+            scores_bytes / 2
         );
     }
 }

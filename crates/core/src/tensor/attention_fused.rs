@@ -21,9 +21,10 @@
 //! (`Storage::attention_supported`: f32, or f16 with `SHADER_F16`; head and value sizes
 //! multiples of 4 up to 128). Under f16 autocast f32 inputs are cast to f16 on the way in and
 //! the output back to f32 (as the composite's matmuls do). The policy ([`FusedAttention`],
-//! `ANYGRAD_FUSED_ATTENTION=auto|on|off`) is `auto` by default: the fused kernel when
-//! gradients will be taken or the scores would be large, the composite (faster on the H200
-//! today) for small inference calls; `off` forces the composite everywhere, `on` the kernel.
+//! `ANYGRAD_FUSED_ATTENTION=auto|on|off`) is `auto` by default: the fused kernel in f32, and
+//! in f16 when gradients will be taken or the scores would be large, the composite (faster on
+//! the H200 today) for smaller f16 inference calls; `off` forces the composite everywhere,
+//! `on` the kernel.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
@@ -41,11 +42,11 @@ use crate::storage::Storage;
 /// call; see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FusedAttention {
-    /// The fused kernel where it saves memory that matters: when gradients will be taken (the
-    /// composite would keep the `[B, H, L, S]` weights of every layer alive for backward) or
-    /// when the scores would take at least [`FUSED_ATTENTION_SCORES_BYTES`]. Smaller inference
-    /// calls take the composite, which was as fast or faster there on the H200
-    /// (docs/PERFORMANCE.md).
+    /// The fused kernel for every f32 call, and for f16 calls where it saves memory that
+    /// matters: when gradients will be taken (the composite would keep the `[B, H, L, S]`
+    /// weights of every layer alive for backward) or when the scores would take at least
+    /// [`FUSED_ATTENTION_SCORES_BYTES`]. Smaller f16 inference calls take the composite,
+    /// which was faster there on the H200 (docs/PERFORMANCE.md).
     Auto,
     /// The fused kernel wherever it covers the call.
     On,
@@ -53,12 +54,12 @@ pub enum FusedAttention {
     Off,
 }
 
-/// Size of the `[B, H, L, S]` scores from which [`FusedAttention::Auto`] takes the fused
-/// kernel in inference: 128 MiB. Measured on the H200 (2026-12-01, MiniLM at batch 64 x 128
-/// tokens, 12 heads, 48 MiB of scores): the fused kernel was 9% faster than the composite in
-/// f32 with separate query, key and value projections, but with them stacked into one matmul
-/// (strided views the kernel copies dense) and under autocast (f32 queries cast to f16) it
-/// lost 2% resp. 9%: the kernel's dense copies of its inputs cost what the scores save.
+/// Size of the `[B, H, L, S]` f16 scores from which [`FusedAttention::Auto`] takes the fused
+/// kernel in inference: 128 MiB. Measured on the H200 (2026-12-01, twelfth session, MiniLM
+/// inference): in f32 the fused kernel was faster at every size tried (batch 64 x 32 and
+/// 128 tokens: 6-10%, batch 8 x 128: 5-11%, batch 8 x 512: 28%); under f16 autocast the
+/// composite (f16 matmuls on tensor cores) was faster (batch 64 x 128: 10%, batch 8 x 512:
+/// 12%).
 pub const FUSED_ATTENTION_SCORES_BYTES: usize = 128 << 20;
 
 /// 0: not decided yet (read `ANYGRAD_FUSED_ATTENTION` on first use), 1: on, 2: off, 3: auto.
@@ -178,6 +179,11 @@ pub(super) fn try_fused(
         return Ok(None);
     }
     let batch = &query.shape()[..query.rank() - 2];
+    let dtype = query.dtype();
+    let compute = match (dtype, crate::amp::autocast_dtype()) {
+        (DType::F32, Some(DType::F16)) => DType::F16,
+        _ => dtype,
+    };
     match fused_attention_mode() {
         FusedAttention::Off => return Ok(None),
         FusedAttention::On => {}
@@ -187,8 +193,8 @@ pub(super) fn try_fused(
             let scores = batch.iter().product::<usize>()
                 * query.shape()[query.rank() - 2]
                 * key.shape()[key.rank() - 2]
-                * query.dtype().size_in_bytes();
-            if !needs_grad && scores < FUSED_ATTENTION_SCORES_BYTES {
+                * compute.size_in_bytes();
+            if compute != DType::F32 && !needs_grad && scores < FUSED_ATTENTION_SCORES_BYTES {
                 return Ok(None);
             }
         }
@@ -196,11 +202,6 @@ pub(super) fn try_fused(
     if key.shape()[..key.rank() - 2] != *batch || value.shape()[..value.rank() - 2] != *batch {
         return Ok(None);
     }
-    let dtype = query.dtype();
-    let compute = match (dtype, crate::amp::autocast_dtype()) {
-        (DType::F32, Some(DType::F16)) => DType::F16,
-        _ => dtype,
-    };
     let batch_heads: usize = batch.iter().product();
     let key_length = key.shape()[key.rank() - 2];
     let key_bias = match attention_mask {
