@@ -210,6 +210,11 @@ impl Sgd {
             if c.momentum != 0.0 {
                 let next = match buffer.as_ref() {
                     None => g.copy()?,
+                    // Without dampening (the default) the gradient joins unscaled: one op
+                    // fewer to record per parameter.
+                    Some(previous) if c.dampening == 0.0 => {
+                        previous.mul_scalar(c.momentum)?.add(&g)?
+                    }
                     Some(previous) => previous
                         .mul_scalar(c.momentum)?
                         .add(&g.mul_scalar(1.0 - c.dampening)?)?,
