@@ -588,9 +588,9 @@ fn tensor_core_conv(
 /// The fused attention in f16 (`[2, 2, 70, 64]` queries against 45 keys: blocks and key
 /// tiles with ragged ends; causal, or with a Bool key-padding mask) and the gradients of its
 /// query, key and value through autograd, against the CPU's f32 composite of the same f16
-/// values. The forward takes the cooperative-matrix kernel where the device offers it: fails
-/// when a result is off, or when that kernel ran where the device did not offer it or did not
-/// run where it did.
+/// values. The forward and the backward's key-value and query passes take the
+/// cooperative-matrix kernels where the device offers them: fails when a result is off, or
+/// when those kernels ran where the device did not offer them or did not all run where it did.
 fn tensor_core_attention(
     gpu: &GpuDevice,
     causal: bool,
@@ -652,7 +652,7 @@ fn tensor_core_attention(
     let path = match (ran, offered, gpu.cooperative_attention_failure()) {
         (_, _, Some(failure)) => {
             passed = false;
-            format!("scalar kernels: the cooperative forward failed: {failure}")
+            format!("scalar kernels: a cooperative kernel failed: {failure}")
         }
         (0, false, None) if gpu.has_cooperative_f16_f32() => {
             "scalar kernels (cooperative matrices present but unused: ANYGRAD_COOP_ATTENTION=off, or subgroups not of 32)".into()
@@ -660,11 +660,12 @@ fn tensor_core_attention(
         (0, false, None) => "scalar kernels (no 16x16x16 f16->f32 cooperative matrices)".into(),
         (0, true, None) => {
             passed = false;
-            "scalar kernels, although the cooperative forward was announced".into()
+            "scalar kernels, although the cooperative kernels were announced".into()
         }
         (ran, offered, None) => {
-            passed &= offered;
-            format!("cooperative-matrix forward ({ran} run), scalar backward")
+            // The forward and the backward's key-value and query kernels.
+            passed &= offered && ran == 3;
+            format!("cooperative-matrix forward and backward ({ran} of 3 kernels run)")
         }
     };
     (passed, format!("{}; {path}", details.join(", ")))

@@ -3,9 +3,10 @@
 //! the backward, and the backward as three kernels (`D = rowsum(dO ∘ O)`, then dK/dV per key
 //! block and dQ per query block, FlashAttention-2's split: WGSL has no float atomics). The
 //! WGSL is generated per pass, storage dtype, head size, value size and causal flag in
-//! `attention_source.rs`; this module holds the key, the parameters, the catalogue entries,
-//! [`supports`] (which shapes the kernels cover; the tensor layer runs the composite for the
-//! rest) and the launchers.
+//! `attention_source.rs` (the f16 forward and gradient passes also have cooperative-matrix
+//! kernels, `attention_coop.rs` and `attention_coop_backward.rs`, tried first); this module
+//! holds the key, the parameters, the catalogue entries, [`supports`] (which shapes the
+//! kernels cover; the tensor layer runs the composite for the rest) and the launchers.
 //!
 //! Operands are dense row-major storages read from element 0 (the tensor layer passes dense
 //! copies of other views), bound as `array<vec4<S>>`: the widths are multiples of 4, so every
@@ -359,7 +360,6 @@ impl GpuStorage {
         )?;
         let key_value_grad =
             GpuStorage::allocate(device, OP, shape.key_numel() + shape.value_numel(), dtype)?;
-        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::KeyValue)?;
         let mut bindings = vec![
             self.raw()?,
             key.raw()?,
@@ -369,24 +369,42 @@ impl GpuStorage {
         ];
         bindings.extend(bias.map(GpuStorage::raw).transpose()?);
         bindings.push(key_value_grad.raw()?);
-        context.dispatch(
-            &kernel,
-            params.words(),
-            &bindings,
-            grid(shape.key_length, shape),
-        )?;
+        gradient_pass(device, dtype, shape, AttentionPass::KeyValue, &bindings)?;
         let query_grad = GpuStorage::allocate(device, OP, shape.query_numel(), dtype)?;
-        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Query)?;
         bindings.pop();
         bindings.push(query_grad.raw()?);
-        context.dispatch(
-            &kernel,
-            params.words(),
-            &bindings,
-            grid(shape.query_length, shape),
-        )?;
+        gradient_pass(device, dtype, shape, AttentionPass::Query, &bindings)?;
         Ok((query_grad, key_value_grad))
     }
+}
+
+/// Record the key-value or the query pass of the backward: on tensor cores where they apply
+/// (`attention_coop_backward.rs`), else (or when the driver refused that kernel) the scalar
+/// kernel; both take the same bindings.
+fn gradient_pass(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+    pass: AttentionPass,
+    bindings: &[&wgpu::Buffer],
+) -> Result<()> {
+    use super::attention_coop_backward::{backward_key, run_backward, CoopBackwardPass};
+    let (params, kernel) = prepare(device, dtype, shape, pass)?;
+    let (coop_pass, length) = match pass {
+        AttentionPass::KeyValue => (CoopBackwardPass::KeyValue, shape.key_length),
+        AttentionPass::Query => (CoopBackwardPass::Query, shape.query_length),
+        AttentionPass::Forward | AttentionPass::Delta => {
+            return Err(Error::invalid(OP, format!("{pass:?} is no gradient pass")))
+        }
+    };
+    if let Some(coop) = backward_key(device, dtype, shape, coop_pass) {
+        if run_backward(device, coop, params.words(), bindings, shape)? {
+            return Ok(());
+        }
+    }
+    device
+        .context()
+        .dispatch(&kernel, params.words(), bindings, grid(length, shape))
 }
 
 #[cfg(test)]

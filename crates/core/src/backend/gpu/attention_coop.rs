@@ -2,7 +2,8 @@
 //! its kernels ([`CoopForward`], WGSL in `attention_coop_source.rs`), which calls it covers,
 //! its per-device state (`ANYGRAD_COOP_ATTENTION`, the dispatch count, a driver's refusal)
 //! and its launch. `attention.rs`'s forward launcher tries it first; it writes the same
-//! output and log-sum-exp as the scalar forward, so the (scalar) backward kernels take its
+//! output and log-sum-exp as the scalar forward, so either backward (scalar, or the
+//! cooperative one of `attention_coop_backward.rs`, which shares this state) takes its
 //! results unchanged.
 //!
 //! It runs where the f16 matmul's tensor cores run (`matmul_coop.rs`'s `CoopSupport`: a
@@ -87,7 +88,7 @@ impl AttentionCoopState {
     }
 
     /// Enabled and not turned off by a failure.
-    fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         self.enabled.load(Ordering::Relaxed) && self.failure().is_none()
     }
 
@@ -99,9 +100,17 @@ impl AttentionCoopState {
             .clone()
     }
 
-    fn disable(&self, error: &Error) {
+    /// Stop using the cooperative kernels (forward and backward) after the driver refused one.
+    pub(crate) fn disable(&self, error: &Error) {
         tracing::warn!("cooperative-matrix attention turned off: {error}");
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
+    }
+
+    /// Count one recorded hardware kernel.
+    pub(crate) fn count_dispatch(&self) {
+        self.dispatches.fetch_add(1, Ordering::Relaxed);
+        #[cfg(test)]
+        HARDWARE_RUNS.with(|runs| runs.set(runs.get() + 1));
     }
 }
 
@@ -111,6 +120,10 @@ thread_local! {
     pub(crate) static EMULATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Tests: emulated kernels recorded by this thread.
     pub(crate) static EMULATED_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Tests: hardware kernels (forward and backward) recorded by this thread; the device's
+    /// count also sees other tests' kernels (an emulated forward's backward runs the
+    /// hardware kernels).
+    pub(crate) static HARDWARE_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Whether this thread's tests asked for the emulated kernel.
@@ -186,11 +199,7 @@ pub(crate) fn run_forward(
                 EMULATED_RUNS.with(|runs| runs.set(runs.get() + 1));
             }
             if !key.emulated {
-                context
-                    .coop
-                    .attention
-                    .dispatches
-                    .fetch_add(1, Ordering::Relaxed);
+                context.coop.attention.count_dispatch();
             }
             Ok(true)
         }
@@ -198,17 +207,18 @@ pub(crate) fn run_forward(
 }
 
 impl GpuDevice {
-    /// Whether f16 fused attention forwards (head and value sizes multiples of 16 up to 128)
-    /// run on cooperative matrices on this device: usable 16x16x16 f16 -> f32 tensor cores
-    /// (see [`GpuDevice::cooperative_matmul`]), `ANYGRAD_COOP_ATTENTION` not `off`, and the
-    /// driver built the kernel wherever it was asked to.
+    /// Whether f16 fused attention forwards and backwards (head and value sizes multiples of
+    /// 16 up to 128) run on cooperative matrices on this device: usable 16x16x16 f16 -> f32
+    /// tensor cores (see [`GpuDevice::cooperative_matmul`]), `ANYGRAD_COOP_ATTENTION` not
+    /// `off`, and the driver built the kernels wherever it was asked to.
     pub fn cooperative_attention(&self) -> bool {
         let coop = &self.context().coop;
         coop.available && coop.attention.active()
     }
 
-    /// Use the cooperative-matrix attention forward (`true`, the default) or the scalar one,
-    /// as `ANYGRAD_COOP_ATTENTION` does at start. No effect without tensor cores.
+    /// Use the cooperative-matrix attention kernels (`true`, the default) or the scalar ones,
+    /// forward and backward, as `ANYGRAD_COOP_ATTENTION` does at start. No effect without
+    /// tensor cores.
     pub fn set_cooperative_attention(&self, on: bool) {
         self.context()
             .coop
@@ -233,4 +243,4 @@ impl GpuDevice {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

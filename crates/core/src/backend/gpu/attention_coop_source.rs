@@ -53,10 +53,10 @@ pub(crate) const BLOCK_ROWS: u32 = 64;
 pub(crate) const KEY_TILE: u32 = 32;
 
 /// The finite "minus infinity" the running max starts from.
-const LOWEST: &str = "-3.0e38";
+pub(crate) const LOWEST: &str = "-3.0e38";
 
 /// Key biases at or below this mark a masked key (as in `attention_source.rs`).
-const MASKED_BELOW: &str = "-1.0e38";
+pub(crate) const MASKED_BELOW: &str = "-1.0e38";
 
 /// One instantiation of the cooperative forward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,7 +108,7 @@ fn regions(head_dim: u32, value_dim: u32) -> Regions {
 /// Row length (f32) of the scratch tiles: [`KEY_TILE`] plus 4, so that the 16 rows the lanes
 /// of a subgroup read at once start on 8 different banks (a multiple of 16 bytes, as
 /// cooperative stores want).
-const SCRATCH_ROW: u32 = KEY_TILE + 4;
+pub(crate) const SCRATCH_ROW: u32 = KEY_TILE + 4;
 
 /// f32 values of the scratch: one 16 x [`SCRATCH_ROW`] tile per subgroup.
 const SCRATCH: u32 = 4 * 16 * SCRATCH_ROW;
@@ -119,13 +119,14 @@ pub(crate) fn workgroup_bytes(head_dim: u32, value_dim: u32, key_bias: bool) -> 
     2 * regions(head_dim, value_dim).total + 4 * SCRATCH + bias
 }
 
-/// How the text spells fragments, multiply-adds and stores (real or emulated).
-struct Spell {
-    emulated: bool,
+/// How the text spells fragments, multiply-adds and stores (real or emulated); the backward
+/// kernels (`attention_coop_backward_source.rs`) spell theirs the same way.
+pub(crate) struct Spell {
+    pub(crate) emulated: bool,
 }
 
 impl Spell {
-    fn operand(&self, role: char) -> String {
+    pub(crate) fn operand(&self, role: char) -> String {
         if self.emulated {
             "vec3<u32>".into()
         } else {
@@ -133,7 +134,7 @@ impl Spell {
         }
     }
 
-    fn accumulator(&self) -> &'static str {
+    pub(crate) fn accumulator(&self) -> &'static str {
         if self.emulated {
             "array<vec4<f32>, 2>"
         } else {
@@ -142,7 +143,7 @@ impl Spell {
     }
 
     /// A row-major fragment at `start` (a `let` or literal expression) with row `stride`.
-    fn load_rows(&self, role: char, start: &str, stride: u32) -> String {
+    pub(crate) fn load_rows(&self, role: char, start: &str, stride: u32) -> String {
         if self.emulated {
             format!("vec3<u32>({start}, {stride}u, 1u)")
         } else {
@@ -154,7 +155,7 @@ impl Spell {
     }
 
     /// A column-major fragment: element (r, c) at `start + c * stride + r`.
-    fn load_columns(&self, role: char, start: &str, stride: u32) -> String {
+    pub(crate) fn load_columns(&self, role: char, start: &str, stride: u32) -> String {
         if self.emulated {
             format!("vec3<u32>({start}, 1u, {stride}u)")
         } else {
@@ -165,7 +166,7 @@ impl Spell {
         }
     }
 
-    fn multiply_add(&self, a: &str, b: &str, c: &str) -> String {
+    pub(crate) fn multiply_add(&self, a: &str, b: &str, c: &str) -> String {
         if self.emulated {
             format!("emulated_multiply_add({a}, {b}, {c})")
         } else {
@@ -174,7 +175,7 @@ impl Spell {
     }
 
     /// Store accumulator `c` row-major into `scratch` at the `let` `start`, row `stride`.
-    fn store(&self, c: &str, start: &str, stride: u32) -> String {
+    pub(crate) fn store(&self, c: &str, start: &str, stride: u32) -> String {
         if self.emulated {
             format!("emulated_store({c}, {start}, {stride}u);")
         } else {
@@ -182,7 +183,7 @@ impl Spell {
         }
     }
 
-    fn prelude(&self) -> &'static str {
+    pub(crate) fn prelude(&self) -> &'static str {
         if !self.emulated {
             return "";
         }

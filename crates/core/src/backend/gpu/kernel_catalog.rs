@@ -46,6 +46,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     super::index_add::catalogue(&mut keys);
     super::matmul_coop::catalogue(&mut keys);
     super::attention_coop::catalogue(&mut keys);
+    super::attention_coop_backward::catalogue(&mut keys);
     keys.extend(
         super::conv_coop::ConvCoopKey::all()
             .into_iter()

@@ -326,6 +326,35 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             }),
         ));
     }
+    for (name, pass, causal, key_bias, emulated) in [
+        (
+            "attention_coop_key_value_d64_causal",
+            super::attention_coop_backward::CoopBackwardPass::KeyValue,
+            true,
+            false,
+            false,
+        ),
+        (
+            "attention_coop_query_d64_masked_emulated",
+            super::attention_coop_backward::CoopBackwardPass::Query,
+            false,
+            true,
+            true,
+        ),
+    ] {
+        kernels.push((
+            name,
+            KernelKey::AttentionCoopBackward(super::attention_coop_backward::CoopBackward {
+                pass,
+                head_dim: 64,
+                value_dim: 64,
+                causal,
+                key_bias,
+                subgroups: 4,
+                emulated,
+            }),
+        ));
+    }
     kernels.push((
         "matmul_coop_staged32_emulated",
         KernelKey::MatmulCoop {

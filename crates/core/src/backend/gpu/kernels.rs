@@ -24,6 +24,7 @@
 //! | `Custom` | `custom.rs` |
 //! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
 //! | `AttentionCoop` | `attention_coop.rs` (WGSL generator: `attention_coop_source.rs`) |
+//! | `AttentionCoopBackward` | `attention_coop_backward.rs` (WGSL generator: `attention_coop_backward_source.rs`) |
 //! | `Fused` | `fusion.rs`, `fusion_source.rs` |
 //! | `CopyRows` | `copy_rows.rs` |
 //! | `CopyTranspose` | `copy_transpose.rs` |
@@ -193,6 +194,9 @@ pub enum KernelKey {
     Attention(super::attention::AttentionKey),
     /// The f16 fused attention forward on cooperative matrices (`attention_coop.rs`).
     AttentionCoop(super::attention_coop::CoopForward),
+    /// The f16 fused attention backward's key-value and query kernels on cooperative matrices
+    /// (`attention_coop_backward.rs`).
+    AttentionCoopBackward(super::attention_coop_backward::CoopBackward),
     /// A chain of float elementwise ops compiled into one kernel (`fusion.rs`).
     Fused {
         program: std::sync::Arc<super::fusion::FusedProgram>,
@@ -268,6 +272,7 @@ impl KernelKey {
             | KernelKey::BatchNormInputGrad { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
+            | KernelKey::AttentionCoopBackward(_)
             | KernelKey::Custom { .. } => false,
         }
     }
@@ -291,7 +296,11 @@ impl KernelKey {
             | KernelKey::MaxPool2dBackward {
                 pass: super::pool::PoolPass::Tiled(_),
                 ..
-            } => true,
+            }
+            // Staged tiles are stored whole, and the P, dS and scratch tiles are written
+            // (every row, every column a fragment reads) before the barrier that precedes their
+            // reads (`attention_coop_backward_source.rs`).
+            | KernelKey::AttentionCoopBackward(_) => true,
             KernelKey::MaxPool2d { window: None, .. }
             | KernelKey::MaxPool2dBackward { .. }
             | KernelKey::ConvCoop(_)
@@ -338,7 +347,8 @@ impl KernelKey {
             | KernelKey::ConvCoop(_)
             | KernelKey::ConvNhwc(_)
             | KernelKey::ConvNhwcWeight(_)
-            | KernelKey::AttentionCoop(_) => true,
+            | KernelKey::AttentionCoop(_)
+            | KernelKey::AttentionCoopBackward(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
             KernelKey::Attention(key) => key.dtype == DType::F16,
             KernelKey::Rows(key) => key.dtype == DType::F16,
@@ -385,6 +395,7 @@ impl KernelKey {
             KernelKey::ConvNhwc(key) => return key.source(),
             KernelKey::ConvNhwcWeight(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
+            KernelKey::AttentionCoopBackward(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
             KernelKey::Rows(key) => key.source(),
             KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),

@@ -26,6 +26,8 @@
 mod adapters;
 mod attention;
 mod attention_coop;
+mod attention_coop_backward;
+mod attention_coop_backward_source;
 mod attention_coop_source;
 mod attention_source;
 mod autotune;

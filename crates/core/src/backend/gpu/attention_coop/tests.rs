@@ -35,7 +35,7 @@ fn coop_attention_sources_validate() {
 }
 
 /// Deterministic values in [-1.5, 1.5).
-fn data(len: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn data(len: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(6364136223846793005) ^ 0x9e37_79b9_7f4a_7c15;
     (0..len)
         .map(|_| {
@@ -48,12 +48,14 @@ fn data(len: usize, seed: u64) -> Vec<f32> {
 }
 
 /// `(batch, heads, query length, key length, head size, value size, causal, masked)`.
-type Case = (usize, usize, usize, usize, usize, usize, bool, bool);
+pub(crate) type Case = (usize, usize, usize, usize, usize, usize, bool, bool);
 
 /// The output and the query, key and value gradients of `(sdpa(q, k, v, mask) * w).sum()`
-/// on `device` in `dtype`; `masked`: a Bool key-padding mask `[B, 1, 1, S]` (batch 0 hides
-/// every third key, batch 1 all keys past the fifth).
-fn run(case: Case, device: &crate::Device, dtype: DType) -> (Vec<f32>, [Vec<f32>; 3]) {
+/// on `device` in `dtype`; `masked`: an additive key-padding mask `[B, 1, 1, S]` in `dtype`
+/// (`-inf` hides a key; batch 0 hides every third key and adds -0.75 ..= 0.75 to the others,
+/// batch 1 hides all keys past the fifth, later batches every key). Bool masks become the
+/// same bias with zeros (`attention_fused.rs`).
+pub(crate) fn run(case: Case, device: &crate::Device, dtype: DType) -> (Vec<f32>, [Vec<f32>; 3]) {
     use crate::{Device, Tensor};
     let (batch, heads, length, keys, head_dim, value_dim, causal, masked) = case;
     let make = |rows: usize, width: usize, seed: u64| {
@@ -73,13 +75,15 @@ fn run(case: Case, device: &crate::Device, dtype: DType) -> (Vec<f32>, [Vec<f32>
         make(keys, value_dim, 3),
     );
     let mask = masked.then(|| {
-        let attend: Vec<bool> = (0..batch * keys)
+        let bias: Vec<f32> = (0..batch * keys)
             .map(|i| match i / keys {
-                0 => i % 3 != 1,
-                _ => i % keys < 5,
+                0 if i % 3 != 1 => (i % 7) as f32 * 0.25 - 0.75,
+                1 if i % keys < 5 => 0.0,
+                _ => f32::NEG_INFINITY,
             })
             .collect();
-        Tensor::from_vec(attend, &[batch, 1, 1, keys], &Device::Cpu)
+        Tensor::from_vec(bias, &[batch, 1, 1, keys], &Device::Cpu)
+            .and_then(|t| t.to_dtype(dtype))
             .and_then(|t| t.to_device(device))
             .expect("mask")
     });
@@ -99,24 +103,32 @@ fn run(case: Case, device: &crate::Device, dtype: DType) -> (Vec<f32>, [Vec<f32>
     (values(&out), [grad(&query), grad(&key), grad(&value)])
 }
 
-/// Largest error relative to `1 + |expected|`.
-fn worst(got: &[f32], expected: &[f32]) -> f32 {
+/// Largest error relative to `1 + |expected|` (infinite where either is NaN: `f32::max` would
+/// skip a NaN).
+pub(crate) fn worst(got: &[f32], expected: &[f32]) -> f32 {
     assert_eq!(got.len(), expected.len());
     got.iter()
         .zip(expected)
-        .map(|(g, e)| (g - e).abs() / (1.0 + e.abs()))
+        .map(|(g, e)| {
+            let error = (g - e).abs() / (1.0 + e.abs());
+            if error.is_nan() {
+                f32::INFINITY
+            } else {
+                error
+            }
+        })
         .fold(0.0, f32::max)
 }
 
 /// Output and gradients of `case` on `device` in f16 against the f64 composite on the CPU,
-/// and that `ran` (a count read before and after) went up by one.
-fn check(case: Case, device: &crate::Device, ran: &dyn Fn() -> u64) {
+/// and that `ran` (a count read before and after) went up by `runs`.
+fn check(case: Case, device: &crate::Device, ran: &dyn Fn() -> u64, runs: u64) {
     let before = ran();
     let (out, grads) = run(case, device, DType::F16);
     assert_eq!(
         ran(),
-        before + 1,
-        "{case:?}: the cooperative forward did not run"
+        before + runs,
+        "{case:?}: the cooperative kernels did not run"
     );
     let (expected_out, expected_grads) = run(case, &crate::Device::Cpu, DType::F64);
     let error = worst(&out, &expected_out);
@@ -155,13 +167,19 @@ fn emulated_forward_matches_composite() {
     ];
     EMULATE.with(|flag| flag.set(true));
     for case in cases {
-        check(case, &device, &|| EMULATED_RUNS.with(std::cell::Cell::get));
+        check(
+            case,
+            &device,
+            &|| EMULATED_RUNS.with(std::cell::Cell::get),
+            1,
+        );
     }
     EMULATE.with(|flag| flag.set(false));
 }
 
-/// The hardware kernel, where the device has usable cooperative matrices (the H200): the
-/// same checks on larger cases, head size 128 included.
+/// The hardware kernels, where the device has usable cooperative matrices (the H200): the
+/// same checks on larger cases, head size 128 included; the cooperative backward's two
+/// kernels (`attention_coop_backward.rs`) run too.
 #[test]
 fn hardware_forward_matches_composite() {
     let Some(gpu) = crate::backend::tests::support::gpu_device() else {
@@ -181,7 +199,14 @@ fn hardware_forward_matches_composite() {
         (2, 1, 37, 70, 16, 16, false, true),
     ];
     for case in cases {
-        check(case, &device, &|| gpu.cooperative_attention_dispatches());
+        let before = gpu.cooperative_attention_dispatches();
+        check(
+            case,
+            &device,
+            &|| HARDWARE_RUNS.with(std::cell::Cell::get),
+            3,
+        );
+        assert!(gpu.cooperative_attention_dispatches() >= before + 3);
     }
     assert_eq!(gpu.cooperative_attention_failure(), None);
 }

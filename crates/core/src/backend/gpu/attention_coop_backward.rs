@@ -1,0 +1,179 @@
+//! The fused attention backward on cooperative matrices (tensor cores), for f16: the key of its
+//! two kernels ([`CoopBackward`], WGSL in `attention_coop_backward_source.rs`), which calls
+//! they cover and their launch. `attention.rs`'s backward launcher runs the scalar delta
+//! kernel, then tries these for the key-value and the query pass (each falls back to its
+//! scalar kernel on its own): same bindings, parameters and outputs.
+//!
+//! They run where the cooperative forward runs (`attention_coop.rs`: usable 16x16x16
+//! f16 x f16 -> f32 tensor cores, `ANYGRAD_COOP_ATTENTION` not `off`, no earlier refusal by
+//! the driver), for F16 calls whose head and value sizes are multiples of 16 up to 128, when
+//! the kernel's workgroup memory fits the device. A driver's refusal (`Error::Shader`) turns
+//! the cooperative attention off on that device, forward included, and the scalar kernel runs.
+
+use super::attention_coop::AttentionCoopState;
+use super::attention_coop_backward_source::workgroup_bytes;
+pub(crate) use super::attention_coop_backward_source::{CoopBackward, CoopBackwardPass};
+use super::kernels::KernelKey;
+use super::GpuDevice;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::geometry::AttentionShape;
+
+/// The largest head or value size the cooperative kernels are generated for.
+const MAX_WIDTH: usize = 128;
+
+impl CoopBackward {
+    /// The complete WGSL source (`enable` lines included).
+    pub(crate) fn source(&self) -> String {
+        format!(
+            "enable f16;\n{}",
+            super::attention_coop_backward_source::backward_source(self)
+        )
+    }
+}
+
+/// The catalogue entries (`kernel_catalog.rs`): both passes, the common head sizes, both
+/// flags, both layouts, real and emulated.
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+    for pass in [CoopBackwardPass::KeyValue, CoopBackwardPass::Query] {
+        for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (48, 80)] {
+            // A mask and the causal flag never come together (the op refuses both).
+            for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
+                for subgroups in SUBGROUPS {
+                    for emulated in [false, true] {
+                        keys.push(KernelKey::AttentionCoopBackward(CoopBackward {
+                            pass,
+                            head_dim,
+                            value_dim,
+                            causal,
+                            key_bias,
+                            subgroups,
+                            emulated,
+                        }));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The layouts in order of preference: four subgroups (64 owned rows: each tile staged for
+/// more rows), then two.
+const SUBGROUPS: [u32; 2] = [4, 2];
+
+#[cfg(test)]
+use std::cell::Cell;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: take the emulated backward kernels (on any f16 device) instead of the hardware
+    /// ones (the forward has its own switch, `attention_coop::EMULATE`).
+    pub(crate) static EMULATE_BACKWARD: Cell<bool> = const { Cell::new(false) };
+    /// Tests: emulated backward kernels recorded by this thread (one per pass).
+    pub(crate) static EMULATED_BACKWARD_RUNS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether this thread's tests asked for the emulated kernels.
+fn emulate() -> bool {
+    #[cfg(test)]
+    {
+        EMULATE_BACKWARD.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
+}
+
+/// The cooperative kernel of `pass` for `shape` in `dtype` on `device` (four subgroups where
+/// their workgroup memory fits, else two), or `None` where the scalar kernel runs (the caller
+/// checked `attention::supports`).
+pub(crate) fn backward_key(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+    pass: CoopBackwardPass,
+) -> Option<CoopBackward> {
+    let context = device.context();
+    let emulated = emulate();
+    let usable = if emulated {
+        context.supports_f16()
+    } else {
+        context.coop.available && context.coop.attention.active()
+    };
+    let width_ok = |width: usize| width > 0 && width.is_multiple_of(16) && width <= MAX_WIDTH;
+    if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
+        return None;
+    }
+    let limits = &context.limits;
+    SUBGROUPS
+        .into_iter()
+        .map(|subgroups| CoopBackward {
+            pass,
+            head_dim: shape.head_dim as u32,
+            value_dim: shape.value_dim as u32,
+            causal: shape.causal,
+            key_bias: shape.key_bias_group.is_some(),
+            subgroups,
+            emulated,
+        })
+        .find(|key| {
+            let blocks = own_length(shape, pass).div_ceil(key.block_rows() as usize);
+            blocks <= limits.max_compute_workgroups_per_dimension as usize
+                && key.threads() <= limits.max_compute_invocations_per_workgroup
+                && key.threads() <= limits.max_compute_workgroup_size_x
+                && workgroup_bytes(key) <= limits.max_compute_workgroup_storage_size
+        })
+}
+
+/// Rows per batch-head of the side whose gradient `pass` writes (keys or queries).
+fn own_length(shape: &AttentionShape, pass: CoopBackwardPass) -> usize {
+    match pass {
+        CoopBackwardPass::KeyValue => shape.key_length,
+        CoopBackwardPass::Query => shape.query_length,
+    }
+}
+
+/// Record the cooperative backward kernel `key`; `Ok(false)` when the driver refused the
+/// hardware kernel (the device then stops using cooperative attention, and the caller runs the
+/// scalar kernel of the pass).
+pub(crate) fn run_backward(
+    device: &GpuDevice,
+    key: CoopBackward,
+    params: &[u32],
+    bindings: &[&wgpu::Buffer],
+    shape: &AttentionShape,
+) -> Result<bool> {
+    let context = device.context();
+    let grid = (
+        own_length(shape, key.pass).div_ceil(key.block_rows() as usize) as u32,
+        shape.batch_heads as u32,
+        1,
+    );
+    let state: &AttentionCoopState = &context.coop.attention;
+    match context.dispatch(
+        &KernelKey::AttentionCoopBackward(key),
+        params,
+        bindings,
+        grid,
+    ) {
+        Err(error @ Error::Shader { .. }) if !key.emulated => {
+            state.disable(&error);
+            Ok(false)
+        }
+        Err(error) => Err(error),
+        Ok(()) => {
+            #[cfg(test)]
+            if key.emulated {
+                EMULATED_BACKWARD_RUNS.with(|runs| runs.set(runs.get() + 1));
+            }
+            if !key.emulated {
+                state.count_dispatch();
+            }
+            Ok(true)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

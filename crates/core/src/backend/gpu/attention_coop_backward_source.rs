@@ -1,0 +1,712 @@
+//! The WGSL generator of the fused attention backward on cooperative matrices (tensor cores):
+//! the key-value kernel (dK, dV) and the query kernel (dQ) of FlashAttention-2's split (WGSL
+//! has no float atomics, so each kernel owns its output rows). `attention_coop_backward.rs`
+//! holds their key, the selection and the launcher. Same math, bindings, parameters, row
+//! statistics (`(lse, D)` pairs from the scalar delta kernel) and outputs as the scalar
+//! key-value and query passes (`attention_source.rs`), so either kernel of a pass may run.
+//!
+//! Tile design, shared by both kernels (spelled as in the forward, `attention_coop_source.rs`):
+//! a workgroup of `G` subgroups (four; two where the device's workgroup memory does not hold
+//! four: `CoopBackward::subgroups`) owns `16 G` rows of one batch-head — key rows in the
+//! key-value kernel, query rows in the query kernel; subgroup `s` owns rows `16 s .. 16 s + 16`.
+//! The block's two operands (K and V, or Q and dO) are staged once as f16 in workgroup memory
+//! (rows padded by 8 halves). The other side is walked in tiles of [`TILE`] (32) rows (Q and
+//! dO, or K and V), staged alike. Per tile, each subgroup computes, with the block operand as
+//! the row-major A fragment and the tile operand read column-major as B (`coopLoad`: a
+//! transposed operand without a copy):
+//! 1. scores and their gradients, 16 x 32 each: `Sᵀ = K Qᵀ`, `dPᵀ = V dOᵀ` (key-value
+//!    kernel) or `S = Q Kᵀ`, `dP = dO Vᵀ` (query kernel);
+//! 2. through the subgroup's 16 x 32 f32 scratch (first the scores, then their gradients, a
+//!    barrier between): lane `l` takes row `l / 2` and the 16 columns `(l % 2) * 16 ..` and
+//!    computes `p = exp(s · scale + bias - lse)` (masked to 0) and `ds = p (dp - D)`, written
+//!    as f16 into the subgroup's P and dS tiles (16 x 40 halves); the row's bias, or its
+//!    log-sum-exp and `D`, stay in registers (key-value kernel: the tile's `(lse, D)` pairs are
+//!    staged beside the queries; query kernel: the tile's key biases);
+//! 3. the products into f32 accumulators that persist across the walk (cooperative-matrix
+//!    variables, or the emulated lane layout): `dV += Pᵀ dO`, `dK += dSᵀ Q` (key-value), or
+//!    `dQ += dS K` (query) — A the subgroup's P or dS tile, B the staged tile row-major.
+//!
+//! At the end the accumulators pass through the scratch two at a time and are written as f16
+//! (`dK` and `dQ` times `scale`), dK before dV in the one key-value output as the scalar kernel.
+//! Six barriers per tile: before and after staging, and around each use of the scratch.
+//!
+//! Masks as in the scalar kernels: rows and columns past the lengths, causal (key column `<=`
+//! query row; the key-value kernel starts at the first query tile its keys can see, the query
+//! kernel stops after the last key its rows can see) and the key-padding bias (added to the
+//! scaled score; biases `<= -1e38` mark the key invisible). A masked probability is 0, so a
+//! masked key gets zero gradients and a query row without visible keys a zero dQ.
+//!
+//! Workgroup memory ([`workgroup_bytes`]), in halves `16 G (d + 8) + 16 G (dv + 8)` for the
+//! block, `32 (d + 8) + 32 (dv + 8)` for the tile, `16 G x 40` for each of P (key-value only)
+//! and dS, plus `G x 16 x 36` f32 of scratch and the tile's statistics (`32 x 2` f32) or key
+//! biases (32 f32). At d = dv = 64 with G = 4: 47,360 bytes (key-value) and 41,984 (query;
+//! 42,112 with a key bias), so the H200's 48 KiB take four subgroups up to d = dv = 64; at
+//! d = dv = 128 with G = 2: 44,800 and 41,984 (42,112). (Lavapipe's 32 KiB take G = 2 at
+//! d = dv = 64, G = 4 at 16.)
+//!
+//! `emulated` keys spell the cooperative operations in plain WGSL exactly as the forward does
+//! (fragments are addresses into `tiles`, accumulators the lane's 8 values), so the staging,
+//! masking, softmax gradients and epilogues run on any f16 device in tests.
+//!
+//! naga 30: `coopStoreT` arguments and load strides are `let` bindings or literals (see
+//! `matmul_coop.rs`).
+
+use std::fmt::Write;
+
+use super::attention_coop_source::{Spell, LOWEST, MASKED_BELOW, SCRATCH_ROW};
+use super::params::KernelParams;
+
+/// Rows of the walked side per staged tile (queries in the key-value kernel, keys in the
+/// query kernel).
+pub(crate) const TILE: u32 = 32;
+
+/// Halves per row of the P and dS tiles: [`TILE`] plus 8.
+const PROBABILITY_ROW: u32 = TILE + 8;
+
+/// Staged vec4 loads in flight per invocation before they are stored to workgroup memory.
+const LOADS_IN_FLIGHT: usize = 8;
+
+/// Which kernel of the cooperative backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CoopBackwardPass {
+    /// dK and dV: a workgroup owns key rows and walks query tiles.
+    KeyValue,
+    /// dQ: a workgroup owns query rows and walks key tiles.
+    Query,
+}
+
+/// One instantiation of the cooperative backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct CoopBackward {
+    pub(crate) pass: CoopBackwardPass,
+    /// Query/key width: a multiple of 16 up to 128.
+    pub(crate) head_dim: u32,
+    /// Value width: a multiple of 16 up to 128.
+    pub(crate) value_dim: u32,
+    pub(crate) causal: bool,
+    /// A key-padding bias is bound.
+    pub(crate) key_bias: bool,
+    /// Subgroups per workgroup, 16 owned rows each: 4, or 2 where the device's workgroup
+    /// memory does not hold four (the launcher picks).
+    pub(crate) subgroups: u32,
+    /// Plain-WGSL emulation of the cooperative operations.
+    pub(crate) emulated: bool,
+}
+
+/// The region offsets (halves) in `tiles` of one instantiation.
+struct Layout {
+    /// Halves per row of the operands of width `d` and `dv`.
+    first_row: u32,
+    second_row: u32,
+    /// The block's `d`-wide operand (K or Q) at 0, its `dv`-wide one (V or dO), the tile's
+    /// `d`-wide operand (Q or K), its `dv`-wide one (dO or V), P (key-value only), dS.
+    block_second: u32,
+    tile_first: u32,
+    tile_second: u32,
+    probability: u32,
+    gradient: u32,
+    total: u32,
+}
+
+fn layout(key: &CoopBackward) -> Layout {
+    let (pass, head_dim, value_dim) = (key.pass, key.head_dim, key.value_dim);
+    let rows = 16 * key.subgroups;
+    let first_row = head_dim + 8;
+    let second_row = value_dim + 8;
+    let block_second = rows * first_row;
+    let tile_first = block_second + rows * second_row;
+    let tile_second = tile_first + TILE * first_row;
+    let probability = tile_second + TILE * second_row;
+    let gradient = match pass {
+        CoopBackwardPass::KeyValue => probability + rows * PROBABILITY_ROW,
+        CoopBackwardPass::Query => probability,
+    };
+    Layout {
+        first_row,
+        second_row,
+        block_second,
+        tile_first,
+        tile_second,
+        probability,
+        gradient,
+        total: gradient + rows * PROBABILITY_ROW,
+    }
+}
+
+impl CoopBackward {
+    /// Rows a workgroup owns: 16 per subgroup.
+    pub(crate) fn block_rows(&self) -> u32 {
+        16 * self.subgroups
+    }
+
+    /// Invocations per workgroup.
+    pub(crate) fn threads(&self) -> u32 {
+        32 * self.subgroups
+    }
+}
+
+/// Bytes of workgroup memory one workgroup of `key` uses.
+pub(crate) fn workgroup_bytes(key: &CoopBackward) -> u32 {
+    let scratch = key.subgroups * 16 * SCRATCH_ROW;
+    let side = match key.pass {
+        CoopBackwardPass::KeyValue => 2 * TILE,
+        CoopBackwardPass::Query if key.key_bias => TILE,
+        CoopBackwardPass::Query => 0,
+    };
+    2 * layout(key).total + 4 * (scratch + side)
+}
+
+/// One operand staged into `tiles`: rows `[first, first + rows)` of the dense `[.., width]`
+/// f16 matrix `source` (row `first` at `base`), rows `row_length` halves apart from `region`,
+/// zeros from row `limit` on.
+struct Staged<'a> {
+    source: &'a str,
+    width: u32,
+    rows: u32,
+    first: &'a str,
+    base: &'a str,
+    limit: &'a str,
+    region: u32,
+    row_length: u32,
+}
+
+/// Stage `operands` with all `threads` invocations: every invocation issues up to
+/// [`LOADS_IN_FLIGHT`] 16-byte loads, then stores them (4 halves each), and so on.
+fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: u32) {
+    let mut items = Vec::new();
+    for operand in operands {
+        let vectors = operand.rows * operand.width / 4;
+        debug_assert!(vectors.is_multiple_of(threads));
+        items.extend((0..vectors / threads).map(|n| (operand, n * threads)));
+    }
+    for batch in items.chunks(LOADS_IN_FLIGHT) {
+        let _ = writeln!(w, "{indent}{{");
+        for (slot, (operand, offset)) in batch.iter().enumerate() {
+            let width4 = operand.width / 4;
+            let _ = writeln!(
+                w,
+                "{indent}    let i{slot} = local + {offset}u;
+{indent}    let r{slot} = i{slot} / {width4}u;
+{indent}    var staged{slot} = vec4<f16>(0.0);
+{indent}    if ({first} + r{slot} < {limit}) {{
+{indent}        staged{slot} = {source}[({base} + {first} + r{slot}) * {width4}u + i{slot} % {width4}u];
+{indent}    }}",
+                first = operand.first,
+                limit = operand.limit,
+                source = operand.source,
+                base = operand.base,
+            );
+        }
+        for (slot, (operand, _)) in batch.iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "{indent}    let at{slot} = {region}u + r{slot} * {row_length}u + (i{slot} % {width4}u) * 4u;
+{indent}    tiles[at{slot}] = staged{slot}.x;
+{indent}    tiles[at{slot} + 1u] = staged{slot}.y;
+{indent}    tiles[at{slot} + 2u] = staged{slot}.z;
+{indent}    tiles[at{slot} + 3u] = staged{slot}.w;",
+                region = operand.region,
+                row_length = operand.row_length,
+                width4 = operand.width / 4,
+            );
+        }
+        let _ = writeln!(w, "{indent}}}");
+    }
+}
+
+/// `vec4<f32>(at(c), at(c + 1), at(c + 2), at(c + 3))` for a column `c` expression.
+fn gather(at: &dyn Fn(&str) -> String, column: &str) -> String {
+    let lanes: Vec<String> = (0..4).map(|i| at(&format!("{column} + {i}u"))).collect();
+    format!("vec4<f32>({})", lanes.join(", "))
+}
+
+/// The complete WGSL of `key` (after `enable f16;`).
+pub(crate) fn backward_source(key: &CoopBackward) -> String {
+    let spell = Spell {
+        emulated: key.emulated,
+    };
+    let key_value = key.pass == CoopBackwardPass::KeyValue;
+    let (d, dv) = (key.head_dim, key.value_dim);
+    let layout = layout(key);
+    let (first_row, second_row) = (layout.first_row, layout.second_row);
+    let rows = key.block_rows();
+    let threads = key.threads();
+    let mut w = String::new();
+    if !key.emulated {
+        w.push_str("enable wgpu_cooperative_matrix;\n");
+    }
+    w.push_str(super::attention::AttentionParams::WGSL);
+    let mut names = vec![
+        ("query_data", "vec4<f16>", false),
+        ("key_data", "vec4<f16>", false),
+        ("value_data", "vec4<f16>", false),
+        ("grad_data", "vec4<f16>", false),
+        ("statistics_data", "vec2<f32>", false),
+    ];
+    if key.key_bias {
+        names.push(("key_bias_data", "f32", false));
+    }
+    // dK then dV in one buffer, as the scalar kernel writes them.
+    names.push(if key_value {
+        ("key_value_grad_data", "vec4<f16>", true)
+    } else {
+        ("query_grad_data", "vec4<f16>", true)
+    });
+    for (slot, (name, element, writable)) in names.iter().enumerate() {
+        let access = if *writable { "read_write" } else { "read" };
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({}) var<storage, {access}> {name}: array<{element}>;",
+            slot + 1
+        );
+    }
+    let (block_names, tile_names) = if key_value {
+        (("K", "V"), ("Q", "dO"))
+    } else {
+        (("Q", "dO"), ("K", "V"))
+    };
+    let _ = writeln!(
+        w,
+        "// {} [{rows}][{first_row}] at 0, {} [{rows}][{second_row}] at {}, {} [{TILE}][{first_row}] at {}, {} [{TILE}][{second_row}] at {}, {}dS [{rows}][{PROBABILITY_ROW}] at {}.
+var<workgroup> tiles: array<f16, {}>;
+// One 16 x {SCRATCH_ROW} f32 tile per subgroup (scores, then their gradients; the epilogue).
+var<workgroup> scratch: array<f32, {}>;",
+        block_names.0,
+        block_names.1,
+        layout.block_second,
+        tile_names.0,
+        layout.tile_first,
+        tile_names.1,
+        layout.tile_second,
+        if key_value {
+            format!("P [{rows}][{PROBABILITY_ROW}] at {}, ", layout.probability)
+        } else {
+            String::new()
+        },
+        layout.gradient,
+        layout.total,
+        key.subgroups * 16 * SCRATCH_ROW,
+    );
+    if key_value {
+        let _ = writeln!(
+            w,
+            "// The tile's (log-sum-exp, D) per query row.\nvar<workgroup> statistics_tile: array<vec2<f32>, {TILE}>;"
+        );
+    } else if key.key_bias {
+        let _ = writeln!(w, "var<workgroup> bias_tile: array<f32, {TILE}>;");
+    }
+    w.push_str(spell.prelude());
+    let builtins = if key.emulated {
+        ""
+    } else {
+        ",\n        @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32"
+    };
+    let ids = if key.emulated {
+        "    let subgroup = local / 32u;\n    let lane = local % 32u;\n    emulated_lane = lane;\n"
+    } else {
+        ""
+    };
+    // The owned side's and the walked side's lengths.
+    let (own_length, walked_length) = if key_value {
+        ("key_length", "length")
+    } else {
+        ("length", "key_length")
+    };
+    let _ = writeln!(
+        w,
+        "@compute @workgroup_size({threads})
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32{builtins}) {{
+{ids}    let head = workgroup.y;
+    let length = params.query_length;
+    let key_length = params.key_length;
+    let row0 = workgroup.x * {rows}u;
+    // This lane's row (block-relative and global; a key row in the key-value kernel, a query
+    // row in the query kernel) and which 16 columns of a tile's scores it takes.
+    let sub_row = subgroup * 16u;
+    let my_row = sub_row + lane / 2u;
+    let row = row0 + my_row;
+    let lane_half = lane % 2u;
+    let columns = lane_half * 16u;
+    let scratch_at = subgroup * {sub_scratch}u;
+    let lane_scratch = scratch_at + (lane / 2u) * {SCRATCH_ROW}u;
+    let bias_base = (head / params.bias_group) * key_length;
+    {{
+        let block_base = head * {own_length};",
+        sub_scratch = 16 * SCRATCH_ROW,
+    );
+    let (block_first, block_second, tile_first, tile_second) = if key_value {
+        ("key_data", "value_data", "query_data", "grad_data")
+    } else {
+        ("query_data", "grad_data", "key_data", "value_data")
+    };
+    stage(
+        &mut w,
+        "        ",
+        &[
+            Staged {
+                source: block_first,
+                width: d,
+                rows,
+                first: "row0",
+                base: "block_base",
+                limit: own_length,
+                region: 0,
+                row_length: first_row,
+            },
+            Staged {
+                source: block_second,
+                width: dv,
+                rows,
+                first: "row0",
+                base: "block_base",
+                limit: own_length,
+                region: layout.block_second,
+                row_length: second_row,
+            },
+        ],
+        threads,
+    );
+    w.push_str("    }\n");
+    // The lane's row constants and the persistent accumulators.
+    if key_value {
+        if key.key_bias {
+            let _ = writeln!(
+                w,
+                "    var row_bias = {LOWEST};
+    if (row < key_length) {{
+        row_bias = key_bias_data[bias_base + row];
+    }}
+    let row_visible = row < key_length && row_bias > {MASKED_BELOW};"
+            );
+        } else {
+            let _ = writeln!(w, "    let row_visible = row < key_length;");
+        }
+    } else {
+        let _ = writeln!(
+            w,
+            "    let row_statistics = statistics_data[head * length + min(row, length - 1u)];"
+        );
+    }
+    let outputs: Vec<(String, u32)> = if key_value {
+        (0..d / 16)
+            .map(|j| (format!("dk{j}"), j))
+            .chain((0..dv / 16).map(|j| (format!("dv{j}"), j)))
+            .collect()
+    } else {
+        (0..d / 16).map(|j| (format!("dq{j}"), j)).collect()
+    };
+    for (name, _) in &outputs {
+        let _ = writeln!(w, "    var {name} = {}();", spell.accumulator());
+    }
+    let (first, end) = if key_value {
+        if key.causal {
+            // Query rows before the block's first key see none of its keys.
+            (format!("(row0 / {TILE}u) * {TILE}u"), "length".to_string())
+        } else {
+            ("0u".to_string(), "length".to_string())
+        }
+    } else if key.causal {
+        ("0u".to_string(), format!("min(key_length, row0 + {rows}u)"))
+    } else {
+        ("0u".to_string(), "key_length".to_string())
+    };
+    let _ = writeln!(
+        w,
+        "    let tile_base = head * {walked_length};
+    let end = {end};
+    for (var start = {first}; start < end; start += {TILE}u) {{
+        workgroupBarrier();"
+    );
+    if key_value {
+        let _ = writeln!(
+            w,
+            "        if (local < {TILE}u) {{
+            var statistics = vec2<f32>(0.0);
+            if (start + local < length) {{
+                statistics = statistics_data[tile_base + start + local];
+            }}
+            statistics_tile[local] = statistics;
+        }}"
+        );
+    } else if key.key_bias {
+        let _ = writeln!(
+            w,
+            "        if (local < {TILE}u) {{
+            var bias = {LOWEST};
+            if (start + local < key_length) {{
+                bias = key_bias_data[bias_base + start + local];
+            }}
+            bias_tile[local] = bias;
+        }}"
+        );
+    }
+    stage(
+        &mut w,
+        "        ",
+        &[
+            Staged {
+                source: tile_first,
+                width: d,
+                rows: TILE,
+                first: "start",
+                base: "tile_base",
+                limit: walked_length,
+                region: layout.tile_first,
+                row_length: first_row,
+            },
+            Staged {
+                source: tile_second,
+                width: dv,
+                rows: TILE,
+                first: "start",
+                base: "tile_base",
+                limit: walked_length,
+                region: layout.tile_second,
+                row_length: second_row,
+            },
+        ],
+        threads,
+    );
+    w.push_str("        workgroupBarrier();\n        {\n");
+    // 1. Scores (s) and their gradients (g), 16 x 32 per subgroup: the block's row-major
+    // fragments times the tile's read column-major.
+    let acc = spell.accumulator();
+    let _ = writeln!(
+        w,
+        "            var s0 = {acc}();\n            var s1 = {acc}();\n            var g0 = {acc}();\n            var g1 = {acc}();"
+    );
+    // (accumulators, fragment names, block region, tile region, width, row length)
+    let products = [
+        ("s", "first", 0, layout.tile_first, d, first_row),
+        (
+            "g",
+            "second",
+            layout.block_second,
+            layout.tile_second,
+            dv,
+            second_row,
+        ),
+    ];
+    for (target, name, block_region, tile_region, width, row_length) in products {
+        for k in 0..width / 16 {
+            let _ = writeln!(
+                w,
+                "            let {name}_at{k} = {block_region}u + sub_row * {row_length}u + {}u;
+            let {name}{k} = {};",
+                k * 16,
+                spell.load_rows('A', &format!("{name}_at{k}"), row_length)
+            );
+            for n in 0..TILE / 16 {
+                let _ = writeln!(
+                    w,
+                    "            let {name}_tile_at{k}_{n} = {}u;
+            let {name}_tile{k}_{n} = {};
+            {target}{n} = {};",
+                    tile_region + n * 16 * row_length + k * 16,
+                    spell.load_columns('B', &format!("{name}_tile_at{k}_{n}"), row_length),
+                    spell.multiply_add(
+                        &format!("{name}{k}"),
+                        &format!("{name}_tile{k}_{n}"),
+                        &format!("{target}{n}")
+                    )
+                );
+            }
+        }
+    }
+    // 2. Probabilities from the scores, then score gradients, through the scratch.
+    let _ = writeln!(
+        w,
+        "            let s_at0 = scratch_at;\n            {}\n            let s_at1 = scratch_at + 16u;\n            {}\n            workgroupBarrier();",
+        spell.store("s0", "s_at0", SCRATCH_ROW),
+        spell.store("s1", "s_at1", SCRATCH_ROW),
+    );
+    let scratch_at = |c: &str| format!("scratch[lane_scratch + {c}]");
+    for v in 0..4 {
+        let column = format!("c{v}");
+        let _ = writeln!(
+            w,
+            "            let c{v} = columns + {}u;
+            let index{v} = vec4<u32>(start + c{v}) + vec4<u32>(0u, 1u, 2u, 3u);",
+            v * 4
+        );
+        let (score, visible, logsumexp) = if key_value {
+            let causal = if key.causal {
+                format!(" & (vec4<u32>(row) <= index{v})")
+            } else {
+                String::new()
+            };
+            let bias = if key.key_bias { " + row_bias" } else { "" };
+            (
+                format!("{} * params.scale{bias}", gather(&scratch_at, &column)),
+                format!("(index{v} < vec4<u32>(length)) & vec4<bool>(row_visible){causal}"),
+                gather(&|c| format!("statistics_tile[{c}].x"), &column),
+            )
+        } else {
+            let causal = if key.causal {
+                format!(" & (index{v} <= vec4<u32>(row))")
+            } else {
+                String::new()
+            };
+            let (bias, bias_visible) = if key.key_bias {
+                let _ = writeln!(
+                    w,
+                    "            let bias{v} = {};",
+                    gather(&|c| format!("bias_tile[{c}]"), &column)
+                );
+                (
+                    format!(" + bias{v}"),
+                    format!(" & (bias{v} > vec4<f32>({MASKED_BELOW}))"),
+                )
+            } else {
+                (String::new(), String::new())
+            };
+            (
+                format!("{} * params.scale{bias}", gather(&scratch_at, &column)),
+                format!("(index{v} < vec4<u32>(key_length)){causal}{bias_visible}"),
+                "vec4<f32>(row_statistics.x)".to_string(),
+            )
+        };
+        let _ = writeln!(
+            w,
+            "            let p{v} = select(vec4<f32>(0.0), exp({score} - {logsumexp}), {visible});"
+        );
+        if key_value {
+            let _ = writeln!(
+                w,
+                "            let p_at{v} = {}u + my_row * {PROBABILITY_ROW}u + c{v};
+            tiles[p_at{v}] = f16(p{v}.x);
+            tiles[p_at{v} + 1u] = f16(p{v}.y);
+            tiles[p_at{v} + 2u] = f16(p{v}.z);
+            tiles[p_at{v} + 3u] = f16(p{v}.w);",
+                layout.probability
+            );
+        }
+    }
+    let _ = writeln!(
+        w,
+        "            workgroupBarrier();\n            {}\n            {}\n            workgroupBarrier();",
+        spell.store("g0", "s_at0", SCRATCH_ROW),
+        spell.store("g1", "s_at1", SCRATCH_ROW),
+    );
+    for v in 0..4 {
+        let column = format!("c{v}");
+        let delta = if key_value {
+            gather(&|c| format!("statistics_tile[{c}].y"), &column)
+        } else {
+            "vec4<f32>(row_statistics.y)".to_string()
+        };
+        let _ = writeln!(
+            w,
+            "            let ds{v} = p{v} * ({} - {delta});
+            let ds_at{v} = {}u + my_row * {PROBABILITY_ROW}u + c{v};
+            tiles[ds_at{v}] = f16(ds{v}.x);
+            tiles[ds_at{v} + 1u] = f16(ds{v}.y);
+            tiles[ds_at{v} + 2u] = f16(ds{v}.z);
+            tiles[ds_at{v} + 3u] = f16(ds{v}.w);",
+            gather(&scratch_at, &column),
+            layout.gradient
+        );
+    }
+    w.push_str("        }\n        workgroupBarrier();\n");
+    // 3. The products into the persistent accumulators: A the subgroup's P or dS rows, B the
+    // staged tile row-major.
+    let mut sums = vec![("ds", layout.gradient, "dk", layout.tile_first, d, first_row)];
+    if key_value {
+        sums.insert(
+            0,
+            (
+                "pt",
+                layout.probability,
+                "dv",
+                layout.tile_second,
+                dv,
+                second_row,
+            ),
+        );
+    } else {
+        sums[0].2 = "dq";
+    }
+    for (name, region, target, tile_region, width, row_length) in sums {
+        let _ = writeln!(w, "        {{");
+        for c in 0..TILE / 16 {
+            let _ = writeln!(
+                w,
+                "            let {name}_at{c} = {region}u + sub_row * {PROBABILITY_ROW}u + {}u;
+            let {name}{c} = {};",
+                c * 16,
+                spell.load_rows('A', &format!("{name}_at{c}"), PROBABILITY_ROW)
+            );
+        }
+        for j in 0..width / 16 {
+            for c in 0..TILE / 16 {
+                let _ = writeln!(
+                    w,
+                    "            let t_at{c}_{j} = {}u;
+            let t{c}_{j} = {};
+            {target}{j} = {};",
+                    tile_region + c * 16 * row_length + j * 16,
+                    spell.load_rows('B', &format!("t_at{c}_{j}"), row_length),
+                    spell.multiply_add(
+                        &format!("{name}{c}"),
+                        &format!("t{c}_{j}"),
+                        &format!("{target}{j}")
+                    )
+                );
+            }
+        }
+        let _ = writeln!(w, "        }}");
+    }
+    w.push_str("    }\n");
+    epilogue(&mut w, &spell, key, &outputs);
+    w.push_str("}\n");
+    w
+}
+
+/// Write the accumulators `outputs` (name, 16-column group) as f16 through the scratch, two
+/// at a time: dK and dQ times `scale`, dV after dK in the key-value output.
+fn epilogue(w: &mut String, spell: &Spell, key: &CoopBackward, outputs: &[(String, u32)]) {
+    let (d4, dv4) = (key.head_dim / 4, key.value_dim / 4);
+    let (limit, target) = match key.pass {
+        CoopBackwardPass::KeyValue => ("key_length", "key_value_grad_data"),
+        CoopBackwardPass::Query => ("length", "query_grad_data"),
+    };
+    let _ = writeln!(w, "    let own = head * {limit} + row;");
+    if key.pass == CoopBackwardPass::KeyValue {
+        let _ = writeln!(
+            w,
+            "    let value_start = params.batch_heads * key_length * {d4}u;"
+        );
+    }
+    for round in outputs.chunks(2) {
+        w.push_str("    workgroupBarrier();\n    {\n");
+        for (slot, (name, _)) in round.iter().enumerate() {
+            let _ = writeln!(
+                w,
+                "        let out_at{slot} = scratch_at + {}u;\n        {}",
+                slot * 16,
+                spell.store(name, &format!("out_at{slot}"), SCRATCH_ROW)
+            );
+        }
+        w.push_str("    }\n    workgroupBarrier();\n");
+        let _ = writeln!(w, "    if (row < {limit}) {{");
+        for (slot, (name, j)) in round.iter().enumerate() {
+            let (at, factor) = if name.starts_with("dv") {
+                (format!("value_start + own * {dv4}u"), "")
+            } else {
+                (format!("own * {d4}u"), " * params.scale")
+            };
+            let _ = writeln!(
+                w,
+                "        {{
+            let at = lane_scratch + {}u + lane_half * 8u;
+            let out = {at} + {}u + lane_half * 2u;
+            {target}[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]){factor});
+            {target}[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]){factor});
+        }}",
+                slot * 16,
+                j * 4
+            );
+        }
+        w.push_str("    }\n");
+    }
+}

@@ -1,0 +1,621 @@
+enable f16;
+enable wgpu_cooperative_matrix;
+struct AttentionParams {
+    batch_heads: u32,
+    query_length: u32,
+    key_length: u32,
+    scale: f32,
+    bias_group: u32,
+}
+@group(0) @binding(0) var<storage, read> params: AttentionParams;
+@group(0) @binding(1) var<storage, read> query_data: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> key_data: array<vec4<f16>>;
+@group(0) @binding(3) var<storage, read> value_data: array<vec4<f16>>;
+@group(0) @binding(4) var<storage, read> grad_data: array<vec4<f16>>;
+@group(0) @binding(5) var<storage, read> statistics_data: array<vec2<f32>>;
+@group(0) @binding(6) var<storage, read_write> key_value_grad_data: array<vec4<f16>>;
+// K [64][72] at 0, V [64][72] at 4608, Q [32][72] at 9216, dO [32][72] at 11520, P [64][40] at 13824, dS [64][40] at 16384.
+var<workgroup> tiles: array<f16, 18944>;
+// One 16 x 36 f32 tile per subgroup (scores, then their gradients; the epilogue).
+var<workgroup> scratch: array<f32, 2304>;
+// The tile's (log-sum-exp, D) per query row.
+var<workgroup> statistics_tile: array<vec2<f32>, 32>;
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32,
+        @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32) {
+    let head = workgroup.y;
+    let length = params.query_length;
+    let key_length = params.key_length;
+    let row0 = workgroup.x * 64u;
+    // This lane's row (block-relative and global; a key row in the key-value kernel, a query
+    // row in the query kernel) and which 16 columns of a tile's scores it takes.
+    let sub_row = subgroup * 16u;
+    let my_row = sub_row + lane / 2u;
+    let row = row0 + my_row;
+    let lane_half = lane % 2u;
+    let columns = lane_half * 16u;
+    let scratch_at = subgroup * 576u;
+    let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let bias_base = (head / params.bias_group) * key_length;
+    {
+        let block_base = head * key_length;
+        {
+            let i0 = local + 0u;
+            let r0 = i0 / 16u;
+            var staged0 = vec4<f16>(0.0);
+            if (row0 + r0 < key_length) {
+                staged0 = key_data[(block_base + row0 + r0) * 16u + i0 % 16u];
+            }
+            let i1 = local + 128u;
+            let r1 = i1 / 16u;
+            var staged1 = vec4<f16>(0.0);
+            if (row0 + r1 < key_length) {
+                staged1 = key_data[(block_base + row0 + r1) * 16u + i1 % 16u];
+            }
+            let i2 = local + 256u;
+            let r2 = i2 / 16u;
+            var staged2 = vec4<f16>(0.0);
+            if (row0 + r2 < key_length) {
+                staged2 = key_data[(block_base + row0 + r2) * 16u + i2 % 16u];
+            }
+            let i3 = local + 384u;
+            let r3 = i3 / 16u;
+            var staged3 = vec4<f16>(0.0);
+            if (row0 + r3 < key_length) {
+                staged3 = key_data[(block_base + row0 + r3) * 16u + i3 % 16u];
+            }
+            let i4 = local + 512u;
+            let r4 = i4 / 16u;
+            var staged4 = vec4<f16>(0.0);
+            if (row0 + r4 < key_length) {
+                staged4 = key_data[(block_base + row0 + r4) * 16u + i4 % 16u];
+            }
+            let i5 = local + 640u;
+            let r5 = i5 / 16u;
+            var staged5 = vec4<f16>(0.0);
+            if (row0 + r5 < key_length) {
+                staged5 = key_data[(block_base + row0 + r5) * 16u + i5 % 16u];
+            }
+            let i6 = local + 768u;
+            let r6 = i6 / 16u;
+            var staged6 = vec4<f16>(0.0);
+            if (row0 + r6 < key_length) {
+                staged6 = key_data[(block_base + row0 + r6) * 16u + i6 % 16u];
+            }
+            let i7 = local + 896u;
+            let r7 = i7 / 16u;
+            var staged7 = vec4<f16>(0.0);
+            if (row0 + r7 < key_length) {
+                staged7 = key_data[(block_base + row0 + r7) * 16u + i7 % 16u];
+            }
+            let at0 = 0u + r0 * 72u + (i0 % 16u) * 4u;
+            tiles[at0] = staged0.x;
+            tiles[at0 + 1u] = staged0.y;
+            tiles[at0 + 2u] = staged0.z;
+            tiles[at0 + 3u] = staged0.w;
+            let at1 = 0u + r1 * 72u + (i1 % 16u) * 4u;
+            tiles[at1] = staged1.x;
+            tiles[at1 + 1u] = staged1.y;
+            tiles[at1 + 2u] = staged1.z;
+            tiles[at1 + 3u] = staged1.w;
+            let at2 = 0u + r2 * 72u + (i2 % 16u) * 4u;
+            tiles[at2] = staged2.x;
+            tiles[at2 + 1u] = staged2.y;
+            tiles[at2 + 2u] = staged2.z;
+            tiles[at2 + 3u] = staged2.w;
+            let at3 = 0u + r3 * 72u + (i3 % 16u) * 4u;
+            tiles[at3] = staged3.x;
+            tiles[at3 + 1u] = staged3.y;
+            tiles[at3 + 2u] = staged3.z;
+            tiles[at3 + 3u] = staged3.w;
+            let at4 = 0u + r4 * 72u + (i4 % 16u) * 4u;
+            tiles[at4] = staged4.x;
+            tiles[at4 + 1u] = staged4.y;
+            tiles[at4 + 2u] = staged4.z;
+            tiles[at4 + 3u] = staged4.w;
+            let at5 = 0u + r5 * 72u + (i5 % 16u) * 4u;
+            tiles[at5] = staged5.x;
+            tiles[at5 + 1u] = staged5.y;
+            tiles[at5 + 2u] = staged5.z;
+            tiles[at5 + 3u] = staged5.w;
+            let at6 = 0u + r6 * 72u + (i6 % 16u) * 4u;
+            tiles[at6] = staged6.x;
+            tiles[at6 + 1u] = staged6.y;
+            tiles[at6 + 2u] = staged6.z;
+            tiles[at6 + 3u] = staged6.w;
+            let at7 = 0u + r7 * 72u + (i7 % 16u) * 4u;
+            tiles[at7] = staged7.x;
+            tiles[at7 + 1u] = staged7.y;
+            tiles[at7 + 2u] = staged7.z;
+            tiles[at7 + 3u] = staged7.w;
+        }
+        {
+            let i0 = local + 0u;
+            let r0 = i0 / 16u;
+            var staged0 = vec4<f16>(0.0);
+            if (row0 + r0 < key_length) {
+                staged0 = value_data[(block_base + row0 + r0) * 16u + i0 % 16u];
+            }
+            let i1 = local + 128u;
+            let r1 = i1 / 16u;
+            var staged1 = vec4<f16>(0.0);
+            if (row0 + r1 < key_length) {
+                staged1 = value_data[(block_base + row0 + r1) * 16u + i1 % 16u];
+            }
+            let i2 = local + 256u;
+            let r2 = i2 / 16u;
+            var staged2 = vec4<f16>(0.0);
+            if (row0 + r2 < key_length) {
+                staged2 = value_data[(block_base + row0 + r2) * 16u + i2 % 16u];
+            }
+            let i3 = local + 384u;
+            let r3 = i3 / 16u;
+            var staged3 = vec4<f16>(0.0);
+            if (row0 + r3 < key_length) {
+                staged3 = value_data[(block_base + row0 + r3) * 16u + i3 % 16u];
+            }
+            let i4 = local + 512u;
+            let r4 = i4 / 16u;
+            var staged4 = vec4<f16>(0.0);
+            if (row0 + r4 < key_length) {
+                staged4 = value_data[(block_base + row0 + r4) * 16u + i4 % 16u];
+            }
+            let i5 = local + 640u;
+            let r5 = i5 / 16u;
+            var staged5 = vec4<f16>(0.0);
+            if (row0 + r5 < key_length) {
+                staged5 = value_data[(block_base + row0 + r5) * 16u + i5 % 16u];
+            }
+            let i6 = local + 768u;
+            let r6 = i6 / 16u;
+            var staged6 = vec4<f16>(0.0);
+            if (row0 + r6 < key_length) {
+                staged6 = value_data[(block_base + row0 + r6) * 16u + i6 % 16u];
+            }
+            let i7 = local + 896u;
+            let r7 = i7 / 16u;
+            var staged7 = vec4<f16>(0.0);
+            if (row0 + r7 < key_length) {
+                staged7 = value_data[(block_base + row0 + r7) * 16u + i7 % 16u];
+            }
+            let at0 = 4608u + r0 * 72u + (i0 % 16u) * 4u;
+            tiles[at0] = staged0.x;
+            tiles[at0 + 1u] = staged0.y;
+            tiles[at0 + 2u] = staged0.z;
+            tiles[at0 + 3u] = staged0.w;
+            let at1 = 4608u + r1 * 72u + (i1 % 16u) * 4u;
+            tiles[at1] = staged1.x;
+            tiles[at1 + 1u] = staged1.y;
+            tiles[at1 + 2u] = staged1.z;
+            tiles[at1 + 3u] = staged1.w;
+            let at2 = 4608u + r2 * 72u + (i2 % 16u) * 4u;
+            tiles[at2] = staged2.x;
+            tiles[at2 + 1u] = staged2.y;
+            tiles[at2 + 2u] = staged2.z;
+            tiles[at2 + 3u] = staged2.w;
+            let at3 = 4608u + r3 * 72u + (i3 % 16u) * 4u;
+            tiles[at3] = staged3.x;
+            tiles[at3 + 1u] = staged3.y;
+            tiles[at3 + 2u] = staged3.z;
+            tiles[at3 + 3u] = staged3.w;
+            let at4 = 4608u + r4 * 72u + (i4 % 16u) * 4u;
+            tiles[at4] = staged4.x;
+            tiles[at4 + 1u] = staged4.y;
+            tiles[at4 + 2u] = staged4.z;
+            tiles[at4 + 3u] = staged4.w;
+            let at5 = 4608u + r5 * 72u + (i5 % 16u) * 4u;
+            tiles[at5] = staged5.x;
+            tiles[at5 + 1u] = staged5.y;
+            tiles[at5 + 2u] = staged5.z;
+            tiles[at5 + 3u] = staged5.w;
+            let at6 = 4608u + r6 * 72u + (i6 % 16u) * 4u;
+            tiles[at6] = staged6.x;
+            tiles[at6 + 1u] = staged6.y;
+            tiles[at6 + 2u] = staged6.z;
+            tiles[at6 + 3u] = staged6.w;
+            let at7 = 4608u + r7 * 72u + (i7 % 16u) * 4u;
+            tiles[at7] = staged7.x;
+            tiles[at7 + 1u] = staged7.y;
+            tiles[at7 + 2u] = staged7.z;
+            tiles[at7 + 3u] = staged7.w;
+        }
+    }
+    let row_visible = row < key_length;
+    var dk0 = coop_mat16x16<f32, C>();
+    var dk1 = coop_mat16x16<f32, C>();
+    var dk2 = coop_mat16x16<f32, C>();
+    var dk3 = coop_mat16x16<f32, C>();
+    var dv0 = coop_mat16x16<f32, C>();
+    var dv1 = coop_mat16x16<f32, C>();
+    var dv2 = coop_mat16x16<f32, C>();
+    var dv3 = coop_mat16x16<f32, C>();
+    let tile_base = head * length;
+    let end = length;
+    for (var start = (row0 / 32u) * 32u; start < end; start += 32u) {
+        workgroupBarrier();
+        if (local < 32u) {
+            var statistics = vec2<f32>(0.0);
+            if (start + local < length) {
+                statistics = statistics_data[tile_base + start + local];
+            }
+            statistics_tile[local] = statistics;
+        }
+        {
+            let i0 = local + 0u;
+            let r0 = i0 / 16u;
+            var staged0 = vec4<f16>(0.0);
+            if (start + r0 < length) {
+                staged0 = query_data[(tile_base + start + r0) * 16u + i0 % 16u];
+            }
+            let i1 = local + 128u;
+            let r1 = i1 / 16u;
+            var staged1 = vec4<f16>(0.0);
+            if (start + r1 < length) {
+                staged1 = query_data[(tile_base + start + r1) * 16u + i1 % 16u];
+            }
+            let i2 = local + 256u;
+            let r2 = i2 / 16u;
+            var staged2 = vec4<f16>(0.0);
+            if (start + r2 < length) {
+                staged2 = query_data[(tile_base + start + r2) * 16u + i2 % 16u];
+            }
+            let i3 = local + 384u;
+            let r3 = i3 / 16u;
+            var staged3 = vec4<f16>(0.0);
+            if (start + r3 < length) {
+                staged3 = query_data[(tile_base + start + r3) * 16u + i3 % 16u];
+            }
+            let i4 = local + 0u;
+            let r4 = i4 / 16u;
+            var staged4 = vec4<f16>(0.0);
+            if (start + r4 < length) {
+                staged4 = grad_data[(tile_base + start + r4) * 16u + i4 % 16u];
+            }
+            let i5 = local + 128u;
+            let r5 = i5 / 16u;
+            var staged5 = vec4<f16>(0.0);
+            if (start + r5 < length) {
+                staged5 = grad_data[(tile_base + start + r5) * 16u + i5 % 16u];
+            }
+            let i6 = local + 256u;
+            let r6 = i6 / 16u;
+            var staged6 = vec4<f16>(0.0);
+            if (start + r6 < length) {
+                staged6 = grad_data[(tile_base + start + r6) * 16u + i6 % 16u];
+            }
+            let i7 = local + 384u;
+            let r7 = i7 / 16u;
+            var staged7 = vec4<f16>(0.0);
+            if (start + r7 < length) {
+                staged7 = grad_data[(tile_base + start + r7) * 16u + i7 % 16u];
+            }
+            let at0 = 9216u + r0 * 72u + (i0 % 16u) * 4u;
+            tiles[at0] = staged0.x;
+            tiles[at0 + 1u] = staged0.y;
+            tiles[at0 + 2u] = staged0.z;
+            tiles[at0 + 3u] = staged0.w;
+            let at1 = 9216u + r1 * 72u + (i1 % 16u) * 4u;
+            tiles[at1] = staged1.x;
+            tiles[at1 + 1u] = staged1.y;
+            tiles[at1 + 2u] = staged1.z;
+            tiles[at1 + 3u] = staged1.w;
+            let at2 = 9216u + r2 * 72u + (i2 % 16u) * 4u;
+            tiles[at2] = staged2.x;
+            tiles[at2 + 1u] = staged2.y;
+            tiles[at2 + 2u] = staged2.z;
+            tiles[at2 + 3u] = staged2.w;
+            let at3 = 9216u + r3 * 72u + (i3 % 16u) * 4u;
+            tiles[at3] = staged3.x;
+            tiles[at3 + 1u] = staged3.y;
+            tiles[at3 + 2u] = staged3.z;
+            tiles[at3 + 3u] = staged3.w;
+            let at4 = 11520u + r4 * 72u + (i4 % 16u) * 4u;
+            tiles[at4] = staged4.x;
+            tiles[at4 + 1u] = staged4.y;
+            tiles[at4 + 2u] = staged4.z;
+            tiles[at4 + 3u] = staged4.w;
+            let at5 = 11520u + r5 * 72u + (i5 % 16u) * 4u;
+            tiles[at5] = staged5.x;
+            tiles[at5 + 1u] = staged5.y;
+            tiles[at5 + 2u] = staged5.z;
+            tiles[at5 + 3u] = staged5.w;
+            let at6 = 11520u + r6 * 72u + (i6 % 16u) * 4u;
+            tiles[at6] = staged6.x;
+            tiles[at6 + 1u] = staged6.y;
+            tiles[at6 + 2u] = staged6.z;
+            tiles[at6 + 3u] = staged6.w;
+            let at7 = 11520u + r7 * 72u + (i7 % 16u) * 4u;
+            tiles[at7] = staged7.x;
+            tiles[at7 + 1u] = staged7.y;
+            tiles[at7 + 2u] = staged7.z;
+            tiles[at7 + 3u] = staged7.w;
+        }
+        workgroupBarrier();
+        {
+            var s0 = coop_mat16x16<f32, C>();
+            var s1 = coop_mat16x16<f32, C>();
+            var g0 = coop_mat16x16<f32, C>();
+            var g1 = coop_mat16x16<f32, C>();
+            let first_at0 = 0u + sub_row * 72u + 0u;
+            let first0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[first_at0], 72u);
+            let first_tile_at0_0 = 9216u;
+            let first_tile0_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at0_0], 72u);
+            s0 = coopMultiplyAdd(first0, first_tile0_0, s0);
+            let first_tile_at0_1 = 10368u;
+            let first_tile0_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at0_1], 72u);
+            s1 = coopMultiplyAdd(first0, first_tile0_1, s1);
+            let first_at1 = 0u + sub_row * 72u + 16u;
+            let first1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[first_at1], 72u);
+            let first_tile_at1_0 = 9232u;
+            let first_tile1_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at1_0], 72u);
+            s0 = coopMultiplyAdd(first1, first_tile1_0, s0);
+            let first_tile_at1_1 = 10384u;
+            let first_tile1_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at1_1], 72u);
+            s1 = coopMultiplyAdd(first1, first_tile1_1, s1);
+            let first_at2 = 0u + sub_row * 72u + 32u;
+            let first2 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[first_at2], 72u);
+            let first_tile_at2_0 = 9248u;
+            let first_tile2_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at2_0], 72u);
+            s0 = coopMultiplyAdd(first2, first_tile2_0, s0);
+            let first_tile_at2_1 = 10400u;
+            let first_tile2_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at2_1], 72u);
+            s1 = coopMultiplyAdd(first2, first_tile2_1, s1);
+            let first_at3 = 0u + sub_row * 72u + 48u;
+            let first3 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[first_at3], 72u);
+            let first_tile_at3_0 = 9264u;
+            let first_tile3_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at3_0], 72u);
+            s0 = coopMultiplyAdd(first3, first_tile3_0, s0);
+            let first_tile_at3_1 = 10416u;
+            let first_tile3_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[first_tile_at3_1], 72u);
+            s1 = coopMultiplyAdd(first3, first_tile3_1, s1);
+            let second_at0 = 4608u + sub_row * 72u + 0u;
+            let second0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[second_at0], 72u);
+            let second_tile_at0_0 = 11520u;
+            let second_tile0_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at0_0], 72u);
+            g0 = coopMultiplyAdd(second0, second_tile0_0, g0);
+            let second_tile_at0_1 = 12672u;
+            let second_tile0_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at0_1], 72u);
+            g1 = coopMultiplyAdd(second0, second_tile0_1, g1);
+            let second_at1 = 4608u + sub_row * 72u + 16u;
+            let second1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[second_at1], 72u);
+            let second_tile_at1_0 = 11536u;
+            let second_tile1_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at1_0], 72u);
+            g0 = coopMultiplyAdd(second1, second_tile1_0, g0);
+            let second_tile_at1_1 = 12688u;
+            let second_tile1_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at1_1], 72u);
+            g1 = coopMultiplyAdd(second1, second_tile1_1, g1);
+            let second_at2 = 4608u + sub_row * 72u + 32u;
+            let second2 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[second_at2], 72u);
+            let second_tile_at2_0 = 11552u;
+            let second_tile2_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at2_0], 72u);
+            g0 = coopMultiplyAdd(second2, second_tile2_0, g0);
+            let second_tile_at2_1 = 12704u;
+            let second_tile2_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at2_1], 72u);
+            g1 = coopMultiplyAdd(second2, second_tile2_1, g1);
+            let second_at3 = 4608u + sub_row * 72u + 48u;
+            let second3 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[second_at3], 72u);
+            let second_tile_at3_0 = 11568u;
+            let second_tile3_0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at3_0], 72u);
+            g0 = coopMultiplyAdd(second3, second_tile3_0, g0);
+            let second_tile_at3_1 = 12720u;
+            let second_tile3_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at3_1], 72u);
+            g1 = coopMultiplyAdd(second3, second_tile3_1, g1);
+            let s_at0 = scratch_at;
+            coopStoreT(s0, &scratch[s_at0], 36u);
+            let s_at1 = scratch_at + 16u;
+            coopStoreT(s1, &scratch[s_at1], 36u);
+            workgroupBarrier();
+            let c0 = columns + 0u;
+            let index0 = vec4<u32>(start + c0) + vec4<u32>(0u, 1u, 2u, 3u);
+            let p0 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c0 + 0u], scratch[lane_scratch + c0 + 1u], scratch[lane_scratch + c0 + 2u], scratch[lane_scratch + c0 + 3u]) * params.scale - vec4<f32>(statistics_tile[c0 + 0u].x, statistics_tile[c0 + 1u].x, statistics_tile[c0 + 2u].x, statistics_tile[c0 + 3u].x)), (index0 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index0));
+            let p_at0 = 13824u + my_row * 40u + c0;
+            tiles[p_at0] = f16(p0.x);
+            tiles[p_at0 + 1u] = f16(p0.y);
+            tiles[p_at0 + 2u] = f16(p0.z);
+            tiles[p_at0 + 3u] = f16(p0.w);
+            let c1 = columns + 4u;
+            let index1 = vec4<u32>(start + c1) + vec4<u32>(0u, 1u, 2u, 3u);
+            let p1 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c1 + 0u], scratch[lane_scratch + c1 + 1u], scratch[lane_scratch + c1 + 2u], scratch[lane_scratch + c1 + 3u]) * params.scale - vec4<f32>(statistics_tile[c1 + 0u].x, statistics_tile[c1 + 1u].x, statistics_tile[c1 + 2u].x, statistics_tile[c1 + 3u].x)), (index1 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index1));
+            let p_at1 = 13824u + my_row * 40u + c1;
+            tiles[p_at1] = f16(p1.x);
+            tiles[p_at1 + 1u] = f16(p1.y);
+            tiles[p_at1 + 2u] = f16(p1.z);
+            tiles[p_at1 + 3u] = f16(p1.w);
+            let c2 = columns + 8u;
+            let index2 = vec4<u32>(start + c2) + vec4<u32>(0u, 1u, 2u, 3u);
+            let p2 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c2 + 0u], scratch[lane_scratch + c2 + 1u], scratch[lane_scratch + c2 + 2u], scratch[lane_scratch + c2 + 3u]) * params.scale - vec4<f32>(statistics_tile[c2 + 0u].x, statistics_tile[c2 + 1u].x, statistics_tile[c2 + 2u].x, statistics_tile[c2 + 3u].x)), (index2 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index2));
+            let p_at2 = 13824u + my_row * 40u + c2;
+            tiles[p_at2] = f16(p2.x);
+            tiles[p_at2 + 1u] = f16(p2.y);
+            tiles[p_at2 + 2u] = f16(p2.z);
+            tiles[p_at2 + 3u] = f16(p2.w);
+            let c3 = columns + 12u;
+            let index3 = vec4<u32>(start + c3) + vec4<u32>(0u, 1u, 2u, 3u);
+            let p3 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c3 + 0u], scratch[lane_scratch + c3 + 1u], scratch[lane_scratch + c3 + 2u], scratch[lane_scratch + c3 + 3u]) * params.scale - vec4<f32>(statistics_tile[c3 + 0u].x, statistics_tile[c3 + 1u].x, statistics_tile[c3 + 2u].x, statistics_tile[c3 + 3u].x)), (index3 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index3));
+            let p_at3 = 13824u + my_row * 40u + c3;
+            tiles[p_at3] = f16(p3.x);
+            tiles[p_at3 + 1u] = f16(p3.y);
+            tiles[p_at3 + 2u] = f16(p3.z);
+            tiles[p_at3 + 3u] = f16(p3.w);
+            workgroupBarrier();
+            coopStoreT(g0, &scratch[s_at0], 36u);
+            coopStoreT(g1, &scratch[s_at1], 36u);
+            workgroupBarrier();
+            let ds0 = p0 * (vec4<f32>(scratch[lane_scratch + c0 + 0u], scratch[lane_scratch + c0 + 1u], scratch[lane_scratch + c0 + 2u], scratch[lane_scratch + c0 + 3u]) - vec4<f32>(statistics_tile[c0 + 0u].y, statistics_tile[c0 + 1u].y, statistics_tile[c0 + 2u].y, statistics_tile[c0 + 3u].y));
+            let ds_at0 = 16384u + my_row * 40u + c0;
+            tiles[ds_at0] = f16(ds0.x);
+            tiles[ds_at0 + 1u] = f16(ds0.y);
+            tiles[ds_at0 + 2u] = f16(ds0.z);
+            tiles[ds_at0 + 3u] = f16(ds0.w);
+            let ds1 = p1 * (vec4<f32>(scratch[lane_scratch + c1 + 0u], scratch[lane_scratch + c1 + 1u], scratch[lane_scratch + c1 + 2u], scratch[lane_scratch + c1 + 3u]) - vec4<f32>(statistics_tile[c1 + 0u].y, statistics_tile[c1 + 1u].y, statistics_tile[c1 + 2u].y, statistics_tile[c1 + 3u].y));
+            let ds_at1 = 16384u + my_row * 40u + c1;
+            tiles[ds_at1] = f16(ds1.x);
+            tiles[ds_at1 + 1u] = f16(ds1.y);
+            tiles[ds_at1 + 2u] = f16(ds1.z);
+            tiles[ds_at1 + 3u] = f16(ds1.w);
+            let ds2 = p2 * (vec4<f32>(scratch[lane_scratch + c2 + 0u], scratch[lane_scratch + c2 + 1u], scratch[lane_scratch + c2 + 2u], scratch[lane_scratch + c2 + 3u]) - vec4<f32>(statistics_tile[c2 + 0u].y, statistics_tile[c2 + 1u].y, statistics_tile[c2 + 2u].y, statistics_tile[c2 + 3u].y));
+            let ds_at2 = 16384u + my_row * 40u + c2;
+            tiles[ds_at2] = f16(ds2.x);
+            tiles[ds_at2 + 1u] = f16(ds2.y);
+            tiles[ds_at2 + 2u] = f16(ds2.z);
+            tiles[ds_at2 + 3u] = f16(ds2.w);
+            let ds3 = p3 * (vec4<f32>(scratch[lane_scratch + c3 + 0u], scratch[lane_scratch + c3 + 1u], scratch[lane_scratch + c3 + 2u], scratch[lane_scratch + c3 + 3u]) - vec4<f32>(statistics_tile[c3 + 0u].y, statistics_tile[c3 + 1u].y, statistics_tile[c3 + 2u].y, statistics_tile[c3 + 3u].y));
+            let ds_at3 = 16384u + my_row * 40u + c3;
+            tiles[ds_at3] = f16(ds3.x);
+            tiles[ds_at3 + 1u] = f16(ds3.y);
+            tiles[ds_at3 + 2u] = f16(ds3.z);
+            tiles[ds_at3 + 3u] = f16(ds3.w);
+        }
+        workgroupBarrier();
+        {
+            let pt_at0 = 13824u + sub_row * 40u + 0u;
+            let pt0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[pt_at0], 40u);
+            let pt_at1 = 13824u + sub_row * 40u + 16u;
+            let pt1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[pt_at1], 40u);
+            let t_at0_0 = 11520u;
+            let t0_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_0], 72u);
+            dv0 = coopMultiplyAdd(pt0, t0_0, dv0);
+            let t_at1_0 = 12672u;
+            let t1_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_0], 72u);
+            dv0 = coopMultiplyAdd(pt1, t1_0, dv0);
+            let t_at0_1 = 11536u;
+            let t0_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_1], 72u);
+            dv1 = coopMultiplyAdd(pt0, t0_1, dv1);
+            let t_at1_1 = 12688u;
+            let t1_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_1], 72u);
+            dv1 = coopMultiplyAdd(pt1, t1_1, dv1);
+            let t_at0_2 = 11552u;
+            let t0_2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_2], 72u);
+            dv2 = coopMultiplyAdd(pt0, t0_2, dv2);
+            let t_at1_2 = 12704u;
+            let t1_2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_2], 72u);
+            dv2 = coopMultiplyAdd(pt1, t1_2, dv2);
+            let t_at0_3 = 11568u;
+            let t0_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_3], 72u);
+            dv3 = coopMultiplyAdd(pt0, t0_3, dv3);
+            let t_at1_3 = 12720u;
+            let t1_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_3], 72u);
+            dv3 = coopMultiplyAdd(pt1, t1_3, dv3);
+        }
+        {
+            let ds_at0 = 16384u + sub_row * 40u + 0u;
+            let ds0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[ds_at0], 40u);
+            let ds_at1 = 16384u + sub_row * 40u + 16u;
+            let ds1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[ds_at1], 40u);
+            let t_at0_0 = 9216u;
+            let t0_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_0], 72u);
+            dk0 = coopMultiplyAdd(ds0, t0_0, dk0);
+            let t_at1_0 = 10368u;
+            let t1_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_0], 72u);
+            dk0 = coopMultiplyAdd(ds1, t1_0, dk0);
+            let t_at0_1 = 9232u;
+            let t0_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_1], 72u);
+            dk1 = coopMultiplyAdd(ds0, t0_1, dk1);
+            let t_at1_1 = 10384u;
+            let t1_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_1], 72u);
+            dk1 = coopMultiplyAdd(ds1, t1_1, dk1);
+            let t_at0_2 = 9248u;
+            let t0_2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_2], 72u);
+            dk2 = coopMultiplyAdd(ds0, t0_2, dk2);
+            let t_at1_2 = 10400u;
+            let t1_2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_2], 72u);
+            dk2 = coopMultiplyAdd(ds1, t1_2, dk2);
+            let t_at0_3 = 9264u;
+            let t0_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at0_3], 72u);
+            dk3 = coopMultiplyAdd(ds0, t0_3, dk3);
+            let t_at1_3 = 10416u;
+            let t1_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_3], 72u);
+            dk3 = coopMultiplyAdd(ds1, t1_3, dk3);
+        }
+    }
+    let own = head * key_length + row;
+    let value_start = params.batch_heads * key_length * 16u;
+    workgroupBarrier();
+    {
+        let out_at0 = scratch_at + 0u;
+        coopStoreT(dk0, &scratch[out_at0], 36u);
+        let out_at1 = scratch_at + 16u;
+        coopStoreT(dk1, &scratch[out_at1], 36u);
+    }
+    workgroupBarrier();
+    if (row < key_length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            let out = own * 16u + 0u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            let out = own * 16u + 4u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+    }
+    workgroupBarrier();
+    {
+        let out_at0 = scratch_at + 0u;
+        coopStoreT(dk2, &scratch[out_at0], 36u);
+        let out_at1 = scratch_at + 16u;
+        coopStoreT(dk3, &scratch[out_at1], 36u);
+    }
+    workgroupBarrier();
+    if (row < key_length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            let out = own * 16u + 8u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            let out = own * 16u + 12u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+    }
+    workgroupBarrier();
+    {
+        let out_at0 = scratch_at + 0u;
+        coopStoreT(dv0, &scratch[out_at0], 36u);
+        let out_at1 = scratch_at + 16u;
+        coopStoreT(dv1, &scratch[out_at1], 36u);
+    }
+    workgroupBarrier();
+    if (row < key_length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            let out = value_start + own * 16u + 0u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]));
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]));
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            let out = value_start + own * 16u + 4u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]));
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]));
+        }
+    }
+    workgroupBarrier();
+    {
+        let out_at0 = scratch_at + 0u;
+        coopStoreT(dv2, &scratch[out_at0], 36u);
+        let out_at1 = scratch_at + 16u;
+        coopStoreT(dv3, &scratch[out_at1], 36u);
+    }
+    workgroupBarrier();
+    if (row < key_length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            let out = value_start + own * 16u + 8u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]));
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]));
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            let out = value_start + own * 16u + 12u + lane_half * 2u;
+            key_value_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]));
+            key_value_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]));
+        }
+    }
+}

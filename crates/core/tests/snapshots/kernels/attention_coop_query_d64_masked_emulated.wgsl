@@ -1,0 +1,547 @@
+enable f16;
+struct AttentionParams {
+    batch_heads: u32,
+    query_length: u32,
+    key_length: u32,
+    scale: f32,
+    bias_group: u32,
+}
+@group(0) @binding(0) var<storage, read> params: AttentionParams;
+@group(0) @binding(1) var<storage, read> query_data: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> key_data: array<vec4<f16>>;
+@group(0) @binding(3) var<storage, read> value_data: array<vec4<f16>>;
+@group(0) @binding(4) var<storage, read> grad_data: array<vec4<f16>>;
+@group(0) @binding(5) var<storage, read> statistics_data: array<vec2<f32>>;
+@group(0) @binding(6) var<storage, read> key_bias_data: array<f32>;
+@group(0) @binding(7) var<storage, read_write> query_grad_data: array<vec4<f16>>;
+// Q [64][72] at 0, dO [64][72] at 4608, K [32][72] at 9216, V [32][72] at 11520, dS [64][40] at 13824.
+var<workgroup> tiles: array<f16, 16384>;
+// One 16 x 36 f32 tile per subgroup (scores, then their gradients; the epilogue).
+var<workgroup> scratch: array<f32, 2304>;
+var<workgroup> bias_tile: array<f32, 32>;
+var<private> emulated_lane: u32;
+fn emulated_multiply_add(a: vec3<u32>, b: vec3<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
+    var result = c;
+    let row = emulated_lane / 2u;
+    let column = (emulated_lane % 2u) * 8u;
+    for (var j = 0u; j < 16u; j = j + 1u) {
+        let x = f32(tiles[a.x + row * a.y + j * a.z]);
+        let at = b.x + j * b.y + column * b.z;
+        result[0] = result[0] + x * vec4<f32>(f32(tiles[at]), f32(tiles[at + b.z]), f32(tiles[at + 2u * b.z]), f32(tiles[at + 3u * b.z]));
+        result[1] = result[1] + x * vec4<f32>(f32(tiles[at + 4u * b.z]), f32(tiles[at + 5u * b.z]), f32(tiles[at + 6u * b.z]), f32(tiles[at + 7u * b.z]));
+    }
+    return result;
+}
+fn emulated_store(c: array<vec4<f32>, 2>, start: u32, stride: u32) {
+    let at = start + (emulated_lane / 2u) * stride + (emulated_lane % 2u) * 8u;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        scratch[at + j] = c[0][j];
+        scratch[at + 4u + j] = c[1][j];
+    }
+}
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {
+    let subgroup = local / 32u;
+    let lane = local % 32u;
+    emulated_lane = lane;
+    let head = workgroup.y;
+    let length = params.query_length;
+    let key_length = params.key_length;
+    let row0 = workgroup.x * 64u;
+    // This lane's row (block-relative and global; a key row in the key-value kernel, a query
+    // row in the query kernel) and which 16 columns of a tile's scores it takes.
+    let sub_row = subgroup * 16u;
+    let my_row = sub_row + lane / 2u;
+    let row = row0 + my_row;
+    let lane_half = lane % 2u;
+    let columns = lane_half * 16u;
+    let scratch_at = subgroup * 576u;
+    let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let bias_base = (head / params.bias_group) * key_length;
+    {
+        let block_base = head * length;
+        {
+            let i0 = local + 0u;
+            let r0 = i0 / 16u;
+            var staged0 = vec4<f16>(0.0);
+            if (row0 + r0 < length) {
+                staged0 = query_data[(block_base + row0 + r0) * 16u + i0 % 16u];
+            }
+            let i1 = local + 128u;
+            let r1 = i1 / 16u;
+            var staged1 = vec4<f16>(0.0);
+            if (row0 + r1 < length) {
+                staged1 = query_data[(block_base + row0 + r1) * 16u + i1 % 16u];
+            }
+            let i2 = local + 256u;
+            let r2 = i2 / 16u;
+            var staged2 = vec4<f16>(0.0);
+            if (row0 + r2 < length) {
+                staged2 = query_data[(block_base + row0 + r2) * 16u + i2 % 16u];
+            }
+            let i3 = local + 384u;
+            let r3 = i3 / 16u;
+            var staged3 = vec4<f16>(0.0);
+            if (row0 + r3 < length) {
+                staged3 = query_data[(block_base + row0 + r3) * 16u + i3 % 16u];
+            }
+            let i4 = local + 512u;
+            let r4 = i4 / 16u;
+            var staged4 = vec4<f16>(0.0);
+            if (row0 + r4 < length) {
+                staged4 = query_data[(block_base + row0 + r4) * 16u + i4 % 16u];
+            }
+            let i5 = local + 640u;
+            let r5 = i5 / 16u;
+            var staged5 = vec4<f16>(0.0);
+            if (row0 + r5 < length) {
+                staged5 = query_data[(block_base + row0 + r5) * 16u + i5 % 16u];
+            }
+            let i6 = local + 768u;
+            let r6 = i6 / 16u;
+            var staged6 = vec4<f16>(0.0);
+            if (row0 + r6 < length) {
+                staged6 = query_data[(block_base + row0 + r6) * 16u + i6 % 16u];
+            }
+            let i7 = local + 896u;
+            let r7 = i7 / 16u;
+            var staged7 = vec4<f16>(0.0);
+            if (row0 + r7 < length) {
+                staged7 = query_data[(block_base + row0 + r7) * 16u + i7 % 16u];
+            }
+            let at0 = 0u + r0 * 72u + (i0 % 16u) * 4u;
+            tiles[at0] = staged0.x;
+            tiles[at0 + 1u] = staged0.y;
+            tiles[at0 + 2u] = staged0.z;
+            tiles[at0 + 3u] = staged0.w;
+            let at1 = 0u + r1 * 72u + (i1 % 16u) * 4u;
+            tiles[at1] = staged1.x;
+            tiles[at1 + 1u] = staged1.y;
+            tiles[at1 + 2u] = staged1.z;
+            tiles[at1 + 3u] = staged1.w;
+            let at2 = 0u + r2 * 72u + (i2 % 16u) * 4u;
+            tiles[at2] = staged2.x;
+            tiles[at2 + 1u] = staged2.y;
+            tiles[at2 + 2u] = staged2.z;
+            tiles[at2 + 3u] = staged2.w;
+            let at3 = 0u + r3 * 72u + (i3 % 16u) * 4u;
+            tiles[at3] = staged3.x;
+            tiles[at3 + 1u] = staged3.y;
+            tiles[at3 + 2u] = staged3.z;
+            tiles[at3 + 3u] = staged3.w;
+            let at4 = 0u + r4 * 72u + (i4 % 16u) * 4u;
+            tiles[at4] = staged4.x;
+            tiles[at4 + 1u] = staged4.y;
+            tiles[at4 + 2u] = staged4.z;
+            tiles[at4 + 3u] = staged4.w;
+            let at5 = 0u + r5 * 72u + (i5 % 16u) * 4u;
+            tiles[at5] = staged5.x;
+            tiles[at5 + 1u] = staged5.y;
+            tiles[at5 + 2u] = staged5.z;
+            tiles[at5 + 3u] = staged5.w;
+            let at6 = 0u + r6 * 72u + (i6 % 16u) * 4u;
+            tiles[at6] = staged6.x;
+            tiles[at6 + 1u] = staged6.y;
+            tiles[at6 + 2u] = staged6.z;
+            tiles[at6 + 3u] = staged6.w;
+            let at7 = 0u + r7 * 72u + (i7 % 16u) * 4u;
+            tiles[at7] = staged7.x;
+            tiles[at7 + 1u] = staged7.y;
+            tiles[at7 + 2u] = staged7.z;
+            tiles[at7 + 3u] = staged7.w;
+        }
+        {
+            let i0 = local + 0u;
+            let r0 = i0 / 16u;
+            var staged0 = vec4<f16>(0.0);
+            if (row0 + r0 < length) {
+                staged0 = grad_data[(block_base + row0 + r0) * 16u + i0 % 16u];
+            }
+            let i1 = local + 128u;
+            let r1 = i1 / 16u;
+            var staged1 = vec4<f16>(0.0);
+            if (row0 + r1 < length) {
+                staged1 = grad_data[(block_base + row0 + r1) * 16u + i1 % 16u];
+            }
+            let i2 = local + 256u;
+            let r2 = i2 / 16u;
+            var staged2 = vec4<f16>(0.0);
+            if (row0 + r2 < length) {
+                staged2 = grad_data[(block_base + row0 + r2) * 16u + i2 % 16u];
+            }
+            let i3 = local + 384u;
+            let r3 = i3 / 16u;
+            var staged3 = vec4<f16>(0.0);
+            if (row0 + r3 < length) {
+                staged3 = grad_data[(block_base + row0 + r3) * 16u + i3 % 16u];
+            }
+            let i4 = local + 512u;
+            let r4 = i4 / 16u;
+            var staged4 = vec4<f16>(0.0);
+            if (row0 + r4 < length) {
+                staged4 = grad_data[(block_base + row0 + r4) * 16u + i4 % 16u];
+            }
+            let i5 = local + 640u;
+            let r5 = i5 / 16u;
+            var staged5 = vec4<f16>(0.0);
+            if (row0 + r5 < length) {
+                staged5 = grad_data[(block_base + row0 + r5) * 16u + i5 % 16u];
+            }
+            let i6 = local + 768u;
+            let r6 = i6 / 16u;
+            var staged6 = vec4<f16>(0.0);
+            if (row0 + r6 < length) {
+                staged6 = grad_data[(block_base + row0 + r6) * 16u + i6 % 16u];
+            }
+            let i7 = local + 896u;
+            let r7 = i7 / 16u;
+            var staged7 = vec4<f16>(0.0);
+            if (row0 + r7 < length) {
+                staged7 = grad_data[(block_base + row0 + r7) * 16u + i7 % 16u];
+            }
+            let at0 = 4608u + r0 * 72u + (i0 % 16u) * 4u;
+            tiles[at0] = staged0.x;
+            tiles[at0 + 1u] = staged0.y;
+            tiles[at0 + 2u] = staged0.z;
+            tiles[at0 + 3u] = staged0.w;
+            let at1 = 4608u + r1 * 72u + (i1 % 16u) * 4u;
+            tiles[at1] = staged1.x;
+            tiles[at1 + 1u] = staged1.y;
+            tiles[at1 + 2u] = staged1.z;
+            tiles[at1 + 3u] = staged1.w;
+            let at2 = 4608u + r2 * 72u + (i2 % 16u) * 4u;
+            tiles[at2] = staged2.x;
+            tiles[at2 + 1u] = staged2.y;
+            tiles[at2 + 2u] = staged2.z;
+            tiles[at2 + 3u] = staged2.w;
+            let at3 = 4608u + r3 * 72u + (i3 % 16u) * 4u;
+            tiles[at3] = staged3.x;
+            tiles[at3 + 1u] = staged3.y;
+            tiles[at3 + 2u] = staged3.z;
+            tiles[at3 + 3u] = staged3.w;
+            let at4 = 4608u + r4 * 72u + (i4 % 16u) * 4u;
+            tiles[at4] = staged4.x;
+            tiles[at4 + 1u] = staged4.y;
+            tiles[at4 + 2u] = staged4.z;
+            tiles[at4 + 3u] = staged4.w;
+            let at5 = 4608u + r5 * 72u + (i5 % 16u) * 4u;
+            tiles[at5] = staged5.x;
+            tiles[at5 + 1u] = staged5.y;
+            tiles[at5 + 2u] = staged5.z;
+            tiles[at5 + 3u] = staged5.w;
+            let at6 = 4608u + r6 * 72u + (i6 % 16u) * 4u;
+            tiles[at6] = staged6.x;
+            tiles[at6 + 1u] = staged6.y;
+            tiles[at6 + 2u] = staged6.z;
+            tiles[at6 + 3u] = staged6.w;
+            let at7 = 4608u + r7 * 72u + (i7 % 16u) * 4u;
+            tiles[at7] = staged7.x;
+            tiles[at7 + 1u] = staged7.y;
+            tiles[at7 + 2u] = staged7.z;
+            tiles[at7 + 3u] = staged7.w;
+        }
+    }
+    let row_statistics = statistics_data[head * length + min(row, length - 1u)];
+    var dq0 = array<vec4<f32>, 2>();
+    var dq1 = array<vec4<f32>, 2>();
+    var dq2 = array<vec4<f32>, 2>();
+    var dq3 = array<vec4<f32>, 2>();
+    let tile_base = head * key_length;
+    let end = key_length;
+    for (var start = 0u; start < end; start += 32u) {
+        workgroupBarrier();
+        if (local < 32u) {
+            var bias = -3.0e38;
+            if (start + local < key_length) {
+                bias = key_bias_data[bias_base + start + local];
+            }
+            bias_tile[local] = bias;
+        }
+        {
+            let i0 = local + 0u;
+            let r0 = i0 / 16u;
+            var staged0 = vec4<f16>(0.0);
+            if (start + r0 < key_length) {
+                staged0 = key_data[(tile_base + start + r0) * 16u + i0 % 16u];
+            }
+            let i1 = local + 128u;
+            let r1 = i1 / 16u;
+            var staged1 = vec4<f16>(0.0);
+            if (start + r1 < key_length) {
+                staged1 = key_data[(tile_base + start + r1) * 16u + i1 % 16u];
+            }
+            let i2 = local + 256u;
+            let r2 = i2 / 16u;
+            var staged2 = vec4<f16>(0.0);
+            if (start + r2 < key_length) {
+                staged2 = key_data[(tile_base + start + r2) * 16u + i2 % 16u];
+            }
+            let i3 = local + 384u;
+            let r3 = i3 / 16u;
+            var staged3 = vec4<f16>(0.0);
+            if (start + r3 < key_length) {
+                staged3 = key_data[(tile_base + start + r3) * 16u + i3 % 16u];
+            }
+            let i4 = local + 0u;
+            let r4 = i4 / 16u;
+            var staged4 = vec4<f16>(0.0);
+            if (start + r4 < key_length) {
+                staged4 = value_data[(tile_base + start + r4) * 16u + i4 % 16u];
+            }
+            let i5 = local + 128u;
+            let r5 = i5 / 16u;
+            var staged5 = vec4<f16>(0.0);
+            if (start + r5 < key_length) {
+                staged5 = value_data[(tile_base + start + r5) * 16u + i5 % 16u];
+            }
+            let i6 = local + 256u;
+            let r6 = i6 / 16u;
+            var staged6 = vec4<f16>(0.0);
+            if (start + r6 < key_length) {
+                staged6 = value_data[(tile_base + start + r6) * 16u + i6 % 16u];
+            }
+            let i7 = local + 384u;
+            let r7 = i7 / 16u;
+            var staged7 = vec4<f16>(0.0);
+            if (start + r7 < key_length) {
+                staged7 = value_data[(tile_base + start + r7) * 16u + i7 % 16u];
+            }
+            let at0 = 9216u + r0 * 72u + (i0 % 16u) * 4u;
+            tiles[at0] = staged0.x;
+            tiles[at0 + 1u] = staged0.y;
+            tiles[at0 + 2u] = staged0.z;
+            tiles[at0 + 3u] = staged0.w;
+            let at1 = 9216u + r1 * 72u + (i1 % 16u) * 4u;
+            tiles[at1] = staged1.x;
+            tiles[at1 + 1u] = staged1.y;
+            tiles[at1 + 2u] = staged1.z;
+            tiles[at1 + 3u] = staged1.w;
+            let at2 = 9216u + r2 * 72u + (i2 % 16u) * 4u;
+            tiles[at2] = staged2.x;
+            tiles[at2 + 1u] = staged2.y;
+            tiles[at2 + 2u] = staged2.z;
+            tiles[at2 + 3u] = staged2.w;
+            let at3 = 9216u + r3 * 72u + (i3 % 16u) * 4u;
+            tiles[at3] = staged3.x;
+            tiles[at3 + 1u] = staged3.y;
+            tiles[at3 + 2u] = staged3.z;
+            tiles[at3 + 3u] = staged3.w;
+            let at4 = 11520u + r4 * 72u + (i4 % 16u) * 4u;
+            tiles[at4] = staged4.x;
+            tiles[at4 + 1u] = staged4.y;
+            tiles[at4 + 2u] = staged4.z;
+            tiles[at4 + 3u] = staged4.w;
+            let at5 = 11520u + r5 * 72u + (i5 % 16u) * 4u;
+            tiles[at5] = staged5.x;
+            tiles[at5 + 1u] = staged5.y;
+            tiles[at5 + 2u] = staged5.z;
+            tiles[at5 + 3u] = staged5.w;
+            let at6 = 11520u + r6 * 72u + (i6 % 16u) * 4u;
+            tiles[at6] = staged6.x;
+            tiles[at6 + 1u] = staged6.y;
+            tiles[at6 + 2u] = staged6.z;
+            tiles[at6 + 3u] = staged6.w;
+            let at7 = 11520u + r7 * 72u + (i7 % 16u) * 4u;
+            tiles[at7] = staged7.x;
+            tiles[at7 + 1u] = staged7.y;
+            tiles[at7 + 2u] = staged7.z;
+            tiles[at7 + 3u] = staged7.w;
+        }
+        workgroupBarrier();
+        {
+            var s0 = array<vec4<f32>, 2>();
+            var s1 = array<vec4<f32>, 2>();
+            var g0 = array<vec4<f32>, 2>();
+            var g1 = array<vec4<f32>, 2>();
+            let first_at0 = 0u + sub_row * 72u + 0u;
+            let first0 = vec3<u32>(first_at0, 72u, 1u);
+            let first_tile_at0_0 = 9216u;
+            let first_tile0_0 = vec3<u32>(first_tile_at0_0, 1u, 72u);
+            s0 = emulated_multiply_add(first0, first_tile0_0, s0);
+            let first_tile_at0_1 = 10368u;
+            let first_tile0_1 = vec3<u32>(first_tile_at0_1, 1u, 72u);
+            s1 = emulated_multiply_add(first0, first_tile0_1, s1);
+            let first_at1 = 0u + sub_row * 72u + 16u;
+            let first1 = vec3<u32>(first_at1, 72u, 1u);
+            let first_tile_at1_0 = 9232u;
+            let first_tile1_0 = vec3<u32>(first_tile_at1_0, 1u, 72u);
+            s0 = emulated_multiply_add(first1, first_tile1_0, s0);
+            let first_tile_at1_1 = 10384u;
+            let first_tile1_1 = vec3<u32>(first_tile_at1_1, 1u, 72u);
+            s1 = emulated_multiply_add(first1, first_tile1_1, s1);
+            let first_at2 = 0u + sub_row * 72u + 32u;
+            let first2 = vec3<u32>(first_at2, 72u, 1u);
+            let first_tile_at2_0 = 9248u;
+            let first_tile2_0 = vec3<u32>(first_tile_at2_0, 1u, 72u);
+            s0 = emulated_multiply_add(first2, first_tile2_0, s0);
+            let first_tile_at2_1 = 10400u;
+            let first_tile2_1 = vec3<u32>(first_tile_at2_1, 1u, 72u);
+            s1 = emulated_multiply_add(first2, first_tile2_1, s1);
+            let first_at3 = 0u + sub_row * 72u + 48u;
+            let first3 = vec3<u32>(first_at3, 72u, 1u);
+            let first_tile_at3_0 = 9264u;
+            let first_tile3_0 = vec3<u32>(first_tile_at3_0, 1u, 72u);
+            s0 = emulated_multiply_add(first3, first_tile3_0, s0);
+            let first_tile_at3_1 = 10416u;
+            let first_tile3_1 = vec3<u32>(first_tile_at3_1, 1u, 72u);
+            s1 = emulated_multiply_add(first3, first_tile3_1, s1);
+            let second_at0 = 4608u + sub_row * 72u + 0u;
+            let second0 = vec3<u32>(second_at0, 72u, 1u);
+            let second_tile_at0_0 = 11520u;
+            let second_tile0_0 = vec3<u32>(second_tile_at0_0, 1u, 72u);
+            g0 = emulated_multiply_add(second0, second_tile0_0, g0);
+            let second_tile_at0_1 = 12672u;
+            let second_tile0_1 = vec3<u32>(second_tile_at0_1, 1u, 72u);
+            g1 = emulated_multiply_add(second0, second_tile0_1, g1);
+            let second_at1 = 4608u + sub_row * 72u + 16u;
+            let second1 = vec3<u32>(second_at1, 72u, 1u);
+            let second_tile_at1_0 = 11536u;
+            let second_tile1_0 = vec3<u32>(second_tile_at1_0, 1u, 72u);
+            g0 = emulated_multiply_add(second1, second_tile1_0, g0);
+            let second_tile_at1_1 = 12688u;
+            let second_tile1_1 = vec3<u32>(second_tile_at1_1, 1u, 72u);
+            g1 = emulated_multiply_add(second1, second_tile1_1, g1);
+            let second_at2 = 4608u + sub_row * 72u + 32u;
+            let second2 = vec3<u32>(second_at2, 72u, 1u);
+            let second_tile_at2_0 = 11552u;
+            let second_tile2_0 = vec3<u32>(second_tile_at2_0, 1u, 72u);
+            g0 = emulated_multiply_add(second2, second_tile2_0, g0);
+            let second_tile_at2_1 = 12704u;
+            let second_tile2_1 = vec3<u32>(second_tile_at2_1, 1u, 72u);
+            g1 = emulated_multiply_add(second2, second_tile2_1, g1);
+            let second_at3 = 4608u + sub_row * 72u + 48u;
+            let second3 = vec3<u32>(second_at3, 72u, 1u);
+            let second_tile_at3_0 = 11568u;
+            let second_tile3_0 = vec3<u32>(second_tile_at3_0, 1u, 72u);
+            g0 = emulated_multiply_add(second3, second_tile3_0, g0);
+            let second_tile_at3_1 = 12720u;
+            let second_tile3_1 = vec3<u32>(second_tile_at3_1, 1u, 72u);
+            g1 = emulated_multiply_add(second3, second_tile3_1, g1);
+            let s_at0 = scratch_at;
+            emulated_store(s0, s_at0, 36u);
+            let s_at1 = scratch_at + 16u;
+            emulated_store(s1, s_at1, 36u);
+            workgroupBarrier();
+            let c0 = columns + 0u;
+            let index0 = vec4<u32>(start + c0) + vec4<u32>(0u, 1u, 2u, 3u);
+            let bias0 = vec4<f32>(bias_tile[c0 + 0u], bias_tile[c0 + 1u], bias_tile[c0 + 2u], bias_tile[c0 + 3u]);
+            let p0 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c0 + 0u], scratch[lane_scratch + c0 + 1u], scratch[lane_scratch + c0 + 2u], scratch[lane_scratch + c0 + 3u]) * params.scale + bias0 - vec4<f32>(row_statistics.x)), (index0 < vec4<u32>(key_length)) & (bias0 > vec4<f32>(-1.0e38)));
+            let c1 = columns + 4u;
+            let index1 = vec4<u32>(start + c1) + vec4<u32>(0u, 1u, 2u, 3u);
+            let bias1 = vec4<f32>(bias_tile[c1 + 0u], bias_tile[c1 + 1u], bias_tile[c1 + 2u], bias_tile[c1 + 3u]);
+            let p1 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c1 + 0u], scratch[lane_scratch + c1 + 1u], scratch[lane_scratch + c1 + 2u], scratch[lane_scratch + c1 + 3u]) * params.scale + bias1 - vec4<f32>(row_statistics.x)), (index1 < vec4<u32>(key_length)) & (bias1 > vec4<f32>(-1.0e38)));
+            let c2 = columns + 8u;
+            let index2 = vec4<u32>(start + c2) + vec4<u32>(0u, 1u, 2u, 3u);
+            let bias2 = vec4<f32>(bias_tile[c2 + 0u], bias_tile[c2 + 1u], bias_tile[c2 + 2u], bias_tile[c2 + 3u]);
+            let p2 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c2 + 0u], scratch[lane_scratch + c2 + 1u], scratch[lane_scratch + c2 + 2u], scratch[lane_scratch + c2 + 3u]) * params.scale + bias2 - vec4<f32>(row_statistics.x)), (index2 < vec4<u32>(key_length)) & (bias2 > vec4<f32>(-1.0e38)));
+            let c3 = columns + 12u;
+            let index3 = vec4<u32>(start + c3) + vec4<u32>(0u, 1u, 2u, 3u);
+            let bias3 = vec4<f32>(bias_tile[c3 + 0u], bias_tile[c3 + 1u], bias_tile[c3 + 2u], bias_tile[c3 + 3u]);
+            let p3 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c3 + 0u], scratch[lane_scratch + c3 + 1u], scratch[lane_scratch + c3 + 2u], scratch[lane_scratch + c3 + 3u]) * params.scale + bias3 - vec4<f32>(row_statistics.x)), (index3 < vec4<u32>(key_length)) & (bias3 > vec4<f32>(-1.0e38)));
+            workgroupBarrier();
+            emulated_store(g0, s_at0, 36u);
+            emulated_store(g1, s_at1, 36u);
+            workgroupBarrier();
+            let ds0 = p0 * (vec4<f32>(scratch[lane_scratch + c0 + 0u], scratch[lane_scratch + c0 + 1u], scratch[lane_scratch + c0 + 2u], scratch[lane_scratch + c0 + 3u]) - vec4<f32>(row_statistics.y));
+            let ds_at0 = 13824u + my_row * 40u + c0;
+            tiles[ds_at0] = f16(ds0.x);
+            tiles[ds_at0 + 1u] = f16(ds0.y);
+            tiles[ds_at0 + 2u] = f16(ds0.z);
+            tiles[ds_at0 + 3u] = f16(ds0.w);
+            let ds1 = p1 * (vec4<f32>(scratch[lane_scratch + c1 + 0u], scratch[lane_scratch + c1 + 1u], scratch[lane_scratch + c1 + 2u], scratch[lane_scratch + c1 + 3u]) - vec4<f32>(row_statistics.y));
+            let ds_at1 = 13824u + my_row * 40u + c1;
+            tiles[ds_at1] = f16(ds1.x);
+            tiles[ds_at1 + 1u] = f16(ds1.y);
+            tiles[ds_at1 + 2u] = f16(ds1.z);
+            tiles[ds_at1 + 3u] = f16(ds1.w);
+            let ds2 = p2 * (vec4<f32>(scratch[lane_scratch + c2 + 0u], scratch[lane_scratch + c2 + 1u], scratch[lane_scratch + c2 + 2u], scratch[lane_scratch + c2 + 3u]) - vec4<f32>(row_statistics.y));
+            let ds_at2 = 13824u + my_row * 40u + c2;
+            tiles[ds_at2] = f16(ds2.x);
+            tiles[ds_at2 + 1u] = f16(ds2.y);
+            tiles[ds_at2 + 2u] = f16(ds2.z);
+            tiles[ds_at2 + 3u] = f16(ds2.w);
+            let ds3 = p3 * (vec4<f32>(scratch[lane_scratch + c3 + 0u], scratch[lane_scratch + c3 + 1u], scratch[lane_scratch + c3 + 2u], scratch[lane_scratch + c3 + 3u]) - vec4<f32>(row_statistics.y));
+            let ds_at3 = 13824u + my_row * 40u + c3;
+            tiles[ds_at3] = f16(ds3.x);
+            tiles[ds_at3 + 1u] = f16(ds3.y);
+            tiles[ds_at3 + 2u] = f16(ds3.z);
+            tiles[ds_at3 + 3u] = f16(ds3.w);
+        }
+        workgroupBarrier();
+        {
+            let ds_at0 = 13824u + sub_row * 40u + 0u;
+            let ds0 = vec3<u32>(ds_at0, 40u, 1u);
+            let ds_at1 = 13824u + sub_row * 40u + 16u;
+            let ds1 = vec3<u32>(ds_at1, 40u, 1u);
+            let t_at0_0 = 9216u;
+            let t0_0 = vec3<u32>(t_at0_0, 72u, 1u);
+            dq0 = emulated_multiply_add(ds0, t0_0, dq0);
+            let t_at1_0 = 10368u;
+            let t1_0 = vec3<u32>(t_at1_0, 72u, 1u);
+            dq0 = emulated_multiply_add(ds1, t1_0, dq0);
+            let t_at0_1 = 9232u;
+            let t0_1 = vec3<u32>(t_at0_1, 72u, 1u);
+            dq1 = emulated_multiply_add(ds0, t0_1, dq1);
+            let t_at1_1 = 10384u;
+            let t1_1 = vec3<u32>(t_at1_1, 72u, 1u);
+            dq1 = emulated_multiply_add(ds1, t1_1, dq1);
+            let t_at0_2 = 9248u;
+            let t0_2 = vec3<u32>(t_at0_2, 72u, 1u);
+            dq2 = emulated_multiply_add(ds0, t0_2, dq2);
+            let t_at1_2 = 10400u;
+            let t1_2 = vec3<u32>(t_at1_2, 72u, 1u);
+            dq2 = emulated_multiply_add(ds1, t1_2, dq2);
+            let t_at0_3 = 9264u;
+            let t0_3 = vec3<u32>(t_at0_3, 72u, 1u);
+            dq3 = emulated_multiply_add(ds0, t0_3, dq3);
+            let t_at1_3 = 10416u;
+            let t1_3 = vec3<u32>(t_at1_3, 72u, 1u);
+            dq3 = emulated_multiply_add(ds1, t1_3, dq3);
+        }
+    }
+    let own = head * length + row;
+    workgroupBarrier();
+    {
+        let out_at0 = scratch_at + 0u;
+        emulated_store(dq0, out_at0, 36u);
+        let out_at1 = scratch_at + 16u;
+        emulated_store(dq1, out_at1, 36u);
+    }
+    workgroupBarrier();
+    if (row < length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            let out = own * 16u + 0u + lane_half * 2u;
+            query_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            query_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            let out = own * 16u + 4u + lane_half * 2u;
+            query_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            query_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+    }
+    workgroupBarrier();
+    {
+        let out_at0 = scratch_at + 0u;
+        emulated_store(dq2, out_at0, 36u);
+        let out_at1 = scratch_at + 16u;
+        emulated_store(dq3, out_at1, 36u);
+    }
+    workgroupBarrier();
+    if (row < length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            let out = own * 16u + 8u + lane_half * 2u;
+            query_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            query_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            let out = own * 16u + 12u + lane_half * 2u;
+            query_grad_data[out] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * params.scale);
+            query_grad_data[out + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * params.scale);
+        }
+    }
+}
