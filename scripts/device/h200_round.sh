@@ -26,6 +26,12 @@ log resnet18
 bench resnet18-train --device gpu:0 --batch 64 --seconds 1 > /dev/null
 bench resnet18 --device gpu:0 --batch 64 --no-cpu-baseline --seconds 2
 bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-baseline --seconds 2
+# Repeat calls of the autocast inference (separate processes), kept out of anygrad.jsonl: one
+# process in several has run 2-4x slower (PERFORMANCE.md), so the round records the spread.
+for repeat in 1 2 3; do
+    "$BIN" bench resnet18 --device gpu:0 --batch 64 --amp --no-cpu-baseline --seconds 2 --json \
+        2>>"$OUT/log.txt" | tee -a "$OUT/repeats.jsonl"
+done
 # Kept out of anygrad.jsonl, so the comparison shows the default choices.
 ANYGRAD_AUTOTUNE_FORCE=conv2d:winograd4 "$BIN" bench resnet18 --device gpu:0 --batch 64 \
     --no-cpu-baseline --seconds 2 --json 2>>"$OUT/log.txt" | tee -a "$OUT/forced.jsonl"
@@ -37,6 +43,9 @@ log attention and minilm
 bench attention --device gpu:0 --attention-shape 8,12,512,64 --dtype f16 --seconds 1
 ANYGRAD_COOP_ATTENTION=off bench attention --device gpu:0 --attention-shape 8,12,512,64 \
     --dtype f16 --seconds 1 | sed "s/^/coop-off /"
+bench attention --device gpu:0 --attention-shape 8,12,1024,64 --dtype f16 --seconds 1
+ANYGRAD_COOP_ATTENTION=off "$BIN" bench minilm-train --device gpu:0 --batch 64 \
+    --sequence-length 128 --seconds 2 --amp --json 2>>"$OUT/log.txt" | tee -a "$OUT/coop-off.jsonl"
 for amp in "" --amp; do
     bench minilm --device gpu:0 --batch 64 --sequence-length 128 --seconds 2 $amp
     bench minilm-train --device gpu:0 --batch 64 --sequence-length 128 --seconds 2 $amp
@@ -58,6 +67,8 @@ python3 bench/pytorch_reference.py matmul elementwise overhead mlp resnet18 resn
 python3 bench/pytorch_reference.py resnet18-train --train-batch 8 --true-f32 --amp --device cuda \
     --seconds 1 2>>"$OUT/log.txt" | grep -v environment | tee -a "$OUT/pytorch-b8.jsonl"
 python3 bench/pytorch_reference.py attention --attention-shape 8 12 512 64 --attention-dtype f16 \
+    --device cuda --seconds 1 2>>"$OUT/log.txt" | grep -v environment | tee -a "$OUT/pytorch.jsonl"
+python3 bench/pytorch_reference.py attention --attention-shape 8 12 1024 64 --attention-dtype f16 \
     --device cuda --seconds 1 2>>"$OUT/log.txt" | grep -v environment | tee -a "$OUT/pytorch.jsonl"
 python3 bench/pytorch_reference.py minilm minilm-train --amp --device cuda:0 --minilm-batch 64 \
     --minilm-length 128 --seconds 2 2>>"$OUT/log.txt" | grep -v environment \
