@@ -170,46 +170,79 @@ struct Staged<'a> {
     row_length: u32,
 }
 
-/// Stage `operands` with all `threads` invocations: every invocation issues up to
-/// [`LOADS_IN_FLIGHT`] 16-byte loads, then stores them (4 halves each), and so on.
-fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: u32) {
+/// Each invocation's share of staging `operands`: per 16-byte load, the operand and the
+/// first vector index it takes (the invocation adds `local`).
+fn staged_items<'a>(operands: &'a [Staged<'a>], threads: u32) -> Vec<(&'a Staged<'a>, u32)> {
     let mut items = Vec::new();
     for operand in operands {
         let vectors = operand.rows * operand.width / 4;
         debug_assert!(vectors.is_multiple_of(threads));
         items.extend((0..vectors / threads).map(|n| (operand, n * threads)));
     }
+    items
+}
+
+/// The loads of `items` into the registers `staged{first_slot}..` (declared here when
+/// `declare`), of the tile whose first row is `first` (an expression; rows from the operand's
+/// limit on load zeros).
+fn emit_loads(
+    w: &mut String,
+    indent: &str,
+    items: &[(&Staged, u32)],
+    first_slot: usize,
+    first: &str,
+    declare: bool,
+) {
+    for (index, (operand, offset)) in items.iter().enumerate() {
+        let slot = first_slot + index;
+        let width4 = operand.width / 4;
+        if declare {
+            let _ = writeln!(w, "{indent}var staged{slot} = vec4<f16>(0.0);");
+        } else {
+            let _ = writeln!(w, "{indent}staged{slot} = vec4<f16>(0.0);");
+        }
+        let _ = writeln!(
+            w,
+            "{indent}if ({first} + (local + {offset}u) / {width4}u < {limit}) {{
+{indent}    staged{slot} = {source}[({base} + {first} + (local + {offset}u) / {width4}u) * {width4}u + (local + {offset}u) % {width4}u];
+{indent}}}",
+            limit = operand.limit,
+            source = operand.source,
+            base = operand.base,
+        );
+    }
+}
+
+/// The stores of the registers `staged{first_slot}..` (as [`emit_loads`] filled them) into
+/// their operands' regions of `tiles`, 4 halves each.
+fn emit_stores(w: &mut String, indent: &str, items: &[(&Staged, u32)], first_slot: usize) {
+    for (index, (operand, offset)) in items.iter().enumerate() {
+        let slot = first_slot + index;
+        let width4 = operand.width / 4;
+        let _ = writeln!(
+            w,
+            "{indent}{{
+{indent}    let at = {region}u + ((local + {offset}u) / {width4}u) * {row_length}u + ((local + {offset}u) % {width4}u) * 4u;
+{indent}    tiles[at] = staged{slot}.x;
+{indent}    tiles[at + 1u] = staged{slot}.y;
+{indent}    tiles[at + 2u] = staged{slot}.z;
+{indent}    tiles[at + 3u] = staged{slot}.w;
+{indent}}}",
+            region = operand.region,
+            row_length = operand.row_length,
+        );
+    }
+}
+
+/// Stage `operands` with all `threads` invocations: every invocation issues up to
+/// [`LOADS_IN_FLIGHT`] 16-byte loads, then stores them (4 halves each), and so on.
+fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: u32) {
+    let items = staged_items(operands, threads);
     for batch in items.chunks(LOADS_IN_FLIGHT) {
         let _ = writeln!(w, "{indent}{{");
-        for (slot, (operand, offset)) in batch.iter().enumerate() {
-            let width4 = operand.width / 4;
-            let _ = writeln!(
-                w,
-                "{indent}    let i{slot} = local + {offset}u;
-{indent}    let r{slot} = i{slot} / {width4}u;
-{indent}    var staged{slot} = vec4<f16>(0.0);
-{indent}    if ({first} + r{slot} < {limit}) {{
-{indent}        staged{slot} = {source}[({base} + {first} + r{slot}) * {width4}u + i{slot} % {width4}u];
-{indent}    }}",
-                first = operand.first,
-                limit = operand.limit,
-                source = operand.source,
-                base = operand.base,
-            );
-        }
-        for (slot, (operand, _)) in batch.iter().enumerate() {
-            let _ = writeln!(
-                w,
-                "{indent}    let at{slot} = {region}u + r{slot} * {row_length}u + (i{slot} % {width4}u) * 4u;
-{indent}    tiles[at{slot}] = staged{slot}.x;
-{indent}    tiles[at{slot} + 1u] = staged{slot}.y;
-{indent}    tiles[at{slot} + 2u] = staged{slot}.z;
-{indent}    tiles[at{slot} + 3u] = staged{slot}.w;",
-                region = operand.region,
-                row_length = operand.row_length,
-                width4 = operand.width / 4,
-            );
-        }
+        let inner = format!("{indent}    ");
+        emit_loads(w, &inner, batch, 0, operands[0].first, true);
+        emit_stores(w, &inner, batch, 0);
         let _ = writeln!(w, "{indent}}}");
     }
 }
@@ -410,11 +443,44 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     } else {
         ("0u".to_string(), "key_length".to_string())
     };
+    let tile_operands = [
+        Staged {
+            source: tile_first,
+            width: d,
+            rows: TILE,
+            first: "start",
+            base: "tile_base",
+            limit: walked_length,
+            region: layout.tile_first,
+            row_length: first_row,
+        },
+        Staged {
+            source: tile_second,
+            width: dv,
+            rows: TILE,
+            first: "start",
+            base: "tile_base",
+            limit: walked_length,
+            region: layout.tile_second,
+            row_length: second_row,
+        },
+    ];
+    let tile_items = staged_items(&tile_operands, threads);
+    // Where an invocation's share of a tile fits its registers, the next tile's loads are
+    // issued before the current tile is multiplied out (in flight during the products) and
+    // stored after the next barrier.
+    let prefetch = tile_items.len() <= LOADS_IN_FLIGHT;
     let _ = writeln!(
         w,
         "    let tile_base = head * {walked_length};
-    let end = {end};
-    for (var start = {first}; start < end; start += {TILE}u) {{
+    let end = {end};"
+    );
+    if prefetch {
+        emit_loads(&mut w, "    ", &tile_items, 0, &format!("({first})"), true);
+    }
+    let _ = writeln!(
+        w,
+        "    for (var start = {first}; start < end; start += {TILE}u) {{
         workgroupBarrier();"
     );
     if key_value {
@@ -440,34 +506,22 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }}"
         );
     }
-    stage(
-        &mut w,
-        "        ",
-        &[
-            Staged {
-                source: tile_first,
-                width: d,
-                rows: TILE,
-                first: "start",
-                base: "tile_base",
-                limit: walked_length,
-                region: layout.tile_first,
-                row_length: first_row,
-            },
-            Staged {
-                source: tile_second,
-                width: dv,
-                rows: TILE,
-                first: "start",
-                base: "tile_base",
-                limit: walked_length,
-                region: layout.tile_second,
-                row_length: second_row,
-            },
-        ],
-        threads,
-    );
+    if prefetch {
+        emit_stores(&mut w, "        ", &tile_items, 0);
+    } else {
+        stage(&mut w, "        ", &tile_operands, threads);
+    }
     w.push_str("        workgroupBarrier();\n        {\n");
+    if prefetch {
+        emit_loads(
+            &mut w,
+            "            ",
+            &tile_items,
+            0,
+            &format!("(start + {TILE}u)"),
+            false,
+        );
+    }
     // 1. Scores (s) and their gradients (g), 16 x 32 per subgroup: the block's row-major
     // fragments times the tile's read column-major.
     let acc = spell.accumulator();

@@ -40,184 +40,184 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     {
         let block_base = head * key_length;
         {
-            let i0 = local + 0u;
-            let r0 = i0 / 16u;
             var staged0 = vec4<f16>(0.0);
-            if (row0 + r0 < key_length) {
-                staged0 = key_data[(block_base + row0 + r0) * 16u + i0 % 16u];
+            if (row0 + (local + 0u) / 16u < key_length) {
+                staged0 = key_data[(block_base + row0 + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
             }
-            let i1 = local + 128u;
-            let r1 = i1 / 16u;
             var staged1 = vec4<f16>(0.0);
-            if (row0 + r1 < key_length) {
-                staged1 = key_data[(block_base + row0 + r1) * 16u + i1 % 16u];
+            if (row0 + (local + 128u) / 16u < key_length) {
+                staged1 = key_data[(block_base + row0 + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
             }
-            let i2 = local + 256u;
-            let r2 = i2 / 16u;
             var staged2 = vec4<f16>(0.0);
-            if (row0 + r2 < key_length) {
-                staged2 = key_data[(block_base + row0 + r2) * 16u + i2 % 16u];
+            if (row0 + (local + 256u) / 16u < key_length) {
+                staged2 = key_data[(block_base + row0 + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
             }
-            let i3 = local + 384u;
-            let r3 = i3 / 16u;
             var staged3 = vec4<f16>(0.0);
-            if (row0 + r3 < key_length) {
-                staged3 = key_data[(block_base + row0 + r3) * 16u + i3 % 16u];
+            if (row0 + (local + 384u) / 16u < key_length) {
+                staged3 = key_data[(block_base + row0 + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
             }
-            let i4 = local + 512u;
-            let r4 = i4 / 16u;
             var staged4 = vec4<f16>(0.0);
-            if (row0 + r4 < key_length) {
-                staged4 = key_data[(block_base + row0 + r4) * 16u + i4 % 16u];
+            if (row0 + (local + 512u) / 16u < key_length) {
+                staged4 = key_data[(block_base + row0 + (local + 512u) / 16u) * 16u + (local + 512u) % 16u];
             }
-            let i5 = local + 640u;
-            let r5 = i5 / 16u;
             var staged5 = vec4<f16>(0.0);
-            if (row0 + r5 < key_length) {
-                staged5 = key_data[(block_base + row0 + r5) * 16u + i5 % 16u];
+            if (row0 + (local + 640u) / 16u < key_length) {
+                staged5 = key_data[(block_base + row0 + (local + 640u) / 16u) * 16u + (local + 640u) % 16u];
             }
-            let i6 = local + 768u;
-            let r6 = i6 / 16u;
             var staged6 = vec4<f16>(0.0);
-            if (row0 + r6 < key_length) {
-                staged6 = key_data[(block_base + row0 + r6) * 16u + i6 % 16u];
+            if (row0 + (local + 768u) / 16u < key_length) {
+                staged6 = key_data[(block_base + row0 + (local + 768u) / 16u) * 16u + (local + 768u) % 16u];
             }
-            let i7 = local + 896u;
-            let r7 = i7 / 16u;
             var staged7 = vec4<f16>(0.0);
-            if (row0 + r7 < key_length) {
-                staged7 = key_data[(block_base + row0 + r7) * 16u + i7 % 16u];
+            if (row0 + (local + 896u) / 16u < key_length) {
+                staged7 = key_data[(block_base + row0 + (local + 896u) / 16u) * 16u + (local + 896u) % 16u];
             }
-            let at0 = 0u + r0 * 72u + (i0 % 16u) * 4u;
-            tiles[at0] = staged0.x;
-            tiles[at0 + 1u] = staged0.y;
-            tiles[at0 + 2u] = staged0.z;
-            tiles[at0 + 3u] = staged0.w;
-            let at1 = 0u + r1 * 72u + (i1 % 16u) * 4u;
-            tiles[at1] = staged1.x;
-            tiles[at1 + 1u] = staged1.y;
-            tiles[at1 + 2u] = staged1.z;
-            tiles[at1 + 3u] = staged1.w;
-            let at2 = 0u + r2 * 72u + (i2 % 16u) * 4u;
-            tiles[at2] = staged2.x;
-            tiles[at2 + 1u] = staged2.y;
-            tiles[at2 + 2u] = staged2.z;
-            tiles[at2 + 3u] = staged2.w;
-            let at3 = 0u + r3 * 72u + (i3 % 16u) * 4u;
-            tiles[at3] = staged3.x;
-            tiles[at3 + 1u] = staged3.y;
-            tiles[at3 + 2u] = staged3.z;
-            tiles[at3 + 3u] = staged3.w;
-            let at4 = 0u + r4 * 72u + (i4 % 16u) * 4u;
-            tiles[at4] = staged4.x;
-            tiles[at4 + 1u] = staged4.y;
-            tiles[at4 + 2u] = staged4.z;
-            tiles[at4 + 3u] = staged4.w;
-            let at5 = 0u + r5 * 72u + (i5 % 16u) * 4u;
-            tiles[at5] = staged5.x;
-            tiles[at5 + 1u] = staged5.y;
-            tiles[at5 + 2u] = staged5.z;
-            tiles[at5 + 3u] = staged5.w;
-            let at6 = 0u + r6 * 72u + (i6 % 16u) * 4u;
-            tiles[at6] = staged6.x;
-            tiles[at6 + 1u] = staged6.y;
-            tiles[at6 + 2u] = staged6.z;
-            tiles[at6 + 3u] = staged6.w;
-            let at7 = 0u + r7 * 72u + (i7 % 16u) * 4u;
-            tiles[at7] = staged7.x;
-            tiles[at7 + 1u] = staged7.y;
-            tiles[at7 + 2u] = staged7.z;
-            tiles[at7 + 3u] = staged7.w;
+            {
+                let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+                tiles[at] = staged0.x;
+                tiles[at + 1u] = staged0.y;
+                tiles[at + 2u] = staged0.z;
+                tiles[at + 3u] = staged0.w;
+            }
+            {
+                let at = 0u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+                tiles[at] = staged1.x;
+                tiles[at + 1u] = staged1.y;
+                tiles[at + 2u] = staged1.z;
+                tiles[at + 3u] = staged1.w;
+            }
+            {
+                let at = 0u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+                tiles[at] = staged2.x;
+                tiles[at + 1u] = staged2.y;
+                tiles[at + 2u] = staged2.z;
+                tiles[at + 3u] = staged2.w;
+            }
+            {
+                let at = 0u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+                tiles[at] = staged3.x;
+                tiles[at + 1u] = staged3.y;
+                tiles[at + 2u] = staged3.z;
+                tiles[at + 3u] = staged3.w;
+            }
+            {
+                let at = 0u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
+                tiles[at] = staged4.x;
+                tiles[at + 1u] = staged4.y;
+                tiles[at + 2u] = staged4.z;
+                tiles[at + 3u] = staged4.w;
+            }
+            {
+                let at = 0u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
+                tiles[at] = staged5.x;
+                tiles[at + 1u] = staged5.y;
+                tiles[at + 2u] = staged5.z;
+                tiles[at + 3u] = staged5.w;
+            }
+            {
+                let at = 0u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
+                tiles[at] = staged6.x;
+                tiles[at + 1u] = staged6.y;
+                tiles[at + 2u] = staged6.z;
+                tiles[at + 3u] = staged6.w;
+            }
+            {
+                let at = 0u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
+                tiles[at] = staged7.x;
+                tiles[at + 1u] = staged7.y;
+                tiles[at + 2u] = staged7.z;
+                tiles[at + 3u] = staged7.w;
+            }
         }
         {
-            let i0 = local + 0u;
-            let r0 = i0 / 16u;
             var staged0 = vec4<f16>(0.0);
-            if (row0 + r0 < key_length) {
-                staged0 = value_data[(block_base + row0 + r0) * 16u + i0 % 16u];
+            if (row0 + (local + 0u) / 16u < key_length) {
+                staged0 = value_data[(block_base + row0 + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
             }
-            let i1 = local + 128u;
-            let r1 = i1 / 16u;
             var staged1 = vec4<f16>(0.0);
-            if (row0 + r1 < key_length) {
-                staged1 = value_data[(block_base + row0 + r1) * 16u + i1 % 16u];
+            if (row0 + (local + 128u) / 16u < key_length) {
+                staged1 = value_data[(block_base + row0 + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
             }
-            let i2 = local + 256u;
-            let r2 = i2 / 16u;
             var staged2 = vec4<f16>(0.0);
-            if (row0 + r2 < key_length) {
-                staged2 = value_data[(block_base + row0 + r2) * 16u + i2 % 16u];
+            if (row0 + (local + 256u) / 16u < key_length) {
+                staged2 = value_data[(block_base + row0 + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
             }
-            let i3 = local + 384u;
-            let r3 = i3 / 16u;
             var staged3 = vec4<f16>(0.0);
-            if (row0 + r3 < key_length) {
-                staged3 = value_data[(block_base + row0 + r3) * 16u + i3 % 16u];
+            if (row0 + (local + 384u) / 16u < key_length) {
+                staged3 = value_data[(block_base + row0 + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
             }
-            let i4 = local + 512u;
-            let r4 = i4 / 16u;
             var staged4 = vec4<f16>(0.0);
-            if (row0 + r4 < key_length) {
-                staged4 = value_data[(block_base + row0 + r4) * 16u + i4 % 16u];
+            if (row0 + (local + 512u) / 16u < key_length) {
+                staged4 = value_data[(block_base + row0 + (local + 512u) / 16u) * 16u + (local + 512u) % 16u];
             }
-            let i5 = local + 640u;
-            let r5 = i5 / 16u;
             var staged5 = vec4<f16>(0.0);
-            if (row0 + r5 < key_length) {
-                staged5 = value_data[(block_base + row0 + r5) * 16u + i5 % 16u];
+            if (row0 + (local + 640u) / 16u < key_length) {
+                staged5 = value_data[(block_base + row0 + (local + 640u) / 16u) * 16u + (local + 640u) % 16u];
             }
-            let i6 = local + 768u;
-            let r6 = i6 / 16u;
             var staged6 = vec4<f16>(0.0);
-            if (row0 + r6 < key_length) {
-                staged6 = value_data[(block_base + row0 + r6) * 16u + i6 % 16u];
+            if (row0 + (local + 768u) / 16u < key_length) {
+                staged6 = value_data[(block_base + row0 + (local + 768u) / 16u) * 16u + (local + 768u) % 16u];
             }
-            let i7 = local + 896u;
-            let r7 = i7 / 16u;
             var staged7 = vec4<f16>(0.0);
-            if (row0 + r7 < key_length) {
-                staged7 = value_data[(block_base + row0 + r7) * 16u + i7 % 16u];
+            if (row0 + (local + 896u) / 16u < key_length) {
+                staged7 = value_data[(block_base + row0 + (local + 896u) / 16u) * 16u + (local + 896u) % 16u];
             }
-            let at0 = 4608u + r0 * 72u + (i0 % 16u) * 4u;
-            tiles[at0] = staged0.x;
-            tiles[at0 + 1u] = staged0.y;
-            tiles[at0 + 2u] = staged0.z;
-            tiles[at0 + 3u] = staged0.w;
-            let at1 = 4608u + r1 * 72u + (i1 % 16u) * 4u;
-            tiles[at1] = staged1.x;
-            tiles[at1 + 1u] = staged1.y;
-            tiles[at1 + 2u] = staged1.z;
-            tiles[at1 + 3u] = staged1.w;
-            let at2 = 4608u + r2 * 72u + (i2 % 16u) * 4u;
-            tiles[at2] = staged2.x;
-            tiles[at2 + 1u] = staged2.y;
-            tiles[at2 + 2u] = staged2.z;
-            tiles[at2 + 3u] = staged2.w;
-            let at3 = 4608u + r3 * 72u + (i3 % 16u) * 4u;
-            tiles[at3] = staged3.x;
-            tiles[at3 + 1u] = staged3.y;
-            tiles[at3 + 2u] = staged3.z;
-            tiles[at3 + 3u] = staged3.w;
-            let at4 = 4608u + r4 * 72u + (i4 % 16u) * 4u;
-            tiles[at4] = staged4.x;
-            tiles[at4 + 1u] = staged4.y;
-            tiles[at4 + 2u] = staged4.z;
-            tiles[at4 + 3u] = staged4.w;
-            let at5 = 4608u + r5 * 72u + (i5 % 16u) * 4u;
-            tiles[at5] = staged5.x;
-            tiles[at5 + 1u] = staged5.y;
-            tiles[at5 + 2u] = staged5.z;
-            tiles[at5 + 3u] = staged5.w;
-            let at6 = 4608u + r6 * 72u + (i6 % 16u) * 4u;
-            tiles[at6] = staged6.x;
-            tiles[at6 + 1u] = staged6.y;
-            tiles[at6 + 2u] = staged6.z;
-            tiles[at6 + 3u] = staged6.w;
-            let at7 = 4608u + r7 * 72u + (i7 % 16u) * 4u;
-            tiles[at7] = staged7.x;
-            tiles[at7 + 1u] = staged7.y;
-            tiles[at7 + 2u] = staged7.z;
-            tiles[at7 + 3u] = staged7.w;
+            {
+                let at = 4608u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+                tiles[at] = staged0.x;
+                tiles[at + 1u] = staged0.y;
+                tiles[at + 2u] = staged0.z;
+                tiles[at + 3u] = staged0.w;
+            }
+            {
+                let at = 4608u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+                tiles[at] = staged1.x;
+                tiles[at + 1u] = staged1.y;
+                tiles[at + 2u] = staged1.z;
+                tiles[at + 3u] = staged1.w;
+            }
+            {
+                let at = 4608u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+                tiles[at] = staged2.x;
+                tiles[at + 1u] = staged2.y;
+                tiles[at + 2u] = staged2.z;
+                tiles[at + 3u] = staged2.w;
+            }
+            {
+                let at = 4608u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+                tiles[at] = staged3.x;
+                tiles[at + 1u] = staged3.y;
+                tiles[at + 2u] = staged3.z;
+                tiles[at + 3u] = staged3.w;
+            }
+            {
+                let at = 4608u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
+                tiles[at] = staged4.x;
+                tiles[at + 1u] = staged4.y;
+                tiles[at + 2u] = staged4.z;
+                tiles[at + 3u] = staged4.w;
+            }
+            {
+                let at = 4608u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
+                tiles[at] = staged5.x;
+                tiles[at + 1u] = staged5.y;
+                tiles[at + 2u] = staged5.z;
+                tiles[at + 3u] = staged5.w;
+            }
+            {
+                let at = 4608u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
+                tiles[at] = staged6.x;
+                tiles[at + 1u] = staged6.y;
+                tiles[at + 2u] = staged6.z;
+                tiles[at + 3u] = staged6.w;
+            }
+            {
+                let at = 4608u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
+                tiles[at] = staged7.x;
+                tiles[at + 1u] = staged7.y;
+                tiles[at + 2u] = staged7.z;
+                tiles[at + 3u] = staged7.w;
+            }
         }
     }
     let row_visible = row < key_length;
@@ -231,6 +231,38 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     var dv3 = coop_mat16x16<f32, C>();
     let tile_base = head * length;
     let end = length;
+    var staged0 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 0u) / 16u < length) {
+        staged0 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    }
+    var staged1 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 128u) / 16u < length) {
+        staged1 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    }
+    var staged2 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 256u) / 16u < length) {
+        staged2 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    }
+    var staged3 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 384u) / 16u < length) {
+        staged3 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    }
+    var staged4 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 0u) / 16u < length) {
+        staged4 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    }
+    var staged5 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 128u) / 16u < length) {
+        staged5 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    }
+    var staged6 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 256u) / 16u < length) {
+        staged6 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    }
+    var staged7 = vec4<f16>(0.0);
+    if (((row0 / 32u) * 32u) + (local + 384u) / 16u < length) {
+        staged7 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    }
     for (var start = (row0 / 32u) * 32u; start < end; start += 32u) {
         workgroupBarrier();
         if (local < 32u) {
@@ -241,97 +273,95 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             statistics_tile[local] = statistics;
         }
         {
-            let i0 = local + 0u;
-            let r0 = i0 / 16u;
-            var staged0 = vec4<f16>(0.0);
-            if (start + r0 < length) {
-                staged0 = query_data[(tile_base + start + r0) * 16u + i0 % 16u];
-            }
-            let i1 = local + 128u;
-            let r1 = i1 / 16u;
-            var staged1 = vec4<f16>(0.0);
-            if (start + r1 < length) {
-                staged1 = query_data[(tile_base + start + r1) * 16u + i1 % 16u];
-            }
-            let i2 = local + 256u;
-            let r2 = i2 / 16u;
-            var staged2 = vec4<f16>(0.0);
-            if (start + r2 < length) {
-                staged2 = query_data[(tile_base + start + r2) * 16u + i2 % 16u];
-            }
-            let i3 = local + 384u;
-            let r3 = i3 / 16u;
-            var staged3 = vec4<f16>(0.0);
-            if (start + r3 < length) {
-                staged3 = query_data[(tile_base + start + r3) * 16u + i3 % 16u];
-            }
-            let i4 = local + 0u;
-            let r4 = i4 / 16u;
-            var staged4 = vec4<f16>(0.0);
-            if (start + r4 < length) {
-                staged4 = grad_data[(tile_base + start + r4) * 16u + i4 % 16u];
-            }
-            let i5 = local + 128u;
-            let r5 = i5 / 16u;
-            var staged5 = vec4<f16>(0.0);
-            if (start + r5 < length) {
-                staged5 = grad_data[(tile_base + start + r5) * 16u + i5 % 16u];
-            }
-            let i6 = local + 256u;
-            let r6 = i6 / 16u;
-            var staged6 = vec4<f16>(0.0);
-            if (start + r6 < length) {
-                staged6 = grad_data[(tile_base + start + r6) * 16u + i6 % 16u];
-            }
-            let i7 = local + 384u;
-            let r7 = i7 / 16u;
-            var staged7 = vec4<f16>(0.0);
-            if (start + r7 < length) {
-                staged7 = grad_data[(tile_base + start + r7) * 16u + i7 % 16u];
-            }
-            let at0 = 9216u + r0 * 72u + (i0 % 16u) * 4u;
-            tiles[at0] = staged0.x;
-            tiles[at0 + 1u] = staged0.y;
-            tiles[at0 + 2u] = staged0.z;
-            tiles[at0 + 3u] = staged0.w;
-            let at1 = 9216u + r1 * 72u + (i1 % 16u) * 4u;
-            tiles[at1] = staged1.x;
-            tiles[at1 + 1u] = staged1.y;
-            tiles[at1 + 2u] = staged1.z;
-            tiles[at1 + 3u] = staged1.w;
-            let at2 = 9216u + r2 * 72u + (i2 % 16u) * 4u;
-            tiles[at2] = staged2.x;
-            tiles[at2 + 1u] = staged2.y;
-            tiles[at2 + 2u] = staged2.z;
-            tiles[at2 + 3u] = staged2.w;
-            let at3 = 9216u + r3 * 72u + (i3 % 16u) * 4u;
-            tiles[at3] = staged3.x;
-            tiles[at3 + 1u] = staged3.y;
-            tiles[at3 + 2u] = staged3.z;
-            tiles[at3 + 3u] = staged3.w;
-            let at4 = 11520u + r4 * 72u + (i4 % 16u) * 4u;
-            tiles[at4] = staged4.x;
-            tiles[at4 + 1u] = staged4.y;
-            tiles[at4 + 2u] = staged4.z;
-            tiles[at4 + 3u] = staged4.w;
-            let at5 = 11520u + r5 * 72u + (i5 % 16u) * 4u;
-            tiles[at5] = staged5.x;
-            tiles[at5 + 1u] = staged5.y;
-            tiles[at5 + 2u] = staged5.z;
-            tiles[at5 + 3u] = staged5.w;
-            let at6 = 11520u + r6 * 72u + (i6 % 16u) * 4u;
-            tiles[at6] = staged6.x;
-            tiles[at6 + 1u] = staged6.y;
-            tiles[at6 + 2u] = staged6.z;
-            tiles[at6 + 3u] = staged6.w;
-            let at7 = 11520u + r7 * 72u + (i7 % 16u) * 4u;
-            tiles[at7] = staged7.x;
-            tiles[at7 + 1u] = staged7.y;
-            tiles[at7 + 2u] = staged7.z;
-            tiles[at7 + 3u] = staged7.w;
+            let at = 9216u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            tiles[at] = staged0.x;
+            tiles[at + 1u] = staged0.y;
+            tiles[at + 2u] = staged0.z;
+            tiles[at + 3u] = staged0.w;
+        }
+        {
+            let at = 9216u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            tiles[at] = staged1.x;
+            tiles[at + 1u] = staged1.y;
+            tiles[at + 2u] = staged1.z;
+            tiles[at + 3u] = staged1.w;
+        }
+        {
+            let at = 9216u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            tiles[at] = staged2.x;
+            tiles[at + 1u] = staged2.y;
+            tiles[at + 2u] = staged2.z;
+            tiles[at + 3u] = staged2.w;
+        }
+        {
+            let at = 9216u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            tiles[at] = staged3.x;
+            tiles[at + 1u] = staged3.y;
+            tiles[at + 2u] = staged3.z;
+            tiles[at + 3u] = staged3.w;
+        }
+        {
+            let at = 11520u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            tiles[at] = staged4.x;
+            tiles[at + 1u] = staged4.y;
+            tiles[at + 2u] = staged4.z;
+            tiles[at + 3u] = staged4.w;
+        }
+        {
+            let at = 11520u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            tiles[at] = staged5.x;
+            tiles[at + 1u] = staged5.y;
+            tiles[at + 2u] = staged5.z;
+            tiles[at + 3u] = staged5.w;
+        }
+        {
+            let at = 11520u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            tiles[at] = staged6.x;
+            tiles[at + 1u] = staged6.y;
+            tiles[at + 2u] = staged6.z;
+            tiles[at + 3u] = staged6.w;
+        }
+        {
+            let at = 11520u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            tiles[at] = staged7.x;
+            tiles[at + 1u] = staged7.y;
+            tiles[at + 2u] = staged7.z;
+            tiles[at + 3u] = staged7.w;
         }
         workgroupBarrier();
         {
+            staged0 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 0u) / 16u < length) {
+                staged0 = query_data[(tile_base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+            }
+            staged1 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 128u) / 16u < length) {
+                staged1 = query_data[(tile_base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+            }
+            staged2 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 256u) / 16u < length) {
+                staged2 = query_data[(tile_base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+            }
+            staged3 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 384u) / 16u < length) {
+                staged3 = query_data[(tile_base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+            }
+            staged4 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 0u) / 16u < length) {
+                staged4 = grad_data[(tile_base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+            }
+            staged5 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 128u) / 16u < length) {
+                staged5 = grad_data[(tile_base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+            }
+            staged6 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 256u) / 16u < length) {
+                staged6 = grad_data[(tile_base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+            }
+            staged7 = vec4<f16>(0.0);
+            if ((start + 32u) + (local + 384u) / 16u < length) {
+                staged7 = grad_data[(tile_base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+            }
             var s0 = coop_mat16x16<f32, C>();
             var s1 = coop_mat16x16<f32, C>();
             var g0 = coop_mat16x16<f32, C>();
