@@ -113,6 +113,58 @@ impl Layout {
         })
     }
 
+    /// The same elements in the same order with shape `shape` (of the same element count) as
+    /// a view of this one's storage, where strides for it exist: each run of dims that walk
+    /// memory as one (`stride[i] == stride[i + 1] * size[i + 1]`) may be split or merged
+    /// freely, never two runs into one. `None` where the elements would need a copy (PyTorch's
+    /// `view` rule). Example: `[b, t, 3h]` columns `0..h` (rows `3h` apart) reshaped to
+    /// `[b, t, heads, h / heads]` is a view.
+    pub fn reshape_view(&self, shape: &[usize]) -> Option<Layout> {
+        if numel(shape) != self.numel() {
+            return None;
+        }
+        if self.numel() == 0 || self.is_contiguous() {
+            return Some(Layout {
+                shape: shape.to_vec(),
+                strides: contiguous_strides(shape),
+                offset: self.offset,
+            });
+        }
+        // Walk both shapes from the innermost dim; at the end of each run of this layout's
+        // dims (its element count `run`), take target dims until they hold `run` elements,
+        // giving them strides within the run.
+        let mut strides = vec![0; shape.len()];
+        let mut target = shape.len();
+        let mut base = *self.strides.last().unwrap_or(&1);
+        let (mut run, mut taken) = (1usize, 1usize);
+        for dim in (0..self.rank()).rev() {
+            run *= self.shape[dim];
+            let run_ends =
+                dim == 0 || (self.shape[dim - 1] != 1 && self.strides[dim - 1] != run * base);
+            if !run_ends {
+                continue;
+            }
+            while target > 0 && (taken < run || shape[target - 1] == 1) {
+                target -= 1;
+                strides[target] = taken * base;
+                taken *= shape[target];
+            }
+            if taken != run {
+                return None;
+            }
+            if dim > 0 {
+                base = self.strides[dim - 1];
+                run = 1;
+                taken = 1;
+            }
+        }
+        (target == 0).then(|| Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
+    }
+
     /// Storage positions of every element in logical row-major order.
     pub fn positions(&self) -> StridedPositions<'_> {
         StridedPositions {
@@ -255,6 +307,50 @@ mod tests {
         assert_eq!(layout.strides, vec![0, 1, 0]);
         assert_eq!(layout.positions().count(), 24);
         assert!(Layout::contiguous(&[3]).broadcast_to(&[4]).is_err());
+    }
+
+    /// A reshape view enumerates exactly the positions of the row-major walk of the original
+    /// (the elements in the same order), and views are refused where runs would merge.
+    #[test]
+    fn reshape_views_keep_the_element_order() {
+        // A third of the columns of [2, 3, 12] (rows 12 apart), split into heads: a view.
+        let chunk = Layout::contiguous(&[2, 3, 12]).narrow(2, 4, 4);
+        let heads = chunk.reshape_view(&[2, 3, 2, 2]).expect("view");
+        assert_eq!(heads.strides, vec![36, 12, 2, 1]);
+        // Merging the two leading dims of that chunk is a view; merging into the columns not.
+        assert!(chunk.reshape_view(&[6, 4]).is_some());
+        assert!(chunk.reshape_view(&[2, 12]).is_none());
+        // A transpose flattened needs a copy; with size-1 dims inserted it stays a view.
+        let transposed = Layout::contiguous(&[4, 6]).permute(&[1, 0]);
+        assert!(transposed.reshape_view(&[24]).is_none());
+        assert!(transposed.reshape_view(&[6, 1, 4, 1]).is_some());
+        // Broadcast rows split into a view with zero strides.
+        let broadcast = Layout::contiguous(&[1, 3]).broadcast_to(&[4, 3]).unwrap();
+        assert_eq!(
+            broadcast.reshape_view(&[2, 2, 3]).expect("view").strides,
+            vec![0, 0, 1]
+        );
+        assert!(broadcast.reshape_view(&[12]).is_none());
+        assert!(chunk.reshape_view(&[5, 5]).is_none());
+        for (layout, shape) in [
+            (chunk.clone(), vec![2, 3, 2, 2]),
+            (chunk.clone(), vec![6, 4]),
+            (chunk.clone(), vec![1, 6, 1, 4]),
+            (transposed.clone(), vec![6, 1, 4, 1]),
+            (transposed.clone(), vec![3, 2, 4]),
+            (
+                Layout::contiguous(&[2, 3, 4, 5]).narrow(1, 1, 2),
+                vec![2, 2, 20],
+            ),
+            (broadcast.clone(), vec![2, 2, 3]),
+        ] {
+            let view = layout.reshape_view(&shape).expect("view");
+            assert_eq!(
+                layout.positions().collect::<Vec<_>>(),
+                view.positions().collect::<Vec<_>>(),
+                "{layout:?} as {shape:?}"
+            );
+        }
     }
 
     #[test]

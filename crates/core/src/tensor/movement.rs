@@ -66,12 +66,18 @@ impl Tensor {
         Tensor::from_view(self.storage_arc().clone(), layout, grad_fn)
     }
 
-    /// The same elements with a new shape (one dim may be `-1`). A view when the data is
-    /// contiguous, else a copy.
+    /// The same elements with a new shape (one dim may be `-1`). A view where strides for
+    /// the new shape exist (always for contiguous data; for strided data where only dims that
+    /// walk memory as one are split or merged, as PyTorch's `reshape`), else a copy.
     pub fn reshape(&self, shape: impl ShapeSpec) -> Result<Tensor> {
         let target = resolve_reshape("reshape", self.shape(), &shape.signed_dims())?;
         if target == self.shape() {
             return Ok(self.clone());
+        }
+        if let Some(layout) = self.layout().reshape_view(&target) {
+            return Ok(self.view_with(layout, || GradFn::Reshape {
+                input: self.clone(),
+            }));
         }
         let source = if self.is_contiguous() {
             self.clone()
