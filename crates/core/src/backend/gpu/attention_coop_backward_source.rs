@@ -28,7 +28,10 @@
 //!
 //! At the end the accumulators pass through the scratch two at a time and are written as f16
 //! (`dK` and `dQ` times `scale`), dK before dV in the one key-value output as the scalar kernel.
-//! Six barriers per tile: before and after staging, and around each use of the scratch.
+//! Six barriers per tile: before and after staging, and around each use of the scratch. Where
+//! an invocation's share of a tile fits eight 16-byte registers (d, dv <= 64 with four
+//! subgroups), the next tile's loads are issued right after the staging barrier, in flight
+//! during the current tile's products, and stored at the next tile's staging.
 //!
 //! Masks as in the scalar kernels: rows and columns past the lengths, causal (key column `<=`
 //! query row; the key-value kernel starts at the first query tile its keys can see, the query
