@@ -368,6 +368,53 @@ impl AttentionShape {
     }
 }
 
+/// Where the rows of one attention forward operand lie in its storage, in vec4s: row `r` of
+/// batch-head `i` of a `[batch, heads, rows, width]` view starts at `offset + (i / heads) *
+/// batch + (i % heads) * head + r * row`. The fused forward reads its query, key and value
+/// this way, so heads split from a stacked projection need no dense copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AttentionRows {
+    pub(crate) offset: usize,
+    pub(crate) batch: usize,
+    pub(crate) head: usize,
+    pub(crate) row: usize,
+    /// Heads per batch.
+    pub(crate) heads: usize,
+}
+
+impl AttentionRows {
+    /// A dense `[batch_heads, rows, width]` operand from element 0 (one head per batch).
+    pub(crate) fn dense(rows: usize, width: usize) -> AttentionRows {
+        AttentionRows {
+            offset: 0,
+            batch: rows * width / 4,
+            head: 0,
+            row: width / 4,
+            heads: 1,
+        }
+    }
+
+    /// The rows of a `[batch, heads, rows, width]` view, where the kernel can address them:
+    /// rows contiguous, offset and strides multiples of 4 (whole vec4s); `None` otherwise.
+    pub(crate) fn of(layout: &Layout) -> Option<AttentionRows> {
+        let (&[_, heads, _, _], &[batch, head, row, 1]) =
+            (layout.shape.as_slice(), layout.strides.as_slice())
+        else {
+            return None;
+        };
+        [layout.offset, batch, head, row]
+            .iter()
+            .all(|value| value.is_multiple_of(4))
+            .then_some(AttentionRows {
+                offset: layout.offset / 4,
+                batch: batch / 4,
+                head: head / 4,
+                row: row / 4,
+                heads,
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

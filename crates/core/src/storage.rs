@@ -661,6 +661,60 @@ impl Storage {
         }
     }
 
+    /// Whether the fused forward of this call on `device` reads its query, key and value
+    /// through views ([`Storage::attention_forward_views`]): where the scalar forward runs
+    /// (the cooperative one reads dense operands).
+    pub fn attention_forward_takes_views(
+        device: &Device,
+        dtype: DType,
+        shape: &AttentionShape,
+    ) -> bool {
+        match device {
+            Device::Cpu => false,
+            Device::Gpu(gpu) => GpuStorage::attention_forward_takes_views(gpu, dtype, shape),
+        }
+    }
+
+    /// The fused forward reading the query (`self`), key and value through `[batch, heads,
+    /// rows, width]` views whose rows are contiguous and whose offsets and strides are
+    /// multiples of 4 (an inference call's heads split from a stacked projection, without
+    /// dense copies); otherwise as [`Storage::attention_forward`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_forward_views(
+        &self,
+        query_layout: &Layout,
+        key: &Storage,
+        key_layout: &Layout,
+        value: &Storage,
+        value_layout: &Layout,
+        key_bias: Option<&Storage>,
+        shape: &AttentionShape,
+    ) -> Result<(Storage, Storage)> {
+        const OP: &str = "scaled_dot_product_attention";
+        let query_shape = [shape.batch_heads, shape.query_length, shape.head_dim];
+        profiler::record(
+            OP,
+            &[&query_shape],
+            self.dtype(),
+            &self.device(),
+            |(output, _): &(Storage, Storage)| storage_bytes(output),
+            || {
+                let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
+                let bias = key_bias.map(gpu_operand).transpose()?;
+                let (output, logsumexp) = q.attention_forward_views(
+                    query_layout,
+                    k,
+                    key_layout,
+                    v,
+                    value_layout,
+                    bias,
+                    shape,
+                )?;
+                Ok((Storage::Gpu(output), Storage::Gpu(logsumexp)))
+            },
+        )
+    }
+
     /// Fused attention forward on dense GPU storages (`backend/gpu/attention.rs`), with the
     /// f32 key bias where `shape.key_bias_group` is set: the output and the f32 row
     /// log-sum-exp. CPU storages are refused (`attention_supported` is false there).

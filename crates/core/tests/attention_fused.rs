@@ -10,8 +10,8 @@
 //! composite allocates.
 
 use anygrad_core::{
-    autocast, memory_stats, reset_peak_memory, scaled_dot_product_attention, set_fused_attention,
-    set_fused_attention_mode, DType, Device, FusedAttention, Tensor,
+    autocast, memory_stats, no_grad, reset_peak_memory, scaled_dot_product_attention,
+    set_fused_attention, set_fused_attention_mode, DType, Device, FusedAttention, Tensor,
 };
 use anygrad_testing::{assert_close, values};
 
@@ -363,11 +363,92 @@ fn fused_forward_memory_is_linear(device: &Device) {
     }
 }
 
+/// Inference on heads split from a stacked projection (`[b, l, 3 h d]` chunked, split into
+/// heads, transposed: strided views) reads them without dense copies and matches the f64
+/// composite on the CPU: plain, with a key-padding mask, causal, and with chunks at an
+/// offset that is no whole vec4 (those are copied dense first).
+fn inference_reads_strided_views(device: &Device) {
+    let Device::Gpu(_) = device else {
+        return;
+    };
+    let (batch, heads, length, width) = (2, 2, 37, 16);
+    let hidden = heads * width;
+    let heads_of = |t: &Tensor| {
+        t.reshape([batch, length, heads, width])
+            .and_then(|t| t.transpose(1, 2))
+            .expect("heads")
+    };
+    // `lead` extra columns before the stacked projection shift every chunk by that many
+    // elements.
+    let run = |target: &Device, dtype: DType, lead: usize, causal: bool, masked: bool| {
+        let columns = lead + 3 * hidden;
+        let stacked = Tensor::from_vec(
+            data(batch * length * columns, 7),
+            &[batch, length, columns],
+            &Device::Cpu,
+        )
+        .and_then(|t| t.to_dtype(dtype))
+        .and_then(|t| t.to_device(target))
+        .and_then(|t| t.narrow(2, lead, 3 * hidden))
+        .expect("projection");
+        let parts = stacked.chunk(3, -1).expect("chunks");
+        let (q, k, v) = (
+            heads_of(&parts[0]),
+            heads_of(&parts[1]),
+            heads_of(&parts[2]),
+        );
+        let mask = masked.then(|| {
+            let attend: Vec<bool> = (0..batch * length).map(|i| i % 5 != 3).collect();
+            Tensor::from_vec(attend, &[batch, 1, 1, length], &Device::Cpu)
+                .and_then(|t| t.to_device(target))
+                .expect("mask")
+        });
+        let _no_graph = no_grad();
+        target.synchronize().expect("sync");
+        let before = memory_stats(target).map(|m| m.requested_bytes);
+        reset_peak_memory(target);
+        let out = scaled_dot_product_attention(&q, &k, &v, mask.as_ref(), 0.0, causal, None)
+            .expect("attention");
+        target.synchronize().expect("sync");
+        let peak = memory_stats(target).map(|m| m.peak_requested_bytes);
+        let grown = peak.zip(before).map(|(peak, before)| peak - before);
+        (values(&out), grown)
+    };
+    let operand_bytes = (batch * heads * length * width * 4) as u64;
+    for (lead, causal, masked) in [
+        (0, false, false),
+        (0, false, true),
+        (4, true, false),
+        (2, false, false),
+    ] {
+        let what = format!("lead {lead} causal {causal} masked {masked}");
+        set_fused_attention(true);
+        let (out, grown) = run(device, DType::F32, lead, causal, masked);
+        let (expected, _) = run(&Device::Cpu, DType::F64, lead, causal, masked);
+        assert_close(&out, &expected, 1e-4, 1e-4, &what);
+        // The output and the log-sum-exp (and the mask's bias), no copy of an operand;
+        // chunks at an odd offset are copied (three operands).
+        let grown = grown.expect("GPU memory statistics");
+        if lead % 4 == 0 {
+            assert!(
+                grown < 2 * operand_bytes,
+                "{what}: {grown} bytes for {operand_bytes}-byte operands"
+            );
+        } else {
+            assert!(
+                grown >= 3 * operand_bytes,
+                "{what}: only {grown} bytes: no dense copies?"
+            );
+        }
+    }
+}
+
 anygrad_testing::device_tests!(
     fused_matches_composite_f32,
     uneven_widths_and_strided_inputs,
     key_padding_masks,
     fused_matches_composite_f16,
     autocast_keeps_f32_interface,
-    fused_forward_memory_is_linear
+    fused_forward_memory_is_linear,
+    inference_reads_strided_views
 );

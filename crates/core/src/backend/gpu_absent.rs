@@ -244,6 +244,30 @@ impl GpuStorage {
         match device.never {}
     }
 
+    /// Never: no GPU exists.
+    pub(crate) fn attention_forward_takes_views(
+        device: &GpuDevice,
+        _dtype: DType,
+        _shape: &AttentionShape,
+    ) -> bool {
+        match device.never {}
+    }
+
+    /// Unreachable: no GPU storage exists.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn attention_forward_views(
+        &self,
+        _query_layout: &Layout,
+        _key: &GpuStorage,
+        _key_layout: &Layout,
+        _value: &GpuStorage,
+        _value_layout: &Layout,
+        _key_bias: Option<&GpuStorage>,
+        _shape: &AttentionShape,
+    ) -> Result<(GpuStorage, GpuStorage)> {
+        match self.never {}
+    }
+
     /// Unreachable: no GPU storage exists.
     pub(crate) fn attention_forward(
         &self,

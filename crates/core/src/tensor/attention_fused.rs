@@ -34,7 +34,7 @@ use crate::autograd::CustomBackward;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::geometry::AttentionShape;
+use crate::geometry::{AttentionRows, AttentionShape};
 use crate::layout::Layout;
 use crate::storage::Storage;
 
@@ -123,6 +123,22 @@ fn dense_rows(tensor: &Tensor, batch_heads: usize) -> Result<Tensor> {
         tensor.copy()?
     };
     dense.reshape([batch_heads, length, width])
+}
+
+/// `tensor` (`[batch.., rows, width]`) with the `[batch, heads, rows, width]` layout the fused
+/// forward reads it through (heads: the last batch dim): a view of its own storage where the
+/// kernel can address one (`AttentionRows::of`), else a dense copy.
+fn head_view(tensor: &Tensor, batch: &[usize]) -> Result<(Tensor, Layout)> {
+    let rank = tensor.rank();
+    let (rows, width) = (tensor.shape()[rank - 2], tensor.shape()[rank - 1]);
+    let heads = batch.last().copied().unwrap_or(1).max(1);
+    let shape = [batch.iter().product::<usize>() / heads, heads, rows, width];
+    if let Some(layout) = tensor.layout().reshape_view(&shape) {
+        if AttentionRows::of(&layout).is_some() {
+            return Ok((tensor.clone(), layout));
+        }
+    }
+    Ok((tensor.copy()?, Layout::contiguous(&shape)))
 }
 
 /// The key-padding bias of `mask` for weights `[batch.., L, S]`: `Some(f32 [rows, S])`
@@ -234,6 +250,40 @@ pub(super) fn try_fused(
         }
     };
     let (query, key, value) = (cast(query)?, cast(key)?, cast(value)?);
+    let mut output_shape = batch.to_vec();
+    output_shape.extend([shape.query_length, shape.value_dim]);
+    // Inference: the scalar forward reads the operands through views (heads split from a
+    // stacked projection, say) without dense copies.
+    let needs_grad = crate::autograd::is_grad_enabled()
+        && [&query, &key, &value].iter().any(|t| t.requires_grad());
+    if !needs_grad && Storage::attention_forward_takes_views(query.device(), compute, &shape) {
+        let views = [&query, &key, &value]
+            .map(|t| head_view(t, batch))
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
+        let (output, _) = {
+            let (q, k, v) = (
+                views[0].0.storage(),
+                views[1].0.storage(),
+                views[2].0.storage(),
+            );
+            let bias = key_bias.as_ref().map(|bias| bias.storage());
+            q.attention_forward_views(
+                &views[0].1,
+                &k,
+                &views[1].1,
+                &v,
+                &views[2].1,
+                bias.as_deref(),
+                &shape,
+            )?
+        };
+        let output = Tensor::from_storage(output, &output_shape, None);
+        if output.dtype() != dtype {
+            return Ok(Some(output.to_dtype(dtype)?));
+        }
+        return Ok(Some(output));
+    }
     let saved = [&query, &key, &value]
         .map(|t| dense_rows(&t.detach(), shape.batch_heads))
         .into_iter()
@@ -243,8 +293,6 @@ pub(super) fn try_fused(
         let bias = key_bias.as_ref().map(|bias| bias.storage());
         q.attention_forward(&k, &v, bias.as_deref(), &shape)?
     };
-    let mut output_shape = batch.to_vec();
-    output_shape.extend([shape.query_length, shape.value_dim]);
     let output = Tensor::from_storage(output, &output_shape, None);
     let logsumexp = Tensor::from_storage(logsumexp, &[shape.rows()], None);
     let backward = FusedBackward {

@@ -18,13 +18,14 @@
 use super::attention_source::{self, AttentionPass, Variant, BLOCK_ROWS};
 use super::kernels::KernelKey;
 use super::ops::same_device;
-use super::params::{kernel_params, word, Params};
+use super::params::{check_view, kernel_params, word, Params};
 use super::storage::GpuStorage;
 use super::wgsl::storage_type;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::geometry::AttentionShape;
+use crate::geometry::{AttentionRows, AttentionShape};
+use crate::layout::Layout;
 
 const OP: &str = "scaled_dot_product_attention";
 
@@ -44,6 +45,25 @@ kernel_params! {
         scale: f32,
         /// Batch-heads sharing one row of the key bias (1 without a bias).
         bias_group: u32,
+        /// Heads per batch of the forward's operand views (batch-head `i` is head `i % heads`
+        /// of batch `i / heads`); 1 for dense operands.
+        heads: u32,
+        /// The forward's query rows, in vec4s: row `r` of batch-head `i` starts at
+        /// `offset + (i / heads) * batch + (i % heads) * head + r * row` (`AttentionRows`).
+        query_offset: u32,
+        query_batch: u32,
+        query_head: u32,
+        query_row: u32,
+        /// The forward's key rows, likewise.
+        key_offset: u32,
+        key_batch: u32,
+        key_head: u32,
+        key_row: u32,
+        /// The forward's value rows, likewise.
+        value_offset: u32,
+        value_batch: u32,
+        value_head: u32,
+        value_row: u32,
     }
 }
 
@@ -150,6 +170,23 @@ fn prepare(
     shape: &AttentionShape,
     pass: AttentionPass,
 ) -> Result<(Params, KernelKey)> {
+    let dense = (
+        AttentionRows::dense(shape.query_length, shape.head_dim),
+        AttentionRows::dense(shape.key_length, shape.head_dim),
+        AttentionRows::dense(shape.key_length, shape.value_dim),
+    );
+    prepare_views(device, dtype, shape, pass, dense)
+}
+
+/// [`prepare`] for a forward whose operands' rows lie where `query`, `key` and `value` say
+/// (the same heads per batch).
+fn prepare_views(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+    pass: AttentionPass,
+    (query, key, value): (AttentionRows, AttentionRows, AttentionRows),
+) -> Result<(Params, KernelKey)> {
     if !supports(device, dtype, shape) {
         return Err(Error::invalid(
             OP,
@@ -162,6 +199,19 @@ fn prepare(
         key_length: word(shape.key_length)?,
         scale: shape.scale as f32,
         bias_group: word(shape.key_bias_group.unwrap_or(1))?,
+        heads: word(query.heads)?,
+        query_offset: word(query.offset)?,
+        query_batch: word(query.batch)?,
+        query_head: word(query.head)?,
+        query_row: word(query.row)?,
+        key_offset: word(key.offset)?,
+        key_batch: word(key.batch)?,
+        key_head: word(key.head)?,
+        key_row: word(key.row)?,
+        value_offset: word(value.offset)?,
+        value_batch: word(value.batch)?,
+        value_head: word(value.head)?,
+        value_row: word(value.row)?,
     };
     let key = KernelKey::Attention(AttentionKey {
         pass,
@@ -306,6 +356,102 @@ impl GpuStorage {
                 return Ok((output, logsumexp));
             }
         }
+        device.context().dispatch(
+            &kernel,
+            params.words(),
+            &bindings,
+            grid(shape.query_length, shape),
+        )?;
+        Ok((output, logsumexp))
+    }
+
+    /// Whether [`GpuStorage::attention_forward_views`] runs the same kernel as the dense
+    /// forward for this call: the scalar forward (the cooperative one, where it applies, reads
+    /// dense operands only, so the caller passes dense copies there).
+    pub(crate) fn attention_forward_takes_views(
+        device: &GpuDevice,
+        dtype: DType,
+        shape: &AttentionShape,
+    ) -> bool {
+        supports(device, dtype, shape)
+            && super::attention_coop::forward_key(device, dtype, shape).is_none()
+    }
+
+    /// The fused forward (scalar kernel) reading the query `self`, the key and the value
+    /// through `[batch, heads, rows, width]` views (`AttentionRows::of` must address each: the
+    /// tensor layer copies the others dense) whose batch and head counts multiply to
+    /// `shape.batch_heads`; otherwise as [`GpuStorage::attention_forward`] (dense output and
+    /// log-sum-exp).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn attention_forward_views(
+        &self,
+        query_layout: &Layout,
+        key: &GpuStorage,
+        key_layout: &Layout,
+        value: &GpuStorage,
+        value_layout: &Layout,
+        key_bias: Option<&GpuStorage>,
+        shape: &AttentionShape,
+    ) -> Result<(GpuStorage, GpuStorage)> {
+        let dtype = self.dtype();
+        let operands = [
+            (
+                "query",
+                self,
+                query_layout,
+                shape.query_length,
+                shape.head_dim,
+            ),
+            ("key", key, key_layout, shape.key_length, shape.head_dim),
+            (
+                "value",
+                value,
+                value_layout,
+                shape.key_length,
+                shape.value_dim,
+            ),
+        ];
+        let mut rows: Vec<AttentionRows> = Vec::with_capacity(3);
+        for (name, storage, layout, length, width) in operands {
+            same_device(OP, self, storage)?;
+            if storage.dtype() != dtype {
+                return Err(Error::DTypeMismatch {
+                    op: OP,
+                    lhs: dtype,
+                    rhs: storage.dtype(),
+                });
+            }
+            check_view(OP, layout, storage.len())?;
+            let view = AttentionRows::of(layout).filter(|view| {
+                layout.shape[0] * view.heads == shape.batch_heads
+                    && layout.shape[2..] == [length, width]
+                    && rows.first().is_none_or(|first| first.heads == view.heads)
+            });
+            let Some(view) = view else {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "the {name} view {layout:?} is no [batch, heads, {length}, {width}] view \
+                         the kernel can address"
+                    ),
+                ));
+            };
+            rows.push(view);
+        }
+        let bias = check_bias(self, key_bias, shape)?;
+        let device = self.device();
+        let (params, kernel) = prepare_views(
+            device,
+            dtype,
+            shape,
+            AttentionPass::Forward,
+            (rows[0], rows[1], rows[2]),
+        )?;
+        let output = GpuStorage::allocate(device, OP, shape.output_numel(), dtype)?;
+        let logsumexp = GpuStorage::allocate(device, OP, shape.rows(), DType::F32)?;
+        let mut bindings = vec![self.raw()?, key.raw()?, value.raw()?];
+        bindings.extend(bias.map(GpuStorage::raw).transpose()?);
+        bindings.extend([output.raw()?, logsumexp.raw()?]);
         device.context().dispatch(
             &kernel,
             params.words(),

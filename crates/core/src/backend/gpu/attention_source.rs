@@ -173,6 +173,20 @@ fn zero_row(w: &mut String, name: &str, width4: u32) {
 /// Stage rows `[start, start + tile)` of the `[rows, width4]` vec4 matrix at row `base` of
 /// `source` into `tile`, zero past `rows` (every invocation of the workgroup takes part).
 fn stage(w: &mut String, tile: &str, source: &str, width4: u32, tile_rows: u32, rows: &str) {
+    let at = format!("base * {width4}u");
+    let row = format!("{width4}u");
+    stage_rows(w, (tile, source), width4, tile_rows, rows, (&at, &row));
+}
+
+/// [`stage`] from rows that start at vec4 `at + r * row` of `source` (expressions).
+fn stage_rows(
+    w: &mut String,
+    (tile, source): (&str, &str),
+    width4: u32,
+    tile_rows: u32,
+    rows: &str,
+    (at, row): (&str, &str),
+) {
     let count = tile_rows * width4;
     let _ = writeln!(
         w,
@@ -180,7 +194,7 @@ fn stage(w: &mut String, tile: &str, source: &str, width4: u32, tile_rows: u32, 
             let r = start + i / {width4}u;
             var staged = vec4<f32>(0.0);
             if (r < {rows}) {{
-                staged = vec4<f32>({source}[(base + r) * {width4}u + i % {width4}u]);
+                staged = vec4<f32>({source}[{at} + r * {row} + i % {width4}u]);
             }}
             {tile}[i] = staged;
         }}"
@@ -323,12 +337,22 @@ var<workgroup> value_tile: array<vec4<f32>, {}>;
     let row = row0 + local;
     // Invocations past the last row compute on a copy of it (they must reach the barriers)
     // and write nothing.
-    let own = head * length + min(row, length - 1u);",
+    let clamped = min(row, length - 1u);
+    let own = head * length + clamped;
+    // The operands are read through views (`AttentionRows` in geometry.rs): batch-head
+    // `head` is head `head % heads` of batch `head / heads`.
+    let batch_index = head / params.heads;
+    let head_index = head % params.heads;
+    let query_at = params.query_offset + batch_index * params.query_batch + head_index * params.query_head + clamped * params.query_row;
+    let key_at = params.key_offset + batch_index * params.key_batch + head_index * params.key_head;
+    let value_at = params.value_offset + batch_index * params.value_batch + head_index * params.value_head;",
         tile * d4,
         tile * v4,
         key_bias_declarations(variant, tile)
     );
-    load_row(w, "q", "query_data", "own", d4);
+    for i in 0..d4 {
+        let _ = writeln!(w, "    let q{i} = vec4<f32>(query_data[query_at + {i}u]);");
+    }
     zero_row(w, "o", v4);
     let key_end = if variant.causal {
         format!("min(key_length, row0 + {BLOCK_ROWS}u)")
@@ -339,14 +363,31 @@ var<workgroup> value_tile: array<vec4<f32>, {}>;
         w,
         "    var running_max = {LOWEST};
     var running_sum = 0.0;
-    let base = head * key_length;
     let bias_base = (head / params.bias_group) * key_length;
     let key_end = {key_end};
     for (var start = 0u; start < key_end; start += {tile}u) {{
         workgroupBarrier();"
     );
-    stage(w, "key_tile", "key_data", d4, tile, "key_length");
-    stage(w, "value_tile", "value_data", v4, tile, "key_length");
+    let tiles = [
+        ("key_tile", "key_data", d4, "key_at", "params.key_row"),
+        (
+            "value_tile",
+            "value_data",
+            v4,
+            "value_at",
+            "params.value_row",
+        ),
+    ];
+    for (tile_name, source, width4, at, row) in tiles {
+        stage_rows(
+            w,
+            (tile_name, source),
+            width4,
+            tile,
+            "key_length",
+            (at, row),
+        );
+    }
     if variant.key_bias {
         stage_bias(w, tile);
     }

@@ -6,6 +6,19 @@ struct AttentionParams {
     key_length: u32,
     scale: f32,
     bias_group: u32,
+    heads: u32,
+    query_offset: u32,
+    query_batch: u32,
+    query_head: u32,
+    query_row: u32,
+    key_offset: u32,
+    key_batch: u32,
+    key_head: u32,
+    key_row: u32,
+    value_offset: u32,
+    value_batch: u32,
+    value_head: u32,
+    value_row: u32,
 }
 @group(0) @binding(0) var<storage, read> params: AttentionParams;
 @group(0) @binding(1) var<storage, read> query_data: array<vec4<f16>>;

@@ -5,6 +5,19 @@ struct AttentionParams {
     key_length: u32,
     scale: f32,
     bias_group: u32,
+    heads: u32,
+    query_offset: u32,
+    query_batch: u32,
+    query_head: u32,
+    query_row: u32,
+    key_offset: u32,
+    key_batch: u32,
+    key_head: u32,
+    key_row: u32,
+    value_offset: u32,
+    value_batch: u32,
+    value_head: u32,
+    value_row: u32,
 }
 @group(0) @binding(0) var<storage, read> params: AttentionParams;
 @group(0) @binding(1) var<storage, read> query_data: array<vec4<S>>;
@@ -23,18 +36,25 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let row = row0 + local;
     // Invocations past the last row compute on a copy of it (they must reach the barriers)
     // and write nothing.
-    let own = head * length + min(row, length - 1u);
-    let q0 = vec4<f32>(query_data[(own) * 4u + 0u]);
-    let q1 = vec4<f32>(query_data[(own) * 4u + 1u]);
-    let q2 = vec4<f32>(query_data[(own) * 4u + 2u]);
-    let q3 = vec4<f32>(query_data[(own) * 4u + 3u]);
+    let clamped = min(row, length - 1u);
+    let own = head * length + clamped;
+    // The operands are read through views (`AttentionRows` in geometry.rs): batch-head
+    // `head` is head `head % heads` of batch `head / heads`.
+    let batch_index = head / params.heads;
+    let head_index = head % params.heads;
+    let query_at = params.query_offset + batch_index * params.query_batch + head_index * params.query_head + clamped * params.query_row;
+    let key_at = params.key_offset + batch_index * params.key_batch + head_index * params.key_head;
+    let value_at = params.value_offset + batch_index * params.value_batch + head_index * params.value_head;
+    let q0 = vec4<f32>(query_data[query_at + 0u]);
+    let q1 = vec4<f32>(query_data[query_at + 1u]);
+    let q2 = vec4<f32>(query_data[query_at + 2u]);
+    let q3 = vec4<f32>(query_data[query_at + 3u]);
     var o0 = vec4<f32>(0.0);
     var o1 = vec4<f32>(0.0);
     var o2 = vec4<f32>(0.0);
     var o3 = vec4<f32>(0.0);
     var running_max = -3.0e38;
     var running_sum = 0.0;
-    let base = head * key_length;
     let bias_base = (head / params.bias_group) * key_length;
     let key_end = min(key_length, row0 + 64u);
     for (var start = 0u; start < key_end; start += 32u) {
@@ -43,7 +63,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let r = start + i / 4u;
             var staged = vec4<f32>(0.0);
             if (r < key_length) {
-                staged = vec4<f32>(key_data[(base + r) * 4u + i % 4u]);
+                staged = vec4<f32>(key_data[key_at + r * params.key_row + i % 4u]);
             }
             key_tile[i] = staged;
         }
@@ -51,7 +71,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let r = start + i / 4u;
             var staged = vec4<f32>(0.0);
             if (r < key_length) {
-                staged = vec4<f32>(value_data[(base + r) * 4u + i % 4u]);
+                staged = vec4<f32>(value_data[value_at + r * params.value_row + i % 4u]);
             }
             value_tile[i] = staged;
         }

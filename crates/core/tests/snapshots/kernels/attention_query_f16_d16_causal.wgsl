@@ -6,6 +6,19 @@ struct AttentionParams {
     key_length: u32,
     scale: f32,
     bias_group: u32,
+    heads: u32,
+    query_offset: u32,
+    query_batch: u32,
+    query_head: u32,
+    query_row: u32,
+    key_offset: u32,
+    key_batch: u32,
+    key_head: u32,
+    key_row: u32,
+    value_offset: u32,
+    value_batch: u32,
+    value_head: u32,
+    value_row: u32,
 }
 @group(0) @binding(0) var<storage, read> params: AttentionParams;
 @group(0) @binding(1) var<storage, read> query_data: array<vec4<S>>;
@@ -48,7 +61,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let r = start + i / 4u;
             var staged = vec4<f32>(0.0);
             if (r < key_length) {
-                staged = vec4<f32>(key_data[(base + r) * 4u + i % 4u]);
+                staged = vec4<f32>(key_data[base * 4u + r * 4u + i % 4u]);
             }
             key_tile[i] = staged;
         }
@@ -56,7 +69,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let r = start + i / 4u;
             var staged = vec4<f32>(0.0);
             if (r < key_length) {
-                staged = vec4<f32>(value_data[(base + r) * 4u + i % 4u]);
+                staged = vec4<f32>(value_data[base * 4u + r * 4u + i % 4u]);
             }
             value_tile[i] = staged;
         }
