@@ -383,17 +383,6 @@ pub(crate) struct AttentionRows {
 }
 
 impl AttentionRows {
-    /// A dense `[batch_heads, rows, width]` operand from element 0 (one head per batch).
-    pub(crate) fn dense(rows: usize, width: usize) -> AttentionRows {
-        AttentionRows {
-            offset: 0,
-            batch: rows * width / 4,
-            head: 0,
-            row: width / 4,
-            heads: 1,
-        }
-    }
-
     /// The rows of a `[batch, heads, rows, width]` view, where the kernel can address them:
     /// rows contiguous, offset and strides multiples of 4 (whole vec4s); `None` otherwise.
     pub(crate) fn of(layout: &Layout) -> Option<AttentionRows> {

@@ -171,11 +171,23 @@ fn prepare(
     pass: AttentionPass,
 ) -> Result<(Params, KernelKey)> {
     let dense = (
-        AttentionRows::dense(shape.query_length, shape.head_dim),
-        AttentionRows::dense(shape.key_length, shape.head_dim),
-        AttentionRows::dense(shape.key_length, shape.value_dim),
+        dense_rows(shape.query_length, shape.head_dim),
+        dense_rows(shape.key_length, shape.head_dim),
+        dense_rows(shape.key_length, shape.value_dim),
     );
     prepare_views(device, dtype, shape, pass, dense)
+}
+
+/// The rows of a dense `[batch_heads, rows, width]` operand from element 0 (one head per
+/// batch).
+fn dense_rows(rows: usize, width: usize) -> AttentionRows {
+    AttentionRows {
+        offset: 0,
+        batch: rows * width / 4,
+        head: 0,
+        row: width / 4,
+        heads: 1,
+    }
 }
 
 /// [`prepare`] for a forward whose operands' rows lie where `query`, `key` and `value` say
