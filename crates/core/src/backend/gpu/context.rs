@@ -33,12 +33,15 @@
 //! escapes, and mark the context lost when the driver says so.
 
 mod copies;
+mod index_flags;
 mod readback;
 mod staging;
 mod stats;
 mod timing;
 
 pub(crate) use staging::GpuStaging;
+
+use index_flags::FlagCopy;
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
@@ -74,14 +77,6 @@ pub(crate) const MAX_ROW_WORKGROUPS: u32 = 65535;
 /// the host records the rest, and each later submission doubles up to the mode's
 /// `dispatches_per_submit` (an idle GPU otherwise waited for a whole submission's recording).
 const FIRST_SUBMIT_DISPATCHES: u32 = 4;
-
-/// A copy of the used index flags into host-mappable memory, with who raised which slot.
-struct FlagCopy {
-    staging: wgpu::Buffer,
-    owners: Vec<(ThreadId, &'static str)>,
-    /// The submission (count of flushes) that carries the copy.
-    submission: u64,
-}
 
 /// A compiled kernel and the layout of its bind group 0.
 pub(crate) struct CachedPipeline {
@@ -647,74 +642,6 @@ impl GpuContext {
         Ok(())
     }
 
-    /// The index-flag buffer (binding 4 of the index kernels).
-    pub(crate) fn index_flags(&self) -> &wgpu::Buffer {
-        &self.index_flags
-    }
-
-    /// Record a copy of the used index flags into a mappable buffer and their reset; the
-    /// slots are free again at once (later kernels run after the reset).
-    fn take_flags_locked(&self, recording: &mut Recording) -> Option<FlagCopy> {
-        if recording.index_owners.is_empty() {
-            return None;
-        }
-        let owners = std::mem::take(&mut recording.index_owners);
-        let bytes = (owners.len() * 4) as u64;
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("anygrad index flags readback"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let encoder = recording.encoder(&self.device);
-        encoder.copy_buffer_to_buffer(&self.index_flags, 0, &staging, 0, bytes);
-        encoder.clear_buffer(&self.index_flags, 0, Some(bytes));
-        Some(FlagCopy {
-            staging,
-            owners,
-            submission: recording.submissions + 1,
-        })
-    }
-
-    /// After a wait for submission `submitted`: read the flag copies it carried, file raised
-    /// flags under their threads, and return the calling thread's pending error, if any.
-    fn check_index_errors(&self, submitted: u64) -> Result<()> {
-        // One check at a time: a thread that took copies out of `flag_copies` files their raised
-        // flags before any other thread looks for its own error, so no error is missed in between.
-        let _checking = self.index_check.lock().unwrap_or_else(|p| p.into_inner());
-        let ready: Vec<FlagCopy> = {
-            let mut copies = self.flag_copies.lock().unwrap_or_else(|p| p.into_inner());
-            let (ready, later) = std::mem::take(&mut *copies)
-                .into_iter()
-                .partition(|copy| copy.submission <= submitted);
-            *copies = later;
-            ready
-        };
-        for copy in ready {
-            let mapped = self.map_and_read(&copy.staging);
-            copy.staging.destroy();
-            let flags = mapped?;
-            let mut errors = self.index_errors.lock().unwrap_or_else(|p| p.into_inner());
-            for (word, (thread, op)) in flags.chunks_exact(4).zip(&copy.owners) {
-                if word.iter().any(|&b| b != 0) {
-                    errors.entry(*thread).or_insert(op);
-                }
-            }
-        }
-        let mine = self
-            .index_errors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&std::thread::current().id());
-        match mine {
-            Some(op) => Err(Error::invalid(
-                op,
-                "an index was out of range (detected at the next synchronization)",
-            )),
-            None => Ok(()),
-        }
-    }
-
     /// Submit the open encoder (if any). Validation errors of the recorded work surface here.
     pub(crate) fn flush(&self) -> Result<()> {
         self.ensure_alive()?;
@@ -782,16 +709,6 @@ impl GpuContext {
         self.wait()?;
         self.ensure_alive()?;
         self.check_index_errors(submitted)
-    }
-
-    /// Record a copy of the used index flags (if any) for the next check.
-    fn queue_flag_copy_locked(&self, recording: &mut Recording) {
-        if let Some(copy) = self.take_flags_locked(recording) {
-            self.flag_copies
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(copy);
-        }
     }
 
     /// A grid of `count` workgroups that respects the per-dimension limit: spill into `y`
