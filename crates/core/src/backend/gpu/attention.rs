@@ -353,28 +353,32 @@ impl GpuStorage {
     ) -> Result<(GpuStorage, GpuStorage)> {
         let dtype = self.dtype();
         check_inputs(self, key, value, shape)?;
-        let bias = check_bias(self, key_bias, shape)?;
         let device = self.device();
-        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Forward)?;
-        let output = GpuStorage::allocate(device, OP, shape.output_numel(), dtype)?;
-        let logsumexp = GpuStorage::allocate(device, OP, shape.rows(), DType::F32)?;
-        let mut bindings = vec![self.raw()?, key.raw()?, value.raw()?];
-        bindings.extend(bias.map(GpuStorage::raw).transpose()?);
-        bindings.extend([output.raw()?, logsumexp.raw()?]);
         // Tensor cores first where they apply (`attention_coop.rs`); the scalar kernel where
         // they do not or the driver refused their kernel.
         if let Some(coop) = super::attention_coop::forward_key(device, dtype, shape) {
+            let bias = check_bias(self, key_bias, shape)?;
+            let (params, _) = prepare(device, dtype, shape, AttentionPass::Forward)?;
+            let output = GpuStorage::allocate(device, OP, shape.output_numel(), dtype)?;
+            let logsumexp = GpuStorage::allocate(device, OP, shape.rows(), DType::F32)?;
+            let mut bindings = vec![self.raw()?, key.raw()?, value.raw()?];
+            bindings.extend(bias.map(GpuStorage::raw).transpose()?);
+            bindings.extend([output.raw()?, logsumexp.raw()?]);
             if super::attention_coop::run_forward(device, coop, params.words(), &bindings, shape)? {
                 return Ok((output, logsumexp));
             }
         }
-        device.context().dispatch(
-            &kernel,
-            params.words(),
-            &bindings,
-            grid(shape.query_length, shape),
-        )?;
-        Ok((output, logsumexp))
+        // The scalar kernel: dense operands are views with one head per batch-head.
+        let dense = |rows, width| Layout::contiguous(&[shape.batch_heads, 1, rows, width]);
+        self.attention_forward_views(
+            &dense(shape.query_length, shape.head_dim),
+            key,
+            &dense(shape.key_length, shape.head_dim),
+            value,
+            &dense(shape.key_length, shape.value_dim),
+            key_bias,
+            shape,
+        )
     }
 
     /// Whether [`GpuStorage::attention_forward_views`] runs the same kernel as the dense
