@@ -52,7 +52,7 @@ pub(crate) use weight::ConvNhwcWeightKey;
 mod tests;
 
 /// Halves of one k-block (one tap, 32 channels).
-pub(super) const K_BLOCK: usize = 32;
+pub(crate) const K_BLOCK: usize = 32;
 
 /// Halves in a row of A's staged block (8 of padding).
 pub(super) const A_ROW: usize = K_BLOCK + 8;

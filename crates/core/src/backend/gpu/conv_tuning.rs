@@ -34,7 +34,7 @@ enum ConvChoice {
     Nhwc(NhwcTile),
     /// The channels-last tensor-core weight gradient with this many output channels per
     /// workgroup (`conv_nhwc/weight.rs`).
-    NhwcWeight(usize),
+    NhwcWeight(conv_nhwc::ConvNhwcWeightKey),
 }
 
 impl ConvChoice {
@@ -47,7 +47,10 @@ impl ConvChoice {
             ConvChoice::Splits { splits, kernel } => format!("{}split{splits}", kernel.prefix()),
             ConvChoice::Winograd(tile) => tile.name().into(),
             ConvChoice::Nhwc(tile) => tile.name().into(),
-            ConvChoice::NhwcWeight(columns) => format!("nhwc-weight{columns}"),
+            ConvChoice::NhwcWeight(key) if key.k_block == conv_nhwc::K_BLOCK => {
+                format!("nhwc-weight{}", key.columns)
+            }
+            ConvChoice::NhwcWeight(key) => format!("nhwc-weight{}k{}", key.columns, key.k_block),
         }
     }
 }
@@ -394,7 +397,17 @@ impl GpuStorage {
             && conv_nhwc::applies(self.dtype, weight_shape, params)
         {
             let columns = [128, 64].into_iter().filter(|c| o.is_multiple_of(*c));
-            let nhwc: Vec<ConvChoice> = columns.map(ConvChoice::NhwcWeight).collect();
+            let nhwc: Vec<ConvChoice> = columns
+                .flat_map(|columns| {
+                    [conv_nhwc::K_BLOCK, 2 * conv_nhwc::K_BLOCK].map(|k_block| {
+                        ConvChoice::NhwcWeight(conv_nhwc::ConvNhwcWeightKey {
+                            columns,
+                            k_block,
+                            emulated: false,
+                        })
+                    })
+                })
+                .collect();
             choices.splice(0..0, nhwc);
         }
         let operands = || {
@@ -437,11 +450,11 @@ impl GpuStorage {
                     weight_shape,
                     (kernel, Some(splits)),
                 ),
-                ConvChoice::NhwcWeight(columns) => match self.conv2d_backward_weight_nhwc(
+                ConvChoice::NhwcWeight(key) => match self.conv2d_backward_weight_nhwc(
                     (layout, grad, grad_layout),
                     params,
                     weight_shape,
-                    (columns, false),
+                    key,
                 )? {
                     Some(out) => Ok(out),
                     None => self.conv2d_backward_weight_with(

@@ -417,6 +417,23 @@ impl Coop {
         }
     }
 
+    /// A column-major 16 x 16 fragment of `source` (element (r, c) at `start + c * stride +
+    /// r`): an operand staged transposed, read without a copy. An emulated kernel must take
+    /// [`Coop::prelude_columns`] (its A fragments are then all column-major).
+    pub(crate) fn load_columns(
+        self,
+        role: char,
+        source: &str,
+        start: &str,
+        stride: &str,
+    ) -> String {
+        if self.emulated {
+            format!("vec2<u32>({start}, {stride})")
+        } else {
+            format!("coopLoad<{}>(&{source}[{start}], {stride})", self.ty(role))
+        }
+    }
+
     /// `a x b + c`.
     pub(crate) fn multiply_add(self, a: &str, b: &str, c: &str) -> String {
         let function = if self.emulated {
@@ -439,6 +456,16 @@ impl Coop {
     /// What precedes `common.wgsl`: the enable directive; or, emulated, the lane variable and
     /// the functions (A's fragments in `a_source`, B's in `b_source`, scalar f16 arrays).
     pub(crate) fn prelude(self, a_source: &str, b_source: &str) -> String {
+        self.prelude_for(a_source, b_source, false)
+    }
+
+    /// [`Coop::prelude`] for kernels whose A fragments are column-major
+    /// ([`Coop::load_columns`]).
+    pub(crate) fn prelude_columns(self, a_source: &str, b_source: &str) -> String {
+        self.prelude_for(a_source, b_source, true)
+    }
+
+    fn prelude_for(self, a_source: &str, b_source: &str, a_columns: bool) -> String {
         if !self.emulated {
             return "enable wgpu_cooperative_matrix;\n".into();
         }
@@ -452,10 +479,10 @@ impl Coop {
             "var<private> emulated_lane: u32;
 fn emulated_multiply_add(a: vec2<u32>, b: vec2<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {{
     var result = c;
-    let row = a.x + (emulated_lane / 2u) * a.y;
+    let row = a.x + (emulated_lane / 2u) * {row_step};
     let column = b.x + (emulated_lane % 2u) * 8u;
     for (var j = 0u; j < 16u; j = j + 1u) {{
-        let x = f32({a_source}[row + j]);
+        let x = f32({a_source}[{a_index}]);
         let at = column + j * b.y;
         result[0] = result[0] + x * vec4<f32>({low});
         result[1] = result[1] + x * vec4<f32>({high});
@@ -471,7 +498,9 @@ fn emulated_store_scratch(c: array<vec4<f32>, 2>, start: u32) {{
 }}
 ",
             low = b(0),
-            high = b(4)
+            high = b(4),
+            row_step = if a_columns { "1u" } else { "a.y" },
+            a_index = if a_columns { "row + j * a.y" } else { "row + j" },
         )
     }
 

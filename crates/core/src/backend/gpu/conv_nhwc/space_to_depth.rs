@@ -200,7 +200,7 @@ impl GpuStorage {
         &self,
         (layout, grad, grad_layout): (&Layout, &GpuStorage, &Layout),
         shape: &Conv2dShape,
-        (columns_per_workgroup, emulated): (usize, bool),
+        key: super::ConvNhwcWeightKey,
     ) -> Result<Option<GpuStorage>> {
         let (c, o) = (shape.channels, shape.out_channels);
         let (kh, kw) = shape.kernel;
@@ -216,7 +216,7 @@ impl GpuStorage {
             (&view, grad, grad_layout),
             &Conv2dParams::default(),
             &[o, channels, blocks_h, blocks_w],
-            (columns_per_workgroup, emulated),
+            key,
         )?
         else {
             return Ok(None);

@@ -6,21 +6,24 @@
 //!   transposes, `copy_transpose.rs`). M = kh * kw * c (rows `(tap, c)`, c a multiple of 8;
 //!   fewer channels, an image's 3, are padded to 8 with zeros and their rows cut from the
 //!   result), N = o (a multiple of the tile's 64 or 128 columns), K = n * oh * ow pixels.
-//! - A's block (128 rows x 32 pixels): each 16-byte load is 8 channels of one tap at one
-//!   pixel, stored down a column of the block (invocations along the pixels, so neighbours
-//!   write neighbouring halves); zero in the padding and past the split's pixels. B's block
-//!   (32 pixels x N columns): 16-byte loads of 8 output channels.
-//! - K is split over `workgroup.z`: every split writes f32 partial sums in the weight's
-//!   `[o, c, kh, kw]` order, and `Conv2dSplitSum` adds them in a fixed order (deterministic)
-//!   into the f16 result.
+//! - A's block (128 rows x 32 pixels) is staged transposed, one line of 128 rows per pixel:
+//!   each 16-byte load is 8 channels of one tap at one pixel and one 16-byte store into its
+//!   pixel's line; 16 neighbouring invocations take the 16 channel groups of one pixel, so
+//!   their loads are contiguous within a tap; zero in the padding and past the split's
+//!   pixels. The subgroups read A's fragments column-major (`coopLoad`). B's block (32 pixels
+//!   x N columns): 16-byte loads of 8 output channels.
+//! - K is split over `workgroup.z`: every split writes f32 partial sums in the GEMM's `[(tap,
+//!   c), o]` order (16 lanes store 64 consecutive bytes), `Conv2dSplitSum` adds them in a
+//!   fixed order (deterministic) into an f16 `[kh, kw, c, o]`, and one strided copy permutes
+//!   that to the weight's `[o, c, kh, kw]`.
 //! - Tiles, staging, the register prefetch and the scratch epilogue are the forward's
 //!   (`conv_nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
 
-use super::{applies, channels_last_copy, padded_channels, Writer, A_ROW, INVOCATIONS, K_BLOCK};
+use super::{applies, channels_last_copy, padded_channels, Writer, INVOCATIONS, K_BLOCK};
 use crate::backend::gpu::conv_backward::{sum_splits, MAX_PARTIALS, MAX_SPLITS};
 use crate::backend::gpu::conv_coop::dispatch_counted;
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::matmul_coop::{block_product, store_register, Coop};
+use crate::backend::gpu::matmul_coop::{store_register, Coop};
 use crate::backend::gpu::ops::same_device;
 use crate::backend::gpu::params::{check_view, kernel_params, word, KernelParams};
 use crate::backend::gpu::storage::GpuStorage;
@@ -37,6 +40,8 @@ const TARGET_WORKGROUPS: usize = 1024;
 pub struct ConvNhwcWeightKey {
     /// Output channels per workgroup: 64 or 128.
     pub columns: usize,
+    /// Pixels per staged block (the GEMM's k-block): 32 or 64.
+    pub k_block: usize,
     /// Plain-WGSL emulation of the matrix operations (tests on any f16 device).
     pub emulated: bool,
 }
@@ -44,13 +49,23 @@ pub struct ConvNhwcWeightKey {
 /// Rows `(tap, c)` per workgroup.
 pub(crate) const ROWS: usize = 128;
 
+/// Halves in a pixel's line of A's transposed block: the tile's rows plus 8 of padding
+/// (16-byte aligned; the 16 lines a fragment load reads start on different bank groups).
+const A_COLUMN: usize = ROWS + 8;
+
 impl ConvNhwcWeightKey {
     /// Every instantiation (the naga catalogue).
     pub(crate) fn all() -> Vec<ConvNhwcWeightKey> {
         let mut keys = Vec::new();
         for columns in [64, 128] {
-            for emulated in [false, true] {
-                keys.push(ConvNhwcWeightKey { columns, emulated });
+            for k_block in [K_BLOCK, 2 * K_BLOCK] {
+                for emulated in [false, true] {
+                    keys.push(ConvNhwcWeightKey {
+                        columns,
+                        k_block,
+                        emulated,
+                    });
+                }
             }
         }
         keys
@@ -58,7 +73,7 @@ impl ConvNhwcWeightKey {
 
     /// Bytes of workgroup memory: one copy of each block and eight f32 scratch tiles.
     pub fn workgroup_bytes(self) -> u32 {
-        let halves = ROWS * A_ROW + K_BLOCK * (self.columns + 8);
+        let halves = self.k_block * (A_COLUMN + self.columns + 8);
         (2 * halves + 8 * 256 * 4) as u32
     }
 
@@ -124,12 +139,14 @@ fn source(key: ConvNhwcWeightKey) -> String {
     let fragment_columns = sub_columns / 16;
     let b_per_row = columns / 8;
     let b_rows_per_pass = INVOCATIONS / b_per_row;
-    let b_loads = K_BLOCK / b_rows_per_pass;
+    let k_block = key.k_block;
+    let b_loads = k_block / b_rows_per_pass;
+    let a_loads = k_block / 16;
     let mut w = Writer {
         text: String::from("enable f16;\n"),
     };
     if !key.emulated {
-        w.text.push_str(&coop.prelude("tile_a", "tile_b"));
+        w.text.push_str(&coop.prelude_columns("tile_a", "tile_b"));
     }
     w.text
         .push_str(<ConvNhwcWeightParams as KernelParams>::WGSL);
@@ -140,15 +157,16 @@ fn source(key: ConvNhwcWeightKey) -> String {
 @group(0) @binding(3) var<storage, read_write> partials: array<f32>;
 // One 16 x 16 f32 tile per subgroup: accumulators pass through it to the output.
 var<workgroup> scratch: array<f32, 2048>;
-// A's block [{ROWS} (tap, c)][{A_ROW}] and B's [{K_BLOCK} pixels][{b_row}] (padded rows).
+// A's block transposed, [{k_block} pixels][{A_COLUMN}] ({ROWS} (tap, c) rows per pixel, padded),
+// and B's [{k_block} pixels][{b_row}] (padded rows).
 var<workgroup> tile_a: array<f16, {}>;
 var<workgroup> tile_b: array<f16, {}>;
 ",
-        ROWS * A_ROW,
-        K_BLOCK * b_row
+        k_block * A_COLUMN,
+        k_block * b_row
     ));
     if key.emulated {
-        w.text.push_str(&coop.prelude("tile_a", "tile_b"));
+        w.text.push_str(&coop.prelude_columns("tile_a", "tile_b"));
     }
     w.text.push_str(&format!(
         "
@@ -172,13 +190,19 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         format!("let column0 = workgroup.x * {columns}u;"),
         "let first = workgroup.z * params.chunk;".into(),
         "let end = min(first + params.chunk, params.pixels);".into(),
-        "let steps = (end - min(first, end) + 31u) / 32u;".into(),
+        format!("let steps = (end - min(first, end) + {}u) / {k_block}u;", k_block - 1),
         "let sub_row = (subgroup / 4u) * 64u;".into(),
         format!("let sub_column = (subgroup % 4u) * {sub_columns}u;"),
-        format!("let a_fragment = sub_row * {A_ROW}u;"),
         "let scratch_at = subgroup * 256u;".into(),
-        "// A loaders: pixel `local % 32` of the block, channel groups `local / 32 + 8q`.".into(),
-        "let a_pixel = local % 32u;".into(),
+        "// A loaders: the 8 channels of rows `row0 + (local % 16) * 8` (one tap) at pixels".into(),
+        "// `local / 16 + 16q` of the block: 16 neighbours read 256 consecutive bytes where c >= 128.".into(),
+        "let a_row = row0 + (local % 16u) * 8u;".into(),
+        "let tap = a_row / params.channels;".into(),
+        "let dy = i32((tap / params.kernel_w) * params.dilation_h) - i32(params.pad_h);".into(),
+        "let dx = i32((tap % params.kernel_w) * params.dilation_w) - i32(params.pad_w);".into(),
+        "let group = (a_row % params.channels) / 8u;".into(),
+        "let a_pixel = local / 16u;".into(),
+        format!("let a_store = a_pixel * {A_COLUMN}u + (local % 16u) * 8u;"),
         format!("// B loaders: load `local % {b_per_row}` of pixels `local / {b_per_row} + {b_rows_per_pass}q`."),
         format!("let b_pixel = local / {b_per_row}u;"),
         format!("let b_store = b_pixel * {b_row}u + (local % {b_per_row}u) * 8u;"),
@@ -186,25 +210,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     ] {
         w.line(1, &line);
     }
-    // Each A loader's two rows (8 channels of one tap each): tap, channel group, kernel tap.
-    for q in 0..2 {
-        w.line(
-            1,
-            &format!("let a_row{q} = row0 + (local / 32u + {}u) * 8u;", 8 * q),
-        );
-        w.line(1, &format!("let tap{q} = a_row{q} / params.channels;"));
-        w.line(
-            1,
-            &format!("let dy{q} = i32((tap{q} / params.kernel_w) * params.dilation_h) - i32(params.pad_h);"),
-        );
-        w.line(
-            1,
-            &format!("let dx{q} = i32((tap{q} % params.kernel_w) * params.dilation_w) - i32(params.pad_w);"),
-        );
-        w.line(
-            1,
-            &format!("let group{q} = (a_row{q} % params.channels) / 8u;"),
-        );
+    for q in 0..a_loads {
         w.line(1, &format!("var a{q}: mat2x4<f16>;"));
     }
     for q in 0..b_loads {
@@ -217,30 +223,34 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         w.line(1, &format!("var {c} = {}();", coop.ty('C')));
     }
     let load = |w: &mut Writer, indent: usize| {
-        w.line(indent, "let pixel = first + step * 32u + a_pixel;");
-        w.line(indent, "let image = pixel / params.plane;");
-        w.line(indent, "let within = pixel % params.plane;");
-        w.line(
-            indent,
-            "let oy = i32((within / params.out_width) * params.stride_h);",
-        );
-        w.line(
-            indent,
-            "let ox = i32((within % params.out_width) * params.stride_w);",
-        );
-        for q in 0..2 {
-            w.line(indent, &format!("let iy{q} = oy + dy{q};"));
-            w.line(indent, &format!("let ix{q} = ox + dx{q};"));
+        for q in 0..a_loads {
             w.line(
                 indent,
                 &format!(
-                    "let inside{q} = pixel < end && a_row{q} < params.rows && iy{q} >= 0 && iy{q} < i32(params.height) && ix{q} >= 0 && ix{q} < i32(params.width);"
+                    "let pixel{q} = first + step * {k_block}u + a_pixel + {}u;",
+                    16 * q
+                ),
+            );
+            w.line(indent, &format!("let image{q} = pixel{q} / params.plane;"));
+            w.line(indent, &format!("let within{q} = pixel{q} % params.plane;"));
+            w.line(
+                indent,
+                &format!("let iy{q} = i32((within{q} / params.out_width) * params.stride_h) + dy;"),
+            );
+            w.line(
+                indent,
+                &format!("let ix{q} = i32((within{q} % params.out_width) * params.stride_w) + dx;"),
+            );
+            w.line(
+                indent,
+                &format!(
+                    "let inside{q} = pixel{q} < end && a_row < params.rows && iy{q} >= 0 && iy{q} < i32(params.height) && ix{q} >= 0 && ix{q} < i32(params.width);"
                 ),
             );
             w.line(
                 indent,
                 &format!(
-                    "let at{q} = min(((image * params.height + u32(max(iy{q}, 0))) * params.width + u32(max(ix{q}, 0))) * c8 + group{q}, input_last);"
+                    "let at{q} = min(((image{q} * params.height + u32(max(iy{q}, 0))) * params.width + u32(max(ix{q}, 0))) * c8 + group, input_last);"
                 ),
             );
             w.line(
@@ -252,7 +262,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             w.line(
                 indent,
                 &format!(
-                    "let b_at{q} = first + step * 32u + b_pixel + {}u;",
+                    "let b_at{q} = first + step * {k_block}u + b_pixel + {}u;",
                     q * b_rows_per_pass
                 ),
             );
@@ -270,18 +280,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(1, "}");
     w.line(1, "for (var step = 0u; step < steps; step = step + 1u) {");
     w.line(2, "workgroupBarrier();");
-    // A: the 8 channels of a load go down a column (rows row_q - row0 + e, column a_pixel).
-    for q in 0..2 {
-        for e in 0..8 {
-            w.line(
-                2,
-                &format!(
-                    "tile_a[(a_row{q} - row0 + {e}u) * {A_ROW}u + a_pixel] = a{q}[{}][{}];",
-                    e / 4,
-                    e % 4
-                ),
-            );
-        }
+    // A: a load's 8 channels are 8 consecutive rows of its pixel's line (one 16-byte store).
+    for q in 0..a_loads {
+        let target = ("tile_a", "a_store", q * 16 * A_COLUMN);
+        store_register(&mut w.text, "        ", target, &format!("a{q}"));
     }
     for q in 0..b_loads {
         let target = ("tile_b", "b_store", q * b_rows_per_pass * b_row);
@@ -292,10 +294,30 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(3, "let step = step + 1u;");
     load(&mut w, 3);
     w.line(2, "}");
-    block_product(&mut w.text, "        ", coop, b_row, fragment_columns);
+    // The product: A's fragments read column-major from the transposed block.
+    for kk in 0..k_block / 16 {
+        w.line(2, "{");
+        for i in 0..4 {
+            let start = format!("sub_row + {}u", kk * 16 * A_COLUMN + i * 16);
+            let fragment = coop.load_columns('A', "tile_a", &start, &format!("{A_COLUMN}u"));
+            w.line(3, &format!("let fa{i} = {fragment};"));
+        }
+        for j in 0..fragment_columns {
+            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
+            let fragment = coop.load('B', "tile_b", &start, &format!("{b_row}u"));
+            w.line(3, &format!("let fb{j} = {fragment};"));
+            for i in 0..4 {
+                let c = format!("c{i}{j}");
+                let product = coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c);
+                w.line(3, &format!("{c} = {product};"));
+            }
+        }
+        w.line(2, "}");
+    }
     w.line(1, "}");
     // Epilogue: lane writes output channel `lane % 16` of rows `(lane / 16) * 8 ..+ 8` into
-    // this split's partial sums, in the weight's [o, c, kh, kw] order.
+    // this split's partial sums, in the GEMM's [(tap, c), o] order (16 lanes: 64 consecutive
+    // bytes).
     w.line(1, "let lane_row = (lane / 16u) * 8u;");
     w.line(1, "let lane_column = lane % 16u;");
     w.line(
@@ -323,7 +345,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         w.line(3, "if (row < params.rows) {");
         w.line(
             4,
-            "let position = split_at + channel * params.rows + (row % params.channels) * params.taps + row / params.channels;",
+            "let position = split_at + row * params.out_channels + channel;",
         );
         w.line(
             4,
@@ -349,11 +371,11 @@ impl GpuStorage {
         (layout, grad, grad_layout): (&Layout, &GpuStorage, &Layout),
         params: &Conv2dParams,
         weight_shape: &[usize],
-        (columns, emulated): (usize, bool),
+        key: ConvNhwcWeightKey,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d_backward_weight (channels-last tensor cores)";
         same_device(OP, self, grad)?;
-        let key = ConvNhwcWeightKey { columns, emulated };
+        let (columns, emulated) = (key.columns, key.emulated);
         let &[o, c, kh, kw] = weight_shape else {
             return Ok(None);
         };
@@ -371,7 +393,7 @@ impl GpuStorage {
                 (&pixels, grad, grad_layout),
                 &unit,
                 weight_shape,
-                (columns, emulated),
+                key,
             );
         }
         let weight_layout = Layout::contiguous(weight_shape);
@@ -388,7 +410,7 @@ impl GpuStorage {
             return self.conv2d_backward_weight_space_to_depth(
                 (layout, grad, grad_layout),
                 &shape,
-                (columns, emulated),
+                key,
             );
         }
         let [batch, _, out_height, out_width] = shape.output_shape();
@@ -416,9 +438,9 @@ impl GpuStorage {
         let splits = TARGET_WORKGROUPS
             .div_ceil(tiles)
             .clamp(1, MAX_SPLITS)
-            .min(pixels.div_ceil(K_BLOCK))
+            .min(pixels.div_ceil(key.k_block))
             .min((MAX_PARTIALS / numel).max(1));
-        let chunk = pixels.div_ceil(splits).next_multiple_of(K_BLOCK);
+        let chunk = pixels.div_ceil(splits).next_multiple_of(key.k_block);
         let splits = pixels.div_ceil(chunk);
         if rows.div_ceil(ROWS) > max || splits > max || splits * numel > MAX_PARTIALS {
             return Ok(None);
@@ -457,11 +479,12 @@ impl GpuStorage {
         if !dispatch_counted(self, (&key.kernel(), emulated), words, &buffers, grid)? {
             return Ok(None);
         }
+        // The sums in the GEMM's [kh, kw, c, o] order, permuted to the weight's [o, c, kh, kw]
+        // (padding channels cut) by one strided copy.
         let gradient = sum_splits(&partials, splits, numel, self.dtype)?;
-        if padded == c {
-            return Ok(Some(gradient));
-        }
-        let real = Layout::contiguous(&[o, padded, kh, kw]).narrow(1, 0, c);
+        let real = Layout::contiguous(&[kh, kw, padded, o])
+            .permute(&[3, 2, 0, 1])
+            .narrow(1, 0, c);
         gradient.copy_strided(&real).map(Some)
     }
 }
