@@ -35,6 +35,7 @@ pub mod shape;
 pub(crate) mod storage;
 pub mod tensor;
 pub mod transfer;
+pub mod update;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
 pub use autograd::{
@@ -56,3 +57,4 @@ pub use tensor::{
     ConvTranspose2dParams, FusedAttention, InterpolateMode, InterpolateSize, ShapeSpec, Tensor,
     TensorId, FUSED_ATTENTION_SCORES_BYTES,
 };
+pub use update::SgdStep;

@@ -560,6 +560,45 @@ impl Storage {
         }
     }
 
+    /// One SGD step in place on this parameter (`BackendStorage::sgd_step`). Not profiled:
+    /// it writes in place and returns nothing.
+    pub fn sgd_step(
+        &mut self,
+        layout: &Layout,
+        (grad, grad_layout): (&Storage, &Layout),
+        buffer: Option<(&mut Storage, &Layout)>,
+        step: &crate::update::SgdStep,
+    ) -> Result<()> {
+        check_same_device("sgd_step", self, grad)?;
+        if let Some((buffer, _)) = &buffer {
+            check_same_device("sgd_step", self, buffer)?;
+        }
+        let mismatch = |s: &Storage, d: &Storage| Error::DeviceMismatch {
+            op: "sgd_step",
+            lhs: s.device().to_string(),
+            rhs: d.device().to_string(),
+        };
+        match (&mut *self, grad) {
+            (Storage::Cpu(p), Storage::Cpu(g)) => {
+                let buffer = match buffer {
+                    Some((Storage::Cpu(b), l)) => Some((b, l)),
+                    Some((other, _)) => return Err(mismatch(grad, other)),
+                    None => None,
+                };
+                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step)
+            }
+            (Storage::Gpu(p), Storage::Gpu(g)) => {
+                let buffer = match buffer {
+                    Some((Storage::Gpu(b), l)) => Some((b, l)),
+                    Some((other, _)) => return Err(mismatch(grad, other)),
+                    None => None,
+                };
+                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step)
+            }
+            (p, g) => Err(mismatch(p, g)),
+        }
+    }
+
     /// The view converted to another dtype (`BackendStorage::cast`).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<Storage> {
         run!(Call::new("cast", [(self, layout)]), |x| cast(

@@ -508,6 +508,106 @@ fn dtype_conversions(device: &Device) {
     assert!(display.contains("dtype=float32"), "{display}");
 }
 
+/// `sgd_step_` (the fused update on dense operands) equals its composite ops over three
+/// steps, for momentum with and without dampening and Nesterov, weight decay, no momentum,
+/// f32 and f16, and a strided parameter (which takes the composite); bad operands are errors
+/// naming the op.
+fn sgd_steps(device: &Device) {
+    use anygrad_core::SgdStep;
+    let configs = [
+        (0.1, 0.9, 0.0, 0.0, false),
+        (0.05, 0.9, 0.3, 0.01, false),
+        (0.05, 0.8, 0.0, 0.02, true),
+        (0.2, 0.0, 0.0, 0.1, false),
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !device.supports_f16() {
+            continue;
+        }
+        for (n, &(lr, momentum, dampening, weight_decay, nesterov)) in configs.iter().enumerate() {
+            let start = Tensor::randn(&[5, 7], DType::F32, device).unwrap();
+            let fused = start.to_dtype(dtype).unwrap().copy().unwrap();
+            let original = values(&fused);
+            let reference = fused.copy().unwrap();
+            let (fused_buffer, reference_buffer) =
+                (fused.zeros_like().unwrap(), reference.zeros_like().unwrap());
+            for round in 0..3 {
+                let grad = Tensor::randn(&[5, 7], DType::F32, device)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap();
+                let step = SgdStep {
+                    lr,
+                    momentum,
+                    dampening,
+                    weight_decay,
+                    nesterov,
+                    first: round == 0,
+                };
+                fused.sgd_step_(&grad, Some(&fused_buffer), &step).unwrap();
+                // A transposed view of a transposed copy: the same values, not dense.
+                let strided = reference.t().unwrap().copy().unwrap().t().unwrap();
+                let strided_buffer = reference_buffer.t().unwrap().copy().unwrap().t().unwrap();
+                strided
+                    .sgd_step_(&grad, Some(&strided_buffer), &step)
+                    .unwrap();
+                reference.assign(&strided).unwrap();
+                reference_buffer.assign(&strided_buffer).unwrap();
+                let tolerance = if dtype == DType::F16 { 4e-3 } else { 1e-6 };
+                let what = format!("{dtype:?} config {n} round {round}");
+                assert_close(
+                    &values(&fused),
+                    &values(&reference),
+                    tolerance,
+                    tolerance,
+                    &what,
+                );
+                if momentum != 0.0 {
+                    assert_close(
+                        &values(&fused_buffer),
+                        &values(&reference_buffer),
+                        tolerance,
+                        tolerance,
+                        &what,
+                    );
+                }
+            }
+            assert!(
+                values(&fused) != original,
+                "{dtype:?} config {n}: no update"
+            );
+        }
+    }
+    // Plain SGD by hand: p - lr * (g + wd * p) with momentum off.
+    let p = tensor(&[1.0, -2.0], &[2], device);
+    let g = tensor(&[0.5, 1.0], &[2], device);
+    let plain = SgdStep {
+        lr: 0.1,
+        momentum: 0.0,
+        dampening: 0.0,
+        weight_decay: 0.5,
+        nesterov: false,
+        first: false,
+    };
+    p.sgd_step_(&g, None, &plain).unwrap();
+    assert_close(
+        &values(&p),
+        &[1.0 - 0.1 * 1.0, -2.0 - 0.1 * 0.0],
+        1e-6,
+        1e-6,
+        "plain",
+    );
+    let with_momentum = SgdStep {
+        momentum: 0.9,
+        ..plain
+    };
+    let error = p.sgd_step_(&g, None, &with_momentum).unwrap_err();
+    assert!(error.to_string().contains("sgd_step"), "{error}");
+    let wrong = tensor(&[1.0, 2.0, 3.0], &[3], device);
+    let error = p.sgd_step_(&wrong, None, &plain).unwrap_err();
+    assert!(error.to_string().contains("sgd_step"), "{error}");
+}
+
 anygrad_testing::device_tests!(
     creation,
     random_is_seeded,
@@ -521,4 +621,5 @@ anygrad_testing::device_tests!(
     composites,
     convolution_and_pooling,
     dtype_conversions,
+    sgd_steps,
 );

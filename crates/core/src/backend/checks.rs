@@ -285,6 +285,50 @@ pub(crate) fn check_batch_norm_input(
     Ok((n, c, rest))
 }
 
+/// The operands of `sgd_step` — parameter, gradient and (with momentum) buffer, each as
+/// `(view, storage length, dtype)` — checked: one float dtype, one shape, every view
+/// contiguous from offset 0 and inside its storage, a buffer where the step has momentum.
+/// Returns the number of elements.
+pub(crate) fn check_sgd_step(
+    parameter: (&Layout, usize, DType),
+    gradient: (&Layout, usize, DType),
+    buffer: Option<(&Layout, usize, DType)>,
+    step: &crate::update::SgdStep,
+) -> Result<usize> {
+    const OP: &str = "sgd_step";
+    if step.uses_buffer() && buffer.is_none() {
+        return Err(Error::invalid(
+            OP,
+            "a step with momentum needs a momentum buffer",
+        ));
+    }
+    let operands = [Some(parameter), Some(gradient), buffer];
+    for (layout, len, dtype) in operands.into_iter().flatten() {
+        check_view(OP, layout, len)?;
+        check_same_shape(OP, parameter.0, layout)?;
+        if dtype != parameter.2 {
+            return Err(Error::DTypeMismatch {
+                op: OP,
+                lhs: parameter.2,
+                rhs: dtype,
+            });
+        }
+        if !layout.is_contiguous() || layout.offset != 0 {
+            return Err(Error::invalid(
+                OP,
+                format!("operands must be contiguous from offset 0, got {layout:?}"),
+            ));
+        }
+    }
+    if !parameter.2.is_float() {
+        return Err(Error::invalid(
+            OP,
+            format!("a parameter of dtype {:?} cannot be stepped", parameter.2),
+        ));
+    }
+    Ok(parameter.0.numel())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

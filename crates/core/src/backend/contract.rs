@@ -229,6 +229,19 @@ pub(crate) trait BackendStorage: Sized {
     /// dtype). Used by `cat`, `assign`, view gradients and the optimizers' in-place updates.
     fn copy_into(&self, layout: &Layout, dst: &mut Self, dst_layout: &Layout) -> Result<()>;
 
+    /// One SGD step in place (`update::SgdStep`): `self` is the parameter, `grad` its
+    /// gradient and `buffer` its momentum buffer (required when the step has momentum,
+    /// ignored otherwise). All of one float dtype and one shape, each view contiguous from
+    /// offset 0 (others are `Error::InvalidArgument`; the tensor layer takes the composite
+    /// ops for them). The GPU writes the parameter and the buffer in one kernel.
+    fn sgd_step(
+        &mut self,
+        layout: &Layout,
+        grad: (&Self, &Layout),
+        buffer: Option<(&mut Self, &Layout)>,
+        step: &crate::update::SgdStep,
+    ) -> Result<()>;
+
     /// The view converted to `dtype` (contiguous output; float to integer truncates toward
     /// zero and saturates).
     fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self>;

@@ -472,6 +472,16 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
+    fn sgd_step(
+        &mut self,
+        _layout: &Layout,
+        _grad: (&Self, &Layout),
+        _buffer: Option<(&mut Self, &Layout)>,
+        _step: &crate::update::SgdStep,
+    ) -> Result<()> {
+        match self.never {}
+    }
+
     fn cast(&self, _layout: &Layout, _dtype: DType) -> Result<Self> {
         match self.never {}
     }

@@ -24,6 +24,7 @@ mod resample;
 mod rows;
 mod selection;
 mod sort;
+mod update;
 
 pub use attention::scaled_dot_product_attention;
 pub use attention_fused::{

@@ -9,8 +9,12 @@
 //!     g = g + momentum * buf   if nesterov   else   buf
 //! p = p - lr * g
 //! ```
+//!
+//! Each parameter's update is one fused in-place step (`Tensor::sgd_step_`: one GPU kernel
+//! writing the parameter and its momentum buffer, where the same rule as separate ops recorded
+//! five kernels and a copy), like PyTorch's fused SGD.
 
-use anygrad_core::{no_grad, Result, Tensor};
+use anygrad_core::{no_grad, Result, SgdStep, Tensor};
 
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
@@ -202,31 +206,20 @@ impl Sgd {
             let c = groups.configs[group];
             let param = parameter.tensor();
             let Some(grad) = param.grad() else { continue };
-            let mut g = if c.weight_decay != 0.0 {
-                grad.add(&param.mul_scalar(c.weight_decay)?)?
-            } else {
-                grad
-            };
-            if c.momentum != 0.0 {
-                let next = match buffer.as_ref() {
-                    None => g.copy()?,
-                    // Without dampening (the default) the gradient joins unscaled: one op
-                    // fewer to record per parameter.
-                    Some(previous) if c.dampening == 0.0 => {
-                        previous.mul_scalar(c.momentum)?.add(&g)?
-                    }
-                    Some(previous) => previous
-                        .mul_scalar(c.momentum)?
-                        .add(&g.mul_scalar(1.0 - c.dampening)?)?,
-                };
-                g = if c.nesterov {
-                    g.add(&next.mul_scalar(c.momentum)?)?
-                } else {
-                    next.clone()
-                };
-                *buffer = Some(next);
+            // The buffer is updated in place; on the first step it becomes the gradient.
+            let first = c.momentum != 0.0 && buffer.is_none();
+            if first {
+                *buffer = Some(param.zeros_like()?);
             }
-            param.assign(&param.sub(&g.mul_scalar(c.lr)?)?)?;
+            let step = SgdStep {
+                lr: c.lr,
+                momentum: c.momentum,
+                dampening: c.dampening,
+                weight_decay: c.weight_decay,
+                nesterov: c.nesterov,
+                first,
+            };
+            param.sgd_step_(&grad, buffer.as_ref(), &step)?;
         }
         Ok(())
     }
@@ -285,9 +278,10 @@ impl Optimizer for Sgd {
         self.groups.save_configs(&mut state);
         for ((name, _), buffer) in self.groups.parameters.iter().zip(&self.momentum_buffers) {
             if let Some(buffer) = buffer {
+                // A snapshot: the live buffer changes in place at every step.
                 state
                     .tensors
-                    .insert(format!("state.{name}.momentum_buffer"), buffer.clone());
+                    .insert(format!("state.{name}.momentum_buffer"), buffer.copy()?);
             }
         }
         Ok(state)

@@ -198,6 +198,16 @@ impl BackendStorage for CpuStorage {
         CpuStorage::copy_into(self, layout, dst, dst_layout)
     }
 
+    fn sgd_step(
+        &mut self,
+        layout: &Layout,
+        grad: (&Self, &Layout),
+        buffer: Option<(&mut Self, &Layout)>,
+        step: &crate::update::SgdStep,
+    ) -> Result<()> {
+        CpuStorage::sgd_step(self, layout, grad, buffer, step)
+    }
+
     fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self> {
         CpuStorage::cast(self, layout, dtype)
     }

@@ -17,6 +17,7 @@ mod pool;
 mod reduce;
 mod rows;
 mod sort;
+mod update;
 
 use half::f16;
 use rayon::prelude::*;

@@ -440,6 +440,16 @@ impl BackendStorage for GpuStorage {
         })
     }
 
+    fn sgd_step(
+        &mut self,
+        layout: &Layout,
+        grad: (&Self, &Layout),
+        buffer: Option<(&mut Self, &Layout)>,
+        step: &crate::update::SgdStep,
+    ) -> Result<()> {
+        GpuStorage::sgd_step(self, layout, grad, buffer, step)
+    }
+
     fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self> {
         Plan::elementwise("cast", [(self, layout)]).run(|[(x, l)], _| GpuStorage::cast(x, l, dtype))
     }

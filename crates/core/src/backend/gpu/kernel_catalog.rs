@@ -37,6 +37,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::copy_rows::catalogue(&mut keys, dtype);
         super::copy_transpose::catalogue(&mut keys, dtype);
         super::batch_norm_input::catalogue(&mut keys, dtype);
+        super::optimizer_step::catalogue(&mut keys, dtype);
         super::batch_norm::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);

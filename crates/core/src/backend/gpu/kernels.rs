@@ -29,6 +29,7 @@
 //! | `CopyRows` | `copy_rows.rs` |
 //! | `CopyTranspose` | `copy_transpose.rs` |
 //! | `BatchNormSums`, `BatchNormInputGrad` | `batch_norm.rs`, `batch_norm_input.rs` |
+//! | `SgdStep` | `optimizer_step.rs` |
 //!
 //! Families build on the shared leaves `wgsl.rs` (dtype to WGSL types, the value header, op
 //! expressions, `common.wgsl`) and `params.rs`; this module depends on the families only to
@@ -169,6 +170,8 @@ pub enum KernelKey {
     /// Batch norm's input gradient in one pass, per `vec4` or per element
     /// (`batch_norm_input.rs`).
     BatchNormInputGrad { dtype: DType, vector: bool },
+    /// One SGD step in place, with or without a momentum buffer (`optimizer_step.rs`).
+    SgdStep { dtype: DType, momentum: bool },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
     CopyRows { dtype: DType },
     /// The dense copy of a batch of transposed matrices through tiles (`copy_transpose.rs`).
@@ -270,6 +273,7 @@ impl KernelKey {
             | KernelKey::CopyRows { .. }
             | KernelKey::BatchNormSums { .. }
             | KernelKey::BatchNormInputGrad { .. }
+            | KernelKey::SgdStep { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::AttentionCoopBackward(_)
@@ -329,6 +333,7 @@ impl KernelKey {
             | KernelKey::CopyRows { .. }
             | KernelKey::BatchNormSums { .. }
             | KernelKey::BatchNormInputGrad { .. }
+            | KernelKey::SgdStep { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::Custom { .. } => false,
@@ -371,6 +376,7 @@ impl KernelKey {
             | KernelKey::CopyRows { dtype }
             | KernelKey::CopyTranspose { dtype }
             | KernelKey::BatchNormInputGrad { dtype, .. }
+            | KernelKey::SgdStep { dtype, .. }
             | KernelKey::BatchNormSums { dtype, .. }
             | KernelKey::MaxPool2dBackward { dtype, .. }
             | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
@@ -402,6 +408,9 @@ impl KernelKey {
             KernelKey::CopyTranspose { dtype } => super::copy_transpose::source(*dtype),
             KernelKey::BatchNormInputGrad { dtype, vector } => {
                 super::batch_norm_input::source(*dtype, *vector)
+            }
+            KernelKey::SgdStep { dtype, momentum } => {
+                super::optimizer_step::source(*dtype, *momentum)
             }
             KernelKey::BatchNormSums {
                 dtype,

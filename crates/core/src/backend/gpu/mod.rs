@@ -61,6 +61,7 @@ mod matmul;
 mod matmul_coop;
 mod matmul_large;
 mod ops;
+mod optimizer_step;
 mod params;
 mod parts;
 mod pool;

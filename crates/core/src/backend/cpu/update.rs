@@ -1,0 +1,73 @@
+//! `CpuStorage::sgd_step`: one SGD step in place over contiguous data, element by element
+//! with `update::SgdStep::element` (f32 arithmetic for F32 and F16, f64 for F64) — the
+//! reference of the GPU kernel (`backend/gpu/optimizer_step.rs`).
+
+use super::CpuStorage;
+use crate::backend::checks::check_sgd_step;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::update::SgdStep;
+
+impl CpuStorage {
+    /// One SGD step in place (`BackendStorage::sgd_step`).
+    pub fn sgd_step(
+        &mut self,
+        layout: &Layout,
+        (grad, grad_layout): (&CpuStorage, &Layout),
+        buffer: Option<(&mut CpuStorage, &Layout)>,
+        step: &SgdStep,
+    ) -> Result<()> {
+        let numel = check_sgd_step(
+            (layout, self.len(), self.dtype()),
+            (grad_layout, grad.len(), grad.dtype()),
+            buffer.as_ref().map(|(b, l)| (*l, b.len(), b.dtype())),
+            step,
+        )?;
+        let buffer = buffer.filter(|_| step.uses_buffer()).map(|(b, _)| b);
+        match (self, grad, buffer) {
+            (CpuStorage::F32(p), CpuStorage::F32(g), None) => {
+                for (p, &g) in p[..numel].iter_mut().zip(&g[..numel]) {
+                    *p = step.element(*p, g, 0.0).0;
+                }
+            }
+            (CpuStorage::F32(p), CpuStorage::F32(g), Some(CpuStorage::F32(b))) => {
+                let items = p[..numel].iter_mut().zip(&g[..numel]).zip(&mut b[..numel]);
+                for ((p, &g), b) in items {
+                    (*p, *b) = step.element(*p, g, *b);
+                }
+            }
+            (CpuStorage::F64(p), CpuStorage::F64(g), None) => {
+                for (p, &g) in p[..numel].iter_mut().zip(&g[..numel]) {
+                    *p = step.element_f64(*p, g, 0.0).0;
+                }
+            }
+            (CpuStorage::F64(p), CpuStorage::F64(g), Some(CpuStorage::F64(b))) => {
+                let items = p[..numel].iter_mut().zip(&g[..numel]).zip(&mut b[..numel]);
+                for ((p, &g), b) in items {
+                    (*p, *b) = step.element_f64(*p, g, *b);
+                }
+            }
+            (CpuStorage::F16(p), CpuStorage::F16(g), None) => {
+                for (p, &g) in p[..numel].iter_mut().zip(&g[..numel]) {
+                    let next = step.element(p.to_f32(), g.to_f32(), 0.0).0;
+                    *p = half::f16::from_f32(next);
+                }
+            }
+            (CpuStorage::F16(p), CpuStorage::F16(g), Some(CpuStorage::F16(b))) => {
+                let items = p[..numel].iter_mut().zip(&g[..numel]).zip(&mut b[..numel]);
+                for ((p, &g), b) in items {
+                    let (next_p, next_b) = step.element(p.to_f32(), g.to_f32(), b.to_f32());
+                    *p = half::f16::from_f32(next_p);
+                    *b = half::f16::from_f32(next_b);
+                }
+            }
+            (p, _, _) => {
+                return Err(Error::invalid(
+                    "sgd_step",
+                    format!("a parameter of dtype {:?} cannot be stepped", p.dtype()),
+                ))
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,150 @@
+//! Kernel family `SgdStep`: one SGD step in place (`BackendStorage::sgd_step`), one invocation
+//! per element reading the parameter, its gradient and (with momentum) its buffer and writing
+//! the new parameter and buffer: one kernel per parameter where the composite ops recorded
+//! five and a copy. The arithmetic is `update::SgdStep::element`'s, in the same order, in f32
+//! (F16 data is widened and narrowed once); `cpu/update.rs` is the reference. F32 and F16.
+
+use super::kernels::KernelKey;
+use super::ops::{same_device, unsupported};
+use super::params::{kernel_params, word, KernelParams, Params};
+use super::storage::GpuStorage;
+use super::wgsl::{value_header, COMMON};
+use crate::backend::checks::check_sgd_step;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::update::SgdStep;
+
+kernel_params! {
+    /// Parameters of the SGD step kernel.
+    struct SgdStepParams {
+        /// Elements.
+        count: u32,
+        /// 1 where the step adds `weight_decay · p` to the gradient.
+        decay: u32,
+        /// 1 on the first step with momentum (the buffer becomes the gradient).
+        first: u32,
+        /// 1 for Nesterov momentum.
+        nesterov: u32,
+        /// 1 where the dampening multiplies the gradient (dampening ≠ 0).
+        dampened: u32,
+        lr: f32,
+        momentum: f32,
+        /// 1 − dampening.
+        keep: f32,
+        weight_decay: f32,
+    }
+}
+
+/// The catalogue entries (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if matches!(dtype, DType::F32 | DType::F16) {
+        for momentum in [false, true] {
+            keys.push(KernelKey::SgdStep { dtype, momentum });
+        }
+    }
+}
+
+/// WGSL of `KernelKey::SgdStep` (`momentum`: with the buffer binding and its update).
+pub(crate) fn source(dtype: DType, momentum: bool) -> String {
+    let mut w = value_header(dtype);
+    w.push_str(SgdStepParams::WGSL);
+    w.push_str(COMMON);
+    let (binding, update) = if momentum {
+        (
+            "@group(0) @binding(3) var<storage, read_write> momentum_buffer: array<S>;\n",
+            "    var next: f32;
+    if (params.first != 0u) {
+        next = g;
+    } else if (params.dampened != 0u) {
+        next = f32(load_value(momentum_buffer[i])) * params.momentum + g * params.keep;
+    } else {
+        next = f32(load_value(momentum_buffer[i])) * params.momentum + g;
+    }
+    momentum_buffer[i] = store_value(T(next));
+    if (params.nesterov != 0u) {
+        g = g + next * params.momentum;
+    } else {
+        g = next;
+    }
+",
+        )
+    } else {
+        ("", "")
+    };
+    w.push_str(&format!(
+        "@group(0) @binding(1) var<storage, read_write> parameter: array<S>;
+@group(0) @binding(2) var<storage, read> gradient: array<S>;
+{binding}
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {{
+    let i = linear_id(workgroup, workgroups, local);
+    if (i >= params.count) {{
+        return;
+    }}
+    let p = f32(load_value(parameter[i]));
+    var g = f32(load_value(gradient[i]));
+    if (params.decay != 0u) {{
+        g = g + p * params.weight_decay;
+    }}
+{update}    parameter[i] = store_value(T(p - g * params.lr));
+}}
+"
+    ));
+    w
+}
+
+impl GpuStorage {
+    /// One SGD step in place (`BackendStorage::sgd_step`); `self` is the parameter.
+    pub fn sgd_step(
+        &mut self,
+        layout: &Layout,
+        (grad, grad_layout): (&GpuStorage, &Layout),
+        buffer: Option<(&mut GpuStorage, &Layout)>,
+        step: &SgdStep,
+    ) -> Result<()> {
+        const OP: &str = "sgd_step";
+        same_device(OP, self, grad)?;
+        if let Some((buffer, _)) = &buffer {
+            same_device(OP, self, buffer)?;
+        }
+        let numel = check_sgd_step(
+            (layout, self.len, self.dtype),
+            (grad_layout, grad.len, grad.dtype),
+            buffer.as_ref().map(|(b, l)| (*l, b.len, b.dtype)),
+            step,
+        )?;
+        if !matches!(self.dtype, DType::F32 | DType::F16) {
+            return Err(unsupported(OP, self.dtype, &self.device));
+        }
+        let flag = |on: bool| u32::from(on);
+        let header = SgdStepParams {
+            count: word(numel)?,
+            decay: flag(step.weight_decay != 0.0),
+            first: flag(step.first),
+            nesterov: flag(step.nesterov),
+            dampened: flag(step.dampening != 0.0),
+            lr: step.lr as f32,
+            momentum: step.momentum as f32,
+            keep: (1.0 - step.dampening) as f32,
+            weight_decay: step.weight_decay as f32,
+        };
+        let momentum = step.uses_buffer();
+        let key = KernelKey::SgdStep {
+            dtype: self.dtype,
+            momentum,
+        };
+        let mut buffers = vec![self.raw()?, grad.raw()?];
+        if let (true, Some((buffer, _))) = (momentum, &buffer) {
+            buffers.push(buffer.raw()?);
+        }
+        GpuStorage::launch(
+            &self.device,
+            &key,
+            &Params::with_header(&header, 0),
+            &buffers,
+            numel,
+        )
+    }
+}

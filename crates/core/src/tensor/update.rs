@@ -1,0 +1,108 @@
+//! `Tensor::sgd_step_`: an optimizer's SGD update of one parameter in place. Dense operands of
+//! one dtype take the fused primitive (`BackendStorage::sgd_step`: one GPU kernel per
+//! parameter); any other view, or operands sharing storage, take the composite ops, which
+//! compute the same rule (`update::SgdStep`) and are its reference in the tests.
+
+use super::Tensor;
+use crate::error::{Error, Result};
+use crate::update::SgdStep;
+
+impl Tensor {
+    /// One SGD step on this parameter, in place (PyTorch's `torch.optim.SGD` rule, see
+    /// [`SgdStep`]): `grad` is its gradient and `buffer` its momentum buffer, updated in place
+    /// too (needed when `step.momentum != 0`; on a `first` step it becomes the gradient, so a
+    /// fresh zero buffer will do). Runs without recording gradients. Errors name `sgd_step`:
+    /// a missing buffer, or operands of another shape, dtype or device.
+    pub fn sgd_step_(&self, grad: &Tensor, buffer: Option<&Tensor>, step: &SgdStep) -> Result<()> {
+        const OP: &str = "sgd_step";
+        let buffer = if step.uses_buffer() {
+            Some(buffer.ok_or_else(|| {
+                Error::invalid(OP, "a step with momentum needs a momentum buffer")
+            })?)
+        } else {
+            None
+        };
+        for other in std::iter::once(grad).chain(buffer) {
+            if other.shape() != self.shape() {
+                return Err(Error::ShapeMismatch {
+                    op: OP,
+                    lhs: self.shape().to_vec(),
+                    rhs: other.shape().to_vec(),
+                    reason: "the gradient and the buffer must have the parameter's shape".into(),
+                });
+            }
+            if other.dtype() != self.dtype() {
+                return Err(Error::DTypeMismatch {
+                    op: OP,
+                    lhs: self.dtype(),
+                    rhs: other.dtype(),
+                });
+            }
+            if other.device() != self.device() {
+                return Err(Error::DeviceMismatch {
+                    op: OP,
+                    lhs: self.device().to_string(),
+                    rhs: other.device().to_string(),
+                });
+            }
+        }
+        let _guard = crate::autograd::no_grad();
+        let dense = |t: &Tensor| t.layout().is_contiguous() && t.layout().offset == 0;
+        let shared = self.same_storage(grad)
+            || buffer.is_some_and(|b| b.same_storage(self) || b.same_storage(grad));
+        if self.dtype().is_float()
+            && dense(self)
+            && dense(grad)
+            && buffer.is_none_or(dense)
+            && !shared
+        {
+            let grad_storage = grad.storage();
+            let mut buffer_storage = buffer.map(Tensor::storage_mut);
+            let mut storage = self.storage_mut();
+            let buffer_view = match (&mut buffer_storage, buffer) {
+                (Some(guard), Some(b)) => Some((&mut **guard, b.layout())),
+                _ => None,
+            };
+            return storage.sgd_step(
+                self.layout(),
+                (&grad_storage, grad.layout()),
+                buffer_view,
+                step,
+            );
+        }
+        self.sgd_step_composite(grad, buffer, step)
+    }
+
+    /// [`Tensor::sgd_step_`] as elementwise ops and copies into the parameter and the buffer.
+    pub(crate) fn sgd_step_composite(
+        &self,
+        grad: &Tensor,
+        buffer: Option<&Tensor>,
+        step: &SgdStep,
+    ) -> Result<()> {
+        let _guard = crate::autograd::no_grad();
+        let mut g = if step.weight_decay != 0.0 {
+            grad.add(&self.mul_scalar(step.weight_decay)?)?
+        } else {
+            grad.clone()
+        };
+        if let (true, Some(buffer)) = (step.uses_buffer(), buffer) {
+            let next = if step.first {
+                g.copy()?
+            } else if step.dampening == 0.0 {
+                buffer.mul_scalar(step.momentum)?.add(&g)?
+            } else {
+                buffer
+                    .mul_scalar(step.momentum)?
+                    .add(&g.mul_scalar(1.0 - step.dampening)?)?
+            };
+            buffer.assign(&next)?;
+            g = if step.nesterov {
+                g.add(&next.mul_scalar(step.momentum)?)?
+            } else {
+                next
+            };
+        }
+        self.assign(&self.sub(&g.mul_scalar(step.lr)?)?)
+    }
+}

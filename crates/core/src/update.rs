@@ -1,0 +1,88 @@
+//! Fused in-place parameter updates: an optimizer's per-parameter arithmetic as one primitive
+//! (`BackendStorage::sgd_step`), so that a step records one kernel per parameter instead of
+//! five elementwise ops and a copy into the parameter (the purpose of PyTorch's fused and
+//! foreach optimizers). [`SgdStep`] holds the hyper-parameters and [`SgdStep::element`], the
+//! rule for one element, which the CPU backend applies as it is and the GPU kernel
+//! (`backend/gpu/optimizer_step.rs`) spells in WGSL, in the same order of operations.
+
+/// The hyper-parameters of one SGD step, PyTorch's `torch.optim.SGD` rule for a parameter `p`
+/// with gradient `grad` and momentum buffer `b`:
+///
+/// ```text
+/// g = grad + weight_decay·p                      (when weight_decay ≠ 0)
+/// b = g                                          (first step with momentum)
+///   = momentum·b + (1 − dampening)·g             (later steps)
+/// g = g + momentum·b  (nesterov)  or  b          (when momentum ≠ 0)
+/// p = p − lr·g
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SgdStep {
+    /// Learning rate.
+    pub lr: f64,
+    /// Momentum factor (0: no buffer).
+    pub momentum: f64,
+    /// Dampening of the gradient added to the buffer.
+    pub dampening: f64,
+    /// L2 penalty added to the gradient.
+    pub weight_decay: f64,
+    /// Nesterov momentum.
+    pub nesterov: bool,
+    /// The buffer holds nothing yet: it becomes the gradient.
+    pub first: bool,
+}
+
+impl SgdStep {
+    /// Whether the step reads and writes a momentum buffer.
+    pub fn uses_buffer(&self) -> bool {
+        self.momentum != 0.0
+    }
+
+    /// One element's new `(parameter, buffer)`, in f32 (the arithmetic of the GPU kernel and
+    /// of the composite ops on f32 data).
+    pub fn element(&self, parameter: f32, gradient: f32, buffer: f32) -> (f32, f32) {
+        let mut g = gradient;
+        if self.weight_decay != 0.0 {
+            g += parameter * self.weight_decay as f32;
+        }
+        let mut next = buffer;
+        if self.uses_buffer() {
+            next = if self.first {
+                g
+            } else if self.dampening == 0.0 {
+                buffer * self.momentum as f32 + g
+            } else {
+                buffer * self.momentum as f32 + g * (1.0 - self.dampening) as f32
+            };
+            g = if self.nesterov {
+                g + next * self.momentum as f32
+            } else {
+                next
+            };
+        }
+        (parameter - g * self.lr as f32, next)
+    }
+
+    /// [`SgdStep::element`] in f64 (F64 data).
+    pub fn element_f64(&self, parameter: f64, gradient: f64, buffer: f64) -> (f64, f64) {
+        let mut g = gradient;
+        if self.weight_decay != 0.0 {
+            g += parameter * self.weight_decay;
+        }
+        let mut next = buffer;
+        if self.uses_buffer() {
+            next = if self.first {
+                g
+            } else if self.dampening == 0.0 {
+                buffer * self.momentum + g
+            } else {
+                buffer * self.momentum + g * (1.0 - self.dampening)
+            };
+            g = if self.nesterov {
+                g + next * self.momentum
+            } else {
+                next
+            };
+        }
+        (parameter - g * self.lr, next)
+    }
+}
