@@ -510,7 +510,7 @@ fn dtype_conversions(device: &Device) {
 
 /// `sgd_step_` (the fused update on dense operands) equals its composite ops over three
 /// steps, for momentum with and without dampening and Nesterov, weight decay, no momentum,
-/// f32 and f16, and a strided parameter (which takes the composite); bad operands are errors
+/// f32 and f16, views at an offset, and a strided parameter (which takes the composite); bad operands are errors
 /// naming the op.
 fn sgd_steps(device: &Device) {
     use anygrad_core::SgdStep;
@@ -526,15 +526,20 @@ fn sgd_steps(device: &Device) {
         }
         for (n, &(lr, momentum, dampening, weight_decay, nesterov)) in configs.iter().enumerate() {
             let start = Tensor::randn(&[5, 7], DType::F32, device).unwrap();
-            let fused = start.to_dtype(dtype).unwrap().copy().unwrap();
+            // A contiguous view at an offset (a row narrowed off a larger tensor).
+            let holder = Tensor::zeros(&[6, 7], dtype, device).unwrap();
+            let fused = holder.narrow(0, 1, 5).unwrap();
+            fused.assign(&start.to_dtype(dtype).unwrap()).unwrap();
             let original = values(&fused);
             let reference = fused.copy().unwrap();
             let (fused_buffer, reference_buffer) =
                 (fused.zeros_like().unwrap(), reference.zeros_like().unwrap());
             for round in 0..3 {
-                let grad = Tensor::randn(&[5, 7], DType::F32, device)
+                let grad = Tensor::randn(&[7, 7], DType::F32, device)
                     .unwrap()
                     .to_dtype(dtype)
+                    .unwrap()
+                    .narrow(0, 2, 5)
                     .unwrap();
                 let step = SgdStep {
                     lr,

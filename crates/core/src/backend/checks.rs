@@ -287,7 +287,7 @@ pub(crate) fn check_batch_norm_input(
 
 /// The operands of `sgd_step` — parameter, gradient and (with momentum) buffer, each as
 /// `(view, storage length, dtype)` — checked: one float dtype, one shape, every view
-/// contiguous from offset 0 and inside its storage, a buffer where the step has momentum.
+/// contiguous and inside its storage, a buffer where the step has momentum.
 /// Returns the number of elements.
 pub(crate) fn check_sgd_step(
     parameter: (&Layout, usize, DType),
@@ -313,10 +313,10 @@ pub(crate) fn check_sgd_step(
                 rhs: dtype,
             });
         }
-        if !layout.is_contiguous() || layout.offset != 0 {
+        if !layout.is_contiguous() {
             return Err(Error::invalid(
                 OP,
-                format!("operands must be contiguous from offset 0, got {layout:?}"),
+                format!("operands must be contiguous, got {layout:?}"),
             ));
         }
     }

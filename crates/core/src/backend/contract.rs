@@ -231,9 +231,9 @@ pub(crate) trait BackendStorage: Sized {
 
     /// One SGD step in place (`update::SgdStep`): `self` is the parameter, `grad` its
     /// gradient and `buffer` its momentum buffer (required when the step has momentum,
-    /// ignored otherwise). All of one float dtype and one shape, each view contiguous from
-    /// offset 0 (others are `Error::InvalidArgument`; the tensor layer takes the composite
-    /// ops for them). The GPU writes the parameter and the buffer in one kernel.
+    /// ignored otherwise). All of one float dtype and one shape, each view contiguous (any
+    /// offset; others are `Error::InvalidArgument`: the tensor layer takes the composite ops
+    /// for them). The GPU writes the parameter and the buffer in one kernel.
     fn sgd_step(
         &mut self,
         layout: &Layout,

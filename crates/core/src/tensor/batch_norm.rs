@@ -11,8 +11,14 @@ impl Tensor {
     /// as two F32 `[c]` tensors, in one pass (like `torch.batch_norm_stats`, which returns the
     /// inverse standard deviation instead). Not differentiable.
     pub fn batch_norm_stats(&self) -> Result<(Tensor, Tensor)> {
+        split_rows(self.batch_norm_stats_rows()?)
+    }
+
+    /// [`Tensor::batch_norm_stats`] as one F32 `[2, c]` tensor: row 0 the mean, row 1 the
+    /// biased variance (for a kernel that reads both from one buffer).
+    pub fn batch_norm_stats_rows(&self) -> Result<Tensor> {
         let storage = self.storage().batch_norm_stats(self.layout())?;
-        split_rows(Tensor::from_storage(storage, &[2, self.dim(1)?], None))
+        Ok(Tensor::from_storage(storage, &[2, self.dim(1)?], None))
     }
 
     /// Batch norm's backward sums per channel: `Σ g` and `Σ g · (input − mean)` over every dim
@@ -23,6 +29,12 @@ impl Tensor {
         input: &Tensor,
         mean: &Tensor,
     ) -> Result<(Tensor, Tensor)> {
+        split_rows(self.batch_norm_backward_sums_rows(input, mean)?)
+    }
+
+    /// [`Tensor::batch_norm_backward_sums`] as one F32 `[2, c]` tensor: row 0 `Σ g`, row 1
+    /// `Σ g · (input − mean)`.
+    pub fn batch_norm_backward_sums_rows(&self, input: &Tensor, mean: &Tensor) -> Result<Tensor> {
         self.same_device("batch_norm_backward_sums", input)?;
         self.same_device("batch_norm_backward_sums", mean)?;
         let storage = self.storage().batch_norm_backward_sums(
@@ -32,7 +44,7 @@ impl Tensor {
             &mean.storage(),
             mean.layout(),
         )?;
-        split_rows(Tensor::from_storage(storage, &[2, self.dim(1)?], None))
+        Ok(Tensor::from_storage(storage, &[2, self.dim(1)?], None))
     }
 }
 

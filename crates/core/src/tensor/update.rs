@@ -1,5 +1,5 @@
-//! `Tensor::sgd_step_`: an optimizer's SGD update of one parameter in place. Dense operands of
-//! one dtype take the fused primitive (`BackendStorage::sgd_step`: one GPU kernel per
+//! `Tensor::sgd_step_`: an optimizer's SGD update of one parameter in place. Contiguous
+//! operands of one dtype take the fused primitive (`BackendStorage::sgd_step`: one GPU kernel per
 //! parameter); any other view, or operands sharing storage, take the composite ops, which
 //! compute the same rule (`update::SgdStep`) and are its reference in the tests.
 
@@ -47,7 +47,7 @@ impl Tensor {
             }
         }
         let _guard = crate::autograd::no_grad();
-        let dense = |t: &Tensor| t.layout().is_contiguous() && t.layout().offset == 0;
+        let dense = |t: &Tensor| t.layout().is_contiguous();
         let shared = self.same_storage(grad)
             || buffer.is_some_and(|b| b.same_storage(self) || b.same_storage(grad));
         if self.dtype().is_float()
@@ -56,19 +56,27 @@ impl Tensor {
             && buffer.is_none_or(dense)
             && !shared
         {
-            let grad_storage = grad.storage();
-            let mut buffer_storage = buffer.map(Tensor::storage_mut);
-            let mut storage = self.storage_mut();
-            let buffer_view = match (&mut buffer_storage, buffer) {
-                (Some(guard), Some(b)) => Some((&mut **guard, b.layout())),
-                _ => None,
+            let fused = {
+                let grad_storage = grad.storage();
+                let mut buffer_storage = buffer.map(Tensor::storage_mut);
+                let mut storage = self.storage_mut();
+                let buffer_view = match (&mut buffer_storage, buffer) {
+                    (Some(guard), Some(b)) => Some((&mut **guard, b.layout())),
+                    _ => None,
+                };
+                storage.sgd_step(
+                    self.layout(),
+                    (&grad_storage, grad.layout()),
+                    buffer_view,
+                    step,
+                )
             };
-            return storage.sgd_step(
-                self.layout(),
-                (&grad_storage, grad.layout()),
-                buffer_view,
-                step,
-            );
+            match fused {
+                // A dtype the backend has no kernel for, or a tensor above one GPU buffer
+                // binding: the composite ops (nothing was written).
+                Err(Error::Unsupported { .. } | Error::BufferTooLarge { .. }) => {}
+                done => return done,
+            }
         }
         self.sgd_step_composite(grad, buffer, step)
     }

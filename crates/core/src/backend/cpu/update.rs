@@ -1,4 +1,4 @@
-//! `CpuStorage::sgd_step`: one SGD step in place over contiguous data, element by element
+//! `CpuStorage::sgd_step`: one SGD step in place over contiguous views, element by element
 //! with `update::SgdStep::element` (f32 arithmetic for F32 and F16, f64 for F64) — the
 //! reference of the GPU kernel (`backend/gpu/optimizer_step.rs`).
 
@@ -23,38 +23,49 @@ impl CpuStorage {
             buffer.as_ref().map(|(b, l)| (*l, b.len(), b.dtype())),
             step,
         )?;
+        let (p_at, g_at) = (layout.offset, grad_layout.offset);
+        let b_at = buffer.as_ref().map_or(0, |(_, l)| l.offset);
         let buffer = buffer.filter(|_| step.uses_buffer()).map(|(b, _)| b);
         match (self, grad, buffer) {
             (CpuStorage::F32(p), CpuStorage::F32(g), None) => {
-                for (p, &g) in p[..numel].iter_mut().zip(&g[..numel]) {
+                for (p, &g) in p[p_at..p_at + numel].iter_mut().zip(&g[g_at..g_at + numel]) {
                     *p = step.element(*p, g, 0.0).0;
                 }
             }
             (CpuStorage::F32(p), CpuStorage::F32(g), Some(CpuStorage::F32(b))) => {
-                let items = p[..numel].iter_mut().zip(&g[..numel]).zip(&mut b[..numel]);
+                let items = p[p_at..p_at + numel]
+                    .iter_mut()
+                    .zip(&g[g_at..g_at + numel])
+                    .zip(&mut b[b_at..b_at + numel]);
                 for ((p, &g), b) in items {
                     (*p, *b) = step.element(*p, g, *b);
                 }
             }
             (CpuStorage::F64(p), CpuStorage::F64(g), None) => {
-                for (p, &g) in p[..numel].iter_mut().zip(&g[..numel]) {
+                for (p, &g) in p[p_at..p_at + numel].iter_mut().zip(&g[g_at..g_at + numel]) {
                     *p = step.element_f64(*p, g, 0.0).0;
                 }
             }
             (CpuStorage::F64(p), CpuStorage::F64(g), Some(CpuStorage::F64(b))) => {
-                let items = p[..numel].iter_mut().zip(&g[..numel]).zip(&mut b[..numel]);
+                let items = p[p_at..p_at + numel]
+                    .iter_mut()
+                    .zip(&g[g_at..g_at + numel])
+                    .zip(&mut b[b_at..b_at + numel]);
                 for ((p, &g), b) in items {
                     (*p, *b) = step.element_f64(*p, g, *b);
                 }
             }
             (CpuStorage::F16(p), CpuStorage::F16(g), None) => {
-                for (p, &g) in p[..numel].iter_mut().zip(&g[..numel]) {
+                for (p, &g) in p[p_at..p_at + numel].iter_mut().zip(&g[g_at..g_at + numel]) {
                     let next = step.element(p.to_f32(), g.to_f32(), 0.0).0;
                     *p = half::f16::from_f32(next);
                 }
             }
             (CpuStorage::F16(p), CpuStorage::F16(g), Some(CpuStorage::F16(b))) => {
-                let items = p[..numel].iter_mut().zip(&g[..numel]).zip(&mut b[..numel]);
+                let items = p[p_at..p_at + numel]
+                    .iter_mut()
+                    .zip(&g[g_at..g_at + numel])
+                    .zip(&mut b[b_at..b_at + numel]);
                 for ((p, &g), b) in items {
                     let (next_p, next_b) = step.element(p.to_f32(), g.to_f32(), b.to_f32());
                     *p = half::f16::from_f32(next_p);

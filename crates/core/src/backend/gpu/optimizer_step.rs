@@ -20,6 +20,10 @@ kernel_params! {
     struct SgdStepParams {
         /// Elements.
         count: u32,
+        /// First elements of the parameter, gradient and buffer views.
+        parameter_offset: u32,
+        gradient_offset: u32,
+        buffer_offset: u32,
         /// 1 where the step adds `weight_decay · p` to the gradient.
         decay: u32,
         /// 1 on the first step with momentum (the buffer becomes the gradient).
@@ -57,11 +61,11 @@ pub(crate) fn source(dtype: DType, momentum: bool) -> String {
     if (params.first != 0u) {
         next = g;
     } else if (params.dampened != 0u) {
-        next = f32(load_value(momentum_buffer[i])) * params.momentum + g * params.keep;
+        next = f32(load_value(momentum_buffer[params.buffer_offset + i])) * params.momentum + g * params.keep;
     } else {
-        next = f32(load_value(momentum_buffer[i])) * params.momentum + g;
+        next = f32(load_value(momentum_buffer[params.buffer_offset + i])) * params.momentum + g;
     }
-    momentum_buffer[i] = store_value(T(next));
+    momentum_buffer[params.buffer_offset + i] = store_value(T(next));
     if (params.nesterov != 0u) {
         g = g + next * params.momentum;
     } else {
@@ -83,12 +87,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     if (i >= params.count) {{
         return;
     }}
-    let p = f32(load_value(parameter[i]));
-    var g = f32(load_value(gradient[i]));
+    let p = f32(load_value(parameter[params.parameter_offset + i]));
+    var g = f32(load_value(gradient[params.gradient_offset + i]));
     if (params.decay != 0u) {{
         g = g + p * params.weight_decay;
     }}
-{update}    parameter[i] = store_value(T(p - g * params.lr));
+{update}    parameter[params.parameter_offset + i] = store_value(T(p - g * params.lr));
 }}
 "
     ));
@@ -121,6 +125,9 @@ impl GpuStorage {
         let flag = |on: bool| u32::from(on);
         let header = SgdStepParams {
             count: word(numel)?,
+            parameter_offset: word(layout.offset)?,
+            gradient_offset: word(grad_layout.offset)?,
+            buffer_offset: word(buffer.as_ref().map_or(0, |(_, l)| l.offset))?,
             decay: flag(step.weight_decay != 0.0),
             first: flag(step.first),
             nesterov: flag(step.nesterov),
