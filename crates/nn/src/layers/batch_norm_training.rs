@@ -12,13 +12,18 @@
 //! Statistics are computed in f32 also for an f16 input (as PyTorch does under autocast), and the
 //! output keeps the input's dtype, so f16 activations stay f16. The backward's sums and input
 //! gradient are one pass each over `g` and `x` (`batch_norm_backward_sums`,
-//! `batch_norm_backward_input`), reading f16 as it is. Tensors above one buffer binding take
+//! `batch_norm_backward_input`), reading f16 as it is. The per-channel numbers between the
+//! passes (inv_std, scale and shift forward; the input gradient's coefficients and both
+//! parameter gradients backward) are one small kernel each (`batch_norm_coefficients.rs`). Tensors above one buffer binding take
 //! the composites, whose f32 temporaries for a large f16 input are kept slice-sized by working
 //! through batch slices (whole f32 copies made autocast's training peak exceed f32's).
 
 use std::sync::Arc;
 
+use anygrad_core::custom_op::apply;
 use anygrad_core::{CustomBackward, DType, Error, Result, Tensor};
+
+use super::batch_norm_coefficients::{BackwardCoefficients, ForwardCoefficients};
 
 /// What [`batch_norm_training`] returns: the normalized output and the batch statistics (f32,
 /// shape `[1, c, 1, …]`) for the running averages.
@@ -44,12 +49,9 @@ pub(crate) fn batch_norm_training(
     stat_shape[1] = x.shape()[1];
     let (output, mean, biased_var, inv_std) = {
         let _guard = anygrad_core::no_grad();
-        let (mean, biased_var) = match x.batch_norm_stats() {
-            // One pass over x, f32 sums also for an f16 x.
-            Ok((mean, var)) => (
-                mean.reshape(stat_shape.clone())?,
-                var.reshape(stat_shape.clone())?,
-            ),
+        let stats = match x.batch_norm_stats_rows() {
+            // One pass over x, f32 sums also for an f16 x: F32 [2, c] (mean, biased variance).
+            Ok(stats) => stats,
             // A tensor above one buffer binding (in pieces on the GPU): the composite.
             Err(Error::BufferTooLarge { .. }) => {
                 let wide = widen(x)?;
@@ -60,20 +62,31 @@ pub(crate) fn batch_norm_training(
                     let centered = wide.sub(&mean)?;
                     centered.square()?
                 };
-                (mean, squared.mean(&dims, true)?)
+                let var = squared.mean(&dims, true)?;
+                let c = x.shape()[1];
+                Tensor::cat(&[&mean.reshape([1, c])?, &var.reshape([1, c])?], 0)?
             }
             Err(error) => return Err(error),
         };
-        let inv_std = biased_var.add_scalar(eps)?.rsqrt()?;
-        // y = x·scale + shift with scale = γσ⁻¹, shift = β − μ·scale (per channel, small).
-        let scale = match weight {
-            Some(weight) => inv_std.mul(&weight.reshape(stat_shape.clone())?)?,
-            None => inv_std.clone(),
-        };
-        let shifted_mean = mean.mul(&scale)?;
-        let shift = match bias {
-            Some(bias) => bias.reshape(stat_shape.clone())?.sub(&shifted_mean)?,
-            None => shifted_mean.neg()?,
+        let row = |t: &Tensor, r: usize| t.narrow(0, r, 1)?.reshape(stat_shape.clone());
+        let (mean, biased_var) = (row(&stats, 0)?, row(&stats, 1)?);
+        // y = x·scale + shift with inv_std = 1/√(var + eps), scale = γ·inv_std and
+        // shift = β − μ·scale (per channel, small): one kernel for f32 parameters.
+        let (inv_std, scale, shift) = match coefficients(&stats, weight, bias, eps)? {
+            Some(rows) => (row(&rows, 0)?, row(&rows, 1)?, row(&rows, 2)?),
+            None => {
+                let inv_std = biased_var.add_scalar(eps)?.rsqrt()?;
+                let scale = match weight {
+                    Some(weight) => inv_std.mul(&weight.reshape(stat_shape.clone())?)?,
+                    None => inv_std.clone(),
+                };
+                let shifted_mean = mean.mul(&scale)?;
+                let shift = match bias {
+                    Some(bias) => bias.reshape(stat_shape.clone())?.sub(&shifted_mean)?,
+                    None => shifted_mean.neg()?,
+                };
+                (inv_std, scale, shift)
+            }
         };
         let output = x
             .mul(&scale.to_dtype(x.dtype())?)?
@@ -97,6 +110,34 @@ pub(crate) fn batch_norm_training(
         mean,
         biased_var,
     })
+}
+
+/// The forward's `[3, c]` coefficients (inv_std, scale, shift) in one kernel
+/// (`batch_norm_coefficients.rs`), or `None` where the parameters are not f32 (the caller
+/// computes them as tensor ops).
+fn coefficients(
+    stats: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Option<Tensor>> {
+    let mut inputs = vec![stats];
+    inputs.extend(weight.into_iter().chain(bias));
+    if inputs.iter().any(|t| t.dtype() != DType::F32) || weight.is_some() != bias.is_some() {
+        return Ok(None);
+    }
+    let c = stats.shape()[1];
+    let flat: Vec<Tensor> = inputs[1..]
+        .iter()
+        .map(|t| t.reshape([c]))
+        .collect::<Result<_>>()?;
+    let mut operands = vec![stats];
+    operands.extend(&flat);
+    let op = ForwardCoefficients {
+        eps,
+        affine: weight.is_some(),
+    };
+    apply(Arc::new(op), &operands).map(Some)
 }
 
 /// `x` in f32 when it is f16 (statistics and gradients are accumulated in f32).
@@ -219,8 +260,68 @@ impl BatchNormBackward {
     }
 }
 
+impl BatchNormBackward {
+    /// The whole backward in three kernels where it can run so: the sums (one pass over `g`
+    /// and `x`), every per-channel coefficient and both parameter gradients
+    /// (`BackwardCoefficients`, one small kernel), the input gradient (one pass). `None` for
+    /// parameters that are not f32 and tensors above one buffer binding (the general path).
+    fn fused_backward(
+        &self,
+        inputs: &[Tensor],
+        grad_output: &Tensor,
+    ) -> Result<Option<Vec<Option<Tensor>>>> {
+        let (x, weight, bias) = (&inputs[0], inputs.get(1), inputs.get(2));
+        if weight.is_some_and(|w| w.dtype() != DType::F32)
+            || bias.is_some_and(|b| b.dtype() != DType::F32)
+        {
+            return Ok(None);
+        }
+        let g = if grad_output.dtype() == x.dtype() {
+            grad_output.clone()
+        } else {
+            grad_output.to_dtype(x.dtype())?
+        };
+        let c = self.mean.numel();
+        let mean = self.mean.reshape([c])?;
+        let sums = match g.batch_norm_backward_sums_rows(x, &mean) {
+            Ok(sums) => sums,
+            Err(Error::BufferTooLarge { .. }) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let inv_std = self.inv_std.reshape([c])?;
+        let weight_flat = weight.map(|w| w.reshape([c])).transpose()?;
+        let mut operands = vec![&sums, &mean, &inv_std];
+        operands.extend(weight_flat.as_ref());
+        let op = BackwardCoefficients {
+            count: self.count,
+            affine: weight.is_some(),
+        };
+        let rows = apply(Arc::new(op), &operands)?;
+        let mut grads = Vec::with_capacity(inputs.len());
+        if x.requires_grad() {
+            match g.batch_norm_backward_input(x, &rows.narrow(0, 0, 4)?) {
+                Ok(grad_input) => grads.push(Some(grad_input)),
+                Err(Error::BufferTooLarge { .. }) => return Ok(None),
+                Err(error) => return Err(error),
+            }
+        } else {
+            grads.push(None);
+        }
+        if let Some(weight) = weight {
+            grads.push(Some(rows.narrow(0, 4, 1)?.reshape(weight.shape())?));
+        }
+        if let Some(bias) = bias {
+            grads.push(Some(rows.narrow(0, 5, 1)?.reshape(bias.shape())?));
+        }
+        Ok(Some(grads))
+    }
+}
+
 impl CustomBackward for BatchNormBackward {
     fn backward(&self, inputs: &[Tensor], grad_output: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        if let Some(grads) = self.fused_backward(inputs, grad_output)? {
+            return Ok(grads);
+        }
         let x = &inputs[0];
         let weight = inputs.get(1);
         let slices = batch_slices(x);

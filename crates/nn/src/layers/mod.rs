@@ -1,6 +1,7 @@
 //! The layers of anygrad-nn, one file per family.
 
 mod activation;
+mod batch_norm_coefficients;
 mod batch_norm_training;
 mod container;
 mod conv;
