@@ -599,6 +599,21 @@ impl Storage {
         }
     }
 
+    /// Gradient unscaling in place with an inf/NaN flag (`BackendStorage::unscale`). Not
+    /// profiled: it writes in place and returns nothing.
+    pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Storage) -> Result<()> {
+        check_same_device("unscale", self, found)?;
+        match (&mut *self, found) {
+            (Storage::Cpu(g), Storage::Cpu(f)) => BackendStorage::unscale(g, layout, scale, f),
+            (Storage::Gpu(g), Storage::Gpu(f)) => BackendStorage::unscale(g, layout, scale, f),
+            (g, f) => Err(Error::DeviceMismatch {
+                op: "unscale",
+                lhs: g.device().to_string(),
+                rhs: f.device().to_string(),
+            }),
+        }
+    }
+
     /// The view converted to another dtype (`BackendStorage::cast`).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<Storage> {
         run!(Call::new("cast", [(self, layout)]), |x| cast(

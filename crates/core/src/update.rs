@@ -1,7 +1,9 @@
-//! Fused in-place parameter updates: an optimizer's per-parameter arithmetic as one primitive
+//! Fused in-place training updates: an optimizer's per-parameter arithmetic as one primitive
 //! (`BackendStorage::sgd_step`), so that a step records one kernel per parameter instead of
 //! five elementwise ops and a copy into the parameter (the purpose of PyTorch's fused and
-//! foreach optimizers). [`SgdStep`] holds the hyper-parameters and [`SgdStep::element`], the
+//! foreach optimizers); and mixed precision's gradient unscaling with its inf/NaN check
+//! (`BackendStorage::unscale`, PyTorch's `_amp_foreach_non_finite_check_and_unscale_`), one
+//! kernel per gradient instead of five and a readback of one flag per device. [`SgdStep`] holds the hyper-parameters and [`SgdStep::element`], the
 //! rule for one element, which the CPU backend applies as it is and the GPU kernel
 //! (`backend/gpu/optimizer_step.rs`) spells in WGSL, in the same order of operations.
 
@@ -85,4 +87,9 @@ impl SgdStep {
         }
         (parameter - g * self.lr, next)
     }
+}
+
+/// Whether `value` is inf or NaN (the unscaling's check, in f32 like the GPU kernel).
+pub fn non_finite(value: f32) -> bool {
+    !value.is_finite()
 }

@@ -613,6 +613,45 @@ fn sgd_steps(device: &Device) {
     assert!(error.to_string().contains("sgd_step"), "{error}");
 }
 
+/// `unscale_` divides in place (a view at an offset, a strided view, f16) and sets the flag
+/// only for inf or NaN, keeping it set across later calls; bad flags are errors.
+fn unscaling(device: &Device) {
+    let flag = Tensor::zeros(&[1], DType::U32, device).unwrap();
+    let holder = tensor(&[9.0, 8.0, 4.0, -6.0, 3.4e38, 1.0], &[6], device);
+    let view = holder.narrow(0, 1, 4).unwrap();
+    view.unscale_(2.0, &flag).unwrap();
+    assert_eq!(values(&holder), vec![9.0, 4.0, 2.0, -3.0, 1.7e38, 1.0]);
+    assert_eq!(
+        flag.item_f64().unwrap(),
+        0.0,
+        "large finite values are not overflow"
+    );
+    let strided = tensor(&[1.0, 2.0, 3.0, 4.0], &[2, 2], device).t().unwrap();
+    strided.unscale_(4.0, &flag).unwrap();
+    assert_eq!(values(&strided), vec![0.25, 0.75, 0.5, 1.0]);
+    assert_eq!(flag.item_f64().unwrap(), 0.0);
+    for bad in [f32::INFINITY, f32::NAN] {
+        let flag = Tensor::zeros(&[1], DType::U32, device).unwrap();
+        tensor(&[1.0, bad, 2.0], &[3], device)
+            .unscale_(2.0, &flag)
+            .unwrap();
+        assert_ne!(flag.item_f64().unwrap(), 0.0, "{bad} sets the flag");
+        // Later finite gradients leave it set.
+        tensor(&[1.0], &[1], device).unscale_(2.0, &flag).unwrap();
+        assert_ne!(flag.item_f64().unwrap(), 0.0);
+    }
+    if device.supports_f16() {
+        let half = tensor(&[6.0, -2.0], &[2], device)
+            .to_dtype(DType::F16)
+            .unwrap();
+        half.unscale_(2.0, &flag).unwrap();
+        assert_eq!(values(&half), vec![3.0, -1.0]);
+    }
+    let wrong = Tensor::zeros(&[1], DType::F32, device).unwrap();
+    let error = holder.unscale_(2.0, &wrong).unwrap_err();
+    assert!(error.to_string().contains("unscale"), "{error}");
+}
+
 anygrad_testing::device_tests!(
     creation,
     random_is_seeded,
@@ -627,4 +666,5 @@ anygrad_testing::device_tests!(
     convolution_and_pooling,
     dtype_conversions,
     sgd_steps,
+    unscaling,
 );

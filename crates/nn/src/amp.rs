@@ -72,31 +72,34 @@ impl GradScaler {
             return Ok(());
         }
         let _guard = no_grad();
-        // Per device: the largest |g| of each gradient, reduced once at the end.
-        let mut largest: Vec<(Device, Vec<Tensor>)> = Vec::new();
+        // One flag per device collects every gradient's inf/NaN check; each gradient is
+        // divided in place by one kernel (`Tensor::unscale_`), and each flag read back once.
+        let mut flags: Vec<(Device, Tensor)> = Vec::new();
+        let mut done: Vec<Tensor> = Vec::new();
         for parameter in optimizer.gradient_slots() {
-            let Some(grad) = parameter.grad() else {
+            let Some(mut grad) = parameter.grad() else {
                 continue;
             };
-            let unscaled = grad.div_scalar(self.scale)?;
-            // max(|g|) is inf or NaN exactly when some element is (NaN propagates).
-            let maximum = unscaled
-                .abs()?
-                .max_all()?
-                .to_dtype(DType::F32)?
-                .reshape([1])?;
-            match largest.iter_mut().find(|(d, _)| d == grad.device()) {
-                Some((_, maxima)) => maxima.push(maximum),
-                None => largest.push((grad.device().clone(), vec![maximum])),
+            // A gradient whose storage another parameter's gradient shares (autograd may hand
+            // both the same tensor) is copied first, so that it is divided once.
+            if done.iter().any(|other| other.same_storage(&grad)) {
+                grad = grad.copy()?;
+                parameter.set_grad(Some(grad.clone()));
             }
-            parameter.set_grad(Some(unscaled));
+            let flag = match flags.iter().find(|(d, _)| d == grad.device()) {
+                Some((_, flag)) => flag.clone(),
+                None => {
+                    let flag = Tensor::zeros(&[1], DType::U32, grad.device())?;
+                    flags.push((grad.device().clone(), flag.clone()));
+                    flag
+                }
+            };
+            grad.unscale_(self.scale, &flag)?;
+            done.push(grad);
         }
         let mut found_inf = false;
-        for (_, maxima) in &largest {
-            let refs: Vec<&Tensor> = maxima.iter().collect();
-            // A sum (not a max) of the maxima: NaN and inf survive addition on every backend.
-            let overall = Tensor::cat(&refs, 0)?.sum_all()?.item_f64()?;
-            if !overall.is_finite() {
+        for (_, flag) in &flags {
+            if flag.item_f64()? != 0.0 {
                 found_inf = true;
             }
         }

@@ -329,6 +329,29 @@ pub(crate) fn check_sgd_step(
     Ok(parameter.0.numel())
 }
 
+/// The operands of `unscale`: a contiguous float view inside its storage and a U32 flag of
+/// at least one element. Returns the number of elements.
+pub(crate) fn check_unscale(
+    (layout, len, dtype): (&Layout, usize, DType),
+    (found_len, found_dtype): (usize, DType),
+) -> Result<usize> {
+    const OP: &str = "unscale";
+    check_view(OP, layout, len)?;
+    if !dtype.is_float() || !layout.is_contiguous() {
+        return Err(Error::invalid(
+            OP,
+            format!("expected a contiguous float gradient, got {dtype:?} {layout:?}"),
+        ));
+    }
+    if found_dtype != DType::U32 || found_len == 0 {
+        return Err(Error::invalid(
+            OP,
+            format!("the flag must be U32 [1], got {found_dtype:?} of {found_len} elements"),
+        ));
+    }
+    Ok(layout.numel())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

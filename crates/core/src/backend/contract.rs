@@ -242,6 +242,11 @@ pub(crate) trait BackendStorage: Sized {
         step: &crate::update::SgdStep,
     ) -> Result<()>;
 
+    /// Mixed precision's gradient unscaling in place: every element of the view (float,
+    /// contiguous, any offset) becomes `x / scale`, and where an element was inf or NaN,
+    /// `found` (a U32 `[1]` storage, never cleared here) becomes nonzero.
+    fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Self) -> Result<()>;
+
     /// The view converted to `dtype` (contiguous output; float to integer truncates toward
     /// zero and saturates).
     fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self>;

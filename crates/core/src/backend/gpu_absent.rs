@@ -482,6 +482,10 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
+    fn unscale(&mut self, _layout: &Layout, _scale: f64, _found: &mut Self) -> Result<()> {
+        match self.never {}
+    }
+
     fn cast(&self, _layout: &Layout, _dtype: DType) -> Result<Self> {
         match self.never {}
     }

@@ -1,4 +1,5 @@
-//! `Tensor::sgd_step_`: an optimizer's SGD update of one parameter in place. Contiguous
+//! `Tensor::sgd_step_`: an optimizer's SGD update of one parameter in place, and
+//! `Tensor::unscale_`, mixed precision's gradient unscaling. Contiguous
 //! operands of one dtype take the fused primitive (`BackendStorage::sgd_step`: one GPU kernel per
 //! parameter); any other view, or operands sharing storage, take the composite ops, which
 //! compute the same rule (`update::SgdStep`) and are its reference in the tests.
@@ -112,5 +113,61 @@ impl Tensor {
             };
         }
         self.assign(&self.sub(&g.mul_scalar(step.lr)?)?)
+    }
+}
+
+impl Tensor {
+    /// Divide this gradient by `scale` in place and set `found` (a U32 `[1]` tensor on the same
+    /// device) to a nonzero value if any element was inf or NaN; `found` is never cleared, so
+    /// one flag can collect every gradient of a device and be read back once (PyTorch's
+    /// `_amp_foreach_non_finite_check_and_unscale_`). One kernel for a contiguous float view;
+    /// other views take tensor ops and a readback. Runs without recording gradients.
+    pub fn unscale_(&self, scale: f64, found: &Tensor) -> Result<()> {
+        const OP: &str = "unscale";
+        if found.dtype() != crate::dtype::DType::U32 || found.numel() != 1 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "the flag must be a U32 tensor of one element, got {:?} {:?}",
+                    found.dtype(),
+                    found.shape()
+                ),
+            ));
+        }
+        if found.device() != self.device() {
+            return Err(Error::DeviceMismatch {
+                op: OP,
+                lhs: self.device().to_string(),
+                rhs: found.device().to_string(),
+            });
+        }
+        if !self.dtype().is_float() {
+            return Err(Error::invalid(
+                OP,
+                format!("a gradient of dtype {:?} cannot be unscaled", self.dtype()),
+            ));
+        }
+        let _guard = crate::autograd::no_grad();
+        if self.layout().is_contiguous() && found.is_contiguous() && !self.same_storage(found) {
+            let fused = {
+                let mut flag = found.storage_mut();
+                let mut storage = self.storage_mut();
+                storage.unscale(self.layout(), scale, &mut flag)
+            };
+            match fused {
+                Err(Error::Unsupported { .. } | Error::BufferTooLarge { .. }) => {}
+                done => return done,
+            }
+        }
+        // The composite: max |x| is inf or NaN exactly when some element is.
+        let total = self.abs()?.max_all()?.item_f64()?;
+        self.assign(&self.div_scalar(scale)?)?;
+        if !total.is_finite() {
+            found.assign(
+                &Tensor::full(&[1], 1.0, crate::dtype::DType::U32, self.device())?
+                    .reshape(found.shape())?,
+            )?;
+        }
+        Ok(())
     }
 }

@@ -208,6 +208,10 @@ impl BackendStorage for CpuStorage {
         CpuStorage::sgd_step(self, layout, grad, buffer, step)
     }
 
+    fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Self) -> Result<()> {
+        CpuStorage::unscale(self, layout, scale, found)
+    }
+
     fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self> {
         CpuStorage::cast(self, layout, dtype)
     }

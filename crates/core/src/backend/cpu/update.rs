@@ -1,12 +1,12 @@
 //! `CpuStorage::sgd_step`: one SGD step in place over contiguous views, element by element
-//! with `update::SgdStep::element` (f32 arithmetic for F32 and F16, f64 for F64) — the
-//! reference of the GPU kernel (`backend/gpu/optimizer_step.rs`).
+//! with `update::SgdStep::element` (f32 arithmetic for F32 and F16, f64 for F64), and
+//! `CpuStorage::unscale` — the references of the GPU kernels (`backend/gpu/optimizer_step.rs`).
 
 use super::CpuStorage;
-use crate::backend::checks::check_sgd_step;
+use crate::backend::checks::{check_sgd_step, check_unscale};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::update::SgdStep;
+use crate::update::{non_finite, SgdStep};
 
 impl CpuStorage {
     /// One SGD step in place (`BackendStorage::sgd_step`).
@@ -78,6 +78,47 @@ impl CpuStorage {
                     format!("a parameter of dtype {:?} cannot be stepped", p.dtype()),
                 ))
             }
+        }
+        Ok(())
+    }
+
+    /// Gradient unscaling in place (`BackendStorage::unscale`).
+    pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut CpuStorage) -> Result<()> {
+        let numel = check_unscale(
+            (layout, self.len(), self.dtype()),
+            (found.len(), found.dtype()),
+        )?;
+        let at = layout.offset;
+        let mut bad = false;
+        match self {
+            CpuStorage::F32(values) => {
+                for value in &mut values[at..at + numel] {
+                    bad |= non_finite(*value);
+                    *value /= scale as f32;
+                }
+            }
+            CpuStorage::F64(values) => {
+                for value in &mut values[at..at + numel] {
+                    bad |= !value.is_finite();
+                    *value /= scale;
+                }
+            }
+            CpuStorage::F16(values) => {
+                for value in &mut values[at..at + numel] {
+                    let wide = value.to_f32();
+                    bad |= non_finite(wide);
+                    *value = half::f16::from_f32(wide / scale as f32);
+                }
+            }
+            other => {
+                return Err(Error::invalid(
+                    "unscale",
+                    format!("a gradient of dtype {:?} cannot be unscaled", other.dtype()),
+                ))
+            }
+        }
+        if let (true, CpuStorage::U32(flag)) = (bad, found) {
+            flag[0] = 1;
         }
         Ok(())
     }

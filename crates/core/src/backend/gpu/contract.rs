@@ -450,6 +450,10 @@ impl BackendStorage for GpuStorage {
         GpuStorage::sgd_step(self, layout, grad, buffer, step)
     }
 
+    fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Self) -> Result<()> {
+        GpuStorage::unscale(self, layout, scale, found)
+    }
+
     fn cast(&self, layout: &Layout, dtype: DType) -> Result<Self> {
         Plan::elementwise("cast", [(self, layout)]).run(|[(x, l)], _| GpuStorage::cast(x, l, dtype))
     }

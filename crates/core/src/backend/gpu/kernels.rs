@@ -29,7 +29,7 @@
 //! | `CopyRows` | `copy_rows.rs` |
 //! | `CopyTranspose` | `copy_transpose.rs` |
 //! | `BatchNormSums`, `BatchNormInputGrad` | `batch_norm.rs`, `batch_norm_input.rs` |
-//! | `SgdStep` | `optimizer_step.rs` |
+//! | `SgdStep`, `Unscale` | `optimizer_step.rs` |
 //!
 //! Families build on the shared leaves `wgsl.rs` (dtype to WGSL types, the value header, op
 //! expressions, `common.wgsl`) and `params.rs`; this module depends on the families only to
@@ -172,6 +172,8 @@ pub enum KernelKey {
     BatchNormInputGrad { dtype: DType, vector: bool },
     /// One SGD step in place, with or without a momentum buffer (`optimizer_step.rs`).
     SgdStep { dtype: DType, momentum: bool },
+    /// Gradient unscaling in place with its inf/NaN flag (`optimizer_step.rs`).
+    Unscale { dtype: DType },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
     CopyRows { dtype: DType },
     /// The dense copy of a batch of transposed matrices through tiles (`copy_transpose.rs`).
@@ -274,6 +276,7 @@ impl KernelKey {
             | KernelKey::BatchNormSums { .. }
             | KernelKey::BatchNormInputGrad { .. }
             | KernelKey::SgdStep { .. }
+            | KernelKey::Unscale { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::AttentionCoopBackward(_)
@@ -334,6 +337,7 @@ impl KernelKey {
             | KernelKey::BatchNormSums { .. }
             | KernelKey::BatchNormInputGrad { .. }
             | KernelKey::SgdStep { .. }
+            | KernelKey::Unscale { .. }
             | KernelKey::Attention(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::Custom { .. } => false,
@@ -377,6 +381,7 @@ impl KernelKey {
             | KernelKey::CopyTranspose { dtype }
             | KernelKey::BatchNormInputGrad { dtype, .. }
             | KernelKey::SgdStep { dtype, .. }
+            | KernelKey::Unscale { dtype }
             | KernelKey::BatchNormSums { dtype, .. }
             | KernelKey::MaxPool2dBackward { dtype, .. }
             | KernelKey::IndexAddSums { dtype, .. } => *dtype == DType::F16,
@@ -412,6 +417,7 @@ impl KernelKey {
             KernelKey::SgdStep { dtype, momentum } => {
                 super::optimizer_step::source(*dtype, *momentum)
             }
+            KernelKey::Unscale { dtype } => super::optimizer_step::unscale_source(*dtype),
             KernelKey::BatchNormSums {
                 dtype,
                 backward,

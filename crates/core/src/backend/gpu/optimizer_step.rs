@@ -1,15 +1,19 @@
-//! Kernel family `SgdStep`: one SGD step in place (`BackendStorage::sgd_step`), one invocation
+//! Kernel families `SgdStep` and `Unscale`. `SgdStep`: one SGD step in place
+//! (`BackendStorage::sgd_step`), one invocation
 //! per element reading the parameter, its gradient and (with momentum) its buffer and writing
 //! the new parameter and buffer: one kernel per parameter where the composite ops recorded
 //! five and a copy. The arithmetic is `update::SgdStep::element`'s, in the same order, in f32
 //! (F16 data is widened and narrowed once); `cpu/update.rs` is the reference. F32 and F16.
+//! `Unscale`: mixed precision's gradient unscaling in place (`BackendStorage::unscale`), each
+//! element divided by the scale and an inf or NaN setting a U32 flag (`atomicOr`, so every
+//! workgroup may set it; it is only ever set, so the result does not depend on the order).
 
 use super::kernels::KernelKey;
 use super::ops::{same_device, unsupported};
 use super::params::{kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
 use super::wgsl::{value_header, COMMON};
-use crate::backend::checks::check_sgd_step;
+use crate::backend::checks::{check_sgd_step, check_unscale};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -40,13 +44,54 @@ kernel_params! {
     }
 }
 
+kernel_params! {
+    /// Parameters of the unscaling kernel.
+    struct UnscaleParams {
+        /// Elements.
+        count: u32,
+        /// The gradient view's first element.
+        offset: u32,
+        /// The divisor.
+        scale: f32,
+    }
+}
+
 /// The catalogue entries (`kernel_catalog.rs`).
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for momentum in [false, true] {
             keys.push(KernelKey::SgdStep { dtype, momentum });
         }
+        keys.push(KernelKey::Unscale { dtype });
     }
+}
+
+/// WGSL of `KernelKey::Unscale`.
+pub(crate) fn unscale_source(dtype: DType) -> String {
+    let mut w = value_header(dtype);
+    w.push_str(UnscaleParams::WGSL);
+    w.push_str(COMMON);
+    w.push_str(
+        "@group(0) @binding(1) var<storage, read_write> gradient: array<S>;
+@group(0) @binding(2) var<storage, read_write> found: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = linear_id(workgroup, workgroups, local);
+    if (i >= params.count) {
+        return;
+    }
+    let value = f32(load_value(gradient[params.offset + i]));
+    // Inf and NaN have every exponent bit set.
+    if ((bitcast<u32>(value) & 0x7f800000u) == 0x7f800000u) {
+        atomicOr(&found[0], 1u);
+    }
+    gradient[params.offset + i] = store_value(T(value / params.scale));
+}
+",
+    );
+    w
 }
 
 /// WGSL of `KernelKey::SgdStep` (`momentum`: with the buffer binding and its update).
@@ -151,6 +196,30 @@ impl GpuStorage {
             &key,
             &Params::with_header(&header, 0),
             &buffers,
+            numel,
+        )
+    }
+}
+
+impl GpuStorage {
+    /// Gradient unscaling in place (`BackendStorage::unscale`); `self` is the gradient.
+    pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut GpuStorage) -> Result<()> {
+        const OP: &str = "unscale";
+        same_device(OP, self, found)?;
+        let numel = check_unscale((layout, self.len, self.dtype), (found.len, found.dtype))?;
+        if !matches!(self.dtype, DType::F32 | DType::F16) {
+            return Err(unsupported(OP, self.dtype, &self.device));
+        }
+        let header = UnscaleParams {
+            count: word(numel)?,
+            offset: word(layout.offset)?,
+            scale: scale as f32,
+        };
+        GpuStorage::launch(
+            &self.device,
+            &KernelKey::Unscale { dtype: self.dtype },
+            &Params::with_header(&header, 0),
+            &[self.raw()?, found.raw()?],
             numel,
         )
     }
