@@ -73,7 +73,11 @@ pub(crate) fn batch_norm_training(
         // y = x·scale + shift with inv_std = 1/√(var + eps), scale = γ·inv_std and
         // shift = β − μ·scale (per channel, small): one kernel for f32 parameters.
         let (inv_std, scale, shift) = match coefficients(&stats, weight, bias, eps)? {
-            Some(rows) => (row(&rows, 0)?, row(&rows, 1)?, row(&rows, 2)?),
+            Some(rows) => {
+                // Scale and shift in x's dtype by one cast of both rows.
+                let pair = rows.narrow(0, 1, 2)?.to_dtype(x.dtype())?;
+                (row(&rows, 0)?, row(&pair, 0)?, row(&pair, 1)?)
+            }
             None => {
                 let inv_std = biased_var.add_scalar(eps)?.rsqrt()?;
                 let scale = match weight {
