@@ -8,6 +8,19 @@ use anygrad_core::{no_grad, DType, Device, Result, Tensor};
 
 use crate::optim::Optimizer;
 
+/// Whether two tensors may share an element: the same storage, and (for contiguous views)
+/// intersecting ranges of it.
+fn overlaps(a: &Tensor, b: &Tensor) -> bool {
+    if !a.same_storage(b) {
+        return false;
+    }
+    if !(a.is_contiguous() && b.is_contiguous()) {
+        return true;
+    }
+    let (a_start, b_start) = (a.layout().offset, b.layout().offset);
+    a_start < b_start + b.numel() && b_start < a_start + a.numel()
+}
+
 /// Dynamic loss scaler.
 #[derive(Debug, Clone)]
 pub struct GradScaler {
@@ -75,17 +88,29 @@ impl GradScaler {
         // One flag per device collects every gradient's inf/NaN check; each gradient is
         // divided in place by one kernel (`Tensor::unscale_`), and each flag read back once.
         let mut flags: Vec<(Device, Tensor)> = Vec::new();
-        let mut done: Vec<Tensor> = Vec::new();
+        // Each distinct gradient once: one tensor handed to several parameters (autograd may
+        // do that) is divided once; a gradient overlapping another in any other way is copied
+        // first (before anything is divided), and disjoint rows of one tensor (a batch norm's
+        // two gradients) are left as they are.
+        let mut distinct: Vec<Tensor> = Vec::new();
         for parameter in optimizer.gradient_slots() {
-            let Some(mut grad) = parameter.grad() else {
+            let Some(grad) = parameter.grad() else {
                 continue;
             };
-            // A gradient whose storage another parameter's gradient shares (autograd may hand
-            // both the same tensor) is copied first, so that it is divided once.
-            if done.iter().any(|other| other.same_storage(&grad)) {
-                grad = grad.copy()?;
-                parameter.set_grad(Some(grad.clone()));
+            let same =
+                |other: &Tensor| other.same_storage(&grad) && other.layout() == grad.layout();
+            if distinct.iter().any(same) {
+                continue;
             }
+            if distinct.iter().any(|other| overlaps(other, &grad)) {
+                let copy = grad.copy()?;
+                parameter.set_grad(Some(copy.clone()));
+                distinct.push(copy);
+            } else {
+                distinct.push(grad);
+            }
+        }
+        for grad in &distinct {
             let flag = match flags.iter().find(|(d, _)| d == grad.device()) {
                 Some((_, flag)) => flag.clone(),
                 None => {
@@ -95,7 +120,6 @@ impl GradScaler {
                 }
             };
             grad.unscale_(self.scale, &flag)?;
-            done.push(grad);
         }
         let mut found_inf = false;
         for (_, flag) in &flags {

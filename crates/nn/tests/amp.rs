@@ -1,10 +1,12 @@
 //! Mixed precision: under autocast matmul runs in f16 and softmax in f32, gradients reach the
 //! f32 master weights in f32, a model trained with autocast + GradScaler learns like one in
-//! f32, and the scaler skips steps (and lowers its scale) when the loss overflows.
+//! f32, and the scaler skips steps (and lowers its scale) when the loss overflows and divides
+//! every gradient exactly once, also gradients that share storage.
 
 use anygrad_core::{autocast, DType, Device, Tensor};
 use anygrad_nn::{
-    Adam, AdamConfig, CrossEntropyLoss, GradScaler, Linear, Module, Optimizer, ReLU, Sequential,
+    Adam, AdamConfig, CrossEntropyLoss, GradScaler, Linear, Module, Optimizer, Parameter, ReLU,
+    Sequential, Sgd, SgdConfig,
 };
 
 fn autocast_op_precisions(device: &Device) {
@@ -152,9 +154,45 @@ fn scaler_skips_overflowing_steps(device: &Device) {
     assert_ne!(layer.named_parameters()[0].1.to_vec_f32().unwrap(), before);
 }
 
+/// Gradients that are one tensor, or disjoint rows of one tensor, are each divided once.
+fn scaler_divides_shared_gradients_once(device: &Device) {
+    let parameter = |name: &str| {
+        let tensor = Tensor::zeros(&[2], DType::F32, device).unwrap();
+        (
+            name.to_string(),
+            Parameter::new(tensor.requires_grad_(true)),
+        )
+    };
+    let slots = vec![
+        parameter("a"),
+        parameter("b"),
+        parameter("c"),
+        parameter("d"),
+    ];
+    let shared = Tensor::from_vec(vec![8.0f32, 16.0], &[2], device).unwrap();
+    let rows = Tensor::from_vec(vec![2.0f32, 4.0, 6.0, 8.0], &[2, 2], device).unwrap();
+    slots[0].1.set_grad(Some(shared.clone()));
+    slots[1].1.set_grad(Some(shared.clone()));
+    slots[2]
+        .1
+        .set_grad(Some(rows.narrow(0, 0, 1).unwrap().reshape([2]).unwrap()));
+    slots[3]
+        .1
+        .set_grad(Some(rows.narrow(0, 1, 1).unwrap().reshape([2]).unwrap()));
+    let optimizer = Sgd::new(slots.clone(), SgdConfig::new(0.1)).unwrap();
+    let mut scaler = GradScaler::new(2.0, 2.0, 0.5, 10);
+    scaler.unscale(&optimizer).unwrap();
+    let grad = |i: usize| slots[i].1.grad().unwrap().to_vec_f32().unwrap();
+    assert_eq!(grad(0), vec![4.0, 8.0]);
+    assert_eq!(grad(1), vec![4.0, 8.0]);
+    assert_eq!(grad(2), vec![1.0, 2.0]);
+    assert_eq!(grad(3), vec![3.0, 4.0]);
+}
+
 anygrad_testing::device_tests!(
     autocast_op_precisions,
     autocast_linear_stays_f16,
     amp_training_matches_f32,
-    scaler_skips_overflowing_steps
+    scaler_skips_overflowing_steps,
+    scaler_divides_shared_gradients_once
 );
