@@ -3,7 +3,7 @@
 # anygrad's benches (matmul, ResNet-18 inference and
 # training in f32 and autocast at batch 64 and 8, fused attention with and without the
 # cooperative forward, MiniLM), the ResNet-18 profiles, then PyTorch's same workloads in the
-# same call and the comparison table.
+# same call, cuDNN's kernel times (`bench/pytorch_kernel_profile.py`) and the comparison table.
 # Usage (from the repo root): BIN=.devbin/anygrad OUT=/tmp/out scripts/device/h200_round.sh
 set -u
 BIN=${BIN:-target/release/anygrad}
@@ -56,6 +56,7 @@ log profiles
 "$BIN" profile minilm-train --device gpu:0 --batch 64 > "$OUT/profile-minilm-train.txt" 2>&1
 "$BIN" profile minilm --device gpu:0 --batch 64 > "$OUT/profile-minilm.txt" 2>&1
 "$BIN" profile resnet18 --device gpu:0 --batch 64 --amp > "$OUT/profile-infer-amp.txt" 2>&1
+"$BIN" profile resnet18-train --device gpu:0 --batch 64 --amp > "$OUT/profile-train-amp.txt" 2>&1
 head -25 "$OUT/profile-train.txt"
 grep -A16 "by shape" "$OUT/profile-infer-amp.txt"
 grep -o '"conv2d[^"]*x\[64, 64, 56, 56\][^"]*"[^}]*}' "$OUT/cache/autotune.json" | head -8
@@ -73,6 +74,8 @@ python3 bench/pytorch_reference.py attention --attention-shape 8 12 1024 64 --at
 python3 bench/pytorch_reference.py minilm minilm-train --amp --device cuda:0 --minilm-batch 64 \
     --minilm-length 128 --seconds 2 2>>"$OUT/log.txt" | grep -v environment \
     | tee -a "$OUT/pytorch.jsonl"
+# cuDNN's own kernels for the same ResNet-18 steps (torch.profiler), to read the profiles against.
+python3 bench/pytorch_kernel_profile.py > "$OUT/pytorch-kernels.txt" 2>&1
 python3 bench/compare.py "$OUT/anygrad.jsonl" "$OUT/pytorch.jsonl" > "$OUT/comparison.md" 2>&1
 cat "$OUT/comparison.md"
 # The device tool returns a few files only: pack them into one.
