@@ -38,6 +38,19 @@ def table(prof, title, steps, rows):
     print()
 
 
+def profiled(step, title, args):
+    """Warm `step` up, then print the kernel table of `args.steps` profiled calls."""
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(args.steps):
+            step()
+        torch.cuda.synchronize()
+    table(prof, title, args.steps, args.rows)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch", type=int, default=64)
@@ -51,7 +64,6 @@ def main():
     model = resnet18().to(device)
     x = torch.randn(args.batch, 3, 224, 224, device=device)
     y = torch.randint(0, 1000, (args.batch,), device=device)
-    from torch.profiler import ProfilerActivity, profile
 
     model.eval()
 
@@ -59,14 +71,7 @@ def main():
         with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
             return model(x)
 
-    for _ in range(5):
-        infer()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(args.steps):
-            infer()
-        torch.cuda.synchronize()
-    table(prof, "ResNet-18 inference, autocast f16", args.steps, args.rows)
+    profiled(infer, "ResNet-18 inference, autocast f16", args)
 
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -81,14 +86,7 @@ def main():
         scaler.step(optimizer)
         scaler.update()
 
-    for _ in range(5):
-        train()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(args.steps):
-            train()
-        torch.cuda.synchronize()
-    table(prof, "ResNet-18 training step, autocast f16 + GradScaler + SGD", args.steps, args.rows)
+    profiled(train, "ResNet-18 training step, autocast f16 + GradScaler + SGD", args)
 
 
 if __name__ == "__main__":
