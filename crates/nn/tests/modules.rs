@@ -120,6 +120,26 @@ fn batchnorm_running_stats_and_momentum(device: &Device) {
         "running var",
     );
     assert_eq!(bn.num_batches_tracked.tensor().item_f64().unwrap(), 2.0);
+    // Momentum 0.1 (the default; updated by the coefficients' kernel):
+    // running = 0.9·running + 0.1·stat, the variance's stat unbiased.
+    let bn = BatchNorm1d::new_1d(2, device).unwrap();
+    bn.forward(&x1).unwrap();
+    bn.forward(&x2).unwrap();
+    assert_close(
+        &values(&bn.running_mean.tensor()),
+        &[0.78, 1.35],
+        1e-5,
+        1e-5,
+        "running mean, momentum 0.1",
+    );
+    assert_close(
+        &values(&bn.running_var.tensor()),
+        &[1.19, 5.31],
+        1e-5,
+        1e-5,
+        "running var, momentum 0.1",
+    );
+    assert_eq!(bn.num_batches_tracked.tensor().item_f64().unwrap(), 2.0);
     // One value per channel cannot be normalized in training.
     assert!(bn
         .forward(&anygrad_testing::tensor(&[1.0, 2.0], &[1, 2], device))

@@ -9,12 +9,37 @@ use anygrad_core::custom_op::CustomOp;
 use anygrad_core::{Error, Result, Tensor};
 
 /// The forward's coefficients from the batch statistics: inputs `stats` F32 `[2, c]` (mean,
-/// biased variance) and, with `affine`, the weight and bias F32 `[c]`; output F32 `[3, c]`:
-/// row 0 `inv_std = 1/√(var + eps)`, row 1 `scale = weight·inv_std`, row 2
-/// `shift = bias − mean·scale` (weight 1 and bias 0 without `affine`).
+/// biased variance), with `affine` the weight and bias F32 `[c]`, with `running` the running
+/// mean and variance F32 `[c]`; output F32 `[3, c]` (`[5, c]` with `running`): row 0
+/// `inv_std = 1/√(var + eps)`, row 1 `scale = weight·inv_std`, row 2
+/// `shift = bias − mean·scale` (weight 1 and bias 0 without `affine`), rows 3 and 4 the new
+/// running mean and variance `running·(1 − factor) + stat·factor`, the variance's stat
+/// unbiased (`var·correction`).
 pub(crate) struct ForwardCoefficients {
     pub eps: f64,
     pub affine: bool,
+    /// `(factor, correction)` of the running statistics' update.
+    pub running: Option<(f64, f64)>,
+}
+
+impl ForwardCoefficients {
+    /// Output rows.
+    fn rows(&self) -> usize {
+        if self.running.is_some() {
+            5
+        } else {
+            3
+        }
+    }
+
+    /// The input numbers of the running mean and variance.
+    fn running_inputs(&self) -> (usize, usize) {
+        if self.affine {
+            (3, 4)
+        } else {
+            (1, 2)
+        }
+    }
 }
 
 /// The backward's coefficients from the backward sums: inputs `sums` F32 `[2, c]` (`Σ g`,
@@ -50,13 +75,25 @@ impl CustomOp for ForwardCoefficients {
     }
 
     fn output_shape(&self, shapes: &[&[usize]]) -> Result<Vec<usize>> {
-        Ok(vec![3, channels(shapes, "batch_norm_coefficients")?])
+        Ok(vec![
+            self.rows(),
+            channels(shapes, "batch_norm_coefficients")?,
+        ])
     }
 
     fn cpu_forward(&self, inputs: &[&[f32]], shapes: &[&[usize]]) -> Result<Vec<f32>> {
         let c = channels(shapes, "batch_norm_coefficients")?;
         let (mean, var) = inputs[0].split_at(c);
-        let mut out = vec![0.0; 3 * c];
+        let mut out = vec![0.0; self.rows() * c];
+        if let Some((factor, correction)) = self.running {
+            let (running_mean, running_var) = self.running_inputs();
+            let (keep, factor, correction) =
+                ((1.0 - factor) as f32, factor as f32, correction as f32);
+            for ch in 0..c {
+                out[3 * c + ch] = inputs[running_mean][ch] * keep + mean[ch] * factor;
+                out[4 * c + ch] = inputs[running_var][ch] * keep + var[ch] * correction * factor;
+            }
+        }
         for ch in 0..c {
             let inv_std = 1.0 / (var[ch] + self.eps as f32).sqrt();
             let (weight, bias) = match self.affine {
@@ -80,12 +117,30 @@ impl CustomOp for ForwardCoefficients {
             true => ("input1[ch]", "input2[ch]"),
             false => ("1.0", "0.0"),
         };
+        let running = match self.running {
+            Some((factor, correction)) => {
+                let (mean, var) = self.running_inputs();
+                format!(
+                    "    if (row == 3u) {{
+        return input{mean}[ch] * {keep} + input0[ch] * {factor};
+    }}
+    if (row == 4u) {{
+        return input{var}[ch] * {keep} + input0[c + ch] * {correction} * {factor};
+    }}
+",
+                    keep = literal((1.0 - factor) as f32),
+                    factor = literal(factor as f32),
+                    correction = literal(correction as f32),
+                )
+            }
+            None => String::new(),
+        };
         Some(format!(
             "fn compute(i: u32) -> f32 {{
-    let c = params[0] / 3u;
+    let c = params[0] / {rows}u;
     let row = i / c;
     let ch = i % c;
-    let inv_std = 1.0 / sqrt(input0[c + ch] + {eps});
+{running}    let inv_std = 1.0 / sqrt(input0[c + ch] + {eps});
     if (row == 0u) {{
         return inv_std;
     }}
@@ -97,6 +152,7 @@ impl CustomOp for ForwardCoefficients {
 }}
 ",
             eps = literal(self.eps as f32),
+            rows = self.rows(),
         ))
     }
 }

@@ -34,19 +34,34 @@ pub(crate) struct BatchNormOutput {
     pub mean: Tensor,
     /// The biased batch variance per channel.
     pub biased_var: Tensor,
+    /// Whether the running statistics passed in were updated (by the coefficients' kernel).
+    pub running_updated: bool,
+}
+
+/// The running statistics a training batch norm updates:
+/// `running = running·(1 − factor) + stat·factor`, the variance's stat unbiased
+/// (`var·correction`). Both F32 `[c]`.
+pub(crate) struct RunningUpdate<'a> {
+    pub mean: &'a Tensor,
+    pub var: &'a Tensor,
+    pub factor: f64,
+    pub correction: f64,
 }
 
 /// Normalize `x` over every dim but 1 with the batch's own statistics, then scale and shift by
 /// `weight` and `bias` (both `[c]`, or neither). Differentiable in `x`, `weight` and `bias`.
+/// Where the per-channel numbers take their one kernel, it also updates `running` (see
+/// `BatchNormOutput::running_updated`; the caller updates them otherwise).
 pub(crate) fn batch_norm_training(
     x: &Tensor,
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
+    (weight, bias): (Option<&Tensor>, Option<&Tensor>),
     eps: f64,
+    running: Option<RunningUpdate<'_>>,
 ) -> Result<BatchNormOutput> {
     let dims: Vec<isize> = (0..x.rank() as isize).filter(|&d| d != 1).collect();
     let mut stat_shape = vec![1usize; x.rank()];
     stat_shape[1] = x.shape()[1];
+    let mut running_updated = false;
     let (output, mean, biased_var, inv_std) = {
         let _guard = anygrad_core::no_grad();
         let stats = match x.batch_norm_stats_rows() {
@@ -72,8 +87,17 @@ pub(crate) fn batch_norm_training(
         let (mean, biased_var) = (row(&stats, 0)?, row(&stats, 1)?);
         // y = x·scale + shift with inv_std = 1/√(var + eps), scale = γ·inv_std and
         // shift = β − μ·scale (per channel, small): one kernel for f32 parameters.
-        let (inv_std, scale, shift) = match coefficients(&stats, weight, bias, eps)? {
+        let (inv_std, scale, shift) = match coefficients(&stats, (weight, bias), eps, &running)? {
             Some(rows) => {
+                if let Some(running) = &running {
+                    running
+                        .mean
+                        .assign(&rows.narrow(0, 3, 1)?.reshape(running.mean.shape())?)?;
+                    running
+                        .var
+                        .assign(&rows.narrow(0, 4, 1)?.reshape(running.var.shape())?)?;
+                    running_updated = true;
+                }
                 // Scale and shift in x's dtype by one cast of both rows.
                 let pair = rows.narrow(0, 1, 2)?.to_dtype(x.dtype())?;
                 (row(&rows, 0)?, row(&pair, 0)?, row(&pair, 1)?)
@@ -113,6 +137,7 @@ pub(crate) fn batch_norm_training(
         output,
         mean,
         biased_var,
+        running_updated,
     })
 }
 
@@ -121,12 +146,15 @@ pub(crate) fn batch_norm_training(
 /// computes them as tensor ops).
 fn coefficients(
     stats: &Tensor,
-    weight: Option<&Tensor>,
-    bias: Option<&Tensor>,
+    (weight, bias): (Option<&Tensor>, Option<&Tensor>),
     eps: f64,
+    running: &Option<RunningUpdate<'_>>,
 ) -> Result<Option<Tensor>> {
     let mut inputs = vec![stats];
     inputs.extend(weight.into_iter().chain(bias));
+    if let Some(running) = running {
+        inputs.extend([running.mean, running.var]);
+    }
     if inputs.iter().any(|t| t.dtype() != DType::F32) || weight.is_some() != bias.is_some() {
         return Ok(None);
     }
@@ -140,6 +168,7 @@ fn coefficients(
     let op = ForwardCoefficients {
         eps,
         affine: weight.is_some(),
+        running: running.as_ref().map(|r| (r.factor, r.correction)),
     };
     apply(Arc::new(op), &operands).map(Some)
 }

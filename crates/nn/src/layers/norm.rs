@@ -15,7 +15,7 @@ use anygrad_core::{
     is_grad_enabled, mutation_epoch, DType, Device, Error, Result, Tensor, TensorId,
 };
 
-use super::batch_norm_training::batch_norm_training;
+use super::batch_norm_training::{batch_norm_training, RunningUpdate};
 use crate::module::{join_name, Kind, Module, Parameter, TrainingFlag};
 
 /// Batch normalization over channel dim 1 (`BatchNorm1d` for `[n, c]`/`[n, c, l]`,
@@ -140,11 +140,18 @@ impl BatchNorm {
         self.running_mean.numel()
     }
 
-    fn update_running_stats(&self, mean: &Tensor, biased_var: &Tensor, count: usize) -> Result<()> {
+    /// `num_batches_tracked += 1`; returns the new count.
+    fn count_batch(&self) -> Result<Tensor> {
         let _guard = anygrad_core::no_grad();
         let tracked = self.num_batches_tracked.tensor();
         let new_count = tracked.add_scalar(1.0)?;
         tracked.assign(&new_count)?;
+        Ok(new_count)
+    }
+
+    fn update_running_stats(&self, mean: &Tensor, biased_var: &Tensor, count: usize) -> Result<()> {
+        let _guard = anygrad_core::no_grad();
+        let new_count = self.count_batch()?;
         let factor = match self.momentum {
             Some(momentum) => momentum,
             None => 1.0 / new_count.item_f64()?.max(1.0),
@@ -245,13 +252,31 @@ impl Module for BatchNorm {
                     format!("expected more than 1 value per channel when training, got input shape {:?}", x.shape()),
                 ));
             }
+            // With a fixed momentum the running statistics' update rides on the kernel that
+            // computes the per-channel coefficients (a cumulative average's factor changes
+            // every step: the tensor ops below take it).
+            let (running_mean, running_var) =
+                (self.running_mean.tensor(), self.running_var.tensor());
+            let running = self.momentum.map(|factor| RunningUpdate {
+                mean: &running_mean,
+                var: &running_var,
+                factor,
+                correction: count as f64 / (count.max(2) - 1) as f64,
+            });
             let normalized = batch_norm_training(
                 x,
-                self.weight.as_ref().map(Parameter::tensor).as_ref(),
-                self.bias.as_ref().map(Parameter::tensor).as_ref(),
+                (
+                    self.weight.as_ref().map(Parameter::tensor).as_ref(),
+                    self.bias.as_ref().map(Parameter::tensor).as_ref(),
+                ),
                 self.eps,
+                running,
             )?;
-            self.update_running_stats(&normalized.mean, &normalized.biased_var, count)?;
+            if normalized.running_updated {
+                self.count_batch()?;
+            } else {
+                self.update_running_stats(&normalized.mean, &normalized.biased_var, count)?;
+            }
             return Ok(normalized.output);
         }
         // Eval: the running statistics and the affine parameters fold into one per-channel
