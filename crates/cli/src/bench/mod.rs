@@ -108,12 +108,17 @@ pub type Pipelined = (f64, f64);
 /// Milliseconds per call of `count` calls issued back to back with one synchronize at the
 /// end: `(host, total)`, the host's time to issue a call and the time per call with the GPU
 /// kept busy (no synchronize between calls). A host time near the total says the workload is
-/// bound by recording, not by the GPU.
+/// bound by recording, not by the GPU. One untimed round first: calls in flight together
+/// hold more buffers than one call at a time, and the caching allocator reuses a freed buffer
+/// only after the work that used it was submitted, so the first round allocates.
 pub fn time_pipelined(
     device: &Device,
     count: usize,
     mut work: impl FnMut() -> Result<()>,
 ) -> Result<Pipelined> {
+    for _ in 0..count {
+        work()?;
+    }
     device.synchronize()?;
     let start = Instant::now();
     for _ in 0..count {
