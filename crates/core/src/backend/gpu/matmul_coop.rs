@@ -387,133 +387,6 @@ pub(crate) fn first_applicable(
         .find(|&variant| coop_applies(variant, dtype, a, b))
 }
 
-/// How the generated text spells the cooperative-matrix operations: the real ones, or plain
-/// WGSL emulating them (`emulated`). The emulation is lazy and per lane: a fragment is its
-/// `(start, stride)` (the kernels use fragments before the memory under them changes), and
-/// lane `l` of a subgroup holds the 8 accumulator values of row `l / 2`, columns
-/// `(l % 2) * 8 + 0..8`, which its multiply-add computes from the fragments' memory.
-#[derive(Clone, Copy)]
-pub(crate) struct Coop {
-    pub(crate) emulated: bool,
-}
-
-impl Coop {
-    /// The type of an operand fragment (`role` A or B) or accumulator (`C`).
-    pub(crate) fn ty(self, role: char) -> String {
-        match (self.emulated, role) {
-            (true, 'C') => "array<vec4<f32>, 2>".into(),
-            (true, _) => "vec2<u32>".into(),
-            (false, 'C') => "coop_mat16x16<f32, C>".into(),
-            (false, role) => format!("coop_mat16x16<f16, {role}>"),
-        }
-    }
-
-    /// A row-major 16 x 16 fragment of `source` starting at element `start`.
-    pub(crate) fn load(self, role: char, source: &str, start: &str, stride: &str) -> String {
-        if self.emulated {
-            format!("vec2<u32>({start}, {stride})")
-        } else {
-            format!("coopLoadT<{}>(&{source}[{start}], {stride})", self.ty(role))
-        }
-    }
-
-    /// A column-major 16 x 16 fragment of `source` (element (r, c) at `start + c * stride +
-    /// r`): an operand staged transposed, read without a copy. An emulated kernel must take
-    /// [`Coop::prelude_columns`] (its A fragments are then all column-major).
-    pub(crate) fn load_columns(
-        self,
-        role: char,
-        source: &str,
-        start: &str,
-        stride: &str,
-    ) -> String {
-        if self.emulated {
-            format!("vec2<u32>({start}, {stride})")
-        } else {
-            format!("coopLoad<{}>(&{source}[{start}], {stride})", self.ty(role))
-        }
-    }
-
-    /// `a x b + c`.
-    pub(crate) fn multiply_add(self, a: &str, b: &str, c: &str) -> String {
-        let function = if self.emulated {
-            "emulated_multiply_add"
-        } else {
-            "coopMultiplyAdd"
-        };
-        format!("{function}({a}, {b}, {c})")
-    }
-
-    /// Store accumulator `c` row-major into `scratch` at the `let` `start` (stride 16).
-    pub(crate) fn store_scratch(self, c: &str, start: &str) -> String {
-        if self.emulated {
-            format!("emulated_store_scratch({c}, {start});")
-        } else {
-            format!("coopStoreT({c}, &scratch[{start}], 16u);")
-        }
-    }
-
-    /// What precedes `common.wgsl`: the enable directive; or, emulated, the lane variable and
-    /// the functions (A's fragments in `a_source`, B's in `b_source`, scalar f16 arrays).
-    pub(crate) fn prelude(self, a_source: &str, b_source: &str) -> String {
-        self.prelude_for(a_source, b_source, false)
-    }
-
-    /// [`Coop::prelude`] for kernels whose A fragments are column-major
-    /// ([`Coop::load_columns`]).
-    pub(crate) fn prelude_columns(self, a_source: &str, b_source: &str) -> String {
-        self.prelude_for(a_source, b_source, true)
-    }
-
-    fn prelude_for(self, a_source: &str, b_source: &str, a_columns: bool) -> String {
-        if !self.emulated {
-            return "enable wgpu_cooperative_matrix;\n".into();
-        }
-        let b = |offset: u32| {
-            (offset..offset + 4)
-                .map(|j| format!("f32({b_source}[at + {j}u])"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        format!(
-            "var<private> emulated_lane: u32;
-fn emulated_multiply_add(a: vec2<u32>, b: vec2<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {{
-    var result = c;
-    let row = a.x + (emulated_lane / 2u) * {row_step};
-    let column = b.x + (emulated_lane % 2u) * 8u;
-    for (var j = 0u; j < 16u; j = j + 1u) {{
-        let x = f32({a_source}[{a_index}]);
-        let at = column + j * b.y;
-        result[0] = result[0] + x * vec4<f32>({low});
-        result[1] = result[1] + x * vec4<f32>({high});
-    }}
-    return result;
-}}
-fn emulated_store_scratch(c: array<vec4<f32>, 2>, start: u32) {{
-    let at = start + emulated_lane * 8u;
-    for (var j = 0u; j < 4u; j = j + 1u) {{
-        scratch[at + j] = c[0][j];
-        scratch[at + 4u + j] = c[1][j];
-    }}
-}}
-",
-            low = b(0),
-            high = b(4),
-            row_step = if a_columns { "1u" } else { "a.y" },
-            a_index = if a_columns { "row + j * a.y" } else { "row + j" },
-        )
-    }
-
-    /// The parameters of `main` that name this invocation's subgroup and lane.
-    pub(crate) fn subgroup_builtins(self) -> &'static str {
-        if self.emulated {
-            ""
-        } else {
-            ",\n        @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32"
-        }
-    }
-}
-
 /// The catalogue entries (`kernel_catalog.rs`): every variant, real and emulated. naga
 /// validates and translates the real ones on the CPU too (`Capabilities::all()` includes
 /// cooperative matrices), and `matmul_coop/tests.rs` checks them against wgpu's SPIR-V
@@ -798,8 +671,11 @@ fn direct_loop(w: &mut String, coop: Coop) {
     let _ = writeln!(w, "        }}");
 }
 
+mod fragments;
 #[cfg(test)]
 pub(crate) mod tests;
 mod wide;
+
+pub(crate) use fragments::Coop;
 
 pub(crate) use wide::{block_product, store_register};

@@ -1,0 +1,83 @@
+//! `Storage`'s dispatch of the primitives that write in place and return nothing (not
+//! profiled): `copy_into`, the optimizers' `sgd_step` and mixed precision's `unscale` (the
+//! rules are on `BackendStorage` in `backend/contract.rs`).
+
+use super::{check_same_device, Storage};
+use crate::backend::contract::BackendStorage;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+
+impl Storage {
+    /// Copy the view `layout` of `self` into the view `dst_layout` of `dst`
+    /// (`BackendStorage::copy_into`). Not profiled: it writes in place and returns nothing.
+    pub fn copy_into(&self, layout: &Layout, dst: &mut Storage, dst_layout: &Layout) -> Result<()> {
+        check_same_device("copy", self, dst)?;
+        match (self, &mut *dst) {
+            (Storage::Cpu(s), Storage::Cpu(d)) => {
+                BackendStorage::copy_into(s, layout, d, dst_layout)
+            }
+            (Storage::Gpu(s), Storage::Gpu(d)) => {
+                BackendStorage::copy_into(s, layout, d, dst_layout)
+            }
+            (s, d) => Err(Error::DeviceMismatch {
+                op: "copy",
+                lhs: s.device().to_string(),
+                rhs: d.device().to_string(),
+            }),
+        }
+    }
+
+    /// One SGD step in place on this parameter (`BackendStorage::sgd_step`). Not profiled:
+    /// it writes in place and returns nothing.
+    pub fn sgd_step(
+        &mut self,
+        layout: &Layout,
+        (grad, grad_layout): (&Storage, &Layout),
+        buffer: Option<(&mut Storage, &Layout)>,
+        step: &crate::update::SgdStep,
+    ) -> Result<()> {
+        check_same_device("sgd_step", self, grad)?;
+        if let Some((buffer, _)) = &buffer {
+            check_same_device("sgd_step", self, buffer)?;
+        }
+        let mismatch = |s: &Storage, d: &Storage| Error::DeviceMismatch {
+            op: "sgd_step",
+            lhs: s.device().to_string(),
+            rhs: d.device().to_string(),
+        };
+        match (&mut *self, grad) {
+            (Storage::Cpu(p), Storage::Cpu(g)) => {
+                let buffer = match buffer {
+                    Some((Storage::Cpu(b), l)) => Some((b, l)),
+                    Some((other, _)) => return Err(mismatch(grad, other)),
+                    None => None,
+                };
+                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step)
+            }
+            (Storage::Gpu(p), Storage::Gpu(g)) => {
+                let buffer = match buffer {
+                    Some((Storage::Gpu(b), l)) => Some((b, l)),
+                    Some((other, _)) => return Err(mismatch(grad, other)),
+                    None => None,
+                };
+                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step)
+            }
+            (p, g) => Err(mismatch(p, g)),
+        }
+    }
+
+    /// Gradient unscaling in place with an inf/NaN flag (`BackendStorage::unscale`). Not
+    /// profiled: it writes in place and returns nothing.
+    pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Storage) -> Result<()> {
+        check_same_device("unscale", self, found)?;
+        match (&mut *self, found) {
+            (Storage::Cpu(g), Storage::Cpu(f)) => BackendStorage::unscale(g, layout, scale, f),
+            (Storage::Gpu(g), Storage::Gpu(f)) => BackendStorage::unscale(g, layout, scale, f),
+            (g, f) => Err(Error::DeviceMismatch {
+                op: "unscale",
+                lhs: g.device().to_string(),
+                rhs: f.device().to_string(),
+            }),
+        }
+    }
+}
