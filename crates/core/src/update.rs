@@ -42,54 +42,55 @@ impl SgdStep {
     /// One element's new `(parameter, buffer)`, in f32 (the arithmetic of the GPU kernel and
     /// of the composite ops on f32 data).
     pub fn element(&self, parameter: f32, gradient: f32, buffer: f32) -> (f32, f32) {
-        let mut g = gradient;
-        if self.weight_decay != 0.0 {
-            g += parameter * self.weight_decay as f32;
-        }
-        let mut next = buffer;
-        if self.uses_buffer() {
-            next = if self.first {
-                g
-            } else if self.dampening == 0.0 {
-                buffer * self.momentum as f32 + g
-            } else {
-                buffer * self.momentum as f32 + g * (1.0 - self.dampening) as f32
-            };
-            g = if self.nesterov {
-                g + next * self.momentum as f32
-            } else {
-                next
-            };
-        }
-        (parameter - g * self.lr as f32, next)
+        let hyper = [
+            self.lr,
+            self.momentum,
+            1.0 - self.dampening,
+            self.weight_decay,
+        ];
+        self.apply(hyper.map(|h| h as f32), (parameter, gradient, buffer))
     }
 
     /// [`SgdStep::element`] in f64 (F64 data).
     pub fn element_f64(&self, parameter: f64, gradient: f64, buffer: f64) -> (f64, f64) {
+        let hyper = [
+            self.lr,
+            self.momentum,
+            1.0 - self.dampening,
+            self.weight_decay,
+        ];
+        self.apply(hyper, (parameter, gradient, buffer))
+    }
+
+    /// The rule in `T` with the hyper-parameters `[lr, momentum, 1 − dampening, weight decay]`
+    /// already in `T`.
+    fn apply<T>(
+        &self,
+        [lr, momentum, keep, decay]: [T; 4],
+        (p, gradient, buffer): (T, T, T),
+    ) -> (T, T)
+    where
+        T: Copy + std::ops::Add<Output = T> + std::ops::Mul<Output = T> + std::ops::Sub<Output = T>,
+    {
         let mut g = gradient;
         if self.weight_decay != 0.0 {
-            g += parameter * self.weight_decay;
+            g = g + p * decay;
         }
         let mut next = buffer;
         if self.uses_buffer() {
             next = if self.first {
                 g
             } else if self.dampening == 0.0 {
-                buffer * self.momentum + g
+                buffer * momentum + g
             } else {
-                buffer * self.momentum + g * (1.0 - self.dampening)
+                buffer * momentum + g * keep
             };
             g = if self.nesterov {
-                g + next * self.momentum
+                g + next * momentum
             } else {
                 next
             };
         }
-        (parameter - g * self.lr, next)
+        (p - g * lr, next)
     }
-}
-
-/// Whether `value` is inf or NaN (the unscaling's check, in f32 like the GPU kernel).
-pub fn non_finite(value: f32) -> bool {
-    !value.is_finite()
 }

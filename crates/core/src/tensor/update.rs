@@ -82,14 +82,14 @@ impl Tensor {
         self.sgd_step_composite(grad, buffer, step)
     }
 
-    /// [`Tensor::sgd_step_`] as elementwise ops and copies into the parameter and the buffer.
-    pub(crate) fn sgd_step_composite(
+    /// [`Tensor::sgd_step_`] as elementwise ops and copies into the parameter and the buffer
+    /// (called under `no_grad`).
+    fn sgd_step_composite(
         &self,
         grad: &Tensor,
         buffer: Option<&Tensor>,
         step: &SgdStep,
     ) -> Result<()> {
-        let _guard = crate::autograd::no_grad();
         let mut g = if step.weight_decay != 0.0 {
             grad.add(&self.mul_scalar(step.weight_decay)?)?
         } else {

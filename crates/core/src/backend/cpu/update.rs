@@ -6,7 +6,7 @@ use super::CpuStorage;
 use crate::backend::checks::{check_sgd_step, check_unscale};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::update::{non_finite, SgdStep};
+use crate::update::SgdStep;
 
 impl CpuStorage {
     /// One SGD step in place (`BackendStorage::sgd_step`).
@@ -93,7 +93,7 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(values) => {
                 for value in &mut values[at..at + numel] {
-                    bad |= non_finite(*value);
+                    bad |= !value.is_finite();
                     *value /= scale as f32;
                 }
             }
@@ -106,7 +106,7 @@ impl CpuStorage {
             CpuStorage::F16(values) => {
                 for value in &mut values[at..at + numel] {
                     let wide = value.to_f32();
-                    bad |= non_finite(wide);
+                    bad |= !wide.is_finite();
                     *value = half::f16::from_f32(wide / scale as f32);
                 }
             }
