@@ -1,4 +1,4 @@
-//! `anygrad profile train|resnet18|resnet18-train|minilm|minilm-train`: run a warm-up step, then a few
+//! `anygrad profile train|resnet18|resnet18-train|minilm|minilm-train|attention`: run a warm-up step, then a few
 //! steps under the op profiler and print the per-op table (sorted by device time; CPU fallbacks flagged)
 //! and the achieved TFLOPS per matmul and convolution shape, optionally under f16 autocast
 //! (`--amp`) and writing a Chrome trace for Perfetto / chrome://tracing.
@@ -27,10 +27,10 @@ pub struct ProfileArgs {
     /// Number of steps (training steps, or forward passes for resnet18).
     #[arg(long, default_value_t = 5)]
     steps: usize,
-    /// Batch size for resnet18 and minilm.
+    /// Batch size for resnet18, minilm and attention.
     #[arg(long, default_value_t = 8)]
     batch: usize,
-    /// Tokens per sequence for minilm.
+    /// Tokens per sequence for minilm and attention.
     #[arg(long, default_value_t = 128)]
     tokens: usize,
     /// Run the model under f16 autocast (resnet18 and minilm targets).
@@ -53,6 +53,34 @@ enum Target {
     Minilm,
     /// all-MiniLM-L6-v2 training steps: a 2-class head on mean pooling, AdamW.
     MinilmTrain,
+    /// `scaled_dot_product_attention` forward and backward, 12 heads of 64, f16 on the GPU
+    /// (`bench attention`'s workload; `--batch` and `--tokens` set B and T).
+    Attention,
+}
+
+/// Forward and backward of attention over `[batch, 12, tokens, 64]`, f16 where the device
+/// has it.
+fn steps_of_attention(device: &Device, steps: usize, batch: usize, tokens: usize) -> Result<()> {
+    let dtype = if device.supports_f16() {
+        DType::F16
+    } else {
+        DType::F32
+    };
+    let shape = [batch, 12, tokens, 64];
+    let make =
+        || -> Result<Tensor> { Ok(Tensor::randn(&shape, dtype, device)?.requires_grad_(true)) };
+    let (query, key, value) = (make()?, make()?, make()?);
+    let upstream = Tensor::randn(&shape, dtype, device)?;
+    for _ in 0..steps {
+        let out =
+            anygrad::scaled_dot_product_attention(&query, &key, &value, None, 0.0, false, None)?;
+        out.backward_with(&upstream)?;
+        // Fresh gradients each step (as `bench attention`): no accumulation adds.
+        for tensor in [&query, &key, &value] {
+            tensor.set_grad(None);
+        }
+    }
+    device.synchronize()
 }
 
 fn steps_of_training(device: &Device, steps: usize) -> Result<()> {
@@ -87,6 +115,7 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
     let work = || -> Result<()> {
         match args.target {
             Target::Train => steps_of_training(&device, steps),
+            Target::Attention => steps_of_attention(&device, steps, batch, args.tokens),
             Target::Resnet18 => {
                 let model = ResNet::resnet18(1000, &device)?;
                 model.eval();

@@ -210,3 +210,95 @@ fn hardware_forward_matches_composite() {
     }
     assert_eq!(gpu.cooperative_attention_failure(), None);
 }
+
+/// Scores that rise along the keys, by a different rate on each query row (0, 0.25, 0.5 and
+/// 0.75 a key, so 0 to 24 per 32-key tile: flat rows and rows whose max rises a little or a
+/// lot every tile): the forward's online softmax, which rescales the row's running sum and
+/// its output every tile, against the f64 composite on the CPU (output, and the query and
+/// key gradients, which read the forward's log-sum-exp). Emulated on any f16 device, and the
+/// hardware kernel where there is one.
+#[test]
+fn forward_rescales_rising_scores() {
+    use crate::{Device, Tensor};
+    let Some(gpu) = crate::backend::tests::support::gpu_device() else {
+        return;
+    };
+    if !gpu.supports_f16() {
+        eprintln!("SKIP: no SHADER_F16");
+        return;
+    }
+    let device = Device::Gpu(gpu.clone());
+    let (heads, length, keys, width) = (2, 70, 100, 16);
+    // Every value exact in f16, so that the f64 reference sees the same numbers.
+    let round = |values: Vec<f32>| -> Vec<f32> {
+        values
+            .into_iter()
+            .map(|x| half::f16::from_f32(x).to_f32())
+            .collect()
+    };
+    let query: Vec<f32> = (0..heads * length * width)
+        .map(|i| ((i / width) % length % 4) as f32 * 0.5)
+        .collect();
+    let key: Vec<f32> = (0..heads * keys * width)
+        .map(|i| ((i / width) % keys) as f32 * 0.125)
+        .collect();
+    let value = round(data(heads * keys * width, 7));
+    let weights = round(data(heads * length * width, 4));
+    let run = |device: &Device, dtype: DType| {
+        let make = |values: &[f32], rows: usize| {
+            Tensor::from_vec(values.to_vec(), &[1, heads, rows, width], &Device::Cpu)
+                .and_then(|t| t.to_dtype(dtype))
+                .and_then(|t| t.to_device(device))
+                .expect("operand")
+                .requires_grad_(true)
+        };
+        let (q, k, v) = (make(&query, length), make(&key, keys), make(&value, keys));
+        let out = crate::scaled_dot_product_attention(&q, &k, &v, None, 0.0, false, None)
+            .expect("attention");
+        let weights = Tensor::from_vec(weights.clone(), out.shape(), &Device::Cpu)
+            .and_then(|t| t.to_dtype(dtype))
+            .and_then(|t| t.to_device(device))
+            .expect("weights");
+        out.mul(&weights)
+            .and_then(|t| t.sum_all())
+            .and_then(|t| t.backward())
+            .expect("backward");
+        let values = |t: &Tensor| t.to_vec_f32().expect("values");
+        let grad = |t: &Tensor| values(&t.grad().expect("gradient"));
+        (values(&out), grad(&q), grad(&k))
+    };
+    let expected = run(&Device::Cpu, DType::F64);
+    let mut modes = vec![true];
+    if gpu.cooperative_attention() {
+        modes.push(false);
+    }
+    for emulated in modes {
+        EMULATE.with(|flag| flag.set(emulated));
+        let before = (
+            EMULATED_RUNS.with(std::cell::Cell::get),
+            HARDWARE_RUNS.with(std::cell::Cell::get),
+        );
+        let got = run(&device, DType::F16);
+        let after = (
+            EMULATED_RUNS.with(std::cell::Cell::get),
+            HARDWARE_RUNS.with(std::cell::Cell::get),
+        );
+        EMULATE.with(|flag| flag.set(false));
+        if emulated {
+            assert_eq!(after.0, before.0 + 1, "the emulated forward did not run");
+        } else {
+            assert!(after.1 > before.1, "the hardware forward did not run");
+        }
+        // Scores reach 0.6 · 99 · 0.1 · 16 / 4 ≈ 24: f16 keys and weights give about 1e-3.
+        let error = worst(&got.0, &expected.0);
+        assert!(error < 5e-3, "emulated {emulated}: output off by {error}");
+        for (name, got, expected) in [("query", &got.1, &expected.1), ("key", &got.2, &expected.2)]
+        {
+            let error = worst(got, expected);
+            assert!(
+                error < 2e-2,
+                "emulated {emulated}: {name} gradient off by {error}"
+            );
+        }
+    }
+}
