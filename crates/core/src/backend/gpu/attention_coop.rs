@@ -167,9 +167,7 @@ pub(crate) fn forward_key(
         key_bias: shape.key_bias_group.is_some(),
         emulated,
     };
-    (workgroup_bytes(key.head_dim, key.value_dim, key.key_bias)
-        <= context.limits.max_compute_workgroup_storage_size)
-        .then_some(key)
+    (workgroup_bytes(&key) <= context.limits.max_compute_workgroup_storage_size).then_some(key)
 }
 
 /// Record the cooperative forward `key`; `Ok(false)` when the driver refused the hardware

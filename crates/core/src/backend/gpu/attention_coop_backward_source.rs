@@ -162,15 +162,15 @@ pub(crate) fn workgroup_bytes(key: &CoopBackward) -> u32 {
 /// One operand staged into `tiles`: rows `[first, first + rows)` of the dense `[.., width]`
 /// f16 matrix `source` (row `first` at `base`), rows `row_length` halves apart from `region`,
 /// zeros from row `limit` on.
-struct Staged<'a> {
-    source: &'a str,
-    width: u32,
-    rows: u32,
-    first: &'a str,
-    base: &'a str,
-    limit: &'a str,
-    region: u32,
-    row_length: u32,
+pub(crate) struct Staged<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) width: u32,
+    pub(crate) rows: u32,
+    pub(crate) first: &'a str,
+    pub(crate) base: &'a str,
+    pub(crate) limit: &'a str,
+    pub(crate) region: u32,
+    pub(crate) row_length: u32,
 }
 
 /// Each invocation's share of staging `operands`: per 16-byte load, the operand and the
@@ -238,8 +238,9 @@ fn emit_stores(w: &mut String, indent: &str, items: &[(&Staged, u32)], first_slo
 }
 
 /// Stage `operands` with all `threads` invocations: every invocation issues up to
-/// [`LOADS_IN_FLIGHT`] 16-byte loads, then stores them (4 halves each), and so on.
-fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: u32) {
+/// [`LOADS_IN_FLIGHT`] 16-byte loads, then stores them (4 halves each), and so on. Shared
+/// with the forward (`attention_coop_source.rs`).
+pub(crate) fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: u32) {
     let items = staged_items(operands, threads);
     for batch in items.chunks(LOADS_IN_FLIGHT) {
         let _ = writeln!(w, "{indent}{{");

@@ -5,17 +5,19 @@
 //!
 //! Tile design: one workgroup of four subgroups (128 invocations) owns [`BLOCK_ROWS`] (64)
 //! query rows of one batch-head; subgroup `s` owns rows `16 s .. 16 s + 16`. The block's
-//! queries are staged once, as f16, in workgroup memory. Keys and values are walked in tiles
-//! of [`KEY_TILE`] (32) rows, staged as f16 (rows padded by 8 halves: 16-byte aligned rows
-//! whose fragment loads fall on different banks). Per key tile:
+//! queries are staged once, as f16, in workgroup memory, and each subgroup's query fragments
+//! are loaded into registers before the walk. Keys and values are walked in tiles of
+//! [`KEY_TILE`] (32) rows, staged as f16 (rows padded by 8 halves: 16-byte aligned rows whose
+//! fragment loads fall on different banks) by straight-line code that issues up to eight
+//! 16-byte loads per invocation before storing them (the backward's `stage`). Per key tile:
 //! 1. `S = Q Kᵀ`: per 16 keys one f32 accumulator, `d / 16` multiply-adds of a query fragment
 //!    (row-major) by a key fragment read column-major (`coopLoad`: Kᵀ without a transposed
 //!    copy); stored (`coopStoreT`) into the subgroup's 16 x 32 f32 scratch (rows padded to 36).
-//! 2. Online softmax in scalar code: lane `l` owns query row `l / 2` of its subgroup and half
-//!    of the tile's columns (`(l % 2) * 16 ..`). Both lanes of a row scan the whole row for the
-//!    masked max (so they agree on it without talking), each exponentiates its half, writes
-//!    `p` as f16 into the P tile and keeps a partial row sum; the pair's sums are added once at
-//!    the end.
+//! 2. Online softmax in unrolled scalar code: lane `l` owns query row `l / 2` of its subgroup
+//!    and half of the tile's columns (`(l % 2) * 16 ..`). Both lanes of a row read the whole
+//!    row into registers and take the masked max in four independent chains (so they agree on
+//!    it without talking), each exponentiates its half, writes `p` as f16 into the P tile and
+//!    keeps a partial row sum; the pair's sums are added once at the end.
 //! 3. `O += P V`: fresh accumulators per 16 value columns, stored into the scratch (in rounds
 //!    of two when `dv > 32`), and added into O, which lives in registers in the
 //!    accumulator layout (lane `l`: row `l / 2`, columns `(l % 2) * 8 .. + 8` of every 16
@@ -27,11 +29,16 @@
 //! mark the key invisible) exactly as the scalar kernel; probabilities of masked keys are
 //! selected to 0, so a row without visible keys writes zeros and a log-sum-exp of 0.
 //!
-//! Workgroup memory (halves): Q `64 x (d + 8)`, K `32 x (d + 8)`, V `32 x (dv + 8)`,
-//! P `64 x 40`, plus 9 KiB of f32 scratch: 32 KiB at d = dv = 64, 48 KiB at 128
-//! ([`workgroup_bytes`]; 128 with a key bias is 128 bytes over 48 KiB and takes the scalar
-//! kernel on such devices). Every operand lives in one f16 array `tiles` so that the emulation
-//! (below) reads all fragments the same way.
+//! Workgroup memory (halves): K `32 x (d + 8)` and V `32 x (dv + 8)`, which Q `64 x (d + 8)`
+//! shares before the walk (its own region in the emulation), P `64 x 40`, plus 9 KiB of f32
+//! scratch: 23 KiB at d = dv = 64, 31 KiB at 128 ([`workgroup_bytes`]). Every operand lives
+//! in one f16 array `tiles` so that the emulation (below) reads all fragments the same way.
+//!
+//! What made it fast (H200, 8 x 12 x 512 x 64 f16, forward alone): the looped staging (a load,
+//! four stores, the next load) and the rolled softmax left each key tile waiting on memory,
+//! and 32 KiB a workgroup let the driver run one workgroup per multiprocessor (the time
+//! doubled from 96 to 192 workgroups); Q in K's and V's space, the batched staging and the
+//! unrolled softmax took it from 614–761 µs to 166.
 //!
 //! `emulated` keys spell the cooperative operations in plain WGSL (as `matmul_coop.rs` does):
 //! a fragment is `vec3(start, row step, column step)` into `tiles`, an accumulator the 8
@@ -44,6 +51,7 @@
 
 use std::fmt::Write;
 
+use super::attention_coop_backward_source::{stage, Staged};
 use super::params::KernelParams;
 
 /// Query rows per workgroup (four subgroups of 16).
@@ -72,7 +80,10 @@ pub(crate) struct CoopForward {
     pub(crate) emulated: bool,
 }
 
-/// The region offsets (halves) in `tiles`: Q, K, V, P, and the total.
+/// The region offsets (halves) in `tiles`: Q, K, V, P, and the total. Q is staged once and
+/// its fragments loaded into registers before the walk, so on tensor cores it shares its
+/// space with K and V (less workgroup memory: more workgroups on a multiprocessor); the
+/// emulation's fragments are addresses into `tiles`, so there Q keeps a region of its own.
 struct Regions {
     query_row: u32,
     key_row: u32,
@@ -84,14 +95,14 @@ struct Regions {
     total: u32,
 }
 
-fn regions(head_dim: u32, value_dim: u32) -> Regions {
+fn regions(head_dim: u32, value_dim: u32, emulated: bool) -> Regions {
     let query_row = head_dim + 8;
     let key_row = head_dim + 8;
     let value_row = value_dim + 8;
     let probability_row = KEY_TILE + 8;
-    let key = BLOCK_ROWS * query_row;
+    let key = if emulated { BLOCK_ROWS * query_row } else { 0 };
     let value = key + KEY_TILE * key_row;
-    let probability = value + KEY_TILE * value_row;
+    let probability = (value + KEY_TILE * value_row).max(BLOCK_ROWS * query_row);
     let total = probability + BLOCK_ROWS * probability_row;
     Regions {
         query_row,
@@ -114,9 +125,9 @@ pub(crate) const SCRATCH_ROW: u32 = KEY_TILE + 4;
 const SCRATCH: u32 = 4 * 16 * SCRATCH_ROW;
 
 /// Bytes of workgroup memory one workgroup of `key` uses.
-pub(crate) fn workgroup_bytes(head_dim: u32, value_dim: u32, key_bias: bool) -> u32 {
-    let bias = if key_bias { 4 * KEY_TILE } else { 0 };
-    2 * regions(head_dim, value_dim).total + 4 * SCRATCH + bias
+pub(crate) fn workgroup_bytes(key: &CoopForward) -> u32 {
+    let bias = if key.key_bias { 4 * KEY_TILE } else { 0 };
+    2 * regions(key.head_dim, key.value_dim, key.emulated).total + 4 * SCRATCH + bias
 }
 
 /// How the text spells fragments, multiply-adds and stores (real or emulated); the backward
@@ -211,48 +222,13 @@ fn emulated_store(c: array<vec4<f32>, 2>, start: u32, stride: u32) {
     }
 }
 
-/// Stage rows `[start, start + rows)` of the dense `[.., width]` f16 matrix `source` (row
-/// `first` of it at `base`) into `tiles` at `region`, rows `row_length` halves apart; zeros
-/// past `limit`.
-#[allow(clippy::too_many_arguments)]
-fn stage(
-    w: &mut String,
-    indent: &str,
-    source: &str,
-    width: u32,
-    rows: u32,
-    first: &str,
-    limit: &str,
-    region: u32,
-    row_length: u32,
-) {
-    let width4 = width / 4;
-    let _ = writeln!(
-        w,
-        "{indent}for (var i = local; i < {count}u; i += 128u) {{
-{indent}    let r = i / {width4}u;
-{indent}    let c = i % {width4}u;
-{indent}    var staged = vec4<f16>(0.0);
-{indent}    if ({first} + r < {limit}) {{
-{indent}        staged = {source}[(base + {first} + r) * {width4}u + c];
-{indent}    }}
-{indent}    let at = {region}u + r * {row_length}u + c * 4u;
-{indent}    tiles[at] = staged.x;
-{indent}    tiles[at + 1u] = staged.y;
-{indent}    tiles[at + 2u] = staged.z;
-{indent}    tiles[at + 3u] = staged.w;
-{indent}}}",
-        count = rows * width4,
-    );
-}
-
 /// The complete WGSL of `key` (after `enable f16;`).
 pub(crate) fn forward_source(key: &CoopForward) -> String {
     let spell = Spell {
         emulated: key.emulated,
     };
     let (d, dv) = (key.head_dim, key.value_dim);
-    let regions = regions(d, dv);
+    let regions = regions(d, dv, key.emulated);
     let Regions {
         query_row,
         key_row,
@@ -331,22 +307,25 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let lane_half = lane % 2u;
     let scratch_at = subgroup * {sub_scratch}u;
     let lane_scratch = scratch_at + (lane / 2u) * {SCRATCH_ROW}u;
-    {{
-        let base = head * length;",
+    let query_base = head * length;",
         sub_scratch = 16 * SCRATCH_ROW,
     );
     stage(
         &mut w,
-        "        ",
-        "query_data",
-        d,
-        BLOCK_ROWS,
-        "row0",
-        "length",
-        0,
-        query_row,
+        "    ",
+        &[Staged {
+            source: "query_data",
+            width: d,
+            rows: BLOCK_ROWS,
+            first: "row0",
+            base: "query_base",
+            limit: "length",
+            region: 0,
+            row_length: query_row,
+        }],
+        128,
     );
-    let _ = writeln!(w, "    }}\n    workgroupBarrier();");
+    let _ = writeln!(w, "    workgroupBarrier();");
     for k in 0..d / 16 {
         let _ = writeln!(w, "    let q_at{k} = sub_row * {query_row}u + {}u;", k * 16);
         let _ = writeln!(
@@ -374,24 +353,29 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     stage(
         &mut w,
         "        ",
-        "key_data",
-        d,
-        KEY_TILE,
-        "start",
-        "key_length",
-        regions.key,
-        key_row,
-    );
-    stage(
-        &mut w,
-        "        ",
-        "value_data",
-        dv,
-        KEY_TILE,
-        "start",
-        "key_length",
-        regions.value,
-        value_row,
+        &[
+            Staged {
+                source: "key_data",
+                width: d,
+                rows: KEY_TILE,
+                first: "start",
+                base: "base",
+                limit: "key_length",
+                region: regions.key,
+                row_length: key_row,
+            },
+            Staged {
+                source: "value_data",
+                width: dv,
+                rows: KEY_TILE,
+                first: "start",
+                base: "base",
+                limit: "key_length",
+                region: regions.value,
+                row_length: value_row,
+            },
+        ],
+        128,
     );
     if key.key_bias {
         let _ = writeln!(
@@ -430,41 +414,71 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         );
     }
     w.push_str("        workgroupBarrier();\n");
-    // Online softmax.
+    // Online softmax, unrolled: the lane's own half of its row (`own`) and its partner's
+    // half (`other`) read into registers, the max over both in four independent chains,
+    // then the lane's 16 probabilities.
+    let half_tile = KEY_TILE / 2;
     let causal = if key.causal { " && key <= row" } else { "" };
-    let (bias_add, bias_valid) = if key.key_bias {
+    let score = |half: &str, h: u32| -> (String, String) {
+        let column = format!("{half} + {h}u");
+        let (bias_add, bias_valid) = if key.key_bias {
+            (
+                format!(" + bias_tile[{column}]"),
+                format!(" && bias_tile[{column}] > {MASKED_BELOW}"),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        let key_index = format!("start + {column}");
+        let causal = causal.replace("key", &format!("({key_index})"));
         (
-            " + bias_tile[c]",
-            format!(" && bias_tile[c] > {MASKED_BELOW}"),
+            format!("scratch[lane_scratch + {column}] * params.scale{bias_add}"),
+            format!("{key_index} < key_length{causal}{bias_valid}"),
         )
-    } else {
-        ("", String::new())
     };
     let _ = writeln!(
         w,
-        "        var tile_max = {LOWEST};
-        for (var c = 0u; c < {KEY_TILE}u; c += 1u) {{
-            let key = start + c;
-            let valid = key < key_length{causal}{bias_valid};
-            let s = scratch[lane_scratch + c] * params.scale{bias_add};
-            tile_max = select(tile_max, max(tile_max, s), valid);
-        }}
+        "        let own = lane_half * {half_tile}u;
+        let other = {half_tile}u - own;
+        var max0 = {LOWEST};
+        var max1 = {LOWEST};
+        var max2 = {LOWEST};
+        var max3 = {LOWEST};"
+    );
+    for h in 0..half_tile {
+        let (own_score, own_valid) = score("own", h);
+        let (other_score, other_valid) = score("other", h);
+        let chain = h % 4;
+        let _ = writeln!(
+            w,
+            "        let s{h} = {own_score};
+        let valid{h} = {own_valid};
+        max{chain} = select(max{chain}, max(max{chain}, s{h}), valid{h});
+        let t{h} = {other_score};
+        max{chain} = select(max{chain}, max(max{chain}, t{h}), {other_valid});"
+        );
+    }
+    let _ = writeln!(
+        w,
+        "        let tile_max = max(max(max0, max1), max(max2, max3));
         let new_max = max(running_max, tile_max);
         let correction = exp(running_max - new_max);
         running_max = new_max;
-        var tile_sum = 0.0;
-        for (var h = 0u; h < {half_tile}u; h += 1u) {{
-            let c = lane_half * {half_tile}u + h;
-            let key = start + c;
-            let valid = key < key_length{causal}{bias_valid};
-            let s = scratch[lane_scratch + c] * params.scale{bias_add};
-            let p = select(0.0, exp(s - new_max), valid);
-            tiles[{p_region}u + my_row * {probability_row}u + c] = f16(p);
-            tile_sum += p;
-        }}
-        running_sum = running_sum * correction + tile_sum;",
-        half_tile = KEY_TILE / 2,
+        let p_at = {p_region}u + my_row * {probability_row}u + own;",
         p_region = regions.probability,
+    );
+    for h in 0..half_tile {
+        let _ = writeln!(
+            w,
+            "        let p{h} = select(0.0, exp(s{h} - new_max), valid{h});
+        tiles[p_at + {h}u] = f16(p{h});"
+        );
+    }
+    let sum: Vec<String> = (0..half_tile).map(|h| format!("p{h}")).collect();
+    let _ = writeln!(
+        w,
+        "        running_sum = running_sum * correction + ({});",
+        sum.join(" + ")
     );
     for j in 0..dv / 16 {
         let _ = writeln!(

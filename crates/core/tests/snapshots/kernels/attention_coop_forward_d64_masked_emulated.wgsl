@@ -68,20 +68,95 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let lane_half = lane % 2u;
     let scratch_at = subgroup * 576u;
     let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let query_base = head * length;
     {
-        let base = head * length;
-        for (var i = local; i < 1024u; i += 128u) {
-            let r = i / 16u;
-            let c = i % 16u;
-            var staged = vec4<f16>(0.0);
-            if (row0 + r < length) {
-                staged = query_data[(base + row0 + r) * 16u + c];
-            }
-            let at = 0u + r * 72u + c * 4u;
-            tiles[at] = staged.x;
-            tiles[at + 1u] = staged.y;
-            tiles[at + 2u] = staged.z;
-            tiles[at + 3u] = staged.w;
+        var staged0 = vec4<f16>(0.0);
+        if (row0 + (local + 0u) / 16u < length) {
+            staged0 = query_data[(query_base + row0 + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        }
+        var staged1 = vec4<f16>(0.0);
+        if (row0 + (local + 128u) / 16u < length) {
+            staged1 = query_data[(query_base + row0 + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        }
+        var staged2 = vec4<f16>(0.0);
+        if (row0 + (local + 256u) / 16u < length) {
+            staged2 = query_data[(query_base + row0 + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        }
+        var staged3 = vec4<f16>(0.0);
+        if (row0 + (local + 384u) / 16u < length) {
+            staged3 = query_data[(query_base + row0 + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        }
+        var staged4 = vec4<f16>(0.0);
+        if (row0 + (local + 512u) / 16u < length) {
+            staged4 = query_data[(query_base + row0 + (local + 512u) / 16u) * 16u + (local + 512u) % 16u];
+        }
+        var staged5 = vec4<f16>(0.0);
+        if (row0 + (local + 640u) / 16u < length) {
+            staged5 = query_data[(query_base + row0 + (local + 640u) / 16u) * 16u + (local + 640u) % 16u];
+        }
+        var staged6 = vec4<f16>(0.0);
+        if (row0 + (local + 768u) / 16u < length) {
+            staged6 = query_data[(query_base + row0 + (local + 768u) / 16u) * 16u + (local + 768u) % 16u];
+        }
+        var staged7 = vec4<f16>(0.0);
+        if (row0 + (local + 896u) / 16u < length) {
+            staged7 = query_data[(query_base + row0 + (local + 896u) / 16u) * 16u + (local + 896u) % 16u];
+        }
+        {
+            let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            tiles[at] = staged0.x;
+            tiles[at + 1u] = staged0.y;
+            tiles[at + 2u] = staged0.z;
+            tiles[at + 3u] = staged0.w;
+        }
+        {
+            let at = 0u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            tiles[at] = staged1.x;
+            tiles[at + 1u] = staged1.y;
+            tiles[at + 2u] = staged1.z;
+            tiles[at + 3u] = staged1.w;
+        }
+        {
+            let at = 0u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            tiles[at] = staged2.x;
+            tiles[at + 1u] = staged2.y;
+            tiles[at + 2u] = staged2.z;
+            tiles[at + 3u] = staged2.w;
+        }
+        {
+            let at = 0u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            tiles[at] = staged3.x;
+            tiles[at + 1u] = staged3.y;
+            tiles[at + 2u] = staged3.z;
+            tiles[at + 3u] = staged3.w;
+        }
+        {
+            let at = 0u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
+            tiles[at] = staged4.x;
+            tiles[at + 1u] = staged4.y;
+            tiles[at + 2u] = staged4.z;
+            tiles[at + 3u] = staged4.w;
+        }
+        {
+            let at = 0u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
+            tiles[at] = staged5.x;
+            tiles[at + 1u] = staged5.y;
+            tiles[at + 2u] = staged5.z;
+            tiles[at + 3u] = staged5.w;
+        }
+        {
+            let at = 0u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
+            tiles[at] = staged6.x;
+            tiles[at + 1u] = staged6.y;
+            tiles[at + 2u] = staged6.z;
+            tiles[at + 3u] = staged6.w;
+        }
+        {
+            let at = 0u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
+            tiles[at] = staged7.x;
+            tiles[at + 1u] = staged7.y;
+            tiles[at + 2u] = staged7.z;
+            tiles[at + 3u] = staged7.w;
         }
     }
     workgroupBarrier();
@@ -108,31 +183,95 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let key_end = key_length;
     for (var start = 0u; start < key_end; start += 32u) {
         workgroupBarrier();
-        for (var i = local; i < 512u; i += 128u) {
-            let r = i / 16u;
-            let c = i % 16u;
-            var staged = vec4<f16>(0.0);
-            if (start + r < key_length) {
-                staged = key_data[(base + start + r) * 16u + c];
+        {
+            var staged0 = vec4<f16>(0.0);
+            if (start + (local + 0u) / 16u < key_length) {
+                staged0 = key_data[(base + start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
             }
-            let at = 4608u + r * 72u + c * 4u;
-            tiles[at] = staged.x;
-            tiles[at + 1u] = staged.y;
-            tiles[at + 2u] = staged.z;
-            tiles[at + 3u] = staged.w;
-        }
-        for (var i = local; i < 512u; i += 128u) {
-            let r = i / 16u;
-            let c = i % 16u;
-            var staged = vec4<f16>(0.0);
-            if (start + r < key_length) {
-                staged = value_data[(base + start + r) * 16u + c];
+            var staged1 = vec4<f16>(0.0);
+            if (start + (local + 128u) / 16u < key_length) {
+                staged1 = key_data[(base + start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
             }
-            let at = 6912u + r * 72u + c * 4u;
-            tiles[at] = staged.x;
-            tiles[at + 1u] = staged.y;
-            tiles[at + 2u] = staged.z;
-            tiles[at + 3u] = staged.w;
+            var staged2 = vec4<f16>(0.0);
+            if (start + (local + 256u) / 16u < key_length) {
+                staged2 = key_data[(base + start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+            }
+            var staged3 = vec4<f16>(0.0);
+            if (start + (local + 384u) / 16u < key_length) {
+                staged3 = key_data[(base + start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+            }
+            var staged4 = vec4<f16>(0.0);
+            if (start + (local + 0u) / 16u < key_length) {
+                staged4 = value_data[(base + start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+            }
+            var staged5 = vec4<f16>(0.0);
+            if (start + (local + 128u) / 16u < key_length) {
+                staged5 = value_data[(base + start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+            }
+            var staged6 = vec4<f16>(0.0);
+            if (start + (local + 256u) / 16u < key_length) {
+                staged6 = value_data[(base + start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+            }
+            var staged7 = vec4<f16>(0.0);
+            if (start + (local + 384u) / 16u < key_length) {
+                staged7 = value_data[(base + start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+            }
+            {
+                let at = 4608u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+                tiles[at] = staged0.x;
+                tiles[at + 1u] = staged0.y;
+                tiles[at + 2u] = staged0.z;
+                tiles[at + 3u] = staged0.w;
+            }
+            {
+                let at = 4608u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+                tiles[at] = staged1.x;
+                tiles[at + 1u] = staged1.y;
+                tiles[at + 2u] = staged1.z;
+                tiles[at + 3u] = staged1.w;
+            }
+            {
+                let at = 4608u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+                tiles[at] = staged2.x;
+                tiles[at + 1u] = staged2.y;
+                tiles[at + 2u] = staged2.z;
+                tiles[at + 3u] = staged2.w;
+            }
+            {
+                let at = 4608u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+                tiles[at] = staged3.x;
+                tiles[at + 1u] = staged3.y;
+                tiles[at + 2u] = staged3.z;
+                tiles[at + 3u] = staged3.w;
+            }
+            {
+                let at = 6912u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+                tiles[at] = staged4.x;
+                tiles[at + 1u] = staged4.y;
+                tiles[at + 2u] = staged4.z;
+                tiles[at + 3u] = staged4.w;
+            }
+            {
+                let at = 6912u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+                tiles[at] = staged5.x;
+                tiles[at + 1u] = staged5.y;
+                tiles[at + 2u] = staged5.z;
+                tiles[at + 3u] = staged5.w;
+            }
+            {
+                let at = 6912u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+                tiles[at] = staged6.x;
+                tiles[at + 1u] = staged6.y;
+                tiles[at + 2u] = staged6.z;
+                tiles[at + 3u] = staged6.w;
+            }
+            {
+                let at = 6912u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+                tiles[at] = staged7.x;
+                tiles[at + 1u] = staged7.y;
+                tiles[at + 2u] = staged7.z;
+                tiles[at + 3u] = staged7.w;
+            }
         }
         if (local < 32u) {
             var bias = -3.0e38;
@@ -177,27 +316,130 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             emulated_store(s, s_at, 36u);
         }
         workgroupBarrier();
-        var tile_max = -3.0e38;
-        for (var c = 0u; c < 32u; c += 1u) {
-            let key = start + c;
-            let valid = key < key_length && bias_tile[c] > -1.0e38;
-            let s = scratch[lane_scratch + c] * params.scale + bias_tile[c];
-            tile_max = select(tile_max, max(tile_max, s), valid);
-        }
+        let own = lane_half * 16u;
+        let other = 16u - own;
+        var max0 = -3.0e38;
+        var max1 = -3.0e38;
+        var max2 = -3.0e38;
+        var max3 = -3.0e38;
+        let s0 = scratch[lane_scratch + own + 0u] * params.scale + bias_tile[own + 0u];
+        let valid0 = start + own + 0u < key_length && bias_tile[own + 0u] > -1.0e38;
+        max0 = select(max0, max(max0, s0), valid0);
+        let t0 = scratch[lane_scratch + other + 0u] * params.scale + bias_tile[other + 0u];
+        max0 = select(max0, max(max0, t0), start + other + 0u < key_length && bias_tile[other + 0u] > -1.0e38);
+        let s1 = scratch[lane_scratch + own + 1u] * params.scale + bias_tile[own + 1u];
+        let valid1 = start + own + 1u < key_length && bias_tile[own + 1u] > -1.0e38;
+        max1 = select(max1, max(max1, s1), valid1);
+        let t1 = scratch[lane_scratch + other + 1u] * params.scale + bias_tile[other + 1u];
+        max1 = select(max1, max(max1, t1), start + other + 1u < key_length && bias_tile[other + 1u] > -1.0e38);
+        let s2 = scratch[lane_scratch + own + 2u] * params.scale + bias_tile[own + 2u];
+        let valid2 = start + own + 2u < key_length && bias_tile[own + 2u] > -1.0e38;
+        max2 = select(max2, max(max2, s2), valid2);
+        let t2 = scratch[lane_scratch + other + 2u] * params.scale + bias_tile[other + 2u];
+        max2 = select(max2, max(max2, t2), start + other + 2u < key_length && bias_tile[other + 2u] > -1.0e38);
+        let s3 = scratch[lane_scratch + own + 3u] * params.scale + bias_tile[own + 3u];
+        let valid3 = start + own + 3u < key_length && bias_tile[own + 3u] > -1.0e38;
+        max3 = select(max3, max(max3, s3), valid3);
+        let t3 = scratch[lane_scratch + other + 3u] * params.scale + bias_tile[other + 3u];
+        max3 = select(max3, max(max3, t3), start + other + 3u < key_length && bias_tile[other + 3u] > -1.0e38);
+        let s4 = scratch[lane_scratch + own + 4u] * params.scale + bias_tile[own + 4u];
+        let valid4 = start + own + 4u < key_length && bias_tile[own + 4u] > -1.0e38;
+        max0 = select(max0, max(max0, s4), valid4);
+        let t4 = scratch[lane_scratch + other + 4u] * params.scale + bias_tile[other + 4u];
+        max0 = select(max0, max(max0, t4), start + other + 4u < key_length && bias_tile[other + 4u] > -1.0e38);
+        let s5 = scratch[lane_scratch + own + 5u] * params.scale + bias_tile[own + 5u];
+        let valid5 = start + own + 5u < key_length && bias_tile[own + 5u] > -1.0e38;
+        max1 = select(max1, max(max1, s5), valid5);
+        let t5 = scratch[lane_scratch + other + 5u] * params.scale + bias_tile[other + 5u];
+        max1 = select(max1, max(max1, t5), start + other + 5u < key_length && bias_tile[other + 5u] > -1.0e38);
+        let s6 = scratch[lane_scratch + own + 6u] * params.scale + bias_tile[own + 6u];
+        let valid6 = start + own + 6u < key_length && bias_tile[own + 6u] > -1.0e38;
+        max2 = select(max2, max(max2, s6), valid6);
+        let t6 = scratch[lane_scratch + other + 6u] * params.scale + bias_tile[other + 6u];
+        max2 = select(max2, max(max2, t6), start + other + 6u < key_length && bias_tile[other + 6u] > -1.0e38);
+        let s7 = scratch[lane_scratch + own + 7u] * params.scale + bias_tile[own + 7u];
+        let valid7 = start + own + 7u < key_length && bias_tile[own + 7u] > -1.0e38;
+        max3 = select(max3, max(max3, s7), valid7);
+        let t7 = scratch[lane_scratch + other + 7u] * params.scale + bias_tile[other + 7u];
+        max3 = select(max3, max(max3, t7), start + other + 7u < key_length && bias_tile[other + 7u] > -1.0e38);
+        let s8 = scratch[lane_scratch + own + 8u] * params.scale + bias_tile[own + 8u];
+        let valid8 = start + own + 8u < key_length && bias_tile[own + 8u] > -1.0e38;
+        max0 = select(max0, max(max0, s8), valid8);
+        let t8 = scratch[lane_scratch + other + 8u] * params.scale + bias_tile[other + 8u];
+        max0 = select(max0, max(max0, t8), start + other + 8u < key_length && bias_tile[other + 8u] > -1.0e38);
+        let s9 = scratch[lane_scratch + own + 9u] * params.scale + bias_tile[own + 9u];
+        let valid9 = start + own + 9u < key_length && bias_tile[own + 9u] > -1.0e38;
+        max1 = select(max1, max(max1, s9), valid9);
+        let t9 = scratch[lane_scratch + other + 9u] * params.scale + bias_tile[other + 9u];
+        max1 = select(max1, max(max1, t9), start + other + 9u < key_length && bias_tile[other + 9u] > -1.0e38);
+        let s10 = scratch[lane_scratch + own + 10u] * params.scale + bias_tile[own + 10u];
+        let valid10 = start + own + 10u < key_length && bias_tile[own + 10u] > -1.0e38;
+        max2 = select(max2, max(max2, s10), valid10);
+        let t10 = scratch[lane_scratch + other + 10u] * params.scale + bias_tile[other + 10u];
+        max2 = select(max2, max(max2, t10), start + other + 10u < key_length && bias_tile[other + 10u] > -1.0e38);
+        let s11 = scratch[lane_scratch + own + 11u] * params.scale + bias_tile[own + 11u];
+        let valid11 = start + own + 11u < key_length && bias_tile[own + 11u] > -1.0e38;
+        max3 = select(max3, max(max3, s11), valid11);
+        let t11 = scratch[lane_scratch + other + 11u] * params.scale + bias_tile[other + 11u];
+        max3 = select(max3, max(max3, t11), start + other + 11u < key_length && bias_tile[other + 11u] > -1.0e38);
+        let s12 = scratch[lane_scratch + own + 12u] * params.scale + bias_tile[own + 12u];
+        let valid12 = start + own + 12u < key_length && bias_tile[own + 12u] > -1.0e38;
+        max0 = select(max0, max(max0, s12), valid12);
+        let t12 = scratch[lane_scratch + other + 12u] * params.scale + bias_tile[other + 12u];
+        max0 = select(max0, max(max0, t12), start + other + 12u < key_length && bias_tile[other + 12u] > -1.0e38);
+        let s13 = scratch[lane_scratch + own + 13u] * params.scale + bias_tile[own + 13u];
+        let valid13 = start + own + 13u < key_length && bias_tile[own + 13u] > -1.0e38;
+        max1 = select(max1, max(max1, s13), valid13);
+        let t13 = scratch[lane_scratch + other + 13u] * params.scale + bias_tile[other + 13u];
+        max1 = select(max1, max(max1, t13), start + other + 13u < key_length && bias_tile[other + 13u] > -1.0e38);
+        let s14 = scratch[lane_scratch + own + 14u] * params.scale + bias_tile[own + 14u];
+        let valid14 = start + own + 14u < key_length && bias_tile[own + 14u] > -1.0e38;
+        max2 = select(max2, max(max2, s14), valid14);
+        let t14 = scratch[lane_scratch + other + 14u] * params.scale + bias_tile[other + 14u];
+        max2 = select(max2, max(max2, t14), start + other + 14u < key_length && bias_tile[other + 14u] > -1.0e38);
+        let s15 = scratch[lane_scratch + own + 15u] * params.scale + bias_tile[own + 15u];
+        let valid15 = start + own + 15u < key_length && bias_tile[own + 15u] > -1.0e38;
+        max3 = select(max3, max(max3, s15), valid15);
+        let t15 = scratch[lane_scratch + other + 15u] * params.scale + bias_tile[other + 15u];
+        max3 = select(max3, max(max3, t15), start + other + 15u < key_length && bias_tile[other + 15u] > -1.0e38);
+        let tile_max = max(max(max0, max1), max(max2, max3));
         let new_max = max(running_max, tile_max);
         let correction = exp(running_max - new_max);
         running_max = new_max;
-        var tile_sum = 0.0;
-        for (var h = 0u; h < 16u; h += 1u) {
-            let c = lane_half * 16u + h;
-            let key = start + c;
-            let valid = key < key_length && bias_tile[c] > -1.0e38;
-            let s = scratch[lane_scratch + c] * params.scale + bias_tile[c];
-            let p = select(0.0, exp(s - new_max), valid);
-            tiles[9216u + my_row * 40u + c] = f16(p);
-            tile_sum += p;
-        }
-        running_sum = running_sum * correction + tile_sum;
+        let p_at = 9216u + my_row * 40u + own;
+        let p0 = select(0.0, exp(s0 - new_max), valid0);
+        tiles[p_at + 0u] = f16(p0);
+        let p1 = select(0.0, exp(s1 - new_max), valid1);
+        tiles[p_at + 1u] = f16(p1);
+        let p2 = select(0.0, exp(s2 - new_max), valid2);
+        tiles[p_at + 2u] = f16(p2);
+        let p3 = select(0.0, exp(s3 - new_max), valid3);
+        tiles[p_at + 3u] = f16(p3);
+        let p4 = select(0.0, exp(s4 - new_max), valid4);
+        tiles[p_at + 4u] = f16(p4);
+        let p5 = select(0.0, exp(s5 - new_max), valid5);
+        tiles[p_at + 5u] = f16(p5);
+        let p6 = select(0.0, exp(s6 - new_max), valid6);
+        tiles[p_at + 6u] = f16(p6);
+        let p7 = select(0.0, exp(s7 - new_max), valid7);
+        tiles[p_at + 7u] = f16(p7);
+        let p8 = select(0.0, exp(s8 - new_max), valid8);
+        tiles[p_at + 8u] = f16(p8);
+        let p9 = select(0.0, exp(s9 - new_max), valid9);
+        tiles[p_at + 9u] = f16(p9);
+        let p10 = select(0.0, exp(s10 - new_max), valid10);
+        tiles[p_at + 10u] = f16(p10);
+        let p11 = select(0.0, exp(s11 - new_max), valid11);
+        tiles[p_at + 11u] = f16(p11);
+        let p12 = select(0.0, exp(s12 - new_max), valid12);
+        tiles[p_at + 12u] = f16(p12);
+        let p13 = select(0.0, exp(s13 - new_max), valid13);
+        tiles[p_at + 13u] = f16(p13);
+        let p14 = select(0.0, exp(s14 - new_max), valid14);
+        tiles[p_at + 14u] = f16(p14);
+        let p15 = select(0.0, exp(s15 - new_max), valid15);
+        tiles[p_at + 15u] = f16(p15);
+        running_sum = running_sum * correction + (p0 + p1 + p2 + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15);
         o0_0 = o0_0 * correction;
         o0_1 = o0_1 * correction;
         o1_0 = o1_0 * correction;
