@@ -159,6 +159,11 @@ impl GpuDevice {
         match self.never {}
     }
 
+    /// Whether attention runs on tensor cores (no device exists to ask).
+    pub fn cooperative_attention(&self) -> bool {
+        match self.never {}
+    }
+
     /// Tensor-core matmul dispatches so far (no device exists to ask).
     pub fn cooperative_matmul_dispatches(&self) -> u64 {
         match self.never {}

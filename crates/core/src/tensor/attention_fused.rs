@@ -42,11 +42,12 @@ use crate::storage::Storage;
 /// call; see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FusedAttention {
-    /// The fused kernel for every f32 call, and for f16 calls where it saves memory that
-    /// matters: when gradients will be taken (the composite would keep the `[B, H, L, S]`
-    /// weights of every layer alive for backward) or when the scores would take at least
-    /// [`FUSED_ATTENTION_SCORES_BYTES`]. Smaller f16 inference calls take the composite,
-    /// which was faster there on the H200 (docs/PERFORMANCE.md).
+    /// The fused kernel for every f32 call, for f16 calls that the device runs on tensor
+    /// cores (cooperative matrices; head and value sizes multiples of 16 up to 128), and for
+    /// other f16 calls where it saves memory that matters: when gradients will be taken (the
+    /// composite would keep the `[B, H, L, S]` weights of every layer alive for backward) or
+    /// when the scores would take at least [`FUSED_ATTENTION_SCORES_BYTES`]. Smaller f16
+    /// inference calls without tensor-core attention take the composite (docs/PERFORMANCE.md).
     Auto,
     /// The fused kernel wherever it covers the call.
     On,
@@ -55,11 +56,12 @@ pub enum FusedAttention {
 }
 
 /// Size of the `[B, H, L, S]` f16 scores from which [`FusedAttention::Auto`] takes the fused
-/// kernel in inference: 128 MiB. Measured on the H200 (2026-12-01, twelfth session, MiniLM
-/// inference): in f32 the fused kernel was faster at every size tried (batch 64 x 32 and
-/// 128 tokens: 6-10%, batch 8 x 128: 5-11%, batch 8 x 512: 28%); under f16 autocast the
-/// composite (f16 matmuls on tensor cores) was faster (batch 64 x 128: 10%, batch 8 x 512:
-/// 12%).
+/// kernel in inference where tensor cores do not run it: 128 MiB. Measured on the H200
+/// (2026-12-01, twelfth session, MiniLM inference): in f32 the fused kernel was faster at
+/// every size tried (batch 64 x 32 and 128 tokens: 6-10%, batch 8 x 128: 5-11%, batch 8 x
+/// 512: 28%); under f16 autocast the composite (f16 matmuls on tensor cores) was faster then
+/// (batch 64 x 128: 10%, batch 8 x 512: 12%), and slower once the cooperative forward was
+/// reworked (fifteenth session: batch 64 x 128 13,710 against 16,677 sequences/s fused).
 pub const FUSED_ATTENTION_SCORES_BYTES: usize = 128 << 20;
 
 /// 0: not decided yet (read `ANYGRAD_FUSED_ATTENTION` on first use), 1: on, 2: off, 3: auto.
@@ -210,7 +212,20 @@ pub(super) fn try_fused(
                 * query.shape()[query.rank() - 2]
                 * key.shape()[key.rank() - 2]
                 * compute.size_in_bytes();
-            if compute != DType::F32 && !needs_grad && scores < FUSED_ATTENTION_SCORES_BYTES {
+            let width_ok = |width: usize| width.is_multiple_of(16) && width <= 128;
+            let tensor_cores = match query.device() {
+                Device::Gpu(gpu) => {
+                    gpu.cooperative_attention()
+                        && width_ok(query.shape()[query.rank() - 1])
+                        && width_ok(value.shape()[value.rank() - 1])
+                }
+                _ => false,
+            };
+            if compute != DType::F32
+                && !needs_grad
+                && !tensor_cores
+                && scores < FUSED_ATTENTION_SCORES_BYTES
+            {
                 return Ok(None);
             }
         }
