@@ -58,6 +58,7 @@ log profiles
 "$BIN" profile minilm --device gpu:0 --batch 64 > "$OUT/profile-minilm.txt" 2>&1
 "$BIN" profile resnet18 --device gpu:0 --batch 64 --amp > "$OUT/profile-infer-amp.txt" 2>&1
 "$BIN" profile resnet18-train --device gpu:0 --batch 64 --amp > "$OUT/profile-train-amp.txt" 2>&1
+"$BIN" profile attention --device gpu:0 --batch 8 --tokens 512 > "$OUT/profile-attention.txt" 2>&1
 head -25 "$OUT/profile-train.txt"
 grep -A16 "by shape" "$OUT/profile-infer-amp.txt"
 grep -o '"conv2d[^"]*x\[64, 64, 56, 56\][^"]*"[^}]*}' "$OUT/cache/autotune.json" | head -8
