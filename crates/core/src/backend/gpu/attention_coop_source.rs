@@ -418,7 +418,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // half (`other`) read into registers, the max over both in four independent chains,
     // then the lane's 16 probabilities.
     let half_tile = KEY_TILE / 2;
-    let causal = if key.causal { " && key <= row" } else { "" };
     let score = |half: &str, h: u32| -> (String, String) {
         let column = format!("{half} + {h}u");
         let (bias_add, bias_valid) = if key.key_bias {
@@ -430,7 +429,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             (String::new(), String::new())
         };
         let key_index = format!("start + {column}");
-        let causal = causal.replace("key", &format!("({key_index})"));
+        let causal = if key.causal {
+            format!(" && ({key_index}) <= row")
+        } else {
+            String::new()
+        };
         (
             format!("scratch[lane_scratch + {column}] * params.scale{bias_add}"),
             format!("{key_index} < key_length{causal}{bias_valid}"),

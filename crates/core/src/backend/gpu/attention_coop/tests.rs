@@ -65,24 +65,13 @@ pub(crate) type Case = (usize, usize, usize, usize, usize, usize, bool, bool);
 /// batch 1 hides all keys past the fifth, later batches every key). Bool masks become the
 /// same bias with zeros (`attention_fused.rs`).
 pub(crate) fn run(case: Case, device: &crate::Device, dtype: DType) -> (Vec<f32>, [Vec<f32>; 3]) {
-    use crate::{Device, Tensor};
     let (batch, heads, length, keys, head_dim, value_dim, causal, masked) = case;
-    let make = |rows: usize, width: usize, seed: u64| {
-        Tensor::from_vec(
+    let operand = |rows: usize, width: usize, seed: u64| {
+        (
             data(batch * heads * rows * width, seed),
-            &[batch, heads, rows, width],
-            &Device::Cpu,
+            [batch, heads, rows, width],
         )
-        .and_then(|t| t.to_dtype(dtype))
-        .and_then(|t| t.to_device(device))
-        .expect("operand")
-        .requires_grad_(true)
     };
-    let (query, key, value) = (
-        make(length, head_dim, 1),
-        make(keys, head_dim, 2),
-        make(keys, value_dim, 3),
-    );
     let mask = masked.then(|| {
         let bias: Vec<f32> = (0..batch * keys)
             .map(|i| match i / keys {
@@ -91,19 +80,46 @@ pub(crate) fn run(case: Case, device: &crate::Device, dtype: DType) -> (Vec<f32>
                 _ => f32::NEG_INFINITY,
             })
             .collect();
-        Tensor::from_vec(bias, &[batch, 1, 1, keys], &Device::Cpu)
+        (bias, [batch, 1, 1, keys])
+    });
+    attend(
+        [
+            operand(length, head_dim, 1),
+            operand(keys, head_dim, 2),
+            operand(keys, value_dim, 3),
+        ],
+        mask,
+        causal,
+        data(batch * heads * length * value_dim, 4),
+        device,
+        dtype,
+    )
+}
+
+/// The output and the query, key and value gradients of `(sdpa(q, k, v, mask) * weights)
+/// .sum()` on `device` in `dtype`, from the operands' and the mask's values and shapes.
+pub(crate) fn attend(
+    operands: [(Vec<f32>, [usize; 4]); 3],
+    mask: Option<(Vec<f32>, [usize; 4])>,
+    causal: bool,
+    weights: Vec<f32>,
+    device: &crate::Device,
+    dtype: DType,
+) -> (Vec<f32>, [Vec<f32>; 3]) {
+    use crate::{Device, Tensor};
+    let tensor = |values: Vec<f32>, shape: &[usize]| {
+        Tensor::from_vec(values, shape, &Device::Cpu)
             .and_then(|t| t.to_dtype(dtype))
             .and_then(|t| t.to_device(device))
-            .expect("mask")
-    });
+            .expect("operand")
+    };
+    let [query, key, value] =
+        operands.map(|(values, shape)| tensor(values, &shape).requires_grad_(true));
+    let mask = mask.map(|(values, shape)| tensor(values, &shape));
     let out =
         crate::scaled_dot_product_attention(&query, &key, &value, mask.as_ref(), 0.0, causal, None)
             .expect("attention");
-    let weights = Tensor::from_vec(data(out.numel(), 4), out.shape(), &Device::Cpu)
-        .and_then(|t| t.to_dtype(out.dtype()))
-        .and_then(|t| t.to_device(device))
-        .expect("weights");
-    out.mul(&weights)
+    out.mul(&tensor(weights, out.shape()))
         .and_then(|t| t.sum_all())
         .and_then(|t| t.backward())
         .expect("backward");
@@ -228,7 +244,7 @@ fn hardware_forward_matches_composite() {
 /// hardware kernel where there is one.
 #[test]
 fn forward_rescales_rising_scores() {
-    use crate::{Device, Tensor};
+    use crate::Device;
     let Some(gpu) = crate::backend::tests::support::gpu_device() else {
         return;
     };
@@ -254,27 +270,19 @@ fn forward_rescales_rising_scores() {
     let value = round(data(heads * keys * width, 7));
     let weights = round(data(heads * length * width, 4));
     let run = |device: &Device, dtype: DType| {
-        let make = |values: &[f32], rows: usize| {
-            Tensor::from_vec(values.to_vec(), &[1, heads, rows, width], &Device::Cpu)
-                .and_then(|t| t.to_dtype(dtype))
-                .and_then(|t| t.to_device(device))
-                .expect("operand")
-                .requires_grad_(true)
-        };
-        let (q, k, v) = (make(&query, length), make(&key, keys), make(&value, keys));
-        let out = crate::scaled_dot_product_attention(&q, &k, &v, None, 0.0, false, None)
-            .expect("attention");
-        let weights = Tensor::from_vec(weights.clone(), out.shape(), &Device::Cpu)
-            .and_then(|t| t.to_dtype(dtype))
-            .and_then(|t| t.to_device(device))
-            .expect("weights");
-        out.mul(&weights)
-            .and_then(|t| t.sum_all())
-            .and_then(|t| t.backward())
-            .expect("backward");
-        let values = |t: &Tensor| t.to_vec_f32().expect("values");
-        let grad = |t: &Tensor| values(&t.grad().expect("gradient"));
-        (values(&out), grad(&q), grad(&k))
+        let (out, [query_grad, key_grad, _]) = attend(
+            [
+                (query.clone(), [1, heads, length, width]),
+                (key.clone(), [1, heads, keys, width]),
+                (value.clone(), [1, heads, keys, width]),
+            ],
+            None,
+            false,
+            weights.clone(),
+            device,
+            dtype,
+        );
+        (out, query_grad, key_grad)
     };
     let expected = run(&Device::Cpu, DType::F64);
     let mut modes = vec![true];
