@@ -159,8 +159,8 @@ impl GpuDevice {
         match self.never {}
     }
 
-    /// Whether attention runs on tensor cores (no device exists to ask).
-    pub fn cooperative_attention(&self) -> bool {
+    /// Whether attention of these sizes runs on tensor cores (no device exists to ask).
+    pub fn cooperative_attention_covers(&self, _head_dim: usize, _value_dim: usize) -> bool {
         match self.never {}
     }
 

@@ -212,13 +212,11 @@ pub(super) fn try_fused(
                 * query.shape()[query.rank() - 2]
                 * key.shape()[key.rank() - 2]
                 * compute.size_in_bytes();
-            let width_ok = |width: usize| width.is_multiple_of(16) && width <= 128;
             let tensor_cores = match query.device() {
-                Device::Gpu(gpu) => {
-                    gpu.cooperative_attention()
-                        && width_ok(query.shape()[query.rank() - 1])
-                        && width_ok(value.shape()[value.rank() - 1])
-                }
+                Device::Gpu(gpu) => gpu.cooperative_attention_covers(
+                    query.shape()[query.rank() - 1],
+                    value.shape()[value.rank() - 1],
+                ),
                 _ => false,
             };
             if compute != DType::F32

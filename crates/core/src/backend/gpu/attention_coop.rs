@@ -138,6 +138,12 @@ fn emulate() -> bool {
     }
 }
 
+/// Whether the cooperative kernels take a head or value size: a multiple of 16 up to
+/// [`MAX_WIDTH`].
+fn width_ok(width: usize) -> bool {
+    width > 0 && width.is_multiple_of(16) && width <= MAX_WIDTH
+}
+
 /// The cooperative forward for `shape` in `dtype` on `device`, or `None` where the scalar
 /// kernel runs (the caller checked `attention::supports`).
 pub(crate) fn forward_key(
@@ -152,7 +158,6 @@ pub(crate) fn forward_key(
     } else {
         context.coop.available && context.coop.attention.active()
     };
-    let width_ok = |width: usize| width > 0 && width.is_multiple_of(16) && width <= MAX_WIDTH;
     if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
         return None;
     }
@@ -212,6 +217,12 @@ impl GpuDevice {
     pub fn cooperative_attention(&self) -> bool {
         let coop = &self.context().coop;
         coop.available && coop.attention.active()
+    }
+
+    /// Whether f16 attention with these head and value sizes runs on cooperative matrices
+    /// here ([`GpuDevice::cooperative_attention`] and sizes the kernels take).
+    pub fn cooperative_attention_covers(&self, head_dim: usize, value_dim: usize) -> bool {
+        self.cooperative_attention() && width_ok(head_dim) && width_ok(value_dim)
     }
 
     /// Use the cooperative-matrix attention kernels (`true`, the default) or the scalar ones,
