@@ -66,19 +66,10 @@ fn steps_of_attention(device: &Device, steps: usize, batch: usize, tokens: usize
     } else {
         DType::F32
     };
-    let shape = [batch, 12, tokens, 64];
-    let make =
-        || -> Result<Tensor> { Ok(Tensor::randn(&shape, dtype, device)?.requires_grad_(true)) };
-    let (query, key, value) = (make()?, make()?, make()?);
-    let upstream = Tensor::randn(&shape, dtype, device)?;
+    let workload =
+        crate::bench::AttentionWorkload::new(device, [batch, 12, tokens, 64], dtype, false)?;
     for _ in 0..steps {
-        let out =
-            anygrad::scaled_dot_product_attention(&query, &key, &value, None, 0.0, false, None)?;
-        out.backward_with(&upstream)?;
-        // Fresh gradients each step (as `bench attention`): no accumulation adds.
-        for tensor in [&query, &key, &value] {
-            tensor.set_grad(None);
-        }
+        workload.step()?;
     }
     device.synchronize()
 }

@@ -12,6 +12,44 @@ use anygrad::{memory_stats, reset_peak_memory, DType, Device, Result, Tensor};
 
 use super::{median, time_iterations, BenchResult};
 
+/// The workload's tensors (query, key and value needing gradients, and the upstream
+/// gradient) and one step of it: forward, backward, gradients cleared (so no step adds into
+/// the last one's). `anygrad profile attention` runs the same step.
+pub struct AttentionWorkload {
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    upstream: Tensor,
+    causal: bool,
+}
+
+impl AttentionWorkload {
+    /// Random operands of `shape = [batch, heads, length, head_dim]` in `dtype`.
+    pub fn new(device: &Device, shape: [usize; 4], dtype: DType, causal: bool) -> Result<Self> {
+        let make =
+            || -> Result<Tensor> { Ok(Tensor::randn(&shape, dtype, device)?.requires_grad_(true)) };
+        Ok(AttentionWorkload {
+            query: make()?,
+            key: make()?,
+            value: make()?,
+            upstream: Tensor::randn(&shape, dtype, device)?,
+            causal,
+        })
+    }
+
+    /// One forward + backward.
+    pub fn step(&self) -> Result<()> {
+        let (query, key, value) = (&self.query, &self.key, &self.value);
+        let out =
+            anygrad::scaled_dot_product_attention(query, key, value, None, 0.0, self.causal, None)?;
+        out.backward_with(&self.upstream)?;
+        for tensor in [query, key, value] {
+            tensor.set_grad(None);
+        }
+        Ok(())
+    }
+}
+
 /// One forward + backward of self-attention at `shape = [batch, heads, length, head_dim]`.
 pub fn run_attention(
     device: &Device,
@@ -26,19 +64,8 @@ pub fn run_attention(
     } else {
         "composite (--composite-attention, ANYGRAD_FUSED_ATTENTION=off or CPU)"
     };
-    let make =
-        || -> Result<Tensor> { Ok(Tensor::randn(&shape, dtype, device)?.requires_grad_(true)) };
-    let (query, key, value) = (make()?, make()?, make()?);
-    let upstream = Tensor::randn(&shape, dtype, device)?;
-    let step = || -> Result<()> {
-        let out =
-            anygrad::scaled_dot_product_attention(&query, &key, &value, None, 0.0, causal, None)?;
-        out.backward_with(&upstream)?;
-        for tensor in [&query, &key, &value] {
-            tensor.set_grad(None);
-        }
-        Ok(())
-    };
+    let workload = AttentionWorkload::new(device, shape, dtype, causal)?;
+    let step = || workload.step();
     let probe = time_iterations(device, 1, 1, step)?;
     let iterations = ((seconds_per_case * 1e3 / probe[0].max(1e-3)) as usize).clamp(3, 200);
     device.synchronize()?;

@@ -18,7 +18,7 @@ use std::time::Instant;
 use anygrad::{Device, Result};
 use serde::Serialize;
 
-pub use attention::run_attention;
+pub use attention::{run_attention, AttentionWorkload};
 pub use matmul::run_matmul;
 pub use memory::run_elementwise;
 pub use minilm::{random_minilm, run_minilm, run_minilm_train, MinilmOptions};
