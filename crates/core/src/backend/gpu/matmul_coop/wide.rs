@@ -70,22 +70,22 @@ pub(crate) fn store_register(
     }
 }
 
-/// The product, at `indent`, of the staged blocks (one k-block) into a subgroup's
-/// accumulators `c{i}{j}` (4 x `fragment_columns`): per 16 k, four A fragments from the
-/// `let` `a_fragment` (rows [`A_ROW`] halves long) and one B fragment per column from
+/// The product, at `indent`, of the staged blocks (one k-block of `k_block` halves) into a
+/// subgroup's accumulators `c{i}{j}` (4 x `fragment_columns`): per 16 k, four A fragments
+/// from the `let` `a_fragment` (rows `a_row` halves long) and one B fragment per column from
 /// `sub_column` (rows `b_row` halves long). Shared with the channels-last convolutions.
 pub(crate) fn block_product(
     w: &mut String,
     indent: &str,
     coop: Coop,
-    b_row: usize,
+    (k_block, a_row, b_row): (usize, usize, usize),
     fragment_columns: usize,
 ) {
-    for kk in 0..K_BLOCK / 16 {
+    for kk in 0..k_block / 16 {
         let _ = writeln!(w, "{indent}{{");
         for i in 0..4 {
-            let start = format!("a_fragment + {}u", i * 16 * A_ROW + kk * 16);
-            let fragment = coop.load('A', "tile_a", &start, &format!("{A_ROW}u"));
+            let start = format!("a_fragment + {}u", i * 16 * a_row + kk * 16);
+            let fragment = coop.load('A', "tile_a", &start, &format!("{a_row}u"));
             let _ = writeln!(w, "{indent}    let fa{i} = {fragment};");
         }
         for j in 0..fragment_columns {
@@ -242,7 +242,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         );
     }
     let _ = writeln!(w, "            }}");
-    block_product(&mut w, "            ", coop, b_row, columns);
+    block_product(
+        &mut w,
+        "            ",
+        coop,
+        (K_BLOCK, A_ROW, b_row),
+        columns,
+    );
     let _ = writeln!(w, "        }}");
     // Epilogue: this invocation writes row `lane / 2`, columns `(lane % 2) * 8 + 0..8` of
     // each 16 x 16 accumulator, as two vec4<f16> (vec4 index `c_at` for accumulator 00).
