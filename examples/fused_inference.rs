@@ -2,7 +2,7 @@
 //! block's shortcut and ReLU (`conv_batch_norm`, one `conv2d_epilogue` kernel), layer
 //! normalization and softmax (one kernel each). The program runs each fused and as the modules
 //! or composites it replaces, prints the ops the profiler saw and the largest difference, and
-//! times both.
+//! times both; under f16 autocast it shows the weight's kept f16 copy (one cast, first call).
 //!
 //! Run: `cargo run --release -p anygrad --example fused_inference` (uses the best device).
 
@@ -73,6 +73,22 @@ fn main() -> Result<()> {
         &|| conv_batch_norm(&x, &conv, &bn, Some(&shortcut), EpilogueActivation::Relu),
         &|| bn.forward(&conv.forward(&x)?)?.add(&shortcut)?.relu(),
     )?;
+
+    // Under f16 autocast, inference keeps the parameters' f16 copies between calls: the first
+    // call casts the input, the shortcut and the weight, the next ones only the input and the
+    // shortcut, until a parameter is written in place or `clear_autocast_cache` is called.
+    if device.supports_f16() {
+        let _autocast = autocast(DType::F16, &device)?;
+        let block = || conv_batch_norm(&x, &conv, &bn, Some(&shortcut), EpilogueActivation::Relu);
+        for call in ["first call", "second call", "after clear_autocast_cache"] {
+            if call.starts_with("after") {
+                anygrad::clear_autocast_cache();
+            }
+            let (_, ops) = recorded(&block)?;
+            let casts = ops.iter().filter(|op| *op == "cast").count();
+            println!("autocast, {call}: {casts} casts ({ops:?})");
+        }
+    }
 
     // Layer normalization and softmax over rows of 384 and 128.
     let norm = LayerNorm::new(&[384], &device)?;

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod amp;
+mod autocast_cache;
 pub mod autograd;
 pub(crate) mod backend;
 pub mod custom_op;
@@ -38,6 +39,7 @@ pub mod transfer;
 pub mod update;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
+pub use autocast_cache::clear_autocast_cache;
 pub use autograd::{
     enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, NoGradGuard,
 };

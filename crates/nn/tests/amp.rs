@@ -3,7 +3,7 @@
 //! f32, and the scaler skips steps (and lowers its scale) when the loss overflows and divides
 //! every gradient exactly once, also gradients that share storage.
 
-use anygrad_core::{autocast, DType, Device, Tensor};
+use anygrad_core::{autocast, no_grad, DType, Device, Tensor};
 use anygrad_nn::{
     Adam, AdamConfig, CrossEntropyLoss, GradScaler, Linear, Module, Optimizer, Parameter, ReLU,
     Sequential, Sgd, SgdConfig,
@@ -189,7 +189,42 @@ fn scaler_divides_shared_gradients_once(device: &Device) {
     assert_eq!(grad(3), vec![3.0, 4.0]);
 }
 
+/// Inference under autocast keeps its f16 copies of the parameters between forwards
+/// (`no_grad`), and parameters assigned new values in place are read with those values: the
+/// output then equals that of a model built with them.
+fn autocast_inference_sees_assigned_parameters(device: &Device) {
+    if !device.supports_f16() {
+        println!("SKIP autocast_inference_sees_assigned_parameters: {device} has no f16");
+        return;
+    }
+    let build = |seed: u64| {
+        anygrad_core::manual_seed(seed);
+        Sequential::new()
+            .add(Linear::new(8, 16, true, device).unwrap())
+            .add(ReLU)
+            .add(Linear::new(16, 4, true, device).unwrap())
+    };
+    let (model, other) = (build(5), build(6));
+    let x = Tensor::randn(&[5, 8], DType::F32, device).unwrap();
+    let run = |model: &Sequential| {
+        let _no_grad = no_grad();
+        let _autocast = autocast(DType::F16, device).unwrap();
+        let y = model.forward(&x).unwrap();
+        assert_eq!(y.dtype(), DType::F16);
+        y.to_vec_f32().unwrap()
+    };
+    let first = run(&model);
+    assert_eq!(run(&model), first, "the kept copies give the same output");
+    for (slot, values) in model.parameters().iter().zip(other.parameters()) {
+        slot.assign(&values).unwrap();
+    }
+    let after = run(&model);
+    assert_eq!(after, run(&other), "the assigned values are read");
+    assert_ne!(after, first);
+}
+
 anygrad_testing::device_tests!(
+    autocast_inference_sees_assigned_parameters,
     autocast_op_precisions,
     autocast_linear_stays_f16,
     amp_training_matches_f32,

@@ -59,9 +59,8 @@ impl Tensor {
                     residual: residual.as_ref(),
                     ..*epilogue
                 };
-                return self
-                    .to_dtype(low)?
-                    .conv2d_fused(&weight.to_dtype(low)?, params, &lowered);
+                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                return cast(self)?.conv2d_fused(&cast(weight)?, params, &lowered);
             }
         }
         let recorded = crate::autograd::is_grad_enabled()

@@ -101,12 +101,9 @@ impl Tensor {
                 && weight.dtype().is_float()
             {
                 let _outside = crate::amp::suspend();
-                let bias = bias.map(|b| b.to_dtype(low)).transpose()?;
-                return self.to_dtype(low)?.conv_transpose2d(
-                    &weight.to_dtype(low)?,
-                    bias.as_ref(),
-                    params,
-                );
+                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                let bias = bias.map(cast).transpose()?;
+                return cast(self)?.conv_transpose2d(&cast(weight)?, bias.as_ref(), params);
             }
         }
         const OP: &str = "conv_transpose2d";

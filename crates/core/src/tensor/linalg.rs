@@ -29,7 +29,8 @@ impl Tensor {
                 && rhs.dtype().is_float()
             {
                 let _outside = crate::amp::suspend();
-                return self.to_dtype(low)?.matmul(&rhs.to_dtype(low)?);
+                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                return cast(self)?.matmul(&cast(rhs)?);
             }
         }
         self.same_device("matmul", rhs)?;
@@ -112,13 +113,22 @@ impl Tensor {
     /// included, so the output stays f16 as PyTorch's (a f32 bias would promote it to f32,
     /// and the next f16 matmul would cast it back).
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        // The weight is cast before its transposed view is taken, so that autocast's kept
+        // parameter copies (`autocast_cache.rs`) serve it.
+        let weight = match crate::amp::autocast_dtype() {
+            Some(low) if weight.dtype().is_float() && self.dtype().is_float() => {
+                let _outside = crate::amp::suspend();
+                crate::autocast_cache::autocast_input(weight, low)?
+            }
+            _ => weight.clone(),
+        };
         let out = self.matmul(&weight.t()?)?;
         let Some(bias) = bias else {
             return Ok(out);
         };
         match crate::amp::autocast_dtype() {
             Some(low) if out.dtype() == low && bias.dtype() != low && bias.dtype().is_float() => {
-                out.add(&bias.to_dtype(low)?)
+                out.add(&crate::autocast_cache::autocast_input(bias, low)?)
             }
             _ => out.add(bias),
         }
@@ -138,10 +148,9 @@ impl Tensor {
                 && weight.dtype().is_float()
             {
                 let _outside = crate::amp::suspend();
-                let bias = bias.map(|b| b.to_dtype(low)).transpose()?;
-                return self
-                    .to_dtype(low)?
-                    .conv2d(&weight.to_dtype(low)?, bias.as_ref(), params);
+                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                let bias = bias.map(cast).transpose()?;
+                return cast(self)?.conv2d(&cast(weight)?, bias.as_ref(), params);
             }
         }
         self.same_device("conv2d", weight)?;

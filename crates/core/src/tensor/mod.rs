@@ -236,6 +236,11 @@ impl Tensor {
         &self.0.storage
     }
 
+    /// The shared tensor record (weak handles: `autocast_cache.rs`).
+    pub(crate) fn inner(&self) -> &Arc<TensorInner> {
+        &self.0
+    }
+
     /// The record of the op that produced this tensor: `None` for a leaf, and for a non-leaf
     /// whose record a backward already released.
     pub(crate) fn grad_fn(&self) -> Option<Arc<GradFn>> {
