@@ -8,12 +8,14 @@
 //!   so a kept copy never outlives a batch's data.
 //! - Valid while the source is alive and no tensor was written in place since the copy was
 //!   made ([`crate::mutation_epoch`]: an optimizer step, `copy_`, loading weights), so a read
-//!   always sees the parameter's current values. A copy whose source was dropped is released
-//!   the next time a copy is kept; [`clear_autocast_cache`] releases every copy now.
+//!   always sees the parameter's current values. Stale copies are released by the next
+//!   autocast cast of anything (a training step's first matmul, say), a dropped parameter's
+//!   copy the next time a copy is kept; [`clear_autocast_cache`] releases every copy now.
 //! - With a gradient to record, the cast is an ordinary recorded op each time (the gradient
 //!   flows back to the f32 master weight), as before.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::autograd::is_grad_enabled;
@@ -21,49 +23,63 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::{mutation_epoch, Tensor, TensorId, TensorInner};
 
-/// One kept copy: its source (weakly), the mutation epoch it was made at, the copy.
-struct Kept {
-    source: Weak<TensorInner>,
+/// The kept copies, all made at one mutation epoch (an in-place write makes every copy stale
+/// at once, so they are released together).
+struct KeptCopies {
     epoch: u64,
-    cast: Tensor,
+    /// By source tensor and target dtype: the source (weakly) and its copy.
+    copies: HashMap<(TensorId, DType), (Weak<TensorInner>, Tensor)>,
 }
 
-/// The kept copies by source tensor and target dtype.
-static KEPT: Mutex<Option<HashMap<(TensorId, DType), Kept>>> = Mutex::new(None);
+static KEPT: Mutex<Option<KeptCopies>> = Mutex::new(None);
+
+/// Whether `KEPT` may hold copies (spares the lock on the calls that cannot use them).
+static ANY_KEPT: AtomicBool = AtomicBool::new(false);
 
 /// `tensor` in `low` for an op running under autocast: the kept copy where the module header
-/// allows one, else a fresh cast (or the tensor itself when it already has that dtype).
+/// allows one, else a fresh cast (or the tensor itself when it already has that dtype). Stale
+/// copies are released on the first call that sees them stale, whatever that call casts.
 pub(crate) fn autocast_input(tensor: &Tensor, low: DType) -> Result<Tensor> {
     if tensor.dtype() == low {
         return Ok(tensor.clone());
     }
-    if is_grad_enabled() || !tensor.requires_grad() || !tensor.is_leaf() {
+    let keeps = !is_grad_enabled() && tensor.requires_grad() && tensor.is_leaf();
+    if !keeps && !ANY_KEPT.load(Ordering::Relaxed) {
         return tensor.to_dtype(low);
     }
     let key = (tensor.id(), low);
-    // Read before casting: a write racing with the cast leaves an older epoch kept, which
-    // only means casting again next time.
+    // Read before casting: a write racing with the cast leaves the copy kept under an older
+    // epoch, which only means casting again next time.
     let epoch = mutation_epoch();
     {
-        let kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(entry) = kept.as_ref().and_then(|map| map.get(&key)) {
-            if entry.epoch == epoch {
-                return Ok(entry.cast.clone());
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.as_ref().is_some_and(|k| k.epoch < epoch) {
+            *kept = None;
+            ANY_KEPT.store(false, Ordering::Relaxed);
+        }
+        if let Some((_, copy)) = kept.as_ref().and_then(|k| k.copies.get(&key)) {
+            if keeps {
+                return Ok(copy.clone());
             }
         }
     }
     let cast = tensor.to_dtype(low)?;
+    if !keeps {
+        return Ok(cast);
+    }
     let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-    let map = kept.get_or_insert_with(HashMap::new);
-    map.retain(|_, entry| entry.source.strong_count() > 0);
-    map.insert(
-        key,
-        Kept {
-            source: Arc::downgrade(tensor.inner()),
-            epoch,
-            cast: cast.clone(),
-        },
-    );
+    let copies = kept.get_or_insert_with(|| KeptCopies {
+        epoch,
+        copies: HashMap::new(),
+    });
+    if copies.epoch == epoch {
+        copies
+            .copies
+            .retain(|_, (source, _)| source.strong_count() > 0);
+        let source = Arc::downgrade(tensor.inner());
+        copies.copies.insert(key, (source, cast.clone()));
+        ANY_KEPT.store(true, Ordering::Relaxed);
+    }
     Ok(cast)
 }
 
@@ -72,6 +88,7 @@ pub(crate) fn autocast_input(tensor: &Tensor, low: DType) -> Result<Tensor> {
 /// tensor uses them.
 pub fn clear_autocast_cache() {
     *KEPT.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    ANY_KEPT.store(false, Ordering::Relaxed);
 }
 
 #[cfg(test)]
@@ -85,7 +102,7 @@ mod tests {
         KEPT.lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            .is_some_and(|map| map.keys().any(|(kept, _)| *kept == id))
+            .is_some_and(|k| k.copies.keys().any(|(kept, _)| *kept == id))
     }
 
     /// Two casts of `tensor` with no in-place write anywhere in between (other tests write
@@ -128,6 +145,9 @@ mod tests {
             // Written in place: the next cast sees the new values.
             let replacement = Tensor::full(&[4, 3], 2.5, DType::F32, &device).unwrap();
             weight.assign(&replacement).unwrap();
+            // Stale now: released by the next call, whatever it casts.
+            autocast_input(&input, DType::F16).unwrap();
+            assert!(!is_kept(weight.id()), "the stale copy was released");
             let fresh = autocast_input(&weight, DType::F16).unwrap();
             assert_eq!(fresh.to_vec_f32().unwrap(), vec![2.5; 12]);
         }
