@@ -7,7 +7,7 @@
 //!   autocast cache; other operands (inputs, activations, frozen weights) are cast each time,
 //!   so a kept copy never outlives a batch's data.
 //! - Valid while the source is alive and no tensor was written in place since the copy was
-//!   made ([`crate::mutation_epoch`]: an optimizer step, `copy_`, loading weights), so a read
+//!   made ([`crate::mutation_epoch`]: an optimizer step, `assign`, loading weights), so a read
 //!   always sees the parameter's current values. Stale copies are released by the next
 //!   autocast cast of anything (a training step's first matmul, say), a dropped parameter's
 //!   copy the next time a copy is kept; [`clear_autocast_cache`] releases every copy now.
