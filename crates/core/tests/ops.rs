@@ -253,6 +253,43 @@ fn matmul_cases(device: &Device) {
     );
     let bb = Tensor::stack(&[&b, &b], 0).unwrap().unsqueeze(0).unwrap(); // [1, 2, 3, 2]
     assert_eq!(batched.matmul(&bb).unwrap().shape(), &[1, 2, 2, 2]);
+    // Transposed views over several tiles and a partial k block (the GPU kernel loads them
+    // along their contiguous dim), as `linear` multiplies by its weight, in f32 and f16.
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !device.supports_f16() {
+            continue;
+        }
+        let (m, k, n) = (70, 37, 130);
+        let a_t = Tensor::randn(&[k, m], DType::F32, device).unwrap();
+        let b_t = Tensor::randn(&[n, k], DType::F32, device).unwrap();
+        let (a_t, b_t) = (a_t.to_dtype(dtype).unwrap(), b_t.to_dtype(dtype).unwrap());
+        let (a, b) = (a_t.t().unwrap(), b_t.t().unwrap());
+        let dense = |t: &Tensor| t.contiguous().unwrap().to_device(&Device::Cpu).unwrap();
+        let expected = dense(&a).to_dtype(DType::F32).unwrap();
+        let expected = expected
+            .matmul(&dense(&b).to_dtype(DType::F32).unwrap())
+            .unwrap();
+        for (what, product) in [
+            ("a^T b^T", a.matmul(&b).unwrap()),
+            (
+                "a b^T",
+                dense(&a).to_device(device).unwrap().matmul(&b).unwrap(),
+            ),
+            (
+                "a^T b",
+                a.matmul(&dense(&b).to_device(device).unwrap()).unwrap(),
+            ),
+        ] {
+            let tolerance = if dtype == DType::F16 { 3e-2 } else { 1e-4 };
+            assert_close(
+                &values(&product.to_dtype(DType::F32).unwrap()),
+                &values(&expected),
+                tolerance,
+                tolerance,
+                &format!("{what} {dtype}"),
+            );
+        }
+    }
 }
 
 fn views_and_joins(device: &Device) {

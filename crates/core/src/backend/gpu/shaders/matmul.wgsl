@@ -33,6 +33,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let row0 = workgroup.y * TILE;
     let column0 = workgroup.x * TILE;
     for (var b = workgroup.z; b < batch; b = b + workgroups.z) {
+        // Consecutive invocations load along whichever dim of a block is contiguous in memory
+        // (coalesced): k for A and columns for B, or the other dim of a transposed view (a
+        // `linear` layer's weight). The branch is uniform.
+        let a_by_rows = params.a_row_stride == 1u && params.a_column_stride != 1u;
+        let b_by_k = params.b_row_stride == 1u && params.b_column_stride != 1u;
         let a_base = params.a_offset + b * params.a_batch_stride;
         let b_base = params.b_offset + b * params.b_batch_stride;
         var acc0 = vec4<T>(T(0));
@@ -42,22 +47,34 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         for (var k0 = 0u; k0 < k; k0 = k0 + TILE_K) {
             for (var t = 0u; t < 4u; t = t + 1u) {
                 let e = local + 256u * t;
-                // A block: 64 rows x 16 k; consecutive invocations read consecutive k.
-                let a_row = row0 + e / TILE_K;
-                let a_k = k0 + e % TILE_K;
+                // A block: 64 rows x 16 k.
+                var a_local_row = e / TILE_K;
+                var a_local_k = e % TILE_K;
+                if (a_by_rows) {
+                    a_local_row = e % TILE;
+                    a_local_k = e / TILE;
+                }
+                let a_row = row0 + a_local_row;
+                let a_k = k0 + a_local_k;
                 var a_value = T(0);
                 if (a_row < m && a_k < k) {
                     a_value = load_value(matrix_a[a_base + a_row * params.a_row_stride + a_k * params.a_column_stride]);
                 }
-                tile_a[(e % TILE_K) * TILE + e / TILE_K] = a_value;
-                // B block: 16 k x 64 columns; consecutive invocations read consecutive columns.
-                let b_k = k0 + e / TILE;
-                let b_column = column0 + e % TILE;
+                tile_a[a_local_k * TILE + a_local_row] = a_value;
+                // B block: 16 k x 64 columns.
+                var b_local_k = e / TILE;
+                var b_local_column = e % TILE;
+                if (b_by_k) {
+                    b_local_k = e % TILE_K;
+                    b_local_column = e / TILE_K;
+                }
+                let b_k = k0 + b_local_k;
+                let b_column = column0 + b_local_column;
                 var b_value = T(0);
                 if (b_k < k && b_column < n) {
                     b_value = load_value(matrix_b[b_base + b_k * params.b_row_stride + b_column * params.b_column_stride]);
                 }
-                tile_b[e] = b_value;
+                tile_b[b_local_k * TILE + b_local_column] = b_value;
             }
             workgroupBarrier();
             for (var kk = 0u; kk < TILE_K; kk = kk + 1u) {
