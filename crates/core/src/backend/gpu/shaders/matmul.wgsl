@@ -21,6 +21,15 @@ const TILE_K: u32 = 16u;
 var<workgroup> tile_a: array<T, 1024>;
 var<workgroup> tile_b: array<T, 1024>;
 
+// Element `e` (of 1024) of a block of 16 k by 64 rows or columns, as (k, row or column):
+// consecutive elements walk k when `k_fastest`, else the rows or columns.
+fn block_element(e: u32, k_fastest: bool) -> vec2<u32> {
+    if (k_fastest) {
+        return vec2<u32>(e % TILE_K, e / TILE_K);
+    }
+    return vec2<u32>(e / TILE, e % TILE);
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
@@ -48,12 +57,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             for (var t = 0u; t < 4u; t = t + 1u) {
                 let e = local + 256u * t;
                 // A block: 64 rows x 16 k.
-                var a_local_row = e / TILE_K;
-                var a_local_k = e % TILE_K;
-                if (a_by_rows) {
-                    a_local_row = e % TILE;
-                    a_local_k = e / TILE;
-                }
+                let a_local = block_element(e, !a_by_rows);
+                let a_local_k = a_local.x;
+                let a_local_row = a_local.y;
                 let a_row = row0 + a_local_row;
                 let a_k = k0 + a_local_k;
                 var a_value = T(0);
@@ -62,12 +68,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
                 }
                 tile_a[a_local_k * TILE + a_local_row] = a_value;
                 // B block: 16 k x 64 columns.
-                var b_local_k = e / TILE;
-                var b_local_column = e % TILE;
-                if (b_by_k) {
-                    b_local_k = e % TILE_K;
-                    b_local_column = e / TILE_K;
-                }
+                let b_local = block_element(e, b_by_k);
+                let b_local_k = b_local.x;
+                let b_local_column = b_local.y;
                 let b_k = k0 + b_local_k;
                 let b_column = column0 + b_local_column;
                 var b_value = T(0);
