@@ -34,6 +34,17 @@ pub fn gpu_device() -> Option<GpuDevice> {
     }
 }
 
+/// The first GPU when it computes in f16; `None` (after printing a skip) otherwise.
+pub fn f16_gpu_device() -> Option<GpuDevice> {
+    let device = gpu_device()?;
+    if device.supports_f16() {
+        Some(device)
+    } else {
+        eprintln!("SKIP: no SHADER_F16");
+        None
+    }
+}
+
 /// Deterministic pseudo-random values in [-scale, scale).
 pub fn values(count: usize, seed: u64, scale: f64) -> Vec<f64> {
     let mut state = seed

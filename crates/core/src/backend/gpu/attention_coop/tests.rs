@@ -176,13 +176,9 @@ fn check(case: Case, device: &crate::Device, ran: &dyn Fn() -> u64, runs: u64) {
 /// cooperative kernel ran.
 #[test]
 fn emulated_forward_matches_composite() {
-    let Some(gpu) = crate::backend::tests::support::gpu_device() else {
+    let Some(gpu) = crate::backend::tests::support::f16_gpu_device() else {
         return;
     };
-    if !gpu.supports_f16() {
-        eprintln!("SKIP: no SHADER_F16");
-        return;
-    }
     let device = crate::Device::Gpu(gpu);
     let cases: [Case; 4] = [
         (2, 1, 37, 45, 64, 64, false, false),
@@ -245,13 +241,9 @@ fn hardware_forward_matches_composite() {
 #[test]
 fn forward_rescales_rising_scores() {
     use crate::Device;
-    let Some(gpu) = crate::backend::tests::support::gpu_device() else {
+    let Some(gpu) = crate::backend::tests::support::f16_gpu_device() else {
         return;
     };
-    if !gpu.supports_f16() {
-        eprintln!("SKIP: no SHADER_F16");
-        return;
-    }
     let device = Device::Gpu(gpu.clone());
     let (heads, length, keys, width) = (2, 70, 100, 16);
     // Every value exact in f16, so that the f64 reference sees the same numbers.

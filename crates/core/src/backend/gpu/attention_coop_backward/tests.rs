@@ -69,13 +69,9 @@ fn coop_attention_backward_sources_validate() {
 /// workgroup memory (lavapipe: `backward_key` picks the layout).
 #[test]
 fn emulated_backward_matches_composite() {
-    let Some(gpu) = crate::backend::tests::support::gpu_device() else {
+    let Some(gpu) = crate::backend::tests::support::f16_gpu_device() else {
         return;
     };
-    if !gpu.supports_f16() {
-        eprintln!("SKIP: no SHADER_F16");
-        return;
-    }
     let device = crate::Device::Gpu(gpu);
     let cases: [Case; 4] = [
         (2, 1, 70, 45, 64, 64, false, false),

@@ -10,6 +10,7 @@ use super::super::params::KernelParams;
 use super::super::{GpuDevice, GpuStorage};
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, CoopMode, KBlock};
 use crate::backend::cpu::CpuStorage;
+use crate::backend::tests::support::f16_gpu_device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 
@@ -179,11 +180,9 @@ fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]
 /// epilogue, with plain-WGSL matrix operations) against the CPU, on any f16 device.
 #[test]
 fn emulated_kernels_match_cpu() {
-    let Some(device) = gpu() else { return };
-    if !device.supports_f16() {
-        eprintln!("SKIP: no SHADER_F16");
+    let Some(device) = f16_gpu_device() else {
         return;
-    }
+    };
     for pass in [
         ConvPass::Forward,
         ConvPass::BackwardInput,
@@ -197,11 +196,9 @@ fn emulated_kernels_match_cpu() {
 /// span two tiles, emulated.
 #[test]
 fn emulated_split_weight_gradient_matches_cpu() {
-    let Some(device) = gpu() else { return };
-    if !device.supports_f16() {
-        eprintln!("SKIP: no SHADER_F16");
+    let Some(device) = f16_gpu_device() else {
         return;
-    }
+    };
     #[rustfmt::skip]
     let cases: [Case; 1] = [("split K", [4, 30, 16, 16], 8, [3, 3], [1, 1, 1, 1, 1, 1], true)];
     assert_eq!(
@@ -251,11 +248,9 @@ fn hardware_kernels_match_cpu() {
 /// them, and give the same results either way.
 #[test]
 fn entry_points_use_coop_only_where_available() {
-    let Some(device) = gpu() else { return };
-    if !device.supports_f16() {
-        eprintln!("SKIP: no SHADER_F16");
+    let Some(device) = f16_gpu_device() else {
         return;
-    }
+    };
     let (n, c, h, w, o) = (2, 8, 8, 8, 16);
     let params = params([1, 1, 1, 1, 1, 1]);
     let x_layout = Layout::contiguous(&[n, c, h, w]);

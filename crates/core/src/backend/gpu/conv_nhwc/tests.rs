@@ -415,13 +415,9 @@ fn cpu_conv_shape(case: &Case, h: usize, w: usize) -> [usize; 4] {
 
 #[test]
 fn emulated_kernels_match_cpu() {
-    let Some(device) = crate::backend::tests::support::gpu_device() else {
+    let Some(device) = crate::backend::tests::support::f16_gpu_device() else {
         return;
     };
-    if !device.supports_f16() {
-        eprintln!("SKIP: no SHADER_F16");
-        return;
-    }
     check_all(&device, true);
     check_weight_gradients(&device, true);
     check_input_gradients(&device, true);

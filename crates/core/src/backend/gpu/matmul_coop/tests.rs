@@ -10,16 +10,7 @@ use crate::dtype::DType;
 use crate::layout::Layout;
 use half::f16;
 
-/// The first GPU when it computes in f16; `None` (after a skip line) otherwise.
-fn gpu() -> Option<GpuDevice> {
-    let device = crate::backend::tests::support::gpu_device()?;
-    if device.supports_f16() {
-        Some(device)
-    } else {
-        eprintln!("SKIP: no SHADER_F16");
-        None
-    }
-}
+use crate::backend::tests::support::f16_gpu_device as gpu;
 
 /// Parse, validate and write SPIR-V: with naga's defaults, and as wgpu's Vulkan backend
 /// does on an H200 (SPIR-V 1.6, its capability list, trusted and checked bounds).
