@@ -244,8 +244,8 @@ fn hardware_kernels_match_cpu() {
     assert!(ran >= 3 * cases.len() as u64);
 }
 
-/// The public entry points take the cooperative kernels exactly where the device offers
-/// them, and give the same results either way.
+/// The public entry points never take cooperative kernels where the device lacks them, take
+/// them when told to, and give the same results either way.
 #[test]
 fn entry_points_use_coop_only_where_available() {
     let Some(device) = f16_gpu_device() else {
@@ -276,8 +276,18 @@ fn entry_points_use_coop_only_where_available() {
         "conv_coop: entry points ran {ran} cooperative kernels (device offers them: {})",
         device.cooperative_conv()
     );
-    // (Other tests may record hardware kernels on the same device meanwhile.)
-    assert_eq!(ran >= 3, device.cooperative_conv());
+    // Other tests record hardware kernels on the same device meanwhile, so the count is
+    // exact only where the adapter has no cooperative matrices (none can run) or where the
+    // entry points are told to take them (`ANYGRAD_COOP_CONV=on`); under `auto` the autotuner
+    // chooses, and only the results are checked.
+    if !device.has_cooperative_f16_f32() {
+        assert_eq!(ran, 0, "no tensor cores, yet cooperative kernels ran");
+    } else if device.cooperative_conv() {
+        assert!(
+            ran >= 3,
+            "ANYGRAD_COOP_CONV=on, yet only {ran} cooperative kernels ran"
+        );
+    }
     check(
         &forward,
         &cpu_f32(cpu(&x).conv2d(&x_layout, &cpu(&k), &k_layout, &params)),
