@@ -236,22 +236,37 @@ impl Autotuner {
         MEASURING.with(|flag| flag.set(true));
         let timed = self.measure(count, settle, &mut run);
         MEASURING.with(|flag| flag.set(false));
-        let chosen = timed?;
+        let (chosen, times) = timed?;
+        // `ANYGRAD_LOG=anygrad_core=debug` prints what every candidate took.
+        tracing::debug!(
+            "autotune {key}: {}",
+            names
+                .iter()
+                .zip(&times)
+                .map(|(name, time)| match time {
+                    Some(time) => format!("{name} {:.1} us", time.as_secs_f64() * 1e6),
+                    None => format!("{name} failed"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         if let Some(name) = names.get(chosen) {
             self.remember(&key, name);
         }
         run(chosen)
     }
 
-    /// Time every candidate; the index of the fastest that ran (0 if none did).
+    /// Time every candidate; the index of the fastest that ran (0 if none did) and each
+    /// candidate's median time (`None`: it failed).
     fn measure<T>(
         &self,
         count: usize,
         settle: &dyn Fn() -> Result<()>,
         run: &mut impl FnMut(usize) -> Result<T>,
-    ) -> Result<usize> {
+    ) -> Result<(usize, Vec<Option<Duration>>)> {
         settle()?;
         let mut best: Option<(Duration, usize)> = None;
+        let mut medians = Vec::with_capacity(count);
         for index in 0..count {
             // The untimed warm-up run may tune the primitives this candidate calls (a
             // Winograd convolution's batched GEMM): its timed runs then use their tuned kernels,
@@ -260,6 +275,7 @@ impl Autotuner {
             let warm_up = run(index);
             MEASURING.with(|flag| flag.set(true));
             if warm_up.is_err() {
+                medians.push(None);
                 continue;
             }
             settle()?;
@@ -281,11 +297,12 @@ impl Autotuner {
             times.sort();
             let elapsed = times[times.len() / 2];
             *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+            medians.push((!failed).then_some(elapsed));
             if !failed && best.is_none_or(|(time, _)| elapsed < time) {
                 best = Some((elapsed, index));
             }
         }
-        Ok(best.map_or(0, |(_, index)| index))
+        Ok((best.map_or(0, |(_, index)| index), medians))
     }
 
     /// Keep `name` for `key` in memory and (when there is a file) on disk.

@@ -45,9 +45,11 @@ use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
 
 mod input_gradient;
+mod patch;
 mod space_to_depth;
 mod weight;
 
+pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
 pub(crate) use weight::ConvNhwcWeightKey;
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use super::conv_backward::{weight_split_count, WeightKernel, MAX_PARTIALS, MAX_S
 use super::conv_coop::{key_for, ConvPass, CoopMode};
 use super::conv_epilogue::BoundEpilogue;
 use super::conv_gemm::{prefers_wide, K_STEP};
-use super::conv_nhwc::{self, NhwcTile};
+use super::conv_nhwc::{self, NhwcTile, PatchTile};
 use super::conv_winograd::{self, WinogradTile};
 use super::storage::GpuStorage;
 use crate::backend::contract::Epilogue;
@@ -32,6 +32,8 @@ enum ConvChoice {
     Winograd(WinogradTile),
     /// The channels-last tensor-core forward kernel with this tile (`conv_nhwc.rs`).
     Nhwc(NhwcTile),
+    /// The stride-1 patch kernel with this tile (`conv_nhwc/patch.rs`).
+    Patch(PatchTile),
     /// The channels-last tensor-core weight gradient with this many output channels per
     /// workgroup (`conv_nhwc/weight.rs`).
     NhwcWeight(conv_nhwc::ConvNhwcWeightKey),
@@ -47,6 +49,7 @@ impl ConvChoice {
             ConvChoice::Splits { splits, kernel } => format!("{}split{splits}", kernel.prefix()),
             ConvChoice::Winograd(tile) => tile.name().into(),
             ConvChoice::Nhwc(tile) => tile.name().into(),
+            ConvChoice::Patch(tile) => tile.name().into(),
             ConvChoice::NhwcWeight(key) if key.k_block == conv_nhwc::K_BLOCK => {
                 format!("nhwc-weight{}", key.columns)
             }
@@ -167,6 +170,11 @@ impl GpuStorage {
         {
             let tiles = conv_nhwc::tiles_for(o);
             choices.splice(0..0, tiles.into_iter().map(ConvChoice::Nhwc));
+            // The patch kernels after them: the autotuner times them where they apply.
+            let patches = PatchTile::ALL
+                .into_iter()
+                .filter(|&tile| conv_nhwc::patch_applies(layout, weight_layout, params, tile));
+            choices.extend(patches.map(ConvChoice::Patch));
         }
         if conv_winograd::applies(self.dtype, &weight_layout.shape, params)
             && (epilogue.is_none() || shape.channels > 0)
@@ -205,6 +213,13 @@ impl GpuStorage {
             ConvChoice::Nhwc(tile) => {
                 let operands = (layout, weight, weight_layout);
                 match self.conv2d_nhwc(operands, params, (tile, false), epilogue)? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_with(layout, weight, weight_layout, params, None, epilogue),
+                }
+            }
+            ConvChoice::Patch(tile) => {
+                let operands = (layout, weight, weight_layout);
+                match self.conv2d_patch(operands, params, (tile, false), epilogue)? {
                     Some(out) => Ok(out),
                     None => self.conv2d_with(layout, weight, weight_layout, params, None, epilogue),
                 }
@@ -308,10 +323,12 @@ impl GpuStorage {
                         None,
                     ),
                 },
-                ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) => Err(Error::invalid(
-                    "conv2d_backward_input",
-                    "not a candidate of this pass",
-                )),
+                ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) | ConvChoice::Patch(_) => {
+                    Err(Error::invalid(
+                        "conv2d_backward_input",
+                        "not a candidate of this pass",
+                    ))
+                }
             },
         )
     }
@@ -466,7 +483,10 @@ impl GpuStorage {
                         (WeightKernel::default(), None),
                     ),
                 },
-                ConvChoice::Tile { .. } | ConvChoice::Winograd(_) | ConvChoice::Nhwc(_) => {
+                ConvChoice::Tile { .. }
+                | ConvChoice::Winograd(_)
+                | ConvChoice::Nhwc(_)
+                | ConvChoice::Patch(_) => {
                     Err(Error::invalid("conv2d_backward_weight", "one tile only"))
                 }
             },

@@ -59,6 +59,11 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             .map(super::kernels::KernelKey::ConvNhwc),
     );
     keys.extend(
+        super::conv_nhwc::ConvPatchKey::all()
+            .into_iter()
+            .map(super::kernels::KernelKey::ConvPatch),
+    );
+    keys.extend(
         super::conv_nhwc::ConvNhwcWeightKey::all()
             .into_iter()
             .map(super::kernels::KernelKey::ConvNhwcWeight),

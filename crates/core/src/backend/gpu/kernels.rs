@@ -17,6 +17,7 @@
 //! | `Winograd` | `conv_winograd.rs` |
 //! | `ConvCoop` | `conv_coop.rs` |
 //! | `ConvNhwc` | `conv_nhwc.rs` |
+//! | `ConvPatch` | `conv_nhwc/patch.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
 //! | `IndexAddKeys`, `IndexAddSums` | `index_add.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
@@ -126,6 +127,9 @@ pub enum KernelKey {
     /// F16 forward convolution on cooperative matrices over channels-last copies of its
     /// operands (`conv_nhwc.rs`).
     ConvNhwc(super::conv_nhwc::ConvNhwcKey),
+    /// F16 stride-1 forward convolution on cooperative matrices, each workgroup's input
+    /// patch staged once (`conv_nhwc/patch.rs`).
+    ConvPatch(super::conv_nhwc::ConvPatchKey),
     /// F16 convolution weight gradient on cooperative matrices over channels-last copies
     /// (`conv_nhwc/weight.rs`).
     ConvNhwcWeight(super::conv_nhwc::ConvNhwcWeightKey),
@@ -234,6 +238,7 @@ impl KernelKey {
             | KernelKey::MatmulCoop { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::ConvNhwc(_)
+            | KernelKey::ConvPatch(_)
             | KernelKey::ConvNhwcWeight(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
@@ -295,6 +300,7 @@ impl KernelKey {
             | KernelKey::MatmulLarge { .. }
             | KernelKey::MatmulCoop { .. }
             | KernelKey::ConvNhwc(_)
+            | KernelKey::ConvPatch(_)
             | KernelKey::ConvNhwcWeight(_)
             | KernelKey::CopyTranspose { .. }
             | KernelKey::MaxPool2d {
@@ -355,6 +361,7 @@ impl KernelKey {
             KernelKey::MatmulCoop { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::ConvNhwc(_)
+            | KernelKey::ConvPatch(_)
             | KernelKey::ConvNhwcWeight(_)
             | KernelKey::AttentionCoop(_)
             | KernelKey::AttentionCoopBackward(_) => true,
@@ -404,6 +411,7 @@ impl KernelKey {
             // The tensor-core convolutions write their own `enable` lines.
             KernelKey::ConvCoop(key) => return key.source(),
             KernelKey::ConvNhwc(key) => return key.source(),
+            KernelKey::ConvPatch(key) => return key.source(),
             KernelKey::ConvNhwcWeight(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::AttentionCoopBackward(key) => return key.source(),

@@ -132,11 +132,37 @@ impl GpuStorage {
         (tile, emulated): (NhwcTile, bool),
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
+        let (input, rearranged, gemm_shape) =
+            self.space_to_depth_operands((layout, weight, weight_layout), shape)?;
+        GpuStorage::nhwc_gemm_channels_last(
+            (
+                &input,
+                gemm_shape.channels,
+                gemm_shape.input.0,
+                gemm_shape.input.1,
+            ),
+            &rearranged,
+            &gemm_shape,
+            false,
+            (tile, emulated),
+            epilogue,
+        )
+    }
+
+    /// The operands of the stride-1 convolution without padding that equals the convolution
+    /// of `shape` (the caller checked [`applies`]): the rearranged input (dense `[n, rows,
+    /// columns, channels]`), the rearranged weight (dense `[Kh, Kw, channels, o]`) and that
+    /// convolution's shape (its output is `shape`'s).
+    pub(super) fn space_to_depth_operands(
+        &self,
+        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
+        shape: &Conv2dShape,
+    ) -> Result<(GpuStorage, GpuStorage, Conv2dShape)> {
         let c = shape.channels;
-        let (oh, ow) = shape.output;
         let (kh, kw) = shape.kernel;
         let o = shape.out_channels;
         let ((_, shift_h, blocks_h, _, _), (_, shift_w, blocks_w, _, _)) = axes(shape);
+        let gemm_shape = rearranged_shape(shape)?;
         let (input, rows, columns, channels) = self.space_to_depth_input(layout, shape)?;
         // The weight, shifted into [o, c, 2 Kh, 2 Kw] (zeros around), then rearranged to
         // [Kh, Kw, channels, o]: tap (2a + b, 2a2 + bx) of channel ch to (a, a2, (b * 2 + bx)
@@ -173,22 +199,23 @@ impl GpuStorage {
             offset: 0,
         };
         shifted.copy_into(&taps, &mut rearranged, &target)?;
-        // A stride-1 convolution without padding (`Conv2dParams::default()`).
-        let gemm_shape = Conv2dShape::new(
-            &Layout::contiguous(&[shape.batch, channels, rows, columns]),
-            &Layout::contiguous(&[o, channels, blocks_h, blocks_w]),
-            &Conv2dParams::default(),
-        )?;
-        debug_assert_eq!(gemm_shape.output, (oh, ow));
-        GpuStorage::nhwc_gemm_channels_last(
-            (&input, channels, rows, columns),
-            &rearranged,
-            &gemm_shape,
-            false,
-            (tile, emulated),
-            epilogue,
-        )
+        debug_assert_eq!((rows, columns), (gemm_shape.input.0, gemm_shape.input.1));
+        Ok((input, rearranged, gemm_shape))
     }
+}
+
+/// The shape of the stride-1 convolution without padding over the rearranged operands that
+/// equals the convolution of `shape` (which [`applies`] to).
+pub(super) fn rearranged_shape(shape: &Conv2dShape) -> Result<Conv2dShape> {
+    let ((_, _, blocks_h, rows, _), (_, _, blocks_w, columns, _)) = axes(shape);
+    let channels = padded_channels(4 * shape.channels);
+    let rearranged = Conv2dShape::new(
+        &Layout::contiguous(&[shape.batch, channels, rows, columns]),
+        &Layout::contiguous(&[shape.out_channels, channels, blocks_h, blocks_w]),
+        &Conv2dParams::default(),
+    )?;
+    debug_assert_eq!(rearranged.output, shape.output);
+    Ok(rearranged)
 }
 
 impl GpuStorage {

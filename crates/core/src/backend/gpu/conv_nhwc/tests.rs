@@ -5,7 +5,9 @@
 
 use super::super::conv_epilogue::BoundEpilogue;
 use super::super::GpuStorage;
-use super::{applies, ConvNhwcKey, ConvNhwcWeightKey, NhwcTile};
+use super::{
+    applies, patch_applies, ConvNhwcKey, ConvNhwcWeightKey, ConvPatchKey, NhwcTile, PatchTile,
+};
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
@@ -28,6 +30,17 @@ fn every_key_validates_with_naga() {
         // 32-pixel blocks fit 32 KiB (lavapipe runs their emulation), 64-pixel ones 48 KiB.
         let limit = if key.k_block == 32 { 32 } else { 48 };
         assert!(key.workgroup_bytes() <= limit * 1024, "{key:?}");
+    }
+    for key in ConvPatchKey::all() {
+        let source = key.source();
+        assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
+        super::super::matmul_coop::tests::translate(&format!("{key:?}"), &source);
+        // Every patch kernel fits 48 KiB; the 3x3 and smaller ones 32 KiB (lavapipe).
+        let limit = if key.side <= 3 { 32 } else { 48 };
+        assert!(
+            key.tile.workgroup_bytes(key.side) <= limit * 1024,
+            "{key:?}"
+        );
     }
     // The 128-pixel tiles fit 32 KiB of workgroup memory (lavapipe), all fit 48 KiB.
     for tile in NhwcTile::ALL {
@@ -142,6 +155,15 @@ fn cases() -> Vec<Case> {
             params: params(2, 1, 1),
             epilogue: None,
         },
+        // 3 channels, 3x3, stride 2, padding 1 over even sizes: space-to-depth to a 2x2
+        // stride-1 convolution of 16 channels (the patch kernel's smallest side).
+        Case {
+            input: [2, 3, 10, 14],
+            out_channels: 64,
+            kernel: (3, 3),
+            params: params(2, 1, 1),
+            epilogue: Some((false, EpilogueActivation::Relu)),
+        },
         // 40 channels: K = 360, the last k-block partly past K.
         Case {
             input: [1, 40, 6, 7],
@@ -181,7 +203,7 @@ fn cases() -> Vec<Case> {
 
 /// Every case through every tile that divides its channels, against the CPU's f32
 /// convolution of the same f16 values (and the CPU's epilogue).
-fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
+fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs: &mut usize) {
     let limit = device.context().limits.max_compute_workgroup_storage_size;
     for case in cases() {
         let [n, c, h, w] = case.input;
@@ -257,19 +279,75 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
                 )
                 .unwrap()
                 .expect("the kernel applies");
-            let CpuStorage::F16(actual) = out.to_cpu().unwrap() else {
-                panic!("dtype changed")
-            };
-            assert_eq!(actual.len(), expected.len());
-            for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
-                let y = y.to_f32();
-                assert!(
-                    (x - y).abs() <= 3e-3 * (1.0 + x.abs()),
-                    "{tile:?} emulated {emulated} {:?}: element {i}: {x} vs {y}",
-                    case.input
-                );
-            }
+            compare(
+                &expected,
+                out,
+                &format!("{tile:?} emulated {emulated} {:?}", case.input),
+            );
         }
+        // The patch kernels where they apply (stride 1, or a stem through space-to-depth;
+        // 16-channel multiples) and fit the device's workgroup memory.
+        for tile in PatchTile::ALL {
+            if !patch_applies(&x_layout, &w_layout, &case.params, tile) {
+                continue;
+            }
+            let epilogue = case.epilogue.map(|(with_residual, activation)| Epilogue {
+                scale: (&g_scale, &channel_layout),
+                shift: (&g_shift, &channel_layout),
+                residual: with_residual.then_some((&g_residual, &out_layout)),
+                activation,
+            });
+            let bound = epilogue
+                .as_ref()
+                .map(|e| BoundEpilogue::new("test", e, &out_shape, DType::F16).unwrap());
+            if emulated && !PATCH_EMULATED.contains(&(case.input, tile)) {
+                continue;
+            }
+            let out = gx
+                .conv2d_patch(
+                    (&x_layout, &gw, &w_layout),
+                    &case.params,
+                    (tile, emulated),
+                    bound.as_ref(),
+                )
+                .unwrap();
+            let Some(out) = out else {
+                // Only a kernel over the device's workgroup memory may decline.
+                assert!(limit < 48 * 1024, "{tile:?} {:?} declined", case.input);
+                continue;
+            };
+            *patch_runs += 1;
+            compare(
+                &expected,
+                out,
+                &format!("{tile:?} emulated {emulated} {:?}", case.input),
+            );
+        }
+    }
+}
+
+/// The patch kernels emulated on every f16 device, as (case input, tile): lavapipe takes 10
+/// to 30 s to compile each emulated patch kernel, so three keys cover a partial block both
+/// ways without packed stores, 128 output channels with packed stores, residual and ReLU, and
+/// the space-to-depth stem; the hardware test runs every case through every tile.
+const PATCH_EMULATED: [([usize; 4], PatchTile); 3] = [
+    ([2, 64, 9, 9], PatchTile::Rows16Columns64),
+    ([2, 64, 8, 8], PatchTile::Rows8Columns128),
+    ([2, 3, 10, 14], PatchTile::Rows16Columns64),
+];
+
+/// `actual` (f16) equals `expected` (the CPU's f32) within f16 rounding.
+fn compare(expected: &[f32], actual: GpuStorage, what: &str) {
+    let CpuStorage::F16(actual) = actual.to_cpu().unwrap() else {
+        panic!("dtype changed")
+    };
+    assert_eq!(actual.len(), expected.len());
+    for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+        let y = y.to_f32();
+        assert!(
+            (x - y).abs() <= 3e-3 * (1.0 + x.abs()),
+            "{what}: element {i}: {x} vs {y}"
+        );
     }
 }
 
@@ -418,7 +496,9 @@ fn emulated_kernels_match_cpu() {
     let Some(device) = crate::backend::tests::support::f16_gpu_device() else {
         return;
     };
-    check_all(&device, true);
+    let mut patch_runs = 0;
+    check_all(&device, true, &mut patch_runs);
+    assert_eq!(patch_runs, PATCH_EMULATED.len());
     check_weight_gradients(&device, true);
     check_input_gradients(&device, true);
 }
@@ -432,7 +512,11 @@ fn hardware_kernels_match_cpu() {
         eprintln!("SKIP: no usable cooperative matrices");
         return;
     }
-    check_all(&device, false);
+    let mut patch_runs = 0;
+    check_all(&device, false, &mut patch_runs);
+    // 3x3 of 64 channels (a partial block both ways; 128 outputs, both tiles, packed
+    // stores), the 2x2, 3x3 and 4x4 (the 7x7 stem's) space-to-depth stems.
+    assert!(patch_runs >= 6, "only {patch_runs} patch-kernel runs");
     check_weight_gradients(&device, false);
     check_input_gradients(&device, false);
 }
