@@ -14,8 +14,10 @@
 //!   such as the batched GEMM of a Winograd convolution, is tuned here) and the device settles;
 //!   then each run is timed on its own, from recording until the device has finished it (runs
 //!   recorded back to back would overlap on the device, hiding a kernel that leaves most of it
-//!   idle), [`REPEATS`] runs at least and as many as fill [`TARGET`] (at most
-//!   [`MAX_REPEATS`]). The median is the candidate's cost. A candidate that returns an error is skipped. Every
+//!   idle), in rounds of one run of each candidate, [`REPEATS`] rounds at least and as many
+//!   as fill [`TARGET`] per candidate (at most [`MAX_REPEATS`]). A candidate's fastest run is
+//!   its cost (a GPU in a slower phase slows the runs of every candidate in those rounds
+//!   alike). A candidate that returns an error is skipped. Every
 //!   candidate computes the same result up to float rounding (each is tested against the CPU
 //!   on its own), so a choice changes speed only.
 //! - `ANYGRAD_AUTOTUNE_FORCE` (benchmarking, any mode): a comma-separated list of candidate
@@ -35,13 +37,14 @@ use std::time::{Duration, Instant};
 use crate::backend::gpu_facts::AutotuneMode;
 use crate::error::Result;
 
-/// Timed runs per candidate (after one warm-up run), at least.
+/// Timed rounds (one run of each candidate, after one warm-up run each), at least.
 pub(crate) const REPEATS: u32 = 5;
 
-/// Timed runs per candidate, at most.
+/// Timed rounds, at most.
 pub(crate) const MAX_REPEATS: u32 = 200;
 
-/// How long the timed runs of one candidate should take.
+/// How long the timed runs of one candidate should take (the rounds last this times the
+/// number of candidates).
 pub(crate) const TARGET: Duration = Duration::from_millis(5);
 
 /// The mode `ANYGRAD_AUTOTUNE` names; unset (or unknown, with a warning): on, except on a
@@ -257,7 +260,10 @@ impl Autotuner {
     }
 
     /// Time every candidate; the index of the fastest that ran (0 if none did) and each
-    /// candidate's median time (`None`: it failed).
+    /// candidate's time (`None`: it failed). Candidates are timed in rounds, one run of each
+    /// per round, and each keeps its fastest run: a GPU that runs slower for a while (the
+    /// H200 has shown 2-5x slower phases lasting seconds, see docs/PERFORMANCE.md) slows
+    /// every candidate's runs of those rounds alike instead of one candidate's whole timing.
     fn measure<T>(
         &self,
         count: usize,
@@ -265,44 +271,47 @@ impl Autotuner {
         run: &mut impl FnMut(usize) -> Result<T>,
     ) -> Result<(usize, Vec<Option<Duration>>)> {
         settle()?;
-        let mut best: Option<(Duration, usize)> = None;
-        let mut medians = Vec::with_capacity(count);
+        // The untimed warm-up runs may tune the primitives a candidate calls (a Winograd
+        // convolution's batched GEMM): its timed runs then use their tuned kernels, as every
+        // later call will.
+        let mut fastest: Vec<Option<Duration>> = Vec::with_capacity(count);
         for index in 0..count {
-            // The untimed warm-up run may tune the primitives this candidate calls (a
-            // Winograd convolution's batched GEMM): its timed runs then use their tuned kernels,
-            // as every later call will.
             MEASURING.with(|flag| flag.set(false));
             let warm_up = run(index);
             MEASURING.with(|flag| flag.set(true));
-            if warm_up.is_err() {
-                medians.push(None);
-                continue;
-            }
+            fastest.push(warm_up.is_ok().then_some(Duration::MAX));
             settle()?;
-            // Each run is timed on its own, from record to finished: back-to-back runs of
-            // independent work would overlap on the device and hide a kernel that leaves most
-            // of it idle. As many runs as fill about TARGET (REPEATS to MAX_REPEATS); the
-            // median is the cost.
-            let mut failed = false;
-            let mut times = Vec::new();
-            let started = Instant::now();
-            while times.len() < MAX_REPEATS as usize
-                && (times.len() < REPEATS as usize || started.elapsed() < TARGET)
-            {
-                let begun = Instant::now();
-                failed |= run(index).is_err();
-                settle()?;
-                times.push(begun.elapsed());
-            }
-            times.sort();
-            let elapsed = times[times.len() / 2];
-            *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-            medians.push((!failed).then_some(elapsed));
-            if !failed && best.is_none_or(|(time, _)| elapsed < time) {
-                best = Some((elapsed, index));
-            }
         }
-        Ok((best.map_or(0, |(_, index)| index), medians))
+        // Each run is timed on its own, from record to finished: back-to-back runs of
+        // independent work would overlap on the device and hide a kernel that leaves most of
+        // it idle. As many rounds as fill about TARGET per candidate (REPEATS to MAX_REPEATS).
+        let live = fastest.iter().filter(|time| time.is_some()).count() as u32;
+        *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += u64::from(live);
+        let started = Instant::now();
+        let mut rounds = 0;
+        while rounds < MAX_REPEATS && (rounds < REPEATS || started.elapsed() < TARGET * live.max(1))
+        {
+            for (index, time) in fastest.iter_mut().enumerate() {
+                let Some(best) = time else { continue };
+                let begun = Instant::now();
+                let failed = run(index).is_err();
+                settle()?;
+                let elapsed = begun.elapsed();
+                *time = if failed {
+                    None
+                } else {
+                    Some((*best).min(elapsed))
+                };
+            }
+            rounds += 1;
+        }
+        let chosen = fastest
+            .iter()
+            .enumerate()
+            .filter_map(|(index, time)| time.map(|time| (time, index)))
+            .min()
+            .map_or(0, |(_, index)| index);
+        Ok((chosen, fastest))
     }
 
     /// Keep `name` for `key` in memory and (when there is a file) on disk.
