@@ -81,6 +81,47 @@ impl ConvEpilogueKey {
 /// `fn conv_epilogue(value: f32, channel: u32, position: u32) -> f32`. Needs `S` (the storage
 /// type) and `is_nan_value` (`value_header`).
 pub(crate) fn declarations(epilogue: Option<ConvEpilogueKey>, first_binding: u32) -> String {
+    declarations_for(epilogue, first_binding, false)
+}
+
+/// [`declarations`] for f16 kernels that store 8 consecutive outputs at once (8-aligned, the
+/// residual dense from offset 0 as [`BoundEpilogue`] binds it): the residual is bound as
+/// `array<mat2x4<f16>>` and read 8 values at a time by [`packed_residual`], and the function
+/// is `fn conv_epilogue(value: f32, channel: u32, residual: f32) -> f32` ([`finish_packed`]).
+pub(crate) fn declarations_packed(epilogue: Option<ConvEpilogueKey>, first_binding: u32) -> String {
+    declarations_for(epilogue, first_binding, true)
+}
+
+/// The statement that loads the residual's 8 values from `position` (8-aligned) into
+/// `residual8` for [`finish_packed`]; `None` where the epilogue has no residual.
+pub(crate) fn packed_residual(epilogue: Option<ConvEpilogueKey>, position: &str) -> Option<String> {
+    epilogue.filter(|key| key.residual).map(|_| {
+        format!(
+            "let residual8 = epilogue_residual[min({position} / 8u, arrayLength(&epilogue_residual) - 1u)];"
+        )
+    })
+}
+
+/// The value a packed store writes at `index` (< 8) of its 8: `value` itself, or
+/// `conv_epilogue(value, channel, residual)` with the residual's value from `residual8`.
+pub(crate) fn finish_packed(
+    epilogue: Option<ConvEpilogueKey>,
+    value: &str,
+    channel: &str,
+    index: usize,
+) -> String {
+    match epilogue {
+        None => value.to_string(),
+        Some(key) if key.residual => format!(
+            "conv_epilogue({value}, {channel}, f32(residual8[{}][{}]))",
+            index / 4,
+            index % 4
+        ),
+        Some(_) => format!("conv_epilogue({value}, {channel}, 0.0)"),
+    }
+}
+
+fn declarations_for(epilogue: Option<ConvEpilogueKey>, first_binding: u32, packed: bool) -> String {
     let Some(key) = epilogue else {
         return String::new();
     };
@@ -96,19 +137,24 @@ pub(crate) fn declarations(epilogue: Option<ConvEpilogueKey>, first_binding: u32
     if key.residual {
         let _ = writeln!(
             w,
-            "@group(0) @binding({}) var<storage, read> epilogue_residual: array<S>;",
-            b + 2
+            "@group(0) @binding({}) var<storage, read> epilogue_residual: array<{}>;",
+            b + 2,
+            if packed { "mat2x4<f16>" } else { "S" }
         );
     }
     let _ = writeln!(
         w,
         "
-fn conv_epilogue(value: f32, channel: u32, position: u32) -> f32 {{
+fn conv_epilogue(value: f32, channel: u32, {}: {}) -> f32 {{
     let scale = epilogue_scale[min(channel, arrayLength(&epilogue_scale) - 1u)];
     let shift = epilogue_shift[min(channel, arrayLength(&epilogue_shift) - 1u)];
-    var result = value * scale + shift;"
+    var result = value * scale + shift;",
+        if packed { "residual" } else { "position" },
+        if packed { "f32" } else { "u32" }
     );
-    if key.residual {
+    if key.residual && packed {
+        let _ = writeln!(w, "    result = result + residual;");
+    } else if key.residual {
         let _ = writeln!(
             w,
             "    result = result + f32(epilogue_residual[min(position, arrayLength(&epilogue_residual) - 1u)]);"

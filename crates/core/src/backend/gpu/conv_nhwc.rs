@@ -279,7 +279,11 @@ var<workgroup> tile_b: array<f16, {}>;
         } else {
             "f16"
         },
-        conv_epilogue::declarations(key.epilogue, 4),
+        if key.packed_store {
+            conv_epilogue::declarations_packed(key.epilogue, 4)
+        } else {
+            conv_epilogue::declarations(key.epilogue, 4)
+        },
         rows * a_row,
         k_block * b_row
     );
@@ -457,16 +461,18 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
                 "let position = ((first / params.plane) * out_channels + channel) * params.plane + first % params.plane;",
             );
             w.line(3, "var packed: mat2x4<f16>;");
+            if let Some(load) = conv_epilogue::packed_residual(key.epilogue, "position") {
+                w.line(3, &load);
+            }
             for r in 0..8 {
                 let value = format!("scratch[scratch_at + (lane_row + {r}u) * 16u + lane_column]");
-                let at = format!("position + {r}u");
                 w.line(
                     3,
                     &format!(
                         "packed[{}][{}] = f16({});",
                         r / 4,
                         r % 4,
-                        conv_epilogue::finish(key.epilogue, &value, "channel", &at)
+                        conv_epilogue::finish_packed(key.epilogue, &value, "channel", r)
                     ),
                 );
             }

@@ -374,7 +374,11 @@ var<workgroup> taps: array<f16, {}>;
             } else {
                 "f16"
             },
-            conv_epilogue::declarations(key.epilogue, 4),
+            if key.packed_store {
+                conv_epilogue::declarations_packed(key.epilogue, 4)
+            } else {
+                conv_epilogue::declarations(key.epilogue, 4)
+            },
             patch_rows * patch_columns * PIXEL_STRIDE,
             side * 16 * weight_row
         ),
@@ -624,16 +628,18 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             );
             w.line(3, "let position = row_start + first_x;");
             w.line(3, "var packed: mat2x4<f16>;");
+            if let Some(load) = conv_epilogue::packed_residual(key.epilogue, "position") {
+                w.line(3, &load);
+            }
             for x in 0..8 {
                 let value = format!("scratch[value_at + {}u]", x * 16);
-                let at = format!("position + {x}u");
                 w.line(
                     3,
                     &format!(
                         "packed[{}][{}] = f16({});",
                         x / 4,
                         x % 4,
-                        conv_epilogue::finish(key.epilogue, &value, "channel", &at)
+                        conv_epilogue::finish_packed(key.epilogue, &value, "channel", x)
                     ),
                 );
             }
