@@ -257,19 +257,19 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs
             upload32(shift.clone()),
             upload(residual.clone()),
         );
+        let epilogue = case.epilogue.map(|(with_residual, activation)| Epilogue {
+            scale: (&g_scale, &channel_layout),
+            shift: (&g_shift, &channel_layout),
+            residual: with_residual.then_some((&g_residual, &out_layout)),
+            activation,
+        });
+        let bound = epilogue
+            .as_ref()
+            .map(|e| BoundEpilogue::new("test", e, &out_shape, DType::F16).unwrap());
         for tile in NhwcTile::ALL {
             if !o.is_multiple_of(tile.columns()) || tile.workgroup_bytes() > limit {
                 continue;
             }
-            let epilogue = case.epilogue.map(|(with_residual, activation)| Epilogue {
-                scale: (&g_scale, &channel_layout),
-                shift: (&g_shift, &channel_layout),
-                residual: with_residual.then_some((&g_residual, &out_layout)),
-                activation,
-            });
-            let bound = epilogue
-                .as_ref()
-                .map(|e| BoundEpilogue::new("test", e, &out_shape, DType::F16).unwrap());
             let out = gx
                 .conv2d_nhwc(
                     (&x_layout, &gw, &w_layout),
@@ -291,15 +291,6 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs
             if !patch_applies(&x_layout, &w_layout, &case.params, tile) {
                 continue;
             }
-            let epilogue = case.epilogue.map(|(with_residual, activation)| Epilogue {
-                scale: (&g_scale, &channel_layout),
-                shift: (&g_shift, &channel_layout),
-                residual: with_residual.then_some((&g_residual, &out_layout)),
-                activation,
-            });
-            let bound = epilogue
-                .as_ref()
-                .map(|e| BoundEpilogue::new("test", e, &out_shape, DType::F16).unwrap());
             if emulated && !PATCH_EMULATED.contains(&(case.input, tile)) {
                 continue;
             }
