@@ -33,6 +33,7 @@ use std::fmt::Write;
 
 use super::conv_coop::dispatch_counted;
 use super::conv_epilogue::{self, BoundEpilogue, ConvEpilogueKey};
+use super::copy_transpose::transposed_view;
 use super::kernels::KernelKey;
 use super::matmul_coop::{block_product, store_register, Coop};
 use super::ops::same_device;
@@ -595,6 +596,18 @@ pub(crate) fn channels_last_copy(
 ) -> Result<GpuStorage> {
     let view = layout.permute(order);
     if view.shape[channel_dim] == padded {
+        // The pixels a strided 1x1 convolution reads (rows and columns that do not merge)
+        // defeat the tiled transposing copy (`copy_transpose.rs`): the generic copy would read
+        // them one 32-byte sector an element. A dense copy in their own order first lets the
+        // tiled copy transpose that.
+        let dense = Layout::contiguous(&layout.shape);
+        let tiled = |source: &Layout| {
+            transposed_view(storage.dtype, source, &Layout::contiguous(&view.shape)).is_some()
+        };
+        if !layout.is_contiguous() && !tiled(&view) && tiled(&dense.permute(order)) {
+            let compact = storage.copy_strided(layout)?;
+            return compact.copy_strided(&dense.permute(order));
+        }
         return storage.copy_strided(&view);
     }
     let mut shape = view.shape.clone();

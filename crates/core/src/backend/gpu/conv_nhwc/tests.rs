@@ -190,6 +190,15 @@ fn cases() -> Vec<Case> {
             params: params(2, 0, 1),
             epilogue: None,
         },
+        // A 1x1 shortcut of stride 2 whose pixels span a transposing copy's tile: their
+        // channels-last copy goes through a dense copy first (`channels_last_copy`).
+        Case {
+            input: [1, 32, 16, 18],
+            out_channels: 64,
+            kernel: (1, 1),
+            params: params(2, 0, 1),
+            epilogue: Some((true, EpilogueActivation::Identity)),
+        },
         // Dilation 2, padding 2.
         Case {
             input: [1, 32, 7, 9],
