@@ -83,8 +83,9 @@ pub enum KernelKey {
     },
     /// Reduction over a set of dims.
     Reduce { dtype: DType, op: ReduceOp },
-    /// Batched tiled matrix product (64 x 64 tiles, any dtype but Bool).
-    Matmul { dtype: DType },
+    /// Batched tiled matrix product (64 x 64 tiles, any dtype but Bool); `f32_partials`: an
+    /// F16 product stored in f32 (the k-slices of a split-K product, added before rounding).
+    Matmul { dtype: DType, f32_partials: bool },
     /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`); `aligned`: the
     /// vec4, double-buffered variant for shapes and layouts that pass `aligned_applies`.
     MatmulLarge { dtype: DType, aligned: bool },
@@ -373,7 +374,7 @@ impl KernelKey {
             | KernelKey::Binary { dtype, .. }
             | KernelKey::BinaryScalar { dtype, .. }
             | KernelKey::Reduce { dtype, .. }
-            | KernelKey::Matmul { dtype }
+            | KernelKey::Matmul { dtype, .. }
             | KernelKey::MatmulLarge { dtype, .. }
             | KernelKey::Conv2d { dtype, .. }
             | KernelKey::Conv2dBackwardInput { dtype, .. }
@@ -453,7 +454,10 @@ impl KernelKey {
                 super::elementwise::copy_source(*from, *to, *access)
             }
             KernelKey::Reduce { dtype, op } => super::reduce::source(*dtype, *op),
-            KernelKey::Matmul { dtype } => super::matmul::source(*dtype),
+            KernelKey::Matmul {
+                dtype,
+                f32_partials,
+            } => super::matmul::source(*dtype, *f32_partials),
             KernelKey::MatmulLarge { dtype, aligned } => {
                 super::matmul_large::source(*dtype, *aligned)
             }

@@ -1,5 +1,5 @@
 //! Kernel family `Matmul`: the batched, register-tiled 64 x 64 matrix product for every dtype
-//! but Bool (`shaders/matmul.wgsl`), and [`MatmulParams`], the parameters all three matmul
+//! but Bool (`shaders/matmul.wgsl`; F16 also with f32 outputs, split-K's slices), and [`MatmulParams`], the parameters all three matmul
 //! families share (`matmul_large.rs` and `matmul_coop.rs` read the same struct). The primitive
 //! that picks a family for a product is `GpuStorage::matmul` in `ops.rs`.
 
@@ -68,10 +68,16 @@ impl MatmulParams {
     }
 }
 
-/// WGSL of `KernelKey::Matmul` (after `enable f16;` where needed).
-pub(crate) fn source(dtype: DType) -> String {
+/// WGSL of `KernelKey::Matmul` (after `enable f16;` where needed): C stored as the dtype, or
+/// as f32 where `f32_partials` (F16 split-K slices).
+pub(crate) fn source(dtype: DType, f32_partials: bool) -> String {
     let mut text = value_header(dtype);
     text.push_str(MatmulParams::WGSL);
+    text.push_str(if f32_partials {
+        "alias C = f32;\nfn store_product(v: T) -> C { return f32(v); }\n"
+    } else {
+        "alias C = S;\nfn store_product(v: T) -> C { return store_value(v); }\n"
+    });
     text.push_str(include_str!("shaders/matmul.wgsl"));
     text
 }
@@ -79,6 +85,16 @@ pub(crate) fn source(dtype: DType) -> String {
 /// The catalogue entries (`kernel_catalog.rs`).
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if dtype != DType::Bool {
-        keys.push(KernelKey::Matmul { dtype });
+        let f32_partials = false;
+        keys.push(KernelKey::Matmul {
+            dtype,
+            f32_partials,
+        });
+    }
+    if dtype == DType::F16 {
+        keys.push(KernelKey::Matmul {
+            dtype,
+            f32_partials: true,
+        });
     }
 }

@@ -31,6 +31,10 @@ enum MatmulChoice {
     /// Operands that are not row-major (a weight gradient's transposed activations) copied
     /// dense first, then the aligned 128 x 128 kernel, over k-slices when `Some`.
     Dense(Option<usize>),
+    /// An F16 product too small to fill the GPU with 64 x 64 tiles (a classifier's 64 x 1000
+    /// outputs: 16 workgroups) as this many k-slices on the 64 x 64 kernel, any strides,
+    /// stored in f32 and added before one rounding to f16 (`matmul_split_k_partials`).
+    SplitKPartials(usize),
 }
 
 impl MatmulChoice {
@@ -43,8 +47,27 @@ impl MatmulChoice {
             MatmulChoice::SplitK(split) => format!("split-k{split}"),
             MatmulChoice::Dense(None) => "dense-tile128-aligned".into(),
             MatmulChoice::Dense(Some(split)) => format!("dense-split-k{split}"),
+            MatmulChoice::SplitKPartials(split) => format!("tile64-split-k{split}"),
         }
     }
+}
+
+/// Workgroups of 64 x 64 tiles below which an F16 product may be split over k
+/// ([`MatmulChoice::SplitKPartials`]; the H200 has 132 multiprocessors).
+const SPLIT_PARTIALS_BELOW: usize = 128;
+
+/// Whether the F16 product `a x b` may run as `split` k-slices of f32 partial products: one
+/// batch, fewer than [`SPLIT_PARTIALS_BELOW`] 64 x 64 tiles, `split` dividing k into slices of
+/// at least 64 (any strides: the 64 x 64 kernel reads views).
+fn split_k_partials_legal(dtype: DType, a: &Layout, b: &Layout, split: usize) -> bool {
+    let (&[batch, m, k], &[_, _, n]) = (a.shape.as_slice(), b.shape.as_slice()) else {
+        return false;
+    };
+    dtype == DType::F16
+        && batch == 1
+        && m.div_ceil(64) * n.div_ceil(64) < SPLIT_PARTIALS_BELOW
+        && k.is_multiple_of(split)
+        && k / split >= 64
 }
 
 pub(super) fn unsupported(op: &'static str, dtype: DType, device: &GpuDevice) -> Error {
@@ -231,6 +254,12 @@ impl GpuStorage {
                     }
                 }
             }
+            others.extend(
+                [2, 4, 8, 16]
+                    .into_iter()
+                    .filter(|&split| split_k_partials_legal(self.dtype, layout, rhs_layout, split))
+                    .map(MatmulChoice::SplitKPartials),
+            );
             for choice in others {
                 if !choices.contains(&choice) {
                     choices.push(choice);
@@ -267,13 +296,20 @@ impl GpuStorage {
         let dtype = self.dtype;
         match choice {
             MatmulChoice::Tile64 => {
-                self.matmul_with(layout, rhs, rhs_layout, KernelKey::Matmul { dtype })
+                let key = KernelKey::Matmul {
+                    dtype,
+                    f32_partials: false,
+                };
+                self.matmul_with(layout, rhs, rhs_layout, key)
             }
             MatmulChoice::Tile128 { aligned } => {
                 let key = KernelKey::MatmulLarge { dtype, aligned };
                 self.matmul_with(layout, rhs, rhs_layout, key)
             }
             MatmulChoice::SplitK(split) => self.matmul_split_k(layout, rhs, rhs_layout, split),
+            MatmulChoice::SplitKPartials(split) => {
+                self.matmul_split_k_partials(layout, rhs, rhs_layout, split)
+            }
             MatmulChoice::Dense(split) => {
                 let product =
                     on_dense_operands((self, layout), (rhs, rhs_layout), 4, |a, b| match split {
@@ -289,7 +325,13 @@ impl GpuStorage {
                 match product {
                     Some(out) => Ok(out),
                     // Copies that do not fit: the 64 x 64 kernel reads the views as they are.
-                    None => self.matmul_with(layout, rhs, rhs_layout, KernelKey::Matmul { dtype }),
+                    None => {
+                        let key = KernelKey::Matmul {
+                            dtype,
+                            f32_partials: false,
+                        };
+                        self.matmul_with(layout, rhs, rhs_layout, key)
+                    }
                 }
             }
         }
@@ -330,6 +372,52 @@ impl GpuStorage {
             count = half;
         }
         Ok(partials)
+    }
+
+    /// A single F16 product as `split` k-slices on the 64 x 64 kernel (the caller checked
+    /// [`split_k_partials_legal`]): the slices' products as `split` batches stored in f32,
+    /// added pairwise (a fixed order: deterministic), then rounded to F16 once.
+    fn matmul_split_k_partials(
+        &self,
+        layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+        split: usize,
+    ) -> Result<GpuStorage> {
+        let (m, k, n) = (layout.shape[1], layout.shape[2], rhs_layout.shape[2]);
+        let part = k / split;
+        let a_slices = Layout {
+            shape: vec![split, m, part],
+            strides: vec![
+                part * layout.strides[2],
+                layout.strides[1],
+                layout.strides[2],
+            ],
+            offset: layout.offset,
+        };
+        let b_slices = Layout {
+            shape: vec![split, part, n],
+            strides: vec![
+                part * rhs_layout.strides[1],
+                rhs_layout.strides[1],
+                rhs_layout.strides[2],
+            ],
+            offset: rhs_layout.offset,
+        };
+        let key = KernelKey::Matmul {
+            dtype: self.dtype,
+            f32_partials: true,
+        };
+        let mut partials = self.matmul_with(&a_slices, rhs, &b_slices, key)?;
+        let mut count = split;
+        while count > 1 {
+            let half = count / 2;
+            let both = Layout::contiguous(&[2 * half, m * n]);
+            let (lower, upper) = (both.narrow(0, 0, half), both.narrow(0, half, half));
+            partials = partials.binary(&lower, &partials, &upper, BinaryOp::Add)?;
+            count = half;
+        }
+        partials.cast(&Layout::contiguous(&[1, m, n]), self.dtype)
     }
 
     /// `matmul` with a chosen kernel (`Matmul`, for floats `MatmulLarge`, for F16
@@ -389,7 +477,13 @@ impl GpuStorage {
             layout.shape[2],
             rhs_layout.shape[2],
         );
-        let out = GpuStorage::allocate(&self.device, "matmul", batch * m * n, self.dtype)?;
+        let out_dtype = match key {
+            KernelKey::Matmul {
+                f32_partials: true, ..
+            } => DType::F32,
+            _ => self.dtype,
+        };
+        let out = GpuStorage::allocate(&self.device, "matmul", batch * m * n, out_dtype)?;
         if batch * m * n == 0 {
             return Ok(out);
         }
@@ -429,11 +523,13 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
-    use super::MatmulChoice;
+    use super::{split_k_partials_legal, MatmulChoice};
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::GpuStorage;
     use crate::backend::tests::support::gpu_device as gpu;
+    use crate::dtype::DType;
     use crate::layout::Layout;
+    use half::f16;
 
     /// The dense-copy candidates on a weight gradient's shape (A a transposed view, B a
     /// column slice): the aligned kernel and split-K after the copies, against the CPU.
@@ -480,6 +576,67 @@ mod tests {
             for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
                 assert!(
                     (x - y).abs() <= 1e-4 * (1.0 + x.abs()),
+                    "{}: element {i}: {x} vs {y}",
+                    choice.name()
+                );
+            }
+        }
+    }
+
+    /// An F16 classifier's product (64 x 512 by a transposed 1000 x 512 weight, 16 tiles)
+    /// over k-slices with f32 partial products, every legal split, against the CPU's f32
+    /// product of the same f16 values: within one f16 rounding of the result.
+    #[test]
+    fn f16_split_k_partials_match_cpu() {
+        let Some(device) = gpu() else { return };
+        if !device.supports_f16() {
+            eprintln!("SKIP: no SHADER_F16");
+            return;
+        }
+        let (m, k, n) = (64usize, 512usize, 1000usize);
+        let a_values: Vec<f16> = (0..m * k)
+            .map(|i| f16::from_f32(((i * 37 % 101) as f32 - 50.0) / 50.0))
+            .collect();
+        let weight: Vec<f16> = (0..n * k)
+            .map(|i| f16::from_f32(((i * 53 % 97) as f32 - 48.0) / 48.0))
+            .collect();
+        let a_layout = Layout::contiguous(&[1, m, k]);
+        // The weight [n, k] read as [k, n]: a linear layer's transposed view.
+        let b_layout = Layout {
+            shape: vec![1, k, n],
+            strides: vec![n * k, 1, k],
+            offset: 0,
+        };
+        let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
+        let CpuStorage::F32(expected) = widen(&a_values)
+            .matmul(&a_layout, &widen(&weight), &b_layout)
+            .unwrap()
+        else {
+            panic!("dtype changed")
+        };
+        let a = GpuStorage::from_cpu(&device, &CpuStorage::F16(a_values)).unwrap();
+        let b = GpuStorage::from_cpu(&device, &CpuStorage::F16(weight)).unwrap();
+        let splits: Vec<usize> = [2, 4, 8, 16]
+            .into_iter()
+            .filter(|&split| split_k_partials_legal(DType::F16, &a_layout, &b_layout, split))
+            .collect();
+        assert_eq!(splits, [2, 4, 8]);
+        assert!(!split_k_partials_legal(DType::F32, &a_layout, &b_layout, 2));
+        for split in splits {
+            let choice = MatmulChoice::SplitKPartials(split);
+            let CpuStorage::F16(actual) = a
+                .matmul_choice(&a_layout, &b, &b_layout, choice)
+                .unwrap()
+                .to_cpu()
+                .unwrap()
+            else {
+                panic!("dtype changed")
+            };
+            assert_eq!(actual.len(), expected.len());
+            for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+                let y = y.to_f32();
+                assert!(
+                    (x - y).abs() <= 1e-3 * (1.0 + x.abs()),
                     "{}: element {i}: {x} vs {y}",
                     choice.name()
                 );

@@ -10,10 +10,10 @@
 // read neighbouring shared-memory words (no bank conflicts) and write neighbouring columns.
 // Views are read through their strides (transposed and batch-broadcast views need no copy);
 // edges are bounds-checked, so any m, n, k works. Batches loop (grid-stride) over z.
-// params: MatmulParams (matmul.rs)
+// params: MatmulParams (matmul.rs); C and store_product (matmul.rs): C's element type.
 @group(0) @binding(1) var<storage, read> matrix_a: array<S>;
 @group(0) @binding(2) var<storage, read> matrix_b: array<S>;
-@group(0) @binding(3) var<storage, read_write> matrix_c: array<S>;
+@group(0) @binding(3) var<storage, read_write> matrix_c: array<C>;
 
 const TILE: u32 = 64u;
 const TILE_K: u32 = 16u;
@@ -103,8 +103,8 @@ fn store_row(c_base: u32, row: u32, column: u32, m: u32, n: u32, values: vec4<T>
     if (row >= m) {
         return;
     }
-    if (column < n) { matrix_c[c_base + row * n + column] = store_value(values.x); }
-    if (column + 16u < n) { matrix_c[c_base + row * n + column + 16u] = store_value(values.y); }
-    if (column + 32u < n) { matrix_c[c_base + row * n + column + 32u] = store_value(values.z); }
-    if (column + 48u < n) { matrix_c[c_base + row * n + column + 48u] = store_value(values.w); }
+    if (column < n) { matrix_c[c_base + row * n + column] = store_product(values.x); }
+    if (column + 16u < n) { matrix_c[c_base + row * n + column + 16u] = store_product(values.y); }
+    if (column + 32u < n) { matrix_c[c_base + row * n + column + 32u] = store_product(values.z); }
+    if (column + 48u < n) { matrix_c[c_base + row * n + column + 48u] = store_product(values.w); }
 }
