@@ -50,6 +50,7 @@ mod patch;
 mod space_to_depth;
 mod weight;
 
+pub(crate) use input_gradient::patch_applies as patch_input_gradient_applies;
 pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
 pub(crate) use weight::ConvNhwcWeightKey;
 

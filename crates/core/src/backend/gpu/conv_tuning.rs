@@ -258,6 +258,17 @@ impl GpuStorage {
         if f16 && self.device.channels_last_conv() && params.dilation == (1, 1) {
             let tiles = conv_nhwc::tiles_for(channels);
             choices.splice(0..0, tiles.into_iter().map(ConvChoice::Nhwc));
+            // The patch kernels for stride-1 gradients, after them.
+            let patches = PatchTile::ALL.into_iter().filter(|&tile| {
+                conv_nhwc::patch_input_gradient_applies(
+                    layout,
+                    weight_layout,
+                    params,
+                    input_shape,
+                    tile,
+                )
+            });
+            choices.extend(patches.map(ConvChoice::Patch));
         }
         let operands = || {
             format!(
@@ -323,12 +334,26 @@ impl GpuStorage {
                         None,
                     ),
                 },
-                ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) | ConvChoice::Patch(_) => {
-                    Err(Error::invalid(
-                        "conv2d_backward_input",
-                        "not a candidate of this pass",
-                    ))
-                }
+                ConvChoice::Patch(tile) => match self.conv2d_backward_input_patch(
+                    (layout, weight, weight_layout),
+                    params,
+                    input_shape,
+                    (tile, false),
+                )? {
+                    Some(out) => Ok(out),
+                    None => self.conv2d_backward_input_with(
+                        layout,
+                        weight,
+                        weight_layout,
+                        params,
+                        input_shape,
+                        None,
+                    ),
+                },
+                ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) => Err(Error::invalid(
+                    "conv2d_backward_input",
+                    "not a candidate of this pass",
+                )),
             },
         )
     }

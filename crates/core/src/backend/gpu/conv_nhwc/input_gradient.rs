@@ -10,12 +10,14 @@
 //! stride 2 splits into 1x1, 1x2, 2x1 and 2x2 sub-kernels — each copied into its rows and
 //! columns of the gradient. The gradient's channels-last copy is made once for all phases; a
 //! phase that meets no tap (a 1x1 kernel of stride 2 reaches only even rows and columns)
-//! stays zero.
+//! stays zero. Stride-1 gradients also run on the patch kernel (`patch.rs`, its weight taps
+//! read mirrored): [`GpuStorage::conv2d_backward_input_patch`], another tuner candidate.
 
-use super::{channels_last_copy, padded_channels, NhwcTile};
+use super::{channels_last_copy, padded_channels, patch, NhwcTile, PatchTile};
 use crate::backend::gpu::ops::same_device;
 use crate::backend::gpu::params::check_view;
 use crate::backend::gpu::GpuStorage;
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
@@ -183,6 +185,100 @@ impl GpuStorage {
             }
         }
         Ok(out)
+    }
+}
+
+/// The stride-1 convolution of the gradient that gives the input gradient of an undilated
+/// stride-1 convolution (padding `k - 1 - p`, the flipped weight read as `[kh, kw, o, c]`),
+/// where the patch kernel with `tile` computes it: gradient channels a multiple of 16,
+/// input channels of the tile's, a square kernel the kernel is generated for.
+fn patch_shape(
+    layout: &Layout,
+    weight_layout: &Layout,
+    params: &Conv2dParams,
+    input_shape: &[usize],
+    tile: PatchTile,
+) -> Option<Conv2dShape> {
+    let (&[o, c, kh, kw], &[_, go, _, _], &[_, ic, height, width]) = (
+        weight_layout.shape.as_slice(),
+        layout.shape.as_slice(),
+        input_shape,
+    ) else {
+        return None;
+    };
+    if params.stride != (1, 1) || params.dilation != (1, 1) || params.groups != 1 {
+        return None;
+    }
+    if go != o || ic != c {
+        return None;
+    }
+    let forward = Conv2dShape::new(&Layout::contiguous(input_shape), weight_layout, params).ok()?;
+    if forward.output_shape().as_slice() != layout.shape.as_slice() {
+        return None;
+    }
+    let (rows, columns) = (
+        phases(height, kh, 1, params.padding.0)?,
+        phases(width, kw, 1, params.padding.1)?,
+    );
+    let gradient_params = Conv2dParams {
+        stride: (1, 1),
+        padding: (rows[0].padding, columns[0].padding),
+        dilation: (1, 1),
+        groups: 1,
+    };
+    let shape = Conv2dShape::new(
+        layout,
+        &Layout::contiguous(&[c, o, kh, kw]),
+        &gradient_params,
+    )
+    .ok()?;
+    (shape.output == (height, width) && patch::applies(&shape, tile)).then_some(shape)
+}
+
+/// Whether [`GpuStorage::conv2d_backward_input_patch`] computes this input gradient with
+/// `tile` (F16 operands assumed).
+pub(crate) fn patch_applies(
+    layout: &Layout,
+    weight_layout: &Layout,
+    params: &Conv2dParams,
+    input_shape: &[usize],
+    tile: PatchTile,
+) -> bool {
+    patch_shape(layout, weight_layout, params, input_shape, tile).is_some()
+}
+
+impl GpuStorage {
+    /// The input gradient of an undilated stride-1 convolution by the patch kernel with
+    /// `tile`: `self` is the output gradient (`[n, o, oh, ow]`, any strides), `weight` the
+    /// forward's `[o, c, kh, kw]`; `Ok(None)` where it does not apply ([`patch_applies`], the
+    /// device's limits).
+    pub(crate) fn conv2d_backward_input_patch(
+        &self,
+        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
+        params: &Conv2dParams,
+        input_shape: &[usize],
+        (tile, emulated): (PatchTile, bool),
+    ) -> Result<Option<GpuStorage>> {
+        const OP: &str = "conv2d_backward_input (patch, tensor cores)";
+        same_device(OP, self, weight)?;
+        if self.dtype != DType::F16 || weight.dtype != DType::F16 {
+            return Ok(None);
+        }
+        let Some(shape) = patch_shape(layout, weight_layout, params, input_shape, tile) else {
+            return Ok(None);
+        };
+        check_view(OP, layout, self.len)?;
+        check_view(OP, weight_layout, weight.len)?;
+        let o = shape.channels;
+        // The gradient [n, oh, ow, o] and the weight [kh, kw, o, c], read flipped.
+        let gradient = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, o)?;
+        let weight_copy = channels_last_copy(weight, weight_layout, &[2, 3, 0, 1], 2, o)?;
+        GpuStorage::conv2d_patch_channels_last(
+            (&gradient, &weight_copy, true),
+            &shape,
+            (tile, emulated),
+            None,
+        )
     }
 }
 

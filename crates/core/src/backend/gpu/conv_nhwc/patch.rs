@@ -179,6 +179,8 @@ kernel_params! {
         total_blocks: u32,
         /// Stages: channels / 16 x kernel rows.
         stages: u32,
+        /// 1: taps are read flipped (`(k - 1 - a, k - 1 - b)`; the input gradient).
+        flip: u32,
     }
 }
 
@@ -259,16 +261,16 @@ impl GpuStorage {
                     shape,
                 )
             };
-        GpuStorage::conv2d_patch_channels_last(&input, &weight, &shape, (tile, emulated), epilogue)
+        let operands = (&input, &weight, false);
+        GpuStorage::conv2d_patch_channels_last(operands, &shape, (tile, emulated), epilogue)
     }
 
     /// The patch convolution of `shape` over the dense channels-last `input` (`[n, h, w,
-    /// c]`, c = `shape.channels`) and `weight` (`[kh, kw, c, o]`) with `epilogue` in its
-    /// store; `Ok(None)` where it does not apply ([`applies`], the device's workgroup memory
+    /// c]`, c = `shape.channels`) and `weight` (`[kh, kw, c, o]`, its taps read mirrored
+    /// where `flip`) with `epilogue` in its store; `Ok(None)` where it does not apply ([`applies`], the device's workgroup memory
     /// or grid limits, tensor cores missing unless emulated, the driver refused it).
     pub(super) fn conv2d_patch_channels_last(
-        input: &GpuStorage,
-        weight: &GpuStorage,
+        (input, weight, flip): (&GpuStorage, &GpuStorage, bool),
         shape: &Conv2dShape,
         (tile, emulated): (PatchTile, bool),
         epilogue: Option<&BoundEpilogue<'_>>,
@@ -307,6 +309,7 @@ impl GpuStorage {
             blocks: word(blocks)?,
             total_blocks: word(total_blocks)?,
             stages: word(shape.channels / 16 * side)?,
+            flip: u32::from(flip),
         };
         let key = ConvPatchKey {
             tile,
@@ -506,11 +509,18 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         }
         w.line(indent, "}");
         for p in 0..weight_loads {
-            // Row r of the staged weights: tap (tap_row, r / 16), channel block * 16 + r % 16.
+            // Row r of the staged weights: tap (tap_row, r / 16), channel block * 16 + r % 16
+            // (the tap mirrored where flipped).
             w.line(
                 indent,
                 &format!(
-                    "let weight_at{p} = (((tap_row * {side}u + weight_row{p} / 16u) * params.channels + channel_block * 16u + weight_row{p} % 16u) * out_channels + column0) / 8u + weight_index{p} % {weight_per_row}u;"
+                    "let weight_tap{p} = select(tap_row * {side}u + weight_row{p} / 16u, ({side}u - 1u - tap_row) * {side}u + {side}u - 1u - weight_row{p} / 16u, params.flip != 0u);"
+                ),
+            );
+            w.line(
+                indent,
+                &format!(
+                    "let weight_at{p} = ((weight_tap{p} * params.channels + channel_block * 16u + weight_row{p} % 16u) * out_channels + column0) / 8u + weight_index{p} % {weight_per_row}u;"
                 ),
             );
             w.line(

@@ -6,7 +6,8 @@
 use super::super::conv_epilogue::BoundEpilogue;
 use super::super::GpuStorage;
 use super::{
-    applies, patch_applies, ConvNhwcKey, ConvNhwcWeightKey, ConvPatchKey, NhwcTile, PatchTile,
+    applies, patch_applies, patch_input_gradient_applies, ConvNhwcKey, ConvNhwcWeightKey,
+    ConvPatchKey, NhwcTile, PatchTile,
 };
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
@@ -483,6 +484,63 @@ fn check_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool
     assert!(checked >= 4, "only {checked} input-gradient runs");
 }
 
+/// The stride-1 input gradients through the patch kernel (the weight read flipped), against
+/// the CPU; emulated, the cases of [`PATCH_EMULATED`] only (the same keys as the forward's).
+fn check_patch_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool) -> usize {
+    let mut checked = 0;
+    for (seed, case) in cases().into_iter().enumerate() {
+        let [_, c, h, w] = case.input;
+        let o = case.out_channels;
+        let (kh, kw) = case.kernel;
+        let out_shape = cpu_conv_shape(&case, h, w);
+        let (g_layout, w_layout) = (
+            Layout::contiguous(&out_shape),
+            Layout::contiguous(&[o, c, kh, kw]),
+        );
+        for tile in PatchTile::ALL {
+            let applies =
+                patch_input_gradient_applies(&g_layout, &w_layout, &case.params, &case.input, tile);
+            if !applies || (emulated && !PATCH_EMULATED.iter().any(|(_, t)| *t == tile)) {
+                continue;
+            }
+            let g = values(out_shape.iter().product(), seed + 21);
+            let weight = values(o * c * kh * kw, seed + 22);
+            let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
+            let CpuStorage::F32(expected) = widen(&g)
+                .conv2d_backward_input(
+                    &g_layout,
+                    &widen(&weight),
+                    &w_layout,
+                    &case.params,
+                    &case.input,
+                )
+                .unwrap()
+            else {
+                panic!("dtype changed")
+            };
+            let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+            let Some(out) = upload(g)
+                .conv2d_backward_input_patch(
+                    (&g_layout, &upload(weight), &w_layout),
+                    &case.params,
+                    &case.input,
+                    (tile, emulated),
+                )
+                .unwrap()
+            else {
+                continue;
+            };
+            checked += 1;
+            let what = format!(
+                "input gradient {tile:?} emulated {emulated} {:?}",
+                case.input
+            );
+            compare(&expected, out, &what);
+        }
+    }
+    checked
+}
+
 fn cpu_conv_shape(case: &Case, h: usize, w: usize) -> [usize; 4] {
     let p = &case.params;
     let (kh, kw) = case.kernel;
@@ -501,6 +559,9 @@ fn emulated_kernels_match_cpu() {
     assert_eq!(patch_runs, PATCH_EMULATED.len());
     check_weight_gradients(&device, true);
     check_input_gradients(&device, true);
+    // [2, 64, 8, 8] -> 128 (no padding past the kernel) through the 128-column tile with
+    // the forward's key.
+    assert!(check_patch_input_gradients(&device, true) >= 1);
 }
 
 #[test]
@@ -519,4 +580,5 @@ fn hardware_kernels_match_cpu() {
     assert!(patch_runs >= 6, "only {patch_runs} patch-kernel runs");
     check_weight_gradients(&device, false);
     check_input_gradients(&device, false);
+    assert!(check_patch_input_gradients(&device, false) >= 2);
 }
