@@ -52,6 +52,20 @@ impl MatmulChoice {
     }
 }
 
+/// The sum of `split` (a power of two) dense partial products of `len` elements each, stored
+/// one after another: added pairwise, halves first (a fixed order: deterministic).
+fn add_partials(mut partials: GpuStorage, split: usize, len: usize) -> Result<GpuStorage> {
+    let mut count = split;
+    while count > 1 {
+        let half = count / 2;
+        let both = Layout::contiguous(&[2 * half, len]);
+        let (lower, upper) = (both.narrow(0, 0, half), both.narrow(0, half, half));
+        partials = partials.binary(&lower, &partials, &upper, BinaryOp::Add)?;
+        count = half;
+    }
+    Ok(partials)
+}
+
 /// Workgroups of 64 x 64 tiles below which an F16 product may be split over k
 /// ([`MatmulChoice::SplitKPartials`]; the H200 has 132 multiprocessors).
 const SPLIT_PARTIALS_BELOW: usize = 128;
@@ -362,16 +376,8 @@ impl GpuStorage {
             dtype: self.dtype,
             aligned: true,
         };
-        let mut partials = self.matmul_with(&a_slices, rhs, &b_slices, key)?;
-        let mut count = split;
-        while count > 1 {
-            let half = count / 2;
-            let both = Layout::contiguous(&[2 * half, m * n]);
-            let (lower, upper) = (both.narrow(0, 0, half), both.narrow(0, half, half));
-            partials = partials.binary(&lower, &partials, &upper, BinaryOp::Add)?;
-            count = half;
-        }
-        Ok(partials)
+        let partials = self.matmul_with(&a_slices, rhs, &b_slices, key)?;
+        add_partials(partials, split, m * n)
     }
 
     /// A single F16 product as `split` k-slices on the 64 x 64 kernel (the caller checked
@@ -408,16 +414,8 @@ impl GpuStorage {
             dtype: self.dtype,
             f32_partials: true,
         };
-        let mut partials = self.matmul_with(&a_slices, rhs, &b_slices, key)?;
-        let mut count = split;
-        while count > 1 {
-            let half = count / 2;
-            let both = Layout::contiguous(&[2 * half, m * n]);
-            let (lower, upper) = (both.narrow(0, 0, half), both.narrow(0, half, half));
-            partials = partials.binary(&lower, &partials, &upper, BinaryOp::Add)?;
-            count = half;
-        }
-        partials.cast(&Layout::contiguous(&[1, m, n]), self.dtype)
+        let partials = self.matmul_with(&a_slices, rhs, &b_slices, key)?;
+        add_partials(partials, split, m * n)?.cast(&Layout::contiguous(&[1, m, n]), self.dtype)
     }
 
     /// `matmul` with a chosen kernel (`Matmul`, for floats `MatmulLarge`, for F16

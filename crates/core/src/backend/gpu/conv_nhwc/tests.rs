@@ -434,19 +434,7 @@ fn check_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool
             Layout::contiguous(&out_shape),
             Layout::contiguous(&[o, c, kh, kw]),
         );
-        let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
-        let CpuStorage::F32(expected) = widen(&g)
-            .conv2d_backward_input(
-                &g_layout,
-                &widen(&weight),
-                &w_layout,
-                &case.params,
-                &case.input,
-            )
-            .unwrap()
-        else {
-            panic!("dtype changed")
-        };
+        let expected = cpu_input_gradient(&case, &g, &weight);
         let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
         let (gg, gw) = (upload(g.clone()), upload(weight.clone()));
         for tile in NhwcTile::ALL {
@@ -505,19 +493,7 @@ fn check_patch_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated
             }
             let g = values(out_shape.iter().product(), seed + 21);
             let weight = values(o * c * kh * kw, seed + 22);
-            let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
-            let CpuStorage::F32(expected) = widen(&g)
-                .conv2d_backward_input(
-                    &g_layout,
-                    &widen(&weight),
-                    &w_layout,
-                    &case.params,
-                    &case.input,
-                )
-                .unwrap()
-            else {
-                panic!("dtype changed")
-            };
+            let expected = cpu_input_gradient(&case, &g, &weight);
             let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
             let Some(out) = upload(g)
                 .conv2d_backward_input_patch(
@@ -539,6 +515,27 @@ fn check_patch_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated
         }
     }
     checked
+}
+
+/// The CPU's f32 input gradient of `case` for the output gradient `g` and `weight` (f16
+/// values).
+fn cpu_input_gradient(case: &Case, g: &[f16], weight: &[f16]) -> Vec<f32> {
+    let [_, c, h, w] = case.input;
+    let (kh, kw) = case.kernel;
+    let widen = |v: &[f16]| CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect());
+    let CpuStorage::F32(expected) = widen(g)
+        .conv2d_backward_input(
+            &Layout::contiguous(&cpu_conv_shape(case, h, w)),
+            &widen(weight),
+            &Layout::contiguous(&[case.out_channels, c, kh, kw]),
+            &case.params,
+            &case.input,
+        )
+        .unwrap()
+    else {
+        panic!("dtype changed")
+    };
+    expected
 }
 
 fn cpu_conv_shape(case: &Case, h: usize, w: usize) -> [usize; 4] {
