@@ -52,6 +52,24 @@ impl MatmulChoice {
     }
 }
 
+/// The single product `[1, m, k] x [1, k, n]` (views `a`, `b`) as `split` batches of
+/// k-slices: A's column slices `[split, m, k / split]` and B's row slices `[split, k / split,
+/// n]`, read through the operands' own strides.
+fn k_slices(a: &Layout, b: &Layout, split: usize) -> (Layout, Layout) {
+    let part = a.shape[2] / split;
+    let a_slices = Layout {
+        shape: vec![split, a.shape[1], part],
+        strides: vec![part * a.strides[2], a.strides[1], a.strides[2]],
+        offset: a.offset,
+    };
+    let b_slices = Layout {
+        shape: vec![split, part, b.shape[2]],
+        strides: vec![part * b.strides[1], b.strides[1], b.strides[2]],
+        offset: b.offset,
+    };
+    (a_slices, b_slices)
+}
+
 /// The sum of `split` (a power of two) dense partial products of `len` elements each, stored
 /// one after another: added pairwise, halves first (a fixed order: deterministic).
 fn add_partials(mut partials: GpuStorage, split: usize, len: usize) -> Result<GpuStorage> {
@@ -360,24 +378,13 @@ impl GpuStorage {
         rhs_layout: &Layout,
         split: usize,
     ) -> Result<GpuStorage> {
-        let (m, k, n) = (layout.shape[1], layout.shape[2], rhs_layout.shape[2]);
-        let part = k / split;
-        let a_slices = Layout {
-            shape: vec![split, m, part],
-            strides: vec![part, layout.strides[1], 1],
-            offset: layout.offset,
-        };
-        let b_slices = Layout {
-            shape: vec![split, part, n],
-            strides: vec![part * rhs_layout.strides[1], rhs_layout.strides[1], 1],
-            offset: rhs_layout.offset,
-        };
+        let (a_slices, b_slices) = k_slices(layout, rhs_layout, split);
         let key = KernelKey::MatmulLarge {
             dtype: self.dtype,
             aligned: true,
         };
         let partials = self.matmul_with(&a_slices, rhs, &b_slices, key)?;
-        add_partials(partials, split, m * n)
+        add_partials(partials, split, layout.shape[1] * rhs_layout.shape[2])
     }
 
     /// A single F16 product as `split` k-slices on the 64 x 64 kernel (the caller checked
@@ -390,26 +397,8 @@ impl GpuStorage {
         rhs_layout: &Layout,
         split: usize,
     ) -> Result<GpuStorage> {
-        let (m, k, n) = (layout.shape[1], layout.shape[2], rhs_layout.shape[2]);
-        let part = k / split;
-        let a_slices = Layout {
-            shape: vec![split, m, part],
-            strides: vec![
-                part * layout.strides[2],
-                layout.strides[1],
-                layout.strides[2],
-            ],
-            offset: layout.offset,
-        };
-        let b_slices = Layout {
-            shape: vec![split, part, n],
-            strides: vec![
-                part * rhs_layout.strides[1],
-                rhs_layout.strides[1],
-                rhs_layout.strides[2],
-            ],
-            offset: rhs_layout.offset,
-        };
+        let (m, n) = (layout.shape[1], rhs_layout.shape[2]);
+        let (a_slices, b_slices) = k_slices(layout, rhs_layout, split);
         let key = KernelKey::Matmul {
             dtype: self.dtype,
             f32_partials: true,
