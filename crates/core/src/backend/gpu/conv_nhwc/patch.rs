@@ -242,7 +242,8 @@ impl GpuStorage {
         check_view(OP, layout, self.len)?;
         check_view(OP, weight_layout, weight.len)?;
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
-        let side = if space_to_depth::applies(layout, &weight_layout.shape, params) {
+        let stem = space_to_depth::applies(layout, &weight_layout.shape, params);
+        let side = if stem {
             space_to_depth::rearranged_shape(&shape)?.kernel.0
         } else {
             shape.kernel.0
@@ -250,25 +251,25 @@ impl GpuStorage {
         if !self.nhwc_usable(tile.workgroup_bytes(side), emulated) {
             return Ok(None);
         }
-        let (input, weight, shape) =
-            if space_to_depth::applies(layout, &weight_layout.shape, params) {
-                self.space_to_depth_operands((layout, weight, weight_layout), &shape)?
-            } else {
-                let channels = shape.channels;
-                (
-                    channels_last_copy(self, layout, &[0, 2, 3, 1], 3, channels)?,
-                    channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, channels)?,
-                    shape,
-                )
-            };
+        let (input, weight, shape) = if stem {
+            self.space_to_depth_operands((layout, weight, weight_layout), &shape)?
+        } else {
+            let channels = shape.channels;
+            (
+                channels_last_copy(self, layout, &[0, 2, 3, 1], 3, channels)?,
+                channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, channels)?,
+                shape,
+            )
+        };
         let operands = (&input, &weight, false);
         GpuStorage::conv2d_patch_channels_last(operands, &shape, (tile, emulated), epilogue)
     }
 
     /// The patch convolution of `shape` over the dense channels-last `input` (`[n, h, w,
     /// c]`, c = `shape.channels`) and `weight` (`[kh, kw, c, o]`, its taps read mirrored
-    /// where `flip`) with `epilogue` in its store; `Ok(None)` where it does not apply ([`applies`], the device's workgroup memory
-    /// or grid limits, tensor cores missing unless emulated, the driver refused it).
+    /// where `flip`) with `epilogue` in its store; `Ok(None)` where it does not apply
+    /// ([`applies`], the device's workgroup memory or grid limits, tensor cores missing
+    /// unless emulated, the driver refused it).
     pub(super) fn conv2d_patch_channels_last(
         (input, weight, flip): (&GpuStorage, &GpuStorage, bool),
         shape: &Conv2dShape,
