@@ -193,6 +193,8 @@ impl GpuStorage {
             None => "conv2d".to_string(),
             Some(epilogue) => format!("conv2d+{}", epilogue.key.name()),
         };
+        // Where a tensor-core kernel does not run (the driver refused it), the regular one does.
+        let regular = || self.conv2d_with(layout, weight, weight_layout, params, None, epilogue);
         pick(self, &op, operands, &choices, |choice| match choice {
             // Where the cooperative kernel does not run (an empty product, or the driver
             // refused it), the regular kernel does.
@@ -208,20 +210,18 @@ impl GpuStorage {
             ConvChoice::Winograd(tile) => {
                 self.conv2d_winograd(layout, weight, weight_layout, params, tile, epilogue)
             }
-            // Where the tensor-core kernel does not run (the driver refused it), the regular
-            // kernel does.
             ConvChoice::Nhwc(tile) => {
                 let operands = (layout, weight, weight_layout);
                 match self.conv2d_nhwc(operands, params, (tile, false), epilogue)? {
                     Some(out) => Ok(out),
-                    None => self.conv2d_with(layout, weight, weight_layout, params, None, epilogue),
+                    None => regular(),
                 }
             }
             ConvChoice::Patch(tile) => {
                 let operands = (layout, weight, weight_layout);
                 match self.conv2d_patch(operands, params, (tile, false), epilogue)? {
                     Some(out) => Ok(out),
-                    None => self.conv2d_with(layout, weight, weight_layout, params, None, epilogue),
+                    None => regular(),
                 }
             }
             ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) => {
@@ -278,6 +278,17 @@ impl GpuStorage {
                 geometry(params)
             )
         };
+        // Where a tensor-core kernel does not run (the driver refused it), the regular one does.
+        let regular = || {
+            self.conv2d_backward_input_with(
+                layout,
+                weight,
+                weight_layout,
+                params,
+                input_shape,
+                None,
+            )
+        };
         pick(
             self,
             "conv2d_backward_input",
@@ -293,14 +304,7 @@ impl GpuStorage {
                     CoopMode::Hardware,
                 )? {
                     Some(out) => Ok(out),
-                    None => self.conv2d_backward_input_with(
-                        layout,
-                        weight,
-                        weight_layout,
-                        params,
-                        input_shape,
-                        None,
-                    ),
+                    None => regular(),
                 },
                 ConvChoice::Tile { wide } => self.conv2d_backward_input_with(
                     layout,
@@ -325,14 +329,7 @@ impl GpuStorage {
                     (tile, false),
                 )? {
                     Some(out) => Ok(out),
-                    None => self.conv2d_backward_input_with(
-                        layout,
-                        weight,
-                        weight_layout,
-                        params,
-                        input_shape,
-                        None,
-                    ),
+                    None => regular(),
                 },
                 ConvChoice::Patch(tile) => match self.conv2d_backward_input_patch(
                     (layout, weight, weight_layout),
@@ -341,14 +338,7 @@ impl GpuStorage {
                     (tile, false),
                 )? {
                     Some(out) => Ok(out),
-                    None => self.conv2d_backward_input_with(
-                        layout,
-                        weight,
-                        weight_layout,
-                        params,
-                        input_shape,
-                        None,
-                    ),
+                    None => regular(),
                 },
                 ConvChoice::Splits { .. } | ConvChoice::NhwcWeight(_) => Err(Error::invalid(
                     "conv2d_backward_input",
