@@ -188,6 +188,20 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             },
         ),
         (
+            "max_pool2d_vectorized_f16",
+            KernelKey::MaxPool2dVectorized {
+                dtype: DType::F16,
+                window: super::pool::HalvingWindow::RESNET,
+            },
+        ),
+        (
+            "max_pool2d_vectorized_f32",
+            KernelKey::MaxPool2dVectorized {
+                dtype: DType::F32,
+                window: super::pool::HalvingWindow::RESNET,
+            },
+        ),
+        (
             "max_pool2d_backward_tiled_f32",
             KernelKey::MaxPool2dBackward {
                 dtype: DType::F32,

@@ -22,6 +22,7 @@
 //! | `IndexAddKeys`, `IndexAddSums` | `index_add.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
 //! | `MaxPool2d`, `MaxPool2dBackward` | `pool.rs` |
+//! | `MaxPool2dVectorized` | `pool/vectorized.rs` |
 //! | `Custom` | `custom.rs` |
 //! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
 //! | `AttentionCoop` | `attention_coop.rs` (WGSL generator: `attention_coop_source.rs`) |
@@ -166,6 +167,12 @@ pub enum KernelKey {
         dtype: DType,
         window: Option<super::pool::FixedWindow>,
     },
+    /// 2-D max pooling forward for a window that halves the image, 16-byte loads over a
+    /// contiguous input whose rows are whole vectors (`pool/vectorized.rs`).
+    MaxPool2dVectorized {
+        dtype: DType,
+        window: super::pool::HalvingWindow,
+    },
     /// Batch norm's per-channel statistics or backward sums in one pass (`batch_norm.rs`).
     BatchNormSums {
         dtype: DType,
@@ -259,7 +266,11 @@ impl KernelKey {
             | KernelKey::MaxPool2dBackward {
                 pass: super::pool::PoolPass::Tiled(_),
                 ..
-            } => true,
+            }
+            // The vectorized max pooling reads only rows inside the image of planes inside the
+            // view, and vectors inside those rows, for invocations below its count
+            // (`pool/vectorized.rs`; `plan` checked that rows are whole vectors).
+            | KernelKey::MaxPool2dVectorized { .. } => true,
             KernelKey::Unary { access, .. }
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
@@ -317,6 +328,8 @@ impl KernelKey {
             | KernelKey::AttentionCoopBackward(_) => true,
             KernelKey::MaxPool2d { window: None, .. }
             | KernelKey::MaxPool2dBackward { .. }
+            // No workgroup memory.
+            | KernelKey::MaxPool2dVectorized { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
@@ -385,6 +398,7 @@ impl KernelKey {
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. }
             | KernelKey::MaxPool2d { dtype, .. }
+            | KernelKey::MaxPool2dVectorized { dtype, .. }
             | KernelKey::CopyRows { dtype }
             | KernelKey::CopyTranspose { dtype }
             | KernelKey::BatchNormInputGrad { dtype, .. }
@@ -517,6 +531,9 @@ impl KernelKey {
                 dtype,
                 window: Some(window),
             } => super::pool::forward_source(*dtype, *window),
+            KernelKey::MaxPool2dVectorized { dtype, window } => {
+                super::pool::vectorized_source(*dtype, *window)
+            }
             KernelKey::MaxPool2dBackward { dtype, pass } => super::pool::source(*dtype, *pass),
             KernelKey::Attention(key) => key.source(),
         };

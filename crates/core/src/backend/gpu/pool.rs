@@ -12,7 +12,9 @@
 //! Those kernels take any window from their parameters. A call whose window fits
 //! [`FixedWindow`] runs kernels generated for that window instead (`pool/tiled.rs`): tiles
 //! staged through workgroup memory with coalesced loads, and the gradient's two passes in one
-//! kernel.
+//! kernel. Before both, a forward whose window halves the image over a contiguous input with
+//! rows of whole 16-byte vectors (`vectorized::plan`) runs `pool/vectorized.rs`: 16-byte
+//! loads, nothing staged.
 
 use super::kernels::KernelKey;
 use super::ops::unsupported;
@@ -26,9 +28,12 @@ use crate::geometry::{PoolShape, Window};
 use crate::layout::Layout;
 
 mod tiled;
+mod vectorized;
 
 pub(crate) use tiled::forward_source;
 pub use tiled::FixedWindow;
+pub(crate) use vectorized::source as vectorized_source;
+pub use vectorized::HalvingWindow;
 
 kernel_params! {
     /// Parameters of `shaders/max_pool2d.wgsl` and `shaders/max_pool2d_backward.wgsl` (the
@@ -118,6 +123,9 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
         for pass in [PoolPass::Route, PoolPass::Gather, PoolPass::Tiled(resnet)] {
             keys.push(KernelKey::MaxPool2dBackward { dtype, pass });
         }
+        for window in HalvingWindow::all() {
+            keys.push(KernelKey::MaxPool2dVectorized { dtype, window });
+        }
     }
 }
 
@@ -172,7 +180,8 @@ fn header(shape: &PoolShape, count: usize, layout: &Layout) -> Result<PoolParams
 
 impl GpuStorage {
     /// 2-D max pooling of `[n, c, h, w]` (any strides) into a contiguous `[n, c, oh, ow]`
-    /// (`BackendStorage::max_pool2d`): one invocation per output element.
+    /// (`BackendStorage::max_pool2d`): the vectorized kernel where `vectorized::plan` accepts
+    /// the call, else the tiled kernel for the window, else one invocation per output element.
     pub fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<GpuStorage> {
         const OP: &str = "max_pool2d";
         if !is_pool_dtype(self.dtype) {
@@ -183,6 +192,10 @@ impl GpuStorage {
         let count: usize = shape.output_shape().iter().product();
         let out = GpuStorage::allocate(&self.device, OP, count, self.dtype)?;
         if count == 0 {
+            return Ok(out);
+        }
+        if let Some(window) = vectorized::plan(self.dtype, layout, &shape) {
+            vectorized::dispatch(self, layout, &shape, window, &out)?;
             return Ok(out);
         }
         if let Some((fixed, grid)) = tiled::forward_plan(&self.device, &shape) {
