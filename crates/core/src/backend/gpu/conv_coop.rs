@@ -42,7 +42,10 @@
 //! Epilogue: WGSL cannot convert a cooperative matrix, so each accumulator goes through a
 //! per-subgroup 16 x 16 f32 scratch tile (`coopStoreT`, literal stride: the naga 30 pitfalls
 //! of `matmul_coop.rs`); invocation `lane` then writes column `lane % 16`, rows
-//! `(lane / 16) * 8 + 0..8` (16 consecutive pixels of a channel per store).
+//! `(lane / 16) * 8 + 0..8` (16 consecutive pixels of a channel per store). The forward may
+//! carry the convolution epilogue there (`conv_epilogue.rs`: scale, shift, residual and
+//! activation per stored value; its bindings from 4): a fused 1x1 convolution (ResNet's
+//! shortcuts) is a tuning candidate on tensor cores by default (`conv_tuning.rs`).
 //!
 //! Parameters: one [`ConvCoopParams`] (`#[repr(C)]`, the WGSL struct generated from the same
 //! field list). `emulated` keys spell the cooperative-matrix operations in plain WGSL
@@ -52,6 +55,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::conv_epilogue::ConvEpilogueKey;
 use super::params::kernel_params;
 use super::GpuDevice;
 
@@ -137,10 +141,13 @@ pub struct ConvCoopKey {
     pub k_block: KBlock,
     /// Plain-WGSL emulation of the matrix operations (tests on any f16 device).
     pub emulated: bool,
+    /// The forward's epilogue in its store (`conv_epilogue.rs`; `None` for the gradients).
+    pub epilogue: Option<ConvEpilogueKey>,
 }
 
 impl ConvCoopKey {
-    /// Every instantiation (the naga catalogue).
+    /// Every instantiation (the naga catalogue): each pass, tile, k-block and form, and the
+    /// forward with every epilogue.
     pub fn all() -> Vec<ConvCoopKey> {
         let mut keys = Vec::new();
         for pass in [
@@ -148,15 +155,22 @@ impl ConvCoopKey {
             ConvPass::BackwardInput,
             ConvPass::BackwardWeight,
         ] {
+            let mut epilogues = vec![None];
+            if pass == ConvPass::Forward {
+                epilogues.extend(ConvEpilogueKey::all().into_iter().map(Some));
+            }
             for tile in [ConvCoopTile::Square, ConvCoopTile::Wide] {
                 for k_block in [KBlock::Sixteen, KBlock::ThirtyTwo] {
                     for emulated in [false, true] {
-                        keys.push(ConvCoopKey {
-                            pass,
-                            tile,
-                            k_block,
-                            emulated,
-                        });
+                        for &epilogue in &epilogues {
+                            keys.push(ConvCoopKey {
+                                pass,
+                                tile,
+                                k_block,
+                                emulated,
+                                epilogue,
+                            });
+                        }
                     }
                 }
             }

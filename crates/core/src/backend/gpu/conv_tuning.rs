@@ -127,8 +127,8 @@ impl GpuStorage {
     }
 
     /// [`GpuStorage::conv2d`] with its epilogue in the kernels' store
-    /// (`BackendStorage::conv2d_epilogue`, `conv_epilogue.rs`): the implicit-GEMM tiles and
-    /// Winograd are the candidates (the cooperative-matrix kernels have no epilogue).
+    /// (`BackendStorage::conv2d_epilogue`, `conv_epilogue.rs`): every forward kernel carries
+    /// it.
     pub fn conv2d_epilogue(
         &self,
         layout: &Layout,
@@ -160,8 +160,15 @@ impl GpuStorage {
         let [batch, o, oh, ow] = shape.output_shape();
         let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
         let mut choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
-        if epilogue.is_some() {
-            choices.retain(|choice| *choice != ConvChoice::Coop);
+        // 1x1 convolutions (ResNet's shortcuts) gather one value per tap: the cooperative
+        // kernel is a candidate for them wherever tensor cores run.
+        let pointwise = weight_layout.shape.get(2..) == Some(&[1, 1][..]);
+        if f16
+            && pointwise
+            && !choices.contains(&ConvChoice::Coop)
+            && key_for(self, ConvPass::Forward, o, CoopMode::Hardware).is_some()
+        {
+            choices.push(ConvChoice::Coop);
         }
         // Channels-last tensor cores first where they apply (they carry the epilogue too).
         if f16
@@ -199,9 +206,10 @@ impl GpuStorage {
             // Where the cooperative kernel does not run (an empty product, or the driver
             // refused it), the regular kernel does.
             ConvChoice::Coop => {
-                match self.conv2d_coop(layout, weight, weight_layout, params, CoopMode::Hardware)? {
+                let operands = (layout, weight, weight_layout);
+                match self.conv2d_coop(operands, params, CoopMode::Hardware, epilogue)? {
                     Some(out) => Ok(out),
-                    None => self.conv2d_with(layout, weight, weight_layout, params, None, None),
+                    None => regular(),
                 }
             }
             ConvChoice::Tile { wide } => {

@@ -5,6 +5,7 @@
 //! caller then runs the regular kernel.
 
 use super::super::conv_backward::check_coordinates;
+use super::super::conv_epilogue::BoundEpilogue;
 use super::super::kernels::KernelKey;
 use super::super::ops::same_device;
 use super::super::params::{check_view, is_dense, Params};
@@ -98,6 +99,7 @@ pub(crate) fn key_for(
             tile: ConvCoopTile::for_rows(m),
             k_block,
             emulated,
+            epilogue: None,
         })
         .find(|key| key.workgroup_bytes() <= limit)
 }
@@ -164,15 +166,14 @@ fn grid(
 }
 
 impl GpuStorage {
-    /// [`GpuStorage::conv2d`] on cooperative matrices (`mode`: see [`CoopMode`]), or
-    /// `None` where they do not apply.
+    /// [`GpuStorage::conv2d`] on cooperative matrices (`mode`: see [`CoopMode`]) with
+    /// `epilogue` in its store, or `None` where they do not apply.
     pub(crate) fn conv2d_coop(
         &self,
-        layout: &Layout,
-        weight: &GpuStorage,
-        weight_layout: &Layout,
+        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
         params: &Conv2dParams,
         mode: CoopMode,
+        epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d";
         if self.dtype != DType::F16 || weight.dtype != DType::F16 {
@@ -191,6 +192,10 @@ impl GpuStorage {
         }
         let Some(key) = key_for(self, ConvPass::Forward, o, mode) else {
             return Ok(None);
+        };
+        let key = ConvCoopKey {
+            epilogue: epilogue.map(|bound| bound.key),
+            ..key
         };
         let dense;
         let (weight, weight_layout) = if is_dense(weight_layout) {
@@ -233,8 +238,11 @@ impl GpuStorage {
             return Ok(None);
         };
         let out = GpuStorage::allocate(&self.device, OP, numel, DType::F16)?;
-        // Bindings: A (the weight), B (the input), the result.
-        let buffers = [weight.raw()?, self.raw()?, out.raw()?];
+        // Bindings: A (the weight), B (the input), the result, the epilogue's tensors.
+        let mut buffers = vec![weight.raw()?, self.raw()?, out.raw()?];
+        if let Some(bound) = epilogue {
+            buffers.extend(bound.buffers()?);
+        }
         Ok(run(self, key, &p, &buffers, grid)?.then_some(out))
     }
 

@@ -5,9 +5,12 @@
 
 use std::fmt::Write;
 
+use super::super::conv_epilogue::{self, ConvEpilogueKey};
 use super::super::matmul_coop::Coop;
 use super::super::params::KernelParams;
+use super::super::wgsl::value_header;
 use super::{ConvCoopKey, ConvCoopParams, ConvPass};
+use crate::dtype::DType;
 
 /// The lines of one generated kernel (`write!` into a String cannot fail: results ignored).
 struct Writer {
@@ -45,6 +48,10 @@ pub(super) fn source(key: ConvCoopKey) -> String {
     if !key.emulated {
         w.text.push_str(&coop.prelude("tile_a", "tile_b"));
     }
+    if key.epilogue.is_some() {
+        // `S` and `is_nan_value` for the epilogue's function.
+        w.text.push_str(&value_header(DType::F16));
+    }
     w.text.push_str(<ConvCoopParams as KernelParams>::WGSL);
     let _ = write!(
         w.text,
@@ -56,9 +63,10 @@ var<workgroup> scratch: array<f32, 1024>;
 // Two copies (ping-pong) of A's block [{rows} rows][{a_row}] and B's [{kb} k][{b_row}].
 var<workgroup> tile_a: array<f16, {}>;
 var<workgroup> tile_b: array<f16, {}>;
-",
+{}",
         2 * a_block,
-        2 * b_block
+        2 * b_block,
+        conv_epilogue::declarations(key.epilogue, 4)
     );
     if key.emulated {
         w.text.push_str(&coop.prelude("tile_a", "tile_b"));
@@ -258,7 +266,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     w.line(3, "}");
     w.line(3, "workgroupBarrier();");
     w.line(2, "}");
-    epilogue(&mut w, coop, output);
+    epilogue(&mut w, coop, output, key.epilogue);
     w.line(1, "}");
     w.line(0, "}");
     w.text
@@ -533,8 +541,9 @@ fn store_block(w: &mut Writer, key: ConvCoopKey, indent: usize, a_at: &str, b_at
     }
 }
 
-/// Each accumulator through the scratch tile into the output; closes nothing.
-fn epilogue(w: &mut Writer, coop: Coop, output: &str) {
+/// Each accumulator through the scratch tile into the output (through the forward's
+/// `fused` epilogue, the row its channel); closes nothing.
+fn epilogue(w: &mut Writer, coop: Coop, output: &str, fused: Option<ConvEpilogueKey>) {
     w.line(
         2,
         "// Output positions of this invocation's four columns (one per accumulator column).",
@@ -557,7 +566,13 @@ fn epilogue(w: &mut Writer, coop: Coop, output: &str) {
             w.line(2, "workgroupBarrier();");
             w.line(2, &format!("if (out_ok{j}) {{"));
             for e in 0..8 {
-                w.line(3, &format!("{{\n                let row = lane_row + {}u;\n                if (row < m) {{ result[out_at{j} + row * params.row_stride] = {output}(scratch[scratch_read + {}u]); }}\n            }}", 16 * i + e, 16 * e));
+                let value = conv_epilogue::finish(
+                    fused,
+                    &format!("scratch[scratch_read + {}u]", 16 * e),
+                    "row",
+                    "at",
+                );
+                w.line(3, &format!("{{\n                let row = lane_row + {}u;\n                let at = out_at{j} + row * params.row_stride;\n                if (row < m) {{ result[at] = {output}({value}); }}\n            }}", 16 * i + e));
             }
             w.line(2, "}");
             w.line(2, "workgroupBarrier();");

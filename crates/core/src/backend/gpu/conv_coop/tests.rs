@@ -4,22 +4,25 @@
 //! device has cooperative matrices (they say which kernel ran), and the choice made by the
 //! public entry points.
 
+use super::super::conv_epilogue::{BoundEpilogue, ConvEpilogueKey};
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
 use super::super::matmul_coop::tests::translate;
 use super::super::params::KernelParams;
 use super::super::{GpuDevice, GpuStorage};
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, CoopMode, KBlock};
+use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::tests::support::f16_gpu_device;
 use crate::dtype::DType;
 use crate::layout::Layout;
+use crate::op::EpilogueActivation;
 
 /// Every key, hardware and emulated, parses, validates and translates to SPIR-V (naga runs
 /// on the CPU: no cooperative matrices needed); the workgroup memory fits where promised.
 #[test]
 fn conv_coop_kernels_validate_with_naga() {
     let keys = ConvCoopKey::all();
-    assert_eq!(keys.len(), 24);
+    assert_eq!(keys.len(), 56);
     for key in keys {
         let source = key.source();
         assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
@@ -124,7 +127,7 @@ fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]
         let (expected, actual) = match pass {
             ConvPass::Forward => (
                 cpu_f32(cpu(&x).conv2d(&x_layout, &cpu(&k), &weight_layout, &params)),
-                gpu(&x).conv2d_coop(&x_layout, &gpu(&k), &weight_layout, &params, mode),
+                gpu(&x).conv2d_coop((&x_layout, &gpu(&k), &weight_layout), &params, mode, None),
             ),
             ConvPass::BackwardInput => (
                 cpu_f32(cpu(&g).conv2d_backward_input(
@@ -319,7 +322,106 @@ fn entry_points_use_coop_only_where_available() {
     let x32 = upload(&device, &x, DType::F32);
     let k32 = upload(&device, &k, DType::F32);
     assert!(x32
-        .conv2d_coop(&x_layout, &k32, &k_layout, &params, CoopMode::Hardware)
+        .conv2d_coop(
+            (&x_layout, &k32, &k_layout),
+            &params,
+            CoopMode::Hardware,
+            None
+        )
         .unwrap()
         .is_none());
+}
+
+/// The forward with every epilogue (scale, shift, a residual view, ReLU) against the CPU's
+/// `conv2d_epilogue`: emulated on any f16 device, and on the hardware where the device has
+/// cooperative matrices. A 1x1 stride-2 convolution (ResNet's shortcut, the fused shape the
+/// tuner offers these kernels for) with a partial row tile and a 3x3 one with padding.
+#[test]
+fn forward_epilogues_match_cpu() {
+    let Some(device) = f16_gpu_device() else {
+        return;
+    };
+    let mut modes = vec![CoopMode::Emulated];
+    if device.context().coop.available {
+        modes.push(CoopMode::Hardware);
+    }
+    #[rustfmt::skip]
+    let cases: [Case; 2] = [
+        ("1x1 stride 2", [2, 24, 9, 10], 40, [1, 1], [2, 2, 0, 0, 1, 1], false),
+        ("3x3 pad 1", [1, 8, 6, 7], 72, [3, 3], [1, 1, 1, 1, 1, 1], false),
+    ];
+    let f16_values = |values: &[f32]| values.iter().map(|&v| half::f16::from_f32(v)).collect();
+    for (name, [n, c, h, w], o, [kh, kw], geometry, _) in cases {
+        let params = params(geometry);
+        let x_layout = Layout::contiguous(&[n, c, h, w]);
+        let k_layout = Layout::contiguous(&[o, c, kh, kw]);
+        let out_shape = crate::geometry::Conv2dShape::new(&x_layout, &k_layout, &params)
+            .unwrap()
+            .output_shape();
+        let numel: usize = out_shape.iter().product();
+        let x = values(n * c * h * w, 7, DType::F16);
+        let k = values(o * c * kh * kw, 8, DType::F16);
+        let scale: Vec<f32> = values(o, 9, DType::F32).iter().map(|v| 1.5 * v).collect();
+        let shift = values(o, 10, DType::F32);
+        // The residual as a strided view: `[n, oh, o, ow]` storage permuted, at offset 1.
+        let [_, _, oh, ow] = out_shape;
+        let residual = values(numel + 1, 11, DType::F16);
+        let mut residual_layout = Layout::contiguous(&[n, oh, o, ow]).permute(&[0, 2, 1, 3]);
+        residual_layout.offset = 1;
+        let vector = Layout::contiguous(&[o]);
+        let (x_cpu, k_cpu) = (
+            CpuStorage::F16(f16_values(&x)),
+            CpuStorage::F16(f16_values(&k)),
+        );
+        let residual_cpu = CpuStorage::F16(f16_values(&residual));
+        let (scale_cpu, shift_cpu) = (
+            CpuStorage::F32(scale.clone()),
+            CpuStorage::F32(shift.clone()),
+        );
+        let up = |v: &[f32], dtype| upload(&device, v, dtype);
+        let (x_gpu, k_gpu) = (up(&x, DType::F16), up(&k, DType::F16));
+        let (scale_gpu, shift_gpu) = (up(&scale, DType::F32), up(&shift, DType::F32));
+        let residual_gpu = up(&residual, DType::F16);
+        // Every epilogue on the 1x1 case; the fullest on the other (emulated kernels compile
+        // slowly on software devices).
+        let mut keys = ConvEpilogueKey::all();
+        if kh != 1 {
+            keys.retain(|key| key.residual && key.activation == EpilogueActivation::Relu);
+        }
+        for key in keys {
+            let expected = x_cpu
+                .conv2d_epilogue(
+                    &x_layout,
+                    &k_cpu,
+                    &k_layout,
+                    &params,
+                    &Epilogue {
+                        scale: (&scale_cpu, &vector),
+                        shift: (&shift_cpu, &vector),
+                        residual: key.residual.then_some((&residual_cpu, &residual_layout)),
+                        activation: key.activation,
+                    },
+                )
+                .unwrap();
+            let CpuStorage::F16(expected) = expected else {
+                panic!("dtype changed")
+            };
+            let expected: Vec<f32> = expected.iter().map(|v| v.to_f32()).collect();
+            let epilogue = Epilogue {
+                scale: (&scale_gpu, &vector),
+                shift: (&shift_gpu, &vector),
+                residual: key.residual.then_some((&residual_gpu, &residual_layout)),
+                activation: key.activation,
+            };
+            let bound = BoundEpilogue::new("test", &epilogue, &out_shape, DType::F16).unwrap();
+            for &mode in &modes {
+                let what = format!("{name}, {}, {mode:?}", key.name());
+                let out = x_gpu
+                    .conv2d_coop((&x_layout, &k_gpu, &k_layout), &params, mode, Some(&bound))
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{what}: the cooperative kernel did not apply"));
+                check(&out, &expected, &what);
+            }
+        }
+    }
 }
