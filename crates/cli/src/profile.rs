@@ -39,6 +39,9 @@ pub struct ProfileArgs {
     /// Write a Chrome trace (JSON) here.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Rows of the per-kernel table (GPU timestamps; 0 leaves it out).
+    #[arg(long, default_value_t = 30)]
+    kernels: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -184,6 +187,11 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
     if !memory_bound.0.is_empty() {
         println!("other ops by shape (most device time first):");
         println!("{}", memory_bound.time_table(12));
+    }
+    let kernels = recorded.kernel_averages();
+    if !kernels.0.is_empty() && args.kernels > 0 {
+        println!("kernels by device time (GPU timestamps, each kernel on its own):");
+        println!("{}", kernels.table(args.kernels, 110));
     }
     let timestamped = recorded.events.iter().filter(|e| e.gpu_timestamps).count();
     println!(

@@ -42,6 +42,9 @@ pub struct OpEvent {
     pub device_us: f64,
     /// True when `device_us` comes from GPU timestamps.
     pub gpu_timestamps: bool,
+    /// With GPU timestamps: the op's kernels and each one's own device time, in dispatch
+    /// order (copies between them count in `device_us` only).
+    pub kernels: Vec<KernelTime>,
     /// Bytes of the op's output allocation.
     pub bytes_allocated: u64,
     /// True when the op ran on the CPU as a fallback for a GPU tensor.
@@ -49,6 +52,15 @@ pub struct OpEvent {
     /// Floating-point operations of the call (matmul and convolutions; `None` for ops that
     /// are not compute-bound), for achieved TFLOPS.
     pub flops: Option<f64>,
+}
+
+/// One kernel of an op, timed on the GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelTime {
+    /// The kernel's name: its family and instantiation (`KernelKey`'s name).
+    pub name: String,
+    /// Its device time, µs.
+    pub device_us: f64,
 }
 
 pub use crate::profile_flag::is_active;
@@ -102,16 +114,16 @@ fn record_event<T>(
     let start = Instant::now();
     let result = run();
     let host = start.elapsed();
-    let (device_us, gpu_timestamps) = match device {
+    let (device_us, gpu_timestamps, kernels) = match device {
         Device::Gpu(gpu) => {
             let measured = if timed { gpu.end_timing()? } else { None };
             device.synchronize()?;
             match measured {
-                Some(us) => (us, true),
-                None => (start.elapsed().as_secs_f64() * 1e6, false),
+                Some(timing) => (timing.device_us, true, timing.kernels),
+                None => (start.elapsed().as_secs_f64() * 1e6, false, Vec::new()),
             }
         }
-        Device::Cpu => (host.as_secs_f64() * 1e6, false),
+        Device::Cpu => (host.as_secs_f64() * 1e6, false, Vec::new()),
     };
     if let Ok(value) = &result {
         let input_shapes: Vec<Vec<usize>> = shapes.iter().map(|s| s.to_vec()).collect();
@@ -127,6 +139,10 @@ fn record_event<T>(
             host_us: host.as_secs_f64() * 1e6,
             device_us,
             gpu_timestamps,
+            kernels: kernels
+                .into_iter()
+                .map(|(name, device_us)| KernelTime { name, device_us })
+                .collect(),
             bytes_allocated,
             fallback,
         };
@@ -191,6 +207,7 @@ pub fn scope<T>(name: &str, device: &Device, work: impl FnOnce() -> Result<T>) -
             host_us: wall_us,
             device_us: wall_us,
             gpu_timestamps: false,
+            kernels: Vec::new(),
             bytes_allocated: 0,
             fallback: false,
             flops: None,
@@ -240,6 +257,21 @@ pub struct ShapeAverages(pub Vec<ShapeSummary>);
 /// Summaries sorted by total device time, largest first.
 #[derive(Debug, Clone, Serialize)]
 pub struct KeyAverages(pub Vec<OpSummary>);
+
+/// Totals of one kernel (by name) under one op.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelSummary {
+    /// The op that dispatched it.
+    pub op: String,
+    /// The kernel (`KernelTime::name`).
+    pub kernel: String,
+    pub calls: usize,
+    pub device_us: f64,
+}
+
+/// Kernel summaries sorted by total device time, largest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelAverages(pub Vec<KernelSummary>);
 
 impl Profile {
     /// Totals per op name.
@@ -307,6 +339,29 @@ impl Profile {
         let mut rows: Vec<ShapeSummary> = by_key.into_values().collect();
         rows.sort_by(|a, b| b.device_us.total_cmp(&a.device_us));
         ShapeAverages(rows)
+    }
+
+    /// Totals per op and kernel (from GPU timestamps): which kernels an op's time goes to —
+    /// a convolution's layout copies against its GEMM, say.
+    pub fn kernel_averages(&self) -> KernelAverages {
+        let mut by_kernel: BTreeMap<(&str, &str), KernelSummary> = BTreeMap::new();
+        for event in &self.events {
+            for kernel in &event.kernels {
+                let entry = by_kernel
+                    .entry((&event.name, &kernel.name))
+                    .or_insert_with(|| KernelSummary {
+                        op: event.name.clone(),
+                        kernel: kernel.name.clone(),
+                        calls: 0,
+                        device_us: 0.0,
+                    });
+                entry.calls += 1;
+                entry.device_us += kernel.device_us;
+            }
+        }
+        let mut rows: Vec<KernelSummary> = by_kernel.into_values().collect();
+        rows.sort_by(|a, b| b.device_us.total_cmp(&a.device_us));
+        KernelAverages(rows)
     }
 
     /// The events as Chrome-trace JSON ("complete" events, one row per device).
@@ -429,6 +484,31 @@ impl ShapeAverages {
                 r.calls,
                 r.device_us / r.calls.max(1) as f64,
                 r.tflops()
+            ));
+        }
+        out
+    }
+}
+
+impl KernelAverages {
+    /// A table of the first `limit` rows: op, kernel (its name cut to `width` characters),
+    /// calls, device time per call and in all.
+    pub fn table(&self, limit: usize, width: usize) -> String {
+        let mut out = format!(
+            "{:<20} {:<width$} {:>6} {:>12} {:>13}\n",
+            "op", "kernel", "calls", "device avg", "device total"
+        );
+        out.push_str(&"-".repeat(55 + width));
+        out.push('\n');
+        for r in self.0.iter().take(limit) {
+            let kernel: String = r.kernel.chars().take(width).collect();
+            out.push_str(&format!(
+                "{:<20} {:<width$} {:>6} {:>9.1} us {:>10.1} us\n",
+                r.op,
+                kernel,
+                r.calls,
+                r.device_us / r.calls.max(1) as f64,
+                r.device_us
             ));
         }
         out

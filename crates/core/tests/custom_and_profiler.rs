@@ -249,6 +249,27 @@ fn profiler_records_every_op(device: &Device) {
             recorded.events
         );
         assert!(recorded.events.iter().all(|e| e.device_us > 0.0));
+        // Each kernel is timed on its own and named: the matmul's product kernel, the ReLU's
+        // unary kernel; an op's kernels fit in its span (first start to last end).
+        if has_timestamps {
+            for event in &recorded.events {
+                assert!(!event.kernels.is_empty(), "{event:?}");
+                let kernels: f64 = event.kernels.iter().map(|k| k.device_us).sum();
+                assert!(kernels <= event.device_us * 1.001 + 0.01, "{event:?}");
+                assert!(event
+                    .kernels
+                    .iter()
+                    .all(|k| k.device_us >= 0.0 && k.name != "?"));
+            }
+            assert!(recorded.events[0].kernels[0].name.starts_with("Matmul"));
+            assert!(recorded.events[1].kernels[0].name.contains("Relu"));
+            let by_kernel = recorded.kernel_averages();
+            assert!(by_kernel.0.iter().any(|row| row.op == "matmul"));
+            assert!(by_kernel.table(10, 40).contains("relu"));
+        }
+    } else {
+        assert!(recorded.events.iter().all(|e| e.kernels.is_empty()));
+        assert!(recorded.kernel_averages().0.is_empty());
     }
     let trace: serde_json::Value = serde_json::from_str(&recorded.chrome_trace()).unwrap();
     assert_eq!(trace["traceEvents"].as_array().unwrap().len(), 3);

@@ -18,7 +18,7 @@ use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
 
 pub use crate::backend::gpu_facts::{
-    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats,
+    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats, OpTiming,
 };
 
 /// The error every attempt to open a GPU returns in this build.
@@ -110,7 +110,7 @@ impl GpuDevice {
     }
 
     /// Stop GPU timing (no device exists to time).
-    pub fn end_timing(&self) -> Result<Option<f64>> {
+    pub fn end_timing(&self) -> Result<Option<OpTiming>> {
         match self.never {}
     }
 

@@ -155,3 +155,13 @@ impl ExecutionMode {
         }
     }
 }
+
+/// The GPU time of one op the profiler timed (`GpuDevice::end_timing`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpTiming {
+    /// From its first kernel's start to its last kernel's end, µs.
+    pub device_us: f64,
+    /// Each kernel (its `KernelKey` name) and its own time, µs, in dispatch order (the first
+    /// 511 of the op).
+    pub kernels: Vec<(String, f64)>,
+}

@@ -82,6 +82,8 @@ const FIRST_SUBMIT_DISPATCHES: u32 = 4;
 pub(crate) struct CachedPipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
+    /// The kernel's name (`KernelKey::name`), for the profiler's per-kernel times.
+    label: Arc<str>,
 }
 
 /// The recording state: the open encoder, its open compute pass, and this submission's
@@ -98,11 +100,9 @@ struct Recording {
     index_owners: Vec<(ThreadId, &'static str)>,
     /// Flushes so far.
     submissions: u64,
-    /// While the profiler times an op: the timestamp query set every new pass writes to
-    /// (index 0 at the first pass's start, index 1 at each pass's end).
-    timing: Option<Arc<wgpu::QuerySet>>,
-    /// Whether a pass has been opened since timing began.
-    timed_pass_opened: bool,
+    /// While the profiler times an op: the timestamp queries its passes write to (one pass
+    /// per kernel then; `context/timing.rs`).
+    timing: Option<timing::OpTimer>,
     /// Elementwise ops waiting to be fused (`fusion.rs`); drained before any other work.
     deferred: Vec<DeferredOp>,
 }
@@ -129,18 +129,8 @@ impl Recording {
                     })
                 });
                 // GPU timestamps (profiler): the GPU writes its clock when the pass begins and
-                // ends; the first pass of the timed op records the start, every pass the end.
-                let timestamp_writes =
-                    self.timing
-                        .as_deref()
-                        .map(|query_set| wgpu::ComputePassTimestampWrites {
-                            query_set,
-                            beginning_of_pass_write_index: (!self.timed_pass_opened).then_some(0),
-                            end_of_pass_write_index: Some(1),
-                        });
-                if self.timing.is_some() {
-                    self.timed_pass_opened = true;
-                }
+                // ends (`context/timing.rs`).
+                let timestamp_writes = self.timing.as_mut().map(timing::OpTimer::open_pass);
                 encoder
                     .begin_compute_pass(&wgpu::ComputePassDescriptor {
                         label: None,
@@ -291,7 +281,6 @@ impl GpuContext {
             recording: Mutex::new(Recording {
                 pass: None,
                 timing: None,
-                timed_pass_opened: false,
                 encoder: None,
                 dispatches: 0,
                 submit_after: FIRST_SUBMIT_DISPATCHES,
@@ -452,7 +441,11 @@ impl GpuContext {
             milliseconds = started.elapsed().as_secs_f64() * 1e3,
             "compiled a pipeline"
         );
-        let pipeline = Arc::new(CachedPipeline { pipeline, layout });
+        let pipeline = Arc::new(CachedPipeline {
+            pipeline,
+            layout,
+            label: key.name().into(),
+        });
         self.pipelines
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -632,6 +625,11 @@ impl GpuContext {
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(workgroups.0, workgroups.1, workgroups.2);
+        if let Some(timer) = recording.timing.as_mut() {
+            // Timed: each kernel in a pass of its own, named.
+            timer.name_pass(&pipeline.label);
+            recording.pass = None;
+        }
         recording.dispatches += 1;
         let limit = self.dispatches_per_submit.load(Ordering::Relaxed);
         if recording.dispatches >= recording.submit_after.min(limit) {

@@ -78,7 +78,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use crate::backend::gpu_facts::{
-    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats,
+    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats, OpTiming,
 };
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion};
 pub use kernel_catalog::all_kernel_sources;
@@ -159,9 +159,9 @@ impl GpuDevice {
         self.context().begin_timed_op()
     }
 
-    /// Stop timing; the GPU time in µs of the compute passes recorded since `begin_timing`
-    /// (`None` when there were none). Waits for the GPU.
-    pub fn end_timing(&self) -> Result<Option<f64>> {
+    /// Stop timing; the GPU time of the kernels recorded since `begin_timing`, in all and
+    /// kernel by kernel (`None` when there were none). Waits for the GPU.
+    pub fn end_timing(&self) -> Result<Option<OpTiming>> {
         self.context().end_timed_op()
     }
 

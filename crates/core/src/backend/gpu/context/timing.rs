@@ -1,13 +1,59 @@
 //! GPU timestamps for the profiler. A timestamp query makes the GPU write its own clock into
-//! a query set when a compute pass begins and ends; while an op is timed, every pass the
-//! recorder opens writes there (the first pass its start, each pass its end), and resolving the
-//! two queries into a buffer and reading it back gives the GPU time the op's kernels took,
-//! without the submit and readback latency a host timer would include.
+//! a query set when a compute pass begins and ends. While an op is timed, every kernel the
+//! recorder dispatches runs in a compute pass of its own that writes its start and end
+//! ([`OpTimer`]); resolving the queries into a buffer and reading it back gives the GPU time
+//! of the op (first kernel's start to last kernel's end, copies between them included) and of
+//! each kernel, without the submit and readback latency a host timer would include.
 
 use std::sync::Arc;
 
 use super::GpuContext;
+use crate::backend::gpu_facts::OpTiming;
 use crate::error::Result;
+
+/// Kernels of one op timed one by one; the passes after them share one end query, so the op's
+/// time stays whole.
+const TIMED_KERNELS: u32 = 511;
+
+/// Query 0 is the first pass's start, query 1 the end of the passes past [`TIMED_KERNELS`];
+/// kernel `i` writes queries `2 + 2i` and `3 + 2i`.
+const QUERIES: u32 = 2 + 2 * TIMED_KERNELS;
+
+/// Where the resolved kernel queries start in the readback buffer (bytes).
+const KERNELS_AT: u64 = 256;
+
+/// The timing state of the op being recorded: its query set and each pass's kernel.
+pub(crate) struct OpTimer {
+    query_set: Arc<wgpu::QuerySet>,
+    /// The kernel of each pass opened so far (`"?"` until named).
+    kernels: Vec<Arc<str>>,
+}
+
+impl OpTimer {
+    /// The timestamp writes of the next pass (the recorder opens one per kernel).
+    pub(super) fn open_pass(&mut self) -> wgpu::ComputePassTimestampWrites<'_> {
+        let index = self.kernels.len() as u32;
+        self.kernels.push(Arc::from("?"));
+        let (beginning, end) = if index < TIMED_KERNELS {
+            (2 + 2 * index, 3 + 2 * index)
+        } else {
+            // Past the timed kernels only the op's end is kept.
+            (u32::MAX, 1)
+        };
+        wgpu::ComputePassTimestampWrites {
+            query_set: &self.query_set,
+            beginning_of_pass_write_index: (beginning != u32::MAX).then_some(beginning),
+            end_of_pass_write_index: Some(end),
+        }
+    }
+
+    /// Name the kernel of the pass opened last.
+    pub(super) fn name_pass(&mut self, name: &Arc<str>) {
+        if let Some(last) = self.kernels.last_mut() {
+            *last = Arc::clone(name);
+        }
+    }
+}
 
 impl GpuContext {
     /// Start timing the ops recorded from now on with GPU timestamps (the profiler). Returns
@@ -22,58 +68,89 @@ impl GpuContext {
                 Arc::new(self.device.create_query_set(&wgpu::QuerySetDescriptor {
                     label: Some("anygrad profiler"),
                     ty: wgpu::QueryType::Timestamp,
-                    count: 2,
+                    count: QUERIES,
                 }))
             }))
         };
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
         self.drain_locked(&mut recording)?;
         recording.pass = None;
-        recording.timing = Some(query_set);
-        recording.timed_pass_opened = false;
+        recording.timing = Some(OpTimer {
+            query_set,
+            kernels: Vec::new(),
+        });
         Ok(true)
     }
 
-    /// Stop timing: the GPU time in µs between the first timed pass's start and the last one's
-    /// end (`None` when the op recorded no compute pass). Waits for the GPU.
-    pub(crate) fn end_timed_op(&self) -> Result<Option<f64>> {
+    /// Stop timing: the op's GPU time and its kernels' (`None` when the op recorded no
+    /// compute pass). Waits for the GPU.
+    pub(crate) fn end_timed_op(&self) -> Result<Option<OpTiming>> {
         let resolved = {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
             self.drain_locked(&mut recording)?;
             recording.pass = None;
-            let query_set = recording.timing.take();
-            match query_set {
-                Some(query_set) if recording.timed_pass_opened => {
+            match recording.timing.take() {
+                Some(timer) if !timer.kernels.is_empty() => {
+                    let timed = (timer.kernels.len() as u32).min(TIMED_KERNELS);
+                    // Query 1 at byte 0, queries 2.. from byte 256 (resolve offsets are
+                    // multiples of 256).
+                    let size = KERNELS_AT + u64::from(2 * timed) * 8;
                     let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("anygrad timestamps"),
-                        size: 16,
+                        size,
                         usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                         mapped_at_creation: false,
                     });
-                    recording.encoder(&self.device).resolve_query_set(
-                        &query_set,
-                        0..2,
+                    // Only the queries this op wrote (query 1 only past the timed kernels).
+                    let encoder = recording.encoder(&self.device);
+                    encoder.resolve_query_set(
+                        &timer.query_set,
+                        2..2 + 2 * timed,
                         &resolve,
-                        0,
+                        KERNELS_AT,
                     );
-                    Some(resolve)
+                    if timer.kernels.len() as u32 > TIMED_KERNELS {
+                        encoder.resolve_query_set(&timer.query_set, 1..2, &resolve, 0);
+                    }
+                    Some((resolve, size, timer.kernels))
                 }
                 Some(_) | None => None,
             }
         };
-        let Some(resolve) = resolved else {
+        let Some((resolve, size, kernels)) = resolved else {
             return Ok(None);
         };
-        let bytes = self.read_bytes(&resolve, 16)?;
+        let bytes = self.read_bytes(&resolve, size)?;
         resolve.destroy();
-        let tick = |range: std::ops::Range<usize>| {
+        // Query `q`'s clock: query 1 at byte 0, query `q >= 2` at `KERNELS_AT + 8 (q - 2)`.
+        let tick = |query: usize| {
+            let at = if query < 2 {
+                0
+            } else {
+                KERNELS_AT as usize + 8 * (query - 2)
+            };
             let mut word = [0u8; 8];
-            word.copy_from_slice(&bytes[range]);
+            word.copy_from_slice(&bytes[at..at + 8]);
             u64::from_le_bytes(word)
         };
-        let (start, end) = (tick(0..8), tick(8..16));
-        // Ticks to nanoseconds: the queue's timestamp period.
-        let period = self.queue.get_timestamp_period() as f64;
-        Ok(Some(end.saturating_sub(start) as f64 * period / 1e3))
+        // Ticks to microseconds: the queue's timestamp period is in nanoseconds.
+        let period = self.queue.get_timestamp_period() as f64 / 1e3;
+        let timed = kernels.len().min(TIMED_KERNELS as usize);
+        let span = |start: u64, end: u64| end.saturating_sub(start) as f64 * period;
+        let end = if kernels.len() > timed {
+            tick(1)
+        } else {
+            tick(1 + 2 * timed)
+        };
+        let kernels = kernels
+            .iter()
+            .take(timed)
+            .enumerate()
+            .map(|(i, name)| (name.to_string(), span(tick(2 + 2 * i), tick(3 + 2 * i))))
+            .collect();
+        Ok(Some(OpTiming {
+            device_us: span(tick(2), end),
+            kernels,
+        }))
     }
 }
