@@ -28,6 +28,7 @@ mod flop_count;
 pub(crate) mod geometry;
 pub mod gpu;
 pub mod layout;
+mod mutation;
 pub mod op;
 pub(crate) mod profile_flag;
 pub mod profiler;

@@ -40,17 +40,7 @@ pub use resample::{InterpolateMode, InterpolateSize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// In-place writes into tensors' storage so far (see [`mutation_epoch`]).
-static MUTATIONS: AtomicU64 = AtomicU64::new(0);
-
-/// A counter that every in-place write into any tensor's storage (`Tensor::assign`, which
-/// optimizers and state loading use) advances. A value derived from tensors and cached —
-/// an eval-mode batch norm folded into a scale and a shift — stays valid while the epoch
-/// and the tensors' ids are unchanged: new tensors get new ids, and nothing else changes a
-/// tensor's data.
-pub fn mutation_epoch() -> u64 {
-    MUTATIONS.load(Ordering::Relaxed)
-}
+pub use crate::mutation::mutation_epoch;
 
 use crate::autograd::{self, GradFn, GradNode};
 use crate::device::Device;
@@ -228,7 +218,7 @@ impl Tensor {
     /// The storage for an in-place write: advances [`mutation_epoch`] (the only path that
     /// writes into an existing storage).
     pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
-        MUTATIONS.fetch_add(1, Ordering::Relaxed);
+        crate::mutation::note_mutation();
         self.0.storage.write().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -39,6 +39,7 @@ use super::matmul_coop::{block_product, store_register, Coop};
 use super::ops::same_device;
 use super::params::{check_view, kernel_params, word, KernelParams};
 use super::storage::GpuStorage;
+use super::weight_cache::{self, Rearrangement};
 use super::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -579,6 +580,25 @@ pub(crate) fn pointwise_view(
     Some((pixels, unit))
 }
 
+/// [`channels_last_copy`] of a convolution weight `[o, c, kh, kw]` (`order` brings the
+/// channel dim to 2), kept for the next call while the weight is unchanged
+/// (`weight_cache.rs`).
+pub(crate) fn weight_copy(
+    weight: &GpuStorage,
+    layout: &Layout,
+    order: [usize; 4],
+    padded: usize,
+) -> Result<GpuStorage> {
+    let rearrangement = Rearrangement::ChannelsLast {
+        order,
+        channel_dim: 2,
+        padded,
+    };
+    weight_cache::get_or_make((weight, layout), rearrangement, || {
+        channels_last_copy(weight, layout, &order, 2, padded)
+    })
+}
+
 /// Input channels of the channels-last copies: `channels`, or 8 for fewer (an image's 3
 /// channels padded with zeros, so that 16 bytes still hold one pixel's channels).
 pub(crate) fn padded_channels(channels: usize) -> usize {
@@ -665,7 +685,7 @@ impl GpuStorage {
         }
         let padded = padded_channels(layout.shape[1]);
         // Weight [o, c, kh, kw] as [kh, kw, c, o] (c padded).
-        let weight = channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, padded)?;
+        let weight = weight_copy(weight, weight_layout, [2, 3, 1, 0], padded)?;
         self.nhwc_gemm(layout, &weight, &shape, false, (tile, emulated), epilogue)
     }
 

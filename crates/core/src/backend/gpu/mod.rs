@@ -72,6 +72,7 @@ mod sliced;
 mod sort;
 mod storage;
 mod vector;
+mod weight_cache;
 mod wgsl;
 
 use std::collections::HashMap;

@@ -20,8 +20,11 @@ impl GpuContext {
         self.pool.lock().unwrap_or_else(|p| p.into_inner()).stats()
     }
 
-    /// Release cached buffers (after finishing pending work, so nothing in flight is lost).
+    /// Release cached buffers and rearranged weights (after finishing pending work, so
+    /// nothing in flight is lost).
     pub(crate) fn empty_cache(&self) {
+        // The rearranged convolution weights go back to the pool first.
+        super::super::weight_cache::clear(self.ordinal);
         if let Err(error) = self.flush() {
             tracing::warn!("empty_cache: flush failed: {error}");
         }

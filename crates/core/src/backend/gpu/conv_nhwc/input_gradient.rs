@@ -13,7 +13,7 @@
 //! stays zero. Stride-1 gradients also run on the patch kernel (`patch.rs`, its weight taps
 //! read mirrored): [`GpuStorage::conv2d_backward_input_patch`], another tuner candidate.
 
-use super::{channels_last_copy, padded_channels, patch, NhwcTile, PatchTile};
+use super::{channels_last_copy, padded_channels, patch, weight_copy, NhwcTile, PatchTile};
 use crate::backend::gpu::ops::same_device;
 use crate::backend::gpu::params::check_view;
 use crate::backend::gpu::GpuStorage;
@@ -140,8 +140,7 @@ impl GpuStorage {
                         + row.first_tap * strides[2]
                         + column.first_tap * strides[3],
                 };
-                let weight_copy =
-                    channels_last_copy(weight, &sub_weight, &[2, 3, 0, 1], 2, padded)?;
+                let flipped_weight = weight_copy(weight, &sub_weight, [2, 3, 0, 1], padded)?;
                 let phase_params = Conv2dParams {
                     stride: (1, 1),
                     padding: (row.padding, column.padding),
@@ -159,7 +158,7 @@ impl GpuStorage {
                 shape.output = (row.count, column.count);
                 let Some(dense) = GpuStorage::nhwc_gemm_channels_last(
                     (&gradient, o, out_height, out_width),
-                    &weight_copy,
+                    &flipped_weight,
                     &shape,
                     true,
                     (tile, emulated),
@@ -272,9 +271,9 @@ impl GpuStorage {
         let o = shape.channels;
         // The gradient [n, oh, ow, o] and the weight [kh, kw, o, c], read flipped.
         let gradient = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, o)?;
-        let weight_copy = channels_last_copy(weight, weight_layout, &[2, 3, 0, 1], 2, o)?;
+        let flipped_weight = weight_copy(weight, weight_layout, [2, 3, 0, 1], o)?;
         GpuStorage::conv2d_patch_channels_last(
-            (&gradient, &weight_copy, true),
+            (&gradient, &flipped_weight, true),
             &shape,
             (tile, emulated),
             None,

@@ -33,7 +33,7 @@ use super::super::params::check_view;
 use super::super::params::{kernel_params, word, KernelParams};
 use super::super::storage::GpuStorage;
 use super::super::wgsl::{value_header, COMMON};
-use super::{channels_last_copy, space_to_depth, Writer, INVOCATIONS};
+use super::{channels_last_copy, space_to_depth, weight_copy, Writer, INVOCATIONS};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -257,7 +257,7 @@ impl GpuStorage {
             let channels = shape.channels;
             (
                 channels_last_copy(self, layout, &[0, 2, 3, 1], 3, channels)?,
-                channels_last_copy(weight, weight_layout, &[2, 3, 1, 0], 2, channels)?,
+                weight_copy(weight, weight_layout, [2, 3, 1, 0], channels)?,
                 shape,
             )
         };

@@ -22,6 +22,7 @@
 
 use super::{padded_channels, NhwcTile};
 use crate::backend::gpu::conv_epilogue::BoundEpilogue;
+use crate::backend::gpu::weight_cache::{self, Rearrangement};
 use crate::backend::gpu::GpuStorage;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -158,15 +159,37 @@ impl GpuStorage {
         (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
         shape: &Conv2dShape,
     ) -> Result<(GpuStorage, GpuStorage, Conv2dShape)> {
-        let c = shape.channels;
-        let (kh, kw) = shape.kernel;
-        let o = shape.out_channels;
         let ((_, shift_h, blocks_h, _, _), (_, shift_w, blocks_w, _, _)) = axes(shape);
         let gemm_shape = rearranged_shape(shape)?;
         let (input, rows, columns, channels) = self.space_to_depth_input(layout, shape)?;
-        // The weight, shifted into [o, c, 2 Kh, 2 Kw] (zeros around), then rearranged to
-        // [Kh, Kw, channels, o]: tap (2a + b, 2a2 + bx) of channel ch to (a, a2, (b * 2 + bx)
-        // * c + ch).
+        // The weight is kept for the next call while it is unchanged (`weight_cache.rs`).
+        let rearrangement = Rearrangement::SpaceToDepth {
+            geometry: [shift_h, shift_w, blocks_h, blocks_w, channels, 0],
+        };
+        let make = || {
+            self.space_to_depth_weight(
+                (weight, weight_layout),
+                shape,
+                [shift_h, shift_w, blocks_h, blocks_w, channels],
+            )
+        };
+        let rearranged = weight_cache::get_or_make((weight, weight_layout), rearrangement, make)?;
+        debug_assert_eq!((rows, columns), (gemm_shape.input.0, gemm_shape.input.1));
+        Ok((input, rearranged, gemm_shape))
+    }
+
+    /// The weight of [`Self::space_to_depth_operands`]: shifted into [o, c, 2 Kh, 2 Kw] (zeros
+    /// around), then rearranged to [Kh, Kw, channels, o]: tap (2a + b, 2a2 + bx) of channel ch
+    /// to (a, a2, (b * 2 + bx) * c + ch).
+    fn space_to_depth_weight(
+        &self,
+        (weight, weight_layout): (&GpuStorage, &Layout),
+        shape: &Conv2dShape,
+        [shift_h, shift_w, blocks_h, blocks_w, channels]: [usize; 5],
+    ) -> Result<GpuStorage> {
+        let c = shape.channels;
+        let (kh, kw) = shape.kernel;
+        let o = shape.out_channels;
         let (tall, wide) = (2 * blocks_h, 2 * blocks_w);
         let mut shifted = GpuStorage::full(&self.device, o * c * tall * wide, self.dtype, 0.0)?;
         let inner = Layout {
@@ -199,8 +222,7 @@ impl GpuStorage {
             offset: 0,
         };
         shifted.copy_into(&taps, &mut rearranged, &target)?;
-        debug_assert_eq!((rows, columns), (gemm_shape.input.0, gemm_shape.input.1));
-        Ok((input, rearranged, gemm_shape))
+        Ok(rearranged)
     }
 }
 

@@ -1,0 +1,204 @@
+//! Convolution weights rearranged for the channels-last kernels, kept for the next call.
+//!
+//! The tensor-core convolutions read their weight as `[kh, kw, c, o]` (forward; the input
+//! gradient's flipped taps as `[kh, kw, o, c]`; the stem's space-to-depth form), a copy of the
+//! `[o, c, kh, kw]` parameter. Made on every call, those copies took 19 kernels and about 0.4
+//! ms of ResNet-18's 3.4 ms autocast forward on the H200 (`anygrad profile resnet18
+//! --amp`). Between two optimizer steps — every inference call — the parameter is the same,
+//! so the rearrangement is made once and kept here (one list for every device: a cache inside
+//! the device's context would deepen its type past what the compiler proves `Sync` by
+//! default).
+//!
+//! An entry is keyed by its source storage's token (`GpuStorage::loan`, unique per storage
+//! and never reused), the source's view and what was made of it ([`Rearrangement`]). It is
+//! valid while the source lives (a `Weak` of the token) and nothing was written in place
+//! since it was made (`crate::mutation::mutation_epoch`: the one path for in-place writes
+//! advances it). Dead and stale entries are dropped at every lookup, the oldest beyond
+//! [`CAPACITY`]; `empty_cache` drops a device's. Training advances the epoch every step, so
+//! there each entry serves the step's later calls (the forward's weight is made again for
+//! the next step) and costs nothing but its memory until then.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use super::buffers::BufferSlot;
+use super::parts::Parts;
+use super::storage::GpuStorage;
+use super::GpuDevice;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::mutation::mutation_epoch;
+
+/// Entries kept (all devices) (a ResNet-50 has 53 convolutions; training adds the input
+/// gradient's forms).
+const CAPACITY: usize = 160;
+
+/// What was made of a weight: a channels-last copy (`conv_nhwc::channels_last_copy`'s
+/// order, channel dim and padded channels) or the stem's space-to-depth form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rearrangement {
+    ChannelsLast {
+        order: [usize; 4],
+        channel_dim: usize,
+        padded: usize,
+    },
+    /// `[Kh, Kw, channels, o]` of the space-to-depth convolution, for this geometry
+    /// (`conv_nhwc/space_to_depth.rs`: kernel, padding and input sizes decide it).
+    SpaceToDepth { geometry: [usize; 6] },
+}
+
+struct Entry {
+    source: Weak<u64>,
+    token: u64,
+    /// The device's ordinal.
+    device: usize,
+    layout: Layout,
+    rearrangement: Rearrangement,
+    epoch: u64,
+    made: Made,
+}
+
+/// A rearranged weight as the cache keeps it: its buffer and token without the device handle
+/// (the device owns the cache: a handle here would keep it alive forever).
+struct Made {
+    slot: BufferSlot,
+    loan: Arc<u64>,
+    dtype: DType,
+    len: usize,
+    parts: Option<Arc<Parts>>,
+}
+
+impl Made {
+    fn keep(storage: &GpuStorage) -> Made {
+        Made {
+            slot: Arc::clone(&storage.slot),
+            loan: Arc::clone(&storage.loan),
+            dtype: storage.dtype,
+            len: storage.len,
+            parts: storage.parts.clone(),
+        }
+    }
+
+    /// Another handle on the kept buffer (same token: the same storage to deferred work);
+    /// nobody writes these in place.
+    fn storage(&self, device: &GpuDevice) -> GpuStorage {
+        GpuStorage {
+            slot: Arc::clone(&self.slot),
+            loan: Arc::clone(&self.loan),
+            dtype: self.dtype,
+            len: self.len,
+            device: device.clone(),
+            parts: self.parts.clone(),
+        }
+    }
+}
+
+/// Every device's rearranged weights.
+static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// The `rearrangement` of the view `layout` of `source`: kept from an earlier call, or made
+/// by `make` now (and kept).
+pub(crate) fn get_or_make(
+    (source, layout): (&GpuStorage, &Layout),
+    rearrangement: Rearrangement,
+    make: impl FnOnce() -> Result<GpuStorage>,
+) -> Result<GpuStorage> {
+    let token = *source.loan;
+    let epoch = mutation_epoch();
+    {
+        let mut entries = ENTRIES.lock().unwrap_or_else(|p| p.into_inner());
+        // Dead and stale entries go (a dropped buffer only goes back to the pool).
+        entries.retain(|entry| entry.epoch == epoch && entry.source.strong_count() > 0);
+        if let Some(entry) = entries.iter().find(|entry| {
+            entry.token == token && entry.rearrangement == rearrangement && entry.layout == *layout
+        }) {
+            return Ok(entry.made.storage(&source.device));
+        }
+    }
+    let made = make()?;
+    let mut entries = ENTRIES.lock().unwrap_or_else(|p| p.into_inner());
+    // A write in place while it was made: do not keep it.
+    if mutation_epoch() == epoch {
+        if entries.len() >= CAPACITY {
+            entries.remove(0);
+        }
+        entries.push(Entry {
+            source: Arc::downgrade(&source.loan),
+            token,
+            device: source.device.ordinal(),
+            layout: layout.clone(),
+            rearrangement,
+            epoch,
+            made: Made::keep(&made),
+        });
+    }
+    Ok(made)
+}
+
+/// Drop the entries of device `ordinal` (`empty_cache`).
+pub(crate) fn clear(ordinal: usize) {
+    ENTRIES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|entry| entry.device != ordinal);
+}
+
+/// Whether an entry made from the storage with token `token` is kept.
+#[cfg(test)]
+fn holds(token: u64) -> bool {
+    let entries = ENTRIES.lock().unwrap_or_else(|p| p.into_inner());
+    entries.iter().any(|entry| entry.token == token)
+}
+#[cfg(test)]
+mod tests {
+    use super::super::conv_gemm::testing::{upload, values};
+    use super::super::conv_nhwc::{channels_last_copy, weight_copy};
+    use crate::backend::tests::support::gpu_device;
+    use crate::dtype::DType;
+    use crate::layout::Layout;
+    use crate::mutation::{mutation_epoch, note_mutation};
+    use std::sync::Arc;
+
+    /// A rearranged weight is kept while its source lives and nothing is written in place,
+    /// made again after a write, and dropped with its source; it equals the plain copy.
+    /// Other tests share the device and the epoch, so a hit is asserted only between two
+    /// calls the epoch did not change across.
+    #[test]
+    fn rearranged_weights_are_kept_until_written_or_dropped() {
+        let Some(device) = gpu_device() else { return };
+        let layout = Layout::contiguous(&[6, 5, 3, 3]);
+        let weight = upload(&device, &values(6 * 5 * 9, 1, DType::F32), DType::F32);
+        let plain = channels_last_copy(&weight, &layout, &[2, 3, 1, 0], 2, 8).unwrap();
+        let mut hits = 0;
+        for _ in 0..20 {
+            let before = mutation_epoch();
+            let first = weight_copy(&weight, &layout, [2, 3, 1, 0], 8).unwrap();
+            let second = weight_copy(&weight, &layout, [2, 3, 1, 0], 8).unwrap();
+            if mutation_epoch() == before {
+                assert!(Arc::ptr_eq(&first.slot, &second.slot), "not kept");
+                hits += 1;
+                break;
+            }
+        }
+        assert_eq!(hits, 1, "the epoch changed under every attempt");
+        let kept = weight_copy(&weight, &layout, [2, 3, 1, 0], 8).unwrap();
+        assert_eq!(kept.to_cpu().unwrap(), plain.to_cpu().unwrap());
+        // Another rearrangement of the same weight is its own entry.
+        let flipped = weight_copy(&weight, &layout, [2, 3, 0, 1], 8).unwrap();
+        assert!(!Arc::ptr_eq(&kept.slot, &flipped.slot));
+        // A write in place anywhere: made again.
+        note_mutation();
+        let after_write = weight_copy(&weight, &layout, [2, 3, 1, 0], 8).unwrap();
+        assert!(!Arc::ptr_eq(&kept.slot, &after_write.slot));
+        assert_eq!(after_write.to_cpu().unwrap(), plain.to_cpu().unwrap());
+        // The source dropped: its entries go at the next lookup.
+        let token = *weight.loan;
+        drop(weight);
+        let other = upload(&device, &values(4, 2, DType::F32), DType::F32);
+        weight_copy(&other, &Layout::contiguous(&[1, 1, 2, 2]), [2, 3, 1, 0], 1).unwrap();
+        assert!(!super::holds(token));
+        // `empty_cache` drops them all.
+        super::clear(device.ordinal());
+        assert!(!super::holds(*other.loan));
+    }
+}
