@@ -191,7 +191,7 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
     let kernels = recorded.kernel_averages();
     if !kernels.0.is_empty() && args.kernels > 0 {
         println!("kernels by device time (GPU timestamps, each kernel on its own):");
-        println!("{}", kernels.table(args.kernels, 110));
+        println!("{}", kernels.table(args.kernels, 90));
     }
     let timestamped = recorded.events.iter().filter(|e| e.gpu_timestamps).count();
     println!(

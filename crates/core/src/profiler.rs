@@ -258,11 +258,13 @@ pub struct ShapeAverages(pub Vec<ShapeSummary>);
 #[derive(Debug, Clone, Serialize)]
 pub struct KeyAverages(pub Vec<OpSummary>);
 
-/// Totals of one kernel (by name) under one op.
+/// Totals of one kernel (by name) under one op at one set of input shapes.
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelSummary {
     /// The op that dispatched it.
     pub op: String,
+    /// The op's input shapes.
+    pub input_shapes: Vec<Vec<usize>>,
     /// The kernel (`KernelTime::name`).
     pub kernel: String,
     pub calls: usize,
@@ -341,16 +343,18 @@ impl Profile {
         ShapeAverages(rows)
     }
 
-    /// Totals per op and kernel (from GPU timestamps): which kernels an op's time goes to —
-    /// a convolution's layout copies against its GEMM, say.
+    /// Totals per op, input shapes and kernel (from GPU timestamps): which kernels an op's
+    /// time goes to — a convolution's layout copies against its GEMM, say.
     pub fn kernel_averages(&self) -> KernelAverages {
-        let mut by_kernel: BTreeMap<(&str, &str), KernelSummary> = BTreeMap::new();
+        type Key<'a> = (&'a str, &'a [Vec<usize>], &'a str);
+        let mut by_kernel: BTreeMap<Key<'_>, KernelSummary> = BTreeMap::new();
         for event in &self.events {
             for kernel in &event.kernels {
                 let entry = by_kernel
-                    .entry((&event.name, &kernel.name))
+                    .entry((&event.name, &event.input_shapes, &kernel.name))
                     .or_insert_with(|| KernelSummary {
                         op: event.name.clone(),
+                        input_shapes: event.input_shapes.clone(),
                         kernel: kernel.name.clone(),
                         calls: 0,
                         device_us: 0.0,
@@ -491,20 +495,27 @@ impl ShapeAverages {
 }
 
 impl KernelAverages {
-    /// A table of the first `limit` rows: op, kernel (its name cut to `width` characters),
-    /// calls, device time per call and in all.
+    /// A table of the first `limit` rows: op, its first two input shapes, kernel (its name
+    /// cut to `width` characters), calls, device time per call and in all.
     pub fn table(&self, limit: usize, width: usize) -> String {
         let mut out = format!(
-            "{:<20} {:<width$} {:>6} {:>12} {:>13}\n",
-            "op", "kernel", "calls", "device avg", "device total"
+            "{:<20} {:<34} {:<width$} {:>6} {:>12} {:>13}\n",
+            "op", "input shapes", "kernel", "calls", "device avg", "device total"
         );
-        out.push_str(&"-".repeat(55 + width));
+        out.push_str(&"-".repeat(90 + width));
         out.push('\n');
         for r in self.0.iter().take(limit) {
             let kernel: String = r.kernel.chars().take(width).collect();
+            let shapes: Vec<String> = r
+                .input_shapes
+                .iter()
+                .take(2)
+                .map(|shape| format!("{shape:?}"))
+                .collect();
             out.push_str(&format!(
-                "{:<20} {:<width$} {:>6} {:>9.1} us {:>10.1} us\n",
+                "{:<20} {:<34} {:<width$} {:>6} {:>9.1} us {:>10.1} us\n",
                 r.op,
+                shapes.join(" "),
                 kernel,
                 r.calls,
                 r.device_us / r.calls.max(1) as f64,
