@@ -53,6 +53,7 @@ mod weight;
 
 pub(crate) use input_gradient::patch_applies as patch_input_gradient_applies;
 pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
+pub(crate) use space_to_depth::input_source as space_to_depth_source;
 pub(crate) use weight::ConvNhwcWeightKey;
 
 #[cfg(test)]

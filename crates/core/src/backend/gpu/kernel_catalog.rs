@@ -63,6 +63,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             .into_iter()
             .map(super::kernels::KernelKey::ConvPatch),
     );
+    keys.push(super::kernels::KernelKey::SpaceToDepth);
     keys.extend(
         super::conv_nhwc::ConvNhwcWeightKey::all()
             .into_iter()

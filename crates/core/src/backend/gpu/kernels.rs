@@ -18,6 +18,7 @@
 //! | `ConvCoop` | `conv_coop.rs` |
 //! | `ConvNhwc` | `conv_nhwc.rs` |
 //! | `ConvPatch` | `conv_nhwc/patch.rs` |
+//! | `SpaceToDepth` | `conv_nhwc/space_to_depth.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
 //! | `IndexAddKeys`, `IndexAddSums` | `index_add.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
@@ -132,6 +133,9 @@ pub enum KernelKey {
     /// F16 stride-1 forward convolution on cooperative matrices, each workgroup's input
     /// patch staged once (`conv_nhwc/patch.rs`).
     ConvPatch(super::conv_nhwc::ConvPatchKey),
+    /// The stem's 2 x 2 space-to-depth rearrangement of an F16 input
+    /// (`conv_nhwc/space_to_depth.rs`).
+    SpaceToDepth,
     /// F16 convolution weight gradient on cooperative matrices over channels-last copies
     /// (`conv_nhwc/weight.rs`).
     ConvNhwcWeight(super::conv_nhwc::ConvNhwcWeightKey),
@@ -277,6 +281,7 @@ impl KernelKey {
             | KernelKey::Copy { access, .. } => *access == Access::Vector,
             KernelKey::Fused { program } => program.vector,
             KernelKey::Fill
+            | KernelKey::SpaceToDepth
             | KernelKey::Random { .. }
             | KernelKey::Where { .. }
             | KernelKey::Reduce { .. }
@@ -330,6 +335,7 @@ impl KernelKey {
             | KernelKey::MaxPool2dBackward { .. }
             // No workgroup memory.
             | KernelKey::MaxPool2dVectorized { .. }
+            | KernelKey::SpaceToDepth
             | KernelKey::ConvCoop(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
@@ -377,6 +383,7 @@ impl KernelKey {
             | KernelKey::ConvNhwc(_)
             | KernelKey::ConvPatch(_)
             | KernelKey::ConvNhwcWeight(_)
+            | KernelKey::SpaceToDepth
             | KernelKey::AttentionCoop(_)
             | KernelKey::AttentionCoopBackward(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
@@ -427,6 +434,7 @@ impl KernelKey {
             KernelKey::ConvCoop(key) => return key.source(),
             KernelKey::ConvNhwc(key) => return key.source(),
             KernelKey::ConvPatch(key) => return key.source(),
+            KernelKey::SpaceToDepth => return super::conv_nhwc::space_to_depth_source(),
             KernelKey::ConvNhwcWeight(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::AttentionCoopBackward(key) => return key.source(),
