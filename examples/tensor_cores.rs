@@ -3,7 +3,8 @@
 //! their gradients run on them. The program prints what the device offers, times a 2048³
 //! matmul in f32 and f16, then one forward + backward step of a ResNet-style convolution in
 //! f32 and under autocast, counts the tensor-core convolution dispatches of that step, and
-//! checks the autocast step's weight gradient against the f32 one, and profiles that step.
+//! checks the autocast step's weight gradient against the f32 one, and profiles that step: its
+//! ops, then their kernels one by one.
 //!
 //! `ANYGRAD_COOP_MATMUL` and `ANYGRAD_COOP_CONV=off` turn the kernels off to compare.
 //!
@@ -115,5 +116,8 @@ fn main() -> Result<()> {
     // Where one autocast step's device time goes, op by op.
     let (_, recorded) = anygrad::profiler::profile(|| step(true))?;
     println!("{}", recorded.key_averages().table());
+    // Each op's kernels timed one by one (GPU timestamps): the channels-last copies against
+    // the tensor-core products.
+    println!("{}", recorded.kernel_averages().table(12, 70));
     Ok(())
 }
