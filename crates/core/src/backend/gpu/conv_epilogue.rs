@@ -93,18 +93,12 @@ pub(crate) fn declarations_packed(epilogue: Option<ConvEpilogueKey>, first_bindi
     declarations_for(epilogue, first_binding, true)
 }
 
-/// The statement that loads the residual's 8 values from `position` (8-aligned) into the
-/// variable `name`; `None` where the epilogue has no residual. A kernel loads the residuals
-/// of several stores first, so that their latencies overlap, and names each one `residual8`
-/// for [`finish_packed`] when it stores (`let residual8 = name;`).
-pub(crate) fn packed_residual(
-    epilogue: Option<ConvEpilogueKey>,
-    name: &str,
-    position: &str,
-) -> Option<String> {
+/// The statement that loads the residual's 8 values from `position` (8-aligned) into
+/// `residual8` for [`finish_packed`]; `None` where the epilogue has no residual.
+pub(crate) fn packed_residual(epilogue: Option<ConvEpilogueKey>, position: &str) -> Option<String> {
     epilogue.filter(|key| key.residual).map(|_| {
         format!(
-            "let {name} = epilogue_residual[min(({position}) / 8u, arrayLength(&epilogue_residual) - 1u)];"
+            "let residual8 = epilogue_residual[min({position} / 8u, arrayLength(&epilogue_residual) - 1u)];"
         )
     })
 }

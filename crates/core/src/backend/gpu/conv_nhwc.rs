@@ -443,22 +443,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(1, "let lane_column = lane % 16u;");
     for (t, c) in accumulators.iter().enumerate() {
         let (i, j) = (t / fragment_columns, t % fragment_columns);
-        if key.packed_store && t % RESIDUALS_AHEAD == 0 {
-            // The residuals of the next stores, loaded together (clamped: read even where the
-            // store is skipped).
-            for ahead in t..(t + RESIDUALS_AHEAD).min(accumulators.len()) {
-                let (i, j) = (ahead / fragment_columns, ahead % fragment_columns);
-                let first = format!("(row0 + sub_row + {}u + lane_row)", i * 16);
-                let position = format!(
-                    "(({first} / params.plane) * out_channels + column0 + sub_column + {}u + lane_column) * params.plane + {first} % params.plane",
-                    j * 16
-                );
-                let name = format!("residual8_{ahead}");
-                if let Some(load) = conv_epilogue::packed_residual(key.epilogue, &name, &position) {
-                    w.line(1, &load);
-                }
-            }
-        }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
         w.line(1, "{");
@@ -481,8 +465,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
                 "let position = ((first / params.plane) * out_channels + channel) * params.plane + first % params.plane;",
             );
             w.line(3, "var packed: mat2x4<f16>;");
-            if key.epilogue.is_some_and(|epilogue| epilogue.residual) {
-                w.line(3, &format!("let residual8 = residual8_{t};"));
+            if let Some(load) = conv_epilogue::packed_residual(key.epilogue, "position") {
+                w.line(3, &load);
             }
             for r in 0..8 {
                 let value = format!("scratch[scratch_at + (lane_row + {r}u) * 16u + lane_column]");
@@ -529,10 +513,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(0, "}");
     w.text
 }
-
-/// Packed stores whose residuals an invocation loads together before the first of them
-/// (their memory latencies overlap instead of adding up one store after the other).
-pub(crate) const RESIDUALS_AHEAD: usize = 4;
 
 /// The tiles that may compute a convolution with `out_channels` outputs (they must divide
 /// it), fastest-first by the heuristic: the 128 x 128 tile where 128 divides the channels,

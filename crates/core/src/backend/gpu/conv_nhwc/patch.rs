@@ -33,9 +33,7 @@ use super::super::params::check_view;
 use super::super::params::{kernel_params, word, KernelParams};
 use super::super::storage::GpuStorage;
 use super::super::wgsl::{value_header, COMMON};
-use super::{
-    channels_last_copy, space_to_depth, weight_copy, Writer, INVOCATIONS, RESIDUALS_AHEAD,
-};
+use super::{channels_last_copy, space_to_depth, weight_copy, Writer, INVOCATIONS};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -617,21 +615,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(1, "let first_x = ox0 + (lane / 16u) * 8u;");
     for (t, c) in accumulators.iter().enumerate() {
         let (r, j) = (t / fragments, t % fragments);
-        if key.packed_store && t % RESIDUALS_AHEAD == 0 {
-            // The residuals of the next stores, loaded together (clamped: read even where the
-            // store is skipped).
-            for ahead in t..(t + RESIDUALS_AHEAD).min(accumulators.len()) {
-                let (r, j) = (ahead / fragments, ahead % fragments);
-                let position = format!(
-                    "((image * out_channels + column0 + {}u + lane_column) * params.out_height + oy0 + sub_row + {r}u) * params.out_width + first_x",
-                    j * 16
-                );
-                let name = format!("residual8_{ahead}");
-                if let Some(load) = conv_epilogue::packed_residual(key.epilogue, &name, &position) {
-                    w.line(1, &load);
-                }
-            }
-        }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
         w.line(1, "{");
@@ -656,8 +639,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             );
             w.line(3, "let position = row_start + first_x;");
             w.line(3, "var packed: mat2x4<f16>;");
-            if key.epilogue.is_some_and(|epilogue| epilogue.residual) {
-                w.line(3, &format!("let residual8 = residual8_{t};"));
+            if let Some(load) = conv_epilogue::packed_residual(key.epilogue, "position") {
+                w.line(3, &load);
             }
             for x in 0..8 {
                 let value = format!("scratch[value_at + {}u]", x * 16);
