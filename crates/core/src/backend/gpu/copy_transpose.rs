@@ -46,11 +46,15 @@ kernel_params! {
     }
 }
 
-/// WGSL of `KernelKey::CopyTranspose`: a [`TILE`] x [`TILE`] tile per workgroup, 16 elements
+/// WGSL of `KernelKey::CopyTranspose` (`paired` for 2-byte types: [`paired_source`]): a
+/// [`TILE`] x [`TILE`] tile per workgroup, 16 elements
 /// per invocation, generated unrolled so that every invocation issues its 16 loads before its
 /// first store (one element per invocation, or a loop of dependent steps, measured at a
 /// quarter of the bandwidth on an H200).
-pub(crate) fn source(dtype: DType) -> String {
+pub(crate) fn source(dtype: DType, paired: bool) -> String {
+    if paired && dtype.size_in_bytes() == 2 {
+        return paired_source();
+    }
     use std::fmt::Write;
     let mut text = value_header(dtype);
     text.push_str(CopyTransposeParams::WGSL);
@@ -118,6 +122,81 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     text
 }
 
+/// WGSL of `KernelKey::CopyTranspose { paired: true }`: the F16 copy moving two halves per
+/// 4-byte access, for views whose rows, columns, strides and offsets are even. The source is
+/// read as pairs of rows (consecutive in it), the destination written as pairs of columns; the
+/// [`TILE`] x [`TILE`] tile holds the read pairs (`[column][row pair]`, rows padded by one
+/// word), and each written word takes its two halves from two tile words by bit operations,
+/// so every value is copied bit for bit. Every lane of a subgroup reads or writes 4
+/// consecutive bytes: one 128-byte line per instruction, half the instructions of the
+/// one-element kernel.
+fn paired_source() -> String {
+    use std::fmt::Write;
+    let mut text = String::from(CopyTransposeParams::WGSL);
+    let pairs = TILE / 2;
+    let padded = pairs + 1;
+    let _ = write!(
+        text,
+        "@group(0) @binding(1) var<storage, read> source: array<u32>;
+@group(0) @binding(2) var<storage, read_write> destination: array<u32>;
+// One {TILE} x {TILE} tile of halves as [column][row pair] words (rows padded to {padded}).
+var<workgroup> tile: array<u32, {size}>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {{
+    let batch = workgroup.z;
+    let row0 = workgroup.y * {TILE}u;
+    let column0 = workgroup.x * {TILE}u;
+    let lane = local % 32u;
+    let group = local / 32u;
+    // Offsets and strides are even (`copy_transpose_into` checked): halves / 2 are words.
+    let base = (params.source_offset + batch * params.batch_stride) / 2u;
+    let source_last = arrayLength(&source) - 1u;
+    // Read: lane `p` takes rows `2p, 2p + 1` of a column (one word); positions past the
+    // matrix read a clamped word that is never stored.
+",
+        size = TILE * padded,
+    );
+    for i in 0..TILE / 8 {
+        let _ = writeln!(
+            text,
+            "    let read{i} = source[min(base + ((column0 + group + {column}u) * params.column_stride + row0) / 2u + lane, source_last)];",
+            column = 8 * i
+        );
+    }
+    for i in 0..TILE / 8 {
+        let _ = writeln!(
+            text,
+            "    if (row0 + 2u * lane < params.rows && column0 + group + {column}u < params.columns) {{\n        \
+             tile[(group + {column}u) * {padded}u + lane] = read{i};\n    }}",
+            column = 8 * i
+        );
+    }
+    text.push_str(
+        "    workgroupBarrier();
+    // Write: lane `q` takes columns `2q, 2q + 1` of a row (one word), its halves from the
+    // words of those columns that hold the row.
+    let destination_last = arrayLength(&destination) - 1u;
+    let matrix = params.destination_offset + batch * params.rows * params.columns;
+",
+    );
+    for i in 0..TILE / 8 {
+        let _ = writeln!(
+            text,
+            "    {{\n        let row = group + {row}u;\n        \
+             if (row0 + row < params.rows && column0 + 2u * lane < params.columns) {{\n            \
+             let shift = (row % 2u) * 16u;\n            \
+             let low = (tile[(2u * lane) * {padded}u + row / 2u] >> shift) & 0xffffu;\n            \
+             let high = (tile[(2u * lane + 1u) * {padded}u + row / 2u] >> shift) & 0xffffu;\n            \
+             destination[min((matrix + (row0 + row) * params.columns + column0) / 2u + lane, destination_last)] = low | (high << 16u);\n        \
+             }}\n    }}",
+            row = 8 * i
+        );
+    }
+    text.push_str("}\n");
+    text
+}
+
 /// Whether the tile of `dtype` fits the device's workgroup memory (16.6 KB for 4-byte types:
 /// a device at WebGPU's 16 KiB minimum takes the generic strided copy instead).
 pub(crate) fn fits(dtype: DType, device: &super::GpuDevice) -> bool {
@@ -133,7 +212,16 @@ fn tile_bytes(dtype: DType) -> usize {
 /// The catalogue entries (`kernel_catalog.rs`).
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16 | DType::I32 | DType::U32) {
-        keys.push(KernelKey::CopyTranspose { dtype });
+        keys.push(KernelKey::CopyTranspose {
+            dtype,
+            paired: false,
+        });
+    }
+    if dtype == DType::F16 {
+        keys.push(KernelKey::CopyTranspose {
+            dtype,
+            paired: true,
+        });
     }
 }
 
@@ -175,6 +263,12 @@ pub(crate) fn transposed_view(
     ))
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Paired copies dispatched by this thread (tests check which kernel ran).
+    static PAIRED_COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl GpuStorage {
     /// Copy the view `layout` of `self` into the dense view `destination_layout` of
     /// `destination` by transposed tiles (the caller checked [`transposed_view`], which gave
@@ -201,8 +295,25 @@ impl GpuStorage {
             word(rows.div_ceil(TILE))?,
             word(batch)?,
         );
+        // F16 two halves at a time where every word boundary falls between elements.
+        let paired = self.dtype == DType::F16
+            && [
+                rows,
+                columns,
+                column_stride,
+                batch_stride,
+                layout.offset,
+                destination_layout.offset,
+            ]
+            .iter()
+            .all(|number| number.is_multiple_of(2));
+        #[cfg(test)]
+        PAIRED_COPIES.with(|copies| copies.set(copies.get() + usize::from(paired)));
         self.device.context().dispatch(
-            &KernelKey::CopyTranspose { dtype: self.dtype },
+            &KernelKey::CopyTranspose {
+                dtype: self.dtype,
+                paired,
+            },
             params.words(),
             &[self.raw()?, destination.raw()?],
             grid,
@@ -284,6 +395,77 @@ mod tests {
             let gpu = GpuStorage::from_cpu(&device, &cpu).unwrap();
             let actual = gpu.copy_strided(&view).unwrap().to_cpu().unwrap();
             assert_eq!(actual, expected, "{view:?}");
+        }
+    }
+
+    /// F16 copies, two halves at a time where rows, columns, strides and offsets are even and
+    /// one at a time otherwise, equal the CPU's bit for bit (NaN payloads, infinities and
+    /// signed zeros included).
+    #[test]
+    fn f16_copies_match_cpu_bit_for_bit() {
+        let Some(device) = crate::backend::tests::support::f16_gpu_device() else {
+            return;
+        };
+        // (view, whether it pairs).
+        let views = [
+            // Paired: NCHW to NHWC with partial tiles (rows h * w = 90); a batch at an even
+            // offset.
+            (
+                Layout::contiguous(&[2, 130, 9, 10]).permute(&[0, 2, 3, 1]),
+                true,
+            ),
+            (
+                Layout {
+                    shape: vec![2, 46, 38],
+                    strides: vec![2000, 1, 50],
+                    offset: 4,
+                },
+                true,
+            ),
+            // One at a time: odd rows (h * w = 35); an odd offset.
+            (
+                Layout::contiguous(&[3, 40, 5, 7]).permute(&[0, 2, 3, 1]),
+                false,
+            ),
+            (
+                Layout {
+                    shape: vec![2, 46, 38],
+                    strides: vec![2000, 1, 50],
+                    offset: 3,
+                },
+                false,
+            ),
+        ];
+        let specials = [0x7e01u16, 0xfc00, 0x7c00, 0x8000, 0x0001, 0x3c00];
+        for (view, pairs) in views {
+            let len = view.offset
+                + view
+                    .shape
+                    .iter()
+                    .zip(&view.strides)
+                    .map(|(size, stride)| (size - 1) * stride)
+                    .sum::<usize>()
+                + 1;
+            let values: Vec<half::f16> = (0..len)
+                .map(|i| match i % 7 {
+                    6 => half::f16::from_bits(specials[(i / 7) % specials.len()]),
+                    _ => half::f16::from_f32(i as f32 * 0.25 - 9.0),
+                })
+                .collect();
+            let cpu = CpuStorage::F16(values);
+            let CpuStorage::F16(expected) = cpu.copy_strided(&view).unwrap() else {
+                panic!("dtype changed")
+            };
+            let gpu = GpuStorage::from_cpu(&device, &cpu).unwrap();
+            let before = super::PAIRED_COPIES.with(|copies| copies.get());
+            let CpuStorage::F16(actual) = gpu.copy_strided(&view).unwrap().to_cpu().unwrap() else {
+                panic!("dtype changed")
+            };
+            let paired = super::PAIRED_COPIES.with(|copies| copies.get()) > before;
+            assert_eq!(paired, pairs, "{view:?}");
+            let bits =
+                |values: &[half::f16]| values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&actual), bits(&expected), "{view:?}");
         }
     }
 }

@@ -192,8 +192,9 @@ pub enum KernelKey {
     Unscale { dtype: DType },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
     CopyRows { dtype: DType },
-    /// The dense copy of a batch of transposed matrices through tiles (`copy_transpose.rs`).
-    CopyTranspose { dtype: DType },
+    /// The dense copy of a batch of transposed matrices through tiles (`copy_transpose.rs`);
+    /// `paired`: F16 moved two halves per 4-byte access.
+    CopyTranspose { dtype: DType, paired: bool },
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
     /// (`rows.rs`).
     Rows(super::rows::RowKey),
@@ -407,7 +408,7 @@ impl KernelKey {
             | KernelKey::MaxPool2d { dtype, .. }
             | KernelKey::MaxPool2dVectorized { dtype, .. }
             | KernelKey::CopyRows { dtype }
-            | KernelKey::CopyTranspose { dtype }
+            | KernelKey::CopyTranspose { dtype, .. }
             | KernelKey::BatchNormInputGrad { dtype, .. }
             | KernelKey::SgdStep { dtype, .. }
             | KernelKey::Unscale { dtype }
@@ -441,7 +442,9 @@ impl KernelKey {
             KernelKey::Fill => super::fill::source(),
             KernelKey::Rows(key) => key.source(),
             KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
-            KernelKey::CopyTranspose { dtype } => super::copy_transpose::source(*dtype),
+            KernelKey::CopyTranspose { dtype, paired } => {
+                super::copy_transpose::source(*dtype, *paired)
+            }
             KernelKey::BatchNormInputGrad { dtype, vector } => {
                 super::batch_norm_input::source(*dtype, *vector)
             }
