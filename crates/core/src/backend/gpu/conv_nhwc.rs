@@ -5,8 +5,9 @@
 //! `conv_coop.rs` (off by default for that reason).
 //!
 //! - The host copies the input `[n, c, h, w]` (any strides) to a dense `[n, h, w, c]` and the
-//!   weight `[o, c, kh, kw]` to a dense `[kh, kw, c, o]` (= `[K, o]`, B of the GEMM): two
-//!   memory passes, the input's about 4% of the arithmetic time of a ResNet layer.
+//!   weight `[o, c, kh, kw]` to a dense `[kh, kw, c, o]` (= `[K, o]`, B of the GEMM;
+//!   `conv_nhwc/copies.rs`, the weight's copy kept between calls): the input's pass is about
+//!   4% of the arithmetic time of a ResNet layer.
 //! - GEMM: M = n * oh * ow (pixels), N = o, K = kh * kw * c with c a multiple of 8 (fewer
 //!   channels — an image's 3 in a network's stem — are padded to 8 with zeros in both
 //!   copies), so each 16-byte load is 8 channels of one tap: a loader finds its tap from its
@@ -33,24 +34,24 @@ use std::fmt::Write;
 
 use super::conv_coop::dispatch_counted;
 use super::conv_epilogue::{self, BoundEpilogue, ConvEpilogueKey};
-use super::copy_transpose::transposed_view;
 use super::kernels::KernelKey;
 use super::matmul_coop::{block_product, store_register, Coop};
 use super::ops::same_device;
 use super::params::{check_view, kernel_params, word, KernelParams};
 use super::storage::GpuStorage;
-use super::weight_cache::{self, Rearrangement};
 use super::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
 use crate::layout::Layout;
 
+mod copies;
 mod input_gradient;
 mod patch;
 mod space_to_depth;
 mod weight;
 
+pub(crate) use copies::{channels_last_copy, padded_channels, weight_copy};
 pub(crate) use input_gradient::patch_applies as patch_input_gradient_applies;
 pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
 pub(crate) use space_to_depth::input_source as space_to_depth_source;
@@ -579,69 +580,6 @@ pub(crate) fn pointwise_view(
         ..*params
     };
     Some((pixels, unit))
-}
-
-/// [`channels_last_copy`] of a convolution weight `[o, c, kh, kw]` (`order` brings the
-/// channel dim to 2), kept for the next call while the weight is unchanged
-/// (`weight_cache.rs`).
-pub(crate) fn weight_copy(
-    weight: &GpuStorage,
-    layout: &Layout,
-    order: [usize; 4],
-    padded: usize,
-) -> Result<GpuStorage> {
-    let rearrangement = Rearrangement::ChannelsLast {
-        order,
-        channel_dim: 2,
-        padded,
-    };
-    weight_cache::get_or_make((weight, layout), rearrangement, || {
-        channels_last_copy(weight, layout, &order, 2, padded)
-    })
-}
-
-/// Input channels of the channels-last copies: `channels`, or 8 for fewer (an image's 3
-/// channels padded with zeros, so that 16 bytes still hold one pixel's channels).
-pub(crate) fn padded_channels(channels: usize) -> usize {
-    channels.next_multiple_of(8)
-}
-
-/// A dense channels-last copy of the view `layout` of `storage` (`order` permutes it so
-/// that the channels come where they go) with `channels` padded to `padded` by zeros in the
-/// dim `channel_dim` of the permuted view.
-pub(crate) fn channels_last_copy(
-    storage: &GpuStorage,
-    layout: &Layout,
-    order: &[usize],
-    channel_dim: usize,
-    padded: usize,
-) -> Result<GpuStorage> {
-    let view = layout.permute(order);
-    if view.shape[channel_dim] == padded {
-        // The pixels a strided 1x1 convolution reads (rows and columns that do not merge)
-        // defeat the tiled transposing copy (`copy_transpose.rs`): the generic copy would read
-        // them one 32-byte sector an element. A dense copy in their own order first lets the
-        // tiled copy transpose that.
-        let dense = Layout::contiguous(&layout.shape);
-        let tiled = |source: &Layout| {
-            transposed_view(storage.dtype, source, &Layout::contiguous(&view.shape)).is_some()
-        };
-        if !layout.is_contiguous() && !tiled(&view) && tiled(&dense.permute(order)) {
-            let compact = storage.copy_strided(layout)?;
-            return compact.copy_strided(&dense.permute(order));
-        }
-        return storage.copy_strided(&view);
-    }
-    let mut shape = view.shape.clone();
-    shape[channel_dim] = padded;
-    let mut target = GpuStorage::full(&storage.device, shape.iter().product(), storage.dtype, 0.0)?;
-    let target_view = Layout {
-        shape: view.shape.clone(),
-        strides: Layout::contiguous(&shape).strides,
-        offset: 0,
-    };
-    storage.copy_into(&view, &mut target, &target_view)?;
-    Ok(target)
 }
 
 impl GpuStorage {
