@@ -17,4 +17,5 @@ pub use crate::backend::gpu::{
     adapter_infos, all_kernel_sources, device_count, elementwise_fusion_enabled, empty_cache,
     fusion_stats, memory_stats, reset_peak_memory, set_elementwise_fusion, set_execution_mode,
     AdapterInfo, AutotuneMode, CoopVariant, ExecutionMode, FusionStats, GpuDevice, MemoryStats,
+    OpTiming,
 };
