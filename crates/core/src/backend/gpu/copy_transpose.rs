@@ -60,26 +60,18 @@ pub(crate) fn source(dtype: DType, paired: bool) -> String {
     text.push_str(CopyTransposeParams::WGSL);
     text.push_str(COMMON);
     let padded = TILE + 1;
+    text.push_str(&kernel_start(
+        "S",
+        TILE * padded,
+        &format!("[column][row] as read (rows padded to {padded} against bank conflicts)"),
+    ));
     let _ = write!(
         text,
-        "@group(0) @binding(1) var<storage, read> source: array<S>;
-@group(0) @binding(2) var<storage, read_write> destination: array<S>;
-// One {TILE} x {TILE} tile, [column][row] as read (rows padded to {padded} against bank conflicts).
-var<workgroup> tile: array<S, {size}>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {{
-    let batch = workgroup.z;
-    let row0 = workgroup.y * {TILE}u;
-    let column0 = workgroup.x * {TILE}u;
-    let lane = local % 32u;
-    let group = local / 32u;
-    let base = params.source_offset + batch * params.batch_stride;
+        "    let base = params.source_offset + batch * params.batch_stride;
     let source_last = arrayLength(&source) - 1u;
     // Read: lanes along the rows (stride 1 in the source); positions past the matrix read a
     // clamped element that is never stored.
-",
-        size = TILE * padded,
+"
     );
     let reads: Vec<(usize, usize)> = (0..TILE / 8)
         .flat_map(|i| (0..TILE / 32).map(move |h| (i, h)))
@@ -122,6 +114,27 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     text
 }
 
+/// The start both kernels share: the bindings as arrays of `element`, the workgroup tile of
+/// `tile_size` elements (`tile` says how it is laid out), and the tile's coordinates, lane and
+/// group of `main`.
+fn kernel_start(element: &str, tile_size: usize, tile: &str) -> String {
+    format!(
+        "@group(0) @binding(1) var<storage, read> source: array<{element}>;
+@group(0) @binding(2) var<storage, read_write> destination: array<{element}>;
+// One {TILE} x {TILE} tile, {tile}.
+var<workgroup> tile: array<{element}, {tile_size}>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {{
+    let batch = workgroup.z;
+    let row0 = workgroup.y * {TILE}u;
+    let column0 = workgroup.x * {TILE}u;
+    let lane = local % 32u;
+    let group = local / 32u;
+"
+    )
+}
+
 /// WGSL of `KernelKey::CopyTranspose { paired: true }`: the F16 copy moving two halves per
 /// 4-byte access, for views whose rows, columns, strides and offsets are even. The source is
 /// read as pairs of rows (consecutive in it), the destination written as pairs of columns; the
@@ -135,27 +148,19 @@ fn paired_source() -> String {
     let mut text = String::from(CopyTransposeParams::WGSL);
     let pairs = TILE / 2;
     let padded = pairs + 1;
+    text.push_str(&kernel_start(
+        "u32",
+        TILE * padded,
+        &format!("of halves as [column][row pair] words (rows padded to {padded})"),
+    ));
     let _ = write!(
         text,
-        "@group(0) @binding(1) var<storage, read> source: array<u32>;
-@group(0) @binding(2) var<storage, read_write> destination: array<u32>;
-// One {TILE} x {TILE} tile of halves as [column][row pair] words (rows padded to {padded}).
-var<workgroup> tile: array<u32, {size}>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {{
-    let batch = workgroup.z;
-    let row0 = workgroup.y * {TILE}u;
-    let column0 = workgroup.x * {TILE}u;
-    let lane = local % 32u;
-    let group = local / 32u;
-    // Offsets and strides are even (`copy_transpose_into` checked): halves / 2 are words.
+        "    // Offsets and strides are even (`copy_transpose_into` checked): halves / 2 are words.
     let base = (params.source_offset + batch * params.batch_stride) / 2u;
     let source_last = arrayLength(&source) - 1u;
     // Read: lane `p` takes rows `2p, 2p + 1` of a column (one word); positions past the
     // matrix read a clamped word that is never stored.
-",
-        size = TILE * padded,
+"
     );
     for i in 0..TILE / 8 {
         let _ = writeln!(
