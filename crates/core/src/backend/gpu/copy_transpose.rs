@@ -385,14 +385,7 @@ mod tests {
             },
         ];
         for view in views {
-            let len = view.offset
-                + view
-                    .shape
-                    .iter()
-                    .zip(&view.strides)
-                    .map(|(size, stride)| (size - 1) * stride)
-                    .sum::<usize>()
-                + 1;
+            let len = view.extent();
             assert!(transposed_view(DType::F32, &view, &Layout::contiguous(&view.shape)).is_some());
             let values: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 7.0).collect();
             let cpu = CpuStorage::F32(values.clone());
@@ -443,14 +436,7 @@ mod tests {
         ];
         let specials = [0x7e01u16, 0xfc00, 0x7c00, 0x8000, 0x0001, 0x3c00];
         for (view, pairs) in views {
-            let len = view.offset
-                + view
-                    .shape
-                    .iter()
-                    .zip(&view.strides)
-                    .map(|(size, stride)| (size - 1) * stride)
-                    .sum::<usize>()
-                + 1;
+            let len = view.extent();
             let values: Vec<half::f16> = (0..len)
                 .map(|i| match i % 7 {
                     6 => half::f16::from_bits(specials[(i / 7) % specials.len()]),
