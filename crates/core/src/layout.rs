@@ -48,6 +48,31 @@ impl Layout {
         true
     }
 
+    /// The flat view `[numel]` of the storage run this view fills, where its elements fill
+    /// `offset .. offset + numel` without gaps in some order of its dims (a row-major view, or
+    /// a permuted one such as a channels-last activation); `None` otherwise. Elementwise ops
+    /// that keep a view's strides compute such a view as one flat run.
+    pub fn dense_run(&self) -> Option<Layout> {
+        let flat = Layout {
+            shape: vec![self.numel()],
+            strides: vec![1],
+            offset: self.offset,
+        };
+        if self.numel() == 0 {
+            return Some(flat);
+        }
+        let mut dims: Vec<usize> = (0..self.rank()).filter(|&d| self.shape[d] != 1).collect();
+        dims.sort_by_key(|&d| std::cmp::Reverse(self.strides[d]));
+        let mut expected = 1;
+        for &d in dims.iter().rev() {
+            if self.strides[d] != expected {
+                return None;
+            }
+            expected *= self.shape[d];
+        }
+        Some(flat)
+    }
+
     /// The view with dims reordered by `perm`.
     pub fn permute(&self, perm: &[usize]) -> Layout {
         Layout {
@@ -188,6 +213,45 @@ impl Layout {
                 .map(|(&size, &stride)| (size - 1) * stride)
                 .sum::<usize>()
             + 1
+    }
+}
+
+/// How a 4-D `[n, c, h, w]` tensor lies in memory: PyTorch's `torch.contiguous_format` and
+/// `torch.channels_last`. The logical shape is `[n, c, h, w]` either way; only the strides
+/// differ. The GPU's tensor-core convolutions write channels-last results (a pixel's channels
+/// adjacent, as their next convolution reads them) and pooling keeps its input's format, so a
+/// network's activations stay channels-last between layers without copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryFormat {
+    /// Row-major `[n, c, h, w]`.
+    Contiguous,
+    /// `[n, h, w, c]` in memory: strides `[h * w * c, 1, w * c, c]`.
+    ChannelsLast,
+}
+
+impl MemoryFormat {
+    /// The dense layout of `shape` from offset 0 in this format (row-major for ranks other
+    /// than 4).
+    pub fn layout(self, shape: &[usize]) -> Layout {
+        match (self, shape) {
+            (MemoryFormat::ChannelsLast, &[n, c, h, w]) => {
+                Layout::contiguous(&[n, h, w, c]).permute(&[0, 3, 1, 2])
+            }
+            (MemoryFormat::ChannelsLast | MemoryFormat::Contiguous, _) => Layout::contiguous(shape),
+        }
+    }
+
+    /// Whether `layout` is dense from offset 0 in this format (a tensor of 1x1 pixels or one
+    /// channel is in both).
+    pub fn holds(self, layout: &Layout) -> bool {
+        if layout.offset != 0 {
+            return false;
+        }
+        match (self, layout.rank()) {
+            (MemoryFormat::ChannelsLast, 4) => layout.permute(&[0, 2, 3, 1]).is_contiguous(),
+            (MemoryFormat::ChannelsLast, _) => false,
+            (MemoryFormat::Contiguous, _) => layout.is_contiguous(),
+        }
     }
 }
 
@@ -351,6 +415,47 @@ mod tests {
                 "{layout:?} as {shape:?}"
             );
         }
+    }
+
+    #[test]
+    fn dense_runs_are_permuted_row_major_views() {
+        let channels_last = MemoryFormat::ChannelsLast.layout(&[2, 3, 4, 5]);
+        assert_eq!(channels_last.dense_run(), Some(Layout::contiguous(&[120])));
+        let transposed = Layout::contiguous(&[3, 4]).permute(&[1, 0]);
+        assert!(transposed.dense_run().is_some());
+        // Every other column: gaps.
+        let strided = Layout {
+            shape: vec![3, 2],
+            strides: vec![4, 2],
+            offset: 1,
+        };
+        assert_eq!(strided.dense_run(), None);
+        // Broadcast: overlaps.
+        let broadcast = Layout::contiguous(&[1, 4]).broadcast_to(&[3, 4]).unwrap();
+        assert_eq!(broadcast.dense_run(), None);
+        let narrowed = Layout::contiguous(&[4, 3]).narrow(0, 1, 2);
+        assert_eq!(narrowed.dense_run().map(|flat| flat.offset), Some(3));
+    }
+
+    #[test]
+    fn channels_last_layouts_walk_channels_fastest() {
+        let layout = MemoryFormat::ChannelsLast.layout(&[2, 3, 4, 5]);
+        assert_eq!(layout.shape, vec![2, 3, 4, 5]);
+        assert_eq!(layout.strides, vec![60, 1, 15, 3]);
+        assert!(MemoryFormat::ChannelsLast.holds(&layout));
+        assert!(!MemoryFormat::Contiguous.holds(&layout));
+        let rows = MemoryFormat::Contiguous.layout(&[2, 3, 4, 5]);
+        assert!(!MemoryFormat::ChannelsLast.holds(&rows));
+        // One pixel per image: both formats hold the same dense buffer.
+        let pooled = MemoryFormat::ChannelsLast.layout(&[2, 3, 1, 1]);
+        assert!(MemoryFormat::Contiguous.holds(&pooled));
+        // A view that starts later is dense in neither.
+        let later = layout.narrow(0, 1, 1);
+        assert!(!MemoryFormat::ChannelsLast.holds(&later));
+        assert_eq!(
+            MemoryFormat::ChannelsLast.layout(&[6]),
+            Layout::contiguous(&[6])
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub use device::{
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats};
-pub use layout::Layout;
+pub use layout::{Layout, MemoryFormat};
 pub use op::EpilogueActivation;
 pub use random::manual_seed;
 pub use tensor::mutation_epoch;

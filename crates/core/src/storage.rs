@@ -12,7 +12,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{AttentionShape, Conv2dParams, Window};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, EpilogueActivation, ReduceOp, UnaryOp};
 use crate::profiler;
 use crate::random::Distribution;
@@ -400,8 +400,23 @@ impl Storage {
         run!(call, |x, w| conv2d(x, layout, w, weight_layout, params))
     }
 
+    /// The memory format `conv2d_epilogue` writes fastest on this backend for these operands
+    /// (`BackendStorage::conv2d_epilogue_format`).
+    pub fn conv2d_epilogue_format(
+        &self,
+        layout: &Layout,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> MemoryFormat {
+        match self {
+            Storage::Cpu(s) => s.conv2d_epilogue_format(layout, weight_layout, params),
+            Storage::Gpu(s) => s.conv2d_epilogue_format(layout, weight_layout, params),
+        }
+    }
+
     /// conv2d and its epilogue in one primitive (`BackendStorage::conv2d_epilogue`): `scale`
-    /// and `shift` F32 `[o]`, the optional `residual` of the output's shape.
+    /// and `shift` F32 `[o]`, the optional `residual` of the output's shape; the output dense
+    /// in `format`.
     #[allow(clippy::too_many_arguments)]
     pub fn conv2d_epilogue(
         &self,
@@ -413,6 +428,7 @@ impl Storage {
         shift: (&Storage, &Layout),
         residual: Option<(&Storage, &Layout)>,
         activation: EpilogueActivation,
+        format: MemoryFormat,
     ) -> Result<Storage> {
         const OP: &str = "conv2d_epilogue";
         let (scale_layout, shift_layout) = (scale.1, shift.1);
@@ -431,7 +447,8 @@ impl Storage {
                         shift: (t, shift_layout),
                         residual: None,
                         activation,
-                    }
+                    },
+                    format
                 ))
             }
             Some((residual, residual_layout)) => {
@@ -454,7 +471,8 @@ impl Storage {
                         shift: (t, shift_layout),
                         residual: Some((r, residual_layout)),
                         activation,
-                    }
+                    },
+                    format
                 ))
             }
         }
@@ -504,10 +522,15 @@ impl Storage {
         ))
     }
 
-    /// 2-D max pooling of `[n, c, h, w]` (`BackendStorage::max_pool2d`).
-    pub(crate) fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Storage> {
+    /// 2-D max pooling of `[n, c, h, w]` into `format` (`BackendStorage::max_pool2d`).
+    pub(crate) fn max_pool2d(
+        &self,
+        layout: &Layout,
+        window: &Window,
+        format: MemoryFormat,
+    ) -> Result<Storage> {
         run!(Call::new("max_pool2d", [(self, layout)]), |x| max_pool2d(
-            x, layout, window
+            x, layout, window, format
         ))
     }
 

@@ -8,7 +8,8 @@ use std::sync::Mutex;
 
 use anygrad_core::profiler::profile;
 use anygrad_core::{
-    autocast, no_grad, Conv2dParams, ConvEpilogue, DType, Device, EpilogueActivation, Error, Tensor,
+    autocast, no_grad, Conv2dParams, ConvEpilogue, DType, Device, EpilogueActivation, Error,
+    MemoryFormat, Tensor,
 };
 use anygrad_testing::{assert_close, random_tensor, values};
 
@@ -303,7 +304,107 @@ fn empty_batch(device: &Device) {
     }
 }
 
+/// A ResNet-like chain of 64 channels (where tensor cores run it, the convolutions write
+/// channels-last results and read them without copies): convolution + ReLU, convolution +
+/// residual + ReLU, 3x3 max pooling of stride 2, a strided 1x1 convolution, the mean over the
+/// pixels; from a row-major and from a channels-last input. Every step equals the CPU's, and
+/// pooling keeps its input's memory format.
+fn channels_last_chain_matches_the_cpu(device: &Device) {
+    let _serial = serial();
+    let mut dtypes = vec![DType::F32];
+    match device {
+        Device::Gpu(gpu) if !gpu.supports_f16() => println!("SKIP f16: no SHADER_F16"),
+        _ => dtypes.push(DType::F16),
+    }
+    let chain = |x: &Tensor, on: &Device, dtype: DType| -> Vec<Tensor> {
+        let cast = |t: Tensor| t.to_dtype(dtype).unwrap();
+        let weight = |shape: &[usize], seed: u64| {
+            let fan_in = (shape[1] * shape[2] * shape[3]) as f64;
+            cast(
+                random(shape, seed, on)
+                    .mul_scalar(fan_in.powf(-0.5))
+                    .unwrap(),
+            )
+        };
+        let (scale, shift) = (random(&[64], 3, on).abs().unwrap(), random(&[64], 4, on));
+        let (scale_wide, shift_wide) =
+            (random(&[128], 5, on).abs().unwrap(), random(&[128], 6, on));
+        let epilogue = |residual, activation| ConvEpilogue {
+            scale: &scale,
+            shift: &shift,
+            residual,
+            activation,
+        };
+        let same = Conv2dParams {
+            padding: (1, 1),
+            ..Conv2dParams::default()
+        };
+        let relu = EpilogueActivation::Relu;
+        let first = x
+            .conv2d_fused(&weight(&[64, 16, 3, 3], 1), same, &epilogue(None, relu))
+            .unwrap();
+        let second = first
+            .conv2d_fused(
+                &weight(&[64, 64, 3, 3], 2),
+                same,
+                &epilogue(Some(&first), relu),
+            )
+            .unwrap();
+        let pooled = second.max_pool2d((3, 3), (2, 2), (1, 1)).unwrap();
+        assert_eq!(
+            pooled.memory_format(),
+            second.memory_format(),
+            "pooling keeps the format"
+        );
+        let shortcut = ConvEpilogue {
+            scale: &scale_wide,
+            shift: &shift_wide,
+            residual: None,
+            activation: EpilogueActivation::Identity,
+        };
+        let strided = Conv2dParams {
+            stride: (2, 2),
+            ..Conv2dParams::default()
+        };
+        let narrow = pooled
+            .conv2d_fused(&weight(&[128, 64, 1, 1], 7), strided, &shortcut)
+            .unwrap();
+        let mean = narrow
+            .to_dtype(DType::F32)
+            .unwrap()
+            .mean(&[2, 3], false)
+            .unwrap();
+        vec![first, second, pooled, narrow, mean]
+    };
+    for dtype in dtypes {
+        let (atol, rtol) = match dtype {
+            DType::F16 => (3e-2, 2e-2),
+            _ => (1e-4, 1e-4),
+        };
+        let x = random(&[2, 16, 18, 20], 11, device)
+            .to_dtype(dtype)
+            .unwrap();
+        let reference = chain(&x.to_device(&Device::Cpu).unwrap(), &Device::Cpu, dtype);
+        let last = x.contiguous_in(MemoryFormat::ChannelsLast).unwrap();
+        assert_eq!(last.memory_format(), MemoryFormat::ChannelsLast);
+        assert_eq!(
+            values(&last),
+            values(&x),
+            "a channels-last copy keeps the values"
+        );
+        for (input, from) in [(&x, "row-major"), (&last, "channels-last")] {
+            let steps = chain(input, device, dtype);
+            for (step, (got, expected)) in steps.iter().zip(&reference).enumerate() {
+                let what = format!("step {step} {dtype:?} from a {from} input on {device}");
+                assert_eq!(got.shape(), expected.shape(), "{what}");
+                assert_close(&values(got), &values(expected), atol, rtol, &what);
+            }
+        }
+    }
+}
+
 anygrad_testing::device_tests!(
+    channels_last_chain_matches_the_cpu,
     empty_batch,
     fused_matches_composite,
     records_through_the_composite,

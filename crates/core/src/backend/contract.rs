@@ -16,7 +16,7 @@
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Window};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, EpilogueActivation, ReduceOp, UnaryOp};
 use crate::random::Distribution;
 
@@ -122,8 +122,9 @@ pub(crate) trait BackendStorage: Sized {
     /// `activation(conv2d(x, weight)[ni, co, ..] * scale[co] + shift[co] + residual[ni, co, ..])`
     /// computed in f32 and rounded once to the convolution's dtype. `scale` and `shift` are
     /// F32 `[o]` views; `residual` (optional) has the output's shape and the input's dtype.
-    /// Same rules and result layout as `conv2d`. Inference only: autograd never records it
-    /// (`Tensor::conv2d_fused` runs the composite when a gradient is needed).
+    /// Same rules as `conv2d`; the output is dense in `format` (`MemoryFormat::layout` of
+    /// the output shape). Inference only: autograd never records it (`Tensor::conv2d_fused`
+    /// runs the composite when a gradient is needed).
     fn conv2d_epilogue(
         &self,
         layout: &Layout,
@@ -131,7 +132,18 @@ pub(crate) trait BackendStorage: Sized {
         weight_layout: &Layout,
         params: &Conv2dParams,
         epilogue: &Epilogue<'_, Self>,
+        format: MemoryFormat,
     ) -> Result<Self>;
+
+    /// The memory format this backend writes `conv2d_epilogue`'s output in fastest for
+    /// these operands: channels-last where the GPU's tensor-core convolutions run it (the
+    /// next such convolution then reads it without a copy), contiguous everywhere else.
+    fn conv2d_epilogue_format(
+        &self,
+        layout: &Layout,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> MemoryFormat;
 
     /// Softmax over the view's last dim (`exp(x - max) / sum` per row, computed in f32 for
     /// F16); output contiguous, the view's shape. Float dtypes only. With `safe` the sum is
@@ -201,11 +213,11 @@ pub(crate) trait BackendStorage: Sized {
         weight_shape: &[usize],
     ) -> Result<Self>;
 
-    /// 2-D max pooling: `self` is the input `[n, c, h, w]` (any strides); output contiguous
-    /// `[n, c, oh, ow]` (the geometry is `geometry::PoolShape`, the same on every backend).
-    /// Padding reads `-inf` (never wins); a NaN in a window gives NaN, like PyTorch. Float
-    /// dtypes only.
-    fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Self>;
+    /// 2-D max pooling: `self` is the input `[n, c, h, w]` (any strides); output `[n, c, oh,
+    /// ow]` dense in `format` (the geometry is `geometry::PoolShape`, the same on every
+    /// backend). Padding reads `-inf` (never wins); a NaN in a window gives NaN, like
+    /// PyTorch. Float dtypes only.
+    fn max_pool2d(&self, layout: &Layout, window: &Window, format: MemoryFormat) -> Result<Self>;
 
     /// Max pooling's input gradient: `self` is the forward's input, `output` the forward's
     /// output and `grad` the output gradient (both of the output's shape, any strides; the
@@ -307,4 +319,21 @@ pub(crate) trait BackendStorage: Sized {
     /// `-0.0` equals `0.0`. Output: contiguous `I32` of the view's shape (`sort`, `topk`
     /// gather the values with these).
     fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self>;
+}
+
+/// `storage`, a dense row-major `[n, c, h, w]` of `shape`, laid out in `format`: itself, or
+/// its channels-last copy (for backends whose kernel writes only the row-major order).
+pub(crate) fn into_format<S: BackendStorage>(
+    storage: S,
+    shape: &[usize],
+    format: MemoryFormat,
+) -> Result<S> {
+    match (format, shape) {
+        (MemoryFormat::ChannelsLast, &[_, channels, height, width])
+            if channels > 1 && height * width > 1 =>
+        {
+            storage.copy_strided(&Layout::contiguous(shape).permute(&[0, 2, 3, 1]))
+        }
+        (MemoryFormat::ChannelsLast | MemoryFormat::Contiguous, _) => Ok(storage),
+    }
 }

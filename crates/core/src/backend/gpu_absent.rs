@@ -13,7 +13,7 @@ use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{AttentionShape, Conv2dParams, Window};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
 
@@ -388,7 +388,17 @@ impl BackendStorage for GpuStorage {
         _weight_layout: &Layout,
         _params: &Conv2dParams,
         _epilogue: &Epilogue<'_, Self>,
+        _format: MemoryFormat,
     ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn conv2d_epilogue_format(
+        &self,
+        _layout: &Layout,
+        _weight_layout: &Layout,
+        _params: &Conv2dParams,
+    ) -> MemoryFormat {
         match self.never {}
     }
 
@@ -453,7 +463,12 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
-    fn max_pool2d(&self, _layout: &Layout, _window: &Window) -> Result<Self> {
+    fn max_pool2d(
+        &self,
+        _layout: &Layout,
+        _window: &Window,
+        _format: MemoryFormat,
+    ) -> Result<Self> {
         match self.never {}
     }
 

@@ -10,6 +10,8 @@
 //! also the reference the primitive is tested against. The primitive computes the epilogue in
 //! f32 and rounds once to the convolution's dtype (the composite rounds after each op in F16).
 
+use std::sync::{Arc, RwLock};
+
 use super::Tensor;
 use crate::error::{Error, Result};
 use crate::geometry::Conv2dShape;
@@ -93,6 +95,11 @@ impl Tensor {
             Conv2dShape::new(self.layout(), weight.layout(), &params)?.output_shape();
         let scale = as_f32(epilogue.scale)?;
         let shift = as_f32(epilogue.shift)?;
+        // The backend picks the output's memory format (channels-last where its tensor-core
+        // kernels write that fastest; `Tensor::memory_format`).
+        let format = self
+            .storage()
+            .conv2d_epilogue_format(self.layout(), weight.layout(), &params);
         let storage = {
             let (input, kernels) = (self.storage(), weight.storage());
             let (scale_storage, shift_storage) = (scale.storage(), shift.storage());
@@ -109,9 +116,15 @@ impl Tensor {
                     .zip(residual_storage.as_ref())
                     .map(|(r, storage)| (&**storage, r.layout())),
                 epilogue.activation,
+                format,
             )?
         };
-        Ok(Tensor::from_storage(storage, &output_shape, None))
+        let layout = format.layout(&output_shape);
+        Ok(Tensor::from_view(
+            Arc::new(RwLock::new(storage)),
+            layout,
+            None,
+        ))
     }
 
     /// The composite of [`Tensor::conv2d_fused`]: `conv2d`, then `mul`, `add` (twice with a

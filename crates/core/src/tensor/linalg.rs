@@ -10,6 +10,8 @@
 //! (its gradient: the `max_pool2d_backward` primitive); average pooling sums strided window
 //! views elementwise.
 
+use std::sync::{Arc, RwLock};
+
 use super::Tensor;
 use crate::autograd::GradFn;
 use crate::dtype::DType;
@@ -293,11 +295,12 @@ impl Tensor {
         if max {
             // One primitive and one autograd node that keeps its input and output (both
             // usually saved by their neighbours anyway).
+            // The output keeps the input's memory format (channels-last activations stay so).
             let shape = [self.shape()[0], self.shape()[1], oh, ow];
-            let output = self.storage().max_pool2d(self.layout(), &window)?;
-            let output = Tensor::from_storage(output, &shape, None);
-            let (storage, layout) = (output.storage_arc().clone(), output.layout().clone());
-            drop(output);
+            let format = self.memory_format();
+            let output = self.storage().max_pool2d(self.layout(), &window, format)?;
+            let storage = Arc::new(RwLock::new(output));
+            let layout = format.layout(&shape);
             let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::MaxPool2d {
                 input: self.clone(),
                 output: Tensor::from_view(storage.clone(), layout.clone(), None),

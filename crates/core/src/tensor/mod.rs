@@ -46,7 +46,7 @@ use crate::autograd::{self, GradFn, GradNode};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::storage::Storage;
 
 /// A unique id per tensor (autograd keys its gradient store by it).
@@ -211,6 +211,19 @@ impl Tensor {
         self.0.layout.is_contiguous()
     }
 
+    /// The memory format this tensor is dense in: [`MemoryFormat::ChannelsLast`] for a 4-D
+    /// tensor whose strides are channels-last and not also row-major (PyTorch's
+    /// `suggest_memory_format`), [`MemoryFormat::Contiguous`] otherwise. The GPU's tensor-core
+    /// convolutions return channels-last results; pooling keeps its input's format.
+    pub fn memory_format(&self) -> MemoryFormat {
+        let layout = &self.0.layout;
+        if MemoryFormat::ChannelsLast.holds(layout) && !MemoryFormat::Contiguous.holds(layout) {
+            MemoryFormat::ChannelsLast
+        } else {
+            MemoryFormat::Contiguous
+        }
+    }
+
     pub(crate) fn storage(&self) -> RwLockReadGuard<'_, Storage> {
         self.0.storage.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -330,11 +343,27 @@ impl Tensor {
         if self.dtype() == dtype {
             return Ok(self.clone());
         }
+        let grad_fn = || {
+            Tensor::record(&[self], dtype, || GradFn::Cast {
+                input: self.clone(),
+            })
+        };
+        // A dense view in another order (a channels-last activation) casts as one flat run
+        // and keeps its strides, as PyTorch keeps a memory format.
+        if let Some(flat) = self.layout().dense_run().filter(|_| !self.is_contiguous()) {
+            let storage = self.storage().cast(&flat, dtype)?;
+            let layout = Layout {
+                offset: 0,
+                ..self.layout().clone()
+            };
+            return Ok(Tensor::from_view(
+                Arc::new(RwLock::new(storage)),
+                layout,
+                grad_fn(),
+            ));
+        }
         let storage = self.storage().cast(self.layout(), dtype)?;
-        let grad_fn = Tensor::record(&[self], dtype, || GradFn::Cast {
-            input: self.clone(),
-        });
-        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+        Ok(Tensor::from_storage(storage, self.shape(), grad_fn()))
     }
 
     /// Copy `source`'s values into this tensor's storage, in place, outside autograd (what

@@ -5,7 +5,7 @@
 use super::Tensor;
 use crate::autograd::GradFn;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::shape::{resolve_dim, resolve_reshape};
 use crate::storage::Storage;
 
@@ -261,6 +261,30 @@ impl Tensor {
             return Ok(self.clone());
         }
         self.copy()
+    }
+
+    /// The same values dense in `format` (PyTorch's `x.contiguous(memory_format=...)`): this
+    /// tensor where it already is, else a copy (differentiable). Channels-last needs a 4-D
+    /// tensor: `[n, c, h, w]` whose memory is `[n, h, w, c]`.
+    pub fn contiguous_in(&self, format: MemoryFormat) -> Result<Tensor> {
+        match format {
+            MemoryFormat::Contiguous => self.contiguous(),
+            MemoryFormat::ChannelsLast => {
+                if self.rank() != 4 {
+                    return Err(Error::invalid(
+                        "contiguous_in",
+                        format!(
+                            "channels-last needs a 4-D [n, c, h, w] tensor, got shape {:?}",
+                            self.shape()
+                        ),
+                    ));
+                }
+                if MemoryFormat::ChannelsLast.holds(self.layout()) {
+                    return Ok(self.clone());
+                }
+                self.permute(&[0, 2, 3, 1])?.copy()?.permute(&[0, 3, 1, 2])
+            }
+        }
     }
 
     /// Join tensors along an existing dim; all other dims must match.

@@ -3,11 +3,11 @@
 //! `conv.rs`, `conv_backward.rs`, `pool.rs`, `index.rs`, `sort.rs`).
 
 use super::CpuStorage;
-use crate::backend::contract::{Affine, BackendStorage, Epilogue};
+use crate::backend::contract::{into_format, Affine, BackendStorage, Epilogue};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::geometry::{Conv2dParams, Window};
-use crate::layout::Layout;
+use crate::geometry::{Conv2dParams, Conv2dShape, PoolShape, Window};
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
 
@@ -99,8 +99,21 @@ impl BackendStorage for CpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
         epilogue: &Epilogue<'_, Self>,
+        format: MemoryFormat,
     ) -> Result<Self> {
-        CpuStorage::conv2d_epilogue(self, layout, weight, weight_layout, params, epilogue)
+        let out =
+            CpuStorage::conv2d_epilogue(self, layout, weight, weight_layout, params, epilogue)?;
+        let shape = Conv2dShape::new(layout, weight_layout, params)?.output_shape();
+        into_format(out, &shape, format)
+    }
+
+    fn conv2d_epilogue_format(
+        &self,
+        _layout: &Layout,
+        _weight_layout: &Layout,
+        _params: &Conv2dParams,
+    ) -> MemoryFormat {
+        MemoryFormat::Contiguous
     }
 
     fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Self> {
@@ -166,8 +179,10 @@ impl BackendStorage for CpuStorage {
         CpuStorage::conv2d_backward_weight(self, layout, grad, grad_layout, params, weight_shape)
     }
 
-    fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Self> {
-        CpuStorage::max_pool2d(self, layout, window)
+    fn max_pool2d(&self, layout: &Layout, window: &Window, format: MemoryFormat) -> Result<Self> {
+        let out = CpuStorage::max_pool2d(self, layout, window)?;
+        let shape = PoolShape::new("max_pool2d", layout, window)?.output_shape();
+        into_format(out, &shape, format)
     }
 
     fn max_pool2d_backward(

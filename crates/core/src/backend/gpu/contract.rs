@@ -10,7 +10,7 @@ use crate::backend::contract::{Affine, BackendStorage, Epilogue};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape, Window};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
 
@@ -196,6 +196,7 @@ impl BackendStorage for GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
         epilogue: &Epilogue<'_, Self>,
+        format: MemoryFormat,
     ) -> Result<Self> {
         const OP: &str = "conv2d_epilogue";
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
@@ -227,7 +228,7 @@ impl BackendStorage for GpuStorage {
                     residual: None,
                     activation,
                 };
-                GpuStorage::conv2d_epilogue(x, lx, w, lw, params, &slice)
+                GpuStorage::conv2d_epilogue(x, lx, w, lw, params, &slice, format)
             }),
             Some((residual, residual_layout)) => Plan {
                 op: OP,
@@ -250,9 +251,18 @@ impl BackendStorage for GpuStorage {
                     residual: Some(r),
                     activation,
                 };
-                GpuStorage::conv2d_epilogue(x, lx, w, lw, params, &slice)
+                GpuStorage::conv2d_epilogue(x, lx, w, lw, params, &slice, format)
             }),
         }
+    }
+
+    fn conv2d_epilogue_format(
+        &self,
+        layout: &Layout,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> MemoryFormat {
+        GpuStorage::conv2d_epilogue_format(self, layout, weight_layout, params)
     }
 
     fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Self> {
@@ -384,7 +394,7 @@ impl BackendStorage for GpuStorage {
         })
     }
 
-    fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<Self> {
+    fn max_pool2d(&self, layout: &Layout, window: &Window, format: MemoryFormat) -> Result<Self> {
         // Image slices: each image pools on its own.
         let (h, w) = window.output_size(
             "max_pool2d",
@@ -399,7 +409,7 @@ impl BackendStorage for GpuStorage {
             combine: Combine::Concatenate,
             nests: false,
         }
-        .run(|[(x, l)], _| GpuStorage::max_pool2d(x, l, window))
+        .run(|[(x, l)], _| GpuStorage::max_pool2d(x, l, window, format))
     }
 
     fn max_pool2d_backward(

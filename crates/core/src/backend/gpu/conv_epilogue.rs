@@ -26,7 +26,7 @@ use crate::backend::checks::check_epilogue;
 use crate::backend::contract::Epilogue;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::EpilogueActivation;
 
 /// The structure of an epilogue (its tensors are bound at dispatch).
@@ -196,6 +196,18 @@ enum Dense<'a> {
 }
 
 impl<'a> Dense<'a> {
+    /// The view `layout` of `storage` dense in `format` from offset 0 (channels-last for a
+    /// residual added to a channels-last output).
+    fn new_in(storage: &'a GpuStorage, layout: &Layout, format: MemoryFormat) -> Result<Dense<'a>> {
+        match format {
+            MemoryFormat::Contiguous => Dense::new(storage, layout),
+            MemoryFormat::ChannelsLast if format.holds(layout) => Ok(Dense::Borrowed(storage)),
+            MemoryFormat::ChannelsLast => Ok(Dense::Copied(
+                storage.copy_strided(&layout.permute(&[0, 2, 3, 1]))?,
+            )),
+        }
+    }
+
     fn new(storage: &'a GpuStorage, layout: &Layout) -> Result<Dense<'a>> {
         let mut copy = None;
         storage.dense_from_start(layout, &mut copy)?;
@@ -224,12 +236,24 @@ pub(crate) struct BoundEpilogue<'a> {
 
 impl<'a> BoundEpilogue<'a> {
     /// Check `epilogue` against the output `[n, o, oh, ow]` of dtype `dtype` and make its
-    /// tensors bindable.
+    /// tensors bindable (the residual dense row-major).
     pub(crate) fn new(
         op: &'static str,
         epilogue: &Epilogue<'a, GpuStorage>,
         output_shape: &[usize; 4],
         dtype: DType,
+    ) -> Result<BoundEpilogue<'a>> {
+        Self::new_in(op, epilogue, output_shape, dtype, MemoryFormat::Contiguous)
+    }
+
+    /// [`BoundEpilogue::new`] for an output written in `format`: the residual is bound dense
+    /// in that format (the kernel reads it at the position it writes).
+    pub(crate) fn new_in(
+        op: &'static str,
+        epilogue: &Epilogue<'a, GpuStorage>,
+        output_shape: &[usize; 4],
+        dtype: DType,
+        format: MemoryFormat,
     ) -> Result<BoundEpilogue<'a>> {
         fn describe<'b>(
             (storage, layout): (&GpuStorage, &'b Layout),
@@ -253,7 +277,7 @@ impl<'a> BoundEpilogue<'a> {
             shift: Dense::new(epilogue.shift.0, epilogue.shift.1)?,
             residual: epilogue
                 .residual
-                .map(|(storage, layout)| Dense::new(storage, layout))
+                .map(|(storage, layout)| Dense::new_in(storage, layout, format))
                 .transpose()?,
         })
     }

@@ -21,8 +21,11 @@
 //!   registers meanwhile, as the wide matmul kernels (`matmul_coop/wide.rs`).
 //! - Epilogue: each accumulator goes through a per-subgroup 16 x 16 f32 scratch tile; lane
 //!   `l` then writes channel `l % 16` of pixels `(l / 16) * 8 ..+ 8` into the `[n, o, oh, ow]`
-//!   output, through `conv_epilogue.rs`'s scale, shift, residual and activation when the key
-//!   has one (eval-mode batch norm folded into the store).
+//!   output, or — channels-last (`MemoryFormat::ChannelsLast`, `conv_nhwc/store.rs`) —
+//!   channels `(l % 2) * 8 ..+ 8` of pixel `l / 2` as one 16-byte store, through
+//!   `conv_epilogue.rs`'s scale, shift, residual and activation when the key has one
+//!   (eval-mode batch norm folded into the store). A channels-last output is the next such
+//!   convolution's input as it lies: no copy (`conv_nhwc/copies.rs::channels_last_input`).
 //!
 //! Every global read is clamped to its buffer and every store checked against M, so the
 //! kernel runs without wgpu's runtime checks. `emulated` keys spell the matrix operations in
@@ -43,18 +46,21 @@ use super::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 mod copies;
 mod input_gradient;
 mod patch;
 mod space_to_depth;
+mod store;
 mod weight;
 
-pub(crate) use copies::{channels_last_copy, padded_channels, weight_copy};
+pub(crate) use copies::{channels_last_copy, channels_last_input, padded_channels, weight_copy};
 pub(crate) use input_gradient::patch_applies as patch_input_gradient_applies;
 pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
 pub(crate) use space_to_depth::input_source as space_to_depth_source;
+use store::channels_last_store;
+pub use store::OutputStore;
 pub(crate) use weight::ConvNhwcWeightKey;
 
 #[cfg(test)]
@@ -153,9 +159,8 @@ pub struct ConvNhwcKey {
     pub tile: NhwcTile,
     /// Scale, shift, residual and activation applied in the store.
     pub epilogue: Option<ConvEpilogueKey>,
-    /// The output's planes (oh * ow) are multiples of 8: each lane writes its 8 pixels of a
-    /// channel as one 16-byte store (else 8 scalar stores, each checked against M).
-    pub packed_store: bool,
+    /// How the output is written (row-major planes, packed or not, or channels-last).
+    pub store: OutputStore,
     /// Plain-WGSL emulation of the matrix operations (tests on any f16 device).
     pub emulated: bool,
 }
@@ -167,12 +172,12 @@ impl ConvNhwcKey {
         let mut keys = Vec::new();
         for epilogue in epilogues {
             for tile in NhwcTile::ALL {
-                for packed_store in [false, true] {
+                for store in OutputStore::ALL {
                     for emulated in [false, true] {
                         keys.push(ConvNhwcKey {
                             tile,
                             epilogue,
-                            packed_store,
+                            store,
                             emulated,
                         });
                     }
@@ -279,16 +284,8 @@ var<workgroup> scratch: array<f32, 2048>;
 var<workgroup> tile_a: array<f16, {}>;
 var<workgroup> tile_b: array<f16, {}>;
 ",
-        if key.packed_store {
-            "mat2x4<f16>"
-        } else {
-            "f16"
-        },
-        if key.packed_store {
-            conv_epilogue::declarations_packed(key.epilogue, 4)
-        } else {
-            conv_epilogue::declarations(key.epilogue, 4)
-        },
+        key.store.result_type(),
+        key.store.epilogue_declarations(key.epilogue),
         rows * a_row,
         k_block * b_row
     );
@@ -438,15 +435,39 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     let block = (k_block, a_row, b_row);
     block_product(&mut w.text, "        ", coop, block, fragment_columns);
     w.line(1, "}");
-    // Epilogue: lane writes channel `lane % 16` of pixels `(lane / 16) * 8 ..+ 8` of each
-    // 16 x 16 accumulator.
+    // Epilogue: row-major, lane writes channel `lane % 16` of pixels `(lane / 16) * 8 ..+ 8`
+    // of each 16 x 16 accumulator; channels-last, channels `(lane % 2) * 8 ..+ 8` of pixel
+    // `lane / 2`.
     w.line(1, "let lane_row = (lane / 16u) * 8u;");
     w.line(1, "let lane_column = lane % 16u;");
+    w.line(1, "let lane_pixel = lane / 2u;");
+    w.line(1, "let lane_channel = (lane % 2u) * 8u;");
     for (t, c) in accumulators.iter().enumerate() {
         let (i, j) = (t / fragment_columns, t % fragment_columns);
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
         w.line(1, "{");
+        if key.store == OutputStore::ChannelsLast {
+            w.line(
+                2,
+                &format!(
+                    "let channel = column0 + sub_column + {}u + lane_channel;",
+                    j * 16
+                ),
+            );
+            w.line(
+                2,
+                &format!("let pixel = row0 + sub_row + {}u + lane_pixel;", i * 16),
+            );
+            w.line(2, "if (pixel < m) {");
+            w.line(3, "let position = pixel * out_channels + channel;");
+            let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
+            channels_last_store(&mut w, 3, key.epilogue, value_at);
+            w.line(2, "}");
+            w.line(1, "}");
+            w.line(1, "workgroupBarrier();");
+            continue;
+        }
         w.line(
             2,
             &format!(
@@ -458,7 +479,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             2,
             &format!("let first = row0 + sub_row + {}u + lane_row;", i * 16),
         );
-        if key.packed_store {
+        if key.store == OutputStore::PlanesPacked {
             // The 8 pixels lie in one plane and are all inside M or all outside.
             w.line(2, "if (first < m) {");
             w.line(
@@ -518,6 +539,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
 /// The tiles that may compute a convolution with `out_channels` outputs (they must divide
 /// it), fastest-first by the heuristic: the 128 x 128 tile where 128 divides the channels,
 /// else the 256-pixel one; the deep 128 x 128 tile last (a candidate for the autotuner).
+/// (Tiles of 64 x 64 per subgroup, 256 x 128 and 128 x 256, were tried on the H200 and lost
+/// to the deep tile on every ResNet-18 layer but one, by 3%: docs/PERFORMANCE.md.)
 pub(crate) fn tiles_for(out_channels: usize) -> Vec<NhwcTile> {
     if out_channels.is_multiple_of(128) {
         vec![
@@ -584,14 +607,15 @@ pub(crate) fn pointwise_view(
 
 impl GpuStorage {
     /// The channels-last cooperative-matrix convolution with `tile` (`emulated`: the
-    /// plain-WGSL kernel), with `epilogue` in its store; `Ok(None)` where it does not apply
+    /// plain-WGSL kernel), with `epilogue` in its store (bound for `format`: `BoundEpilogue::new_in`)
+    /// and its output dense in `format`; `Ok(None)` where it does not apply
     /// here (see [`applies`]; no tensor cores on this device unless emulated; the tile does
     /// not divide the output channels; a grid beyond the device's limits).
     pub(crate) fn conv2d_nhwc(
         &self,
         (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
         params: &Conv2dParams,
-        (tile, emulated): (NhwcTile, bool),
+        (tile, emulated, format): (NhwcTile, bool, MemoryFormat),
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (channels-last tensor cores)";
@@ -605,11 +629,15 @@ impl GpuStorage {
         }
         check_view(OP, layout, self.len)?;
         check_view(OP, weight_layout, weight.len)?;
-        if let Some((pixels, unit)) = pointwise_view(layout, &weight_layout.shape, params) {
+        // A strided 1x1 convolution of a row-major input copies only the pixels it reads; a
+        // channels-last input is read where it lies, strided.
+        let pointwise = pointwise_view(layout, &weight_layout.shape, params)
+            .filter(|_| !MemoryFormat::ChannelsLast.holds(layout));
+        if let Some((pixels, unit)) = pointwise {
             return self.conv2d_nhwc(
                 (&pixels, weight, weight_layout),
                 &unit,
-                (tile, emulated),
+                (tile, emulated, format),
                 epilogue,
             );
         }
@@ -618,14 +646,14 @@ impl GpuStorage {
             return self.conv2d_nhwc_space_to_depth(
                 (layout, weight, weight_layout),
                 &shape,
-                (tile, emulated),
+                (tile, emulated, format),
                 epilogue,
             );
         }
         let padded = padded_channels(layout.shape[1]);
         // Weight [o, c, kh, kw] as [kh, kw, c, o] (c padded).
         let weight = weight_copy(weight, weight_layout, [2, 3, 1, 0], padded)?;
-        self.nhwc_gemm(layout, &weight, &shape, false, (tile, emulated), epilogue)
+        self.nhwc_gemm(layout, &weight, &shape, (tile, emulated, format), epilogue)
     }
 
     /// Whether a channels-last kernel using `workgroup_bytes` of workgroup memory can run on
@@ -642,40 +670,40 @@ impl GpuStorage {
     }
 
     /// The implicit GEMM of `shape` over the input view `layout` of `self` and the dense
-    /// channels-last weight `weight` (`[kh, kw, c padded, o]`), taps flipped where `flip`.
+    /// channels-last weight `weight` (`[kh, kw, c padded, o]`), the output in `format`.
     fn nhwc_gemm(
         &self,
         layout: &Layout,
         weight: &GpuStorage,
         shape: &Conv2dShape,
-        flip: bool,
-        (tile, emulated): (NhwcTile, bool),
+        (tile, emulated, format): (NhwcTile, bool, MemoryFormat),
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (channels-last tensor cores)";
         let &[_, channels, height, width] = layout.shape.as_slice() else {
             return Err(Error::invalid(OP, "expects a [n, c, h, w] input"));
         };
-        // Channels-last input [n, h, w, c] (c padded).
-        let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded_channels(channels))?;
+        // Channels-last input [n, h, w, c] (c padded): the storage itself where it already is.
+        let input = channels_last_input(self, layout, padded_channels(channels))?;
         Self::nhwc_gemm_channels_last(
             (&input, channels, height, width),
             weight,
             shape,
-            flip,
-            (tile, emulated),
+            false,
+            (tile, emulated, format),
             epilogue,
         )
     }
 
     /// [`Self::nhwc_gemm`] over an input already copied channels-last (`[n, h, w, c padded]`
-    /// of `channels` real channels): the output is `shape.output_shape()`, dense.
+    /// of `channels` real channels), taps flipped where `flip`: the output is
+    /// `shape.output_shape()`, dense in `format`.
     pub(super) fn nhwc_gemm_channels_last(
         (input, channels, height, width): (&GpuStorage, usize, usize, usize),
         weight: &GpuStorage,
         shape: &Conv2dShape,
         flip: bool,
-        (tile, emulated): (NhwcTile, bool),
+        (tile, emulated, format): (NhwcTile, bool, MemoryFormat),
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (channels-last tensor cores)";
@@ -718,7 +746,7 @@ impl GpuStorage {
         let key = ConvNhwcKey {
             tile,
             epilogue: epilogue.map(|e| e.key),
-            packed_store: (out_height * out_width).is_multiple_of(8),
+            store: OutputStore::of(format, (out_height * out_width).is_multiple_of(8)),
             emulated,
         };
         let mut buffers = vec![input.raw()?, weight.raw()?, out.raw()?];

@@ -14,10 +14,11 @@ use super::conv_gemm::{prefers_wide, K_STEP};
 use super::conv_nhwc::{self, NhwcTile, PatchTile};
 use super::conv_winograd::{self, WinogradTile};
 use super::storage::GpuStorage;
-use crate::backend::contract::Epilogue;
+use crate::backend::contract::{into_format, Epilogue};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 /// One way to compute a convolution pass (the autotuner's candidates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,9 +127,35 @@ impl GpuStorage {
         self.conv2d_tuned(layout, weight, weight_layout, params, None)
     }
 
+    /// The memory format [`GpuStorage::conv2d_epilogue`] writes fastest
+    /// (`BackendStorage::conv2d_epilogue_format`): channels-last where the channels-last
+    /// tensor-core kernels compute the convolution on this device (their stores write it in
+    /// 16-byte runs and the next such convolution reads it without a copy), contiguous
+    /// everywhere else.
+    pub fn conv2d_epilogue_format(
+        &self,
+        layout: &Layout,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> MemoryFormat {
+        let tensor_cores = layout.rank() == 4
+            && self.device.channels_last_conv()
+            && conv_nhwc::applies(self.dtype, &weight_layout.shape, params)
+            && conv_nhwc::tiles_for(weight_layout.shape[0])
+                .into_iter()
+                .any(|tile| self.nhwc_usable(tile.workgroup_bytes(), false));
+        if tensor_cores {
+            MemoryFormat::ChannelsLast
+        } else {
+            MemoryFormat::Contiguous
+        }
+    }
+
     /// [`GpuStorage::conv2d`] with its epilogue in the kernels' store
     /// (`BackendStorage::conv2d_epilogue`, `conv_epilogue.rs`): every forward kernel carries
-    /// it.
+    /// it. The output is dense in `format`: channels-last by the channels-last tensor-core
+    /// kernels where they run (the autotuner picks among them), else by a copy of the
+    /// row-major result.
     pub fn conv2d_epilogue(
         &self,
         layout: &Layout,
@@ -136,15 +163,95 @@ impl GpuStorage {
         weight_layout: &Layout,
         params: &Conv2dParams,
         epilogue: &Epilogue<'_, GpuStorage>,
+        format: MemoryFormat,
     ) -> Result<GpuStorage> {
+        const OP: &str = "conv2d_epilogue";
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
-        let bound = BoundEpilogue::new(
-            "conv2d_epilogue",
-            epilogue,
-            &shape.output_shape(),
-            self.dtype,
-        )?;
-        self.conv2d_tuned(layout, weight, weight_layout, params, Some(&bound))
+        let output = shape.output_shape();
+        let row_major = || -> Result<GpuStorage> {
+            let bound = BoundEpilogue::new(OP, epilogue, &output, self.dtype)?;
+            self.conv2d_tuned(layout, weight, weight_layout, params, Some(&bound))
+        };
+        match format {
+            MemoryFormat::Contiguous => row_major(),
+            MemoryFormat::ChannelsLast => {
+                let f16 = self.dtype == DType::F16 && weight.dtype == DType::F16;
+                if f16 && conv_nhwc::applies(self.dtype, &weight_layout.shape, params) {
+                    let format = MemoryFormat::ChannelsLast;
+                    let bound = BoundEpilogue::new_in(OP, epilogue, &output, self.dtype, format)?;
+                    let operands = (layout, weight, weight_layout);
+                    if let Some(out) = self.conv2d_channels_last_tuned(operands, params, &bound)? {
+                        return Ok(out);
+                    }
+                }
+                into_format(row_major()?, &output, MemoryFormat::ChannelsLast)
+            }
+        }
+    }
+
+    /// The channels-last forward with `epilogue` (bound channels-last): the autotuner's pick
+    /// among the channels-last tiles and the patch kernels that apply; `Ok(None)` where none
+    /// runs here (no tensor cores, limits, the driver refused them).
+    fn conv2d_channels_last_tuned(
+        &self,
+        (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
+        params: &Conv2dParams,
+        epilogue: &BoundEpilogue<'_>,
+    ) -> Result<Option<GpuStorage>> {
+        let format = MemoryFormat::ChannelsLast;
+        let mut choices: Vec<ConvChoice> = conv_nhwc::tiles_for(weight_layout.shape[0])
+            .into_iter()
+            .map(ConvChoice::Nhwc)
+            .collect();
+        let patches = PatchTile::ALL
+            .into_iter()
+            .filter(|&tile| conv_nhwc::patch_applies(layout, weight_layout, params, tile));
+        choices.extend(patches.map(ConvChoice::Patch));
+        let operands = || {
+            format!(
+                "x{:?} w{:?} {}",
+                layout.shape,
+                weight_layout.shape,
+                geometry(params)
+            )
+        };
+        let op = format!("conv2d+{}>channels-last", epilogue.key.name());
+        // A candidate that does not run here (over the workgroup memory, refused by the
+        // driver) hands over to the first tile; where that does not run either, no
+        // channels-last kernel does (`Ok(None)`).
+        let first = choices.first().copied();
+        let mut refused = false;
+        let out = pick(self, &op, operands, &choices, |choice| {
+            let operands = (layout, weight, weight_layout);
+            let mut out = match choice {
+                ConvChoice::Nhwc(tile) => {
+                    self.conv2d_nhwc(operands, params, (tile, false, format), Some(epilogue))?
+                }
+                ConvChoice::Patch(tile) => {
+                    self.conv2d_patch(operands, params, (tile, false, format), Some(epilogue))?
+                }
+                ConvChoice::Coop
+                | ConvChoice::Tile { .. }
+                | ConvChoice::Winograd(_)
+                | ConvChoice::Splits { .. }
+                | ConvChoice::NhwcWeight(_) => None,
+            };
+            if let (None, Some(ConvChoice::Nhwc(tile))) = (&out, first) {
+                out = self.conv2d_nhwc(operands, params, (tile, false, format), Some(epilogue))?;
+            }
+            match out {
+                Some(out) => Ok(out),
+                None => {
+                    refused = true;
+                    Err(Error::invalid("conv2d", "no channels-last kernel ran"))
+                }
+            }
+        });
+        match out {
+            Ok(out) => Ok(Some(out)),
+            Err(_) if refused => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     /// The forward pass's candidates and the autotuner's pick, with or without an epilogue.
@@ -220,14 +327,16 @@ impl GpuStorage {
             }
             ConvChoice::Nhwc(tile) => {
                 let operands = (layout, weight, weight_layout);
-                match self.conv2d_nhwc(operands, params, (tile, false), epilogue)? {
+                let run = (tile, false, MemoryFormat::Contiguous);
+                match self.conv2d_nhwc(operands, params, run, epilogue)? {
                     Some(out) => Ok(out),
                     None => regular(),
                 }
             }
             ConvChoice::Patch(tile) => {
                 let operands = (layout, weight, weight_layout);
-                match self.conv2d_patch(operands, params, (tile, false), epilogue)? {
+                let run = (tile, false, MemoryFormat::Contiguous);
+                match self.conv2d_patch(operands, params, run, epilogue)? {
                     Some(out) => Ok(out),
                     None => regular(),
                 }

@@ -195,6 +195,13 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             },
         ),
         (
+            "max_pool2d_channels_last_f16",
+            KernelKey::MaxPool2dChannelsLast {
+                dtype: DType::F16,
+                taps: super::pool::UnrolledTaps::of((3, 3)),
+            },
+        ),
+        (
             "max_pool2d_vectorized_f32",
             KernelKey::MaxPool2dVectorized {
                 dtype: DType::F32,

@@ -24,6 +24,7 @@
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
 //! | `MaxPool2d`, `MaxPool2dBackward` | `pool.rs` |
 //! | `MaxPool2dVectorized` | `pool/vectorized.rs` |
+//! | `MaxPool2dChannelsLast` | `pool/channels_last.rs` |
 //! | `Custom` | `custom.rs` |
 //! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
 //! | `AttentionCoop` | `attention_coop.rs` (WGSL generator: `attention_coop_source.rs`) |
@@ -177,6 +178,12 @@ pub enum KernelKey {
         dtype: DType,
         window: super::pool::HalvingWindow,
     },
+    /// 2-D max pooling forward over a channels-last input into a channels-last output, any
+    /// window (`pool/channels_last.rs`).
+    MaxPool2dChannelsLast {
+        dtype: DType,
+        taps: Option<super::pool::UnrolledTaps>,
+    },
     /// Batch norm's per-channel statistics or backward sums in one pass (`batch_norm.rs`).
     BatchNormSums {
         dtype: DType,
@@ -275,7 +282,10 @@ impl KernelKey {
             // The vectorized max pooling reads only rows inside the image of planes inside the
             // view, and vectors inside those rows, for invocations below its count
             // (`pool/vectorized.rs`; `plan` checked that rows are whole vectors).
-            | KernelKey::MaxPool2dVectorized { .. } => true,
+            | KernelKey::MaxPool2dVectorized { .. }
+            // The channels-last max pooling clamps its reads and writes only below its count
+            // (`pool/channels_last.rs`).
+            | KernelKey::MaxPool2dChannelsLast { .. } => true,
             KernelKey::Unary { access, .. }
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
@@ -336,6 +346,7 @@ impl KernelKey {
             | KernelKey::MaxPool2dBackward { .. }
             // No workgroup memory.
             | KernelKey::MaxPool2dVectorized { .. }
+            | KernelKey::MaxPool2dChannelsLast { .. }
             | KernelKey::SpaceToDepth
             | KernelKey::ConvCoop(_)
             | KernelKey::Conv2d { .. }
@@ -407,6 +418,7 @@ impl KernelKey {
             | KernelKey::ScatterAdd { dtype, .. }
             | KernelKey::MaxPool2d { dtype, .. }
             | KernelKey::MaxPool2dVectorized { dtype, .. }
+            | KernelKey::MaxPool2dChannelsLast { dtype, .. }
             | KernelKey::CopyRows { dtype }
             | KernelKey::CopyTranspose { dtype, .. }
             | KernelKey::BatchNormInputGrad { dtype, .. }
@@ -544,6 +556,9 @@ impl KernelKey {
             } => super::pool::forward_source(*dtype, *window),
             KernelKey::MaxPool2dVectorized { dtype, window } => {
                 super::pool::vectorized_source(*dtype, *window)
+            }
+            KernelKey::MaxPool2dChannelsLast { dtype, taps } => {
+                super::pool::channels_last_source(*dtype, *taps)
             }
             KernelKey::MaxPool2dBackward { dtype, pass } => super::pool::source(*dtype, *pass),
             KernelKey::Attention(key) => key.source(),

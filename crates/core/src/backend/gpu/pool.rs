@@ -22,14 +22,18 @@ use super::params::{check_view, kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
 use super::wgsl::{value_header, COMMON};
 use super::GpuDevice;
+use crate::backend::contract::into_format;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{PoolShape, Window};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
+mod channels_last;
 mod tiled;
 mod vectorized;
 
+pub(crate) use channels_last::source as channels_last_source;
+pub use channels_last::UnrolledTaps;
 pub(crate) use tiled::forward_source;
 pub use tiled::FixedWindow;
 pub(crate) use vectorized::source as vectorized_source;
@@ -126,6 +130,10 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
         for window in HalvingWindow::all() {
             keys.push(KernelKey::MaxPool2dVectorized { dtype, window });
         }
+        let unrolled = channels_last::UnrolledTaps::all().into_iter().map(Some);
+        for taps in std::iter::once(None).chain(unrolled) {
+            keys.push(KernelKey::MaxPool2dChannelsLast { dtype, taps });
+        }
     }
 }
 
@@ -179,10 +187,17 @@ fn header(shape: &PoolShape, count: usize, layout: &Layout) -> Result<PoolParams
 }
 
 impl GpuStorage {
-    /// 2-D max pooling of `[n, c, h, w]` (any strides) into a contiguous `[n, c, oh, ow]`
-    /// (`BackendStorage::max_pool2d`): the vectorized kernel where `vectorized::plan` accepts
-    /// the call, else the tiled kernel for the window, else one invocation per output element.
-    pub fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<GpuStorage> {
+    /// 2-D max pooling of `[n, c, h, w]` (any strides) into `[n, c, oh, ow]` dense in
+    /// `format` (`BackendStorage::max_pool2d`): channels-last, the channels-last kernel where
+    /// `channels_last::plan` accepts the input, else the row-major result copied; row-major,
+    /// the vectorized kernel where `vectorized::plan` accepts the call, else the tiled kernel
+    /// for the window, else one invocation per output element.
+    pub fn max_pool2d(
+        &self,
+        layout: &Layout,
+        window: &Window,
+        format: MemoryFormat,
+    ) -> Result<GpuStorage> {
         const OP: &str = "max_pool2d";
         if !is_pool_dtype(self.dtype) {
             return Err(unsupported(OP, self.dtype, &self.device));
@@ -190,6 +205,17 @@ impl GpuStorage {
         let shape = PoolShape::new(OP, layout, window)?;
         check_view(OP, layout, self.len)?;
         let count: usize = shape.output_shape().iter().product();
+        if format == MemoryFormat::ChannelsLast {
+            if !channels_last::plan(self.dtype, layout, &shape) {
+                let out = self.max_pool2d(layout, window, MemoryFormat::Contiguous)?;
+                return into_format(out, &shape.output_shape(), format);
+            }
+            let out = GpuStorage::allocate(&self.device, OP, count, self.dtype)?;
+            if count > 0 {
+                channels_last::dispatch(self, layout, &shape, &out)?;
+            }
+            return Ok(out);
+        }
         let out = GpuStorage::allocate(&self.device, OP, count, self.dtype)?;
         if count == 0 {
             return Ok(out);

@@ -6,7 +6,7 @@ use super::support::gpu;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::storage::Storage;
 use crate::tensor::Conv2dParams;
-use crate::{DType, Device, Layout};
+use crate::{DType, Device, Layout, MemoryFormat};
 
 /// A view of `shape` whose offset pushes its last element one past a storage of `numel`.
 fn past_the_end(shape: &[usize]) -> Layout {
@@ -161,7 +161,8 @@ fn every_primitive_refuses_bad_views(device: &Device) {
     );
     expect_err(
         "max_pool2d input",
-        xs.max_pool2d(&past_the_end(&input), &window).map(drop),
+        xs.max_pool2d(&past_the_end(&input), &window, MemoryFormat::Contiguous)
+            .map(drop),
     );
     expect_err(
         "max_pool2d_backward input",

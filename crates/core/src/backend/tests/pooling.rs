@@ -7,7 +7,7 @@
 use super::support::{assert_close, cpu_storage, flat, gpu, to_gpu, tolerance, values};
 use crate::geometry::Window;
 use crate::storage::Storage;
-use crate::{DType, Device, Layout};
+use crate::{DType, Device, Layout, MemoryFormat};
 
 /// The reference forward and gradient of `[n, c, h, w]` data (contiguous) for `window`:
 /// padding never wins, a NaN wins, and each output's gradient goes to the first tap equal to
@@ -117,7 +117,9 @@ fn check_case(device: &Device, dtype: DType, shape: [usize; 4], window: &Window,
         reference(&rounded(&logical), shape, window, &rounded(&grad_values));
     let cpu_input = cpu_storage(&stored, dtype);
     let cpu_grad = cpu_storage(&grad_stored, dtype);
-    let cpu_output = cpu_input.max_pool2d(&layout, window).unwrap();
+    let cpu_output = cpu_input
+        .max_pool2d(&layout, window, MemoryFormat::Contiguous)
+        .unwrap();
     let output_layout = Layout::contiguous(&[n, c, oh, ow]);
     let cpu_grad_input = cpu_input
         .max_pool2d_backward(
@@ -147,12 +149,41 @@ fn check_case(device: &Device, dtype: DType, shape: [usize; 4], window: &Window,
         rtol,
         atol,
     );
+    // The output asked for channels-last (the input is channels-last): the same values
+    // (`pool/channels_last.rs` where the channels fill whole vectors, else a copy).
+    let channels_last = MemoryFormat::ChannelsLast.layout(&[n, c, oh, ow]);
+    let cpu_pooled = cpu_input
+        .max_pool2d(&layout, window, MemoryFormat::ChannelsLast)
+        .unwrap()
+        .copy_strided(&channels_last)
+        .unwrap();
+    assert_close(
+        &format!("{what} channels-last forward"),
+        &cpu_output,
+        &cpu_pooled,
+        0.0,
+        0.0,
+    );
     if *device == Device::Cpu {
         return;
     }
     let input = to_gpu(&cpu_input, device);
     let grad = to_gpu(&cpu_grad, device);
-    let output = input.max_pool2d(&layout, window).unwrap();
+    let pooled = input
+        .max_pool2d(&layout, window, MemoryFormat::ChannelsLast)
+        .unwrap()
+        .copy_strided(&channels_last)
+        .unwrap();
+    assert_close(
+        &format!("{what} gpu channels-last forward"),
+        &cpu_output,
+        &pooled,
+        0.0,
+        0.0,
+    );
+    let output = input
+        .max_pool2d(&layout, window, MemoryFormat::Contiguous)
+        .unwrap();
     let grad_input = input
         .max_pool2d_backward(
             &layout,
@@ -189,6 +220,10 @@ fn pooling_matches_reference(device: &Device) {
         ([1, 1, 3, 3], window(4, 1, 2, 1), false),
         // Windows entirely in the padding: -inf, and no gradient.
         ([1, 2, 3, 3], window(1, 1, 1, 1), false),
+        // Whole vectors of channels (`pool/channels_last.rs`), ResNet's window.
+        ([2, 16, 9, 10], window(3, 2, 1, 1), true),
+        // A window past 3 x 3 (the channels-last kernel's tap loop), dilated.
+        ([1, 8, 11, 10], window(4, 1, 2, 2), true),
         // Several tiles of the tiled kernels along both axes (`pool/tiled.rs`: 8 x 32
         // outputs, 16 x 64 gradient pixels), partial last tiles.
         ([1, 2, 37, 150], window(3, 2, 1, 1), true),
@@ -217,7 +252,10 @@ fn pooling_refusals(device: &Device) {
     let layout = Layout::contiguous(&[1, 1, 4, 4]);
     let output_layout = Layout::contiguous(&[1, 1, 2, 2]);
     let ints = Storage::full(device, 16, DType::I32, 1.0).unwrap();
-    let error = ints.max_pool2d(&layout, &window).unwrap_err().to_string();
+    let error = ints
+        .max_pool2d(&layout, &window, MemoryFormat::Contiguous)
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("max_pool2d"), "{error}");
     let floats = Storage::full(device, 16, DType::F32, 1.0).unwrap();
     let small = Storage::full(device, 4, DType::F32, 1.0).unwrap();
@@ -251,13 +289,19 @@ fn pooling_refusals(device: &Device) {
         .to_string();
     assert!(error.contains("max_pool2d_backward"), "{error}");
     assert!(floats
-        .max_pool2d(&Layout::contiguous(&[1, 4, 4]), &window)
+        .max_pool2d(
+            &Layout::contiguous(&[1, 4, 4]),
+            &window,
+            MemoryFormat::Contiguous
+        )
         .is_err());
     let too_big = Window {
         kernel: (5, 5),
         ..window
     };
-    assert!(floats.max_pool2d(&layout, &too_big).is_err());
+    assert!(floats
+        .max_pool2d(&layout, &too_big, MemoryFormat::Contiguous)
+        .is_err());
 }
 
 #[test]

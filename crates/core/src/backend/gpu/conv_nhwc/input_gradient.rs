@@ -20,7 +20,7 @@ use crate::backend::gpu::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 /// One residue class of the input rows (or columns) of a strided convolution's input
 /// gradient: rows `residue, residue + s, ...` (`count` of them), reached by the taps
@@ -161,7 +161,7 @@ impl GpuStorage {
                     &flipped_weight,
                     &shape,
                     true,
-                    (tile, emulated),
+                    (tile, emulated, MemoryFormat::Contiguous),
                     None,
                 )?
                 else {
@@ -275,7 +275,7 @@ impl GpuStorage {
         GpuStorage::conv2d_patch_channels_last(
             (&gradient, &flipped_weight, true),
             &shape,
-            (tile, emulated),
+            (tile, emulated, MemoryFormat::Contiguous),
             None,
         )
     }

@@ -33,11 +33,15 @@ use super::super::params::check_view;
 use super::super::params::{kernel_params, word, KernelParams};
 use super::super::storage::GpuStorage;
 use super::super::wgsl::{value_header, COMMON};
-use super::{channels_last_copy, space_to_depth, weight_copy, Writer, INVOCATIONS};
+use super::copies::ChannelsLastInput;
+use super::{
+    channels_last_input, channels_last_store, space_to_depth, weight_copy, OutputStore, Writer,
+    INVOCATIONS,
+};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 /// Halves between consecutive pixels of the staged patch: 16 channels and 8 of padding (a
 /// fragment's 16 rows then fall on distinct memory banks).
@@ -53,15 +57,24 @@ pub enum PatchTile {
     Rows16Columns64,
     /// 8 output rows x 128 channels: each subgroup one row, eight accumulators.
     Rows8Columns128,
+    /// 32 output rows x 64 channels: each subgroup four rows, 16 accumulators (64 pixels x
+    /// 64 channels, as the wide matmul's subgroups); 3 x 3 and smaller kernels (a 4 x 4
+    /// kernel's patch and weights pass 48 KiB).
+    Rows32Columns64,
 }
 
 impl PatchTile {
     /// Every tile.
-    pub const ALL: [PatchTile; 2] = [PatchTile::Rows16Columns64, PatchTile::Rows8Columns128];
+    pub const ALL: [PatchTile; 3] = [
+        PatchTile::Rows16Columns64,
+        PatchTile::Rows8Columns128,
+        PatchTile::Rows32Columns64,
+    ];
 
     /// Output rows of the block.
     pub fn rows(self) -> usize {
         match self {
+            PatchTile::Rows32Columns64 => 32,
             PatchTile::Rows16Columns64 => 16,
             PatchTile::Rows8Columns128 => 8,
         }
@@ -70,7 +83,7 @@ impl PatchTile {
     /// Output channels of the block.
     pub fn columns(self) -> usize {
         match self {
-            PatchTile::Rows16Columns64 => 64,
+            PatchTile::Rows16Columns64 | PatchTile::Rows32Columns64 => 64,
             PatchTile::Rows8Columns128 => 128,
         }
     }
@@ -80,6 +93,7 @@ impl PatchTile {
         match self {
             PatchTile::Rows16Columns64 => "patch16x64",
             PatchTile::Rows8Columns128 => "patch8x128",
+            PatchTile::Rows32Columns64 => "patch32x64",
         }
     }
 
@@ -114,9 +128,8 @@ pub struct ConvPatchKey {
     pub side: usize,
     /// Scale, shift, residual and activation applied in the store.
     pub epilogue: Option<ConvEpilogueKey>,
-    /// The output width is a multiple of 8: each lane writes its 8 pixels of a channel as
-    /// one 16-byte store (else 8 scalar stores, each checked).
-    pub packed_store: bool,
+    /// How the output is written (`PlanesPacked` where the output width is a multiple of 8).
+    pub store: OutputStore,
     /// Plain-WGSL emulation of the matrix operations (tests on any f16 device).
     pub emulated: bool,
 }
@@ -128,14 +141,18 @@ impl ConvPatchKey {
         let mut keys = Vec::new();
         for epilogue in epilogues {
             for tile in PatchTile::ALL {
-                for side in SIDES {
-                    for packed_store in [false, true] {
+                // Blocks whose patch and weights pass 48 KiB at this side run nowhere.
+                let sides = SIDES
+                    .into_iter()
+                    .filter(|&side| tile.workgroup_bytes(side) <= 48 * 1024);
+                for side in sides {
+                    for store in OutputStore::ALL {
                         for emulated in [false, true] {
                             keys.push(ConvPatchKey {
                                 tile,
                                 side,
                                 epilogue,
-                                packed_store,
+                                store,
                                 emulated,
                             });
                         }
@@ -222,13 +239,14 @@ pub(crate) fn forward_applies(
 impl GpuStorage {
     /// The forward convolution of the view `layout` of `self` with `weight` by the patch
     /// kernel with `tile` (`emulated`: the plain-WGSL kernel), `epilogue` in its store:
-    /// channels-last copies of both operands, or the space-to-depth rearrangement of a stem;
-    /// `Ok(None)` where it does not apply ([`forward_applies`] and the device's limits).
+    /// channels-last copies of both operands (none of an input already channels-last), or the
+    /// space-to-depth rearrangement of a stem; the output in `format`; `Ok(None)` where it
+    /// does not apply ([`forward_applies`] and the device's limits).
     pub(crate) fn conv2d_patch(
         &self,
         (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
         params: &Conv2dParams,
-        (tile, emulated): (PatchTile, bool),
+        (tile, emulated, format): (PatchTile, bool, MemoryFormat),
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (patch, tensor cores)";
@@ -252,28 +270,31 @@ impl GpuStorage {
             return Ok(None);
         }
         let (input, weight, shape) = if stem {
-            self.space_to_depth_operands((layout, weight, weight_layout), &shape)?
+            let (input, weight, shape) =
+                self.space_to_depth_operands((layout, weight, weight_layout), &shape)?;
+            (ChannelsLastInput::Copied(input), weight, shape)
         } else {
             let channels = shape.channels;
             (
-                channels_last_copy(self, layout, &[0, 2, 3, 1], 3, channels)?,
+                channels_last_input(self, layout, channels)?,
                 weight_copy(weight, weight_layout, [2, 3, 1, 0], channels)?,
                 shape,
             )
         };
-        let operands = (&input, &weight, false);
-        GpuStorage::conv2d_patch_channels_last(operands, &shape, (tile, emulated), epilogue)
+        let operands = (&*input, &weight, false);
+        let run = (tile, emulated, format);
+        GpuStorage::conv2d_patch_channels_last(operands, &shape, run, epilogue)
     }
 
     /// The patch convolution of `shape` over the dense channels-last `input` (`[n, h, w,
     /// c]`, c = `shape.channels`) and `weight` (`[kh, kw, c, o]`, its taps read mirrored
-    /// where `flip`) with `epilogue` in its store; `Ok(None)` where it does not apply
+    /// where `flip`) with `epilogue` in its store, the output in `format`; `Ok(None)` where it does not apply
     /// ([`applies`], the device's workgroup memory or grid limits, tensor cores missing
     /// unless emulated, the driver refused it).
     pub(super) fn conv2d_patch_channels_last(
         (input, weight, flip): (&GpuStorage, &GpuStorage, bool),
         shape: &Conv2dShape,
-        (tile, emulated): (PatchTile, bool),
+        (tile, emulated, format): (PatchTile, bool, MemoryFormat),
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (patch, tensor cores)";
@@ -316,7 +337,7 @@ impl GpuStorage {
             tile,
             side,
             epilogue: epilogue.map(|e| e.key),
-            packed_store: out_width.is_multiple_of(8),
+            store: OutputStore::of(format, out_width.is_multiple_of(8)),
             emulated,
         };
         let mut buffers = vec![input.raw()?, weight.raw()?, out.raw()?];
@@ -373,16 +394,8 @@ var<workgroup> scratch: array<f32, 2048>;
 var<workgroup> input_patch: array<f16, {}>;
 var<workgroup> taps: array<f16, {}>;
 ",
-            if key.packed_store {
-                "mat2x4<f16>"
-            } else {
-                "f16"
-            },
-            if key.packed_store {
-                conv_epilogue::declarations_packed(key.epilogue, 4)
-            } else {
-                conv_epilogue::declarations(key.epilogue, 4)
-            },
+            key.store.result_type(),
+            key.store.epilogue_declarations(key.epilogue),
             patch_rows * patch_columns * PIXEL_STRIDE,
             side * 16 * weight_row
         ),
@@ -609,15 +622,37 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         w.line(2, "}");
     }
     w.line(1, "}");
-    // Epilogue: lane writes channel `lane % 16` of the 8 output columns `(lane / 16) * 8 ..`
-    // of each accumulator's output row segment.
+    // Epilogue: row-major, lane writes channel `lane % 16` of the 8 output columns
+    // `(lane / 16) * 8 ..` of each accumulator's output row segment; channels-last, channels
+    // `(lane % 2) * 8 ..+ 8` of output column `lane / 2`.
     w.line(1, "let lane_column = lane % 16u;");
     w.line(1, "let first_x = ox0 + (lane / 16u) * 8u;");
+    w.line(1, "let lane_pixel = lane / 2u;");
+    w.line(1, "let lane_channel = (lane % 2u) * 8u;");
     for (t, c) in accumulators.iter().enumerate() {
         let (r, j) = (t / fragments, t % fragments);
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
         w.line(1, "{");
+        if key.store == OutputStore::ChannelsLast {
+            w.line(
+                2,
+                &format!("let channel = column0 + {}u + lane_channel;", j * 16),
+            );
+            w.line(2, &format!("let oy = oy0 + sub_row + {r}u;"));
+            w.line(2, "let ox = ox0 + lane_pixel;");
+            w.line(2, "if (oy < params.out_height && ox < params.out_width) {");
+            w.line(
+                3,
+                "let position = ((image * params.out_height + oy) * params.out_width + ox) * out_channels + channel;",
+            );
+            let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
+            channels_last_store(&mut w, 3, key.epilogue, value_at);
+            w.line(2, "}");
+            w.line(1, "}");
+            w.line(1, "workgroupBarrier();");
+            continue;
+        }
         w.line(
             2,
             &format!("let channel = column0 + {}u + lane_column;", j * 16),
@@ -631,7 +666,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             2,
             "let value_at = scratch_at + (lane / 16u) * 128u + lane_column;",
         );
-        if key.packed_store {
+        if key.store == OutputStore::PlanesPacked {
             // The 8 columns are all inside the width or all outside (it is a multiple of 8).
             w.line(
                 2,

@@ -33,7 +33,7 @@ use crate::backend::gpu::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 /// The geometry of one axis: `(P, shift, K2, Hs, used)` — the even padding, the kernel's
 /// shift, block taps, block rows of the rearranged input, and the input's block rows that
@@ -248,12 +248,13 @@ impl GpuStorage {
 
     /// The convolution of the view `layout` of `self` with `weight` through the 2 x 2
     /// space-to-depth rearrangement (the caller checked [`applies`] and the tile), with
-    /// `epilogue` in its store; `Ok(None)` where the GEMM does not run (see `nhwc_gemm`).
+    /// `epilogue` in its store and the output in `format`; `Ok(None)` where the GEMM does not
+    /// run (see `nhwc_gemm`).
     pub(super) fn conv2d_nhwc_space_to_depth(
         &self,
         (layout, weight, weight_layout): (&Layout, &GpuStorage, &Layout),
         shape: &Conv2dShape,
-        (tile, emulated): (NhwcTile, bool),
+        (tile, emulated, format): (NhwcTile, bool, MemoryFormat),
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         let (input, rearranged, gemm_shape) =
@@ -268,7 +269,7 @@ impl GpuStorage {
             &rearranged,
             &gemm_shape,
             false,
-            (tile, emulated),
+            (tile, emulated, format),
             epilogue,
         )
     }

@@ -13,7 +13,7 @@ use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::geometry::Conv2dParams;
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::EpilogueActivation;
 use half::f16;
 
@@ -36,8 +36,10 @@ fn every_key_validates_with_naga() {
         let source = key.source();
         assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
         super::super::matmul_coop::tests::translate(&format!("{key:?}"), &source);
-        // Every patch kernel fits 48 KiB; the 3x3 and smaller ones 32 KiB (lavapipe).
-        let limit = if key.side <= 3 { 32 } else { 48 };
+        // Every patch kernel fits 48 KiB; the 3x3 and smaller ones of the 16 x 64 and 8 x 128
+        // blocks 32 KiB (lavapipe).
+        let small = key.tile != PatchTile::Rows32Columns64 && key.side <= 3;
+        let limit = if small { 32 } else { 48 };
         assert!(
             key.tile.workgroup_bytes(key.side) <= limit * 1024,
             "{key:?}"
@@ -276,24 +278,49 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs
         let bound = epilogue
             .as_ref()
             .map(|e| BoundEpilogue::new("test", e, &out_shape, DType::F16).unwrap());
+        // The channels-last runs: the input already channels-last (read without a copy where
+        // no channels are padded), the row-major residual bound channels-last, the output
+        // read back through its channels-last layout.
+        let channels_last = MemoryFormat::ChannelsLast;
+        let x_last_layout = channels_last.layout(&case.input);
+        let gx_last = gx.copy_strided(&x_layout.permute(&[0, 2, 3, 1])).unwrap();
+        let bound_last = epilogue.as_ref().map(|e| {
+            BoundEpilogue::new_in("test", e, &out_shape, DType::F16, channels_last).unwrap()
+        });
+        let row_major =
+            |out: GpuStorage| out.copy_strided(&channels_last.layout(&out_shape)).unwrap();
+        // Emulated, one channels-last tile a case (lavapipe compiles each emulated kernel
+        // slowly); on tensor cores every tile.
+        let mut last_runs = 0;
         for tile in NhwcTile::ALL {
             if !o.is_multiple_of(tile.columns()) || tile.workgroup_bytes() > limit {
                 continue;
             }
+            let what = format!("{tile:?} emulated {emulated} {:?}", case.input);
             let out = gx
                 .conv2d_nhwc(
                     (&x_layout, &gw, &w_layout),
                     &case.params,
-                    (tile, emulated),
+                    (tile, emulated, MemoryFormat::Contiguous),
                     bound.as_ref(),
                 )
                 .unwrap()
                 .expect("the kernel applies");
-            compare(
-                &expected,
-                out,
-                &format!("{tile:?} emulated {emulated} {:?}", case.input),
-            );
+            compare(&expected, out, &what);
+            if emulated && last_runs > 0 {
+                continue;
+            }
+            last_runs += 1;
+            let out = gx_last
+                .conv2d_nhwc(
+                    (&x_last_layout, &gw, &w_layout),
+                    &case.params,
+                    (tile, emulated, channels_last),
+                    bound_last.as_ref(),
+                )
+                .unwrap()
+                .expect("the kernel applies");
+            compare(&expected, row_major(out), &format!("{what} channels-last"));
         }
         // The patch kernels where they apply (stride 1, or a stem through space-to-depth;
         // 16-channel multiples) and fit the device's workgroup memory.
@@ -308,21 +335,37 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs
                 .conv2d_patch(
                     (&x_layout, &gw, &w_layout),
                     &case.params,
-                    (tile, emulated),
+                    (tile, emulated, MemoryFormat::Contiguous),
                     bound.as_ref(),
                 )
                 .unwrap();
             let Some(out) = out else {
                 // Only a kernel over the device's workgroup memory may decline.
-                assert!(limit < 48 * 1024, "{tile:?} {:?} declined", case.input);
+                assert!(
+                    limit < 48 * 1024 || tile.workgroup_bytes(4) > limit,
+                    "{tile:?} {:?} declined",
+                    case.input
+                );
                 continue;
             };
             *patch_runs += 1;
-            compare(
-                &expected,
-                out,
-                &format!("{tile:?} emulated {emulated} {:?}", case.input),
-            );
+            let what = format!("{tile:?} emulated {emulated} {:?}", case.input);
+            compare(&expected, out, &what);
+            // Channels-last: emulated for the partial block and the residual case (compile
+            // time), every case on tensor cores.
+            if emulated && case.input[1] != 64 {
+                continue;
+            }
+            let out = gx_last
+                .conv2d_patch(
+                    (&x_last_layout, &gw, &w_layout),
+                    &case.params,
+                    (tile, emulated, channels_last),
+                    bound_last.as_ref(),
+                )
+                .unwrap()
+                .expect("the patch kernel ran row-major");
+            compare(&expected, row_major(out), &format!("{what} channels-last"));
         }
     }
 }

@@ -7,7 +7,7 @@ use super::{plan, HalvingWindow, RUNS};
 use crate::backend::tests::support::{assert_close, cpu_storage, gpu_device, to_gpu, values};
 use crate::dtype::DType;
 use crate::geometry::{PoolShape, Window};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::Device;
 
 /// `kernel_h x kernel_w` taps, stride 2, padding `(k - 1) / 2`: a halving window.
@@ -211,10 +211,14 @@ fn gpu_forward_matches_cpu_and_takes_the_vectorized_kernel() {
         for case in cases() {
             let what = format!("{dtype} {:?} {:?}", case.layout, case.window);
             let cpu_input = cpu_storage(&input_values(case.length), dtype);
-            let expected = cpu_input.max_pool2d(&case.layout, &case.window).unwrap();
+            let expected = cpu_input
+                .max_pool2d(&case.layout, &case.window, MemoryFormat::Contiguous)
+                .unwrap();
             let input = to_gpu(&cpu_input, &device);
             let before = RUNS.with(std::cell::Cell::get);
-            let output = input.max_pool2d(&case.layout, &case.window).unwrap();
+            let output = input
+                .max_pool2d(&case.layout, &case.window, MemoryFormat::Contiguous)
+                .unwrap();
             let runs = RUNS.with(std::cell::Cell::get) - before;
             assert_eq!(
                 runs,
