@@ -1,5 +1,5 @@
-//! The patch kernel: an f16 stride-1 convolution on cooperative matrices (tensor cores) that
-//! stages each input pixel once per workgroup instead of once per tap.
+//! The patch kernel: an f16 stride-1 (or stride-2) convolution on cooperative matrices
+//! (tensor cores) that stages each input pixel once per workgroup instead of once per tap.
 //!
 //! The implicit GEMM (`conv_nhwc.rs`) stages A = the unrolled input, `kh * kw` copies of
 //! every pixel; staging is about half of its time on the H200 (see docs/PERFORMANCE.md). Here
@@ -8,6 +8,9 @@
 //! 16 channels at a time) once, and reads every tap's A fragment straight out of the patch:
 //! the 16 pixels of one output row segment at tap `(a, b)` are 16 consecutive patch pixels,
 //! one 16 x 16 fragment of row stride [`PIXEL_STRIDE`] (16 channels, 8 halves of padding).
+//! At stride 2 the patch is `2 rows + 1` x 33 pixels and its even columns are staged before
+//! its odd ones, so that the 16 output columns' pixels at a tap are again 16 consecutive
+//! staged pixels; only the 8 x 128 block fits 48 KiB there ([`ConvPatchKey::stride`]).
 //!
 //! - Operands: the channels-last input `[n, h, w, c]` (c a multiple of 16) and the weight
 //!   `[kh, kw, c, o]` as the GEMM kernels copy them; output `[n, o, oh, ow]` through
@@ -102,15 +105,24 @@ impl PatchTile {
         self.columns() + 8
     }
 
-    /// Pixels of the staged patch for a `side` x `side` kernel: (rows, columns).
-    fn patch(self, side: usize) -> (usize, usize) {
-        (self.rows() + side - 1, COLUMNS_PER_BLOCK + side - 1)
+    /// Pixels of the staged patch for a `side` x `side` kernel of stride `stride`: (rows,
+    /// columns).
+    fn patch(self, side: usize, stride: usize) -> (usize, usize) {
+        (
+            (self.rows() - 1) * stride + side,
+            (COLUMNS_PER_BLOCK - 1) * stride + side,
+        )
     }
 
-    /// Bytes of workgroup memory for a `side` x `side` kernel: the patch, one tap row's
-    /// weights and eight f32 scratch tiles.
+    /// Bytes of workgroup memory for a `side` x `side` kernel of stride 1: the patch, one tap
+    /// row's weights and eight f32 scratch tiles.
     pub fn workgroup_bytes(self, side: usize) -> u32 {
-        let (patch_rows, patch_columns) = self.patch(side);
+        self.workgroup_bytes_strided(side, 1)
+    }
+
+    /// [`PatchTile::workgroup_bytes`] for a kernel of stride `stride`.
+    pub fn workgroup_bytes_strided(self, side: usize, stride: usize) -> u32 {
+        let (patch_rows, patch_columns) = self.patch(side, stride);
         let halves = patch_rows * patch_columns * PIXEL_STRIDE + side * 16 * self.weight_row();
         (2 * halves + 8 * 256 * 4) as u32
     }
@@ -119,6 +131,15 @@ impl PatchTile {
 /// Kernel sides the patch kernel is generated for (square kernels).
 pub(crate) const SIDES: [usize; 3] = [2, 3, 4];
 
+/// Strides the patch kernel is generated for (the same along both axes).
+pub(crate) const STRIDES: [usize; 2] = [1, 2];
+
+/// Whether `tile`'s patch and weights for a `side` x `side` kernel of stride `stride` fit 48
+/// KiB of workgroup memory (every device with tensor cores here offers that much).
+fn fits(tile: PatchTile, side: usize, stride: usize) -> bool {
+    tile.workgroup_bytes_strided(side, stride) <= 48 * 1024
+}
+
 /// One patch convolution kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ConvPatchKey {
@@ -126,6 +147,10 @@ pub struct ConvPatchKey {
     pub tile: PatchTile,
     /// Kernel rows and columns (one of [`SIDES`]).
     pub side: usize,
+    /// Stride along both axes: 1, or 2 (the 3 x 3 stride-2 convolutions of a ResNet's
+    /// downsampling blocks; the patch's columns staged even ones first, so that a tap's 16
+    /// output columns read 16 consecutive staged pixels).
+    pub stride: usize,
     /// Scale, shift, residual and activation applied in the store.
     pub epilogue: Option<ConvEpilogueKey>,
     /// How the output is written (`PlanesPacked` where the output width is a multiple of 8).
@@ -141,16 +166,21 @@ impl ConvPatchKey {
         let mut keys = Vec::new();
         for epilogue in epilogues {
             for tile in PatchTile::ALL {
-                // Blocks whose patch and weights pass 48 KiB at this side run nowhere.
-                let sides = SIDES
-                    .into_iter()
-                    .filter(|&side| tile.workgroup_bytes(side) <= 48 * 1024);
-                for side in sides {
+                // Blocks whose patch and weights pass 48 KiB at this side and stride run
+                // nowhere.
+                let geometries = SIDES.into_iter().flat_map(|side| {
+                    STRIDES
+                        .into_iter()
+                        .filter(move |&stride| fits(tile, side, stride))
+                        .map(move |stride| (side, stride))
+                });
+                for (side, stride) in geometries {
                     for store in OutputStore::ALL {
                         for emulated in [false, true] {
                             keys.push(ConvPatchKey {
                                 tile,
                                 side,
+                                stride,
                                 epilogue,
                                 store,
                                 emulated,
@@ -202,10 +232,14 @@ kernel_params! {
 }
 
 /// Whether the patch kernel computes a convolution of this geometry (after the channels-last
-/// copy or the space-to-depth rearrangement): stride 1, undilated, a square kernel of one of
-/// [`SIDES`], channels a multiple of 16, output channels a multiple of the tile's.
+/// copy or the space-to-depth rearrangement): stride 1, or 2 where the tile's patch fits,
+/// undilated, a square kernel of one of [`SIDES`], channels a multiple of 16, output channels
+/// a multiple of the tile's.
 pub(crate) fn applies(shape: &Conv2dShape, tile: PatchTile) -> bool {
-    shape.stride == (1, 1)
+    let (stride, side) = (shape.stride.0, shape.kernel.0);
+    shape.stride.1 == stride
+        && STRIDES.contains(&stride)
+        && (stride == 1 || fits(tile, side, stride))
         && shape.dilation == (1, 1)
         && shape.kernel.0 == shape.kernel.1
         && SIDES.contains(&shape.kernel.0)
@@ -298,8 +332,9 @@ impl GpuStorage {
         epilogue: Option<&BoundEpilogue<'_>>,
     ) -> Result<Option<GpuStorage>> {
         const OP: &str = "conv2d (patch, tensor cores)";
-        let side = shape.kernel.0;
-        if !applies(shape, tile) || !input.nhwc_usable(tile.workgroup_bytes(side), emulated) {
+        let (side, stride) = (shape.kernel.0, shape.stride.0);
+        let bytes = tile.workgroup_bytes_strided(side, stride);
+        if !applies(shape, tile) || !input.nhwc_usable(bytes, emulated) {
             return Ok(None);
         }
         let [batch, out_channels, out_height, out_width] = shape.output_shape();
@@ -336,6 +371,7 @@ impl GpuStorage {
         let key = ConvPatchKey {
             tile,
             side,
+            stride,
             epilogue: epilogue.map(|e| e.key),
             store: OutputStore::of(format, out_width.is_multiple_of(8)),
             emulated,
@@ -361,9 +397,12 @@ fn source(key: ConvPatchKey) -> String {
     let coop = Coop {
         emulated: key.emulated,
     };
-    let side = key.side;
+    let (side, stride) = (key.side, key.stride);
     let (rows, columns, weight_row) = (key.tile.rows(), key.tile.columns(), key.tile.weight_row());
-    let (patch_rows, patch_columns) = key.tile.patch(side);
+    let (patch_rows, patch_columns) = key.tile.patch(side, stride);
+    // Stride 2 stages the patch's even columns first, then its odd ones: input column `x` of
+    // the patch at staged column `(x % 2) * even_columns + x / 2`.
+    let even_columns = patch_columns.div_ceil(2);
     let sub_rows = rows / 8; // output rows per subgroup
     let fragments = columns / 16; // accumulators per output row
     let patch_loads_total = patch_rows * patch_columns * 2; // 16-byte loads (8 channels)
@@ -457,14 +496,19 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         w.line(
             1,
             &format!(
-                "let iy{p} = i32(oy0 + patch_pixel{p} / {patch_columns}u) - i32(params.pad_h);"
+                "let iy{p} = i32(oy0 * {stride}u + patch_pixel{p} / {patch_columns}u) - i32(params.pad_h);"
             ),
         );
+        // The staged column's input column (even ones first for stride 2).
+        let column = match stride {
+            2 => format!(
+                "select(2u * (patch_pixel{p} % {patch_columns}u - {even_columns}u) + 1u, 2u * (patch_pixel{p} % {patch_columns}u), patch_pixel{p} % {patch_columns}u < {even_columns}u)"
+            ),
+            _ => format!("patch_pixel{p} % {patch_columns}u"),
+        };
         w.line(
             1,
-            &format!(
-                "let ix{p} = i32(ox0 + patch_pixel{p} % {patch_columns}u) - i32(params.pad_w);"
-            ),
+            &format!("let ix{p} = i32(ox0 * {stride}u + {column}) - i32(params.pad_w);"),
         );
         w.line(
             1,
@@ -600,9 +644,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     };
     for b in &taps {
         w.line(2, "{");
+        // Output column 0's input column at tap `b` is `b`: its staged column.
+        let column = match stride {
+            2 => format!("({b} % 2u) * {even_columns}u + {b} / 2u"),
+            _ => b.clone(),
+        };
         for r in 0..sub_rows {
-            let start =
-                format!("((sub_row + {r}u + tap_row) * {patch_columns}u + {b}) * {PIXEL_STRIDE}u");
+            let start = format!(
+                "(((sub_row + {r}u) * {stride}u + tap_row) * {patch_columns}u + {column}) * {PIXEL_STRIDE}u"
+            );
             let fragment = coop.load('A', "input_patch", &start, &format!("{PIXEL_STRIDE}u"));
             w.line(3, &format!("let fa{r} = {fragment};"));
         }
