@@ -7,10 +7,10 @@ use super::super::conv_gemm::testing::{check, gpu, params, upload, values};
 use super::super::conv_winograd::WinogradTile;
 use super::super::kernels::KernelKey;
 use super::{BoundEpilogue, ConvEpilogueKey};
-use crate::backend::contract::Epilogue;
+use crate::backend::contract::{BackendStorage, Epilogue};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 #[test]
 fn fused_kernels_validate() {
@@ -159,6 +159,51 @@ fn every_kernel_applies_every_epilogue() {
                             ),
                         );
                     }
+                    // The primitive asked for a channels-last output (here the row-major
+                    // result copied into it: no channels-last kernel for these channels), on
+                    // the GPU and on the CPU: the same values through its layout.
+                    let channels_last = MemoryFormat::ChannelsLast.layout(&out_shape);
+                    let out = x_gpu
+                        .conv2d_epilogue(
+                            &input_layout,
+                            &k_gpu,
+                            &weight_layout,
+                            &params,
+                            &epilogue,
+                            MemoryFormat::ChannelsLast,
+                        )
+                        .unwrap()
+                        .copy_strided(&channels_last)
+                        .unwrap();
+                    check(
+                        &out,
+                        &expected,
+                        &format!("{name} {dtype:?} {} channels-last", key.name()),
+                    );
+                    let cpu_epilogue = Epilogue {
+                        scale: (&scale_cpu, &vector),
+                        shift: (&shift_cpu, &vector),
+                        residual: key.residual.then_some((&residual_cpu, residual_layout)),
+                        activation: key.activation,
+                    };
+                    let cpu_last = BackendStorage::conv2d_epilogue(
+                        &x_cpu,
+                        &input_layout,
+                        &k_cpu,
+                        &weight_layout,
+                        &params,
+                        &cpu_epilogue,
+                        MemoryFormat::ChannelsLast,
+                    )
+                    .unwrap()
+                    .copy_strided(&channels_last)
+                    .unwrap();
+                    let cpu_last: Vec<f32> = match cpu_last {
+                        CpuStorage::F32(v) => v,
+                        CpuStorage::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
+                        _ => panic!("dtype changed"),
+                    };
+                    assert_eq!(cpu_last, expected, "{name} {dtype:?} CPU channels-last");
                 }
             }
         }
