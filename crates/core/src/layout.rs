@@ -73,6 +73,26 @@ impl Layout {
         Some(flat)
     }
 
+    /// Where every one of `views` (of one shape) fills its storage run in the same dim order,
+    /// and that order is not row-major (channels-last activations, say): the flat views of
+    /// their runs and the layout an elementwise result keeps (their strides, from offset 0),
+    /// as PyTorch keeps a memory format. `None` otherwise (the result is row-major).
+    pub fn kept_order(views: &[&Layout]) -> Option<(Vec<Layout>, Layout)> {
+        let first = views.first()?;
+        let same = views
+            .iter()
+            .all(|view| view.shape == first.shape && view.strides == first.strides);
+        if !same || first.is_contiguous() {
+            return None;
+        }
+        let runs: Option<Vec<Layout>> = views.iter().map(|view| view.dense_run()).collect();
+        let kept = Layout {
+            offset: 0,
+            ..(*first).clone()
+        };
+        Some((runs?, kept))
+    }
+
     /// The view with dims reordered by `perm`.
     pub fn permute(&self, perm: &[usize]) -> Layout {
         Layout {
@@ -435,6 +455,25 @@ mod tests {
         assert_eq!(broadcast.dense_run(), None);
         let narrowed = Layout::contiguous(&[4, 3]).narrow(0, 1, 2);
         assert_eq!(narrowed.dense_run().map(|flat| flat.offset), Some(3));
+    }
+
+    #[test]
+    fn elementwise_results_keep_a_shared_dense_order() {
+        let channels_last = MemoryFormat::ChannelsLast.layout(&[2, 3, 4, 5]);
+        let later = Layout {
+            offset: 7,
+            ..channels_last.clone()
+        };
+        let (runs, kept) = Layout::kept_order(&[&channels_last, &later]).unwrap();
+        assert_eq!(runs[1].offset, 7);
+        assert_eq!(runs[0].shape, vec![120]);
+        assert_eq!(kept, channels_last);
+        // Row-major, mixed orders and broadcasts keep nothing.
+        let rows = Layout::contiguous(&[2, 3, 4, 5]);
+        assert!(Layout::kept_order(&[&rows]).is_none());
+        assert!(Layout::kept_order(&[&channels_last, &rows]).is_none());
+        let broadcast = Layout::contiguous(&[1, 4]).broadcast_to(&[3, 4]).unwrap();
+        assert!(Layout::kept_order(&[&broadcast]).is_none());
     }
 
     #[test]

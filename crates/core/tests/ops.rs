@@ -1,6 +1,6 @@
 //! Ops against hand-computed values, on every device (one body over `&Device`).
 
-use anygrad_core::{Conv2dParams, DType, Device, Tensor};
+use anygrad_core::{Conv2dParams, DType, Device, MemoryFormat, Tensor};
 use anygrad_testing::{assert_close, tensor, values};
 
 fn creation(device: &Device) {
@@ -689,7 +689,83 @@ fn unscaling(device: &Device) {
     assert!(error.to_string().contains("unscale"), "{error}");
 }
 
+/// Elementwise ops keep a channels-last operand's memory format (PyTorch's rule): unary ops,
+/// scalar ops, casts and binary ops of two channels-last operands return channels-last
+/// results; a channels-last and a row-major operand give a row-major one. Values and
+/// gradients equal the row-major computation's.
+fn elementwise_ops_keep_channels_last(device: &Device) {
+    let values_of = |t: &Tensor| values(t);
+    let rows = Tensor::randn(&[2, 8, 5, 6], DType::F32, device).unwrap();
+    let other = Tensor::randn(&[2, 8, 5, 6], DType::F32, device).unwrap();
+    let last = rows.contiguous_in(MemoryFormat::ChannelsLast).unwrap();
+    let other_last = other.contiguous_in(MemoryFormat::ChannelsLast).unwrap();
+    let channels_last = MemoryFormat::ChannelsLast;
+    let cases: Vec<(&str, Tensor, Tensor, MemoryFormat)> = vec![
+        (
+            "relu",
+            last.relu().unwrap(),
+            rows.relu().unwrap(),
+            channels_last,
+        ),
+        (
+            "exp",
+            last.exp().unwrap(),
+            rows.exp().unwrap(),
+            channels_last,
+        ),
+        (
+            "mul_scalar",
+            last.mul_scalar(3.0).unwrap(),
+            rows.mul_scalar(3.0).unwrap(),
+            channels_last,
+        ),
+        (
+            "add of two channels-last",
+            last.add(&other_last).unwrap(),
+            rows.add(&other).unwrap(),
+            channels_last,
+        ),
+        (
+            "mixed formats",
+            last.mul(&other).unwrap(),
+            rows.mul(&other).unwrap(),
+            MemoryFormat::Contiguous,
+        ),
+        (
+            "to f16 (where the device has it)",
+            last.to_dtype(DType::F16).unwrap_or_else(|_| last.clone()),
+            rows.to_dtype(DType::F16).unwrap_or_else(|_| rows.clone()),
+            channels_last,
+        ),
+    ];
+    for (name, got, expected, format) in cases {
+        assert_eq!(got.memory_format(), format, "{name} on {device}");
+        assert_eq!(got.shape(), expected.shape(), "{name} on {device}");
+        assert_close(&values_of(&got), &values_of(&expected), 1e-6, 1e-6, name);
+    }
+    // Gradients through kept formats equal the row-major ones.
+    let grad_of = |x: &Tensor, y: &Tensor| {
+        let x = x.requires_grad_(true);
+        x.relu()
+            .unwrap()
+            .mul(y)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        values_of(&x.grad().unwrap())
+    };
+    let expected = grad_of(&rows.copy().unwrap(), &other);
+    let got = grad_of(
+        &last.copy().unwrap().contiguous_in(channels_last).unwrap(),
+        &other_last,
+    );
+    assert_close(&got, &expected, 1e-6, 1e-6, "gradient");
+}
+
 anygrad_testing::device_tests!(
+    elementwise_ops_keep_channels_last,
     creation,
     random_is_seeded,
     unary_values,

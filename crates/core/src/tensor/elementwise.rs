@@ -86,8 +86,13 @@ binary_methods! {
 impl Tensor {
     /// Apply a unary primitive.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
-        let storage = Arc::new(RwLock::new(self.storage().unary(self.layout(), op)?));
-        let layout = Layout::contiguous(self.shape());
+        // A dense view in another order (a channels-last activation) runs as one flat run and
+        // keeps its strides (`Layout::kept_order`).
+        let (view, layout) = match Layout::kept_order(&[self.layout()]) {
+            Some((runs, kept)) => (runs[0].clone(), kept),
+            None => (self.layout().clone(), Layout::contiguous(self.shape())),
+        };
+        let storage = Arc::new(RwLock::new(self.storage().unary(&view, op)?));
         let grad_fn = Tensor::record(&[self], self.dtype(), || {
             if op.derivative_from_output() {
                 GradFn::UnaryFromOutput {
@@ -117,9 +122,18 @@ impl Tensor {
         let shape = broadcast_shapes(op.name(), self.shape(), rhs.shape())?;
         let lhs = self.broadcast_to(&shape)?;
         let rhs = rhs.broadcast_to(&shape)?;
+        // Operands in one dense order other than row-major run as flat runs and the result
+        // keeps that order (`Layout::kept_order`).
+        let (views, layout) = match Layout::kept_order(&[lhs.layout(), rhs.layout()]) {
+            Some((runs, kept)) => (runs, kept),
+            None => (
+                vec![lhs.layout().clone(), rhs.layout().clone()],
+                Layout::contiguous(&shape),
+            ),
+        };
         let storage = {
             let (l, r) = (lhs.storage(), rhs.storage());
-            l.binary(lhs.layout(), &r, rhs.layout(), op)?
+            l.binary(&views[0], &r, &views[1], op)?
         };
         let result_dtype = if op.is_comparison() {
             DType::Bool
@@ -131,14 +145,22 @@ impl Tensor {
             rhs: rhs.clone(),
             op,
         });
-        Ok(Tensor::from_storage(storage, &shape, grad_fn))
+        Ok(Tensor::from_view(
+            Arc::new(RwLock::new(storage)),
+            layout,
+            grad_fn,
+        ))
     }
 
     /// Apply a binary primitive with a scalar operand (`scalar op x` when `scalar_on_left`).
     pub fn binary_scalar(&self, op: BinaryOp, scalar: f64, scalar_on_left: bool) -> Result<Tensor> {
+        let (view, layout) = match Layout::kept_order(&[self.layout()]) {
+            Some((runs, kept)) => (runs[0].clone(), kept),
+            None => (self.layout().clone(), Layout::contiguous(self.shape())),
+        };
         let storage = self
             .storage()
-            .binary_scalar(self.layout(), op, scalar, scalar_on_left)?;
+            .binary_scalar(&view, op, scalar, scalar_on_left)?;
         let result_dtype = if op.is_comparison() {
             DType::Bool
         } else {
@@ -150,7 +172,11 @@ impl Tensor {
             scalar,
             scalar_on_left,
         });
-        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+        Ok(Tensor::from_view(
+            Arc::new(RwLock::new(storage)),
+            layout,
+            grad_fn,
+        ))
     }
 
     /// `scalar - x`.

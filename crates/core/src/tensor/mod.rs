@@ -349,16 +349,12 @@ impl Tensor {
             })
         };
         // A dense view in another order (a channels-last activation) casts as one flat run
-        // and keeps its strides, as PyTorch keeps a memory format.
-        if let Some(flat) = self.layout().dense_run().filter(|_| !self.is_contiguous()) {
-            let storage = self.storage().cast(&flat, dtype)?;
-            let layout = Layout {
-                offset: 0,
-                ..self.layout().clone()
-            };
+        // and keeps its strides (`Layout::kept_order`).
+        if let Some((runs, kept)) = Layout::kept_order(&[self.layout()]) {
+            let storage = self.storage().cast(&runs[0], dtype)?;
             return Ok(Tensor::from_view(
                 Arc::new(RwLock::new(storage)),
-                layout,
+                kept,
                 grad_fn(),
             ));
         }
