@@ -93,6 +93,16 @@ impl Layout {
         Some((runs?, kept))
     }
 
+    /// How an elementwise op of one operand reads this view and lays out its result: a flat
+    /// run keeping these strides where [`Layout::kept_order`] applies, else this view and a
+    /// row-major result.
+    pub fn elementwise_views(&self) -> (Layout, Layout) {
+        match Layout::kept_order(&[self]) {
+            Some((mut runs, kept)) => (runs.remove(0), kept),
+            None => (self.clone(), Layout::contiguous(&self.shape)),
+        }
+    }
+
     /// The view with dims reordered by `perm`.
     pub fn permute(&self, perm: &[usize]) -> Layout {
         Layout {

@@ -88,10 +88,7 @@ impl Tensor {
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         // A dense view in another order (a channels-last activation) runs as one flat run and
         // keeps its strides (`Layout::kept_order`).
-        let (view, layout) = match Layout::kept_order(&[self.layout()]) {
-            Some((runs, kept)) => (runs[0].clone(), kept),
-            None => (self.layout().clone(), Layout::contiguous(self.shape())),
-        };
+        let (view, layout) = self.layout().elementwise_views();
         let storage = Arc::new(RwLock::new(self.storage().unary(&view, op)?));
         let grad_fn = Tensor::record(&[self], self.dtype(), || {
             if op.derivative_from_output() {
@@ -154,10 +151,7 @@ impl Tensor {
 
     /// Apply a binary primitive with a scalar operand (`scalar op x` when `scalar_on_left`).
     pub fn binary_scalar(&self, op: BinaryOp, scalar: f64, scalar_on_left: bool) -> Result<Tensor> {
-        let (view, layout) = match Layout::kept_order(&[self.layout()]) {
-            Some((runs, kept)) => (runs[0].clone(), kept),
-            None => (self.layout().clone(), Layout::contiguous(self.shape())),
-        };
+        let (view, layout) = self.layout().elementwise_views();
         let storage = self
             .storage()
             .binary_scalar(&view, op, scalar, scalar_on_left)?;

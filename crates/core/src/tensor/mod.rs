@@ -343,23 +343,18 @@ impl Tensor {
         if self.dtype() == dtype {
             return Ok(self.clone());
         }
-        let grad_fn = || {
-            Tensor::record(&[self], dtype, || GradFn::Cast {
-                input: self.clone(),
-            })
-        };
         // A dense view in another order (a channels-last activation) casts as one flat run
         // and keeps its strides (`Layout::kept_order`).
-        if let Some((runs, kept)) = Layout::kept_order(&[self.layout()]) {
-            let storage = self.storage().cast(&runs[0], dtype)?;
-            return Ok(Tensor::from_view(
-                Arc::new(RwLock::new(storage)),
-                kept,
-                grad_fn(),
-            ));
-        }
-        let storage = self.storage().cast(self.layout(), dtype)?;
-        Ok(Tensor::from_storage(storage, self.shape(), grad_fn()))
+        let (view, layout) = self.layout().elementwise_views();
+        let storage = self.storage().cast(&view, dtype)?;
+        let grad_fn = Tensor::record(&[self], dtype, || GradFn::Cast {
+            input: self.clone(),
+        });
+        Ok(Tensor::from_view(
+            Arc::new(RwLock::new(storage)),
+            layout,
+            grad_fn,
+        ))
     }
 
     /// Copy `source`'s values into this tensor's storage, in place, outside autograd (what
