@@ -1,6 +1,6 @@
 //! Bad input returns the right `Error`, naming the op and the operands; nothing panics.
 
-use anygrad_core::{Conv2dParams, DType, Device, Error, Tensor};
+use anygrad_core::{Conv2dParams, DType, Device, Error, MemoryFormat, Tensor};
 
 fn mismatches(device: &Device) {
     let a = Tensor::zeros(&[2, 3], DType::F32, device).unwrap();
@@ -107,6 +107,19 @@ fn bad_arguments(device: &Device) {
         .conv2d(&huge_kernel, None, Conv2dParams::default())
         .is_err());
     assert!(image.max_pool2d((0, 0), (1, 1), (0, 0)).is_err());
+    // Channels-last needs [n, c, h, w].
+    let error = x.contiguous_in(MemoryFormat::ChannelsLast).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::InvalidArgument {
+                op: "contiguous_in",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("4-D"), "{error}");
     assert!(Tensor::arange(0.0, 1.0, 0.0, DType::F32, device).is_err());
     assert!(Tensor::randint(3, 3, &[2], device).is_err());
     assert!(Tensor::cat(&[], 0).is_err());
