@@ -21,7 +21,8 @@
 
 use std::fmt::Write;
 
-use super::storage::GpuStorage;
+use super::conv_nhwc;
+use super::storage::{GpuStorage, StorageRef};
 use crate::backend::checks::check_epilogue;
 use crate::backend::contract::Epilogue;
 use crate::dtype::DType;
@@ -190,38 +191,27 @@ pub(crate) fn finish(
 
 /// A tensor of the epilogue as a kernel binds it: the storage itself when its view is dense
 /// from offset 0, a dense copy otherwise.
-enum Dense<'a> {
-    Borrowed(&'a GpuStorage),
-    Copied(GpuStorage),
+fn dense<'a>(storage: &'a GpuStorage, layout: &Layout) -> Result<StorageRef<'a>> {
+    let mut copy = None;
+    storage.dense_from_start(layout, &mut copy)?;
+    Ok(match copy {
+        Some(copy) => StorageRef::Copied(copy),
+        None => StorageRef::Borrowed(storage),
+    })
 }
 
-impl<'a> Dense<'a> {
-    /// The view `layout` of `storage` dense in `format` from offset 0 (channels-last for a
-    /// residual added to a channels-last output).
-    fn new_in(storage: &'a GpuStorage, layout: &Layout, format: MemoryFormat) -> Result<Dense<'a>> {
-        match format {
-            MemoryFormat::Contiguous => Dense::new(storage, layout),
-            MemoryFormat::ChannelsLast if format.holds(layout) => Ok(Dense::Borrowed(storage)),
-            MemoryFormat::ChannelsLast => Ok(Dense::Copied(
-                storage.copy_strided(&layout.permute(&[0, 2, 3, 1]))?,
-            )),
+/// [`dense`] in `format`: a residual added to a channels-last output is read channels-last
+/// (as the channels-last kernels read their inputs, `conv_nhwc::channels_last_input`).
+fn dense_in<'a>(
+    storage: &'a GpuStorage,
+    layout: &Layout,
+    format: MemoryFormat,
+) -> Result<StorageRef<'a>> {
+    match (format, layout.shape.get(1)) {
+        (MemoryFormat::ChannelsLast, Some(&channels)) => {
+            conv_nhwc::channels_last_input(storage, layout, channels)
         }
-    }
-
-    fn new(storage: &'a GpuStorage, layout: &Layout) -> Result<Dense<'a>> {
-        let mut copy = None;
-        storage.dense_from_start(layout, &mut copy)?;
-        Ok(match copy {
-            Some(copy) => Dense::Copied(copy),
-            None => Dense::Borrowed(storage),
-        })
-    }
-
-    fn storage(&self) -> &GpuStorage {
-        match self {
-            Dense::Borrowed(storage) => storage,
-            Dense::Copied(storage) => storage,
-        }
+        (MemoryFormat::ChannelsLast | MemoryFormat::Contiguous, _) => dense(storage, layout),
     }
 }
 
@@ -229,9 +219,9 @@ impl<'a> Dense<'a> {
 pub(crate) struct BoundEpilogue<'a> {
     /// Its structure (part of the kernel key).
     pub(crate) key: ConvEpilogueKey,
-    scale: Dense<'a>,
-    shift: Dense<'a>,
-    residual: Option<Dense<'a>>,
+    scale: StorageRef<'a>,
+    shift: StorageRef<'a>,
+    residual: Option<StorageRef<'a>>,
 }
 
 impl<'a> BoundEpilogue<'a> {
@@ -273,11 +263,11 @@ impl<'a> BoundEpilogue<'a> {
                 residual: epilogue.residual.is_some(),
                 activation: epilogue.activation,
             },
-            scale: Dense::new(epilogue.scale.0, epilogue.scale.1)?,
-            shift: Dense::new(epilogue.shift.0, epilogue.shift.1)?,
+            scale: dense(epilogue.scale.0, epilogue.scale.1)?,
+            shift: dense(epilogue.shift.0, epilogue.shift.1)?,
             residual: epilogue
                 .residual
-                .map(|(storage, layout)| Dense::new_in(storage, layout, format))
+                .map(|(storage, layout)| dense_in(storage, layout, format))
                 .transpose()?,
         })
     }
@@ -285,10 +275,10 @@ impl<'a> BoundEpilogue<'a> {
     /// The buffers to bind after the kernel's own, in the order of [`declarations`].
     pub(crate) fn buffers(&self) -> Result<Vec<&wgpu::Buffer>> {
         let mut buffers = Vec::with_capacity(self.key.bindings() as usize);
-        buffers.push(self.scale.storage().raw()?);
-        buffers.push(self.shift.storage().raw()?);
+        buffers.push(self.scale.raw()?);
+        buffers.push(self.shift.raw()?);
         if let Some(residual) = &self.residual {
-            buffers.push(residual.storage().raw()?);
+            buffers.push(residual.raw()?);
         }
         Ok(buffers)
     }

@@ -34,6 +34,24 @@ pub struct GpuStorage {
     pub(crate) parts: Option<Arc<super::parts::Parts>>,
 }
 
+/// A storage a kernel binds: the caller's own where its view is already in the form the kernel
+/// reads, else a copy made for the call (a dense, channels-last or padded form of it).
+pub(crate) enum StorageRef<'a> {
+    Borrowed(&'a GpuStorage),
+    Copied(GpuStorage),
+}
+
+impl std::ops::Deref for StorageRef<'_> {
+    type Target = GpuStorage;
+
+    fn deref(&self) -> &GpuStorage {
+        match self {
+            StorageRef::Borrowed(storage) => storage,
+            StorageRef::Copied(storage) => storage,
+        }
+    }
+}
+
 /// A fresh storage token.
 pub(crate) fn next_loan() -> Arc<u64> {
     static COUNTER: AtomicU64 = AtomicU64::new(1);

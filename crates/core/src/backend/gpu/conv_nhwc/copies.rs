@@ -5,42 +5,25 @@
 //! (`weight_cache.rs`).
 
 use super::super::copy_transpose::transposed_view;
-use super::super::storage::GpuStorage;
+use super::super::storage::{GpuStorage, StorageRef};
 use super::super::weight_cache::{self, Rearrangement};
 use crate::error::Result;
 use crate::layout::{Layout, MemoryFormat};
 
-/// An activation as the channels-last kernels read it: the caller's storage itself where its
-/// view already is dense channels-last from offset 0 with no channels to pad (the output of
-/// the previous tensor-core convolution), else a channels-last copy.
-pub(crate) enum ChannelsLastInput<'a> {
-    Borrowed(&'a GpuStorage),
-    Copied(GpuStorage),
-}
-
-impl std::ops::Deref for ChannelsLastInput<'_> {
-    type Target = GpuStorage;
-
-    fn deref(&self) -> &GpuStorage {
-        match self {
-            ChannelsLastInput::Borrowed(storage) => storage,
-            ChannelsLastInput::Copied(storage) => storage,
-        }
-    }
-}
-
-/// The input `[n, c, h, w]` view `layout` of `storage` as `[n, h, w, padded]`: itself where
-/// it already lies so (no copy), else [`channels_last_copy`].
+/// The `[n, c, h, w]` view `layout` of `storage` as the channels-last kernels read it,
+/// `[n, h, w, padded]` dense from offset 0: the storage itself where it already lies so with
+/// no channels to pad (the output of the previous tensor-core convolution), else
+/// [`channels_last_copy`].
 pub(crate) fn channels_last_input<'a>(
     storage: &'a GpuStorage,
     layout: &Layout,
     padded: usize,
-) -> Result<ChannelsLastInput<'a>> {
+) -> Result<StorageRef<'a>> {
     if layout.shape.get(1) == Some(&padded) && MemoryFormat::ChannelsLast.holds(layout) {
-        return Ok(ChannelsLastInput::Borrowed(storage));
+        return Ok(StorageRef::Borrowed(storage));
     }
     let copy = channels_last_copy(storage, layout, &[0, 2, 3, 1], 3, padded)?;
-    Ok(ChannelsLastInput::Copied(copy))
+    Ok(StorageRef::Copied(copy))
 }
 
 /// [`channels_last_copy`] of a convolution weight `[o, c, kh, kw]` (`order` brings the

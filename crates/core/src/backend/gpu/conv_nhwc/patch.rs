@@ -34,9 +34,8 @@ use super::super::matmul_coop::{store_register, Coop};
 use super::super::ops::same_device;
 use super::super::params::check_view;
 use super::super::params::{kernel_params, word, KernelParams};
-use super::super::storage::GpuStorage;
+use super::super::storage::{GpuStorage, StorageRef};
 use super::super::wgsl::{value_header, COMMON};
-use super::copies::ChannelsLastInput;
 use super::{
     channels_last_input, channels_last_store, space_to_depth, weight_copy, OutputStore, Writer,
     INVOCATIONS,
@@ -306,7 +305,7 @@ impl GpuStorage {
         let (input, weight, shape) = if stem {
             let (input, weight, shape) =
                 self.space_to_depth_operands((layout, weight, weight_layout), &shape)?;
-            (ChannelsLastInput::Copied(input), weight, shape)
+            (StorageRef::Copied(input), weight, shape)
         } else {
             let channels = shape.channels;
             (
