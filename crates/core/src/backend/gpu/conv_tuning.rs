@@ -104,6 +104,28 @@ fn pick(
         })
 }
 
+/// The forward pass's patch-kernel candidates: the blocks that compute this convolution.
+fn forward_patches<'a>(
+    layout: &'a Layout,
+    weight_layout: &'a Layout,
+    params: &'a Conv2dParams,
+) -> impl Iterator<Item = ConvChoice> + 'a {
+    PatchTile::ALL
+        .into_iter()
+        .filter(|&tile| conv_nhwc::patch_applies(layout, weight_layout, params, tile))
+        .map(ConvChoice::Patch)
+}
+
+/// The operands part of a forward pass's tuning key.
+fn forward_operands(layout: &Layout, weight_layout: &Layout, params: &Conv2dParams) -> String {
+    format!(
+        "x{:?} w{:?} {}",
+        layout.shape,
+        weight_layout.shape,
+        geometry(params)
+    )
+}
+
 /// The geometry part of a tuning key.
 fn geometry(params: &Conv2dParams) -> String {
     format!(
@@ -203,18 +225,8 @@ impl GpuStorage {
             .into_iter()
             .map(ConvChoice::Nhwc)
             .collect();
-        let patches = PatchTile::ALL
-            .into_iter()
-            .filter(|&tile| conv_nhwc::patch_applies(layout, weight_layout, params, tile));
-        choices.extend(patches.map(ConvChoice::Patch));
-        let operands = || {
-            format!(
-                "x{:?} w{:?} {}",
-                layout.shape,
-                weight_layout.shape,
-                geometry(params)
-            )
-        };
+        choices.extend(forward_patches(layout, weight_layout, params));
+        let operands = || forward_operands(layout, weight_layout, params);
         let op = format!("conv2d+{}>channels-last", epilogue.key.name());
         // A candidate that does not run here (over the workgroup memory, refused by the
         // driver) hands over to the first tile; where that does not run either, no
@@ -285,24 +297,14 @@ impl GpuStorage {
             let tiles = conv_nhwc::tiles_for(o);
             choices.splice(0..0, tiles.into_iter().map(ConvChoice::Nhwc));
             // The patch kernels after them: the autotuner times them where they apply.
-            let patches = PatchTile::ALL
-                .into_iter()
-                .filter(|&tile| conv_nhwc::patch_applies(layout, weight_layout, params, tile));
-            choices.extend(patches.map(ConvChoice::Patch));
+            choices.extend(forward_patches(layout, weight_layout, params));
         }
         if conv_winograd::applies(self.dtype, &weight_layout.shape, params)
             && (epilogue.is_none() || shape.channels > 0)
         {
             choices.extend(WinogradTile::ALL.map(ConvChoice::Winograd));
         }
-        let operands = || {
-            format!(
-                "x{:?} w{:?} {}",
-                layout.shape,
-                weight_layout.shape,
-                geometry(params)
-            )
-        };
+        let operands = || forward_operands(layout, weight_layout, params);
         let op = match epilogue {
             None => "conv2d".to_string(),
             Some(epilogue) => format!("conv2d+{}", epilogue.key.name()),
