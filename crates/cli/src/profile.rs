@@ -42,6 +42,9 @@ pub struct ProfileArgs {
     /// Rows of the per-kernel table (GPU timestamps; 0 leaves it out).
     #[arg(long, default_value_t = 30)]
     kernels: usize,
+    /// Characters of each kernel's name shown in the per-kernel table.
+    #[arg(long, default_value_t = 90)]
+    kernel_width: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -191,7 +194,7 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
     let kernels = recorded.kernel_averages();
     if !kernels.0.is_empty() && args.kernels > 0 {
         println!("kernels by device time (GPU timestamps, each kernel on its own):");
-        println!("{}", kernels.table(args.kernels, 90));
+        println!("{}", kernels.table(args.kernels, args.kernel_width));
     }
     let timestamped = recorded.events.iter().filter(|e| e.gpu_timestamps).count();
     println!(
