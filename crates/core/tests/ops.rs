@@ -648,6 +648,37 @@ fn sgd_steps(device: &Device) {
     let wrong = tensor(&[1.0, 2.0, 3.0], &[3], device);
     let error = p.sgd_step_(&wrong, None, &plain).unwrap_err();
     assert!(error.to_string().contains("sgd_step"), "{error}");
+    // `sgd_step_unless_`: nothing changes where the flag is set (the fused kernel reads it on
+    // the device; a strided parameter takes the composite, which reads it back); a clear
+    // flag steps exactly like `sgd_step_`.
+    let set = Tensor::full(&[1], 1.0, DType::U32, device).unwrap();
+    let clear = Tensor::zeros(&[1], DType::U32, device).unwrap();
+    let before = values(&p);
+    p.sgd_step_unless_(&g, None, &plain, &set).unwrap();
+    assert_eq!(values(&p), before, "skipped by the fused step");
+    let strided = tensor(&[1.0, 2.0, 3.0, 4.0], &[2, 2], device).t().unwrap();
+    let strided_grad = tensor(&[1.0, 1.0, 1.0, 1.0], &[2, 2], device);
+    strided
+        .sgd_step_unless_(&strided_grad, None, &plain, &set)
+        .unwrap();
+    assert_eq!(
+        values(&strided),
+        vec![1.0, 3.0, 2.0, 4.0],
+        "skipped by the composite"
+    );
+    let reference = p.copy().unwrap();
+    reference.sgd_step_(&g, None, &plain).unwrap();
+    p.sgd_step_unless_(&g, None, &plain, &clear).unwrap();
+    assert_eq!(values(&p), values(&reference), "a clear flag steps");
+    let error = p
+        .sgd_step_unless_(
+            &g,
+            None,
+            &plain,
+            &Tensor::zeros(&[1], DType::F32, device).unwrap(),
+        )
+        .unwrap_err();
+    assert!(error.to_string().contains("sgd_step"), "{error}");
 }
 
 /// `unscale_` divides in place (a view at an offset, a strided view, f16) and sets the flag
@@ -687,6 +718,16 @@ fn unscaling(device: &Device) {
     let wrong = Tensor::zeros(&[1], DType::F32, device).unwrap();
     let error = holder.unscale_(2.0, &wrong).unwrap_err();
     assert!(error.to_string().contains("unscale"), "{error}");
+    // `read_later` (how the gradient scaler reads its flag): the values the tensor holds when
+    // the read is started, whatever is written after; a strided view reads in its order.
+    let pending_flag = flag.read_later().unwrap();
+    let matrix = tensor(&[1.0, 2.0, 3.0, 4.0], &[2, 2], device);
+    let pending = matrix.t().unwrap().read_later().unwrap();
+    assert_eq!(pending.shape(), &[2, 2]);
+    matrix.assign(&matrix.mul_scalar(10.0).unwrap()).unwrap();
+    assert_eq!(pending.wait().unwrap(), vec![1.0, 3.0, 2.0, 4.0]);
+    assert_eq!(pending_flag.wait().unwrap(), vec![flag.item_f64().unwrap()]);
+    assert_eq!(values(&matrix), vec![10.0, 20.0, 30.0, 40.0]);
 }
 
 /// Elementwise ops keep a channels-last operand's memory format (PyTorch's rule): unary ops,

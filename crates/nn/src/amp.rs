@@ -3,8 +3,17 @@
 //! loss by `S` before `backward` keeps them representable, and dividing the gradients by `S`
 //! before the optimizer step restores their value. When a step produces inf/NaN gradients the
 //! step is skipped and `S` shrinks (`backoff`); after `growth_interval` good steps `S` grows.
+//!
+//! No step waits for the GPU. Unscaling sets one inf/NaN flag per device on the device; the
+//! optimizer's step reads that flag there (`Optimizer::step_unless_found`: SGD's fused kernel
+//! returns at once where it is set; other optimizers read it back first); `update` starts
+//! copying the flags to the host and returns; the scale's change is applied when the scale is
+//! next needed (`scale`, `unscale`, `scale_value`), by when the GPU is long past the flags. The
+//! scale each step uses is therefore exactly the one PyTorch's scaler would use.
 
-use anygrad_core::{no_grad, DType, Device, Result, Tensor};
+use std::sync::{Mutex, MutexGuard};
+
+use anygrad_core::{no_grad, DType, Device, PendingRead, Result, Tensor};
 
 use crate::optim::Optimizer;
 
@@ -22,21 +31,90 @@ fn overlaps(a: &Tensor, b: &Tensor) -> bool {
 }
 
 /// Dynamic loss scaler.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct GradScaler {
-    scale: f64,
     growth_factor: f64,
     backoff_factor: f64,
     growth_interval: usize,
-    good_steps: usize,
+    /// The scale and its history, up to date once the pending flags are applied.
+    state: Mutex<ScaleState>,
+    /// This step's inf/NaN flags, one per device (set by `unscale`, read after `update`).
+    flags: Vec<(Device, Tensor)>,
     unscaled: bool,
-    found_inf: bool,
+}
+
+/// The part of [`GradScaler`] that a pending step's flags change.
+#[derive(Debug)]
+struct ScaleState {
+    scale: f64,
+    good_steps: usize,
     skipped_steps: usize,
+    /// The last updated step's flags on their way to the host (the read is `None` where it
+    /// could not be started: the flag is then read directly); `None` once applied.
+    pending: Option<Vec<(Tensor, Option<PendingRead>)>>,
+}
+
+impl ScaleState {
+    /// Apply the pending step's flags: back off after an overflow, grow after
+    /// `growth_interval` good steps. Reads the flags (waiting for their copies).
+    fn settle(
+        &mut self,
+        growth_factor: f64,
+        backoff_factor: f64,
+        growth_interval: usize,
+    ) -> Result<()> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let mut found_inf = false;
+        for (flag, read) in pending {
+            let value = match read {
+                Some(read) => read.wait()?.first().copied().unwrap_or(0.0),
+                None => flag.item_f64()?,
+            };
+            found_inf |= value != 0.0;
+        }
+        if found_inf {
+            self.scale *= backoff_factor;
+            self.good_steps = 0;
+            self.skipped_steps += 1;
+        } else {
+            self.good_steps += 1;
+            if self.good_steps >= growth_interval {
+                self.scale *= growth_factor;
+                self.good_steps = 0;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for GradScaler {
     fn default() -> Self {
         GradScaler::new(65536.0, 2.0, 0.5, 2000)
+    }
+}
+
+impl Clone for GradScaler {
+    /// A scaler with the same settings and scale (the pending step's flags applied first);
+    /// this step's flags are shared with the original.
+    fn clone(&self) -> Self {
+        let state = self.settled_or_warn();
+        let scale = ScaleState {
+            scale: state.scale,
+            good_steps: state.good_steps,
+            skipped_steps: state.skipped_steps,
+            pending: None,
+        };
+        drop(state);
+        GradScaler {
+            growth_factor: self.growth_factor,
+            backoff_factor: self.backoff_factor,
+            growth_interval: self.growth_interval,
+            state: Mutex::new(scale),
+            flags: self.flags.clone(),
+            unscaled: self.unscaled,
+        }
     }
 }
 
@@ -50,43 +128,80 @@ impl GradScaler {
         growth_interval: usize,
     ) -> GradScaler {
         GradScaler {
-            scale: init_scale,
             growth_factor,
             backoff_factor,
             growth_interval: growth_interval.max(1),
-            good_steps: 0,
+            state: Mutex::new(ScaleState {
+                scale: init_scale,
+                good_steps: 0,
+                skipped_steps: 0,
+                pending: None,
+            }),
+            flags: Vec::new(),
             unscaled: false,
-            found_inf: false,
-            skipped_steps: 0,
         }
     }
 
-    /// The current scale.
-    pub fn scale_value(&self) -> f64 {
-        self.scale
+    /// The state with the pending step's flags applied (reading them).
+    fn settled(&self) -> Result<MutexGuard<'_, ScaleState>> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.settle(
+            self.growth_factor,
+            self.backoff_factor,
+            self.growth_interval,
+        )?;
+        Ok(state)
     }
 
-    /// Steps skipped so far because of inf/NaN gradients.
+    /// [`GradScaler::settled`] for the accessors that return plain values: a flag that cannot
+    /// be read (a lost device, which every later op reports too) counts as an overflow.
+    fn settled_or_warn(&self) -> MutexGuard<'_, ScaleState> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(error) = state.settle(
+            self.growth_factor,
+            self.backoff_factor,
+            self.growth_interval,
+        ) {
+            tracing::warn!(
+                "GradScaler: reading the inf/NaN flags failed ({error}); counted as an overflow"
+            );
+            state.pending = None;
+            state.scale *= self.backoff_factor;
+            state.good_steps = 0;
+            state.skipped_steps += 1;
+        }
+        state
+    }
+
+    /// The current scale (reads the last updated step's flags, waiting for their copies).
+    pub fn scale_value(&self) -> f64 {
+        self.settled_or_warn().scale
+    }
+
+    /// Steps skipped so far because of inf/NaN gradients (up to the last `update`; reads that
+    /// step's flags, waiting for their copies).
     pub fn skipped_steps(&self) -> usize {
-        self.skipped_steps
+        self.settled_or_warn().skipped_steps
     }
 
     /// `loss * scale`, to call `backward` on.
     pub fn scale(&self, loss: &Tensor) -> Result<Tensor> {
-        loss.mul_scalar(self.scale)
+        let scale = self.settled()?.scale;
+        loss.mul_scalar(scale)
     }
 
-    /// Divide every gradient by the scale (call before clipping); remembers whether any
-    /// gradient is inf/NaN. Idempotent until the next `update`. The check reads back one
-    /// value per device. Over a data-parallel `ReplicatedOptimizer` every replica's
-    /// gradients are unscaled and checked (they are identical, so all replicas agree).
+    /// Divide every gradient by the scale (call before clipping) and collect on each device
+    /// whether any gradient is inf/NaN, without reading anything back. Idempotent until the
+    /// next `update`. Over a data-parallel `ReplicatedOptimizer` every replica's gradients are
+    /// unscaled and checked (they are identical, so all replicas agree).
     pub fn unscale(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
         if self.unscaled {
             return Ok(());
         }
+        let scale = self.settled()?.scale;
         let _guard = no_grad();
         // One flag per device collects every gradient's inf/NaN check; each gradient is
-        // divided in place by one kernel (`Tensor::unscale_`), and each flag read back once.
+        // divided in place by one kernel (`Tensor::unscale_`).
         let mut flags: Vec<(Device, Tensor)> = Vec::new();
         // Each distinct gradient once: one tensor handed to several parameters (autograd may
         // do that) is divided once; a gradient overlapping another in any other way is copied
@@ -119,45 +234,40 @@ impl GradScaler {
                     flag
                 }
             };
-            grad.unscale_(self.scale, &flag)?;
+            grad.unscale_(scale, &flag)?;
         }
-        let mut found_inf = false;
-        for (_, flag) in &flags {
-            if flag.item_f64()? != 0.0 {
-                found_inf = true;
-            }
-        }
-        self.found_inf = found_inf;
+        self.flags = flags;
         self.unscaled = true;
         Ok(())
     }
 
-    /// Unscale (if not done yet) and step the optimizer unless a gradient was inf/NaN.
-    /// Returns whether the step was taken.
-    pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<bool> {
+    /// Unscale (if not done yet) and step the optimizer unless a gradient was inf/NaN
+    /// (`Optimizer::step_unless_found`: decided on the device where the optimizer can, so
+    /// this does not wait for the GPU). Whether the step was skipped shows in
+    /// [`GradScaler::skipped_steps`] after `update`.
+    pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<()> {
         self.unscale(optimizer)?;
-        if self.found_inf {
-            self.skipped_steps += 1;
-            return Ok(false);
-        }
-        optimizer.step()?;
-        Ok(true)
+        let flags: Vec<Tensor> = self.flags.iter().map(|(_, flag)| flag.clone()).collect();
+        optimizer.step_unless_found(&flags)
     }
 
-    /// Adjust the scale after a step: back off after an overflow, grow after
-    /// `growth_interval` good steps.
+    /// End the step: start reading its inf/NaN flags back (without waiting); the scale backs
+    /// off after an overflow and grows after `growth_interval` good steps when it is next
+    /// used.
     pub fn update(&mut self) {
-        if self.found_inf {
-            self.scale *= self.backoff_factor;
-            self.good_steps = 0;
-        } else {
-            self.good_steps += 1;
-            if self.good_steps >= self.growth_interval {
-                self.scale *= self.growth_factor;
-                self.good_steps = 0;
-            }
-        }
+        let flags = std::mem::take(&mut self.flags);
         self.unscaled = false;
-        self.found_inf = false;
+        // A step updated twice (or updated before the last one was applied) is applied first.
+        let mut state = self.settled_or_warn();
+        let pending = flags
+            .into_iter()
+            .map(|(_, flag)| {
+                // A read that cannot start is read directly when the scale is next needed,
+                // where its error is returned.
+                let read = flag.read_later().ok();
+                (flag, read)
+            })
+            .collect();
+        state.pending = Some(pending);
     }
 }

@@ -1,9 +1,10 @@
 //! Mixed precision: under autocast matmul runs in f16 and softmax in f32, gradients reach the
 //! f32 master weights in f32, a model trained with autocast + GradScaler learns like one in
-//! f32, and the scaler skips steps (and lowers its scale) when the loss overflows and divides
-//! every gradient exactly once, also gradients that share storage.
+//! f32, and the scaler skips steps (and lowers its scale) when the loss overflows — SGD on the
+//! device, without a readback — and divides every gradient exactly once, also gradients that
+//! share storage.
 
-use anygrad_core::{autocast, no_grad, DType, Device, Tensor};
+use anygrad_core::{autocast, manual_seed, no_grad, DType, Device, Tensor};
 use anygrad_nn::{
     Adam, AdamConfig, CrossEntropyLoss, GradScaler, Linear, Module, Optimizer, Parameter, ReLU,
     Sequential, Sgd, SgdConfig,
@@ -129,10 +130,7 @@ fn scaler_skips_overflowing_steps(device: &Device) {
         .sum_all()
         .unwrap();
     scaler.scale(&loss).unwrap().backward().unwrap();
-    assert!(
-        !scaler.step(&mut optimizer).unwrap(),
-        "the step must be skipped"
-    );
+    scaler.step(&mut optimizer).unwrap();
     scaler.update();
     assert_eq!(scaler.scale_value(), 512.0);
     assert_eq!(scaler.skipped_steps(), 1);
@@ -147,11 +145,88 @@ fn scaler_skips_overflowing_steps(device: &Device) {
         let x = Tensor::ones(&[1, 4], DType::F32, device).unwrap();
         let loss = layer.forward(&x).unwrap().sum_all().unwrap();
         scaler.scale(&loss).unwrap().backward().unwrap();
-        assert!(scaler.step(&mut optimizer).unwrap());
+        scaler.step(&mut optimizer).unwrap();
         scaler.update();
+        assert_eq!(scaler.skipped_steps(), 1, "a good step is taken");
     }
     assert_eq!(scaler.scale_value(), 1024.0);
     assert_ne!(layer.named_parameters()[0].1.to_vec_f32().unwrap(), before);
+}
+
+/// SGD with momentum skips an overflowing step on the device (its fused kernel reads the
+/// flag; nothing is read back before the next step): parameters and momentum buffers stay as
+/// the good step before left them, and the next good step continues from there exactly as
+/// if the overflowing one had never run.
+fn sgd_skips_overflowing_steps_on_the_device(device: &Device) {
+    let run = |overflow_at: Option<usize>| -> (Vec<f32>, usize, f64) {
+        manual_seed(7);
+        let layer = Linear::new(4, 2, true, device).unwrap();
+        let mut optimizer = Sgd::new(
+            layer.named_parameter_slots(),
+            SgdConfig::new(0.1).momentum(0.9).dampening(0.25),
+        )
+        .unwrap();
+        let mut scaler = GradScaler::new(1024.0, 2.0, 0.5, 1000);
+        for step in 0..4 {
+            optimizer.zero_grad();
+            let value = if Some(step) == overflow_at { 1e30 } else { 1.0 };
+            let x = Tensor::full(&[1, 4], value, DType::F32, device).unwrap();
+            let loss = layer
+                .forward(&x)
+                .unwrap()
+                .square()
+                .unwrap()
+                .sum_all()
+                .unwrap();
+            scaler.scale(&loss).unwrap().backward().unwrap();
+            scaler.step(&mut optimizer).unwrap();
+            scaler.update();
+        }
+        let weights = layer.named_parameters()[0].1.to_vec_f32().unwrap();
+        (weights, scaler.skipped_steps(), scaler.scale_value())
+    };
+    let (clean, clean_skipped, clean_scale) = run(None);
+    assert_eq!((clean_skipped, clean_scale), (0, 1024.0));
+    // An overflow at step 2 (after the buffers exist: decided on the device) leaves three good
+    // steps; so does an overflow at step 0 (before they exist: read back, no buffer made).
+    let three_steps = {
+        manual_seed(7);
+        let layer = Linear::new(4, 2, true, device).unwrap();
+        let mut optimizer = Sgd::new(
+            layer.named_parameter_slots(),
+            SgdConfig::new(0.1).momentum(0.9).dampening(0.25),
+        )
+        .unwrap();
+        for _ in 0..3 {
+            optimizer.zero_grad();
+            let x = Tensor::ones(&[1, 4], DType::F32, device).unwrap();
+            let loss = layer
+                .forward(&x)
+                .unwrap()
+                .square()
+                .unwrap()
+                .sum_all()
+                .unwrap();
+            loss.backward().unwrap();
+            optimizer.step().unwrap();
+        }
+        layer.named_parameters()[0].1.to_vec_f32().unwrap()
+    };
+    for overflow_at in [0, 2] {
+        let (weights, skipped, scale) = run(Some(overflow_at));
+        assert_eq!(
+            (skipped, scale),
+            (1, 512.0),
+            "overflow at step {overflow_at}"
+        );
+        assert_ne!(weights, clean, "overflow at step {overflow_at}");
+        for (a, b) in weights.iter().zip(&three_steps) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "overflow at step {overflow_at}: {weights:?} vs three good steps {three_steps:?}"
+            );
+        }
+    }
 }
 
 /// Gradients that are one tensor, or disjoint rows of one tensor, are each divided once.
@@ -229,5 +304,6 @@ anygrad_testing::device_tests!(
     autocast_linear_stays_f16,
     amp_training_matches_f32,
     scaler_skips_overflowing_steps,
+    sgd_skips_overflowing_steps_on_the_device,
     scaler_divides_shared_gradients_once
 );

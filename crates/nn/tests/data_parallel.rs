@@ -491,8 +491,10 @@ fn mixed_precision_with_one_scaler(device: &Device) {
                 .unwrap();
         }
         assert_replicas_identical(&model, true);
-        let stepped = parallel_scaler.step(&mut parallel_optimizer).unwrap();
+        let skipped_before = parallel_scaler.skipped_steps();
+        parallel_scaler.step(&mut parallel_optimizer).unwrap();
         parallel_scaler.update();
+        let stepped = parallel_scaler.skipped_steps() == skipped_before;
         assert_replicas_identical(&model, false);
 
         single_optimizer.zero_grad();
@@ -501,8 +503,10 @@ fn mixed_precision_with_one_scaler(device: &Device) {
             cross_entropy(&single.forward(&x).unwrap(), &y).unwrap()
         };
         single_scaler.scale(&loss).unwrap().backward().unwrap();
-        let single_stepped = single_scaler.step(single_optimizer.as_mut()).unwrap();
+        let single_skipped_before = single_scaler.skipped_steps();
+        single_scaler.step(single_optimizer.as_mut()).unwrap();
         single_scaler.update();
+        let single_stepped = single_scaler.skipped_steps() == single_skipped_before;
         assert_eq!(
             stepped, single_stepped,
             "step {step}: the same skip decision"

@@ -222,8 +222,8 @@ pub fn run_resnet18_train(device: &Device, batch: usize, amp: bool) -> Result<Ve
     let labels = Tensor::randint(0, 1000, &[batch], device)?;
     let loss_fn = CrossEntropyLoss::new();
     let mut scaler = GradScaler::default();
-    // Host milliseconds of each optimizer step (after unscaling and its readback, under
-    // autocast): the time the GPU waits for the update to be recorded.
+    // Host milliseconds of recording each optimizer step (under autocast: after unscaling; the
+    // step reads the inf/NaN flag on the device).
     let mut update_ms = Vec::new();
     let mut step = || -> Result<()> {
         optimizer.zero_grad();

@@ -329,6 +329,17 @@ pub(crate) fn check_sgd_step(
     Ok(parameter.0.numel())
 }
 
+/// The skip flag of `sgd_step`: a U32 storage of at least one element (its first is read).
+pub(crate) fn check_skip_flag(len: usize, dtype: DType) -> Result<()> {
+    if dtype != DType::U32 || len == 0 {
+        return Err(Error::invalid(
+            "sgd_step",
+            format!("the skip flag must be a U32 storage of at least one element, got {dtype:?} of {len}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The operands of `unscale`: a contiguous float view inside its storage and a U32 flag of
 /// at least one element. Returns the number of elements.
 pub(crate) fn check_unscale(

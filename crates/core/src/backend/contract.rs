@@ -245,13 +245,17 @@ pub(crate) trait BackendStorage: Sized {
     /// gradient and `buffer` its momentum buffer (required when the step has momentum,
     /// ignored otherwise). All of one float dtype and one shape, each view contiguous (any
     /// offset; others are `Error::InvalidArgument`: the tensor layer takes the composite ops
-    /// for them). The GPU writes the parameter and the buffer in one kernel.
+    /// for them). The GPU writes the parameter and the buffer in one kernel. Where `skip` (a
+    /// U32 storage whose first element the device reads, as `unscale` sets it) is nonzero,
+    /// nothing is written: mixed precision skips a step with inf/NaN gradients without
+    /// reading the flag back to the host.
     fn sgd_step(
         &mut self,
         layout: &Layout,
         grad: (&Self, &Layout),
         buffer: Option<(&mut Self, &Layout)>,
         step: &crate::update::SgdStep,
+        skip: Option<&Self>,
     ) -> Result<()>;
 
     /// Mixed precision's gradient unscaling in place: every element of the view (float,

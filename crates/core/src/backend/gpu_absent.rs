@@ -46,6 +46,19 @@ pub struct GpuStorage {
     never: Never,
 }
 
+/// A readback started and not waited for; none can exist in this build.
+#[derive(Debug)]
+pub struct GpuPendingRead {
+    never: Never,
+}
+
+impl GpuPendingRead {
+    /// Needs a GPU storage, which cannot exist in this build.
+    pub(crate) fn finish(self) -> Result<CpuStorage> {
+        match self.never {}
+    }
+}
+
 /// Reused host staging for one device's transfers; none can exist in this build.
 #[derive(Debug)]
 pub(crate) struct GpuStaging {
@@ -214,6 +227,11 @@ impl GpuStorage {
     /// Upload CPU data (no device exists to upload to).
     pub fn from_cpu(device: &GpuDevice, _cpu: &CpuStorage) -> Result<GpuStorage> {
         match device.never {}
+    }
+
+    /// Start reading the data back (no storage exists to read).
+    pub(crate) fn start_read(&self) -> Result<GpuPendingRead> {
+        match self.never {}
     }
 
     /// Read the data back (no storage exists to read).
@@ -498,6 +516,7 @@ impl BackendStorage for GpuStorage {
         _grad: (&Self, &Layout),
         _buffer: Option<(&mut Self, &Layout)>,
         _step: &crate::update::SgdStep,
+        _skip: Option<&Self>,
     ) -> Result<()> {
         match self.never {}
     }

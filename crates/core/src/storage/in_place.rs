@@ -27,18 +27,23 @@ impl Storage {
         }
     }
 
-    /// One SGD step in place on this parameter (`BackendStorage::sgd_step`). Not profiled:
-    /// it writes in place and returns nothing.
+    /// One SGD step in place on this parameter (`BackendStorage::sgd_step`), skipped on the
+    /// device where `skip`'s first element is nonzero. Not profiled: it writes in place and
+    /// returns nothing.
     pub fn sgd_step(
         &mut self,
         layout: &Layout,
         (grad, grad_layout): (&Storage, &Layout),
         buffer: Option<(&mut Storage, &Layout)>,
         step: &crate::update::SgdStep,
+        skip: Option<&Storage>,
     ) -> Result<()> {
         check_same_device("sgd_step", self, grad)?;
         if let Some((buffer, _)) = &buffer {
             check_same_device("sgd_step", self, buffer)?;
+        }
+        if let Some(skip) = skip {
+            check_same_device("sgd_step", self, skip)?;
         }
         let mismatch = |s: &Storage, d: &Storage| Error::DeviceMismatch {
             op: "sgd_step",
@@ -52,7 +57,12 @@ impl Storage {
                     Some((other, _)) => return Err(mismatch(grad, other)),
                     None => None,
                 };
-                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step)
+                let skip = match skip {
+                    Some(Storage::Cpu(s)) => Some(s),
+                    Some(other) => return Err(mismatch(grad, other)),
+                    None => None,
+                };
+                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step, skip)
             }
             (Storage::Gpu(p), Storage::Gpu(g)) => {
                 let buffer = match buffer {
@@ -60,7 +70,12 @@ impl Storage {
                     Some((other, _)) => return Err(mismatch(grad, other)),
                     None => None,
                 };
-                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step)
+                let skip = match skip {
+                    Some(Storage::Gpu(s)) => Some(s),
+                    Some(other) => return Err(mismatch(grad, other)),
+                    None => None,
+                };
+                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step, skip)
             }
             (p, g) => Err(mismatch(p, g)),
         }

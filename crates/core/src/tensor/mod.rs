@@ -19,6 +19,7 @@ mod index;
 mod linalg;
 mod movement;
 mod operators;
+mod read_later;
 mod reduce;
 mod resample;
 mod rows;
@@ -35,6 +36,7 @@ pub use conv_fused::ConvEpilogue;
 pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
+pub use read_later::PendingRead;
 pub use resample::{InterpolateMode, InterpolateSize};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -15,6 +15,32 @@ impl Tensor {
     /// fresh zero buffer will do). Runs without recording gradients. Errors name `sgd_step`:
     /// a missing buffer, or operands of another shape, dtype or device.
     pub fn sgd_step_(&self, grad: &Tensor, buffer: Option<&Tensor>, step: &SgdStep) -> Result<()> {
+        self.sgd_step_skipping(grad, buffer, step, None)
+    }
+
+    /// [`Tensor::sgd_step_`] unless `found` (a U32 `[1]` tensor on this device, as
+    /// [`Tensor::unscale_`] sets it) is nonzero: then nothing changes. The fused kernel reads
+    /// the flag on the device, so a mixed-precision step needs no readback (PyTorch's fused
+    /// optimizers' `found_inf`); the composite ops read it back first.
+    pub fn sgd_step_unless_(
+        &self,
+        grad: &Tensor,
+        buffer: Option<&Tensor>,
+        step: &SgdStep,
+        found: &Tensor,
+    ) -> Result<()> {
+        check_flag("sgd_step", self, found)?;
+        self.sgd_step_skipping(grad, buffer, step, Some(found))
+    }
+
+    /// [`Tensor::sgd_step_`], skipped where `skip` (checked) is nonzero.
+    fn sgd_step_skipping(
+        &self,
+        grad: &Tensor,
+        buffer: Option<&Tensor>,
+        step: &SgdStep,
+        skip: Option<&Tensor>,
+    ) -> Result<()> {
         const OP: &str = "sgd_step";
         let buffer = if step.uses_buffer() {
             Some(buffer.ok_or_else(|| {
@@ -50,15 +76,24 @@ impl Tensor {
         let _guard = crate::autograd::no_grad();
         let dense = |t: &Tensor| t.layout().is_contiguous();
         let shared = self.same_storage(grad)
-            || buffer.is_some_and(|b| b.same_storage(self) || b.same_storage(grad));
+            || buffer.is_some_and(|b| b.same_storage(self) || b.same_storage(grad))
+            || skip.is_some_and(|s| {
+                s.same_storage(self)
+                    || s.same_storage(grad)
+                    || buffer.is_some_and(|b| s.same_storage(b))
+            });
+        // The kernels read the flag's first stored element.
+        let flag_at_start = skip.is_none_or(|s| s.layout().offset == 0);
         if self.dtype().is_float()
             && dense(self)
             && dense(grad)
             && buffer.is_none_or(dense)
             && !shared
+            && flag_at_start
         {
             let fused = {
                 let grad_storage = grad.storage();
+                let skip_storage = skip.map(Tensor::storage);
                 let mut buffer_storage = buffer.map(Tensor::storage_mut);
                 let mut storage = self.storage_mut();
                 let buffer_view = match (&mut buffer_storage, buffer) {
@@ -70,6 +105,7 @@ impl Tensor {
                     (&grad_storage, grad.layout()),
                     buffer_view,
                     step,
+                    skip_storage.as_deref(),
                 )
             };
             match fused {
@@ -77,6 +113,11 @@ impl Tensor {
                 // binding: the composite ops (nothing was written).
                 Err(Error::Unsupported { .. } | Error::BufferTooLarge { .. }) => {}
                 done => return done,
+            }
+        }
+        if let Some(skip) = skip {
+            if skip.item_f64()? != 0.0 {
+                return Ok(());
             }
         }
         self.sgd_step_composite(grad, buffer, step)
@@ -124,23 +165,7 @@ impl Tensor {
     /// other views take tensor ops and a readback. Runs without recording gradients.
     pub fn unscale_(&self, scale: f64, found: &Tensor) -> Result<()> {
         const OP: &str = "unscale";
-        if found.dtype() != crate::dtype::DType::U32 || found.numel() != 1 {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "the flag must be a U32 tensor of one element, got {:?} {:?}",
-                    found.dtype(),
-                    found.shape()
-                ),
-            ));
-        }
-        if found.device() != self.device() {
-            return Err(Error::DeviceMismatch {
-                op: OP,
-                lhs: self.device().to_string(),
-                rhs: found.device().to_string(),
-            });
-        }
+        check_flag(OP, self, found)?;
         if !self.dtype().is_float() {
             return Err(Error::invalid(
                 OP,
@@ -170,4 +195,26 @@ impl Tensor {
         }
         Ok(())
     }
+}
+
+/// `found`, the inf/NaN flag of `op` on `tensor`: a U32 tensor of one element on its device.
+fn check_flag(op: &'static str, tensor: &Tensor, found: &Tensor) -> Result<()> {
+    if found.dtype() != crate::dtype::DType::U32 || found.numel() != 1 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the flag must be a U32 tensor of one element, got {:?} {:?}",
+                found.dtype(),
+                found.shape()
+            ),
+        ));
+    }
+    if found.device() != tensor.device() {
+        return Err(Error::DeviceMismatch {
+            op,
+            lhs: tensor.device().to_string(),
+            rhs: found.device().to_string(),
+        });
+    }
+    Ok(())
 }

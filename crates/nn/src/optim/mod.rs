@@ -162,6 +162,20 @@ pub(crate) fn selected_parameters(
     Ok(selected)
 }
 
+/// [`Optimizer::step_unless_found`] by reading the flags back: `optimizer.step()` unless one
+/// is nonzero.
+pub fn step_after_readback<O: Optimizer + ?Sized>(
+    optimizer: &mut O,
+    found: &[Tensor],
+) -> Result<()> {
+    for flag in found {
+        if flag.item_f64()? != 0.0 {
+            return Ok(());
+        }
+    }
+    optimizer.step()
+}
+
 /// A parameter-updating rule, like `torch.optim.Optimizer`.
 pub trait Optimizer {
     /// Update every parameter that has a gradient.
@@ -187,6 +201,15 @@ pub trait Optimizer {
             "Optimizer::step_parameters",
             "this optimizer cannot update a subset of its parameters; call step()",
         ))
+    }
+
+    /// [`Optimizer::step`] unless a gradient was inf or NaN: `found` holds one U32 `[1]` flag
+    /// per device (`Tensor::unscale_` sets them), nonzero where that device's gradients had
+    /// one (`GradScaler::step` calls this). Optimizers that can read the flag on the device
+    /// (SGD's fused kernel) skip there, without a readback; this default reads the flags
+    /// back first (a synchronization) and then steps or not.
+    fn step_unless_found(&mut self, found: &[Tensor]) -> Result<()> {
+        step_after_readback(self, found)
     }
 
     /// Every parameter slot whose gradient a step reads: [`Optimizer::parameters`], except

@@ -188,8 +188,9 @@ impl Sgd {
 }
 
 impl Sgd {
-    /// One step over every parameter (`None`) or those at the given positions.
-    fn step_selected(&mut self, indices: Option<&[usize]>) -> Result<()> {
+    /// One step over every parameter (`None`) or those at the given positions, skipped on the
+    /// device where `found` (a U32 `[1]` flag on the parameters' device) is nonzero.
+    fn step_selected(&mut self, indices: Option<&[usize]>, found: Option<&Tensor>) -> Result<()> {
         let _guard = no_grad();
         let selected = selected_parameters("Sgd::step", self.groups.parameters.len(), indices)?;
         let groups = &self.groups;
@@ -219,7 +220,10 @@ impl Sgd {
                 nesterov: c.nesterov,
                 first,
             };
-            param.sgd_step_(&grad, buffer.as_ref(), &step)?;
+            match found {
+                Some(found) => param.sgd_step_unless_(&grad, buffer.as_ref(), &step, found)?,
+                None => param.sgd_step_(&grad, buffer.as_ref(), &step)?,
+            }
         }
         Ok(())
     }
@@ -227,7 +231,28 @@ impl Sgd {
 
 impl Optimizer for Sgd {
     fn step(&mut self) -> Result<()> {
-        self.step_selected(None)
+        self.step_selected(None, None)
+    }
+
+    /// On one device, the fused kernels read the flag there: no readback. A first step with
+    /// momentum reads it back (a skipped first step must leave the buffers unset, as PyTorch
+    /// does), and so do flags of several devices (a skip on one must skip all).
+    fn step_unless_found(&mut self, found: &[Tensor]) -> Result<()> {
+        let first_momentum = self
+            .groups
+            .parameters
+            .iter()
+            .zip(&self.momentum_buffers)
+            .zip(&self.groups.group_of)
+            .any(|(((_, parameter), buffer), &group)| {
+                self.groups.configs[group].momentum != 0.0
+                    && buffer.is_none()
+                    && parameter.tensor().grad().is_some()
+            });
+        match found {
+            [flag] if !first_momentum => self.step_selected(None, Some(flag)),
+            _ => super::step_after_readback(self, found),
+        }
     }
 
     fn supports_partial_step(&self) -> bool {
@@ -235,7 +260,7 @@ impl Optimizer for Sgd {
     }
 
     fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
-        self.step_selected(Some(indices))
+        self.step_selected(Some(indices), None)
     }
 
     fn parameters(&self) -> &[(String, Parameter)] {

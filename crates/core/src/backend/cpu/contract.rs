@@ -219,8 +219,9 @@ impl BackendStorage for CpuStorage {
         grad: (&Self, &Layout),
         buffer: Option<(&mut Self, &Layout)>,
         step: &crate::update::SgdStep,
+        skip: Option<&Self>,
     ) -> Result<()> {
-        CpuStorage::sgd_step(self, layout, grad, buffer, step)
+        CpuStorage::sgd_step(self, layout, grad, buffer, step, skip)
     }
 
     fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Self) -> Result<()> {

@@ -3,7 +3,7 @@
 //! `CpuStorage::unscale` — the references of the GPU kernels (`backend/gpu/optimizer_step.rs`).
 
 use super::CpuStorage;
-use crate::backend::checks::{check_sgd_step, check_unscale};
+use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::update::SgdStep;
@@ -16,6 +16,7 @@ impl CpuStorage {
         (grad, grad_layout): (&CpuStorage, &Layout),
         buffer: Option<(&mut CpuStorage, &Layout)>,
         step: &SgdStep,
+        skip: Option<&CpuStorage>,
     ) -> Result<()> {
         let numel = check_sgd_step(
             (layout, self.len(), self.dtype()),
@@ -23,6 +24,14 @@ impl CpuStorage {
             buffer.as_ref().map(|(b, l)| (*l, b.len(), b.dtype())),
             step,
         )?;
+        if let Some(skip) = skip {
+            check_skip_flag(skip.len(), skip.dtype())?;
+            if let CpuStorage::U32(flag) = skip {
+                if flag[0] != 0 {
+                    return Ok(());
+                }
+            }
+        }
         let (p_at, g_at) = (layout.offset, grad_layout.offset);
         let b_at = buffer.as_ref().map_or(0, |(_, l)| l.offset);
         let buffer = buffer.filter(|_| step.uses_buffer()).map(|(b, _)| b);

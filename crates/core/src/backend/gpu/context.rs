@@ -39,6 +39,7 @@ mod staging;
 mod stats;
 mod timing;
 
+pub(crate) use readback::PendingBytes;
 pub(crate) use staging::GpuStaging;
 
 use index_flags::FlagCopy;

@@ -456,8 +456,9 @@ impl BackendStorage for GpuStorage {
         grad: (&Self, &Layout),
         buffer: Option<(&mut Self, &Layout)>,
         step: &crate::update::SgdStep,
+        skip: Option<&Self>,
     ) -> Result<()> {
-        GpuStorage::sgd_step(self, layout, grad, buffer, step)
+        GpuStorage::sgd_step(self, layout, grad, buffer, step, skip)
     }
 
     fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Self) -> Result<()> {

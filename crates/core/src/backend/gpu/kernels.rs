@@ -194,7 +194,13 @@ pub enum KernelKey {
     /// (`batch_norm_input.rs`).
     BatchNormInputGrad { dtype: DType, vector: bool },
     /// One SGD step in place, with or without a momentum buffer (`optimizer_step.rs`).
-    SgdStep { dtype: DType, momentum: bool },
+    SgdStep {
+        dtype: DType,
+        /// With the momentum buffer's binding and update.
+        momentum: bool,
+        /// With a U32 flag binding that skips the step where nonzero.
+        skip: bool,
+    },
     /// Gradient unscaling in place with its inf/NaN flag (`optimizer_step.rs`).
     Unscale { dtype: DType },
     /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
@@ -466,9 +472,11 @@ impl KernelKey {
             KernelKey::BatchNormInputGrad { dtype, vector } => {
                 super::batch_norm_input::source(*dtype, *vector)
             }
-            KernelKey::SgdStep { dtype, momentum } => {
-                super::optimizer_step::source(*dtype, *momentum)
-            }
+            KernelKey::SgdStep {
+                dtype,
+                momentum,
+                skip,
+            } => super::optimizer_step::source(*dtype, *momentum, *skip),
             KernelKey::Unscale { dtype } => super::optimizer_step::unscale_source(*dtype),
             KernelKey::BatchNormSums {
                 dtype,

@@ -64,6 +64,7 @@ mod ops;
 mod optimizer_step;
 mod params;
 mod parts;
+mod pending_read;
 mod pool;
 mod random;
 mod reduce;
@@ -84,6 +85,7 @@ pub use crate::backend::gpu_facts::{
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion};
 pub use kernel_catalog::all_kernel_sources;
 pub use matmul_coop::CoopVariant;
+pub use pending_read::GpuPendingRead;
 pub use storage::GpuStorage;
 
 use crate::error::Result;

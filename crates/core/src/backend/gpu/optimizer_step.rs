@@ -4,6 +4,9 @@
 //! the new parameter and buffer: one kernel per parameter where the composite ops recorded
 //! five and a copy. The arithmetic is `update::SgdStep::element`'s, in the same order, in f32
 //! (F16 data is widened and narrowed once); `cpu/update.rs` is the reference. F32 and F16.
+//! With a skip flag (`KernelKey::SgdStep { skip: true }`) every invocation first reads the
+//! flag that `Unscale` set and returns where it is nonzero: a mixed-precision step with
+//! inf/NaN gradients is skipped on the GPU, without a readback.
 //! `Unscale`: mixed precision's gradient unscaling in place (`BackendStorage::unscale`), each
 //! element divided by the scale and an inf or NaN setting a U32 flag (`atomicOr`, so every
 //! workgroup may set it; it is only ever set, so the result does not depend on the order).
@@ -13,7 +16,7 @@ use super::ops::{same_device, unsupported};
 use super::params::{kernel_params, word, KernelParams, Params};
 use super::storage::GpuStorage;
 use super::wgsl::{value_header, COMMON};
-use crate::backend::checks::{check_sgd_step, check_unscale};
+use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -60,7 +63,13 @@ kernel_params! {
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for momentum in [false, true] {
-            keys.push(KernelKey::SgdStep { dtype, momentum });
+            for skip in [false, true] {
+                keys.push(KernelKey::SgdStep {
+                    dtype,
+                    momentum,
+                    skip,
+                });
+            }
         }
         keys.push(KernelKey::Unscale { dtype });
     }
@@ -94,8 +103,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     w
 }
 
-/// WGSL of `KernelKey::SgdStep` (`momentum`: with the buffer binding and its update).
-pub(crate) fn source(dtype: DType, momentum: bool) -> String {
+/// WGSL of `KernelKey::SgdStep` (`momentum`: with the buffer binding and its update; `skip`:
+/// with a flag binding after the others, the step skipped where its first element is nonzero).
+pub(crate) fn source(dtype: DType, momentum: bool, skip: bool) -> String {
     let mut w = value_header(dtype);
     w.push_str(SgdStepParams::WGSL);
     w.push_str(COMMON);
@@ -121,10 +131,21 @@ pub(crate) fn source(dtype: DType, momentum: bool) -> String {
     } else {
         ("", "")
     };
+    let (skip_binding, skip_check) = if skip {
+        (
+            format!(
+                "@group(0) @binding({}) var<storage, read> skip: array<u32>;\n",
+                if momentum { 4 } else { 3 }
+            ),
+            "    if (skip[0] != 0u) {\n        return;\n    }\n",
+        )
+    } else {
+        (String::new(), "")
+    };
     w.push_str(&format!(
         "@group(0) @binding(1) var<storage, read_write> parameter: array<S>;
 @group(0) @binding(2) var<storage, read> gradient: array<S>;
-{binding}
+{binding}{skip_binding}
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {{
@@ -132,7 +153,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     if (i >= params.count) {{
         return;
     }}
-    let p = f32(load_value(parameter[params.parameter_offset + i]));
+{skip_check}    let p = f32(load_value(parameter[params.parameter_offset + i]));
     var g = f32(load_value(gradient[params.gradient_offset + i]));
     if (params.decay != 0u) {{
         g = g + p * params.weight_decay;
@@ -152,11 +173,16 @@ impl GpuStorage {
         (grad, grad_layout): (&GpuStorage, &Layout),
         buffer: Option<(&mut GpuStorage, &Layout)>,
         step: &SgdStep,
+        skip: Option<&GpuStorage>,
     ) -> Result<()> {
         const OP: &str = "sgd_step";
         same_device(OP, self, grad)?;
         if let Some((buffer, _)) = &buffer {
             same_device(OP, self, buffer)?;
+        }
+        if let Some(skip) = skip {
+            same_device(OP, self, skip)?;
+            check_skip_flag(skip.len, skip.dtype)?;
         }
         let numel = check_sgd_step(
             (layout, self.len, self.dtype),
@@ -186,10 +212,14 @@ impl GpuStorage {
         let key = KernelKey::SgdStep {
             dtype: self.dtype,
             momentum,
+            skip: skip.is_some(),
         };
         let mut buffers = vec![self.raw()?, grad.raw()?];
         if let (true, Some((buffer, _))) = (momentum, &buffer) {
             buffers.push(buffer.raw()?);
+        }
+        if let Some(skip) = skip {
+            buffers.push(skip.raw()?);
         }
         GpuStorage::launch(
             &self.device,

@@ -359,25 +359,10 @@ impl GpuStorage {
 
     /// Read the whole storage back to the host (blocks until pending work is done).
     pub fn to_cpu(&self) -> Result<CpuStorage> {
-        let bytes = self.read_all_bytes()?;
-        let words = || {
-            bytes
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        };
-        Ok(match self.dtype {
-            DType::F32 | DType::F64 => CpuStorage::F32(words().map(f32::from_bits).collect()),
-            DType::F16 => CpuStorage::F16(
-                bytes
-                    .chunks_exact(2)
-                    .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
-                    .collect(),
-            ),
-            DType::I32 => CpuStorage::I32(words().map(|w| w as i32).collect()),
-            DType::U32 => CpuStorage::U32(words().collect()),
-            DType::U8 => CpuStorage::U8(words().map(|w| w as u8).collect()),
-            DType::Bool => CpuStorage::Bool(words().map(|w| w != 0).collect()),
-        })
+        Ok(super::pending_read::host_storage(
+            self.dtype,
+            &self.read_all_bytes()?,
+        ))
     }
 
     /// Copy to `device`: a buffer copy on the same device, through the host otherwise (exact).

@@ -110,6 +110,73 @@ impl GpuContext {
     }
 }
 
+/// A readback started by [`GpuContext::start_read_bytes`]: the copy recorded and submitted,
+/// its mapping requested, nothing waited for.
+pub(crate) struct PendingBytes {
+    staging: wgpu::Buffer,
+    signal: MapSignal,
+    bytes: u64,
+}
+
+impl GpuContext {
+    /// Start copying the first `bytes` bytes of `source` to the host: the copy goes into the
+    /// queue after everything recorded so far and is submitted now; the host waits later,
+    /// in [`GpuContext::finish_read_bytes`], only for this copy (not for the work recorded
+    /// after it). The index flags do not travel with it: an out-of-range index seen before
+    /// shows at the next synchronizing read instead.
+    pub(crate) fn start_read_bytes(
+        &self,
+        source: &wgpu::Buffer,
+        bytes: u64,
+    ) -> Result<PendingBytes> {
+        self.ensure_alive()?;
+        let padded = bytes.div_ceil(4).max(1) * 4;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("anygrad pending readback"),
+            size: padded,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        if bytes > 0 {
+            let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+            self.drain_locked(&mut recording)?;
+            recording
+                .encoder(&self.device)
+                .copy_buffer_to_buffer(source, 0, &staging, 0, padded);
+            self.flush_locked(&mut recording)?;
+        }
+        let signal = request_map(&staging, wgpu::MapMode::Read);
+        Ok(PendingBytes {
+            staging,
+            signal,
+            bytes,
+        })
+    }
+
+    /// Wait (polling) until `pending`'s copy has reached the host and return its bytes.
+    pub(crate) fn finish_read_bytes(&self, pending: PendingBytes) -> Result<Vec<u8>> {
+        let PendingBytes {
+            staging,
+            signal,
+            bytes,
+        } = pending;
+        let waited = wait_for_map(self, &signal, "reading GPU memory");
+        let data = waited.and_then(|()| {
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|error| Error::DeviceLost {
+                    message: format!("mapping the readback buffer failed: {error}"),
+                })?;
+            let data = view[..bytes as usize].to_vec();
+            drop(view);
+            staging.unmap();
+            Ok(data)
+        });
+        staging.destroy();
+        data
+    }
+}
+
 /// The outcome of a `map_async`, filled by its callback.
 pub(super) type MapSignal = Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>>;
 
