@@ -59,6 +59,7 @@ pub(crate) use copies::{channels_last_copy, channels_last_input, padded_channels
 pub(crate) use input_gradient::patch_applies as patch_input_gradient_applies;
 pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
 pub(crate) use space_to_depth::input_source as space_to_depth_source;
+pub(crate) use space_to_depth::CHANNELS as SPACE_TO_DEPTH_CHANNELS;
 use store::channels_last_store;
 pub use store::OutputStore;
 pub(crate) use weight::ConvNhwcWeightKey;

@@ -63,7 +63,9 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
             .into_iter()
             .map(super::kernels::KernelKey::ConvPatch),
     );
-    keys.push(super::kernels::KernelKey::SpaceToDepth);
+    for channels in super::conv_nhwc::SPACE_TO_DEPTH_CHANNELS {
+        keys.push(super::kernels::KernelKey::SpaceToDepth { channels });
+    }
     keys.extend(
         super::conv_nhwc::ConvNhwcWeightKey::all()
             .into_iter()

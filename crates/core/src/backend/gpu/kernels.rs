@@ -135,8 +135,8 @@ pub enum KernelKey {
     /// patch staged once (`conv_nhwc/patch.rs`).
     ConvPatch(super::conv_nhwc::ConvPatchKey),
     /// The stem's 2 x 2 space-to-depth rearrangement of an F16 input
-    /// (`conv_nhwc/space_to_depth.rs`).
-    SpaceToDepth,
+    /// (`conv_nhwc/space_to_depth.rs`), generated for the input's channel count.
+    SpaceToDepth { channels: u8 },
     /// F16 convolution weight gradient on cooperative matrices over channels-last copies
     /// (`conv_nhwc/weight.rs`).
     ConvNhwcWeight(super::conv_nhwc::ConvNhwcWeightKey),
@@ -304,7 +304,7 @@ impl KernelKey {
             | KernelKey::Copy { access, .. } => *access == Access::Vector,
             KernelKey::Fused { program } => program.vector,
             KernelKey::Fill
-            | KernelKey::SpaceToDepth
+            | KernelKey::SpaceToDepth { .. }
             | KernelKey::Random { .. }
             | KernelKey::Where { .. }
             | KernelKey::Reduce { .. }
@@ -359,7 +359,7 @@ impl KernelKey {
             // No workgroup memory.
             | KernelKey::MaxPool2dVectorized { .. }
             | KernelKey::MaxPool2dChannelsLast { .. }
-            | KernelKey::SpaceToDepth
+            | KernelKey::SpaceToDepth { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::Conv2d { .. }
             | KernelKey::Conv2dBackwardInput { .. }
@@ -407,7 +407,7 @@ impl KernelKey {
             | KernelKey::ConvNhwc(_)
             | KernelKey::ConvPatch(_)
             | KernelKey::ConvNhwcWeight(_)
-            | KernelKey::SpaceToDepth
+            | KernelKey::SpaceToDepth { .. }
             | KernelKey::AttentionCoop(_)
             | KernelKey::AttentionCoopBackward(_) => true,
             KernelKey::Fused { program } => program.dtype == DType::F16,
@@ -459,7 +459,9 @@ impl KernelKey {
             KernelKey::ConvCoop(key) => return key.source(),
             KernelKey::ConvNhwc(key) => return key.source(),
             KernelKey::ConvPatch(key) => return key.source(),
-            KernelKey::SpaceToDepth => return super::conv_nhwc::space_to_depth_source(),
+            KernelKey::SpaceToDepth { channels } => {
+                return super::conv_nhwc::space_to_depth_source(*channels)
+            }
             KernelKey::ConvNhwcWeight(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::AttentionCoopBackward(key) => return key.source(),
