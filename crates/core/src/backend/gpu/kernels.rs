@@ -285,12 +285,6 @@ impl KernelKey {
                 pass: super::pool::PoolPass::Tiled(_),
                 ..
             }
-            // The halving gradient reads only inside the image, windows inside the output and
-            // planes below its count (`pool/halving_backward.rs`).
-            | KernelKey::MaxPool2dBackward {
-                pass: super::pool::PoolPass::Halving(_),
-                ..
-            }
             // The vectorized max pooling reads only rows inside the image of planes inside the
             // view, and vectors inside those rows, for invocations below its count
             // (`pool/vectorized.rs`; `plan` checked that rows are whole vectors).

@@ -14,8 +14,7 @@
 //! staged through workgroup memory with coalesced loads, and the gradient's two passes in one
 //! kernel. Before both, a forward whose window halves the image over a contiguous input with
 //! rows of whole 16-byte vectors (`vectorized::plan`) runs `pool/vectorized.rs`: 16-byte
-//! loads, nothing staged; and the gradient of any window that halves the image runs
-//! `pool/halving_backward.rs`: one invocation per 2 x 2 block, nothing staged.
+//! loads, nothing staged.
 
 use super::kernels::KernelKey;
 use super::ops::unsupported;
@@ -30,7 +29,6 @@ use crate::geometry::{PoolShape, Window};
 use crate::layout::{Layout, MemoryFormat};
 
 mod channels_last;
-mod halving_backward;
 mod tiled;
 mod vectorized;
 
@@ -91,9 +89,6 @@ pub enum PoolPass {
     Gather,
     /// Both passes in one kernel, tiled, for one window (`pool/tiled.rs`).
     Tiled(FixedWindow),
-    /// Both passes in one kernel for a window that halves the image, one invocation per 2 x 2
-    /// block of the input gradient (`pool/halving_backward.rs`).
-    Halving(HalvingWindow),
 }
 
 /// WGSL of `KernelKey::MaxPool2d` (the forward) or `KernelKey::MaxPool2dBackward` (`pass`).
@@ -113,7 +108,6 @@ pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
         }
         PoolPass::Gather => text.push_str(include_str!("shaders/max_pool2d_backward.wgsl")),
         PoolPass::Tiled(window) => return tiled::backward_source(dtype, window),
-        PoolPass::Halving(window) => return halving_backward::source(dtype, window),
     }
     text
 }
@@ -135,10 +129,6 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
         }
         for window in HalvingWindow::all() {
             keys.push(KernelKey::MaxPool2dVectorized { dtype, window });
-            keys.push(KernelKey::MaxPool2dBackward {
-                dtype,
-                pass: PoolPass::Halving(window),
-            });
         }
         let unrolled = channels_last::UnrolledTaps::all().into_iter().map(Some);
         for taps in std::iter::once(None).chain(unrolled) {
@@ -265,8 +255,7 @@ impl GpuStorage {
 
     /// Max pooling's input gradient (`BackendStorage::max_pool2d_backward`): `self` is the
     /// forward's input, `output` its output, `grad` the output gradient; a contiguous
-    /// `[n, c, h, w]`: the halving kernel for windows that halve the image, else the tiled
-    /// kernel for the window, else the route and gather passes.
+    /// `[n, c, h, w]`, gathered one invocation per input element.
     pub fn max_pool2d_backward(
         &self,
         layout: &Layout,
@@ -318,29 +307,6 @@ impl GpuStorage {
             grad_stride_w,
             ..header(&shape, count, layout)?
         };
-        if let Some(window) = HalvingWindow::of(&shape.window) {
-            let blocks = shape.batch
-                * shape.channels
-                * shape.input.0.div_ceil(2)
-                * shape.input.1.div_ceil(2);
-            GpuStorage::launch(
-                &self.device,
-                &KernelKey::MaxPool2dBackward {
-                    dtype: self.dtype,
-                    pass: PoolPass::Halving(window),
-                },
-                &Params::with_header(
-                    &PoolParams {
-                        count: word(blocks)?,
-                        ..header
-                    },
-                    0,
-                ),
-                &[self.raw()?, output.raw()?, grad.raw()?, out.raw()?],
-                blocks,
-            )?;
-            return Ok(out);
-        }
         if let Some((fixed, grid)) = tiled::backward_plan(&self.device, &shape) {
             let key = KernelKey::MaxPool2dBackward {
                 dtype: self.dtype,

@@ -225,12 +225,11 @@ fn pooling_matches_reference(device: &Device) {
         // A window past 3 x 3 (the channels-last kernel's tap loop), dilated.
         ([1, 8, 11, 10], window(4, 1, 2, 2), true),
         // Several tiles of the tiled kernels along both axes (`pool/tiled.rs`: 8 x 32
-        // outputs, 16 x 64 gradient pixels for windows that do not halve), partial last tiles.
+        // outputs, 16 x 64 gradient pixels), partial last tiles.
         ([1, 2, 37, 150], window(3, 2, 1, 1), true),
         ([2, 1, 20, 70], window(2, 2, 0, 1), false),
         ([1, 1, 19, 67], window(3, 1, 1, 2), true),
-        // Windows that halve the image with different taps along each axis
-        // (`pool/halving_backward.rs`), odd sizes.
+        // Windows that halve the image with different taps along each axis, odd sizes.
         (
             [1, 2, 7, 9],
             Window {
