@@ -15,10 +15,9 @@
 //!   then each run is timed on its own (runs recorded back to back would overlap on the
 //!   device, hiding a kernel that leaves most of it idle), in rounds of one run of each
 //!   candidate, [`REPEATS`] rounds at least and as many as fill [`TARGET`] per candidate (at
-//!   most [`MAX_REPEATS`]). A run's cost is the larger of its time on the device (the sum of
-//!   its kernels' GPU-timestamp times, where the adapter writes them; not the span from first
-//!   start to last end, which also counts the GPU waiting for the host between kernels) and
-//!   the host's time recording it: the rate at which a stream of such runs goes
+//!   most [`MAX_REPEATS`]). A run's cost is the larger of its time on the device (GPU
+//!   timestamps from its first kernel's start to its last one's end, where the adapter writes
+//!   them) and the host's time recording it: the rate at which a stream of such runs goes
 //!   ([`TuningClock`]). Without timestamps it is the wall time from recording until the device
 //!   has finished. (Wall time alone counted the submission and the wait too: on the H200 it put
 //!   about 170 µs on a 172 µs tensor-core weight gradient, and a slow phase of the host made

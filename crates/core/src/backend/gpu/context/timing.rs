@@ -163,10 +163,10 @@ impl TuningClock for GpuContext {
         GpuContext::settle(self)
     }
 
-    /// The larger of the run's time on the device (the sum of its kernels' GPU-timestamp
-    /// times) and the host's time recording it; wall time until the device has finished where
-    /// the adapter writes no timestamps, the run recorded no kernel, or an op is being
-    /// profiled (its timer is not taken over).
+    /// The larger of the run's time on the device (GPU timestamps) and the host's time
+    /// recording it; wall time until the device has finished where the adapter writes no
+    /// timestamps, the run recorded no kernel, or an op is being profiled (its timer is not
+    /// taken over).
     fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
         let begun = Instant::now();
         let profiling = self
@@ -187,15 +187,7 @@ impl TuningClock for GpuContext {
         worked?;
         match timing? {
             Some(timing) => {
-                // The kernels' own times: the span from the first kernel's start to the last
-                // one's end also counts the GPU waiting for the host between them (after a
-                // settle the first submissions are small), which a stream of runs never sees.
-                let busy_us = if timing.kernels.len() < TIMED_KERNELS as usize {
-                    timing.kernels.iter().map(|(_, us)| us.max(0.0)).sum()
-                } else {
-                    timing.device_us.max(0.0)
-                };
-                Ok(recorded.max(Duration::from_secs_f64(busy_us / 1e6)))
+                Ok(recorded.max(Duration::from_secs_f64(timing.device_us.max(0.0) / 1e6)))
             }
             None => Ok(begun.elapsed()),
         }
