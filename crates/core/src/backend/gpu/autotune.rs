@@ -12,16 +12,10 @@
 //!   a file that cannot be written is reported once (tracing) and otherwise ignored.
 //! - Timing: each candidate runs once (pipeline creation, warm-up; a tuned primitive it calls,
 //!   such as the batched GEMM of a Winograd convolution, is tuned here) and the device settles;
-//!   then each run is timed on its own (runs recorded back to back would overlap on the
-//!   device, hiding a kernel that leaves most of it idle), in rounds of one run of each
-//!   candidate, [`REPEATS`] rounds at least and as many as fill [`TARGET`] per candidate (at
-//!   most [`MAX_REPEATS`]). A run's cost is the larger of its time on the device (GPU
-//!   timestamps from its first kernel's start to its last one's end, where the adapter writes
-//!   them) and the host's time recording it: the rate at which a stream of such runs goes
-//!   ([`TuningClock`]). Without timestamps it is the wall time from recording until the device
-//!   has finished. (Wall time alone counted the submission and the wait too: on the H200 it put
-//!   about 170 µs on a 172 µs tensor-core weight gradient, and a slow phase of the host made
-//!   the tuner take a kernel three times slower on the device.) A candidate's fastest run is
+//!   then each run is timed on its own, from recording until the device has finished it (runs
+//!   recorded back to back would overlap on the device, hiding a kernel that leaves most of it
+//!   idle), in rounds of one run of each candidate, [`REPEATS`] rounds at least and as many
+//!   as fill [`TARGET`] per candidate (at most [`MAX_REPEATS`]). A candidate's fastest run is
 //!   its cost (a GPU in a slower phase slows the runs of every candidate in those rounds
 //!   alike). A candidate that returns an error is skipped. Every
 //!   candidate computes the same result up to float rounding (each is tested against the CPU
@@ -42,29 +36,6 @@ use std::time::{Duration, Instant};
 
 use crate::backend::gpu_facts::AutotuneMode;
 use crate::error::Result;
-
-/// How the tuner waits for the device and times one run of a candidate.
-pub(crate) trait TuningClock {
-    /// Flush and wait until the device has finished everything recorded.
-    fn settle(&self) -> Result<()>;
-
-    /// Run `work` and return its cost (see the module header). This default: the wall time
-    /// from the start of `work` until the device has finished it.
-    fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
-        let begun = Instant::now();
-        work()?;
-        self.settle()?;
-        Ok(begun.elapsed())
-    }
-}
-
-/// A closure that settles the device is a clock with wall-time costs (tests, hosts without
-/// timestamps).
-impl<F: Fn() -> Result<()>> TuningClock for F {
-    fn settle(&self) -> Result<()> {
-        self()
-    }
-}
 
 /// Timed rounds (one run of each candidate, after one warm-up run each), at least.
 pub(crate) const REPEATS: u32 = 5;
@@ -239,7 +210,7 @@ impl Autotuner {
         &self,
         count: usize,
         describe: impl FnOnce() -> (String, Vec<String>),
-        clock: &dyn TuningClock,
+        settle: &dyn Fn() -> Result<()>,
         mut run: impl FnMut(usize) -> Result<T>,
     ) -> Result<T> {
         let off = self.mode() == AutotuneMode::Off;
@@ -266,7 +237,7 @@ impl Autotuner {
             return run(0);
         }
         MEASURING.with(|flag| flag.set(true));
-        let timed = self.measure(count, clock, &mut run);
+        let timed = self.measure(count, settle, &mut run);
         MEASURING.with(|flag| flag.set(false));
         let (chosen, times) = timed?;
         // `ANYGRAD_LOG=anygrad_core=debug` prints what every candidate took.
@@ -296,10 +267,10 @@ impl Autotuner {
     fn measure<T>(
         &self,
         count: usize,
-        clock: &dyn TuningClock,
+        settle: &dyn Fn() -> Result<()>,
         run: &mut impl FnMut(usize) -> Result<T>,
     ) -> Result<(usize, Vec<Option<Duration>>)> {
-        clock.settle()?;
+        settle()?;
         // The untimed warm-up runs may tune the primitives a candidate calls (a Winograd
         // convolution's batched GEMM): its timed runs then use their tuned kernels, as every
         // later call will.
@@ -309,10 +280,11 @@ impl Autotuner {
             let warm_up = run(index);
             MEASURING.with(|flag| flag.set(true));
             fastest.push(warm_up.is_ok().then_some(Duration::MAX));
-            clock.settle()?;
+            settle()?;
         }
-        // Each run is timed on its own (`TuningClock::time`): back-to-back runs of independent
-        // work would overlap on the device and hide a kernel that leaves most of it idle. As many rounds as fill about TARGET per candidate (REPEATS to MAX_REPEATS).
+        // Each run is timed on its own, from record to finished: back-to-back runs of
+        // independent work would overlap on the device and hide a kernel that leaves most of
+        // it idle. As many rounds as fill about TARGET per candidate (REPEATS to MAX_REPEATS).
         let live = fastest.iter().filter(|time| time.is_some()).count() as u32;
         *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += u64::from(live);
         let started = Instant::now();
@@ -321,11 +293,10 @@ impl Autotuner {
         {
             for (index, time) in fastest.iter_mut().enumerate() {
                 let Some(best) = time else { continue };
-                let mut failed = false;
-                let elapsed = clock.time(&mut || {
-                    failed = run(index).is_err();
-                    Ok(())
-                })?;
+                let begun = Instant::now();
+                let failed = run(index).is_err();
+                settle()?;
+                let elapsed = begun.elapsed();
                 *time = if failed {
                     None
                 } else {

@@ -3,14 +3,11 @@
 //! recorder dispatches runs in a compute pass of its own that writes its start and end
 //! ([`OpTimer`]); resolving the queries into a buffer and reading it back gives the GPU time
 //! of the op (first kernel's start to last kernel's end, copies between them included) and of
-//! each kernel, without the submit and readback latency a host timer would include. The
-//! autotuner times its candidates the same way ([`TuningClock`] for `GpuContext`).
+//! each kernel, without the submit and readback latency a host timer would include.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::GpuContext;
-use crate::backend::gpu::autotune::TuningClock;
 use crate::backend::gpu_facts::OpTiming;
 use crate::error::Result;
 
@@ -155,78 +152,5 @@ impl GpuContext {
             device_us: span(tick(2), end),
             kernels,
         }))
-    }
-}
-
-impl TuningClock for GpuContext {
-    fn settle(&self) -> Result<()> {
-        GpuContext::settle(self)
-    }
-
-    /// The larger of the run's time on the device (GPU timestamps) and the host's time
-    /// recording it; wall time until the device has finished where the adapter writes no
-    /// timestamps, the run recorded no kernel, or an op is being profiled (its timer is not
-    /// taken over).
-    fn time(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<Duration> {
-        let begun = Instant::now();
-        let profiling = self
-            .recording
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .timing
-            .is_some();
-        if profiling || !self.begin_timed_op()? {
-            work()?;
-            self.settle()?;
-            return Ok(begun.elapsed());
-        }
-        let worked = work();
-        let recorded = begun.elapsed();
-        // Ends the timer whatever the work returned (and waits for the device).
-        let timing = self.end_timed_op();
-        worked?;
-        match timing? {
-            Some(timing) => {
-                Ok(recorded.max(Duration::from_secs_f64(timing.device_us.max(0.0) / 1e6)))
-            }
-            None => Ok(begun.elapsed()),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::TuningClock;
-    use crate::backend::tests::support::gpu_device;
-    use crate::error::Error;
-    use crate::{DType, Device, Tensor};
-
-    /// A tuning run's cost is positive; a failing run's error is returned and its timer ended
-    /// (the next op runs and reads back); under the profiler the tuner leaves the profiler's
-    /// timer in place, which then covers the run's kernels.
-    #[test]
-    fn tuning_clock_times_runs_and_leaves_the_profiler_alone() {
-        let Some(gpu) = gpu_device() else { return };
-        let device = Device::Gpu(gpu.clone());
-        let context = gpu.context();
-        let x = Tensor::randn(&[128, 128], DType::F32, &device).unwrap();
-        let mut work = || x.matmul(&x).map(drop);
-        let cost = context.time(&mut work).unwrap();
-        assert!(cost.as_secs_f64() > 0.0 && cost.as_secs() < 60, "{cost:?}");
-        let failed = context.time(&mut || {
-            x.matmul(&x)?;
-            Err(Error::invalid("candidate", "broken"))
-        });
-        assert!(failed.is_err());
-        let product = x.matmul(&x).unwrap().to_vec_f32().unwrap();
-        assert_eq!(product.len(), 128 * 128);
-        if context.begin_timed_op().unwrap() {
-            context.time(&mut work).unwrap();
-            let timing = context
-                .end_timed_op()
-                .unwrap()
-                .expect("the profiler's timer");
-            assert!(!timing.kernels.is_empty(), "{timing:?}");
-        }
     }
 }
