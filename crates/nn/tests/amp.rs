@@ -158,27 +158,38 @@ fn scaler_skips_overflowing_steps(device: &Device) {
 /// the good step before left them, and the next good step continues from there exactly as
 /// if the overflowing one had never run.
 fn sgd_skips_overflowing_steps_on_the_device(device: &Device) {
-    let run = |overflow_at: Option<usize>| -> (Vec<f32>, usize, f64) {
+    // The same layer and optimizer each time, and the loss of an input filled with `value`.
+    let setup = || {
         manual_seed(7);
         let layer = Linear::new(4, 2, true, device).unwrap();
-        let mut optimizer = Sgd::new(
+        let optimizer = Sgd::new(
             layer.named_parameter_slots(),
             SgdConfig::new(0.1).momentum(0.9).dampening(0.25),
         )
         .unwrap();
+        (layer, optimizer)
+    };
+    let loss_of = |layer: &Linear, value: f64| {
+        let x = Tensor::full(&[1, 4], value, DType::F32, device).unwrap();
+        layer
+            .forward(&x)
+            .unwrap()
+            .square()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+    };
+    let run = |overflow_at: Option<usize>| -> (Vec<f32>, usize, f64) {
+        let (layer, mut optimizer) = setup();
         let mut scaler = GradScaler::new(1024.0, 2.0, 0.5, 1000);
         for step in 0..4 {
             optimizer.zero_grad();
             let value = if Some(step) == overflow_at { 1e30 } else { 1.0 };
-            let x = Tensor::full(&[1, 4], value, DType::F32, device).unwrap();
-            let loss = layer
-                .forward(&x)
+            scaler
+                .scale(&loss_of(&layer, value))
                 .unwrap()
-                .square()
-                .unwrap()
-                .sum_all()
+                .backward()
                 .unwrap();
-            scaler.scale(&loss).unwrap().backward().unwrap();
             scaler.step(&mut optimizer).unwrap();
             scaler.update();
         }
@@ -190,24 +201,10 @@ fn sgd_skips_overflowing_steps_on_the_device(device: &Device) {
     // An overflow at step 2 (after the buffers exist: decided on the device) leaves three good
     // steps; so does an overflow at step 0 (before they exist: read back, no buffer made).
     let three_steps = {
-        manual_seed(7);
-        let layer = Linear::new(4, 2, true, device).unwrap();
-        let mut optimizer = Sgd::new(
-            layer.named_parameter_slots(),
-            SgdConfig::new(0.1).momentum(0.9).dampening(0.25),
-        )
-        .unwrap();
+        let (layer, mut optimizer) = setup();
         for _ in 0..3 {
             optimizer.zero_grad();
-            let x = Tensor::ones(&[1, 4], DType::F32, device).unwrap();
-            let loss = layer
-                .forward(&x)
-                .unwrap()
-                .square()
-                .unwrap()
-                .sum_all()
-                .unwrap();
-            loss.backward().unwrap();
+            loss_of(&layer, 1.0).backward().unwrap();
             optimizer.step().unwrap();
         }
         layer.named_parameters()[0].1.to_vec_f32().unwrap()
