@@ -209,12 +209,5 @@ fn check_flag(op: &'static str, tensor: &Tensor, found: &Tensor) -> Result<()> {
             ),
         ));
     }
-    if found.device() != tensor.device() {
-        return Err(Error::DeviceMismatch {
-            op,
-            lhs: tensor.device().to_string(),
-            rhs: found.device().to_string(),
-        });
-    }
-    Ok(())
+    tensor.same_device(op, found)
 }
