@@ -17,7 +17,8 @@
 //! 1. scores and their gradients, 16 x 32 each: `Sᵀ = K Qᵀ`, `dPᵀ = V dOᵀ` (key-value
 //!    kernel) or `S = Q Kᵀ`, `dP = dO Vᵀ` (query kernel);
 //! 2. through the subgroup's 16 x 32 f32 scratch (first the scores, then their gradients, a
-//!    barrier between): lane `l` takes row `l / 2` and the 16 columns `(l % 2) * 16 ..` and
+//!    barrier between): lane `l` takes row `l / 2` and the 16 columns `(l % 2) * 16 ..` (in
+//!    an order rotated by its row, as in the forward: one bank per lane for the scratch) and
 //!    computes `p = exp(s · scale + bias - lse)` (masked to 0) and `ds = p (dp - D)`, written
 //!    as f16 into the subgroup's P and dS tiles (16 x 40 halves); the row's bias, or its
 //!    log-sum-exp and `D`, stay in registers (key-value kernel: the tile's `(lse, D)` pairs are
@@ -67,7 +68,7 @@ pub(crate) const TILE: u32 = 32;
 const PROBABILITY_ROW: u32 = TILE + 8;
 
 /// Staged vec4 loads in flight per invocation before they are stored to workgroup memory.
-const LOADS_IN_FLIGHT: usize = 8;
+pub(crate) const LOADS_IN_FLIGHT: usize = 8;
 
 /// Which kernel of the cooperative backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -175,7 +176,10 @@ pub(crate) struct Staged<'a> {
 
 /// Each invocation's share of staging `operands`: per 16-byte load, the operand and the
 /// first vector index it takes (the invocation adds `local`).
-fn staged_items<'a>(operands: &'a [Staged<'a>], threads: u32) -> Vec<(&'a Staged<'a>, u32)> {
+pub(crate) fn staged_items<'a>(
+    operands: &'a [Staged<'a>],
+    threads: u32,
+) -> Vec<(&'a Staged<'a>, u32)> {
     let mut items = Vec::new();
     for operand in operands {
         let vectors = operand.rows * operand.width / 4;
@@ -188,7 +192,7 @@ fn staged_items<'a>(operands: &'a [Staged<'a>], threads: u32) -> Vec<(&'a Staged
 /// The loads of `items` into the registers `staged{first_slot}..` (declared here when
 /// `declare`), of the tile whose first row is `first` (an expression; rows from the operand's
 /// limit on load zeros).
-fn emit_loads(
+pub(crate) fn emit_loads(
     w: &mut String,
     indent: &str,
     items: &[(&Staged, u32)],
@@ -217,8 +221,15 @@ fn emit_loads(
 }
 
 /// The stores of the registers `staged{first_slot}..` (as [`emit_loads`] filled them) into
-/// their operands' regions of `tiles`, 4 halves each.
-fn emit_stores(w: &mut String, indent: &str, items: &[(&Staged, u32)], first_slot: usize) {
+/// their operands' regions of `tiles`, 4 halves each. Every store writes one half a lane, 8
+/// bytes apart: lanes 16..31 of a subgroup write their second pair first, so that the two
+/// halves of the subgroup fall on even and odd banks (one pass each store, not two).
+pub(crate) fn emit_stores(
+    w: &mut String,
+    indent: &str,
+    items: &[(&Staged, u32)],
+    first_slot: usize,
+) {
     for (index, (operand, offset)) in items.iter().enumerate() {
         let slot = first_slot + index;
         let width4 = operand.width / 4;
@@ -226,10 +237,14 @@ fn emit_stores(w: &mut String, indent: &str, items: &[(&Staged, u32)], first_slo
             w,
             "{indent}{{
 {indent}    let at = {region}u + ((local + {offset}u) / {width4}u) * {row_length}u + ((local + {offset}u) % {width4}u) * 4u;
-{indent}    tiles[at] = staged{slot}.x;
-{indent}    tiles[at + 1u] = staged{slot}.y;
-{indent}    tiles[at + 2u] = staged{slot}.z;
-{indent}    tiles[at + 3u] = staged{slot}.w;
+{indent}    let swapped = (local & 16u) != 0u;
+{indent}    let flip = select(0u, 2u, swapped);
+{indent}    let first = select(staged{slot}.xy, staged{slot}.zw, swapped);
+{indent}    let second = select(staged{slot}.zw, staged{slot}.xy, swapped);
+{indent}    tiles[at + flip] = first.x;
+{indent}    tiles[at + flip + 1u] = first.y;
+{indent}    tiles[at + 2u - flip] = second.x;
+{indent}    tiles[at + 3u - flip] = second.y;
 {indent}}}",
             region = operand.region,
             row_length = operand.row_length,
@@ -251,9 +266,10 @@ pub(crate) fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: 
     }
 }
 
-/// `vec4<f32>(at(c), at(c + 1), at(c + 2), at(c + 3))` for a column `c` expression.
-fn gather(at: &dyn Fn(&str) -> String, column: &str) -> String {
-    let lanes: Vec<String> = (0..4).map(|i| at(&format!("{column} + {i}u"))).collect();
+/// `vec4<f32>(at(k{4v}), .., at(k{4v + 3}))`: the lane's columns `4v .. 4v + 4` of its half
+/// of a tile, in its rotated order (the `k{n}` of [`backward_source`]).
+fn gather(at: &dyn Fn(&str) -> String, v: u32) -> String {
+    let lanes: Vec<String> = (0..4).map(|i| at(&format!("k{}", 4 * v + i))).collect();
     format!("vec4<f32>({})", lanes.join(", "))
 }
 
@@ -364,12 +380,19 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let row = row0 + my_row;
     let lane_half = lane % 2u;
     let columns = lane_half * 16u;
+    // The lane's 16 columns of a tile in an order rotated by its row, so that the 32 lanes'
+    // reads of the scratch fall on 32 banks (not 4 lanes a bank) and their writes of P and dS
+    // on 16.
+{rotated}
     let scratch_at = subgroup * {sub_scratch}u;
     let lane_scratch = scratch_at + (lane / 2u) * {SCRATCH_ROW}u;
     let bias_base = (head / params.bias_group) * key_length;
     {{
         let block_base = head * {own_length};",
         sub_scratch = 16 * SCRATCH_ROW,
+        rotated = (0..16)
+            .map(|n| format!("    let k{n} = columns + (({n}u + lane / 2u) & 15u);\n"))
+            .collect::<String>(),
     );
     let (block_first, block_second, tile_first, tile_second) = if key_value {
         ("key_data", "value_data", "query_data", "grad_data")
@@ -580,12 +603,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     );
     let scratch_at = |c: &str| format!("scratch[lane_scratch + {c}]");
     for v in 0..4 {
-        let column = format!("c{v}");
         let _ = writeln!(
             w,
-            "            let c{v} = columns + {}u;
-            let index{v} = vec4<u32>(start + c{v}) + vec4<u32>(0u, 1u, 2u, 3u);",
-            v * 4
+            "            let index{v} = vec4<u32>(start) + vec4<u32>(k{}, k{}, k{}, k{});",
+            4 * v,
+            4 * v + 1,
+            4 * v + 2,
+            4 * v + 3
         );
         let (score, visible, logsumexp) = if key_value {
             let causal = if key.causal {
@@ -595,9 +619,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             };
             let bias = if key.key_bias { " + row_bias" } else { "" };
             (
-                format!("{} * params.scale{bias}", gather(&scratch_at, &column)),
+                format!("{} * params.scale{bias}", gather(&scratch_at, v)),
                 format!("(index{v} < vec4<u32>(length)) & vec4<bool>(row_visible){causal}"),
-                gather(&|c| format!("statistics_tile[{c}].x"), &column),
+                gather(&|c| format!("statistics_tile[{c}].x"), v),
             )
         } else {
             let causal = if key.causal {
@@ -609,7 +633,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
                 let _ = writeln!(
                     w,
                     "            let bias{v} = {};",
-                    gather(&|c| format!("bias_tile[{c}]"), &column)
+                    gather(&|c| format!("bias_tile[{c}]"), v)
                 );
                 (
                     format!(" + bias{v}"),
@@ -619,7 +643,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
                 (String::new(), String::new())
             };
             (
-                format!("{} * params.scale{bias}", gather(&scratch_at, &column)),
+                format!("{} * params.scale{bias}", gather(&scratch_at, v)),
                 format!("(index{v} < vec4<u32>(key_length)){causal}{bias_visible}"),
                 "vec4<f32>(row_statistics.x)".to_string(),
             )
@@ -631,12 +655,16 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         if key_value {
             let _ = writeln!(
                 w,
-                "            let p_at{v} = {}u + my_row * {PROBABILITY_ROW}u + c{v};
-            tiles[p_at{v}] = f16(p{v}.x);
-            tiles[p_at{v} + 1u] = f16(p{v}.y);
-            tiles[p_at{v} + 2u] = f16(p{v}.z);
-            tiles[p_at{v} + 3u] = f16(p{v}.w);",
-                layout.probability
+                "            let p_at{v} = {}u + my_row * {PROBABILITY_ROW}u;
+            tiles[p_at{v} + k{}] = f16(p{v}.x);
+            tiles[p_at{v} + k{}] = f16(p{v}.y);
+            tiles[p_at{v} + k{}] = f16(p{v}.z);
+            tiles[p_at{v} + k{}] = f16(p{v}.w);",
+                layout.probability,
+                4 * v,
+                4 * v + 1,
+                4 * v + 2,
+                4 * v + 3
             );
         }
     }
@@ -647,22 +675,25 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         spell.store("g1", "s_at1", SCRATCH_ROW),
     );
     for v in 0..4 {
-        let column = format!("c{v}");
         let delta = if key_value {
-            gather(&|c| format!("statistics_tile[{c}].y"), &column)
+            gather(&|c| format!("statistics_tile[{c}].y"), v)
         } else {
             "vec4<f32>(row_statistics.y)".to_string()
         };
         let _ = writeln!(
             w,
             "            let ds{v} = p{v} * ({} - {delta});
-            let ds_at{v} = {}u + my_row * {PROBABILITY_ROW}u + c{v};
-            tiles[ds_at{v}] = f16(ds{v}.x);
-            tiles[ds_at{v} + 1u] = f16(ds{v}.y);
-            tiles[ds_at{v} + 2u] = f16(ds{v}.z);
-            tiles[ds_at{v} + 3u] = f16(ds{v}.w);",
-            gather(&scratch_at, &column),
-            layout.gradient
+            let ds_at{v} = {}u + my_row * {PROBABILITY_ROW}u;
+            tiles[ds_at{v} + k{}] = f16(ds{v}.x);
+            tiles[ds_at{v} + k{}] = f16(ds{v}.y);
+            tiles[ds_at{v} + k{}] = f16(ds{v}.z);
+            tiles[ds_at{v} + k{}] = f16(ds{v}.w);",
+            gather(&scratch_at, v),
+            layout.gradient,
+            4 * v,
+            4 * v + 1,
+            4 * v + 2,
+            4 * v + 3
         );
     }
     w.push_str("        }\n        workgroupBarrier();\n");

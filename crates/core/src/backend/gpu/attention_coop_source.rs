@@ -9,15 +9,21 @@
 //! are loaded into registers before the walk. Keys and values are walked in tiles of
 //! [`KEY_TILE`] (32) rows, staged as f16 (rows padded by 8 halves: 16-byte aligned rows whose
 //! fragment loads fall on different banks) by straight-line code that issues up to eight
-//! 16-byte loads per invocation before storing them (the backward's `stage`). Per key tile:
+//! 16-byte loads per invocation before storing them (the backward's `stage`); where an
+//! invocation's share of a tile fits those eight registers (d, dv <= 64), the next tile's
+//! loads are issued right after a tile is staged and stay in flight while it is multiplied
+//! out. Per key tile:
 //! 1. `S = Q Kᵀ`: per 16 keys one f32 accumulator, `d / 16` multiply-adds of a query fragment
 //!    (row-major) by a key fragment read column-major (`coopLoad`: Kᵀ without a transposed
 //!    copy); stored (`coopStoreT`) into the subgroup's 16 x 32 f32 scratch (rows padded to 36).
 //! 2. Online softmax in unrolled scalar code: lane `l` owns query row `l / 2` of its subgroup
-//!    and half of the tile's columns (`(l % 2) * 16 ..`). Both lanes of a row read the whole
-//!    row into registers and take the masked max in four independent chains (so they agree on
-//!    it without talking), each exponentiates its half, writes `p` as f16 into the P tile and
-//!    keeps a partial row sum; the pair's sums are added once at the end.
+//!    and half of the tile's columns (`(l % 2) * 16 ..`), walked in an order rotated by its
+//!    row (`c{h} = (h + l / 2) mod 16`: the scratch rows are 36 floats apart, so in plain
+//!    column order four lanes read one bank at each step; rotated, the 32 lanes read 32 banks
+//!    and their P writes fall on 16). Both lanes of a row read the whole row into registers
+//!    and take the masked max in four independent chains (so they agree on it without
+//!    talking), each exponentiates its half, writes `p` as f16 into the P tile and keeps a
+//!    partial row sum; the pair's sums are added once at the end.
 //! 3. `O += P V`: fresh accumulators per 16 value columns, stored into the scratch (in rounds
 //!    of two when `dv > 32`), and added into O, which lives in registers in the
 //!    accumulator layout (lane `l`: row `l / 2`, columns `(l % 2) * 8 .. + 8` of every 16
@@ -51,7 +57,9 @@
 
 use std::fmt::Write;
 
-use super::attention_coop_backward_source::{stage, Staged};
+use super::attention_coop_backward_source::{
+    emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
+};
 use super::params::KernelParams;
 
 /// Query rows per workgroup (four subgroups of 16).
@@ -340,43 +348,61 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             "    var o{j}_0 = vec4<f32>(0.0);\n    var o{j}_1 = vec4<f32>(0.0);"
         );
     }
+    // The lane reads (and writes) the columns of its half of a key tile in an order rotated
+    // by its row, so that the 32 lanes' reads of the scratch fall on 32 banks (not 4 lanes a
+    // bank) and their writes of P on 16.
+    let half_tile = KEY_TILE / 2;
+    for h in 0..half_tile {
+        let _ = writeln!(w, "    let c{h} = ({h}u + lane / 2u) & {}u;", half_tile - 1);
+    }
+    let tile_operands = [
+        Staged {
+            source: "key_data",
+            width: d,
+            rows: KEY_TILE,
+            first: "start",
+            base: "base",
+            limit: "key_length",
+            region: regions.key,
+            row_length: key_row,
+        },
+        Staged {
+            source: "value_data",
+            width: dv,
+            rows: KEY_TILE,
+            first: "start",
+            base: "base",
+            limit: "key_length",
+            region: regions.value,
+            row_length: value_row,
+        },
+    ];
+    let tile_items = staged_items(&tile_operands, 128);
+    // Where an invocation's share of a key tile fits its registers, the next tile's loads are
+    // issued once the current tile is staged (in flight during its products and softmax) and
+    // stored at the next tile's staging.
+    let prefetch = tile_items.len() <= LOADS_IN_FLIGHT;
     let _ = writeln!(
         w,
         "    var running_max = {LOWEST};
     var running_sum = 0.0;
     let base = head * key_length;
     let bias_base = (head / params.bias_group) * key_length;
-    let key_end = {key_end};
-    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
+    let key_end = {key_end};"
+    );
+    if prefetch {
+        emit_loads(&mut w, "    ", &tile_items, 0, "0u", true);
+    }
+    let _ = writeln!(
+        w,
+        "    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
         workgroupBarrier();"
     );
-    stage(
-        &mut w,
-        "        ",
-        &[
-            Staged {
-                source: "key_data",
-                width: d,
-                rows: KEY_TILE,
-                first: "start",
-                base: "base",
-                limit: "key_length",
-                region: regions.key,
-                row_length: key_row,
-            },
-            Staged {
-                source: "value_data",
-                width: dv,
-                rows: KEY_TILE,
-                first: "start",
-                base: "base",
-                limit: "key_length",
-                region: regions.value,
-                row_length: value_row,
-            },
-        ],
-        128,
-    );
+    if prefetch {
+        emit_stores(&mut w, "        ", &tile_items, 0);
+    } else {
+        stage(&mut w, "        ", &tile_operands, 128);
+    }
     if key.key_bias {
         let _ = writeln!(
             w,
@@ -390,6 +416,16 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         );
     }
     w.push_str("        workgroupBarrier();\n");
+    if prefetch {
+        emit_loads(
+            &mut w,
+            "        ",
+            &tile_items,
+            0,
+            &format!("(start + {KEY_TILE}u)"),
+            false,
+        );
+    }
     // S = Q Kᵀ per 16 keys.
     for n in 0..KEY_TILE / 16 {
         let _ = writeln!(
@@ -417,9 +453,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // Online softmax, unrolled: the lane's own half of its row (`own`) and its partner's
     // half (`other`) read into registers, the max over both in four independent chains,
     // then the lane's 16 probabilities.
-    let half_tile = KEY_TILE / 2;
     let score = |half: &str, h: u32| -> (String, String) {
-        let column = format!("{half} + {h}u");
+        let column = format!("{half} + c{h}");
         let (bias_add, bias_valid) = if key.key_bias {
             (
                 format!(" + bias_tile[{column}]"),
@@ -474,7 +509,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         let _ = writeln!(
             w,
             "        let p{h} = select(0.0, exp(s{h} - new_max), valid{h});
-        tiles[p_at + {h}u] = f16(p{h});"
+        tiles[p_at + c{h}] = f16(p{h});"
         );
     }
     let sum: Vec<String> = (0..half_tile).map(|h| format!("p{h}")).collect();

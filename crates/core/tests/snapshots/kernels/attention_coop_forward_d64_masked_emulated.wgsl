@@ -104,59 +104,91 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }
         {
             let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            tiles[at] = staged0.x;
-            tiles[at + 1u] = staged0.y;
-            tiles[at + 2u] = staged0.z;
-            tiles[at + 3u] = staged0.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged0.xy, staged0.zw, swapped);
+            let second = select(staged0.zw, staged0.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 0u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-            tiles[at] = staged1.x;
-            tiles[at + 1u] = staged1.y;
-            tiles[at + 2u] = staged1.z;
-            tiles[at + 3u] = staged1.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged1.xy, staged1.zw, swapped);
+            let second = select(staged1.zw, staged1.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 0u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-            tiles[at] = staged2.x;
-            tiles[at + 1u] = staged2.y;
-            tiles[at + 2u] = staged2.z;
-            tiles[at + 3u] = staged2.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged2.xy, staged2.zw, swapped);
+            let second = select(staged2.zw, staged2.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 0u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-            tiles[at] = staged3.x;
-            tiles[at + 1u] = staged3.y;
-            tiles[at + 2u] = staged3.z;
-            tiles[at + 3u] = staged3.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged3.xy, staged3.zw, swapped);
+            let second = select(staged3.zw, staged3.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 0u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
-            tiles[at] = staged4.x;
-            tiles[at + 1u] = staged4.y;
-            tiles[at + 2u] = staged4.z;
-            tiles[at + 3u] = staged4.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged4.xy, staged4.zw, swapped);
+            let second = select(staged4.zw, staged4.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 0u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
-            tiles[at] = staged5.x;
-            tiles[at + 1u] = staged5.y;
-            tiles[at + 2u] = staged5.z;
-            tiles[at + 3u] = staged5.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged5.xy, staged5.zw, swapped);
+            let second = select(staged5.zw, staged5.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 0u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
-            tiles[at] = staged6.x;
-            tiles[at + 1u] = staged6.y;
-            tiles[at + 2u] = staged6.z;
-            tiles[at + 3u] = staged6.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged6.xy, staged6.zw, swapped);
+            let second = select(staged6.zw, staged6.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 0u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
-            tiles[at] = staged7.x;
-            tiles[at + 1u] = staged7.y;
-            tiles[at + 2u] = staged7.z;
-            tiles[at + 3u] = staged7.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged7.xy, staged7.zw, swapped);
+            let second = select(staged7.zw, staged7.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
     }
     workgroupBarrier();
@@ -176,102 +208,148 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     var o2_1 = vec4<f32>(0.0);
     var o3_0 = vec4<f32>(0.0);
     var o3_1 = vec4<f32>(0.0);
+    let c0 = (0u + lane / 2u) & 15u;
+    let c1 = (1u + lane / 2u) & 15u;
+    let c2 = (2u + lane / 2u) & 15u;
+    let c3 = (3u + lane / 2u) & 15u;
+    let c4 = (4u + lane / 2u) & 15u;
+    let c5 = (5u + lane / 2u) & 15u;
+    let c6 = (6u + lane / 2u) & 15u;
+    let c7 = (7u + lane / 2u) & 15u;
+    let c8 = (8u + lane / 2u) & 15u;
+    let c9 = (9u + lane / 2u) & 15u;
+    let c10 = (10u + lane / 2u) & 15u;
+    let c11 = (11u + lane / 2u) & 15u;
+    let c12 = (12u + lane / 2u) & 15u;
+    let c13 = (13u + lane / 2u) & 15u;
+    let c14 = (14u + lane / 2u) & 15u;
+    let c15 = (15u + lane / 2u) & 15u;
     var running_max = -3.0e38;
     var running_sum = 0.0;
     let base = head * key_length;
     let bias_base = (head / params.bias_group) * key_length;
     let key_end = key_length;
+    var staged0 = vec4<f16>(0.0);
+    if (0u + (local + 0u) / 16u < key_length) {
+        staged0 = key_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    }
+    var staged1 = vec4<f16>(0.0);
+    if (0u + (local + 128u) / 16u < key_length) {
+        staged1 = key_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    }
+    var staged2 = vec4<f16>(0.0);
+    if (0u + (local + 256u) / 16u < key_length) {
+        staged2 = key_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    }
+    var staged3 = vec4<f16>(0.0);
+    if (0u + (local + 384u) / 16u < key_length) {
+        staged3 = key_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    }
+    var staged4 = vec4<f16>(0.0);
+    if (0u + (local + 0u) / 16u < key_length) {
+        staged4 = value_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    }
+    var staged5 = vec4<f16>(0.0);
+    if (0u + (local + 128u) / 16u < key_length) {
+        staged5 = value_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    }
+    var staged6 = vec4<f16>(0.0);
+    if (0u + (local + 256u) / 16u < key_length) {
+        staged6 = value_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    }
+    var staged7 = vec4<f16>(0.0);
+    if (0u + (local + 384u) / 16u < key_length) {
+        staged7 = value_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    }
     for (var start = 0u; start < key_end; start += 32u) {
         workgroupBarrier();
         {
-            var staged0 = vec4<f16>(0.0);
-            if (start + (local + 0u) / 16u < key_length) {
-                staged0 = key_data[(base + start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
-            }
-            var staged1 = vec4<f16>(0.0);
-            if (start + (local + 128u) / 16u < key_length) {
-                staged1 = key_data[(base + start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
-            }
-            var staged2 = vec4<f16>(0.0);
-            if (start + (local + 256u) / 16u < key_length) {
-                staged2 = key_data[(base + start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
-            }
-            var staged3 = vec4<f16>(0.0);
-            if (start + (local + 384u) / 16u < key_length) {
-                staged3 = key_data[(base + start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-            }
-            var staged4 = vec4<f16>(0.0);
-            if (start + (local + 0u) / 16u < key_length) {
-                staged4 = value_data[(base + start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
-            }
-            var staged5 = vec4<f16>(0.0);
-            if (start + (local + 128u) / 16u < key_length) {
-                staged5 = value_data[(base + start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
-            }
-            var staged6 = vec4<f16>(0.0);
-            if (start + (local + 256u) / 16u < key_length) {
-                staged6 = value_data[(base + start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
-            }
-            var staged7 = vec4<f16>(0.0);
-            if (start + (local + 384u) / 16u < key_length) {
-                staged7 = value_data[(base + start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-            }
-            {
-                let at = 4608u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-                tiles[at] = staged0.x;
-                tiles[at + 1u] = staged0.y;
-                tiles[at + 2u] = staged0.z;
-                tiles[at + 3u] = staged0.w;
-            }
-            {
-                let at = 4608u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-                tiles[at] = staged1.x;
-                tiles[at + 1u] = staged1.y;
-                tiles[at + 2u] = staged1.z;
-                tiles[at + 3u] = staged1.w;
-            }
-            {
-                let at = 4608u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-                tiles[at] = staged2.x;
-                tiles[at + 1u] = staged2.y;
-                tiles[at + 2u] = staged2.z;
-                tiles[at + 3u] = staged2.w;
-            }
-            {
-                let at = 4608u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-                tiles[at] = staged3.x;
-                tiles[at + 1u] = staged3.y;
-                tiles[at + 2u] = staged3.z;
-                tiles[at + 3u] = staged3.w;
-            }
-            {
-                let at = 6912u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-                tiles[at] = staged4.x;
-                tiles[at + 1u] = staged4.y;
-                tiles[at + 2u] = staged4.z;
-                tiles[at + 3u] = staged4.w;
-            }
-            {
-                let at = 6912u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-                tiles[at] = staged5.x;
-                tiles[at + 1u] = staged5.y;
-                tiles[at + 2u] = staged5.z;
-                tiles[at + 3u] = staged5.w;
-            }
-            {
-                let at = 6912u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-                tiles[at] = staged6.x;
-                tiles[at + 1u] = staged6.y;
-                tiles[at + 2u] = staged6.z;
-                tiles[at + 3u] = staged6.w;
-            }
-            {
-                let at = 6912u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-                tiles[at] = staged7.x;
-                tiles[at + 1u] = staged7.y;
-                tiles[at + 2u] = staged7.z;
-                tiles[at + 3u] = staged7.w;
-            }
+            let at = 4608u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged0.xy, staged0.zw, swapped);
+            let second = select(staged0.zw, staged0.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 4608u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged1.xy, staged1.zw, swapped);
+            let second = select(staged1.zw, staged1.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 4608u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged2.xy, staged2.zw, swapped);
+            let second = select(staged2.zw, staged2.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 4608u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged3.xy, staged3.zw, swapped);
+            let second = select(staged3.zw, staged3.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged4.xy, staged4.zw, swapped);
+            let second = select(staged4.zw, staged4.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged5.xy, staged5.zw, swapped);
+            let second = select(staged5.zw, staged5.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged6.xy, staged6.zw, swapped);
+            let second = select(staged6.zw, staged6.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged7.xy, staged7.zw, swapped);
+            let second = select(staged7.zw, staged7.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         if (local < 32u) {
             var bias = -3.0e38;
@@ -281,6 +359,38 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             bias_tile[local] = bias;
         }
         workgroupBarrier();
+        staged0 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 0u) / 16u < key_length) {
+            staged0 = key_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        }
+        staged1 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 128u) / 16u < key_length) {
+            staged1 = key_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        }
+        staged2 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 256u) / 16u < key_length) {
+            staged2 = key_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        }
+        staged3 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 384u) / 16u < key_length) {
+            staged3 = key_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        }
+        staged4 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 0u) / 16u < key_length) {
+            staged4 = value_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        }
+        staged5 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 128u) / 16u < key_length) {
+            staged5 = value_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        }
+        staged6 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 256u) / 16u < key_length) {
+            staged6 = value_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        }
+        staged7 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 384u) / 16u < key_length) {
+            staged7 = value_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        }
         {
             var s = array<vec4<f32>, 2>();
             let k_at0 = 4608u + 0u;
@@ -322,123 +432,123 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         var max1 = -3.0e38;
         var max2 = -3.0e38;
         var max3 = -3.0e38;
-        let s0 = scratch[lane_scratch + own + 0u] * params.scale + bias_tile[own + 0u];
-        let valid0 = start + own + 0u < key_length && bias_tile[own + 0u] > -1.0e38;
+        let s0 = scratch[lane_scratch + own + c0] * params.scale + bias_tile[own + c0];
+        let valid0 = start + own + c0 < key_length && bias_tile[own + c0] > -1.0e38;
         max0 = select(max0, max(max0, s0), valid0);
-        let t0 = scratch[lane_scratch + other + 0u] * params.scale + bias_tile[other + 0u];
-        max0 = select(max0, max(max0, t0), start + other + 0u < key_length && bias_tile[other + 0u] > -1.0e38);
-        let s1 = scratch[lane_scratch + own + 1u] * params.scale + bias_tile[own + 1u];
-        let valid1 = start + own + 1u < key_length && bias_tile[own + 1u] > -1.0e38;
+        let t0 = scratch[lane_scratch + other + c0] * params.scale + bias_tile[other + c0];
+        max0 = select(max0, max(max0, t0), start + other + c0 < key_length && bias_tile[other + c0] > -1.0e38);
+        let s1 = scratch[lane_scratch + own + c1] * params.scale + bias_tile[own + c1];
+        let valid1 = start + own + c1 < key_length && bias_tile[own + c1] > -1.0e38;
         max1 = select(max1, max(max1, s1), valid1);
-        let t1 = scratch[lane_scratch + other + 1u] * params.scale + bias_tile[other + 1u];
-        max1 = select(max1, max(max1, t1), start + other + 1u < key_length && bias_tile[other + 1u] > -1.0e38);
-        let s2 = scratch[lane_scratch + own + 2u] * params.scale + bias_tile[own + 2u];
-        let valid2 = start + own + 2u < key_length && bias_tile[own + 2u] > -1.0e38;
+        let t1 = scratch[lane_scratch + other + c1] * params.scale + bias_tile[other + c1];
+        max1 = select(max1, max(max1, t1), start + other + c1 < key_length && bias_tile[other + c1] > -1.0e38);
+        let s2 = scratch[lane_scratch + own + c2] * params.scale + bias_tile[own + c2];
+        let valid2 = start + own + c2 < key_length && bias_tile[own + c2] > -1.0e38;
         max2 = select(max2, max(max2, s2), valid2);
-        let t2 = scratch[lane_scratch + other + 2u] * params.scale + bias_tile[other + 2u];
-        max2 = select(max2, max(max2, t2), start + other + 2u < key_length && bias_tile[other + 2u] > -1.0e38);
-        let s3 = scratch[lane_scratch + own + 3u] * params.scale + bias_tile[own + 3u];
-        let valid3 = start + own + 3u < key_length && bias_tile[own + 3u] > -1.0e38;
+        let t2 = scratch[lane_scratch + other + c2] * params.scale + bias_tile[other + c2];
+        max2 = select(max2, max(max2, t2), start + other + c2 < key_length && bias_tile[other + c2] > -1.0e38);
+        let s3 = scratch[lane_scratch + own + c3] * params.scale + bias_tile[own + c3];
+        let valid3 = start + own + c3 < key_length && bias_tile[own + c3] > -1.0e38;
         max3 = select(max3, max(max3, s3), valid3);
-        let t3 = scratch[lane_scratch + other + 3u] * params.scale + bias_tile[other + 3u];
-        max3 = select(max3, max(max3, t3), start + other + 3u < key_length && bias_tile[other + 3u] > -1.0e38);
-        let s4 = scratch[lane_scratch + own + 4u] * params.scale + bias_tile[own + 4u];
-        let valid4 = start + own + 4u < key_length && bias_tile[own + 4u] > -1.0e38;
+        let t3 = scratch[lane_scratch + other + c3] * params.scale + bias_tile[other + c3];
+        max3 = select(max3, max(max3, t3), start + other + c3 < key_length && bias_tile[other + c3] > -1.0e38);
+        let s4 = scratch[lane_scratch + own + c4] * params.scale + bias_tile[own + c4];
+        let valid4 = start + own + c4 < key_length && bias_tile[own + c4] > -1.0e38;
         max0 = select(max0, max(max0, s4), valid4);
-        let t4 = scratch[lane_scratch + other + 4u] * params.scale + bias_tile[other + 4u];
-        max0 = select(max0, max(max0, t4), start + other + 4u < key_length && bias_tile[other + 4u] > -1.0e38);
-        let s5 = scratch[lane_scratch + own + 5u] * params.scale + bias_tile[own + 5u];
-        let valid5 = start + own + 5u < key_length && bias_tile[own + 5u] > -1.0e38;
+        let t4 = scratch[lane_scratch + other + c4] * params.scale + bias_tile[other + c4];
+        max0 = select(max0, max(max0, t4), start + other + c4 < key_length && bias_tile[other + c4] > -1.0e38);
+        let s5 = scratch[lane_scratch + own + c5] * params.scale + bias_tile[own + c5];
+        let valid5 = start + own + c5 < key_length && bias_tile[own + c5] > -1.0e38;
         max1 = select(max1, max(max1, s5), valid5);
-        let t5 = scratch[lane_scratch + other + 5u] * params.scale + bias_tile[other + 5u];
-        max1 = select(max1, max(max1, t5), start + other + 5u < key_length && bias_tile[other + 5u] > -1.0e38);
-        let s6 = scratch[lane_scratch + own + 6u] * params.scale + bias_tile[own + 6u];
-        let valid6 = start + own + 6u < key_length && bias_tile[own + 6u] > -1.0e38;
+        let t5 = scratch[lane_scratch + other + c5] * params.scale + bias_tile[other + c5];
+        max1 = select(max1, max(max1, t5), start + other + c5 < key_length && bias_tile[other + c5] > -1.0e38);
+        let s6 = scratch[lane_scratch + own + c6] * params.scale + bias_tile[own + c6];
+        let valid6 = start + own + c6 < key_length && bias_tile[own + c6] > -1.0e38;
         max2 = select(max2, max(max2, s6), valid6);
-        let t6 = scratch[lane_scratch + other + 6u] * params.scale + bias_tile[other + 6u];
-        max2 = select(max2, max(max2, t6), start + other + 6u < key_length && bias_tile[other + 6u] > -1.0e38);
-        let s7 = scratch[lane_scratch + own + 7u] * params.scale + bias_tile[own + 7u];
-        let valid7 = start + own + 7u < key_length && bias_tile[own + 7u] > -1.0e38;
+        let t6 = scratch[lane_scratch + other + c6] * params.scale + bias_tile[other + c6];
+        max2 = select(max2, max(max2, t6), start + other + c6 < key_length && bias_tile[other + c6] > -1.0e38);
+        let s7 = scratch[lane_scratch + own + c7] * params.scale + bias_tile[own + c7];
+        let valid7 = start + own + c7 < key_length && bias_tile[own + c7] > -1.0e38;
         max3 = select(max3, max(max3, s7), valid7);
-        let t7 = scratch[lane_scratch + other + 7u] * params.scale + bias_tile[other + 7u];
-        max3 = select(max3, max(max3, t7), start + other + 7u < key_length && bias_tile[other + 7u] > -1.0e38);
-        let s8 = scratch[lane_scratch + own + 8u] * params.scale + bias_tile[own + 8u];
-        let valid8 = start + own + 8u < key_length && bias_tile[own + 8u] > -1.0e38;
+        let t7 = scratch[lane_scratch + other + c7] * params.scale + bias_tile[other + c7];
+        max3 = select(max3, max(max3, t7), start + other + c7 < key_length && bias_tile[other + c7] > -1.0e38);
+        let s8 = scratch[lane_scratch + own + c8] * params.scale + bias_tile[own + c8];
+        let valid8 = start + own + c8 < key_length && bias_tile[own + c8] > -1.0e38;
         max0 = select(max0, max(max0, s8), valid8);
-        let t8 = scratch[lane_scratch + other + 8u] * params.scale + bias_tile[other + 8u];
-        max0 = select(max0, max(max0, t8), start + other + 8u < key_length && bias_tile[other + 8u] > -1.0e38);
-        let s9 = scratch[lane_scratch + own + 9u] * params.scale + bias_tile[own + 9u];
-        let valid9 = start + own + 9u < key_length && bias_tile[own + 9u] > -1.0e38;
+        let t8 = scratch[lane_scratch + other + c8] * params.scale + bias_tile[other + c8];
+        max0 = select(max0, max(max0, t8), start + other + c8 < key_length && bias_tile[other + c8] > -1.0e38);
+        let s9 = scratch[lane_scratch + own + c9] * params.scale + bias_tile[own + c9];
+        let valid9 = start + own + c9 < key_length && bias_tile[own + c9] > -1.0e38;
         max1 = select(max1, max(max1, s9), valid9);
-        let t9 = scratch[lane_scratch + other + 9u] * params.scale + bias_tile[other + 9u];
-        max1 = select(max1, max(max1, t9), start + other + 9u < key_length && bias_tile[other + 9u] > -1.0e38);
-        let s10 = scratch[lane_scratch + own + 10u] * params.scale + bias_tile[own + 10u];
-        let valid10 = start + own + 10u < key_length && bias_tile[own + 10u] > -1.0e38;
+        let t9 = scratch[lane_scratch + other + c9] * params.scale + bias_tile[other + c9];
+        max1 = select(max1, max(max1, t9), start + other + c9 < key_length && bias_tile[other + c9] > -1.0e38);
+        let s10 = scratch[lane_scratch + own + c10] * params.scale + bias_tile[own + c10];
+        let valid10 = start + own + c10 < key_length && bias_tile[own + c10] > -1.0e38;
         max2 = select(max2, max(max2, s10), valid10);
-        let t10 = scratch[lane_scratch + other + 10u] * params.scale + bias_tile[other + 10u];
-        max2 = select(max2, max(max2, t10), start + other + 10u < key_length && bias_tile[other + 10u] > -1.0e38);
-        let s11 = scratch[lane_scratch + own + 11u] * params.scale + bias_tile[own + 11u];
-        let valid11 = start + own + 11u < key_length && bias_tile[own + 11u] > -1.0e38;
+        let t10 = scratch[lane_scratch + other + c10] * params.scale + bias_tile[other + c10];
+        max2 = select(max2, max(max2, t10), start + other + c10 < key_length && bias_tile[other + c10] > -1.0e38);
+        let s11 = scratch[lane_scratch + own + c11] * params.scale + bias_tile[own + c11];
+        let valid11 = start + own + c11 < key_length && bias_tile[own + c11] > -1.0e38;
         max3 = select(max3, max(max3, s11), valid11);
-        let t11 = scratch[lane_scratch + other + 11u] * params.scale + bias_tile[other + 11u];
-        max3 = select(max3, max(max3, t11), start + other + 11u < key_length && bias_tile[other + 11u] > -1.0e38);
-        let s12 = scratch[lane_scratch + own + 12u] * params.scale + bias_tile[own + 12u];
-        let valid12 = start + own + 12u < key_length && bias_tile[own + 12u] > -1.0e38;
+        let t11 = scratch[lane_scratch + other + c11] * params.scale + bias_tile[other + c11];
+        max3 = select(max3, max(max3, t11), start + other + c11 < key_length && bias_tile[other + c11] > -1.0e38);
+        let s12 = scratch[lane_scratch + own + c12] * params.scale + bias_tile[own + c12];
+        let valid12 = start + own + c12 < key_length && bias_tile[own + c12] > -1.0e38;
         max0 = select(max0, max(max0, s12), valid12);
-        let t12 = scratch[lane_scratch + other + 12u] * params.scale + bias_tile[other + 12u];
-        max0 = select(max0, max(max0, t12), start + other + 12u < key_length && bias_tile[other + 12u] > -1.0e38);
-        let s13 = scratch[lane_scratch + own + 13u] * params.scale + bias_tile[own + 13u];
-        let valid13 = start + own + 13u < key_length && bias_tile[own + 13u] > -1.0e38;
+        let t12 = scratch[lane_scratch + other + c12] * params.scale + bias_tile[other + c12];
+        max0 = select(max0, max(max0, t12), start + other + c12 < key_length && bias_tile[other + c12] > -1.0e38);
+        let s13 = scratch[lane_scratch + own + c13] * params.scale + bias_tile[own + c13];
+        let valid13 = start + own + c13 < key_length && bias_tile[own + c13] > -1.0e38;
         max1 = select(max1, max(max1, s13), valid13);
-        let t13 = scratch[lane_scratch + other + 13u] * params.scale + bias_tile[other + 13u];
-        max1 = select(max1, max(max1, t13), start + other + 13u < key_length && bias_tile[other + 13u] > -1.0e38);
-        let s14 = scratch[lane_scratch + own + 14u] * params.scale + bias_tile[own + 14u];
-        let valid14 = start + own + 14u < key_length && bias_tile[own + 14u] > -1.0e38;
+        let t13 = scratch[lane_scratch + other + c13] * params.scale + bias_tile[other + c13];
+        max1 = select(max1, max(max1, t13), start + other + c13 < key_length && bias_tile[other + c13] > -1.0e38);
+        let s14 = scratch[lane_scratch + own + c14] * params.scale + bias_tile[own + c14];
+        let valid14 = start + own + c14 < key_length && bias_tile[own + c14] > -1.0e38;
         max2 = select(max2, max(max2, s14), valid14);
-        let t14 = scratch[lane_scratch + other + 14u] * params.scale + bias_tile[other + 14u];
-        max2 = select(max2, max(max2, t14), start + other + 14u < key_length && bias_tile[other + 14u] > -1.0e38);
-        let s15 = scratch[lane_scratch + own + 15u] * params.scale + bias_tile[own + 15u];
-        let valid15 = start + own + 15u < key_length && bias_tile[own + 15u] > -1.0e38;
+        let t14 = scratch[lane_scratch + other + c14] * params.scale + bias_tile[other + c14];
+        max2 = select(max2, max(max2, t14), start + other + c14 < key_length && bias_tile[other + c14] > -1.0e38);
+        let s15 = scratch[lane_scratch + own + c15] * params.scale + bias_tile[own + c15];
+        let valid15 = start + own + c15 < key_length && bias_tile[own + c15] > -1.0e38;
         max3 = select(max3, max(max3, s15), valid15);
-        let t15 = scratch[lane_scratch + other + 15u] * params.scale + bias_tile[other + 15u];
-        max3 = select(max3, max(max3, t15), start + other + 15u < key_length && bias_tile[other + 15u] > -1.0e38);
+        let t15 = scratch[lane_scratch + other + c15] * params.scale + bias_tile[other + c15];
+        max3 = select(max3, max(max3, t15), start + other + c15 < key_length && bias_tile[other + c15] > -1.0e38);
         let tile_max = max(max(max0, max1), max(max2, max3));
         let new_max = max(running_max, tile_max);
         let correction = exp(running_max - new_max);
         running_max = new_max;
         let p_at = 9216u + my_row * 40u + own;
         let p0 = select(0.0, exp(s0 - new_max), valid0);
-        tiles[p_at + 0u] = f16(p0);
+        tiles[p_at + c0] = f16(p0);
         let p1 = select(0.0, exp(s1 - new_max), valid1);
-        tiles[p_at + 1u] = f16(p1);
+        tiles[p_at + c1] = f16(p1);
         let p2 = select(0.0, exp(s2 - new_max), valid2);
-        tiles[p_at + 2u] = f16(p2);
+        tiles[p_at + c2] = f16(p2);
         let p3 = select(0.0, exp(s3 - new_max), valid3);
-        tiles[p_at + 3u] = f16(p3);
+        tiles[p_at + c3] = f16(p3);
         let p4 = select(0.0, exp(s4 - new_max), valid4);
-        tiles[p_at + 4u] = f16(p4);
+        tiles[p_at + c4] = f16(p4);
         let p5 = select(0.0, exp(s5 - new_max), valid5);
-        tiles[p_at + 5u] = f16(p5);
+        tiles[p_at + c5] = f16(p5);
         let p6 = select(0.0, exp(s6 - new_max), valid6);
-        tiles[p_at + 6u] = f16(p6);
+        tiles[p_at + c6] = f16(p6);
         let p7 = select(0.0, exp(s7 - new_max), valid7);
-        tiles[p_at + 7u] = f16(p7);
+        tiles[p_at + c7] = f16(p7);
         let p8 = select(0.0, exp(s8 - new_max), valid8);
-        tiles[p_at + 8u] = f16(p8);
+        tiles[p_at + c8] = f16(p8);
         let p9 = select(0.0, exp(s9 - new_max), valid9);
-        tiles[p_at + 9u] = f16(p9);
+        tiles[p_at + c9] = f16(p9);
         let p10 = select(0.0, exp(s10 - new_max), valid10);
-        tiles[p_at + 10u] = f16(p10);
+        tiles[p_at + c10] = f16(p10);
         let p11 = select(0.0, exp(s11 - new_max), valid11);
-        tiles[p_at + 11u] = f16(p11);
+        tiles[p_at + c11] = f16(p11);
         let p12 = select(0.0, exp(s12 - new_max), valid12);
-        tiles[p_at + 12u] = f16(p12);
+        tiles[p_at + c12] = f16(p12);
         let p13 = select(0.0, exp(s13 - new_max), valid13);
-        tiles[p_at + 13u] = f16(p13);
+        tiles[p_at + c13] = f16(p13);
         let p14 = select(0.0, exp(s14 - new_max), valid14);
-        tiles[p_at + 14u] = f16(p14);
+        tiles[p_at + c14] = f16(p14);
         let p15 = select(0.0, exp(s15 - new_max), valid15);
-        tiles[p_at + 15u] = f16(p15);
+        tiles[p_at + c15] = f16(p15);
         running_sum = running_sum * correction + (p0 + p1 + p2 + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15);
         o0_0 = o0_0 * correction;
         o0_1 = o0_1 * correction;

@@ -47,6 +47,26 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let row = row0 + my_row;
     let lane_half = lane % 2u;
     let columns = lane_half * 16u;
+    // The lane's 16 columns of a tile in an order rotated by its row, so that the 32 lanes'
+    // reads of the scratch fall on 32 banks (not 4 lanes a bank) and their writes of P and dS
+    // on 16.
+    let k0 = columns + ((0u + lane / 2u) & 15u);
+    let k1 = columns + ((1u + lane / 2u) & 15u);
+    let k2 = columns + ((2u + lane / 2u) & 15u);
+    let k3 = columns + ((3u + lane / 2u) & 15u);
+    let k4 = columns + ((4u + lane / 2u) & 15u);
+    let k5 = columns + ((5u + lane / 2u) & 15u);
+    let k6 = columns + ((6u + lane / 2u) & 15u);
+    let k7 = columns + ((7u + lane / 2u) & 15u);
+    let k8 = columns + ((8u + lane / 2u) & 15u);
+    let k9 = columns + ((9u + lane / 2u) & 15u);
+    let k10 = columns + ((10u + lane / 2u) & 15u);
+    let k11 = columns + ((11u + lane / 2u) & 15u);
+    let k12 = columns + ((12u + lane / 2u) & 15u);
+    let k13 = columns + ((13u + lane / 2u) & 15u);
+    let k14 = columns + ((14u + lane / 2u) & 15u);
+    let k15 = columns + ((15u + lane / 2u) & 15u);
+
     let scratch_at = subgroup * 576u;
     let lane_scratch = scratch_at + (lane / 2u) * 36u;
     let bias_base = (head / params.bias_group) * key_length;
@@ -87,59 +107,91 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             }
             {
                 let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-                tiles[at] = staged0.x;
-                tiles[at + 1u] = staged0.y;
-                tiles[at + 2u] = staged0.z;
-                tiles[at + 3u] = staged0.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged0.xy, staged0.zw, swapped);
+                let second = select(staged0.zw, staged0.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 0u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-                tiles[at] = staged1.x;
-                tiles[at + 1u] = staged1.y;
-                tiles[at + 2u] = staged1.z;
-                tiles[at + 3u] = staged1.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged1.xy, staged1.zw, swapped);
+                let second = select(staged1.zw, staged1.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 0u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-                tiles[at] = staged2.x;
-                tiles[at + 1u] = staged2.y;
-                tiles[at + 2u] = staged2.z;
-                tiles[at + 3u] = staged2.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged2.xy, staged2.zw, swapped);
+                let second = select(staged2.zw, staged2.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 0u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-                tiles[at] = staged3.x;
-                tiles[at + 1u] = staged3.y;
-                tiles[at + 2u] = staged3.z;
-                tiles[at + 3u] = staged3.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged3.xy, staged3.zw, swapped);
+                let second = select(staged3.zw, staged3.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 0u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
-                tiles[at] = staged4.x;
-                tiles[at + 1u] = staged4.y;
-                tiles[at + 2u] = staged4.z;
-                tiles[at + 3u] = staged4.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged4.xy, staged4.zw, swapped);
+                let second = select(staged4.zw, staged4.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 0u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
-                tiles[at] = staged5.x;
-                tiles[at + 1u] = staged5.y;
-                tiles[at + 2u] = staged5.z;
-                tiles[at + 3u] = staged5.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged5.xy, staged5.zw, swapped);
+                let second = select(staged5.zw, staged5.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 0u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
-                tiles[at] = staged6.x;
-                tiles[at + 1u] = staged6.y;
-                tiles[at + 2u] = staged6.z;
-                tiles[at + 3u] = staged6.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged6.xy, staged6.zw, swapped);
+                let second = select(staged6.zw, staged6.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 0u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
-                tiles[at] = staged7.x;
-                tiles[at + 1u] = staged7.y;
-                tiles[at + 2u] = staged7.z;
-                tiles[at + 3u] = staged7.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged7.xy, staged7.zw, swapped);
+                let second = select(staged7.zw, staged7.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
         }
         {
@@ -177,59 +229,91 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             }
             {
                 let at = 4608u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-                tiles[at] = staged0.x;
-                tiles[at + 1u] = staged0.y;
-                tiles[at + 2u] = staged0.z;
-                tiles[at + 3u] = staged0.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged0.xy, staged0.zw, swapped);
+                let second = select(staged0.zw, staged0.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 4608u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-                tiles[at] = staged1.x;
-                tiles[at + 1u] = staged1.y;
-                tiles[at + 2u] = staged1.z;
-                tiles[at + 3u] = staged1.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged1.xy, staged1.zw, swapped);
+                let second = select(staged1.zw, staged1.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 4608u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-                tiles[at] = staged2.x;
-                tiles[at + 1u] = staged2.y;
-                tiles[at + 2u] = staged2.z;
-                tiles[at + 3u] = staged2.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged2.xy, staged2.zw, swapped);
+                let second = select(staged2.zw, staged2.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 4608u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-                tiles[at] = staged3.x;
-                tiles[at + 1u] = staged3.y;
-                tiles[at + 2u] = staged3.z;
-                tiles[at + 3u] = staged3.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged3.xy, staged3.zw, swapped);
+                let second = select(staged3.zw, staged3.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 4608u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
-                tiles[at] = staged4.x;
-                tiles[at + 1u] = staged4.y;
-                tiles[at + 2u] = staged4.z;
-                tiles[at + 3u] = staged4.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged4.xy, staged4.zw, swapped);
+                let second = select(staged4.zw, staged4.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 4608u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
-                tiles[at] = staged5.x;
-                tiles[at + 1u] = staged5.y;
-                tiles[at + 2u] = staged5.z;
-                tiles[at + 3u] = staged5.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged5.xy, staged5.zw, swapped);
+                let second = select(staged5.zw, staged5.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 4608u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
-                tiles[at] = staged6.x;
-                tiles[at + 1u] = staged6.y;
-                tiles[at + 2u] = staged6.z;
-                tiles[at + 3u] = staged6.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged6.xy, staged6.zw, swapped);
+                let second = select(staged6.zw, staged6.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
             {
                 let at = 4608u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
-                tiles[at] = staged7.x;
-                tiles[at + 1u] = staged7.y;
-                tiles[at + 2u] = staged7.z;
-                tiles[at + 3u] = staged7.w;
+                let swapped = (local & 16u) != 0u;
+                let flip = select(0u, 2u, swapped);
+                let first = select(staged7.xy, staged7.zw, swapped);
+                let second = select(staged7.zw, staged7.xy, swapped);
+                tiles[at + flip] = first.x;
+                tiles[at + flip + 1u] = first.y;
+                tiles[at + 2u - flip] = second.x;
+                tiles[at + 3u - flip] = second.y;
             }
         }
     }
@@ -287,59 +371,91 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }
         {
             let at = 9216u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            tiles[at] = staged0.x;
-            tiles[at + 1u] = staged0.y;
-            tiles[at + 2u] = staged0.z;
-            tiles[at + 3u] = staged0.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged0.xy, staged0.zw, swapped);
+            let second = select(staged0.zw, staged0.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 9216u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-            tiles[at] = staged1.x;
-            tiles[at + 1u] = staged1.y;
-            tiles[at + 2u] = staged1.z;
-            tiles[at + 3u] = staged1.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged1.xy, staged1.zw, swapped);
+            let second = select(staged1.zw, staged1.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 9216u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-            tiles[at] = staged2.x;
-            tiles[at + 1u] = staged2.y;
-            tiles[at + 2u] = staged2.z;
-            tiles[at + 3u] = staged2.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged2.xy, staged2.zw, swapped);
+            let second = select(staged2.zw, staged2.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 9216u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-            tiles[at] = staged3.x;
-            tiles[at + 1u] = staged3.y;
-            tiles[at + 2u] = staged3.z;
-            tiles[at + 3u] = staged3.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged3.xy, staged3.zw, swapped);
+            let second = select(staged3.zw, staged3.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 11520u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            tiles[at] = staged4.x;
-            tiles[at + 1u] = staged4.y;
-            tiles[at + 2u] = staged4.z;
-            tiles[at + 3u] = staged4.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged4.xy, staged4.zw, swapped);
+            let second = select(staged4.zw, staged4.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 11520u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-            tiles[at] = staged5.x;
-            tiles[at + 1u] = staged5.y;
-            tiles[at + 2u] = staged5.z;
-            tiles[at + 3u] = staged5.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged5.xy, staged5.zw, swapped);
+            let second = select(staged5.zw, staged5.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 11520u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-            tiles[at] = staged6.x;
-            tiles[at + 1u] = staged6.y;
-            tiles[at + 2u] = staged6.z;
-            tiles[at + 3u] = staged6.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged6.xy, staged6.zw, swapped);
+            let second = select(staged6.zw, staged6.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         {
             let at = 11520u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-            tiles[at] = staged7.x;
-            tiles[at + 1u] = staged7.y;
-            tiles[at + 2u] = staged7.z;
-            tiles[at + 3u] = staged7.w;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged7.xy, staged7.zw, swapped);
+            let second = select(staged7.zw, staged7.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
         }
         workgroupBarrier();
         {
@@ -448,66 +564,62 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let s_at1 = scratch_at + 16u;
             coopStoreT(s1, &scratch[s_at1], 36u);
             workgroupBarrier();
-            let c0 = columns + 0u;
-            let index0 = vec4<u32>(start + c0) + vec4<u32>(0u, 1u, 2u, 3u);
-            let p0 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c0 + 0u], scratch[lane_scratch + c0 + 1u], scratch[lane_scratch + c0 + 2u], scratch[lane_scratch + c0 + 3u]) * params.scale - vec4<f32>(statistics_tile[c0 + 0u].x, statistics_tile[c0 + 1u].x, statistics_tile[c0 + 2u].x, statistics_tile[c0 + 3u].x)), (index0 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index0));
-            let p_at0 = 13824u + my_row * 40u + c0;
-            tiles[p_at0] = f16(p0.x);
-            tiles[p_at0 + 1u] = f16(p0.y);
-            tiles[p_at0 + 2u] = f16(p0.z);
-            tiles[p_at0 + 3u] = f16(p0.w);
-            let c1 = columns + 4u;
-            let index1 = vec4<u32>(start + c1) + vec4<u32>(0u, 1u, 2u, 3u);
-            let p1 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c1 + 0u], scratch[lane_scratch + c1 + 1u], scratch[lane_scratch + c1 + 2u], scratch[lane_scratch + c1 + 3u]) * params.scale - vec4<f32>(statistics_tile[c1 + 0u].x, statistics_tile[c1 + 1u].x, statistics_tile[c1 + 2u].x, statistics_tile[c1 + 3u].x)), (index1 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index1));
-            let p_at1 = 13824u + my_row * 40u + c1;
-            tiles[p_at1] = f16(p1.x);
-            tiles[p_at1 + 1u] = f16(p1.y);
-            tiles[p_at1 + 2u] = f16(p1.z);
-            tiles[p_at1 + 3u] = f16(p1.w);
-            let c2 = columns + 8u;
-            let index2 = vec4<u32>(start + c2) + vec4<u32>(0u, 1u, 2u, 3u);
-            let p2 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c2 + 0u], scratch[lane_scratch + c2 + 1u], scratch[lane_scratch + c2 + 2u], scratch[lane_scratch + c2 + 3u]) * params.scale - vec4<f32>(statistics_tile[c2 + 0u].x, statistics_tile[c2 + 1u].x, statistics_tile[c2 + 2u].x, statistics_tile[c2 + 3u].x)), (index2 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index2));
-            let p_at2 = 13824u + my_row * 40u + c2;
-            tiles[p_at2] = f16(p2.x);
-            tiles[p_at2 + 1u] = f16(p2.y);
-            tiles[p_at2 + 2u] = f16(p2.z);
-            tiles[p_at2 + 3u] = f16(p2.w);
-            let c3 = columns + 12u;
-            let index3 = vec4<u32>(start + c3) + vec4<u32>(0u, 1u, 2u, 3u);
-            let p3 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + c3 + 0u], scratch[lane_scratch + c3 + 1u], scratch[lane_scratch + c3 + 2u], scratch[lane_scratch + c3 + 3u]) * params.scale - vec4<f32>(statistics_tile[c3 + 0u].x, statistics_tile[c3 + 1u].x, statistics_tile[c3 + 2u].x, statistics_tile[c3 + 3u].x)), (index3 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index3));
-            let p_at3 = 13824u + my_row * 40u + c3;
-            tiles[p_at3] = f16(p3.x);
-            tiles[p_at3 + 1u] = f16(p3.y);
-            tiles[p_at3 + 2u] = f16(p3.z);
-            tiles[p_at3 + 3u] = f16(p3.w);
+            let index0 = vec4<u32>(start) + vec4<u32>(k0, k1, k2, k3);
+            let p0 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + k0], scratch[lane_scratch + k1], scratch[lane_scratch + k2], scratch[lane_scratch + k3]) * params.scale - vec4<f32>(statistics_tile[k0].x, statistics_tile[k1].x, statistics_tile[k2].x, statistics_tile[k3].x)), (index0 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index0));
+            let p_at0 = 13824u + my_row * 40u;
+            tiles[p_at0 + k0] = f16(p0.x);
+            tiles[p_at0 + k1] = f16(p0.y);
+            tiles[p_at0 + k2] = f16(p0.z);
+            tiles[p_at0 + k3] = f16(p0.w);
+            let index1 = vec4<u32>(start) + vec4<u32>(k4, k5, k6, k7);
+            let p1 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + k4], scratch[lane_scratch + k5], scratch[lane_scratch + k6], scratch[lane_scratch + k7]) * params.scale - vec4<f32>(statistics_tile[k4].x, statistics_tile[k5].x, statistics_tile[k6].x, statistics_tile[k7].x)), (index1 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index1));
+            let p_at1 = 13824u + my_row * 40u;
+            tiles[p_at1 + k4] = f16(p1.x);
+            tiles[p_at1 + k5] = f16(p1.y);
+            tiles[p_at1 + k6] = f16(p1.z);
+            tiles[p_at1 + k7] = f16(p1.w);
+            let index2 = vec4<u32>(start) + vec4<u32>(k8, k9, k10, k11);
+            let p2 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + k8], scratch[lane_scratch + k9], scratch[lane_scratch + k10], scratch[lane_scratch + k11]) * params.scale - vec4<f32>(statistics_tile[k8].x, statistics_tile[k9].x, statistics_tile[k10].x, statistics_tile[k11].x)), (index2 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index2));
+            let p_at2 = 13824u + my_row * 40u;
+            tiles[p_at2 + k8] = f16(p2.x);
+            tiles[p_at2 + k9] = f16(p2.y);
+            tiles[p_at2 + k10] = f16(p2.z);
+            tiles[p_at2 + k11] = f16(p2.w);
+            let index3 = vec4<u32>(start) + vec4<u32>(k12, k13, k14, k15);
+            let p3 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + k12], scratch[lane_scratch + k13], scratch[lane_scratch + k14], scratch[lane_scratch + k15]) * params.scale - vec4<f32>(statistics_tile[k12].x, statistics_tile[k13].x, statistics_tile[k14].x, statistics_tile[k15].x)), (index3 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index3));
+            let p_at3 = 13824u + my_row * 40u;
+            tiles[p_at3 + k12] = f16(p3.x);
+            tiles[p_at3 + k13] = f16(p3.y);
+            tiles[p_at3 + k14] = f16(p3.z);
+            tiles[p_at3 + k15] = f16(p3.w);
             workgroupBarrier();
             coopStoreT(g0, &scratch[s_at0], 36u);
             coopStoreT(g1, &scratch[s_at1], 36u);
             workgroupBarrier();
-            let ds0 = p0 * (vec4<f32>(scratch[lane_scratch + c0 + 0u], scratch[lane_scratch + c0 + 1u], scratch[lane_scratch + c0 + 2u], scratch[lane_scratch + c0 + 3u]) - vec4<f32>(statistics_tile[c0 + 0u].y, statistics_tile[c0 + 1u].y, statistics_tile[c0 + 2u].y, statistics_tile[c0 + 3u].y));
-            let ds_at0 = 16384u + my_row * 40u + c0;
-            tiles[ds_at0] = f16(ds0.x);
-            tiles[ds_at0 + 1u] = f16(ds0.y);
-            tiles[ds_at0 + 2u] = f16(ds0.z);
-            tiles[ds_at0 + 3u] = f16(ds0.w);
-            let ds1 = p1 * (vec4<f32>(scratch[lane_scratch + c1 + 0u], scratch[lane_scratch + c1 + 1u], scratch[lane_scratch + c1 + 2u], scratch[lane_scratch + c1 + 3u]) - vec4<f32>(statistics_tile[c1 + 0u].y, statistics_tile[c1 + 1u].y, statistics_tile[c1 + 2u].y, statistics_tile[c1 + 3u].y));
-            let ds_at1 = 16384u + my_row * 40u + c1;
-            tiles[ds_at1] = f16(ds1.x);
-            tiles[ds_at1 + 1u] = f16(ds1.y);
-            tiles[ds_at1 + 2u] = f16(ds1.z);
-            tiles[ds_at1 + 3u] = f16(ds1.w);
-            let ds2 = p2 * (vec4<f32>(scratch[lane_scratch + c2 + 0u], scratch[lane_scratch + c2 + 1u], scratch[lane_scratch + c2 + 2u], scratch[lane_scratch + c2 + 3u]) - vec4<f32>(statistics_tile[c2 + 0u].y, statistics_tile[c2 + 1u].y, statistics_tile[c2 + 2u].y, statistics_tile[c2 + 3u].y));
-            let ds_at2 = 16384u + my_row * 40u + c2;
-            tiles[ds_at2] = f16(ds2.x);
-            tiles[ds_at2 + 1u] = f16(ds2.y);
-            tiles[ds_at2 + 2u] = f16(ds2.z);
-            tiles[ds_at2 + 3u] = f16(ds2.w);
-            let ds3 = p3 * (vec4<f32>(scratch[lane_scratch + c3 + 0u], scratch[lane_scratch + c3 + 1u], scratch[lane_scratch + c3 + 2u], scratch[lane_scratch + c3 + 3u]) - vec4<f32>(statistics_tile[c3 + 0u].y, statistics_tile[c3 + 1u].y, statistics_tile[c3 + 2u].y, statistics_tile[c3 + 3u].y));
-            let ds_at3 = 16384u + my_row * 40u + c3;
-            tiles[ds_at3] = f16(ds3.x);
-            tiles[ds_at3 + 1u] = f16(ds3.y);
-            tiles[ds_at3 + 2u] = f16(ds3.z);
-            tiles[ds_at3 + 3u] = f16(ds3.w);
+            let ds0 = p0 * (vec4<f32>(scratch[lane_scratch + k0], scratch[lane_scratch + k1], scratch[lane_scratch + k2], scratch[lane_scratch + k3]) - vec4<f32>(statistics_tile[k0].y, statistics_tile[k1].y, statistics_tile[k2].y, statistics_tile[k3].y));
+            let ds_at0 = 16384u + my_row * 40u;
+            tiles[ds_at0 + k0] = f16(ds0.x);
+            tiles[ds_at0 + k1] = f16(ds0.y);
+            tiles[ds_at0 + k2] = f16(ds0.z);
+            tiles[ds_at0 + k3] = f16(ds0.w);
+            let ds1 = p1 * (vec4<f32>(scratch[lane_scratch + k4], scratch[lane_scratch + k5], scratch[lane_scratch + k6], scratch[lane_scratch + k7]) - vec4<f32>(statistics_tile[k4].y, statistics_tile[k5].y, statistics_tile[k6].y, statistics_tile[k7].y));
+            let ds_at1 = 16384u + my_row * 40u;
+            tiles[ds_at1 + k4] = f16(ds1.x);
+            tiles[ds_at1 + k5] = f16(ds1.y);
+            tiles[ds_at1 + k6] = f16(ds1.z);
+            tiles[ds_at1 + k7] = f16(ds1.w);
+            let ds2 = p2 * (vec4<f32>(scratch[lane_scratch + k8], scratch[lane_scratch + k9], scratch[lane_scratch + k10], scratch[lane_scratch + k11]) - vec4<f32>(statistics_tile[k8].y, statistics_tile[k9].y, statistics_tile[k10].y, statistics_tile[k11].y));
+            let ds_at2 = 16384u + my_row * 40u;
+            tiles[ds_at2 + k8] = f16(ds2.x);
+            tiles[ds_at2 + k9] = f16(ds2.y);
+            tiles[ds_at2 + k10] = f16(ds2.z);
+            tiles[ds_at2 + k11] = f16(ds2.w);
+            let ds3 = p3 * (vec4<f32>(scratch[lane_scratch + k12], scratch[lane_scratch + k13], scratch[lane_scratch + k14], scratch[lane_scratch + k15]) - vec4<f32>(statistics_tile[k12].y, statistics_tile[k13].y, statistics_tile[k14].y, statistics_tile[k15].y));
+            let ds_at3 = 16384u + my_row * 40u;
+            tiles[ds_at3 + k12] = f16(ds3.x);
+            tiles[ds_at3 + k13] = f16(ds3.y);
+            tiles[ds_at3 + k14] = f16(ds3.z);
+            tiles[ds_at3 + k15] = f16(ds3.w);
         }
         workgroupBarrier();
         {
