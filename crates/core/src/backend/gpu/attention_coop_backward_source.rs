@@ -42,10 +42,10 @@
 //!
 //! Workgroup memory ([`workgroup_bytes`]), in halves `16 G (d + 8) + 16 G (dv + 8)` for the
 //! block, `32 (d + 8) + 32 (dv + 8)` for the tile, `16 G x 40` for each of P (key-value only)
-//! and dS, plus `G x 16 x 36` f32 of scratch and the tile's statistics (`32 x 2` f32) or key
-//! biases (32 f32). At d = dv = 64 with G = 4: 47,360 bytes (key-value) and 41,984 (query;
-//! 42,112 with a key bias), so the H200's 48 KiB take four subgroups up to d = dv = 64; at
-//! d = dv = 128 with G = 2: 44,800 and 41,984 (42,112). (Lavapipe's 32 KiB take G = 2 at
+//! and dS, plus `G x 16 x 40` f32 of scratch and the tile's statistics (`32 x 2` f32) or key
+//! biases (32 f32). At d = dv = 64 with G = 4: 48,384 bytes (key-value) and 43,008 (query;
+//! 43,136 with a key bias), so the H200's 48 KiB take four subgroups up to d = dv = 64; at
+//! d = dv = 128 with G = 2: 45,312 and 42,496 (42,624). (Lavapipe's 32 KiB take G = 2 at
 //! d = dv = 64, G = 4 at 16.)
 //!
 //! `emulated` keys spell the cooperative operations in plain WGSL exactly as the forward does
@@ -57,7 +57,7 @@
 
 use std::fmt::Write;
 
-use super::attention_coop_source::{Spell, LOWEST, MASKED_BELOW, SCRATCH_ROW};
+use super::attention_coop_source::{Spell, LOWEST, MASKED_BELOW};
 use super::params::KernelParams;
 
 /// Rows of the walked side per staged tile (queries in the key-value kernel, keys in the
@@ -66,6 +66,11 @@ pub(crate) const TILE: u32 = 32;
 
 /// Halves per row of the P and dS tiles: [`TILE`] plus 8.
 const PROBABILITY_ROW: u32 = TILE + 8;
+
+/// Row length (f32) of the scratch tiles: [`TILE`] plus 8. The accumulators' stores then
+/// fill every bank once per half subgroup, and the lanes' rotated reads (`k{n}`) fall on 32
+/// banks.
+const SCRATCH_ROW: u32 = TILE + 8;
 
 /// Staged vec4 loads in flight per invocation before they are stored to workgroup memory.
 pub(crate) const LOADS_IN_FLIGHT: usize = 8;

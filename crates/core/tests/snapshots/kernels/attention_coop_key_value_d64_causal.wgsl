@@ -29,8 +29,8 @@ struct AttentionParams {
 @group(0) @binding(6) var<storage, read_write> key_value_grad_data: array<vec4<f16>>;
 // K [64][72] at 0, V [64][72] at 4608, Q [32][72] at 9216, dO [32][72] at 11520, P [64][40] at 13824, dS [64][40] at 16384.
 var<workgroup> tiles: array<f16, 18944>;
-// One 16 x 36 f32 tile per subgroup (scores, then their gradients; the epilogue).
-var<workgroup> scratch: array<f32, 2304>;
+// One 16 x 40 f32 tile per subgroup (scores, then their gradients; the epilogue).
+var<workgroup> scratch: array<f32, 2560>;
 // The tile's (log-sum-exp, D) per query row.
 var<workgroup> statistics_tile: array<vec2<f32>, 32>;
 @compute @workgroup_size(128)
@@ -67,8 +67,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let k14 = columns + ((14u + lane / 2u) & 15u);
     let k15 = columns + ((15u + lane / 2u) & 15u);
 
-    let scratch_at = subgroup * 576u;
-    let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let scratch_at = subgroup * 640u;
+    let lane_scratch = scratch_at + (lane / 2u) * 40u;
     let bias_base = (head / params.bias_group) * key_length;
     {
         let block_base = head * key_length;
@@ -560,9 +560,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let second_tile3_1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[second_tile_at3_1], 72u);
             g1 = coopMultiplyAdd(second3, second_tile3_1, g1);
             let s_at0 = scratch_at;
-            coopStoreT(s0, &scratch[s_at0], 36u);
+            coopStoreT(s0, &scratch[s_at0], 40u);
             let s_at1 = scratch_at + 16u;
-            coopStoreT(s1, &scratch[s_at1], 36u);
+            coopStoreT(s1, &scratch[s_at1], 40u);
             workgroupBarrier();
             let index0 = vec4<u32>(start) + vec4<u32>(k0, k1, k2, k3);
             let p0 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + k0], scratch[lane_scratch + k1], scratch[lane_scratch + k2], scratch[lane_scratch + k3]) * params.scale - vec4<f32>(statistics_tile[k0].x, statistics_tile[k1].x, statistics_tile[k2].x, statistics_tile[k3].x)), (index0 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index0));
@@ -593,8 +593,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[p_at3 + k14] = f16(p3.z);
             tiles[p_at3 + k15] = f16(p3.w);
             workgroupBarrier();
-            coopStoreT(g0, &scratch[s_at0], 36u);
-            coopStoreT(g1, &scratch[s_at1], 36u);
+            coopStoreT(g0, &scratch[s_at0], 40u);
+            coopStoreT(g1, &scratch[s_at1], 40u);
             workgroupBarrier();
             let ds0 = p0 * (vec4<f32>(scratch[lane_scratch + k0], scratch[lane_scratch + k1], scratch[lane_scratch + k2], scratch[lane_scratch + k3]) - vec4<f32>(statistics_tile[k0].y, statistics_tile[k1].y, statistics_tile[k2].y, statistics_tile[k3].y));
             let ds_at0 = 16384u + my_row * 40u;
@@ -688,9 +688,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let out_at0 = scratch_at + 0u;
-        coopStoreT(dk0, &scratch[out_at0], 36u);
+        coopStoreT(dk0, &scratch[out_at0], 40u);
         let out_at1 = scratch_at + 16u;
-        coopStoreT(dk1, &scratch[out_at1], 36u);
+        coopStoreT(dk1, &scratch[out_at1], 40u);
     }
     workgroupBarrier();
     if (row < key_length) {
@@ -710,9 +710,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let out_at0 = scratch_at + 0u;
-        coopStoreT(dk2, &scratch[out_at0], 36u);
+        coopStoreT(dk2, &scratch[out_at0], 40u);
         let out_at1 = scratch_at + 16u;
-        coopStoreT(dk3, &scratch[out_at1], 36u);
+        coopStoreT(dk3, &scratch[out_at1], 40u);
     }
     workgroupBarrier();
     if (row < key_length) {
@@ -732,9 +732,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let out_at0 = scratch_at + 0u;
-        coopStoreT(dv0, &scratch[out_at0], 36u);
+        coopStoreT(dv0, &scratch[out_at0], 40u);
         let out_at1 = scratch_at + 16u;
-        coopStoreT(dv1, &scratch[out_at1], 36u);
+        coopStoreT(dv1, &scratch[out_at1], 40u);
     }
     workgroupBarrier();
     if (row < key_length) {
@@ -754,9 +754,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let out_at0 = scratch_at + 0u;
-        coopStoreT(dv2, &scratch[out_at0], 36u);
+        coopStoreT(dv2, &scratch[out_at0], 40u);
         let out_at1 = scratch_at + 16u;
-        coopStoreT(dv3, &scratch[out_at1], 36u);
+        coopStoreT(dv3, &scratch[out_at1], 40u);
     }
     workgroupBarrier();
     if (row < key_length) {

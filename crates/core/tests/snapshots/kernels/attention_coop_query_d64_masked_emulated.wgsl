@@ -29,8 +29,8 @@ struct AttentionParams {
 @group(0) @binding(7) var<storage, read_write> query_grad_data: array<vec4<f16>>;
 // Q [64][72] at 0, dO [64][72] at 4608, K [32][72] at 9216, V [32][72] at 11520, dS [64][40] at 13824.
 var<workgroup> tiles: array<f16, 16384>;
-// One 16 x 36 f32 tile per subgroup (scores, then their gradients; the epilogue).
-var<workgroup> scratch: array<f32, 2304>;
+// One 16 x 40 f32 tile per subgroup (scores, then their gradients; the epilogue).
+var<workgroup> scratch: array<f32, 2560>;
 var<workgroup> bias_tile: array<f32, 32>;
 var<private> emulated_lane: u32;
 fn emulated_multiply_add(a: vec3<u32>, b: vec3<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
@@ -88,8 +88,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let k14 = columns + ((14u + lane / 2u) & 15u);
     let k15 = columns + ((15u + lane / 2u) & 15u);
 
-    let scratch_at = subgroup * 576u;
-    let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let scratch_at = subgroup * 640u;
+    let lane_scratch = scratch_at + (lane / 2u) * 40u;
     let bias_base = (head / params.bias_group) * key_length;
     {
         let block_base = head * length;
@@ -577,9 +577,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let second_tile3_1 = vec3<u32>(second_tile_at3_1, 1u, 72u);
             g1 = emulated_multiply_add(second3, second_tile3_1, g1);
             let s_at0 = scratch_at;
-            emulated_store(s0, s_at0, 36u);
+            emulated_store(s0, s_at0, 40u);
             let s_at1 = scratch_at + 16u;
-            emulated_store(s1, s_at1, 36u);
+            emulated_store(s1, s_at1, 40u);
             workgroupBarrier();
             let index0 = vec4<u32>(start) + vec4<u32>(k0, k1, k2, k3);
             let bias0 = vec4<f32>(bias_tile[k0], bias_tile[k1], bias_tile[k2], bias_tile[k3]);
@@ -594,8 +594,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let bias3 = vec4<f32>(bias_tile[k12], bias_tile[k13], bias_tile[k14], bias_tile[k15]);
             let p3 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + k12], scratch[lane_scratch + k13], scratch[lane_scratch + k14], scratch[lane_scratch + k15]) * params.scale + bias3 - vec4<f32>(row_statistics.x)), (index3 < vec4<u32>(key_length)) & (bias3 > vec4<f32>(-1.0e38)));
             workgroupBarrier();
-            emulated_store(g0, s_at0, 36u);
-            emulated_store(g1, s_at1, 36u);
+            emulated_store(g0, s_at0, 40u);
+            emulated_store(g1, s_at1, 40u);
             workgroupBarrier();
             let ds0 = p0 * (vec4<f32>(scratch[lane_scratch + k0], scratch[lane_scratch + k1], scratch[lane_scratch + k2], scratch[lane_scratch + k3]) - vec4<f32>(row_statistics.y));
             let ds_at0 = 13824u + my_row * 40u;
@@ -658,9 +658,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let out_at0 = scratch_at + 0u;
-        emulated_store(dq0, out_at0, 36u);
+        emulated_store(dq0, out_at0, 40u);
         let out_at1 = scratch_at + 16u;
-        emulated_store(dq1, out_at1, 36u);
+        emulated_store(dq1, out_at1, 40u);
     }
     workgroupBarrier();
     if (row < length) {
@@ -680,9 +680,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let out_at0 = scratch_at + 0u;
-        emulated_store(dq2, out_at0, 36u);
+        emulated_store(dq2, out_at0, 40u);
         let out_at1 = scratch_at + 16u;
-        emulated_store(dq3, out_at1, 36u);
+        emulated_store(dq3, out_at1, 40u);
     }
     workgroupBarrier();
     if (row < length) {

@@ -47,11 +47,11 @@ fn coop_attention_backward_sources_validate() {
     };
     let (key_value, query) = (CoopBackwardPass::KeyValue, CoopBackwardPass::Query);
     // 48 KiB (the H200) hold four subgroups at d = 64, two at 128.
-    assert_eq!(bytes(key_value, 64, true, 4), 47360);
-    assert_eq!(bytes(query, 64, false, 4), 41984);
-    assert_eq!(bytes(query, 64, true, 4), 42112);
-    assert_eq!(bytes(key_value, 128, false, 2), 44800);
-    assert_eq!(bytes(query, 128, true, 2), 42112);
+    assert_eq!(bytes(key_value, 64, true, 4), 48384);
+    assert_eq!(bytes(query, 64, false, 4), 43008);
+    assert_eq!(bytes(query, 64, true, 4), 43136);
+    assert_eq!(bytes(key_value, 128, false, 2), 45312);
+    assert_eq!(bytes(query, 128, true, 2), 42624);
     assert!(bytes(key_value, 128, false, 4) > 49152);
     assert!(bytes(query, 128, false, 4) > 49152);
     // 32 KiB (lavapipe) hold two at d = 64.
