@@ -15,8 +15,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::attention_coop_source::workgroup_bytes;
 pub(crate) use super::attention_coop_source::CoopForward;
-use super::attention_coop_source::{workgroup_bytes, BLOCK_ROWS};
 use super::kernels::KernelKey;
 use super::GpuDevice;
 use crate::dtype::DType;
@@ -39,16 +39,23 @@ impl CoopForward {
 /// The catalogue entries (`kernel_catalog.rs`): the common head sizes, both flags, real and
 /// emulated.
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
-    for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (48, 80)] {
+    for (head_dim, value_dim) in [(16u32, 16u32), (32, 32), (64, 64), (128, 128), (48, 80)] {
         for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
-            for emulated in [false, true] {
-                keys.push(KernelKey::AttentionCoop(CoopForward {
-                    head_dim,
-                    value_dim,
-                    causal,
-                    key_bias,
-                    emulated,
-                }));
+            for subgroups in SUBGROUPS {
+                if subgroups == 8 && !(head_dim.is_multiple_of(64) && value_dim.is_multiple_of(64))
+                {
+                    continue;
+                }
+                for emulated in [false, true] {
+                    keys.push(KernelKey::AttentionCoop(CoopForward {
+                        head_dim,
+                        value_dim,
+                        causal,
+                        key_bias,
+                        subgroups,
+                        emulated,
+                    }));
+                }
             }
         }
     }
@@ -161,19 +168,34 @@ pub(crate) fn forward_key(
     if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
         return None;
     }
-    let max = context.limits.max_compute_workgroups_per_dimension as usize;
-    if shape.query_length.div_ceil(BLOCK_ROWS as usize) > max {
-        return None;
-    }
-    let key = CoopForward {
-        head_dim: shape.head_dim as u32,
-        value_dim: shape.value_dim as u32,
-        causal: shape.causal,
-        key_bias: shape.key_bias_group.is_some(),
-        emulated,
-    };
-    (workgroup_bytes(&key) <= context.limits.max_compute_workgroup_storage_size).then_some(key)
+    let limits = &context.limits;
+    SUBGROUPS
+        .into_iter()
+        // Eight subgroups stage a 32-row key tile in whole vectors per invocation only for
+        // widths that are multiples of 64.
+        .filter(|&g| {
+            g == 4 || (shape.head_dim.is_multiple_of(64) && shape.value_dim.is_multiple_of(64))
+        })
+        .map(|subgroups| CoopForward {
+            head_dim: shape.head_dim as u32,
+            value_dim: shape.value_dim as u32,
+            causal: shape.causal,
+            key_bias: shape.key_bias_group.is_some(),
+            subgroups,
+            emulated,
+        })
+        .find(|key| {
+            let blocks = shape.query_length.div_ceil(key.block_rows() as usize);
+            blocks <= limits.max_compute_workgroups_per_dimension as usize
+                && key.threads() <= limits.max_compute_invocations_per_workgroup
+                && key.threads() <= limits.max_compute_workgroup_size_x
+                && workgroup_bytes(key) <= limits.max_compute_workgroup_storage_size
+        })
 }
+
+/// The layouts in order of preference: eight subgroups (128 query rows: each key tile staged
+/// for more rows), then four.
+const SUBGROUPS: [u32; 2] = [8, 4];
 
 /// Record the cooperative forward `key`; `Ok(false)` when the driver refused the hardware
 /// kernel (the device then stops using it, and the caller runs the scalar kernel).
@@ -186,7 +208,7 @@ pub(crate) fn run_forward(
 ) -> Result<bool> {
     let context = device.context();
     let grid = (
-        shape.query_length.div_ceil(BLOCK_ROWS as usize) as u32,
+        shape.query_length.div_ceil(key.block_rows() as usize) as u32,
         shape.batch_heads as u32,
         1,
     );

@@ -3,8 +3,11 @@
 //! parameters and outputs as the scalar forward (`attention_source.rs`): `o` (f16) and the f32
 //! row log-sum-exp, so the backward kernels take either forward's results.
 //!
-//! Tile design: one workgroup of four subgroups (128 invocations) owns [`BLOCK_ROWS`] (64)
-//! query rows of one batch-head; subgroup `s` owns rows `16 s .. 16 s + 16`. The block's
+//! Tile design: one workgroup of `G` subgroups owns `16 G` query rows of one batch-head;
+//! subgroup `s` owns rows `16 s .. 16 s + 16`. `G` is eight (256 invocations, 128 rows: every
+//! staged key tile serves twice the rows, 146 µs against 156 on the H200 at d = 64) where the
+//! head and value sizes are multiples of 64 and the workgroup memory fits, else four
+//! (`CoopForward::subgroups`, picked by the launcher). The block's
 //! queries are staged once, as f16, in workgroup memory, and each subgroup's query fragments
 //! are loaded into registers before the walk. Keys and values are walked in tiles of
 //! [`KEY_TILE`] (32) rows, staged as f16 (rows padded by 8 halves: 16-byte aligned rows whose
@@ -35,10 +38,11 @@
 //! mark the key invisible) exactly as the scalar kernel; probabilities of masked keys are
 //! selected to 0, so a row without visible keys writes zeros and a log-sum-exp of 0.
 //!
-//! Workgroup memory (halves): K `32 x (d + 8)` and V `32 x (dv + 8)`, which Q `64 x (d + 8)`
-//! shares before the walk (its own region in the emulation), P `64 x 40`, plus 9 KiB of f32
-//! scratch: 23 KiB at d = dv = 64, 31 KiB at 128 ([`workgroup_bytes`]). Every operand lives
-//! in one f16 array `tiles` so that the emulation (below) reads all fragments the same way.
+//! Workgroup memory (halves): K `32 x (d + 8)` and V `32 x (dv + 8)`, which Q `16 G x (d + 8)`
+//! shares before the walk (its own region in the emulation), P `16 G x 40`, plus `2.25 G` KiB
+//! of f32 scratch: with four subgroups 23 KiB at d = dv = 64, 31 KiB at 128; with eight 46 KiB
+//! at 64 (the H200 has 48; 128 does not fit) ([`workgroup_bytes`]). Every operand lives in
+//! one f16 array `tiles` so that the emulation (below) reads all fragments the same way.
 //!
 //! What made it fast (H200, 8 x 12 x 512 x 64 f16, forward alone): the looped staging (a load,
 //! four stores, the next load) and the rolled softmax left each key tile waiting on memory,
@@ -62,9 +66,6 @@ use super::attention_coop_backward_source::{
 };
 use super::params::KernelParams;
 
-/// Query rows per workgroup (four subgroups of 16).
-pub(crate) const BLOCK_ROWS: u32 = 64;
-
 /// Keys (and values) per staged tile.
 pub(crate) const KEY_TILE: u32 = 32;
 
@@ -84,8 +85,24 @@ pub(crate) struct CoopForward {
     pub(crate) causal: bool,
     /// A key-padding bias is bound.
     pub(crate) key_bias: bool,
+    /// Subgroups per workgroup, 16 query rows each: 8 (each staged key tile serves 128 rows)
+    /// where the widths are multiples of 64 and the workgroup memory fits, else 4 (the
+    /// launcher picks).
+    pub(crate) subgroups: u32,
     /// Plain-WGSL emulation of the cooperative operations.
     pub(crate) emulated: bool,
+}
+
+impl CoopForward {
+    /// Query rows a workgroup owns: 16 per subgroup.
+    pub(crate) fn block_rows(&self) -> u32 {
+        16 * self.subgroups
+    }
+
+    /// Invocations per workgroup.
+    pub(crate) fn threads(&self) -> u32 {
+        32 * self.subgroups
+    }
 }
 
 /// The region offsets (halves) in `tiles`: Q, K, V, P, and the total. Q is staged once and
@@ -103,15 +120,17 @@ struct Regions {
     total: u32,
 }
 
-fn regions(head_dim: u32, value_dim: u32, emulated: bool) -> Regions {
+fn regions(key: &CoopForward) -> Regions {
+    let (head_dim, value_dim, emulated) = (key.head_dim, key.value_dim, key.emulated);
+    let block_rows = key.block_rows();
     let query_row = head_dim + 8;
     let key_row = head_dim + 8;
     let value_row = value_dim + 8;
     let probability_row = KEY_TILE + 8;
-    let key = if emulated { BLOCK_ROWS * query_row } else { 0 };
+    let key = if emulated { block_rows * query_row } else { 0 };
     let value = key + KEY_TILE * key_row;
-    let probability = (value + KEY_TILE * value_row).max(BLOCK_ROWS * query_row);
-    let total = probability + BLOCK_ROWS * probability_row;
+    let probability = (value + KEY_TILE * value_row).max(block_rows * query_row);
+    let total = probability + block_rows * probability_row;
     Regions {
         query_row,
         key_row,
@@ -130,12 +149,14 @@ fn regions(head_dim: u32, value_dim: u32, emulated: bool) -> Regions {
 pub(crate) const SCRATCH_ROW: u32 = KEY_TILE + 4;
 
 /// f32 values of the scratch: one 16 x [`SCRATCH_ROW`] tile per subgroup.
-const SCRATCH: u32 = 4 * 16 * SCRATCH_ROW;
+fn scratch_length(key: &CoopForward) -> u32 {
+    key.subgroups * 16 * SCRATCH_ROW
+}
 
 /// Bytes of workgroup memory one workgroup of `key` uses.
 pub(crate) fn workgroup_bytes(key: &CoopForward) -> u32 {
     let bias = if key.key_bias { 4 * KEY_TILE } else { 0 };
-    2 * regions(key.head_dim, key.value_dim, key.emulated).total + 4 * SCRATCH + bias
+    2 * regions(key).total + 4 * scratch_length(key) + bias
 }
 
 /// How the text spells fragments, multiply-adds and stores (real or emulated); the backward
@@ -236,7 +257,8 @@ pub(crate) fn forward_source(key: &CoopForward) -> String {
         emulated: key.emulated,
     };
     let (d, dv) = (key.head_dim, key.value_dim);
-    let regions = regions(d, dv, key.emulated);
+    let regions = regions(key);
+    let (block_rows, threads) = (key.block_rows(), key.threads());
     let Regions {
         query_row,
         key_row,
@@ -271,14 +293,15 @@ pub(crate) fn forward_source(key: &CoopForward) -> String {
     }
     let _ = writeln!(
         w,
-        "// Q [64][{query_row}] at 0, K [32][{key_row}] at {k}, V [32][{value_row}] at {v}, P [64][{probability_row}] at {p}.
+        "// Q [{block_rows}][{query_row}] at 0, K [32][{key_row}] at {k}, V [32][{value_row}] at {v}, P [64][{probability_row}] at {p}.
 var<workgroup> tiles: array<f16, {total}>;
 // One 16 x {SCRATCH_ROW} f32 tile per subgroup (scores, then P V).
-var<workgroup> scratch: array<f32, {SCRATCH}>;",
+var<workgroup> scratch: array<f32, {scratch}>;",
         k = regions.key,
         v = regions.value,
         p = regions.probability,
         total = regions.total,
+        scratch = scratch_length(key),
     );
     if key.key_bias {
         let _ = writeln!(w, "var<workgroup> bias_tile: array<f32, {KEY_TILE}>;");
@@ -295,18 +318,18 @@ var<workgroup> scratch: array<f32, {SCRATCH}>;",
         ""
     };
     let key_end = if key.causal {
-        format!("min(key_length, row0 + {BLOCK_ROWS}u)")
+        format!("min(key_length, row0 + {block_rows}u)")
     } else {
         "key_length".into()
     };
     let _ = writeln!(
         w,
-        "@compute @workgroup_size(128)
+        "@compute @workgroup_size({threads})
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32{builtins}) {{
 {ids}    let head = workgroup.y;
     let length = params.query_length;
     let key_length = params.key_length;
-    let row0 = workgroup.x * {BLOCK_ROWS}u;
+    let row0 = workgroup.x * {block_rows}u;
     // This lane's query row (block-relative and global), and which half of a key tile it
     // exponentiates and which 8 of every 16 value columns it accumulates.
     let sub_row = subgroup * 16u;
@@ -324,14 +347,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         &[Staged {
             source: "query_data",
             width: d,
-            rows: BLOCK_ROWS,
+            rows: block_rows,
             first: "row0",
             base: "query_base",
             limit: "length",
             region: 0,
             row_length: query_row,
         }],
-        128,
+        threads,
     );
     let _ = writeln!(w, "    workgroupBarrier();");
     for k in 0..d / 16 {
@@ -377,7 +400,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             row_length: value_row,
         },
     ];
-    let tile_items = staged_items(&tile_operands, 128);
+    let tile_items = staged_items(&tile_operands, threads);
     // Where an invocation's share of a key tile fits its registers, the next tile's loads are
     // issued once the current tile is staged (in flight during its products and softmax) and
     // stored at the next tile's staging.
@@ -401,7 +424,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     if prefetch {
         emit_stores(&mut w, "        ", &tile_items, 0);
     } else {
-        stage(&mut w, "        ", &tile_operands, 128);
+        stage(&mut w, "        ", &tile_operands, threads);
     }
     if key.key_bias {
         let _ = writeln!(

@@ -343,6 +343,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 value_dim: 64,
                 causal: false,
                 key_bias: true,
+                subgroups: 4,
                 emulated,
             }),
         ));

@@ -9,7 +9,14 @@ use super::*;
 /// list too.
 #[test]
 fn coop_attention_sources_validate() {
-    for (head_dim, value_dim) in [(16, 128), (112, 32), (64, 64)] {
+    let layouts = [
+        (16, 128, 4),
+        (112, 32, 4),
+        (64, 64, 4),
+        (64, 64, 8),
+        (128, 64, 8),
+    ];
+    for (head_dim, value_dim, subgroups) in layouts {
         for (causal, key_bias) in [(true, false), (false, true)] {
             for emulated in [false, true] {
                 let key = CoopForward {
@@ -17,6 +24,7 @@ fn coop_attention_sources_validate() {
                     value_dim,
                     causal,
                     key_bias,
+                    subgroups,
                     emulated,
                 };
                 let source = key.source();
@@ -26,15 +34,22 @@ fn coop_attention_sources_validate() {
             }
         }
     }
-    let bytes = |width, key_bias, emulated| {
+    let sized = |width, key_bias, subgroups, emulated| {
         workgroup_bytes(&CoopForward {
             head_dim: width,
             value_dim: width,
             causal: false,
             key_bias,
+            subgroups,
             emulated,
         })
     };
+    let bytes = |width, key_bias, emulated| sized(width, key_bias, 4, emulated);
+    // Eight subgroups fit the H200's 48 KiB at 64 (with a key bias too), not at 128; their
+    // emulation does not fit lavapipe's 32 KiB (the doctor checks them on the H200).
+    assert_eq!(sized(64, true, 8, false), 47232);
+    assert!(sized(128, false, 8, false) > 49152);
+    assert!(sized(64, false, 8, true) > 32768);
     // On tensor cores Q shares K's and V's space: head size 128 takes 31 KiB with a key bias
     // (the H200 has 48), 64 takes 23 KiB (it took 32 with Q apart).
     assert_eq!(bytes(128, true, false), 31872);
