@@ -58,6 +58,9 @@
 use std::fmt::Write;
 
 use super::attention_coop_source::{Spell, LOWEST, MASKED_BELOW};
+use super::attention_coop_staging::{
+    emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
+};
 use super::params::KernelParams;
 
 /// Rows of the walked side per staged tile (queries in the key-value kernel, keys in the
@@ -71,9 +74,6 @@ const PROBABILITY_ROW: u32 = TILE + 8;
 /// fill every bank once per half subgroup, and the lanes' rotated reads (`k{n}`) fall on 32
 /// banks.
 const SCRATCH_ROW: u32 = TILE + 8;
-
-/// Staged vec4 loads in flight per invocation before they are stored to workgroup memory.
-pub(crate) const LOADS_IN_FLIGHT: usize = 8;
 
 /// Which kernel of the cooperative backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -163,112 +163,6 @@ pub(crate) fn workgroup_bytes(key: &CoopBackward) -> u32 {
         CoopBackwardPass::Query => 0,
     };
     2 * layout(key).total + 4 * (scratch + side)
-}
-
-/// One operand staged into `tiles`: rows `[first, first + rows)` of the dense `[.., width]`
-/// f16 matrix `source` (row `first` at `base`), rows `row_length` halves apart from `region`,
-/// zeros from row `limit` on.
-pub(crate) struct Staged<'a> {
-    pub(crate) source: &'a str,
-    pub(crate) width: u32,
-    pub(crate) rows: u32,
-    pub(crate) first: &'a str,
-    pub(crate) base: &'a str,
-    pub(crate) limit: &'a str,
-    pub(crate) region: u32,
-    pub(crate) row_length: u32,
-}
-
-/// Each invocation's share of staging `operands`: per 16-byte load, the operand and the
-/// first vector index it takes (the invocation adds `local`).
-pub(crate) fn staged_items<'a>(
-    operands: &'a [Staged<'a>],
-    threads: u32,
-) -> Vec<(&'a Staged<'a>, u32)> {
-    let mut items = Vec::new();
-    for operand in operands {
-        let vectors = operand.rows * operand.width / 4;
-        debug_assert!(vectors.is_multiple_of(threads));
-        items.extend((0..vectors / threads).map(|n| (operand, n * threads)));
-    }
-    items
-}
-
-/// The loads of `items` into the registers `staged{first_slot}..` (declared here when
-/// `declare`), of the tile whose first row is `first` (an expression; rows from the operand's
-/// limit on load zeros).
-pub(crate) fn emit_loads(
-    w: &mut String,
-    indent: &str,
-    items: &[(&Staged, u32)],
-    first_slot: usize,
-    first: &str,
-    declare: bool,
-) {
-    for (index, (operand, offset)) in items.iter().enumerate() {
-        let slot = first_slot + index;
-        let width4 = operand.width / 4;
-        if declare {
-            let _ = writeln!(w, "{indent}var staged{slot} = vec4<f16>(0.0);");
-        } else {
-            let _ = writeln!(w, "{indent}staged{slot} = vec4<f16>(0.0);");
-        }
-        let _ = writeln!(
-            w,
-            "{indent}if ({first} + (local + {offset}u) / {width4}u < {limit}) {{
-{indent}    staged{slot} = {source}[({base} + {first} + (local + {offset}u) / {width4}u) * {width4}u + (local + {offset}u) % {width4}u];
-{indent}}}",
-            limit = operand.limit,
-            source = operand.source,
-            base = operand.base,
-        );
-    }
-}
-
-/// The stores of the registers `staged{first_slot}..` (as [`emit_loads`] filled them) into
-/// their operands' regions of `tiles`, 4 halves each. Every store writes one half a lane, 8
-/// bytes apart: lanes 16..31 of a subgroup write their second pair first, so that the two
-/// halves of the subgroup fall on even and odd banks (one pass each store, not two).
-pub(crate) fn emit_stores(
-    w: &mut String,
-    indent: &str,
-    items: &[(&Staged, u32)],
-    first_slot: usize,
-) {
-    for (index, (operand, offset)) in items.iter().enumerate() {
-        let slot = first_slot + index;
-        let width4 = operand.width / 4;
-        let _ = writeln!(
-            w,
-            "{indent}{{
-{indent}    let at = {region}u + ((local + {offset}u) / {width4}u) * {row_length}u + ((local + {offset}u) % {width4}u) * 4u;
-{indent}    let swapped = (local & 16u) != 0u;
-{indent}    let flip = select(0u, 2u, swapped);
-{indent}    let first = select(staged{slot}.xy, staged{slot}.zw, swapped);
-{indent}    let second = select(staged{slot}.zw, staged{slot}.xy, swapped);
-{indent}    tiles[at + flip] = first.x;
-{indent}    tiles[at + flip + 1u] = first.y;
-{indent}    tiles[at + 2u - flip] = second.x;
-{indent}    tiles[at + 3u - flip] = second.y;
-{indent}}}",
-            region = operand.region,
-            row_length = operand.row_length,
-        );
-    }
-}
-
-/// Stage `operands` with all `threads` invocations: every invocation issues up to
-/// [`LOADS_IN_FLIGHT`] 16-byte loads, then stores them (4 halves each), and so on. Shared
-/// with the forward (`attention_coop_source.rs`).
-pub(crate) fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: u32) {
-    let items = staged_items(operands, threads);
-    for batch in items.chunks(LOADS_IN_FLIGHT) {
-        let _ = writeln!(w, "{indent}{{");
-        let inner = format!("{indent}    ");
-        emit_loads(w, &inner, batch, 0, operands[0].first, true);
-        emit_stores(w, &inner, batch, 0);
-        let _ = writeln!(w, "{indent}}}");
-    }
 }
 
 /// `vec4<f32>(at(k{4v}), .., at(k{4v + 3}))`: the lane's columns `4v .. 4v + 4` of its half

@@ -12,7 +12,7 @@
 //! are loaded into registers before the walk. Keys and values are walked in tiles of
 //! [`KEY_TILE`] (32) rows, staged as f16 (rows padded by 8 halves: 16-byte aligned rows whose
 //! fragment loads fall on different banks) by straight-line code that issues up to eight
-//! 16-byte loads per invocation before storing them (the backward's `stage`); where an
+//! 16-byte loads per invocation before storing them (`attention_coop_staging.rs`); where an
 //! invocation's share of a tile fits those eight registers (d, dv <= 64), the next tile's
 //! loads are issued right after a tile is staged and stay in flight while it is multiplied
 //! out. Per key tile:
@@ -61,7 +61,7 @@
 
 use std::fmt::Write;
 
-use super::attention_coop_backward_source::{
+use super::attention_coop_staging::{
     emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
 };
 use super::params::KernelParams;

@@ -29,6 +29,7 @@ mod attention_coop;
 mod attention_coop_backward;
 mod attention_coop_backward_source;
 mod attention_coop_source;
+mod attention_coop_staging;
 mod attention_source;
 mod autotune;
 mod batch_norm;
