@@ -293,7 +293,7 @@ pub(crate) fn forward_source(key: &CoopForward) -> String {
     }
     let _ = writeln!(
         w,
-        "// Q [{block_rows}][{query_row}] at 0, K [32][{key_row}] at {k}, V [32][{value_row}] at {v}, P [64][{probability_row}] at {p}.
+        "// Q [{block_rows}][{query_row}] at 0, K [32][{key_row}] at {k}, V [32][{value_row}] at {v}, P [{block_rows}][{probability_row}] at {p}.
 var<workgroup> tiles: array<f16, {total}>;
 // One 16 x {SCRATCH_ROW} f32 tile per subgroup (scores, then P V).
 var<workgroup> scratch: array<f32, {scratch}>;",
