@@ -147,7 +147,7 @@ fn emulate() -> bool {
 
 /// Whether the cooperative kernels take a head or value size: a multiple of 16 up to
 /// [`MAX_WIDTH`].
-fn width_ok(width: usize) -> bool {
+pub(crate) fn width_ok(width: usize) -> bool {
     width > 0 && width.is_multiple_of(16) && width <= MAX_WIDTH
 }
 
@@ -186,11 +186,17 @@ pub(crate) fn forward_key(
         })
         .find(|key| {
             let blocks = shape.query_length.div_ceil(key.block_rows() as usize);
-            blocks <= limits.max_compute_workgroups_per_dimension as usize
-                && key.threads() <= limits.max_compute_invocations_per_workgroup
-                && key.threads() <= limits.max_compute_workgroup_size_x
-                && workgroup_bytes(key) <= limits.max_compute_workgroup_storage_size
+            launchable(limits, blocks, key.threads(), workgroup_bytes(key))
         })
+}
+
+/// Whether `blocks` workgroups (one grid dimension) of `threads` invocations using `bytes` of
+/// workgroup memory each fit a device with `limits` (the forward's and the backward's layouts).
+pub(crate) fn launchable(limits: &wgpu::Limits, blocks: usize, threads: u32, bytes: u32) -> bool {
+    blocks <= limits.max_compute_workgroups_per_dimension as usize
+        && threads <= limits.max_compute_invocations_per_workgroup
+        && threads <= limits.max_compute_workgroup_size_x
+        && bytes <= limits.max_compute_workgroup_storage_size
 }
 
 /// The layouts in order of preference: eight subgroups (128 query rows: each key tile staged

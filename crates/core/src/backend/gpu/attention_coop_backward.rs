@@ -10,7 +10,7 @@
 //! the kernel's workgroup memory fits the device. A driver's refusal (`Error::Shader`) turns
 //! the cooperative attention off on that device, forward included, and the scalar kernel runs.
 
-use super::attention_coop::AttentionCoopState;
+use super::attention_coop::{launchable, width_ok, AttentionCoopState};
 use super::attention_coop_backward_source::workgroup_bytes;
 pub(crate) use super::attention_coop_backward_source::{CoopBackward, CoopBackwardPass};
 use super::kernels::KernelKey;
@@ -18,9 +18,6 @@ use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::AttentionShape;
-
-/// The largest head or value size the cooperative kernels are generated for.
-const MAX_WIDTH: usize = 128;
 
 impl CoopBackward {
     /// The complete WGSL source (`enable` lines included).
@@ -101,7 +98,6 @@ pub(crate) fn backward_key(
     } else {
         context.coop.available && context.coop.attention.active()
     };
-    let width_ok = |width: usize| width > 0 && width.is_multiple_of(16) && width <= MAX_WIDTH;
     if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
         return None;
     }
@@ -119,10 +115,7 @@ pub(crate) fn backward_key(
         })
         .find(|key| {
             let blocks = own_length(shape, pass).div_ceil(key.block_rows() as usize);
-            blocks <= limits.max_compute_workgroups_per_dimension as usize
-                && key.threads() <= limits.max_compute_invocations_per_workgroup
-                && key.threads() <= limits.max_compute_workgroup_size_x
-                && workgroup_bytes(key) <= limits.max_compute_workgroup_storage_size
+            launchable(limits, blocks, key.threads(), workgroup_bytes(key))
         })
 }
 

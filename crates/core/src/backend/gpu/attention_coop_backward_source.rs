@@ -57,7 +57,7 @@
 
 use std::fmt::Write;
 
-use super::attention_coop_source::{Spell, LOWEST, MASKED_BELOW};
+use super::attention_coop_source::{rotated_columns, Spell, LOWEST, MASKED_BELOW};
 use super::attention_coop_staging::{
     emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
 };
@@ -289,9 +289,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     {{
         let block_base = head * {own_length};",
         sub_scratch = 16 * SCRATCH_ROW,
-        rotated = (0..16)
-            .map(|n| format!("    let k{n} = columns + (({n}u + lane / 2u) & 15u);\n"))
-            .collect::<String>(),
+        rotated = rotated_columns("k", "columns + "),
     );
     let (block_first, block_second, tile_first, tile_second) = if key_value {
         ("key_data", "value_data", "query_data", "grad_data")

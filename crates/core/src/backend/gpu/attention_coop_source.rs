@@ -251,6 +251,22 @@ fn emulated_store(c: array<vec4<f32>, 2>, start: u32, stride: u32) {
     }
 }
 
+/// `let {name}{n} = {base}((n + lane / 2) mod 16)` for the 16 columns of a lane's half of a
+/// tile: the order in which the lanes of one row of the scratch walk it, rotated by the row
+/// (`lane / 2`), so that at every step the subgroup's 32 reads fall on 32 banks (rows are a
+/// multiple of 4 floats apart: in plain column order rows `r`, `r + 4`, `r + 8` and `r + 12`
+/// of the two halves share banks). Shared with the backward kernels.
+pub(crate) fn rotated_columns(name: &str, base: &str) -> String {
+    (0..KEY_TILE / 2)
+        .map(|n| {
+            format!(
+                "    let {name}{n} = {base}(({n}u + lane / 2u) & {}u);\n",
+                KEY_TILE / 2 - 1
+            )
+        })
+        .collect()
+}
+
 /// The complete WGSL of `key` (after `enable f16;`).
 pub(crate) fn forward_source(key: &CoopForward) -> String {
     let spell = Spell {
@@ -375,9 +391,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // by its row, so that the 32 lanes' reads of the scratch fall on 32 banks (not 4 lanes a
     // bank) and their writes of P on 16.
     let half_tile = KEY_TILE / 2;
-    for h in 0..half_tile {
-        let _ = writeln!(w, "    let c{h} = ({h}u + lane / 2u) & {}u;", half_tile - 1);
-    }
+    w.push_str(&rotated_columns("c", ""));
     let tile_operands = [
         Staged {
             source: "key_data",
