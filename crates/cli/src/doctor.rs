@@ -585,8 +585,9 @@ fn tensor_core_conv(
     (passed, format!("{}; {path}", details.join(", ")))
 }
 
-/// The fused attention in f16 (`[2, 2, 70, 64]` queries against 45 keys: blocks and key
-/// tiles with ragged ends; causal, or with a Bool key-padding mask) and the gradients of its
+/// The fused attention in f16 (`[2, 2, 150, 64]` queries against 45 keys: two query blocks of
+/// the 128-row forward, three of the 64-row kernels, and key tiles, with ragged ends; causal,
+/// or with a Bool key-padding mask) and the gradients of its
 /// query, key and value through autograd, against the CPU's f32 composite of the same f16
 /// values. The forward and the backward's key-value and query passes take the
 /// cooperative-matrix kernels where the device offers them: fails when a result is off, or
@@ -597,12 +598,12 @@ fn tensor_core_attention(
     make: &impl Fn(f64, f64, &[usize], u64) -> Result<Tensor>,
 ) -> (bool, String) {
     let device = Device::Gpu(gpu.clone());
-    let inputs = make(-1.0, 1.0, &[2, 2, 70, 64], 31).and_then(|q| {
+    let inputs = make(-1.0, 1.0, &[2, 2, 150, 64], 31).and_then(|q| {
         Ok((
             q,
             make(-1.0, 1.0, &[2, 2, 45, 64], 32)?,
             make(-1.0, 1.0, &[2, 2, 45, 64], 33)?,
-            make(-1.0, 1.0, &[2, 2, 70, 64], 34)?,
+            make(-1.0, 1.0, &[2, 2, 150, 64], 34)?,
         ))
     });
     let (q, k, v, g) = match inputs {
