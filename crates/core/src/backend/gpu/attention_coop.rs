@@ -36,14 +36,13 @@ impl CoopForward {
     }
 }
 
-/// The catalogue entries (`kernel_catalog.rs`): the common head sizes, both flags, real and
-/// emulated.
+/// The catalogue entries (`kernel_catalog.rs`): the common head sizes, both flags, the
+/// subgroup layouts each size takes, real and emulated.
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
-    for (head_dim, value_dim) in [(16u32, 16u32), (32, 32), (64, 64), (128, 128), (48, 80)] {
+    for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (48, 80)] {
         for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
             for subgroups in SUBGROUPS {
-                if subgroups == 8 && !(head_dim.is_multiple_of(64) && value_dim.is_multiple_of(64))
-                {
+                if !layout_takes(subgroups, head_dim as usize, value_dim as usize) {
                     continue;
                 }
                 for emulated in [false, true] {
@@ -171,11 +170,7 @@ pub(crate) fn forward_key(
     let limits = &context.limits;
     SUBGROUPS
         .into_iter()
-        // Eight subgroups stage a 32-row key tile in whole vectors per invocation only for
-        // widths that are multiples of 64.
-        .filter(|&g| {
-            g == 4 || (shape.head_dim.is_multiple_of(64) && shape.value_dim.is_multiple_of(64))
-        })
+        .filter(|&g| layout_takes(g, shape.head_dim, shape.value_dim))
         .map(|subgroups| CoopForward {
             head_dim: shape.head_dim as u32,
             value_dim: shape.value_dim as u32,
@@ -197,6 +192,12 @@ pub(crate) fn launchable(limits: &wgpu::Limits, blocks: usize, threads: u32, byt
         && threads <= limits.max_compute_invocations_per_workgroup
         && threads <= limits.max_compute_workgroup_size_x
         && bytes <= limits.max_compute_workgroup_storage_size
+}
+
+/// Whether the layout of `subgroups` subgroups takes these head and value sizes: eight stage a
+/// 32-row key tile in whole vectors per invocation only for widths that are multiples of 64.
+fn layout_takes(subgroups: u32, head_dim: usize, value_dim: usize) -> bool {
+    subgroups != 8 || (head_dim.is_multiple_of(64) && value_dim.is_multiple_of(64))
 }
 
 /// The layouts in order of preference: eight subgroups (128 query rows: each key tile staged
