@@ -14,9 +14,12 @@
 //!   k once per block, its pixel's `(image, oy, ox)` once, and a load outside the image
 //!   (padding), past M or past K (rounded up to whole blocks) is zero.
 //! - Tiles ([`NhwcTile`]): 256 invocations, eight subgroups; R x C (pixels x channels) of
-//!   256 x 64, 128 x 128 or 128 x 64, subgroups `R / 64` high; each owns 64 rows as 4 x
-//!   (its columns / 16) f32 accumulators. K is staged in blocks of 32 halves, or of 64 for
-//!   the deep 128 x 128 tile (half the barriers; 43 KiB of workgroup memory). Blocks staged
+//!   256 x 64, 128 x 128, 128 x 64 or 96 x 128, subgroups `R / 64` high (two for 96 rows);
+//!   each owns 64 rows (48) as 4 (3) x (its columns / 16) f32 accumulators. The 96-pixel
+//!   tiles fill a grid the 128-pixel ones leave short of the GPU's multiprocessors (ResNet-18's
+//!   last stage: 3,136 pixels x 512 channels make 100 tiles of 128 x 128 but 132 of 96 x 128).
+//!   K is staged in blocks of 32 halves, or of 64 for the deep tiles (half the barriers; 43
+//!   KiB of workgroup memory at 128 rows). Blocks staged
 //!   once in f16 workgroup memory (rows padded by 8 halves), next block's loads held in
 //!   registers meanwhile, as the wide matmul kernels (`matmul_coop/wide.rs`).
 //! - Epilogue: each accumulator goes through a per-subgroup 16 x 16 f32 scratch tile; lane
@@ -53,6 +56,7 @@ mod input_gradient;
 mod patch;
 mod space_to_depth;
 mod store;
+mod tile;
 mod weight;
 
 pub(crate) use copies::{channels_last_copy, channels_last_input, padded_channels, weight_copy};
@@ -62,6 +66,7 @@ pub(crate) use space_to_depth::input_source as space_to_depth_source;
 pub(crate) use space_to_depth::CHANNELS as SPACE_TO_DEPTH_CHANNELS;
 use store::channels_last_store;
 pub use store::OutputStore;
+pub use tile::NhwcTile;
 pub(crate) use weight::ConvNhwcWeightKey;
 
 #[cfg(test)]
@@ -73,85 +78,6 @@ pub(crate) const K_BLOCK: usize = 32;
 
 /// Invocations of one workgroup.
 pub(super) const INVOCATIONS: usize = 256;
-
-/// The output tile of one workgroup: pixels x output channels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NhwcTile {
-    /// 256 pixels x 64 channels (subgroups 4 high, 2 wide).
-    Rows256Columns64,
-    /// 128 pixels x 128 channels (subgroups 2 high, 4 wide).
-    Rows128Columns128,
-    /// 128 pixels x 64 channels (subgroups 2 high, 4 wide).
-    Rows128Columns64,
-    /// 128 x 128 as [`NhwcTile::Rows128Columns128`], K walked in blocks of 64 instead of 32:
-    /// half the barriers, twice the loads in flight a block (on the H200 3-10% faster than
-    /// the 32-deep tile on ResNet-18's 3x3 layers of 128 to 512 channels).
-    Rows128Columns128Deep,
-}
-
-impl NhwcTile {
-    /// Every tile.
-    pub const ALL: [NhwcTile; 4] = [
-        NhwcTile::Rows256Columns64,
-        NhwcTile::Rows128Columns128,
-        NhwcTile::Rows128Columns64,
-        NhwcTile::Rows128Columns128Deep,
-    ];
-
-    /// Pixels (GEMM rows) of the tile.
-    pub fn rows(self) -> usize {
-        match self {
-            NhwcTile::Rows256Columns64 => 256,
-            NhwcTile::Rows128Columns128
-            | NhwcTile::Rows128Columns64
-            | NhwcTile::Rows128Columns128Deep => 128,
-        }
-    }
-
-    /// Output channels (GEMM columns) of the tile.
-    pub fn columns(self) -> usize {
-        match self {
-            NhwcTile::Rows128Columns128 | NhwcTile::Rows128Columns128Deep => 128,
-            NhwcTile::Rows256Columns64 | NhwcTile::Rows128Columns64 => 64,
-        }
-    }
-
-    /// Halves of K one block stages: one tap's 32 or 64 channels (or several taps' fewer).
-    pub fn k_block(self) -> usize {
-        match self {
-            NhwcTile::Rows128Columns128Deep => 2 * K_BLOCK,
-            NhwcTile::Rows256Columns64
-            | NhwcTile::Rows128Columns128
-            | NhwcTile::Rows128Columns64 => K_BLOCK,
-        }
-    }
-
-    /// Halves in a row of A's staged block (8 of padding).
-    fn a_row(self) -> usize {
-        self.k_block() + 8
-    }
-
-    /// A short name for tuning keys.
-    pub fn name(self) -> &'static str {
-        match self {
-            NhwcTile::Rows256Columns64 => "nhwc256x64",
-            NhwcTile::Rows128Columns128 => "nhwc128x128",
-            NhwcTile::Rows128Columns64 => "nhwc128x64",
-            NhwcTile::Rows128Columns128Deep => "nhwc128x128k64",
-        }
-    }
-
-    /// Halves in a row of B's staged block.
-    fn b_row(self) -> usize {
-        self.columns() + 8
-    }
-
-    /// Bytes of workgroup memory: one copy of each block and eight f32 scratch tiles.
-    pub fn workgroup_bytes(self) -> u32 {
-        let halves = self.rows() * self.a_row() + self.k_block() * self.b_row();
-        (2 * halves + 8 * 256 * 4) as u32
-    }
-}
 
 /// One channels-last cooperative-matrix convolution kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -253,14 +179,21 @@ fn source(key: ConvNhwcKey) -> String {
         emulated: key.emulated,
     };
     let (rows, columns, b_row) = (key.tile.rows(), key.tile.columns(), key.tile.b_row());
-    let high = rows / 64; // subgroups per tile column
+    let sub_rows = key.tile.subgroup_rows();
+    let high = rows / sub_rows; // subgroups per tile column
     let wide = 8 / high; // subgroups per tile row
     let sub_columns = columns / wide;
-    let fragment_columns = sub_columns / 16;
+    let (fragment_rows, fragment_columns) = (sub_rows / 16, sub_columns / 16);
     let (k_block, a_row) = (key.tile.k_block(), key.tile.a_row());
     let per_row = k_block / 8; // 16-byte loads per row of A's block
     let a_rows_per_pass = INVOCATIONS / per_row;
-    let a_loads = rows / a_rows_per_pass;
+    // The last pass covers only part of the rows where they are not a whole number of passes
+    // (96 rows in passes of 64): invocations past them neither load nor store.
+    let a_loads = rows.div_ceil(a_rows_per_pass);
+    let a_guard = |p: usize| -> Option<usize> {
+        let end = (p + 1) * a_rows_per_pass;
+        (end > rows).then(|| (rows - p * a_rows_per_pass) * per_row)
+    };
     let b_per_row = columns / 8; // 16-byte loads per k-row of B's block
     let b_rows_per_pass = INVOCATIONS / b_per_row;
     let b_loads = k_block / b_rows_per_pass;
@@ -315,7 +248,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         "let weight_last = arrayLength(&nhwc_weight) - 1u;".into(),
         format!("let row0 = workgroup.y * {rows}u;"),
         format!("let column0 = workgroup.x * {columns}u;"),
-        format!("let sub_row = (subgroup / {wide}u) * 64u;"),
+        format!("let sub_row = (subgroup / {wide}u) * {sub_rows}u;"),
         format!("let sub_column = (subgroup % {wide}u) * {sub_columns}u;"),
         format!("let a_fragment = sub_row * {a_row}u;"),
         "let scratch_at = subgroup * 256u;".into(),
@@ -353,7 +286,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     for p in 0..b_loads {
         w.line(1, &format!("var b{p}: mat2x4<f16>;"));
     }
-    let accumulators: Vec<String> = (0..4 * fragment_columns)
+    let accumulators: Vec<String> = (0..fragment_rows * fragment_columns)
         .map(|t| format!("c{}{}", t / fragment_columns, t % fragment_columns))
         .collect();
     for c in &accumulators {
@@ -379,10 +312,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         for p in 0..a_loads {
             w.line(indent, &format!("let iy{p} = y{p} + dy;"));
             w.line(indent, &format!("let ix{p} = x{p} + dx;"));
+            let part = a_guard(p).map_or(String::new(), |limit| format!(" && local < {limit}u"));
             w.line(
                 indent,
                 &format!(
-                    "let inside{p} = pixel{p} < m && k < params.depth && iy{p} >= 0 && iy{p} < i32(params.height) && ix{p} >= 0 && ix{p} < i32(params.width);"
+                    "let inside{p} = pixel{p} < m && k < params.depth && iy{p} >= 0 && iy{p} < i32(params.height) && ix{p} >= 0 && ix{p} < i32(params.width){part};"
                 ),
             );
             w.line(
@@ -418,7 +352,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(2, "workgroupBarrier();");
     for p in 0..a_loads {
         let target = ("tile_a", "a_store", p * a_rows_per_pass * a_row);
-        store_register(&mut w.text, "        ", target, &format!("a{p}"));
+        match a_guard(p) {
+            Some(limit) => {
+                w.line(2, &format!("if (local < {limit}u) {{"));
+                store_register(&mut w.text, "            ", target, &format!("a{p}"));
+                w.line(2, "}");
+            }
+            None => store_register(&mut w.text, "        ", target, &format!("a{p}")),
+        }
     }
     for p in 0..b_loads {
         let target = ("tile_b", "b_store", p * b_rows_per_pass * b_row);
@@ -434,7 +375,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     load(&mut w, 3);
     w.line(2, "}");
     let block = (k_block, a_row, b_row);
-    block_product(&mut w.text, "        ", coop, block, fragment_columns);
+    let fragments = (fragment_rows, fragment_columns);
+    block_product(&mut w.text, "        ", coop, block, fragments);
     w.line(1, "}");
     // Epilogue: row-major, lane writes channel `lane % 16` of pixels `(lane / 16) * 8 ..+ 8`
     // of each 16 x 16 accumulator; channels-last, channels `(lane % 2) * 8 ..+ 8` of pixel
@@ -539,15 +481,18 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
 
 /// The tiles that may compute a convolution with `out_channels` outputs (they must divide
 /// it), fastest-first by the heuristic: the 128 x 128 tile where 128 divides the channels,
-/// else the 256-pixel one; the deep 128 x 128 tile last (a candidate for the autotuner).
-/// (Tiles of 64 x 64 per subgroup, 256 x 128 and 128 x 256, were tried on the H200 and lost
-/// to the deep tile on every ResNet-18 layer but one, by 3%: docs/PERFORMANCE.md.)
+/// else the 256-pixel one; the deep 128 x 128 tile and the 96-pixel ones last (candidates for
+/// the autotuner). (Tiles of 64 x 64 per subgroup, 256 x 128 and 128 x 256, were tried on
+/// the H200 and lost to the deep tile on every ResNet-18 layer but one, by 3%:
+/// docs/PERFORMANCE.md.)
 pub(crate) fn tiles_for(out_channels: usize) -> Vec<NhwcTile> {
     if out_channels.is_multiple_of(128) {
         vec![
             NhwcTile::Rows128Columns128,
             NhwcTile::Rows128Columns64,
             NhwcTile::Rows128Columns128Deep,
+            NhwcTile::Rows96Columns128,
+            NhwcTile::Rows96Columns128Deep,
         ]
     } else if out_channels.is_multiple_of(64) {
         vec![NhwcTile::Rows256Columns64, NhwcTile::Rows128Columns64]

@@ -45,12 +45,14 @@ fn every_key_validates_with_naga() {
             "{key:?}"
         );
     }
-    // The 128-pixel tiles fit 32 KiB of workgroup memory (lavapipe), all fit 48 KiB.
+    // The 32-deep 128- and 96-pixel tiles fit 32 KiB of workgroup memory (lavapipe), all fit
+    // 48 KiB.
     for tile in NhwcTile::ALL {
         assert!(tile.workgroup_bytes() <= 48 * 1024, "{tile:?}");
     }
     assert!(NhwcTile::Rows128Columns128.workgroup_bytes() <= 32 * 1024);
     assert!(NhwcTile::Rows128Columns64.workgroup_bytes() <= 32 * 1024);
+    assert!(NhwcTile::Rows96Columns128.workgroup_bytes() <= 32 * 1024);
 }
 
 #[test]

@@ -71,19 +71,20 @@ pub(crate) fn store_register(
 }
 
 /// The product, at `indent`, of the staged blocks (one k-block of `k_block` halves) into a
-/// subgroup's accumulators `c{i}{j}` (4 x `fragment_columns`): per 16 k, four A fragments
-/// from the `let` `a_fragment` (rows `a_row` halves long) and one B fragment per column from
-/// `sub_column` (rows `b_row` halves long). Shared with the channels-last convolutions.
+/// subgroup's accumulators `c{i}{j}` (`fragment_rows` x `fragment_columns`): per 16 k, one A
+/// fragment per row from the `let` `a_fragment` (rows `a_row` halves long) and one B fragment
+/// per column from `sub_column` (rows `b_row` halves long). Shared with the channels-last
+/// convolutions.
 pub(crate) fn block_product(
     w: &mut String,
     indent: &str,
     coop: Coop,
     (k_block, a_row, b_row): (usize, usize, usize),
-    fragment_columns: usize,
+    (fragment_rows, fragment_columns): (usize, usize),
 ) {
     for kk in 0..k_block / 16 {
         let _ = writeln!(w, "{indent}{{");
-        for i in 0..4 {
+        for i in 0..fragment_rows {
             let start = format!("a_fragment + {}u", i * 16 * a_row + kk * 16);
             let fragment = coop.load('A', "tile_a", &start, &format!("{a_row}u"));
             let _ = writeln!(w, "{indent}    let fa{i} = {fragment};");
@@ -92,7 +93,7 @@ pub(crate) fn block_product(
             let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
             let fragment = coop.load('B', "tile_b", &start, &format!("{b_row}u"));
             let _ = writeln!(w, "{indent}    let fb{j} = {fragment};");
-            for i in 0..4 {
+            for i in 0..fragment_rows {
                 let c = format!("c{i}{j}");
                 let product = coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c);
                 let _ = writeln!(w, "{indent}    {c} = {product};");
@@ -247,7 +248,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         "            ",
         coop,
         (K_BLOCK, A_ROW, b_row),
-        columns,
+        (4, columns),
     );
     let _ = writeln!(w, "        }}");
     // Epilogue: this invocation writes row `lane / 2`, columns `(lane % 2) * 8 + 0..8` of
