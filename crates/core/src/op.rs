@@ -379,6 +379,9 @@ impl BinaryOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
     Sum,
+    /// The sum divided by the number of reduced elements, in one pass (float dtypes; the
+    /// accumulation in f32 or wider, one rounding to the stored type).
+    Mean,
     Max,
     Min,
     ArgMax,
@@ -387,8 +390,9 @@ pub enum ReduceOp {
 
 impl ReduceOp {
     /// Every reduction.
-    pub const ALL: [ReduceOp; 5] = [
+    pub const ALL: [ReduceOp; 6] = [
         ReduceOp::Sum,
+        ReduceOp::Mean,
         ReduceOp::Max,
         ReduceOp::Min,
         ReduceOp::ArgMax,
@@ -399,6 +403,7 @@ impl ReduceOp {
     pub fn name(self) -> &'static str {
         match self {
             ReduceOp::Sum => "sum",
+            ReduceOp::Mean => "mean",
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
             ReduceOp::ArgMax => "argmax",
@@ -410,7 +415,7 @@ impl ReduceOp {
     pub fn is_arg(self) -> bool {
         match self {
             ReduceOp::ArgMax | ReduceOp::ArgMin => true,
-            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => false,
+            ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min => false,
         }
     }
 }

@@ -313,7 +313,9 @@ impl GradFn {
             },
             GradFn::Reduce { input, op, dims } => {
                 let input = match op {
-                    ReduceOp::Sum | ReduceOp::ArgMax | ReduceOp::ArgMin => input.graph_edge(),
+                    ReduceOp::Sum | ReduceOp::Mean | ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                        input.graph_edge()
+                    }
                     ReduceOp::Max | ReduceOp::Min => input,
                 };
                 GradFn::Reduce { input, op, dims }

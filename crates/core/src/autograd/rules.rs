@@ -383,6 +383,15 @@ fn reduce_rule(op: ReduceOp, x: &Tensor, dims: &[usize], g: &Tensor) -> Result<O
     Ok(match op {
         // d Σx = 1 for every reduced element
         ReduceOp::Sum => Some(g.broadcast_to(x.shape())?.contiguous()?),
+        // d mean x = 1 / n for every reduced element
+        ReduceOp::Mean => {
+            let count: usize = dims.iter().map(|&d| x.shape()[d]).product();
+            Some(
+                g.div_scalar(count.max(1) as f64)?
+                    .broadcast_to(x.shape())?
+                    .contiguous()?,
+            )
+        }
         // d max x = [x = max] / (number of ties), so tied maxima share the gradient
         ReduceOp::Max | ReduceOp::Min => {
             let dims_signed: Vec<isize> = dims.iter().map(|&d| d as isize).collect();

@@ -73,8 +73,13 @@ impl Tensor {
         self.sum(&[], false)
     }
 
-    /// Mean over `dims` (empty = all).
+    /// Mean over `dims` (empty = all). Floats in one pass that keeps their dtype (under
+    /// autocast too, as PyTorch's `mean`; the sum accumulates in f32 or wider); other dtypes
+    /// as their sum divided by the count.
     pub fn mean(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            return self.reduce(ReduceOp::Mean, dims, keepdim);
+        }
         let resolved = self.reduce_dims("mean", dims)?;
         let count: usize = resolved.iter().map(|&d| self.shape()[d]).product();
         self.sum(dims, keepdim)?.div_scalar(count.max(1) as f64)

@@ -68,6 +68,12 @@ fn reduce_float<T: FloatElement>(
         ReduceOp::Sum => CpuResult::Values(fold_outputs(data, bases, offsets, |it| {
             T::from_f64(it.map(|x| x.up_f64()).sum::<f64>())
         })),
+        ReduceOp::Mean => {
+            let count = offsets.len() as f64;
+            CpuResult::Values(fold_outputs(data, bases, offsets, |it| {
+                T::from_f64(it.map(|x| x.up_f64()).sum::<f64>() / count)
+            }))
+        }
         ReduceOp::Max => CpuResult::Values(fold_outputs(data, bases, offsets, |it| {
             T::down(it.map(|x| x.up()).fold(T::Compute::neg_infinity(), |a, b| {
                 if a.is_nan() || b.is_nan() {
@@ -100,12 +106,14 @@ fn reduce_integer<T: IntegerElement>(
     bases: &[usize],
     offsets: &[usize],
     op: ReduceOp,
-) -> CpuResult<T> {
+) -> Option<CpuResult<T>> {
     let never_nan: fn(i64) -> bool = |_| false;
-    match op {
+    Some(match op {
         ReduceOp::Sum => CpuResult::Values(fold_outputs(data, bases, offsets, |it| {
             T::down(it.map(|x| x.up()).fold(0i64, i64::wrapping_add))
         })),
+        // Integer means are refused (`CpuStorage::reduce`): PyTorch has no integer mean.
+        ReduceOp::Mean => return None,
         ReduceOp::Max => CpuResult::Values(fold_outputs(data, bases, offsets, |it| {
             T::down(it.map(|x| x.up()).max().unwrap_or(0))
         })),
@@ -118,7 +126,7 @@ fn reduce_integer<T: IntegerElement>(
         ReduceOp::ArgMin => CpuResult::Indices(fold_outputs(data, bases, offsets, |it| {
             arg_best(&mut it.map(|x| x.up()), |a, b| a < b, never_nan)
         })),
-    }
+    })
 }
 
 enum CpuResult<T> {
@@ -141,7 +149,9 @@ impl CpuStorage {
         check_view(op.name(), layout, self.len())?;
         check_reduce_dims(op.name(), layout, dims, op.is_arg())?;
         let reduced_count: usize = dims.iter().map(|&d| layout.shape[d]).product();
-        if reduced_count == 0 && op != ReduceOp::Sum && layout.numel() == 0 && !dims.is_empty() {
+        // An empty sum is 0 and an empty mean NaN (0 / 0), as in PyTorch.
+        let empty_allowed = matches!(op, ReduceOp::Sum | ReduceOp::Mean);
+        if reduced_count == 0 && !empty_allowed && layout.numel() == 0 && !dims.is_empty() {
             return Err(Error::InvalidShape {
                 op: op.name(),
                 shape: layout.shape.clone(),
@@ -153,9 +163,27 @@ impl CpuStorage {
             CpuStorage::F32(v) => wrap_reduce!(reduce_float(v, &bases, &offsets, op), F32),
             CpuStorage::F16(v) => wrap_reduce!(reduce_float(v, &bases, &offsets, op), F16),
             CpuStorage::F64(v) => wrap_reduce!(reduce_float(v, &bases, &offsets, op), F64),
-            CpuStorage::I32(v) => wrap_reduce!(reduce_integer(v, &bases, &offsets, op), I32),
-            CpuStorage::U32(v) => wrap_reduce!(reduce_integer(v, &bases, &offsets, op), U32),
-            CpuStorage::U8(v) => wrap_reduce!(reduce_integer(v, &bases, &offsets, op), U8),
+            CpuStorage::I32(v) => {
+                let result = reduce_integer(v, &bases, &offsets, op);
+                wrap_reduce!(
+                    result.ok_or_else(|| unsupported_dtype(op.name(), self.dtype()))?,
+                    I32
+                )
+            }
+            CpuStorage::U32(v) => {
+                let result = reduce_integer(v, &bases, &offsets, op);
+                wrap_reduce!(
+                    result.ok_or_else(|| unsupported_dtype(op.name(), self.dtype()))?,
+                    U32
+                )
+            }
+            CpuStorage::U8(v) => {
+                let result = reduce_integer(v, &bases, &offsets, op);
+                wrap_reduce!(
+                    result.ok_or_else(|| unsupported_dtype(op.name(), self.dtype()))?,
+                    U8
+                )
+            }
             CpuStorage::Bool(_) => return Err(unsupported_dtype(op.name(), self.dtype())),
         })
     }

@@ -139,8 +139,20 @@ impl BackendStorage for GpuStorage {
     }
 
     fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self> {
-        sliced::reduction(self, layout, op, dims)?
-            .run(|[(x, l)], _| GpuStorage::reduce(x, l, op, dims))
+        let plan = sliced::reduction(self, layout, op, dims)?;
+        if op == ReduceOp::Mean && plan.folds() {
+            // Slices over a reduced dim: their sums are folded, then divided once.
+            let sum = plan.run(|[(x, l)], _| GpuStorage::reduce(x, l, ReduceOp::Sum, dims))?;
+            let mut kept = layout.shape.clone();
+            let mut count = 1;
+            for &d in dims {
+                count *= kept[d];
+                kept[d] = 1;
+            }
+            let kept = Layout::contiguous(&kept);
+            return sum.binary_scalar(&kept, BinaryOp::Div, count as f64, false);
+        }
+        plan.run(|[(x, l)], _| GpuStorage::reduce(x, l, op, dims))
     }
 
     fn matmul(&self, layout: &Layout, rhs: &Self, rhs_layout: &Layout) -> Result<Self> {

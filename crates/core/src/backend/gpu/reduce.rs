@@ -1,4 +1,5 @@
-//! Kernel family `Reduce`: sum, max, min, argmax and argmin over a set of dims. Each output
+//! Kernel family `Reduce`: sum, mean, max, min, argmax and argmin over a set of dims (a mean
+//! is the sum divided by [`ReduceParams::divisor`] in the store: one pass, one rounding). Each output
 //! is folded by a group of `lanes` invocations ([`lanes_per_output`]: the whole workgroup of
 //! 256 for long reductions, fewer for short rows such as softmax's 128 scores, so a
 //! workgroup folds several outputs and consecutive lanes read consecutive elements), or, for
@@ -37,6 +38,9 @@ kernel_params! {
         /// Invocations that fold one output (a power of two up to 256; a workgroup folds
         /// `256 / lanes` outputs).
         lanes: u32,
+        /// What a mean divides each output's sum by: the elements it averages (also in the
+        /// second pass of a split mean, whose `count` is the chunks); 1 for other reductions.
+        divisor: u32,
     }
     tail: "kept shape[kept_rank], kept strides[kept_rank], reduced shape[reduced_rank], reduced strides[reduced_rank]";
 }
@@ -55,8 +59,11 @@ pub(crate) fn source(dtype: DType, op: ReduceOp) -> String {
 /// The catalogue entries (`kernel_catalog.rs`).
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     if dtype != DType::Bool {
+        // Means only of floats (`GpuStorage::reduce` refuses the others).
         for op in ReduceOp::ALL {
-            keys.push(KernelKey::Reduce { dtype, op });
+            if op != ReduceOp::Mean || dtype.is_float() {
+                keys.push(KernelKey::Reduce { dtype, op });
+            }
         }
     }
 }
@@ -64,7 +71,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
 /// Accumulator type and combine functions for a reduction.
 fn reduce_header(dtype: DType, op: ReduceOp) -> String {
     let (identity, merge) = match (op, class(dtype)) {
-        (ReduceOp::Sum, _) => ("T(0)", "a + b"),
+        (ReduceOp::Sum | ReduceOp::Mean, _) => ("T(0)", "a + b"),
         (ReduceOp::Max | ReduceOp::ArgMax, Class::Float) => {
             ("bitcast<f32>(0xff800000u)", "maximum_nan(a, b)")
         }
@@ -79,12 +86,17 @@ fn reduce_header(dtype: DType, op: ReduceOp) -> String {
     let better = match op {
         ReduceOp::ArgMax => "value > best",
         ReduceOp::ArgMin => "value < best",
-        ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => "false",
+        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min => "false",
     };
-    let (output, finish) = if op.is_arg() {
-        ("i32", "return i32(index);")
-    } else {
-        (storage_type(dtype), "return store_value(value);")
+    let (output, finish) = match op {
+        ReduceOp::ArgMax | ReduceOp::ArgMin => ("i32", "return i32(index);"),
+        ReduceOp::Mean => (
+            storage_type(dtype),
+            "return store_value(value / T(params.divisor));",
+        ),
+        ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => {
+            (storage_type(dtype), "return store_value(value);")
+        }
     };
     format!(
         "alias A = T;\nalias O = {output};\nconst IS_ARG: bool = {is_arg};\n\
@@ -135,7 +147,24 @@ fn lanes_per_output(chunks: usize, count: usize) -> usize {
 impl GpuStorage {
     /// Reduce over `dims` (keepdim-shaped output; arg reductions take one dim, return I32).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<GpuStorage> {
-        if self.dtype == DType::Bool {
+        let count: usize = dims
+            .iter()
+            .map(|&d| layout.shape.get(d).copied().unwrap_or(1))
+            .product();
+        self.reduce_divided(layout, op, dims, count)
+    }
+
+    /// [`GpuStorage::reduce`], a mean dividing its sums by `divisor` (the elements it
+    /// averages, which the second pass of a split mean no longer sees).
+    fn reduce_divided(
+        &self,
+        layout: &Layout,
+        op: ReduceOp,
+        dims: &[usize],
+        divisor: usize,
+    ) -> Result<GpuStorage> {
+        let integer_mean = op == ReduceOp::Mean && !self.dtype.is_float();
+        if self.dtype == DType::Bool || integer_mean {
             return Err(unsupported(op.name(), self.dtype, &self.device));
         }
         check_view(op.name(), layout, self.len)?;
@@ -157,6 +186,10 @@ impl GpuStorage {
         let outputs: usize = kept.iter().map(|&d| layout.shape[d]).product();
         let out_dtype = if op.is_arg() { DType::I32 } else { self.dtype };
         if count == 0 && !dims.is_empty() {
+            if op == ReduceOp::Mean {
+                // 0 / 0, as in PyTorch.
+                return GpuStorage::full(&self.device, outputs, out_dtype, f64::NAN);
+            }
             if op != ReduceOp::Sum {
                 return Err(Error::InvalidShape {
                     op: op.name(),
@@ -170,8 +203,10 @@ impl GpuStorage {
         // Few outputs with many elements each: split each output over several workgroups and
         // reduce the partial results in a second pass. Only where partials lose nothing (f16
         // partial sums would be rounded to f16; arg reductions need their indices).
-        let splittable =
-            matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min) && self.dtype != DType::F16;
+        let splittable = matches!(
+            op,
+            ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min
+        ) && self.dtype != DType::F16;
         let chunks = reduce_chunks(splittable, outputs, count);
         let lanes = lanes_per_output(chunks, count);
         let out = GpuStorage::allocate(&self.device, op.name(), outputs * chunks, out_dtype)?;
@@ -202,6 +237,7 @@ impl GpuStorage {
             chunks: word(chunks)?,
             chunk_length: word(count.div_ceil(chunks))?,
             lanes: word(lanes)?,
+            divisor: word(divisor.max(1))?,
         };
         let mut params = Params::with_header(&header, 2 * layout.rank());
         for value in kept_shape
@@ -216,9 +252,14 @@ impl GpuStorage {
         let context: &GpuContext = self.device.context();
         let workgroups = u32::try_from((outputs * chunks).div_ceil(256 / lanes))
             .map_err(|_| Error::invalid(op.name(), "too many outputs"))?;
+        // A split mean's chunks hold partial sums; the second pass divides.
+        let first_op = match (op, chunks > 1) {
+            (ReduceOp::Mean, true) => ReduceOp::Sum,
+            _ => op,
+        };
         let key = KernelKey::Reduce {
             dtype: self.dtype,
-            op,
+            op: first_op,
         };
         context.dispatch(
             &key,
@@ -227,7 +268,7 @@ impl GpuStorage {
             context.grid(workgroups),
         )?;
         if chunks > 1 {
-            return out.reduce(&Layout::contiguous(&[outputs, chunks]), op, &[1]);
+            return out.reduce_divided(&Layout::contiguous(&[outputs, chunks]), op, &[1], divisor);
         }
         Ok(out)
     }

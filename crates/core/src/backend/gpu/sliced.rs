@@ -101,6 +101,11 @@ impl<'a, const N: usize> Plan<'a, N> {
         }
     }
 
+    /// Whether the slices' results will be folded (a reduction over the sliced dim).
+    pub(crate) fn folds(&self) -> bool {
+        matches!(self.combine, Combine::Fold(_)) && self.needed()
+    }
+
     /// Whether slicing is needed: an operand in pieces, or an output above one binding.
     fn needed(&self) -> bool {
         let device = self.operands[0].0.device();
@@ -305,7 +310,8 @@ pub(crate) fn reduction<'a>(
         Combine::Concatenate
     } else {
         match op {
-            ReduceOp::Sum => Combine::Fold(BinaryOp::Add),
+            // A mean's slices are summed and divided once (`GpuStorage`'s `reduce`, contract.rs).
+            ReduceOp::Sum | ReduceOp::Mean => Combine::Fold(BinaryOp::Add),
             ReduceOp::Max => Combine::Fold(BinaryOp::Maximum),
             ReduceOp::Min => Combine::Fold(BinaryOp::Minimum),
             ReduceOp::ArgMax | ReduceOp::ArgMin => {
