@@ -508,31 +508,18 @@ impl GpuStorage {
         let context = device.context();
         // (log-sum-exp, D) per row.
         let statistics = GpuStorage::allocate(device, OP, 2 * shape.rows(), DType::F32)?;
-        let query_grad = GpuStorage::allocate(device, OP, shape.query_numel(), dtype)?;
-        // The cooperative query kernel computes D itself and writes the statistics: it runs
-        // first, and the delta kernel only where it did not run.
-        let query_first = query_with_delta(
-            device,
-            (self, key, value, grad_output),
-            (output, logsumexp, &statistics),
-            bias,
-            &query_grad,
-            shape,
+        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Delta)?;
+        context.dispatch(
+            &kernel,
+            params.words(),
+            &[
+                output.raw()?,
+                grad_output.raw()?,
+                logsumexp.raw()?,
+                statistics.raw()?,
+            ],
+            grid(shape.query_length, shape),
         )?;
-        if !query_first {
-            let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Delta)?;
-            context.dispatch(
-                &kernel,
-                params.words(),
-                &[
-                    output.raw()?,
-                    grad_output.raw()?,
-                    logsumexp.raw()?,
-                    statistics.raw()?,
-                ],
-                grid(shape.query_length, shape),
-            )?;
-        }
         let key_value_grad =
             GpuStorage::allocate(device, OP, shape.key_numel() + shape.value_numel(), dtype)?;
         let mut bindings = vec![
@@ -545,50 +532,12 @@ impl GpuStorage {
         bindings.extend(bias.map(GpuStorage::raw).transpose()?);
         bindings.push(key_value_grad.raw()?);
         gradient_pass(device, dtype, shape, AttentionPass::KeyValue, &bindings)?;
-        if !query_first {
-            bindings.pop();
-            bindings.push(query_grad.raw()?);
-            gradient_pass(device, dtype, shape, AttentionPass::Query, &bindings)?;
-        }
+        let query_grad = GpuStorage::allocate(device, OP, shape.query_numel(), dtype)?;
+        bindings.pop();
+        bindings.push(query_grad.raw()?);
+        gradient_pass(device, dtype, shape, AttentionPass::Query, &bindings)?;
         Ok((query_grad, key_value_grad))
     }
-}
-
-/// The cooperative query kernel, which also computes each row's `D` and writes the
-/// statistics (`attention_coop_backward_source.rs`): `Ok(false)` where it does not run (no
-/// tensor cores for this call, or the driver refused it), and the delta and query passes then
-/// run as separate kernels.
-fn query_with_delta(
-    device: &GpuDevice,
-    (query, key, value, grad_output): (&GpuStorage, &GpuStorage, &GpuStorage, &GpuStorage),
-    (output, logsumexp, statistics): (&GpuStorage, &GpuStorage, &GpuStorage),
-    bias: Option<&GpuStorage>,
-    query_grad: &GpuStorage,
-    shape: &AttentionShape,
-) -> Result<bool> {
-    use super::attention_coop_backward::{backward_key, run_backward, CoopBackwardPass};
-    let dtype = query.dtype();
-    let Some(coop) = backward_key(device, dtype, shape, CoopBackwardPass::Query) else {
-        return Ok(false);
-    };
-    let (params, _) = prepare(device, dtype, shape, AttentionPass::Query)?;
-    let mut bindings = vec![
-        query.raw()?,
-        key.raw()?,
-        value.raw()?,
-        grad_output.raw()?,
-        output.raw()?,
-        logsumexp.raw()?,
-        statistics.raw()?,
-    ];
-    bindings.extend(bias.map(GpuStorage::raw).transpose()?);
-    bindings.push(query_grad.raw()?);
-    // Its bindings and the parameters' must fit the device's storage buffers per stage.
-    let limit = device.context().limits.max_storage_buffers_per_shader_stage as usize;
-    if bindings.len() + 1 > limit {
-        return Ok(false);
-    }
-    run_backward(device, coop, params.words(), &bindings, shape)
 }
 
 /// Record the key-value or the query pass of the backward: on tensor cores where they apply

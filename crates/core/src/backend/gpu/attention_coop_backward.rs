@@ -1,10 +1,8 @@
 //! The fused attention backward on cooperative matrices (tensor cores), for f16: the key of its
 //! two kernels ([`CoopBackward`], WGSL in `attention_coop_backward_source.rs`), which calls
-//! they cover and their launch. `attention.rs`'s backward launcher runs the query kernel
-//! first: it also computes each query row's `D = rowsum(dO ∘ O)` and writes the `(lse, D)`
-//! pairs the key-value pass reads (its bindings add the output and the log-sum-exp). Where it
-//! does not run, the scalar delta kernel does, then the key-value and the query pass, each on
-//! these kernels or its scalar one (the key-value kernel takes the scalar kernel's bindings).
+//! they cover and their launch. `attention.rs`'s backward launcher runs the scalar delta
+//! kernel, then tries these for the key-value and the query pass (each falls back to its
+//! scalar kernel on its own): same bindings, parameters and outputs.
 //!
 //! They run where the cooperative forward runs (`attention_coop.rs`: usable 16x16x16
 //! f16 x f16 -> f32 tensor cores, `ANYGRAD_COOP_ATTENTION` not `off`, no earlier refusal by

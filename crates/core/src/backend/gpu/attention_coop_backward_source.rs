@@ -1,11 +1,9 @@
 //! The WGSL generator of the fused attention backward on cooperative matrices (tensor cores):
 //! the key-value kernel (dK, dV) and the query kernel (dQ) of FlashAttention-2's split (WGSL
 //! has no float atomics, so each kernel owns its output rows). `attention_coop_backward.rs`
-//! holds their key, the selection and the launcher. Same math, parameters, row statistics
-//! (`(lse, D)` pairs) and outputs as the scalar key-value and query passes
-//! (`attention_source.rs`); the key-value kernel takes the scalar one's bindings, so either
-//! may run; the query kernel computes the pairs itself (binding the output and log-sum-exp
-//! instead), so it replaces the scalar delta kernel too.
+//! holds their key, the selection and the launcher. Same math, bindings, parameters, row
+//! statistics (`(lse, D)` pairs from the scalar delta kernel) and outputs as the scalar
+//! key-value and query passes (`attention_source.rs`), so either kernel of a pass may run.
 //!
 //! Tile design, shared by both kernels (spelled as in the forward, `attention_coop_source.rs`):
 //! a workgroup of `G` subgroups (four; two where the device's workgroup memory does not hold
@@ -16,9 +14,6 @@
 //! dO, or K and V), staged alike. Per tile, each subgroup computes, with the block operand as
 //! the row-major A fragment and the tile operand read column-major as B (`coopLoad`: a
 //! transposed operand without a copy):
-//! 0. once, in the query kernel: each row's `D = rowsum(dO ∘ O)` from the staged dO block
-//!    and the output rows, written with the row's log-sum-exp as the `(lse, D)` pair the
-//!    key-value kernel reads (the scalar delta kernel's work, `attention_source.rs`);
 //! 1. scores and their gradients, 16 x 32 each: `Sᵀ = K Qᵀ`, `dPᵀ = V dOᵀ` (key-value
 //!    kernel) or `S = Q Kᵀ`, `dP = dO Vᵀ` (query kernel);
 //! 2. through the subgroup's 16 x 32 f32 scratch (first the scores, then their gradients, a
@@ -198,18 +193,8 @@ pub(crate) fn backward_source(key: &CoopBackward) -> String {
         ("key_data", "vec4<f16>", false),
         ("value_data", "vec4<f16>", false),
         ("grad_data", "vec4<f16>", false),
+        ("statistics_data", "vec2<f32>", false),
     ];
-    if key_value {
-        names.push(("statistics_data", "vec2<f32>", false));
-    } else {
-        // The query kernel computes its rows' D itself and writes the (lse, D) pairs the
-        // key-value kernel reads.
-        names.extend([
-            ("output_data", "vec4<f16>", false),
-            ("logsumexp_data", "f32", false),
-            ("statistics_data", "vec2<f32>", true),
-        ]);
-    }
     if key.key_bias {
         names.push(("key_bias_data", "f32", false));
     }
@@ -354,7 +339,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let _ = writeln!(w, "    let row_visible = row < key_length;");
         }
     } else {
-        row_delta(&mut w, &layout, dv);
+        let _ = writeln!(
+            w,
+            "    let row_statistics = statistics_data[head * length + min(row, length - 1u)];"
+        );
     }
     let outputs: Vec<(String, u32)> = if key_value {
         (0..d / 16)
@@ -658,45 +646,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     epilogue(&mut w, &spell, key, &outputs);
     w.push_str("}\n");
     w
-}
-
-/// The query kernel's `row_statistics`: its row's log-sum-exp and `D = rowsum(dO ∘ O)`, the
-/// pair of lanes of a row each summing half of the `dv` columns (dO from the staged block, O
-/// from memory) and meeting in the scratch, written out for the key-value kernel (what the
-/// scalar delta kernel of `attention_source.rs` computes, in f32 from the same f16 values).
-fn row_delta(w: &mut String, layout: &Layout, dv: u32) {
-    let half = dv / 2;
-    let _ = writeln!(
-        w,
-        "    let own_row = head * length + min(row, length - 1u);
-    // The block's dO rows are staged.
-    workgroupBarrier();
-    var half_delta = 0.0;"
-    );
-    for i in 0..half / 4 {
-        let _ = writeln!(
-            w,
-            "    {{
-        let at = {}u + my_row * {}u + lane_half * {half}u + {}u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * {}u + lane_half * {}u + {i}u]));
-    }}",
-            layout.block_second,
-            layout.second_row,
-            4 * i,
-            dv / 4,
-            half / 4,
-        );
-    }
-    let _ = writeln!(
-        w,
-        "    scratch[lane_scratch + lane_half] = half_delta;
-    workgroupBarrier();
-    let row_statistics = vec2<f32>(logsumexp_data[own_row], scratch[lane_scratch] + scratch[lane_scratch + 1u]);
-    if (lane_half == 0u && row < length) {{
-        statistics_data[own_row] = row_statistics;
-    }}"
-    );
 }
 
 /// Write the accumulators `outputs` (name, 16-column group) as f16 through the scratch, two

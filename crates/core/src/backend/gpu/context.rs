@@ -79,12 +79,6 @@ pub(crate) const MAX_ROW_WORKGROUPS: u32 = 65535;
 /// `dispatches_per_submit` (an idle GPU otherwise waited for a whole submission's recording).
 const FIRST_SUBMIT_DISPATCHES: u32 = 4;
 
-/// Most buffers one dispatch binds besides its parameters: a fused kernel's 6 inputs and its
-/// output, or the cooperative attention query kernel's 8 operands and its output
-/// (`attention.rs`, which checks the device's per-stage storage-buffer limit first).
-pub(crate) const MAX_BINDINGS: usize = 9;
-const _: () = assert!(MAX_BINDINGS > fusion::MAX_LEAVES);
-
 /// A compiled kernel and the layout of its bind group 0.
 pub(crate) struct CachedPipeline {
     pipeline: wgpu::ComputePipeline,
@@ -602,8 +596,9 @@ impl GpuContext {
                 recording.params[offset + INDEX_SLOT_WORD] = slot as u32;
             }
         }
-        // At most params and MAX_BINDINGS buffers: keep the entries on the stack.
-        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; 1 + MAX_BINDINGS] = Default::default();
+        // At most params + 6 inputs + 1 output (fused kernels): keep the entries on the stack.
+        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; 2 + fusion::MAX_LEAVES] =
+            Default::default();
         entries[0] = Some(wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {

@@ -24,11 +24,9 @@ struct AttentionParams {
 @group(0) @binding(2) var<storage, read> key_data: array<vec4<f16>>;
 @group(0) @binding(3) var<storage, read> value_data: array<vec4<f16>>;
 @group(0) @binding(4) var<storage, read> grad_data: array<vec4<f16>>;
-@group(0) @binding(5) var<storage, read> output_data: array<vec4<f16>>;
-@group(0) @binding(6) var<storage, read> logsumexp_data: array<f32>;
-@group(0) @binding(7) var<storage, read_write> statistics_data: array<vec2<f32>>;
-@group(0) @binding(8) var<storage, read> key_bias_data: array<f32>;
-@group(0) @binding(9) var<storage, read_write> query_grad_data: array<vec4<f16>>;
+@group(0) @binding(5) var<storage, read> statistics_data: array<vec2<f32>>;
+@group(0) @binding(6) var<storage, read> key_bias_data: array<f32>;
+@group(0) @binding(7) var<storage, read_write> query_grad_data: array<vec4<f16>>;
 // Q [64][72] at 0, dO [64][72] at 4608, K [32][72] at 9216, V [32][72] at 11520, dS [64][40] at 13824.
 var<workgroup> tiles: array<f16, 16384>;
 // One 16 x 40 f32 tile per subgroup (scores, then their gradients; the epilogue).
@@ -340,56 +338,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             }
         }
     }
-    let own_row = head * length + min(row, length - 1u);
-    // The block's dO rows are staged.
-    workgroupBarrier();
-    var half_delta = 0.0;
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 0u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 0u]));
-    }
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 4u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 1u]));
-    }
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 8u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 2u]));
-    }
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 12u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 3u]));
-    }
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 16u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 4u]));
-    }
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 20u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 5u]));
-    }
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 24u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 6u]));
-    }
-    {
-        let at = 4608u + my_row * 72u + lane_half * 32u + 28u;
-        let staged = vec4<f32>(f32(tiles[at]), f32(tiles[at + 1u]), f32(tiles[at + 2u]), f32(tiles[at + 3u]));
-        half_delta += dot(staged, vec4<f32>(output_data[own_row * 16u + lane_half * 8u + 7u]));
-    }
-    scratch[lane_scratch + lane_half] = half_delta;
-    workgroupBarrier();
-    let row_statistics = vec2<f32>(logsumexp_data[own_row], scratch[lane_scratch] + scratch[lane_scratch + 1u]);
-    if (lane_half == 0u && row < length) {
-        statistics_data[own_row] = row_statistics;
-    }
+    let row_statistics = statistics_data[head * length + min(row, length - 1u)];
     var dq0 = array<vec4<f32>, 2>();
     var dq1 = array<vec4<f32>, 2>();
     var dq2 = array<vec4<f32>, 2>();
