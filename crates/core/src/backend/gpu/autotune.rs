@@ -113,6 +113,14 @@ thread_local! {
     /// Set while this thread runs timed candidates: a candidate that calls another tuned
     /// primitive not tuned yet runs that one's default instead of tuning inside a timed run.
     static MEASURING: Cell<bool> = const { Cell::new(false) };
+    /// Candidates this thread has timed (tests running in parallel share a device's tuner).
+    static MEASURED_HERE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many candidates this thread has timed, on any tuner.
+#[cfg(test)]
+pub(crate) fn measured_on_this_thread() -> u64 {
+    MEASURED_HERE.with(Cell::get)
 }
 
 /// The choices of one adapter (see the module header).
@@ -287,6 +295,7 @@ impl Autotuner {
         // it idle. As many rounds as fill about TARGET per candidate (REPEATS to MAX_REPEATS).
         let live = fastest.iter().filter(|time| time.is_some()).count() as u32;
         *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += u64::from(live);
+        MEASURED_HERE.with(|count| count.set(count.get() + u64::from(live)));
         let started = Instant::now();
         let mut rounds = 0;
         while rounds < MAX_REPEATS && (rounds < REPEATS || started.elapsed() < TARGET * live.max(1))

@@ -630,6 +630,7 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
+    use super::super::autotune::measured_on_this_thread;
     use super::super::conv_backward::WeightKernel;
     use super::super::GpuStorage;
     use crate::backend::cpu::CpuStorage;
@@ -681,13 +682,13 @@ mod tests {
             .matmul(&a_layout, &CpuStorage::F32(b.clone()), &b_layout)
             .unwrap();
         let (a, b) = (upload(&a), upload(&b));
-        let before = tuner.measured();
+        let before = measured_on_this_thread();
         assert_near(
             "matmul",
             &expected,
             &a.matmul(&a_layout, &b, &b_layout).unwrap(),
         );
-        let timed = tuner.measured() - before;
+        let timed = measured_on_this_thread() - before;
         assert!(timed >= 4, "{timed} matmul candidates timed");
         assert_near(
             "matmul again",
@@ -695,7 +696,7 @@ mod tests {
             &a.matmul(&a_layout, &b, &b_layout).unwrap(),
         );
         assert_eq!(
-            tuner.measured() - before,
+            measured_on_this_thread() - before,
             timed,
             "the choice was not reused"
         );
@@ -761,7 +762,7 @@ mod tests {
             }
         }
         assert!(
-            tuner.measured() - before > timed,
+            measured_on_this_thread() - before > timed,
             "no convolution candidate timed"
         );
         tuner.set_mode(AutotuneMode::Off);
