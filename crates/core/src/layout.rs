@@ -271,6 +271,16 @@ impl MemoryFormat {
         }
     }
 
+    /// The format of a tensor viewed through `layout`: channels-last where that layout is
+    /// dense channels-last and not also row-major (`Tensor::memory_format`), else contiguous.
+    pub fn of(layout: &Layout) -> MemoryFormat {
+        if MemoryFormat::ChannelsLast.holds(layout) && !MemoryFormat::Contiguous.holds(layout) {
+            MemoryFormat::ChannelsLast
+        } else {
+            MemoryFormat::Contiguous
+        }
+    }
+
     /// Whether `layout` is dense from offset 0 in this format (a tensor of 1x1 pixels or one
     /// channel is in both).
     pub fn holds(self, layout: &Layout) -> bool {

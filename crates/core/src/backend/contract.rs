@@ -223,7 +223,9 @@ pub(crate) trait BackendStorage: Sized {
     /// output and `grad` the output gradient (both of the output's shape, any strides; the
     /// three share one dtype). Each output's gradient goes to the first tap of its window, in
     /// row-major kernel order, whose input equals the output (NaN matching NaN), as PyTorch
-    /// routes ties. Returns contiguous `[n, c, h, w]`; no atomics: deterministic.
+    /// routes ties. Returns `[n, c, h, w]` dense in the input's memory format
+    /// (`MemoryFormat::of(layout)`: channels-last activations get a channels-last gradient);
+    /// no atomics: deterministic.
     fn max_pool2d_backward(
         &self,
         layout: &Layout,

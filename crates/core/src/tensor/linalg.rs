@@ -382,7 +382,13 @@ impl Tensor {
             grad.layout(),
             window,
         )?;
-        Ok(Tensor::from_storage(storage, self.shape(), None))
+        // Dense in the input's format (the primitive's contract).
+        let layout = self.memory_format().layout(self.shape());
+        Ok(Tensor::from_view(
+            Arc::new(RwLock::new(storage)),
+            layout,
+            None,
+        ))
     }
 
     /// Pad the last two dims of `[n, c, h, w]` with `fill` (a contiguous result).

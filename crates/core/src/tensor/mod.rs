@@ -218,12 +218,7 @@ impl Tensor {
     /// `suggest_memory_format`), [`MemoryFormat::Contiguous`] otherwise. The GPU's tensor-core
     /// convolutions return channels-last results; pooling keeps its input's format.
     pub fn memory_format(&self) -> MemoryFormat {
-        let layout = &self.0.layout;
-        if MemoryFormat::ChannelsLast.holds(layout) && !MemoryFormat::Contiguous.holds(layout) {
-            MemoryFormat::ChannelsLast
-        } else {
-            MemoryFormat::Contiguous
-        }
+        MemoryFormat::of(&self.0.layout)
     }
 
     pub(crate) fn storage(&self) -> RwLockReadGuard<'_, Storage> {

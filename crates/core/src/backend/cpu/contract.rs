@@ -194,7 +194,7 @@ impl BackendStorage for CpuStorage {
         grad_layout: &Layout,
         window: &Window,
     ) -> Result<Self> {
-        CpuStorage::max_pool2d_backward(
+        let out = CpuStorage::max_pool2d_backward(
             self,
             layout,
             output,
@@ -202,7 +202,8 @@ impl BackendStorage for CpuStorage {
             grad,
             grad_layout,
             window,
-        )
+        )?;
+        into_format(out, &layout.shape, MemoryFormat::of(layout))
     }
 
     fn copy_strided(&self, layout: &Layout) -> Result<Self> {

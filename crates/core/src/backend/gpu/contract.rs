@@ -433,7 +433,9 @@ impl BackendStorage for GpuStorage {
         grad_layout: &Layout,
         window: &Window,
     ) -> Result<Self> {
-        // Image slices: an image's input gradient needs only that image's operands.
+        // Image slices: an image's input gradient needs only that image's operands (each
+        // slice's gradient dense in the whole input's format: concatenated over images, it is).
+        let format = MemoryFormat::of(layout);
         Plan {
             op: "max_pool2d_backward",
             operands: [
@@ -447,7 +449,7 @@ impl BackendStorage for GpuStorage {
             nests: false,
         }
         .run(|[(x, lx), (y, ly), (g, lg)], _| {
-            GpuStorage::max_pool2d_backward(x, lx, y, ly, g, lg, window)
+            GpuStorage::max_pool2d_backward(x, lx, (y, ly), (g, lg), window, format)
         })
     }
 

@@ -29,6 +29,7 @@ use crate::geometry::{PoolShape, Window};
 use crate::layout::{Layout, MemoryFormat};
 
 mod channels_last;
+mod channels_last_backward;
 mod tiled;
 mod vectorized;
 
@@ -89,7 +90,15 @@ pub enum PoolPass {
     Gather,
     /// Both passes in one kernel, tiled, for one window (`pool/tiled.rs`).
     Tiled(FixedWindow),
+    /// The route over a channels-last output, 16 bytes of channels an invocation
+    /// (`pool/channels_last_backward.rs`).
+    ChannelsLastRoute,
+    /// The gather into a channels-last input gradient by those routes.
+    ChannelsLastGather,
 }
+
+/// The gathering gradients' window arithmetic.
+const WINDOW_RANGE: &str = include_str!("shaders/pool_window_range.wgsl");
 
 /// WGSL of `KernelKey::MaxPool2d` (the forward) or `KernelKey::MaxPool2dBackward` (`pass`).
 pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
@@ -106,8 +115,14 @@ pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
             text.push_str(include_str!("shaders/pool_common.wgsl"));
             text.push_str(include_str!("shaders/max_pool2d_route.wgsl"));
         }
-        PoolPass::Gather => text.push_str(include_str!("shaders/max_pool2d_backward.wgsl")),
+        PoolPass::Gather => {
+            text.push_str(WINDOW_RANGE);
+            text.push_str(include_str!("shaders/max_pool2d_backward.wgsl"));
+        }
         PoolPass::Tiled(window) => return tiled::backward_source(dtype, window),
+        PoolPass::ChannelsLastRoute | PoolPass::ChannelsLastGather => {
+            return channels_last_backward::source(dtype, pass)
+        }
     }
     text
 }
@@ -124,7 +139,13 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             dtype,
             window: Some(resnet),
         });
-        for pass in [PoolPass::Route, PoolPass::Gather, PoolPass::Tiled(resnet)] {
+        for pass in [
+            PoolPass::Route,
+            PoolPass::Gather,
+            PoolPass::Tiled(resnet),
+            PoolPass::ChannelsLastRoute,
+            PoolPass::ChannelsLastGather,
+        ] {
             keys.push(KernelKey::MaxPool2dBackward { dtype, pass });
         }
         for window in HalvingWindow::all() {
@@ -254,16 +275,16 @@ impl GpuStorage {
     }
 
     /// Max pooling's input gradient (`BackendStorage::max_pool2d_backward`): `self` is the
-    /// forward's input, `output` its output, `grad` the output gradient; a contiguous
-    /// `[n, c, h, w]`, gathered one invocation per input element.
+    /// forward's input, `output` its output, `grad` the output gradient; `[n, c, h, w]` dense
+    /// in `format`, gathered one invocation per input element (per 16-byte vector of channels
+    /// where input and output are channels-last: `pool/channels_last_backward.rs`).
     pub fn max_pool2d_backward(
         &self,
         layout: &Layout,
-        output: &GpuStorage,
-        output_layout: &Layout,
-        grad: &GpuStorage,
-        grad_layout: &Layout,
+        (output, output_layout): (&GpuStorage, &Layout),
+        (grad, grad_layout): (&GpuStorage, &Layout),
         window: &Window,
+        format: MemoryFormat,
     ) -> Result<GpuStorage> {
         const OP: &str = "max_pool2d_backward";
         if let Some(other) = [output.dtype, grad.dtype]
@@ -286,6 +307,12 @@ impl GpuStorage {
         check_view(OP, output_layout, output.len)?;
         check_view(OP, grad_layout, grad.len)?;
         let count: usize = shape.input_shape().iter().product();
+        if format == MemoryFormat::ChannelsLast
+            && channels_last_backward::plan(self.dtype, layout, output_layout, &shape)
+        {
+            let operands = [(self, layout), (output, output_layout), (grad, grad_layout)];
+            return channels_last_backward::dispatch(operands, &shape);
+        }
         let out = GpuStorage::allocate(&self.device, OP, count, self.dtype)?;
         if count == 0 {
             return Ok(out);
@@ -314,7 +341,7 @@ impl GpuStorage {
             };
             let buffers = [self.raw()?, output.raw()?, grad.raw()?, out.raw()?];
             tiled::dispatch(&self.device, (&key, &shape), header, &buffers, grid)?;
-            return Ok(out);
+            return into_format(out, &shape.input_shape(), format);
         }
         let params = Params::with_header(&header, 0);
         // Pass 1: each window's routed tap, over the output; pass 2: the gather over the input.
@@ -346,6 +373,6 @@ impl GpuStorage {
             &[route.raw()?, grad.raw()?, out.raw()?],
             count,
         )?;
-        Ok(out)
+        into_format(out, &shape.input_shape(), format)
     }
 }

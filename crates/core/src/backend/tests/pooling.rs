@@ -134,6 +134,10 @@ fn check_case(device: &Device, dtype: DType, shape: [usize; 4], window: &Window,
     let what = format!("{dtype} {shape:?} {window:?}");
     let expected_output = cpu_storage(&expected_output, dtype);
     let expected_grad = cpu_storage(&expected_grad, dtype);
+    // The input gradient is dense in the input's format (channels-last here, but for one
+    // channel): read back row-major.
+    let grad_view = MemoryFormat::of(&layout).layout(&[n, c, h, w]);
+    let row_major = |grad: Storage| grad.copy_strided(&grad_view).unwrap();
     let (rtol, atol) = tolerance(dtype);
     assert_close(
         &format!("{what} forward"),
@@ -142,6 +146,7 @@ fn check_case(device: &Device, dtype: DType, shape: [usize; 4], window: &Window,
         0.0,
         0.0,
     );
+    let cpu_grad_input = row_major(cpu_grad_input);
     assert_close(
         &format!("{what} gradient"),
         &expected_grad,
@@ -169,11 +174,10 @@ fn check_case(device: &Device, dtype: DType, shape: [usize; 4], window: &Window,
     }
     let input = to_gpu(&cpu_input, device);
     let grad = to_gpu(&cpu_grad, device);
-    let pooled = input
+    let pooled_last = input
         .max_pool2d(&layout, window, MemoryFormat::ChannelsLast)
-        .unwrap()
-        .copy_strided(&channels_last)
         .unwrap();
+    let pooled = pooled_last.copy_strided(&channels_last).unwrap();
     assert_close(
         &format!("{what} gpu channels-last forward"),
         &cpu_output,
@@ -204,7 +208,26 @@ fn check_case(device: &Device, dtype: DType, shape: [usize; 4], window: &Window,
     assert_close(
         &format!("{what} gpu gradient"),
         &cpu_grad_input,
-        &grad_input,
+        &row_major(grad_input),
+        rtol,
+        atol,
+    );
+    // From the channels-last pooled output: both operands channels-last, so whole vectors of
+    // channels take the channels-last kernels (`pool/channels_last_backward.rs`).
+    let grad_input = input
+        .max_pool2d_backward(
+            &layout,
+            &pooled_last,
+            &channels_last,
+            &grad,
+            &grad_layout,
+            window,
+        )
+        .unwrap();
+    assert_close(
+        &format!("{what} gpu gradient from the channels-last output"),
+        &cpu_grad_input,
+        &row_major(grad_input),
         rtol,
         atol,
     );

@@ -103,17 +103,8 @@ fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
 fn plane_base(plane: u32, offset: u32, stride_n: u32, stride_c: u32) -> u32 {
     return offset + (plane / params.channels) * stride_n + (plane % params.channels) * stride_c;
 }
-// max_pool2d_backward.wgsl — max pooling's input gradient as a gather, after
-// max_pool2d_route.wgsl: one invocation per element of the contiguous `[n, c, h, w]` input
-// gradient walks the windows that hold its pixel (at most 4 for a 3x3 window of stride 2, found
-// with two divisions per axis) and adds a window's gradient when the window's route names the
-// tap that reads this pixel. No atomics, so the sums do not depend on scheduling. The gradient is read through its strides;
-// the route is contiguous over the output.
-// params: PoolParams (pool.rs)
-@group(0) @binding(1) var<storage, read> route: array<u32>;
-@group(0) @binding(2) var<storage, read> grad: array<S>;
-@group(0) @binding(3) var<storage, read_write> grad_input: array<S>;
-
+// pool_window_range.wgsl — shared by max pooling's gathering gradients
+// (max_pool2d_backward.wgsl, pool/channels_last_backward.rs).
 // The first and last window along one axis whose taps can read padded position `shifted`
 // (position + padding): o * stride <= shifted <= o * stride + (kernel - 1) * dilation, within
 // the output. An empty range has first > last.
@@ -129,6 +120,16 @@ fn window_range(shifted: u32, stride: u32, dilation: u32, kernel: u32, outputs: 
     }
     return vec2<u32>(first, min(last, outputs - 1u));
 }
+// max_pool2d_backward.wgsl — max pooling's input gradient as a gather, after
+// max_pool2d_route.wgsl: one invocation per element of the contiguous `[n, c, h, w]` input
+// gradient walks the windows that hold its pixel (at most 4 for a 3x3 window of stride 2, found
+// with two divisions per axis) and adds a window's gradient when the window's route names the
+// tap that reads this pixel. No atomics, so the sums do not depend on scheduling. The gradient is read through its strides;
+// the route is contiguous over the output. `window_range`: shaders/pool_window_range.wgsl.
+// params: PoolParams (pool.rs)
+@group(0) @binding(1) var<storage, read> route: array<u32>;
+@group(0) @binding(2) var<storage, read> grad: array<S>;
+@group(0) @binding(3) var<storage, read_write> grad_input: array<S>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,

@@ -85,7 +85,7 @@ kernel_params! {
 
 /// Channels per 16-byte vector of `dtype`: 8 for F16, 4 for F32; `None` for the dtypes the
 /// kernel does not pool.
-fn lanes(dtype: DType) -> Option<usize> {
+pub(super) fn lanes(dtype: DType) -> Option<usize> {
     match dtype {
         DType::F16 => Some(8),
         DType::F32 => Some(4),

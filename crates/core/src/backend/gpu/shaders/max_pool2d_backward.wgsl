@@ -3,27 +3,11 @@
 // gradient walks the windows that hold its pixel (at most 4 for a 3x3 window of stride 2, found
 // with two divisions per axis) and adds a window's gradient when the window's route names the
 // tap that reads this pixel. No atomics, so the sums do not depend on scheduling. The gradient is read through its strides;
-// the route is contiguous over the output.
+// the route is contiguous over the output. `window_range`: shaders/pool_window_range.wgsl.
 // params: PoolParams (pool.rs)
 @group(0) @binding(1) var<storage, read> route: array<u32>;
 @group(0) @binding(2) var<storage, read> grad: array<S>;
 @group(0) @binding(3) var<storage, read_write> grad_input: array<S>;
-
-// The first and last window along one axis whose taps can read padded position `shifted`
-// (position + padding): o * stride <= shifted <= o * stride + (kernel - 1) * dilation, within
-// the output. An empty range has first > last.
-fn window_range(shifted: u32, stride: u32, dilation: u32, kernel: u32, outputs: u32) -> vec2<u32> {
-    let span = (kernel - 1u) * dilation;
-    var first = 0u;
-    if (shifted > span) {
-        first = (shifted - span + stride - 1u) / stride;
-    }
-    let last = shifted / stride;
-    if (outputs == 0u || first >= outputs || first > last) {
-        return vec2<u32>(1u, 0u);
-    }
-    return vec2<u32>(first, min(last, outputs - 1u));
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
