@@ -488,7 +488,13 @@ impl Module for RMSNorm {
             DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::EPSILON as f64,
         });
         let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
-        let mean_square = x.square()?.mean(&dims, true)?;
+        // A sum, then the division: under autocast the sum runs in f32 (the mean would keep
+        // f16, as PyTorch's `mean` does), so the statistic is not rounded to f16.
+        let count: usize = x.shape()[x.rank() - k..].iter().product();
+        let mean_square = x
+            .square()?
+            .sum(&dims, true)?
+            .div_scalar(count.max(1) as f64)?;
         let normalized = x.mul(&mean_square.add_scalar(eps)?.rsqrt()?)?;
         match &self.weight {
             Some(weight) => normalized.mul(&weight.tensor()),
