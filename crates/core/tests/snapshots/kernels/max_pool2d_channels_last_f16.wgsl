@@ -69,6 +69,12 @@ struct ChannelsLastPoolParams {
     dilation_h: u32,
     dilation_w: u32,
     input_offset: u32,
+    output_offset: u32,
+    grad_offset: u32,
+    grad_stride_n: u32,
+    grad_stride_c: u32,
+    grad_stride_h: u32,
+    grad_stride_w: u32,
 }
 @group(0) @binding(0) var<storage, read> params: ChannelsLastPoolParams;
 // common.wgsl — included by anygrad's kernels after the generated header that defines the

@@ -60,7 +60,8 @@ impl UnrolledTaps {
 }
 
 kernel_params! {
-    /// Parameters of the channels-last max pooling forward (`pool/channels_last.rs`).
+    /// Parameters of the channels-last max pooling forward (`pool/channels_last.rs`) and
+    /// gradient (`pool/channels_last_backward.rs`).
     struct ChannelsLastPoolParams {
         /// Invocations that write: output pixels x vectors per pixel.
         count: u32,
@@ -80,6 +81,15 @@ kernel_params! {
         dilation_w: u32,
         /// The input view's offset, in vectors.
         input_offset: u32,
+        /// The gradient's passes only (`pool/channels_last_backward.rs`; 0 in the forward):
+        /// the pooled output view's offset in vectors, the output gradient's offset and
+        /// strides in elements.
+        output_offset: u32,
+        grad_offset: u32,
+        grad_stride_n: u32,
+        grad_stride_c: u32,
+        grad_stride_h: u32,
+        grad_stride_w: u32,
     }
 }
 
@@ -107,22 +117,18 @@ pub(super) fn plan(dtype: DType, layout: &Layout, shape: &PoolShape) -> bool {
         && shape.channels.is_multiple_of(lanes)
 }
 
-/// Record the channels-last forward of `input` (the view `layout`, which [`plan`] accepted)
-/// into `output`, dense channels-last.
-pub(super) fn dispatch(
-    input: &GpuStorage,
-    layout: &Layout,
+/// The parameters of pooling `shape` over the input view `layout` in vectors of `lanes`
+/// channels, `count` invocations (the gradient's own fields 0).
+pub(super) fn window_params(
     shape: &PoolShape,
-    output: &GpuStorage,
-) -> Result<()> {
-    // `plan` accepted only dtypes with lanes; 4 keeps this total without a panic.
-    let lanes = lanes(input.dtype).unwrap_or(4);
-    let channel_vectors = shape.channels / lanes;
-    let count = shape.batch * shape.output.0 * shape.output.1 * channel_vectors;
+    layout: &Layout,
+    lanes: usize,
+    count: usize,
+) -> Result<ChannelsLastPoolParams> {
     let window = &shape.window;
-    let header = ChannelsLastPoolParams {
+    Ok(ChannelsLastPoolParams {
         count: word(count)?,
-        channel_vectors: word(channel_vectors)?,
+        channel_vectors: word(shape.channels / lanes)?,
         height: word(shape.input.0)?,
         width: word(shape.input.1)?,
         out_height: word(shape.output.0)?,
@@ -136,12 +142,28 @@ pub(super) fn dispatch(
         dilation_h: word(window.dilation.0)?,
         dilation_w: word(window.dilation.1)?,
         input_offset: word(layout.offset / lanes)?,
-    };
+        ..ChannelsLastPoolParams::default()
+    })
+}
+
+/// Record the channels-last forward of `input` (the view `layout`, which [`plan`] accepted)
+/// into `output`, dense channels-last.
+pub(super) fn dispatch(
+    input: &GpuStorage,
+    layout: &Layout,
+    shape: &PoolShape,
+    output: &GpuStorage,
+) -> Result<()> {
+    // `plan` accepted only dtypes with lanes; 4 keeps this total without a panic.
+    let lanes = lanes(input.dtype).unwrap_or(4);
+    let channel_vectors = shape.channels / lanes;
+    let count = shape.batch * shape.output.0 * shape.output.1 * channel_vectors;
+    let header = window_params(shape, layout, lanes, count)?;
     GpuStorage::launch(
         &input.device,
         &KernelKey::MaxPool2dChannelsLast {
             dtype: input.dtype,
-            taps: UnrolledTaps::of(window.kernel),
+            taps: UnrolledTaps::of(shape.window.kernel),
         },
         &Params::with_header(&header, 0),
         &[input.raw()?, output.raw()?],

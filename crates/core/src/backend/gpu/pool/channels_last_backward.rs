@@ -19,10 +19,10 @@
 //! and output dense channels-last from offsets of whole vectors, channels a multiple of the
 //! lanes, fewer than 255 taps.
 
-use super::channels_last::lanes;
+use super::channels_last::{lanes, window_params, ChannelsLastPoolParams};
 use super::{PoolPass, WINDOW_RANGE};
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::params::{word, KernelParams, Params};
 use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::gpu::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
@@ -30,38 +30,6 @@ use crate::error::Result;
 use crate::geometry::PoolShape;
 use crate::layout::Layout;
 use std::fmt::Write;
-
-kernel_params! {
-    /// Parameters of both channels-last gradient passes.
-    struct ChannelsLastPoolGradParams {
-        /// Invocations that write: output vectors (route) or input vectors (gather).
-        count: u32,
-        /// 16-byte vectors per pixel: channels / lanes.
-        channel_vectors: u32,
-        height: u32,
-        width: u32,
-        out_height: u32,
-        out_width: u32,
-        kernel_h: u32,
-        kernel_w: u32,
-        stride_h: u32,
-        stride_w: u32,
-        padding_h: u32,
-        padding_w: u32,
-        dilation_h: u32,
-        dilation_w: u32,
-        /// The input view's offset, in vectors.
-        input_offset: u32,
-        /// The pooled output view's offset, in vectors.
-        output_offset: u32,
-        /// The output gradient's offset and strides, in elements.
-        grad_offset: u32,
-        grad_stride_n: u32,
-        grad_stride_c: u32,
-        grad_stride_h: u32,
-        grad_stride_w: u32,
-    }
-}
 
 /// Whether `layout` is dense channels-last (`[n, h, w, c]` in memory) from an offset of whole
 /// vectors of `lanes` channels.
@@ -105,30 +73,15 @@ pub(super) fn dispatch(
     if pixels == 0 || shape.channels == 0 {
         return Ok(out);
     }
-    let window = &shape.window;
     let strides = &grad_layout.strides;
-    let header = ChannelsLastPoolGradParams {
-        count: word(pixels * channel_vectors)?,
-        channel_vectors: word(channel_vectors)?,
-        height: word(shape.input.0)?,
-        width: word(shape.input.1)?,
-        out_height: word(shape.output.0)?,
-        out_width: word(shape.output.1)?,
-        kernel_h: word(window.kernel.0)?,
-        kernel_w: word(window.kernel.1)?,
-        stride_h: word(window.stride.0)?,
-        stride_w: word(window.stride.1)?,
-        padding_h: word(window.padding.0)?,
-        padding_w: word(window.padding.1)?,
-        dilation_h: word(window.dilation.0)?,
-        dilation_w: word(window.dilation.1)?,
-        input_offset: word(layout.offset / lanes)?,
+    let header = ChannelsLastPoolParams {
         output_offset: word(output_layout.offset / lanes)?,
         grad_offset: word(grad_layout.offset)?,
         grad_stride_n: word(strides[0])?,
         grad_stride_c: word(strides[1])?,
         grad_stride_h: word(strides[2])?,
         grad_stride_w: word(strides[3])?,
+        ..window_params(shape, layout, lanes, pixels * channel_vectors)?
     };
     // One tap byte per channel, four to a word (at least one word: an empty pooling output
     // still binds a buffer).
@@ -141,7 +94,7 @@ pub(super) fn dispatch(
                 pass: PoolPass::ChannelsLastRoute,
             },
             &Params::with_header(
-                &ChannelsLastPoolGradParams {
+                &ChannelsLastPoolParams {
                     count: word(windows)?,
                     ..header
                 },
@@ -184,7 +137,7 @@ pub(super) fn source(dtype: DType, pass: PoolPass) -> String {
         }
     };
     let mut text = value_header(dtype);
-    text.push_str(ChannelsLastPoolGradParams::WGSL);
+    text.push_str(ChannelsLastPoolParams::WGSL);
     text.push_str(COMMON);
     let _ = writeln!(
         text,
