@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, IntegerElement, PARALLEL_THRESHOLD};
 use crate::backend::checks::{check_reduce_dims, check_view};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::ReduceOp;
@@ -129,6 +130,11 @@ fn reduce_integer<T: IntegerElement>(
     })
 }
 
+/// An integer reduction's result, or the refusal of the one it has none for (a mean).
+fn integer<T>(result: Option<CpuResult<T>>, op: ReduceOp, dtype: DType) -> Result<CpuResult<T>> {
+    result.ok_or_else(|| unsupported_dtype(op.name(), dtype))
+}
+
 enum CpuResult<T> {
     Values(Vec<T>),
     Indices(Vec<i32>),
@@ -164,23 +170,20 @@ impl CpuStorage {
             CpuStorage::F16(v) => wrap_reduce!(reduce_float(v, &bases, &offsets, op), F16),
             CpuStorage::F64(v) => wrap_reduce!(reduce_float(v, &bases, &offsets, op), F64),
             CpuStorage::I32(v) => {
-                let result = reduce_integer(v, &bases, &offsets, op);
                 wrap_reduce!(
-                    result.ok_or_else(|| unsupported_dtype(op.name(), self.dtype()))?,
+                    integer(reduce_integer(v, &bases, &offsets, op), op, self.dtype())?,
                     I32
                 )
             }
             CpuStorage::U32(v) => {
-                let result = reduce_integer(v, &bases, &offsets, op);
                 wrap_reduce!(
-                    result.ok_or_else(|| unsupported_dtype(op.name(), self.dtype()))?,
+                    integer(reduce_integer(v, &bases, &offsets, op), op, self.dtype())?,
                     U32
                 )
             }
             CpuStorage::U8(v) => {
-                let result = reduce_integer(v, &bases, &offsets, op);
                 wrap_reduce!(
-                    result.ok_or_else(|| unsupported_dtype(op.name(), self.dtype()))?,
+                    integer(reduce_integer(v, &bases, &offsets, op), op, self.dtype())?,
                     U8
                 )
             }

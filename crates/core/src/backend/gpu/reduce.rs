@@ -147,21 +147,18 @@ fn lanes_per_output(chunks: usize, count: usize) -> usize {
 impl GpuStorage {
     /// Reduce over `dims` (keepdim-shaped output; arg reductions take one dim, return I32).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<GpuStorage> {
-        let count: usize = dims
-            .iter()
-            .map(|&d| layout.shape.get(d).copied().unwrap_or(1))
-            .product();
-        self.reduce_divided(layout, op, dims, count)
+        self.reduce_divided(layout, op, dims, None)
     }
 
-    /// [`GpuStorage::reduce`], a mean dividing its sums by `divisor` (the elements it
-    /// averages, which the second pass of a split mean no longer sees).
+    /// [`GpuStorage::reduce`], a mean dividing its sums by `divisor` where given (the
+    /// elements it averages, which the second pass of a split mean no longer sees), else by
+    /// the elements each output reduces.
     fn reduce_divided(
         &self,
         layout: &Layout,
         op: ReduceOp,
         dims: &[usize],
-        divisor: usize,
+        divisor: Option<usize>,
     ) -> Result<GpuStorage> {
         let integer_mean = op == ReduceOp::Mean && !self.dtype.is_float();
         if self.dtype == DType::Bool || integer_mean {
@@ -237,7 +234,7 @@ impl GpuStorage {
             chunks: word(chunks)?,
             chunk_length: word(count.div_ceil(chunks))?,
             lanes: word(lanes)?,
-            divisor: word(divisor.max(1))?,
+            divisor: word(divisor.unwrap_or(count).max(1))?,
         };
         let mut params = Params::with_header(&header, 2 * layout.rank());
         for value in kept_shape
@@ -268,7 +265,8 @@ impl GpuStorage {
             context.grid(workgroups),
         )?;
         if chunks > 1 {
-            return out.reduce_divided(&Layout::contiguous(&[outputs, chunks]), op, &[1], divisor);
+            let partials = Layout::contiguous(&[outputs, chunks]);
+            return out.reduce_divided(&partials, op, &[1], Some(divisor.unwrap_or(count)));
         }
         Ok(out)
     }
