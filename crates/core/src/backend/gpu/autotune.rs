@@ -12,9 +12,10 @@
 //!   a file that cannot be written is reported once (tracing) and otherwise ignored.
 //! - Timing: each candidate runs once (pipeline creation, warm-up; a tuned primitive it calls,
 //!   such as the batched GEMM of a Winograd convolution, is tuned here) and the device settles;
-//!   then each run is timed on its own, from recording until the device has finished it (runs
-//!   recorded back to back would overlap on the device, hiding a kernel that leaves most of it
-//!   idle), in rounds of one run of each candidate, [`REPEATS`] rounds at least and as many
+//!   then each run is timed on its own (runs recorded back to back would overlap on the
+//!   device, hiding a kernel that leaves most of it idle): on the device's clock where it has
+//!   one ([`TuningClock`]; timestamp queries, from the first kernel's start to the last one's
+//!   end), else from recording until the device has finished it, in rounds of one run of each candidate, [`REPEATS`] rounds at least and as many
 //!   as fill [`TARGET`] per candidate (at most [`MAX_REPEATS`]). A candidate's fastest run is
 //!   its cost (a GPU in a slower phase slows the runs of every candidate in those rounds
 //!   alike). A candidate that returns an error is skipped. Every
@@ -46,6 +47,24 @@ pub(crate) const MAX_REPEATS: u32 = 200;
 /// How long the timed runs of one candidate should take (the rounds last this times the
 /// number of candidates).
 pub(crate) const TARGET: Duration = Duration::from_millis(5);
+
+/// What the tuner needs from a device: waiting for it and, where it has one, its own clock.
+pub(crate) trait TuningClock {
+    /// Wait until the device has finished all recorded work.
+    fn settle(&self) -> Result<()>;
+
+    /// Start timing the work recorded from now on with the device's clock; false where it
+    /// cannot (then the tuner times from recording until [`TuningClock::settle`] returns).
+    fn start(&self) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Stop timing (waits for the device): the device time of the work recorded since a
+    /// successful [`TuningClock::start`] (`None`: no kernel ran).
+    fn stop(&self) -> Result<Option<Duration>> {
+        Ok(None)
+    }
+}
 
 /// The mode `ANYGRAD_AUTOTUNE` names; unset (or unknown, with a warning): on, except on a
 /// software adapter.
@@ -210,7 +229,7 @@ impl Autotuner {
     /// Run the best of `count` candidates: `run(i)` runs candidate `i` (0 is the fixed
     /// heuristic's choice); `describe` gives the shape key and the candidates' names, and is
     /// only called when tuning is on (the hot path with the tuner off formats nothing);
-    /// `settle` waits until the device has finished all recorded work. A single candidate:
+    /// `clock` waits for the device and times the runs. A single candidate:
     /// candidate 0; else a forced candidate (`ANYGRAD_AUTOTUNE_FORCE`); else, when off,
     /// candidate 0; else a known choice; else, for a nested call inside a timed run,
     /// candidate 0 (nested primitives tune during the outer candidate's untimed warm-up run).
@@ -218,7 +237,7 @@ impl Autotuner {
         &self,
         count: usize,
         describe: impl FnOnce() -> (String, Vec<String>),
-        settle: &dyn Fn() -> Result<()>,
+        clock: &dyn TuningClock,
         mut run: impl FnMut(usize) -> Result<T>,
     ) -> Result<T> {
         let off = self.mode() == AutotuneMode::Off;
@@ -245,7 +264,7 @@ impl Autotuner {
             return run(0);
         }
         MEASURING.with(|flag| flag.set(true));
-        let timed = self.measure(count, settle, &mut run);
+        let timed = self.measure(count, clock, &mut run);
         MEASURING.with(|flag| flag.set(false));
         let (chosen, times) = timed?;
         // `ANYGRAD_LOG=anygrad_core=debug` prints what every candidate took.
@@ -275,10 +294,10 @@ impl Autotuner {
     fn measure<T>(
         &self,
         count: usize,
-        settle: &dyn Fn() -> Result<()>,
+        clock: &dyn TuningClock,
         run: &mut impl FnMut(usize) -> Result<T>,
     ) -> Result<(usize, Vec<Option<Duration>>)> {
-        settle()?;
+        clock.settle()?;
         // The untimed warm-up runs may tune the primitives a candidate calls (a Winograd
         // convolution's batched GEMM): its timed runs then use their tuned kernels, as every
         // later call will.
@@ -288,7 +307,7 @@ impl Autotuner {
             let warm_up = run(index);
             MEASURING.with(|flag| flag.set(true));
             fastest.push(warm_up.is_ok().then_some(Duration::MAX));
-            settle()?;
+            clock.settle()?;
         }
         // Each run is timed on its own, from record to finished: back-to-back runs of
         // independent work would overlap on the device and hide a kernel that leaves most of
@@ -303,9 +322,13 @@ impl Autotuner {
             for (index, time) in fastest.iter_mut().enumerate() {
                 let Some(best) = time else { continue };
                 let begun = Instant::now();
+                let on_device = clock.start()?;
                 let failed = run(index).is_err();
-                settle()?;
-                let elapsed = begun.elapsed();
+                let device_time = if on_device { clock.stop()? } else { None };
+                if !on_device {
+                    clock.settle()?;
+                }
+                let elapsed = device_time.unwrap_or_else(|| begun.elapsed());
                 *time = if failed {
                     None
                 } else {
@@ -369,14 +392,21 @@ fn write_file(path: &Path, contents: &CacheFile) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{AutotuneMode, Autotuner};
+    use super::{AutotuneMode, Autotuner, TuningClock};
     use crate::error::{Error, Result};
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
     use std::time::Duration;
 
-    fn settle() -> Result<()> {
-        Ok(())
+    /// A device without a clock of its own: the tuner times on the host.
+    struct HostClock;
+
+    impl TuningClock for HostClock {
+        fn settle(&self) -> Result<()> {
+            Ok(())
+        }
     }
+
+    const SETTLE: HostClock = HostClock;
 
     fn names(names: &[&str]) -> Vec<String> {
         names.iter().map(|name| name.to_string()).collect()
@@ -390,7 +420,7 @@ mod tests {
             .pick(
                 3,
                 || (key.to_string(), names(&["slow", "fast", "broken"])),
-                &settle,
+                &SETTLE,
                 |index| {
                     ran.borrow_mut().push(index);
                     match index {
@@ -468,7 +498,7 @@ mod tests {
             .insert("conv".into(), "gone".into());
         assert!(tune(&tuner, "conv").1.len() > 1);
         let ran = tuner
-            .pick(1, || ("single".into(), names(&["only"])), &settle, Ok)
+            .pick(1, || ("single".into(), names(&["only"])), &SETTLE, Ok)
             .unwrap();
         assert_eq!(ran, 0);
         assert_eq!(tuner.measured(), 2);
@@ -485,7 +515,7 @@ mod tests {
             .pick(
                 2,
                 || ("outer".to_string(), names(&["a", "b"])),
-                &settle,
+                &SETTLE,
                 |index| {
                     let (inner, ran) = tune(&tuner, "inner");
                     inner_runs.borrow_mut().push((index, inner, ran.len()));
@@ -505,5 +535,62 @@ mod tests {
             "{runs:?}"
         );
         assert_eq!(tuner.measured(), 4);
+    }
+
+    /// A device with its own clock: what it reports decides, not the host's time (here
+    /// candidate 0 sleeps on the host, as a submission's latency would, but its kernels are
+    /// the fastest on the device); a run that records no kernel is timed on the host.
+    #[test]
+    fn the_device_clock_decides_where_there_is_one() {
+        struct DeviceClock {
+            /// The candidate that ran last and whether the clock is running.
+            last: Cell<usize>,
+            running: Cell<bool>,
+        }
+        impl TuningClock for DeviceClock {
+            fn settle(&self) -> Result<()> {
+                Ok(())
+            }
+            fn start(&self) -> Result<bool> {
+                assert!(!self.running.replace(true), "started twice");
+                Ok(true)
+            }
+            fn stop(&self) -> Result<Option<Duration>> {
+                assert!(self.running.replace(false), "stopped without a start");
+                Ok(match self.last.get() {
+                    0 => Some(Duration::from_micros(10)),
+                    1 => Some(Duration::from_micros(30)),
+                    _ => None,
+                })
+            }
+        }
+        let clock = DeviceClock {
+            last: Cell::new(usize::MAX),
+            running: Cell::new(false),
+        };
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        let chosen = tuner
+            .pick(
+                3,
+                || {
+                    (
+                        "device".to_string(),
+                        names(&["slow host", "fast host", "no kernel"]),
+                    )
+                },
+                &clock,
+                |index| {
+                    clock.last.set(index);
+                    // "no kernel" is timed on the host: its 1 ms loses to the device times.
+                    if index != 1 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Ok(index)
+                },
+            )
+            .unwrap();
+        assert_eq!(chosen, 0);
+        assert!(!clock.running.get());
+        assert_eq!(tuner.measured(), 3);
     }
 }

@@ -97,11 +97,12 @@ fn pick(
         (key, names)
     };
     let context = storage.device.context();
-    context
-        .autotune
-        .pick(choices.len(), describe, &|| context.settle(), |index| {
-            run(choices[index])
-        })
+    context.autotune.pick(
+        choices.len(),
+        describe,
+        context,
+        |index| run(choices[index]),
+    )
 }
 
 /// The forward pass's patch-kernel candidates: the blocks that compute this convolution.

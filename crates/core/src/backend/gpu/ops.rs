@@ -312,7 +312,7 @@ impl GpuStorage {
         let context = self.device.context();
         context
             .autotune
-            .pick(choices.len(), describe, &|| context.settle(), |index| {
+            .pick(choices.len(), describe, context, |index| {
                 self.matmul_choice(layout, rhs, rhs_layout, choices[index])
             })
     }

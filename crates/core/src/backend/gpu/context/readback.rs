@@ -58,6 +58,28 @@ impl GpuContext {
     /// The index flags travel with the same submission; when this thread's index kernels saw
     /// an out-of-range index, the result is `Error::InvalidArgument` naming the op.
     pub(crate) fn read_bytes(&self, source: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        self.copy_to_host(source, bytes, true)
+    }
+
+    /// [`GpuContext::read_bytes`] that leaves the index flags for the next readback (the
+    /// autotuner's timestamps: a bad index recorded before a tuned op stays reported by the
+    /// user's next read, not by the op the tuner happened to time).
+    pub(super) fn read_bytes_leaving_flags(
+        &self,
+        source: &wgpu::Buffer,
+        bytes: u64,
+    ) -> Result<Vec<u8>> {
+        self.copy_to_host(source, bytes, false)
+    }
+
+    /// Copy `bytes` bytes of `source` to the host; with `check_flags`, the index flags travel
+    /// along and are checked.
+    fn copy_to_host(
+        &self,
+        source: &wgpu::Buffer,
+        bytes: u64,
+        check_flags: bool,
+    ) -> Result<Vec<u8>> {
         self.ensure_alive()?;
         if bytes == 0 {
             return Ok(Vec::new());
@@ -77,14 +99,18 @@ impl GpuContext {
             recording
                 .encoder(&self.device)
                 .copy_buffer_to_buffer(source, 0, &staging, 0, padded);
-            self.queue_flag_copy_locked(&mut recording);
+            if check_flags {
+                self.queue_flag_copy_locked(&mut recording);
+            }
             self.flush_locked(&mut recording)?;
             recording.submissions
         };
         let mapped = self.map_and_read(&staging);
         staging.destroy();
         let mut data = mapped?;
-        self.check_index_errors(submitted)?;
+        if check_flags {
+            self.check_index_errors(submitted)?;
+        }
         data.truncate(bytes as usize);
         Ok(data)
     }

@@ -6,8 +6,10 @@
 //! each kernel, without the submit and readback latency a host timer would include.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::GpuContext;
+use crate::backend::gpu::autotune::TuningClock;
 use crate::backend::gpu_facts::OpTiming;
 use crate::error::Result;
 
@@ -59,9 +61,23 @@ impl GpuContext {
     /// Start timing the ops recorded from now on with GPU timestamps (the profiler). Returns
     /// false when the adapter cannot write timestamps.
     pub(crate) fn begin_timed_op(&self) -> Result<bool> {
+        self.start_timer(true)
+    }
+
+    /// Stop timing: the op's GPU time and its kernels' (`None` when the op recorded no
+    /// compute pass). Waits for the GPU.
+    pub(crate) fn end_timed_op(&self) -> Result<Option<OpTiming>> {
+        self.stop_timer(true)
+    }
+
+    /// Start timing (see [`GpuContext::begin_timed_op`]); without `replace`, false (and
+    /// nothing changed) while another timing is running: the autotuner does not take over
+    /// the profiler's.
+    fn start_timer(&self, replace: bool) -> Result<bool> {
         if !self.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Ok(false);
         }
+
         let query_set = {
             let mut slot = self.timestamps.lock().unwrap_or_else(|p| p.into_inner());
             Arc::clone(slot.get_or_insert_with(|| {
@@ -73,6 +89,9 @@ impl GpuContext {
             }))
         };
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        if !replace && recording.timing.is_some() {
+            return Ok(false);
+        }
         self.drain_locked(&mut recording)?;
         recording.pass = None;
         recording.timing = Some(OpTimer {
@@ -82,9 +101,9 @@ impl GpuContext {
         Ok(true)
     }
 
-    /// Stop timing: the op's GPU time and its kernels' (`None` when the op recorded no
-    /// compute pass). Waits for the GPU.
-    pub(crate) fn end_timed_op(&self) -> Result<Option<OpTiming>> {
+    /// Stop timing (waits for the GPU); with `check_flags`, the readback reports index
+    /// errors as every readback does, else it leaves them for the next one.
+    fn stop_timer(&self, check_flags: bool) -> Result<Option<OpTiming>> {
         let resolved = {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
             self.drain_locked(&mut recording)?;
@@ -120,7 +139,12 @@ impl GpuContext {
         let Some((resolve, size, kernels)) = resolved else {
             return Ok(None);
         };
-        let bytes = self.read_bytes(&resolve, size)?;
+        let bytes = if check_flags {
+            self.read_bytes(&resolve, size)
+        } else {
+            self.read_bytes_leaving_flags(&resolve, size)
+        };
+        let bytes = bytes?;
         resolve.destroy();
         // Query `q`'s clock: query 1 at byte 0, query `q >= 2` at `KERNELS_AT + 8 (q - 2)`.
         let tick = |query: usize| {
@@ -152,5 +176,24 @@ impl GpuContext {
             device_us: span(tick(2), end),
             kernels,
         }))
+    }
+}
+
+/// The autotuner times candidates on the GPU's clock where it can: the time from a candidate's
+/// first kernel starting to its last ending, without the ~350 µs of submission and wake-up a
+/// host timer adds on the H200 (docs/PERFORMANCE.md), which hid differences of 10-15 µs.
+impl TuningClock for GpuContext {
+    fn settle(&self) -> Result<()> {
+        GpuContext::settle(self)
+    }
+
+    fn start(&self) -> Result<bool> {
+        self.start_timer(false)
+    }
+
+    fn stop(&self) -> Result<Option<Duration>> {
+        Ok(self
+            .stop_timer(false)?
+            .map(|timing| Duration::from_secs_f64(timing.device_us.max(0.0) / 1e6)))
     }
 }
