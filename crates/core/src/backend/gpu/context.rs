@@ -174,6 +174,10 @@ pub(crate) struct GpuContext {
     lost_message: Arc<Mutex<String>>,
     /// Two timestamp queries for the profiler, created on first use.
     timestamps: Mutex<Option<Arc<wgpu::QuerySet>>>,
+    /// The prefetch kernel's write-never outputs (`prefetch.rs`), created on first use, and
+    /// the next one to bind.
+    prefetch_sinks: std::sync::OnceLock<Vec<wgpu::Buffer>>,
+    prefetch_next: std::sync::atomic::AtomicUsize,
     /// Elementwise ops deferred for fusion, and the kernels they became.
     fused_ops: AtomicU64,
     fused_kernels: AtomicU64,
@@ -190,6 +194,10 @@ impl std::fmt::Debug for GpuContext {
             .finish()
     }
 }
+
+/// Prefetch sinks in rotation (`GpuContext::prefetch_sink`). Where one submission records more
+/// prefetches than this, some share a sink and wait on a barrier: slower, never wrong.
+const PREFETCH_SINKS: usize = 64;
 
 impl GpuContext {
     /// Open a device on adapter `ordinal`: request every useful feature it has and its best
@@ -301,6 +309,8 @@ impl GpuContext {
             lost,
             lost_message,
             timestamps: Mutex::new(None),
+            prefetch_sinks: std::sync::OnceLock::new(),
+            prefetch_next: std::sync::atomic::AtomicUsize::new(0),
             fused_ops: AtomicU64::new(0),
             fused_kernels: AtomicU64::new(0),
             coop,
@@ -685,6 +695,28 @@ impl GpuContext {
             });
         }
         Ok(())
+    }
+
+    /// An output buffer for the next prefetch kernel (`prefetch.rs`): bound for writing, never
+    /// written. They rotate through [`PREFETCH_SINKS`] buffers: wgpu puts a barrier before a
+    /// dispatch that binds for writing a buffer an earlier dispatch of the same submission
+    /// wrote, and a barrier waits for every kernel before it; with a sink of its own, a
+    /// prefetch runs alongside the kernel before it.
+    pub(crate) fn prefetch_sink(&self) -> &wgpu::Buffer {
+        let sinks = self.prefetch_sinks.get_or_init(|| {
+            (0..PREFETCH_SINKS)
+                .map(|_| {
+                    self.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("anygrad prefetch sink"),
+                        size: 16,
+                        usage: wgpu::BufferUsages::STORAGE,
+                        mapped_at_creation: false,
+                    })
+                })
+                .collect()
+        });
+        let next = self.prefetch_next.fetch_add(1, Ordering::Relaxed);
+        &sinks[next % sinks.len()]
     }
 
     /// Flush and wait until the GPU has finished everything submitted, leaving index-error

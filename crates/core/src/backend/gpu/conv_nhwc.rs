@@ -702,6 +702,7 @@ impl GpuStorage {
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
         let grid = (grid_columns as u32, grid_rows as u32, 1);
         let kernel = KernelKey::ConvNhwc(key);
+        super::prefetch::prefetch(weight)?;
         let recorded = dispatch_counted(input, (&kernel, emulated), words, &buffers, grid)?;
         Ok(recorded.then_some(out))
     }

@@ -24,6 +24,7 @@ pub const INDEX_DTYPES: [DType; 3] = [DType::I32, DType::U32, DType::U8];
 pub fn all_kernel_sources() -> Vec<(String, String)> {
     let mut keys = Vec::new();
     super::fill::catalogue(&mut keys);
+    super::prefetch::catalogue(&mut keys);
     for dtype in GPU_DTYPES {
         super::elementwise::catalogue(&mut keys, dtype, &GPU_DTYPES);
         super::random::catalogue(&mut keys, dtype);

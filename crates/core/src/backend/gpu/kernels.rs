@@ -6,6 +6,7 @@
 //! | family | module |
 //! |---|---|
 //! | `Fill` | `fill.rs` |
+//! | `Prefetch` | `prefetch.rs` |
 //! | `Random` | `random.rs` |
 //! | `Unary`, `Binary`, `BinaryScalar`, `Where`, `Copy` | `elementwise.rs` (vec4 bodies: `vector.rs`) |
 //! | `Reduce` | `reduce.rs` |
@@ -51,6 +52,8 @@ pub use super::elementwise::Access;
 pub enum KernelKey {
     /// Write a 32-bit pattern into every word.
     Fill,
+    /// Read a buffer into the L2 cache ahead of the kernel that needs it.
+    Prefetch,
     /// Counter-based uniform (`normal = false`) or normal draws.
     Random { dtype: DType, normal: bool },
     /// Elementwise unary op.
@@ -291,7 +294,10 @@ impl KernelKey {
             | KernelKey::MaxPool2dVectorized { .. }
             // The channels-last max pooling clamps its reads and writes only below its count
             // (`pool/channels_last.rs`).
-            | KernelKey::MaxPool2dChannelsLast { .. } => true,
+            | KernelKey::MaxPool2dChannelsLast { .. }
+            // The prefetch reads only vectors below its count, which the launcher takes from
+            // the buffer's length (`prefetch.rs`).
+            | KernelKey::Prefetch => true,
             KernelKey::Unary { access, .. }
             | KernelKey::Binary { access, .. }
             | KernelKey::BinaryScalar { access, .. }
@@ -367,6 +373,7 @@ impl KernelKey {
             | KernelKey::Copy { .. }
             | KernelKey::Fused { .. }
             | KernelKey::Fill
+            | KernelKey::Prefetch
             | KernelKey::Random { .. }
             | KernelKey::Where { .. }
             | KernelKey::Reduce { .. }
@@ -392,6 +399,7 @@ impl KernelKey {
     pub fn uses_f16(&self) -> bool {
         match self {
             KernelKey::Fill
+            | KernelKey::Prefetch
             | KernelKey::Custom { .. }
             | KernelKey::SortRows { .. }
             | KernelKey::SortGlobal { .. }
@@ -460,6 +468,7 @@ impl KernelKey {
             KernelKey::AttentionCoop(key) => return key.source(),
             KernelKey::AttentionCoopBackward(key) => return key.source(),
             KernelKey::Fill => super::fill::source(),
+            KernelKey::Prefetch => super::prefetch::source(),
             KernelKey::Rows(key) => key.source(),
             KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
             KernelKey::CopyTranspose { dtype, paired } => {

@@ -67,6 +67,7 @@ mod params;
 mod parts;
 mod pending_read;
 mod pool;
+mod prefetch;
 mod random;
 mod reduce;
 mod rows;

@@ -386,6 +386,7 @@ impl GpuStorage {
             grid_z as u32,
         );
         let kernel = KernelKey::ConvPatch(key);
+        crate::backend::gpu::prefetch::prefetch(weight)?;
         let recorded = dispatch_counted(input, (&kernel, emulated), words, &buffers, grid)?;
         Ok(recorded.then_some(out))
     }
