@@ -41,6 +41,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::optimizer_step::catalogue(&mut keys, dtype);
         super::batch_norm::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
+        super::matmul_dot::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
         super::attention::catalogue(&mut keys, dtype);
     }

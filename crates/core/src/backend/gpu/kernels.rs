@@ -12,6 +12,7 @@
 //! | `Reduce` | `reduce.rs` |
 //! | `Matmul` | `matmul.rs` (the primitive choosing among the matmuls: `ops.rs`) |
 //! | `MatmulLarge` | `matmul_large.rs` |
+//! | `MatmulDot` | `matmul_dot.rs` |
 //! | `MatmulCoop` | `matmul_coop.rs` |
 //! | `Conv2d` | `conv.rs` (shared tiles and params: `conv_gemm.rs`) |
 //! | `Conv2dBackwardInput`, `Conv2dBackwardWeight`, `Conv2dSplitSum` | `conv_backward.rs` |
@@ -95,6 +96,9 @@ pub enum KernelKey {
     /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`); `aligned`: the
     /// vec4, double-buffered variant for shapes and layouts that pass `aligned_applies`.
     MatmulLarge { dtype: DType, aligned: bool },
+    /// F16 or F32 product of operands contiguous along k, one dot product per output
+    /// (`matmul_dot.rs`): small outputs such as a classifier head.
+    MatmulDot { dtype: DType },
     /// F16 batched matrix product on cooperative matrices (tensor cores), f32 accumulation
     /// (`matmul_coop.rs`); `emulated`: the same kernel with the cooperative-matrix operations
     /// written in plain WGSL (tests on devices without them).
@@ -265,6 +269,9 @@ impl KernelKey {
             KernelKey::Matmul { .. }
             | KernelKey::MatmulLarge { .. }
             | KernelKey::MatmulCoop { .. }
+            // The dot kernel reads rows below m, columns clamped below n and vectors below k
+            // of views the launcher checked (`matmul_dot.rs`, `GpuStorage::matmul_with`).
+            | KernelKey::MatmulDot { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::ConvNhwc(_)
             | KernelKey::ConvPatch(_)
@@ -372,6 +379,7 @@ impl KernelKey {
             | KernelKey::BinaryScalar { .. }
             | KernelKey::Copy { .. }
             | KernelKey::Fused { .. }
+            | KernelKey::MatmulDot { .. }
             | KernelKey::Fill
             | KernelKey::Prefetch
             | KernelKey::Random { .. }
@@ -422,6 +430,7 @@ impl KernelKey {
             | KernelKey::Reduce { dtype, .. }
             | KernelKey::Matmul { dtype, .. }
             | KernelKey::MatmulLarge { dtype, .. }
+            | KernelKey::MatmulDot { dtype }
             | KernelKey::Conv2d { dtype, .. }
             | KernelKey::Conv2dBackwardInput { dtype, .. }
             | KernelKey::Conv2dBackwardWeight { dtype, .. }
@@ -517,6 +526,7 @@ impl KernelKey {
             KernelKey::MatmulLarge { dtype, aligned } => {
                 super::matmul_large::source(*dtype, *aligned)
             }
+            KernelKey::MatmulDot { dtype } => super::matmul_dot::source(*dtype),
             KernelKey::MatmulCoop { variant, emulated } => {
                 super::matmul_coop::source_body(*variant, *emulated)
             }

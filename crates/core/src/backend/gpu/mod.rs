@@ -60,6 +60,7 @@ mod kernel_snapshots;
 mod kernels;
 mod matmul;
 mod matmul_coop;
+mod matmul_dot;
 mod matmul_large;
 mod ops;
 mod optimizer_step;

@@ -1,6 +1,6 @@
 //! What the compute primitives of `GpuStorage` share (operand checks), and the matmul
-//! primitive, which picks one of three kernel families (`matmul.rs`, `matmul_large.rs`,
-//! `matmul_coop.rs`). The other primitives live with their kernel family (`elementwise.rs`,
+//! primitive, which picks one of four kernel families (`matmul.rs`, `matmul_large.rs`,
+//! `matmul_coop.rs`, `matmul_dot.rs`). The other primitives live with their kernel family (`elementwise.rs`,
 //! `reduce.rs`, `indexing.rs`, `conv.rs`, `conv_backward.rs`, `custom.rs`); each checks its
 //! operands on the host, fills its family's params struct and records one dispatch; nothing
 //! waits for the GPU. Signatures follow `CpuStorage`'s (see the contract in `storage.rs`).
@@ -8,6 +8,7 @@
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
 use super::matmul_coop::COOP_TILE;
+use super::matmul_dot;
 use super::matmul_large::{
     aligned_applies, prefers_large_tile, split_k_factor, split_k_legal, LARGE_TILE,
 };
@@ -35,6 +36,8 @@ enum MatmulChoice {
     /// outputs: 16 workgroups) as this many k-slices on the 64 x 64 kernel, any strides,
     /// stored in f32 and added before one rounding to f16 (`matmul_split_k_partials`).
     SplitKPartials(usize),
+    /// One dot product per output over operands contiguous along k (`matmul_dot.rs`).
+    Dot,
 }
 
 impl MatmulChoice {
@@ -48,6 +51,7 @@ impl MatmulChoice {
             MatmulChoice::Dense(None) => "dense-tile128-aligned".into(),
             MatmulChoice::Dense(Some(split)) => format!("dense-split-k{split}"),
             MatmulChoice::SplitKPartials(split) => format!("tile64-split-k{split}"),
+            MatmulChoice::Dot => "dot".into(),
         }
     }
 }
@@ -292,6 +296,9 @@ impl GpuStorage {
                     .filter(|&split| split_k_partials_legal(self.dtype, layout, rhs_layout, split))
                     .map(MatmulChoice::SplitKPartials),
             );
+            if matmul_dot::applies(self.dtype, layout, rhs_layout) {
+                others.push(MatmulChoice::Dot);
+            }
             for choice in others {
                 if !choices.contains(&choice) {
                     choices.push(choice);
@@ -341,6 +348,9 @@ impl GpuStorage {
             MatmulChoice::SplitK(split) => self.matmul_split_k(layout, rhs, rhs_layout, split),
             MatmulChoice::SplitKPartials(split) => {
                 self.matmul_split_k_partials(layout, rhs, rhs_layout, split)
+            }
+            MatmulChoice::Dot => {
+                self.matmul_with(layout, rhs, rhs_layout, KernelKey::MatmulDot { dtype })
             }
             MatmulChoice::Dense(split) => {
                 let product =
@@ -444,6 +454,14 @@ impl GpuStorage {
                 ));
             }
         }
+        if let KernelKey::MatmulDot { .. } = key {
+            if !matmul_dot::applies(self.dtype, layout, rhs_layout) {
+                return Err(Error::invalid(
+                    "matmul",
+                    "the dot kernel needs F16 or F32 operands contiguous along k, at most 256 rows, and offsets, strides and k in whole 16-byte vectors",
+                ));
+            }
+        }
         // So do the cooperative-matrix kernels, which also need the device's support.
         if let KernelKey::MatmulCoop { variant, emulated } = key {
             let context = self.device.context();
@@ -481,6 +499,7 @@ impl GpuStorage {
         let (tile_m, tile_n) = match key {
             KernelKey::MatmulLarge { .. } => (LARGE_TILE, LARGE_TILE),
             KernelKey::MatmulCoop { variant, .. } => (COOP_TILE, variant.tile_n()),
+            KernelKey::MatmulDot { .. } => (matmul_dot::ROWS, matmul_dot::COLUMNS),
             _ => (64, 64),
         };
         let (tiles_n, tiles_m) = (n.div_ceil(tile_n), m.div_ceil(tile_m));
@@ -492,6 +511,10 @@ impl GpuStorage {
         }
         // The kernels loop over batches (grid-stride in z), so any batch count fits the grid.
         let grid = (tiles_n as u32, tiles_m as u32, batch.min(max) as u32);
+        if let KernelKey::MatmulDot { .. } = key {
+            // Its invocations step through B's rows in lock-step: from L2, not memory.
+            super::prefetch::prefetch(rhs)?;
+        }
         context.dispatch(
             &key,
             params.words(),
@@ -510,7 +533,7 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
-    use super::{split_k_partials_legal, MatmulChoice};
+    use super::{matmul_dot, split_k_partials_legal, MatmulChoice};
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::GpuStorage;
     use crate::backend::tests::support::gpu_device as gpu;
@@ -571,8 +594,8 @@ mod tests {
     }
 
     /// An F16 classifier's product (64 x 512 by a transposed 1000 x 512 weight, 16 tiles)
-    /// over k-slices with f32 partial products, every legal split, against the CPU's f32
-    /// product of the same f16 values: within one f16 rounding of the result.
+    /// over k-slices with f32 partial products, every legal split, and by the dot kernel,
+    /// against the CPU's f32 product of the same f16 values: within one f16 rounding.
     #[test]
     fn f16_split_k_partials_match_cpu() {
         let Some(device) = gpu() else { return };
@@ -609,8 +632,9 @@ mod tests {
             .collect();
         assert_eq!(splits, [2, 4, 8]);
         assert!(!split_k_partials_legal(DType::F32, &a_layout, &b_layout, 2));
-        for split in splits {
-            let choice = MatmulChoice::SplitKPartials(split);
+        assert!(matmul_dot::applies(DType::F16, &a_layout, &b_layout));
+        let choices = splits.into_iter().map(MatmulChoice::SplitKPartials);
+        for choice in choices.chain([MatmulChoice::Dot]) {
             let CpuStorage::F16(actual) = a
                 .matmul_choice(&a_layout, &b, &b_layout, choice)
                 .unwrap()
@@ -629,5 +653,61 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The dot kernel in f32 on awkward views: batches (one operand broadcast), offsets, a
+    /// padded row stride, k not a multiple of four vectors, odd n and m over one workgroup's
+    /// rows; and a view it must refuse (B not contiguous along k).
+    #[test]
+    fn dot_kernel_matches_cpu_on_views() {
+        let Some(device) = gpu() else { return };
+        let (batch, m, k, n) = (2usize, 70usize, 20usize, 13usize);
+        // A: [batch, m, k] inside rows of 24, at offset 8.
+        let a_layout = Layout {
+            shape: vec![batch, m, k],
+            strides: vec![m * 24, 24, 1],
+            offset: 8,
+        };
+        // B: the transpose of one [n, k] weight for both batches (batch stride 0), offset 4.
+        let b_layout = Layout {
+            shape: vec![batch, k, n],
+            strides: vec![0, 1, k],
+            offset: 4,
+        };
+        let a_values: Vec<f32> = (0..8 + batch * m * 24)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+            .collect();
+        let b_values: Vec<f32> = (0..4 + n * k)
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) / 24.0)
+            .collect();
+        let (a_cpu, b_cpu) = (CpuStorage::F32(a_values), CpuStorage::F32(b_values));
+        let CpuStorage::F32(expected) = a_cpu.matmul(&a_layout, &b_cpu, &b_layout).unwrap() else {
+            panic!("dtype changed")
+        };
+        let a = GpuStorage::from_cpu(&device, &a_cpu).unwrap();
+        let b = GpuStorage::from_cpu(&device, &b_cpu).unwrap();
+        assert!(matmul_dot::applies(DType::F32, &a_layout, &b_layout));
+        let CpuStorage::F32(actual) = a
+            .matmul_choice(&a_layout, &b, &b_layout, MatmulChoice::Dot)
+            .unwrap()
+            .to_cpu()
+            .unwrap()
+        else {
+            panic!("dtype changed")
+        };
+        assert_eq!(actual.len(), expected.len());
+        for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-4 * (1.0 + x.abs()),
+                "element {i}: {x} vs {y}"
+            );
+        }
+        // B row-major (not contiguous along k): refused, not computed wrong.
+        let b_row_major = Layout::contiguous(&[1, k, n]);
+        let a_one = Layout::contiguous(&[1, m, k]);
+        assert!(!matmul_dot::applies(DType::F32, &a_one, &b_row_major));
+        assert!(a
+            .matmul_choice(&a_one, &b, &b_row_major, MatmulChoice::Dot)
+            .is_err());
     }
 }

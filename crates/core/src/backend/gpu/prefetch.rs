@@ -8,7 +8,8 @@
 //! waits on device memory's latency. On an H200 the same kernels took 15-55 µs longer inside
 //! a ResNet-18 forward than when the tuner timed them with the weights cached
 //! (docs/PERFORMANCE.md). Streaming the weights once at full bandwidth beforehand costs a few
-//! µs and leaves them in L2 for the convolution.
+//! µs and leaves them in L2 for the convolution. The dot-product matmul (`matmul_dot.rs`,
+//! a classifier head) steps through its weight rows the same way and prefetches them too.
 
 use super::kernels::KernelKey;
 use super::params::{kernel_params, word, KernelParams, Params};
@@ -37,6 +38,10 @@ const PER_INVOCATION: usize = 4;
 /// for the rest, and the dispatch would cost more than it saves.
 pub(crate) const MIN_BYTES: usize = 256 * 1024;
 
+/// Buffers larger than this are not prefetched: they would not stay in L2 (50 MB on an
+/// H200) until the kernel reads them.
+pub(crate) const MAX_BYTES: usize = 32 * 1024 * 1024;
+
 /// The kernel's WGSL.
 pub(crate) fn source() -> String {
     [
@@ -52,11 +57,11 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
     keys.push(KernelKey::Prefetch);
 }
 
-/// Record a read of `storage` into the L2 cache where it is at least [`MIN_BYTES`] long
-/// (`ANYGRAD_PREFETCH=off` turns it off).
+/// Record a read of `storage` into the L2 cache where it is [`MIN_BYTES`] to [`MAX_BYTES`]
+/// long (`ANYGRAD_PREFETCH=off` turns it off).
 pub(crate) fn prefetch(storage: &GpuStorage) -> Result<()> {
     let bytes = storage.len * storage.dtype.size_in_bytes();
-    if bytes < MIN_BYTES || !enabled() {
+    if !(MIN_BYTES..=MAX_BYTES).contains(&bytes) || !enabled() {
         return Ok(());
     }
     let context = storage.device.context();

@@ -213,6 +213,27 @@ fn reductions_match_cpu() {
             1e-4,
         );
     }
+    // A channels-last [n, c, h, w] pooled over (h, w) with enough outputs that each is
+    // folded by one invocation (`reduce.rs`, `columnar`): every reduction against the CPU.
+    let (n, c, h, w) = (4usize, 2048usize, 3usize, 5usize);
+    let pooled = values(n * c * h * w, 11, 4.0);
+    let channels_last = Layout::contiguous(&[n, h, w, c]).permute(&[0, 3, 1, 2]);
+    for dtype in float_dtypes(&device) {
+        let cpu = cpu_storage(&pooled, dtype);
+        let on_gpu = to_gpu(&cpu, &device);
+        for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
+            let expected = cpu.reduce(&channels_last, op, &[2, 3]).unwrap();
+            let actual = on_gpu.reduce(&channels_last, op, &[2, 3]).unwrap();
+            let tolerance = if dtype == DType::F16 { 1e-2 } else { 1e-5 };
+            assert_close(
+                &format!("channels-last {} {dtype}", op.name()),
+                &expected,
+                &actual,
+                tolerance,
+                tolerance,
+            );
+        }
+    }
     // NaN propagates through max/min and wins argmax/argmin (first NaN).
     let nan_data = vec![1.0, f64::NAN, 5.0, f64::NAN, 2.0, 2.0];
     let cpu = cpu_storage(&nan_data, DType::F32);
