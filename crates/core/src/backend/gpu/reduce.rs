@@ -144,22 +144,6 @@ fn lanes_per_output(chunks: usize, count: usize) -> usize {
     count.div_ceil(4).next_power_of_two().clamp(1, 256)
 }
 
-/// Outputs at least, for [`columnar`] to fold each output by one invocation (32 workgroups).
-const COLUMNAR_OUTPUTS: usize = 8192;
-
-/// Whether each output is best folded by one invocation: many outputs, neighbouring outputs
-/// neighbours in memory (the last kept dim has stride 1) and an output's elements not (every
-/// reduced stride past 1) — a channels-last `[n, c, h, w]` averaged over `h, w`, ResNet's
-/// global pool. Lanes sharing an output would read elements a row apart, one memory sector
-/// each (an H200 took 16.5 µs for ResNet-18's 1.6 MB); one invocation per output reads its
-/// elements one after another while its neighbours read the adjacent channels alongside.
-fn columnar(outputs: usize, chunks: usize, kept_strides: &[usize], reduced: &[usize]) -> bool {
-    chunks == 1
-        && outputs >= COLUMNAR_OUTPUTS
-        && kept_strides.last() == Some(&1)
-        && reduced.iter().all(|&stride| stride > 1)
-}
-
 impl GpuStorage {
     /// Reduce over `dims` (keepdim-shaped output; arg reductions take one dim, return I32).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<GpuStorage> {
@@ -240,11 +224,7 @@ impl GpuStorage {
         } else {
             pairs(dims)
         };
-        let lanes = if columnar(outputs, chunks, &kept_strides, &reduced_strides) {
-            1
-        } else {
-            lanes_per_output(chunks, count)
-        };
+        let lanes = lanes_per_output(chunks, count);
         let header = ReduceParams {
             outputs: word(outputs)?,
             count: word(count)?,
@@ -294,19 +274,7 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
-    use super::{columnar, lanes_per_output, reduce_chunks};
-
-    #[test]
-    fn channels_last_pools_fold_one_output_per_invocation() {
-        // [64, 512, 7, 7] channels-last over (h, w): kept (n, c) strides [25088, 1], reduced
-        // (h, w) merged to stride 512.
-        assert!(columnar(64 * 512, 1, &[25_088, 1], &[512]));
-        // Row-major over (h, w): the elements are adjacent.
-        assert!(!columnar(64 * 512, 1, &[25_088, 49], &[1]));
-        // Few outputs (batch norm's channels) or a split reduction.
-        assert!(!columnar(64, 1, &[1], &[64]));
-        assert!(!columnar(64 * 512, 4, &[25_088, 1], &[512]));
-    }
+    use super::{lanes_per_output, reduce_chunks};
 
     #[test]
     fn short_reductions_share_a_workgroup() {

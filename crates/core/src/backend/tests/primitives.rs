@@ -213,8 +213,8 @@ fn reductions_match_cpu() {
             1e-4,
         );
     }
-    // A channels-last [n, c, h, w] pooled over (h, w) with enough outputs that each is
-    // folded by one invocation (`reduce.rs`, `columnar`): every reduction against the CPU.
+    // A channels-last [n, c, h, w] pooled over (h, w) (a global average pool's view, the
+    // reduced elements a row of channels apart): every reduction against the CPU.
     let (n, c, h, w) = (4usize, 2048usize, 3usize, 5usize);
     let pooled = values(n * c * h * w, 11, 4.0);
     let channels_last = Layout::contiguous(&[n, h, w, c]).permute(&[0, 3, 1, 2]);
