@@ -16,7 +16,7 @@
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
 use super::params::KernelParams;
-use super::wgsl::value_header;
+use super::wgsl::{value_header, vector_lanes};
 use crate::dtype::DType;
 use crate::layout::Layout;
 
@@ -30,20 +30,11 @@ pub(crate) const COLUMNS: usize = 8;
 /// GPU with the tiled kernels).
 const MAX_ROWS: usize = 256;
 
-/// Elements in one 16-byte vector of `dtype` (`None`: not a dtype of this kernel).
-fn lanes(dtype: DType) -> Option<usize> {
-    match dtype {
-        DType::F16 => Some(8),
-        DType::F32 => Some(4),
-        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => None,
-    }
-}
-
 /// Whether the kernel computes `a x b` (rank-3 views `[batch, m, k]`, `[batch, k, n]`): F16
 /// or F32, m at most [`MAX_ROWS`], both operands contiguous along k, and every offset and
 /// stride a whole number of 16-byte vectors (k too).
 pub(crate) fn applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
-    let Some(lanes) = lanes(dtype) else {
+    let Some(lanes) = vector_lanes(dtype) else {
         return false;
     };
     let (&[_, m, k], &[_, _, _]) = (a.shape.as_slice(), b.shape.as_slice()) else {
@@ -65,14 +56,14 @@ pub(crate) fn applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
 
 /// The catalogue entries (`kernel_catalog.rs`).
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
-    if lanes(dtype).is_some() {
+    if vector_lanes(dtype).is_some() {
         keys.push(KernelKey::MatmulDot { dtype });
     }
 }
 
 /// WGSL of `KernelKey::MatmulDot` for `dtype` (F16 or F32; after `enable f16;` for F16).
 pub(crate) fn source(dtype: DType) -> String {
-    let lanes = lanes(dtype).unwrap_or(4);
+    let lanes = vector_lanes(dtype).unwrap_or(4);
     // The products of one 16-byte vector of each operand, added to `sum`.
     let dot = match dtype {
         DType::F16 => {

@@ -541,6 +541,24 @@ mod tests {
     use crate::layout::Layout;
     use half::f16;
 
+    /// `a x b` by `choice`, read back as f32.
+    fn product(
+        (a, a_layout): (&GpuStorage, &Layout),
+        (b, b_layout): (&GpuStorage, &Layout),
+        choice: MatmulChoice,
+    ) -> Vec<f32> {
+        match a
+            .matmul_choice(a_layout, b, b_layout, choice)
+            .unwrap()
+            .to_cpu()
+            .unwrap()
+        {
+            CpuStorage::F32(values) => values,
+            CpuStorage::F16(values) => values.iter().map(|x| x.to_f32()).collect(),
+            other => panic!("{}: dtype changed to {:?}", choice.name(), other.dtype()),
+        }
+    }
+
     /// The dense-copy candidates on a weight gradient's shape (A a transposed view, B a
     /// column slice): the aligned kernel and split-K after the copies, against the CPU.
     #[test]
@@ -635,17 +653,9 @@ mod tests {
         assert!(matmul_dot::applies(DType::F16, &a_layout, &b_layout));
         let choices = splits.into_iter().map(MatmulChoice::SplitKPartials);
         for choice in choices.chain([MatmulChoice::Dot]) {
-            let CpuStorage::F16(actual) = a
-                .matmul_choice(&a_layout, &b, &b_layout, choice)
-                .unwrap()
-                .to_cpu()
-                .unwrap()
-            else {
-                panic!("dtype changed")
-            };
+            let actual = product((&a, &a_layout), (&b, &b_layout), choice);
             assert_eq!(actual.len(), expected.len());
             for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
-                let y = y.to_f32();
                 assert!(
                     (x - y).abs() <= 1e-3 * (1.0 + x.abs()),
                     "{}: element {i}: {x} vs {y}",
@@ -687,14 +697,7 @@ mod tests {
         let a = GpuStorage::from_cpu(&device, &a_cpu).unwrap();
         let b = GpuStorage::from_cpu(&device, &b_cpu).unwrap();
         assert!(matmul_dot::applies(DType::F32, &a_layout, &b_layout));
-        let CpuStorage::F32(actual) = a
-            .matmul_choice(&a_layout, &b, &b_layout, MatmulChoice::Dot)
-            .unwrap()
-            .to_cpu()
-            .unwrap()
-        else {
-            panic!("dtype changed")
-        };
+        let actual = product((&a, &a_layout), (&b, &b_layout), MatmulChoice::Dot);
         assert_eq!(actual.len(), expected.len());
         for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
             assert!(

@@ -54,6 +54,16 @@ pub(crate) fn gpu_element_size(dtype: DType) -> u64 {
     }
 }
 
+/// Elements of `dtype` in one 16-byte vector, for the kernels that move F16 and F32 data
+/// as `vec4<u32>`-sized vectors (8 and 4); `None` for the other dtypes.
+pub(crate) fn vector_lanes(dtype: DType) -> Option<usize> {
+    match dtype {
+        DType::F16 => Some(8),
+        DType::F32 => Some(4),
+        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => None,
+    }
+}
+
 pub(crate) fn compute_type(dtype: DType) -> &'static str {
     match class(dtype) {
         Class::Float => "f32",

@@ -22,7 +22,7 @@
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::gpu::wgsl::{value_header, COMMON};
+use crate::backend::gpu::wgsl::{value_header, vector_lanes, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::PoolShape;
@@ -93,21 +93,11 @@ kernel_params! {
     }
 }
 
-/// Channels per 16-byte vector of `dtype`: 8 for F16, 4 for F32; `None` for the dtypes the
-/// kernel does not pool.
-pub(super) fn lanes(dtype: DType) -> Option<usize> {
-    match dtype {
-        DType::F16 => Some(8),
-        DType::F32 => Some(4),
-        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => None,
-    }
-}
-
 /// Whether the kernel pools the view `layout` of `dtype` data: F16 or F32, the view dense
 /// channels-last (`[n, h, w, c]` in memory) from an offset of whole vectors, the channels a
 /// multiple of the lanes.
 pub(super) fn plan(dtype: DType, layout: &Layout, shape: &PoolShape) -> bool {
-    let Some(lanes) = lanes(dtype) else {
+    let Some(lanes) = vector_lanes(dtype) else {
         return false;
     };
     layout.rank() == 4
@@ -155,7 +145,7 @@ pub(super) fn dispatch(
     output: &GpuStorage,
 ) -> Result<()> {
     // `plan` accepted only dtypes with lanes; 4 keeps this total without a panic.
-    let lanes = lanes(input.dtype).unwrap_or(4);
+    let lanes = vector_lanes(input.dtype).unwrap_or(4);
     let channel_vectors = shape.channels / lanes;
     let count = shape.batch * shape.output.0 * shape.output.1 * channel_vectors;
     let header = window_params(shape, layout, lanes, count)?;
@@ -175,7 +165,7 @@ pub(super) fn dispatch(
 /// generated as F32's vectors of their storage type, never planned), its taps unrolled where
 /// `taps` is some.
 pub(crate) fn source(dtype: DType, taps: Option<UnrolledTaps>) -> String {
-    let lanes = lanes(dtype).unwrap_or(4);
+    let lanes = vector_lanes(dtype).unwrap_or(4);
     let (vector, lane): (&str, fn(usize) -> String) = match dtype {
         DType::F16 => ("mat2x4<S>", |l| format!("v[{}][{}]", l / 4, l % 4)),
         DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => {

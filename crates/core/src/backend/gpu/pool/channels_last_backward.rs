@@ -19,12 +19,12 @@
 //! and output dense channels-last from offsets of whole vectors, channels a multiple of the
 //! lanes, fewer than 255 taps.
 
-use super::channels_last::{lanes, window_params, ChannelsLastPoolParams};
+use super::channels_last::{window_params, ChannelsLastPoolParams};
 use super::{PoolPass, WINDOW_RANGE};
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::params::{word, KernelParams, Params};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::gpu::wgsl::{value_header, COMMON};
+use crate::backend::gpu::wgsl::{value_header, vector_lanes, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::PoolShape;
@@ -47,7 +47,7 @@ pub(super) fn plan(
     output_layout: &Layout,
     shape: &PoolShape,
 ) -> bool {
-    let Some(lanes) = lanes(dtype) else {
+    let Some(lanes) = vector_lanes(dtype) else {
         return false;
     };
     vectors_of(layout, lanes)
@@ -65,7 +65,7 @@ pub(super) fn dispatch(
 ) -> Result<GpuStorage> {
     const OP: &str = "max_pool2d_backward";
     // `plan` accepted only dtypes with lanes; 4 keeps this total without a panic.
-    let lanes = lanes(input.dtype).unwrap_or(4);
+    let lanes = vector_lanes(input.dtype).unwrap_or(4);
     let channel_vectors = shape.channels / lanes;
     let pixels = shape.batch * shape.input.0 * shape.input.1;
     let out = GpuStorage::allocate(&input.device, OP, pixels * shape.channels, input.dtype)?;
@@ -120,7 +120,7 @@ pub(super) fn dispatch(
 /// WGSL of one pass (`ChannelsLastRoute` or `ChannelsLastGather`; other passes are generated
 /// as the gather) for `dtype` (F16 or F32; other dtypes as F32's vectors, never planned).
 pub(super) fn source(dtype: DType, pass: PoolPass) -> String {
-    let lanes = lanes(dtype).unwrap_or(4);
+    let lanes = vector_lanes(dtype).unwrap_or(4);
     let words = lanes / 4;
     let (vector, lane): (&str, fn(&str, usize) -> String) = match dtype {
         DType::F16 => ("mat2x4<S>", |v, l| format!("{v}[{}][{}]", l / 4, l % 4)),

@@ -28,7 +28,7 @@
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::gpu::wgsl::{value_header, COMMON};
+use crate::backend::gpu::wgsl::{value_header, vector_lanes, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{PoolShape, Window};
@@ -107,16 +107,6 @@ impl HalvingWindow {
     }
 }
 
-/// Input columns per 16-byte vector of `dtype` (the kernel's lanes): 8 for F16, 4 for F32;
-/// `None` for the dtypes it does not pool.
-fn lanes(dtype: DType) -> Option<usize> {
-    match dtype {
-        DType::F16 => Some(8),
-        DType::F32 => Some(4),
-        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => None,
-    }
-}
-
 /// The window the vectorized kernel runs for pooling the view `layout` of `dtype` data
 /// (`shape` its checked geometry), or `None` where it does not apply. It applies when the
 /// window halves (`HalvingWindow::of`), the dtype is F16 or F32, the view is contiguous, its
@@ -125,7 +115,7 @@ fn lanes(dtype: DType) -> Option<usize> {
 /// with these windows).
 pub(super) fn plan(dtype: DType, layout: &Layout, shape: &PoolShape) -> Option<HalvingWindow> {
     let window = HalvingWindow::of(&shape.window)?;
-    let lanes = lanes(dtype)?;
+    let lanes = vector_lanes(dtype)?;
     let width = shape.input.1;
     let applies = layout.is_contiguous()
         && layout.offset.is_multiple_of(lanes)
@@ -151,7 +141,7 @@ pub(super) fn dispatch(
     output: &GpuStorage,
 ) -> Result<()> {
     // `plan` accepted only dtypes with lanes; 4 keeps this total without a panic.
-    let lanes = lanes(input.dtype).unwrap_or(4);
+    let lanes = vector_lanes(input.dtype).unwrap_or(4);
     let row_vectors = shape.input.1 / lanes;
     let count = shape.batch * shape.channels * shape.output.0 * row_vectors;
     let header = HalvingParams {
@@ -195,7 +185,7 @@ fn vector_types(dtype: DType) -> (&'static str, &'static str, fn(&str, usize) ->
 
 /// WGSL of `KernelKey::MaxPool2dVectorized` for `dtype` and `window`.
 pub(crate) fn source(dtype: DType, window: HalvingWindow) -> String {
-    let lanes = lanes(dtype).unwrap_or(4);
+    let lanes = vector_lanes(dtype).unwrap_or(4);
     let (input_type, output_type, lane) = vector_types(dtype);
     let (kernel_h, kernel_w) = window.kernel();
     let (padding_h, padding_w) = window.padding();
