@@ -41,17 +41,17 @@ pub(crate) fn applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
         return false;
     };
     let whole = |value: usize| value.is_multiple_of(lanes);
+    let (&[a_batch, a_row, 1], &[b_batch, 1, b_column]) =
+        (a.strides.as_slice(), b.strides.as_slice())
+    else {
+        return false;
+    };
     m <= MAX_ROWS
         && k > 0
         && whole(k)
-        && a.strides[2] == 1
-        && b.strides[1] == 1
         && whole(a.offset)
         && whole(b.offset)
-        && whole(a.strides[0])
-        && whole(a.strides[1])
-        && whole(b.strides[0])
-        && whole(b.strides[2])
+        && [a_batch, a_row, b_batch, b_column].into_iter().all(whole)
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
