@@ -253,6 +253,20 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
             compare(matmul(&cpu), matmul(&device), tolerance * 10.0),
             OP_BUG_HINT,
         );
+        // A classifier head's product (64 x 512 by a transposed 1000 x 512 weight): the
+        // autotuner's pick for that shape here (split-K slices or the dot kernel).
+        if let (Ok(features), Ok(weight)) = (
+            make(-1.0, 1.0, &[64, 512], 11),
+            make(-1.0, 1.0, &[1000, 512], 12),
+        ) {
+            let head =
+                |d: &Device| -> Result<Tensor> { on(&features, d)?.matmul(&on(&weight, d)?.t()?) };
+            push(
+                format!("matmul {dtype} 64x512 by 1000x512 transposed (a classifier head)"),
+                compare(head(&cpu), head(&device), tolerance * 10.0),
+                OP_BUG_HINT,
+            );
+        }
         let conv = |d: &Device| -> Result<Tensor> {
             let image = on(&x, d)?.reshape([1, 1, 37, 53])?;
             let kernel = on(&y, d)?
