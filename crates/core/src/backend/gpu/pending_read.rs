@@ -1,7 +1,7 @@
 //! [`GpuPendingRead`]: a readback of a whole storage started now and finished later
 //! (`Tensor::read_later`). Starting records one copy into a host-mappable buffer after the
-//! work recorded so far and submits it; finishing waits only for that copy, so the GPU keeps
-//! running what was recorded after it. Mixed precision reads its inf/NaN flag this way (the
+//! work recorded so far and submits it; finishing submits what was recorded after it and
+//! waits only for that copy, so the GPU keeps running the later work meanwhile. Mixed precision reads its inf/NaN flag this way (the
 //! gradient scaler's step needs no synchronization). Also the decoding of the GPU's bytes
 //! into a CPU storage that every readback shares.
 

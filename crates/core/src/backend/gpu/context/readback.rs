@@ -180,12 +180,17 @@ impl GpuContext {
     }
 
     /// Wait (polling) until `pending`'s copy has reached the host and return its bytes.
+    /// The work recorded since the copy is submitted first: the GPU keeps working while the
+    /// host waits (a training step's `GradScaler::scale` waits
+    /// here for the last step's flags with the forward just recorded), instead of running out
+    /// of submitted work and idling until the host records past the next submission.
     pub(crate) fn finish_read_bytes(&self, pending: PendingBytes) -> Result<Vec<u8>> {
         let PendingBytes {
             staging,
             signal,
             bytes,
         } = pending;
+        self.flush()?;
         let waited = wait_for_map(self, &signal, "reading GPU memory");
         let data = waited.and_then(|()| {
             let view = staging
@@ -246,5 +251,46 @@ pub(super) fn wait_for_map(context: &GpuContext, signal: &MapSignal, what: &str)
             .map_err(|error| Error::DeviceLost {
                 message: format!("waiting for the GPU failed: {error}"),
             })?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::cpu::CpuStorage;
+    use crate::backend::gpu::{GpuDevice, GpuStorage};
+    use crate::backend::tests::support::gpu_device;
+    use crate::dtype::DType;
+
+    /// Waiting for a pending read first hands the GPU what was recorded after the copy (a
+    /// context of its own: no other test records or flushes on it meanwhile).
+    #[test]
+    fn waiting_for_a_pending_read_submits_the_work_recorded_after_it() {
+        if gpu_device().is_none() {
+            return;
+        }
+        let device = GpuDevice::open_new_instance(0).unwrap();
+        let context = device.context();
+        let source = GpuStorage::from_cpu(&device, &CpuStorage::F32(vec![1.5, -2.0])).unwrap();
+        let pending = context.start_read_bytes(source.raw().unwrap(), 8).unwrap();
+        let later = GpuStorage::full(&device, 1 << 16, DType::F32, 3.0).unwrap();
+        let recorded = || {
+            context
+                .recording
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .dispatches
+        };
+        assert!(recorded() > 0, "the fill is recorded, not submitted");
+        let bytes = context.finish_read_bytes(pending).unwrap();
+        let expected: Vec<u8> = [1.5f32, -2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(bytes, expected);
+        assert_eq!(recorded(), 0, "the wait submitted the fill");
+        let CpuStorage::F32(filled) = later.to_cpu().unwrap() else {
+            panic!("the fill is f32")
+        };
+        assert!(filled.iter().all(|&v| v == 3.0));
     }
 }
