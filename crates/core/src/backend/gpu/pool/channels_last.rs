@@ -161,6 +161,25 @@ pub(super) fn dispatch(
     )
 }
 
+/// The WGSL that opens a loop over a window's taps inside the image and loads the input
+/// pixel's vector under each as `v` (the forward's and the gradient route's generic kernels;
+/// `ox`, `oy`, `image`, `channel_vector` and `last` defined before it). Two braces stay open.
+pub(super) const WINDOW_TAPS: &str = "    for (var ky = 0u; ky < params.kernel_h; ky = ky + 1u) {
+        let y = i32(oy * params.stride_h + ky * params.dilation_h) - i32(params.padding_h);
+        if (y < 0 || y >= i32(params.height)) {
+            continue;
+        }
+        for (var kx = 0u; kx < params.kernel_w; kx = kx + 1u) {
+            let x = i32(ox * params.stride_w + kx * params.dilation_w) - i32(params.padding_w);
+            if (x < 0 || x >= i32(params.width)) {
+                continue;
+            }
+            let at = params.input_offset
+                + ((image * params.height + u32(y)) * params.width + u32(x)) * params.channel_vectors
+                + channel_vector;
+            let v = input[min(at, last)];
+";
+
 /// WGSL of `KernelKey::MaxPool2dChannelsLast` for `dtype` (F16 or F32; other dtypes are
 /// generated as F32's vectors of their storage type, never planned), its taps unrolled where
 /// `taps` is some.
@@ -245,24 +264,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             }
         }
     } else {
-        let _ = write!(
-            text,
-            r#"    for (var ky = 0u; ky < params.kernel_h; ky = ky + 1u) {{
-        let y = i32(oy * params.stride_h + ky * params.dilation_h) - i32(params.padding_h);
-        if (y < 0 || y >= i32(params.height)) {{
-            continue;
-        }}
-        for (var kx = 0u; kx < params.kernel_w; kx = kx + 1u) {{
-            let x = i32(ox * params.stride_w + kx * params.dilation_w) - i32(params.padding_w);
-            if (x < 0 || x >= i32(params.width)) {{
-                continue;
-            }}
-            let at = params.input_offset
-                + ((image * params.height + u32(y)) * params.width + u32(x)) * params.channel_vectors
-                + channel_vector;
-            let v = input[min(at, last)];
-"#
-        );
+        text.push_str(WINDOW_TAPS);
         compare(&mut text, "            ", "v");
         let _ = writeln!(text, "        }}\n    }}");
     }

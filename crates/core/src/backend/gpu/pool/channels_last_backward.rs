@@ -19,7 +19,7 @@
 //! and output dense channels-last from offsets of whole vectors, channels a multiple of the
 //! lanes, fewer than 255 taps.
 
-use super::channels_last::{window_params, ChannelsLastPoolParams};
+use super::channels_last::{window_params, ChannelsLastPoolParams, WINDOW_TAPS};
 use super::{PoolPass, WINDOW_RANGE};
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::params::{word, KernelParams, Params};
@@ -174,23 +174,8 @@ fn matches(value: T, maximum: T) -> bool {{
         for l in 0..lanes {
             let _ = writeln!(text, "    var tap{l} = 255u;");
         }
-        let _ = writeln!(
-            text,
-            "    for (var ky = 0u; ky < params.kernel_h; ky = ky + 1u) {{
-        let y = i32(oy * params.stride_h + ky * params.dilation_h) - i32(params.padding_h);
-        if (y < 0 || y >= i32(params.height)) {{
-            continue;
-        }}
-        for (var kx = 0u; kx < params.kernel_w; kx = kx + 1u) {{
-            let x = i32(ox * params.stride_w + kx * params.dilation_w) - i32(params.padding_w);
-            if (x < 0 || x >= i32(params.width)) {{
-                continue;
-            }}
-            let v = input[min(params.input_offset
-                + ((image * params.height + u32(y)) * params.width + u32(x)) * params.channel_vectors
-                + channel_vector, last)];
-            let tap = ky * params.kernel_w + kx;"
-        );
+        text.push_str(WINDOW_TAPS);
+        text.push_str("            let tap = ky * params.kernel_w + kx;\n");
         for l in 0..lanes {
             let _ = writeln!(
                 text,
