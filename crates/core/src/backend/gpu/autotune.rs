@@ -15,8 +15,9 @@
 //!   then each run is timed on its own (runs recorded back to back would overlap on the
 //!   device, hiding a kernel that leaves most of it idle): on the device's clock where it has
 //!   one ([`TuningClock`]; timestamp queries, from the first kernel's start to the last one's
-//!   end), else from recording until the device has finished it, in rounds of one run of each candidate, [`REPEATS`] rounds at least and as many
-//!   as fill [`TARGET`] per candidate (at most [`MAX_REPEATS`]). A candidate's fastest run is
+//!   end), else from recording until the device has finished it. Runs go in rounds of one
+//!   run of each candidate, [`REPEATS`] rounds at least and as many as fill [`TARGET`] per
+//!   candidate (at most [`MAX_REPEATS`]). A candidate's fastest run is
 //!   its cost (a GPU in a slower phase slows the runs of every candidate in those rounds
 //!   alike). A candidate that returns an error is skipped. Every
 //!   candidate computes the same result up to float rounding (each is tested against the CPU
@@ -309,9 +310,10 @@ impl Autotuner {
             fastest.push(warm_up.is_ok().then_some(Duration::MAX));
             clock.settle()?;
         }
-        // Each run is timed on its own, from record to finished: back-to-back runs of
-        // independent work would overlap on the device and hide a kernel that leaves most of
-        // it idle. As many rounds as fill about TARGET per candidate (REPEATS to MAX_REPEATS).
+        // Each run is timed on its own (the device's clock, else record to finished):
+        // back-to-back runs of independent work would overlap on the device and hide a kernel
+        // that leaves most of it idle. As many rounds as fill about TARGET per candidate
+        // (REPEATS to MAX_REPEATS).
         let live = fastest.iter().filter(|time| time.is_some()).count() as u32;
         *self.measured.lock().unwrap_or_else(|p| p.into_inner()) += u64::from(live);
         MEASURED_HERE.with(|count| count.set(count.get() + u64::from(live)));
@@ -324,10 +326,12 @@ impl Autotuner {
                 let begun = Instant::now();
                 let on_device = clock.start()?;
                 let failed = run(index).is_err();
-                let device_time = if on_device { clock.stop()? } else { None };
-                if !on_device {
+                let device_time = if on_device {
+                    clock.stop()?
+                } else {
                     clock.settle()?;
-                }
+                    None
+                };
                 let elapsed = device_time.unwrap_or_else(|| begun.elapsed());
                 *time = if failed {
                     None

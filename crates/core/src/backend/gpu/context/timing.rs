@@ -77,7 +77,6 @@ impl GpuContext {
         if !self.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Ok(false);
         }
-
         let query_set = {
             let mut slot = self.timestamps.lock().unwrap_or_else(|p| p.into_inner());
             Arc::clone(slot.get_or_insert_with(|| {
@@ -180,8 +179,8 @@ impl GpuContext {
 }
 
 /// The autotuner times candidates on the GPU's clock where it can: the time from a candidate's
-/// first kernel starting to its last ending, without the ~350 µs of submission and wake-up a
-/// host timer adds on the H200 (docs/PERFORMANCE.md), which hid differences of 10-15 µs.
+/// first kernel starting to its last ending, without the submission and wake-up a host timer
+/// adds (about 40 µs a run on the H200, docs/PERFORMANCE.md).
 impl TuningClock for GpuContext {
     fn settle(&self) -> Result<()> {
         GpuContext::settle(self)
