@@ -1,9 +1,9 @@
-//! What the compute primitives of `GpuStorage` share (operand checks), and the matmul
-//! primitive, which picks one of four kernel families (`matmul.rs`, `matmul_large.rs`,
-//! `matmul_coop.rs`, `matmul_dot.rs`). The other primitives live with their kernel family (`elementwise.rs`,
+//! What the compute primitives of `GpuStorage` share (operand checks), and the matmul primitive,
+//! which picks one of four kernel families (`matmul.rs`, `matmul_large.rs`, `matmul_coop.rs`,
+//! `matmul_dot.rs`). The other primitives live with their kernel family (`elementwise.rs`,
 //! `reduce.rs`, `indexing.rs`, `conv.rs`, `conv_backward.rs`, `custom.rs`); each checks its
-//! operands on the host, fills its family's params struct and records one dispatch; nothing
-//! waits for the GPU. Signatures follow `CpuStorage`'s (see the contract in `storage.rs`).
+//! operands on the host, fills its family's params struct and records one dispatch; nothing waits
+//! for the GPU. Signatures follow `CpuStorage`'s (see the contract in `storage.rs`).
 
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
