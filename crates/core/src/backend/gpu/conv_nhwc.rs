@@ -54,6 +54,7 @@ use crate::layout::{Layout, MemoryFormat};
 mod copies;
 mod input_gradient;
 mod patch;
+mod patch_source;
 mod space_to_depth;
 mod store;
 mod tile;
