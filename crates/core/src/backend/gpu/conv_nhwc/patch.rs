@@ -22,6 +22,15 @@
 //!   x (columns / 16) accumulators.
 //! - Output columns past `ow` (the last column block of a width that 16 does not divide) are
 //!   computed from zero or clamped reads and never stored.
+//! - **Flat blocks** (`PatchTile::Flat*`, stride 1): a 56 x 56 output in blocks of 32 rows x
+//!   16 columns computes 64 x 64 pixels, 1.31 times the useful arithmetic (28 x 28 and 14 x 14
+//!   likewise). A flat block numbers the outputs over the padded input's grid instead: pixel
+//!   `v = (image * Hp + oy) * Wp + ox` (`Hp`, `Wp` the padded height and width), so that the
+//!   pixel under output `v` at tap `(a, b)` is padded pixel `v + a Wp + b` whatever the row.
+//!   A block is `16 rows` consecutive such pixels, its patch the `16 rows + (k - 1)(Wp + 1)`
+//!   consecutive padded pixels from its first; every tap's fragment is again 16 consecutive
+//!   staged pixels. Only the pixels with `oy < oh` and `ox < ow` are stored (56 x 56 computes
+//!   58 x 58: 1.07 times). The patch's size bounds `Wp` ([`PatchTile::flat_width`]).
 //!
 //! Every global read is clamped to its buffer and every store checked, so the kernel runs
 //! without wgpu's runtime checks; `emulated` keys spell the matrix operations in plain WGSL
@@ -58,21 +67,30 @@ pub enum PatchTile {
     /// 64 channels, as the wide matmul's subgroups); 3 x 3 and smaller kernels (a 4 x 4
     /// kernel's patch and weights pass 48 KiB).
     Rows32Columns64,
+    /// 512 consecutive pixels of the padded grid (see the module header) x 64 channels: each
+    /// subgroup 64 of them, 16 accumulators; padded widths up to 63, 3 x 3 and smaller.
+    Flat32Columns64,
+    /// 256 consecutive pixels of the padded grid x 64 channels: each subgroup 32, eight
+    /// accumulators; padded widths up to 31 (its 3 x 3 keys fit 32 KiB).
+    Flat16Columns64,
 }
 
 impl PatchTile {
     /// Every tile.
-    pub const ALL: [PatchTile; 3] = [
+    pub const ALL: [PatchTile; 5] = [
         PatchTile::Rows16Columns64,
         PatchTile::Rows8Columns128,
         PatchTile::Rows32Columns64,
+        PatchTile::Flat32Columns64,
+        PatchTile::Flat16Columns64,
     ];
 
-    /// Output rows of the block.
+    /// Output rows of the block: rows of 16 output columns, or a flat block's runs of 16
+    /// consecutive pixels (one fragment each).
     pub fn rows(self) -> usize {
         match self {
-            PatchTile::Rows32Columns64 => 32,
-            PatchTile::Rows16Columns64 => 16,
+            PatchTile::Rows32Columns64 | PatchTile::Flat32Columns64 => 32,
+            PatchTile::Rows16Columns64 | PatchTile::Flat16Columns64 => 16,
             PatchTile::Rows8Columns128 => 8,
         }
     }
@@ -80,8 +98,23 @@ impl PatchTile {
     /// Output channels of the block.
     pub fn columns(self) -> usize {
         match self {
-            PatchTile::Rows16Columns64 | PatchTile::Rows32Columns64 => 64,
+            PatchTile::Rows16Columns64
+            | PatchTile::Rows32Columns64
+            | PatchTile::Flat32Columns64
+            | PatchTile::Flat16Columns64 => 64,
             PatchTile::Rows8Columns128 => 128,
+        }
+    }
+
+    /// The widest padded input (`w + 2 * padding`) a flat block computes; `None` for the
+    /// blocks of output rows.
+    pub fn flat_width(self) -> Option<usize> {
+        match self {
+            PatchTile::Flat32Columns64 => Some(63),
+            PatchTile::Flat16Columns64 => Some(31),
+            PatchTile::Rows16Columns64
+            | PatchTile::Rows8Columns128
+            | PatchTile::Rows32Columns64 => None,
         }
     }
 
@@ -91,6 +124,8 @@ impl PatchTile {
             PatchTile::Rows16Columns64 => "patch16x64",
             PatchTile::Rows8Columns128 => "patch8x128",
             PatchTile::Rows32Columns64 => "patch32x64",
+            PatchTile::Flat32Columns64 => "patchflat32x64",
+            PatchTile::Flat16Columns64 => "patchflat16x64",
         }
     }
 
@@ -100,12 +135,16 @@ impl PatchTile {
     }
 
     /// Pixels of the staged patch for a `side` x `side` kernel of stride `stride`: (rows,
-    /// columns).
+    /// columns); a flat block's is one run of pixels, as long as its widest padded input
+    /// needs.
     pub(super) fn patch(self, side: usize, stride: usize) -> (usize, usize) {
-        (
-            (self.rows() - 1) * stride + side,
-            (COLUMNS_PER_BLOCK - 1) * stride + side,
-        )
+        match self.flat_width() {
+            Some(width) => (1, self.rows() * 16 + (side - 1) * (width + 1)),
+            None => (
+                (self.rows() - 1) * stride + side,
+                (COLUMNS_PER_BLOCK - 1) * stride + side,
+            ),
+        }
     }
 
     /// Bytes of workgroup memory for a `side` x `side` kernel of stride 1: the patch, one tap
@@ -130,8 +169,10 @@ pub(crate) const STRIDES: [usize; 2] = [1, 2];
 
 /// Whether `tile`'s patch and weights for a `side` x `side` kernel of stride `stride` fit 48
 /// KiB of workgroup memory (every device with tensor cores here offers that much).
+/// Flat blocks are stride 1 only.
 fn fits(tile: PatchTile, side: usize, stride: usize) -> bool {
-    tile.workgroup_bytes_strided(side, stride) <= 48 * 1024
+    (stride == 1 || tile.flat_width().is_none())
+        && tile.workgroup_bytes_strided(side, stride) <= 48 * 1024
 }
 
 /// One patch convolution kernel.
@@ -169,7 +210,11 @@ impl ConvPatchKey {
                         .map(move |stride| (side, stride))
                 });
                 for (side, stride) in geometries {
-                    for store in OutputStore::ALL {
+                    // A flat block's 8 pixels of a lane may span two rows: no packed planes.
+                    let stores = OutputStore::ALL.into_iter().filter(|&store| {
+                        tile.flat_width().is_none() || store != OutputStore::PlanesPacked
+                    });
+                    for store in stores {
                         for emulated in [false, true] {
                             keys.push(ConvPatchKey {
                                 tile,
@@ -222,6 +267,8 @@ kernel_params! {
         stages: u32,
         /// 1: taps are read flipped (`(k - 1 - a, k - 1 - b)`; the input gradient).
         flip: u32,
+        /// Images n (flat blocks: pixels of the padded grid past them are not stored).
+        batch: u32,
     }
 }
 
@@ -231,7 +278,14 @@ kernel_params! {
 /// a multiple of the tile's.
 pub(crate) fn applies(shape: &Conv2dShape, tile: PatchTile) -> bool {
     let (stride, side) = (shape.stride.0, shape.kernel.0);
-    shape.stride.1 == stride
+    // A flat block: stride 1, its patch within 48 KiB and the padded width within its own.
+    let flat = tile.flat_width().is_none_or(|width| {
+        stride == 1
+            && SIDES.contains(&side)
+            && fits(tile, side, stride)
+            && shape.input.1 + 2 * shape.padding.1 <= width
+    });
+    flat && shape.stride.1 == stride
         && STRIDES.contains(&stride)
         && (stride == 1 || fits(tile, side, stride))
         && shape.dilation == (1, 1)
@@ -334,7 +388,23 @@ impl GpuStorage {
         let [batch, out_channels, out_height, out_width] = shape.output_shape();
         let blocks_x = out_width.div_ceil(COLUMNS_PER_BLOCK);
         let blocks = blocks_x * out_height.div_ceil(tile.rows());
-        let total_blocks = batch * blocks;
+        let total_blocks = match tile.flat_width() {
+            // Blocks of the padded grid up to the last output pixel; every pixel index the
+            // kernel forms (up to a patch past the grid) fits 32 bits.
+            Some(_) => {
+                let (padded_height, padded_width) = (
+                    shape.input.0 + 2 * shape.padding.0,
+                    shape.input.1 + 2 * shape.padding.1,
+                );
+                let (patch_rows, patch_columns) = tile.patch(side, stride);
+                word(batch * padded_height * padded_width + patch_rows * patch_columns)?;
+                let last = (batch.max(1) - 1) * padded_height * padded_width
+                    + (out_height.max(1) - 1) * padded_width
+                    + out_width;
+                last.div_ceil(tile.rows() * 16)
+            }
+            None => batch * blocks,
+        };
         let context = input.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let grid_y = total_blocks.min(max);
@@ -361,13 +431,17 @@ impl GpuStorage {
             total_blocks: word(total_blocks)?,
             stages: word(shape.channels / 16 * side)?,
             flip: u32::from(flip),
+            batch: word(batch)?,
         };
         let key = ConvPatchKey {
             tile,
             side,
             stride,
             epilogue: epilogue.map(|e| e.key),
-            store: OutputStore::of(format, out_width.is_multiple_of(8)),
+            store: OutputStore::of(
+                format,
+                out_width.is_multiple_of(8) && tile.flat_width().is_none(),
+            ),
             emulated,
         };
         let mut buffers = vec![input.raw()?, weight.raw()?, out.raw()?];

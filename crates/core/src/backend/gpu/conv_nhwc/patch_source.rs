@@ -18,6 +18,9 @@ pub(super) fn source(key: ConvPatchKey) -> String {
     let (side, stride) = (key.side, key.stride);
     let (rows, columns, weight_row) = (key.tile.rows(), key.tile.columns(), key.tile.weight_row());
     let (patch_rows, patch_columns) = key.tile.patch(side, stride);
+    // A flat block numbers its outputs over the padded grid (`patch.rs`' header).
+    let flat = key.tile.flat_width().is_some();
+    let block_pixels = rows * 16;
     // Stride 2 stages the patch's even columns first, then its odd ones: input column `x` of
     // the patch at staged column `(x % 2) * even_columns + x / 2`.
     let even_columns = patch_columns.div_ceil(2);
@@ -77,13 +80,30 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         w.line(1, "let lane = local % 32u;");
         w.line(1, "emulated_lane = lane;");
     }
+    w.line(1, "let block = workgroup.z * workgroups.y + workgroup.y;");
+    w.line(1, "if (block >= params.total_blocks) { return; }");
+    let origin = if flat {
+        vec![
+            format!("let v0 = block * {block_pixels}u;"),
+            "let padded_width = params.width + 2u * params.pad_w;".to_string(),
+            "let padded_plane = (params.height + 2u * params.pad_h) * padded_width;".into(),
+            format!(
+                "let patch_count = {block_pixels}u + {}u * (padded_width + 1u);",
+                side - 1
+            ),
+        ]
+    } else {
+        vec![
+            "let image = block / params.blocks;".to_string(),
+            "let within = block % params.blocks;".into(),
+            format!("let oy0 = (within / params.blocks_x) * {rows}u;"),
+            format!("let ox0 = (within % params.blocks_x) * {COLUMNS_PER_BLOCK}u;"),
+        ]
+    };
+    for line in origin {
+        w.line(1, &line);
+    }
     for line in [
-        "let block = workgroup.z * workgroups.y + workgroup.y;".to_string(),
-        "if (block >= params.total_blocks) { return; }".into(),
-        "let image = block / params.blocks;".into(),
-        "let within = block % params.blocks;".into(),
-        format!("let oy0 = (within / params.blocks_x) * {rows}u;"),
-        format!("let ox0 = (within % params.blocks_x) * {COLUMNS_PER_BLOCK}u;"),
         format!("let column0 = workgroup.x * {columns}u;"),
         format!("let sub_row = subgroup * {sub_rows}u;"),
         "let scratch_at = subgroup * 256u;".into(),
@@ -111,6 +131,21 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             1,
             &format!("let patch_store{p} = patch_pixel{p} * {PIXEL_STRIDE}u + (patch_index{p} % 2u) * 8u;"),
         );
+        if flat {
+            // Padded pixel `v0 + patch_pixel` of the grid: its image, row and column.
+            for line in [
+                format!("let padded{p} = v0 + patch_pixel{p};"),
+                format!("let image{p} = padded{p} / padded_plane;"),
+                format!("let iy{p} = i32((padded{p} % padded_plane) / padded_width) - i32(params.pad_h);"),
+                format!("let ix{p} = i32(padded{p} % padded_width) - i32(params.pad_w);"),
+                format!("let patch_inside{p} = patch_index{p} < {patch_loads_total}u && patch_pixel{p} < patch_count && image{p} < params.batch && iy{p} >= 0 && iy{p} < i32(params.height) && ix{p} >= 0 && ix{p} < i32(params.width);"),
+                format!("let patch_at{p} = ((image{p} * params.height + u32(max(iy{p}, 0))) * params.width + u32(max(ix{p}, 0))) * c8 + patch_index{p} % 2u;"),
+                format!("var pa{p}: mat2x4<f16>;"),
+            ] {
+                w.line(1, &line);
+            }
+            continue;
+        }
         w.line(
             1,
             &format!(
@@ -268,9 +303,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             _ => b.clone(),
         };
         for r in 0..sub_rows {
-            let start = format!(
-                "(((sub_row + {r}u) * {stride}u + tap_row) * {patch_columns}u + {column}) * {PIXEL_STRIDE}u"
-            );
+            let start = if flat {
+                format!("((sub_row + {r}u) * 16u + tap_row * padded_width + {b}) * {PIXEL_STRIDE}u")
+            } else {
+                format!(
+                    "(((sub_row + {r}u) * {stride}u + tap_row) * {patch_columns}u + {column}) * {PIXEL_STRIDE}u"
+                )
+            };
             let fragment = coop.load('A', "input_patch", &start, &format!("{PIXEL_STRIDE}u"));
             w.line(3, &format!("let fa{r} = {fragment};"));
         }
@@ -290,6 +329,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
         w.line(2, "}");
     }
     w.line(1, "}");
+    if flat {
+        flat_store(&mut w, key, &coop, &accumulators);
+        w.line(0, "}");
+        return w.text;
+    }
     // Epilogue: row-major, lane writes channel `lane % 16` of the 8 output columns
     // `(lane / 16) * 8 ..` of each accumulator's output row segment; channels-last, channels
     // `(lane % 2) * 8 ..+ 8` of output column `lane / 2`.
@@ -385,4 +429,79 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     }
     w.line(0, "}");
     w.text
+}
+
+/// A flat block's epilogue (`patch.rs`' header): each accumulator through the subgroup's
+/// scratch tile; channels-last, lane `l` writes channels `(l % 2) * 8 ..+ 8` of the
+/// fragment's pixel `l / 2`; row-major, channel `l % 16` of its pixels `(l / 16) * 8 ..+ 8`,
+/// one store each (they may span two rows). Pixels of the padded grid outside the output
+/// (`ox >= ow`, `oy >= oh`, past the last image) are not stored.
+fn flat_store(w: &mut Writer, key: ConvPatchKey, coop: &Coop, accumulators: &[String]) {
+    let fragments = key.tile.columns() / 16;
+    w.line(1, "let lane_column = lane % 16u;");
+    w.line(1, "let lane_pixel = lane / 2u;");
+    w.line(1, "let lane_channel = (lane % 2u) * 8u;");
+    // The output pixel of the grid's pixel `pixel`, and whether it is one.
+    let locate = |w: &mut Writer, indent: usize, pixel: &str| {
+        w.line(indent, &format!("let image = {pixel} / padded_plane;"));
+        w.line(
+            indent,
+            &format!("let oy = ({pixel} % padded_plane) / padded_width;"),
+        );
+        w.line(indent, &format!("let ox = {pixel} % padded_width;"));
+        w.line(
+            indent,
+            "if (image < params.batch && oy < params.out_height && ox < params.out_width) {",
+        );
+    };
+    for (t, c) in accumulators.iter().enumerate() {
+        let (r, j) = (t / fragments, t % fragments);
+        w.line(1, &coop.store_scratch(c, "scratch_at"));
+        w.line(1, "workgroupBarrier();");
+        w.line(1, "{");
+        w.line(
+            2,
+            &format!("let fragment_pixel = v0 + (sub_row + {r}u) * 16u;"),
+        );
+        if key.store == OutputStore::ChannelsLast {
+            w.line(
+                2,
+                &format!("let channel = column0 + {}u + lane_channel;", j * 16),
+            );
+            locate(w, 2, "(fragment_pixel + lane_pixel)");
+            w.line(
+                3,
+                "let position = ((image * params.out_height + oy) * params.out_width + ox) * out_channels + channel;",
+            );
+            let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
+            channels_last_store(w, 3, key.epilogue, value_at);
+            w.line(2, "}");
+        } else {
+            w.line(
+                2,
+                &format!("let channel = column0 + {}u + lane_column;", j * 16),
+            );
+            w.line(2, "for (var x = 0u; x < 8u; x = x + 1u) {");
+            locate(w, 3, "(fragment_pixel + (lane / 16u) * 8u + x)");
+            w.line(
+                4,
+                "let position = ((image * out_channels + channel) * params.out_height + oy) * params.out_width + ox;",
+            );
+            w.line(
+                4,
+                "let value = scratch[scratch_at + (lane / 16u) * 128u + x * 16u + lane_column];",
+            );
+            w.line(
+                4,
+                &format!(
+                    "result[min(position, arrayLength(&result) - 1u)] = f16({});",
+                    conv_epilogue::finish(key.epilogue, "value", "channel", "position")
+                ),
+            );
+            w.line(3, "}");
+            w.line(2, "}");
+        }
+        w.line(1, "}");
+        w.line(1, "workgroupBarrier();");
+    }
 }

@@ -7,7 +7,7 @@ use super::super::conv_epilogue::BoundEpilogue;
 use super::super::GpuStorage;
 use super::{
     applies, patch_applies, patch_input_gradient_applies, ConvNhwcKey, ConvNhwcWeightKey,
-    ConvPatchKey, NhwcTile, PatchTile,
+    ConvPatchKey, NhwcTile, OutputStore, PatchTile,
 };
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
@@ -36,9 +36,14 @@ fn every_key_validates_with_naga() {
         let source = key.source();
         assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
         super::super::matmul_coop::tests::translate(&format!("{key:?}"), &source);
-        // Every patch kernel fits 48 KiB; the 3x3 and smaller ones of the 16 x 64 and 8 x 128
-        // blocks 32 KiB (lavapipe).
-        let small = key.tile != PatchTile::Rows32Columns64 && key.side <= 3 && key.stride == 1;
+        // Every patch kernel fits 48 KiB; the 3x3 and smaller ones of the 16 x 64, 8 x 128
+        // and flat 256-pixel blocks 32 KiB (lavapipe).
+        let small = matches!(
+            key.tile,
+            PatchTile::Rows16Columns64 | PatchTile::Rows8Columns128 | PatchTile::Flat16Columns64
+        ) && key.side <= 3
+            && key.stride == 1;
+        assert!(key.tile.flat_width().is_none() || key.store != OutputStore::PlanesPacked);
         let limit = if small { 32 } else { 48 };
         assert!(
             key.tile.workgroup_bytes(key.side) <= limit * 1024,
@@ -389,13 +394,15 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs
 }
 
 /// The patch kernels emulated on every f16 device, as (case input, tile): lavapipe takes 10
-/// to 30 s to compile each emulated patch kernel, so three keys cover a partial block both
-/// ways without packed stores, 128 output channels with packed stores, residual and ReLU, and
-/// the space-to-depth stem; the hardware test runs every case through every tile.
-const PATCH_EMULATED: [([usize; 4], PatchTile); 3] = [
+/// to 30 s to compile each emulated patch kernel, so four keys cover a partial block both
+/// ways without packed stores, 128 output channels with packed stores, residual and ReLU, the
+/// space-to-depth stem, and a flat block over two images of an 11-pixel padded grid; the
+/// hardware test runs every case through every tile.
+const PATCH_EMULATED: [([usize; 4], PatchTile); 4] = [
     ([2, 64, 9, 9], PatchTile::Rows16Columns64),
     ([2, 64, 8, 8], PatchTile::Rows8Columns128),
     ([2, 3, 10, 14], PatchTile::Rows16Columns64),
+    ([2, 64, 9, 9], PatchTile::Flat16Columns64),
 ];
 
 /// `actual` (f16) equals `expected` (the CPU's f32) within f16 rounding.
