@@ -97,9 +97,19 @@ pub(crate) fn declarations_packed(epilogue: Option<ConvEpilogueKey>, first_bindi
 /// The statement that loads the residual's 8 values from `position` (8-aligned) into
 /// `residual8` for [`finish_packed`]; `None` where the epilogue has no residual.
 pub(crate) fn packed_residual(epilogue: Option<ConvEpilogueKey>, position: &str) -> Option<String> {
+    packed_residual_named(epilogue, "residual8", position)
+}
+
+/// [`packed_residual`] into the variable `name`: a kernel loads a row of accumulators'
+/// residuals together before their stores (one wait on memory instead of one a store).
+pub(crate) fn packed_residual_named(
+    epilogue: Option<ConvEpilogueKey>,
+    name: &str,
+    position: &str,
+) -> Option<String> {
     epilogue.filter(|key| key.residual).map(|_| {
         format!(
-            "let residual8 = epilogue_residual[min({position} / 8u, arrayLength(&epilogue_residual) - 1u)];"
+            "let {name} = epilogue_residual[min(({position}) / 8u, arrayLength(&epilogue_residual) - 1u)];"
         )
     })
 }

@@ -388,6 +388,22 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(1, "let lane_channel = (lane % 2u) * 8u;");
     for (t, c) in accumulators.iter().enumerate() {
         let (i, j) = (t / fragment_columns, t % fragment_columns);
+        if key.store == OutputStore::ChannelsLast && j == 0 {
+            // The row's residuals at once (clamped loads; pixels past M are not stored).
+            for j in 0..fragment_columns {
+                let position = format!(
+                    "(row0 + sub_row + {}u + lane_pixel) * out_channels + column0 + sub_column + {}u + lane_channel",
+                    i * 16,
+                    j * 16
+                );
+                let name = format!("residual_{i}_{j}");
+                if let Some(load) =
+                    conv_epilogue::packed_residual_named(key.epilogue, &name, &position)
+                {
+                    w.line(1, &load);
+                }
+            }
+        }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
         w.line(1, "{");
@@ -406,7 +422,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             w.line(2, "if (pixel < m) {");
             w.line(3, "let position = pixel * out_channels + channel;");
             let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
-            channels_last_store(&mut w, 3, key.epilogue, value_at);
+            let preloaded = format!("residual_{i}_{j}");
+            channels_last_store(&mut w, 3, key.epilogue, value_at, Some(&preloaded));
             w.line(2, "}");
             w.line(1, "}");
             w.line(1, "workgroupBarrier();");

@@ -343,6 +343,21 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     w.line(1, "let lane_channel = (lane % 2u) * 8u;");
     for (t, c) in accumulators.iter().enumerate() {
         let (r, j) = (t / fragments, t % fragments);
+        if key.store == OutputStore::ChannelsLast && j == 0 {
+            // The row's residuals at once (clamped loads; pixels outside are not stored).
+            for j in 0..fragments {
+                let position = format!(
+                    "((image * params.out_height + oy0 + sub_row + {r}u) * params.out_width + ox0 + lane_pixel) * out_channels + column0 + {}u + lane_channel",
+                    j * 16
+                );
+                let name = format!("residual_{r}_{j}");
+                if let Some(load) =
+                    conv_epilogue::packed_residual_named(key.epilogue, &name, &position)
+                {
+                    w.line(1, &load);
+                }
+            }
+        }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
         w.line(1, "{");
@@ -359,7 +374,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
                 "let position = ((image * params.out_height + oy) * params.out_width + ox) * out_channels + channel;",
             );
             let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
-            channels_last_store(&mut w, 3, key.epilogue, value_at);
+            let preloaded = format!("residual_{r}_{j}");
+            channels_last_store(&mut w, 3, key.epilogue, value_at, Some(&preloaded));
             w.line(2, "}");
             w.line(1, "}");
             w.line(1, "workgroupBarrier();");
@@ -456,6 +472,22 @@ fn flat_store(w: &mut Writer, key: ConvPatchKey, coop: &Coop, accumulators: &[St
     };
     for (t, c) in accumulators.iter().enumerate() {
         let (r, j) = (t / fragments, t % fragments);
+        if key.store == OutputStore::ChannelsLast && j == 0 {
+            // The row's residuals at once (clamped loads; pixels outside are not stored).
+            let pixel = format!("(v0 + (sub_row + {r}u) * 16u + lane_pixel)");
+            for j in 0..fragments {
+                let position = format!(
+                    "((({pixel} / padded_plane) * params.out_height + ({pixel} % padded_plane) / padded_width) * params.out_width + {pixel} % padded_width) * out_channels + column0 + {}u + lane_channel",
+                    j * 16
+                );
+                let name = format!("residual_{r}_{j}");
+                if let Some(load) =
+                    conv_epilogue::packed_residual_named(key.epilogue, &name, &position)
+                {
+                    w.line(1, &load);
+                }
+            }
+        }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
         w.line(1, "{");
@@ -474,7 +506,8 @@ fn flat_store(w: &mut Writer, key: ConvPatchKey, coop: &Coop, accumulators: &[St
                 "let position = ((image * params.out_height + oy) * params.out_width + ox) * out_channels + channel;",
             );
             let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
-            channels_last_store(w, 3, key.epilogue, value_at);
+            let preloaded = format!("residual_{r}_{j}");
+            channels_last_store(w, 3, key.epilogue, value_at, Some(&preloaded));
             w.line(2, "}");
         } else {
             w.line(

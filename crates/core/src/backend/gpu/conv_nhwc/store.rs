@@ -70,15 +70,25 @@ impl OutputStore {
 /// The statements that write lane `lane`'s 8 channels `channel ..+ 8` of one pixel to the
 /// channels-last `result` at element `position` (8-aligned), taking value `r` from
 /// `scratch[{value_at} + r]`, through the epilogue when `epilogue` is some; `indent` deep.
+/// `preloaded` names the residual vector where the kernel loaded it ahead (the residual is
+/// loaded here otherwise).
 pub(crate) fn channels_last_store(
     w: &mut Writer,
     indent: usize,
     epilogue: Option<ConvEpilogueKey>,
     value_at: &str,
+    preloaded: Option<&str>,
 ) {
     w.line(indent, "var packed: mat2x4<f16>;");
-    if let Some(load) = conv_epilogue::packed_residual(epilogue, "position") {
-        w.line(indent, &load);
+    match preloaded {
+        Some(name) if epilogue.is_some_and(|key| key.residual) => {
+            w.line(indent, &format!("let residual8 = {name};"));
+        }
+        _ => {
+            if let Some(load) = conv_epilogue::packed_residual(epilogue, "position") {
+                w.line(indent, &load);
+            }
+        }
     }
     for r in 0..8 {
         let value = format!("scratch[{value_at} + {r}u]");
