@@ -1,4 +1,6 @@
-//! Convolution weights rearranged for the channels-last kernels, kept for the next call.
+//! Convolution weights rearranged for the channels-last kernels, kept for the next call (and
+//! an output gradient's channels-last copy, which a convolution's backward reads twice:
+//! `conv_nhwc::gradient_copy`).
 //!
 //! The tensor-core convolutions read their weight as `[kh, kw, c, o]` (forward; the input
 //! gradient's flipped taps as `[kh, kw, o, c]`; the stem's space-to-depth form), a copy of the
@@ -152,7 +154,7 @@ fn holds(token: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::conv_gemm::testing::{upload, values};
-    use super::super::conv_nhwc::{channels_last_copy, weight_copy};
+    use super::super::conv_nhwc::{channels_last_copy, gradient_copy, weight_copy};
     use crate::backend::tests::support::gpu_device;
     use crate::dtype::DType;
     use crate::layout::Layout;
@@ -200,5 +202,34 @@ mod tests {
         // `empty_cache` drops them all.
         super::clear(device.ordinal());
         assert!(!super::holds(*other.loan));
+    }
+
+    /// An output gradient's channels-last copy (read by a backward's input and weight
+    /// gradients) is kept between the two reads, equals the plain copy, and goes with its
+    /// source.
+    #[test]
+    fn gradient_copies_are_kept_between_reads() {
+        let Some(device) = gpu_device() else { return };
+        let layout = Layout::contiguous(&[2, 16, 3, 5]);
+        let grad = upload(&device, &values(2 * 16 * 15, 3, DType::F32), DType::F32);
+        let plain = channels_last_copy(&grad, &layout, &[0, 2, 3, 1], 3, 16).unwrap();
+        let mut hits = 0;
+        for _ in 0..20 {
+            let before = mutation_epoch();
+            let first = gradient_copy(&grad, &layout, 16).unwrap();
+            let second = gradient_copy(&grad, &layout, 16).unwrap();
+            if mutation_epoch() == before {
+                assert!(Arc::ptr_eq(&first.slot, &second.slot), "not kept");
+                assert_eq!(second.to_cpu().unwrap(), plain.to_cpu().unwrap());
+                hits += 1;
+                break;
+            }
+        }
+        assert_eq!(hits, 1, "the epoch changed under every attempt");
+        let token = *grad.loan;
+        drop(grad);
+        let other = upload(&device, &values(4, 2, DType::F32), DType::F32);
+        gradient_copy(&other, &Layout::contiguous(&[1, 1, 2, 2]), 1).unwrap();
+        assert!(!super::holds(token));
     }
 }

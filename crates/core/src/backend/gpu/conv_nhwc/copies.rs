@@ -2,7 +2,7 @@
 //! kernels): activations `[n, c, h, w]` copied to `[n, h, w, c]` with the channels padded to a
 //! multiple of 8 (16-byte loads of eight channels), and weights to `[kh, kw, c, o]` (or
 //! flipped for input gradients), the weights kept between calls while they are unchanged
-//! (`weight_cache.rs`).
+//! (`weight_cache.rs`), as is an output gradient between a backward's two reads of it.
 
 use super::super::copy_transpose::transposed_view;
 use super::super::storage::{GpuStorage, StorageRef};
@@ -42,6 +42,27 @@ pub(crate) fn weight_copy(
     };
     weight_cache::get_or_make((weight, layout), rearrangement, || {
         channels_last_copy(weight, layout, &order, 2, padded)
+    })
+}
+
+/// The output gradient, the `[n, o, oh, ow]` view `layout` of `grad`, as the channels-last
+/// gradient kernels read it: `[n, oh, ow, padded]` dense. A convolution's backward reads it
+/// twice, for the input gradient and then the weight gradient: the copy is kept
+/// (`weight_cache.rs`) while `grad` lives and nothing is written in place, so the second read
+/// takes the first one's copy instead of transposing the gradient again.
+pub(crate) fn gradient_copy(
+    grad: &GpuStorage,
+    layout: &Layout,
+    padded: usize,
+) -> Result<GpuStorage> {
+    let order = [0, 2, 3, 1];
+    let rearrangement = Rearrangement::ChannelsLast {
+        order,
+        channel_dim: 3,
+        padded,
+    };
+    weight_cache::get_or_make((grad, layout), rearrangement, || {
+        channels_last_copy(grad, layout, &order, 3, padded)
     })
 }
 

@@ -13,7 +13,7 @@
 //! stays zero. Stride-1 gradients also run on the patch kernel (`patch.rs`, its weight taps
 //! read mirrored): [`GpuStorage::conv2d_backward_input_patch`], another tuner candidate.
 
-use super::{channels_last_copy, padded_channels, patch, weight_copy, NhwcTile, PatchTile};
+use super::{gradient_copy, padded_channels, patch, weight_copy, NhwcTile, PatchTile};
 use crate::backend::gpu::ops::same_device;
 use crate::backend::gpu::params::check_view;
 use crate::backend::gpu::GpuStorage;
@@ -113,7 +113,7 @@ impl GpuStorage {
         let untouched = rows.iter().chain(&columns).any(|phase| phase.taps == 0);
         let padded = padded_channels(o);
         // The gradient [n, oh, ow, o] (o padded), shared by every phase.
-        let gradient = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded)?;
+        let gradient = gradient_copy(self, layout, padded)?;
         let mut out = if untouched {
             Some(GpuStorage::full(&self.device, numel, self.dtype, 0.0)?)
         } else if single {
@@ -270,7 +270,7 @@ impl GpuStorage {
         check_view(OP, weight_layout, weight.len)?;
         let o = shape.channels;
         // The gradient [n, oh, ow, o] and the weight [kh, kw, o, c], read flipped.
-        let gradient = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, o)?;
+        let gradient = gradient_copy(self, layout, o)?;
         let flipped_weight = weight_copy(weight, weight_layout, [2, 3, 0, 1], o)?;
         GpuStorage::conv2d_patch_channels_last(
             (&gradient, &flipped_weight, true),

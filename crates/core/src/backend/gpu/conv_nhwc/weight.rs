@@ -19,7 +19,9 @@
 //! - Tiles, staging, the register prefetch and the scratch epilogue are the forward's
 //!   (`conv_nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
 
-use super::{applies, channels_last_copy, padded_channels, Writer, INVOCATIONS, K_BLOCK};
+use super::{
+    applies, channels_last_copy, gradient_copy, padded_channels, Writer, INVOCATIONS, K_BLOCK,
+};
 use crate::backend::gpu::conv_backward::{sum_splits, MAX_PARTIALS, MAX_SPLITS};
 use crate::backend::gpu::conv_coop::dispatch_counted;
 use crate::backend::gpu::kernels::KernelKey;
@@ -467,7 +469,8 @@ impl GpuStorage {
         word(splits * numel)?;
         // Channels-last input [n, h, w, c] and gradient [n, oh, ow, o].
         let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded)?;
-        let gradient = grad.copy_strided(&grad_layout.permute(&[0, 2, 3, 1]))?;
+        // (o is a multiple of the tile's columns: nothing to pad.)
+        let gradient = gradient_copy(grad, grad_layout, o)?;
         let partials = GpuStorage::allocate(&self.device, OP, splits * numel, crate::DType::F32)?;
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
         let grid = (
