@@ -74,16 +74,26 @@ pub enum PatchTile {
     /// accumulators (a 56 x 56 output in 842 blocks, against 421 of the 512-pixel one: the
     /// last wave of blocks is less empty); padded widths up to 63 (its 2 x 2 keys fit 32 KiB).
     Flat16Columns64,
+    /// 384 consecutive pixels of the padded grid x 64 channels: each subgroup 48, twelve
+    /// accumulators (a 56 x 56 output in 561 blocks: 4.25 rounds of 132 multiprocessors
+    /// instead of the 512-pixel block's 3.19 rounded up to 4); padded widths up to 63.
+    Flat24Columns64,
+    /// 256 consecutive pixels of the padded grid x 128 channels: each subgroup 32, sixteen
+    /// accumulators (every A fragment serves eight products); padded widths up to 63 (its
+    /// 2 x 2 keys fit 32 KiB).
+    Flat16Columns128,
 }
 
 impl PatchTile {
     /// Every tile.
-    pub const ALL: [PatchTile; 5] = [
+    pub const ALL: [PatchTile; 7] = [
         PatchTile::Rows16Columns64,
         PatchTile::Rows8Columns128,
         PatchTile::Rows32Columns64,
         PatchTile::Flat32Columns64,
         PatchTile::Flat16Columns64,
+        PatchTile::Flat24Columns64,
+        PatchTile::Flat16Columns128,
     ];
 
     /// Output rows of the block: rows of 16 output columns, or a flat block's runs of 16
@@ -91,7 +101,10 @@ impl PatchTile {
     pub fn rows(self) -> usize {
         match self {
             PatchTile::Rows32Columns64 | PatchTile::Flat32Columns64 => 32,
-            PatchTile::Rows16Columns64 | PatchTile::Flat16Columns64 => 16,
+            PatchTile::Flat24Columns64 => 24,
+            PatchTile::Rows16Columns64
+            | PatchTile::Flat16Columns64
+            | PatchTile::Flat16Columns128 => 16,
             PatchTile::Rows8Columns128 => 8,
         }
     }
@@ -102,8 +115,9 @@ impl PatchTile {
             PatchTile::Rows16Columns64
             | PatchTile::Rows32Columns64
             | PatchTile::Flat32Columns64
-            | PatchTile::Flat16Columns64 => 64,
-            PatchTile::Rows8Columns128 => 128,
+            | PatchTile::Flat16Columns64
+            | PatchTile::Flat24Columns64 => 64,
+            PatchTile::Rows8Columns128 | PatchTile::Flat16Columns128 => 128,
         }
     }
 
@@ -111,7 +125,10 @@ impl PatchTile {
     /// blocks of output rows.
     pub fn flat_width(self) -> Option<usize> {
         match self {
-            PatchTile::Flat32Columns64 | PatchTile::Flat16Columns64 => Some(63),
+            PatchTile::Flat32Columns64
+            | PatchTile::Flat16Columns64
+            | PatchTile::Flat24Columns64
+            | PatchTile::Flat16Columns128 => Some(63),
             PatchTile::Rows16Columns64
             | PatchTile::Rows8Columns128
             | PatchTile::Rows32Columns64 => None,
@@ -126,6 +143,8 @@ impl PatchTile {
             PatchTile::Rows32Columns64 => "patch32x64",
             PatchTile::Flat32Columns64 => "patchflat32x64",
             PatchTile::Flat16Columns64 => "patchflat16x64",
+            PatchTile::Flat24Columns64 => "patchflat24x64",
+            PatchTile::Flat16Columns128 => "patchflat16x128",
         }
     }
 

@@ -40,8 +40,10 @@ fn every_key_validates_with_naga() {
         // blocks and the 2x2 ones of the flat 256-pixel block 32 KiB (lavapipe).
         let small = match key.tile {
             PatchTile::Rows16Columns64 | PatchTile::Rows8Columns128 => key.side <= 3,
-            PatchTile::Flat16Columns64 => key.side <= 2,
-            PatchTile::Rows32Columns64 | PatchTile::Flat32Columns64 => false,
+            PatchTile::Flat16Columns64 | PatchTile::Flat16Columns128 => key.side <= 2,
+            PatchTile::Rows32Columns64
+            | PatchTile::Flat32Columns64
+            | PatchTile::Flat24Columns64 => false,
         } && key.stride == 1;
         assert!(key.tile.flat_width().is_none() || key.store != OutputStore::PlanesPacked);
         let limit = if small { 32 } else { 48 };
@@ -225,11 +227,11 @@ fn cases() -> Vec<Case> {
             params: params(2, 0, 1),
             epilogue: Some((true, EpilogueActivation::Identity)),
         },
-        // 2x2 with padding 1 (an 8 x 8 output over a 9 x 9 padded grid: the flat patch
-        // blocks' emulated case), residual and ReLU.
+        // 2x2 with padding 1 into 128 channels (an 8 x 8 output over a 9 x 9 padded grid:
+        // the flat patch blocks' emulated case), residual and ReLU.
         Case {
             input: [2, 64, 7, 7],
-            out_channels: 64,
+            out_channels: 128,
             kernel: (2, 2),
             params: params(1, 1, 1),
             epilogue: Some((true, EpilogueActivation::Relu)),
@@ -405,14 +407,15 @@ fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs
 /// The patch kernels emulated on every f16 device, as (case input, tile): lavapipe takes 10
 /// to 30 s to compile each emulated patch kernel, so four keys cover a partial block both
 /// ways without packed stores, 128 output channels with packed stores, residual and ReLU, the
-/// space-to-depth stem, and a flat block over two images of a 9-pixel padded grid with
-/// residual and ReLU (2 x 2: its 3 x 3 keys pass lavapipe's 32 KiB); the hardware test runs
-/// every case through every tile.
-const PATCH_EMULATED: [([usize; 4], PatchTile); 4] = [
+/// space-to-depth stem, and the 64- and 128-channel flat blocks over two images of a 9-pixel
+/// padded grid with residual and ReLU (2 x 2: their 3 x 3 keys pass lavapipe's 32 KiB); the
+/// hardware test runs every case through every tile.
+const PATCH_EMULATED: [([usize; 4], PatchTile); 5] = [
     ([2, 64, 9, 9], PatchTile::Rows16Columns64),
     ([2, 64, 8, 8], PatchTile::Rows8Columns128),
     ([2, 3, 10, 14], PatchTile::Rows16Columns64),
     ([2, 64, 7, 7], PatchTile::Flat16Columns64),
+    ([2, 64, 7, 7], PatchTile::Flat16Columns128),
 ];
 
 /// `actual` (f16) equals `expected` (the CPU's f32) within f16 rounding.
