@@ -67,8 +67,8 @@ pub(crate) use input_gradient::patch_applies as patch_input_gradient_applies;
 pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
 pub(crate) use space_to_depth::input_source as space_to_depth_source;
 pub(crate) use space_to_depth::CHANNELS as SPACE_TO_DEPTH_CHANNELS;
-use store::channels_last_store;
 pub use store::OutputStore;
+use store::{channels_last_store, preload_row_residuals, preloaded_residual};
 pub use tile::NhwcTile;
 pub(crate) use weight::ConvNhwcWeightKey;
 
@@ -391,20 +391,16 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     for (t, c) in accumulators.iter().enumerate() {
         let (i, j) = (t / fragment_columns, t % fragment_columns);
         if key.store == OutputStore::ChannelsLast && j == 0 {
-            // The row's residuals at once (clamped loads; pixels past M are not stored).
-            for j in 0..fragment_columns {
-                let position = format!(
-                    "(row0 + sub_row + {}u + lane_pixel) * out_channels + column0 + sub_column + {}u + lane_channel",
-                    i * 16,
-                    j * 16
-                );
-                let name = format!("residual_{i}_{j}");
-                if let Some(load) =
-                    conv_epilogue::packed_residual_named(key.epilogue, &name, &position)
-                {
-                    w.line(1, &load);
-                }
-            }
+            // The row's residuals at once (pixels past M are not stored).
+            let pixel = format!("(row0 + sub_row + {}u + lane_pixel)", i * 16);
+            let first_channel = "column0 + sub_column";
+            preload_row_residuals(
+                &mut w,
+                key.epilogue,
+                (i, fragment_columns),
+                &pixel,
+                first_channel,
+            );
         }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
@@ -424,7 +420,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             w.line(2, "if (pixel < m) {");
             w.line(3, "let position = pixel * out_channels + channel;");
             let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
-            let preloaded = format!("residual_{i}_{j}");
+            let preloaded = preloaded_residual(i, j);
             channels_last_store(&mut w, 3, key.epilogue, value_at, Some(&preloaded));
             w.line(2, "}");
             w.line(1, "}");

@@ -7,6 +7,7 @@ use super::super::matmul_coop::{store_register, Coop};
 use super::super::params::KernelParams;
 use super::super::wgsl::{value_header, COMMON};
 use super::patch::{ConvPatchKey, ConvPatchParams, COLUMNS_PER_BLOCK, PIXEL_STRIDE};
+use super::store::{preload_row_residuals, preloaded_residual};
 use super::{channels_last_store, OutputStore, Writer, INVOCATIONS};
 use crate::dtype::DType;
 
@@ -344,19 +345,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
     for (t, c) in accumulators.iter().enumerate() {
         let (r, j) = (t / fragments, t % fragments);
         if key.store == OutputStore::ChannelsLast && j == 0 {
-            // The row's residuals at once (clamped loads; pixels outside are not stored).
-            for j in 0..fragments {
-                let position = format!(
-                    "((image * params.out_height + oy0 + sub_row + {r}u) * params.out_width + ox0 + lane_pixel) * out_channels + column0 + {}u + lane_channel",
-                    j * 16
-                );
-                let name = format!("residual_{r}_{j}");
-                if let Some(load) =
-                    conv_epilogue::packed_residual_named(key.epilogue, &name, &position)
-                {
-                    w.line(1, &load);
-                }
-            }
+            // The row's residuals at once (pixels outside are not stored).
+            let pixel = format!(
+                "((image * params.out_height + oy0 + sub_row + {r}u) * params.out_width + ox0 + lane_pixel)"
+            );
+            preload_row_residuals(&mut w, key.epilogue, (r, fragments), &pixel, "column0");
         }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
@@ -374,7 +367,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
                 "let position = ((image * params.out_height + oy) * params.out_width + ox) * out_channels + channel;",
             );
             let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
-            let preloaded = format!("residual_{r}_{j}");
+            let preloaded = preloaded_residual(r, j);
             channels_last_store(&mut w, 3, key.epilogue, value_at, Some(&preloaded));
             w.line(2, "}");
             w.line(1, "}");
@@ -473,20 +466,12 @@ fn flat_store(w: &mut Writer, key: ConvPatchKey, coop: &Coop, accumulators: &[St
     for (t, c) in accumulators.iter().enumerate() {
         let (r, j) = (t / fragments, t % fragments);
         if key.store == OutputStore::ChannelsLast && j == 0 {
-            // The row's residuals at once (clamped loads; pixels outside are not stored).
-            let pixel = format!("(v0 + (sub_row + {r}u) * 16u + lane_pixel)");
-            for j in 0..fragments {
-                let position = format!(
-                    "((({pixel} / padded_plane) * params.out_height + ({pixel} % padded_plane) / padded_width) * params.out_width + {pixel} % padded_width) * out_channels + column0 + {}u + lane_channel",
-                    j * 16
-                );
-                let name = format!("residual_{r}_{j}");
-                if let Some(load) =
-                    conv_epilogue::packed_residual_named(key.epilogue, &name, &position)
-                {
-                    w.line(1, &load);
-                }
-            }
+            // The row's residuals at once (pixels outside are not stored).
+            let grid = format!("(v0 + (sub_row + {r}u) * 16u + lane_pixel)");
+            let pixel = format!(
+                "((({grid} / padded_plane) * params.out_height + ({grid} % padded_plane) / padded_width) * params.out_width + {grid} % padded_width)"
+            );
+            preload_row_residuals(w, key.epilogue, (r, fragments), &pixel, "column0");
         }
         w.line(1, &coop.store_scratch(c, "scratch_at"));
         w.line(1, "workgroupBarrier();");
@@ -506,7 +491,7 @@ fn flat_store(w: &mut Writer, key: ConvPatchKey, coop: &Coop, accumulators: &[St
                 "let position = ((image * params.out_height + oy) * params.out_width + ox) * out_channels + channel;",
             );
             let value_at = "scratch_at + lane_pixel * 16u + lane_channel";
-            let preloaded = format!("residual_{r}_{j}");
+            let preloaded = preloaded_residual(r, j);
             channels_last_store(w, 3, key.epilogue, value_at, Some(&preloaded));
             w.line(2, "}");
         } else {

@@ -67,6 +67,36 @@ impl OutputStore {
     }
 }
 
+/// The name of the residual vector [`preload_row_residuals`] loads for accumulator row
+/// `row`, column fragment `fragment`.
+pub(crate) fn preloaded_residual(row: usize, fragment: usize) -> String {
+    format!("residual_{row}_{fragment}")
+}
+
+/// The loads of one row of accumulators' residuals, ahead of the row's channels-last stores
+/// (one wait on memory a row instead of one a store): for each of the row's `fragments`
+/// column fragments, lane `lane`'s 8 channels `first_channel + 16 fragment + (lane % 2) * 8`
+/// of the output pixel whose index (image, row and column flattened) is `pixel`. The loads
+/// are clamped to the buffer; the caller stores only real pixels. Nothing without a residual.
+pub(crate) fn preload_row_residuals(
+    w: &mut Writer,
+    epilogue: Option<ConvEpilogueKey>,
+    (row, fragments): (usize, usize),
+    pixel: &str,
+    first_channel: &str,
+) {
+    for fragment in 0..fragments {
+        let position = format!(
+            "{pixel} * out_channels + {first_channel} + {}u + lane_channel",
+            fragment * 16
+        );
+        let name = preloaded_residual(row, fragment);
+        if let Some(load) = conv_epilogue::packed_residual_named(epilogue, &name, &position) {
+            w.line(1, &load);
+        }
+    }
+}
+
 /// The statements that write lane `lane`'s 8 channels `channel ..+ 8` of one pixel to the
 /// channels-last `result` at element `position` (8-aligned), taking value `r` from
 /// `scratch[{value_at} + r]`, through the epilogue when `epilogue` is some; `indent` deep.
