@@ -34,7 +34,8 @@
 //!
 //! Every global read is clamped to its buffer and every store checked, so the kernel runs
 //! without wgpu's runtime checks; `emulated` keys spell the matrix operations in plain WGSL
-//! (tests on any f16 device; the 3 x 3 keys fit lavapipe's 32 KiB of workgroup memory).
+//! (tests on any f16 device; the 3 x 3 keys of the 16 x 64 and 8 x 128 blocks and the 2 x 2
+//! keys of the 256-pixel flat blocks fit lavapipe's 32 KiB of workgroup memory).
 
 use super::super::conv_coop::dispatch_counted;
 use super::super::conv_epilogue::{BoundEpilogue, ConvEpilogueKey};
@@ -71,8 +72,8 @@ pub enum PatchTile {
     /// subgroup 64 of them, 16 accumulators; padded widths up to 63, 3 x 3 and smaller.
     Flat32Columns64,
     /// 256 consecutive pixels of the padded grid x 64 channels: each subgroup 32, eight
-    /// accumulators (a 56 x 56 output in 842 blocks, against 421 of the 512-pixel one: the
-    /// last wave of blocks is less empty); padded widths up to 63 (its 2 x 2 keys fit 32 KiB).
+    /// accumulators (a 56 x 56 output in 842 blocks, against 421 of the 512-pixel one);
+    /// padded widths up to 63 (its 2 x 2 keys fit 32 KiB).
     Flat16Columns64,
     /// 384 consecutive pixels of the padded grid x 64 channels: each subgroup 48, twelve
     /// accumulators (a 56 x 56 output in 561 blocks: 4.25 rounds of 132 multiprocessors
