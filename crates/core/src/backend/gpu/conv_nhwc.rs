@@ -68,7 +68,7 @@ pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile
 pub(crate) use space_to_depth::input_source as space_to_depth_source;
 pub(crate) use space_to_depth::CHANNELS as SPACE_TO_DEPTH_CHANNELS;
 pub use store::OutputStore;
-use store::{channels_last_store, preload_row_residuals, preloaded_residual};
+use store::{channels_last_store, planes_store, preload_row_residuals, preloaded_residual};
 pub use tile::NhwcTile;
 pub(crate) use weight::ConvNhwcWeightKey;
 
@@ -478,13 +478,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
                 4,
                 "let value = scratch[scratch_at + (lane_row + r) * 16u + lane_column];",
             );
-            w.line(
-                4,
-                &format!(
-                    "result[min(position, arrayLength(&result) - 1u)] = f16({});",
-                    conv_epilogue::finish(key.epilogue, "value", "channel", "position")
-                ),
-            );
+            planes_store(&mut w, 4, key.epilogue);
             w.line(3, "}");
             w.line(2, "}");
         }

@@ -7,7 +7,7 @@ use super::super::matmul_coop::{store_register, Coop};
 use super::super::params::KernelParams;
 use super::super::wgsl::{value_header, COMMON};
 use super::patch::{ConvPatchKey, ConvPatchParams, COLUMNS_PER_BLOCK, PIXEL_STRIDE};
-use super::store::{preload_row_residuals, preloaded_residual};
+use super::store::{planes_store, preload_row_residuals, preloaded_residual};
 use super::{channels_last_store, OutputStore, Writer, INVOCATIONS};
 use crate::dtype::DType;
 
@@ -423,13 +423,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>,
             );
             w.line(4, "let position = row_start + first_x + x;");
             w.line(4, "let value = scratch[value_at + x * 16u];");
-            w.line(
-                4,
-                &format!(
-                    "result[min(position, arrayLength(&result) - 1u)] = f16({});",
-                    conv_epilogue::finish(key.epilogue, "value", "channel", "position")
-                ),
-            );
+            planes_store(&mut w, 4, key.epilogue);
             w.line(3, "}");
             w.line(2, "}");
         }
@@ -509,13 +503,7 @@ fn flat_store(w: &mut Writer, key: ConvPatchKey, coop: &Coop, accumulators: &[St
                 4,
                 "let value = scratch[scratch_at + (lane / 16u) * 128u + x * 16u + lane_column];",
             );
-            w.line(
-                4,
-                &format!(
-                    "result[min(position, arrayLength(&result) - 1u)] = f16({});",
-                    conv_epilogue::finish(key.epilogue, "value", "channel", "position")
-                ),
-            );
+            planes_store(w, 4, key.epilogue);
             w.line(3, "}");
             w.line(2, "}");
         }

@@ -67,6 +67,18 @@ impl OutputStore {
     }
 }
 
+/// The statement that writes `value` (f32, channel `channel`) to the row-major `result` at
+/// element `position`, through the epilogue when `epilogue` is some; `indent` deep.
+pub(crate) fn planes_store(w: &mut Writer, indent: usize, epilogue: Option<ConvEpilogueKey>) {
+    w.line(
+        indent,
+        &format!(
+            "result[min(position, arrayLength(&result) - 1u)] = f16({});",
+            conv_epilogue::finish(epilogue, "value", "channel", "position")
+        ),
+    );
+}
+
 /// The name of the residual vector [`preload_row_residuals`] loads for accumulator row
 /// `row`, column fragment `fragment`.
 pub(crate) fn preloaded_residual(row: usize, fragment: usize) -> String {
