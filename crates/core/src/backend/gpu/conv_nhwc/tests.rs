@@ -85,6 +85,51 @@ fn applies_only_to_its_shapes() {
     assert!(!applies(DType::F16, &[64, 32, 3, 3], &grouped));
 }
 
+/// The flat patch blocks take stride-1 convolutions whose padded width fits their patch and
+/// whose output channels their columns divide; the blocks of rows take any width.
+#[test]
+fn flat_patch_blocks_apply_up_to_their_width() {
+    let params = |stride, padding| Conv2dParams {
+        stride: (stride, stride),
+        padding: (padding, padding),
+        dilation: (1, 1),
+        groups: 1,
+    };
+    let input = |width: usize| Layout::contiguous(&[2, 64, 8, width]);
+    let weight = |out: usize| Layout::contiguous(&[out, 64, 3, 3]);
+    for tile in PatchTile::ALL {
+        let Some(limit) = tile.flat_width() else {
+            // Blocks of rows: any width.
+            let wide = patch_applies(&input(200), &weight(128), &params(1, 1), tile);
+            assert!(wide, "{tile:?}");
+            continue;
+        };
+        // Padded width = width + 2: up to the limit, not past it.
+        let (fits, wider) = (input(limit - 2), input(limit - 1));
+        let out = tile.columns();
+        assert!(
+            patch_applies(&fits, &weight(out), &params(1, 1), tile),
+            "{tile:?}"
+        );
+        assert!(
+            !patch_applies(&wider, &weight(out), &params(1, 1), tile),
+            "{tile:?}"
+        );
+        // Stride 2: never (the blocks of rows take it where their patch fits).
+        assert!(
+            !patch_applies(&fits, &weight(out), &params(2, 1), tile),
+            "{tile:?}"
+        );
+        // Output channels the block's columns do not divide (192 for a 128-column block).
+        if out == 128 {
+            assert!(
+                !patch_applies(&fits, &weight(192), &params(1, 1), tile),
+                "{tile:?}"
+            );
+        }
+    }
+}
+
 /// Values in [-1, 1) from a seed, rounded to f16.
 fn values(len: usize, seed: usize) -> Vec<f16> {
     (0..len)
