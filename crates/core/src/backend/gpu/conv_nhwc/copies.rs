@@ -35,14 +35,7 @@ pub(crate) fn weight_copy(
     order: [usize; 4],
     padded: usize,
 ) -> Result<GpuStorage> {
-    let rearrangement = Rearrangement::ChannelsLast {
-        order,
-        channel_dim: 2,
-        padded,
-    };
-    weight_cache::get_or_make((weight, layout), rearrangement, || {
-        channels_last_copy(weight, layout, &order, 2, padded)
-    })
+    kept_copy(weight, layout, order, 2, padded)
 }
 
 /// The output gradient, the `[n, o, oh, ow]` view `layout` of `grad`, as the channels-last
@@ -55,14 +48,25 @@ pub(crate) fn gradient_copy(
     layout: &Layout,
     padded: usize,
 ) -> Result<GpuStorage> {
-    let order = [0, 2, 3, 1];
+    kept_copy(grad, layout, [0, 2, 3, 1], 3, padded)
+}
+
+/// [`channels_last_copy`] of the view `layout` of `storage`, kept in `weight_cache.rs` while
+/// `storage` lives and nothing is written in place.
+fn kept_copy(
+    storage: &GpuStorage,
+    layout: &Layout,
+    order: [usize; 4],
+    channel_dim: usize,
+    padded: usize,
+) -> Result<GpuStorage> {
     let rearrangement = Rearrangement::ChannelsLast {
         order,
-        channel_dim: 3,
+        channel_dim,
         padded,
     };
-    weight_cache::get_or_make((grad, layout), rearrangement, || {
-        channels_last_copy(grad, layout, &order, 3, padded)
+    weight_cache::get_or_make((storage, layout), rearrangement, || {
+        channels_last_copy(storage, layout, &order, channel_dim, padded)
     })
 }
 
