@@ -216,6 +216,13 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             },
         ),
         (
+            "max_pool2d_backward_halving_f32",
+            KernelKey::MaxPool2dBackward {
+                dtype: DType::F32,
+                pass: super::pool::PoolPass::Halving(super::pool::HalvingWindow::RESNET),
+            },
+        ),
+        (
             "max_pool2d_route_f32",
             KernelKey::MaxPool2dBackward {
                 dtype: DType::F32,

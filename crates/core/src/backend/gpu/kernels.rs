@@ -299,6 +299,13 @@ impl KernelKey {
             // view, and vectors inside those rows, for invocations below its count
             // (`pool/vectorized.rs`; `plan` checked that rows are whole vectors).
             | KernelKey::MaxPool2dVectorized { .. }
+            // So does its gradient, which also reads the pooled output and its gradient only
+            // for windows inside the output and writes only rows inside the image
+            // (`pool/halving_backward.rs`).
+            | KernelKey::MaxPool2dBackward {
+                pass: super::pool::PoolPass::Halving(_),
+                ..
+            }
             // The channels-last max pooling clamps its reads and writes only below its count
             // (`pool/channels_last.rs`).
             | KernelKey::MaxPool2dChannelsLast { .. }

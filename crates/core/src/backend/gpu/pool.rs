@@ -14,7 +14,7 @@
 //! staged through workgroup memory with coalesced loads, and the gradient's two passes in one
 //! kernel. Before both, a forward whose window halves the image over a contiguous input with
 //! rows of whole 16-byte vectors (`vectorized::plan`) runs `pool/vectorized.rs`: 16-byte
-//! loads, nothing staged.
+//! loads, nothing staged; its gradient likewise (`pool/halving_backward.rs`).
 
 use super::kernels::KernelKey;
 use super::ops::unsupported;
@@ -30,6 +30,7 @@ use crate::layout::{Layout, MemoryFormat};
 
 mod channels_last;
 mod channels_last_backward;
+mod halving_backward;
 mod tiled;
 mod vectorized;
 
@@ -95,6 +96,9 @@ pub enum PoolPass {
     ChannelsLastRoute,
     /// The gather into a channels-last input gradient by those routes.
     ChannelsLastGather,
+    /// Routing and gathering in one kernel, 16-byte vectors of a row pair per invocation, for
+    /// one halving window (`pool/halving_backward.rs`).
+    Halving(HalvingWindow),
 }
 
 /// The gathering gradients' window arithmetic.
@@ -120,6 +124,7 @@ pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
             text.push_str(include_str!("shaders/max_pool2d_backward.wgsl"));
         }
         PoolPass::Tiled(window) => return tiled::backward_source(dtype, window),
+        PoolPass::Halving(window) => return halving_backward::source(dtype, window),
         PoolPass::ChannelsLastRoute | PoolPass::ChannelsLastGather => {
             return channels_last_backward::source(dtype, pass)
         }
@@ -150,6 +155,10 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
         }
         for window in HalvingWindow::all() {
             keys.push(KernelKey::MaxPool2dVectorized { dtype, window });
+            keys.push(KernelKey::MaxPool2dBackward {
+                dtype,
+                pass: PoolPass::Halving(window),
+            });
         }
         let unrolled = channels_last::UnrolledTaps::all().into_iter().map(Some);
         for taps in std::iter::once(None).chain(unrolled) {
@@ -316,6 +325,12 @@ impl GpuStorage {
         let out = GpuStorage::allocate(&self.device, OP, count, self.dtype)?;
         if count == 0 {
             return Ok(out);
+        }
+        let views = (layout, output_layout, grad_layout);
+        if let Some(window) = halving_backward::plan(self.dtype, views, &shape) {
+            let operands = [(self, layout), (output, output_layout), (grad, grad_layout)];
+            halving_backward::dispatch(operands, &shape, window, &out)?;
+            return into_format(out, &shape.input_shape(), format);
         }
         let [output_offset, output_stride_n, output_stride_c, output_stride_h, output_stride_w] =
             view_words(output_layout)?;

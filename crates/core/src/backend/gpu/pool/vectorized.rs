@@ -96,12 +96,12 @@ impl HalvingWindow {
     }
 
     /// `(kernel_h, kernel_w)`.
-    fn kernel(self) -> (usize, usize) {
+    pub(super) fn kernel(self) -> (usize, usize) {
         (usize::from(self.kernel_h), usize::from(self.kernel_w))
     }
 
     /// `(padding_h, padding_w)`: 1 for a 3-tap axis, else 0.
-    fn padding(self) -> (usize, usize) {
+    pub(super) fn padding(self) -> (usize, usize) {
         let (kernel_h, kernel_w) = self.kernel();
         ((kernel_h - 1) / 2, (kernel_w - 1) / 2)
     }

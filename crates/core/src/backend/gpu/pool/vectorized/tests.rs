@@ -1,10 +1,12 @@
-//! Tests of the vectorized max pooling forward (`pool/vectorized.rs`): which calls `plan`
-//! accepts, and, on the GPU, that the calls meant to take the kernel do (its thread-local run
-//! count) and that every call — taken or left to the tiled and generic kernels — equals the
-//! CPU reference (`cpu/pool.rs`) exactly, NaN and infinities included, in F32 and F16.
+//! Tests of the vectorized max pooling forward (`pool/vectorized.rs`) and gradient
+//! (`pool/halving_backward.rs`): which calls `plan` accepts, and, on the GPU, that the calls
+//! meant to take the kernels do (their thread-local run counts) and that every call — taken
+//! or left to the tiled and generic kernels — equals the CPU reference (`cpu/pool.rs`)
+//! exactly, NaN, infinities and ties included, in F32 and F16.
 
+use super::super::halving_backward::RUNS as GRADIENT_RUNS;
 use super::{plan, HalvingWindow, RUNS};
-use crate::backend::tests::support::{assert_close, cpu_storage, gpu_device, to_gpu, values};
+use crate::backend::tests::support::{assert_close, cpu_storage, flat, gpu_device, to_gpu, values};
 use crate::dtype::DType;
 use crate::geometry::{PoolShape, Window};
 use crate::layout::{Layout, MemoryFormat};
@@ -226,6 +228,98 @@ fn gpu_forward_matches_cpu_and_takes_the_vectorized_kernel() {
                 "{what}: vectorized kernel runs"
             );
             assert_close(&what, &expected, &output, 0.0, 0.0);
+        }
+    }
+}
+
+/// The contiguous view of `shape` starting `offset` elements into its buffer.
+fn shifted(shape: [usize; 4], offset: usize) -> Layout {
+    Layout {
+        offset,
+        ..dense(shape)
+    }
+}
+
+#[test]
+fn gpu_gradient_matches_cpu_and_takes_the_vectorized_kernel() {
+    let Some(gpu) = gpu_device() else {
+        return;
+    };
+    let mut dtypes = vec![(DType::F32, 0)];
+    if gpu.supports_f16() {
+        dtypes.push((DType::F16, 1));
+    } else {
+        eprintln!("SKIP f16: no SHADER_F16");
+    }
+    let device = Device::Gpu(gpu);
+    for (dtype, column) in dtypes {
+        for (index, case) in cases().into_iter().enumerate() {
+            let shape = PoolShape::new("test", &case.layout, &case.window).unwrap();
+            let pooled_shape = shape.output_shape();
+            let windows: usize = pooled_shape.iter().product();
+            // The pooled output and its gradient as views 5 elements into their buffers
+            // (offsets the kernel must honour); every third case a channels-last gradient
+            // instead, which the vectorized gradient leaves to the other kernels.
+            let output_layout = shifted(pooled_shape, 5);
+            let strided_grad = case.layout.shape[1] > 1 && index % 3 == 1;
+            let grad_layout = if strided_grad {
+                let [n, c, oh, ow] = pooled_shape;
+                Layout::contiguous(&[n, oh, ow, c]).permute(&[0, 3, 1, 2])
+            } else {
+                shifted(pooled_shape, 5)
+            };
+            let what = format!(
+                "{dtype} {:?} {:?} grad {:?}",
+                case.layout, case.window, grad_layout
+            );
+            let cpu_input = cpu_storage(&input_values(case.length), dtype);
+            let cpu_pooled = cpu_input
+                .max_pool2d(&case.layout, &case.window, MemoryFormat::Contiguous)
+                .unwrap();
+            // The pooled values behind 5 padding elements.
+            let mut pooled_values = vec![0.0; 5];
+            pooled_values.extend(flat(&cpu_pooled));
+            let cpu_output = cpu_storage(&pooled_values, dtype);
+            // Gradients on a coarse grid, so that sums of up to four of them are exact in f16.
+            let grad_values: Vec<f64> = values(windows + 5, 29, 4.0)
+                .into_iter()
+                .map(|value| (value * 4.0).round() / 4.0)
+                .collect();
+            let cpu_grad = cpu_storage(&grad_values, dtype);
+            let expected = cpu_input
+                .max_pool2d_backward(
+                    &case.layout,
+                    &cpu_output,
+                    &output_layout,
+                    &cpu_grad,
+                    &grad_layout,
+                    &case.window,
+                )
+                .unwrap();
+            let (input, output, grad) = (
+                to_gpu(&cpu_input, &device),
+                to_gpu(&cpu_output, &device),
+                to_gpu(&cpu_grad, &device),
+            );
+            let before = GRADIENT_RUNS.with(std::cell::Cell::get);
+            let gradient = input
+                .max_pool2d_backward(
+                    &case.layout,
+                    &output,
+                    &output_layout,
+                    &grad,
+                    &grad_layout,
+                    &case.window,
+                )
+                .unwrap();
+            let runs = GRADIENT_RUNS.with(std::cell::Cell::get) - before;
+            let vectorized = case.vectorized[column] && !strided_grad;
+            assert_eq!(
+                runs,
+                u64::from(vectorized),
+                "{what}: vectorized gradient runs"
+            );
+            assert_close(&what, &expected, &gradient, 0.0, 0.0);
         }
     }
 }
