@@ -42,11 +42,12 @@ use crate::geometry::Conv2dParams;
 use crate::geometry::Conv2dShape;
 use crate::layout::Layout;
 
+mod split_sum;
 mod weight;
 
+pub(crate) use split_sum::{split_sum_source, sum_splits, Permutation};
 pub(crate) use weight::{
-    split_sum_source, sum_splits, weight_source, weight_split_count, WeightKernel, MAX_PARTIALS,
-    MAX_SPLITS,
+    weight_source, weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS,
 };
 
 /// WGSL of `KernelKey::Conv2dBackwardInput` (after `enable f16;` where needed).

@@ -56,6 +56,10 @@ fn pow_signed(a: f32, b: f32) -> f32 {
 struct SplitSumParams {
     len: u32,
     splits: u32,
+    out_channels: u32,
+    channels: u32,
+    padded: u32,
+    taps: u32,
 }
 @group(0) @binding(0) var<storage, read> params: SplitSumParams;
 // common.wgsl — included by anygrad's kernels after the generated header that defines the
@@ -73,18 +77,56 @@ fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
 @group(0) @binding(1) var<storage, read> partials: array<f32>;
 @group(0) @binding(2) var<storage, read_write> reduced: array<S>;
 
+var<workgroup> group_sums: array<f32, 256>;
+
+// Where element `i` of a block goes: itself, or from [taps, padded, o] to [o, c, taps]
+// (0xffffffff: a padding channel, dropped).
+fn destination(i: u32) -> u32 {
+    let o = params.out_channels;
+    if (o == 0u) {
+        return i;
+    }
+    let out_channel = i % o;
+    let row = i / o;
+    let tap = row / params.padded;
+    let channel = row % params.padded;
+    if (channel >= params.channels) {
+        return 0xffffffffu;
+    }
+    return (out_channel * params.channels + channel) * params.taps + tap;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let i = linear_id(workgroup, workgroups, local);
+    let first = (linear_id(workgroup, workgroups, local) / 256u) * 32u;
+    let i = first + local % 32u;
+    let group = local / 32u;
     let len = params.len;
     let splits = params.splits;
-    if (i >= len) {
-        return;
-    }
     var total: f32 = 0.0;
-    for (var s = 0u; s < splits; s = s + 1u) {
-        total = total + partials[s * len + i];
+    if (i < len) {
+        // Splits group, group + 8, ...: two loads in flight per step.
+        var s = group;
+        for (; s + 8u < splits; s = s + 16u) {
+            let a = partials[s * len + i];
+            let b = partials[(s + 8u) * len + i];
+            total = total + a + b;
+        }
+        if (s < splits) {
+            total = total + partials[s * len + i];
+        }
     }
-    reduced[i] = store_value(T(total));
+    group_sums[local] = total;
+    workgroupBarrier();
+    if (local < 32u && i < len) {
+        var sum = group_sums[local];
+        for (var g = 1u; g < 8u; g = g + 1u) {
+            sum = sum + group_sums[g * 32u + local];
+        }
+        let at = destination(i);
+        if (at != 0xffffffffu) {
+            reduced[at] = store_value(T(sum));
+        }
+    }
 }

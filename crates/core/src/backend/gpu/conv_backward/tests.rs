@@ -1,10 +1,11 @@
 //! Tests of the conv2d gradient kernels: naga validation of every instantiation, both gradients
-//! (every tile and weight-gradient variant) against the CPU for awkward shapes, and the split-K
-//! count.
+//! (every tile and weight-gradient variant) against the CPU for awkward shapes, the split sum
+//! (in its blocks' order and permuted to the weight's), and the split-K count.
 
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
 use super::super::kernels::KernelKey;
 use super::weight::{split_count, WeightKernel};
+use super::{sum_splits, Permutation};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -210,4 +211,57 @@ fn split_counts() {
     assert_eq!(split_count(1, 100, 10), 1);
     // Memory bound.
     assert_eq!(split_count(1, 1 << 30, 1 << 25), 2);
+}
+
+/// The split sum against sums in f64: block counts below, at and past its 8 groups of splits
+/// (with and without a group's odd last split), lengths that leave its 32-element workgroups
+/// part empty, both dtypes, in the blocks' order and permuted from `[taps, padded, o]` to
+/// `[o, c, taps]` with padding channels dropped.
+#[test]
+fn split_sums_match_f64_sums() {
+    let Some(device) = gpu() else {
+        return;
+    };
+    // (splits, o, c, padded, taps)
+    let cases = [
+        (1, 8, 3, 8, 1),
+        (3, 16, 8, 8, 9),
+        (8, 4, 5, 8, 4),
+        (9, 32, 16, 16, 9),
+        (17, 3, 2, 8, 3),
+        (205, 64, 8, 8, 9),
+    ];
+    for (splits, o, c, padded, taps) in cases {
+        let len = taps * padded * o;
+        let partials = values(splits * len, splits as u64 + 7, DType::F32);
+        let sums: Vec<f64> = (0..len)
+            .map(|i| (0..splits).map(|s| f64::from(partials[s * len + i])).sum())
+            .collect();
+        let mut permuted = vec![0.0f32; o * c * taps];
+        for (i, &sum) in sums.iter().enumerate() {
+            let (out_channel, row) = (i % o, i / o);
+            let (tap, channel) = (row / padded, row % padded);
+            if channel < c {
+                permuted[(out_channel * c + channel) * taps + tap] = sum as f32;
+            }
+        }
+        let plain: Vec<f32> = sums.iter().map(|&sum| sum as f32).collect();
+        let stored = upload(&device, &partials, DType::F32);
+        for dtype in [DType::F32, DType::F16] {
+            if dtype == DType::F16 && !device.supports_f16() {
+                continue;
+            }
+            let what = format!("{splits} splits of {len} in {dtype}");
+            let out = sum_splits(&stored, splits, len, dtype, None).unwrap();
+            check(&out, &plain, &what);
+            let permutation = Permutation {
+                out_channels: o,
+                channels: c,
+                padded,
+                taps,
+            };
+            let out = sum_splits(&stored, splits, len, dtype, Some(permutation)).unwrap();
+            check(&out, &permuted, &format!("{what}, permuted"));
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! The weight-gradient kernel of the direct (implicit-GEMM) 2-D convolution
-//! (`KernelKey::Conv2dBackwardWeight`) and its split-sum (`KernelKey::Conv2dSplitSum`):
+//! (`KernelKey::Conv2dBackwardWeight`), whose split sums `conv_backward/split_sum.rs` adds up:
 //! `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //! M = o, N = c * kh * kw, K = n * oh * ow: A is `g` read as `[o, K]` and B the input windows,
 //! both gathered through their strides (no im2col buffer). K is huge and M, N small for most
@@ -27,9 +27,8 @@ use super::super::conv_gemm::{
 };
 use super::super::kernels::KernelKey;
 use super::super::ops::{same_device, same_dtype, unsupported};
-use super::super::params::{check_view, kernel_params, word, KernelParams, Params};
+use super::super::params::{check_view, word, Params};
 use super::super::storage::GpuStorage;
-use super::super::wgsl::{value_header, COMMON};
 use super::{check_coordinates, conv_params, row_tiles};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -45,16 +44,6 @@ const MIN_SPLIT_STEPS: usize = 32;
 pub(crate) const MAX_SPLITS: usize = 256;
 /// Largest buffer of partial sums (f32 elements: 256 MiB).
 pub(crate) const MAX_PARTIALS: usize = 1 << 26;
-
-kernel_params! {
-    /// Parameters of the split-sum kernel.
-    struct SplitSumParams {
-        /// Elements of the weight gradient.
-        len: u32,
-        /// Blocks of partial sums.
-        splits: u32,
-    }
-}
 
 /// A variant of the weight-gradient kernel (the default: narrow tile, divisions).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -103,15 +92,6 @@ impl WeightKernel {
 pub(crate) fn weight_source(dtype: DType, partial: bool, kernel: WeightKernel) -> String {
     let mut text = conv_gemm::source_start(dtype);
     text.push_str(&weight_source_body(partial, kernel));
-    text
-}
-
-/// WGSL of `KernelKey::Conv2dSplitSum` (after `enable f16;` where needed).
-pub(crate) fn split_sum_source(dtype: DType) -> String {
-    let mut text = value_header(dtype);
-    text.push_str(SplitSumParams::WGSL);
-    text.push_str(COMMON);
-    text.push_str(SPLIT_SUM);
     text
 }
 
@@ -365,28 +345,6 @@ fn lean_advance(w: &mut String, indent: &str) {
     );
 }
 
-/// The split-sum kernel body: `out[i] = sum over s of partials[s * len + i]` (f32, in split
-/// order), stored as `S`. params: [`SplitSumParams`].
-const SPLIT_SUM: &str = r#"@group(0) @binding(1) var<storage, read> partials: array<f32>;
-@group(0) @binding(2) var<storage, read_write> reduced: array<S>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32) {
-    let i = linear_id(workgroup, workgroups, local);
-    let len = params.len;
-    let splits = params.splits;
-    if (i >= len) {
-        return;
-    }
-    var total: f32 = 0.0;
-    for (var s = 0u; s < splits; s = s + 1u) {
-        total = total + partials[s * len + i];
-    }
-    reduced[i] = store_value(T(total));
-}
-"#;
-
 /// How many splits the weight gradient's K gets: enough workgroups to fill the GPU, each
 /// split at least [`MIN_SPLIT_STEPS`] k-steps long, the partial sums within [`MAX_PARTIALS`].
 pub(crate) fn split_count(tiles: usize, k: usize, outputs: usize) -> usize {
@@ -491,31 +449,6 @@ impl GpuStorage {
         if !partial {
             return Ok(target);
         }
-        sum_splits(&target, splits, numel, self.dtype)
+        super::sum_splits(&target, splits, numel, self.dtype, None)
     }
-}
-
-/// The `numel` elements of `dtype` that `splits` consecutive f32 blocks of partial sums in
-/// `partials` add up to, in a fixed order (`Conv2dSplitSum`).
-pub(crate) fn sum_splits(
-    partials: &GpuStorage,
-    splits: usize,
-    numel: usize,
-    dtype: DType,
-) -> Result<GpuStorage> {
-    let out = GpuStorage::allocate(&partials.device, "conv2d_backward_weight", numel, dtype)?;
-    let header = SplitSumParams {
-        len: word(numel)?,
-        splits: word(splits)?,
-    };
-    let words = Params::with_header(&header, 0);
-    let key = KernelKey::Conv2dSplitSum { dtype };
-    GpuStorage::launch(
-        &partials.device,
-        &key,
-        &words,
-        &[partials.raw()?, out.raw()?],
-        numel,
-    )?;
-    Ok(out)
 }

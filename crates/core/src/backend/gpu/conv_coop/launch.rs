@@ -8,7 +8,7 @@ use super::super::conv_backward::check_coordinates;
 use super::super::conv_epilogue::BoundEpilogue;
 use super::super::kernels::KernelKey;
 use super::super::ops::same_device;
-use super::super::params::{check_view, is_dense, Params};
+use super::super::params::{check_view, is_dense};
 use super::super::storage::GpuStorage;
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, KBlock};
 use crate::dtype::DType;
@@ -399,16 +399,7 @@ impl GpuStorage {
             return Ok(None);
         }
         // The partial sums in a fixed order (deterministic), converted to f16.
-        let out = GpuStorage::allocate(&self.device, OP, numel, DType::F16)?;
-        let mut words = Params::new();
-        words.push(numel)?.push(splits)?;
-        GpuStorage::launch(
-            &self.device,
-            &KernelKey::Conv2dSplitSum { dtype: DType::F16 },
-            &words,
-            &[partials.raw()?, out.raw()?],
-            numel,
-        )?;
-        Ok(Some(out))
+        crate::backend::gpu::conv_backward::sum_splits(&partials, splits, numel, DType::F16, None)
+            .map(Some)
     }
 }

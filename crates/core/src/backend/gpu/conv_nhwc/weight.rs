@@ -22,7 +22,7 @@
 use super::{
     applies, channels_last_copy, gradient_copy, padded_channels, Writer, INVOCATIONS, K_BLOCK,
 };
-use crate::backend::gpu::conv_backward::{sum_splits, MAX_PARTIALS, MAX_SPLITS};
+use crate::backend::gpu::conv_backward::{sum_splits, Permutation, MAX_PARTIALS, MAX_SPLITS};
 use crate::backend::gpu::conv_coop::dispatch_counted;
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::matmul_coop::{store_register, Coop};
@@ -482,12 +482,14 @@ impl GpuStorage {
         if !dispatch_counted(self, (&key.kernel(), emulated), words, &buffers, grid)? {
             return Ok(None);
         }
-        // The sums in the GEMM's [kh, kw, c, o] order, permuted to the weight's [o, c, kh, kw]
-        // (padding channels cut) by one strided copy.
-        let gradient = sum_splits(&partials, splits, numel, self.dtype)?;
-        let real = Layout::contiguous(&[kh, kw, padded, o])
-            .permute(&[3, 2, 0, 1])
-            .narrow(1, 0, c);
-        gradient.copy_strided(&real).map(Some)
+        // The sums of the GEMM's [kh, kw, c, o] order, stored in the weight's [o, c, kh, kw]
+        // (padding channels cut) by the sum itself.
+        let permutation = Permutation {
+            out_channels: o,
+            channels: c,
+            padded,
+            taps: kh * kw,
+        };
+        sum_splits(&partials, splits, numel, self.dtype, Some(permutation)).map(Some)
     }
 }
