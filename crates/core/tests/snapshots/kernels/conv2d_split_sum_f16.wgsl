@@ -60,6 +60,7 @@ struct SplitSumParams {
     channels: u32,
     padded: u32,
     taps: u32,
+    groups: u32,
 }
 @group(0) @binding(0) var<storage, read> params: SplitSumParams;
 // common.wgsl — included by anygrad's kernels after the generated header that defines the
@@ -99,18 +100,20 @@ fn destination(i: u32) -> u32 {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let first = (linear_id(workgroup, workgroups, local) / 256u) * 32u;
-    let i = first + local % 32u;
-    let group = local / 32u;
+    let groups = params.groups;
+    let elements = 256u / groups;
+    let first = (linear_id(workgroup, workgroups, local) / 256u) * elements;
+    let i = first + local % elements;
+    let group = local / elements;
     let len = params.len;
     let splits = params.splits;
     var total: f32 = 0.0;
     if (i < len) {
-        // Splits group, group + 8, ...: two loads in flight per step.
+        // Splits group, group + groups, ...: two loads in flight per step.
         var s = group;
-        for (; s + 8u < splits; s = s + 16u) {
+        for (; s + groups < splits; s = s + 2u * groups) {
             let a = partials[s * len + i];
-            let b = partials[(s + 8u) * len + i];
+            let b = partials[(s + groups) * len + i];
             total = total + a + b;
         }
         if (s < splits) {
@@ -119,10 +122,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     group_sums[local] = total;
     workgroupBarrier();
-    if (local < 32u && i < len) {
+    if (local < elements && i < len) {
         var sum = group_sums[local];
-        for (var g = 1u; g < 8u; g = g + 1u) {
-            sum = sum + group_sums[g * 32u + local];
+        for (var g = 1u; g < groups; g = g + 1u) {
+            sum = sum + group_sums[g * elements + local];
         }
         let at = destination(i);
         if (at != 0xffffffffu) {

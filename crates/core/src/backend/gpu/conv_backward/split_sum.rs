@@ -1,17 +1,21 @@
 //! The weight gradient's split sum (`KernelKey::Conv2dSplitSum`): the weight-gradient kernels
 //! split their GEMM's depth (the output pixels) over `splits` workgroups, each writing one f32
 //! block of partial sums; this kernel adds the blocks up, in a fixed order (deterministic),
-//! and stores the result in the gradient's dtype — in the block's own order, or permuted from
+//! and stores the result in the gradient's dtype — in the blocks' own order, or permuted from
 //! the channels-last GEMM's `[kh, kw, c_padded, o]` to the weight's `[o, c, kh, kw]` with the
-//! padding channels cut ([`Permutation`]), so that no copy follows.
+//! padding channels cut ([`Permutation`]).
 //!
-//! Why it is laid out so: the early layers' gradients are small (ResNet-18's first 3x3 weight
-//! has 36,864 elements) and split about 200 ways, so one invocation per element walking every
-//! split left the GPU nearly empty and waiting on one load after another (30 µs on an H200).
-//! A workgroup here takes 32 consecutive elements and 8 groups of splits (split `s` to group
-//! `s mod 8`): each group's 32 invocations read 128 consecutive bytes a split, the 8 group
-//! sums meet in workgroup memory and are added in group order. The permuted stores are
-//! scattered, but the gradient is small enough to stay in L2, where they merge.
+//! Two shapes of work, one kernel (`groups` in its parameters):
+//! - **Many splits** (at least [`MANY_SPLITS`]; small gradients: ResNet-18's first 3x3 weight
+//!   has 36,864 elements split about 200 ways): one invocation per element walking every split
+//!   left the GPU nearly empty, waiting on one load after another (30 µs on an H200). A
+//!   workgroup takes 32 elements and 8 groups of splits (split `s` to group `s mod 8`); each
+//!   group's 32 invocations read 128 consecutive bytes a split, and the 8 group sums meet in
+//!   workgroup memory, added in group order (19 µs). These gradients are small, so the
+//!   permutation is done by the stores themselves (scattered).
+//! - **Few splits** (large gradients): one invocation per element, 256 a workgroup, and the
+//!   permutation by one strided copy after it. Scattered stores and idle groups made the
+//!   512-channel 3x3 gradient (2.4 M elements, 4 splits) take 106–116 µs against 15 + 29.
 
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::params::{kernel_params, word, KernelParams, Params};
@@ -19,9 +23,10 @@ use crate::backend::gpu::storage::GpuStorage;
 use crate::backend::gpu::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::layout::Layout;
 
-/// Consecutive elements a workgroup sums.
-const ELEMENTS: usize = 32;
+/// Splits from which a workgroup's invocations split the splits (8 groups of 32 elements).
+const MANY_SPLITS: usize = 16;
 
 kernel_params! {
     /// Parameters of the split-sum kernel.
@@ -38,6 +43,9 @@ kernel_params! {
         padded: u32,
         /// Taps `kh * kw`.
         taps: u32,
+        /// Groups of splits a workgroup's invocations form: 1 or 8 (`256 / groups` elements a
+        /// workgroup).
+        groups: u32,
     }
 }
 
@@ -60,8 +68,8 @@ pub(crate) fn split_sum_source(dtype: DType) -> String {
     text
 }
 
-/// The kernel body. Invocation `local`: element `local % 32` of the workgroup's 32, split
-/// group `local / 32`.
+/// The kernel body. Invocation `local`: element `local % E` of the workgroup's
+/// `E = 256 / groups`, split group `local / E`.
 const SPLIT_SUM: &str = r#"@group(0) @binding(1) var<storage, read> partials: array<f32>;
 @group(0) @binding(2) var<storage, read_write> reduced: array<S>;
 
@@ -87,18 +95,20 @@ fn destination(i: u32) -> u32 {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    let first = (linear_id(workgroup, workgroups, local) / 256u) * 32u;
-    let i = first + local % 32u;
-    let group = local / 32u;
+    let groups = params.groups;
+    let elements = 256u / groups;
+    let first = (linear_id(workgroup, workgroups, local) / 256u) * elements;
+    let i = first + local % elements;
+    let group = local / elements;
     let len = params.len;
     let splits = params.splits;
     var total: f32 = 0.0;
     if (i < len) {
-        // Splits group, group + 8, ...: two loads in flight per step.
+        // Splits group, group + groups, ...: two loads in flight per step.
         var s = group;
-        for (; s + 8u < splits; s = s + 16u) {
+        for (; s + groups < splits; s = s + 2u * groups) {
             let a = partials[s * len + i];
-            let b = partials[(s + 8u) * len + i];
+            let b = partials[(s + groups) * len + i];
             total = total + a + b;
         }
         if (s < splits) {
@@ -107,10 +117,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     group_sums[local] = total;
     workgroupBarrier();
-    if (local < 32u && i < len) {
+    if (local < elements && i < len) {
         var sum = group_sums[local];
-        for (var g = 1u; g < 8u; g = g + 1u) {
-            sum = sum + group_sums[g * 32u + local];
+        for (var g = 1u; g < groups; g = g + 1u) {
+            sum = sum + group_sums[g * elements + local];
         }
         let at = destination(i);
         if (at != 0xffffffffu) {
@@ -121,8 +131,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 "#;
 
 /// The gradient that `splits` consecutive f32 blocks of `len` partial sums in `partials` add
-/// up to, in `dtype`, in a fixed order: `len` elements in the blocks' order, or the weight's
-/// `[o, c, kh, kw]` under `permutation`.
+/// up to, in `dtype`, in a fixed order (see the module header): `len` elements in the blocks'
+/// order, or the weight's `[o, c, kh, kw]` under `permutation`.
 pub(crate) fn sum_splits(
     partials: &GpuStorage,
     splits: usize,
@@ -130,6 +140,15 @@ pub(crate) fn sum_splits(
     dtype: DType,
     permutation: Option<Permutation>,
 ) -> Result<GpuStorage> {
+    let groups = if splits >= MANY_SPLITS { 8 } else { 1 };
+    if let Some(p) = permutation.filter(|_| groups == 1) {
+        // Few splits, a large gradient: the blocks' order, then one strided copy.
+        let sums = sum_splits(partials, splits, len, dtype, None)?;
+        let weight_order = Layout::contiguous(&[p.taps, p.padded, p.out_channels])
+            .permute(&[2, 1, 0])
+            .narrow(1, 0, p.channels);
+        return sums.copy_strided(&weight_order);
+    }
     let numel = match permutation {
         Some(p) => p.out_channels * p.channels * p.taps,
         None => len,
@@ -148,10 +167,11 @@ pub(crate) fn sum_splits(
         channels: word(p.channels)?,
         padded: word(p.padded.max(1))?,
         taps: word(p.taps)?,
+        groups: word(groups)?,
     };
     let words = Params::with_header(&header, 0);
     let key = KernelKey::Conv2dSplitSum { dtype };
-    let invocations = len.div_ceil(ELEMENTS) * 256;
+    let invocations = len.div_ceil(256 / groups) * 256;
     GpuStorage::launch(
         &partials.device,
         &key,

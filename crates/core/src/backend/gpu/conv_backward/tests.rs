@@ -213,10 +213,11 @@ fn split_counts() {
     assert_eq!(split_count(1, 1 << 30, 1 << 25), 2);
 }
 
-/// The split sum against sums in f64: block counts below, at and past its 8 groups of splits
-/// (with and without a group's odd last split), lengths that leave its 32-element workgroups
-/// part empty, both dtypes, in the blocks' order and permuted from `[taps, padded, o]` to
-/// `[o, c, taps]` with padding channels dropped.
+/// The split sum against sums in f64: block counts on both sides of its split groups (1, 3,
+/// 8, 9 splits: one invocation an element; 17 and 205: 8 groups, one with an odd last split),
+/// lengths that leave workgroups part empty, both dtypes, in the blocks' order and permuted
+/// from `[taps, padded, o]` to `[o, c, taps]` with padding channels dropped (by the stores, or
+/// by a copy after the sum).
 #[test]
 fn split_sums_match_f64_sums() {
     let Some(device) = gpu() else {
@@ -230,6 +231,8 @@ fn split_sums_match_f64_sums() {
         (9, 32, 16, 16, 9),
         (17, 3, 2, 8, 3),
         (205, 64, 8, 8, 9),
+        // A large gradient with few splits.
+        (3, 512, 60, 64, 9),
     ];
     for (splits, o, c, padded, taps) in cases {
         let len = taps * padded * o;
