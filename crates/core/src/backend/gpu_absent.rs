@@ -209,6 +209,11 @@ impl GpuDevice {
 }
 
 impl GpuStorage {
+    /// The mutation log's name of this storage (no storage exists to ask).
+    pub(crate) fn write_token(&self) -> Option<u64> {
+        match self.never {}
+    }
+
     /// The element type (no storage exists to ask).
     pub fn dtype(&self) -> DType {
         match self.never {}

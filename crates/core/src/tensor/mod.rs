@@ -225,11 +225,12 @@ impl Tensor {
         self.0.storage.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The storage for an in-place write: advances [`mutation_epoch`] (the only path that
-    /// writes into an existing storage).
+    /// The storage for an in-place write: advances [`mutation_epoch`] and records which
+    /// storage is written (the only path that writes into an existing storage).
     pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
-        crate::mutation::note_mutation();
-        self.0.storage.write().unwrap_or_else(|p| p.into_inner())
+        let guard = self.0.storage.write().unwrap_or_else(|p| p.into_inner());
+        crate::mutation::note_write(guard.write_token());
+        guard
     }
 
     pub(crate) fn storage_arc(&self) -> &Arc<RwLock<Storage>> {

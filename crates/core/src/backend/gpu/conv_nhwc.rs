@@ -60,9 +60,9 @@ mod store;
 mod tile;
 mod weight;
 
-pub(crate) use copies::{
-    channels_last_copy, channels_last_input, gradient_copy, padded_channels, weight_copy,
-};
+#[cfg(test)]
+pub(crate) use copies::channels_last_copy;
+pub(crate) use copies::{channels_last_input, gradient_copy, padded_channels, weight_copy};
 pub(crate) use input_gradient::patch_applies as patch_input_gradient_applies;
 pub(crate) use patch::{forward_applies as patch_applies, ConvPatchKey, PatchTile};
 pub(crate) use space_to_depth::input_source as space_to_depth_source;

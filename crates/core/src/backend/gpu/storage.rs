@@ -144,6 +144,12 @@ impl GpuStorage {
         *self.loan
     }
 
+    /// The name the mutation log records in-place writes into this storage by
+    /// (`mutation::note_write`): its id.
+    pub(crate) fn write_token(&self) -> Option<u64> {
+        Some(*self.loan)
+    }
+
     /// A handle that stops upgrading once this storage is dropped.
     pub(crate) fn liveness(&self) -> Weak<u64> {
         Arc::downgrade(&self.loan)

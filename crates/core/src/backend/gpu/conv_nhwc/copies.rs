@@ -13,7 +13,8 @@ use crate::layout::{Layout, MemoryFormat};
 /// The `[n, c, h, w]` view `layout` of `storage` as the channels-last kernels read it,
 /// `[n, h, w, padded]` dense from offset 0: the storage itself where it already lies so with
 /// no channels to pad (the output of the previous tensor-core convolution), else
-/// [`channels_last_copy`].
+/// [`channels_last_copy`], kept while `storage` lives and is not written in place
+/// (`weight_cache.rs`): a training step's weight gradient reads the forward's copy.
 pub(crate) fn channels_last_input<'a>(
     storage: &'a GpuStorage,
     layout: &Layout,
@@ -22,7 +23,7 @@ pub(crate) fn channels_last_input<'a>(
     if layout.shape.get(1) == Some(&padded) && MemoryFormat::ChannelsLast.holds(layout) {
         return Ok(StorageRef::Borrowed(storage));
     }
-    let copy = channels_last_copy(storage, layout, &[0, 2, 3, 1], 3, padded)?;
+    let copy = kept_copy(storage, layout, [0, 2, 3, 1], 3, padded)?;
     Ok(StorageRef::Copied(copy))
 }
 

@@ -20,7 +20,7 @@
 //!   (`conv_nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
 
 use super::{
-    applies, channels_last_copy, gradient_copy, padded_channels, Writer, INVOCATIONS, K_BLOCK,
+    applies, channels_last_input, gradient_copy, padded_channels, Writer, INVOCATIONS, K_BLOCK,
 };
 use crate::backend::gpu::conv_backward::{sum_splits, Permutation, MAX_PARTIALS, MAX_SPLITS};
 use crate::backend::gpu::conv_coop::dispatch_counted;
@@ -468,7 +468,8 @@ impl GpuStorage {
         };
         word(splits * numel)?;
         // Channels-last input [n, h, w, c] and gradient [n, oh, ow, o].
-        let input = channels_last_copy(self, layout, &[0, 2, 3, 1], 3, padded)?;
+        // The forward's copy where it is kept (`channels_last_input`).
+        let input = channels_last_input(self, layout, padded)?;
         // (o is a multiple of the tile's columns: nothing to pad.)
         let gradient = gradient_copy(grad, grad_layout, o)?;
         let partials = GpuStorage::allocate(&self.device, OP, splits * numel, crate::DType::F32)?;
