@@ -138,10 +138,8 @@ fn transpose_first(order: &[usize]) -> Option<([usize; 4], [usize; 4])> {
         return None;
     }
     let mut first = [0; 4];
-    let mut at = 0;
-    for dim in (0..4).filter(|&dim| dim != innermost) {
+    for (at, dim) in (0..4).filter(|&dim| dim != innermost).enumerate() {
         first[at] = dim;
-        at += 1;
     }
     first[3] = innermost;
     let mut then = [0; 4];
