@@ -7,7 +7,7 @@
 //!
 //! Writes into GPU storages also record which storage they wrote (its token,
 //! `GpuStorage::loan`), so that a value derived from one storage can ask whether *that*
-//! storage was written since ([`written_since`]) and survive writes into others: a training
+//! storage was written since (`WriteLogView::written_since`) and survive writes into others: a training
 //! step's batch norms update their running statistics in place between a convolution's
 //! forward and its backward, which must not discard the forward's copy of its input
 //! (`backend/gpu/weight_cache.rs`).
@@ -57,16 +57,18 @@ pub(crate) fn note_write(token: Option<u64>) {
 }
 
 /// Record an in-place write into a storage not named: every value derived before it is
-/// treated as stale by [`written_since`].
-#[cfg(test)]
+/// treated as stale by `WriteLogView::written_since`.
+#[cfg(all(test, feature = "gpu"))]
 pub(crate) fn note_unknown_write() {
     let epoch = MUTATIONS.fetch_add(1, Ordering::Relaxed) + 1;
     WRITES.lock().unwrap_or_else(|p| p.into_inner()).floor = epoch;
 }
 
-/// The write log, locked: for checking many derived values at once.
+/// The write log, locked: for checking many derived values at once (the GPU's kept copies).
+#[cfg(feature = "gpu")]
 pub(crate) struct WriteLogView(std::sync::MutexGuard<'static, WriteLog>);
 
+#[cfg(feature = "gpu")]
 impl WriteLogView {
     /// Whether the storage with token `token` may have been written in place after `epoch` (a
     /// value of [`mutation_epoch`] read before deriving from it).
@@ -76,6 +78,7 @@ impl WriteLogView {
 }
 
 /// The write log, locked until the view is dropped (take no other lock of this module then).
+#[cfg(feature = "gpu")]
 pub(crate) fn write_log() -> WriteLogView {
     WriteLogView(WRITES.lock().unwrap_or_else(|p| p.into_inner()))
 }
