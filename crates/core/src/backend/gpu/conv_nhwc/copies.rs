@@ -104,8 +104,9 @@ pub(crate) fn channels_last_copy(
         // A weight `[o, c, kh, kw]` to `[kh, kw, c, o]` is no batch of transposes: one tiled
         // transpose to `[c, kh, kw, o]` first (the destination's innermost dim, o, made
         // contiguous), then a copy of whole rows of o into the final order. On an H200 the
-        // one generic copy of a 512-channel 3x3 weight took 30 µs.
-        if layout.is_contiguous() && !tiled(&view) {
+        // one generic copy of a 512-channel 3x3 weight took 30 µs; a small weight's (a
+        // 64-channel 3x3: 7 µs) is bound by its launch, which two kernels only double.
+        if layout.is_contiguous() && layout.numel() >= TRANSPOSE_FIRST_MIN && !tiled(&view) {
             if let Some((first, then)) = transpose_first(order) {
                 let step = layout.permute(&first);
                 if tiled(&step) {
@@ -127,6 +128,9 @@ pub(crate) fn channels_last_copy(
     storage.copy_into(&view, &mut target, &target_view)?;
     Ok(target)
 }
+
+/// The fewest elements a rearrangement takes two copies for ([`transpose_first`]).
+const TRANSPOSE_FIRST_MIN: usize = 1 << 18;
 
 /// For a copy into the order `order` (a permutation of a rank-4 source's dims): the order
 /// that moves only the destination's innermost source dim to the end, and the permutation
@@ -164,7 +168,9 @@ mod tests {
     #[test]
     fn weight_rearrangements_match_an_element_wise_permutation() {
         let Some(device) = gpu_device() else { return };
-        let (o, c, kh, kw) = (48, 40, 3, 2);
+        // Above TRANSPOSE_FIRST_MIN elements: the forward order takes two copies.
+        let (o, c, kh, kw) = (128, 96, 4, 6);
+        assert!(o * c * kh * kw >= super::TRANSPOSE_FIRST_MIN);
         let data = values(o * c * kh * kw, 11, DType::F32);
         let weight = upload(&device, &data, DType::F32);
         let layout = Layout::contiguous(&[o, c, kh, kw]);
