@@ -25,7 +25,8 @@
 //! (`conv_nhwc::channels_last_input`), and its weight gradient reads the same copy while the
 //! input lives (autograd keeps it for the backward) — one transpose of each input a training
 //! step instead of two, at the price of holding the copies from forward to backward (about
-//! 190 MB for ResNet-18 at batch 64). Batch norm's in-place running statistics between them
+//! 250 MB for ResNet-18 at batch 64). Only a forward that records a graph keeps its copy: under
+//! `no_grad` (inference) the copy is made for the call and dropped, as before. Batch norm's in-place running statistics between them
 //! write other storages, so they no longer discard the copies.
 
 use std::sync::{Arc, Mutex, Weak};
@@ -109,8 +110,18 @@ static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 /// The `rearrangement` of the view `layout` of `source`: kept from an earlier call, or made
 /// by `make` now (and kept).
 pub(crate) fn get_or_make(
+    source: (&GpuStorage, &Layout),
+    rearrangement: Rearrangement,
+    make: impl FnOnce() -> Result<GpuStorage>,
+) -> Result<GpuStorage> {
+    get_or_make_kept(source, rearrangement, true, make)
+}
+
+/// [`get_or_make`], keeping what `make` made only if `keep`.
+pub(crate) fn get_or_make_kept(
     (source, layout): (&GpuStorage, &Layout),
     rearrangement: Rearrangement,
+    keep: bool,
     make: impl FnOnce() -> Result<GpuStorage>,
 ) -> Result<GpuStorage> {
     let token = *source.loan;
@@ -130,6 +141,9 @@ pub(crate) fn get_or_make(
         }
     }
     let made = make()?;
+    if !keep {
+        return Ok(made);
+    }
     let mut entries = ENTRIES.lock().unwrap_or_else(|p| p.into_inner());
     // The source written in place while it was made: do not keep it.
     if !write_log().written_since(token, epoch) {
@@ -276,6 +290,18 @@ mod tests {
             let backward = channels_last_input(&x, &layout, 8).unwrap();
             assert!(Arc::ptr_eq(&forward.slot, &backward.slot), "made twice");
             assert_eq!(backward.to_cpu().unwrap(), plain.to_cpu().unwrap());
+        }
+        // Under `no_grad` (inference) a copy is made for the call and not kept.
+        let y = upload(&device, &values(2 * 8 * 15, 10, DType::F32), DType::F32);
+        {
+            let _inference = crate::autograd::no_grad();
+            let first = channels_last_input(&y, &layout, 8).unwrap();
+            let second = channels_last_input(&y, &layout, 8).unwrap();
+            assert!(
+                !Arc::ptr_eq(&first.slot, &second.slot),
+                "kept under no_grad"
+            );
+            assert!(!super::holds(*y.loan));
         }
         let token = *x.loan;
         drop(x);

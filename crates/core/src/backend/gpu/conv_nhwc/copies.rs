@@ -13,8 +13,9 @@ use crate::layout::{Layout, MemoryFormat};
 /// The `[n, c, h, w]` view `layout` of `storage` as the channels-last kernels read it,
 /// `[n, h, w, padded]` dense from offset 0: the storage itself where it already lies so with
 /// no channels to pad (the output of the previous tensor-core convolution), else
-/// [`channels_last_copy`], kept while `storage` lives and is not written in place
-/// (`weight_cache.rs`): a training step's weight gradient reads the forward's copy.
+/// [`channels_last_copy`]: a kept one where there is one (`weight_cache.rs`), and the one made
+/// now kept while `storage` lives and is not written in place if a graph is being recorded (a
+/// training forward: its weight gradient reads the same copy); under `no_grad` not kept.
 pub(crate) fn channels_last_input<'a>(
     storage: &'a GpuStorage,
     layout: &Layout,
@@ -23,7 +24,16 @@ pub(crate) fn channels_last_input<'a>(
     if layout.shape.get(1) == Some(&padded) && MemoryFormat::ChannelsLast.holds(layout) {
         return Ok(StorageRef::Borrowed(storage));
     }
-    let copy = kept_copy(storage, layout, [0, 2, 3, 1], 3, padded)?;
+    let order = [0, 2, 3, 1];
+    let rearrangement = Rearrangement::ChannelsLast {
+        order,
+        channel_dim: 3,
+        padded,
+    };
+    let keep = crate::autograd::is_grad_enabled();
+    let copy = weight_cache::get_or_make_kept((storage, layout), rearrangement, keep, || {
+        channels_last_copy(storage, layout, &order, 3, padded)
+    })?;
     Ok(StorageRef::Copied(copy))
 }
 
