@@ -218,15 +218,6 @@ impl Storage {
         }
     }
 
-    /// The token the mutation log names this storage by (`mutation::note_write`): a GPU
-    /// storage's; `None` for a CPU storage (nothing is derived from those and kept).
-    pub(crate) fn write_token(&self) -> Option<u64> {
-        match self {
-            Storage::Cpu(_) => None,
-            Storage::Gpu(storage) => storage.write_token(),
-        }
-    }
-
     /// The device holding the data.
     pub fn device(&self) -> Device {
         match self {

@@ -1,6 +1,7 @@
 //! `Storage`'s dispatch of the primitives that write in place and return nothing (not
 //! profiled): `copy_into`, the optimizers' `sgd_step` and mixed precision's `unscale` (the
-//! rules are on `BackendStorage` in `backend/contract.rs`).
+//! rules are on `BackendStorage` in `backend/contract.rs`); and the name in-place writes are
+//! logged by (`write_token`).
 
 use super::{check_same_device, Storage};
 use crate::backend::contract::BackendStorage;
@@ -8,6 +9,15 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 
 impl Storage {
+    /// The token the mutation log names this storage by (`mutation::note_write`): a GPU
+    /// storage's; `None` for a CPU storage (nothing is derived from those and kept).
+    pub(crate) fn write_token(&self) -> Option<u64> {
+        match self {
+            Storage::Cpu(_) => None,
+            Storage::Gpu(storage) => storage.write_token(),
+        }
+    }
+
     /// Copy the view `layout` of `self` into the view `dst_layout` of `dst`
     /// (`BackendStorage::copy_into`). Not profiled: it writes in place and returns nothing.
     pub fn copy_into(&self, layout: &Layout, dst: &mut Storage, dst_layout: &Layout) -> Result<()> {

@@ -24,16 +24,8 @@ pub(crate) fn channels_last_input<'a>(
     if layout.shape.get(1) == Some(&padded) && MemoryFormat::ChannelsLast.holds(layout) {
         return Ok(StorageRef::Borrowed(storage));
     }
-    let order = [0, 2, 3, 1];
-    let rearrangement = Rearrangement::ChannelsLast {
-        order,
-        channel_dim: 3,
-        padded,
-    };
     let keep = crate::autograd::is_grad_enabled();
-    let copy = weight_cache::get_or_make_kept((storage, layout), rearrangement, keep, || {
-        channels_last_copy(storage, layout, &order, 3, padded)
-    })?;
+    let copy = kept_copy(storage, layout, ([0, 2, 3, 1], 3, padded), keep)?;
     Ok(StorageRef::Copied(copy))
 }
 
@@ -46,7 +38,7 @@ pub(crate) fn weight_copy(
     order: [usize; 4],
     padded: usize,
 ) -> Result<GpuStorage> {
-    kept_copy(weight, layout, order, 2, padded)
+    kept_copy(weight, layout, (order, 2, padded), true)
 }
 
 /// The output gradient, the `[n, o, oh, ow]` view `layout` of `grad`, as the channels-last
@@ -59,24 +51,24 @@ pub(crate) fn gradient_copy(
     layout: &Layout,
     padded: usize,
 ) -> Result<GpuStorage> {
-    kept_copy(grad, layout, [0, 2, 3, 1], 3, padded)
+    kept_copy(grad, layout, ([0, 2, 3, 1], 3, padded), true)
 }
 
-/// [`channels_last_copy`] of the view `layout` of `storage`, kept in `weight_cache.rs` while
-/// `storage` lives and nothing is written in place.
+/// [`channels_last_copy`] of the view `layout` of `storage` (`(order, channel_dim, padded)`):
+/// the one kept in `weight_cache.rs` if there is one, else made now and, if `keep`, kept
+/// there while `storage` lives and nothing is written into it in place.
 fn kept_copy(
     storage: &GpuStorage,
     layout: &Layout,
-    order: [usize; 4],
-    channel_dim: usize,
-    padded: usize,
+    (order, channel_dim, padded): ([usize; 4], usize, usize),
+    keep: bool,
 ) -> Result<GpuStorage> {
     let rearrangement = Rearrangement::ChannelsLast {
         order,
         channel_dim,
         padded,
     };
-    weight_cache::get_or_make((storage, layout), rearrangement, || {
+    weight_cache::get_or_make_kept((storage, layout), rearrangement, keep, || {
         channels_last_copy(storage, layout, &order, channel_dim, padded)
     })
 }
