@@ -25,9 +25,9 @@
 //! (`conv_nhwc::channels_last_input`), and its weight gradient reads the same copy while the
 //! input lives (autograd keeps it for the backward) — one transpose of each input a training
 //! step instead of two, at the price of holding the copies from forward to backward (about
-//! 250 MB for ResNet-18 at batch 64). Only a forward that records a graph keeps its copy: under
-//! `no_grad` (inference) the copy is made for the call and dropped, as before. Batch norm's in-place running statistics between them
-//! write other storages, so they no longer discard the copies.
+//! 250 MB for ResNet-18 at batch 64). Batch norm's in-place running statistics between them
+//! write other storages, so they no longer discard the copies. Only a forward that records a
+//! graph keeps its copy: under `no_grad` (inference) the copy is made for the call and dropped.
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -187,7 +187,11 @@ mod tests {
     use crate::dtype::DType;
     use crate::layout::Layout;
     use crate::mutation::{mutation_epoch, note_unknown_write, note_write};
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
+
+    /// Held by the tests that mark every kept copy stale (`note_unknown_write`) and those
+    /// that assert a copy survives, so that the one does not run inside the other.
+    static STALENESS: Mutex<()> = Mutex::new(());
 
     /// A rearranged weight is kept while its source lives and nothing is written in place,
     /// made again after a write, and dropped with its source; it equals the plain copy.
@@ -196,6 +200,7 @@ mod tests {
     #[test]
     fn rearranged_weights_are_kept_until_written_or_dropped() {
         let Some(device) = gpu_device() else { return };
+        let _serial = STALENESS.lock().unwrap_or_else(|p| p.into_inner());
         let layout = Layout::contiguous(&[6, 5, 3, 3]);
         let weight = upload(&device, &values(6 * 5 * 9, 1, DType::F32), DType::F32);
         let plain = channels_last_copy(&weight, &layout, &[2, 3, 1, 0], 2, 8).unwrap();
@@ -251,6 +256,7 @@ mod tests {
     #[test]
     fn gradient_copies_are_kept_between_reads() {
         let Some(device) = gpu_device() else { return };
+        let _serial = STALENESS.lock().unwrap_or_else(|p| p.into_inner());
         let layout = Layout::contiguous(&[2, 16, 3, 5]);
         let grad = upload(&device, &values(2 * 16 * 15, 3, DType::F32), DType::F32);
         let plain = channels_last_copy(&grad, &layout, &[0, 2, 3, 1], 3, 16).unwrap();
@@ -280,6 +286,7 @@ mod tests {
     #[test]
     fn activation_copies_are_kept_from_forward_to_weight_gradient() {
         let Some(device) = gpu_device() else { return };
+        let _serial = STALENESS.lock().unwrap_or_else(|p| p.into_inner());
         let layout = Layout::contiguous(&[2, 8, 3, 5]);
         let x = upload(&device, &values(2 * 8 * 15, 9, DType::F32), DType::F32);
         let plain = channels_last_copy(&x, &layout, &[0, 2, 3, 1], 3, 8).unwrap();
