@@ -129,19 +129,6 @@ pub(super) fn dispatch(
     Ok(())
 }
 
-/// The WGSL type of one 16-byte vector of `dtype` and the expression of its lane `lane`
-/// (F16: `mat2x4<f16>`, two columns of four halves; F32: `vec4<f32>`).
-fn vector_type(dtype: DType) -> (&'static str, fn(&str, usize) -> String) {
-    match dtype {
-        DType::F16 => ("mat2x4<S>", |vector, lane| {
-            format!("{vector}[{}][{}]", lane / 4, lane % 4)
-        }),
-        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
-            ("vec4<S>", |vector, lane| format!("{vector}[{lane}]"))
-        }
-    }
-}
-
 /// The vector expression of `values` (`lanes` of them) for a store.
 fn vector_of(dtype: DType, values: &[String]) -> String {
     match dtype {
@@ -159,7 +146,8 @@ fn vector_of(dtype: DType, values: &[String]) -> String {
 /// WGSL of `KernelKey::MaxPool2dBackward { pass: PoolPass::Halving(window) }` for `dtype`.
 pub(crate) fn source(dtype: DType, window: HalvingWindow) -> String {
     let lanes = vector_lanes(dtype).unwrap_or(4);
-    let (vector, lane) = vector_type(dtype);
+    // The 16-byte vector's type and its lanes, as the forward reads them.
+    let (vector, _, lane) = super::vectorized::vector_types(dtype);
     let (kernel_h, kernel_w) = window.kernel();
     let (padding_h, padding_w) = window.padding();
     // Loaded input rows `top + t` for t < rows, each as values `x{t}_{u}`: input column

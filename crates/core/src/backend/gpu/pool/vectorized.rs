@@ -170,7 +170,9 @@ pub(super) fn dispatch(
 /// invocation's output, and the expression of lane `lane` of a vector named `vector`. F16 reads
 /// `mat2x4<f16>` (two columns of four halves); every other dtype four elements of its storage
 /// type (only F32 is planned).
-fn vector_types(dtype: DType) -> (&'static str, &'static str, fn(&str, usize) -> String) {
+pub(super) fn vector_types(
+    dtype: DType,
+) -> (&'static str, &'static str, fn(&str, usize) -> String) {
     match dtype {
         DType::F16 => ("mat2x4<S>", "vec4<S>", |vector, lane| {
             format!("{vector}[{}][{}]", lane / 4, lane % 4)
