@@ -33,6 +33,9 @@ pub struct ProfileArgs {
     /// Tokens per sequence for minilm and attention.
     #[arg(long, default_value_t = 128)]
     tokens: usize,
+    /// Attention heads for attention (64 wide each).
+    #[arg(long, default_value_t = 12)]
+    heads: usize,
     /// Run the model under f16 autocast (resnet18 and minilm targets).
     #[arg(long)]
     amp: bool,
@@ -59,21 +62,22 @@ enum Target {
     Minilm,
     /// all-MiniLM-L6-v2 training steps: a 2-class head on mean pooling, AdamW.
     MinilmTrain,
-    /// `scaled_dot_product_attention` forward and backward, 12 heads of 64, f16 on the GPU
-    /// (`bench attention`'s workload; `--batch` and `--tokens` set B and T).
+    /// `scaled_dot_product_attention` forward and backward, heads of 64, f16 on the GPU
+    /// (`bench attention`'s workload; `--batch`, `--heads` and `--tokens` set B, H and T).
     Attention,
 }
 
-/// Forward and backward of attention over `[batch, 12, tokens, 64]`, f16 where the device
+/// Forward and backward of attention over `[batch, heads, tokens, 64]`, f16 where the device
 /// has it.
-fn steps_of_attention(device: &Device, steps: usize, batch: usize, tokens: usize) -> Result<()> {
+fn steps_of_attention(device: &Device, steps: usize, shape: [usize; 3]) -> Result<()> {
+    let [batch, heads, tokens] = shape;
     let dtype = if device.supports_f16() {
         DType::F16
     } else {
         DType::F32
     };
     let workload =
-        crate::bench::AttentionWorkload::new(device, [batch, 12, tokens, 64], dtype, false)?;
+        crate::bench::AttentionWorkload::new(device, [batch, heads, tokens, 64], dtype, false)?;
     for _ in 0..steps {
         workload.step()?;
     }
@@ -112,7 +116,9 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
     let work = || -> Result<()> {
         match args.target {
             Target::Train => steps_of_training(&device, steps),
-            Target::Attention => steps_of_attention(&device, steps, batch, args.tokens),
+            Target::Attention => {
+                steps_of_attention(&device, steps, [batch, args.heads, args.tokens])
+            }
             Target::Resnet18 => {
                 let model = ResNet::resnet18(1000, &device)?;
                 model.eval();

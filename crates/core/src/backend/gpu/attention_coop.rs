@@ -1,8 +1,9 @@
 //! The fused attention forward on cooperative matrices (tensor cores), for f16: the key of
 //! its kernels ([`CoopForward`], WGSL in `attention_coop_source.rs`), which calls it covers,
 //! its per-device state (`ANYGRAD_COOP_ATTENTION`, the dispatch count, a driver's refusal)
-//! and its launch. `attention.rs`'s forward launcher tries it first; it writes the same
-//! output and log-sum-exp as the scalar forward, so either backward (scalar, or the
+//! and its launch (the uniform kernel, then the redo of the workgroups it flagged:
+//! `attention_coop_uniform.rs`). `attention.rs`'s forward launcher tries it first; it writes
+//! the same output and log-sum-exp as the scalar forward, so either backward (scalar, or the
 //! cooperative one of `attention_coop_backward.rs`, which shares this state) takes its
 //! results unchanged.
 //!
@@ -16,8 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::attention_coop_source::workgroup_bytes;
-pub(crate) use super::attention_coop_source::CoopForward;
+pub(crate) use super::attention_coop_source::{CoopForward, ForwardMode};
 use super::kernels::KernelKey;
+use super::storage::GpuStorage;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -46,14 +48,17 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
                     continue;
                 }
                 for emulated in [false, true] {
-                    keys.push(KernelKey::AttentionCoop(CoopForward {
-                        head_dim,
-                        value_dim,
-                        causal,
-                        key_bias,
-                        subgroups,
-                        emulated,
-                    }));
+                    for mode in [ForwardMode::Exact, ForwardMode::Uniform, ForwardMode::Redo] {
+                        keys.push(KernelKey::AttentionCoop(CoopForward {
+                            head_dim,
+                            value_dim,
+                            causal,
+                            key_bias,
+                            subgroups,
+                            emulated,
+                            mode,
+                        }));
+                    }
                 }
             }
         }
@@ -124,6 +129,8 @@ impl AttentionCoopState {
 thread_local! {
     /// Tests: take the emulated kernel (on any f16 device) instead of the hardware one.
     pub(crate) static EMULATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: run the uniform forward without its redo.
+    pub(crate) static SKIP_REDO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Tests: emulated kernels recorded by this thread.
     pub(crate) static EMULATED_RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Tests: hardware kernels (forward and backward) recorded by this thread; the device's
@@ -178,6 +185,7 @@ pub(crate) fn forward_key(
             key_bias: shape.key_bias_group.is_some(),
             subgroups,
             emulated,
+            mode: ForwardMode::Uniform,
         })
         .find(|key| {
             let blocks = shape.query_length.div_ceil(key.block_rows() as usize);
@@ -205,7 +213,9 @@ fn layout_takes(subgroups: u32, head_dim: usize, value_dim: usize) -> bool {
 const SUBGROUPS: [u32; 2] = [8, 4];
 
 /// Record the cooperative forward `key`; `Ok(false)` when the driver refused the hardware
-/// kernel (the device then stops using it, and the caller runs the scalar kernel).
+/// kernel (the device then stops using it, and the caller runs the scalar kernel). A
+/// `ForwardMode::Uniform` key runs the uniform kernel and then its redo
+/// (`attention_coop_uniform.rs`) over the same bindings plus one flag a workgroup.
 pub(crate) fn run_forward(
     device: &GpuDevice,
     key: CoopForward,
@@ -219,22 +229,53 @@ pub(crate) fn run_forward(
         shape.batch_heads as u32,
         1,
     );
-    match context.dispatch(&KernelKey::AttentionCoop(key), params, bindings, grid) {
-        Err(error @ Error::Shader { .. }) if !key.emulated => {
-            context.coop.attention.disable(&error);
-            Ok(false)
+    let flags;
+    let mut passes = vec![(key, bindings.to_vec())];
+    if key.mode == ForwardMode::Uniform {
+        let count = grid.0 as usize * grid.1 as usize;
+        flags = GpuStorage::allocate(device, "scaled_dot_product_attention", count, DType::U32)?;
+        let mut with_flags = bindings.to_vec();
+        with_flags.push(flags.raw()?);
+        let redo = CoopForward {
+            mode: ForwardMode::Redo,
+            ..key
+        };
+        passes = vec![(key, with_flags.clone())];
+        if !skip_redo() {
+            passes.push((redo, with_flags));
         }
-        Err(error) => Err(error),
-        Ok(()) => {
-            #[cfg(test)]
-            if key.emulated {
-                EMULATED_RUNS.with(|runs| runs.set(runs.get() + 1));
+    }
+    for (pass, pass_bindings) in passes {
+        let kernel = KernelKey::AttentionCoop(pass);
+        match context.dispatch(&kernel, params, &pass_bindings, grid) {
+            Err(error @ Error::Shader { .. }) if !key.emulated => {
+                context.coop.attention.disable(&error);
+                return Ok(false);
             }
-            if !key.emulated {
-                context.coop.attention.count_dispatch();
-            }
-            Ok(true)
+            Err(error) => return Err(error),
+            Ok(()) => {}
         }
+    }
+    #[cfg(test)]
+    if key.emulated {
+        EMULATED_RUNS.with(|runs| runs.set(runs.get() + 1));
+    }
+    if !key.emulated {
+        context.coop.attention.count_dispatch();
+    }
+    Ok(true)
+}
+
+/// Tests: whether this thread asked to leave out the redo of the uniform forward (to show
+/// what it repairs).
+fn skip_redo() -> bool {
+    #[cfg(test)]
+    {
+        SKIP_REDO.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
     }
 }
 

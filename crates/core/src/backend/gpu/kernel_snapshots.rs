@@ -339,9 +339,32 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             }),
         ));
     }
-    for (name, emulated) in [
-        ("attention_coop_forward_d64_masked", false),
-        ("attention_coop_forward_d64_masked_emulated", true),
+    for (name, emulated, mode) in [
+        (
+            "attention_coop_forward_d64_masked",
+            false,
+            super::attention_coop::ForwardMode::Exact,
+        ),
+        (
+            "attention_coop_forward_d64_masked_emulated",
+            true,
+            super::attention_coop::ForwardMode::Exact,
+        ),
+        (
+            "attention_coop_forward_d64_masked_uniform",
+            false,
+            super::attention_coop::ForwardMode::Uniform,
+        ),
+        (
+            "attention_coop_forward_d64_masked_uniform_emulated",
+            true,
+            super::attention_coop::ForwardMode::Uniform,
+        ),
+        (
+            "attention_coop_forward_d64_masked_redo",
+            false,
+            super::attention_coop::ForwardMode::Redo,
+        ),
     ] {
         kernels.push((
             name,
@@ -352,6 +375,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 key_bias: true,
                 subgroups: 4,
                 emulated,
+                mode,
             }),
         ));
     }

@@ -30,6 +30,7 @@ mod attention_coop_backward;
 mod attention_coop_backward_source;
 mod attention_coop_source;
 mod attention_coop_staging;
+mod attention_coop_uniform;
 mod attention_source;
 mod autotune;
 mod batch_norm;

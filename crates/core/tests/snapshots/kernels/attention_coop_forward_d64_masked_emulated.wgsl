@@ -512,7 +512,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         max3 = select(max3, max(max3, s15), valid15);
         let t15 = scratch[lane_scratch + other + c15] * params.scale + bias_tile[other + c15];
         max3 = select(max3, max(max3, t15), start + other + c15 < key_length && bias_tile[other + c15] > -1.0e38);
-        let tile_max = max(max(max0, max1), max(max2, max3));
+        let half_max = max(max(max0, max1), max(max2, max3));
+        let tile_max = half_max;
         let new_max = max(running_max, tile_max);
         let correction = exp(running_max - new_max);
         running_max = new_max;

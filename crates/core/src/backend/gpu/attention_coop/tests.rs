@@ -3,6 +3,7 @@
 
 use super::super::matmul_coop::tests::translate;
 use super::*;
+use crate::dtype::DType;
 
 /// The hardware (and emulated) sources parse, validate and translate to SPIR-V, with naga's
 /// defaults and as wgpu's Vulkan backend does on the H200, for widths the catalogue does not
@@ -19,18 +20,22 @@ fn coop_attention_sources_validate() {
     for (head_dim, value_dim, subgroups) in layouts {
         for (causal, key_bias) in [(true, false), (false, true)] {
             for emulated in [false, true] {
-                let key = CoopForward {
-                    head_dim,
-                    value_dim,
-                    causal,
-                    key_bias,
-                    subgroups,
-                    emulated,
-                };
-                let source = key.source();
-                assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
-                assert_eq!(source.contains("bias_tile"), key_bias);
-                translate(&format!("{key:?}"), &source);
+                for mode in [ForwardMode::Exact, ForwardMode::Uniform, ForwardMode::Redo] {
+                    let key = CoopForward {
+                        head_dim,
+                        value_dim,
+                        causal,
+                        key_bias,
+                        subgroups,
+                        emulated,
+                        mode,
+                    };
+                    let source = key.source();
+                    assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
+                    assert_eq!(source.contains("bias_tile"), key_bias);
+                    assert_eq!(source.contains("flag_data"), mode != ForwardMode::Exact);
+                    translate(&format!("{key:?}"), &source);
+                }
             }
         }
     }
@@ -42,6 +47,7 @@ fn coop_attention_sources_validate() {
             key_bias,
             subgroups,
             emulated,
+            mode: ForwardMode::Uniform,
         })
     };
     let bytes = |width, key_bias, emulated| sized(width, key_bias, 4, emulated);
@@ -260,37 +266,7 @@ fn forward_rescales_rising_scores() {
         return;
     };
     let device = Device::Gpu(gpu.clone());
-    let (heads, length, keys, width) = (2, 70, 100, 16);
-    // Every value exact in f16, so that the f64 reference sees the same numbers.
-    let round = |values: Vec<f32>| -> Vec<f32> {
-        values
-            .into_iter()
-            .map(|x| half::f16::from_f32(x).to_f32())
-            .collect()
-    };
-    let query: Vec<f32> = (0..heads * length * width)
-        .map(|i| ((i / width) % length % 4) as f32 * 0.5)
-        .collect();
-    let key: Vec<f32> = (0..heads * keys * width)
-        .map(|i| ((i / width) % keys) as f32 * 0.125)
-        .collect();
-    let value = round(data(heads * keys * width, 7));
-    let weights = round(data(heads * length * width, 4));
-    let run = |device: &Device, dtype: DType| {
-        let (out, [query_grad, key_grad, _]) = attend(
-            [
-                (query.clone(), [1, heads, length, width]),
-                (key.clone(), [1, heads, keys, width]),
-                (value.clone(), [1, heads, keys, width]),
-            ],
-            None,
-            false,
-            weights.clone(),
-            device,
-            dtype,
-        );
-        (out, query_grad, key_grad)
-    };
+    let run = |device: &Device, dtype: DType| rising_scores(device, dtype);
     let expected = run(&Device::Cpu, DType::F64);
     let mut modes = vec![true];
     if gpu.cooperative_attention() {
@@ -324,5 +300,94 @@ fn forward_rescales_rising_scores() {
                 "emulated {emulated}: {name} gradient off by {error}"
             );
         }
+    }
+}
+
+/// The forward of [`forward_rescales_rising_scores`]: output, query and key gradients.
+fn rising_scores(device: &crate::Device, dtype: DType) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let (heads, length, keys, width) = (2, 70, 100, 16);
+    // Every value exact in f16, so that the f64 reference sees the same numbers.
+    let round = |values: Vec<f32>| -> Vec<f32> {
+        values
+            .into_iter()
+            .map(|x| half::f16::from_f32(x).to_f32())
+            .collect()
+    };
+    let query: Vec<f32> = (0..heads * length * width)
+        .map(|i| ((i / width) % length % 4) as f32 * 0.5)
+        .collect();
+    let key: Vec<f32> = (0..heads * keys * width)
+        .map(|i| ((i / width) % keys) as f32 * 0.125)
+        .collect();
+    let (out, [query_grad, key_grad, _]) = attend(
+        [
+            (query, [1, heads, length, width]),
+            (key, [1, heads, keys, width]),
+            (
+                round(data(heads * keys * width, 7)),
+                [1, heads, keys, width],
+            ),
+        ],
+        None,
+        false,
+        round(data(heads * length * width, 4)),
+        device,
+        dtype,
+    );
+    (out, query_grad, key_grad)
+}
+
+/// The uniform forward (`attention_coop_uniform.rs`) without its redo: as exact as the
+/// per-row forward where the rows of a subgroup drift together (random scores, masks, causal),
+/// and wrong where one row's max rises by far more than another's after their first tile
+/// (the rising scores: flat rows beside rows rising 24 a tile), which is what its flags and
+/// the redo are for — with the redo those rows are right
+/// ([`forward_rescales_rising_scores`]). Emulated on any f16 device, and the hardware kernel
+/// where there is one.
+#[test]
+fn uniform_forward_alone_is_exact_until_rows_drift_apart() {
+    use crate::Device;
+    let Some(gpu) = crate::backend::tests::support::f16_gpu_device() else {
+        return;
+    };
+    let device = Device::Gpu(gpu.clone());
+    let (rising, _, _) = rising_scores(&Device::Cpu, DType::F64);
+    let cases: [Case; 3] = [
+        (2, 1, 37, 45, 64, 64, false, false),
+        (2, 1, 37, 70, 16, 16, false, true),
+        (1, 2, 70, 100, 32, 48, true, false),
+    ];
+    let expected: Vec<Vec<f32>> = cases
+        .iter()
+        .map(|&case| run(case, &Device::Cpu, DType::F64).0)
+        .collect();
+    let mut modes = vec![true];
+    if gpu.cooperative_attention() {
+        modes.push(false);
+    }
+    for emulated in modes {
+        EMULATE.with(|flag| flag.set(emulated));
+        SKIP_REDO.with(|flag| flag.set(true));
+        let before = EMULATED_RUNS.with(std::cell::Cell::get);
+        let outputs: Vec<Vec<f32>> = cases
+            .iter()
+            .map(|&case| run(case, &device, DType::F16).0)
+            .collect();
+        let (drifted, _, _) = rising_scores(&device, DType::F16);
+        SKIP_REDO.with(|flag| flag.set(false));
+        EMULATE.with(|flag| flag.set(false));
+        if emulated {
+            let runs = EMULATED_RUNS.with(std::cell::Cell::get) - before;
+            assert_eq!(runs, 4, "the emulated forward did not run");
+        }
+        for ((case, got), expected) in cases.iter().zip(&outputs).zip(&expected) {
+            let error = worst(got, expected);
+            assert!(error < 3e-3, "emulated {emulated} {case:?}: off by {error}");
+        }
+        let error = worst(&drifted, &rising);
+        assert!(
+            error > 0.1,
+            "emulated {emulated}: drifted rows came out right ({error}) without the redo"
+        );
     }
 }

@@ -1,0 +1,668 @@
+enable f16;
+struct AttentionParams {
+    batch_heads: u32,
+    query_length: u32,
+    key_length: u32,
+    scale: f32,
+    bias_group: u32,
+    heads: u32,
+    query_offset: u32,
+    query_batch: u32,
+    query_head: u32,
+    query_row: u32,
+    key_offset: u32,
+    key_batch: u32,
+    key_head: u32,
+    key_row: u32,
+    value_offset: u32,
+    value_batch: u32,
+    value_head: u32,
+    value_row: u32,
+}
+@group(0) @binding(0) var<storage, read> params: AttentionParams;
+@group(0) @binding(1) var<storage, read> query_data: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> key_data: array<vec4<f16>>;
+@group(0) @binding(3) var<storage, read> value_data: array<vec4<f16>>;
+@group(0) @binding(4) var<storage, read> key_bias_data: array<f32>;
+@group(0) @binding(5) var<storage, read_write> output_data: array<vec4<f16>>;
+@group(0) @binding(6) var<storage, read_write> logsumexp_data: array<f32>;
+@group(0) @binding(7) var<storage, read_write> flag_data: array<atomic<u32>>;
+// Q [64][72] at 0, K [32][72] at 4608, V [32][72] at 6912, P [64][40] at 9216.
+var<workgroup> tiles: array<f16, 11776>;
+// One 16 x 36 f32 tile per subgroup (scores, then P V).
+var<workgroup> scratch: array<f32, 2304>;
+var<workgroup> bias_tile: array<f32, 32>;
+var<private> emulated_lane: u32;
+fn emulated_multiply_add(a: vec3<u32>, b: vec3<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
+    var result = c;
+    let row = emulated_lane / 2u;
+    let column = (emulated_lane % 2u) * 8u;
+    for (var j = 0u; j < 16u; j = j + 1u) {
+        let x = f32(tiles[a.x + row * a.y + j * a.z]);
+        let at = b.x + j * b.y + column * b.z;
+        result[0] = result[0] + x * vec4<f32>(f32(tiles[at]), f32(tiles[at + b.z]), f32(tiles[at + 2u * b.z]), f32(tiles[at + 3u * b.z]));
+        result[1] = result[1] + x * vec4<f32>(f32(tiles[at + 4u * b.z]), f32(tiles[at + 5u * b.z]), f32(tiles[at + 6u * b.z]), f32(tiles[at + 7u * b.z]));
+    }
+    return result;
+}
+fn emulated_store(c: array<vec4<f32>, 2>, start: u32, stride: u32) {
+    let at = start + (emulated_lane / 2u) * stride + (emulated_lane % 2u) * 8u;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        scratch[at + j] = c[0][j];
+        scratch[at + 4u + j] = c[1][j];
+    }
+}
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {
+    let subgroup = local / 32u;
+    let lane = local % 32u;
+    emulated_lane = lane;
+    let head = workgroup.y;
+    let length = params.query_length;
+    let key_length = params.key_length;
+    let row0 = workgroup.x * 64u;
+    // This lane's query row (block-relative and global), and which half of a key tile it
+    // exponentiates and which 8 of every 16 value columns it accumulates.
+    let sub_row = subgroup * 16u;
+    let my_row = sub_row + lane / 2u;
+    let row = row0 + my_row;
+    let lane_half = lane % 2u;
+    let scratch_at = subgroup * 576u;
+    let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let query_base = head * length;
+    {
+        var staged0 = vec4<f16>(0.0);
+        if (row0 + (local + 0u) / 16u < length) {
+            staged0 = query_data[(query_base + row0 + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        }
+        var staged1 = vec4<f16>(0.0);
+        if (row0 + (local + 128u) / 16u < length) {
+            staged1 = query_data[(query_base + row0 + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        }
+        var staged2 = vec4<f16>(0.0);
+        if (row0 + (local + 256u) / 16u < length) {
+            staged2 = query_data[(query_base + row0 + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        }
+        var staged3 = vec4<f16>(0.0);
+        if (row0 + (local + 384u) / 16u < length) {
+            staged3 = query_data[(query_base + row0 + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        }
+        var staged4 = vec4<f16>(0.0);
+        if (row0 + (local + 512u) / 16u < length) {
+            staged4 = query_data[(query_base + row0 + (local + 512u) / 16u) * 16u + (local + 512u) % 16u];
+        }
+        var staged5 = vec4<f16>(0.0);
+        if (row0 + (local + 640u) / 16u < length) {
+            staged5 = query_data[(query_base + row0 + (local + 640u) / 16u) * 16u + (local + 640u) % 16u];
+        }
+        var staged6 = vec4<f16>(0.0);
+        if (row0 + (local + 768u) / 16u < length) {
+            staged6 = query_data[(query_base + row0 + (local + 768u) / 16u) * 16u + (local + 768u) % 16u];
+        }
+        var staged7 = vec4<f16>(0.0);
+        if (row0 + (local + 896u) / 16u < length) {
+            staged7 = query_data[(query_base + row0 + (local + 896u) / 16u) * 16u + (local + 896u) % 16u];
+        }
+        {
+            let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged0.xy, staged0.zw, swapped);
+            let second = select(staged0.zw, staged0.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 0u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged1.xy, staged1.zw, swapped);
+            let second = select(staged1.zw, staged1.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 0u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged2.xy, staged2.zw, swapped);
+            let second = select(staged2.zw, staged2.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 0u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged3.xy, staged3.zw, swapped);
+            let second = select(staged3.zw, staged3.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 0u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged4.xy, staged4.zw, swapped);
+            let second = select(staged4.zw, staged4.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 0u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged5.xy, staged5.zw, swapped);
+            let second = select(staged5.zw, staged5.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 0u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged6.xy, staged6.zw, swapped);
+            let second = select(staged6.zw, staged6.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 0u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged7.xy, staged7.zw, swapped);
+            let second = select(staged7.zw, staged7.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+    }
+    workgroupBarrier();
+    let q_at0 = sub_row * 72u + 0u;
+    let q0 = vec3<u32>(q_at0, 72u, 1u);
+    let q_at1 = sub_row * 72u + 16u;
+    let q1 = vec3<u32>(q_at1, 72u, 1u);
+    let q_at2 = sub_row * 72u + 32u;
+    let q2 = vec3<u32>(q_at2, 72u, 1u);
+    let q_at3 = sub_row * 72u + 48u;
+    let q3 = vec3<u32>(q_at3, 72u, 1u);
+    var oacc0 = array<vec4<f32>, 2>();
+    var oacc1 = array<vec4<f32>, 2>();
+    var oacc2 = array<vec4<f32>, 2>();
+    var oacc3 = array<vec4<f32>, 2>();
+    var reference = -3.0e38;
+    var offset = 0.0;
+    var redo = false;
+    let flag_at = head * ((length + 64u - 1u) / 64u) + workgroup.x;
+    if (local == 0u) {
+        atomicStore(&flag_data[flag_at], 0u);
+    }
+    storageBarrier();
+    let c0 = ((0u + lane / 2u) & 15u);
+    let c1 = ((1u + lane / 2u) & 15u);
+    let c2 = ((2u + lane / 2u) & 15u);
+    let c3 = ((3u + lane / 2u) & 15u);
+    let c4 = ((4u + lane / 2u) & 15u);
+    let c5 = ((5u + lane / 2u) & 15u);
+    let c6 = ((6u + lane / 2u) & 15u);
+    let c7 = ((7u + lane / 2u) & 15u);
+    let c8 = ((8u + lane / 2u) & 15u);
+    let c9 = ((9u + lane / 2u) & 15u);
+    let c10 = ((10u + lane / 2u) & 15u);
+    let c11 = ((11u + lane / 2u) & 15u);
+    let c12 = ((12u + lane / 2u) & 15u);
+    let c13 = ((13u + lane / 2u) & 15u);
+    let c14 = ((14u + lane / 2u) & 15u);
+    let c15 = ((15u + lane / 2u) & 15u);
+    var running_max = -3.0e38;
+    var running_sum = 0.0;
+    let base = head * key_length;
+    let bias_base = (head / params.bias_group) * key_length;
+    let key_end = key_length;
+    var staged0 = vec4<f16>(0.0);
+    if (0u + (local + 0u) / 16u < key_length) {
+        staged0 = key_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    }
+    var staged1 = vec4<f16>(0.0);
+    if (0u + (local + 128u) / 16u < key_length) {
+        staged1 = key_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    }
+    var staged2 = vec4<f16>(0.0);
+    if (0u + (local + 256u) / 16u < key_length) {
+        staged2 = key_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    }
+    var staged3 = vec4<f16>(0.0);
+    if (0u + (local + 384u) / 16u < key_length) {
+        staged3 = key_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    }
+    var staged4 = vec4<f16>(0.0);
+    if (0u + (local + 0u) / 16u < key_length) {
+        staged4 = value_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    }
+    var staged5 = vec4<f16>(0.0);
+    if (0u + (local + 128u) / 16u < key_length) {
+        staged5 = value_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    }
+    var staged6 = vec4<f16>(0.0);
+    if (0u + (local + 256u) / 16u < key_length) {
+        staged6 = value_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    }
+    var staged7 = vec4<f16>(0.0);
+    if (0u + (local + 384u) / 16u < key_length) {
+        staged7 = value_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    }
+    for (var start = 0u; start < key_end; start += 32u) {
+        workgroupBarrier();
+        {
+            let at = 4608u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged0.xy, staged0.zw, swapped);
+            let second = select(staged0.zw, staged0.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 4608u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged1.xy, staged1.zw, swapped);
+            let second = select(staged1.zw, staged1.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 4608u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged2.xy, staged2.zw, swapped);
+            let second = select(staged2.zw, staged2.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 4608u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged3.xy, staged3.zw, swapped);
+            let second = select(staged3.zw, staged3.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged4.xy, staged4.zw, swapped);
+            let second = select(staged4.zw, staged4.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged5.xy, staged5.zw, swapped);
+            let second = select(staged5.zw, staged5.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged6.xy, staged6.zw, swapped);
+            let second = select(staged6.zw, staged6.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 6912u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged7.xy, staged7.zw, swapped);
+            let second = select(staged7.zw, staged7.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        if (local < 32u) {
+            var bias = -3.0e38;
+            if (start + local < key_length) {
+                bias = key_bias_data[bias_base + start + local];
+            }
+            bias_tile[local] = bias;
+        }
+        workgroupBarrier();
+        staged0 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 0u) / 16u < key_length) {
+            staged0 = key_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        }
+        staged1 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 128u) / 16u < key_length) {
+            staged1 = key_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        }
+        staged2 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 256u) / 16u < key_length) {
+            staged2 = key_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        }
+        staged3 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 384u) / 16u < key_length) {
+            staged3 = key_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        }
+        staged4 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 0u) / 16u < key_length) {
+            staged4 = value_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        }
+        staged5 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 128u) / 16u < key_length) {
+            staged5 = value_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        }
+        staged6 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 256u) / 16u < key_length) {
+            staged6 = value_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        }
+        staged7 = vec4<f16>(0.0);
+        if ((start + 32u) + (local + 384u) / 16u < key_length) {
+            staged7 = value_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        }
+        {
+            var s = array<vec4<f32>, 2>();
+            let k_at0 = 4608u + 0u;
+            let k0 = vec3<u32>(k_at0, 1u, 72u);
+            s = emulated_multiply_add(q0, k0, s);
+            let k_at1 = 4608u + 16u;
+            let k1 = vec3<u32>(k_at1, 1u, 72u);
+            s = emulated_multiply_add(q1, k1, s);
+            let k_at2 = 4608u + 32u;
+            let k2 = vec3<u32>(k_at2, 1u, 72u);
+            s = emulated_multiply_add(q2, k2, s);
+            let k_at3 = 4608u + 48u;
+            let k3 = vec3<u32>(k_at3, 1u, 72u);
+            s = emulated_multiply_add(q3, k3, s);
+            let s_at = scratch_at + 0u;
+            emulated_store(s, s_at, 36u);
+        }
+        {
+            var s = array<vec4<f32>, 2>();
+            let k_at0 = 5760u + 0u;
+            let k0 = vec3<u32>(k_at0, 1u, 72u);
+            s = emulated_multiply_add(q0, k0, s);
+            let k_at1 = 5760u + 16u;
+            let k1 = vec3<u32>(k_at1, 1u, 72u);
+            s = emulated_multiply_add(q1, k1, s);
+            let k_at2 = 5760u + 32u;
+            let k2 = vec3<u32>(k_at2, 1u, 72u);
+            s = emulated_multiply_add(q2, k2, s);
+            let k_at3 = 5760u + 48u;
+            let k3 = vec3<u32>(k_at3, 1u, 72u);
+            s = emulated_multiply_add(q3, k3, s);
+            let s_at = scratch_at + 16u;
+            emulated_store(s, s_at, 36u);
+        }
+        workgroupBarrier();
+        let own = lane_half * 16u;
+        let other = 16u - own;
+        var max0 = -3.0e38;
+        var max1 = -3.0e38;
+        var max2 = -3.0e38;
+        var max3 = -3.0e38;
+        let s0 = scratch[lane_scratch + own + c0] * params.scale + bias_tile[own + c0];
+        let valid0 = start + own + c0 < key_length && bias_tile[own + c0] > -1.0e38;
+        max0 = select(max0, max(max0, s0), valid0);
+        let t0 = scratch[lane_scratch + other + c0] * params.scale + bias_tile[other + c0];
+        max0 = select(max0, max(max0, t0), start + other + c0 < key_length && bias_tile[other + c0] > -1.0e38);
+        let s1 = scratch[lane_scratch + own + c1] * params.scale + bias_tile[own + c1];
+        let valid1 = start + own + c1 < key_length && bias_tile[own + c1] > -1.0e38;
+        max1 = select(max1, max(max1, s1), valid1);
+        let t1 = scratch[lane_scratch + other + c1] * params.scale + bias_tile[other + c1];
+        max1 = select(max1, max(max1, t1), start + other + c1 < key_length && bias_tile[other + c1] > -1.0e38);
+        let s2 = scratch[lane_scratch + own + c2] * params.scale + bias_tile[own + c2];
+        let valid2 = start + own + c2 < key_length && bias_tile[own + c2] > -1.0e38;
+        max2 = select(max2, max(max2, s2), valid2);
+        let t2 = scratch[lane_scratch + other + c2] * params.scale + bias_tile[other + c2];
+        max2 = select(max2, max(max2, t2), start + other + c2 < key_length && bias_tile[other + c2] > -1.0e38);
+        let s3 = scratch[lane_scratch + own + c3] * params.scale + bias_tile[own + c3];
+        let valid3 = start + own + c3 < key_length && bias_tile[own + c3] > -1.0e38;
+        max3 = select(max3, max(max3, s3), valid3);
+        let t3 = scratch[lane_scratch + other + c3] * params.scale + bias_tile[other + c3];
+        max3 = select(max3, max(max3, t3), start + other + c3 < key_length && bias_tile[other + c3] > -1.0e38);
+        let s4 = scratch[lane_scratch + own + c4] * params.scale + bias_tile[own + c4];
+        let valid4 = start + own + c4 < key_length && bias_tile[own + c4] > -1.0e38;
+        max0 = select(max0, max(max0, s4), valid4);
+        let t4 = scratch[lane_scratch + other + c4] * params.scale + bias_tile[other + c4];
+        max0 = select(max0, max(max0, t4), start + other + c4 < key_length && bias_tile[other + c4] > -1.0e38);
+        let s5 = scratch[lane_scratch + own + c5] * params.scale + bias_tile[own + c5];
+        let valid5 = start + own + c5 < key_length && bias_tile[own + c5] > -1.0e38;
+        max1 = select(max1, max(max1, s5), valid5);
+        let t5 = scratch[lane_scratch + other + c5] * params.scale + bias_tile[other + c5];
+        max1 = select(max1, max(max1, t5), start + other + c5 < key_length && bias_tile[other + c5] > -1.0e38);
+        let s6 = scratch[lane_scratch + own + c6] * params.scale + bias_tile[own + c6];
+        let valid6 = start + own + c6 < key_length && bias_tile[own + c6] > -1.0e38;
+        max2 = select(max2, max(max2, s6), valid6);
+        let t6 = scratch[lane_scratch + other + c6] * params.scale + bias_tile[other + c6];
+        max2 = select(max2, max(max2, t6), start + other + c6 < key_length && bias_tile[other + c6] > -1.0e38);
+        let s7 = scratch[lane_scratch + own + c7] * params.scale + bias_tile[own + c7];
+        let valid7 = start + own + c7 < key_length && bias_tile[own + c7] > -1.0e38;
+        max3 = select(max3, max(max3, s7), valid7);
+        let t7 = scratch[lane_scratch + other + c7] * params.scale + bias_tile[other + c7];
+        max3 = select(max3, max(max3, t7), start + other + c7 < key_length && bias_tile[other + c7] > -1.0e38);
+        let s8 = scratch[lane_scratch + own + c8] * params.scale + bias_tile[own + c8];
+        let valid8 = start + own + c8 < key_length && bias_tile[own + c8] > -1.0e38;
+        max0 = select(max0, max(max0, s8), valid8);
+        let t8 = scratch[lane_scratch + other + c8] * params.scale + bias_tile[other + c8];
+        max0 = select(max0, max(max0, t8), start + other + c8 < key_length && bias_tile[other + c8] > -1.0e38);
+        let s9 = scratch[lane_scratch + own + c9] * params.scale + bias_tile[own + c9];
+        let valid9 = start + own + c9 < key_length && bias_tile[own + c9] > -1.0e38;
+        max1 = select(max1, max(max1, s9), valid9);
+        let t9 = scratch[lane_scratch + other + c9] * params.scale + bias_tile[other + c9];
+        max1 = select(max1, max(max1, t9), start + other + c9 < key_length && bias_tile[other + c9] > -1.0e38);
+        let s10 = scratch[lane_scratch + own + c10] * params.scale + bias_tile[own + c10];
+        let valid10 = start + own + c10 < key_length && bias_tile[own + c10] > -1.0e38;
+        max2 = select(max2, max(max2, s10), valid10);
+        let t10 = scratch[lane_scratch + other + c10] * params.scale + bias_tile[other + c10];
+        max2 = select(max2, max(max2, t10), start + other + c10 < key_length && bias_tile[other + c10] > -1.0e38);
+        let s11 = scratch[lane_scratch + own + c11] * params.scale + bias_tile[own + c11];
+        let valid11 = start + own + c11 < key_length && bias_tile[own + c11] > -1.0e38;
+        max3 = select(max3, max(max3, s11), valid11);
+        let t11 = scratch[lane_scratch + other + c11] * params.scale + bias_tile[other + c11];
+        max3 = select(max3, max(max3, t11), start + other + c11 < key_length && bias_tile[other + c11] > -1.0e38);
+        let s12 = scratch[lane_scratch + own + c12] * params.scale + bias_tile[own + c12];
+        let valid12 = start + own + c12 < key_length && bias_tile[own + c12] > -1.0e38;
+        max0 = select(max0, max(max0, s12), valid12);
+        let t12 = scratch[lane_scratch + other + c12] * params.scale + bias_tile[other + c12];
+        max0 = select(max0, max(max0, t12), start + other + c12 < key_length && bias_tile[other + c12] > -1.0e38);
+        let s13 = scratch[lane_scratch + own + c13] * params.scale + bias_tile[own + c13];
+        let valid13 = start + own + c13 < key_length && bias_tile[own + c13] > -1.0e38;
+        max1 = select(max1, max(max1, s13), valid13);
+        let t13 = scratch[lane_scratch + other + c13] * params.scale + bias_tile[other + c13];
+        max1 = select(max1, max(max1, t13), start + other + c13 < key_length && bias_tile[other + c13] > -1.0e38);
+        let s14 = scratch[lane_scratch + own + c14] * params.scale + bias_tile[own + c14];
+        let valid14 = start + own + c14 < key_length && bias_tile[own + c14] > -1.0e38;
+        max2 = select(max2, max(max2, s14), valid14);
+        let t14 = scratch[lane_scratch + other + c14] * params.scale + bias_tile[other + c14];
+        max2 = select(max2, max(max2, t14), start + other + c14 < key_length && bias_tile[other + c14] > -1.0e38);
+        let s15 = scratch[lane_scratch + own + c15] * params.scale + bias_tile[own + c15];
+        let valid15 = start + own + c15 < key_length && bias_tile[own + c15] > -1.0e38;
+        max3 = select(max3, max(max3, s15), valid15);
+        let t15 = scratch[lane_scratch + other + c15] * params.scale + bias_tile[other + c15];
+        max3 = select(max3, max(max3, t15), start + other + c15 < key_length && bias_tile[other + c15] > -1.0e38);
+        let half_max = max(max(max0, max1), max(max2, max3));
+        let tile_max = half_max;
+        let new_max = max(running_max, tile_max);
+        running_max = new_max;
+        let has_keys = new_max > -1.0e38;
+        if (reference <= -1.0e38 && has_keys) {
+            reference = new_max;
+        }
+        let drift = select(-3.0e38, new_max - reference, has_keys);
+        workgroupBarrier();
+        if (lane_half == 0u) {
+            scratch[scratch_at + lane / 2u] = drift;
+        }
+        workgroupBarrier();
+        var most = scratch[scratch_at];
+        for (var r = 1u; r < 16u; r++) {
+            most = max(most, scratch[scratch_at + r]);
+        }
+        let new_offset = max(offset, most);
+        let correction = exp(offset - new_offset);
+        offset = new_offset;
+        redo = redo || (has_keys && new_offset - drift > 16.0);
+        let shift = reference + new_offset;
+        let p_at = 9216u + my_row * 40u + own;
+        let p0 = select(0.0, exp(s0 - shift) * 32768.0, valid0);
+        tiles[p_at + c0] = f16(p0);
+        let p1 = select(0.0, exp(s1 - shift) * 32768.0, valid1);
+        tiles[p_at + c1] = f16(p1);
+        let p2 = select(0.0, exp(s2 - shift) * 32768.0, valid2);
+        tiles[p_at + c2] = f16(p2);
+        let p3 = select(0.0, exp(s3 - shift) * 32768.0, valid3);
+        tiles[p_at + c3] = f16(p3);
+        let p4 = select(0.0, exp(s4 - shift) * 32768.0, valid4);
+        tiles[p_at + c4] = f16(p4);
+        let p5 = select(0.0, exp(s5 - shift) * 32768.0, valid5);
+        tiles[p_at + c5] = f16(p5);
+        let p6 = select(0.0, exp(s6 - shift) * 32768.0, valid6);
+        tiles[p_at + c6] = f16(p6);
+        let p7 = select(0.0, exp(s7 - shift) * 32768.0, valid7);
+        tiles[p_at + c7] = f16(p7);
+        let p8 = select(0.0, exp(s8 - shift) * 32768.0, valid8);
+        tiles[p_at + c8] = f16(p8);
+        let p9 = select(0.0, exp(s9 - shift) * 32768.0, valid9);
+        tiles[p_at + c9] = f16(p9);
+        let p10 = select(0.0, exp(s10 - shift) * 32768.0, valid10);
+        tiles[p_at + c10] = f16(p10);
+        let p11 = select(0.0, exp(s11 - shift) * 32768.0, valid11);
+        tiles[p_at + c11] = f16(p11);
+        let p12 = select(0.0, exp(s12 - shift) * 32768.0, valid12);
+        tiles[p_at + c12] = f16(p12);
+        let p13 = select(0.0, exp(s13 - shift) * 32768.0, valid13);
+        tiles[p_at + c13] = f16(p13);
+        let p14 = select(0.0, exp(s14 - shift) * 32768.0, valid14);
+        tiles[p_at + c14] = f16(p14);
+        let p15 = select(0.0, exp(s15 - shift) * 32768.0, valid15);
+        tiles[p_at + c15] = f16(p15);
+        running_sum = running_sum * correction + (p0 + p1 + p2 + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15);
+        oacc0 = array<vec4<f32>, 2>(oacc0[0] * correction, oacc0[1] * correction);
+        oacc1 = array<vec4<f32>, 2>(oacc1[0] * correction, oacc1[1] * correction);
+        oacc2 = array<vec4<f32>, 2>(oacc2[0] * correction, oacc2[1] * correction);
+        oacc3 = array<vec4<f32>, 2>(oacc3[0] * correction, oacc3[1] * correction);
+        workgroupBarrier();
+        let p_at0 = 9216u + sub_row * 40u + 0u;
+        let pf0 = vec3<u32>(p_at0, 40u, 1u);
+        let p_at1 = 9216u + sub_row * 40u + 16u;
+        let pf1 = vec3<u32>(p_at1, 40u, 1u);
+        let v_at0_0 = 6912u;
+        let v0_0 = vec3<u32>(v_at0_0, 72u, 1u);
+        oacc0 = emulated_multiply_add(pf0, v0_0, oacc0);
+        let v_at1_0 = 8064u;
+        let v1_0 = vec3<u32>(v_at1_0, 72u, 1u);
+        oacc0 = emulated_multiply_add(pf1, v1_0, oacc0);
+        let v_at0_1 = 6928u;
+        let v0_1 = vec3<u32>(v_at0_1, 72u, 1u);
+        oacc1 = emulated_multiply_add(pf0, v0_1, oacc1);
+        let v_at1_1 = 8080u;
+        let v1_1 = vec3<u32>(v_at1_1, 72u, 1u);
+        oacc1 = emulated_multiply_add(pf1, v1_1, oacc1);
+        let v_at0_2 = 6944u;
+        let v0_2 = vec3<u32>(v_at0_2, 72u, 1u);
+        oacc2 = emulated_multiply_add(pf0, v0_2, oacc2);
+        let v_at1_2 = 8096u;
+        let v1_2 = vec3<u32>(v_at1_2, 72u, 1u);
+        oacc2 = emulated_multiply_add(pf1, v1_2, oacc2);
+        let v_at0_3 = 6960u;
+        let v0_3 = vec3<u32>(v_at0_3, 72u, 1u);
+        oacc3 = emulated_multiply_add(pf0, v0_3, oacc3);
+        let v_at1_3 = 8112u;
+        let v1_3 = vec3<u32>(v_at1_3, 72u, 1u);
+        oacc3 = emulated_multiply_add(pf1, v1_3, oacc3);
+    }
+    if (redo) {
+        atomicOr(&flag_data[flag_at], 1u);
+    }
+    workgroupBarrier();
+    scratch[subgroup * 32u + lane] = running_sum;
+    workgroupBarrier();
+    let total = running_sum + scratch[subgroup * 32u + (lane ^ 1u)];
+    let has_keys = total > 0.0;
+    let inverse = select(0.0, 1.0 / total, has_keys);
+    let out_at = (head * length + row) * 16u + lane_half * 2u;
+    workgroupBarrier();
+    {
+        let at = scratch_at + 0u;
+        emulated_store(oacc0, at, 36u);
+    }
+    {
+        let at = scratch_at + 16u;
+        emulated_store(oacc1, at, 36u);
+    }
+    workgroupBarrier();
+    if (row < length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            output_data[out_at + 0u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
+            output_data[out_at + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            output_data[out_at + 4u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
+            output_data[out_at + 5u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
+        }
+    }
+    workgroupBarrier();
+    {
+        let at = scratch_at + 0u;
+        emulated_store(oacc2, at, 36u);
+    }
+    {
+        let at = scratch_at + 16u;
+        emulated_store(oacc3, at, 36u);
+    }
+    workgroupBarrier();
+    if (row < length) {
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
+            output_data[out_at + 8u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
+            output_data[out_at + 9u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
+        }
+        {
+            let at = lane_scratch + 16u + lane_half * 8u;
+            output_data[out_at + 12u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
+            output_data[out_at + 13u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
+        }
+    }
+    if (row < length && lane_half == 0u) {
+        logsumexp_data[head * length + row] = select(0.0, reference + offset + log(total) - 10.397208, has_keys);
+    }
+}
