@@ -46,7 +46,9 @@
 //! biases (32 f32). At d = dv = 64 with G = 4: 48,384 bytes (key-value) and 43,008 (query;
 //! 43,136 with a key bias), so the H200's 48 KiB take four subgroups up to d = dv = 64; at
 //! d = dv = 128 with G = 2: 45,312 and 42,496 (42,624). (Lavapipe's 32 KiB take G = 2 at
-//! d = dv = 64, G = 4 at 16.)
+//! d = dv = 64, G = 4 at 16.) On tensor cores the query kernel up to d = dv = 64 loads its
+//! block's fragments into registers before the walk, whose tile, dS and scratch then reuse
+//! the block's space: 28,672 bytes at 64 (28,800 with a key bias; `block_in_registers`).
 //!
 //! `emulated` keys spell the cooperative operations in plain WGSL exactly as the forward does
 //! (fragments are addresses into `tiles`, accumulators the lane's 8 values), so the staging,
@@ -117,13 +119,32 @@ struct Layout {
     total: u32,
 }
 
+/// Whether the block's fragments are loaded into registers once, before the walk, so that
+/// the walk's regions reuse the block's workgroup memory (28 KiB instead of 42 at d = 64): in
+/// the query kernel on tensor cores for widths up to 64. H200, 8 x 12 x 512 x 64: query
+/// kernel 148.3 → 142.2–142.8 µs; the key-value kernel, whose 16 accumulators sit beside the
+/// fragments, went 205.9 → 230.9 the same way, so it keeps its block in workgroup memory
+/// (`bench/results/h200-session26-block-registers-ab.txt`). The emulation's fragments are
+/// addresses into the block, which stays.
+fn block_in_registers(key: &CoopBackward) -> bool {
+    !key.emulated
+        && key.pass == CoopBackwardPass::Query
+        && key.head_dim <= 64
+        && key.value_dim <= 64
+}
+
 fn layout(key: &CoopBackward) -> Layout {
     let (pass, head_dim, value_dim) = (key.pass, key.head_dim, key.value_dim);
     let rows = 16 * key.subgroups;
     let first_row = head_dim + 8;
     let second_row = value_dim + 8;
     let block_second = rows * first_row;
-    let tile_first = block_second + rows * second_row;
+    let block_end = block_second + rows * second_row;
+    let tile_first = if block_in_registers(key) {
+        0
+    } else {
+        block_end
+    };
     let tile_second = tile_first + TILE * first_row;
     let probability = tile_second + TILE * second_row;
     let gradient = match pass {
@@ -138,7 +159,7 @@ fn layout(key: &CoopBackward) -> Layout {
         tile_second,
         probability,
         gradient,
-        total: gradient + rows * PROBABILITY_ROW,
+        total: (gradient + rows * PROBABILITY_ROW).max(block_end),
     }
 }
 
@@ -394,6 +415,24 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // issued before the current tile is multiplied out (in flight during the products) and
     // stored after the next barrier.
     let prefetch = tile_items.len() <= LOADS_IN_FLIGHT;
+    if block_in_registers(key) {
+        // The block's row-major fragments, once: the walk reuses their workgroup memory.
+        w.push_str("    workgroupBarrier();\n");
+        let block = [
+            ("first", 0, d, first_row),
+            ("second", layout.block_second, dv, second_row),
+        ];
+        for (name, region, width, row_length) in block {
+            for k in 0..width / 16 {
+                let _ = writeln!(
+                    w,
+                    "    let {name}_at{k} = {region}u + sub_row * {row_length}u + {}u;\n    let {name}{k} = {};",
+                    k * 16,
+                    spell.load_rows('A', &format!("{name}_at{k}"), row_length)
+                );
+            }
+        }
+    }
     let _ = writeln!(
         w,
         "    let tile_base = head * {walked_length};
@@ -467,13 +506,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     ];
     for (target, name, block_region, tile_region, width, row_length) in products {
         for k in 0..width / 16 {
-            let _ = writeln!(
-                w,
-                "            let {name}_at{k} = {block_region}u + sub_row * {row_length}u + {}u;
+            if !block_in_registers(key) {
+                let _ = writeln!(
+                    w,
+                    "            let {name}_at{k} = {block_region}u + sub_row * {row_length}u + {}u;
             let {name}{k} = {};",
-                k * 16,
-                spell.load_rows('A', &format!("{name}_at{k}"), row_length)
-            );
+                    k * 16,
+                    spell.load_rows('A', &format!("{name}_at{k}"), row_length)
+                );
+            }
             for n in 0..TILE / 16 {
                 let _ = writeln!(
                     w,
