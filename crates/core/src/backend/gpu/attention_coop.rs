@@ -229,25 +229,37 @@ pub(crate) fn run_forward(
         shape.batch_heads as u32,
         1,
     );
-    let flags;
-    let mut passes = vec![(key, bindings.to_vec())];
-    if key.mode == ForwardMode::Uniform {
-        let count = grid.0 as usize * grid.1 as usize;
-        flags = GpuStorage::allocate(device, "scaled_dot_product_attention", count, DType::U32)?;
-        let mut with_flags = bindings.to_vec();
-        with_flags.push(flags.raw()?);
-        let redo = CoopForward {
+    // The uniform kernel raises one flag a workgroup for its redo to read.
+    let flags = match key.mode {
+        ForwardMode::Uniform => {
+            let count = grid.0 as usize * grid.1 as usize;
+            Some(GpuStorage::allocate(
+                device,
+                "scaled_dot_product_attention",
+                count,
+                DType::U32,
+            )?)
+        }
+        ForwardMode::Exact | ForwardMode::Redo => None,
+    };
+    let mut pass_bindings = bindings.to_vec();
+    if let Some(flags) = &flags {
+        pass_bindings.push(flags.raw()?);
+    }
+    let mut passes = vec![key];
+    if key.mode == ForwardMode::Uniform && !skip_redo() {
+        passes.push(CoopForward {
             mode: ForwardMode::Redo,
             ..key
-        };
-        passes = vec![(key, with_flags.clone())];
-        if !skip_redo() {
-            passes.push((redo, with_flags));
-        }
+        });
     }
-    for (pass, pass_bindings) in passes {
-        let kernel = KernelKey::AttentionCoop(pass);
-        match context.dispatch(&kernel, params, &pass_bindings, grid) {
+    for pass in passes {
+        match context.dispatch(
+            &KernelKey::AttentionCoop(pass),
+            params,
+            &pass_bindings,
+            grid,
+        ) {
             Err(error @ Error::Shader { .. }) if !key.emulated => {
                 context.coop.attention.disable(&error);
                 return Ok(false);
