@@ -134,6 +134,24 @@ fn block_in_registers(key: &CoopBackward) -> bool {
         && key.value_dim <= 64
 }
 
+/// `let {name}{k}`: the subgroup's row-major A fragment of the block operand at `region`
+/// (rows `row_length` halves apart), columns `16 k ..`.
+fn block_fragment(
+    w: &mut String,
+    spell: &Spell,
+    indent: &str,
+    (name, k): (&str, u32),
+    region: u32,
+    row_length: u32,
+) {
+    let _ = writeln!(
+        w,
+        "{indent}let {name}_at{k} = {region}u + sub_row * {row_length}u + {}u;\n{indent}let {name}{k} = {};",
+        k * 16,
+        spell.load_rows('A', &format!("{name}_at{k}"), row_length)
+    );
+}
+
 fn layout(key: &CoopBackward) -> Layout {
     let (pass, head_dim, value_dim) = (key.pass, key.head_dim, key.value_dim);
     let rows = 16 * key.subgroups;
@@ -425,12 +443,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         ];
         for (name, region, width, row_length) in block {
             for k in 0..width / 16 {
-                let _ = writeln!(
-                    w,
-                    "    let {name}_at{k} = {region}u + sub_row * {row_length}u + {}u;\n    let {name}{k} = {};",
-                    k * 16,
-                    spell.load_rows('A', &format!("{name}_at{k}"), row_length)
-                );
+                block_fragment(&mut w, &spell, "    ", (name, k), region, row_length);
             }
         }
     }
@@ -508,13 +521,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     for (target, name, block_region, tile_region, width, row_length) in products {
         for k in 0..width / 16 {
             if !block_in_registers(key) {
-                let _ = writeln!(
-                    w,
-                    "            let {name}_at{k} = {block_region}u + sub_row * {row_length}u + {}u;
-            let {name}{k} = {};",
-                    k * 16,
-                    spell.load_rows('A', &format!("{name}_at{k}"), row_length)
-                );
+                let indent = "            ";
+                block_fragment(&mut w, &spell, indent, (name, k), block_region, row_length);
             }
             for n in 0..TILE / 16 {
                 let _ = writeln!(

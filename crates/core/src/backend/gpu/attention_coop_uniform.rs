@@ -49,12 +49,12 @@ pub(crate) fn declare(w: &mut String, key: &CoopForward, spell: &Spell) {
         "    var reference = {LOWEST};
     var offset = 0.0;
     var redo = false;
-    let flag_at = head * ((length + {rows}u - 1u) / {rows}u) + workgroup.x;
+    let flag_at = {flag};
     if (local == 0u) {{
         atomicStore(&flag_data[flag_at], 0u);
     }}
     storageBarrier();",
-        rows = key.block_rows(),
+        flag = flag_index(key),
     );
 }
 
@@ -206,11 +206,17 @@ pub(crate) fn redo_gate(w: &mut String, key: &CoopForward) {
     let _ = writeln!(
         w,
         "    if (local == 0u) {{
-        scratch[0] = f32(flag_data[head * ((length + {rows}u - 1u) / {rows}u) + workgroup.x]);
+        scratch[0] = f32(flag_data[{flag}]);
     }}
     if (workgroupUniformLoad(&scratch[0]) == 0.0) {{
         return;
     }}",
-        rows = key.block_rows(),
+        flag = flag_index(key),
     );
+}
+
+/// The workgroup's slot in `flag_data`: one flag per block of query rows of each batch-head.
+fn flag_index(key: &CoopForward) -> String {
+    let rows = key.block_rows();
+    format!("head * ((length + {rows}u - 1u) / {rows}u) + workgroup.x")
 }
