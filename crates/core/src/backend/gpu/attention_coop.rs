@@ -169,7 +169,7 @@ pub(crate) fn forward_key(
     let usable = if emulated {
         context.supports_f16()
     } else {
-        context.coop.available && context.coop.attention.active()
+        context.coop.attention_usable()
     };
     if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
         return None;
@@ -294,11 +294,12 @@ fn skip_redo() -> bool {
 impl GpuDevice {
     /// Whether f16 fused attention forwards and backwards (head and value sizes multiples of
     /// 16 up to 128) run on cooperative matrices on this device: usable 16x16x16 f16 -> f32
-    /// tensor cores (see [`GpuDevice::cooperative_matmul`]), `ANYGRAD_COOP_ATTENTION` not
+    /// tensor cores (see [`GpuDevice::cooperative_matmul`]) with subgroup barriers,
+    /// `ANYGRAD_COOP_ATTENTION` not
     /// `off`, and the driver built the kernels wherever it was asked to.
     pub fn cooperative_attention(&self) -> bool {
         let coop = &self.context().coop;
-        coop.available && coop.attention.active()
+        coop.attention_usable()
     }
 
     /// Whether f16 attention with these head and value sizes runs on cooperative matrices

@@ -96,7 +96,7 @@ pub(crate) fn backward_key(
     let usable = if emulated {
         context.supports_f16()
     } else {
-        context.coop.available && context.coop.attention.active()
+        context.coop.attention_usable()
     };
     if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
         return None;

@@ -29,7 +29,10 @@
 //!
 //! At the end the accumulators pass through the scratch two at a time and are written as f16
 //! (`dK` and `dQ` times `scale`), dK before dV in the one key-value output as the scalar kernel.
-//! Six barriers per tile: before and after staging, and around each use of the scratch. Where
+//! Six barriers per tile: before and after staging (the workgroup's), and around each use of
+//! the scratch, P and dS, which only the subgroup itself touches (`Spell::local_barrier`: a
+//! subgroup barrier on tensor cores; H200, 8 x 12 x 512 x 64: key-value kernel 204.3 → 195.3
+//! µs, `bench/results/h200-session27-barriers.txt`). Where
 //! an invocation's share of a tile fits eight 16-byte registers (d, dv <= 64 with four
 //! subgroups), the next tile's loads are issued right after the staging barrier, in flight
 //! during the current tile's products, and stored at the next tile's staging.
@@ -544,9 +547,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // 2. Probabilities from the scores, then score gradients, through the scratch.
     let _ = writeln!(
         w,
-        "            let s_at0 = scratch_at;\n            {}\n            let s_at1 = scratch_at + 16u;\n            {}\n            workgroupBarrier();",
+        "            let s_at0 = scratch_at;\n            {}\n            let s_at1 = scratch_at + 16u;\n            {}\n            {}",
         spell.store("s0", "s_at0", SCRATCH_ROW),
         spell.store("s1", "s_at1", SCRATCH_ROW),
+        spell.local_barrier(),
     );
     let scratch_at = |c: &str| format!("scratch[lane_scratch + {c}]");
     for v in 0..4 {
@@ -617,9 +621,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     }
     let _ = writeln!(
         w,
-        "            workgroupBarrier();\n            {}\n            {}\n            workgroupBarrier();",
+        "            {barrier}\n            {}\n            {}\n            {barrier}",
         spell.store("g0", "s_at0", SCRATCH_ROW),
         spell.store("g1", "s_at1", SCRATCH_ROW),
+        barrier = spell.local_barrier(),
     );
     for v in 0..4 {
         let delta = if key_value {
@@ -643,7 +648,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             4 * v + 3
         );
     }
-    w.push_str("        }\n        workgroupBarrier();\n");
+    let _ = writeln!(w, "        }}\n        {}", spell.local_barrier());
     // 3. The products into the persistent accumulators: A the subgroup's P or dS rows, B the
     // staged tile row-major.
     let mut sums = vec![("ds", layout.gradient, "dk", layout.tile_first, d, first_row)];

@@ -121,7 +121,7 @@ pub(crate) fn tile(w: &mut String, key: &CoopForward, regions: &Regions, spell: 
             spell.scaled(&format!("oacc{j}"), "correction")
         );
     }
-    w.push_str("        workgroupBarrier();\n");
+    let _ = writeln!(w, "        {}", spell.local_barrier());
     for c in 0..KEY_TILE / 16 {
         let _ = writeln!(
             w,

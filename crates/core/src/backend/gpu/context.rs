@@ -208,6 +208,7 @@ impl GpuContext {
         // are requested, with experimental features enabled, only where the adapter has them.
         let wanted = wgpu::Features::SHADER_F16
             | wgpu::Features::SUBGROUP
+            | wgpu::Features::SUBGROUP_BARRIER
             | wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         let mut features = adapter.features() & wanted;

@@ -207,6 +207,9 @@ pub(crate) struct CoopSupport {
     /// `SUBGROUP` with subgroups of exactly 32 invocations (each variant also needs its
     /// workgroup memory).
     pub(crate) available: bool,
+    /// The device has `SUBGROUP_BARRIER`: the hardware attention kernels order their
+    /// subgroups' own workgroup memory with `subgroupBarrier` (`attention_coop_source.rs`).
+    pub(crate) subgroup_barrier: bool,
     /// The variants `matmul` tries for eligible f16 products, in order (empty: unavailable,
     /// or disabled by `ANYGRAD_COOP_MATMUL=off`).
     pub(crate) order: Vec<CoopVariant>,
@@ -251,6 +254,7 @@ impl CoopSupport {
         CoopSupport {
             f16_f32_16x16,
             available,
+            subgroup_barrier: features.contains(wgpu::Features::SUBGROUP_BARRIER),
             order: if available {
                 CoopVariant::order_from_env(limits.max_compute_workgroup_storage_size)
             } else {
@@ -261,6 +265,13 @@ impl CoopSupport {
             conv: super::conv_coop::ConvCoopState::from_env(),
             attention: super::attention_coop::AttentionCoopState::from_env(),
         }
+    }
+
+    /// Whether the hardware attention kernels (`attention_coop.rs`,
+    /// `attention_coop_backward.rs`) run here: [`CoopSupport::available`], subgroup barriers,
+    /// and no refusal or `ANYGRAD_COOP_ATTENTION=off`.
+    pub(crate) fn attention_usable(&self) -> bool {
+        self.available && self.subgroup_barrier && self.attention.active()
     }
 
     /// The variant `matmul` prefers now: the first of `order`, unless a kernel failed to

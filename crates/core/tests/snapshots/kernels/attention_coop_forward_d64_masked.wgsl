@@ -404,7 +404,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let s_at = scratch_at + 16u;
             coopStoreT(s, &scratch[s_at], 36u);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         let own = lane_half * 16u;
         let other = 16u - own;
         var max0 = -3.0e38;
@@ -506,7 +506,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         o2_1 = o2_1 * correction;
         o3_0 = o3_0 * correction;
         o3_1 = o3_1 * correction;
-        workgroupBarrier();
+        subgroupBarrier();
         {
             var pv0 = coop_mat16x16<f32, C>();
             var pv1 = coop_mat16x16<f32, C>();
@@ -531,7 +531,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let pv_at1 = scratch_at + 16u;
             coopStoreT(pv1, &scratch[pv_at1], 36u);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         {
             let at = lane_scratch + 0u + lane_half * 8u;
             o0_0 = o0_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
@@ -542,7 +542,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             o1_0 = o1_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
             o1_1 = o1_1 + vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         {
             var pv2 = coop_mat16x16<f32, C>();
             var pv3 = coop_mat16x16<f32, C>();
@@ -567,7 +567,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let pv_at3 = scratch_at + 16u;
             coopStoreT(pv3, &scratch[pv_at3], 36u);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         {
             let at = lane_scratch + 0u + lane_half * 8u;
             o2_0 = o2_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);

@@ -409,7 +409,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let s_at = scratch_at + 16u;
             coopStoreT(s, &scratch[s_at], 36u);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         let own = lane_half * 16u;
         let other = 16u - own;
         var max0 = -3.0e38;
@@ -517,7 +517,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         oacc1 = oacc1 * correction;
         oacc2 = oacc2 * correction;
         oacc3 = oacc3 * correction;
-        workgroupBarrier();
+        subgroupBarrier();
         let p_at0 = 4608u + sub_row * 40u + 0u;
         let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 40u);
         let p_at1 = 4608u + sub_row * 40u + 16u;

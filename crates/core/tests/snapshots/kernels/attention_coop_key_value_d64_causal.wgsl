@@ -563,7 +563,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             coopStoreT(s0, &scratch[s_at0], 40u);
             let s_at1 = scratch_at + 16u;
             coopStoreT(s1, &scratch[s_at1], 40u);
-            workgroupBarrier();
+            subgroupBarrier();
             let index0 = vec4<u32>(start) + vec4<u32>(k0, k1, k2, k3);
             let p0 = select(vec4<f32>(0.0), exp(vec4<f32>(scratch[lane_scratch + k0], scratch[lane_scratch + k1], scratch[lane_scratch + k2], scratch[lane_scratch + k3]) * params.scale - vec4<f32>(statistics_tile[k0].x, statistics_tile[k1].x, statistics_tile[k2].x, statistics_tile[k3].x)), (index0 < vec4<u32>(length)) & vec4<bool>(row_visible) & (vec4<u32>(row) <= index0));
             let p_at0 = 13824u + my_row * 40u;
@@ -592,10 +592,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[p_at3 + k13] = f16(p3.y);
             tiles[p_at3 + k14] = f16(p3.z);
             tiles[p_at3 + k15] = f16(p3.w);
-            workgroupBarrier();
+            subgroupBarrier();
             coopStoreT(g0, &scratch[s_at0], 40u);
             coopStoreT(g1, &scratch[s_at1], 40u);
-            workgroupBarrier();
+            subgroupBarrier();
             let ds0 = p0 * (vec4<f32>(scratch[lane_scratch + k0], scratch[lane_scratch + k1], scratch[lane_scratch + k2], scratch[lane_scratch + k3]) - vec4<f32>(statistics_tile[k0].y, statistics_tile[k1].y, statistics_tile[k2].y, statistics_tile[k3].y));
             let ds_at0 = 16384u + my_row * 40u;
             tiles[ds_at0 + k0] = f16(ds0.x);
@@ -621,7 +621,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[ds_at3 + k14] = f16(ds3.z);
             tiles[ds_at3 + k15] = f16(ds3.w);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         {
             let pt_at0 = 13824u + sub_row * 40u + 0u;
             let pt0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[pt_at0], 40u);
