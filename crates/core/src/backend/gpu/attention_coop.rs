@@ -295,8 +295,8 @@ impl GpuDevice {
     /// Whether f16 fused attention forwards and backwards (head and value sizes multiples of
     /// 16 up to 128) run on cooperative matrices on this device: usable 16x16x16 f16 -> f32
     /// tensor cores (see [`GpuDevice::cooperative_matmul`]) with subgroup barriers,
-    /// `ANYGRAD_COOP_ATTENTION` not
-    /// `off`, and the driver built the kernels wherever it was asked to.
+    /// `ANYGRAD_COOP_ATTENTION` not `off`, and the driver built the kernels wherever it was
+    /// asked to.
     pub fn cooperative_attention(&self) -> bool {
         let coop = &self.context().coop;
         coop.attention_usable()
