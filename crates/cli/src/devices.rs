@@ -1,6 +1,6 @@
 //! `anygrad devices`: every adapter wgpu can open (GL duplicates skipped, best first), with
 //! the facts a user needs to choose one: backend, driver, limits, f16, subgroups, timestamps,
-//! cooperative-matrix shapes.
+//! float atomics, cooperative-matrix shapes.
 
 use anygrad::core::gpu;
 

@@ -45,7 +45,7 @@ pub fn run(json: bool) -> std::result::Result<(), String> {
     for info in &adapters {
         if !json {
             println!(
-                "gpu:{} {} ({}, {}, driver {} {}) f16={} subgroups={} timestamps={} max binding {} MiB",
+                "gpu:{} {} ({}, {}, driver {} {}) f16={} subgroups={} timestamps={} float-atomics={} max binding {} MiB",
                 info.index,
                 info.name,
                 info.backend,
@@ -55,6 +55,7 @@ pub fn run(json: bool) -> std::result::Result<(), String> {
                 info.shader_f16,
                 info.subgroups,
                 info.timestamp_query,
+                info.float_atomics,
                 info.max_storage_binding_size >> 20
             );
         }

@@ -39,6 +39,9 @@ pub struct AdapterInfo {
     pub max_subgroup_size: u32,
     /// Whether GPU timestamps can be recorded (profiler).
     pub timestamp_query: bool,
+    /// Whether kernels can add to f32 in storage atomically (`SHADER_FLOAT32_ATOMIC`: the
+    /// attention backward then sums the query gradient in its key-value kernel).
+    pub float_atomics: bool,
     /// Cooperative-matrix (tensor-core) configurations, as `MxNxK ab->cr`.
     pub cooperative_matrix: Vec<String>,
     /// Device memory in bytes, when the API reports it (wgpu does not yet: `None`).

@@ -117,6 +117,7 @@ fn describe(index: usize, adapter: &wgpu::Adapter) -> AdapterInfo {
         min_subgroup_size: info.subgroup_min_size,
         max_subgroup_size: info.subgroup_max_size,
         timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+        float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
         cooperative_matrix,
         memory_bytes: None,
     }

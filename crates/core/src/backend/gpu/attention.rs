@@ -531,6 +531,17 @@ impl GpuStorage {
         ];
         bindings.extend(bias.map(GpuStorage::raw).transpose()?);
         bindings.push(key_value_grad.raw()?);
+        let (key_value_params, _) = prepare(device, dtype, shape, AttentionPass::KeyValue)?;
+        let folded = super::attention_coop_backward::run_folded(
+            device,
+            dtype,
+            shape,
+            key_value_params.words(),
+            &bindings,
+        )?;
+        if let Some(query_grad) = folded {
+            return Ok((query_grad, key_value_grad));
+        }
         gradient_pass(device, dtype, shape, AttentionPass::KeyValue, &bindings)?;
         let query_grad = GpuStorage::allocate(device, OP, shape.query_numel(), dtype)?;
         bindings.pop();

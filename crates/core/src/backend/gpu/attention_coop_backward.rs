@@ -2,7 +2,9 @@
 //! two kernels ([`CoopBackward`], WGSL in `attention_coop_backward_source.rs`), which calls
 //! they cover and their launch. `attention.rs`'s backward launcher runs the scalar delta
 //! kernel, then tries these for the key-value and the query pass (each falls back to its
-//! scalar kernel on its own): same bindings, parameters and outputs.
+//! scalar kernel on its own): same bindings, parameters and outputs. Where the device adds
+//! f32 atomically, the key-value kernel first tries to sum the query gradient itself
+//! ([`run_folded`], `attention_coop_fold.rs`), and the query pass does not run.
 //!
 //! They run where the cooperative forward runs (`attention_coop.rs`: usable 16x16x16
 //! f16 x f16 -> f32 tensor cores, `ANYGRAD_COOP_ATTENTION` not `off`, no earlier refusal by
@@ -13,11 +15,14 @@
 use super::attention_coop::{launchable, width_ok, AttentionCoopState};
 use super::attention_coop_backward_source::workgroup_bytes;
 pub(crate) use super::attention_coop_backward_source::{CoopBackward, CoopBackwardPass};
+use super::attention_coop_fold::fold_applies;
 use super::kernels::KernelKey;
+use super::storage::GpuStorage;
 use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::AttentionShape;
+use crate::layout::Layout;
 
 impl CoopBackward {
     /// The complete WGSL source (`enable` lines included).
@@ -37,16 +42,24 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
             // A mask and the causal flag never come together (the op refuses both).
             for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
                 for subgroups in SUBGROUPS {
+                    let folds =
+                        pass == CoopBackwardPass::KeyValue && fold_applies(head_dim, subgroups);
                     for emulated in [false, true] {
-                        keys.push(KernelKey::AttentionCoopBackward(CoopBackward {
-                            pass,
-                            head_dim,
-                            value_dim,
-                            causal,
-                            key_bias,
-                            subgroups,
-                            emulated,
-                        }));
+                        for fold_query in [false, true] {
+                            if fold_query && !folds {
+                                continue;
+                            }
+                            keys.push(KernelKey::AttentionCoopBackward(CoopBackward {
+                                pass,
+                                head_dim,
+                                value_dim,
+                                causal,
+                                key_bias,
+                                subgroups,
+                                emulated,
+                                fold_query,
+                            }));
+                        }
                     }
                 }
             }
@@ -66,8 +79,28 @@ thread_local! {
     /// Tests: take the emulated backward kernels (on any f16 device) instead of the hardware
     /// ones (the forward has its own switch, `attention_coop::EMULATE`).
     pub(crate) static EMULATE_BACKWARD: Cell<bool> = const { Cell::new(false) };
-    /// Tests: emulated backward kernels recorded by this thread (one per pass).
+    /// Tests: emulated backward kernels recorded by this thread (one per pass; one in all
+    /// where the key-value kernel sums the query gradient).
     pub(crate) static EMULATED_BACKWARD_RUNS: Cell<u64> = const { Cell::new(0) };
+    /// Tests: run the query kernel even where the key-value kernel could sum dQ.
+    pub(crate) static NO_FOLD: Cell<bool> = const { Cell::new(false) };
+    /// Tests: key-value kernels recorded by this thread that summed dQ (hardware or emulated).
+    pub(crate) static FOLDED_RUNS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether the separate query kernel runs even where the key-value kernel could sum dQ:
+/// `ANYGRAD_DETERMINISTIC_ATTENTION=1` (the sum by float atomics is in arrival order, so dQ
+/// may differ in its last bits from run to run; the query kernel's is the same every run),
+/// or this thread's tests asked for it.
+fn fold_refused() -> bool {
+    static DETERMINISTIC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let deterministic = *DETERMINISTIC.get_or_init(|| {
+        std::env::var("ANYGRAD_DETERMINISTIC_ATTENTION")
+            .is_ok_and(|value| matches!(value.trim(), "1" | "on" | "true"))
+    });
+    #[cfg(test)]
+    let deterministic = deterministic || NO_FOLD.with(std::cell::Cell::get);
+    deterministic
 }
 
 /// Whether this thread's tests asked for the emulated kernels.
@@ -112,11 +145,55 @@ pub(crate) fn backward_key(
             key_bias: shape.key_bias_group.is_some(),
             subgroups,
             emulated,
+            fold_query: false,
         })
         .find(|key| {
             let blocks = own_length(shape, pass).div_ceil(key.block_rows() as usize);
             launchable(limits, blocks, key.threads(), workgroup_bytes(key))
         })
+}
+
+/// The key-value kernel that also sums the query gradient (`attention_coop_fold.rs`): where
+/// the device adds f32 atomically and the chosen layout shares the fold out evenly, records
+/// the zeroing of an f32 buffer, the kernel (same `params` and `bindings` as the key-value
+/// kernel, the buffer after them) and the cast of the sums to `dtype`, and returns the
+/// query's gradient. `Ok(None)` where it does not apply or the driver refused the kernel: the
+/// caller then runs the key-value and the query passes.
+pub(crate) fn run_folded(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+    params: &[u32],
+    bindings: &[&wgpu::Buffer],
+) -> Result<Option<GpuStorage>> {
+    let atomics = device
+        .context()
+        .features
+        .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
+    if !atomics || fold_refused() {
+        return Ok(None);
+    }
+    let Some(key) = backward_key(device, dtype, shape, CoopBackwardPass::KeyValue)
+        .filter(|key| fold_applies(key.head_dim, key.subgroups))
+    else {
+        return Ok(None);
+    };
+    let key = CoopBackward {
+        fold_query: true,
+        ..key
+    };
+    let sums = GpuStorage::full(device, shape.query_numel(), DType::F32, 0.0)?;
+    let mut all = bindings.to_vec();
+    all.push(sums.raw()?);
+    if !run_backward(device, key, params, &all, shape)? {
+        return Ok(None);
+    }
+    #[cfg(test)]
+    FOLDED_RUNS.with(|runs| runs.set(runs.get() + 1));
+    Ok(Some(sums.cast(
+        &Layout::contiguous(&[shape.query_numel()]),
+        dtype,
+    )?))
 }
 
 /// Rows per batch-head of the side whose gradient `pass` writes (keys or queries).

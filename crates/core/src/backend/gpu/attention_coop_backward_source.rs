@@ -29,6 +29,9 @@
 //!
 //! At the end the accumulators pass through the scratch two at a time and are written as f16
 //! (`dK` and `dQ` times `scale`), dK before dV in the one key-value output as the scalar kernel.
+//! With `fold_query` the key-value kernel also adds each tile's `scale dS K` to an f32 dQ
+//! (`attention_coop_fold.rs`), after a workgroup barrier in place of step 2's last subgroup
+//! barrier.
 //! Six barriers per tile: before and after staging (the workgroup's), and around each use of
 //! the scratch, P and dS, which only the subgroup itself touches (`Spell::local_barrier`: a
 //! subgroup barrier on tensor cores; H200, 8 x 12 x 512 x 64: key-value kernel 204.3 → 195.3
@@ -62,6 +65,7 @@
 
 use std::fmt::Write;
 
+use super::attention_coop_fold::{emit_fold, FoldRegions};
 use super::attention_coop_source::{rotated_columns, Spell, LOWEST, MASKED_BELOW};
 use super::attention_coop_staging::{
     emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
@@ -105,6 +109,9 @@ pub(crate) struct CoopBackward {
     pub(crate) subgroups: u32,
     /// Plain-WGSL emulation of the cooperative operations.
     pub(crate) emulated: bool,
+    /// The key-value kernel also sums the query gradient into an f32 buffer with float
+    /// atomics (`attention_coop_fold.rs`); false in the query kernel.
+    pub(crate) fold_query: bool,
 }
 
 /// The region offsets (halves) in `tiles` of one instantiation.
@@ -221,6 +228,7 @@ pub(crate) fn backward_source(key: &CoopBackward) -> String {
         emulated: key.emulated,
     };
     let key_value = key.pass == CoopBackwardPass::KeyValue;
+    let fold = key_value && key.fold_query;
     let (d, dv) = (key.head_dim, key.value_dim);
     let layout = layout(key);
     let (first_row, second_row) = (layout.first_row, layout.second_row);
@@ -253,6 +261,13 @@ pub(crate) fn backward_source(key: &CoopBackward) -> String {
             w,
             "@group(0) @binding({}) var<storage, {access}> {name}: array<{element}>;",
             slot + 1
+        );
+    }
+    if fold {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({}) var<storage, read_write> query_grad_data: array<atomic<f32>>;",
+            names.len() + 1
         );
     }
     let (block_names, tile_names) = if key_value {
@@ -648,7 +663,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             4 * v + 3
         );
     }
-    let _ = writeln!(w, "        }}\n        {}", spell.local_barrier());
+    // The fold reads every subgroup's dS rows: a workgroup barrier.
+    let barrier = if fold {
+        "workgroupBarrier();"
+    } else {
+        spell.local_barrier()
+    };
+    let _ = writeln!(w, "        }}\n        {barrier}");
     // 3. The products into the persistent accumulators: A the subgroup's P or dS rows, B the
     // staged tile row-major.
     let mut sums = vec![("ds", layout.gradient, "dk", layout.tile_first, d, first_row)];
@@ -696,6 +717,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             }
         }
         let _ = writeln!(w, "        }}");
+    }
+    if fold {
+        let regions = FoldRegions {
+            gradient: layout.gradient,
+            probability_row: PROBABILITY_ROW,
+            key_row: first_row,
+            scratch_row: SCRATCH_ROW,
+        };
+        emit_fold(&mut w, &spell, d, key.subgroups, &regions);
     }
     w.push_str("    }\n");
     epilogue(&mut w, &spell, key, &outputs);

@@ -195,6 +195,12 @@ impl std::fmt::Debug for GpuContext {
     }
 }
 
+/// Bindings of one kernel at most, its parameters included: the attention key-value kernel
+/// with a key bias that sums the query gradient (`attention_coop_fold.rs`) binds eight
+/// buffers; fused kernels bind up to `fusion::MAX_LEAVES` inputs and one output.
+const MAX_BINDINGS: usize = 9;
+const _: () = assert!(MAX_BINDINGS >= 2 + fusion::MAX_LEAVES);
+
 /// Prefetch sinks in rotation (`GpuContext::prefetch_sink`). Where one submission records more
 /// prefetches than this, some share a sink and wait on a barrier: slower, never wrong.
 const PREFETCH_SINKS: usize = 64;
@@ -210,6 +216,7 @@ impl GpuContext {
             | wgpu::Features::SUBGROUP
             | wgpu::Features::SUBGROUP_BARRIER
             | wgpu::Features::TIMESTAMP_QUERY
+            | wgpu::Features::SHADER_FLOAT32_ATOMIC
             | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         let mut features = adapter.features() & wanted;
         let limits = adapter.limits();
@@ -607,9 +614,8 @@ impl GpuContext {
                 recording.params[offset + INDEX_SLOT_WORD] = slot as u32;
             }
         }
-        // At most params + 6 inputs + 1 output (fused kernels): keep the entries on the stack.
-        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; 2 + fusion::MAX_LEAVES] =
-            Default::default();
+        // Keep the entries on the stack.
+        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; MAX_BINDINGS] = Default::default();
         entries[0] = Some(wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {

@@ -379,13 +379,22 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             }),
         ));
     }
-    for (name, pass, causal, key_bias, emulated) in [
+    for (name, pass, causal, key_bias, emulated, fold_query) in [
         (
             "attention_coop_key_value_d64_causal",
             super::attention_coop_backward::CoopBackwardPass::KeyValue,
             true,
             false,
             false,
+            false,
+        ),
+        (
+            "attention_coop_key_value_d64_folded",
+            super::attention_coop_backward::CoopBackwardPass::KeyValue,
+            false,
+            false,
+            false,
+            true,
         ),
         (
             "attention_coop_query_d64_masked_emulated",
@@ -393,6 +402,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             false,
             true,
             true,
+            false,
         ),
     ] {
         kernels.push((
@@ -405,6 +415,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 key_bias,
                 subgroups: 4,
                 emulated,
+                fold_query,
             }),
         ));
     }

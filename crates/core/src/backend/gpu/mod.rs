@@ -28,6 +28,7 @@ mod attention;
 mod attention_coop;
 mod attention_coop_backward;
 mod attention_coop_backward_source;
+mod attention_coop_fold;
 mod attention_coop_source;
 mod attention_coop_staging;
 mod attention_coop_uniform;

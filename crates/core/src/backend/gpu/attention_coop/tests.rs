@@ -220,8 +220,10 @@ fn emulated_forward_matches_composite() {
 }
 
 /// The hardware kernels, where the device has usable cooperative matrices (the H200): the
-/// same checks on larger cases, head size 128 included; the cooperative backward's two
-/// kernels (`attention_coop_backward.rs`) run too.
+/// same checks on larger cases, head size 128 included; the cooperative backward
+/// (`attention_coop_backward.rs`) runs too, each case both with the key-value kernel summing
+/// dQ (where the device adds f32 atomically and the head size allows) and with the separate
+/// query kernel.
 #[test]
 fn hardware_forward_matches_composite() {
     let Some(gpu) = crate::backend::tests::support::gpu_device() else {
@@ -240,15 +242,31 @@ fn hardware_forward_matches_composite() {
         (1, 2, 70, 33, 32, 48, true, false),
         (2, 1, 37, 70, 16, 16, false, true),
     ];
-    for case in cases {
-        let before = gpu.cooperative_attention_dispatches();
+    use super::super::attention_coop_backward::{FOLDED_RUNS, NO_FOLD};
+    let folded = || FOLDED_RUNS.with(std::cell::Cell::get);
+    let folded_before = folded();
+    for (case, no_fold) in cases.iter().flat_map(|&case| [(case, false), (case, true)]) {
+        NO_FOLD.with(|flag| flag.set(no_fold));
+        let (before, folded_case) = (gpu.cooperative_attention_dispatches(), folded());
+        // Forward, key-value and query kernels: a key-value kernel that summed dQ counts for
+        // the query kernel too.
         check(
             case,
             &device,
-            &|| HARDWARE_RUNS.with(std::cell::Cell::get),
+            &|| HARDWARE_RUNS.with(std::cell::Cell::get) + folded(),
             3,
         );
-        assert!(gpu.cooperative_attention_dispatches() >= before + 3);
+        NO_FOLD.with(|flag| flag.set(false));
+        // The forward, then the key-value kernel that summed dQ, or it and the query kernel.
+        let kernels = if folded() > folded_case { 2 } else { 3 };
+        assert!(!no_fold || kernels == 3, "{case:?}: folded when refused");
+        assert!(gpu.cooperative_attention_dispatches() >= before + kernels);
+    }
+    if gpu.info().float_atomics {
+        assert!(
+            folded() > folded_before,
+            "no case summed dQ in the key-value kernel"
+        );
     }
     assert_eq!(gpu.cooperative_attention_failure(), None);
 }

@@ -4,6 +4,7 @@
 
 use super::super::attention_coop::tests::{run, worst, Case};
 use super::super::attention_coop_backward_source::workgroup_bytes;
+use super::super::attention_coop_fold::fold_applies;
 use super::super::matmul_coop::tests::translate;
 use super::*;
 
@@ -14,9 +15,13 @@ use super::*;
 #[test]
 fn coop_attention_backward_sources_validate() {
     for pass in [CoopBackwardPass::KeyValue, CoopBackwardPass::Query] {
-        for (head_dim, value_dim, subgroups) in [(16, 128, 2), (112, 32, 2), (64, 64, 4)] {
+        let shapes = [(16, 128, 2), (112, 32, 2), (64, 64, 4), (128, 48, 2)];
+        for (head_dim, value_dim, subgroups) in shapes {
+            let folds = pass == CoopBackwardPass::KeyValue && fold_applies(head_dim, subgroups);
             for (causal, key_bias) in [(true, false), (false, true)] {
-                for emulated in [false, true] {
+                for (emulated, fold_query) in
+                    [(false, false), (true, false), (false, folds), (true, folds)]
+                {
                     let key = CoopBackward {
                         pass,
                         head_dim,
@@ -25,14 +30,33 @@ fn coop_attention_backward_sources_validate() {
                         key_bias,
                         subgroups,
                         emulated,
+                        fold_query,
                     };
                     let source = key.source();
                     assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
                     assert_eq!(source.contains("key_bias_data"), key_bias);
+                    assert_eq!(source.contains("atomicAdd"), fold_query);
                     translate(&format!("{key:?}"), &source);
                 }
             }
         }
+    }
+    // The fold's pairs share out evenly: d = 64 and 128 with four subgroups, 32 to 128 with
+    // two; not 16 or 48, nor 32 with four.
+    for (head_dim, subgroups, applies) in [
+        (64, 4, true),
+        (128, 4, true),
+        (32, 2, true),
+        (96, 2, true),
+        (32, 4, false),
+        (48, 2, false),
+        (16, 2, false),
+    ] {
+        assert_eq!(
+            fold_applies(head_dim, subgroups),
+            applies,
+            "d = {head_dim}, G = {subgroups}"
+        );
     }
     let bytes = |pass, width, key_bias, subgroups| {
         workgroup_bytes(&CoopBackward {
@@ -43,6 +67,7 @@ fn coop_attention_backward_sources_validate() {
             key_bias,
             subgroups,
             emulated: false,
+            fold_query: false,
         })
     };
     let (key_value, query) = (CoopBackwardPass::KeyValue, CoopBackwardPass::Query);
@@ -68,7 +93,9 @@ fn coop_attention_backward_sources_validate() {
 /// past the first query tile, and past the last query), a key-padding mask whose third batch
 /// hides every key (rows without a visible key), value sizes unlike the head size, several
 /// batch-heads; four subgroups at d = 16 and 32, two at 64 where the device has 32 KiB of
-/// workgroup memory (lavapipe: `backward_key` picks the layout).
+/// workgroup memory (lavapipe: `backward_key` picks the layout). Each case twice: with the
+/// key-value kernel summing dQ where it can (`attention_coop_fold.rs`), and with the query
+/// kernel.
 #[test]
 fn emulated_backward_matches_composite() {
     let Some(gpu) = crate::backend::tests::support::f16_gpu_device() else {
@@ -82,13 +109,20 @@ fn emulated_backward_matches_composite() {
         (2, 1, 45, 77, 16, 32, true, false),
     ];
     EMULATE_BACKWARD.with(|flag| flag.set(true));
-    for case in cases {
+    let folded = || FOLDED_RUNS.with(std::cell::Cell::get);
+    let folded_before = folded();
+    for (case, no_fold) in cases.iter().flat_map(|&case| [(case, false), (case, true)]) {
+        NO_FOLD.with(|flag| flag.set(no_fold));
         let runs = || EMULATED_BACKWARD_RUNS.with(std::cell::Cell::get);
-        let before = runs();
+        let (before, folded_case) = (runs(), folded());
         let (_, grads) = run(case, &device, DType::F16);
+        NO_FOLD.with(|flag| flag.set(false));
+        // One kernel where the key-value kernel summed dQ, else the key-value and query ones.
+        let kernels = if folded() > folded_case { 1 } else { 2 };
+        assert!(!no_fold || kernels == 2, "{case:?}: folded when refused");
         assert_eq!(
             runs(),
-            before + 2,
+            before + kernels,
             "{case:?}: the cooperative backward did not run"
         );
         let (_, expected) = run(case, &crate::Device::Cpu, DType::F64);
@@ -103,4 +137,18 @@ fn emulated_backward_matches_composite() {
         }
     }
     EMULATE_BACKWARD.with(|flag| flag.set(false));
+    // d = 64 folds in either layout where the device adds f32 atomically (lavapipe does).
+    if gpu_has_float_atomics(&device) {
+        assert!(
+            folded() > folded_before,
+            "no case summed dQ in the key-value kernel"
+        );
+    }
+}
+
+fn gpu_has_float_atomics(device: &crate::Device) -> bool {
+    match device {
+        crate::Device::Gpu(gpu) => gpu.info().float_atomics,
+        crate::Device::Cpu => false,
+    }
 }

@@ -40,6 +40,7 @@ pub(crate) fn translate(name: &str, source: &str) {
         Capability::GroupNonUniformQuad,
         Capability::CooperativeMatrixKHR,
         Capability::VulkanMemoryModel,
+        Capability::AtomicFloat32AddEXT,
     ];
     for policy in [BoundsCheckPolicy::Unchecked, BoundsCheckPolicy::Restrict] {
         let options = spv::Options {

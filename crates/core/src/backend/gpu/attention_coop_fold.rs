@@ -1,0 +1,121 @@
+//! The query gradient summed inside the cooperative key-value kernel
+//! (`attention_coop_backward_source.rs`), where the device adds f32 atomically
+//! (`SHADER_FLOAT32_ATOMIC`): the separate query kernel, which walks every key tile a second
+//! time to recompute the scores and their gradients, then does not run.
+//!
+//! Per query tile, once every subgroup has written its 16 rows of `dSᵀ` (16 keys x 32
+//! queries, a workgroup barrier after them instead of the subgroup's own), the workgroup
+//! computes the tile's share of dQ from its block's keys, `dS K` (32 queries x d, the sum over
+//! the block's `16 G` keys): the output is cut into pairs of 16 x 16 fragments side by side
+//! (16 query rows x 32 columns), each subgroup takes `pairs / G` of them, with `dS` read
+//! column-major from the `dSᵀ` rows as the A fragment and the staged K block row-major as B.
+//! Each pair, times `scale`, passes through the subgroup's scratch and is added to the f32
+//! dQ buffer with one `atomicAdd` a lane a row: 32 consecutive floats a subgroup. Rows past
+//! the query length are skipped; masked scores have zero `dS` and add nothing.
+//!
+//! The launcher (`attention_coop_backward.rs`) zeroes the f32 buffer first and casts it to the
+//! query's dtype after. The sum over key blocks is in whatever order the workgroups arrive, so
+//! dQ may differ from run to run in its last f32 bits (as PyTorch's flash backward).
+//!
+//! It applies where the head size is a multiple of 32 and its pairs (`2 d / 32`) share out
+//! evenly over the subgroups ([`fold_applies`]): d = 64 and 128 with four subgroups, 32 to 128
+//! with two.
+
+use std::fmt::Write;
+
+use super::attention_coop_source::Spell;
+
+/// Whether the key-value kernel of head size `head_dim` with `subgroups` subgroups can sum
+/// the query gradient: whole pairs of fragments for every subgroup.
+pub(crate) fn fold_applies(head_dim: u32, subgroups: u32) -> bool {
+    head_dim.is_multiple_of(32) && (2 * head_dim / 32).is_multiple_of(subgroups)
+}
+
+/// Where the fold reads: the `dSᵀ` rows (`gradient`, rows `probability_row` halves apart) and
+/// the K block (at 0, rows `key_row` halves apart) in `tiles`; the scratch rows
+/// `scratch_row` floats apart.
+#[derive(Clone, Copy)]
+pub(crate) struct FoldRegions {
+    pub(crate) gradient: u32,
+    pub(crate) probability_row: u32,
+    pub(crate) key_row: u32,
+    pub(crate) scratch_row: u32,
+}
+
+/// The fold's WGSL inside the tile loop of the key-value kernel (after the tile's products;
+/// the caller put a workgroup barrier after the `dSᵀ` writes). Declares nothing outside its
+/// braces; uses the kernel's `subgroup`, `lane`, `scratch_at`, `start`, `tile_base`,
+/// `length` and the binding `query_grad_data` (`array<atomic<f32>>`).
+pub(crate) fn emit_fold(
+    w: &mut String,
+    spell: &Spell,
+    head_dim: u32,
+    subgroups: u32,
+    regions: &FoldRegions,
+) {
+    let pairs = 2 * head_dim / 32 / subgroups;
+    let acc = spell.accumulator();
+    let FoldRegions {
+        gradient,
+        probability_row,
+        key_row,
+        scratch_row,
+    } = *regions;
+    for m in 0..pairs {
+        let _ = writeln!(
+            w,
+            "        {{
+            // dQ rows fold_row.. (of the tile) and columns fold_column.. (32 wide).
+            let pair = subgroup * {pairs}u + {m}u;
+            let fold_row = (pair % 2u) * 16u;
+            let fold_column = (pair / 2u) * 32u;
+            var f0 = {acc}();
+            var f1 = {acc}();"
+        );
+        for r in 0..subgroups {
+            let _ = writeln!(
+                w,
+                "            let fa_at{r} = {}u + fold_row;
+            let fa{r} = {};
+            let fb_at{r}_0 = {}u + fold_column;
+            let fb{r}_0 = {};
+            f0 = {};
+            let fb_at{r}_1 = fb_at{r}_0 + 16u;
+            let fb{r}_1 = {};
+            f1 = {};",
+                gradient + r * 16 * probability_row,
+                spell.load_columns('A', &format!("fa_at{r}"), probability_row),
+                r * 16 * key_row,
+                spell.load_rows('B', &format!("fb_at{r}_0"), key_row),
+                spell.multiply_add(&format!("fa{r}"), &format!("fb{r}_0"), "f0"),
+                spell.load_rows('B', &format!("fb_at{r}_1"), key_row),
+                spell.multiply_add(&format!("fa{r}"), &format!("fb{r}_1"), "f1"),
+            );
+        }
+        let _ = writeln!(
+            w,
+            "            let fs0 = {};
+            let fs1 = {};
+            let f_at0 = scratch_at;
+            {}
+            let f_at1 = scratch_at + 16u;
+            {}
+            {barrier}
+            for (var i = 0u; i < 16u; i += 1u) {{
+                let query = start + fold_row + i;
+                if (query < length) {{
+                    atomicAdd(&query_grad_data[(tile_base + query) * {head_dim}u + fold_column + lane], scratch[scratch_at + i * {scratch_row}u + lane]);
+                }}
+            }}
+            {after}
+        }}",
+            spell.scaled("f0", "params.scale"),
+            spell.scaled("f1", "params.scale"),
+            spell.store("fs0", "f_at0", scratch_row),
+            spell.store("fs1", "f_at1", scratch_row),
+            barrier = spell.local_barrier(),
+            // The next pair reuses the scratch; the next tile starts with workgroup barriers.
+            after = if m + 1 < pairs { spell.local_barrier() } else { "" },
+        );
+    }
+}
