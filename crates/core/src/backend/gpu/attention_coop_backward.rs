@@ -15,7 +15,7 @@
 use super::attention_coop::{launchable, width_ok, AttentionCoopState};
 use super::attention_coop_backward_source::workgroup_bytes;
 pub(crate) use super::attention_coop_backward_source::{CoopBackward, CoopBackwardPass};
-use super::attention_coop_fold::fold_applies;
+use super::attention_coop_fold::{fold_applies, PADDING_ROWS};
 use super::kernels::KernelKey;
 use super::storage::GpuStorage;
 use super::GpuDevice;
@@ -182,7 +182,8 @@ pub(crate) fn run_folded(
         fold_query: true,
         ..key
     };
-    let sums = GpuStorage::full(device, shape.query_numel(), DType::F32, 0.0)?;
+    let padding = PADDING_ROWS * shape.head_dim;
+    let sums = GpuStorage::full(device, shape.query_numel() + padding, DType::F32, 0.0)?;
     let mut all = bindings.to_vec();
     all.push(sums.raw()?);
     if !run_backward(device, key, params, &all, shape)? {

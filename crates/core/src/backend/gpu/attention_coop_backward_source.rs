@@ -30,8 +30,8 @@
 //! At the end the accumulators pass through the scratch two at a time and are written as f16
 //! (`dK` and `dQ` times `scale`), dK before dV in the one key-value output as the scalar kernel.
 //! With `fold_query` the key-value kernel also adds each tile's `scale dS K` to an f32 dQ
-//! (`attention_coop_fold.rs`), after a workgroup barrier in place of step 2's last subgroup
-//! barrier.
+//! (`attention_coop_fold.rs`): at the start of the next tile, after its first barrier, and
+//! after the walk for the last tile.
 //! Six barriers per tile: before and after staging (the workgroup's), and around each use of
 //! the scratch, P and dS, which only the subgroup itself touches (`Spell::local_barrier`: a
 //! subgroup barrier on tensor cores; H200, 8 x 12 x 512 x 64: key-value kernel 204.3 → 195.3
@@ -470,14 +470,41 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         "    let tile_base = head * {walked_length};
     let end = {end};"
     );
+    let _ = writeln!(w, "    let first_start = {first};");
+    if fold {
+        // The first fold (below) reads the dS rows before any tile wrote them: zeros.
+        let _ = writeln!(
+            w,
+            "    for (var at = local; at < {}u; at += {threads}u) {{\n        tiles[{}u + at] = f16(0.0);\n    }}",
+            rows * PROBABILITY_ROW,
+            layout.gradient
+        );
+    }
     if prefetch {
-        emit_loads(&mut w, "    ", &tile_items, 0, &format!("({first})"), true);
+        emit_loads(&mut w, "    ", &tile_items, 0, "first_start", true);
     }
     let _ = writeln!(
         w,
-        "    for (var start = {first}; start < end; start += {TILE}u) {{
+        "    for (var start = first_start; start < end; start += {TILE}u) {{
         workgroupBarrier();"
     );
+    let fold_regions = FoldRegions {
+        gradient: layout.gradient,
+        probability_row: PROBABILITY_ROW,
+        key_row: first_row,
+        scratch_row: SCRATCH_ROW,
+    };
+    if fold {
+        // The last tile's dQ, now that every subgroup's dS rows of it are written (this tile's
+        // staging stores come after, and its dS rows only after the next barrier). No branch
+        // around the cooperative operations (naga: uniform control flow): the first tile
+        // folds the zeroed dS rows, which add nothing.
+        let _ = writeln!(
+            w,
+            "        let fold_start = select(start - {TILE}u, start, start == first_start);"
+        );
+        emit_fold(&mut w, &spell, d, key.subgroups, &fold_regions);
+    }
     if key_value {
         let _ = writeln!(
             w,
@@ -663,13 +690,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             4 * v + 3
         );
     }
-    // The fold reads every subgroup's dS rows: a workgroup barrier.
-    let barrier = if fold {
-        "workgroupBarrier();"
-    } else {
-        spell.local_barrier()
-    };
-    let _ = writeln!(w, "        }}\n        {barrier}");
+    let _ = writeln!(w, "        }}\n        {}", spell.local_barrier());
     // 3. The products into the persistent accumulators: A the subgroup's P or dS rows, B the
     // staged tile row-major.
     let mut sums = vec![("ds", layout.gradient, "dk", layout.tile_first, d, first_row)];
@@ -718,16 +739,18 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }
         let _ = writeln!(w, "        }}");
     }
-    if fold {
-        let regions = FoldRegions {
-            gradient: layout.gradient,
-            probability_row: PROBABILITY_ROW,
-            key_row: first_row,
-            scratch_row: SCRATCH_ROW,
-        };
-        emit_fold(&mut w, &spell, d, key.subgroups, &regions);
-    }
     w.push_str("    }\n");
+    if fold {
+        // The walk's last tile.
+        let _ = writeln!(
+            w,
+            "    workgroupBarrier();
+    {{
+        let fold_start = select(0u, first_start + ((end - first_start - 1u) / {TILE}u) * {TILE}u, end > first_start);"
+        );
+        emit_fold(&mut w, &spell, d, key.subgroups, &fold_regions);
+        w.push_str("    }\n");
+    }
     epilogue(&mut w, &spell, key, &outputs);
     w.push_str("}\n");
     w

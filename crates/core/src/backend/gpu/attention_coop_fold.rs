@@ -4,14 +4,23 @@
 //! time to recompute the scores and their gradients, then does not run.
 //!
 //! Per query tile, once every subgroup has written its 16 rows of `dSᵀ` (16 keys x 32
-//! queries, a workgroup barrier after them instead of the subgroup's own), the workgroup
+//! queries: after the next tile's first workgroup barrier, or after the walk), the workgroup
 //! computes the tile's share of dQ from its block's keys, `dS K` (32 queries x d, the sum over
 //! the block's `16 G` keys): the output is cut into pairs of 16 x 16 fragments side by side
 //! (16 query rows x 32 columns), each subgroup takes `pairs / G` of them, with `dS` read
 //! column-major from the `dSᵀ` rows as the A fragment and the staged K block row-major as B.
 //! Each pair, times `scale`, passes through the subgroup's scratch and is added to the f32
-//! dQ buffer with one `atomicAdd` a lane a row: 32 consecutive floats a subgroup. Rows past
-//! the query length are skipped; masked scores have zero `dS` and add nothing.
+//! dQ buffer with one `atomicAdd` a lane a row: 32 consecutive floats a subgroup, no bounds
+//! test. Masked scores have a `dS` of exactly 0 (`p` is selected to 0, `dP - D` is finite),
+//! and so have query rows past the length (no visible key; their dO and `D` are staged as
+//! zeros): their adds, which land in the next batch-head's first rows or in the buffer's
+//! [`PADDING_ROWS`] after the last, add nothing.
+//!
+//! H200, 8 x 12 x 512 x 64 (`bench/results/h200-session28-fold.txt`): the fold right after
+//! the tile's dS, behind a workgroup barrier of its own, took the key-value kernel from 197.5
+//! to 368 µs with the row adds in a loop and 306.7 unrolled (the barrier alone: 223.1),
+//! against 197.5 + 143.8 µs for the key-value and query kernels; at the next tile's first
+//! barrier it needs no barrier of its own.
 //!
 //! The launcher (`attention_coop_backward.rs`) zeroes the f32 buffer first and casts it to the
 //! query's dtype after. The sum over key blocks is in whatever order the workgroups arrive, so
@@ -23,7 +32,12 @@
 
 use std::fmt::Write;
 
+use super::attention_coop_backward_source::TILE;
 use super::attention_coop_source::Spell;
+
+/// Rows of f32 zeros after the last batch-head's dQ rows in the fold's buffer: the last query
+/// tile's rows past the length.
+pub(crate) const PADDING_ROWS: usize = TILE as usize;
 
 /// Whether the key-value kernel of head size `head_dim` with `subgroups` subgroups can sum
 /// the query gradient: whole pairs of fragments for every subgroup.
@@ -42,10 +56,11 @@ pub(crate) struct FoldRegions {
     pub(crate) scratch_row: u32,
 }
 
-/// The fold's WGSL inside the tile loop of the key-value kernel (after the tile's products;
-/// the caller put a workgroup barrier after the `dSᵀ` writes). Declares nothing outside its
-/// braces; uses the kernel's `subgroup`, `lane`, `scratch_at`, `start`, `tile_base`,
-/// `length` and the binding `query_grad_data` (`array<atomic<f32>>`).
+/// The fold's WGSL for the query tile at `fold_start` (a `let` of the caller), whose `dSᵀ`
+/// rows every subgroup has written before a workgroup barrier that precedes this; the
+/// caller's next use of the scratch, dS or K comes after another. Declares nothing outside its
+/// braces; uses the kernel's `subgroup`, `lane`, `scratch_at`, `tile_base`, `length` and the
+/// binding `query_grad_data` (`array<atomic<f32>>`).
 pub(crate) fn emit_fold(
     w: &mut String,
     spell: &Spell,
@@ -101,19 +116,22 @@ pub(crate) fn emit_fold(
             let f_at1 = scratch_at + 16u;
             {}
             {barrier}
-            for (var i = 0u; i < 16u; i += 1u) {{
-                let query = start + fold_row + i;
-                if (query < length) {{
-                    atomicAdd(&query_grad_data[(tile_base + query) * {head_dim}u + fold_column + lane], scratch[scratch_at + i * {scratch_row}u + lane]);
-                }}
-            }}
-            {after}
+            let fold_at = (tile_base + fold_start + fold_row) * {head_dim}u + fold_column + lane;
+{adds}            {after}
         }}",
             spell.scaled("f0", "params.scale"),
             spell.scaled("f1", "params.scale"),
             spell.store("fs0", "f_at0", scratch_row),
             spell.store("fs1", "f_at1", scratch_row),
             barrier = spell.local_barrier(),
+            // Unrolled: a loop here made the kernel 60 µs slower on the H200.
+            adds = (0..16)
+                .map(|i| format!(
+                    "            atomicAdd(&query_grad_data[fold_at + {}u], scratch[scratch_at + {}u + lane]);\n",
+                    i * head_dim,
+                    i * scratch_row
+                ))
+                .collect::<String>(),
             // The next pair reuses the scratch; the next tile starts with workgroup barriers.
             after = if m + 1 < pairs { spell.local_barrier() } else { "" },
         );

@@ -328,39 +328,40 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     var dv3 = coop_mat16x16<f32, C>();
     let tile_base = head * length;
     let end = length;
+    let first_start = (row0 / 32u) * 32u;
     var staged0 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 0u) / 16u < length) {
-        staged0 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    if (first_start + (local + 0u) / 16u < length) {
+        staged0 = query_data[(tile_base + first_start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged1 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 128u) / 16u < length) {
-        staged1 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    if (first_start + (local + 128u) / 16u < length) {
+        staged1 = query_data[(tile_base + first_start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged2 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 256u) / 16u < length) {
-        staged2 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (first_start + (local + 256u) / 16u < length) {
+        staged2 = query_data[(tile_base + first_start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
     }
     var staged3 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 384u) / 16u < length) {
-        staged3 = query_data[(tile_base + ((row0 / 32u) * 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    if (first_start + (local + 384u) / 16u < length) {
+        staged3 = query_data[(tile_base + first_start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
     }
     var staged4 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 0u) / 16u < length) {
-        staged4 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    if (first_start + (local + 0u) / 16u < length) {
+        staged4 = grad_data[(tile_base + first_start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged5 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 128u) / 16u < length) {
-        staged5 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    if (first_start + (local + 128u) / 16u < length) {
+        staged5 = grad_data[(tile_base + first_start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged6 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 256u) / 16u < length) {
-        staged6 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (first_start + (local + 256u) / 16u < length) {
+        staged6 = grad_data[(tile_base + first_start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
     }
     var staged7 = vec4<f16>(0.0);
-    if (((row0 / 32u) * 32u) + (local + 384u) / 16u < length) {
-        staged7 = grad_data[(tile_base + ((row0 / 32u) * 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    if (first_start + (local + 384u) / 16u < length) {
+        staged7 = grad_data[(tile_base + first_start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
     }
-    for (var start = (row0 / 32u) * 32u; start < end; start += 32u) {
+    for (var start = first_start; start < end; start += 32u) {
         workgroupBarrier();
         if (local < 32u) {
             var statistics = vec2<f32>(0.0);

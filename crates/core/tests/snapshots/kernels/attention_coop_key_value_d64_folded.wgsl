@@ -329,40 +329,110 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     var dv3 = coop_mat16x16<f32, C>();
     let tile_base = head * length;
     let end = length;
+    let first_start = 0u;
+    for (var at = local; at < 2560u; at += 128u) {
+        tiles[16384u + at] = f16(0.0);
+    }
     var staged0 = vec4<f16>(0.0);
-    if ((0u) + (local + 0u) / 16u < length) {
-        staged0 = query_data[(tile_base + (0u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    if (first_start + (local + 0u) / 16u < length) {
+        staged0 = query_data[(tile_base + first_start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged1 = vec4<f16>(0.0);
-    if ((0u) + (local + 128u) / 16u < length) {
-        staged1 = query_data[(tile_base + (0u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    if (first_start + (local + 128u) / 16u < length) {
+        staged1 = query_data[(tile_base + first_start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged2 = vec4<f16>(0.0);
-    if ((0u) + (local + 256u) / 16u < length) {
-        staged2 = query_data[(tile_base + (0u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (first_start + (local + 256u) / 16u < length) {
+        staged2 = query_data[(tile_base + first_start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
     }
     var staged3 = vec4<f16>(0.0);
-    if ((0u) + (local + 384u) / 16u < length) {
-        staged3 = query_data[(tile_base + (0u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    if (first_start + (local + 384u) / 16u < length) {
+        staged3 = query_data[(tile_base + first_start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
     }
     var staged4 = vec4<f16>(0.0);
-    if ((0u) + (local + 0u) / 16u < length) {
-        staged4 = grad_data[(tile_base + (0u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    if (first_start + (local + 0u) / 16u < length) {
+        staged4 = grad_data[(tile_base + first_start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged5 = vec4<f16>(0.0);
-    if ((0u) + (local + 128u) / 16u < length) {
-        staged5 = grad_data[(tile_base + (0u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    if (first_start + (local + 128u) / 16u < length) {
+        staged5 = grad_data[(tile_base + first_start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged6 = vec4<f16>(0.0);
-    if ((0u) + (local + 256u) / 16u < length) {
-        staged6 = grad_data[(tile_base + (0u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (first_start + (local + 256u) / 16u < length) {
+        staged6 = grad_data[(tile_base + first_start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
     }
     var staged7 = vec4<f16>(0.0);
-    if ((0u) + (local + 384u) / 16u < length) {
-        staged7 = grad_data[(tile_base + (0u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    if (first_start + (local + 384u) / 16u < length) {
+        staged7 = grad_data[(tile_base + first_start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
     }
-    for (var start = 0u; start < end; start += 32u) {
+    for (var start = first_start; start < end; start += 32u) {
         workgroupBarrier();
+        let fold_start = select(start - 32u, start, start == first_start);
+        {
+            // dQ rows fold_row.. (of the tile) and columns fold_column.. (32 wide).
+            let pair = subgroup * 1u + 0u;
+            let fold_row = (pair % 2u) * 16u;
+            let fold_column = (pair / 2u) * 32u;
+            var f0 = coop_mat16x16<f32, C>();
+            var f1 = coop_mat16x16<f32, C>();
+            let fa_at0 = 16384u + fold_row;
+            let fa0 = coopLoad<coop_mat16x16<f16, A>>(&tiles[fa_at0], 40u);
+            let fb_at0_0 = 0u + fold_column;
+            let fb0_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at0_0], 72u);
+            f0 = coopMultiplyAdd(fa0, fb0_0, f0);
+            let fb_at0_1 = fb_at0_0 + 16u;
+            let fb0_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at0_1], 72u);
+            f1 = coopMultiplyAdd(fa0, fb0_1, f1);
+            let fa_at1 = 17024u + fold_row;
+            let fa1 = coopLoad<coop_mat16x16<f16, A>>(&tiles[fa_at1], 40u);
+            let fb_at1_0 = 1152u + fold_column;
+            let fb1_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at1_0], 72u);
+            f0 = coopMultiplyAdd(fa1, fb1_0, f0);
+            let fb_at1_1 = fb_at1_0 + 16u;
+            let fb1_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at1_1], 72u);
+            f1 = coopMultiplyAdd(fa1, fb1_1, f1);
+            let fa_at2 = 17664u + fold_row;
+            let fa2 = coopLoad<coop_mat16x16<f16, A>>(&tiles[fa_at2], 40u);
+            let fb_at2_0 = 2304u + fold_column;
+            let fb2_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at2_0], 72u);
+            f0 = coopMultiplyAdd(fa2, fb2_0, f0);
+            let fb_at2_1 = fb_at2_0 + 16u;
+            let fb2_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at2_1], 72u);
+            f1 = coopMultiplyAdd(fa2, fb2_1, f1);
+            let fa_at3 = 18304u + fold_row;
+            let fa3 = coopLoad<coop_mat16x16<f16, A>>(&tiles[fa_at3], 40u);
+            let fb_at3_0 = 3456u + fold_column;
+            let fb3_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at3_0], 72u);
+            f0 = coopMultiplyAdd(fa3, fb3_0, f0);
+            let fb_at3_1 = fb_at3_0 + 16u;
+            let fb3_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[fb_at3_1], 72u);
+            f1 = coopMultiplyAdd(fa3, fb3_1, f1);
+            let fs0 = f0 * params.scale;
+            let fs1 = f1 * params.scale;
+            let f_at0 = scratch_at;
+            coopStoreT(fs0, &scratch[f_at0], 40u);
+            let f_at1 = scratch_at + 16u;
+            coopStoreT(fs1, &scratch[f_at1], 40u);
+            subgroupBarrier();
+            let fold_at = (tile_base + fold_start + fold_row) * 64u + fold_column + lane;
+            atomicAdd(&query_grad_data[fold_at + 0u], scratch[scratch_at + 0u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 64u], scratch[scratch_at + 40u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 128u], scratch[scratch_at + 80u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 192u], scratch[scratch_at + 120u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 256u], scratch[scratch_at + 160u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 320u], scratch[scratch_at + 200u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 384u], scratch[scratch_at + 240u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 448u], scratch[scratch_at + 280u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 512u], scratch[scratch_at + 320u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 576u], scratch[scratch_at + 360u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 640u], scratch[scratch_at + 400u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 704u], scratch[scratch_at + 440u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 768u], scratch[scratch_at + 480u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 832u], scratch[scratch_at + 520u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 896u], scratch[scratch_at + 560u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 960u], scratch[scratch_at + 600u + lane]);
+            
+        }
         if (local < 32u) {
             var statistics = vec2<f32>(0.0);
             if (start + local < length) {
@@ -622,7 +692,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[ds_at3 + k14] = f16(ds3.z);
             tiles[ds_at3 + k15] = f16(ds3.w);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         {
             let pt_at0 = 13824u + sub_row * 40u + 0u;
             let pt0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[pt_at0], 40u);
@@ -683,6 +753,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let t1_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[t_at1_3], 72u);
             dk3 = coopMultiplyAdd(ds1, t1_3, dk3);
         }
+    }
+    workgroupBarrier();
+    {
+        let fold_start = select(0u, first_start + ((end - first_start - 1u) / 32u) * 32u, end > first_start);
         {
             // dQ rows fold_row.. (of the tile) and columns fold_column.. (32 wide).
             let pair = subgroup * 1u + 0u;
@@ -729,12 +803,23 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let f_at1 = scratch_at + 16u;
             coopStoreT(fs1, &scratch[f_at1], 40u);
             subgroupBarrier();
-            for (var i = 0u; i < 16u; i += 1u) {
-                let query = start + fold_row + i;
-                if (query < length) {
-                    atomicAdd(&query_grad_data[(tile_base + query) * 64u + fold_column + lane], scratch[scratch_at + i * 40u + lane]);
-                }
-            }
+            let fold_at = (tile_base + fold_start + fold_row) * 64u + fold_column + lane;
+            atomicAdd(&query_grad_data[fold_at + 0u], scratch[scratch_at + 0u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 64u], scratch[scratch_at + 40u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 128u], scratch[scratch_at + 80u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 192u], scratch[scratch_at + 120u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 256u], scratch[scratch_at + 160u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 320u], scratch[scratch_at + 200u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 384u], scratch[scratch_at + 240u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 448u], scratch[scratch_at + 280u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 512u], scratch[scratch_at + 320u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 576u], scratch[scratch_at + 360u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 640u], scratch[scratch_at + 400u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 704u], scratch[scratch_at + 440u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 768u], scratch[scratch_at + 480u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 832u], scratch[scratch_at + 520u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 896u], scratch[scratch_at + 560u + lane]);
+            atomicAdd(&query_grad_data[fold_at + 960u], scratch[scratch_at + 600u + lane]);
             
         }
     }

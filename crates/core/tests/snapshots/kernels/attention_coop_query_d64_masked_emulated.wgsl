@@ -345,39 +345,40 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     var dq3 = array<vec4<f32>, 2>();
     let tile_base = head * key_length;
     let end = key_length;
+    let first_start = 0u;
     var staged0 = vec4<f16>(0.0);
-    if ((0u) + (local + 0u) / 16u < key_length) {
-        staged0 = key_data[(tile_base + (0u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    if (first_start + (local + 0u) / 16u < key_length) {
+        staged0 = key_data[(tile_base + first_start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged1 = vec4<f16>(0.0);
-    if ((0u) + (local + 128u) / 16u < key_length) {
-        staged1 = key_data[(tile_base + (0u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    if (first_start + (local + 128u) / 16u < key_length) {
+        staged1 = key_data[(tile_base + first_start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged2 = vec4<f16>(0.0);
-    if ((0u) + (local + 256u) / 16u < key_length) {
-        staged2 = key_data[(tile_base + (0u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (first_start + (local + 256u) / 16u < key_length) {
+        staged2 = key_data[(tile_base + first_start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
     }
     var staged3 = vec4<f16>(0.0);
-    if ((0u) + (local + 384u) / 16u < key_length) {
-        staged3 = key_data[(tile_base + (0u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    if (first_start + (local + 384u) / 16u < key_length) {
+        staged3 = key_data[(tile_base + first_start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
     }
     var staged4 = vec4<f16>(0.0);
-    if ((0u) + (local + 0u) / 16u < key_length) {
-        staged4 = value_data[(tile_base + (0u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    if (first_start + (local + 0u) / 16u < key_length) {
+        staged4 = value_data[(tile_base + first_start + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged5 = vec4<f16>(0.0);
-    if ((0u) + (local + 128u) / 16u < key_length) {
-        staged5 = value_data[(tile_base + (0u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+    if (first_start + (local + 128u) / 16u < key_length) {
+        staged5 = value_data[(tile_base + first_start + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged6 = vec4<f16>(0.0);
-    if ((0u) + (local + 256u) / 16u < key_length) {
-        staged6 = value_data[(tile_base + (0u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (first_start + (local + 256u) / 16u < key_length) {
+        staged6 = value_data[(tile_base + first_start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
     }
     var staged7 = vec4<f16>(0.0);
-    if ((0u) + (local + 384u) / 16u < key_length) {
-        staged7 = value_data[(tile_base + (0u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+    if (first_start + (local + 384u) / 16u < key_length) {
+        staged7 = value_data[(tile_base + first_start + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
     }
-    for (var start = 0u; start < end; start += 32u) {
+    for (var start = first_start; start < end; start += 32u) {
         workgroupBarrier();
         if (local < 32u) {
             var bias = -3.0e38;
