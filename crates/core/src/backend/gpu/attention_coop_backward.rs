@@ -15,7 +15,7 @@
 use super::attention_coop::{launchable, width_ok, AttentionCoopState};
 use super::attention_coop_backward_source::workgroup_bytes;
 pub(crate) use super::attention_coop_backward_source::{CoopBackward, CoopBackwardPass};
-use super::attention_coop_fold::{fold_applies, PADDING_ROWS};
+use super::attention_coop_fold::{fold_applies, padded_rows};
 use super::kernels::KernelKey;
 use super::storage::GpuStorage;
 use super::GpuDevice;
@@ -182,8 +182,11 @@ pub(crate) fn run_folded(
         fold_query: true,
         ..key
     };
-    let padding = PADDING_ROWS * shape.head_dim;
-    let sums = GpuStorage::full(device, shape.query_numel() + padding, DType::F32, 0.0)?;
+    // Whole tiles of rows a batch-head (`attention_coop_fold.rs`); the cast reads the rows
+    // up to the length.
+    let rows = padded_rows(shape.query_length);
+    let numel = shape.batch_heads * rows * shape.head_dim;
+    let sums = GpuStorage::full(device, numel, DType::F32, 0.0)?;
     let mut all = bindings.to_vec();
     all.push(sums.raw()?);
     if !run_backward(device, key, params, &all, shape)? {
@@ -191,10 +194,12 @@ pub(crate) fn run_folded(
     }
     #[cfg(test)]
     FOLDED_RUNS.with(|runs| runs.set(runs.get() + 1));
-    Ok(Some(sums.cast(
-        &Layout::contiguous(&[shape.query_numel()]),
-        dtype,
-    )?))
+    let rows_of_heads = Layout {
+        shape: vec![shape.batch_heads, shape.query_length, shape.head_dim],
+        strides: vec![rows * shape.head_dim, shape.head_dim, 1],
+        offset: 0,
+    };
+    Ok(Some(sums.cast(&rows_of_heads, dtype)?))
 }
 
 /// Rows per batch-head of the side whose gradient `pass` writes (keys or queries).

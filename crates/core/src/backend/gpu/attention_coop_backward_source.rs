@@ -472,6 +472,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     );
     let _ = writeln!(w, "    let first_start = {first};");
     if fold {
+        let _ = writeln!(
+            w,
+            "    let padded_rows = ((length + {TILE}u - 1u) / {TILE}u) * {TILE}u;"
+        );
         // The first fold (below) reads the dS rows before any tile wrote them: zeros.
         let _ = writeln!(
             w,

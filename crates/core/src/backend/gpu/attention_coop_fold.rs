@@ -11,10 +11,10 @@
 //! column-major from the `dSᵀ` rows as the A fragment and the staged K block row-major as B.
 //! Each pair, times `scale`, passes through the subgroup's scratch and is added to the f32
 //! dQ buffer with one `atomicAdd` a lane a row: 32 consecutive floats a subgroup, no bounds
-//! test. Masked scores have a `dS` of exactly 0 (`p` is selected to 0, `dP - D` is finite),
-//! and so have query rows past the length (no visible key; their dO and `D` are staged as
-//! zeros): their adds, which land in the next batch-head's first rows or in the buffer's
-//! [`PADDING_ROWS`] after the last, add nothing.
+//! test: the buffer holds [`padded_rows`] rows a batch-head, a whole number of tiles, so the
+//! adds of the last tile's rows past the length land in the batch-head's own padding (never
+//! in another's, even where an infinite operand makes them NaN), which the cast to the
+//! query's dtype skips.
 //!
 //! H200, 8 x 12 x 512 x 64 (`bench/results/h200-session28-fold.txt`): the fold right after
 //! the tile's dS, behind a workgroup barrier of its own, took the key-value kernel from 197.5
@@ -35,9 +35,10 @@ use std::fmt::Write;
 use super::attention_coop_backward_source::TILE;
 use super::attention_coop_source::Spell;
 
-/// Rows of f32 zeros after the last batch-head's dQ rows in the fold's buffer: the last query
-/// tile's rows past the length.
-pub(crate) const PADDING_ROWS: usize = TILE as usize;
+/// Rows a batch-head in the fold's f32 buffer: the query length rounded up to whole tiles.
+pub(crate) fn padded_rows(query_length: usize) -> usize {
+    query_length.next_multiple_of(TILE as usize)
+}
 
 /// Whether the key-value kernel of head size `head_dim` with `subgroups` subgroups can sum
 /// the query gradient: whole pairs of fragments for every subgroup.
@@ -59,7 +60,7 @@ pub(crate) struct FoldRegions {
 /// The fold's WGSL for the query tile at `fold_start` (a `let` of the caller), whose `dSᵀ`
 /// rows every subgroup has written before a workgroup barrier that precedes this; the
 /// caller's next use of the scratch, dS or K comes after another. Declares nothing outside its
-/// braces; uses the kernel's `subgroup`, `lane`, `scratch_at`, `tile_base`, `length` and the
+/// braces; uses the kernel's `subgroup`, `lane`, `scratch_at`, `head`, `padded_rows` and the
 /// binding `query_grad_data` (`array<atomic<f32>>`).
 pub(crate) fn emit_fold(
     w: &mut String,
@@ -116,7 +117,7 @@ pub(crate) fn emit_fold(
             let f_at1 = scratch_at + 16u;
             {}
             {barrier}
-            let fold_at = (tile_base + fold_start + fold_row) * {head_dim}u + fold_column + lane;
+            let fold_at = (head * padded_rows + fold_start + fold_row) * {head_dim}u + fold_column + lane;
 {adds}            {after}
         }}",
             spell.scaled("f0", "params.scale"),

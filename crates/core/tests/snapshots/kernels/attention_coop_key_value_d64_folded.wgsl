@@ -330,6 +330,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let tile_base = head * length;
     let end = length;
     let first_start = 0u;
+    let padded_rows = ((length + 32u - 1u) / 32u) * 32u;
     for (var at = local; at < 2560u; at += 128u) {
         tiles[16384u + at] = f16(0.0);
     }
@@ -414,7 +415,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let f_at1 = scratch_at + 16u;
             coopStoreT(fs1, &scratch[f_at1], 40u);
             subgroupBarrier();
-            let fold_at = (tile_base + fold_start + fold_row) * 64u + fold_column + lane;
+            let fold_at = (head * padded_rows + fold_start + fold_row) * 64u + fold_column + lane;
             atomicAdd(&query_grad_data[fold_at + 0u], scratch[scratch_at + 0u + lane]);
             atomicAdd(&query_grad_data[fold_at + 64u], scratch[scratch_at + 40u + lane]);
             atomicAdd(&query_grad_data[fold_at + 128u], scratch[scratch_at + 80u + lane]);
@@ -803,7 +804,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let f_at1 = scratch_at + 16u;
             coopStoreT(fs1, &scratch[f_at1], 40u);
             subgroupBarrier();
-            let fold_at = (tile_base + fold_start + fold_row) * 64u + fold_column + lane;
+            let fold_at = (head * padded_rows + fold_start + fold_row) * 64u + fold_column + lane;
             atomicAdd(&query_grad_data[fold_at + 0u], scratch[scratch_at + 0u + lane]);
             atomicAdd(&query_grad_data[fold_at + 64u], scratch[scratch_at + 40u + lane]);
             atomicAdd(&query_grad_data[fold_at + 128u], scratch[scratch_at + 80u + lane]);

@@ -152,3 +152,61 @@ fn gpu_has_float_atomics(device: &crate::Device) -> bool {
         crate::Device::Cpu => false,
     }
 }
+
+/// The key-value kernel that sums dQ (emulated, on any f16 device with float atomics) keeps
+/// each batch-head's sums to itself: an infinite value in the first batch's values makes its
+/// gradients NaN (its query rows past the length, 45 of a 64-row tile, included), while the
+/// second batch's query gradient stays finite and equal to the CPU composite's.
+#[test]
+fn folded_query_gradient_stays_in_its_batch_head() {
+    use super::super::attention_coop::tests::{attend, data};
+    let Some(gpu) = crate::backend::tests::support::f16_gpu_device() else {
+        return;
+    };
+    let device = crate::Device::Gpu(gpu);
+    if !gpu_has_float_atomics(&device) {
+        eprintln!("SKIP: no float atomics on this device");
+        return;
+    }
+    let (batch, length, keys, width) = (2, 45, 40, 64);
+    let mut value = data(batch * keys * width, 3);
+    value[5] = f32::INFINITY;
+    let operands = || {
+        [
+            (data(batch * length * width, 1), [batch, 1, length, width]),
+            (data(batch * keys * width, 2), [batch, 1, keys, width]),
+            (value.clone(), [batch, 1, keys, width]),
+        ]
+    };
+    let weights = data(batch * length * width, 4);
+    EMULATE_BACKWARD.with(|flag| flag.set(true));
+    let before = FOLDED_RUNS.with(std::cell::Cell::get);
+    let (_, grads) = attend(
+        operands(),
+        None,
+        false,
+        weights.clone(),
+        &device,
+        DType::F16,
+    );
+    EMULATE_BACKWARD.with(|flag| flag.set(false));
+    assert!(
+        FOLDED_RUNS.with(std::cell::Cell::get) > before,
+        "the fold did not run"
+    );
+    let (_, expected) = attend(
+        operands(),
+        None,
+        false,
+        weights,
+        &crate::Device::Cpu,
+        DType::F64,
+    );
+    let head = length * width;
+    assert!(
+        grads[0][..head].iter().any(|g| g.is_nan()),
+        "the first batch's dQ is not NaN"
+    );
+    let error = worst(&grads[0][head..], &expected[0][head..]);
+    assert!(error < 5e-3, "the second batch's dQ off by {error}");
+}
