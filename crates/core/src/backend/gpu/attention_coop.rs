@@ -72,6 +72,9 @@ pub(crate) struct AttentionCoopState {
     enabled: AtomicBool,
     /// Hardware kernels recorded, for `anygrad doctor` and the tests.
     dispatches: AtomicU64,
+    /// Hardware key-value kernels recorded that summed the query gradient too
+    /// (`attention_coop_fold.rs`): backward calls without a query kernel.
+    folds: AtomicU64,
     /// Why the device stopped using them (the driver refused one), if it did.
     failure: Mutex<Option<String>>,
 }
@@ -94,6 +97,7 @@ impl AttentionCoopState {
         AttentionCoopState {
             enabled: AtomicBool::new(enabled),
             dispatches: AtomicU64::new(0),
+            folds: AtomicU64::new(0),
             failure: Mutex::new(None),
         }
     }
@@ -115,6 +119,12 @@ impl AttentionCoopState {
     pub(crate) fn disable(&self, error: &Error) {
         tracing::warn!("cooperative-matrix attention turned off: {error}");
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.to_string());
+    }
+
+    /// Count one hardware key-value kernel that summed the query gradient (besides its
+    /// [`AttentionCoopState::count_dispatch`]).
+    pub(crate) fn count_fold(&self) {
+        self.folds.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Count one recorded hardware kernel.
@@ -331,6 +341,14 @@ impl GpuDevice {
             .attention
             .dispatches
             .load(Ordering::Relaxed)
+    }
+
+    /// Fused attention backward calls on this device whose cooperative key-value kernel also
+    /// summed the query gradient (with float atomics), so that no query kernel ran: each
+    /// counts one kernel in [`GpuDevice::cooperative_attention_dispatches`] where the other
+    /// backward calls count two.
+    pub fn cooperative_attention_folds(&self) -> u64 {
+        self.context().coop.attention.folds.load(Ordering::Relaxed)
     }
 }
 

@@ -192,6 +192,9 @@ pub(crate) fn run_folded(
     if !run_backward(device, key, params, &all, shape)? {
         return Ok(None);
     }
+    if !key.emulated {
+        device.context().coop.attention.count_fold();
+    }
     #[cfg(test)]
     FOLDED_RUNS.with(|runs| runs.set(runs.get() + 1));
     let rows_of_heads = Layout {
