@@ -20,6 +20,7 @@ mod autocast_cache;
 pub mod autograd;
 pub(crate) mod backend;
 pub mod custom_op;
+pub mod determinism;
 pub mod device;
 pub mod dtype;
 pub mod error;
@@ -44,6 +45,7 @@ pub use autocast_cache::clear_autocast_cache;
 pub use autograd::{
     enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, NoGradGuard,
 };
+pub use determinism::{are_deterministic_algorithms_enabled, use_deterministic_algorithms};
 pub use device::{
     device_count, device_name, empty_cache, fusion_stats, memory_stats, reset_peak_memory, Device,
 };

@@ -177,6 +177,21 @@ impl GpuDevice {
         match self.never {}
     }
 
+    /// Whether the fused attention runs on tensor cores (no device exists to ask).
+    pub fn cooperative_attention(&self) -> bool {
+        match self.never {}
+    }
+
+    /// Tensor-core attention kernels recorded so far (no device exists to ask).
+    pub fn cooperative_attention_dispatches(&self) -> u64 {
+        match self.never {}
+    }
+
+    /// Attention backward calls whose key-value kernel summed dQ (no device exists to ask).
+    pub fn cooperative_attention_folds(&self) -> u64 {
+        match self.never {}
+    }
+
     /// Tensor-core matmul dispatches so far (no device exists to ask).
     pub fn cooperative_matmul_dispatches(&self) -> u64 {
         match self.never {}

@@ -64,22 +64,58 @@ impl Tensor {
     }
 
     /// A copy of `self` with `src` added at `indices` along `dim` (`torch.scatter_add`).
+    /// On the GPU floats are added atomically, so where indices repeat the last bits can vary
+    /// from run to run; with deterministic algorithms on
+    /// ([`crate::use_deterministic_algorithms`]) it runs on the CPU in a fixed order instead,
+    /// under the CPU-fallback policy (`fallback.rs`: refused under `error`).
     pub fn scatter_add(&self, dim: isize, indices: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.check_indices("scatter_add", indices)?;
         self.same_device("scatter_add", src)?;
         self.same_dtype("scatter_add", src)?;
         let d = resolve_dim("scatter_add", dim, self.rank(), self.shape())?;
+        let grad_fn = || {
+            Tensor::record(&[self, src], self.dtype(), || GradFn::ScatterAdd {
+                base: self.clone(),
+                indices: indices.clone(),
+                src: src.clone(),
+                dim: d,
+            })
+        };
+        if self.device().is_gpu()
+            && self.dtype().is_float()
+            && crate::determinism::are_deterministic_algorithms_enabled()
+        {
+            // The GPU kernel adds floats atomically, in arrival order: where repeated indices
+            // meet, the last bits can change from run to run. Deterministic algorithms take
+            // the CPU's fixed order instead, under the CPU-fallback policy.
+            let bytes = (self.numel() + src.numel()) * self.dtype().size_in_bytes()
+                + indices.numel() * indices.dtype().size_in_bytes();
+            let cpu = crate::Device::Cpu;
+            let sums = crate::fallback::run_with_fallback(
+                "scatter_add (deterministic)",
+                bytes as u64,
+                || {
+                    self.detach()
+                        .to_device(&cpu)?
+                        .scatter_add(
+                            dim,
+                            &indices.to_device(&cpu)?,
+                            &src.detach().to_device(&cpu)?,
+                        )?
+                        .to_device(self.device())
+                },
+            )?;
+            return Ok(Tensor::from_view(
+                sums.storage_arc().clone(),
+                sums.layout().clone(),
+                grad_fn(),
+            ));
+        }
         let storage = {
             let (b, i, s) = (self.storage(), indices.storage(), src.storage());
             b.scatter_add(self.layout(), &i, indices.layout(), &s, src.layout(), d)?
         };
-        let grad_fn = Tensor::record(&[self, src], self.dtype(), || GradFn::ScatterAdd {
-            base: self.clone(),
-            indices: indices.clone(),
-            src: src.clone(),
-            dim: d,
-        });
-        Ok(Tensor::from_storage(storage, self.shape(), grad_fn))
+        Ok(Tensor::from_storage(storage, self.shape(), grad_fn()))
     }
 
     /// A copy of `self` with the slices of `src` added at `indices` along `dim`

@@ -89,15 +89,11 @@ thread_local! {
 }
 
 /// Whether the separate query kernel runs even where the key-value kernel could sum dQ:
-/// `ANYGRAD_DETERMINISTIC_ATTENTION=1` (the sum by float atomics is in arrival order, so dQ
-/// may differ in its last bits from run to run; the query kernel's is the same every run),
-/// or this thread's tests asked for it.
+/// deterministic algorithms are required (`determinism.rs`: the sum by float atomics is in
+/// arrival order, so dQ may differ in its last bits from run to run; the query kernel's is
+/// the same every run), or this thread's tests asked for it.
 fn fold_refused() -> bool {
-    static DETERMINISTIC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let deterministic = *DETERMINISTIC.get_or_init(|| {
-        std::env::var("ANYGRAD_DETERMINISTIC_ATTENTION")
-            .is_ok_and(|value| matches!(value.trim(), "1" | "on" | "true"))
-    });
+    let deterministic = crate::determinism::are_deterministic_algorithms_enabled();
     #[cfg(test)]
     let deterministic = deterministic || NO_FOLD.with(std::cell::Cell::get);
     deterministic

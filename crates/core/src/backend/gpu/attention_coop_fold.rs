@@ -20,14 +20,14 @@
 //! the tile's dS, behind a workgroup barrier of its own, took the key-value kernel from 197.5
 //! to 368 µs with the row adds in a loop and 306.7 unrolled (the barrier alone: 223.1),
 //! against 197.5 + 143.8 µs for the key-value and query kernels. At the next tile's first
-//! barrier, with no barrier of its own and no bounds test: 289.7–291.2 µs, against 196.3–198.4
-//! + 145.6–146.7; the step 2–8% faster (0.524–0.565 against 0.535–0.566 ms, 1.53 against
+//! barrier, with no barrier of its own and no bounds test: 289.7–291.2 µs, against
+//! 196.3–198.4 and 145.6–146.7; the step 2–8% faster (0.524–0.565 against 0.535–0.566 ms, 1.53 against
 //! 1.67 at T = 1024), its peak memory 51 → 64 MB (the f32 sums).
 //!
 //! The launcher (`attention_coop_backward.rs`) zeroes the f32 buffer first and casts it to the
 //! query's dtype after. The sum over key blocks is in whatever order the workgroups arrive, so
 //! dQ may differ from run to run in its last f32 bits (as PyTorch's flash backward);
-//! `ANYGRAD_DETERMINISTIC_ATTENTION=1` keeps the query kernel.
+//! deterministic algorithms (`determinism.rs`) keep the query kernel.
 //!
 //! It applies where the head size is a multiple of 32 and its pairs (`2 d / 32`) share out
 //! evenly over the subgroups ([`fold_applies`]): d = 64 and 128 with four subgroups, 32 to 128

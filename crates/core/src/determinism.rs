@@ -1,0 +1,49 @@
+//! Deterministic algorithms, as `torch.use_deterministic_algorithms`: whether every op must
+//! give the same bits on every run of the same program on the same device.
+//!
+//! The ops of anygrad sum in a fixed order (the GPU reductions pairwise, the split matmuls
+//! and convolutions over their partial sums, `index_add` by segments), except two on the GPU
+//! that add floats atomically, in the order the invocations arrive, so that their last bits
+//! can differ from run to run where sums meet:
+//! - the fused attention backward on tensor cores, where the device adds f32 atomically,
+//!   sums the query gradient over key blocks (`backend/gpu/attention_coop_fold.rs`, as
+//!   PyTorch's flash backward); with deterministic algorithms on it runs its separate query
+//!   kernel instead (slower: docs/PERFORMANCE.md);
+//! - `scatter_add` on floats (and so the gradient of `gather`), where indices repeat; with
+//!   deterministic algorithms on it runs on the CPU instead, under the CPU-fallback policy
+//!   (`fallback.rs`).
+//!
+//! The switch is process-wide: [`use_deterministic_algorithms`], else `ANYGRAD_DETERMINISTIC`
+//! (`1`, `on` or `true`; off by default).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// 0: not decided yet (read `ANYGRAD_DETERMINISTIC` on first use), 1: on, 2: off.
+static DETERMINISTIC: AtomicU8 = AtomicU8::new(0);
+
+/// Require (or stop requiring) deterministic algorithms for the whole process; overrides
+/// `ANYGRAD_DETERMINISTIC`.
+pub fn use_deterministic_algorithms(enabled: bool) {
+    DETERMINISTIC.store(if enabled { 1 } else { 2 }, Ordering::Relaxed);
+}
+
+/// Whether deterministic algorithms are required: [`use_deterministic_algorithms`]'s choice,
+/// else `ANYGRAD_DETERMINISTIC`.
+pub fn are_deterministic_algorithms_enabled() -> bool {
+    match DETERMINISTIC.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let enabled = std::env::var("ANYGRAD_DETERMINISTIC")
+                .is_ok_and(|value| matches!(value.trim(), "1" | "on" | "true"));
+            // A concurrent `use_deterministic_algorithms` wins over the environment.
+            let _ = DETERMINISTIC.compare_exchange(
+                0,
+                if enabled { 1 } else { 2 },
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            DETERMINISTIC.load(Ordering::Relaxed) == 1
+        }
+    }
+}
