@@ -499,7 +499,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         scratch_row: SCRATCH_ROW,
     };
     if fold {
-        // The last tile's dQ, now that every subgroup's dS rows of it are written (this tile's
+        // The previous tile's dQ, now that every subgroup's dS rows of it are written (this tile's
         // staging stores come after, and its dS rows only after the next barrier). No branch
         // around the cooperative operations (naga: uniform control flow): the first tile
         // folds the zeroed dS rows, which add nothing.
