@@ -65,7 +65,9 @@
 
 use std::fmt::Write;
 
-use super::attention_coop_fold::{emit_fold, FoldRegions};
+use super::attention_coop_fold::{
+    emit_fold_last, emit_fold_previous, emit_fold_prologue, FoldRegions,
+};
 use super::attention_coop_source::{rotated_columns, Spell, LOWEST, MASKED_BELOW};
 use super::attention_coop_staging::{
     emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
@@ -471,18 +473,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let end = {end};"
     );
     let _ = writeln!(w, "    let first_start = {first};");
+    let fold_regions = FoldRegions {
+        gradient: layout.gradient,
+        gradient_rows: rows,
+        probability_row: PROBABILITY_ROW,
+        key_row: first_row,
+        scratch_row: SCRATCH_ROW,
+    };
     if fold {
-        let _ = writeln!(
-            w,
-            "    let padded_rows = ((length + {TILE}u - 1u) / {TILE}u) * {TILE}u;"
-        );
-        // The first fold (below) reads the dS rows before any tile wrote them: zeros.
-        let _ = writeln!(
-            w,
-            "    for (var at = local; at < {}u; at += {threads}u) {{\n        tiles[{}u + at] = f16(0.0);\n    }}",
-            rows * PROBABILITY_ROW,
-            layout.gradient
-        );
+        emit_fold_prologue(&mut w, &fold_regions, threads);
     }
     if prefetch {
         emit_loads(&mut w, "    ", &tile_items, 0, "first_start", true);
@@ -492,22 +491,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         "    for (var start = first_start; start < end; start += {TILE}u) {{
         workgroupBarrier();"
     );
-    let fold_regions = FoldRegions {
-        gradient: layout.gradient,
-        probability_row: PROBABILITY_ROW,
-        key_row: first_row,
-        scratch_row: SCRATCH_ROW,
-    };
     if fold {
-        // The previous tile's dQ, now that every subgroup's dS rows of it are written (this tile's
-        // staging stores come after, and its dS rows only after the next barrier). No branch
-        // around the cooperative operations (naga: uniform control flow): the first tile
-        // folds the zeroed dS rows, which add nothing.
-        let _ = writeln!(
-            w,
-            "        let fold_start = select(start - {TILE}u, start, start == first_start);"
-        );
-        emit_fold(&mut w, &spell, d, key.subgroups, &fold_regions);
+        emit_fold_previous(&mut w, &spell, d, key.subgroups, &fold_regions);
     }
     if key_value {
         let _ = writeln!(
@@ -745,15 +730,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     }
     w.push_str("    }\n");
     if fold {
-        // The walk's last tile.
-        let _ = writeln!(
-            w,
-            "    workgroupBarrier();
-    {{
-        let fold_start = select(0u, first_start + ((end - first_start - 1u) / {TILE}u) * {TILE}u, end > first_start);"
-        );
-        emit_fold(&mut w, &spell, d, key.subgroups, &fold_regions);
-        w.push_str("    }\n");
+        emit_fold_last(&mut w, &spell, d, key.subgroups, &fold_regions);
     }
     epilogue(&mut w, &spell, key, &outputs);
     w.push_str("}\n");

@@ -49,15 +49,69 @@ pub(crate) fn fold_applies(head_dim: u32, subgroups: u32) -> bool {
     head_dim.is_multiple_of(32) && (2 * head_dim / 32).is_multiple_of(subgroups)
 }
 
-/// Where the fold reads: the `dSᵀ` rows (`gradient`, rows `probability_row` halves apart) and
-/// the K block (at 0, rows `key_row` halves apart) in `tiles`; the scratch rows
-/// `scratch_row` floats apart.
+/// Where the fold reads: the `gradient_rows` rows of `dSᵀ` (at `gradient`, rows
+/// `probability_row` halves apart) and the K block (at 0, rows `key_row` halves apart) in
+/// `tiles`; the scratch rows `scratch_row` floats apart.
 #[derive(Clone, Copy)]
 pub(crate) struct FoldRegions {
     pub(crate) gradient: u32,
+    pub(crate) gradient_rows: u32,
     pub(crate) probability_row: u32,
     pub(crate) key_row: u32,
     pub(crate) scratch_row: u32,
+}
+
+/// Before the walk (with the kernel's `length`, `local` and `threads` invocations): the rows a
+/// batch-head in the f32 buffer (`padded_rows`), and the `dSᵀ` rows zeroed, because the first
+/// tile's fold reads them before any tile wrote them.
+pub(crate) fn emit_fold_prologue(w: &mut String, regions: &FoldRegions, threads: u32) {
+    let _ = writeln!(
+        w,
+        "    let padded_rows = ((length + {TILE}u - 1u) / {TILE}u) * {TILE}u;
+    for (var at = local; at < {}u; at += {threads}u) {{
+        tiles[{}u + at] = f16(0.0);
+    }}",
+        regions.gradient_rows * regions.probability_row,
+        regions.gradient
+    );
+}
+
+/// At the start of the tile at `start` (after its first workgroup barrier): the previous
+/// tile's dQ, now that every subgroup's `dSᵀ` rows of it are written (this tile's staging
+/// stores come after, and its `dSᵀ` rows only after the next barrier). No branch around the
+/// cooperative operations (naga: uniform control flow): the first tile (`first_start`) folds
+/// the zeroed rows, which add nothing.
+pub(crate) fn emit_fold_previous(
+    w: &mut String,
+    spell: &Spell,
+    head_dim: u32,
+    subgroups: u32,
+    regions: &FoldRegions,
+) {
+    let _ = writeln!(
+        w,
+        "        let fold_start = select(start - {TILE}u, start, start == first_start);"
+    );
+    emit_fold(w, spell, head_dim, subgroups, regions);
+}
+
+/// After the walk over the tiles `first_start ..< end`: a workgroup barrier and the last
+/// tile's dQ (the zeroed rows where the walk was empty).
+pub(crate) fn emit_fold_last(
+    w: &mut String,
+    spell: &Spell,
+    head_dim: u32,
+    subgroups: u32,
+    regions: &FoldRegions,
+) {
+    let _ = writeln!(
+        w,
+        "    workgroupBarrier();
+    {{
+        let fold_start = select(0u, first_start + ((end - first_start - 1u) / {TILE}u) * {TILE}u, end > first_start);"
+    );
+    emit_fold(w, spell, head_dim, subgroups, regions);
+    w.push_str("    }\n");
 }
 
 /// The fold's WGSL for the query tile at `fold_start` (a `let` of the caller), whose `dSᵀ`
@@ -65,13 +119,7 @@ pub(crate) struct FoldRegions {
 /// caller's next use of the scratch, dS or K comes after another. Declares nothing outside its
 /// braces; uses the kernel's `subgroup`, `lane`, `scratch_at`, `head`, `padded_rows` and the
 /// binding `query_grad_data` (`array<atomic<f32>>`).
-pub(crate) fn emit_fold(
-    w: &mut String,
-    spell: &Spell,
-    head_dim: u32,
-    subgroups: u32,
-    regions: &FoldRegions,
-) {
+fn emit_fold(w: &mut String, spell: &Spell, head_dim: u32, subgroups: u32, regions: &FoldRegions) {
     let pairs = 2 * head_dim / 32 / subgroups;
     let acc = spell.accumulator();
     let FoldRegions {
@@ -79,6 +127,7 @@ pub(crate) fn emit_fold(
         probability_row,
         key_row,
         scratch_row,
+        ..
     } = *regions;
     for m in 0..pairs {
         let _ = writeln!(
