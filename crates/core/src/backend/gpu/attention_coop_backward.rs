@@ -153,8 +153,9 @@ pub(crate) fn backward_key(
 /// the device adds f32 atomically and the chosen layout shares the fold out evenly, records
 /// the zeroing of an f32 buffer, the kernel (same `params` and `bindings` as the key-value
 /// kernel, the buffer after them) and the cast of the sums to `dtype`, and returns the
-/// query's gradient. `Ok(None)` where it does not apply or the driver refused the kernel: the
-/// caller then runs the key-value and the query passes.
+/// query's gradient. `Ok(None)` where it does not apply (deterministic algorithms required,
+/// sums larger than one binding) or the driver refused the kernel: the caller then runs the
+/// key-value and the query passes.
 pub(crate) fn run_folded(
     device: &GpuDevice,
     dtype: DType,
@@ -179,9 +180,13 @@ pub(crate) fn run_folded(
         ..key
     };
     // Whole tiles of rows a batch-head (`attention_coop_fold.rs`); the cast reads the rows
-    // up to the length.
+    // up to the length. Sums beyond one binding (twice the f16 query's bytes) take the two
+    // kernels.
     let rows = padded_rows(shape.query_length);
     let numel = shape.batch_heads * rows * shape.head_dim;
+    if GpuStorage::exceeds_binding(device, numel, DType::F32) {
+        return Ok(None);
+    }
     let sums = GpuStorage::full(device, numel, DType::F32, 0.0)?;
     let mut all = bindings.to_vec();
     all.push(sums.raw()?);
