@@ -531,38 +531,46 @@ impl GpuStorage {
         ];
         bindings.extend(bias.map(GpuStorage::raw).transpose()?);
         bindings.push(key_value_grad.raw()?);
-        let (key_value_params, _) = prepare(device, dtype, shape, AttentionPass::KeyValue)?;
+        let key_value = prepare(device, dtype, shape, AttentionPass::KeyValue)?;
         let folded = super::attention_coop_backward::run_folded(
             device,
             dtype,
             shape,
-            key_value_params.words(),
+            key_value.0.words(),
             &bindings,
         )?;
         if let Some(query_grad) = folded {
             return Ok((query_grad, key_value_grad));
         }
-        gradient_pass(device, dtype, shape, AttentionPass::KeyValue, &bindings)?;
+        gradient_pass(
+            device,
+            dtype,
+            shape,
+            AttentionPass::KeyValue,
+            key_value,
+            &bindings,
+        )?;
         let query_grad = GpuStorage::allocate(device, OP, shape.query_numel(), dtype)?;
         bindings.pop();
         bindings.push(query_grad.raw()?);
-        gradient_pass(device, dtype, shape, AttentionPass::Query, &bindings)?;
+        let query = prepare(device, dtype, shape, AttentionPass::Query)?;
+        gradient_pass(device, dtype, shape, AttentionPass::Query, query, &bindings)?;
         Ok((query_grad, key_value_grad))
     }
 }
 
-/// Record the key-value or the query pass of the backward: on tensor cores where they apply
-/// (`attention_coop_backward.rs`), else (or when the driver refused that kernel) the scalar
-/// kernel; both take the same bindings.
+/// Record the key-value or the query pass of the backward (`prepared` by [`prepare`] for that
+/// pass): on tensor cores where they apply (`attention_coop_backward.rs`), else (or when the
+/// driver refused that kernel) the scalar kernel; both take the same bindings.
 fn gradient_pass(
     device: &GpuDevice,
     dtype: DType,
     shape: &AttentionShape,
     pass: AttentionPass,
+    (params, kernel): (Params, KernelKey),
     bindings: &[&wgpu::Buffer],
 ) -> Result<()> {
     use super::attention_coop_backward::{backward_key, run_backward, CoopBackwardPass};
-    let (params, kernel) = prepare(device, dtype, shape, pass)?;
     let (coop_pass, length) = match pass {
         AttentionPass::KeyValue => (CoopBackwardPass::KeyValue, shape.key_length),
         AttentionPass::Query => (CoopBackwardPass::Query, shape.query_length),
