@@ -79,6 +79,13 @@ pub(crate) const MAX_ROW_WORKGROUPS: u32 = 65535;
 /// `dispatches_per_submit` (an idle GPU otherwise waited for a whole submission's recording).
 const FIRST_SUBMIT_DISPATCHES: u32 = 4;
 
+/// A dispatch of at least this many workgroups recorded while the GPU is idle (nothing
+/// submitted since the last wait) is submitted at once, so that the GPU works on it while the
+/// host records what follows. H200, attention forward + backward at 8 x 12 x 512 x 64 (whose
+/// forward kernel, 384 workgroups, comes first): 0.513–0.514 ms a synchronized step against
+/// 0.548–0.581 in the same call.
+const EARLY_SUBMIT_WORKGROUPS: u64 = 256;
+
 /// A compiled kernel and the layout of its bind group 0.
 pub(crate) struct CachedPipeline {
     pipeline: wgpu::ComputePipeline,
@@ -106,6 +113,8 @@ struct Recording {
     timing: Option<timing::OpTimer>,
     /// Elementwise ops waiting to be fused (`fusion.rs`); drained before any other work.
     deferred: Vec<DeferredOp>,
+    /// Nothing has been submitted since the last wait: the GPU is idle.
+    idle: bool,
 }
 
 impl Recording {
@@ -172,6 +181,9 @@ pub(crate) struct GpuContext {
     dispatches_per_submit: AtomicU32,
     lost: Arc<AtomicBool>,
     lost_message: Arc<Mutex<String>>,
+    /// A `queue.write_buffer` upload waits for the next submission
+    /// ([`GpuContext::write_buffer`]).
+    uploads_pending: AtomicBool,
     /// Two timestamp queries for the profiler, created on first use.
     timestamps: Mutex<Option<Arc<wgpu::QuerySet>>>,
     /// The prefetch kernel's write-never outputs (`prefetch.rs`), created on first use, and
@@ -305,6 +317,7 @@ impl GpuContext {
                 index_owners: Vec::new(),
                 submissions: 0,
                 deferred: Vec::new(),
+                idle: true,
             }),
             arena,
             arena_alignment_words,
@@ -316,6 +329,7 @@ impl GpuContext {
             dispatches_per_submit: AtomicU32::new(mode.dispatches_per_submit()),
             lost,
             lost_message,
+            uploads_pending: AtomicBool::new(false),
             timestamps: Mutex::new(None),
             prefetch_sinks: std::sync::OnceLock::new(),
             prefetch_next: std::sync::atomic::AtomicUsize::new(0),
@@ -650,12 +664,31 @@ impl GpuContext {
         }
         recording.dispatches += 1;
         let limit = self.dispatches_per_submit.load(Ordering::Relaxed);
-        if recording.dispatches >= recording.submit_after.min(limit) {
+        let grid = u64::from(workgroups.0) * u64::from(workgroups.1) * u64::from(workgroups.2);
+        if recording.idle && grid >= EARLY_SUBMIT_WORKGROUPS {
+            self.flush_locked(recording)?;
+        } else if recording.dispatches >= recording.submit_after.min(limit) {
             let next = recording.submit_after.saturating_mul(2);
             self.flush_locked(recording)?;
             recording.submit_after = next;
         }
         Ok(())
+    }
+
+    /// Record that the GPU has finished everything submitted (after a wait): the next large
+    /// dispatch is submitted at once ([`EARLY_SUBMIT_WORKGROUPS`]).
+    pub(super) fn mark_idle(&self) {
+        self.recording
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .idle = true;
+    }
+
+    /// Queue an upload of `data` into `buffer` at `offset`; it runs before the next
+    /// submission's work, which the next flush makes (even with nothing recorded).
+    pub(crate) fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) {
+        self.queue.write_buffer(buffer, offset, data);
+        self.uploads_pending.store(true, Ordering::Release);
     }
 
     /// Submit the open encoder (if any). Validation errors of the recorded work surface here.
@@ -675,6 +708,17 @@ impl GpuContext {
         recording.submissions += 1;
         recording.pass = None;
         let encoder = recording.encoder.take();
+        let uploads = self.uploads_pending.swap(false, Ordering::AcqRel);
+        if encoder.is_none() && recording.params.is_empty() && !uploads {
+            // Nothing recorded or uploaded since the last submission: a submit would only add
+            // its own cost to the wait that follows.
+            self.pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .promote_pending();
+            return Ok(());
+        }
+        recording.idle = false;
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
         if !recording.params.is_empty() {
@@ -745,6 +789,7 @@ impl GpuContext {
             recording.submissions
         };
         self.wait()?;
+        self.mark_idle();
         self.ensure_alive()?;
         self.check_index_errors(submitted)
     }

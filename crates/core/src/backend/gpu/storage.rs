@@ -355,10 +355,7 @@ impl GpuStorage {
     pub(crate) fn write_bytes(&self, bytes: Vec<u8>) -> Result<()> {
         if !bytes.is_empty() {
             self.device.context().ensure_alive()?;
-            self.device
-                .context()
-                .queue
-                .write_buffer(self.raw()?, 0, &bytes);
+            self.device.context().write_buffer(self.raw()?, 0, &bytes);
         }
         Ok(())
     }

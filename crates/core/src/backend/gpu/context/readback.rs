@@ -119,6 +119,7 @@ impl GpuContext {
     pub(super) fn map_and_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
         let signal = request_map(staging, wgpu::MapMode::Read);
         self.wait()?;
+        self.mark_idle();
         // The map callback runs inside *some* thread's poll: when another thread is polling at
         // the same time, our wait can return while that thread is still about to run our
         // callback. So wait (polling) until the callback has reported.
