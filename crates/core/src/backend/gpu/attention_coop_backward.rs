@@ -13,7 +13,7 @@
 //! the cooperative attention off on that device, forward included, and the scalar kernel runs.
 
 use super::attention_coop::{launchable, width_ok, AttentionCoopState};
-use super::attention_coop_backward_source::workgroup_bytes;
+use super::attention_coop_backward_layout::{eight_subgroups, workgroup_bytes};
 pub(crate) use super::attention_coop_backward_source::{CoopBackward, CoopBackwardPass};
 use super::attention_coop_fold::{fold_applies, padded_rows};
 use super::kernels::KernelKey;
@@ -41,10 +41,26 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
         for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (48, 80)] {
             // A mask and the causal flag never come together (the op refuses both).
             for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
-                for subgroups in SUBGROUPS {
+                for subgroups in [8].into_iter().chain(SUBGROUPS) {
+                    let probe = CoopBackward {
+                        pass,
+                        head_dim,
+                        value_dim,
+                        causal,
+                        key_bias,
+                        subgroups,
+                        emulated: false,
+                        fold_query: false,
+                    };
+                    if subgroups == 8 && !eight_subgroups(&probe) {
+                        continue;
+                    }
                     let folds =
                         pass == CoopBackwardPass::KeyValue && fold_applies(head_dim, subgroups);
                     for emulated in [false, true] {
+                        if emulated && subgroups == 8 {
+                            continue;
+                        }
                         for fold_query in [false, true] {
                             if fold_query && !folds {
                                 continue;
@@ -67,8 +83,9 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
     }
 }
 
-/// The layouts in order of preference: four subgroups (64 owned rows: each tile staged for
-/// more rows), then two.
+/// The layouts after the eight-subgroup key-value kernel (`eight_subgroups`, tried first
+/// for that pass on tensor cores), in order of preference: four subgroups (64 owned rows:
+/// each tile staged for more rows), then two.
 const SUBGROUPS: [u32; 2] = [4, 2];
 
 #[cfg(test)]
@@ -111,9 +128,10 @@ fn emulate() -> bool {
     }
 }
 
-/// The cooperative kernel of `pass` for `shape` in `dtype` on `device` (four subgroups where
-/// their workgroup memory fits, else two), or `None` where the scalar kernel runs (the caller
-/// checked `attention::supports`).
+/// The cooperative kernel of `pass` for `shape` in `dtype` on `device` (the eight-subgroup
+/// key-value kernel where it applies and fits, else four subgroups where their workgroup
+/// memory fits, else two), or `None` where the scalar kernel runs (the caller checked
+/// `attention::supports`).
 pub(crate) fn backward_key(
     device: &GpuDevice,
     dtype: DType,
@@ -131,8 +149,8 @@ pub(crate) fn backward_key(
         return None;
     }
     let limits = &context.limits;
-    SUBGROUPS
-        .into_iter()
+    [8].into_iter()
+        .chain(SUBGROUPS)
         .map(|subgroups| CoopBackward {
             pass,
             head_dim: shape.head_dim as u32,
@@ -143,6 +161,7 @@ pub(crate) fn backward_key(
             emulated,
             fold_query: false,
         })
+        .filter(|key| key.subgroups != 8 || eight_subgroups(key))
         .find(|key| {
             let blocks = own_length(shape, pass).div_ceil(key.block_rows() as usize);
             launchable(limits, blocks, key.threads(), workgroup_bytes(key))

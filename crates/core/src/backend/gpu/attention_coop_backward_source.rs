@@ -6,9 +6,15 @@
 //! key-value and query passes (`attention_source.rs`), so either kernel of a pass may run.
 //!
 //! Tile design, shared by both kernels (spelled as in the forward, `attention_coop_source.rs`):
-//! a workgroup of `G` subgroups (four; two where the device's workgroup memory does not hold
-//! four: `CoopBackward::subgroups`) owns `16 G` rows of one batch-head — key rows in the
+//! a workgroup of `G` subgroups (eight on tensor cores where the widths are 32 or 64:
+//! `eight_subgroups` in `attention_coop_backward_layout.rs`; else four; two where the
+//! device's workgroup memory does not hold four: `CoopBackward::subgroups`) owns `16 G` rows of one batch-head — key rows in the
 //! key-value kernel, query rows in the query kernel; subgroup `s` owns rows `16 s .. 16 s + 16`.
+//! H200, 8 x 12 x 512 x 64 (`bench/results/h200-session29-eight-subgroups.txt`): with eight
+//! subgroups the key-value kernel took 146.2 µs and the query kernel 100.1, against 197 and
+//! 146 with four (and 290 for the four-subgroup key-value kernel that also sums dQ): one
+//! workgroup runs per multiprocessor either way, so eight subgroups are 8 warps there instead
+//! of 4, and each staged tile serves 128 rows instead of 64.
 //! The block's two operands (K and V, or Q and dO) are staged once as f16 in workgroup memory
 //! (rows padded by 8 halves). The other side is walked in tiles of [`TILE`] (32) rows (Q and
 //! dO, or K and V), staged alike. Per tile, each subgroup computes, with the block operand as
@@ -46,15 +52,18 @@
 //! scaled score; biases `<= -1e38` mark the key invisible). A masked probability is 0, so a
 //! masked key gets zero gradients and a query row without visible keys a zero dQ.
 //!
-//! Workgroup memory ([`workgroup_bytes`]), in halves `16 G (d + 8) + 16 G (dv + 8)` for the
-//! block, `32 (d + 8) + 32 (dv + 8)` for the tile, `16 G x 40` for each of P (key-value only)
+//! Workgroup memory (`workgroup_bytes` in `attention_coop_backward_layout.rs`), in halves
+//! `16 G (d + 8) + 16 G (dv + 8)` for the block, `32 (d + 8) + 32 (dv + 8)` for the tile, `16 G x 40` for each of P (key-value only)
 //! and dS, plus `G x 16 x 40` f32 of scratch and the tile's statistics (`32 x 2` f32) or key
 //! biases (32 f32). At d = dv = 64 with G = 4: 48,384 bytes (key-value) and 43,008 (query;
 //! 43,136 with a key bias), so the H200's 48 KiB take four subgroups up to d = dv = 64; at
 //! d = dv = 128 with G = 2: 45,312 and 42,496 (42,624). (Lavapipe's 32 KiB take G = 2 at
 //! d = dv = 64, G = 4 at 16.) On tensor cores the query kernel up to d = dv = 64 loads its
 //! block's fragments into registers before the walk, whose tile, dS and scratch then reuse
-//! the block's space: 28,672 bytes at 64 (28,800 with a key bias; `block_in_registers`).
+//! the block's space: 28,672 bytes at 64 (28,800 with a key bias; `block_in_registers`). The
+//! eight-subgroup kernels do so in both passes, one block operand at a time (128 rows of both
+//! would not fit), with scratch rows of 36 floats: 48,384 bytes (key-value) and 37,888
+//! (query) at d = dv = 64.
 //!
 //! `emulated` keys spell the cooperative operations in plain WGSL exactly as the forward does
 //! (fragments are addresses into `tiles`, accumulators the lane's 8 values), so the staging,
@@ -65,6 +74,7 @@
 
 use std::fmt::Write;
 
+use super::attention_coop_backward_layout::{block_in_registers, layout, PROBABILITY_ROW};
 use super::attention_coop_fold::{
     emit_fold_last, emit_fold_previous, emit_fold_prologue, FoldRegions,
 };
@@ -77,14 +87,6 @@ use super::params::KernelParams;
 /// Rows of the walked side per staged tile (queries in the key-value kernel, keys in the
 /// query kernel).
 pub(crate) const TILE: u32 = 32;
-
-/// Halves per row of the P and dS tiles: [`TILE`] plus 8.
-const PROBABILITY_ROW: u32 = TILE + 8;
-
-/// Row length (f32) of the scratch tiles: [`TILE`] plus 8. The accumulators' stores then
-/// fill every bank once per half subgroup, and the lanes' rotated reads (`k{n}`) fall on 32
-/// banks.
-const SCRATCH_ROW: u32 = TILE + 8;
 
 /// Which kernel of the cooperative backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -116,36 +118,6 @@ pub(crate) struct CoopBackward {
     pub(crate) fold_query: bool,
 }
 
-/// The region offsets (halves) in `tiles` of one instantiation.
-struct Layout {
-    /// Halves per row of the operands of width `d` and `dv`.
-    first_row: u32,
-    second_row: u32,
-    /// The block's `d`-wide operand (K or Q) at 0, its `dv`-wide one (V or dO), the tile's
-    /// `d`-wide operand (Q or K), its `dv`-wide one (dO or V), P (key-value only), dS.
-    block_second: u32,
-    tile_first: u32,
-    tile_second: u32,
-    probability: u32,
-    gradient: u32,
-    total: u32,
-}
-
-/// Whether the block's fragments are loaded into registers once, before the walk, so that
-/// the walk's regions reuse the block's workgroup memory (28 KiB instead of 42 at d = 64): in
-/// the query kernel on tensor cores for widths up to 64. H200, 8 x 12 x 512 x 64: query
-/// kernel 148.3 → 142.2–142.8 µs in one call (146.9 in a later one, against 147.7–151.3 in
-/// earlier calls without it); the key-value kernel, whose 16 accumulators sit beside the
-/// fragments, went 205.9 → 230.9 the same way, so it keeps its block in workgroup memory
-/// (`bench/results/h200-session26-block-registers-ab.txt`). The emulation's fragments are
-/// addresses into the block, which stays.
-fn block_in_registers(key: &CoopBackward) -> bool {
-    !key.emulated
-        && key.pass == CoopBackwardPass::Query
-        && key.head_dim <= 64
-        && key.value_dim <= 64
-}
-
 /// `let {name}{k}`: the subgroup's row-major A fragment of the block operand at `region`
 /// (rows `row_length` halves apart), columns `16 k ..`.
 fn block_fragment(
@@ -162,59 +134,6 @@ fn block_fragment(
         k * 16,
         spell.load_rows('A', &format!("{name}_at{k}"), row_length)
     );
-}
-
-fn layout(key: &CoopBackward) -> Layout {
-    let (pass, head_dim, value_dim) = (key.pass, key.head_dim, key.value_dim);
-    let rows = 16 * key.subgroups;
-    let first_row = head_dim + 8;
-    let second_row = value_dim + 8;
-    let block_second = rows * first_row;
-    let block_end = block_second + rows * second_row;
-    let tile_first = if block_in_registers(key) {
-        0
-    } else {
-        block_end
-    };
-    let tile_second = tile_first + TILE * first_row;
-    let probability = tile_second + TILE * second_row;
-    let gradient = match pass {
-        CoopBackwardPass::KeyValue => probability + rows * PROBABILITY_ROW,
-        CoopBackwardPass::Query => probability,
-    };
-    Layout {
-        first_row,
-        second_row,
-        block_second,
-        tile_first,
-        tile_second,
-        probability,
-        gradient,
-        total: (gradient + rows * PROBABILITY_ROW).max(block_end),
-    }
-}
-
-impl CoopBackward {
-    /// Rows a workgroup owns: 16 per subgroup.
-    pub(crate) fn block_rows(&self) -> u32 {
-        16 * self.subgroups
-    }
-
-    /// Invocations per workgroup.
-    pub(crate) fn threads(&self) -> u32 {
-        32 * self.subgroups
-    }
-}
-
-/// Bytes of workgroup memory one workgroup of `key` uses.
-pub(crate) fn workgroup_bytes(key: &CoopBackward) -> u32 {
-    let scratch = key.subgroups * 16 * SCRATCH_ROW;
-    let side = match key.pass {
-        CoopBackwardPass::KeyValue => 2 * TILE,
-        CoopBackwardPass::Query if key.key_bias => TILE,
-        CoopBackwardPass::Query => 0,
-    };
-    2 * layout(key).total + 4 * (scratch + side)
 }
 
 /// `vec4<f32>(at(k{4v}), .., at(k{4v + 3}))`: the lane's columns `4v .. 4v + 4` of its half
@@ -234,6 +153,7 @@ pub(crate) fn backward_source(key: &CoopBackward) -> String {
     let (d, dv) = (key.head_dim, key.value_dim);
     let layout = layout(key);
     let (first_row, second_row) = (layout.first_row, layout.second_row);
+    let scratch_row = layout.scratch_row;
     let rows = key.block_rows();
     let threads = key.threads();
     let mut w = String::new();
@@ -281,7 +201,7 @@ pub(crate) fn backward_source(key: &CoopBackward) -> String {
         w,
         "// {} [{rows}][{first_row}] at 0, {} [{rows}][{second_row}] at {}, {} [{TILE}][{first_row}] at {}, {} [{TILE}][{second_row}] at {}, {}dS [{rows}][{PROBABILITY_ROW}] at {}.
 var<workgroup> tiles: array<f16, {}>;
-// One 16 x {SCRATCH_ROW} f32 tile per subgroup (scores, then their gradients; the epilogue).
+// One 16 x {scratch_row} f32 tile per subgroup (scores, then their gradients; the epilogue).
 var<workgroup> scratch: array<f32, {}>;",
         block_names.0,
         block_names.1,
@@ -297,7 +217,7 @@ var<workgroup> scratch: array<f32, {}>;",
         },
         layout.gradient,
         layout.total,
-        key.subgroups * 16 * SCRATCH_ROW,
+        key.subgroups * 16 * scratch_row,
     );
     if key_value {
         let _ = writeln!(
@@ -344,11 +264,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // on 16.
 {rotated}
     let scratch_at = subgroup * {sub_scratch}u;
-    let lane_scratch = scratch_at + (lane / 2u) * {SCRATCH_ROW}u;
+    let lane_scratch = scratch_at + (lane / 2u) * {scratch_row}u;
     let bias_base = (head / params.bias_group) * key_length;
     {{
         let block_base = head * {own_length};",
-        sub_scratch = 16 * SCRATCH_ROW,
+        sub_scratch = 16 * scratch_row,
         rotated = rotated_columns("k", "columns + "),
     );
     let (block_first, block_second, tile_first, tile_second) = if key_value {
@@ -356,33 +276,31 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     } else {
         ("query_data", "grad_data", "key_data", "value_data")
     };
-    stage(
-        &mut w,
-        "        ",
-        &[
-            Staged {
-                source: block_first,
-                width: d,
-                rows,
-                first: "row0",
-                base: "block_base",
-                limit: own_length,
-                region: 0,
-                row_length: first_row,
-            },
-            Staged {
-                source: block_second,
-                width: dv,
-                rows,
-                first: "row0",
-                base: "block_base",
-                limit: own_length,
-                region: layout.block_second,
-                row_length: second_row,
-            },
-        ],
-        threads,
-    );
+    let block_operands = [
+        Staged {
+            source: block_first,
+            width: d,
+            rows,
+            first: "row0",
+            base: "block_base",
+            limit: own_length,
+            region: 0,
+            row_length: first_row,
+        },
+        Staged {
+            source: block_second,
+            width: dv,
+            rows,
+            first: "row0",
+            base: "block_base",
+            limit: own_length,
+            region: layout.block_second,
+            row_length: second_row,
+        },
+    ];
+    // A split block stages its second operand once the first one's fragments are loaded.
+    let staged_first = if layout.split_block { 1 } else { 2 };
+    stage(&mut w, "        ", &block_operands[..staged_first], threads);
     w.push_str("    }\n");
     // The lane's row constants and the persistent accumulators.
     if key_value {
@@ -461,7 +379,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             ("first", 0, d, first_row),
             ("second", layout.block_second, dv, second_row),
         ];
-        for (name, region, width, row_length) in block {
+        for (index, (name, region, width, row_length)) in block.into_iter().enumerate() {
+            if index == 1 && layout.split_block {
+                let _ = writeln!(
+                    w,
+                    "    workgroupBarrier();\n    {{\n        let block_base = head * {own_length};"
+                );
+                stage(&mut w, "        ", &block_operands[1..], threads);
+                w.push_str("    }\n    workgroupBarrier();\n");
+            }
             for k in 0..width / 16 {
                 block_fragment(&mut w, &spell, "    ", (name, k), region, row_length);
             }
@@ -478,7 +404,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         gradient_rows: rows,
         probability_row: PROBABILITY_ROW,
         key_row: first_row,
-        scratch_row: SCRATCH_ROW,
+        scratch_row,
     };
     if fold {
         emit_fold_prologue(&mut w, &fold_regions, threads);
@@ -579,8 +505,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let _ = writeln!(
         w,
         "            let s_at0 = scratch_at;\n            {}\n            let s_at1 = scratch_at + 16u;\n            {}\n            {}",
-        spell.store("s0", "s_at0", SCRATCH_ROW),
-        spell.store("s1", "s_at1", SCRATCH_ROW),
+        spell.store("s0", "s_at0", scratch_row),
+        spell.store("s1", "s_at1", scratch_row),
         spell.local_barrier(),
     );
     let scratch_at = |c: &str| format!("scratch[lane_scratch + {c}]");
@@ -653,8 +579,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let _ = writeln!(
         w,
         "            {barrier}\n            {}\n            {}\n            {barrier}",
-        spell.store("g0", "s_at0", SCRATCH_ROW),
-        spell.store("g1", "s_at1", SCRATCH_ROW),
+        spell.store("g0", "s_at0", scratch_row),
+        spell.store("g1", "s_at1", scratch_row),
         barrier = spell.local_barrier(),
     );
     for v in 0..4 {
@@ -741,6 +667,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
 /// at a time: dK and dQ times `scale`, dV after dK in the key-value output.
 fn epilogue(w: &mut String, spell: &Spell, key: &CoopBackward, outputs: &[(String, u32)]) {
     let (d4, dv4) = (key.head_dim / 4, key.value_dim / 4);
+    let scratch_row = layout(key).scratch_row;
     let (limit, target) = match key.pass {
         CoopBackwardPass::KeyValue => ("key_length", "key_value_grad_data"),
         CoopBackwardPass::Query => ("length", "query_grad_data"),
@@ -759,7 +686,7 @@ fn epilogue(w: &mut String, spell: &Spell, key: &CoopBackward, outputs: &[(Strin
                 w,
                 "        let out_at{slot} = scratch_at + {}u;\n        {}",
                 slot * 16,
-                spell.store(name, &format!("out_at{slot}"), SCRATCH_ROW)
+                spell.store(name, &format!("out_at{slot}"), scratch_row)
             );
         }
         w.push_str("    }\n    workgroupBarrier();\n");

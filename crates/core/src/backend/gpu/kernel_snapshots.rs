@@ -379,7 +379,9 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             }),
         ));
     }
-    for (name, pass, causal, key_bias, emulated, fold_query) in [
+    // The key-value kernel that runs at d = 64 on tensor cores (eight subgroups), the one that
+    // sums dQ (four), and the emulated query kernel.
+    for (name, pass, causal, key_bias, emulated, fold_query, subgroups) in [
         (
             "attention_coop_key_value_d64_causal",
             super::attention_coop_backward::CoopBackwardPass::KeyValue,
@@ -387,6 +389,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             false,
             false,
             false,
+            8,
         ),
         (
             "attention_coop_key_value_d64_folded",
@@ -395,6 +398,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             false,
             false,
             true,
+            4,
         ),
         (
             "attention_coop_query_d64_masked_emulated",
@@ -403,6 +407,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             true,
             true,
             false,
+            4,
         ),
     ] {
         kernels.push((
@@ -413,7 +418,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 value_dim: 64,
                 causal,
                 key_bias,
-                subgroups: 4,
+                subgroups,
                 emulated,
                 fold_query,
             }),

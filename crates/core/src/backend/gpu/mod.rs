@@ -27,6 +27,7 @@ mod adapters;
 mod attention;
 mod attention_coop;
 mod attention_coop_backward;
+mod attention_coop_backward_layout;
 mod attention_coop_backward_source;
 mod attention_coop_fold;
 mod attention_coop_source;

@@ -3,7 +3,7 @@
 //! the CPU composite's gradients (the operands and cases of `attention_coop/tests.rs`).
 
 use super::super::attention_coop::tests::{run, worst, Case};
-use super::super::attention_coop_backward_source::workgroup_bytes;
+use super::super::attention_coop_backward_layout::{eight_subgroups, workgroup_bytes};
 use super::super::attention_coop_fold::fold_applies;
 use super::super::matmul_coop::tests::translate;
 use super::*;
@@ -41,6 +41,47 @@ fn coop_attention_backward_sources_validate() {
             }
         }
     }
+    // The eight-subgroup kernels (block in registers, no fold): widths that are multiples of
+    // 32 up to 64, hardware only.
+    let eight_shapes = [(64, 64), (32, 64), (64, 32), (32, 32)];
+    for pass in [CoopBackwardPass::KeyValue, CoopBackwardPass::Query] {
+        for (head_dim, value_dim) in eight_shapes {
+            for (causal, key_bias) in [(true, false), (false, true), (false, false)] {
+                let key = CoopBackward {
+                    pass,
+                    head_dim,
+                    value_dim,
+                    causal,
+                    key_bias,
+                    subgroups: 8,
+                    emulated: false,
+                    fold_query: false,
+                };
+                assert!(eight_subgroups(&key));
+                let source = key.source();
+                assert!(source.contains("@workgroup_size(256)"));
+                translate(&format!("{key:?}"), &source);
+            }
+        }
+    }
+    for (head_dim, value_dim, emulated) in [
+        (48, 64, false),
+        (64, 16, false),
+        (64, 64, true),
+        (128, 128, false),
+    ] {
+        let key = CoopBackward {
+            pass: CoopBackwardPass::KeyValue,
+            head_dim,
+            value_dim,
+            causal: false,
+            key_bias: false,
+            subgroups: 8,
+            emulated,
+            fold_query: false,
+        };
+        assert!(!eight_subgroups(&key), "{key:?}");
+    }
     // The fold's pairs share out evenly: d = 64 and 128 with four subgroups, 32 to 128 with
     // two; not 16 or 48, nor 32 with four.
     for (head_dim, subgroups, applies) in [
@@ -75,6 +116,10 @@ fn coop_attention_backward_sources_validate() {
     // kernel's block fragments live in registers and its walk reuses their space (43,008 and
     // 43,136 bytes before).
     assert_eq!(bytes(key_value, 64, true, 4), 48384);
+    assert_eq!(bytes(key_value, 64, true, 8), 48384);
+    assert_eq!(bytes(key_value, 64, false, 8), 48384);
+    assert_eq!(bytes(query, 64, false, 8), 37888);
+    assert_eq!(bytes(query, 64, true, 8), 38016);
     assert_eq!(bytes(query, 64, false, 4), 28672);
     assert_eq!(bytes(query, 64, true, 4), 28800);
     assert_eq!(bytes(key_value, 128, false, 2), 45312);
