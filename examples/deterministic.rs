@@ -3,8 +3,9 @@
 //! atomically by default, twice each, with the switch off and on, and prints whether the two
 //! runs agree bit for bit and how far apart the two settings are:
 //! - the gradient of `gather` (a `scatter_add` where the picked indices repeat);
-//! - the f16 attention backward (`scaled_dot_product_attention`), whose query gradient the
-//!   tensor-core key-value kernel sums with float atomics where the device has them.
+//! - the f16 attention backward (`scaled_dot_product_attention`) at head size 128, whose
+//!   query gradient the tensor-core key-value kernel sums with float atomics where the device
+//!   has them (at head sizes 32 and 64 two eight-subgroup kernels run, atomic-free, either way).
 //!
 //! With the switch on, the first runs on the CPU in a fixed order (counted by the CPU-fallback
 //! statistics) and the second takes its separate query kernel. `ANYGRAD_DETERMINISTIC=1`
@@ -29,10 +30,10 @@ fn gather_gradient(device: &Device) -> Result<Vec<f32>> {
     x.grad().expect("x needs a gradient").to_vec::<f32>()
 }
 
-/// The query gradient of one f16 attention call, 4 x 8 heads x 256 tokens x 64.
+/// The query gradient of one f16 attention call, 4 x 8 heads x 256 tokens x 128.
 fn attention_gradient(device: &Device) -> Result<Vec<f32>> {
     let operand = || -> Result<Tensor> {
-        Ok(Tensor::randn(&[4, 8, 256, 64], DType::F16, device)?.requires_grad_(true))
+        Ok(Tensor::randn(&[4, 8, 256, 128], DType::F16, device)?.requires_grad_(true))
     };
     let (query, key, value) = (operand()?, operand()?, operand()?);
     let out = scaled_dot_product_attention(&query, &key, &value, None, 0.0, false, None)?;

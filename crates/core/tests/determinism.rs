@@ -29,7 +29,7 @@ fn scatter(device: &Device) -> Vec<f32> {
 /// device has them).
 fn attention_query_grad(device: &Device) -> Vec<f32> {
     let operand = |seed| {
-        random_tensor(&[2, 2, 96, 64], seed, device)
+        random_tensor(&[2, 2, 96, 128], seed, device)
             .to_dtype(DType::F16)
             .expect("f16")
             .requires_grad_(true)
