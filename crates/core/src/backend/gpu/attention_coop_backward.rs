@@ -42,7 +42,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
             // A mask and the causal flag never come together (the op refuses both).
             for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
                 for subgroups in [8].into_iter().chain(SUBGROUPS) {
-                    let probe = CoopBackward {
+                    let hardware = CoopBackward {
                         pass,
                         head_dim,
                         value_dim,
@@ -52,7 +52,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
                         emulated: false,
                         fold_query: false,
                     };
-                    if subgroups == 8 && !eight_subgroups(&probe) {
+                    if subgroups == 8 && !eight_subgroups(&hardware) {
                         continue;
                     }
                     let folds =
@@ -66,14 +66,9 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
                                 continue;
                             }
                             keys.push(KernelKey::AttentionCoopBackward(CoopBackward {
-                                pass,
-                                head_dim,
-                                value_dim,
-                                causal,
-                                key_bias,
-                                subgroups,
                                 emulated,
                                 fold_query,
+                                ..hardware
                             }));
                         }
                     }
@@ -83,8 +78,8 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
     }
 }
 
-/// The layouts after the eight-subgroup key-value kernel (`eight_subgroups`, tried first
-/// for that pass on tensor cores), in order of preference: four subgroups (64 owned rows:
+/// The layouts after the eight-subgroup kernels (`eight_subgroups`, tried first on tensor
+/// cores), in order of preference: four subgroups (64 owned rows:
 /// each tile staged for more rows), then two.
 const SUBGROUPS: [u32; 2] = [4, 2];
 
