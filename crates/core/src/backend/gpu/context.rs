@@ -675,22 +675,6 @@ impl GpuContext {
         Ok(())
     }
 
-    /// Record that the GPU has finished everything submitted (after a wait): the next large
-    /// dispatch is submitted at once ([`EARLY_SUBMIT_WORKGROUPS`]).
-    pub(super) fn mark_idle(&self) {
-        self.recording
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .idle = true;
-    }
-
-    /// Queue an upload of `data` into `buffer` at `offset`; it runs before the next
-    /// submission's work, which the next flush makes (even with nothing recorded).
-    pub(crate) fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) {
-        self.queue.write_buffer(buffer, offset, data);
-        self.uploads_pending.store(true, Ordering::Release);
-    }
-
     /// Submit the open encoder (if any). Validation errors of the recorded work surface here.
     pub(crate) fn flush(&self) -> Result<()> {
         self.ensure_alive()?;

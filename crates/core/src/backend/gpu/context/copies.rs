@@ -1,10 +1,19 @@
 //! Buffer-to-buffer copies and clears recorded into the context's open command encoder (after
-//! any deferred fused work, so they see its results).
+//! any deferred fused work, so they see its results), and uploads queued for the next
+//! submission.
 
 use super::GpuContext;
 use crate::error::Result;
 
 impl GpuContext {
+    /// Queue an upload of `data` into `buffer` at `offset`; it runs before the next
+    /// submission's work, which the next flush makes (even with nothing recorded).
+    pub(crate) fn write_buffer(&self, buffer: &wgpu::Buffer, offset: u64, data: &[u8]) {
+        self.queue.write_buffer(buffer, offset, data);
+        self.uploads_pending
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
     /// Record a copy of `bytes` bytes between buffers (offsets and size multiples of 4).
     pub(crate) fn copy_buffer_range(
         &self,
