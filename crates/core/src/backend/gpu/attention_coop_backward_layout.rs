@@ -41,10 +41,10 @@ pub(crate) struct Layout {
 /// Whether the block's fragments are loaded into registers once, before the walk, so that
 /// the walk's regions reuse the block's workgroup memory (28 KiB instead of 42 at d = 64): in
 /// the query kernel on tensor cores for widths up to 64, and in both eight-subgroup kernels
-/// ([`eight_subgroups`]). H200, 8 x 12 x 512 x 64: query
-/// kernel 148.3 → 142.2–142.8 µs in one call (146.9 in a later one, against 147.7–151.3 in
-/// earlier calls without it); the key-value kernel, whose 16 accumulators sit beside the
-/// fragments, went 205.9 → 230.9 the same way, so it keeps its block in workgroup memory
+/// ([`eight_subgroups`]). H200, 8 x 12 x 512 x 64: query kernel 148.3 → 142.2–142.8 µs in one
+/// call (146.9 in a later one, against 147.7–151.3 in earlier calls without it); the
+/// four-subgroup key-value kernel, whose 16 accumulators sit beside the fragments, went
+/// 205.9 → 230.9 the same way, so it keeps its block in workgroup memory
 /// (`bench/results/h200-session26-block-registers-ab.txt`). The emulation's fragments are
 /// addresses into the block, which stays.
 pub(crate) fn block_in_registers(key: &CoopBackward) -> bool {
