@@ -36,7 +36,7 @@ pub(crate) trait KernelParams: bytemuck::Pod {
 /// same names. An optional `tail: "layout";` line after the fields adds the trailing runtime
 /// array `tail: array<u32>` (variable-rank shapes and strides) and documents its layout:
 ///
-/// ```ignore
+/// ```text
 /// kernel_params! {
 ///     /// Header of the strided unary kernel.
 ///     struct UnaryParams {
