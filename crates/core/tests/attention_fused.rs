@@ -256,7 +256,27 @@ fn fused_matches_composite_f16(device: &Device) {
         }
     }
     for case in [&cases()[1], &cases()[2]] {
+        let folds_before = match device {
+            Device::Gpu(gpu) => gpu.cooperative_attention_folds(),
+            Device::Cpu => 0,
+        };
         check(case, device, DType::F16, false, 3e-2);
+        // d = 64 without a causal mask sums dQ in the key-value kernel in every layout where
+        // tensor cores and float atomics run it (`attention_coop_fold.rs`).
+        if let Device::Gpu(gpu) = device {
+            if gpu.cooperative_attention()
+                && gpu.info().float_atomics
+                && case.head_dim == 64
+                && !case.causal
+            {
+                assert!(
+                    gpu.cooperative_attention_folds() > folds_before,
+                    "d = 64, {} queries against {} keys: dQ was not summed in the key-value kernel",
+                    case.length,
+                    case.keys
+                );
+            }
+        }
     }
 }
 

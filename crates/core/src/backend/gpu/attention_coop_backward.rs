@@ -55,8 +55,8 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
                     if subgroups == 8 && !eight_subgroups(&hardware) {
                         continue;
                     }
-                    let folds =
-                        pass == CoopBackwardPass::KeyValue && fold_applies(head_dim, subgroups);
+                    let folds = pass == CoopBackwardPass::KeyValue
+                        && fold_applies(head_dim, subgroups, causal);
                     for emulated in [false, true] {
                         if emulated && subgroups == 8 {
                             continue;
@@ -185,7 +185,7 @@ pub(crate) fn run_folded(
         return Ok(None);
     }
     let Some(key) = backward_key(device, dtype, shape, CoopBackwardPass::KeyValue)
-        .filter(|key| fold_applies(key.head_dim, key.subgroups))
+        .filter(|key| fold_applies(key.head_dim, key.subgroups, key.causal))
     else {
         return Ok(None);
     };

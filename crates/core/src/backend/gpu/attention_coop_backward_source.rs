@@ -1,6 +1,6 @@
 //! The WGSL generator of the fused attention backward on cooperative matrices (tensor cores):
-//! the key-value kernel (dK, dV) and the query kernel (dQ) of FlashAttention-2's split (WGSL
-//! has no float atomics, so each kernel owns its output rows). `attention_coop_backward.rs`
+//! the key-value kernel (dK, dV) and the query kernel (dQ), each owning its output rows (WGSL
+//! has no float atomics without `SHADER_FLOAT32_ATOMIC`). `attention_coop_backward.rs`
 //! holds their key, the selection and the launcher. Same math, bindings, parameters, row
 //! statistics (`(lse, D)` pairs from the scalar delta kernel) and outputs as the scalar
 //! key-value and query passes (`attention_source.rs`), so either kernel of a pass may run.
@@ -37,7 +37,8 @@
 //! (`dK` and `dQ` times `scale`), dK before dV in the one key-value output as the scalar kernel.
 //! With `fold_query` the key-value kernel also adds each tile's `scale dS K` to an f32 dQ
 //! (`attention_coop_fold.rs`): at the start of the next tile, after its first barrier, and
-//! after the walk for the last tile.
+//! after the walk for the last tile; the eight-subgroup kernel at d = 64 first loads its keys'
+//! B fragments for that into registers, while its K block is staged.
 //! Six barriers per tile: before and after staging (the workgroup's), and around each use of
 //! the scratch, P and dS, which only the subgroup itself touches (`Spell::local_barrier`: a
 //! subgroup barrier on tensor cores; H200, 8 x 12 x 512 x 64: key-value kernel 204.3 → 195.3
@@ -76,7 +77,8 @@ use std::fmt::Write;
 
 use super::attention_coop_backward_layout::{block_in_registers, layout, PROBABILITY_ROW};
 use super::attention_coop_fold::{
-    emit_fold_last, emit_fold_previous, emit_fold_prologue, FoldRegions,
+    emit_fold_key_fragments, emit_fold_last, emit_fold_previous, emit_fold_prologue,
+    folds_from_registers, FoldRegions,
 };
 use super::attention_coop_source::{rotated_columns, Spell, LOWEST, MASKED_BELOW};
 use super::attention_coop_staging::{
@@ -390,6 +392,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             }
             for k in 0..width / 16 {
                 block_fragment(&mut w, &spell, "    ", (name, k), region, row_length);
+            }
+            if index == 0 && fold && folds_from_registers(d, key.subgroups) {
+                emit_fold_key_fragments(&mut w, &spell, d, key.subgroups, first_row);
             }
         }
     }

@@ -31,11 +31,14 @@
 //!
 //! It applies where the head size is a multiple of 32 and its pairs (`2 d / 32`) share out
 //! evenly over the subgroups ([`fold_applies`]): d = 64 and 128 with four subgroups, 32 to 128
-//! with two. Not with eight (whose K block lives in registers as A fragments, not in workgroup
-//! memory): on tensor cores, widths of 32 and 64 take the eight-subgroup key-value and query
-//! kernels instead, which on the H200 beat the fold (146 + 100 µs against 290 at
-//! 8 x 12 x 512 x 64), so the fold runs where four subgroups are picked (d = 128) and in the
-//! emulation.
+//! with two. The eight-subgroup kernels (tensor cores, widths 32 and 64) keep their K block in
+//! registers as A fragments and have no workgroup memory left for it as a B operand; at
+//! d = 64 each subgroup holds the block's keys as eight B fragments of its own 16 columns
+//! instead and computes one 16 x 16 fragment of the tile's dQ
+//! ([`emit_fold_key_fragments`], [`folds_from_registers`]). On the H200 that fold beats the
+//! eight-subgroup key-value and query kernels (175–180 µs and a 9.5 µs cast against
+//! 139–141 + 96–98 µs at 8 x 12 x 512 x 64); at d = 32 it gained nothing, so there the two
+//! kernels run.
 
 use std::fmt::Write;
 
@@ -47,10 +50,27 @@ pub(crate) fn padded_rows(query_length: usize) -> usize {
     query_length.next_multiple_of(TILE as usize)
 }
 
-/// Whether the key-value kernel of head size `head_dim` with `subgroups` subgroups can sum
-/// the query gradient: whole pairs of fragments for every subgroup.
-pub(crate) fn fold_applies(head_dim: u32, subgroups: u32) -> bool {
+/// Whether the key-value kernel of head size `head_dim` with `subgroups` subgroups (`causal`
+/// or not) sums the query gradient: whole pairs of fragments for every subgroup, or with
+/// eight subgroups [`folds_from_registers`] where it is not causal.
+pub(crate) fn fold_applies(head_dim: u32, subgroups: u32, causal: bool) -> bool {
+    if subgroups == 8 {
+        // Causal: the H200 step took 0.357 ms with the fold against 0.337 without (0.288
+        // against 0.261 back to back): the key-value kernel's workgroups walk from 4 to 16
+        // tiles, and without the fold the query kernel runs beside the longest of them.
+        return folds_from_registers(head_dim, subgroups) && !causal;
+    }
     head_dim.is_multiple_of(32) && (2 * head_dim / 32).is_multiple_of(subgroups)
+}
+
+/// Whether the key-value kernel with `subgroups` subgroups folds with its keys as B fragments
+/// held in registers ([`emit_fold_key_fragments`]): the eight-subgroup kernels, whose
+/// workgroup memory has no room for a K block during the walk, where a tile's dQ has one
+/// 16 x 16 fragment per subgroup (`2 d / 16 = 8`: d = 64). At d = 32 (two subgroups a
+/// fragment, each summing half the keys) the H200 gained nothing: 0.305 against 0.302 ms a
+/// step at 8 x 12 x 512 x 32 (`bench/results/h200-session31-fold.txt`).
+pub(crate) fn folds_from_registers(head_dim: u32, subgroups: u32) -> bool {
+    subgroups == 8 && head_dim == 64
 }
 
 /// Where the fold reads: the `gradient_rows` rows of `dSᵀ` (at `gradient`, rows
@@ -124,6 +144,10 @@ pub(crate) fn emit_fold_last(
 /// braces; uses the kernel's `subgroup`, `lane`, `scratch_at`, `head`, `padded_rows` and the
 /// binding `query_grad_data` (`array<atomic<f32>>`).
 fn emit_fold(w: &mut String, spell: &Spell, head_dim: u32, subgroups: u32, regions: &FoldRegions) {
+    if folds_from_registers(head_dim, subgroups) {
+        emit_fold_from_registers(w, spell, head_dim, subgroups, regions);
+        return;
+    }
     let pairs = 2 * head_dim / 32 / subgroups;
     let acc = spell.accumulator();
     let FoldRegions {
@@ -193,4 +217,97 @@ fn emit_fold(w: &mut String, spell: &Spell, head_dim: u32, subgroups: u32, regio
             after = if m + 1 < pairs { spell.local_barrier() } else { "" },
         );
     }
+}
+
+/// Before the walk of an eight-subgroup key-value kernel that folds
+/// ([`folds_from_registers`]), while its K block is staged at 0 in `tiles` (rows `key_row`
+/// halves apart): which dQ fragment of a tile subgroup `s` computes (rows `fold_row ..`,
+/// columns `fold_column ..`: one of the `2 x d / 16` fragments of 16 x 16), and the block's
+/// keys as the eight row-major B fragments `kb{i}` (keys `16 i ..`, the fragment's 16
+/// columns), kept in registers for the whole walk.
+pub(crate) fn emit_fold_key_fragments(
+    w: &mut String,
+    spell: &Spell,
+    head_dim: u32,
+    subgroups: u32,
+    key_row: u32,
+) {
+    let _ = writeln!(
+        w,
+        "    let fold_row = (subgroup / {columns}u) * 16u;
+    let fold_column = (subgroup % {columns}u) * 16u;",
+        columns = head_dim / 16,
+    );
+    for i in 0..subgroups {
+        let _ = writeln!(
+            w,
+            "    let kb_at{i} = {}u + fold_column;\n    let kb{i} = {};",
+            16 * i * key_row,
+            spell.load_rows('B', &format!("kb_at{i}"), key_row)
+        );
+    }
+}
+
+/// The fold of the eight-subgroup key-value kernel: the subgroup's dQ fragment summed over
+/// the block's keys, with `dS` read column-major from the `dSᵀ` rows as A and the keys'
+/// fragments `kb{i}` from registers as B ([`emit_fold_key_fragments`]). Times `scale`, it
+/// passes through the subgroup's scratch; each lane then adds 8 values, two rows of 16
+/// floats a step.
+///
+/// H200, 8 x 12 x 512 x 64 (`bench/results/h200-session31-fold.txt`): the key-value kernel
+/// 139–141 → 175–180 µs with the fold, against 96–98 µs for the query kernel it replaces
+/// (plus 9.5 µs for the cast of the sums); the synchronized step 0.39–0.41 against 0.42 ms,
+/// 1.06 against 1.22 ms at T = 1024. With the keys read from the key buffer instead (a
+/// second binding; no registers held) the kernel took 224 µs, the same with the atomic adds
+/// skipped: the loads from global memory, not the adds, cost the time.
+fn emit_fold_from_registers(
+    w: &mut String,
+    spell: &Spell,
+    head_dim: u32,
+    subgroups: u32,
+    regions: &FoldRegions,
+) {
+    let FoldRegions {
+        gradient,
+        probability_row,
+        scratch_row,
+        ..
+    } = *regions;
+    let _ = writeln!(
+        w,
+        "        {{\n            var f0 = {}();",
+        spell.accumulator()
+    );
+    for i in 0..subgroups {
+        let _ = writeln!(
+            w,
+            "            let fa_at{i} = {}u + fold_row;
+            let fa{i} = {};
+            f0 = {};",
+            gradient + 16 * i * probability_row,
+            spell.load_columns('A', &format!("fa_at{i}"), probability_row),
+            spell.multiply_add(&format!("fa{i}"), &format!("kb{i}"), "f0"),
+        );
+    }
+    let _ = writeln!(
+        w,
+        "            let fs0 = {};
+            let f_at0 = scratch_at;
+            {}
+            {}
+            let fold_at = (head * padded_rows + fold_start + fold_row + lane / 16u) * {head_dim}u + fold_column + lane % 16u;
+            let fold_read = scratch_at + (lane / 16u) * {scratch_row}u + lane % 16u;
+{adds}        }}",
+        spell.scaled("f0", "params.scale"),
+        spell.store("fs0", "f_at0", scratch_row),
+        spell.local_barrier(),
+        // Unrolled, as in the pairs' fold.
+        adds = (0..8)
+            .map(|i| format!(
+                "            atomicAdd(&query_grad_data[fold_at + {}u], scratch[fold_read + {}u]);\n",
+                2 * i * head_dim,
+                2 * i * scratch_row
+            ))
+            .collect::<String>(),
+    );
 }

@@ -17,7 +17,8 @@ fn coop_attention_backward_sources_validate() {
     for pass in [CoopBackwardPass::KeyValue, CoopBackwardPass::Query] {
         let shapes = [(16, 128, 2), (112, 32, 2), (64, 64, 4), (128, 48, 2)];
         for (head_dim, value_dim, subgroups) in shapes {
-            let folds = pass == CoopBackwardPass::KeyValue && fold_applies(head_dim, subgroups);
+            let folds =
+                pass == CoopBackwardPass::KeyValue && fold_applies(head_dim, subgroups, false);
             for (causal, key_bias) in [(true, false), (false, true)] {
                 for (emulated, fold_query) in
                     [(false, false), (true, false), (false, folds), (true, folds)]
@@ -41,26 +42,34 @@ fn coop_attention_backward_sources_validate() {
             }
         }
     }
-    // The eight-subgroup kernels (block in registers, no fold): widths that are multiples of
-    // 32 up to 64, hardware only.
+    // The eight-subgroup kernels (block in registers; at d = 64 the key-value kernel folds
+    // with its keys' B fragments in registers): widths that are multiples of 32 up to 64,
+    // hardware only.
     let eight_shapes = [(64, 64), (32, 64), (64, 32), (32, 32)];
     for pass in [CoopBackwardPass::KeyValue, CoopBackwardPass::Query] {
         for (head_dim, value_dim) in eight_shapes {
+            assert_eq!(fold_applies(head_dim, 8, false), head_dim == 64);
+            assert!(!fold_applies(head_dim, 8, true));
             for (causal, key_bias) in [(true, false), (false, true), (false, false)] {
-                let key = CoopBackward {
-                    pass,
-                    head_dim,
-                    value_dim,
-                    causal,
-                    key_bias,
-                    subgroups: 8,
-                    emulated: false,
-                    fold_query: false,
-                };
-                assert!(eight_subgroups(&key));
-                let source = key.source();
-                assert!(source.contains("@workgroup_size(256)"));
-                translate(&format!("{key:?}"), &source);
+                let folds = pass == CoopBackwardPass::KeyValue && head_dim == 64 && !causal;
+                for fold_query in [false, folds] {
+                    let key = CoopBackward {
+                        pass,
+                        head_dim,
+                        value_dim,
+                        causal,
+                        key_bias,
+                        subgroups: 8,
+                        emulated: false,
+                        fold_query,
+                    };
+                    assert!(eight_subgroups(&key));
+                    let source = key.source();
+                    assert!(source.contains("@workgroup_size(256)"));
+                    assert_eq!(source.contains("atomicAdd"), fold_query);
+                    assert_eq!(source.contains("let kb0 = "), fold_query);
+                    translate(&format!("{key:?}"), &source);
+                }
             }
         }
     }
@@ -83,8 +92,12 @@ fn coop_attention_backward_sources_validate() {
         assert!(!eight_subgroups(&key), "{key:?}");
     }
     // The fold's pairs share out evenly: d = 64 and 128 with four subgroups, 32 to 128 with
-    // two; not 16 or 48, nor 32 with four.
+    // two; not 16 or 48, nor 32 with four. Eight subgroups fold from registers at 64 only.
     for (head_dim, subgroups, applies) in [
+        (64, 8, true),
+        (32, 8, false),
+        (128, 8, false),
+        (16, 8, false),
         (64, 4, true),
         (128, 4, true),
         (32, 2, true),
@@ -94,7 +107,7 @@ fn coop_attention_backward_sources_validate() {
         (16, 2, false),
     ] {
         assert_eq!(
-            fold_applies(head_dim, subgroups),
+            fold_applies(head_dim, subgroups, false),
             applies,
             "d = {head_dim}, G = {subgroups}"
         );
