@@ -5,10 +5,12 @@
 //! - the gradient of `gather` (a `scatter_add` where the picked indices repeat);
 //! - the f16 attention backward (`scaled_dot_product_attention`) at head size 128, whose
 //!   query gradient the tensor-core key-value kernel sums with float atomics where the device
-//!   has them (at head sizes 32 and 64 two eight-subgroup kernels run, atomic-free, either way).
+//!   has them (as at head size 64 without a causal mask; at 32 two eight-subgroup kernels
+//!   run, atomic-free, either way).
 //!
-//! With the switch on, the first runs on the CPU in a fixed order (counted by the CPU-fallback
-//! statistics) and the second takes its separate query kernel. `ANYGRAD_DETERMINISTIC=1`
+//! With the switch on, the first runs a GPU kernel that sums in the CPU's fixed order (the CPU
+//! itself, counted by the CPU-fallback statistics, only for calls too large for that kernel)
+//! and the second takes its separate query kernel. `ANYGRAD_DETERMINISTIC=1`
 //! turns the switch on for a whole program.
 //!
 //! Run: `cargo run --release -p anygrad --example deterministic` (the best device; on the CPU
@@ -88,7 +90,7 @@ fn main() -> Result<()> {
     let fallbacks = fallback_stats();
     if let Some(stats) = fallbacks.get("scatter_add (deterministic)") {
         println!(
-            "scatter_add ran {} times on the CPU for determinism ({} bytes copied)",
+            "scatter_add ran {} times on the CPU for determinism ({} bytes copied: too large for the ordered GPU kernel)",
             stats.calls, stats.bytes_moved
         );
     }

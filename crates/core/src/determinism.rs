@@ -10,8 +10,9 @@
 //!   PyTorch's flash backward); with deterministic algorithms on it runs its separate query
 //!   kernel instead (slower: docs/PERFORMANCE.md);
 //! - `scatter_add` on floats (and so the gradient of `gather`), where indices repeat; with
-//!   deterministic algorithms on it runs on the CPU instead, under the CPU-fallback policy
-//!   (`fallback.rs`).
+//!   deterministic algorithms on it runs a kernel that sums in the CPU's order instead
+//!   (`backend/gpu/scatter_add_ordered.rs`), or, where that kernel's work would exceed
+//!   [`ordered_scatter_fits`], on the CPU under the CPU-fallback policy (`fallback.rs`).
 //!
 //! The switch is process-wide: [`use_deterministic_algorithms`], else `ANYGRAD_DETERMINISTIC`
 //! (`1`, `on` or `true`; off by default).
@@ -45,5 +46,29 @@ pub fn are_deterministic_algorithms_enabled() -> bool {
             );
             DETERMINISTIC.load(Ordering::Relaxed) == 1
         }
+    }
+}
+
+/// The most index reads (output elements times the index's size along `dim`) the GPU's
+/// ordered `scatter_add` takes on: 2^30, about a second of a software GPU's time.
+const MAX_ORDERED_SCATTER_WORK: u128 = 1 << 30;
+
+/// Whether a deterministic `scatter_add` on the GPU into `output_numel` elements, with an
+/// index of `walk` elements along `dim`, runs the ordered kernel (one invocation per output
+/// element walking the index); larger calls run on the CPU under the fallback policy.
+pub fn ordered_scatter_fits(output_numel: usize, walk: usize) -> bool {
+    output_numel as u128 * walk as u128 <= MAX_ORDERED_SCATTER_WORK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ordered_scatter_fits;
+
+    #[test]
+    fn ordered_scatter_work_is_bounded() {
+        assert!(ordered_scatter_fits(1 << 20, 1 << 10));
+        assert!(!ordered_scatter_fits(1 << 20, (1 << 10) + 1));
+        assert!(ordered_scatter_fits(0, usize::MAX));
+        assert!(!ordered_scatter_fits(usize::MAX, usize::MAX));
     }
 }

@@ -1,6 +1,7 @@
 //! Deterministic algorithms (`determinism.rs`): the switch, `scatter_add` with repeated
-//! indices on the GPU (equal, bit for bit, to the CPU's fixed order, through the counted CPU
-//! fallback), and the f16 attention backward on tensor cores (the separate query kernel, not
+//! indices on the GPU (equal, bit for bit, to the CPU's fixed order, by the ordered kernel and
+//! without a CPU fallback; on strided views, with an index smaller than the output, in f16,
+//! and with an index out of range), and the f16 attention backward on tensor cores (the separate query kernel, not
 //! the float-atomic sum in the key-value kernel, and the same bits on every run). One test
 //! function, because the switch is process-wide and tests in one binary run in parallel.
 
@@ -23,6 +24,24 @@ fn scatter(device: &Device) -> Vec<f32> {
     base.scatter_add(1, &indices, &src)
         .and_then(|t| t.to_vec::<f32>())
         .expect("scatter_add")
+}
+
+/// `base.scatter_add(0, indices, src)` on views: a transposed source and a transposed 3 x 5
+/// index (values `index_base + 0..4`) into a 4 x 6 base, whose last column no index element
+/// reaches, in `dtype`, as f32 values.
+fn scatter_views(device: &Device, dtype: DType, index_base: i32) -> anygrad_core::Result<Vec<f32>> {
+    let base = random_tensor(&[4, 6], 6, device).to_dtype(dtype)?;
+    let src = random_tensor(&[7, 3], 7, device).to_dtype(dtype)?.t()?;
+    let picks: Vec<f32> = (0..15)
+        .map(|i| ((i * 5 + 1) % 4 + index_base) as f32)
+        .collect();
+    let indices = Tensor::from_vec(picks, &[5, 3], &Device::Cpu)?
+        .to_dtype(DType::I32)?
+        .to_device(device)?
+        .t()?;
+    base.scatter_add(0, &indices, &src)?
+        .to_dtype(DType::F32)?
+        .to_vec::<f32>()
 }
 
 /// The query gradient of an f16 attention call at 2 x 2 x 96 x 64 (tensor cores where the
@@ -65,13 +84,26 @@ fn deterministic_algorithms_give_the_same_bits() {
             "scatter_add differs from the CPU's order"
         );
     }
-    let fallbacks = fallback_stats();
+    // The ordered kernel: the CPU's bits, no CPU fallback.
     assert_eq!(
-        fallbacks
-            .get("scatter_add (deterministic)")
-            .map(|stats| stats.calls),
-        Some(2)
+        scatter_views(&gpu, DType::F32, 0).expect("strided scatter_add"),
+        scatter_views(&Device::Cpu, DType::F32, 0).expect("CPU scatter_add")
     );
+    if matches!(&gpu, Device::Gpu(device) if device.supports_f16()) {
+        let (on_gpu, on_cpu) = (
+            scatter_views(&gpu, DType::F16, 0).expect("f16 scatter_add"),
+            scatter_views(&Device::Cpu, DType::F16, 0).expect("CPU f16 scatter_add"),
+        );
+        for (a, b) in on_gpu.iter().zip(&on_cpu) {
+            assert!(
+                (a - b).abs() <= 2e-3 * (1.0 + b.abs()),
+                "f16: {a} against {b}"
+            );
+        }
+    }
+    let error = scatter_views(&gpu, DType::F32, 3).expect_err("index 6 into a dim of 4");
+    assert!(error.to_string().contains("scatter_add"), "{error}");
+    assert!(!fallback_stats().contains_key("scatter_add (deterministic)"));
     // The attention backward: no float-atomic sum while the switch is on, and the same bits
     // twice; where the device has tensor cores and float atomics the sum runs once it is off.
     let Device::Gpu(device) = &gpu else {
@@ -95,12 +127,13 @@ fn deterministic_algorithms_give_the_same_bits() {
         .map(|(a, b)| (a - b).abs() / (1.0 + b.abs()))
         .fold(0.0f32, f32::max);
     assert!(worst < 2e-3, "the two backward paths differ by {worst}");
-    // The switch off: scatter_add runs its GPU kernel again (no new fallback).
-    let _ = scatter(&gpu);
-    assert_eq!(
-        fallback_stats()
-            .get("scatter_add (deterministic)")
-            .map(|stats| stats.calls),
-        Some(2)
-    );
+    // The switch off: scatter_add runs its atomic kernel again (no fallback).
+    let sums = scatter(&gpu);
+    let worst = sums
+        .iter()
+        .zip(&expected)
+        .map(|(a, b)| (a - b).abs() / (1.0 + b.abs()))
+        .fold(0.0f32, f32::max);
+    assert!(worst < 1e-5, "the atomic scatter_add differs by {worst}");
+    assert!(!fallback_stats().contains_key("scatter_add (deterministic)"));
 }

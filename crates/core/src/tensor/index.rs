@@ -66,8 +66,10 @@ impl Tensor {
     /// A copy of `self` with `src` added at `indices` along `dim` (`torch.scatter_add`).
     /// On the GPU floats are added atomically, so where indices repeat the last bits can vary
     /// from run to run; with deterministic algorithms on
-    /// ([`crate::use_deterministic_algorithms`]) it runs on the CPU in a fixed order instead,
-    /// under the CPU-fallback policy (`fallback.rs`: refused under `error`).
+    /// ([`crate::use_deterministic_algorithms`]) a kernel sums in the CPU's order instead (the
+    /// same bits as the CPU in f32), or, where its work (output elements times the index's
+    /// size along `dim`) is too large for it ([`crate::determinism::ordered_scatter_fits`]),
+    /// the CPU does, under the CPU-fallback policy (`fallback.rs`: refused under `error`).
     pub fn scatter_add(&self, dim: isize, indices: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.check_indices("scatter_add", indices)?;
         self.same_device("scatter_add", src)?;
@@ -84,10 +86,14 @@ impl Tensor {
         if self.device().is_gpu()
             && self.dtype().is_float()
             && crate::determinism::are_deterministic_algorithms_enabled()
+            && !crate::determinism::ordered_scatter_fits(
+                self.numel(),
+                indices.shape().get(d).copied().unwrap_or(0),
+            )
         {
-            // The GPU kernel adds floats atomically, in arrival order: where repeated indices
-            // meet, the last bits can change from run to run. Deterministic algorithms take
-            // the CPU's fixed order instead, under the CPU-fallback policy.
+            // The GPU's atomic kernel adds floats in arrival order, and its ordered kernel
+            // (the deterministic one) would take too long: the CPU's fixed order, under the
+            // CPU-fallback policy.
             let bytes = (self.numel() + src.numel()) * self.dtype().size_in_bytes()
                 + indices.numel() * indices.dtype().size_in_bytes();
             let cpu = crate::Device::Cpu;

@@ -342,7 +342,10 @@ impl GpuStorage {
         Ok(out)
     }
 
-    /// A contiguous copy of the base with `src` added at `indices` along `dim`.
+    /// A contiguous copy of the base with `src` added at `indices` along `dim`: floats with
+    /// atomic adds, or, with deterministic algorithms on and the work within
+    /// `determinism::ordered_scatter_fits`, in the CPU's order
+    /// (`scatter_add_ordered.rs`).
     pub fn scatter_add(
         &self,
         layout: &Layout,
@@ -386,6 +389,19 @@ impl GpuStorage {
         let out = self.copy_strided(layout)?;
         let numel = indices_layout.numel();
         if numel == 0 {
+            return Ok(out);
+        }
+        if self.dtype.is_float()
+            && crate::determinism::are_deterministic_algorithms_enabled()
+            && crate::determinism::ordered_scatter_fits(out.len, index_shape[dim])
+        {
+            super::scatter_add_ordered::launch(
+                &out,
+                &layout.shape,
+                dim,
+                (indices, indices_layout),
+                (src, src_layout),
+            )?;
             return Ok(out);
         }
         let header = ScatterAddParams {

@@ -43,6 +43,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
         super::matmul::catalogue(&mut keys, dtype);
         super::matmul_dot::catalogue(&mut keys, dtype);
         super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
+        super::scatter_add_ordered::catalogue(&mut keys, dtype, &INDEX_DTYPES);
         super::attention::catalogue(&mut keys, dtype);
     }
     super::sort::catalogue(&mut keys);

@@ -22,6 +22,7 @@
 //! | `ConvPatch` | `conv_nhwc/patch.rs` |
 //! | `SpaceToDepth` | `conv_nhwc/space_to_depth.rs` |
 //! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
+//! | `ScatterAddOrdered` | `scatter_add_ordered.rs` |
 //! | `IndexAddKeys`, `IndexAddSums` | `index_add.rs` |
 //! | `SortRows`, `SortGlobal` | `sort.rs` |
 //! | `MaxPool2d`, `MaxPool2dBackward` | `pool.rs` |
@@ -163,6 +164,8 @@ pub enum KernelKey {
     IndexRows { dtype: DType, index: DType },
     /// `scatter_add` (atomic adds into a copy of the base).
     ScatterAdd { dtype: DType, index: DType },
+    /// `scatter_add` on floats in the CPU's order, for deterministic algorithms.
+    ScatterAddOrdered { dtype: DType, index: DType },
     /// `index_add`'s check of the sorted indices (`index_add.rs`).
     IndexAddKeys { index: DType },
     /// `index_add`'s deterministic segmented sums: the chunk pass, or the pass over segments
@@ -336,6 +339,7 @@ impl KernelKey {
             | KernelKey::Gather { .. }
             | KernelKey::IndexRows { .. }
             | KernelKey::ScatterAdd { .. }
+            | KernelKey::ScatterAddOrdered { .. }
             | KernelKey::IndexAddKeys { .. }
             | KernelKey::IndexAddSums { .. }
             | KernelKey::SortRows { .. }
@@ -408,6 +412,7 @@ impl KernelKey {
             | KernelKey::Gather { .. }
             | KernelKey::IndexRows { .. }
             | KernelKey::ScatterAdd { .. }
+            | KernelKey::ScatterAddOrdered { .. }
             | KernelKey::IndexAddKeys { .. }
             | KernelKey::IndexAddSums { .. }
             | KernelKey::SortRows { .. }
@@ -458,6 +463,7 @@ impl KernelKey {
             | KernelKey::Gather { dtype, .. }
             | KernelKey::IndexRows { dtype, .. }
             | KernelKey::ScatterAdd { dtype, .. }
+            | KernelKey::ScatterAddOrdered { dtype, .. }
             | KernelKey::MaxPool2d { dtype, .. }
             | KernelKey::MaxPool2dVectorized { dtype, .. }
             | KernelKey::MaxPool2dChannelsLast { dtype, .. }
@@ -587,6 +593,9 @@ impl KernelKey {
             }
             KernelKey::ScatterAdd { dtype, index } => {
                 super::indexing::scatter_add_source(*dtype, *index)
+            }
+            KernelKey::ScatterAddOrdered { dtype, index } => {
+                super::scatter_add_ordered::source(*dtype, *index)
             }
             KernelKey::IndexAddKeys { index } => super::index_add::keys_source(*index),
             KernelKey::IndexAddSums { dtype, crossing } => {

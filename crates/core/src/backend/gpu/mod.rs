@@ -75,6 +75,7 @@ mod prefetch;
 mod random;
 mod reduce;
 mod rows;
+mod scatter_add_ordered;
 mod sliced;
 mod sort;
 mod storage;
