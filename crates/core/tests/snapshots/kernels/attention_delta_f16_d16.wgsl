@@ -25,17 +25,26 @@ struct AttentionParams {
 @group(0) @binding(2) var<storage, read> grad_data: array<vec4<S>>;
 @group(0) @binding(3) var<storage, read> logsumexp_data: array<f32>;
 @group(0) @binding(4) var<storage, read_write> statistics_data: array<vec2<f32>>;
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32) {
-    let row = workgroup.x * 64u + local;
-    if (row >= params.query_length) {
+var<workgroup> partial: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let rows = params.batch_heads * params.query_length;
+    let at = (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
+    var product = 0.0;
+    if (at < rows * 4u) {
+        product = dot(vec4<f32>(grad_data[at]), vec4<f32>(output_data[at]));
+    }
+    partial[local] = product;
+    workgroupBarrier();
+    let own = at / 4u;
+    if (local % 4u != 0u || own >= rows) {
         return;
     }
-    let own = workgroup.y * params.query_length + row;
-    var total = vec4<f32>(0.0);
-    total = total + vec4<f32>(grad_data[own * 4u + 0u]) * vec4<f32>(output_data[own * 4u + 0u]);
-    total = total + vec4<f32>(grad_data[own * 4u + 1u]) * vec4<f32>(output_data[own * 4u + 1u]);
-    total = total + vec4<f32>(grad_data[own * 4u + 2u]) * vec4<f32>(output_data[own * 4u + 2u]);
-    total = total + vec4<f32>(grad_data[own * 4u + 3u]) * vec4<f32>(output_data[own * 4u + 3u]);
-    statistics_data[own] = vec2<f32>(logsumexp_data[own], dot(total, vec4<f32>(1.0)));
+    var total = 0.0;
+    total = total + partial[local + 0u];
+    total = total + partial[local + 1u];
+    total = total + partial[local + 2u];
+    total = total + partial[local + 3u];
+    statistics_data[own] = vec2<f32>(logsumexp_data[own], total);
 }
