@@ -86,13 +86,6 @@ const FIRST_SUBMIT_DISPATCHES: u32 = 4;
 /// 0.548–0.581 in the same call.
 const EARLY_SUBMIT_WORKGROUPS: u64 = 256;
 
-/// Whether waits open the next encoder ahead ([`GpuContext::open_ahead_locked`]): yes unless
-/// `ANYGRAD_OPEN_AHEAD=0`.
-fn open_ahead() -> bool {
-    static OPEN_AHEAD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OPEN_AHEAD.get_or_init(|| std::env::var("ANYGRAD_OPEN_AHEAD").as_deref() != Ok("0"))
-}
-
 /// A compiled kernel and the layout of its bind group 0.
 pub(crate) struct CachedPipeline {
     pipeline: wgpu::ComputePipeline,
@@ -122,15 +115,11 @@ struct Recording {
     deferred: Vec<DeferredOp>,
     /// Nothing has been submitted since the last wait: the GPU is idle.
     idle: bool,
-    /// The open encoder holds nothing but a compute pass opened ahead of use (while the host
-    /// waited for the GPU, [`GpuContext::open_ahead_locked`]): a flush leaves it open.
-    opened_ahead: bool,
 }
 
 impl Recording {
     /// The open encoder, with the compute pass ended (copies cannot be recorded inside a pass).
     fn encoder(&mut self, device: &wgpu::Device) -> &mut wgpu::CommandEncoder {
-        self.opened_ahead = false;
         self.pass = None;
         self.encoder.get_or_insert_with(|| {
             device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -329,7 +318,6 @@ impl GpuContext {
                 submissions: 0,
                 deferred: Vec::new(),
                 idle: true,
-                opened_ahead: false,
             }),
             arena,
             arena_alignment_words,
@@ -669,7 +657,6 @@ impl GpuContext {
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(workgroups.0, workgroups.1, workgroups.2);
-        recording.opened_ahead = false;
         if let Some(timer) = recording.timing.as_mut() {
             // Timed: each kernel in a pass of its own, named.
             timer.name_pass(&pipeline.label);
@@ -703,13 +690,8 @@ impl GpuContext {
         recording.dispatches = 0;
         recording.submit_after = FIRST_SUBMIT_DISPATCHES;
         recording.submissions += 1;
-        // An encoder opened ahead with nothing in it stays open for the work to come.
-        let encoder = if recording.opened_ahead {
-            None
-        } else {
-            recording.pass = None;
-            recording.encoder.take()
-        };
+        recording.pass = None;
+        let encoder = recording.encoder.take();
         let uploads = self.uploads_pending.swap(false, Ordering::AcqRel);
         if encoder.is_none() && recording.params.is_empty() && !uploads {
             // Nothing recorded or uploaded since the last submission: a submit would only add
@@ -750,18 +732,6 @@ impl GpuContext {
         Ok(())
     }
 
-    /// Open the next command encoder and its compute pass now, before the host waits for the
-    /// GPU, so that the first dispatch recorded after the wait finds them open: work recorded
-    /// after a wait reaches the idle GPU only when it is submitted, so the host's time to that
-    /// first submit is time the GPU sits idle. Not while the profiler times kernels (its
-    /// passes carry timestamp writes), nor with `ANYGRAD_OPEN_AHEAD=0` (for comparisons).
-    fn open_ahead_locked(&self, recording: &mut MutexGuard<'_, Recording>) {
-        if open_ahead() && recording.encoder.is_none() && recording.timing.is_none() {
-            recording.pass(&self.device);
-            recording.opened_ahead = true;
-        }
-    }
-
     /// An output buffer for the next prefetch kernel (`prefetch.rs`): bound for writing, never
     /// written. They rotate through [`PREFETCH_SINKS`] buffers: wgpu puts a barrier before a
     /// dispatch that binds for writing a buffer an earlier dispatch of the same submission
@@ -800,7 +770,6 @@ impl GpuContext {
             let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
             self.queue_flag_copy_locked(&mut recording);
             self.flush_locked(&mut recording)?;
-            self.open_ahead_locked(&mut recording);
             recording.submissions
         };
         self.wait()?;

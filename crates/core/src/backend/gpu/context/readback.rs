@@ -112,7 +112,6 @@ impl GpuContext {
                 self.queue_flag_copy_locked(&mut recording);
             }
             self.flush_locked(&mut recording)?;
-            self.open_ahead_locked(&mut recording);
             recording.submissions
         };
         let mapped = self.map_and_read(&staging);
