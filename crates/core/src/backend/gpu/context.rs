@@ -19,6 +19,9 @@
 //!   single `write_buffer` just before the submit — one staging copy per submission instead of a
 //!   buffer and a staging copy per dispatch. (A later submission may reuse the same device
 //!   buffer: the queue orders the upload after the earlier submissions that read it.)
+//! - parameter words a dispatch repeats are bound from a cache written once, and bind groups
+//!   are reused by what they bind (`context/reuse.rs`): a loop that repeats its steps creates
+//!   no bind group and uploads no parameters after its first steps.
 //! - pipelines are cached with their bind-group layout (`get_bind_group_layout` is not free).
 //!
 //! **Deferred index checks.** Index kernels never read or write out of bounds; a bad index sets
@@ -35,6 +38,7 @@
 mod copies;
 mod index_flags;
 mod readback;
+mod reuse;
 mod staging;
 mod stats;
 mod timing;
@@ -45,7 +49,6 @@ pub(crate) use staging::GpuStaging;
 use index_flags::FlagCopy;
 
 use std::collections::HashMap;
-use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
@@ -115,6 +118,10 @@ struct Recording {
     deferred: Vec<DeferredOp>,
     /// Nothing has been submitted since the last wait: the GPU is idle.
     idle: bool,
+    /// Parameter words seen more than once, and where they live (`context/reuse.rs`).
+    param_cache: reuse::ParamCache,
+    /// Bind groups by what they bind (`context/reuse.rs`).
+    bind_cache: reuse::BindCache,
 }
 
 impl Recording {
@@ -166,6 +173,8 @@ pub(crate) struct GpuContext {
     recording: Mutex<Recording>,
     /// Device buffer of the parameter arena (`ARENA_BYTES`).
     arena: wgpu::Buffer,
+    /// Device buffer of the parameter cache (`reuse::PARAM_CACHE_BYTES`): slots written once.
+    param_cache: wgpu::Buffer,
     /// Parameter offsets are multiples of this many words (the storage offset alignment).
     arena_alignment_words: usize,
     /// One u32 per index dispatch: non-zero once its kernel saw an out-of-range index.
@@ -294,6 +303,7 @@ impl GpuContext {
             })
         };
         let arena = internal_buffer("anygrad parameters", ARENA_BYTES);
+        let param_cache = internal_buffer("anygrad parameter cache", reuse::PARAM_CACHE_BYTES);
         let index_flags = internal_buffer("anygrad index flags", (INDEX_FLAG_SLOTS * 4) as u64);
         let arena_alignment_words =
             (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
@@ -318,8 +328,14 @@ impl GpuContext {
                 submissions: 0,
                 deferred: Vec::new(),
                 idle: true,
+                param_cache: reuse::ParamCache::new(
+                    (reuse::PARAM_CACHE_BYTES / 4) as usize,
+                    arena_alignment_words,
+                ),
+                bind_cache: reuse::BindCache::default(),
             }),
             arena,
+            param_cache,
             arena_alignment_words,
             index_flags,
             flag_copies: Mutex::new(Vec::new()),
@@ -589,70 +605,7 @@ impl GpuContext {
         workgroups: (u32, u32, u32),
         index_op: Option<&'static str>,
     ) -> Result<()> {
-        // One spare zero word: a params struct ending in a runtime array (`params.rs`) binds at
-        // least one element of it, even when the dispatch's tail is empty.
-        let words = params.len() + 1;
-        if (words * 4) as u64 > ARENA_BYTES {
-            return Err(Error::invalid(
-                "gpu kernel",
-                format!("{words} parameter words exceed the parameter arena"),
-            ));
-        }
-        // Parameters start at an offset the device accepts for a storage binding.
-        let mut offset = recording
-            .params
-            .len()
-            .next_multiple_of(self.arena_alignment_words);
-        if ((offset + words) * 4) as u64 > ARENA_BYTES {
-            self.flush_locked(recording)?;
-            offset = 0;
-        }
-        recording.params.resize(offset, 0);
-        recording.params.extend_from_slice(params);
-        recording.params.resize(offset + words, 0);
-        if let Some(op) = index_op {
-            if recording.index_owners.len() >= INDEX_FLAG_SLOTS {
-                // Out of slots: copy the flags out now (read at the next wait) and start over.
-                if let Some(copy) = self.take_flags_locked(recording) {
-                    self.flag_copies
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(copy);
-                }
-            }
-            let slot = recording.index_owners.len();
-            recording
-                .index_owners
-                .push((std::thread::current().id(), op));
-            if INDEX_SLOT_WORD < words {
-                recording.params[offset + INDEX_SLOT_WORD] = slot as u32;
-            }
-        }
-        // Keep the entries on the stack.
-        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; MAX_BINDINGS] = Default::default();
-        entries[0] = Some(wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.arena,
-                offset: (offset * 4) as u64,
-                size: NonZeroU64::new((words * 4) as u64),
-            }),
-        });
-        if bindings.len() + 1 > entries.len() {
-            return Err(Error::invalid("gpu kernel", "too many bindings"));
-        }
-        for (slot, buffer) in bindings.iter().enumerate() {
-            entries[slot + 1] = Some(wgpu::BindGroupEntry {
-                binding: slot as u32 + 1,
-                resource: buffer.as_entire_binding(),
-            });
-        }
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = entries.into_iter().flatten().collect();
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.layout,
-            entries: &entries,
-        });
+        let bind_group = self.bind_group_locked(recording, pipeline, params, bindings, index_op)?;
         let pass = recording.pass(&self.device);
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);

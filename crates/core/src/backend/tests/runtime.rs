@@ -245,3 +245,47 @@ fn concurrent_threads_share_one_device_safely() {
         thread.join().expect("worker thread");
     }
 }
+
+#[test]
+fn kernels_repeated_across_emptied_caches_bind_live_buffers() {
+    // Repeated dispatches reuse their parameter slots and bind groups (`context/reuse.rs`),
+    // through rounds whose buffers the pool destroys (empty_cache, memory mode): the results
+    // stay right and the repeats do reuse.
+    let Some(device) = gpu() else { return };
+    let Device::Gpu(shared) = &device else {
+        unreachable!()
+    };
+    let own = GpuDevice::open_new_instance(shared.ordinal()).unwrap();
+    let own_device = Device::Gpu(own.clone());
+    let layout = Layout::contiguous(&[1000]);
+    for (round, mode) in [
+        gpu::ExecutionMode::Default,
+        gpu::ExecutionMode::Default,
+        gpu::ExecutionMode::Memory,
+        gpu::ExecutionMode::Default,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        gpu::set_execution_mode(&own, mode).unwrap();
+        for step in 0..3 {
+            let value = (round * 3 + step) as f64 * 0.25;
+            let x = Storage::full(&own_device, 1000, DType::F32, value).unwrap();
+            let y = x.unary(&layout, UnaryOp::Exp).unwrap();
+            let z = y.binary(&layout, &x, &layout, BinaryOp::Add).unwrap();
+            let got = flat(&z);
+            let want = value.exp() + value;
+            assert!(
+                got.iter().all(|v| (v - want).abs() <= 1e-5 * want.abs()),
+                "round {round} step {step}: {:?} against {want}",
+                &got[..4]
+            );
+        }
+        gpu::empty_cache(&own);
+    }
+    let (created, reused) = own.context().bind_group_counts();
+    assert!(
+        reused > 0 && created > 0,
+        "created {created}, reused {reused}"
+    );
+}

@@ -15,6 +15,13 @@ impl GpuContext {
         }
     }
 
+    /// Bind groups created and bind groups reused from the cache (`context/reuse.rs`).
+    #[cfg(test)]
+    pub(crate) fn bind_group_counts(&self) -> (u64, u64) {
+        let recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        (recording.bind_cache.created, recording.bind_cache.reused)
+    }
+
     /// Memory counters.
     pub(crate) fn memory_stats(&self) -> MemoryStats {
         self.pool.lock().unwrap_or_else(|p| p.into_inner()).stats()
