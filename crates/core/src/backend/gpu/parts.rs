@@ -85,7 +85,17 @@ impl GpuStorage {
         let mut start = 0;
         while start < numel {
             let len = step.min(numel - start);
-            pieces.push(make(start, len)?);
+            // A piece the device cannot hold means the tensor does not fit: say so for the
+            // whole request (the pieces made so far go back to the pool).
+            let piece = make(start, len).map_err(|error| match error {
+                Error::OutOfMemory { in_use, limit, .. } => Error::OutOfMemory {
+                    requested: (numel as u64).saturating_mul(gpu_element_size(dtype)),
+                    in_use,
+                    limit,
+                },
+                other => other,
+            })?;
+            pieces.push(piece);
             start += len;
         }
         GpuStorage::from_pieces(device, dtype, pieces)
