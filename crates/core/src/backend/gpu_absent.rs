@@ -92,6 +92,12 @@ impl GpuStaging {
 pub enum CoopVariant {}
 
 impl GpuDevice {
+    /// Needs a GPU, which cannot exist in this build.
+    #[cfg(test)]
+    pub(crate) fn cached_parameter_hits(&self) -> u64 {
+        match self.never {}
+    }
+
     /// Always `Error::NoAdapter`: this build has no GPU backend.
     pub fn open(_ordinal: usize) -> Result<GpuDevice> {
         Err(built_without_gpu())

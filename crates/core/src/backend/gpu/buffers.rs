@@ -44,9 +44,6 @@ pub(crate) struct PoolState {
     pending: Vec<wgpu::Buffer>,
     pub(crate) caching: bool,
     stats: MemoryStats,
-    /// Buffers given back to the driver so far: bind groups made before a change of this
-    /// count may bind a destroyed buffer (`context/reuse.rs`).
-    pub(crate) destroyed: u64,
 }
 
 /// A shared handle to the pool, kept by every pooled buffer so that its drop can give the
@@ -124,7 +121,6 @@ impl PoolState {
                 self.free.entry(buffer.size()).or_default().push(buffer);
             } else {
                 self.stats.reserved_bytes = self.stats.reserved_bytes.saturating_sub(buffer.size());
-                self.destroyed += 1;
                 buffer.destroy();
             }
         }
@@ -135,7 +131,6 @@ impl PoolState {
         for (_, buffers) in self.free.drain() {
             for buffer in buffers {
                 self.stats.reserved_bytes = self.stats.reserved_bytes.saturating_sub(buffer.size());
-                self.destroyed += 1;
                 buffer.destroy();
             }
         }

@@ -19,9 +19,8 @@
 //!   single `write_buffer` just before the submit — one staging copy per submission instead of a
 //!   buffer and a staging copy per dispatch. (A later submission may reuse the same device
 //!   buffer: the queue orders the upload after the earlier submissions that read it.)
-//! - parameter words a dispatch repeats are bound from a cache written once, and bind groups
-//!   are reused by what they bind (`context/reuse.rs`): a loop that repeats its steps creates
-//!   no bind group and uploads no parameters after its first steps.
+//! - parameter words that repeat are bound from a cache written once (`context/reuse.rs`): a
+//!   loop that repeats its steps uploads no parameters after its first steps.
 //! - pipelines are cached with their bind-group layout (`get_bind_group_layout` is not free).
 //!
 //! **Deferred index checks.** Index kernels never read or write out of bounds; a bad index sets
@@ -120,8 +119,6 @@ struct Recording {
     idle: bool,
     /// Parameter words seen more than once, and where they live (`context/reuse.rs`).
     param_cache: reuse::ParamCache,
-    /// Bind groups by what they bind (`context/reuse.rs`).
-    bind_cache: reuse::BindCache,
 }
 
 impl Recording {
@@ -332,7 +329,6 @@ impl GpuContext {
                     (reuse::PARAM_CACHE_BYTES / 4) as usize,
                     arena_alignment_words,
                 ),
-                bind_cache: reuse::BindCache::default(),
             }),
             arena,
             param_cache,

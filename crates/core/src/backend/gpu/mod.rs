@@ -209,6 +209,12 @@ impl GpuDevice {
     pub(crate) fn context(&self) -> &GpuContext {
         &self.context
     }
+
+    /// Tests: dispatches whose parameter words came from the cache (`context/reuse.rs`).
+    #[cfg(test)]
+    pub(crate) fn cached_parameter_hits(&self) -> u64 {
+        self.context.cached_parameter_hits()
+    }
 }
 
 /// Number of usable GPU adapters.

@@ -1,24 +1,21 @@
-//! What a dispatch can take from earlier steps instead of asking wgpu again: its bind group and
-//! its parameter words.
+//! Kernel parameters that repeat, bound from where they already are.
 //!
-//! A training or inference loop records the same kernels on the same buffers step after step
-//! (the pool hands the same buffers back, `buffers.rs`), yet each dispatch used to create a
-//! bind group and each submission to upload its parameter arena with `queue.write_buffer`
-//! (which makes a staging buffer and a copy). On the H200 those took 3–6 and 3–5 µs of the
-//! host's time before the first kernel of a synchronized step reached the idle GPU
-//! (`docs/PERFORMANCE.md`, thirty-second session). So:
-//! - **Parameters** seen a second time get a slot of their own in a device buffer that is
-//!   written once and never rewritten ([`ParamCache`]): later dispatches with the same words
-//!   bind that slot and upload nothing. Parameters seen once (an optimizer's step count, a
-//!   seed) stay in the per-submission arena; index kernels, whose words carry a fresh flag
-//!   slot, always do. When the buffer is full, new words go to the arena.
-//! - **Bind groups** are kept by what they bind ([`BindCache`]): the layout, the parameter
-//!   binding (buffer, offset, size) and the buffers in order. The key holds the buffers
-//!   themselves, so a cached group is only found again by a dispatch that binds those very
-//!   buffers, which are then alive. A buffer the pool gives back to the driver (`destroy`) is
-//!   bound by no tensor again, so groups that bind it are dead weight: the cache empties
-//!   itself whenever the pool has destroyed a buffer since it was filled
-//!   (`PoolState::destroyed`), and when it holds [`MAX_BIND_GROUPS`].
+//! A training or inference loop records the same kernels with the same parameter words step
+//! after step, yet each submission used to upload its parameter arena with
+//! `queue.write_buffer` (a staging buffer and a copy, submitted as a command buffer of its
+//! own, inside `queue.submit`): on the H200 3–5 µs of the host's time before the first kernel
+//! of a synchronized step reached the idle GPU (`docs/PERFORMANCE.md`, thirty-second and
+//! thirty-third sessions). So parameter words seen a second time get a slot
+//! of their own in a device buffer that is written once and never rewritten
+//! ([`ParamCache`]): later dispatches with the same words bind that slot, and a submission
+//! whose words are all cached uploads nothing. Words seen once (an optimizer's bias
+//! correction, a fill value) stay in the per-submission arena; index kernels, whose words
+//! carry a fresh flag slot, always do; when the buffer is full, new words go to the arena.
+//!
+//! Bind groups are still made per dispatch: kept by the buffers they bind, they were found
+//! again in the attention step but in only 8% of ResNet-18's training dispatches (the pool
+//! hands buffers back in a different order each step), where making, keeping and dropping
+//! them cost more than it saved (PERFORMANCE.md, thirty-third session).
 
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU64;
@@ -30,23 +27,11 @@ use super::{
 };
 use crate::error::{Error, Result};
 
-/// Bind groups kept at most; the cache starts over when full.
-pub(super) const MAX_BIND_GROUPS: usize = 4096;
-
 /// Bytes of the device buffer that holds repeated parameter words.
 pub(super) const PARAM_CACHE_BYTES: u64 = 256 * 1024;
 
 /// Distinct parameter blocks remembered as seen once before the memory starts over.
 const MAX_SEEN: usize = 8192;
-
-/// Where a dispatch's parameter words are bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum ParamSlot {
-    /// In this submission's arena, at this word offset.
-    Arena { offset: u32, words: u32 },
-    /// In the parameter cache, at this word offset.
-    Cached { offset: u32, words: u32 },
-}
 
 /// Parameter blocks seen more than once, each at a fixed word offset of the cache buffer.
 #[derive(Debug)]
@@ -57,6 +42,8 @@ pub(super) struct ParamCache {
     next: usize,
     capacity_words: usize,
     alignment_words: usize,
+    /// Blocks found in the cache so far.
+    pub(super) hits: u64,
 }
 
 /// What [`ParamCache::place`] decided for a block of words.
@@ -80,12 +67,14 @@ impl ParamCache {
             next: 0,
             capacity_words,
             alignment_words: alignment_words.max(1),
+            hits: 0,
         }
     }
 
     /// Where the block `words` (the kernel's parameters plus the spare zero word) goes.
     pub(super) fn place(&mut self, words: &[u32]) -> Placement {
         if let Some(&offset) = self.slots.get(words) {
+            self.hits += 1;
             return Placement::Hit(offset);
         }
         if !self.seen.contains(words) {
@@ -106,62 +95,10 @@ impl ParamCache {
     }
 }
 
-/// The identity of a bind group: everything `create_bind_group` was given.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct BindKey {
-    layout: wgpu::BindGroupLayout,
-    params: ParamSlot,
-    buffers: Vec<wgpu::Buffer>,
-}
-
-/// Bind groups by what they bind, valid while the pool has destroyed no buffer.
-#[derive(Debug, Default)]
-pub(super) struct BindCache {
-    groups: HashMap<BindKey, wgpu::BindGroup>,
-    /// The pool's destroyed-buffer count when the cache was last emptied.
-    generation: u64,
-    /// Bind groups created, and found in the cache.
-    pub(super) created: u64,
-    pub(super) reused: u64,
-}
-
-impl BindCache {
-    /// The bind group of `layout` binding `params` then `buffers`, made by `create` when not
-    /// cached. `destroyed` is the pool's current destroyed-buffer count.
-    pub(super) fn get(
-        &mut self,
-        destroyed: u64,
-        layout: &wgpu::BindGroupLayout,
-        params: ParamSlot,
-        buffers: &[&wgpu::Buffer],
-        create: impl FnOnce() -> wgpu::BindGroup,
-    ) -> wgpu::BindGroup {
-        if destroyed != self.generation || self.groups.len() >= MAX_BIND_GROUPS {
-            self.groups.clear();
-            self.generation = destroyed;
-        }
-        let key = BindKey {
-            layout: layout.clone(),
-            params,
-            buffers: buffers.iter().map(|&buffer| buffer.clone()).collect(),
-        };
-        match self.groups.entry(key) {
-            std::collections::hash_map::Entry::Occupied(entry) => {
-                self.reused += 1;
-                entry.get().clone()
-            }
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                self.created += 1;
-                entry.insert(create()).clone()
-            }
-        }
-    }
-}
-
 impl GpuContext {
     /// The bind group of one dispatch: its parameter words placed (in the cache where they
-    /// repeat, else in this submission's arena, with an index kernel's flag slot) and the
-    /// group taken from the cache or created.
+    /// repeat, else in this submission's arena, with an index kernel's flag slot), then its
+    /// buffers.
     pub(super) fn bind_group_locked(
         &self,
         recording: &mut MutexGuard<'_, Recording>,
@@ -202,11 +139,8 @@ impl GpuContext {
             }
             _ => Placement::Arena,
         };
-        let slot = match placement {
-            Placement::Hit(offset) | Placement::Fresh(offset) => ParamSlot::Cached {
-                offset,
-                words: words as u32,
-            },
+        let (param_buffer, offset) = match placement {
+            Placement::Hit(offset) | Placement::Fresh(offset) => (&self.param_cache, offset),
             Placement::Arena => {
                 // Parameters start at an offset the device accepts for a storage binding.
                 let mut offset = recording
@@ -239,50 +173,31 @@ impl GpuContext {
                         recording.params[offset + INDEX_SLOT_WORD] = slot as u32;
                     }
                 }
-                ParamSlot::Arena {
-                    offset: offset as u32,
-                    words: words as u32,
-                }
+                (&self.arena, offset as u32)
             }
         };
-        let (param_buffer, offset) = match slot {
-            ParamSlot::Arena { offset, .. } => (&self.arena, offset),
-            ParamSlot::Cached { offset, .. } => (&self.param_cache, offset),
-        };
-        let destroyed = self
-            .pool
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .destroyed;
-        let bind_group =
-            recording
-                .bind_cache
-                .get(destroyed, &pipeline.layout, slot, bindings, || {
-                    // Keep the entries on the stack.
-                    let mut entries: [Option<wgpu::BindGroupEntry<'_>>; MAX_BINDINGS] =
-                        Default::default();
-                    entries[0] = Some(wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: param_buffer,
-                            offset: u64::from(offset) * 4,
-                            size: NonZeroU64::new((words * 4) as u64),
-                        }),
-                    });
-                    for (slot, buffer) in bindings.iter().enumerate() {
-                        entries[slot + 1] = Some(wgpu::BindGroupEntry {
-                            binding: slot as u32 + 1,
-                            resource: buffer.as_entire_binding(),
-                        });
-                    }
-                    let entries: Vec<wgpu::BindGroupEntry<'_>> =
-                        entries.into_iter().flatten().collect();
-                    self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: None,
-                        layout: &pipeline.layout,
-                        entries: &entries,
-                    })
-                });
+        // Keep the entries on the stack.
+        let mut entries: [Option<wgpu::BindGroupEntry<'_>>; MAX_BINDINGS] = Default::default();
+        entries[0] = Some(wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: param_buffer,
+                offset: u64::from(offset) * 4,
+                size: NonZeroU64::new((words * 4) as u64),
+            }),
+        });
+        for (slot, buffer) in bindings.iter().enumerate() {
+            entries[slot + 1] = Some(wgpu::BindGroupEntry {
+                binding: slot as u32 + 1,
+                resource: buffer.as_entire_binding(),
+            });
+        }
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = entries.into_iter().flatten().collect();
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
         Ok(bind_group)
     }
 }

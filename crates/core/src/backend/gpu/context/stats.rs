@@ -15,11 +15,11 @@ impl GpuContext {
         }
     }
 
-    /// Bind groups created and bind groups reused from the cache (`context/reuse.rs`).
+    /// Dispatches whose parameter words were found in the cache (`context/reuse.rs`).
     #[cfg(test)]
-    pub(crate) fn bind_group_counts(&self) -> (u64, u64) {
+    pub(crate) fn cached_parameter_hits(&self) -> u64 {
         let recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-        (recording.bind_cache.created, recording.bind_cache.reused)
+        recording.param_cache.hits
     }
 
     /// Memory counters.
