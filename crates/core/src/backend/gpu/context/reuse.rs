@@ -5,10 +5,10 @@
 //! `queue.write_buffer` (a staging buffer and a copy, submitted as a command buffer of its
 //! own, inside `queue.submit`): on the H200 3–5 µs of the host's time before the first kernel
 //! of a synchronized step reached the idle GPU (`docs/PERFORMANCE.md`, thirty-second and
-//! thirty-third sessions). So parameter words seen a second time get a slot
-//! of their own in a device buffer that is written once and never rewritten
-//! ([`ParamCache`]): later dispatches with the same words bind that slot, and a submission
-//! whose words are all cached uploads nothing. Words seen once (an optimizer's bias
+//! thirty-third sessions). So parameter words seen a second time get a slot of their own in a
+//! device buffer that is written once and never rewritten ([`ParamCache`]): later dispatches
+//! with the same words bind that slot, and a submission whose words are all cached uploads
+//! nothing. Words seen once (an optimizer's bias
 //! correction, a fill value) stay in the per-submission arena; index kernels, whose words
 //! carry a fresh flag slot, always do; when the buffer is full, new words go to the arena.
 //!
@@ -125,17 +125,12 @@ impl GpuContext {
         let placement = match block.get_mut(..words) {
             Some(block) if index_op.is_none() => {
                 block[..params.len()].copy_from_slice(params);
-                match recording.param_cache.place(block) {
-                    Placement::Fresh(offset) => {
-                        self.write_buffer(
-                            &self.param_cache,
-                            u64::from(offset) * 4,
-                            bytemuck::cast_slice(block),
-                        );
-                        Placement::Fresh(offset)
-                    }
-                    other => other,
+                let placement = recording.param_cache.place(block);
+                if let Placement::Fresh(offset) = placement {
+                    let bytes: &[u8] = bytemuck::cast_slice(block);
+                    self.write_buffer(&self.param_cache, u64::from(offset) * 4, bytes);
                 }
+                placement
             }
             _ => Placement::Arena,
         };
