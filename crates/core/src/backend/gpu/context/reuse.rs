@@ -8,9 +8,10 @@
 //! thirty-third sessions). So parameter words seen a second time get a slot of their own in a
 //! device buffer that is written once and never rewritten ([`ParamCache`]): later dispatches
 //! with the same words bind that slot, and a submission whose words are all cached uploads
-//! nothing. Words seen once (an optimizer's bias
-//! correction, a fill value) stay in the per-submission arena; index kernels, whose words
-//! carry a fresh flag slot, always do; when the buffer is full, new words go to the arena.
+//! nothing. Words seen once (an optimizer's bias correction, a fill value) stay in the
+//! per-submission arena; index kernels, whose words carry a fresh flag slot, always do, as do
+//! blocks of more than [`MAX_CACHED_WORDS`]; when the buffer is full, new words go to the
+//! arena (and are no longer remembered as seen).
 //!
 //! Bind groups are still made per dispatch: kept by the buffers they bind, they were found
 //! again in the attention step but in only 8% of ResNet-18's training dispatches (the pool
@@ -29,6 +30,9 @@ use crate::error::{Error, Result};
 
 /// Bytes of the device buffer that holds repeated parameter words.
 pub(super) const PARAM_CACHE_BYTES: u64 = 256 * 1024;
+
+/// The longest block of parameter words (spare word included) the cache takes.
+const MAX_CACHED_WORDS: usize = 128;
 
 /// Distinct parameter blocks remembered as seen once before the memory starts over.
 const MAX_SEEN: usize = 8192;
@@ -77,15 +81,16 @@ impl ParamCache {
             self.hits += 1;
             return Placement::Hit(offset);
         }
+        let offset = self.next.next_multiple_of(self.alignment_words);
+        if offset + words.len() > self.capacity_words || offset > u32::MAX as usize {
+            // No slot left for it: nothing to remember.
+            return Placement::Arena;
+        }
         if !self.seen.contains(words) {
             if self.seen.len() >= MAX_SEEN {
                 self.seen.clear();
             }
             self.seen.insert(words.into());
-            return Placement::Arena;
-        }
-        let offset = self.next.next_multiple_of(self.alignment_words);
-        if offset + words.len() > self.capacity_words || offset > u32::MAX as usize {
             return Placement::Arena;
         }
         self.next = offset + words.len();
@@ -121,7 +126,7 @@ impl GpuContext {
         }
         // Words seen before are bound where they already are ([`ParamCache`]); index
         // kernels get a fresh flag slot in their words, so theirs go to the arena.
-        let mut block = [0u32; 128];
+        let mut block = [0u32; MAX_CACHED_WORDS];
         let placement = match block.get_mut(..words) {
             Some(block) if index_op.is_none() => {
                 block[..params.len()].copy_from_slice(params);
