@@ -18,7 +18,6 @@ use std::sync::Mutex;
 
 use super::attention_coop_source::workgroup_bytes;
 pub(crate) use super::attention_coop_source::{CoopForward, ForwardMode};
-use super::attention_coop_uniform::{redo_grid, REDO_WORKGROUPS};
 use super::kernels::KernelKey;
 use super::storage::GpuStorage;
 use super::GpuDevice;
@@ -140,9 +139,6 @@ impl AttentionCoopState {
 thread_local! {
     /// Tests: take the emulated kernel (on any f16 device) instead of the hardware one.
     pub(crate) static EMULATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Tests: the redo's workgroups (instead of [`REDO_WORKGROUPS`]).
-    pub(crate) static REDO_LIMIT: std::cell::Cell<Option<u32>> =
-        const { std::cell::Cell::new(None) };
     /// Tests: run the uniform forward without its redo.
     pub(crate) static SKIP_REDO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Tests: emulated kernels recorded by this thread.
@@ -268,19 +264,11 @@ pub(crate) fn run_forward(
         });
     }
     for pass in passes {
-        // The redo runs a fixed number of workgroups over the flagged blocks.
-        let pass_grid = match pass.mode {
-            ForwardMode::Redo => {
-                let blocks = grid.0.saturating_mul(grid.1);
-                (redo_grid(blocks, key.threads(), redo_workgroups()), 1, 1)
-            }
-            ForwardMode::Exact | ForwardMode::Uniform => grid,
-        };
         match context.dispatch(
             &KernelKey::AttentionCoop(pass),
             params,
             &pass_bindings,
-            pass_grid,
+            grid,
         ) {
             Err(error @ Error::Shader { .. }) if !key.emulated => {
                 context.coop.attention.disable(&error);
@@ -298,15 +286,6 @@ pub(crate) fn run_forward(
         context.coop.attention.count_dispatch();
     }
     Ok(true)
-}
-
-/// Workgroups of the redo at most ([`REDO_WORKGROUPS`]; tests may ask for fewer).
-fn redo_workgroups() -> u32 {
-    #[cfg(test)]
-    if let Some(limit) = REDO_LIMIT.with(std::cell::Cell::get) {
-        return limit;
-    }
-    REDO_WORKGROUPS
 }
 
 /// Tests: whether this thread asked to leave out the redo of the uniform forward (to show

@@ -118,8 +118,7 @@ pub(crate) enum ForwardMode {
     /// The output in tensor-core accumulators rescaled by one scalar a subgroup; writes a
     /// redo flag per workgroup (`flag_data`).
     Uniform,
-    /// `Exact` for the blocks whose flag `Uniform` raised, over a fixed grid that gathers them
-    /// (`attention_coop_uniform.rs`).
+    /// `Exact` for the workgroups whose flag `Uniform` raised; the others leave at once.
     Redo,
 }
 
@@ -393,26 +392,14 @@ var<workgroup> scratch: array<f32, {scratch}>;",
     } else {
         "key_length".into()
     };
-    let entry = if key.mode == ForwardMode::Redo {
-        // The redo walks the flagged blocks (`attention_coop_uniform.rs`): the exact forward
-        // is a function of the block.
-        super::attention_coop_uniform::redo_entry(&mut w, key, builtins, ids);
-        "fn exact_block(block: u32, head: u32, local: u32, subgroup: u32, lane: u32) {\n"
-            .to_string()
-    } else {
-        format!(
-            "@compute @workgroup_size({threads})
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32{builtins}) {{
-{ids}    let head = workgroup.y;
-    let block = workgroup.x;
-"
-        )
-    };
     let _ = writeln!(
         w,
-        "{entry}    let length = params.query_length;
+        "@compute @workgroup_size({threads})
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32{builtins}) {{
+{ids}    let head = workgroup.y;
+    let length = params.query_length;
     let key_length = params.key_length;
-    let row0 = block * {block_rows}u;
+    let row0 = workgroup.x * {block_rows}u;
     // This lane's query row (block-relative and global), and which half of a key tile it
     // exponentiates and which 8 of every 16 value columns it accumulates.
     let sub_row = subgroup * 16u;
@@ -424,6 +411,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let query_base = head * length;",
         sub_scratch = 16 * SCRATCH_ROW,
     );
+    if key.mode == ForwardMode::Redo {
+        super::attention_coop_uniform::redo_gate(&mut w, key);
+    }
     stage(
         &mut w,
         "    ",

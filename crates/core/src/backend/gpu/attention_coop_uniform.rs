@@ -20,10 +20,8 @@
 //! f16 number, so its probabilities carry the precision they have in the exact forward (whose
 //! largest is 1). A row that falls further behind (its max grew far less after its first tile
 //! than another row's did) flags the workgroup; the exact forward then runs again in
-//! `ForwardMode::Redo` for the flagged blocks only, overwriting their rows: a fixed grid of
-//! [`REDO_WORKGROUPS`] whose invocations read one flag each and whose workgroups then redo the
-//! flagged blocks they found ([`redo_entry`]). So every row is exact; the uniform mode is
-//! only faster.
+//! `ForwardMode::Redo` for flagged workgroups only (the others leave after one uniform load),
+//! overwriting their rows. So every row is exact; the uniform mode is only faster.
 //!
 //! H200 (8 x 12 x 512 x 64, f16): see `docs/PERFORMANCE.md`, twenty-sixth session.
 
@@ -201,60 +199,24 @@ pub(crate) fn epilogue(w: &mut String, key: &CoopForward, spell: &Spell, scratch
     );
 }
 
-/// Workgroups of the redo, at least: each reads the flags of its share of the blocks (one
-/// load per invocation: workgroup `g` of `n` takes blocks `g, g + n, g + 2n, ...`), then
-/// redoes the flagged ones. One wave of workgroups on a large GPU, so that a redo with
-/// nothing to do (the common case) costs one round of loads (6.1 µs on the H200 at 8 x 12 x
-/// 512 x 64 for one workgroup per block: 384 workgroups in three waves). The launcher
-/// ([`redo_grid`]) adds workgroups where their invocations would not cover every block.
-pub(crate) const REDO_WORKGROUPS: u32 = 128;
-
-/// The redo's workgroups for `blocks` blocks of `threads` invocations' workgroups: up to
-/// `limit` (normally [`REDO_WORKGROUPS`]), more where `limit x threads` do not cover them.
-pub(crate) fn redo_grid(blocks: u32, threads: u32, limit: u32) -> u32 {
-    blocks.min(limit).max(blocks.div_ceil(threads)).max(1)
-}
-
-/// The redo's entry point (`ForwardMode::Redo`), before the exact forward as
-/// `exact_block(block, head, local, subgroup, lane)`: the workgroup's invocations read the
-/// flags of its blocks (`workgroup + local x workgroups`), gather the flagged ones into a
-/// list in workgroup memory and the workgroup runs the exact forward for each.
-pub(crate) fn redo_entry(w: &mut String, key: &CoopForward, builtins: &str, ids: &str) {
-    let (rows, threads) = (key.block_rows(), key.threads());
+/// The redo's start (`ForwardMode::Redo`): a workgroup whose uniform run raised no flag
+/// leaves at once (one load, made uniform for the barriers after it through the first
+/// scratch value, which nothing reads before the walk writes it).
+pub(crate) fn redo_gate(w: &mut String, key: &CoopForward) {
     let _ = writeln!(
         w,
-        "var<workgroup> redo_count: atomic<u32>;
-var<workgroup> redo_total: u32;
-var<workgroup> redo_blocks: array<u32, {threads}>;
-@compute @workgroup_size({threads})
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32{builtins}) {{
-{ids}    let per_head = (params.query_length + {last}u) / {rows}u;
-    let blocks = per_head * params.batch_heads;
-    if (local == 0u) {{
-        atomicStore(&redo_count, 0u);
+        "    if (local == 0u) {{
+        scratch[0] = f32(flag_data[{flag}]);
     }}
-    workgroupBarrier();
-    let candidate = workgroup.x + local * workgroups.x;
-    if (candidate < blocks && flag_data[candidate] != 0u) {{
-        redo_blocks[atomicAdd(&redo_count, 1u)] = candidate;
-    }}
-    workgroupBarrier();
-    if (local == 0u) {{
-        redo_total = atomicLoad(&redo_count);
-    }}
-    let count = workgroupUniformLoad(&redo_total);
-    for (var i = 0u; i < count; i++) {{
-        let block = workgroupUniformLoad(&redo_blocks[i]);
-        exact_block(block % per_head, block / per_head, local, subgroup, lane);
-    }}
-}}",
-        last = rows - 1,
+    if (workgroupUniformLoad(&scratch[0]) == 0.0) {{
+        return;
+    }}",
+        flag = flag_index(key),
     );
 }
 
 /// The workgroup's slot in `flag_data`: one flag per block of query rows of each batch-head.
 fn flag_index(key: &CoopForward) -> String {
     let rows = key.block_rows();
-    format!("head * ((length + {rows}u - 1u) / {rows}u) + block")
+    format!("head * ((length + {rows}u - 1u) / {rows}u) + workgroup.x")
 }

@@ -382,7 +382,7 @@ impl KernelKey {
             // reads (`attention_coop_backward_source.rs`).
             | KernelKey::AttentionCoopBackward(_)
             // So does the forward: Q, K and V staged whole, each subgroup's P rows and scratch
-            // written before its barrier, the bias tile and the redo's count stored before
+            // written before its barrier, the bias tile and the redo's flag copy stored before
             // the barrier that precedes their reads (`attention_coop_source.rs`).
             | KernelKey::AttentionCoop(_) => true,
             KernelKey::MaxPool2d { window: None, .. }

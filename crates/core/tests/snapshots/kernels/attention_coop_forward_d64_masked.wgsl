@@ -36,10 +36,9 @@ var<workgroup> bias_tile: array<f32, 32>;
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32,
         @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32) {
     let head = workgroup.y;
-    let block = workgroup.x;
     let length = params.query_length;
     let key_length = params.key_length;
-    let row0 = block * 64u;
+    let row0 = workgroup.x * 64u;
     // This lane's query row (block-relative and global), and which half of a key tile it
     // exponentiates and which 8 of every 16 value columns it accumulates.
     let sub_row = subgroup * 16u;

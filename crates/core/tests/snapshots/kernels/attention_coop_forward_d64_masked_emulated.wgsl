@@ -57,10 +57,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let lane = local % 32u;
     emulated_lane = lane;
     let head = workgroup.y;
-    let block = workgroup.x;
     let length = params.query_length;
     let key_length = params.key_length;
-    let row0 = block * 64u;
+    let row0 = workgroup.x * 64u;
     // This lane's query row (block-relative and global), and which half of a key tile it
     // exponentiates and which 8 of every 16 value columns it accumulates.
     let sub_row = subgroup * 16u;

@@ -33,37 +33,13 @@ var<workgroup> tiles: array<f16, 7168>;
 // One 16 x 36 f32 tile per subgroup (scores, then P V).
 var<workgroup> scratch: array<f32, 2304>;
 var<workgroup> bias_tile: array<f32, 32>;
-var<workgroup> redo_count: atomic<u32>;
-var<workgroup> redo_total: u32;
-var<workgroup> redo_blocks: array<u32, 128>;
 @compute @workgroup_size(128)
-fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
-        @builtin(local_invocation_index) local: u32,
+fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32,
         @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32) {
-    let per_head = (params.query_length + 63u) / 64u;
-    let blocks = per_head * params.batch_heads;
-    if (local == 0u) {
-        atomicStore(&redo_count, 0u);
-    }
-    workgroupBarrier();
-    let candidate = workgroup.x + local * workgroups.x;
-    if (candidate < blocks && flag_data[candidate] != 0u) {
-        redo_blocks[atomicAdd(&redo_count, 1u)] = candidate;
-    }
-    workgroupBarrier();
-    if (local == 0u) {
-        redo_total = atomicLoad(&redo_count);
-    }
-    let count = workgroupUniformLoad(&redo_total);
-    for (var i = 0u; i < count; i++) {
-        let block = workgroupUniformLoad(&redo_blocks[i]);
-        exact_block(block % per_head, block / per_head, local, subgroup, lane);
-    }
-}
-fn exact_block(block: u32, head: u32, local: u32, subgroup: u32, lane: u32) {
+    let head = workgroup.y;
     let length = params.query_length;
     let key_length = params.key_length;
-    let row0 = block * 64u;
+    let row0 = workgroup.x * 64u;
     // This lane's query row (block-relative and global), and which half of a key tile it
     // exponentiates and which 8 of every 16 value columns it accumulates.
     let sub_row = subgroup * 16u;
@@ -73,6 +49,12 @@ fn exact_block(block: u32, head: u32, local: u32, subgroup: u32, lane: u32) {
     let scratch_at = subgroup * 576u;
     let lane_scratch = scratch_at + (lane / 2u) * 36u;
     let query_base = head * length;
+    if (local == 0u) {
+        scratch[0] = f32(flag_data[head * ((length + 64u - 1u) / 64u) + workgroup.x]);
+    }
+    if (workgroupUniformLoad(&scratch[0]) == 0.0) {
+        return;
+    }
     {
         var staged0 = vec4<f16>(0.0);
         if (row0 + (local + 0u) / 16u < length) {
