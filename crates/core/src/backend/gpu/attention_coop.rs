@@ -16,7 +16,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::attention_coop_source::workgroup_bytes;
+use super::attention_coop_source::{double_buffer_applies, workgroup_bytes};
 pub(crate) use super::attention_coop_source::{CoopForward, ForwardMode};
 use super::kernels::KernelKey;
 use super::storage::GpuStorage;
@@ -49,15 +49,21 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
                 }
                 for emulated in [false, true] {
                     for mode in [ForwardMode::Exact, ForwardMode::Uniform, ForwardMode::Redo] {
-                        keys.push(KernelKey::AttentionCoop(CoopForward {
-                            head_dim,
-                            value_dim,
-                            causal,
-                            key_bias,
-                            subgroups,
-                            emulated,
-                            mode,
-                        }));
+                        for double_buffered in [true, false] {
+                            let key = CoopForward {
+                                head_dim,
+                                value_dim,
+                                causal,
+                                key_bias,
+                                subgroups,
+                                emulated,
+                                double_buffered,
+                                mode,
+                            };
+                            if !double_buffered || double_buffer_applies(&key) {
+                                keys.push(KernelKey::AttentionCoop(key));
+                            }
+                        }
                     }
                 }
             }
@@ -139,6 +145,11 @@ impl AttentionCoopState {
 thread_local! {
     /// Tests: take the emulated kernel (on any f16 device) instead of the hardware one.
     pub(crate) static EMULATE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: the last forward this thread recorded.
+    pub(crate) static LAST_FORWARD: std::cell::Cell<Option<CoopForward>> =
+        const { std::cell::Cell::new(None) };
+    /// Tests: stage K and V in one buffer.
+    pub(crate) static SINGLE_BUFFER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Tests: run the uniform forward without its redo.
     pub(crate) static SKIP_REDO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Tests: emulated kernels recorded by this thread.
@@ -185,18 +196,23 @@ pub(crate) fn forward_key(
         return None;
     }
     let limits = &context.limits;
+    // Each layout with K and V in two buffers where that fits, else in one.
     SUBGROUPS
         .into_iter()
         .filter(|&g| layout_takes(g, shape.head_dim, shape.value_dim))
-        .map(|subgroups| CoopForward {
+        .flat_map(|subgroups| [(subgroups, true), (subgroups, false)])
+        .filter(|&(_, double_buffered)| !(double_buffered && single_buffer()))
+        .map(|(subgroups, double_buffered)| CoopForward {
             head_dim: shape.head_dim as u32,
             value_dim: shape.value_dim as u32,
             causal: shape.causal,
             key_bias: shape.key_bias_group.is_some(),
             subgroups,
             emulated,
+            double_buffered,
             mode: ForwardMode::Uniform,
         })
+        .filter(|key| !key.double_buffered || double_buffer_applies(key))
         .find(|key| {
             let blocks = shape.query_length.div_ceil(key.block_rows() as usize);
             launchable(limits, blocks, key.threads(), workgroup_bytes(key))
@@ -279,13 +295,28 @@ pub(crate) fn run_forward(
         }
     }
     #[cfg(test)]
-    if key.emulated {
-        EMULATED_RUNS.with(|runs| runs.set(runs.get() + 1));
+    {
+        if key.emulated {
+            EMULATED_RUNS.with(|runs| runs.set(runs.get() + 1));
+        }
+        LAST_FORWARD.with(|last| last.set(Some(key)));
     }
     if !key.emulated {
         context.coop.attention.count_dispatch();
     }
     Ok(true)
+}
+
+/// Tests: whether this thread asked for K and V in one buffer.
+fn single_buffer() -> bool {
+    #[cfg(test)]
+    {
+        SINGLE_BUFFER.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
 }
 
 /// Tests: whether this thread asked to leave out the redo of the uniform forward (to show

@@ -449,7 +449,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         );
     }
     if prefetch {
-        emit_stores(&mut w, "        ", &tile_items, 0);
+        emit_stores(&mut w, "        ", &tile_items, 0, "");
     } else {
         stage(&mut w, "        ", &tile_operands, threads);
     }

@@ -35,6 +35,13 @@
 //!    columns, two `vec4<f32>` per 16 columns), after O was scaled by `exp(m_old - m_new)` —
 //!    the lane's own row, so the rescale is one multiply per value.
 //!
+//! Where the next tile's loads fit the registers, K and V alternate between two buffers
+//! (`double_buffered`, where the workgroup memory holds them: with eight subgroups at d = 64
+//! the second buffer fills the rest of Q's space, so the kernel is no larger): each tile
+//! issues the next tile's loads, is multiplied out, stores the next tile into the other
+//! buffer and takes one workgroup barrier, where one buffer takes two (H200, 8 x 12 x 512 x
+//! 64, uniform mode: 109.4–109.6 → 107.4–107.7 µs).
+//!
 //! Only the key tile's staging takes workgroup barriers; the scratch and P are the subgroup's
 //! own, so on tensor cores their uses are ordered by subgroup barriers (`Spell::local_barrier`;
 //! H200, uniform mode: 108.6 → 104.4 µs).
@@ -103,6 +110,11 @@ pub(crate) struct CoopForward {
     pub(crate) subgroups: u32,
     /// Plain-WGSL emulation of the cooperative operations.
     pub(crate) emulated: bool,
+    /// K and V staged in two alternating buffers (the next tile stored while the current one
+    /// is read): one workgroup barrier a key tile instead of two. Only where the next tile's
+    /// loads fit the registers (`LOADS_IN_FLIGHT`); the launcher takes it where it fits the
+    /// workgroup memory.
+    pub(crate) double_buffered: bool,
     /// How rows are rescaled: exactly, uniformly (with a redo flag), or the exact redo of
     /// flagged workgroups.
     pub(crate) mode: ForwardMode,
@@ -147,9 +159,15 @@ pub(crate) struct Regions {
     pub(crate) value: u32,
     pub(crate) probability: u32,
     pub(crate) total: u32,
+    /// Halves from the first K/V buffer to the second (0 with one buffer).
+    pub(crate) buffer: u32,
+    /// The walk's expression (with ` + `) that moves K/V fragment starts into the current
+    /// buffer: `kv + ` with two buffers, else empty.
+    pub(crate) moved: &'static str,
 }
 
 fn regions(key: &CoopForward) -> Regions {
+    let key_struct = key;
     let (head_dim, value_dim, emulated) = (key.head_dim, key.value_dim, key.emulated);
     let block_rows = key.block_rows();
     let query_row = head_dim + 8;
@@ -158,7 +176,18 @@ fn regions(key: &CoopForward) -> Regions {
     let probability_row = KEY_TILE + 8;
     let key = if emulated { block_rows * query_row } else { 0 };
     let value = key + KEY_TILE * key_row;
-    let probability = (value + KEY_TILE * value_row).max(block_rows * query_row);
+    let buffers = if double_buffer_applies(key_struct) {
+        2
+    } else {
+        1
+    };
+    let buffer = if buffers == 2 {
+        KEY_TILE * (key_row + value_row)
+    } else {
+        0
+    };
+    let probability =
+        (key + buffers * KEY_TILE * (key_row + value_row)).max(block_rows * query_row);
     let total = probability + block_rows * probability_row;
     Regions {
         query_row,
@@ -169,7 +198,21 @@ fn regions(key: &CoopForward) -> Regions {
         value,
         probability,
         total,
+        buffer,
+        moved: if buffers == 2 { "kv + " } else { "" },
     }
+}
+
+/// Whether `key` stages K and V in two buffers: asked for, and the next tile's loads stay in
+/// registers (`prefetch` in [`forward_source`]).
+pub(crate) fn double_buffer_applies(key: &CoopForward) -> bool {
+    key.double_buffered && tile_loads(key) <= LOADS_IN_FLIGHT
+}
+
+/// 16-byte loads an invocation issues to stage one K and V tile.
+fn tile_loads(key: &CoopForward) -> usize {
+    let vectors = KEY_TILE * (key.head_dim + key.value_dim) / 4;
+    vectors.div_ceil(key.threads()) as usize
 }
 
 /// Row length (f32) of the scratch tiles: [`KEY_TILE`] plus 4, so that the 16 rows the lanes
@@ -184,7 +227,12 @@ fn scratch_length(key: &CoopForward) -> u32 {
 
 /// Bytes of workgroup memory one workgroup of `key` uses.
 pub(crate) fn workgroup_bytes(key: &CoopForward) -> u32 {
-    let bias = if key.key_bias { 4 * KEY_TILE } else { 0 };
+    let buffers = if double_buffer_applies(key) { 2 } else { 1 };
+    let bias = if key.key_bias {
+        4 * KEY_TILE * buffers
+    } else {
+        0
+    };
     2 * regions(key).total + 4 * scratch_length(key) + bias
 }
 
@@ -374,7 +422,11 @@ var<workgroup> scratch: array<f32, {scratch}>;",
         scratch = scratch_length(key),
     );
     if key.key_bias {
-        let _ = writeln!(w, "var<workgroup> bias_tile: array<f32, {KEY_TILE}>;");
+        let _ = writeln!(
+            w,
+            "var<workgroup> bias_tile: array<f32, {}>;",
+            KEY_TILE * if regions.buffer > 0 { 2 } else { 1 }
+        );
     }
     w.push_str(spell.prelude());
     let builtins = if key.emulated {
@@ -481,6 +533,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // issued once the current tile is staged (in flight during its products and softmax) and
     // stored at the next tile's staging.
     let prefetch = tile_items.len() <= LOADS_IN_FLIGHT;
+    let double = regions.buffer > 0;
     // On tensor cores the pair of lanes of a row exchanges its half maxima with one shuffle;
     // the emulation (no real subgroups of 32) reads the partner's half of the row instead.
     let shuffle = !key.emulated;
@@ -495,30 +548,38 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     if prefetch {
         emit_loads(&mut w, "    ", &tile_items, 0, "0u", true);
     }
-    let _ = writeln!(
-        w,
-        "    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
-        workgroupBarrier();"
-    );
-    if prefetch {
-        emit_stores(&mut w, "        ", &tile_items, 0);
-    } else {
-        stage(&mut w, "        ", &tile_operands, threads);
-    }
-    if key.key_bias {
+    // The key bias of the tile starting at `first`, into `bias_tile` at `at`.
+    let bias_load = |first: &str| {
+        format!(
+            "var bias = {LOWEST};
+            if ({first} + local < key_length) {{
+                bias = key_bias_data[bias_base + {first} + local];
+            }}"
+        )
+    };
+    if double {
+        // The first tile into buffer 0 (once every subgroup has its Q fragments: Q shares the
+        // space); each tile then issues the next tile's loads, is multiplied out, and stores
+        // the next tile into the other buffer before the one barrier of the tile.
+        w.push_str("    workgroupBarrier();\n");
+        emit_stores(&mut w, "    ", &tile_items, 0, "");
+        if key.key_bias {
+            let _ = writeln!(
+                w,
+                "    if (local < {KEY_TILE}u) {{\n        {}\n        bias_tile[local] = bias;\n    }}",
+                bias_load("0u")
+            );
+        }
         let _ = writeln!(
             w,
-            "        if (local < {KEY_TILE}u) {{
-            var bias = {LOWEST};
-            if (start + local < key_length) {{
-                bias = key_bias_data[bias_base + start + local];
-            }}
-            bias_tile[local] = bias;
-        }}"
+            "    workgroupBarrier();
+    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
+        let parity = (start / {KEY_TILE}u) % 2u;
+        let kv = parity * {buffer}u;
+        let next_kv = {buffer}u - kv;
+        let bias_at = parity * {KEY_TILE}u;",
+            buffer = regions.buffer,
         );
-    }
-    w.push_str("        workgroupBarrier();\n");
-    if prefetch {
         emit_loads(
             &mut w,
             "        ",
@@ -527,6 +588,47 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             &format!("(start + {KEY_TILE}u)"),
             false,
         );
+        if key.key_bias {
+            let _ = writeln!(
+                w,
+                "        var next_bias = {LOWEST};
+        if (local < {KEY_TILE}u && start + {KEY_TILE}u + local < key_length) {{
+            next_bias = key_bias_data[bias_base + start + {KEY_TILE}u + local];
+        }}"
+            );
+        }
+    } else {
+        let _ = writeln!(
+            w,
+            "    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
+        workgroupBarrier();"
+        );
+        if prefetch {
+            emit_stores(&mut w, "        ", &tile_items, 0, "");
+        } else {
+            stage(&mut w, "        ", &tile_operands, threads);
+        }
+        if key.key_bias {
+            let _ = writeln!(
+                w,
+                "        if (local < {KEY_TILE}u) {{
+            {}
+            bias_tile[local] = bias;
+        }}",
+                bias_load("start")
+            );
+        }
+        w.push_str("        workgroupBarrier();\n");
+        if prefetch {
+            emit_loads(
+                &mut w,
+                "        ",
+                &tile_items,
+                0,
+                &format!("(start + {KEY_TILE}u)"),
+                false,
+            );
+        }
     }
     // S = Q Kᵀ per 16 keys.
     for n in 0..KEY_TILE / 16 {
@@ -536,7 +638,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             spell.accumulator()
         );
         for k in 0..d / 16 {
-            let start = format!("{}u + {}u", regions.key + n * 16 * key_row, k * 16);
+            let start = format!(
+                "{}{}u + {}u",
+                regions.moved,
+                regions.key + n * 16 * key_row,
+                k * 16
+            );
             let _ = writeln!(
                 w,
                 "            let k_at{k} = {start};\n            let k{k} = {};\n            s = {};",
@@ -555,12 +662,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // Online softmax, unrolled: the lane's own half of its row (`own`) and its partner's
     // half (`other`) read into registers, the max over both in four independent chains,
     // then the lane's 16 probabilities.
+    let bias_moved = if double { "bias_at + " } else { "" };
     let score = |half: &str, h: u32| -> (String, String) {
         let column = format!("{half} + c{h}");
         let (bias_add, bias_valid) = if key.key_bias {
             (
-                format!(" + bias_tile[{column}]"),
-                format!(" && bias_tile[{column}] > {MASKED_BELOW}"),
+                format!(" + bias_tile[{bias_moved}{column}]"),
+                format!(" && bias_tile[{bias_moved}{column}] > {MASKED_BELOW}"),
             )
         } else {
             (String::new(), String::new())
@@ -671,7 +779,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
                 for &j in &round {
                     let _ = writeln!(
                     w,
-                    "            let v_at{c}_{j} = {}u;\n            let v{c}_{j} = {};\n            pv{j} = {};",
+                    "            let v_at{c}_{j} = {}{}u;\n            let v{c}_{j} = {};\n            pv{j} = {};",
+                    regions.moved,
                     regions.value + c * 16 * value_row + j * 16,
                     spell.load_rows('B', &format!("v_at{c}_{j}"), value_row),
                     spell.multiply_add(&format!("p{c}"), &format!("v{c}_{j}"), &format!("pv{j}"))
@@ -700,6 +809,19 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             }
             j0 += per_round;
         }
+    }
+    if double {
+        // The next tile into the other buffer, then the tile's one barrier.
+        emit_stores(&mut w, "        ", &tile_items, 0, "next_kv + ");
+        if key.key_bias {
+            let _ = writeln!(
+                w,
+                "        if (local < {KEY_TILE}u) {{
+            bias_tile[{KEY_TILE}u - bias_at + local] = next_bias;
+        }}"
+            );
+        }
+        w.push_str("        workgroupBarrier();\n");
     }
     if uniform {
         super::attention_coop_uniform::epilogue(&mut w, key, &spell, SCRATCH_ROW);

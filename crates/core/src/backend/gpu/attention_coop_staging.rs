@@ -71,7 +71,8 @@ pub(crate) fn emit_loads(
 }
 
 /// The stores of the registers `staged{first_slot}..` (as [`emit_loads`] filled them) into
-/// their operands' regions of `tiles`, 4 halves each. Every store writes one half a lane, 8
+/// their operands' regions of `tiles`, moved by `offset` (an expression followed by ` + `, or
+/// empty), 4 halves each. Every store writes one half a lane, 8
 /// bytes apart: lanes 16..31 of a subgroup write their second pair first, so that the two
 /// halves of the subgroup fall on even and odd banks (one pass each store, not two).
 pub(crate) fn emit_stores(
@@ -79,6 +80,7 @@ pub(crate) fn emit_stores(
     indent: &str,
     items: &[(&Staged, u32)],
     first_slot: usize,
+    moved: &str,
 ) {
     for (index, (operand, offset)) in items.iter().enumerate() {
         let slot = first_slot + index;
@@ -86,7 +88,7 @@ pub(crate) fn emit_stores(
         let _ = writeln!(
             w,
             "{indent}{{
-{indent}    let at = {region}u + ((local + {offset}u) / {width4}u) * {row_length}u + ((local + {offset}u) % {width4}u) * 4u;
+{indent}    let at = {moved}{region}u + ((local + {offset}u) / {width4}u) * {row_length}u + ((local + {offset}u) % {width4}u) * 4u;
 {indent}    let swapped = (local & 16u) != 0u;
 {indent}    let flip = select(0u, 2u, swapped);
 {indent}    let first = select(staged{slot}.xy, staged{slot}.zw, swapped);
@@ -110,7 +112,7 @@ pub(crate) fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: 
         let _ = writeln!(w, "{indent}{{");
         let inner = format!("{indent}    ");
         emit_loads(w, &inner, batch, 0, operands[0].first, true);
-        emit_stores(w, &inner, batch, 0);
+        emit_stores(w, &inner, batch, 0, "");
         let _ = writeln!(w, "{indent}}}");
     }
 }

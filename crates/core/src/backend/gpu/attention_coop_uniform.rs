@@ -136,7 +136,8 @@ pub(crate) fn tile(w: &mut String, key: &CoopForward, regions: &Regions, spell: 
         for c in 0..KEY_TILE / 16 {
             let _ = writeln!(
                 w,
-                "        let v_at{c}_{j} = {}u;\n        let v{c}_{j} = {};\n        oacc{j} = {};",
+                "        let v_at{c}_{j} = {}{}u;\n        let v{c}_{j} = {};\n        oacc{j} = {};",
+                regions.moved,
                 regions.value + c * 16 * regions.value_row + j * 16,
                 spell.load_rows('B', &format!("v_at{c}_{j}"), regions.value_row),
                 spell.multiply_add(&format!("pf{c}"), &format!("v{c}_{j}"), &format!("oacc{j}"))

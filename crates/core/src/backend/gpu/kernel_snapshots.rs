@@ -375,6 +375,32 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                 key_bias: true,
                 subgroups: 4,
                 emulated,
+                double_buffered: false,
+                mode,
+            }),
+        ));
+    }
+    // The forward that runs at d = 64 on tensor cores: eight subgroups, K and V in two buffers.
+    for (name, mode) in [
+        (
+            "attention_coop_forward_d64_eight_uniform",
+            super::attention_coop::ForwardMode::Uniform,
+        ),
+        (
+            "attention_coop_forward_d64_eight_redo",
+            super::attention_coop::ForwardMode::Redo,
+        ),
+    ] {
+        kernels.push((
+            name,
+            KernelKey::AttentionCoop(super::attention_coop::CoopForward {
+                head_dim: 64,
+                value_dim: 64,
+                causal: false,
+                key_bias: false,
+                subgroups: 8,
+                emulated: false,
+                double_buffered: true,
                 mode,
             }),
         ));

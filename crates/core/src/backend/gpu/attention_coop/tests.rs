@@ -21,20 +21,23 @@ fn coop_attention_sources_validate() {
         for (causal, key_bias) in [(true, false), (false, true)] {
             for emulated in [false, true] {
                 for mode in [ForwardMode::Exact, ForwardMode::Uniform, ForwardMode::Redo] {
-                    let key = CoopForward {
-                        head_dim,
-                        value_dim,
-                        causal,
-                        key_bias,
-                        subgroups,
-                        emulated,
-                        mode,
-                    };
-                    let source = key.source();
-                    assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
-                    assert_eq!(source.contains("bias_tile"), key_bias);
-                    assert_eq!(source.contains("flag_data"), mode != ForwardMode::Exact);
-                    translate(&format!("{key:?}"), &source);
+                    for double_buffered in [false, true] {
+                        let key = CoopForward {
+                            head_dim,
+                            value_dim,
+                            causal,
+                            key_bias,
+                            subgroups,
+                            emulated,
+                            double_buffered,
+                            mode,
+                        };
+                        let source = key.source();
+                        assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
+                        assert_eq!(source.contains("bias_tile"), key_bias);
+                        assert_eq!(source.contains("flag_data"), mode != ForwardMode::Exact);
+                        translate(&format!("{key:?}"), &source);
+                    }
                 }
             }
         }
@@ -47,6 +50,7 @@ fn coop_attention_sources_validate() {
             key_bias,
             subgroups,
             emulated,
+            double_buffered: false,
             mode: ForwardMode::Uniform,
         })
     };
@@ -194,13 +198,14 @@ fn check(case: Case, device: &crate::Device, ran: &dyn Fn() -> u64, runs: u64) {
 /// kernels on its log-sum-exp) against the f64 composite on the CPU; lengths that are not
 /// multiples of the 64-row blocks or 32-key tiles, L < S and L > S, causal, a key-padding
 /// mask with a batch that hides most keys, value sizes unlike the head size; and that the
-/// cooperative kernel ran.
+/// cooperative kernel ran, with K and V in two buffers where they fit (head sizes up to 48
+/// in lavapipe's 32 KiB).
 #[test]
 fn emulated_forward_matches_composite() {
     let Some(gpu) = crate::backend::tests::support::f16_gpu_device() else {
         return;
     };
-    let device = crate::Device::Gpu(gpu);
+    let device = crate::Device::Gpu(gpu.clone());
     let cases: [Case; 4] = [
         (2, 1, 37, 45, 64, 64, false, false),
         (1, 2, 70, 33, 32, 48, true, false),
@@ -215,6 +220,16 @@ fn emulated_forward_matches_composite() {
             &|| EMULATED_RUNS.with(std::cell::Cell::get),
             1,
         );
+        let ran = LAST_FORWARD
+            .with(std::cell::Cell::get)
+            .expect("a forward ran");
+        let doubled = CoopForward {
+            double_buffered: true,
+            ..ran
+        };
+        let fits =
+            workgroup_bytes(&doubled) <= gpu.context().limits.max_compute_workgroup_storage_size;
+        assert_eq!(ran.double_buffered, fits, "{case:?}: {ran:?}");
     }
     EMULATE.with(|flag| flag.set(false));
 }
@@ -290,7 +305,12 @@ fn forward_rescales_rising_scores() {
     if gpu.cooperative_attention() {
         modes.push(false);
     }
-    for emulated in modes {
+    // Each with K and V in two buffers (where they fit) and in one.
+    let runs = modes
+        .iter()
+        .flat_map(|&emulated| [(emulated, false), (emulated, true)]);
+    for (emulated, single) in runs {
+        SINGLE_BUFFER.with(|flag| flag.set(single));
         EMULATE.with(|flag| flag.set(emulated));
         let before = (
             EMULATED_RUNS.with(std::cell::Cell::get),
@@ -302,6 +322,7 @@ fn forward_rescales_rising_scores() {
             HARDWARE_RUNS.with(std::cell::Cell::get),
         );
         EMULATE.with(|flag| flag.set(false));
+        SINGLE_BUFFER.with(|flag| flag.set(false));
         if emulated {
             assert_eq!(after.0, before.0 + 1, "the emulated forward did not run");
         } else {
@@ -309,7 +330,10 @@ fn forward_rescales_rising_scores() {
         }
         // Scores reach 0.6 · 99 · 0.1 · 16 / 4 ≈ 24: f16 keys and weights give about 1e-3.
         let error = worst(&got.0, &expected.0);
-        assert!(error < 5e-3, "emulated {emulated}: output off by {error}");
+        assert!(
+            error < 5e-3,
+            "emulated {emulated}, single buffer {single}: output off by {error}"
+        );
         for (name, got, expected) in [("query", &got.1, &expected.1), ("key", &got.2, &expected.2)]
         {
             let error = worst(got, expected);
