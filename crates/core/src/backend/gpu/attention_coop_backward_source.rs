@@ -80,7 +80,8 @@ use super::attention_coop_fold::{
     emit_fold_key_fragments, emit_fold_last, emit_fold_previous, emit_fold_prologue,
     folds_from_registers, FoldRegions,
 };
-use super::attention_coop_source::{rotated_columns, Spell, LOWEST, MASKED_BELOW};
+use super::attention_coop_source::{LOWEST, MASKED_BELOW};
+use super::attention_coop_spell::{rotated_columns, Spell};
 use super::attention_coop_staging::{
     emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
 };

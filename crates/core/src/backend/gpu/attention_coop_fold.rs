@@ -43,7 +43,7 @@
 use std::fmt::Write;
 
 use super::attention_coop_backward_source::TILE;
-use super::attention_coop_source::Spell;
+use super::attention_coop_spell::Spell;
 
 /// Rows a batch-head in the fold's f32 buffer: the query length rounded up to whole tiles.
 pub(crate) fn padded_rows(query_length: usize) -> usize {

@@ -27,7 +27,8 @@
 
 use std::fmt::Write;
 
-use super::attention_coop_source::{CoopForward, Regions, Spell, KEY_TILE, LOWEST, MASKED_BELOW};
+use super::attention_coop_source::{CoopForward, Regions, KEY_TILE, LOWEST, MASKED_BELOW};
+use super::attention_coop_spell::Spell;
 
 /// How far (in scaled-score units) a row may drift behind the subgroup's offset before its
 /// workgroup is redone exactly.
