@@ -13,7 +13,7 @@ mod resnet;
 mod resnet_distributed;
 mod resnet_parallel;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anygrad::{Device, Result};
 use serde::Serialize;
@@ -79,16 +79,30 @@ pub struct BenchResult {
     pub note: Option<String>,
 }
 
+/// How long the untimed runs of [`time_iterations`] last at least (when it is asked for any).
+/// A GPU's clock rises only under load: on the H200 it fell from 1,980 to 345 MHz within a
+/// second of idling while a process compiled its kernels, and a first benchmark process that
+/// warmed up for two runs then measured attention at 1.0–1.4 ms a step instead of 0.37 (its
+/// later processes, whose kernels the driver had cached, never let the clock fall); the
+/// clock was back at 1,980 MHz within 250 ms of load (`nvidia-smi`, docs/PERFORMANCE.md,
+/// thirty-fourth session).
+pub const MIN_WARMUP: Duration = Duration::from_millis(300);
+
 /// Time `work` (which must leave the device idle: it synchronizes) `iterations` times after
-/// `warmup` untimed runs; returns per-iteration milliseconds, sorted.
+/// `warmup` untimed runs, repeated until [`MIN_WARMUP`] has passed when `warmup` is not
+/// zero; returns per-iteration milliseconds, sorted.
 pub fn time_iterations(
     device: &Device,
     warmup: usize,
     iterations: usize,
     mut work: impl FnMut() -> Result<()>,
 ) -> Result<Vec<f64>> {
-    for _ in 0..warmup {
+    let started = Instant::now();
+    let mut runs = 0;
+    while runs < warmup || (warmup > 0 && started.elapsed() < MIN_WARMUP) {
         work()?;
+        device.synchronize()?;
+        runs += 1;
     }
     device.synchronize()?;
     let mut samples = Vec::with_capacity(iterations);
@@ -108,18 +122,25 @@ pub type Pipelined = (f64, f64);
 /// Milliseconds per call of `count` calls issued back to back with one synchronize at the
 /// end: `(host, total)`, the host's time to issue a call and the time per call with the GPU
 /// kept busy (no synchronize between calls). A host time near the total says the workload is
-/// bound by recording, not by the GPU. One untimed round first: calls in flight together
-/// hold more buffers than one call at a time, and the caching allocator reuses a freed buffer
-/// only after the work that used it was submitted, so the first round allocates.
+/// bound by recording, not by the GPU. Untimed rounds first, for at least [`MIN_WARMUP`]:
+/// calls in flight together hold more buffers than one call at a time, and the caching
+/// allocator reuses a freed buffer only after the work that used it was submitted, so the
+/// first round allocates; and the GPU's clock rises only under load.
 pub fn time_pipelined(
     device: &Device,
     count: usize,
     mut work: impl FnMut() -> Result<()>,
 ) -> Result<Pipelined> {
-    for _ in 0..count {
-        work()?;
+    let started = Instant::now();
+    loop {
+        for _ in 0..count {
+            work()?;
+        }
+        device.synchronize()?;
+        if started.elapsed() >= MIN_WARMUP {
+            break;
+        }
     }
-    device.synchronize()?;
     let start = Instant::now();
     for _ in 0..count {
         work()?;
