@@ -150,6 +150,10 @@ thread_local! {
         const { std::cell::Cell::new(None) };
     /// Tests: stage K and V in one buffer.
     pub(crate) static SINGLE_BUFFER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Tests: stage K and V in two buffers wherever they fit, even where that takes more
+    /// workgroup memory than one.
+    pub(crate) static ANY_SIZE_DOUBLE: std::cell::Cell<bool> =
+        const { std::cell::Cell::new(false) };
     /// Tests: run the uniform forward without its redo.
     pub(crate) static SKIP_REDO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Tests: emulated kernels recorded by this thread.
@@ -196,7 +200,8 @@ pub(crate) fn forward_key(
         return None;
     }
     let limits = &context.limits;
-    // Each layout with K and V in two buffers where that fits, else in one.
+    // Each layout with K and V in two buffers where that costs no workgroup memory, else in
+    // one (`no_larger`).
     SUBGROUPS
         .into_iter()
         .filter(|&g| layout_takes(g, shape.head_dim, shape.value_dim))
@@ -212,7 +217,7 @@ pub(crate) fn forward_key(
             double_buffered,
             mode: ForwardMode::Uniform,
         })
-        .filter(|key| !key.double_buffered || double_buffer_applies(key))
+        .filter(|key| !key.double_buffered || (double_buffer_applies(key) && no_larger(key)))
         .find(|key| {
             let blocks = shape.query_length.div_ceil(key.block_rows() as usize);
             launchable(limits, blocks, key.threads(), workgroup_bytes(key))
@@ -305,6 +310,31 @@ pub(crate) fn run_forward(
         context.coop.attention.count_dispatch();
     }
     Ok(true)
+}
+
+/// Whether two K/V buffers take no more workgroup memory than one (with eight subgroups at
+/// d = 64 the second fills the rest of Q's space). Where they would take more they do not
+/// pay: on the H200 the four-subgroup forward took 178.9 µs with two (32.7 KB) against 113.8
+/// with one (23.5 KB), as fewer workgroups then share a multiprocessor (docs/PERFORMANCE.md,
+/// thirty-fourth session). Tests may ask for two buffers at any size.
+fn no_larger(key: &CoopForward) -> bool {
+    let single = CoopForward {
+        double_buffered: false,
+        ..*key
+    };
+    any_size_double() || workgroup_bytes(key) <= workgroup_bytes(&single)
+}
+
+/// Tests: whether this thread asked for two K/V buffers at any size.
+fn any_size_double() -> bool {
+    #[cfg(test)]
+    {
+        ANY_SIZE_DOUBLE.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
 }
 
 /// Tests: whether this thread asked for K and V in one buffer.

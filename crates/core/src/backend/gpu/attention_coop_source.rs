@@ -35,9 +35,9 @@
 //!    columns, two `vec4<f32>` per 16 columns), after O was scaled by `exp(m_old - m_new)` —
 //!    the lane's own row, so the rescale is one multiply per value.
 //!
-//! Where the next tile's loads fit the registers, K and V alternate between two buffers
-//! (`double_buffered`, where the workgroup memory holds them: with eight subgroups at d = 64
-//! the second buffer fills the rest of Q's space, so the kernel is no larger): each tile
+//! Where the next tile's loads fit the registers, K and V may alternate between two buffers
+//! (`double_buffered`; the launcher takes it only where the kernel is no larger: with eight
+//! subgroups at d = 64 the second buffer fills the rest of Q's space): each tile
 //! issues the next tile's loads, is multiplied out, stores the next tile into the other
 //! buffer and takes one workgroup barrier, where one buffer takes two (H200, 8 x 12 x 512 x
 //! 64, uniform mode: 109.4–109.6 → 107.4–107.7 µs).
@@ -113,8 +113,8 @@ pub(crate) struct CoopForward {
     pub(crate) emulated: bool,
     /// K and V staged in two alternating buffers (the next tile stored while the current one
     /// is read): one workgroup barrier a key tile instead of two. Only where the next tile's
-    /// loads fit the registers (`LOADS_IN_FLIGHT`); the launcher takes it where it fits the
-    /// workgroup memory.
+    /// loads fit the registers (`LOADS_IN_FLIGHT`); the launcher takes it where it costs no
+    /// workgroup memory (`attention_coop.rs`).
     pub(crate) double_buffered: bool,
     /// How rows are rescaled: exactly, uniformly (with a redo flag), or the exact redo of
     /// flagged workgroups.
