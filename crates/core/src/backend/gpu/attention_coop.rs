@@ -200,8 +200,7 @@ pub(crate) fn forward_key(
         return None;
     }
     let limits = &context.limits;
-    // Each layout with K and V in two buffers where that costs no workgroup memory, else in
-    // one (`no_larger`).
+    // Each layout with K and V in two buffers where that pays (`two_buffers_pay`), else in one.
     SUBGROUPS
         .into_iter()
         .filter(|&g| layout_takes(g, shape.head_dim, shape.value_dim))
@@ -217,7 +216,7 @@ pub(crate) fn forward_key(
             double_buffered,
             mode: ForwardMode::Uniform,
         })
-        .filter(|key| !key.double_buffered || (double_buffer_applies(key) && no_larger(key)))
+        .filter(|key| !key.double_buffered || two_buffers_pay(key))
         .find(|key| {
             let blocks = shape.query_length.div_ceil(key.block_rows() as usize);
             launchable(limits, blocks, key.threads(), workgroup_bytes(key))
@@ -312,17 +311,19 @@ pub(crate) fn run_forward(
     Ok(true)
 }
 
-/// Whether two K/V buffers take no more workgroup memory than one (with eight subgroups at
-/// d = 64 the second fills the rest of Q's space). Where they would take more they do not
-/// pay: on the H200 the four-subgroup forward took 178.9 µs with two (32.7 KB) against 113.8
-/// with one (23.5 KB), as fewer workgroups then share a multiprocessor (docs/PERFORMANCE.md,
-/// thirty-fourth session). Tests may ask for two buffers at any size.
-fn no_larger(key: &CoopForward) -> bool {
+/// Whether `key`'s two K/V buffers pay: they apply (the next tile's loads stay in registers)
+/// and take no more workgroup memory than one (with eight subgroups at d = 64 the second
+/// fills the rest of Q's space). Where they would take more they do not: on the H200 the
+/// four-subgroup forward took 178.9 µs with two (32.7 KB) against 113.8 with one (23.5 KB),
+/// as fewer workgroups then share a multiprocessor (docs/PERFORMANCE.md, thirty-fourth
+/// session). Tests may ask for two buffers at any size.
+fn two_buffers_pay(key: &CoopForward) -> bool {
     let single = CoopForward {
         double_buffered: false,
         ..*key
     };
-    any_size_double() || workgroup_bytes(key) <= workgroup_bytes(&single)
+    double_buffer_applies(key)
+        && (any_size_double() || workgroup_bytes(key) <= workgroup_bytes(&single))
 }
 
 /// Tests: whether this thread asked for two K/V buffers at any size.
