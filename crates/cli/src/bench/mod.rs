@@ -80,8 +80,8 @@ pub struct BenchResult {
 }
 
 /// How long the untimed runs of [`time_iterations`] last at least (when it is asked for any).
-/// A GPU's clock rises only under load: on the H200 it fell from 1,980 to 345 MHz within a
-/// second of idling while a process compiled its kernels, and a first benchmark process that
+/// A GPU's clock rises only under load: on the H200 it fell from 1,980 to 345 MHz after about
+/// 3.5 s of idling while a process compiled its kernels, and a first benchmark process that
 /// warmed up for two runs then measured attention at 1.0–1.4 ms a step instead of 0.37 (its
 /// later processes, whose kernels the driver had cached, never let the clock fall); the
 /// clock was back at 1,980 MHz within 250 ms of load (`nvidia-smi`, docs/PERFORMANCE.md,

@@ -71,10 +71,10 @@ pub(crate) fn emit_loads(
 }
 
 /// The stores of the registers `staged{first_slot}..` (as [`emit_loads`] filled them) into
-/// their operands' regions of `tiles`, moved by `offset` (an expression followed by ` + `, or
-/// empty), 4 halves each. Every store writes one half a lane, 8
-/// bytes apart: lanes 16..31 of a subgroup write their second pair first, so that the two
-/// halves of the subgroup fall on even and odd banks (one pass each store, not two).
+/// their operands' regions of `tiles`, moved by `moved` (an expression followed by ` + `, or
+/// empty), 4 halves each. Every store writes one half a lane, 8 bytes apart: lanes 16..31 of
+/// a subgroup write their second pair first, so that the two halves of the subgroup fall on
+/// even and odd banks (one pass each store, not two).
 pub(crate) fn emit_stores(
     w: &mut String,
     indent: &str,
