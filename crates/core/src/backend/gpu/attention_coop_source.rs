@@ -168,7 +168,7 @@ pub(crate) struct Regions {
 }
 
 fn regions(key: &CoopForward) -> Regions {
-    let key_struct = key;
+    let buffers = if double_buffer_applies(key) { 2 } else { 1 };
     let (head_dim, value_dim, emulated) = (key.head_dim, key.value_dim, key.emulated);
     let block_rows = key.block_rows();
     let query_row = head_dim + 8;
@@ -177,11 +177,6 @@ fn regions(key: &CoopForward) -> Regions {
     let probability_row = KEY_TILE + 8;
     let key = if emulated { block_rows * query_row } else { 0 };
     let value = key + KEY_TILE * key_row;
-    let buffers = if double_buffer_applies(key_struct) {
-        2
-    } else {
-        1
-    };
     let buffer = if buffers == 2 {
         KEY_TILE * (key_row + value_row)
     } else {
@@ -205,9 +200,15 @@ fn regions(key: &CoopForward) -> Regions {
 }
 
 /// Whether `key` stages K and V in two buffers: asked for, and the next tile's loads stay in
-/// registers (`prefetch` in [`forward_source`]).
+/// registers ([`prefetches`]).
 pub(crate) fn double_buffer_applies(key: &CoopForward) -> bool {
-    key.double_buffered && tile_loads(key) <= LOADS_IN_FLIGHT
+    key.double_buffered && prefetches(key)
+}
+
+/// Whether an invocation's share of a key tile fits its registers, so that the next tile's
+/// loads are issued while the current tile is multiplied out.
+fn prefetches(key: &CoopForward) -> bool {
+    tile_loads(key) <= LOADS_IN_FLIGHT
 }
 
 /// 16-byte loads an invocation issues to stage one K and V tile.
@@ -405,7 +406,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // Where an invocation's share of a key tile fits its registers, the next tile's loads are
     // issued once the current tile is staged (in flight during its products and softmax) and
     // stored at the next tile's staging.
-    let prefetch = tile_items.len() <= LOADS_IN_FLIGHT;
+    let prefetch = prefetches(key);
     let double = regions.buffer > 0;
     // On tensor cores the pair of lanes of a row exchanges its half maxima with one shuffle;
     // the emulation (no real subgroups of 32) reads the partner's half of the row instead.
