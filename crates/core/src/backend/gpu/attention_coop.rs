@@ -16,7 +16,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::attention_coop_source::{double_buffer_applies, workgroup_bytes};
+use super::attention_coop_layout::{double_buffer_applies, workgroup_bytes};
 pub(crate) use super::attention_coop_source::{CoopForward, ForwardMode};
 use super::kernels::KernelKey;
 use super::storage::GpuStorage;
@@ -312,11 +312,12 @@ pub(crate) fn run_forward(
 }
 
 /// Whether `key`'s two K/V buffers pay: they apply (the next tile's loads stay in registers)
-/// and take no more workgroup memory than one (with eight subgroups at d = 64 the second
-/// fills the rest of Q's space). Where they would take more they do not: on the H200 the
-/// four-subgroup forward took 178.9 µs with two (32.7 KB) against 113.8 with one (23.5 KB),
-/// as fewer workgroups then share a multiprocessor (docs/PERFORMANCE.md, thirty-fourth
-/// session). Tests may ask for two buffers at any size.
+/// and take no more workgroup memory than one (with 32-key tiles, eight subgroups at d = 64,
+/// the second filled the rest of Q's space; with 16-key tiles no layout has such room).
+/// Where they would take more they do not: on the H200 the four-subgroup forward took 178.9
+/// µs with two (32.7 KB) against 113.8 with one (23.5 KB), as fewer workgroups then share a
+/// multiprocessor (docs/PERFORMANCE.md, thirty-fourth session). Tests may ask for two
+/// buffers at any size.
 fn two_buffers_pay(key: &CoopForward) -> bool {
     let single = CoopForward {
         double_buffered: false,

@@ -272,7 +272,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     {{
         let block_base = head * {own_length};",
         sub_scratch = 16 * scratch_row,
-        rotated = rotated_columns("k", "columns + "),
+        rotated = rotated_columns("k", "columns + ", TILE / 2),
     );
     let (block_first, block_second, tile_first, tile_second) = if key_value {
         ("key_data", "value_data", "query_data", "grad_data")

@@ -8,39 +8,42 @@
 //! staged key tile serves twice the rows, 146 µs against 156 on the H200 at d = 64) where the
 //! head and value sizes are multiples of 64 and the workgroup memory fits, else four
 //! (`CoopForward::subgroups`, picked by the launcher). The block's
-//! queries are staged once, as f16, in workgroup memory, and each subgroup's query fragments
-//! are loaded into registers before the walk. Keys and values are walked in tiles of
-//! [`KEY_TILE`] (32) rows, staged as f16 (rows padded by 8 halves: 16-byte aligned rows whose
-//! fragment loads fall on different banks) by straight-line code that issues up to eight
+//! queries are staged as f16 in workgroup memory (whole, or 32 columns at a time where the
+//! walk's space is smaller: `query_parts`), and each subgroup's query fragments are loaded
+//! into registers before the walk. Keys and values are walked in tiles of 16 rows (32 where
+//! the invocations cannot share 16 rows' loads evenly: `key_tile` in
+//! `attention_coop_layout.rs`, which says why 16), staged as f16 (rows padded by 8 halves:
+//! 16-byte aligned rows whose fragment loads fall on different banks) by straight-line code
+//! that issues up to eight
 //! 16-byte loads per invocation before storing them (`attention_coop_staging.rs`); where an
 //! invocation's share of a tile fits those eight registers (d, dv <= 64), the next tile's
 //! loads are issued right after a tile is staged and stay in flight while it is multiplied
 //! out. Per key tile:
 //! 1. `S = Q Kᵀ`: per 16 keys one f32 accumulator, `d / 16` multiply-adds of a query fragment
 //!    (row-major) by a key fragment read column-major (`coopLoad`: Kᵀ without a transposed
-//!    copy); stored (`coopStoreT`) into the subgroup's 16 x 32 f32 scratch (rows padded to 36).
+//!    copy); stored (`coopStoreT`) into the subgroup's 16 x tile f32 scratch (rows padded by
+//!    4 floats).
 //! 2. Online softmax in unrolled scalar code: lane `l` owns query row `l / 2` of its subgroup
-//!    and half of the tile's columns (`(l % 2) * 16 ..`), walked in an order rotated by its
-//!    row (`c{h} = (h + l / 2) mod 16`: the scratch rows are 36 floats apart, so in plain
-//!    column order four lanes read one bank at each step; rotated, the 32 lanes read 32 banks
-//!    and their P writes fall on 16). Each lane reads its half into registers and takes the
+//!    and half of the tile's columns (`(l % 2) * tile / 2 ..`), walked in an order rotated by
+//!    its row (`rotated_columns`: in plain column order several lanes would read one bank at
+//!    each step; rotated, the 32 lanes read 32 banks). Each lane reads its half into registers and takes the
 //!    masked max in four independent chains; the pair exchanges its two maxima with one
 //!    `subgroupShuffleXor` (143.6 → 132.1 µs on the H200 at 8 x 12 x 512 x 64, against both
 //!    lanes reading the whole row; the emulation, without real subgroups of 32, still reads
 //!    its partner's half). Each lane exponentiates its half, writes `p` as f16 into the P
 //!    tile and keeps a partial row sum; the pair's sums are added once at the end.
 //! 3. `O += P V`: fresh accumulators per 16 value columns, stored into the scratch (in rounds
-//!    of two when `dv > 32`), and added into O, which lives in registers in the
+//!    of tile / 16), and added into O, which lives in registers in the
 //!    accumulator layout (lane `l`: row `l / 2`, columns `(l % 2) * 8 .. + 8` of every 16
 //!    columns, two `vec4<f32>` per 16 columns), after O was scaled by `exp(m_old - m_new)` —
 //!    the lane's own row, so the rescale is one multiply per value.
 //!
 //! Where the next tile's loads fit the registers, K and V may alternate between two buffers
-//! (`double_buffered`; the launcher takes it only where the kernel is no larger: with eight
-//! subgroups at d = 64 the second buffer fills the rest of Q's space): each tile
+//! (`double_buffered`; the launcher takes it only where the kernel is no larger, which with
+//! 16-key tiles is nowhere): each tile
 //! issues the next tile's loads, is multiplied out, stores the next tile into the other
 //! buffer and takes one workgroup barrier, where one buffer takes two (H200, 8 x 12 x 512 x
-//! 64, uniform mode: 109.4–109.6 → 107.4–107.7 µs).
+//! 64, 32-key tiles, uniform mode: 109.4–109.6 → 107.4–107.7 µs).
 //!
 //! Only the key tile's staging takes workgroup barriers; the scratch and P are the subgroup's
 //! own, so on tensor cores their uses are ordered by subgroup barriers (`Spell::local_barrier`;
@@ -57,11 +60,12 @@
 //! mark the key invisible) exactly as the scalar kernel; probabilities of masked keys are
 //! selected to 0, so a row without visible keys writes zeros and a log-sum-exp of 0.
 //!
-//! Workgroup memory (halves): K `32 x (d + 8)` and V `32 x (dv + 8)`, which Q `16 G x (d + 8)`
-//! shares before the walk (its own region in the emulation), P `16 G x 40`, plus `2.25 G` KiB
-//! of f32 scratch: with four subgroups 23 KiB at d = dv = 64, 31 KiB at 128; with eight 46 KiB
-//! at 64 (the H200 has 48; 128 does not fit) ([`workgroup_bytes`]). Every operand lives in
-//! one f16 array `tiles` so that the emulation (below) reads all fragments the same way.
+//! Workgroup memory (halves, `attention_coop_layout.rs`): K `tile x (d + 8)` and V
+//! `tile x (dv + 8)`, then P `16 G x (tile + 8)`, all of which Q (or a part of it) shares
+//! before the walk (its own region in the emulation), plus `16 G x (tile + 4)` f32 of
+//! scratch: with 16-key tiles and eight subgroups 20.6 KiB at d = dv = 64, 24.5 KiB at 128.
+//! Every operand lives in one f16 array `tiles` so that the emulation (below) reads all
+//! fragments the same way.
 //!
 //! What made it fast (H200, 8 x 12 x 512 x 64 f16, forward alone): the looped staging (a load,
 //! four stores, the next load) and the rolled softmax left each key tile waiting on memory,
@@ -80,14 +84,14 @@
 
 use std::fmt::Write;
 
+use super::attention_coop_layout::{
+    key_tile, prefetches, query_parts, regions, scratch_length, scratch_row, Regions,
+};
 use super::attention_coop_spell::{rotated_columns, Spell};
 use super::attention_coop_staging::{
-    emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
+    emit_loads, emit_stores, stage, stage_columns, staged_items, Staged,
 };
 use super::params::KernelParams;
-
-/// Keys (and values) per staged tile.
-pub(crate) const KEY_TILE: u32 = 32;
 
 /// The finite "minus infinity" the running max starts from.
 pub(crate) const LOWEST: &str = "-3.0e38";
@@ -147,99 +151,10 @@ impl CoopForward {
     }
 }
 
-/// The region offsets (halves) in `tiles`: Q, K, V, P, and the total. Q is staged once and
-/// its fragments loaded into registers before the walk, so on tensor cores it shares its
-/// space with K and V (less workgroup memory: more workgroups on a multiprocessor); the
-/// emulation's fragments are addresses into `tiles`, so there Q keeps a region of its own.
-pub(crate) struct Regions {
-    pub(crate) query_row: u32,
-    pub(crate) key_row: u32,
-    pub(crate) value_row: u32,
-    pub(crate) probability_row: u32,
-    pub(crate) key: u32,
-    pub(crate) value: u32,
-    pub(crate) probability: u32,
-    pub(crate) total: u32,
-    /// Halves from the first K/V buffer to the second (0 with one buffer).
-    pub(crate) buffer: u32,
-    /// The walk's expression (with ` + `) that moves K/V fragment starts into the current
-    /// buffer: `kv + ` with two buffers, else empty.
-    pub(crate) moved: &'static str,
-}
-
-fn regions(key: &CoopForward) -> Regions {
-    let buffers = if double_buffer_applies(key) { 2 } else { 1 };
-    let (head_dim, value_dim, emulated) = (key.head_dim, key.value_dim, key.emulated);
-    let block_rows = key.block_rows();
-    let query_row = head_dim + 8;
-    let key_row = head_dim + 8;
-    let value_row = value_dim + 8;
-    let probability_row = KEY_TILE + 8;
-    let key = if emulated { block_rows * query_row } else { 0 };
-    let value = key + KEY_TILE * key_row;
-    let buffer = if buffers == 2 {
-        KEY_TILE * (key_row + value_row)
-    } else {
-        0
-    };
-    let probability =
-        (key + buffers * KEY_TILE * (key_row + value_row)).max(block_rows * query_row);
-    let total = probability + block_rows * probability_row;
-    Regions {
-        query_row,
-        key_row,
-        value_row,
-        probability_row,
-        key,
-        value,
-        probability,
-        total,
-        buffer,
-        moved: if buffers == 2 { "kv + " } else { "" },
-    }
-}
-
-/// Whether `key` stages K and V in two buffers: asked for, and the next tile's loads stay in
-/// registers ([`prefetches`]).
-pub(crate) fn double_buffer_applies(key: &CoopForward) -> bool {
-    key.double_buffered && prefetches(key)
-}
-
-/// Whether an invocation's share of a key tile fits its registers, so that the next tile's
-/// loads are issued while the current tile is multiplied out.
-fn prefetches(key: &CoopForward) -> bool {
-    tile_loads(key) <= LOADS_IN_FLIGHT
-}
-
-/// 16-byte loads an invocation issues to stage one K and V tile.
-fn tile_loads(key: &CoopForward) -> usize {
-    let vectors = KEY_TILE * (key.head_dim + key.value_dim) / 4;
-    vectors.div_ceil(key.threads()) as usize
-}
-
-/// Row length (f32) of the scratch tiles: [`KEY_TILE`] plus 4, so that the 16 rows the lanes
-/// of a subgroup read at once start on 8 different banks (a multiple of 16 bytes, as
-/// cooperative stores want).
-pub(crate) const SCRATCH_ROW: u32 = KEY_TILE + 4;
-
-/// f32 values of the scratch: one 16 x [`SCRATCH_ROW`] tile per subgroup.
-fn scratch_length(key: &CoopForward) -> u32 {
-    key.subgroups * 16 * SCRATCH_ROW
-}
-
-/// Bytes of workgroup memory one workgroup of `key` uses.
-pub(crate) fn workgroup_bytes(key: &CoopForward) -> u32 {
-    let buffers = if double_buffer_applies(key) { 2 } else { 1 };
-    let bias = if key.key_bias {
-        4 * KEY_TILE * buffers
-    } else {
-        0
-    };
-    2 * regions(key).total + 4 * scratch_length(key) + bias
-}
-
 /// The complete WGSL of `key` (after `enable f16;`).
 pub(crate) fn forward_source(key: &CoopForward) -> String {
+    let tile = key_tile(key);
+    let scratch_floats = scratch_row(key);
     let spell = Spell {
         emulated: key.emulated,
     };
@@ -285,10 +200,11 @@ pub(crate) fn forward_source(key: &CoopForward) -> String {
     }
     let _ = writeln!(
         w,
-        "// Q [{block_rows}][{query_row}] at 0, K [32][{key_row}] at {k}, V [32][{value_row}] at {v}, P [{block_rows}][{probability_row}] at {p}.
+        "// Q [{block_rows}][{query_row}] at 0 ({parts} column parts), K [{tile}][{key_row}] at {k}, V [{tile}][{value_row}] at {v}, P [{block_rows}][{probability_row}] at {p}.
 var<workgroup> tiles: array<f16, {total}>;
-// One 16 x {SCRATCH_ROW} f32 tile per subgroup (scores, then P V).
+// One 16 x {scratch_floats} f32 tile per subgroup (scores, then P V).
 var<workgroup> scratch: array<f32, {scratch}>;",
+        parts = query_parts(key),
         k = regions.key,
         v = regions.value,
         p = regions.probability,
@@ -299,7 +215,7 @@ var<workgroup> scratch: array<f32, {scratch}>;",
         let _ = writeln!(
             w,
             "var<workgroup> bias_tile: array<f32, {}>;",
-            KEY_TILE * if regions.buffer > 0 { 2 } else { 1 }
+            tile * if regions.buffer > 0 { 2 } else { 1 }
         );
     }
     w.push_str(spell.prelude());
@@ -333,36 +249,50 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let row = row0 + my_row;
     let lane_half = lane % 2u;
     let scratch_at = subgroup * {sub_scratch}u;
-    let lane_scratch = scratch_at + (lane / 2u) * {SCRATCH_ROW}u;
+    let lane_scratch = scratch_at + (lane / 2u) * {scratch_floats}u;
     let query_base = head * length;",
-        sub_scratch = 16 * SCRATCH_ROW,
+        sub_scratch = 16 * scratch_floats,
     );
     if key.mode == ForwardMode::Redo {
         super::attention_coop_uniform::redo_gate(&mut w, key);
     }
-    stage(
-        &mut w,
-        "    ",
-        &[Staged {
-            source: "query_data",
-            width: d,
-            rows: block_rows,
-            first: "row0",
-            base: "query_base",
-            limit: "length",
-            region: 0,
-            row_length: query_row,
-        }],
-        threads,
-    );
-    let _ = writeln!(w, "    workgroupBarrier();");
-    for k in 0..d / 16 {
-        let _ = writeln!(w, "    let q_at{k} = sub_row * {query_row}u + {}u;", k * 16);
-        let _ = writeln!(
-            w,
-            "    let q{k} = {};",
-            spell.load_rows('A', &format!("q_at{k}"), query_row)
-        );
+    // The block's queries into registers: staged whole, or (16-key tiles on tensor cores)
+    // 32 columns at a time through the walk's space, two fragments a part.
+    let parts = query_parts(key);
+    let part_width = d / parts;
+    let query = Staged {
+        source: "query_data",
+        width: part_width,
+        rows: block_rows,
+        first: "row0",
+        base: "query_base",
+        limit: "length",
+        region: 0,
+        row_length: query_row,
+    };
+    for part in 0..parts {
+        if parts == 1 {
+            stage(&mut w, "    ", std::slice::from_ref(&query), threads);
+        } else {
+            if part > 0 {
+                let _ = writeln!(w, "    workgroupBarrier();");
+            }
+            stage_columns(&mut w, &query, d, part * part_width, threads);
+        }
+        let _ = writeln!(w, "    workgroupBarrier();");
+        let fragments = part_width / 16;
+        for k in part * fragments..(part + 1) * fragments {
+            let _ = writeln!(
+                w,
+                "    let q_at{k} = sub_row * {query_row}u + {}u;",
+                (k % fragments) * 16
+            );
+            let _ = writeln!(
+                w,
+                "    let q{k} = {};",
+                spell.load_rows('A', &format!("q_at{k}"), query_row)
+            );
+        }
     }
     let uniform = key.mode == ForwardMode::Uniform;
     if uniform {
@@ -378,13 +308,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     // The lane reads (and writes) the columns of its half of a key tile in an order rotated
     // by its row, so that the 32 lanes' reads of the scratch fall on 32 banks (not 4 lanes a
     // bank) and their writes of P on 16.
-    let half_tile = KEY_TILE / 2;
-    w.push_str(&rotated_columns("c", ""));
+    let half_tile = tile / 2;
+    w.push_str(&rotated_columns("c", "", half_tile));
     let tile_operands = [
         Staged {
             source: "key_data",
             width: d,
-            rows: KEY_TILE,
+            rows: tile,
             first: "start",
             base: "base",
             limit: "key_length",
@@ -394,7 +324,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         Staged {
             source: "value_data",
             width: dv,
-            rows: KEY_TILE,
+            rows: tile,
             first: "start",
             base: "base",
             limit: "key_length",
@@ -440,18 +370,18 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         if key.key_bias {
             let _ = writeln!(
                 w,
-                "    if (local < {KEY_TILE}u) {{\n        {}\n        bias_tile[local] = bias;\n    }}",
+                "    if (local < {tile}u) {{\n        {}\n        bias_tile[local] = bias;\n    }}",
                 bias_load("0u")
             );
         }
         let _ = writeln!(
             w,
             "    workgroupBarrier();
-    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
-        let parity = (start / {KEY_TILE}u) % 2u;
+    for (var start = 0u; start < key_end; start += {tile}u) {{
+        let parity = (start / {tile}u) % 2u;
         let kv = parity * {buffer}u;
         let next_kv = {buffer}u - kv;
-        let bias_at = parity * {KEY_TILE}u;",
+        let bias_at = parity * {tile}u;",
             buffer = regions.buffer,
         );
         emit_loads(
@@ -459,22 +389,22 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             "        ",
             &tile_items,
             0,
-            &format!("(start + {KEY_TILE}u)"),
+            &format!("(start + {tile}u)"),
             false,
         );
         if key.key_bias {
             let _ = writeln!(
                 w,
                 "        var next_bias = {LOWEST};
-        if (local < {KEY_TILE}u && start + {KEY_TILE}u + local < key_length) {{
-            next_bias = key_bias_data[bias_base + start + {KEY_TILE}u + local];
+        if (local < {tile}u && start + {tile}u + local < key_length) {{
+            next_bias = key_bias_data[bias_base + start + {tile}u + local];
         }}"
             );
         }
     } else {
         let _ = writeln!(
             w,
-            "    for (var start = 0u; start < key_end; start += {KEY_TILE}u) {{
+            "    for (var start = 0u; start < key_end; start += {tile}u) {{
         workgroupBarrier();"
         );
         if prefetch {
@@ -485,7 +415,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         if key.key_bias {
             let _ = writeln!(
                 w,
-                "        if (local < {KEY_TILE}u) {{
+                "        if (local < {tile}u) {{
             {}
             bias_tile[local] = bias;
         }}",
@@ -499,13 +429,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
                 "        ",
                 &tile_items,
                 0,
-                &format!("(start + {KEY_TILE}u)"),
+                &format!("(start + {tile}u)"),
                 false,
             );
         }
     }
     // S = Q Kᵀ per 16 keys.
-    for n in 0..KEY_TILE / 16 {
+    for n in 0..tile / 16 {
         let _ = writeln!(
             w,
             "        {{\n            var s = {}();",
@@ -529,7 +459,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             w,
             "            let s_at = scratch_at + {}u;\n            {}\n        }}",
             n * 16,
-            spell.store("s", "s_at", SCRATCH_ROW)
+            spell.store("s", "s_at", scratch_floats)
         );
     }
     let _ = writeln!(w, "        {}", spell.local_barrier());
@@ -629,8 +559,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             );
         }
         let _ = writeln!(w, "        {}", spell.local_barrier());
-        // O += P V, in rounds of KEY_TILE / 16 accumulators through the scratch.
-        let per_round = KEY_TILE / 16;
+        // O += P V, in rounds of as many accumulators as the scratch holds (tile / 16).
+        let per_round = tile / 16;
         let columns = dv / 16;
         let mut j0 = 0;
         while j0 < columns {
@@ -642,7 +572,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             for &j in &round {
                 let _ = writeln!(w, "            var pv{j} = {}();", spell.accumulator());
             }
-            for c in 0..KEY_TILE / 16 {
+            for c in 0..tile / 16 {
                 let _ = writeln!(
                 w,
                 "            let p_at{c} = {}u + sub_row * {probability_row}u + {}u;\n            let p{c} = {};",
@@ -666,7 +596,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
                     w,
                     "            let pv_at{j} = scratch_at + {}u;\n            {}",
                     slot * 16,
-                    spell.store(&format!("pv{j}"), &format!("pv_at{j}"), SCRATCH_ROW)
+                    spell.store(&format!("pv{j}"), &format!("pv_at{j}"), scratch_floats)
                 );
             }
             let _ = writeln!(w, "        }}\n        {}", spell.local_barrier());
@@ -690,15 +620,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         if key.key_bias {
             let _ = writeln!(
                 w,
-                "        if (local < {KEY_TILE}u) {{
-            bias_tile[{KEY_TILE}u - bias_at + local] = next_bias;
+                "        if (local < {tile}u) {{
+            bias_tile[{tile}u - bias_at + local] = next_bias;
         }}"
             );
         }
         w.push_str("        workgroupBarrier();\n");
     }
     if uniform {
-        super::attention_coop_uniform::epilogue(&mut w, key, &spell, SCRATCH_ROW);
+        super::attention_coop_uniform::epilogue(&mut w, key, &spell, scratch_floats);
         return w;
     }
     // The pair's partial sums, then the epilogue.

@@ -5,8 +5,6 @@
 //! `attention_coop_uniform.rs`) and the backward (`attention_coop_backward_source.rs`,
 //! `attention_coop_fold.rs`).
 
-use super::attention_coop_source::KEY_TILE;
-
 /// How the text spells fragments, multiply-adds and stores (real or emulated); the backward
 /// kernels (`attention_coop_backward_source.rs`) spell theirs the same way.
 pub(crate) struct Spell {
@@ -119,17 +117,24 @@ fn emulated_store(c: array<vec4<f32>, 2>, start: u32, stride: u32) {
     }
 }
 
-/// `let {name}{n} = {base}((n + lane / 2) mod 16)` for the 16 columns of a lane's half of a
-/// tile: the order in which the lanes of one row of the scratch walk it, rotated by the row
-/// (`lane / 2`), so that at every step the subgroup's 32 reads fall on 32 banks (rows are a
-/// multiple of 4 floats apart: in plain column order rows `r`, `r + 4`, `r + 8` and `r + 12`
-/// of the two halves share banks). Shared with the backward kernels.
-pub(crate) fn rotated_columns(name: &str, base: &str) -> String {
-    (0..KEY_TILE / 2)
+/// `let {name}{n} = {base}((n + lane / 2) mod columns)` for the `columns` (16 or 8) columns of
+/// a lane's half of a tile: the order in which the lanes of one row of the scratch walk it,
+/// rotated by the row (`lane / 2`), so that at every step the subgroup's 32 reads fall on 32
+/// banks. With 16 columns (rows 36 floats apart) in plain column order rows `r`, `r + 4`,
+/// `r + 8` and `r + 12` of the two halves would share banks. With 8 (rows 20 floats apart,
+/// whose banks repeat every 8 rows) rows 8 to 15 turn 4 columns further than rows 0 to 7.
+/// Shared with the backward kernels.
+pub(crate) fn rotated_columns(name: &str, base: &str, columns: u32) -> String {
+    let further = if columns == 8 {
+        " + 4u * (lane / 16u)"
+    } else {
+        ""
+    };
+    (0..columns)
         .map(|n| {
             format!(
-                "    let {name}{n} = {base}(({n}u + lane / 2u) & {}u);\n",
-                KEY_TILE / 2 - 1
+                "    let {name}{n} = {base}(({n}u + lane / 2u{further}) & {}u);\n",
+                columns - 1
             )
         })
         .collect()

@@ -116,3 +116,42 @@ pub(crate) fn stage(w: &mut String, indent: &str, operands: &[Staged], threads: 
         let _ = writeln!(w, "{indent}}}");
     }
 }
+
+/// Stage columns `[column, column + operand.width)` of `operand`'s rows, whose source rows are
+/// `source_width` halves long, with all `threads` invocations in a plain loop (for operands
+/// staged once, before a walk, so that a block wider than its region passes through it in
+/// parts): rows `operand.row_length` halves apart from its region, zeros from its limit on.
+pub(crate) fn stage_columns(
+    w: &mut String,
+    operand: &Staged,
+    source_width: u32,
+    column: u32,
+    threads: u32,
+) {
+    let width4 = operand.width / 4;
+    let _ = writeln!(
+        w,
+        "    for (var vector = local; vector < {vectors}u; vector += {threads}u) {{
+        let row = vector / {width4}u;
+        let column = vector % {width4}u;
+        var value = vec4<f16>(0.0);
+        if ({first} + row < {limit}) {{
+            value = {source}[({base} + {first} + row) * {source4}u + {column4}u + column];
+        }}
+        let at = {region}u + row * {row_length}u + column * 4u;
+        tiles[at] = value.x;
+        tiles[at + 1u] = value.y;
+        tiles[at + 2u] = value.z;
+        tiles[at + 3u] = value.w;
+    }}",
+        vectors = operand.rows * width4,
+        first = operand.first,
+        limit = operand.limit,
+        source = operand.source,
+        base = operand.base,
+        source4 = source_width / 4,
+        column4 = column / 4,
+        region = operand.region,
+        row_length = operand.row_length,
+    );
+}

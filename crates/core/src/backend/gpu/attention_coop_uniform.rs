@@ -27,7 +27,8 @@
 
 use std::fmt::Write;
 
-use super::attention_coop_source::{CoopForward, Regions, KEY_TILE, LOWEST, MASKED_BELOW};
+use super::attention_coop_layout::{key_tile, Regions};
+use super::attention_coop_source::{CoopForward, LOWEST, MASKED_BELOW};
 use super::attention_coop_spell::Spell;
 
 /// How far (in scaled-score units) a row may drift behind the subgroup's offset before its
@@ -63,7 +64,8 @@ pub(crate) fn declare(w: &mut String, key: &CoopForward, spell: &Spell) {
 /// lane's scores `s{h}` / `valid{h}` are known: the probabilities, the uniform rescale and
 /// `O += P V` into the accumulators.
 pub(crate) fn tile(w: &mut String, key: &CoopForward, regions: &Regions, spell: &Spell) {
-    let half_tile = KEY_TILE / 2;
+    let tile = key_tile(key);
+    let half_tile = tile / 2;
     let _ = writeln!(
         w,
         "        let new_max = max(running_max, tile_max);
@@ -123,7 +125,7 @@ pub(crate) fn tile(w: &mut String, key: &CoopForward, regions: &Regions, spell: 
         );
     }
     let _ = writeln!(w, "        {}", spell.local_barrier());
-    for c in 0..KEY_TILE / 16 {
+    for c in 0..tile / 16 {
         let _ = writeln!(
             w,
             "        let p_at{c} = {}u + sub_row * {}u + {}u;\n        let pf{c} = {};",
@@ -134,7 +136,7 @@ pub(crate) fn tile(w: &mut String, key: &CoopForward, regions: &Regions, spell: 
         );
     }
     for j in 0..key.value_dim / 16 {
-        for c in 0..KEY_TILE / 16 {
+        for c in 0..tile / 16 {
             let _ = writeln!(
                 w,
                 "        let v_at{c}_{j} = {}{}u;\n        let v{c}_{j} = {};\n        oacc{j} = {};",
@@ -166,7 +168,8 @@ pub(crate) fn epilogue(w: &mut String, key: &CoopForward, spell: &Spell, scratch
     let out_at = (head * length + row) * {dv4}u + lane_half * 2u;"
     );
     let columns: Vec<u32> = (0..key.value_dim / 16).collect();
-    for round in columns.chunks(2) {
+    // As many accumulators a round as a scratch row holds (the key tile's width).
+    for round in columns.chunks((key_tile(key) / 16) as usize) {
         w.push_str("    workgroupBarrier();\n");
         for (slot, &j) in round.iter().enumerate() {
             let _ = writeln!(

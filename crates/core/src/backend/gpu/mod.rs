@@ -30,6 +30,7 @@ mod attention_coop_backward;
 mod attention_coop_backward_layout;
 mod attention_coop_backward_source;
 mod attention_coop_fold;
+mod attention_coop_layout;
 mod attention_coop_source;
 mod attention_coop_spell;
 mod attention_coop_staging;

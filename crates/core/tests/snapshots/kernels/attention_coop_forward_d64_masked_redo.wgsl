@@ -28,11 +28,11 @@ struct AttentionParams {
 @group(0) @binding(5) var<storage, read_write> output_data: array<vec4<f16>>;
 @group(0) @binding(6) var<storage, read_write> logsumexp_data: array<f32>;
 @group(0) @binding(7) var<storage, read> flag_data: array<u32>;
-// Q [64][72] at 0, K [32][72] at 0, V [32][72] at 2304, P [64][40] at 4608.
-var<workgroup> tiles: array<f16, 7168>;
-// One 16 x 36 f32 tile per subgroup (scores, then P V).
-var<workgroup> scratch: array<f32, 2304>;
-var<workgroup> bias_tile: array<f32, 32>;
+// Q [64][40] at 0 (2 column parts), K [32][72] at 0, V [32][72] at 1152, P [64][24] at 2304.
+var<workgroup> tiles: array<f16, 3840>;
+// One 16 x 20 f32 tile per subgroup (scores, then P V).
+var<workgroup> scratch: array<f32, 1280>;
+var<workgroup> bias_tile: array<f32, 16>;
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_index) local: u32,
         @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32) {
@@ -46,8 +46,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let my_row = sub_row + lane / 2u;
     let row = row0 + my_row;
     let lane_half = lane % 2u;
-    let scratch_at = subgroup * 576u;
-    let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let scratch_at = subgroup * 320u;
+    let lane_scratch = scratch_at + (lane / 2u) * 20u;
     let query_base = head * length;
     if (local == 0u) {
         scratch[0] = f32(flag_data[head * ((length + 64u - 1u) / 64u) + workgroup.x]);
@@ -55,137 +55,43 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     if (workgroupUniformLoad(&scratch[0]) == 0.0) {
         return;
     }
-    {
-        var staged0 = vec4<f16>(0.0);
-        if (row0 + (local + 0u) / 16u < length) {
-            staged0 = query_data[(query_base + row0 + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+    for (var vector = local; vector < 512u; vector += 128u) {
+        let row = vector / 8u;
+        let column = vector % 8u;
+        var value = vec4<f16>(0.0);
+        if (row0 + row < length) {
+            value = query_data[(query_base + row0 + row) * 16u + 0u + column];
         }
-        var staged1 = vec4<f16>(0.0);
-        if (row0 + (local + 128u) / 16u < length) {
-            staged1 = query_data[(query_base + row0 + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
-        }
-        var staged2 = vec4<f16>(0.0);
-        if (row0 + (local + 256u) / 16u < length) {
-            staged2 = query_data[(query_base + row0 + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
-        }
-        var staged3 = vec4<f16>(0.0);
-        if (row0 + (local + 384u) / 16u < length) {
-            staged3 = query_data[(query_base + row0 + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-        }
-        var staged4 = vec4<f16>(0.0);
-        if (row0 + (local + 512u) / 16u < length) {
-            staged4 = query_data[(query_base + row0 + (local + 512u) / 16u) * 16u + (local + 512u) % 16u];
-        }
-        var staged5 = vec4<f16>(0.0);
-        if (row0 + (local + 640u) / 16u < length) {
-            staged5 = query_data[(query_base + row0 + (local + 640u) / 16u) * 16u + (local + 640u) % 16u];
-        }
-        var staged6 = vec4<f16>(0.0);
-        if (row0 + (local + 768u) / 16u < length) {
-            staged6 = query_data[(query_base + row0 + (local + 768u) / 16u) * 16u + (local + 768u) % 16u];
-        }
-        var staged7 = vec4<f16>(0.0);
-        if (row0 + (local + 896u) / 16u < length) {
-            staged7 = query_data[(query_base + row0 + (local + 896u) / 16u) * 16u + (local + 896u) % 16u];
-        }
-        {
-            let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged0.xy, staged0.zw, swapped);
-            let second = select(staged0.zw, staged0.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 0u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged1.xy, staged1.zw, swapped);
-            let second = select(staged1.zw, staged1.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 0u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged2.xy, staged2.zw, swapped);
-            let second = select(staged2.zw, staged2.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 0u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged3.xy, staged3.zw, swapped);
-            let second = select(staged3.zw, staged3.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 0u + ((local + 512u) / 16u) * 72u + ((local + 512u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged4.xy, staged4.zw, swapped);
-            let second = select(staged4.zw, staged4.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 0u + ((local + 640u) / 16u) * 72u + ((local + 640u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged5.xy, staged5.zw, swapped);
-            let second = select(staged5.zw, staged5.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 0u + ((local + 768u) / 16u) * 72u + ((local + 768u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged6.xy, staged6.zw, swapped);
-            let second = select(staged6.zw, staged6.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 0u + ((local + 896u) / 16u) * 72u + ((local + 896u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged7.xy, staged7.zw, swapped);
-            let second = select(staged7.zw, staged7.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
+        let at = 0u + row * 40u + column * 4u;
+        tiles[at] = value.x;
+        tiles[at + 1u] = value.y;
+        tiles[at + 2u] = value.z;
+        tiles[at + 3u] = value.w;
     }
     workgroupBarrier();
-    let q_at0 = sub_row * 72u + 0u;
-    let q0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at0], 72u);
-    let q_at1 = sub_row * 72u + 16u;
-    let q1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at1], 72u);
-    let q_at2 = sub_row * 72u + 32u;
-    let q2 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at2], 72u);
-    let q_at3 = sub_row * 72u + 48u;
-    let q3 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at3], 72u);
+    let q_at0 = sub_row * 40u + 0u;
+    let q0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at0], 40u);
+    let q_at1 = sub_row * 40u + 16u;
+    let q1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at1], 40u);
+    workgroupBarrier();
+    for (var vector = local; vector < 512u; vector += 128u) {
+        let row = vector / 8u;
+        let column = vector % 8u;
+        var value = vec4<f16>(0.0);
+        if (row0 + row < length) {
+            value = query_data[(query_base + row0 + row) * 16u + 8u + column];
+        }
+        let at = 0u + row * 40u + column * 4u;
+        tiles[at] = value.x;
+        tiles[at + 1u] = value.y;
+        tiles[at + 2u] = value.z;
+        tiles[at + 3u] = value.w;
+    }
+    workgroupBarrier();
+    let q_at2 = sub_row * 40u + 0u;
+    let q2 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at2], 40u);
+    let q_at3 = sub_row * 40u + 16u;
+    let q3 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[q_at3], 40u);
     var o0_0 = vec4<f32>(0.0);
     var o0_1 = vec4<f32>(0.0);
     var o1_0 = vec4<f32>(0.0);
@@ -194,22 +100,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     var o2_1 = vec4<f32>(0.0);
     var o3_0 = vec4<f32>(0.0);
     var o3_1 = vec4<f32>(0.0);
-    let c0 = ((0u + lane / 2u) & 15u);
-    let c1 = ((1u + lane / 2u) & 15u);
-    let c2 = ((2u + lane / 2u) & 15u);
-    let c3 = ((3u + lane / 2u) & 15u);
-    let c4 = ((4u + lane / 2u) & 15u);
-    let c5 = ((5u + lane / 2u) & 15u);
-    let c6 = ((6u + lane / 2u) & 15u);
-    let c7 = ((7u + lane / 2u) & 15u);
-    let c8 = ((8u + lane / 2u) & 15u);
-    let c9 = ((9u + lane / 2u) & 15u);
-    let c10 = ((10u + lane / 2u) & 15u);
-    let c11 = ((11u + lane / 2u) & 15u);
-    let c12 = ((12u + lane / 2u) & 15u);
-    let c13 = ((13u + lane / 2u) & 15u);
-    let c14 = ((14u + lane / 2u) & 15u);
-    let c15 = ((15u + lane / 2u) & 15u);
+    let c0 = ((0u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c1 = ((1u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c2 = ((2u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c3 = ((3u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c4 = ((4u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c5 = ((5u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c6 = ((6u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c7 = ((7u + lane / 2u + 4u * (lane / 16u)) & 7u);
     var running_max = -3.0e38;
     var running_sum = 0.0;
     let base = head * key_length;
@@ -224,30 +122,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         staged1 = key_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged2 = vec4<f16>(0.0);
-    if (0u + (local + 256u) / 16u < key_length) {
-        staged2 = key_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (0u + (local + 0u) / 16u < key_length) {
+        staged2 = value_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged3 = vec4<f16>(0.0);
-    if (0u + (local + 384u) / 16u < key_length) {
-        staged3 = key_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-    }
-    var staged4 = vec4<f16>(0.0);
-    if (0u + (local + 0u) / 16u < key_length) {
-        staged4 = value_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
-    }
-    var staged5 = vec4<f16>(0.0);
     if (0u + (local + 128u) / 16u < key_length) {
-        staged5 = value_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        staged3 = value_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
-    var staged6 = vec4<f16>(0.0);
-    if (0u + (local + 256u) / 16u < key_length) {
-        staged6 = value_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
-    }
-    var staged7 = vec4<f16>(0.0);
-    if (0u + (local + 384u) / 16u < key_length) {
-        staged7 = value_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-    }
-    for (var start = 0u; start < key_end; start += 32u) {
+    for (var start = 0u; start < key_end; start += 16u) {
         workgroupBarrier();
         {
             let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
@@ -272,7 +154,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[at + 3u - flip] = second.y;
         }
         {
-            let at = 0u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            let at = 1152u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
             let swapped = (local & 16u) != 0u;
             let flip = select(0u, 2u, swapped);
             let first = select(staged2.xy, staged2.zw, swapped);
@@ -283,7 +165,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[at + 3u - flip] = second.y;
         }
         {
-            let at = 0u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            let at = 1152u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
             let swapped = (local & 16u) != 0u;
             let flip = select(0u, 2u, swapped);
             let first = select(staged3.xy, staged3.zw, swapped);
@@ -293,51 +175,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[at + 2u - flip] = second.x;
             tiles[at + 3u - flip] = second.y;
         }
-        {
-            let at = 2304u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged4.xy, staged4.zw, swapped);
-            let second = select(staged4.zw, staged4.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 2304u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged5.xy, staged5.zw, swapped);
-            let second = select(staged5.zw, staged5.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 2304u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged6.xy, staged6.zw, swapped);
-            let second = select(staged6.zw, staged6.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 2304u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged7.xy, staged7.zw, swapped);
-            let second = select(staged7.zw, staged7.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        if (local < 32u) {
+        if (local < 16u) {
             var bias = -3.0e38;
             if (start + local < key_length) {
                 bias = key_bias_data[bias_base + start + local];
@@ -346,36 +184,20 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }
         workgroupBarrier();
         staged0 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 0u) / 16u < key_length) {
-            staged0 = key_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        if ((start + 16u) + (local + 0u) / 16u < key_length) {
+            staged0 = key_data[(base + (start + 16u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
         }
         staged1 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 128u) / 16u < key_length) {
-            staged1 = key_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        if ((start + 16u) + (local + 128u) / 16u < key_length) {
+            staged1 = key_data[(base + (start + 16u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
         }
         staged2 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 256u) / 16u < key_length) {
-            staged2 = key_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        if ((start + 16u) + (local + 0u) / 16u < key_length) {
+            staged2 = value_data[(base + (start + 16u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
         }
         staged3 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 384u) / 16u < key_length) {
-            staged3 = key_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-        }
-        staged4 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 0u) / 16u < key_length) {
-            staged4 = value_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
-        }
-        staged5 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 128u) / 16u < key_length) {
-            staged5 = value_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
-        }
-        staged6 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 256u) / 16u < key_length) {
-            staged6 = value_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
-        }
-        staged7 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 384u) / 16u < key_length) {
-            staged7 = value_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        if ((start + 16u) + (local + 128u) / 16u < key_length) {
+            staged3 = value_data[(base + (start + 16u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
         }
         {
             var s = coop_mat16x16<f32, C>();
@@ -392,28 +214,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let k3 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at3], 72u);
             s = coopMultiplyAdd(q3, k3, s);
             let s_at = scratch_at + 0u;
-            coopStoreT(s, &scratch[s_at], 36u);
-        }
-        {
-            var s = coop_mat16x16<f32, C>();
-            let k_at0 = 1152u + 0u;
-            let k0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at0], 72u);
-            s = coopMultiplyAdd(q0, k0, s);
-            let k_at1 = 1152u + 16u;
-            let k1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at1], 72u);
-            s = coopMultiplyAdd(q1, k1, s);
-            let k_at2 = 1152u + 32u;
-            let k2 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at2], 72u);
-            s = coopMultiplyAdd(q2, k2, s);
-            let k_at3 = 1152u + 48u;
-            let k3 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at3], 72u);
-            s = coopMultiplyAdd(q3, k3, s);
-            let s_at = scratch_at + 16u;
-            coopStoreT(s, &scratch[s_at], 36u);
+            coopStoreT(s, &scratch[s_at], 20u);
         }
         subgroupBarrier();
-        let own = lane_half * 16u;
-        let other = 16u - own;
+        let own = lane_half * 8u;
+        let other = 8u - own;
         var max0 = -3.0e38;
         var max1 = -3.0e38;
         var max2 = -3.0e38;
@@ -442,36 +247,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         let s7 = scratch[lane_scratch + own + c7] * params.scale + bias_tile[own + c7];
         let valid7 = start + own + c7 < key_length && bias_tile[own + c7] > -1.0e38;
         max3 = select(max3, max(max3, s7), valid7);
-        let s8 = scratch[lane_scratch + own + c8] * params.scale + bias_tile[own + c8];
-        let valid8 = start + own + c8 < key_length && bias_tile[own + c8] > -1.0e38;
-        max0 = select(max0, max(max0, s8), valid8);
-        let s9 = scratch[lane_scratch + own + c9] * params.scale + bias_tile[own + c9];
-        let valid9 = start + own + c9 < key_length && bias_tile[own + c9] > -1.0e38;
-        max1 = select(max1, max(max1, s9), valid9);
-        let s10 = scratch[lane_scratch + own + c10] * params.scale + bias_tile[own + c10];
-        let valid10 = start + own + c10 < key_length && bias_tile[own + c10] > -1.0e38;
-        max2 = select(max2, max(max2, s10), valid10);
-        let s11 = scratch[lane_scratch + own + c11] * params.scale + bias_tile[own + c11];
-        let valid11 = start + own + c11 < key_length && bias_tile[own + c11] > -1.0e38;
-        max3 = select(max3, max(max3, s11), valid11);
-        let s12 = scratch[lane_scratch + own + c12] * params.scale + bias_tile[own + c12];
-        let valid12 = start + own + c12 < key_length && bias_tile[own + c12] > -1.0e38;
-        max0 = select(max0, max(max0, s12), valid12);
-        let s13 = scratch[lane_scratch + own + c13] * params.scale + bias_tile[own + c13];
-        let valid13 = start + own + c13 < key_length && bias_tile[own + c13] > -1.0e38;
-        max1 = select(max1, max(max1, s13), valid13);
-        let s14 = scratch[lane_scratch + own + c14] * params.scale + bias_tile[own + c14];
-        let valid14 = start + own + c14 < key_length && bias_tile[own + c14] > -1.0e38;
-        max2 = select(max2, max(max2, s14), valid14);
-        let s15 = scratch[lane_scratch + own + c15] * params.scale + bias_tile[own + c15];
-        let valid15 = start + own + c15 < key_length && bias_tile[own + c15] > -1.0e38;
-        max3 = select(max3, max(max3, s15), valid15);
         let half_max = max(max(max0, max1), max(max2, max3));
         let tile_max = max(half_max, subgroupShuffleXor(half_max, 1u));
         let new_max = max(running_max, tile_max);
         let correction = exp(running_max - new_max);
         running_max = new_max;
-        let p_at = 4608u + my_row * 40u + own;
+        let p_at = 2304u + my_row * 24u + own;
         let p0 = select(0.0, exp(s0 - new_max), valid0);
         tiles[p_at + c0] = f16(p0);
         let p1 = select(0.0, exp(s1 - new_max), valid1);
@@ -488,23 +269,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         tiles[p_at + c6] = f16(p6);
         let p7 = select(0.0, exp(s7 - new_max), valid7);
         tiles[p_at + c7] = f16(p7);
-        let p8 = select(0.0, exp(s8 - new_max), valid8);
-        tiles[p_at + c8] = f16(p8);
-        let p9 = select(0.0, exp(s9 - new_max), valid9);
-        tiles[p_at + c9] = f16(p9);
-        let p10 = select(0.0, exp(s10 - new_max), valid10);
-        tiles[p_at + c10] = f16(p10);
-        let p11 = select(0.0, exp(s11 - new_max), valid11);
-        tiles[p_at + c11] = f16(p11);
-        let p12 = select(0.0, exp(s12 - new_max), valid12);
-        tiles[p_at + c12] = f16(p12);
-        let p13 = select(0.0, exp(s13 - new_max), valid13);
-        tiles[p_at + c13] = f16(p13);
-        let p14 = select(0.0, exp(s14 - new_max), valid14);
-        tiles[p_at + c14] = f16(p14);
-        let p15 = select(0.0, exp(s15 - new_max), valid15);
-        tiles[p_at + c15] = f16(p15);
-        running_sum = running_sum * correction + (p0 + p1 + p2 + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15);
+        running_sum = running_sum * correction + (p0 + p1 + p2 + p3 + p4 + p5 + p6 + p7);
         o0_0 = o0_0 * correction;
         o0_1 = o0_1 * correction;
         o1_0 = o1_0 * correction;
@@ -516,27 +281,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         subgroupBarrier();
         {
             var pv0 = coop_mat16x16<f32, C>();
-            var pv1 = coop_mat16x16<f32, C>();
-            let p_at0 = 4608u + sub_row * 40u + 0u;
-            let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 40u);
-            let v_at0_0 = 2304u;
+            let p_at0 = 2304u + sub_row * 24u + 0u;
+            let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
+            let v_at0_0 = 1152u;
             let v0_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_0], 72u);
             pv0 = coopMultiplyAdd(p0, v0_0, pv0);
-            let v_at0_1 = 2320u;
-            let v0_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_1], 72u);
-            pv1 = coopMultiplyAdd(p0, v0_1, pv1);
-            let p_at1 = 4608u + sub_row * 40u + 16u;
-            let p1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at1], 40u);
-            let v_at1_0 = 3456u;
-            let v1_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at1_0], 72u);
-            pv0 = coopMultiplyAdd(p1, v1_0, pv0);
-            let v_at1_1 = 3472u;
-            let v1_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at1_1], 72u);
-            pv1 = coopMultiplyAdd(p1, v1_1, pv1);
             let pv_at0 = scratch_at + 0u;
-            coopStoreT(pv0, &scratch[pv_at0], 36u);
-            let pv_at1 = scratch_at + 16u;
-            coopStoreT(pv1, &scratch[pv_at1], 36u);
+            coopStoreT(pv0, &scratch[pv_at0], 20u);
         }
         subgroupBarrier();
         {
@@ -544,35 +295,33 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             o0_0 = o0_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
             o0_1 = o0_1 + vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]);
         }
+        subgroupBarrier();
         {
-            let at = lane_scratch + 16u + lane_half * 8u;
+            var pv1 = coop_mat16x16<f32, C>();
+            let p_at0 = 2304u + sub_row * 24u + 0u;
+            let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
+            let v_at0_1 = 1168u;
+            let v0_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_1], 72u);
+            pv1 = coopMultiplyAdd(p0, v0_1, pv1);
+            let pv_at1 = scratch_at + 0u;
+            coopStoreT(pv1, &scratch[pv_at1], 20u);
+        }
+        subgroupBarrier();
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
             o1_0 = o1_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
             o1_1 = o1_1 + vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]);
         }
         subgroupBarrier();
         {
             var pv2 = coop_mat16x16<f32, C>();
-            var pv3 = coop_mat16x16<f32, C>();
-            let p_at0 = 4608u + sub_row * 40u + 0u;
-            let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 40u);
-            let v_at0_2 = 2336u;
+            let p_at0 = 2304u + sub_row * 24u + 0u;
+            let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
+            let v_at0_2 = 1184u;
             let v0_2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_2], 72u);
             pv2 = coopMultiplyAdd(p0, v0_2, pv2);
-            let v_at0_3 = 2352u;
-            let v0_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_3], 72u);
-            pv3 = coopMultiplyAdd(p0, v0_3, pv3);
-            let p_at1 = 4608u + sub_row * 40u + 16u;
-            let p1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at1], 40u);
-            let v_at1_2 = 3488u;
-            let v1_2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at1_2], 72u);
-            pv2 = coopMultiplyAdd(p1, v1_2, pv2);
-            let v_at1_3 = 3504u;
-            let v1_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at1_3], 72u);
-            pv3 = coopMultiplyAdd(p1, v1_3, pv3);
             let pv_at2 = scratch_at + 0u;
-            coopStoreT(pv2, &scratch[pv_at2], 36u);
-            let pv_at3 = scratch_at + 16u;
-            coopStoreT(pv3, &scratch[pv_at3], 36u);
+            coopStoreT(pv2, &scratch[pv_at2], 20u);
         }
         subgroupBarrier();
         {
@@ -580,8 +329,20 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             o2_0 = o2_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
             o2_1 = o2_1 + vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]);
         }
+        subgroupBarrier();
         {
-            let at = lane_scratch + 16u + lane_half * 8u;
+            var pv3 = coop_mat16x16<f32, C>();
+            let p_at0 = 2304u + sub_row * 24u + 0u;
+            let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
+            let v_at0_3 = 1200u;
+            let v0_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_3], 72u);
+            pv3 = coopMultiplyAdd(p0, v0_3, pv3);
+            let pv_at3 = scratch_at + 0u;
+            coopStoreT(pv3, &scratch[pv_at3], 20u);
+        }
+        subgroupBarrier();
+        {
+            let at = lane_scratch + 0u + lane_half * 8u;
             o3_0 = o3_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
             o3_1 = o3_1 + vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]);
         }

@@ -27,11 +27,11 @@ struct AttentionParams {
 @group(0) @binding(5) var<storage, read_write> output_data: array<vec4<f16>>;
 @group(0) @binding(6) var<storage, read_write> logsumexp_data: array<f32>;
 @group(0) @binding(7) var<storage, read_write> flag_data: array<atomic<u32>>;
-// Q [64][72] at 0, K [32][72] at 4608, V [32][72] at 6912, P [64][40] at 9216.
-var<workgroup> tiles: array<f16, 11776>;
-// One 16 x 36 f32 tile per subgroup (scores, then P V).
-var<workgroup> scratch: array<f32, 2304>;
-var<workgroup> bias_tile: array<f32, 32>;
+// Q [64][72] at 0 (1 column parts), K [32][72] at 4608, V [32][72] at 5760, P [64][24] at 6912.
+var<workgroup> tiles: array<f16, 8448>;
+// One 16 x 20 f32 tile per subgroup (scores, then P V).
+var<workgroup> scratch: array<f32, 1280>;
+var<workgroup> bias_tile: array<f32, 16>;
 var<private> emulated_lane: u32;
 fn emulated_multiply_add(a: vec3<u32>, b: vec3<u32>, c: array<vec4<f32>, 2>) -> array<vec4<f32>, 2> {
     var result = c;
@@ -67,8 +67,8 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     let my_row = sub_row + lane / 2u;
     let row = row0 + my_row;
     let lane_half = lane % 2u;
-    let scratch_at = subgroup * 576u;
-    let lane_scratch = scratch_at + (lane / 2u) * 36u;
+    let scratch_at = subgroup * 320u;
+    let lane_scratch = scratch_at + (lane / 2u) * 20u;
     let query_base = head * length;
     {
         var staged0 = vec4<f16>(0.0);
@@ -213,22 +213,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         atomicStore(&flag_data[flag_at], 0u);
     }
     storageBarrier();
-    let c0 = ((0u + lane / 2u) & 15u);
-    let c1 = ((1u + lane / 2u) & 15u);
-    let c2 = ((2u + lane / 2u) & 15u);
-    let c3 = ((3u + lane / 2u) & 15u);
-    let c4 = ((4u + lane / 2u) & 15u);
-    let c5 = ((5u + lane / 2u) & 15u);
-    let c6 = ((6u + lane / 2u) & 15u);
-    let c7 = ((7u + lane / 2u) & 15u);
-    let c8 = ((8u + lane / 2u) & 15u);
-    let c9 = ((9u + lane / 2u) & 15u);
-    let c10 = ((10u + lane / 2u) & 15u);
-    let c11 = ((11u + lane / 2u) & 15u);
-    let c12 = ((12u + lane / 2u) & 15u);
-    let c13 = ((13u + lane / 2u) & 15u);
-    let c14 = ((14u + lane / 2u) & 15u);
-    let c15 = ((15u + lane / 2u) & 15u);
+    let c0 = ((0u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c1 = ((1u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c2 = ((2u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c3 = ((3u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c4 = ((4u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c5 = ((5u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c6 = ((6u + lane / 2u + 4u * (lane / 16u)) & 7u);
+    let c7 = ((7u + lane / 2u + 4u * (lane / 16u)) & 7u);
     var running_max = -3.0e38;
     var running_sum = 0.0;
     let base = head * key_length;
@@ -243,30 +235,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         staged1 = key_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
     var staged2 = vec4<f16>(0.0);
-    if (0u + (local + 256u) / 16u < key_length) {
-        staged2 = key_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+    if (0u + (local + 0u) / 16u < key_length) {
+        staged2 = value_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
     var staged3 = vec4<f16>(0.0);
-    if (0u + (local + 384u) / 16u < key_length) {
-        staged3 = key_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-    }
-    var staged4 = vec4<f16>(0.0);
-    if (0u + (local + 0u) / 16u < key_length) {
-        staged4 = value_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
-    }
-    var staged5 = vec4<f16>(0.0);
     if (0u + (local + 128u) / 16u < key_length) {
-        staged5 = value_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        staged3 = value_data[(base + 0u + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
     }
-    var staged6 = vec4<f16>(0.0);
-    if (0u + (local + 256u) / 16u < key_length) {
-        staged6 = value_data[(base + 0u + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
-    }
-    var staged7 = vec4<f16>(0.0);
-    if (0u + (local + 384u) / 16u < key_length) {
-        staged7 = value_data[(base + 0u + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-    }
-    for (var start = 0u; start < key_end; start += 32u) {
+    for (var start = 0u; start < key_end; start += 16u) {
         workgroupBarrier();
         {
             let at = 4608u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
@@ -291,7 +267,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[at + 3u - flip] = second.y;
         }
         {
-            let at = 4608u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
+            let at = 5760u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
             let swapped = (local & 16u) != 0u;
             let flip = select(0u, 2u, swapped);
             let first = select(staged2.xy, staged2.zw, swapped);
@@ -302,7 +278,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[at + 3u - flip] = second.y;
         }
         {
-            let at = 4608u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
+            let at = 5760u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
             let swapped = (local & 16u) != 0u;
             let flip = select(0u, 2u, swapped);
             let first = select(staged3.xy, staged3.zw, swapped);
@@ -312,51 +288,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             tiles[at + 2u - flip] = second.x;
             tiles[at + 3u - flip] = second.y;
         }
-        {
-            let at = 6912u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged4.xy, staged4.zw, swapped);
-            let second = select(staged4.zw, staged4.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 6912u + ((local + 128u) / 16u) * 72u + ((local + 128u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged5.xy, staged5.zw, swapped);
-            let second = select(staged5.zw, staged5.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 6912u + ((local + 256u) / 16u) * 72u + ((local + 256u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged6.xy, staged6.zw, swapped);
-            let second = select(staged6.zw, staged6.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = 6912u + ((local + 384u) / 16u) * 72u + ((local + 384u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged7.xy, staged7.zw, swapped);
-            let second = select(staged7.zw, staged7.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        if (local < 32u) {
+        if (local < 16u) {
             var bias = -3.0e38;
             if (start + local < key_length) {
                 bias = key_bias_data[bias_base + start + local];
@@ -365,36 +297,20 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }
         workgroupBarrier();
         staged0 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 0u) / 16u < key_length) {
-            staged0 = key_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
+        if ((start + 16u) + (local + 0u) / 16u < key_length) {
+            staged0 = key_data[(base + (start + 16u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
         }
         staged1 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 128u) / 16u < key_length) {
-            staged1 = key_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
+        if ((start + 16u) + (local + 128u) / 16u < key_length) {
+            staged1 = key_data[(base + (start + 16u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
         }
         staged2 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 256u) / 16u < key_length) {
-            staged2 = key_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+        if ((start + 16u) + (local + 0u) / 16u < key_length) {
+            staged2 = value_data[(base + (start + 16u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
         }
         staged3 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 384u) / 16u < key_length) {
-            staged3 = key_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
-        }
-        staged4 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 0u) / 16u < key_length) {
-            staged4 = value_data[(base + (start + 32u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
-        }
-        staged5 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 128u) / 16u < key_length) {
-            staged5 = value_data[(base + (start + 32u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
-        }
-        staged6 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 256u) / 16u < key_length) {
-            staged6 = value_data[(base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
-        }
-        staged7 = vec4<f16>(0.0);
-        if ((start + 32u) + (local + 384u) / 16u < key_length) {
-            staged7 = value_data[(base + (start + 32u) + (local + 384u) / 16u) * 16u + (local + 384u) % 16u];
+        if ((start + 16u) + (local + 128u) / 16u < key_length) {
+            staged3 = value_data[(base + (start + 16u) + (local + 128u) / 16u) * 16u + (local + 128u) % 16u];
         }
         {
             var s = array<vec4<f32>, 2>();
@@ -411,28 +327,11 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             let k3 = vec3<u32>(k_at3, 1u, 72u);
             s = emulated_multiply_add(q3, k3, s);
             let s_at = scratch_at + 0u;
-            emulated_store(s, s_at, 36u);
-        }
-        {
-            var s = array<vec4<f32>, 2>();
-            let k_at0 = 5760u + 0u;
-            let k0 = vec3<u32>(k_at0, 1u, 72u);
-            s = emulated_multiply_add(q0, k0, s);
-            let k_at1 = 5760u + 16u;
-            let k1 = vec3<u32>(k_at1, 1u, 72u);
-            s = emulated_multiply_add(q1, k1, s);
-            let k_at2 = 5760u + 32u;
-            let k2 = vec3<u32>(k_at2, 1u, 72u);
-            s = emulated_multiply_add(q2, k2, s);
-            let k_at3 = 5760u + 48u;
-            let k3 = vec3<u32>(k_at3, 1u, 72u);
-            s = emulated_multiply_add(q3, k3, s);
-            let s_at = scratch_at + 16u;
-            emulated_store(s, s_at, 36u);
+            emulated_store(s, s_at, 20u);
         }
         workgroupBarrier();
-        let own = lane_half * 16u;
-        let other = 16u - own;
+        let own = lane_half * 8u;
+        let other = 8u - own;
         var max0 = -3.0e38;
         var max1 = -3.0e38;
         var max2 = -3.0e38;
@@ -477,46 +376,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         max3 = select(max3, max(max3, s7), valid7);
         let t7 = scratch[lane_scratch + other + c7] * params.scale + bias_tile[other + c7];
         max3 = select(max3, max(max3, t7), start + other + c7 < key_length && bias_tile[other + c7] > -1.0e38);
-        let s8 = scratch[lane_scratch + own + c8] * params.scale + bias_tile[own + c8];
-        let valid8 = start + own + c8 < key_length && bias_tile[own + c8] > -1.0e38;
-        max0 = select(max0, max(max0, s8), valid8);
-        let t8 = scratch[lane_scratch + other + c8] * params.scale + bias_tile[other + c8];
-        max0 = select(max0, max(max0, t8), start + other + c8 < key_length && bias_tile[other + c8] > -1.0e38);
-        let s9 = scratch[lane_scratch + own + c9] * params.scale + bias_tile[own + c9];
-        let valid9 = start + own + c9 < key_length && bias_tile[own + c9] > -1.0e38;
-        max1 = select(max1, max(max1, s9), valid9);
-        let t9 = scratch[lane_scratch + other + c9] * params.scale + bias_tile[other + c9];
-        max1 = select(max1, max(max1, t9), start + other + c9 < key_length && bias_tile[other + c9] > -1.0e38);
-        let s10 = scratch[lane_scratch + own + c10] * params.scale + bias_tile[own + c10];
-        let valid10 = start + own + c10 < key_length && bias_tile[own + c10] > -1.0e38;
-        max2 = select(max2, max(max2, s10), valid10);
-        let t10 = scratch[lane_scratch + other + c10] * params.scale + bias_tile[other + c10];
-        max2 = select(max2, max(max2, t10), start + other + c10 < key_length && bias_tile[other + c10] > -1.0e38);
-        let s11 = scratch[lane_scratch + own + c11] * params.scale + bias_tile[own + c11];
-        let valid11 = start + own + c11 < key_length && bias_tile[own + c11] > -1.0e38;
-        max3 = select(max3, max(max3, s11), valid11);
-        let t11 = scratch[lane_scratch + other + c11] * params.scale + bias_tile[other + c11];
-        max3 = select(max3, max(max3, t11), start + other + c11 < key_length && bias_tile[other + c11] > -1.0e38);
-        let s12 = scratch[lane_scratch + own + c12] * params.scale + bias_tile[own + c12];
-        let valid12 = start + own + c12 < key_length && bias_tile[own + c12] > -1.0e38;
-        max0 = select(max0, max(max0, s12), valid12);
-        let t12 = scratch[lane_scratch + other + c12] * params.scale + bias_tile[other + c12];
-        max0 = select(max0, max(max0, t12), start + other + c12 < key_length && bias_tile[other + c12] > -1.0e38);
-        let s13 = scratch[lane_scratch + own + c13] * params.scale + bias_tile[own + c13];
-        let valid13 = start + own + c13 < key_length && bias_tile[own + c13] > -1.0e38;
-        max1 = select(max1, max(max1, s13), valid13);
-        let t13 = scratch[lane_scratch + other + c13] * params.scale + bias_tile[other + c13];
-        max1 = select(max1, max(max1, t13), start + other + c13 < key_length && bias_tile[other + c13] > -1.0e38);
-        let s14 = scratch[lane_scratch + own + c14] * params.scale + bias_tile[own + c14];
-        let valid14 = start + own + c14 < key_length && bias_tile[own + c14] > -1.0e38;
-        max2 = select(max2, max(max2, s14), valid14);
-        let t14 = scratch[lane_scratch + other + c14] * params.scale + bias_tile[other + c14];
-        max2 = select(max2, max(max2, t14), start + other + c14 < key_length && bias_tile[other + c14] > -1.0e38);
-        let s15 = scratch[lane_scratch + own + c15] * params.scale + bias_tile[own + c15];
-        let valid15 = start + own + c15 < key_length && bias_tile[own + c15] > -1.0e38;
-        max3 = select(max3, max(max3, s15), valid15);
-        let t15 = scratch[lane_scratch + other + c15] * params.scale + bias_tile[other + c15];
-        max3 = select(max3, max(max3, t15), start + other + c15 < key_length && bias_tile[other + c15] > -1.0e38);
         let half_max = max(max(max0, max1), max(max2, max3));
         let tile_max = half_max;
         let new_max = max(running_max, tile_max);
@@ -540,7 +399,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         offset = new_offset;
         redo = redo || (has_keys && new_offset - drift > 16.0);
         let shift = reference + new_offset;
-        let p_at = 9216u + my_row * 40u + own;
+        let p_at = 6912u + my_row * 24u + own;
         let p0 = select(0.0, exp(s0 - shift) * 32768.0, valid0);
         tiles[p_at + c0] = f16(p0);
         let p1 = select(0.0, exp(s1 - shift) * 32768.0, valid1);
@@ -557,56 +416,26 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         tiles[p_at + c6] = f16(p6);
         let p7 = select(0.0, exp(s7 - shift) * 32768.0, valid7);
         tiles[p_at + c7] = f16(p7);
-        let p8 = select(0.0, exp(s8 - shift) * 32768.0, valid8);
-        tiles[p_at + c8] = f16(p8);
-        let p9 = select(0.0, exp(s9 - shift) * 32768.0, valid9);
-        tiles[p_at + c9] = f16(p9);
-        let p10 = select(0.0, exp(s10 - shift) * 32768.0, valid10);
-        tiles[p_at + c10] = f16(p10);
-        let p11 = select(0.0, exp(s11 - shift) * 32768.0, valid11);
-        tiles[p_at + c11] = f16(p11);
-        let p12 = select(0.0, exp(s12 - shift) * 32768.0, valid12);
-        tiles[p_at + c12] = f16(p12);
-        let p13 = select(0.0, exp(s13 - shift) * 32768.0, valid13);
-        tiles[p_at + c13] = f16(p13);
-        let p14 = select(0.0, exp(s14 - shift) * 32768.0, valid14);
-        tiles[p_at + c14] = f16(p14);
-        let p15 = select(0.0, exp(s15 - shift) * 32768.0, valid15);
-        tiles[p_at + c15] = f16(p15);
-        running_sum = running_sum * correction + (p0 + p1 + p2 + p3 + p4 + p5 + p6 + p7 + p8 + p9 + p10 + p11 + p12 + p13 + p14 + p15);
+        running_sum = running_sum * correction + (p0 + p1 + p2 + p3 + p4 + p5 + p6 + p7);
         oacc0 = array<vec4<f32>, 2>(oacc0[0] * correction, oacc0[1] * correction);
         oacc1 = array<vec4<f32>, 2>(oacc1[0] * correction, oacc1[1] * correction);
         oacc2 = array<vec4<f32>, 2>(oacc2[0] * correction, oacc2[1] * correction);
         oacc3 = array<vec4<f32>, 2>(oacc3[0] * correction, oacc3[1] * correction);
         workgroupBarrier();
-        let p_at0 = 9216u + sub_row * 40u + 0u;
-        let pf0 = vec3<u32>(p_at0, 40u, 1u);
-        let p_at1 = 9216u + sub_row * 40u + 16u;
-        let pf1 = vec3<u32>(p_at1, 40u, 1u);
-        let v_at0_0 = 6912u;
+        let p_at0 = 6912u + sub_row * 24u + 0u;
+        let pf0 = vec3<u32>(p_at0, 24u, 1u);
+        let v_at0_0 = 5760u;
         let v0_0 = vec3<u32>(v_at0_0, 72u, 1u);
         oacc0 = emulated_multiply_add(pf0, v0_0, oacc0);
-        let v_at1_0 = 8064u;
-        let v1_0 = vec3<u32>(v_at1_0, 72u, 1u);
-        oacc0 = emulated_multiply_add(pf1, v1_0, oacc0);
-        let v_at0_1 = 6928u;
+        let v_at0_1 = 5776u;
         let v0_1 = vec3<u32>(v_at0_1, 72u, 1u);
         oacc1 = emulated_multiply_add(pf0, v0_1, oacc1);
-        let v_at1_1 = 8080u;
-        let v1_1 = vec3<u32>(v_at1_1, 72u, 1u);
-        oacc1 = emulated_multiply_add(pf1, v1_1, oacc1);
-        let v_at0_2 = 6944u;
+        let v_at0_2 = 5792u;
         let v0_2 = vec3<u32>(v_at0_2, 72u, 1u);
         oacc2 = emulated_multiply_add(pf0, v0_2, oacc2);
-        let v_at1_2 = 8096u;
-        let v1_2 = vec3<u32>(v_at1_2, 72u, 1u);
-        oacc2 = emulated_multiply_add(pf1, v1_2, oacc2);
-        let v_at0_3 = 6960u;
+        let v_at0_3 = 5808u;
         let v0_3 = vec3<u32>(v_at0_3, 72u, 1u);
         oacc3 = emulated_multiply_add(pf0, v0_3, oacc3);
-        let v_at1_3 = 8112u;
-        let v1_3 = vec3<u32>(v_at1_3, 72u, 1u);
-        oacc3 = emulated_multiply_add(pf1, v1_3, oacc3);
     }
     if (redo) {
         atomicOr(&flag_data[flag_at], 1u);
@@ -621,11 +450,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let at = scratch_at + 0u;
-        emulated_store(oacc0, at, 36u);
-    }
-    {
-        let at = scratch_at + 16u;
-        emulated_store(oacc1, at, 36u);
+        emulated_store(oacc0, at, 20u);
     }
     workgroupBarrier();
     if (row < length) {
@@ -634,8 +459,16 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             output_data[out_at + 0u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
             output_data[out_at + 1u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
         }
+    }
+    workgroupBarrier();
+    {
+        let at = scratch_at + 0u;
+        emulated_store(oacc1, at, 20u);
+    }
+    workgroupBarrier();
+    if (row < length) {
         {
-            let at = lane_scratch + 16u + lane_half * 8u;
+            let at = lane_scratch + 0u + lane_half * 8u;
             output_data[out_at + 4u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
             output_data[out_at + 5u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
         }
@@ -643,11 +476,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     workgroupBarrier();
     {
         let at = scratch_at + 0u;
-        emulated_store(oacc2, at, 36u);
-    }
-    {
-        let at = scratch_at + 16u;
-        emulated_store(oacc3, at, 36u);
+        emulated_store(oacc2, at, 20u);
     }
     workgroupBarrier();
     if (row < length) {
@@ -656,8 +485,16 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             output_data[out_at + 8u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
             output_data[out_at + 9u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
         }
+    }
+    workgroupBarrier();
+    {
+        let at = scratch_at + 0u;
+        emulated_store(oacc3, at, 20u);
+    }
+    workgroupBarrier();
+    if (row < length) {
         {
-            let at = lane_scratch + 16u + lane_half * 8u;
+            let at = lane_scratch + 0u + lane_half * 8u;
             output_data[out_at + 12u] = vec4<f16>(vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]) * inverse);
             output_data[out_at + 13u] = vec4<f16>(vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]) * inverse);
         }

@@ -1,6 +1,7 @@
 //! Tests of the cooperative-matrix attention forward: naga validates the hardware source
 //! (no GPU needed), and the emulated kernel runs on any f16 device against the CPU composite.
 
+use super::super::attention_coop_layout::{key_tile, KEY_TILE};
 use super::super::matmul_coop::tests::translate;
 use super::*;
 use crate::dtype::DType;
@@ -55,17 +56,48 @@ fn coop_attention_sources_validate() {
         })
     };
     let bytes = |width, key_bias, emulated| sized(width, key_bias, 4, emulated);
-    // Eight subgroups fit the H200's 48 KiB at 64 (with a key bias too), not at 128; their
-    // emulation does not fit lavapipe's 32 KiB (the doctor checks them on the H200).
-    assert_eq!(sized(64, true, 8, false), 47232);
-    assert!(sized(128, false, 8, false) > 49152);
+    // With 16-key tiles and Q staged 32 columns at a time, eight subgroups take 21 KiB at
+    // 64 with a key bias (at most 23 KiB: the H200 runs two a multiprocessor) and 25 KiB at
+    // 128 (the H200 has 48); their emulation stages Q whole and does not fit lavapipe's 32.
+    assert_eq!(sized(64, true, 8, false), 21056);
+    assert_eq!(sized(128, false, 8, false), 25088);
     assert!(sized(64, false, 8, true) > 32768);
-    // On tensor cores Q shares K's and V's space: head size 128 takes 31 KiB with a key bias
-    // (the H200 has 48), 64 takes 23 KiB (it took 32 with Q apart).
-    assert_eq!(bytes(128, true, false), 31872);
-    assert_eq!(bytes(64, false, false), 23552);
-    // The emulation stages Q apart; 64 still fits lavapipe's 32 KiB.
-    assert_eq!(bytes(64, false, true), 32768);
+    // Four subgroups: 17 KiB at 128 with a key bias, 12.5 KiB at 64 (23 with 32-key tiles).
+    assert_eq!(bytes(128, true, false), 16960);
+    assert_eq!(bytes(64, false, false), 12800);
+    // The emulation stages Q whole, in a region of its own.
+    assert_eq!(bytes(64, false, true), 22016);
+    // Widths whose 16-key tile does not share out evenly keep 32-key tiles.
+    assert_eq!(
+        key_tile(&CoopForward {
+            head_dim: 48,
+            value_dim: 16,
+            ..sized_key(4)
+        }),
+        KEY_TILE
+    );
+    assert_eq!(
+        key_tile(&CoopForward {
+            head_dim: 64,
+            value_dim: 64,
+            ..sized_key(8)
+        }),
+        16
+    );
+}
+
+/// A uniform, single-buffered hardware key of `subgroups` subgroups at d = dv = 64.
+fn sized_key(subgroups: u32) -> CoopForward {
+    CoopForward {
+        head_dim: 64,
+        value_dim: 64,
+        causal: false,
+        key_bias: false,
+        subgroups,
+        emulated: false,
+        double_buffered: false,
+        mode: ForwardMode::Uniform,
+    }
 }
 
 /// Deterministic values in [-1.5, 1.5).
