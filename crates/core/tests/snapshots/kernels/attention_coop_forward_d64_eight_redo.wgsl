@@ -27,8 +27,8 @@ struct AttentionParams {
 @group(0) @binding(4) var<storage, read_write> output_data: array<vec4<f16>>;
 @group(0) @binding(5) var<storage, read_write> logsumexp_data: array<f32>;
 @group(0) @binding(6) var<storage, read> flag_data: array<u32>;
-// Q [128][40] at 0 (2 column parts), K [32][72] at 0, V [32][72] at 1152, P [128][24] at 4608.
-var<workgroup> tiles: array<f16, 7680>;
+// Q [128][40] at 0 (2 column parts), K [16][72] at 0, V [16][72] at 1152, P [128][24] at 2304.
+var<workgroup> tiles: array<f16, 5376>;
 // One 16 x 20 f32 tile per subgroup (scores, then P V).
 var<workgroup> scratch: array<f32, 2560>;
 @compute @workgroup_size(256)
@@ -119,35 +119,31 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     if (0u + (local + 0u) / 16u < key_length) {
         staged1 = value_data[(base + 0u + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
     }
-    workgroupBarrier();
-    {
-        let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-        let swapped = (local & 16u) != 0u;
-        let flip = select(0u, 2u, swapped);
-        let first = select(staged0.xy, staged0.zw, swapped);
-        let second = select(staged0.zw, staged0.xy, swapped);
-        tiles[at + flip] = first.x;
-        tiles[at + flip + 1u] = first.y;
-        tiles[at + 2u - flip] = second.x;
-        tiles[at + 3u - flip] = second.y;
-    }
-    {
-        let at = 1152u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-        let swapped = (local & 16u) != 0u;
-        let flip = select(0u, 2u, swapped);
-        let first = select(staged1.xy, staged1.zw, swapped);
-        let second = select(staged1.zw, staged1.xy, swapped);
-        tiles[at + flip] = first.x;
-        tiles[at + flip + 1u] = first.y;
-        tiles[at + 2u - flip] = second.x;
-        tiles[at + 3u - flip] = second.y;
-    }
-    workgroupBarrier();
     for (var start = 0u; start < key_end; start += 16u) {
-        let parity = (start / 16u) % 2u;
-        let kv = parity * 2304u;
-        let next_kv = 2304u - kv;
-        let bias_at = parity * 16u;
+        workgroupBarrier();
+        {
+            let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged0.xy, staged0.zw, swapped);
+            let second = select(staged0.zw, staged0.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        {
+            let at = 1152u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
+            let swapped = (local & 16u) != 0u;
+            let flip = select(0u, 2u, swapped);
+            let first = select(staged1.xy, staged1.zw, swapped);
+            let second = select(staged1.zw, staged1.xy, swapped);
+            tiles[at + flip] = first.x;
+            tiles[at + flip + 1u] = first.y;
+            tiles[at + 2u - flip] = second.x;
+            tiles[at + 3u - flip] = second.y;
+        }
+        workgroupBarrier();
         staged0 = vec4<f16>(0.0);
         if ((start + 16u) + (local + 0u) / 16u < key_length) {
             staged0 = key_data[(base + (start + 16u) + (local + 0u) / 16u) * 16u + (local + 0u) % 16u];
@@ -158,16 +154,16 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         }
         {
             var s = coop_mat16x16<f32, C>();
-            let k_at0 = kv + 0u + 0u;
+            let k_at0 = 0u + 0u;
             let k0 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at0], 72u);
             s = coopMultiplyAdd(q0, k0, s);
-            let k_at1 = kv + 0u + 16u;
+            let k_at1 = 0u + 16u;
             let k1 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at1], 72u);
             s = coopMultiplyAdd(q1, k1, s);
-            let k_at2 = kv + 0u + 32u;
+            let k_at2 = 0u + 32u;
             let k2 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at2], 72u);
             s = coopMultiplyAdd(q2, k2, s);
-            let k_at3 = kv + 0u + 48u;
+            let k_at3 = 0u + 48u;
             let k3 = coopLoad<coop_mat16x16<f16, B>>(&tiles[k_at3], 72u);
             s = coopMultiplyAdd(q3, k3, s);
             let s_at = scratch_at + 0u;
@@ -209,7 +205,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         let new_max = max(running_max, tile_max);
         let correction = exp(running_max - new_max);
         running_max = new_max;
-        let p_at = 4608u + my_row * 24u + own;
+        let p_at = 2304u + my_row * 24u + own;
         let p0 = select(0.0, exp(s0 - new_max), valid0);
         tiles[p_at + c0] = f16(p0);
         let p1 = select(0.0, exp(s1 - new_max), valid1);
@@ -238,9 +234,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         subgroupBarrier();
         {
             var pv0 = coop_mat16x16<f32, C>();
-            let p_at0 = 4608u + sub_row * 24u + 0u;
+            let p_at0 = 2304u + sub_row * 24u + 0u;
             let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
-            let v_at0_0 = kv + 1152u;
+            let v_at0_0 = 1152u;
             let v0_0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_0], 72u);
             pv0 = coopMultiplyAdd(p0, v0_0, pv0);
             let pv_at0 = scratch_at + 0u;
@@ -255,9 +251,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         subgroupBarrier();
         {
             var pv1 = coop_mat16x16<f32, C>();
-            let p_at0 = 4608u + sub_row * 24u + 0u;
+            let p_at0 = 2304u + sub_row * 24u + 0u;
             let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
-            let v_at0_1 = kv + 1168u;
+            let v_at0_1 = 1168u;
             let v0_1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_1], 72u);
             pv1 = coopMultiplyAdd(p0, v0_1, pv1);
             let pv_at1 = scratch_at + 0u;
@@ -272,9 +268,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         subgroupBarrier();
         {
             var pv2 = coop_mat16x16<f32, C>();
-            let p_at0 = 4608u + sub_row * 24u + 0u;
+            let p_at0 = 2304u + sub_row * 24u + 0u;
             let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
-            let v_at0_2 = kv + 1184u;
+            let v_at0_2 = 1184u;
             let v0_2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_2], 72u);
             pv2 = coopMultiplyAdd(p0, v0_2, pv2);
             let pv_at2 = scratch_at + 0u;
@@ -289,9 +285,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         subgroupBarrier();
         {
             var pv3 = coop_mat16x16<f32, C>();
-            let p_at0 = 4608u + sub_row * 24u + 0u;
+            let p_at0 = 2304u + sub_row * 24u + 0u;
             let p0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[p_at0], 24u);
-            let v_at0_3 = kv + 1200u;
+            let v_at0_3 = 1200u;
             let v0_3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[v_at0_3], 72u);
             pv3 = coopMultiplyAdd(p0, v0_3, pv3);
             let pv_at3 = scratch_at + 0u;
@@ -303,29 +299,6 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             o3_0 = o3_0 + vec4<f32>(scratch[at], scratch[at + 1u], scratch[at + 2u], scratch[at + 3u]);
             o3_1 = o3_1 + vec4<f32>(scratch[at + 4u], scratch[at + 5u], scratch[at + 6u], scratch[at + 7u]);
         }
-        {
-            let at = next_kv + 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged0.xy, staged0.zw, swapped);
-            let second = select(staged0.zw, staged0.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        {
-            let at = next_kv + 1152u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
-            let swapped = (local & 16u) != 0u;
-            let flip = select(0u, 2u, swapped);
-            let first = select(staged1.xy, staged1.zw, swapped);
-            let second = select(staged1.zw, staged1.xy, swapped);
-            tiles[at + flip] = first.x;
-            tiles[at + flip + 1u] = first.y;
-            tiles[at + 2u - flip] = second.x;
-            tiles[at + 3u - flip] = second.y;
-        }
-        workgroupBarrier();
     }
     workgroupBarrier();
     scratch[subgroup * 32u + lane] = running_sum;

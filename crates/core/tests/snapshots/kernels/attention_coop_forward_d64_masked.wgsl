@@ -27,7 +27,7 @@ struct AttentionParams {
 @group(0) @binding(4) var<storage, read> key_bias_data: array<f32>;
 @group(0) @binding(5) var<storage, read_write> output_data: array<vec4<f16>>;
 @group(0) @binding(6) var<storage, read_write> logsumexp_data: array<f32>;
-// Q [64][40] at 0 (2 column parts), K [32][72] at 0, V [32][72] at 1152, P [64][24] at 2304.
+// Q [64][40] at 0 (2 column parts), K [16][72] at 0, V [16][72] at 1152, P [64][24] at 2304.
 var<workgroup> tiles: array<f16, 3840>;
 // One 16 x 20 f32 tile per subgroup (scores, then P V).
 var<workgroup> scratch: array<f32, 1280>;

@@ -27,7 +27,7 @@ struct AttentionParams {
 @group(0) @binding(5) var<storage, read_write> output_data: array<vec4<f16>>;
 @group(0) @binding(6) var<storage, read_write> logsumexp_data: array<f32>;
 @group(0) @binding(7) var<storage, read_write> flag_data: array<atomic<u32>>;
-// Q [64][72] at 0 (1 column parts), K [32][72] at 4608, V [32][72] at 5760, P [64][24] at 6912.
+// Q [64][72] at 0 (1 column parts), K [16][72] at 4608, V [16][72] at 5760, P [64][24] at 6912.
 var<workgroup> tiles: array<f16, 8448>;
 // One 16 x 20 f32 tile per subgroup (scores, then P V).
 var<workgroup> scratch: array<f32, 1280>;
