@@ -33,9 +33,12 @@ pub struct ProfileArgs {
     /// Tokens per sequence for minilm and attention.
     #[arg(long, default_value_t = 128)]
     tokens: usize,
-    /// Attention heads for attention (64 wide each).
+    /// Attention heads for attention.
     #[arg(long, default_value_t = 12)]
     heads: usize,
+    /// Width of each attention head (query, key and value) for attention.
+    #[arg(long, default_value_t = 64)]
+    head_dim: usize,
     /// Run the model under f16 autocast (resnet18 and minilm targets).
     #[arg(long)]
     amp: bool,
@@ -62,22 +65,21 @@ enum Target {
     Minilm,
     /// all-MiniLM-L6-v2 training steps: a 2-class head on mean pooling, AdamW.
     MinilmTrain,
-    /// `scaled_dot_product_attention` forward and backward, heads of 64, f16 on the GPU
-    /// (`bench attention`'s workload; `--batch`, `--heads` and `--tokens` set B, H and T).
+    /// `scaled_dot_product_attention` forward and backward, f16 on the GPU (`bench
+    /// attention`'s workload; `--batch`, `--heads`, `--tokens` and `--head-dim` set B, H, T
+    /// and d).
     Attention,
 }
 
-/// Forward and backward of attention over `[batch, heads, tokens, 64]`, f16 where the device
-/// has it.
-fn steps_of_attention(device: &Device, steps: usize, shape: [usize; 3]) -> Result<()> {
-    let [batch, heads, tokens] = shape;
+/// Forward and backward of attention over `[batch, heads, tokens, head_dim]`, f16 where the
+/// device has it.
+fn steps_of_attention(device: &Device, steps: usize, shape: [usize; 4]) -> Result<()> {
     let dtype = if device.supports_f16() {
         DType::F16
     } else {
         DType::F32
     };
-    let workload =
-        crate::bench::AttentionWorkload::new(device, [batch, heads, tokens, 64], dtype, false)?;
+    let workload = crate::bench::AttentionWorkload::new(device, shape, dtype, false)?;
     for _ in 0..steps {
         workload.step()?;
     }
@@ -117,7 +119,8 @@ pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
         match args.target {
             Target::Train => steps_of_training(&device, steps),
             Target::Attention => {
-                steps_of_attention(&device, steps, [batch, args.heads, args.tokens])
+                let shape = [batch, args.heads, args.tokens, args.head_dim];
+                steps_of_attention(&device, steps, shape)
             }
             Target::Resnet18 => {
                 let model = ResNet::resnet18(1000, &device)?;

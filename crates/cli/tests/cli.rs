@@ -280,3 +280,27 @@ fn bench_minilm_reports_sequences_per_second() {
         "--sequence-length",
     );
 }
+
+/// `profile attention` runs forward and backward of the shape it is given, head size
+/// included: the CPU's composite multiplies `[B·H, T, d]` by its transpose.
+#[test]
+fn profile_attention_takes_the_head_size() {
+    let (ok, stdout, stderr) = anygrad(&[
+        "profile",
+        "attention",
+        "--device",
+        "cpu",
+        "--batch",
+        "1",
+        "--heads",
+        "2",
+        "--tokens",
+        "16",
+        "--head-dim",
+        "24",
+        "--steps",
+        "1",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("[2, 16, 24] [2, 24, 16]"), "{stdout}");
+}
