@@ -62,7 +62,7 @@ pub(crate) struct Regions {
     pub(crate) moved: &'static str,
 }
 
-/// Halves of the walk's regions (K and V, in one or two buffers, and P) on tensor cores.
+/// Halves of the walk's regions: K and V (in one or two buffers), then P.
 fn walk_halves(key: &CoopForward) -> u32 {
     let tile = key_tile(key);
     let buffers = if double_buffer_applies(key) { 2 } else { 1 };
@@ -72,6 +72,7 @@ fn walk_halves(key: &CoopForward) -> u32 {
 /// The regions of `key`.
 pub(crate) fn regions(key: &CoopForward) -> Regions {
     let tile = key_tile(key);
+    let walk = walk_halves(key);
     let buffers = if double_buffer_applies(key) { 2 } else { 1 };
     let (head_dim, value_dim, emulated) = (key.head_dim, key.value_dim, key.emulated);
     let block_rows = key.block_rows();
@@ -89,7 +90,7 @@ pub(crate) fn regions(key: &CoopForward) -> Regions {
     // P follows K and V; on tensor cores Q (loaded into registers before the walk) shares
     // the space of all three.
     let probability = key + buffers * tile * (key_row + value_row);
-    let total = (probability + block_rows * probability_row).max(block_rows * query_row);
+    let total = (key + walk).max(block_rows * query_row);
     Regions {
         query_row,
         key_row,
