@@ -14,11 +14,10 @@
 //! the invocations cannot share 16 rows' loads evenly: `key_tile` in
 //! `attention_coop_layout.rs`, which says why 16), staged as f16 (rows padded by 8 halves:
 //! 16-byte aligned rows whose fragment loads fall on different banks) by straight-line code
-//! that issues up to eight
-//! 16-byte loads per invocation before storing them (`attention_coop_staging.rs`); where an
-//! invocation's share of a tile fits those eight registers (d, dv <= 64), the next tile's
-//! loads are issued right after a tile is staged and stay in flight while it is multiplied
-//! out. Per key tile:
+//! that issues up to eight 16-byte loads per invocation before storing them
+//! (`attention_coop_staging.rs`); where an invocation's share of a tile fits those eight
+//! registers (d, dv <= 64), the next tile's loads are issued right after a tile is staged and
+//! stay in flight while it is multiplied out. Per key tile:
 //! 1. `S = Q Kᵀ`: per 16 keys one f32 accumulator, `d / 16` multiply-adds of a query fragment
 //!    (row-major) by a key fragment read column-major (`coopLoad`: Kᵀ without a transposed
 //!    copy); stored (`coopStoreT`) into the subgroup's 16 x tile f32 scratch (rows padded by
@@ -26,11 +25,11 @@
 //! 2. Online softmax in unrolled scalar code: lane `l` owns query row `l / 2` of its subgroup
 //!    and half of the tile's columns (`(l % 2) * tile / 2 ..`), walked in an order rotated by
 //!    its row (`rotated_columns`: in plain column order several lanes would read one bank at
-//!    each step; rotated, the 32 lanes read 32 banks). Each lane reads its half into registers and takes the
-//!    masked max in four independent chains; the pair exchanges its two maxima with one
-//!    `subgroupShuffleXor` (143.6 → 132.1 µs on the H200 at 8 x 12 x 512 x 64, against both
-//!    lanes reading the whole row; the emulation, without real subgroups of 32, still reads
-//!    its partner's half). Each lane exponentiates its half, writes `p` as f16 into the P
+//!    each step; rotated, the 32 lanes read 32 banks). Each lane reads its half into
+//!    registers and takes the masked max in four independent chains; the pair exchanges its
+//!    two maxima with one `subgroupShuffleXor` (143.6 → 132.1 µs on the H200 at 8 x 12 x 512
+//!    x 64, against both lanes reading the whole row; the emulation, without real subgroups
+//!    of 32, still reads its partner's half). Each lane exponentiates its half, writes `p` as f16 into the P
 //!    tile and keeps a partial row sum; the pair's sums are added once at the end.
 //! 3. `O += P V`: fresh accumulators per 16 value columns, stored into the scratch (in rounds
 //!    of tile / 16), and added into O, which lives in registers in the
