@@ -47,12 +47,9 @@ fn coop_attention_sources_validate() {
         workgroup_bytes(&CoopForward {
             head_dim: width,
             value_dim: width,
-            causal: false,
             key_bias,
-            subgroups,
             emulated,
-            double_buffered: false,
-            mode: ForwardMode::Uniform,
+            ..sized_key(subgroups)
         })
     };
     let bytes = |width, key_bias, emulated| sized(width, key_bias, 4, emulated);
@@ -86,7 +83,8 @@ fn coop_attention_sources_validate() {
     );
 }
 
-/// A uniform, single-buffered hardware key of `subgroups` subgroups at d = dv = 64.
+/// A uniform, single-buffered hardware key of `subgroups` subgroups at d = dv = 64, without
+/// a mask.
 fn sized_key(subgroups: u32) -> CoopForward {
     CoopForward {
         head_dim: 64,
