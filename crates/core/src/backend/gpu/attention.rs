@@ -106,6 +106,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
         for pass in [
             AttentionPass::Forward,
             AttentionPass::Delta,
+            AttentionPass::DeltaZeroing,
             AttentionPass::KeyValue,
             AttentionPass::Query,
         ] {
@@ -515,18 +516,33 @@ impl GpuStorage {
         let bias = check_bias(self, key_bias, shape)?;
         let device = self.device();
         let context = device.context();
-        // (log-sum-exp, D) per row.
+        // (log-sum-exp, D) per row; where the key-value kernel will sum the query gradient
+        // (`attention_coop_fold.rs`), the same pass zeroes the f32 sums it adds into.
         let statistics = GpuStorage::allocate(device, OP, 2 * shape.rows(), DType::F32)?;
-        let (params, kernel) = prepare(device, dtype, shape, AttentionPass::Delta)?;
+        let fold = super::attention_coop_backward::fold_plan(device, dtype, shape)
+            .map(|plan| -> Result<_> {
+                let sums = GpuStorage::allocate(device, OP, plan.sums_numel, DType::F32)?;
+                Ok((plan, sums))
+            })
+            .transpose()?;
+        let pass = match fold {
+            Some(_) => AttentionPass::DeltaZeroing,
+            None => AttentionPass::Delta,
+        };
+        let (params, kernel) = prepare(device, dtype, shape, pass)?;
+        let mut delta_bindings = vec![
+            output.raw()?,
+            grad_output.raw()?,
+            logsumexp.raw()?,
+            statistics.raw()?,
+        ];
+        if let Some((_, sums)) = &fold {
+            delta_bindings.push(sums.raw()?);
+        }
         context.dispatch(
             &kernel,
             params.words(),
-            &[
-                output.raw()?,
-                grad_output.raw()?,
-                logsumexp.raw()?,
-                statistics.raw()?,
-            ],
+            &delta_bindings,
             delta_grid(context, shape),
         )?;
         let key_value_grad =
@@ -541,15 +557,19 @@ impl GpuStorage {
         bindings.extend(bias.map(GpuStorage::raw).transpose()?);
         bindings.push(key_value_grad.raw()?);
         let key_value = prepare(device, dtype, shape, AttentionPass::KeyValue)?;
-        let folded = super::attention_coop_backward::run_folded(
-            device,
-            dtype,
-            shape,
-            key_value.0.words(),
-            &bindings,
-        )?;
-        if let Some(query_grad) = folded {
-            return Ok((query_grad, key_value_grad));
+        if let Some((plan, sums)) = fold {
+            let folded = super::attention_coop_backward::run_folded(
+                device,
+                dtype,
+                shape,
+                plan,
+                sums,
+                key_value.0.words(),
+                &bindings,
+            )?;
+            if let Some(query_grad) = folded {
+                return Ok((query_grad, key_value_grad));
+            }
         }
         gradient_pass(
             device,
@@ -583,7 +603,7 @@ fn gradient_pass(
     let (coop_pass, length) = match pass {
         AttentionPass::KeyValue => (CoopBackwardPass::KeyValue, shape.key_length),
         AttentionPass::Query => (CoopBackwardPass::Query, shape.query_length),
-        AttentionPass::Forward | AttentionPass::Delta => {
+        AttentionPass::Forward | AttentionPass::Delta | AttentionPass::DeltaZeroing => {
             return Err(Error::invalid(OP, format!("{pass:?} is no gradient pass")))
         }
     };
@@ -610,6 +630,7 @@ mod tests {
             for pass in [
                 AttentionPass::Forward,
                 AttentionPass::Delta,
+                AttentionPass::DeltaZeroing,
                 AttentionPass::KeyValue,
                 AttentionPass::Query,
             ] {

@@ -163,45 +163,63 @@ pub(crate) fn backward_key(
         })
 }
 
-/// The key-value kernel that also sums the query gradient (`attention_coop_fold.rs`): where
-/// the device adds f32 atomically and the chosen layout shares the fold out evenly, records
-/// the zeroing of an f32 buffer, the kernel (same `params` and `bindings` as the key-value
-/// kernel, the buffer after them) and the cast of the sums to `dtype`, and returns the
-/// query's gradient. `Ok(None)` where it does not apply (deterministic algorithms required,
-/// sums larger than one binding) or the driver refused the kernel: the caller then runs the
-/// key-value and the query passes.
-pub(crate) fn run_folded(
+/// Where the key-value kernel sums the query gradient itself (`attention_coop_fold.rs`): its
+/// key and the length of its f32 sums.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FoldPlan {
+    key: CoopBackward,
+    /// Floats of the sums: [`padded_rows`] rows of `head_dim` a batch-head.
+    pub(crate) sums_numel: usize,
+}
+
+/// The fold of `shape` in `dtype` on `device`: where the device adds f32 atomically, the
+/// chosen key-value layout shares the fold out evenly, deterministic algorithms are not
+/// required and the sums fit one binding (twice the f16 query's bytes); `None` elsewhere (the
+/// key-value and the query kernels then run).
+pub(crate) fn fold_plan(
     device: &GpuDevice,
     dtype: DType,
     shape: &AttentionShape,
-    params: &[u32],
-    bindings: &[&wgpu::Buffer],
-) -> Result<Option<GpuStorage>> {
+) -> Option<FoldPlan> {
     let atomics = device
         .context()
         .features
         .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC);
     if !atomics || fold_refused() {
-        return Ok(None);
+        return None;
     }
-    let Some(key) = backward_key(device, dtype, shape, CoopBackwardPass::KeyValue)
-        .filter(|key| fold_applies(key.head_dim, key.subgroups, key.causal))
-    else {
-        return Ok(None);
-    };
-    let key = CoopBackward {
-        fold_query: true,
-        ..key
-    };
+    let key = backward_key(device, dtype, shape, CoopBackwardPass::KeyValue)
+        .filter(|key| fold_applies(key.head_dim, key.subgroups, key.causal))?;
     // Whole tiles of rows a batch-head (`attention_coop_fold.rs`); the cast reads the rows
-    // up to the length. Sums beyond one binding (twice the f16 query's bytes) take the two
-    // kernels.
-    let rows = padded_rows(shape.query_length);
-    let numel = shape.batch_heads * rows * shape.head_dim;
-    if GpuStorage::exceeds_binding(device, numel, DType::F32) {
-        return Ok(None);
+    // up to the length.
+    let sums_numel = shape.batch_heads * padded_rows(shape.query_length) * shape.head_dim;
+    if GpuStorage::exceeds_binding(device, sums_numel, DType::F32) {
+        return None;
     }
-    let sums = GpuStorage::full(device, numel, DType::F32, 0.0)?;
+    Some(FoldPlan {
+        key: CoopBackward {
+            fold_query: true,
+            ..key
+        },
+        sums_numel,
+    })
+}
+
+/// The key-value kernel that also sums the query gradient, as `plan` says: records the
+/// kernel (same `params` and `bindings` as the key-value kernel, the f32 `sums` after them,
+/// which the delta pass zeroed: `AttentionPass::DeltaZeroing`) and the cast of the sums to
+/// `dtype`, and returns the query's gradient. `Ok(None)` where the driver refused the
+/// kernel: the caller then runs the key-value and the query passes.
+pub(crate) fn run_folded(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+    plan: FoldPlan,
+    sums: GpuStorage,
+    params: &[u32],
+    bindings: &[&wgpu::Buffer],
+) -> Result<Option<GpuStorage>> {
+    let key = plan.key;
     let mut all = bindings.to_vec();
     all.push(sums.raw()?);
     if !run_backward(device, key, params, &all, shape)? {
@@ -212,6 +230,7 @@ pub(crate) fn run_folded(
     }
     #[cfg(test)]
     FOLDED_RUNS.with(|runs| runs.set(runs.get() + 1));
+    let rows = padded_rows(shape.query_length);
     let rows_of_heads = Layout {
         shape: vec![shape.batch_heads, shape.query_length, shape.head_dim],
         strides: vec![rows * shape.head_dim, shape.head_dim, 1],

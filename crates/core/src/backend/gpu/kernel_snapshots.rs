@@ -312,6 +312,13 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             false,
         ),
         (
+            "attention_delta_zeroing_f16_d16",
+            AttentionPass::DeltaZeroing,
+            DType::F16,
+            false,
+            false,
+        ),
+        (
             "attention_key_value_f32_d16_masked",
             AttentionPass::KeyValue,
             DType::F32,
