@@ -45,7 +45,10 @@
 //! µs, `bench/results/h200-session27-barriers.txt`). Where
 //! an invocation's share of a tile fits eight 16-byte registers (d, dv <= 64 with four
 //! subgroups), the next tile's loads are issued right after the staging barrier, in flight
-//! during the current tile's products, and stored at the next tile's staging.
+//! during the current tile's products, and stored at the next tile's staging; in the
+//! key-value kernel the tile's `(lse, D)` pairs travel with them (loaded at the staging
+//! itself, they held every subgroup at the barrier for a load's latency each tile: H200,
+//! 8 x 12 x 512 x 64, step 286–290 → 281–283 µs back to back).
 //!
 //! Masks as in the scalar kernels: rows and columns past the lengths, causal (key column `<=`
 //! query row; the key-value kernel starts at the first query tile its keys can see, the query
@@ -415,8 +418,21 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     if fold {
         emit_fold_prologue(&mut w, &fold_regions, threads);
     }
+    // The key-value kernel's tile statistics travel with the prefetched loads where those
+    // apply (a load issued at the staging itself held the whole workgroup at its barrier
+    // for the load's latency, every tile).
+    let prefetch_statistics = prefetch && key_value;
     if prefetch {
         emit_loads(&mut w, "    ", &tile_items, 0, "first_start", true);
+    }
+    if prefetch_statistics {
+        let _ = writeln!(
+            w,
+            "    var next_statistics = vec2<f32>(0.0);
+    if (local < {TILE}u && first_start + local < length) {{
+        next_statistics = statistics_data[tile_base + first_start + local];
+    }}"
+        );
     }
     let _ = writeln!(
         w,
@@ -426,7 +442,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     if fold {
         emit_fold_previous(&mut w, &spell, d, key.subgroups, &fold_regions);
     }
-    if key_value {
+    if prefetch_statistics {
+        let _ = writeln!(
+            w,
+            "        if (local < {TILE}u) {{
+            statistics_tile[local] = next_statistics;
+        }}"
+        );
+    } else if key_value {
         let _ = writeln!(
             w,
             "        if (local < {TILE}u) {{
@@ -463,6 +486,15 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             0,
             &format!("(start + {TILE}u)"),
             false,
+        );
+    }
+    if prefetch_statistics {
+        let _ = writeln!(
+            w,
+            "            next_statistics = vec2<f32>(0.0);
+            if (local < {TILE}u && start + {TILE}u + local < length) {{
+                next_statistics = statistics_data[tile_base + start + {TILE}u + local];
+            }}"
         );
     }
     // 1. Scores (s) and their gradients (g), 16 x 32 per subgroup: the block's row-major

@@ -367,14 +367,14 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     if (first_start + (local + 256u) / 16u < length) {
         staged3 = grad_data[(tile_base + first_start + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
     }
+    var next_statistics = vec2<f32>(0.0);
+    if (local < 32u && first_start + local < length) {
+        next_statistics = statistics_data[tile_base + first_start + local];
+    }
     for (var start = first_start; start < end; start += 32u) {
         workgroupBarrier();
         if (local < 32u) {
-            var statistics = vec2<f32>(0.0);
-            if (start + local < length) {
-                statistics = statistics_data[tile_base + start + local];
-            }
-            statistics_tile[local] = statistics;
+            statistics_tile[local] = next_statistics;
         }
         {
             let at = 0u + ((local + 0u) / 16u) * 72u + ((local + 0u) % 16u) * 4u;
@@ -437,6 +437,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
             staged3 = vec4<f16>(0.0);
             if ((start + 32u) + (local + 256u) / 16u < length) {
                 staged3 = grad_data[(tile_base + (start + 32u) + (local + 256u) / 16u) * 16u + (local + 256u) % 16u];
+            }
+            next_statistics = vec2<f32>(0.0);
+            if (local < 32u && start + 32u + local < length) {
+                next_statistics = statistics_data[tile_base + start + 32u + local];
             }
             var s0 = coop_mat16x16<f32, C>();
             var s1 = coop_mat16x16<f32, C>();
