@@ -322,16 +322,16 @@ fn check_bias<'a>(
     }
 }
 
-/// The grid of a pass over `length` rows per batch-head.
 /// The delta pass's grid: one invocation per vec4 of the output rows where the spread kernel
 /// applies (`delta_rows_per_workgroup`), else one per row.
 fn delta_grid(context: &super::context::GpuContext, shape: &AttentionShape) -> (u32, u32, u32) {
-    match super::attention_source::delta_rows_per_workgroup(shape.value_dim as u32) {
+    match super::attention_delta_source::delta_rows_per_workgroup(shape.value_dim as u32) {
         Some(rows) => context.grid(shape.rows().div_ceil(rows as usize) as u32),
         None => grid(shape.query_length, shape),
     }
 }
 
+/// The grid of a pass over `length` rows per batch-head.
 fn grid(length: usize, shape: &AttentionShape) -> (u32, u32, u32) {
     (
         length.div_ceil(BLOCK_ROWS as usize) as u32,

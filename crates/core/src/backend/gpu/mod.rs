@@ -35,6 +35,7 @@ mod attention_coop_source;
 mod attention_coop_spell;
 mod attention_coop_staging;
 mod attention_coop_uniform;
+mod attention_delta_source;
 mod attention_source;
 mod autotune;
 mod batch_norm;
