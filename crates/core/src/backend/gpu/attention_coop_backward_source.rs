@@ -426,13 +426,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         emit_loads(&mut w, "    ", &tile_items, 0, "first_start", true);
     }
     if prefetch_statistics {
-        let _ = writeln!(
-            w,
-            "    var next_statistics = vec2<f32>(0.0);
-    if (local < {TILE}u && first_start + local < length) {{
-        next_statistics = statistics_data[tile_base + first_start + local];
-    }}"
-        );
+        emit_statistics_load(&mut w, "    ", "first_start", true);
     }
     let _ = writeln!(
         w,
@@ -489,13 +483,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
         );
     }
     if prefetch_statistics {
-        let _ = writeln!(
-            w,
-            "            next_statistics = vec2<f32>(0.0);
-            if (local < {TILE}u && start + {TILE}u + local < length) {{
-                next_statistics = statistics_data[tile_base + start + {TILE}u + local];
-            }}"
-        );
+        emit_statistics_load(&mut w, "            ", &format!("start + {TILE}u"), false);
     }
     // 1. Scores (s) and their gradients (g), 16 x 32 per subgroup: the block's row-major
     // fragments times the tile's read column-major.
@@ -699,6 +687,20 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     epilogue(&mut w, &spell, key, &outputs);
     w.push_str("}\n");
     w
+}
+
+/// The key-value kernel's load of the `(lse, D)` pairs of the query tile starting at `first`
+/// (an expression) into `next_statistics` (declared here when `declare`): one pair for each
+/// of the first [`TILE`] invocations, zeros past the length; stored at the tile's staging.
+fn emit_statistics_load(w: &mut String, indent: &str, first: &str, declare: bool) {
+    let declaration = if declare { "var " } else { "" };
+    let _ = writeln!(
+        w,
+        "{indent}{declaration}next_statistics = vec2<f32>(0.0);
+{indent}if (local < {TILE}u && {first} + local < length) {{
+{indent}    next_statistics = statistics_data[tile_base + {first} + local];
+{indent}}}"
+    );
 }
 
 /// Write the accumulators `outputs` (name, 16-column group) as f16 through the scratch, two
