@@ -25,11 +25,12 @@
 //! 1.67 at T = 1024), its peak memory 51 → 64 MB (the f32 sums).
 //!
 //! The delta pass before the kernel zeroes the f32 buffer (`AttentionPass::DeltaZeroing` in
-//! `attention_source.rs`; a clear of its own cost the H200 about 14 µs a step at
+//! `attention_delta_source.rs`; a clear of its own cost the H200 about 14 µs a step at
 //! 8 x 12 x 512 x 64, 300 against 286 µs back to back without it), and the launcher
-//! (`attention_coop_backward.rs`) casts it to the query's dtype after. The sum over key blocks is in whatever order the workgroups arrive, so
-//! dQ may differ from run to run in its last f32 bits (as PyTorch's flash backward);
-//! deterministic algorithms (`determinism.rs`) keep the query kernel.
+//! (`attention_coop_backward.rs`) casts it to the query's dtype after. The sum over key
+//! blocks is in whatever order the workgroups arrive, so dQ may differ from run to run in its
+//! last f32 bits (as PyTorch's flash backward); deterministic algorithms (`determinism.rs`)
+//! keep the query kernel.
 //!
 //! It applies where the head size is a multiple of 32 and its pairs (`2 d / 32`) share out
 //! evenly over the subgroups ([`fold_applies`]): d = 64 and 128 with four subgroups, 32 to 128
