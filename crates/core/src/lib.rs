@@ -25,6 +25,7 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod fallback;
+pub mod files;
 mod flop_count;
 pub(crate) mod geometry;
 pub mod gpu;
