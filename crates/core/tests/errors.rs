@@ -24,14 +24,16 @@ fn mismatches(device: &Device) {
     );
     assert!(error.to_string().contains("[2, 3] and [4]"), "{error}");
 
+    // Mixed dtypes promote as in PyTorch; U32 with I32 has no common dtype here (int64).
+    let unsigned = Tensor::zeros(&[2, 3], DType::U32, device).unwrap();
     let ints = Tensor::zeros(&[2, 3], DType::I32, device).unwrap();
-    let error = a.add(&ints).unwrap_err();
+    let error = unsigned.add(&ints).unwrap_err();
     assert!(
         matches!(
             error,
             Error::DTypeMismatch {
                 op: "add",
-                lhs: DType::F32,
+                lhs: DType::U32,
                 rhs: DType::I32
             }
         ),

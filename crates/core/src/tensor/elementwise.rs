@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, RwLock};
 
+use super::promotion::{promote_types, result_type};
 use super::Tensor;
 use crate::autograd::GradFn;
 use crate::dtype::DType;
@@ -110,12 +111,23 @@ impl Tensor {
     /// Apply a binary primitive with broadcasting.
     pub fn binary(&self, rhs: &Tensor, op: BinaryOp) -> Result<Tensor> {
         self.same_device(op.name(), rhs)?;
-        if let Some(wider) = float_promotion(self.dtype(), rhs.dtype()) {
-            // Mixed float precisions (e.g. an f16 matmul output plus an f32 bias under
-            // autocast) compute in the wider type, as in PyTorch.
-            return self.to_dtype(wider)?.binary(&rhs.to_dtype(wider)?, op);
+        if self.dtype() != rhs.dtype() {
+            // Mixed dtypes compute in their common dtype, as in PyTorch (`promotion.rs`): an
+            // f16 matmul output plus an f32 bias under autocast runs in f32, I32 predictions
+            // compared with U8 labels in I32, a float times a Bool mask in the float.
+            let common = match promote_types(self.dtype(), rhs.dtype()) {
+                Some(common) => common,
+                None if op.is_comparison() => return self.compare_unsigned_signed(rhs, op),
+                None => {
+                    return Err(Error::DTypeMismatch {
+                        op: op.name(),
+                        lhs: self.dtype(),
+                        rhs: rhs.dtype(),
+                    })
+                }
+            };
+            return self.to_dtype(common)?.binary(&rhs.to_dtype(common)?, op);
         }
-        self.same_dtype(op.name(), rhs)?;
         let shape = broadcast_shapes(op.name(), self.shape(), rhs.shape())?;
         let lhs = self.broadcast_to(&shape)?;
         let rhs = rhs.broadcast_to(&shape)?;
@@ -203,14 +215,15 @@ impl Tensor {
     pub fn where_(condition: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
         on_true.same_device("where", condition)?;
         on_true.same_device("where", on_false)?;
-        if let Some(wider) = float_promotion(on_true.dtype(), on_false.dtype()) {
+        if on_true.dtype() != on_false.dtype() {
+            // The two branches meet in their common dtype, as PyTorch's `where`.
+            let common = result_type("where", on_true.dtype(), on_false.dtype())?;
             return Tensor::where_(
                 condition,
-                &on_true.to_dtype(wider)?,
-                &on_false.to_dtype(wider)?,
+                &on_true.to_dtype(common)?,
+                &on_false.to_dtype(common)?,
             );
         }
-        on_true.same_dtype("where", on_false)?;
         let shape = broadcast_shapes("where", on_true.shape(), on_false.shape())?;
         let shape = broadcast_shapes("where", condition.shape(), &shape)?;
         let condition = condition.detach().broadcast_to(&shape)?;

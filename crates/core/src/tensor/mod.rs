@@ -19,6 +19,7 @@ mod index;
 mod linalg;
 mod movement;
 mod operators;
+mod promotion;
 mod read_later;
 mod reduce;
 mod resample;

@@ -195,6 +195,48 @@ impl Tensor {
         self.broadcast_to(shape)
     }
 
+    /// PyTorch's `expand_as`: this tensor stretched to `other`'s shape (a view).
+    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.broadcast_to(other.shape())
+            .map_err(|error| match error {
+                Error::ShapeMismatch {
+                    lhs, rhs, reason, ..
+                } => Error::ShapeMismatch {
+                    op: "expand_as",
+                    lhs,
+                    rhs,
+                    reason,
+                },
+                other => other,
+            })
+    }
+
+    /// PyTorch's `view_as`: the same elements in `other`'s shape, always as a view of this
+    /// tensor's storage. Like PyTorch's `view`, an error where this tensor's strides allow no
+    /// such view (use [`Tensor::reshape`], which copies then).
+    pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
+        let signed: Vec<isize> = other.shape().iter().map(|&d| d as isize).collect();
+        let target = resolve_reshape("view_as", self.shape(), &signed)?;
+        if target == self.shape() {
+            return Ok(self.clone());
+        }
+        let layout = self
+            .layout()
+            .reshape_view(&target)
+            .ok_or_else(|| Error::InvalidShape {
+                op: "view_as",
+                shape: self.shape().to_vec(),
+                message: format!(
+                    "strides {:?} give no view of shape {target:?}; use .reshape() (which \
+                     copies) or .contiguous() first",
+                    self.layout().strides
+                ),
+            })?;
+        Ok(self.view_with(layout, || GradFn::Reshape {
+            input: self.clone(),
+        }))
+    }
+
     /// `len` entries of `dim` starting at `start`.
     pub fn narrow(&self, dim: isize, start: usize, len: usize) -> Result<Tensor> {
         let d = resolve_dim("narrow", dim, self.rank(), self.shape())?;

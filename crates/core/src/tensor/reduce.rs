@@ -29,6 +29,11 @@ impl Tensor {
             if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
                 return wide.reduce(op, dims, keepdim);
             }
+            // PyTorch sums Bool and uint8 into its default integer dtype (int64; I32 here),
+            // so that `pred.eq(&target)?.sum_all()` counts matches and never wraps at 255.
+            if matches!(self.dtype(), DType::Bool | DType::U8) {
+                return self.to_dtype(DType::I32)?.reduce(op, dims, keepdim);
+            }
         }
         let dims = self.reduce_dims(op.name(), dims)?;
         if op.is_arg() && dims.len() != 1 && self.rank() > 0 {
@@ -63,7 +68,8 @@ impl Tensor {
         kept.reshape(squeezed)
     }
 
-    /// Sum over `dims` (empty = all).
+    /// Sum over `dims` (empty = all). Bool and U8 tensors sum into I32 (PyTorch: int64), so
+    /// `pred.eq(&target)?.sum_all()` counts the matches.
     pub fn sum(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         self.reduce(ReduceOp::Sum, dims, keepdim)
     }
@@ -74,11 +80,23 @@ impl Tensor {
     }
 
     /// Mean over `dims` (empty = all). Floats in one pass that keeps their dtype (under
-    /// autocast too, as PyTorch's `mean`; the sum accumulates in f32 or wider); other dtypes
-    /// as their sum divided by the count.
+    /// autocast too, as PyTorch's `mean`; the sum accumulates in f32 or wider); integer
+    /// dtypes as their sum divided by the count. A Bool tensor is an error, as in PyTorch
+    /// (there is no dtype to infer for the result): convert it first, as in
+    /// `pred.eq(&target)?.to_dtype(DType::F32)?.mean_all()` (PyTorch's `.float().mean()`).
     pub fn mean(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         if self.dtype().is_float() {
             return self.reduce(ReduceOp::Mean, dims, keepdim);
+        }
+        if self.dtype() == DType::Bool {
+            return Err(Error::Unsupported {
+                op: "mean",
+                dtype: DType::Bool,
+                device: self.device().to_string(),
+                hint: " (as in PyTorch, a bool mean has no result dtype); convert first: \
+                       .to_dtype(DType::F32)?.mean(..), PyTorch's .float().mean()"
+                    .into(),
+            });
         }
         let resolved = self.reduce_dims("mean", dims)?;
         let count: usize = resolved.iter().map(|&d| self.shape()[d]).product();
