@@ -617,9 +617,12 @@ pub fn cross_entropy(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
     CrossEntropyLoss::default().forward(logits, target)
 }
 
-/// Mean negative log-likelihood of log-probabilities at class indices.
-pub fn nll_loss(log_probs: &Tensor, target: &Tensor) -> Result<Tensor> {
-    NllLoss::default().forward(log_probs, target)
+/// Negative log-likelihood of log-probabilities at class indices, combined by `reduction`
+/// (PyTorch's `F.nll_loss(output, target, reduction=...)`; `Reduction::Mean` is its default).
+pub fn nll_loss(log_probs: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    NllLoss::new()
+        .reduction(reduction)
+        .forward(log_probs, target)
 }
 
 /// Mean squared error.

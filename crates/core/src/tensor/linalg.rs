@@ -242,32 +242,35 @@ impl Tensor {
         }
     }
 
-    /// 2-D max pooling over `[n, c, h, w]` (padding never wins: it reads `-inf`).
+    /// 2-D max pooling over `[n, c, h, w]` (padding never wins: it reads `-inf`). `stride` is
+    /// `(sh, sw)` or `None` for PyTorch's default, the kernel size:
+    /// `x.max_pool2d((2, 2), None, (0, 0))` is `F.max_pool2d(x, 2)`.
     pub fn max_pool2d(
         &self,
         kernel: (usize, usize),
-        stride: (usize, usize),
+        stride: impl Into<Option<(usize, usize)>>,
         padding: (usize, usize),
     ) -> Result<Tensor> {
-        self.pool2d("max_pool2d", kernel, stride, padding, true)
+        self.pool2d("max_pool2d", kernel, stride.into(), padding, true)
     }
 
     /// 2-D average pooling over `[n, c, h, w]`; padded zeros count in the average (PyTorch's
-    /// default `count_include_pad=True`).
+    /// default `count_include_pad=True`). `stride` is `(sh, sw)` or `None` for the kernel
+    /// size, as in [`Tensor::max_pool2d`].
     pub fn avg_pool2d(
         &self,
         kernel: (usize, usize),
-        stride: (usize, usize),
+        stride: impl Into<Option<(usize, usize)>>,
         padding: (usize, usize),
     ) -> Result<Tensor> {
-        self.pool2d("avg_pool2d", kernel, stride, padding, false)
+        self.pool2d("avg_pool2d", kernel, stride.into(), padding, false)
     }
 
     fn pool2d(
         &self,
         op: &'static str,
         kernel: (usize, usize),
-        stride: (usize, usize),
+        stride: Option<(usize, usize)>,
         padding: (usize, usize),
         max: bool,
     ) -> Result<Tensor> {
@@ -277,6 +280,17 @@ impl Tensor {
                 shape: self.shape().to_vec(),
                 message: "expects a [n, c, h, w] tensor".into(),
             });
+        }
+        // PyTorch's default stride is the kernel size.
+        let stride = stride.unwrap_or(kernel);
+        if stride.0 == 0 || stride.1 == 0 {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "stride must be positive in both dims, got {stride:?} (pass None for the \
+                     default, the kernel size {kernel:?})"
+                ),
+            ));
         }
         if padding.0 * 2 > kernel.0 || padding.1 * 2 > kernel.1 {
             return Err(Error::invalid(

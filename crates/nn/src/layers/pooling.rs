@@ -22,16 +22,30 @@ pub struct MaxPool2d {
 impl MaxPool2d {
     /// Square window, stride equal to the window, no padding (PyTorch's default).
     pub fn new(kernel: usize) -> MaxPool2d {
-        MaxPool2d::with(kernel, kernel, 0)
+        MaxPool2d::with(kernel, None, 0)
     }
 
-    /// Square window with a stride and padding.
-    pub fn with(kernel: usize, stride: usize, padding: usize) -> MaxPool2d {
+    /// Square window with a stride (`None`: the kernel size, PyTorch's `stride=None`) and
+    /// padding: `MaxPool2d::with(3, 2, 1)` or `MaxPool2d::with(2, None, 0)`.
+    pub fn with(kernel: usize, stride: impl Into<Option<usize>>, padding: usize) -> MaxPool2d {
+        let stride = stride.into().unwrap_or(kernel);
         MaxPool2d {
             kernel: (kernel, kernel),
             stride: (stride, stride),
             padding: (padding, padding),
         }
+    }
+
+    /// Set the stride of both dims (builder style; a stride of 0 is an error at `forward`).
+    pub fn stride(mut self, stride: usize) -> Self {
+        self.stride = (stride, stride);
+        self
+    }
+
+    /// Set the padding of both dims (builder style).
+    pub fn padding(mut self, padding: usize) -> Self {
+        self.padding = (padding, padding);
+        self
     }
 }
 
@@ -54,18 +68,32 @@ pub struct AvgPool2d {
 }
 
 impl AvgPool2d {
-    /// Square window, stride equal to the window, no padding.
+    /// Square window, stride equal to the window, no padding (PyTorch's default).
     pub fn new(kernel: usize) -> AvgPool2d {
-        AvgPool2d::with(kernel, kernel, 0)
+        AvgPool2d::with(kernel, None, 0)
     }
 
-    /// Square window with a stride and padding.
-    pub fn with(kernel: usize, stride: usize, padding: usize) -> AvgPool2d {
+    /// Square window with a stride (`None`: the kernel size, PyTorch's `stride=None`) and
+    /// padding: `AvgPool2d::with(3, 2, 1)` or `AvgPool2d::with(2, None, 0)`.
+    pub fn with(kernel: usize, stride: impl Into<Option<usize>>, padding: usize) -> AvgPool2d {
+        let stride = stride.into().unwrap_or(kernel);
         AvgPool2d {
             kernel: (kernel, kernel),
             stride: (stride, stride),
             padding: (padding, padding),
         }
+    }
+
+    /// Set the stride of both dims (builder style; a stride of 0 is an error at `forward`).
+    pub fn stride(mut self, stride: usize) -> Self {
+        self.stride = (stride, stride);
+        self
+    }
+
+    /// Set the padding of both dims (builder style).
+    pub fn padding(mut self, padding: usize) -> Self {
+        self.padding = (padding, padding);
+        self
     }
 }
 
