@@ -181,8 +181,10 @@ impl UnaryOp {
             UnaryOp::Sqrt => "sqrt(x)",
             UnaryOp::Rsqrt => "inverseSqrt(x)",
             UnaryOp::Recip => "T(1.0) / x",
-            UnaryOp::Sin => "sin(x)",
-            UnaryOp::Cos => "cos(x)",
+            // Our own range reduction (`float_helpers.wgsl`): drivers' sin/cos differ near
+            // multiples of pi.
+            UnaryOp::Sin => "sin_accurate(x)",
+            UnaryOp::Cos => "cos_accurate(x)",
             // tanh saturates to ±1 beyond |x| = 15 in every precision; clamping first keeps
             // the exp inside some drivers' tanh from overflowing to inf/inf = NaN.
             UnaryOp::Tanh => "tanh(clamp(x, T(-15.0), T(15.0)))",

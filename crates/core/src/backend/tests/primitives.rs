@@ -49,6 +49,44 @@ fn unary_ops_match_cpu() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// GPU sin and cos against the CPU's (the platform's libm) over wide arguments and right
+/// beside multiples of pi/2, where a driver's own range reduction loses digits (an H100's
+/// builtin sin near pi was off by 4e-6).
+#[test]
+fn sin_and_cos_match_cpu_over_wide_ranges() {
+    let Some(device) = gpu() else { return };
+    let mut data: Vec<f64> = (0..4096)
+        .map(|i| -1.0e5 + 2.0e5 * f64::from(i) / 4095.0)
+        .collect();
+    for k in (-60_000i32..60_000).step_by(997) {
+        let multiple = f64::from(k) * std::f64::consts::FRAC_PI_2;
+        // The f32 nearest to the multiple, and its two neighbours.
+        let nearest = multiple as f32;
+        data.extend([
+            f64::from(nearest),
+            f64::from(f32::from_bits(nearest.to_bits() + 1)),
+            f64::from(f32::from_bits(nearest.to_bits().saturating_sub(1))),
+        ]);
+    }
+    data.extend((1..=64).map(|i| f64::from(i) * 0.049));
+    while !data.len().is_multiple_of(8) {
+        data.push(0.25);
+    }
+    let cpu = cpu_storage(&data, DType::F32);
+    let on_gpu = to_gpu(&cpu, &device);
+    let layout = Layout::contiguous(&[data.len()]);
+    let (rtol, atol) = tolerance(DType::F32);
+    let failures: Vec<String> = [UnaryOp::Sin, UnaryOp::Cos]
+        .into_iter()
+        .filter_map(|op| {
+            let expected = cpu.unary(&layout, op).unwrap();
+            let actual = on_gpu.unary(&layout, op).unwrap();
+            check_close(op.name(), &expected, &actual, rtol, atol)
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn binary_ops_match_cpu_with_broadcast() {
     let Some(device) = gpu() else { return };

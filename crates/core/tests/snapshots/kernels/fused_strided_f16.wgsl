@@ -53,6 +53,36 @@ fn pow_signed(a: f32, b: f32) -> f32 {
     let half = b * 0.5;
     return select(magnitude, -magnitude, integer && floor(half) != half);
 }
+// sin and cos with anygrad's own range reduction. Drivers' builtin sin/cos may reduce the
+// argument with too few bits of pi (an H100's Vulkan sin near pi is off by 4e-6 absolute, 1e-4
+// relative), so results would differ by vendor. x = k*pi/2 + r with |r| <= pi/4: pi/2 is split
+// into five parts, the first four of 8 significant bits, so that k * part is exact for
+// |k| < 2^16 (|x| < 1e5) even where fma is not fused; minimax polynomials on r then give about
+// one ulp. Beyond 1e5 (and for inf/NaN) the builtin runs: there every f32 is a multiple of
+// 1/128 and sin of it says little.
+fn sin_cos_reduced(x: f32, quadrant_shift: i32) -> f32 {
+    if (!(abs(x) <= 1.0e5)) {
+        return select(sin(x), cos(x), quadrant_shift == 1);
+    }
+    let k = round(x * 0.63661977236758134);
+    var r = fma(-k, 1.5703125, x);
+    r = fma(-k, 0.0004825592041015625, r);
+    r = fma(-k, 1.2665987014770508e-6, r);
+    r = fma(-k, 9.89530235528946e-10, r);
+    r = fma(-k, 2.5633440682570896e-12, r);
+    let z = r * r;
+    let sine = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+    let cosine = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+    let quadrant = (i32(k) + quadrant_shift) & 3;
+    switch quadrant {
+        case 0: { return sine; }
+        case 1: { return cosine; }
+        case 2: { return -sine; }
+        default: { return -cosine; }
+    }
+}
+fn sin_accurate(x: f32) -> f32 { return sin_cos_reduced(x, 0); }
+fn cos_accurate(x: f32) -> f32 { return sin_cos_reduced(x, 1); }
 struct FusedParams {
     units: u32,
     // per input: offset (in units), and for a strided input shape[rank], strides[rank]; then each scalar's f32 bits
