@@ -22,6 +22,17 @@
 //!   alike). A candidate that returns an error is skipped. Every
 //!   candidate computes the same result up to float rounding (each is tested against the CPU
 //!   on its own), so a choice changes speed only.
+//! - A key is timed from its second call on ([`TUNE_FROM_CALL`]): its first call runs the
+//!   fixed heuristic (candidate 0). A one-off pass (a first forward, an evaluation at an odd
+//!   batch size) then never waits for timing or holds the candidates' workspace, and a new
+//!   machine's first forward compiles one kernel per shape instead of every candidate.
+//! - Choices are shared by every device on an identical adapter in the process
+//!   ([`Autotuner::for_adapter`]) and a key is timed by one thread at a time (the others wait
+//!   for its choice): data-parallel replicas on two identical GPUs, or two on one GPU, run
+//!   the same kernels and stay bitwise identical.
+//! - The first timing of a process on an adapter with no saved choices prints one line
+//!   (tracing `info`, shown by the CLI) saying that the first steps are slower and where the
+//!   choices are kept.
 //! - `ANYGRAD_AUTOTUNE_FORCE` (benchmarking, any mode): a comma-separated list of candidate
 //!   names, each `NAME` (exact), `NAME*` (a prefix) or `OP:NAME[*]` (only for the primitive
 //!   whose key starts with `OP`, e.g. `conv2d_backward_weight:wide-split*`). Where one of them
@@ -30,10 +41,10 @@
 //! - Settling flushes and waits without reading index-error flags, so a bad index stays
 //!   reported by the next readback, as documented in `context.rs`.
 
-use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::backend::gpu_facts::AutotuneMode;
@@ -44,6 +55,9 @@ pub(crate) const REPEATS: u32 = 5;
 
 /// Timed rounds, at most.
 pub(crate) const MAX_REPEATS: u32 = 200;
+
+/// The call of a key from which on it is timed (1: its first call).
+pub(crate) const TUNE_FROM_CALL: u32 = 2;
 
 /// How long the timed runs of one candidate should take (the rounds last this times the
 /// number of candidates).
@@ -149,24 +163,126 @@ pub(crate) struct Autotuner {
     /// Adapter identity, the cache file's top-level key.
     adapter: String,
     file: Mutex<Option<PathBuf>>,
-    /// Key -> chosen candidate's name: this process's choices, then (mode `On`) the file's.
-    choices: Mutex<HashMap<String, String>>,
+    /// Choices, call counts and keys being timed: this tuner's own ([`Autotuner::new`]) or
+    /// shared with every tuner of an identical adapter ([`Autotuner::for_adapter`]).
+    shared: Arc<SharedChoices>,
     /// `ANYGRAD_AUTOTUNE_FORCE`'s entries.
     forced: Vec<String>,
     /// Candidates timed so far (for tests and the profiler's curiosity).
     measured: Mutex<u64>,
     write_failed: Mutex<bool>,
+    /// A key is timed from this call of it on ([`TUNE_FROM_CALL`]; tests use 1).
+    tune_from_call: u32,
+}
+
+/// What tuners of one adapter share.
+#[derive(Default)]
+struct SharedChoices {
+    state: Mutex<ChoiceState>,
+    /// Signalled when a key's timing ends.
+    timed: Condvar,
+}
+
+#[derive(Default)]
+struct ChoiceState {
+    /// Key -> chosen candidate's name: this process's choices, then (mode `On`) the file's.
+    choices: HashMap<String, String>,
+    /// Calls of each key not yet chosen.
+    calls: HashMap<String, u32>,
+    /// Keys being timed by some thread now.
+    timing: HashSet<String>,
+    /// Whether the file's choices were loaded (mode `On`), and how many there were.
+    loaded: Option<usize>,
+}
+
+/// Adapter identity -> the choices its tuners share.
+static SHARED: OnceLock<Mutex<HashMap<String, Weak<SharedChoices>>>> = OnceLock::new();
+
+thread_local! {
+    /// Keys this thread is timing (a candidate's warm-up that calls the same key runs its
+    /// candidate 0 instead of waiting for itself).
+    static TIMING_HERE: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether the one-line notice about timing has been printed in this process.
+static NOTICE_PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl SharedChoices {
+    fn lock(&self) -> MutexGuard<'_, ChoiceState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Ends a key's timing however it ends (an error included): the key leaves the shared and
+/// the thread's sets and the waiting threads wake.
+struct TimingGuard<'a> {
+    shared: &'a SharedChoices,
+    key: String,
+}
+
+impl Drop for TimingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.lock().timing.remove(&self.key);
+        TIMING_HERE.with(|keys| {
+            let mut keys = keys.borrow_mut();
+            if let Some(position) = keys.iter().rposition(|key| key == &self.key) {
+                keys.remove(position);
+            }
+        });
+        self.shared.timed.notify_all();
+    }
 }
 
 impl Autotuner {
-    /// A tuner for `adapter` in `mode`, persisting to `file` (none: memory only). In mode
-    /// `On` the file's choices for this adapter are loaded now.
+    /// A tuner for `adapter` in `mode` with choices of its own, persisting to `file` (none:
+    /// memory only). In mode `On` the file's choices for this adapter are loaded now
+    /// (tests; devices use [`Autotuner::for_adapter`]).
+    #[cfg(test)]
     pub(crate) fn new(mode: AutotuneMode, adapter: String, file: Option<PathBuf>) -> Autotuner {
-        let mut choices = HashMap::new();
+        Autotuner::with_shared(mode, adapter, file, Arc::default())
+    }
+
+    /// A tuner for a device on `adapter` that shares its choices with every other tuner of an
+    /// identical adapter in this process (see the module header).
+    pub(crate) fn for_adapter(
+        mode: AutotuneMode,
+        adapter: String,
+        file: Option<PathBuf>,
+    ) -> Autotuner {
+        let shared = {
+            let mut registry = SHARED
+                .get_or_init(Mutex::default)
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            registry.retain(|_, shared| shared.strong_count() > 0);
+            match registry.get(&adapter).and_then(Weak::upgrade) {
+                Some(shared) => shared,
+                None => {
+                    let shared = Arc::<SharedChoices>::default();
+                    registry.insert(adapter.clone(), Arc::downgrade(&shared));
+                    shared
+                }
+            }
+        };
+        Autotuner::with_shared(mode, adapter, file, shared)
+    }
+
+    fn with_shared(
+        mode: AutotuneMode,
+        adapter: String,
+        file: Option<PathBuf>,
+        shared: Arc<SharedChoices>,
+    ) -> Autotuner {
         if mode == AutotuneMode::On {
-            if let Some(path) = &file {
-                if let Some(saved) = read_file(path).remove(&adapter) {
-                    choices.extend(saved);
+            let mut state = shared.lock();
+            if state.loaded.is_none() {
+                let saved = file
+                    .as_deref()
+                    .and_then(|path| read_file(path).remove(&adapter))
+                    .unwrap_or_default();
+                state.loaded = Some(saved.len());
+                for (key, name) in saved {
+                    state.choices.entry(key).or_insert(name);
                 }
             }
         }
@@ -174,11 +290,19 @@ impl Autotuner {
             mode: Mutex::new(mode),
             adapter,
             file: Mutex::new(file),
-            choices: Mutex::new(choices),
+            shared,
             forced: forced_from_env(),
             measured: Mutex::new(0),
             write_failed: Mutex::new(false),
+            tune_from_call: TUNE_FROM_CALL,
         }
+    }
+
+    /// Time keys from their first call (tests of the timing itself).
+    #[cfg(test)]
+    pub(crate) fn timing_first_calls(mut self) -> Autotuner {
+        self.tune_from_call = 1;
+        self
     }
 
     /// The default cache file (see the module header), if a directory can be named.
@@ -252,17 +376,60 @@ impl Autotuner {
         if off {
             return run(0);
         }
-        let known = self
-            .choices
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-            .and_then(|name| names.iter().position(|candidate| candidate == name));
-        if let Some(index) = known {
-            return run(index);
+        let known = |state: &ChoiceState| {
+            state
+                .choices
+                .get(&key)
+                .and_then(|name| names.iter().position(|candidate| candidate == name))
+        };
+        let mut state = self.shared.lock();
+        loop {
+            if let Some(index) = known(&state) {
+                drop(state);
+                return run(index);
+            }
+            let mine = TIMING_HERE.with(|keys| keys.borrow().contains(&key));
+            if MEASURING.with(Cell::get) || mine {
+                drop(state);
+                return run(0);
+            }
+            if !state.timing.contains(&key) {
+                break;
+            }
+            // Another thread is timing this key: use its choice, as every replica must.
+            state = self
+                .shared
+                .timed
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
         }
-        if MEASURING.with(Cell::get) {
+        let calls = state.calls.entry(key.clone()).or_insert(0);
+        *calls += 1;
+        if *calls < self.tune_from_call {
+            drop(state);
             return run(0);
+        }
+        state.calls.remove(&key);
+        state.timing.insert(key.clone());
+        let fresh_adapter = state.loaded.unwrap_or(0) == 0;
+        drop(state);
+        TIMING_HERE.with(|keys| keys.borrow_mut().push(key.clone()));
+        let _timing = TimingGuard {
+            shared: &self.shared,
+            key: key.clone(),
+        };
+        if fresh_adapter && !NOTICE_PRINTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let place = self
+                .file
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map_or("memory only".to_string(), |path| path.display().to_string());
+            tracing::info!(
+                "timing GPU kernel candidates for each new shape on this adapter (once per \
+                 shape: the first steps are slower; choices are kept in {place}; \
+                 ANYGRAD_AUTOTUNE=off skips it)"
+            );
         }
         MEASURING.with(|flag| flag.set(true));
         let timed = self.measure(count, clock, &mut run);
@@ -352,9 +519,9 @@ impl Autotuner {
 
     /// Keep `name` for `key` in memory and (when there is a file) on disk.
     fn remember(&self, key: &str, name: &str) {
-        self.choices
+        self.shared
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .choices
             .insert(key.to_string(), name.to_string());
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(path) = &file else { return };
@@ -396,7 +563,7 @@ fn write_file(path: &Path, contents: &CacheFile) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{AutotuneMode, Autotuner, TuningClock};
+    use super::{AutotuneMode, Autotuner, TuningClock, TUNE_FROM_CALL};
     use crate::error::{Error, Result};
     use std::cell::{Cell, RefCell};
     use std::time::Duration;
@@ -445,29 +612,35 @@ mod tests {
             std::env::temp_dir().join(format!("anygrad-autotune-{}", std::process::id()));
         let file = directory.join("autotune.json");
         let _ = std::fs::remove_file(&file);
-        let tuner = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()));
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()))
+            .timing_first_calls();
         let (chosen, ran) = tune(&tuner, "matmul 1x2x3");
         assert_eq!(chosen, 1);
         assert!(ran.len() > 3 && tuner.measured() == 2, "{ran:?}");
         // Known now: the choice runs at once.
         assert_eq!(tune(&tuner, "matmul 1x2x3"), (1, vec![1]));
         // A new tuner (a new process) reads the file; another adapter does not share it.
-        let again = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()));
+        let again = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()))
+            .timing_first_calls();
         assert_eq!(tune(&again, "matmul 1x2x3"), (1, vec![1]));
-        let other = Autotuner::new(AutotuneMode::On, "adapter B".into(), Some(file.clone()));
+        let other = Autotuner::new(AutotuneMode::On, "adapter B".into(), Some(file.clone()))
+            .timing_first_calls();
         assert!(tune(&other, "matmul 1x2x3").1.len() > 1);
         // Refresh times again; off runs candidate 0.
         let refresh = Autotuner::new(
             AutotuneMode::Refresh,
             "adapter A".into(),
             Some(file.clone()),
-        );
+        )
+        .timing_first_calls();
         assert!(tune(&refresh, "matmul 1x2x3").1.len() > 1);
-        let off = Autotuner::new(AutotuneMode::Off, "adapter A".into(), Some(file.clone()));
+        let off = Autotuner::new(AutotuneMode::Off, "adapter A".into(), Some(file.clone()))
+            .timing_first_calls();
         assert_eq!(tune(&off, "matmul 1x2x3"), (0, vec![0]));
         // A corrupt file is ignored (and replaced by the next choice).
         std::fs::write(&file, b"{not json").unwrap();
-        let corrupt = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()));
+        let corrupt = Autotuner::new(AutotuneMode::On, "adapter A".into(), Some(file.clone()))
+            .timing_first_calls();
         assert_eq!(tune(&corrupt, "matmul 1x2x3").0, 1);
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains("\"matmul 1x2x3\": \"fast\""), "{text}");
@@ -478,15 +651,19 @@ mod tests {
     /// entry, entries scoped to another primitive ignored; without a match, usual tuning.
     #[test]
     fn forced_candidates_run_untimed() {
-        let off = Autotuner::new(AutotuneMode::Off, "adapter".into(), None).with_forced("fast");
+        let off = Autotuner::new(AutotuneMode::Off, "adapter".into(), None)
+            .timing_first_calls()
+            .with_forced("fast");
         assert_eq!(tune(&off, "conv x"), (1, vec![1]));
         let on = Autotuner::new(AutotuneMode::On, "adapter".into(), None)
+            .timing_first_calls()
             .with_forced(" matmul:fast , conv:sl* ,fa*");
         assert_eq!(tune(&on, "conv x"), (0, vec![0]));
         assert_eq!(tune(&on, "matmul y"), (1, vec![1]));
         assert_eq!(tune(&on, "other z"), (1, vec![1]));
         assert_eq!(on.measured(), 0);
         let unmatched = Autotuner::new(AutotuneMode::On, "adapter".into(), None)
+            .timing_first_calls()
             .with_forced("conv2d:fast,nothing*");
         assert_eq!(tune(&unmatched, "conv x").0, 1);
         assert_eq!(unmatched.measured(), 2);
@@ -494,11 +671,11 @@ mod tests {
 
     #[test]
     fn a_stale_choice_is_timed_again_and_a_single_candidate_is_never_timed() {
-        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None).timing_first_calls();
         tuner
-            .choices
+            .shared
             .lock()
-            .unwrap()
+            .choices
             .insert("conv".into(), "gone".into());
         assert!(tune(&tuner, "conv").1.len() > 1);
         let ran = tuner
@@ -513,7 +690,7 @@ mod tests {
     /// ("fast", not candidate 0).
     #[test]
     fn nested_primitives_tune_during_the_warm_up_and_timed_runs_use_their_choice() {
-        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None).timing_first_calls();
         let inner_runs = RefCell::new(Vec::new());
         let chosen = tuner
             .pick(
@@ -572,7 +749,7 @@ mod tests {
             last: Cell::new(usize::MAX),
             running: Cell::new(false),
         };
-        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None).timing_first_calls();
         let chosen = tuner
             .pick(
                 3,
@@ -596,5 +773,45 @@ mod tests {
         assert_eq!(chosen, 0);
         assert!(!clock.running.get());
         assert_eq!(tuner.measured(), 3);
+    }
+
+    /// A key's first call runs the heuristic untimed; timing starts at its second call.
+    #[test]
+    fn a_key_is_timed_from_its_second_call() {
+        assert_eq!(TUNE_FROM_CALL, 2);
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        assert_eq!(tune(&tuner, "conv once"), (0, vec![0]));
+        assert_eq!(tuner.measured(), 0);
+        let (chosen, ran) = tune(&tuner, "conv once");
+        assert_eq!(chosen, 1);
+        assert!(ran.len() > 3, "{ran:?}");
+        assert_eq!(tune(&tuner, "conv once"), (1, vec![1]));
+        assert_eq!(tuner.measured(), 2);
+    }
+
+    /// Tuners of one adapter share their choices, and threads asking for a key that another
+    /// thread is timing wait for its choice: every thread runs the same candidate.
+    #[test]
+    fn tuners_of_one_adapter_share_choices_and_time_each_key_once() {
+        let adapter = format!("shared adapter {}", std::process::id());
+        let tuners: Vec<Autotuner> = (0..4)
+            .map(|_| {
+                Autotuner::for_adapter(AutotuneMode::On, adapter.clone(), None).timing_first_calls()
+            })
+            .collect();
+        let chosen: Vec<usize> = std::thread::scope(|scope| {
+            let handles: Vec<_> = tuners
+                .iter()
+                .map(|tuner| scope.spawn(move || tune(tuner, "matmul shared").0))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(chosen.iter().all(|&c| c == chosen[0]), "{chosen:?}");
+        let timed: u64 = tuners.iter().map(Autotuner::measured).sum();
+        assert_eq!(timed, 2, "one thread timed the two working candidates");
+        // Another adapter's tuner shares nothing.
+        let other = Autotuner::for_adapter(AutotuneMode::On, format!("{adapter} B"), None)
+            .timing_first_calls();
+        assert!(tune(&other, "matmul shared").1.len() > 1);
     }
 }

@@ -348,7 +348,7 @@ impl GpuContext {
             fused_ops: AtomicU64::new(0),
             fused_kernels: AtomicU64::new(0),
             coop,
-            autotune: super::autotune::Autotuner::new(
+            autotune: super::autotune::Autotuner::for_adapter(
                 super::autotune::mode_from_env(info.device_type == "Cpu"),
                 format!(
                     "{} | {} {} | {}",
