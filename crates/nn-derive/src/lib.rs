@@ -6,8 +6,12 @@
 //!
 //! The generated code only names items of `anygrad_nn::module_field::derive_support`, so the
 //! derive needs nothing but that crate's path (`#[module(crate = "anygrad::nn")]` when the
-//! user depends on the `anygrad` facade only).
+//! user depends on the `anygrad` facade only; without it, such a crate gets an error that
+//! says so: `missing_crate.rs`).
 
+mod missing_crate;
+
+use missing_crate::{missing_crate_message, CompiledCrate};
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{quote, ToTokens};
@@ -42,20 +46,29 @@ struct FieldPlan {
     ty: syn::Type,
 }
 
+/// The path of anygrad-nn: the struct's `#[module(crate = "...")]`, else `::anygrad_nn` (an
+/// error saying which attribute to write where the crate being compiled cannot name it).
 fn crate_path(input: &DeriveInput) -> syn::Result<Path> {
-    let mut path: Path = syn::parse_quote!(::anygrad_nn);
+    let mut path: Option<Path> = None;
     for attribute in input.attrs.iter().filter(|a| a.path().is_ident("module")) {
         attribute.parse_nested_meta(|meta| {
             if meta.path.is_ident("crate") {
                 let value: LitStr = meta.value()?.parse()?;
-                path = value.parse()?;
+                path = Some(value.parse()?);
                 Ok(())
             } else {
                 Err(meta.error("expected `crate = \"path\"` on the struct"))
             }
         })?;
     }
-    Ok(path)
+    if let Some(path) = path {
+        return Ok(path);
+    }
+    let compiled = CompiledCrate::from_environment();
+    if let Some(message) = missing_crate_message(&compiled, &input.ident.to_string()) {
+        return Err(syn::Error::new(Span::call_site(), message));
+    }
+    Ok(syn::parse_quote!(::anygrad_nn))
 }
 
 fn plan_fields(fields: &Fields) -> syn::Result<Vec<FieldPlan>> {
