@@ -28,6 +28,7 @@ use crate::module::Module;
 use crate::optim::{Optimizer, OptimizerState};
 
 const OPTIMIZER_PREFIX: &str = "optimizer.";
+const META_OPTIMIZER: &str = "anygrad.optimizer.";
 const META_KIND: &str = "anygrad.optimizer.kind";
 const META_SCALAR: &str = "anygrad.optimizer.scalar.";
 const META_RESERVED: &str = "anygrad.";
@@ -119,6 +120,22 @@ pub fn load_state_into(
     strict: bool,
     context: &str,
 ) -> Result<LoadReport> {
+    let (report, updates) = prepare_state(module, state, strict, context)?;
+    assign_state(updates)?;
+    Ok(report)
+}
+
+/// The checked, converted values of a load ([`prepare_state`]): (target, value) pairs.
+type StateUpdates = Vec<(Tensor, Tensor)>;
+
+/// Check `state` against the module's slots and convert every value to its target's dtype
+/// and device, changing nothing yet.
+fn prepare_state(
+    module: &dyn Module,
+    state: &BTreeMap<String, Tensor>,
+    strict: bool,
+    context: &str,
+) -> Result<(LoadReport, StateUpdates)> {
     let slots = module.named_slots();
     let mut report = LoadReport::default();
     let mut mis_shaped = Vec::new();
@@ -164,11 +181,16 @@ pub fn load_state_into(
             format!("cannot load the state dict: {}", problems.join("; ")),
         ));
     }
+    Ok((report, updates))
+}
+
+/// Write prepared values into their module tensors.
+fn assign_state(updates: StateUpdates) -> Result<()> {
     let _guard = anygrad_core::no_grad();
     for (target, value) in updates {
         target.assign(&value)?;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// Save a module, optionally its optimizer's state, and string metadata (epoch, config, ...;
@@ -210,16 +232,16 @@ pub fn load_checkpoint(
     let (optimizer_tensors, model): (BTreeMap<_, _>, BTreeMap<_, _>) = tensors
         .into_iter()
         .partition(|(name, _)| has_optimizer && name.starts_with(OPTIMIZER_PREFIX));
+    // Check the model's tensors first and write them last: the optimizer's load validates
+    // its whole state before changing it, so a bad file changes neither.
+    let (_, updates) = prepare_state(module, &model, true, &context)?;
     if let Some(optimizer) = optimizer {
         let state = optimizer_state_from(&optimizer_tensors, &metadata, &context)?;
-        // Validate the model before touching the optimizer, so a bad file changes nothing.
-        load_state_into(module, &model, true, &context)?;
         optimizer
             .load_state_dict(&state)
             .map_err(|error| in_file(error, &context))?;
-    } else {
-        load_state_into(module, &model, true, &context)?;
     }
+    assign_state(updates)?;
     Ok(metadata
         .into_iter()
         .filter(|(k, _)| !k.starts_with(META_RESERVED))
@@ -283,6 +305,21 @@ fn optimizer_state_from(
         kind,
         ..Default::default()
     };
+    let unknown: Vec<&String> = metadata
+        .keys()
+        .filter(|key| {
+            key.starts_with(META_OPTIMIZER) && *key != META_KIND && !key.starts_with(META_SCALAR)
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return Err(Error::format(
+            context,
+            format!(
+                "unknown optimizer metadata {unknown:?} (only `{META_KIND}` and \
+                 `{META_SCALAR}<name>` are written); the file is damaged or from another tool"
+            ),
+        ));
+    }
     for (key, value) in metadata {
         if let Some(name) = key.strip_prefix(META_SCALAR) {
             let parsed = value.parse::<f64>().map_err(|_| {
@@ -355,6 +392,30 @@ fn write_file(
     write_atomically(path, &bytes)
 }
 
+/// Whether `path` is spelled as a directory: it ends with a separator or `/.` (the file name
+/// the path would give is then its parent's, and a save would fail only when written).
+fn names_a_directory(path: &Path) -> bool {
+    let text = path.as_os_str().as_encoded_bytes();
+    let separators: &[u8] = if cfg!(windows) { b"/\\" } else { b"/" };
+    let ends_with_separator = |bytes: &[u8]| bytes.last().is_some_and(|b| separators.contains(b));
+    text == b"."
+        || ends_with_separator(text)
+        || (text.ends_with(b".") && ends_with_separator(&text[..text.len() - 1]))
+}
+
+/// `path` without the trailing separators and `.` that make it name a directory.
+fn directory_part(path: &str) -> &str {
+    let mut rest = path;
+    loop {
+        let trimmed = rest.trim_end_matches('/');
+        let trimmed = trimmed.strip_suffix("/.").unwrap_or(trimmed);
+        if trimmed == rest {
+            return if rest == "." { "" } else { rest };
+        }
+        rest = trimmed;
+    }
+}
+
 /// The directory and file name of a save target; an existing target must be a regular file
 /// (saving renames over it, which would replace a device node, a FIFO or a directory entry).
 fn save_target(path: &Path) -> Result<(PathBuf, String)> {
@@ -363,6 +424,18 @@ fn save_target(path: &Path) -> Result<(PathBuf, String)> {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    if names_a_directory(path) {
+        return Err(Error::invalid(
+            "save",
+            format!(
+                "`{context}` ends with `/` (or `/.`), so it names a directory, not a file; give \
+                 a file path such as {}",
+                Path::new(directory_part(&context))
+                    .join("model.safetensors")
+                    .display()
+            ),
+        ));
+    }
     let file_name = path
         .file_name()
         .ok_or_else(|| Error::invalid("save", format!("`{context}` is not a file path")))?

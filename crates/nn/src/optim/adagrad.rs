@@ -13,8 +13,8 @@ use anygrad_core::{no_grad, Error, Result, Tensor};
 
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
-    adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch,
-    selected_parameters, Optimizer, OptimizerState,
+    adopt_non_negative_state_tensor, check_expected_entries, check_known_parameters,
+    check_non_negative, kind_mismatch, selected_parameters, Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -298,17 +298,22 @@ impl Optimizer for Adagrad {
         }
         check_known_parameters(state, &self.groups.parameters)?;
         let configs = self.groups.load_configs(state)?;
+        let mut expected = Groups::config_keys(&configs);
         let mut states = Vec::with_capacity(self.groups.parameters.len());
         for (name, parameter) in &self.groups.parameters {
-            let Some(step) = state.step_count(&format!("state.{name}.step"))? else {
+            let step_key = format!("state.{name}.step");
+            let Some(step) = state.step_count(&step_key)? else {
                 states.push(None);
                 continue;
             };
+            let sum_key = format!("state.{name}.sum");
             states.push(Some(AdagradState {
                 step,
-                sum: adopt_state_tensor(state, &format!("state.{name}.sum"), parameter)?,
+                sum: adopt_non_negative_state_tensor(state, &sum_key, parameter)?,
             }));
+            expected.extend([step_key, sum_key]);
         }
+        check_expected_entries(state, &expected)?;
         self.groups.configs = configs;
         self.states = states;
         Ok(())

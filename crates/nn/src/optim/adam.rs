@@ -14,8 +14,9 @@ use anygrad_core::{no_grad, Error, Result, Tensor};
 
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
-    adopt_state_tensor, check_known_parameters, check_non_negative, check_unit_interval,
-    kind_mismatch, parse_flag, selected_parameters, Optimizer, OptimizerState,
+    adopt_non_negative_state_tensor, adopt_state_tensor, check_expected_entries,
+    check_known_parameters, check_non_negative, check_unit_interval, kind_mismatch, parse_flag,
+    selected_parameters, Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -479,6 +480,7 @@ impl Optimizer for Adam {
         }
         check_known_parameters(state, &self.groups.parameters)?;
         let configs = self.groups.load_configs(state)?;
+        let mut expected = Groups::config_keys(&configs);
         let mut states = Vec::with_capacity(self.groups.parameters.len());
         for (name, parameter) in &self.groups.parameters {
             let step_key = format!("state.{name}.step");
@@ -486,22 +488,23 @@ impl Optimizer for Adam {
                 states.push(None);
                 continue;
             };
+            let exp_avg_key = format!("state.{name}.exp_avg");
+            let exp_avg_sq_key = format!("state.{name}.exp_avg_sq");
             let max_key = format!("state.{name}.max_exp_avg_sq");
+            let max_exp_avg_sq = if state.tensors.contains_key(&max_key) {
+                Some(adopt_non_negative_state_tensor(state, &max_key, parameter)?)
+            } else {
+                None
+            };
             states.push(Some(AdamState {
                 step,
-                exp_avg: adopt_state_tensor(state, &format!("state.{name}.exp_avg"), parameter)?,
-                exp_avg_sq: adopt_state_tensor(
-                    state,
-                    &format!("state.{name}.exp_avg_sq"),
-                    parameter,
-                )?,
-                max_exp_avg_sq: if state.tensors.contains_key(&max_key) {
-                    Some(adopt_state_tensor(state, &max_key, parameter)?)
-                } else {
-                    None
-                },
+                exp_avg: adopt_state_tensor(state, &exp_avg_key, parameter)?,
+                exp_avg_sq: adopt_non_negative_state_tensor(state, &exp_avg_sq_key, parameter)?,
+                max_exp_avg_sq,
             }));
+            expected.extend([step_key, exp_avg_key, exp_avg_sq_key, max_key]);
         }
+        check_expected_entries(state, &expected)?;
         self.groups.configs = configs;
         self.states = states;
         Ok(())

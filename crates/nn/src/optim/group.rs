@@ -9,6 +9,8 @@
 //! with the count under `param_groups`; so a one-group checkpoint reads exactly as before,
 //! and a state with another number of groups is refused on load.
 
+use std::collections::BTreeSet;
+
 use anygrad_core::{Error, Result};
 
 use super::{state_error, OptimizerState};
@@ -222,6 +224,19 @@ impl<C: GroupConfig> Groups<C> {
                 state.scalars.insert(group_key(group, key), value);
             }
         }
+    }
+
+    /// The scalar keys a state saved with `configs` holds for its groups: `param_groups` and
+    /// every group's hyper-parameters (exactly what [`Groups::load_configs`] reads); an
+    /// optimizer's loader adds its per-parameter keys and refuses any other entry.
+    pub fn config_keys(configs: &[C]) -> BTreeSet<String> {
+        let mut keys = BTreeSet::from(["param_groups".to_string()]);
+        for (group, config) in configs.iter().enumerate() {
+            for (key, _) in config.to_scalars() {
+                keys.insert(group_key(group, key));
+            }
+        }
+        keys
     }
 
     /// Read and check every group's hyper-parameters from `state` (a state without

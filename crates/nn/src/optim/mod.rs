@@ -298,12 +298,87 @@ pub fn numbered(parameters: Vec<Parameter>) -> Vec<(String, Parameter)> {
         .collect()
 }
 
-/// Check a loaded state tensor against its parameter and move it to the parameter's device
-/// and dtype.
+/// What values a loaded state tensor may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StateValues {
+    /// Any finite value (momentum buffers, first moments, gradient averages).
+    Finite,
+    /// Finite and `>= 0` (second moments, squared-gradient averages and sums).
+    NonNegative,
+}
+
+/// `state.<param>.<entry>` → (`param`, `entry`); parameter names may hold dots, entries never.
+fn split_state_key(key: &str) -> (&str, &str) {
+    let rest = key.strip_prefix("state.").unwrap_or(key);
+    rest.rsplit_once('.').unwrap_or((rest, key))
+}
+
+/// Error unless every value of the state tensor `name` obeys `values`: naming the entry, the
+/// parameter, how many values are bad and the first of them.
+fn check_state_values(name: &str, tensor: &Tensor, values: StateValues) -> Result<()> {
+    let host = tensor
+        .detach()
+        .to_device(&anygrad_core::Device::Cpu)?
+        .to_dtype(anygrad_core::DType::F64)?
+        .to_vec::<f64>()?;
+    let bad = |v: f64| match values {
+        StateValues::Finite => !v.is_finite(),
+        StateValues::NonNegative => !(v.is_finite() && v >= 0.0),
+    };
+    let mut count = 0usize;
+    let mut first = None;
+    for (index, &value) in host.iter().enumerate() {
+        if bad(value) {
+            count += 1;
+            first.get_or_insert((index, value));
+        }
+    }
+    let Some((index, value)) = first else {
+        return Ok(());
+    };
+    let (parameter, entry) = split_state_key(name);
+    let rule = match values {
+        StateValues::Finite => "finite",
+        StateValues::NonNegative => "finite and >= 0",
+    };
+    Err(Error::format(
+        "optimizer state",
+        format!(
+            "tensor `{name}` (the `{entry}` of parameter `{parameter}`) has {count} of {} \
+             values that are not {rule} (the first, at flat index {index}, is {value}); the \
+             state is corrupt or was saved from a run that diverged, so it cannot be resumed",
+            host.len()
+        ),
+    ))
+}
+
+/// Check a loaded state tensor against its parameter (same shape, every value finite) and
+/// move it to the parameter's device and dtype.
 pub(crate) fn adopt_state_tensor(
     state: &OptimizerState,
     name: &str,
     parameter: &Parameter,
+) -> Result<Tensor> {
+    adopt_checked_state_tensor(state, name, parameter, StateValues::Finite)
+}
+
+/// [`adopt_state_tensor`] for an entry that must also be `>= 0` (Adam's `exp_avg_sq`,
+/// RMSprop's `square_avg`, Adagrad's `sum`).
+pub(crate) fn adopt_non_negative_state_tensor(
+    state: &OptimizerState,
+    name: &str,
+    parameter: &Parameter,
+) -> Result<Tensor> {
+    adopt_checked_state_tensor(state, name, parameter, StateValues::NonNegative)
+}
+
+/// Check a loaded state tensor's shape and `values` and move it to the parameter's device and
+/// dtype.
+pub(crate) fn adopt_checked_state_tensor(
+    state: &OptimizerState,
+    name: &str,
+    parameter: &Parameter,
+    values: StateValues,
 ) -> Result<Tensor> {
     let tensor = state
         .tensors
@@ -311,20 +386,66 @@ pub(crate) fn adopt_state_tensor(
         .ok_or_else(|| Error::format("optimizer state", format!("missing tensor `{name}`")))?;
     let target = parameter.tensor();
     if tensor.shape() != target.shape() {
+        let (parameter_name, _) = split_state_key(name);
         return Err(Error::format(
             "optimizer state",
             format!(
-                "`{name}` has shape {:?} but the parameter has {:?}",
+                "`{name}` has shape {:?} but the parameter `{parameter_name}` has {:?}",
                 tensor.shape(),
                 target.shape()
             ),
         ));
     }
+    check_state_values(name, tensor, values)?;
     tensor
         .detach()
         .to_dtype(target.dtype())?
         .to_device(target.device())?
         .copy()
+}
+
+/// Error unless `state` holds only the entries in `expected` (like PyTorch's
+/// `load_state_dict`, which refuses unexpected keys): every unknown scalar and tensor is
+/// named, so a state of another configuration or a damaged file is not half-used.
+pub(crate) fn check_expected_entries(
+    state: &OptimizerState,
+    expected: &std::collections::BTreeSet<String>,
+) -> Result<()> {
+    let scalars: Vec<&String> = state
+        .scalars
+        .keys()
+        .filter(|key| !expected.contains(*key))
+        .collect();
+    let tensors: Vec<&String> = state
+        .tensors
+        .keys()
+        .filter(|key| !expected.contains(*key))
+        .collect();
+    if scalars.is_empty() && tensors.is_empty() {
+        return Ok(());
+    }
+    let quoted = |keys: &[&String]| {
+        keys.iter()
+            .map(|key| format!("`{key}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !scalars.is_empty() {
+        parts.push(format!("scalars {}", quoted(&scalars)));
+    }
+    if !tensors.is_empty() {
+        parts.push(format!("tensors {}", quoted(&tensors)));
+    }
+    Err(Error::format(
+        "optimizer state",
+        format!(
+            "unexpected {} for this `{}` optimizer: it does not use them (a state of another \
+             configuration, or a damaged file); nothing was loaded",
+            parts.join(" and "),
+            state.kind
+        ),
+    ))
 }
 
 /// Error unless every `state.<param>.` entry names a parameter of this optimizer.

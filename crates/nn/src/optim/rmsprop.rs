@@ -17,8 +17,9 @@ use anygrad_core::{no_grad, Error, Result, Tensor};
 
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
-    adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch, parse_flag,
-    selected_parameters, Optimizer, OptimizerState,
+    adopt_non_negative_state_tensor, adopt_state_tensor, check_expected_entries,
+    check_known_parameters, check_non_negative, kind_mismatch, parse_flag, selected_parameters,
+    Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -364,30 +365,33 @@ impl Optimizer for RMSprop {
         }
         check_known_parameters(state, &self.groups.parameters)?;
         let configs = self.groups.load_configs(state)?;
-        let optional = |key: String, parameter: &Parameter| -> Result<Option<Tensor>> {
-            if state.tensors.contains_key(&key) {
-                adopt_state_tensor(state, &key, parameter).map(Some)
+        let mut expected = Groups::config_keys(&configs);
+        let optional = |key: &str, parameter: &Parameter| -> Result<Option<Tensor>> {
+            if state.tensors.contains_key(key) {
+                adopt_state_tensor(state, key, parameter).map(Some)
             } else {
                 Ok(None)
             }
         };
         let mut states = Vec::with_capacity(self.groups.parameters.len());
         for (name, parameter) in &self.groups.parameters {
-            let Some(step) = state.step_count(&format!("state.{name}.step"))? else {
+            let step_key = format!("state.{name}.step");
+            let Some(step) = state.step_count(&step_key)? else {
                 states.push(None);
                 continue;
             };
+            let square_avg_key = format!("state.{name}.square_avg");
+            let momentum_key = format!("state.{name}.momentum_buffer");
+            let grad_avg_key = format!("state.{name}.grad_avg");
             states.push(Some(RMSpropState {
                 step,
-                square_avg: adopt_state_tensor(
-                    state,
-                    &format!("state.{name}.square_avg"),
-                    parameter,
-                )?,
-                momentum_buffer: optional(format!("state.{name}.momentum_buffer"), parameter)?,
-                grad_avg: optional(format!("state.{name}.grad_avg"), parameter)?,
+                square_avg: adopt_non_negative_state_tensor(state, &square_avg_key, parameter)?,
+                momentum_buffer: optional(&momentum_key, parameter)?,
+                grad_avg: optional(&grad_avg_key, parameter)?,
             }));
+            expected.extend([step_key, square_avg_key, momentum_key, grad_avg_key]);
         }
+        check_expected_entries(state, &expected)?;
         self.groups.configs = configs;
         self.states = states;
         Ok(())

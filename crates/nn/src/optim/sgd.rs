@@ -18,8 +18,8 @@ use anygrad_core::{no_grad, Result, SgdStep, Tensor};
 
 use super::group::{GroupConfig, Groups, ParamGroup};
 use super::{
-    adopt_state_tensor, check_known_parameters, check_non_negative, kind_mismatch, parse_flag,
-    selected_parameters, Optimizer, OptimizerState,
+    adopt_state_tensor, check_expected_entries, check_known_parameters, check_non_negative,
+    kind_mismatch, parse_flag, selected_parameters, Optimizer, OptimizerState,
 };
 use crate::module::Parameter;
 
@@ -318,6 +318,7 @@ impl Optimizer for Sgd {
         }
         check_known_parameters(state, &self.groups.parameters)?;
         let configs = self.groups.load_configs(state)?;
+        let mut expected = Groups::config_keys(&configs);
         let mut buffers = Vec::with_capacity(self.groups.parameters.len());
         for (name, parameter) in &self.groups.parameters {
             let key = format!("state.{name}.momentum_buffer");
@@ -326,7 +327,9 @@ impl Optimizer for Sgd {
             } else {
                 None
             });
+            expected.insert(key);
         }
+        check_expected_entries(state, &expected)?;
         self.groups.configs = configs;
         self.momentum_buffers = buffers;
         Ok(())
