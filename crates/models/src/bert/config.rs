@@ -4,8 +4,11 @@
 
 use std::path::Path;
 
+use anygrad_core::files::read_regular_text;
 use anygrad_core::{Error, Result};
 use serde::Deserialize;
+
+use super::loading::MAX_CONFIG_BYTES;
 
 /// The hyper-parameters of a BERT encoder, with Hugging Face's field names.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -101,13 +104,12 @@ impl BertConfig {
         Ok(config)
     }
 
-    /// Read, parse and validate `path` (a `config.json`).
+    /// Read, parse and validate `path` (a `config.json`: a regular file of at most
+    /// [`MAX_CONFIG_BYTES`]).
     pub fn from_file(path: impl AsRef<Path>) -> Result<BertConfig> {
         let path = path.as_ref();
-        let context = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::io(format!("reading {context}"), e))?;
-        BertConfig::from_json(&text, &context)
+        let text = read_regular_text(path, MAX_CONFIG_BYTES, "model configuration")?;
+        BertConfig::from_json(&text, &path.display().to_string())
     }
 
     /// The activation named by `hidden_act`.

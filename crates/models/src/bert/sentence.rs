@@ -5,14 +5,28 @@
 //! longest sentence of the batch), run the encoder with the attention mask, pool the token
 //! states (mean over the real tokens, `[CLS]`, or max), and L2-normalize when `modules.json`
 //! lists a `Normalize` module.
+//!
+//! [`SentenceEncoder::encode`] is inference, like sentence-transformers' `encode`: it runs
+//! under `no_grad` (no graph is kept, so memory is that of one forward pass) in batches of
+//! [`DEFAULT_BATCH_SIZE`] sentences. Training goes through [`sentence_embeddings`] (or the
+//! model itself), which record the graph as any forward does.
+//!
+//! Every file is read through `anygrad_core::files` (regular files within a size bound), so a
+//! FIFO or device in the directory is an error naming it, not a hang.
 
 use std::path::Path;
+use std::str::FromStr;
 
-use anygrad_core::{DType, Device, Error, Result, Tensor};
+use anygrad_core::files::read_regular_text;
+use anygrad_core::{no_grad, DType, Device, Error, Result, Tensor};
 use serde::Deserialize;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
+use super::loading::{MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES};
 use super::model::BertModel;
+
+/// Sentences per forward pass of [`SentenceEncoder::encode`] (sentence-transformers' default).
+pub const DEFAULT_BATCH_SIZE: usize = 32;
 
 /// How token states become one sentence vector (`1_Pooling/config.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,10 +91,10 @@ pub struct SentenceEncoder {
     device: Device,
 }
 
+/// Parse the JSON configuration `path` (a regular file of at most [`MAX_CONFIG_BYTES`]).
 fn read_json<T: for<'a> Deserialize<'a>>(path: &Path) -> Result<T> {
     let context = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {context}"), e))?;
+    let text = read_regular_text(path, MAX_CONFIG_BYTES, "model configuration")?;
     serde_json::from_str(&text).map_err(|e| Error::format(&context, format!("invalid JSON: {e}")))
 }
 
@@ -91,7 +105,8 @@ impl SentenceEncoder {
         let dir = dir.as_ref();
         let model = BertModel::from_pretrained(dir, device)?;
         let tokenizer_path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tokenizer_path).map_err(|e| {
+        let tokenizer_text = read_regular_text(&tokenizer_path, MAX_TOKENIZER_BYTES, "tokenizer")?;
+        let mut tokenizer = Tokenizer::from_str(&tokenizer_text).map_err(|e| {
             Error::format(
                 tokenizer_path.display().to_string(),
                 format!("cannot load the tokenizer: {e}"),
@@ -246,15 +261,47 @@ impl SentenceEncoder {
         })
     }
 
-    /// Pool (and normalize) the encoder's output for a tokenized batch: `[batch, hidden]`.
+    /// Pool (and normalize) the encoder's output for a tokenized batch: `[batch, hidden]`,
+    /// under `no_grad` (inference: the result has no graph; train through
+    /// [`sentence_embeddings`] instead).
     pub fn encode_batch(&self, batch: &TokenBatch) -> Result<Tensor> {
+        let _no_graph = no_grad();
         sentence_embeddings(&self.model, batch, self.pooling, self.normalize)
     }
 
-    /// Sentence embeddings `[sentences, hidden]` (f32, on the model's device).
+    /// Sentence embeddings `[sentences, hidden]` (f32, on the model's device), computed under
+    /// `no_grad` in batches of [`DEFAULT_BATCH_SIZE`] sentences, like sentence-transformers'
+    /// `encode`.
     pub fn encode(&self, sentences: &[&str]) -> Result<Tensor> {
-        let batch = self.tokenize(sentences)?;
-        self.encode_batch(&batch)
+        self.encode_in_batches(sentences, DEFAULT_BATCH_SIZE)
+    }
+
+    /// [`encode`](Self::encode) with `batch_size` sentences per forward pass (at least 1).
+    /// Each batch is padded to its own longest sentence, so the embeddings do not depend on
+    /// the batch size beyond float rounding.
+    pub fn encode_in_batches(&self, sentences: &[&str], batch_size: usize) -> Result<Tensor> {
+        if batch_size == 0 {
+            return Err(Error::invalid(
+                "SentenceEncoder::encode",
+                "batch_size must be at least 1",
+            ));
+        }
+        if sentences.is_empty() {
+            return Err(Error::invalid(
+                "SentenceEncoder::encode",
+                "no sentences to encode",
+            ));
+        }
+        let _no_graph = no_grad();
+        let mut parts = Vec::new();
+        for chunk in sentences.chunks(batch_size) {
+            let batch = self.tokenize(chunk)?;
+            parts.push(self.encode_batch(&batch)?);
+        }
+        match parts.as_slice() {
+            [only] => Ok(only.clone()),
+            _ => Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0),
+        }
     }
 }
 
