@@ -340,6 +340,16 @@ impl Normalize {
             std: std.to_vec(),
         })
     }
+
+    /// The means, one per channel (or one for all).
+    pub fn mean(&self) -> &[f32] {
+        &self.mean
+    }
+
+    /// The standard deviations, one per channel (or one for all).
+    pub fn std(&self) -> &[f32] {
+        &self.std
+    }
 }
 
 impl Transform for Normalize {
