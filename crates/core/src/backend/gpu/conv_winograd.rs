@@ -52,6 +52,9 @@ pub(crate) const CHUNK_BYTES: usize = 96 << 20;
 const COLUMN_ALIGN: usize = 128;
 
 /// The output tile of a Winograd variant: F(2×2, 3×3) or F(4×4, 3×3).
+/// The longest channel sum that F(4×4) computes in f32 (see [`WinogradTile::candidates`]).
+pub(crate) const F4_F32_MAX_CHANNELS: usize = 64;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WinogradTile {
     /// 2×2 outputs from 4×4 inputs: 16 GEMMs, 2.25× fewer multiplications than direct.
@@ -65,6 +68,22 @@ pub enum WinogradTile {
 impl WinogradTile {
     /// Both variants.
     pub(crate) const ALL: [WinogradTile; 2] = [WinogradTile::Two, WinogradTile::Four];
+
+    /// The variants whose error meets the direct convolution's tolerance for a convolution
+    /// of `dtype` summing over `channels` (input channels forward, output channels for the
+    /// input gradient). F(4×4)'s transforms amplify the rounding of the f32 sums by about
+    /// ten: on an H100 its f32 forward over 512 channels was off by 2.2e-4 where the direct
+    /// convolution meets 1e-4 · (1 + |y|), so in f32 it serves sums of at most
+    /// [`F4_F32_MAX_CHANNELS`] channels (error growing as the square root of the count). F16
+    /// operands round far more than that on input: there both variants serve.
+    pub(crate) fn candidates(dtype: DType, channels: usize) -> Vec<WinogradTile> {
+        WinogradTile::ALL
+            .into_iter()
+            .filter(|tile| {
+                *tile == WinogradTile::Two || dtype == DType::F16 || channels <= F4_F32_MAX_CHANNELS
+            })
+            .collect()
+    }
 
     /// Outputs per tile side (m).
     fn outputs(self) -> usize {

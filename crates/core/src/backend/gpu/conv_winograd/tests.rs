@@ -78,12 +78,26 @@ fn winograd_forward_and_input_gradient_match_cpu() {
     ];
     // F16 on the cases that differ most (edges, strides, long sums), to keep lavapipe quick.
     let f16_cases = ["pad 1, odd size", "strided input", "many channels"];
+    // F(4x4) in f32 serves short channel sums only: the many-channel case must not offer it
+    // in either direction (its error there exceeds this tolerance on hardware).
+    assert_eq!(
+        WinogradTile::candidates(DType::F32, 512),
+        vec![WinogradTile::Two]
+    );
+    assert_eq!(WinogradTile::candidates(DType::F16, 512), WinogradTile::ALL);
     for (tile, dtype) in WinogradTile::ALL
         .into_iter()
         .flat_map(|tile| [(tile, DType::F32), (tile, DType::F16)])
     {
         for (name, [n, c, h, w], o, pad, strided) in cases {
             if dtype == DType::F16 && !f16_cases.contains(&name) {
+                continue;
+            }
+            // Each variant where the tuner offers it: forward sums over c, the input
+            // gradient over o (checked below with the same rule).
+            let forward_offered = WinogradTile::candidates(dtype, c).contains(&tile);
+            let backward_offered = WinogradTile::candidates(dtype, o).contains(&tile);
+            if !forward_offered && !backward_offered {
                 continue;
             }
             let name = format!("{name} {tile:?}");
@@ -124,7 +138,9 @@ fn winograd_forward_and_input_gradient_match_cpu() {
             let CpuStorage::F32(expected) = expected else {
                 panic!()
             };
-            check(&actual, &expected, &format!("{name} forward {dtype:?}"));
+            if forward_offered {
+                check(&actual, &expected, &format!("{name} forward {dtype:?}"));
+            }
             // The input gradient of the same convolution for an output gradient `g`.
             let (oh, ow) = (h + 2 * pad - 2, w + 2 * pad - 2);
             let g_values = values(n * o * oh * ow, 3, dtype);
@@ -145,11 +161,13 @@ fn winograd_forward_and_input_gradient_match_cpu() {
                     tile,
                 )
                 .unwrap();
-            check(
-                &actual,
-                &expected,
-                &format!("{name} input gradient {dtype:?}"),
-            );
+            if backward_offered {
+                check(
+                    &actual,
+                    &expected,
+                    &format!("{name} input gradient {dtype:?}"),
+                );
+            }
         }
     }
 }
