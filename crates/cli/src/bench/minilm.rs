@@ -112,14 +112,16 @@ fn autocast_scope(device: &Device, amp: bool) -> Result<Option<AutocastGuard>> {
     }
 }
 
-/// Probe one step, then time enough iterations for about `seconds` (3 to 200) after a
-/// warm-up, with the peak memory counted from the warm-up on.
+/// Probe one step after a first warm-up (each new shape's first call runs its heuristic
+/// kernel, a later one times the candidates: the autotuner), then time enough iterations for
+/// about `seconds` (3 to 200) after a warm-up, with the peak memory counted from the warm-up
+/// on.
 fn measure(
     device: &Device,
     seconds: f64,
     mut step: impl FnMut() -> Result<()>,
 ) -> Result<Vec<f64>> {
-    let probe = time_iterations(device, 0, 1, &mut step)?;
+    let probe = time_iterations(device, 1, 1, &mut step)?;
     let iterations = ((seconds * 1e3 / probe[0].max(1e-3)) as usize).clamp(3, 200);
     empty_cache(device);
     reset_peak_memory(device);
