@@ -5,14 +5,17 @@
 //! - [`SmallCnn`]: a two-convolution network for 28×28 single-channel images (MNIST).
 //! - [`ResNet`]: ResNet-18/34 (basic blocks) and ResNet-50 (bottleneck blocks) with
 //!   torchvision's exact architecture, initialization and names.
-//! - [`bert`]: BERT encoders with Hugging Face names ([`BertModel`]) and sentence embeddings
-//!   like sentence-transformers ([`SentenceEncoder`]).
+//! - `bert`: BERT encoders with Hugging Face names (`BertModel`) and sentence embeddings
+//!   like sentence-transformers (`SentenceEncoder`); with the `text` feature (on by default),
+//!   which brings in Hugging Face's `tokenizers`.
 
+#[cfg(feature = "text")]
 pub mod bert;
 mod cnn;
 mod mlp;
 mod resnet;
 
+#[cfg(feature = "text")]
 pub use bert::{BertConfig, BertModel, SentenceEncoder};
 pub use cnn::SmallCnn;
 pub use mlp::Mlp;
