@@ -9,6 +9,7 @@
 //! written into the parameters with `assign`. Gradients accumulate across `backward` calls
 //! until `zero_grad`, so gradient accumulation needs nothing special.
 
+mod adadelta;
 mod adagrad;
 mod adam;
 mod clip;
@@ -25,6 +26,7 @@ use anygrad_core::{Error, Result, Tensor};
 
 use crate::module::Parameter;
 
+pub use adadelta::{Adadelta, AdadeltaConfig};
 pub use adagrad::{Adagrad, AdagradConfig};
 pub use adam::{Adam, AdamConfig, AdamW};
 pub use clip::{clip_grad_norm_, clip_grad_value_};
