@@ -8,7 +8,11 @@
 //! * Loss weighting: replica `i` of `N` gets `n_i` of the `B` rows and scales its loss by
 //!   `n_i · N / B` before backward; the exchange averages (sums, then divides by `N`), so the
 //!   gradients equal those of the mean loss over the whole batch on one device, also when the
-//!   split is uneven. A gradient already present before backward (accumulation without
+//!   split is uneven or some replicas get no rows.
+//! * Splits ([`DataParallel::split_for`]): as even as possible, but a model with batch norm in
+//!   training mode never gets a one-row slice (batch norm cannot normalize one row): a batch
+//!   too short for 2 rows on every replica goes to fewer replicas ([`super::split_rows`]), and
+//!   a one-row batch is refused with an error that says why. A gradient already present before backward (accumulation without
 //!   `zero_grad`) is identical on every replica and stays correct under the average.
 //! * Every replica ends `forward_backward` with bit-identical gradients (same summation order
 //!   for every element, same bytes uploaded to every replica), so identical optimizers keep
@@ -35,6 +39,7 @@ use super::barrier::{is_abort_echo, AbortOnDrop, AbortableBarrier};
 use super::buckets::{default_bucket_bytes, plan_buckets, tail_bucket_bytes, Bucket};
 use super::exchange::{BucketSteps, ExchangeArea, ExchangeTiming, ReplicaExchange};
 use super::optimizer::ReplicatedOptimizer;
+use super::split::{has_batch_norm, split_rows};
 use crate::module::{Kind, Module, Parameter};
 use crate::optim::Optimizer;
 
@@ -146,6 +151,8 @@ pub struct DataParallel {
     /// One step at a time: the staging area is shared.
     step_lock: Mutex<()>,
     stats: Mutex<ExchangeStats>,
+    /// Whether the model has batch norm (at least 2 rows per replica in training).
+    batch_norm: bool,
 }
 
 impl std::fmt::Debug for DataParallel {
@@ -227,7 +234,9 @@ impl DataParallel {
             })
             .collect();
         let numels: Vec<usize> = parameters[0].iter().map(|p| p.numel()).collect();
+        let batch_norm = has_batch_norm(replicas[0].as_ref());
         let model = DataParallel {
+            batch_norm,
             devices: devices.to_vec(),
             buckets: plan_buckets(
                 &numels,
@@ -283,15 +292,54 @@ impl DataParallel {
     }
 
     /// How `batch` rows are split over `parts` replicas: as evenly as possible, the first
-    /// `batch % parts` replicas getting one row more.
+    /// `batch % parts` replicas getting one row more (what a model without batch norm gets;
+    /// [`DataParallel::split_for`] is the split this model uses).
     pub fn split_sizes(batch: usize, parts: usize) -> Vec<usize> {
-        let parts = parts.max(1);
-        (0..parts)
-            .map(|i| batch / parts + usize::from(i < batch % parts))
-            .collect()
+        split_rows(batch, parts, 1)
     }
 
-    /// Split `tensor` along dim 0 into one slice per replica, each moved to its device.
+    /// Whether the model has batch norm (it then needs 2 rows per replica in training).
+    pub fn has_batch_norm(&self) -> bool {
+        self.batch_norm
+    }
+
+    /// The fewest rows a replica can run in the current mode: 2 for a model with batch norm
+    /// in training mode, else 1.
+    pub fn min_rows_per_replica(&self) -> usize {
+        if self.batch_norm && self.replicas[0].is_training() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// How a batch of `batch` rows is split over this model's replicas in its current mode
+    /// ([`super::split_rows`] with [`DataParallel::min_rows_per_replica`]): evenly, except
+    /// that a batch-norm model in training gets no one-row slice (the rows of a short batch
+    /// go to fewer replicas).
+    pub fn split_for(&self, batch: usize) -> Vec<usize> {
+        split_rows(batch, self.len(), self.min_rows_per_replica())
+    }
+
+    /// Error when a batch of `rows` rows is too small to run in the current mode at all (one
+    /// row for a batch-norm model in training).
+    fn check_batch_rows(&self, op: &'static str, rows: usize) -> Result<()> {
+        let needed = self.min_rows_per_replica();
+        if rows > 0 && rows < needed {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "a batch of {rows} row cannot be trained: the model has batch norm, which \
+                     needs at least {needed} rows per batch in training mode; drop the batch or \
+                     make it larger"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Split `tensor` along dim 0 into one slice per replica ([`DataParallel::split_for`]),
+    /// each moved to its device.
     pub fn scatter(&self, tensor: &Tensor) -> Result<Vec<Tensor>> {
         if tensor.rank() == 0 {
             return Err(Error::InvalidShape {
@@ -300,7 +348,7 @@ impl DataParallel {
                 message: "cannot split a scalar along dim 0".into(),
             });
         }
-        let sizes = DataParallel::split_sizes(tensor.shape()[0], self.len());
+        let sizes = self.split_for(tensor.shape()[0]);
         let mut start = 0;
         let mut slices = Vec::with_capacity(sizes.len());
         for (size, device) in sizes.into_iter().zip(&self.devices) {
@@ -384,6 +432,7 @@ impl DataParallel {
                 reason: "inputs and targets must have the same number of rows (dim 0)".into(),
             });
         }
+        self.check_batch_rows("DataParallel::forward_backward", rows)?;
         let inputs = self.scatter(inputs)?;
         let targets = self.scatter(targets)?;
         self.forward_backward_scattered(&inputs, &targets, loss_fn)
@@ -431,6 +480,7 @@ impl DataParallel {
                 reason: "inputs and targets must have the same number of rows (dim 0)".into(),
             });
         }
+        self.check_batch_rows("DataParallel::forward_backward_step", rows)?;
         let inputs = self.scatter(inputs)?;
         let targets = self.scatter(targets)?;
         self.forward_backward_step_scattered(&inputs, &targets, loss_fn, optimizer)
