@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use anygrad::models::ResNet;
+use anygrad::nn::Module;
 use anygrad::prelude::*;
 
 fn main() -> Result<()> {
