@@ -5,12 +5,17 @@
 //! Files may be raw or gzip-compressed; gzip is recognised by its magic bytes `1f 8b`, not by
 //! the file name. Everything a file claims is checked against what it holds, so a truncated or
 //! corrupt download gives [`Error::Format`] naming the file instead of garbage or a panic, and a
-//! missing file gives [`Error::Io`] naming the path.
+//! missing file gives [`Error::Io`] naming the path. A path that is not a regular file (a FIFO,
+//! which would block the reader, or a device such as `/dev/zero`, which would be read until
+//! memory runs out) is refused with [`Error::Format`] before it is opened.
 
 use std::io::{BufRead, Read};
 use std::path::Path;
 
+use anygrad_core::files::{read_regular_file, regular_file_metadata};
 use anygrad_core::{Error, Result};
+
+use crate::allocation::reserved;
 
 /// Magic number of an IDX file of unsigned bytes with three dimensions (images).
 pub const IDX_IMAGES_MAGIC: u32 = 0x0000_0803;
@@ -32,16 +37,21 @@ pub struct IdxImages {
 
 /// Read a whole file, decompressing it when it starts with the gzip magic bytes `1f 8b`.
 ///
-/// A missing or unreadable file gives [`Error::Io`] naming the path; a damaged gzip stream
-/// gives [`Error::Format`].
+/// A missing or unreadable file gives [`Error::Io`] naming the path; a path that is not a
+/// regular file, a file (or decompressed content) larger than the largest IDX file
+/// ([`MAX_IDX_DATA_BYTES`] plus a header), and a damaged gzip stream give [`Error::Format`].
 pub fn read_maybe_gzip(path: &Path) -> Result<Vec<u8>> {
     let context = path.display().to_string();
-    let raw = std::fs::read(path).map_err(|error| Error::io(context.clone(), error))?;
+    let raw = read_regular_file(path, MAX_IDX_FILE_BYTES, "IDX file")?;
     decompress_if_gzip(raw, &context)
 }
 
 /// Decompress `bytes` when they start with the gzip magic bytes; otherwise return them as
 /// they are. `context` names the source in error messages.
+///
+/// Errors: [`Error::Format`] for a damaged gzip stream, or one that expands beyond the
+/// largest IDX file ([`MAX_IDX_DATA_BYTES`] plus a header); [`Error::OutOfMemory`] when the
+/// output cannot be allocated.
 pub fn decompress_if_gzip(bytes: Vec<u8>, context: &str) -> Result<Vec<u8>> {
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Ok(bytes);
@@ -55,8 +65,9 @@ pub fn decompress_if_gzip(bytes: Vec<u8>, context: &str) -> Result<Vec<u8>> {
         .map(|tail: [u8; 4]| u32::from_le_bytes(tail) as usize)
         .unwrap_or(0)
         .min(1 << 30);
-    let mut decoded = Vec::with_capacity(size_hint);
+    let mut decoded = reserved(size_hint)?;
     flate2::read::MultiGzDecoder::new(bytes.as_slice())
+        .take(MAX_IDX_FILE_BYTES + 1)
         .read_to_end(&mut decoded)
         .map_err(|error| {
             Error::format(
@@ -64,6 +75,15 @@ pub fn decompress_if_gzip(bytes: Vec<u8>, context: &str) -> Result<Vec<u8>> {
                 format!("damaged gzip stream ({error}); download the file again"),
             )
         })?;
+    if decoded.len() as u64 > MAX_IDX_FILE_BYTES {
+        return Err(Error::format(
+            context,
+            format!(
+                "the gzip stream expands beyond {MAX_IDX_FILE_BYTES} bytes, more than any IDX \
+                 file holds"
+            ),
+        ));
+    }
     Ok(decoded)
 }
 
@@ -71,6 +91,10 @@ pub fn decompress_if_gzip(bytes: Vec<u8>, context: &str) -> Result<Vec<u8>> {
 /// the largest IDX data sets a few GB). Headers promising more are refused as corrupt before
 /// anything is allocated.
 pub const MAX_IDX_DATA_BYTES: u64 = 16 << 30;
+
+/// The largest IDX file: the most data plus the longest header (a magic number and 255
+/// dimensions of 4 bytes each).
+pub(crate) const MAX_IDX_FILE_BYTES: u64 = MAX_IDX_DATA_BYTES + 4 + 4 * 255;
 
 /// The most a deflate stream can expand (a little over 1,032:1): a gzip file of `n` bytes
 /// cannot hold more than this many times `n` bytes of data, so a header promising more is
@@ -226,12 +250,17 @@ fn read_idx_stream(
 fn read_idx_file(path: &Path, expected_magic: u32) -> Result<(Vec<usize>, Vec<u8>)> {
     let context = path.display().to_string();
     let io = |error: std::io::Error| Error::io(context.clone(), error);
+    // Check before opening: opening a FIFO blocks until something writes to it. No size
+    // bound here: the header is read first and then only the bytes it promises, so a huge
+    // file with a wrong header gets the more useful error about its header.
+    regular_file_metadata(path, u64::MAX, "IDX file")?;
     let file = std::fs::File::open(path).map_err(io)?;
+    // And check what was opened: the path may have been replaced in between.
     let metadata = file.metadata().map_err(io)?;
     if !metadata.is_file() {
         return Err(Error::format(
             &context,
-            "not a regular file (a directory, device or pipe?)",
+            "not a regular file (it changed while being opened)",
         ));
     }
     let size = metadata.len();

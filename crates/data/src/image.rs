@@ -12,11 +12,60 @@
 //! [`Image`] holds either, so that a [`Compose`](crate::transforms::Compose) pipeline can
 //! change the layout half-way, exactly where `ToTensor` sits in a torchvision `Compose`.
 //! Decoding (PNG and JPEG, through the `image` crate) and PNG encoding live here as well.
+//!
+//! **Bounds.** Image files are read only when they are regular files of at most
+//! [`MAX_IMAGE_FILE_BYTES`]; decoded images and the results of every transform have at most
+//! [`MAX_IMAGE_PIXELS`] pixels. A tiny file can promise an enormous image (a one-bit PNG of
+//! 1 × 100,000,000 pixels is 12 KB) and a resize of a thin image to a fixed shorter side
+//! multiplies its area, so sizes are checked before anything is allocated, and buffers are
+//! allocated fallibly: an absurd image is an error, never an abort.
 
 use std::io::Cursor;
 use std::path::Path;
 
+use anygrad_core::files::read_regular_file;
 use anygrad_core::{Error, Result};
+
+use crate::allocation::reserved;
+
+/// The largest image file read: 256 MiB. A PNG or JPEG of the largest image allowed
+/// ([`MAX_IMAGE_PIXELS`] RGB pixels, 384 MiB raw) compresses below this for any photograph
+/// or scan; a bigger file is not a training image but something else (a disk image, a video,
+/// `/dev/zero` behind a link) and is refused before it is read.
+pub const MAX_IMAGE_FILE_BYTES: u64 = 256 << 20;
+
+/// The most pixels (height × width) a decoded image or a transform's result may have:
+/// 2^27 = 134,217,728, e.g. 16384 × 8192. That is above the largest camera sensors (100 to
+/// 150 megapixels) and far above any training resolution, while one such image stays within
+/// 384 MiB as 8-bit RGB and 1.5 GiB as `f32` (after `ToTensor`), so that a hostile or
+/// mistaken size is refused instead of asking the allocator for tens of gigabytes.
+pub const MAX_IMAGE_PIXELS: usize = 1 << 27;
+
+/// Check that a `height × width` image made by `op` stays within [`MAX_IMAGE_PIXELS`];
+/// `input` is the size of the image it is made from, for the message.
+///
+/// Errors: [`Error::InvalidArgument`] naming `op`, the result's size and the input's.
+pub(crate) fn check_pixel_count(
+    op: &'static str,
+    height: usize,
+    width: usize,
+    input: Option<(usize, usize)>,
+) -> Result<()> {
+    let pixels = height.checked_mul(width);
+    if pixels.is_some_and(|pixels| pixels <= MAX_IMAGE_PIXELS) {
+        return Ok(());
+    }
+    let pixels = pixels.map_or_else(|| "more than 2^64".to_string(), |p| p.to_string());
+    let from = input.map_or_else(String::new, |(h, w)| format!(" of a {h}x{w} image"));
+    Err(Error::invalid(
+        op,
+        format!(
+            "the {height}x{width} result{from} would have {pixels} pixels, more than the \
+             {MAX_IMAGE_PIXELS} an image may have; choose a smaller size (or shrink the image \
+             first)"
+        ),
+    ))
+}
 
 /// An 8-bit image in height × width × channels order (1 channel: grey, 3: RGB).
 #[derive(Clone, PartialEq, Eq)]
@@ -115,21 +164,40 @@ impl PixelImage {
     /// Decode PNG or JPEG bytes (the format is recognised from the content). Grey images
     /// keep one channel, everything else becomes RGB: an alpha channel is dropped, palettes
     /// are expanded, 16-bit samples are reduced to 8 bits. `context` (usually the path) names
-    /// the source in errors.
+    /// the source in errors. The size in the header is checked against
+    /// [`MAX_IMAGE_PIXELS`] before any pixel is decoded.
     ///
     /// Errors: [`Error::Format`] naming `context` for bytes that are not a complete PNG or
-    /// JPEG image (or are too large for the decoder's 512 MiB allocation limit).
+    /// JPEG image, for an image of more than [`MAX_IMAGE_PIXELS`] pixels, or one too large
+    /// for the decoder's 512 MiB allocation limit.
     pub fn decode(bytes: &[u8], context: &str) -> Result<Self> {
-        let reader = image::io::Reader::new(Cursor::new(bytes))
-            .with_guessed_format()
+        let reader = || -> Result<image::io::Reader<Cursor<&[u8]>>> {
+            let reader = image::io::Reader::new(Cursor::new(bytes))
+                .with_guessed_format()
+                .map_err(|error| Error::format(context, error.to_string()))?;
+            if reader.format().is_none() {
+                return Err(Error::format(
+                    context,
+                    "not a PNG or JPEG image (unrecognised file signature)",
+                ));
+            }
+            Ok(reader)
+        };
+        // The header alone gives the size: refuse a huge image before decoding it.
+        let (width, height) = reader()?
+            .into_dimensions()
             .map_err(|error| Error::format(context, error.to_string()))?;
-        if reader.format().is_none() {
+        let pixels = u64::from(width) * u64::from(height);
+        if pixels > MAX_IMAGE_PIXELS as u64 {
             return Err(Error::format(
                 context,
-                "not a PNG or JPEG image (unrecognised file signature)",
+                format!(
+                    "the image is {width}x{height} ({pixels} pixels), more than the \
+                     {MAX_IMAGE_PIXELS} pixels an image may have; shrink it first"
+                ),
             ));
         }
-        let decoded = reader
+        let decoded = reader()?
             .decode()
             .map_err(|error| Error::format(context, error.to_string()))?;
         let (width, height) = (decoded.width() as usize, decoded.height() as usize);
@@ -141,26 +209,30 @@ impl PixelImage {
         PixelImage::new(height, width, channels, data)
     }
 
-    /// Read and decode the PNG or JPEG file at `path` (see [`decode`](Self::decode)).
+    /// Read and decode the PNG or JPEG file at `path` (see [`decode`](Self::decode)). The
+    /// path must name a regular file (or a link to one) of at most
+    /// [`MAX_IMAGE_FILE_BYTES`]: a FIFO, a device or a directory is refused before anything
+    /// is read.
     ///
     /// Errors: [`Error::Io`] naming the path when it cannot be read, [`Error::Format`] naming
-    /// it when it is not a valid image.
+    /// it when it is not a regular file, is too large, or is not a valid image.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let bytes =
-            std::fs::read(path).map_err(|error| Error::io(path.display().to_string(), error))?;
+        let bytes = read_regular_file(path, MAX_IMAGE_FILE_BYTES, "image")?;
         PixelImage::decode(&bytes, &path.display().to_string())
     }
 
     /// The image with three channels: grey is repeated into R, G and B (PIL's
     /// `convert("RGB")`); an RGB image is returned as it is.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a channel count other than 1 or 3.
+    /// Errors: [`Error::InvalidArgument`] for a channel count other than 1 or 3,
+    /// [`Error::OutOfMemory`] when the three channels cannot be allocated.
     pub fn into_rgb(self) -> Result<Self> {
         match self.channels {
             3 => Ok(self),
             1 => {
-                let data = self.data.iter().flat_map(|&v| [v, v, v]).collect();
+                let mut data = reserved(self.data.len().saturating_mul(3))?;
+                data.extend(self.data.iter().flat_map(|&v| [v, v, v]));
                 PixelImage::new(self.height, self.width, 3, data)
             }
             channels => Err(Error::invalid(
@@ -178,14 +250,11 @@ impl PixelImage {
         match self.channels {
             1 => Ok(self),
             3 => {
-                let data = self
-                    .data
-                    .chunks_exact(3)
-                    .map(|p| {
-                        let luma = 19595 * p[0] as u32 + 38470 * p[1] as u32 + 7471 * p[2] as u32;
-                        ((luma + 0x8000) >> 16) as u8
-                    })
-                    .collect();
+                let mut data = reserved(self.data.len() / 3)?;
+                data.extend(self.data.chunks_exact(3).map(|p| {
+                    let luma = 19595 * p[0] as u32 + 38470 * p[1] as u32 + 7471 * p[2] as u32;
+                    ((luma + 0x8000) >> 16) as u8
+                }));
                 PixelImage::new(self.height, self.width, 1, data)
             }
             channels => Err(Error::invalid(
@@ -388,13 +457,17 @@ pub(crate) trait Raster: Sized {
     /// The value of `channel` at (`row`, `column`); the caller keeps them in range.
     fn value(&self, channel: usize, row: usize, column: usize) -> Self::Value;
 
-    /// An image of the given size filled by `f(channel, row, column)`.
+    /// An image of the given size filled by `f(channel, row, column)`, made by `op`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming `op` beyond [`MAX_IMAGE_PIXELS`],
+    /// [`Error::OutOfMemory`] when the values cannot be allocated.
     fn build(
+        op: &'static str,
         channels: usize,
         height: usize,
         width: usize,
         f: impl FnMut(usize, usize, usize) -> Self::Value,
-    ) -> Self;
+    ) -> Result<Self>;
 
     /// A value as `f32` (for interpolation).
     fn to_f32(value: Self::Value) -> f32;
@@ -416,12 +489,14 @@ impl Raster for PixelImage {
     }
 
     fn build(
+        op: &'static str,
         channels: usize,
         height: usize,
         width: usize,
         mut f: impl FnMut(usize, usize, usize) -> u8,
-    ) -> Self {
-        let mut data = Vec::with_capacity(channels * height * width);
+    ) -> Result<Self> {
+        check_pixel_count(op, height, width, None)?;
+        let mut data = reserved(channels.saturating_mul(height * width))?;
         for row in 0..height {
             for column in 0..width {
                 for channel in 0..channels {
@@ -429,12 +504,12 @@ impl Raster for PixelImage {
                 }
             }
         }
-        PixelImage {
+        Ok(PixelImage {
             height,
             width,
             channels,
             data,
-        }
+        })
     }
 
     fn to_f32(value: u8) -> f32 {
@@ -458,12 +533,14 @@ impl Raster for ChwImage {
     }
 
     fn build(
+        op: &'static str,
         channels: usize,
         height: usize,
         width: usize,
         mut f: impl FnMut(usize, usize, usize) -> f32,
-    ) -> Self {
-        let mut data = Vec::with_capacity(channels * height * width);
+    ) -> Result<Self> {
+        check_pixel_count(op, height, width, None)?;
+        let mut data = reserved(channels.saturating_mul(height * width))?;
         for channel in 0..channels {
             for row in 0..height {
                 for column in 0..width {
@@ -471,12 +548,12 @@ impl Raster for ChwImage {
                 }
             }
         }
-        ChwImage {
+        Ok(ChwImage {
             channels,
             height,
             width,
             data,
-        }
+        })
     }
 
     fn to_f32(value: f32) -> f32 {

@@ -10,6 +10,14 @@
 //! Classes are the sub-folder names sorted by code point (Python's `sorted`), so the class
 //! indices agree with torchvision's for the same folder. Files ending in `.png`, `.jpg` or
 //! `.jpeg` (any case) are samples, in sorted path order; other files are skipped.
+//!
+//! **Bad files are errors, found by the scan.** A folder that cannot be read already stops
+//! the scan with an error naming it; so does an entry with an image name that is not a
+//! regular file of at most [`MAX_IMAGE_FILE_BYTES`] (a FIFO, which would block the reader
+//! forever, a link to a device such as `/dev/zero`, which would be read until memory runs
+//! out, a broken link, an oversized file). Skipping such entries would silently change the
+//! data set, and finding them only when the image is loaded would stop a run in the middle
+//! of an epoch. Loading checks again, since the folder may change after the scan.
 //! Scanning happens once in [`ImageFolder::new`]; images are read and decoded in
 //! [`sample`](crate::SampleDataset::sample), on the loader's worker threads. Like
 //! torchvision's default loader, every image is converted to RGB unless
@@ -18,9 +26,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use anygrad_core::files::regular_file_metadata;
 use anygrad_core::{Error, Result};
 
-use crate::image::{Image, PixelImage};
+use crate::image::{Image, PixelImage, MAX_IMAGE_FILE_BYTES};
 use crate::rng::SplitMix64;
 use crate::sample::{out_of_range, Sample, SampleDataset};
 use crate::transforms::Transform;
@@ -78,6 +87,10 @@ fn has_image_extension(path: &Path) -> bool {
 
 /// Collect the image files under `dir` (recursively), in sorted order. `depth` guards
 /// against symbolic-link cycles.
+///
+/// Errors: [`Error::Io`] or [`Error::Format`] naming the entry when a folder cannot be read,
+/// or an entry with an image name is not a regular file of at most
+/// [`MAX_IMAGE_FILE_BYTES`] (see the module notes).
 fn collect_images(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<()> {
     if depth > 32 {
         return Err(Error::format(
@@ -90,6 +103,8 @@ fn collect_images(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<()
         if is_dir(&path) {
             collect_images(&path, depth + 1, out)?;
         } else if has_image_extension(&path) {
+            // Only the metadata: opening a FIFO would block.
+            regular_file_metadata(&path, MAX_IMAGE_FILE_BYTES, "image")?;
             out.push(path);
         }
     }
@@ -102,7 +117,10 @@ impl ImageFolder {
     ///
     /// Errors: [`Error::Io`] naming `root` when it cannot be read (missing, not a
     /// directory); [`Error::Format`] naming it when it has no class sub-folders, when a class
-    /// folder holds no image file, or when a folder name is not valid UTF-8.
+    /// folder holds no image file, or when a folder name is not valid UTF-8;
+    /// [`Error::Io`] or [`Error::Format`] naming the entry when a file with an image name is
+    /// not a regular file of at most [`MAX_IMAGE_FILE_BYTES`] (a FIFO, a device, a broken
+    /// link, an oversized file).
     pub fn new(root: impl AsRef<Path>) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
         let mut classes = Vec::new();
@@ -191,7 +209,8 @@ impl ImageFolder {
     /// [`gray`](Self::gray)).
     ///
     /// Errors: [`Error::InvalidArgument`] for an index out of range, [`Error::Io`] or
-    /// [`Error::Format`] naming the file when it cannot be read or decoded.
+    /// [`Error::Format`] naming the file when it cannot be read or decoded, or is no longer
+    /// a regular file of at most [`MAX_IMAGE_FILE_BYTES`].
     pub fn load(&self, index: usize) -> Result<PixelImage> {
         let (path, _) = self
             .samples

@@ -78,6 +78,7 @@
 //! outside (0, 1)) is `InvalidArgument`; a missing file is `Io` naming the path; a corrupt or
 //! truncated file is `Format` naming the file. Nothing here panics on bad input.
 
+mod allocation;
 mod array_dataset;
 mod dataset;
 mod digits;
@@ -104,7 +105,7 @@ pub use idx::{
     read_idx_images, read_idx_labels, read_maybe_gzip, IdxImages, IDX_IMAGES_MAGIC,
     IDX_LABELS_MAGIC, MAX_IDX_DATA_BYTES,
 };
-pub use image::{ChwImage, Image, PixelImage};
+pub use image::{ChwImage, Image, PixelImage, MAX_IMAGE_FILE_BYTES, MAX_IMAGE_PIXELS};
 pub use image_folder::{write_image_folder, ImageFolder, IMAGE_EXTENSIONS};
 pub use loader::{BatchLoader, Batches, DataLoader};
 pub use mnist::{Mnist, PixelScaling, MNIST_CLASSES, MNIST_MEAN, MNIST_STD};

@@ -35,7 +35,7 @@ use anygrad_core::{Device, Error, Result, Tensor};
 
 use crate::array_dataset::ArrayDataset;
 use crate::dataset::TensorDataset;
-use crate::idx::{read_idx_images, read_idx_labels, MAX_IDX_FILE_BYTES};
+use crate::idx::{read_idx_images, read_idx_labels};
 use crate::transforms::Normalize;
 
 /// Mean pixel value of the MNIST training set after scaling to [0, 1].
@@ -142,9 +142,10 @@ fn locate(dir: &Path, stem: &str, kind: &str, rank: u8) -> Result<PathBuf> {
         let path = dir.join(name);
         match std::fs::symlink_metadata(&path) {
             // Something has this name (a file, a link, a FIFO, a device): it must be a
-            // regular file of bounded size (or a link to one), else the error names it.
+            // regular file (or a link to one), else the error names it. Its size is checked
+            // against its header when it is read.
             Ok(_) => {
-                regular_file_metadata(&path, MAX_IDX_FILE_BYTES, "IDX file")?;
+                regular_file_metadata(&path, u64::MAX, "IDX file")?;
                 return Ok(path);
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use anygrad_core::{Device, Error, Result, Tensor};
 
+use crate::allocation::reserved;
 use crate::image::{Image, PixelImage};
 use crate::rng::{permutation, sample_seed, SplitMix64};
 use crate::transforms::Transform;
@@ -83,7 +84,8 @@ pub(crate) fn out_of_range(op: &'static str, index: usize, len: usize) -> Error 
 ///
 /// Errors: [`Error::InvalidArgument`] for an empty list or an image still in 8-bit form
 /// (add `ToTensor`); [`Error::ShapeMismatch`] when images differ in size (add a `Resize` or
-/// crop so that every image comes out the same size).
+/// crop so that every image comes out the same size); [`Error::OutOfMemory`] when the batch
+/// cannot be allocated.
 pub fn collate(samples: Vec<Sample>) -> Result<(Tensor, Tensor)> {
     let first_shape = match samples.first() {
         Some(Sample {
@@ -103,8 +105,8 @@ pub fn collate(samples: Vec<Sample>) -> Result<(Tensor, Tensor)> {
         None => return Err(Error::invalid("collate", "no samples to stack")),
     };
     let count = samples.len();
-    let mut data = Vec::with_capacity(count * first_shape.iter().product::<usize>());
-    let mut labels = Vec::with_capacity(count);
+    let mut data = reserved(count.saturating_mul(first_shape.iter().product::<usize>()))?;
+    let mut labels = reserved(count)?;
     for (position, sample) in samples.into_iter().enumerate() {
         let image = sample.image.into_chw("collate")?;
         if image.shape() != first_shape {

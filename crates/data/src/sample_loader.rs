@@ -7,7 +7,8 @@
 //!   of `n` threads (owned by the loader, separate from rayon's global pool), then collated.
 //!   Up to `prefetch` finished batches (default 2) wait in a bounded channel while the
 //!   consumer trains, so decoding overlaps the training step. `num_workers(0)` builds every
-//!   batch on the consumer's thread, like PyTorch.
+//!   batch on the consumer's thread, like PyTorch. The pool never has more threads than
+//!   help: see [`SampleLoader::num_workers`].
 //! - **Upload.** Batches are collated on the CPU and moved to the target device on the
 //!   consumer's thread (where the training step runs) as they are taken.
 //! - **Determinism.** Epoch `e` visits the samples in the permutation of `shuffle_seed + e`
@@ -143,6 +144,14 @@ impl SampleLoader {
 
     /// Threads that load and transform samples (0: none, everything on the caller's
     /// thread).
+    ///
+    /// **Cap.** The samples of a batch are built in parallel and the batches one after
+    /// another, so threads beyond the machine's cores
+    /// ([`std::thread::available_parallelism`]) or beyond the samples of one batch (the
+    /// batch size, or the whole data set when it is smaller) cannot load faster: they only
+    /// cost start-up time and memory (20,000 threads for 21 images took minutes to start).
+    /// The loader therefore starts [`worker_count`](Self::worker_count) threads, `workers`
+    /// capped at both (and at least one when `workers > 0`).
     pub fn num_workers(mut self, workers: usize) -> Self {
         if workers != self.num_workers {
             *self.pool.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
@@ -151,7 +160,8 @@ impl SampleLoader {
         self
     }
 
-    /// How many finished batches may wait for the consumer (default 2; with workers only).
+    /// How many finished batches may wait for the consumer (default 2; with workers only;
+    /// at most the number of batches of an epoch is used, since no more can ever wait).
     pub fn prefetch(mut self, depth: usize) -> Self {
         self.prefetch = depth;
         self
@@ -184,6 +194,22 @@ impl SampleLoader {
     /// Samples in the dataset.
     pub fn dataset_len(&self) -> usize {
         self.dataset.len()
+    }
+
+    /// The worker threads asked for with [`num_workers`](Self::num_workers).
+    pub fn requested_workers(&self) -> usize {
+        self.num_workers
+    }
+
+    /// The worker threads the loader starts: the [`num_workers`](Self::num_workers) asked
+    /// for, capped at the available cores and at the samples of one batch (0 stays 0).
+    pub fn worker_count(&self) -> usize {
+        if self.num_workers == 0 {
+            return 0;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+        let per_batch = self.batch_size.min(self.dataset.len()).max(1);
+        self.num_workers.min(cores).min(per_batch)
     }
 
     /// The dataset.
@@ -264,14 +290,15 @@ impl SampleLoader {
         if let Some(pool) = &*pool {
             return Ok(pool.clone());
         }
+        let workers = self.worker_count();
         let built = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.num_workers)
+            .num_threads(workers)
             .thread_name(|index| format!("anygrad-data-worker-{index}"))
             .build()
             .map_err(|error| {
                 Error::invalid(
                     "SampleLoader",
-                    format!("cannot start {} worker threads: {error}", self.num_workers),
+                    format!("cannot start {workers} worker threads: {error}"),
                 )
             })?;
         let built = Arc::new(built);
@@ -285,7 +312,9 @@ impl SampleLoader {
         order: Vec<usize>,
         pool: Arc<rayon::ThreadPool>,
     ) -> Source {
-        let (sender, receiver) = sync_channel(self.prefetch);
+        // No more batches than an epoch has can wait (the channel allocates its slots).
+        let depth = self.prefetch.min(order.len().div_ceil(self.batch_size));
+        let (sender, receiver) = sync_channel(depth);
         let batch_size = self.batch_size;
         let order = Arc::new(order);
         let producer_order = order.clone();

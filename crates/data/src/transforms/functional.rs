@@ -21,10 +21,16 @@
 //!   like torchvision's tensor version. They are not PIL's `ImageEnhance` (which
 //!   torchvision uses for PIL images, with a slightly different contrast mean).
 //! - [`to_tensor`] is `x / 255` into CHW and [`normalize`] is `(x - mean) / std` per channel.
+//!
+//! Every operation that makes a new image checks its size against
+//! [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) and allocates fallibly, so an absurd target
+//! size is an [`Error::InvalidArgument`] (or, when memory really runs out, an
+//! [`Error::OutOfMemory`]) and never an abort.
 
 use anygrad_core::{Error, Result};
 
-use crate::image::{ChwImage, Image, PixelImage, Raster};
+use crate::allocation::{filled, reserved};
+use crate::image::{check_pixel_count, ChwImage, Image, PixelImage, Raster};
 
 /// How [`pad`] fills the new border (torchvision's `padding_mode` and `fill`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,12 +47,12 @@ pub enum PaddingMode {
     Symmetric,
 }
 
-/// Apply a layout-independent operation to whichever image `image` holds.
+/// Apply a fallible layout-independent operation to whichever image `image` holds.
 macro_rules! on_raster {
     ($image:expr, |$raster:ident| $body:expr) => {
         match $image {
-            Image::Pixels($raster) => Image::Pixels($body),
-            Image::Chw($raster) => Image::Chw($body),
+            Image::Pixels($raster) => Image::Pixels($body?),
+            Image::Chw($raster) => Image::Chw($body?),
         }
     };
 }
@@ -66,24 +72,24 @@ pub fn resized_size(height: usize, width: usize, shorter_side: usize) -> (usize,
 
 /// Per output index along one axis: the two source indices and their weights, as PyTorch's
 /// bilinear upsampling computes them (`src = scale · (dst + 0.5) − 0.5`, clamped at 0).
-fn linear_taps(input: usize, output: usize) -> Vec<(usize, usize, f32, f32)> {
+fn linear_taps(input: usize, output: usize) -> Result<Vec<(usize, usize, f32, f32)>> {
     let scale = input as f32 / output as f32;
-    (0..output)
-        .map(|index| {
-            let real = (scale * (index as f32 + 0.5) - 0.5).max(0.0);
-            let first = (real.floor() as usize).min(input - 1);
-            let second = (first + 1).min(input - 1);
-            let lambda = (real - first as f32).clamp(0.0, 1.0);
-            (first, second, 1.0 - lambda, lambda)
-        })
-        .collect()
+    let mut taps = reserved(output)?;
+    taps.extend((0..output).map(|index| {
+        let real = (scale * (index as f32 + 0.5) - 0.5).max(0.0);
+        let first = (real.floor() as usize).min(input - 1);
+        let second = (first + 1).min(input - 1);
+        let lambda = (real - first as f32).clamp(0.0, 1.0);
+        (first, second, 1.0 - lambda, lambda)
+    }));
+    Ok(taps)
 }
 
-fn resize_raster<R: Raster>(image: &R, height: usize, width: usize) -> R {
+fn resize_raster<R: Raster>(image: &R, height: usize, width: usize) -> Result<R> {
     let (channels, in_height, in_width) = image.dims();
-    let rows = linear_taps(in_height, height);
-    let columns = linear_taps(in_width, width);
-    R::build(channels, height, width, |channel, row, column| {
+    let rows = linear_taps(in_height, height)?;
+    let columns = linear_taps(in_width, width)?;
+    R::build("resize", channels, height, width, |channel, row, column| {
         let (y0, y1, wy0, wy1) = rows[row];
         let (x0, x1, wx0, wx1) = columns[column];
         let at = |y, x| R::to_f32(image.value(channel, y, x));
@@ -96,7 +102,9 @@ fn resize_raster<R: Raster>(image: &R, height: usize, width: usize) -> R {
 /// Resize to exactly `height × width`, bilinear without antialiasing (see the module notes
 /// for what this matches).
 ///
-/// Errors: [`Error::InvalidArgument`] for a zero target side or an empty image.
+/// Errors: [`Error::InvalidArgument`] for a zero target side, an empty image, or a target
+/// of more than [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels;
+/// [`Error::OutOfMemory`] when the result cannot be allocated.
 pub fn resize(image: &Image, height: usize, width: usize) -> Result<Image> {
     if height == 0 || width == 0 || image.height() == 0 || image.width() == 0 {
         return Err(Error::invalid(
@@ -108,6 +116,12 @@ pub fn resize(image: &Image, height: usize, width: usize) -> Result<Image> {
             ),
         ));
     }
+    check_pixel_count(
+        "resize",
+        height,
+        width,
+        Some((image.height(), image.width())),
+    )?;
     if height == image.height() && width == image.width() {
         return Ok(image.clone());
     }
@@ -123,9 +137,9 @@ fn crop_raster<R: Raster>(
     height: usize,
     width: usize,
     fill: R::Value,
-) -> R {
+) -> Result<R> {
     let (channels, in_height, in_width) = image.dims();
-    R::build(channels, height, width, |channel, row, column| {
+    R::build("crop", channels, height, width, |channel, row, column| {
         let y = top + row as isize;
         let x = left + column as isize;
         if y < 0 || x < 0 || y as usize >= in_height || x as usize >= in_width {
@@ -138,11 +152,16 @@ fn crop_raster<R: Raster>(
 
 /// The `height × width` region whose top-left corner is (`top`, `left`); parts outside the
 /// image are zero (torchvision's `crop`).
-pub fn crop(image: &Image, top: isize, left: isize, height: usize, width: usize) -> Image {
-    match image {
-        Image::Pixels(raster) => Image::Pixels(crop_raster(raster, top, left, height, width, 0)),
-        Image::Chw(raster) => Image::Chw(crop_raster(raster, top, left, height, width, 0.0)),
-    }
+///
+/// Errors: [`Error::InvalidArgument`] for a region of more than
+/// [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels; [`Error::OutOfMemory`] when it
+/// cannot be allocated.
+pub fn crop(image: &Image, top: isize, left: isize, height: usize, width: usize) -> Result<Image> {
+    check_pixel_count("crop", height, width, Some((image.height(), image.width())))?;
+    Ok(match image {
+        Image::Pixels(raster) => Image::Pixels(crop_raster(raster, top, left, height, width, 0)?),
+        Image::Chw(raster) => Image::Chw(crop_raster(raster, top, left, height, width, 0.0)?),
+    })
 }
 
 /// Python's `round` on a non-negative half-integer-or-integer: halves go to the even
@@ -159,7 +178,9 @@ fn round_half_even(twice: usize) -> usize {
 /// The central `height × width` region (torchvision's `center_crop`): the offset is
 /// `round((side - crop) / 2)` with Python's round-half-to-even; a crop larger than the image
 /// is zero-padded around it first.
-pub fn center_crop(image: &Image, height: usize, width: usize) -> Image {
+///
+/// Errors: as [`crop`].
+pub fn center_crop(image: &Image, height: usize, width: usize) -> Result<Image> {
     let offset = |side: usize, crop_side: usize| -> isize {
         if crop_side > side {
             // torchvision pads (crop - side) // 2 before and the rest after, then crops at 0.
@@ -204,13 +225,21 @@ fn padded_source(index: isize, side: usize, mode: PaddingMode) -> Option<usize> 
     Some(mapped.clamp(0, n - 1) as usize)
 }
 
-fn pad_raster<R: Raster>(image: &R, ltrb: [usize; 4], mode: PaddingMode, fill: R::Value) -> R {
+fn pad_raster<R: Raster>(
+    image: &R,
+    ltrb: [usize; 4],
+    out_height: usize,
+    out_width: usize,
+    mode: PaddingMode,
+    fill: R::Value,
+) -> Result<R> {
     let (channels, height, width) = image.dims();
-    let [left, top, right, bottom] = ltrb;
+    let [left, top, _, _] = ltrb;
     R::build(
+        "pad",
         channels,
-        height + top + bottom,
-        width + left + right,
+        out_height,
+        out_width,
         |channel, row, column| {
             let y = padded_source(row as isize - top as isize, height, mode);
             let x = padded_source(column as isize - left as isize, width, mode);
@@ -226,7 +255,9 @@ fn pad_raster<R: Raster>(image: &R, ltrb: [usize; 4], mode: PaddingMode, fill: R
 /// padding).
 ///
 /// Errors: [`Error::InvalidArgument`] when a reflect padding is not smaller than the side
-/// (symmetric: larger than the side), or when a non-constant mode pads an empty image.
+/// (symmetric: larger than the side), when a non-constant mode pads an empty image, or when
+/// the padded image would have more than [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS)
+/// pixels; [`Error::OutOfMemory`] when it cannot be allocated.
 pub fn pad(image: &Image, ltrb: [usize; 4], mode: PaddingMode) -> Result<Image> {
     let [left, top, right, bottom] = ltrb;
     let (height, width) = (image.height(), image.width());
@@ -251,6 +282,7 @@ pub fn pad(image: &Image, ltrb: [usize; 4], mode: PaddingMode) -> Result<Image> 
             ),
         ));
     }
+    let (out_height, out_width) = padded_size(height, width, ltrb)?;
     let fill = match mode {
         PaddingMode::Constant(value) => value,
         _ => 0.0,
@@ -259,11 +291,39 @@ pub fn pad(image: &Image, ltrb: [usize; 4], mode: PaddingMode) -> Result<Image> 
         Image::Pixels(raster) => Image::Pixels(pad_raster(
             raster,
             ltrb,
+            out_height,
+            out_width,
             mode,
             PixelImage::from_f32_rounded(fill),
-        )),
-        Image::Chw(raster) => Image::Chw(pad_raster(raster, ltrb, mode, fill)),
+        )?),
+        Image::Chw(raster) => {
+            Image::Chw(pad_raster(raster, ltrb, out_height, out_width, mode, fill)?)
+        }
     })
+}
+
+/// The `(height, width)` of a `height × width` image padded by `[left, top, right, bottom]`.
+///
+/// Errors: [`Error::InvalidArgument`] naming `pad` when a side overflows or the padded image
+/// would have more than [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels.
+pub(crate) fn padded_size(height: usize, width: usize, ltrb: [usize; 4]) -> Result<(usize, usize)> {
+    let [left, top, right, bottom] = ltrb;
+    let side = |side: usize, before: usize, after: usize| {
+        side.checked_add(before)
+            .and_then(|side| side.checked_add(after))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "pad",
+                    format!(
+                        "padding {ltrb:?} (left, top, right, bottom) of a {height}x{width} \
+                         image overflows"
+                    ),
+                )
+            })
+    };
+    let (out_height, out_width) = (side(height, top, bottom)?, side(width, left, right)?);
+    check_pixel_count("pad", out_height, out_width, Some((height, width)))?;
+    Ok((out_height, out_width))
 }
 
 /// Crop the `height × width` region at (`top`, `left`) and resize it to
@@ -279,16 +339,23 @@ pub fn resized_crop(
     out_height: usize,
     out_width: usize,
 ) -> Result<Image> {
+    check_pixel_count(
+        "resized_crop",
+        out_height,
+        out_width,
+        Some((image.height(), image.width())),
+    )?;
     resize(
-        &crop(image, top, left, height, width),
+        &crop(image, top, left, height, width)?,
         out_height,
         out_width,
     )
 }
 
-fn flip_raster<R: Raster>(image: &R, horizontal: bool) -> R {
+fn flip_raster<R: Raster>(image: &R, horizontal: bool) -> Result<R> {
     let (channels, height, width) = image.dims();
-    R::build(channels, height, width, |channel, row, column| {
+    let op = if horizontal { "hflip" } else { "vflip" };
+    R::build(op, channels, height, width, |channel, row, column| {
         if horizontal {
             image.value(channel, row, width - 1 - column)
         } else {
@@ -298,27 +365,30 @@ fn flip_raster<R: Raster>(image: &R, horizontal: bool) -> R {
 }
 
 /// Mirror left to right.
-pub fn hflip(image: &Image) -> Image {
-    on_raster!(image, |raster| flip_raster(raster, true))
+///
+/// Errors: [`Error::OutOfMemory`] when the result cannot be allocated.
+pub fn hflip(image: &Image) -> Result<Image> {
+    Ok(on_raster!(image, |raster| flip_raster(raster, true)))
 }
 
 /// Mirror top to bottom.
-pub fn vflip(image: &Image) -> Image {
-    on_raster!(image, |raster| flip_raster(raster, false))
+///
+/// Errors: [`Error::OutOfMemory`] when the result cannot be allocated.
+pub fn vflip(image: &Image) -> Result<Image> {
+    Ok(on_raster!(image, |raster| flip_raster(raster, false)))
 }
 
 /// Channel planes as `f32` (CHW), whatever the layout; and the largest value of the layout.
-fn planes(image: &Image) -> (Vec<f32>, usize, usize, f32) {
-    match image {
-        Image::Chw(chw) => (
-            chw.data().to_vec(),
-            chw.channels(),
-            chw.height() * chw.width(),
-            1.0,
-        ),
+fn planes(image: &Image) -> Result<(Vec<f32>, usize, usize, f32)> {
+    Ok(match image {
+        Image::Chw(chw) => {
+            let mut data = reserved(chw.data().len())?;
+            data.extend_from_slice(chw.data());
+            (data, chw.channels(), chw.height() * chw.width(), 1.0)
+        }
         Image::Pixels(pixels) => {
             let (channels, area) = (pixels.channels(), pixels.height() * pixels.width());
-            let mut data = vec![0.0; channels * area];
+            let mut data = filled(channels * area, 0.0)?;
             for (position, pixel) in pixels.data().chunks_exact(channels).enumerate() {
                 for (channel, &value) in pixel.iter().enumerate() {
                     data[channel * area + position] = value as f32;
@@ -326,7 +396,7 @@ fn planes(image: &Image) -> (Vec<f32>, usize, usize, f32) {
             }
             (data, channels, area, 255.0)
         }
-    }
+    })
 }
 
 /// Store blended CHW planes back into the layout of `like`: `f32` clamped to [0, 1], 8-bit
@@ -341,7 +411,7 @@ fn from_planes(like: &Image, data: Vec<f32>) -> Result<Image> {
         )?)),
         Image::Pixels(pixels) => {
             let (channels, area) = (pixels.channels(), pixels.height() * pixels.width());
-            let mut out = vec![0u8; channels * area];
+            let mut out = filled(channels * area, 0u8)?;
             for (position, pixel) in out.chunks_exact_mut(channels).enumerate() {
                 for (channel, value) in pixel.iter_mut().enumerate() {
                     *value = data[channel * area + position].clamp(0.0, 255.0) as u8;
@@ -359,21 +429,22 @@ fn from_planes(like: &Image, data: Vec<f32>) -> Result<Image> {
 
 /// torchvision's `rgb_to_grayscale` of CHW planes: `0.2989 R + 0.587 G + 0.114 B`, truncated
 /// for 8-bit images; a single channel is its own grey.
-fn grey_plane(data: &[f32], channels: usize, area: usize, eight_bit: bool) -> Vec<f32> {
+fn grey_plane(data: &[f32], channels: usize, area: usize, eight_bit: bool) -> Result<Vec<f32>> {
     if channels == 1 {
-        return data.to_vec();
+        let mut grey = reserved(data.len())?;
+        grey.extend_from_slice(data);
+        return Ok(grey);
     }
-    (0..area)
-        .map(|i| {
-            let grey =
-                0.2989f32 * data[i] + 0.587f32 * data[area + i] + 0.114f32 * data[2 * area + i];
-            if eight_bit {
-                grey.trunc()
-            } else {
-                grey
-            }
-        })
-        .collect()
+    let mut grey = reserved(area)?;
+    grey.extend((0..area).map(|i| {
+        let grey = 0.2989f32 * data[i] + 0.587f32 * data[area + i] + 0.114f32 * data[2 * area + i];
+        if eight_bit {
+            grey.trunc()
+        } else {
+            grey
+        }
+    }));
+    Ok(grey)
 }
 
 /// `ratio · a + (1 − ratio) · b` in `f32` (clamping happens when storing).
@@ -408,11 +479,9 @@ fn check_colour_channels(op: &'static str, channels: usize) -> Result<()> {
 /// Errors: [`Error::InvalidArgument`] for a negative or non-finite factor.
 pub fn adjust_brightness(image: &Image, factor: f64) -> Result<Image> {
     check_factor("adjust_brightness", factor)?;
-    let (data, _, _, _) = planes(image);
-    from_planes(
-        image,
-        data.into_iter().map(|v| blend(v, 0.0, factor)).collect(),
-    )
+    let (mut data, _, _, _) = planes(image)?;
+    data.iter_mut().for_each(|v| *v = blend(*v, 0.0, factor));
+    from_planes(image, data)
 }
 
 /// Blend with the mean grey level (0: flat grey, 1: unchanged).
@@ -422,13 +491,11 @@ pub fn adjust_brightness(image: &Image, factor: f64) -> Result<Image> {
 pub fn adjust_contrast(image: &Image, factor: f64) -> Result<Image> {
     check_factor("adjust_contrast", factor)?;
     check_colour_channels("adjust_contrast", image.channels())?;
-    let (data, channels, area, bound) = planes(image);
-    let grey = grey_plane(&data, channels, area, bound > 1.0);
+    let (mut data, channels, area, bound) = planes(image)?;
+    let grey = grey_plane(&data, channels, area, bound > 1.0)?;
     let mean = (grey.iter().map(|&v| v as f64).sum::<f64>() / grey.len().max(1) as f64) as f32;
-    from_planes(
-        image,
-        data.into_iter().map(|v| blend(v, mean, factor)).collect(),
-    )
+    data.iter_mut().for_each(|v| *v = blend(*v, mean, factor));
+    from_planes(image, data)
 }
 
 /// Blend with the image's own grey version (0: grey, 1: unchanged); a grey image is
@@ -442,14 +509,12 @@ pub fn adjust_saturation(image: &Image, factor: f64) -> Result<Image> {
     if image.channels() == 1 {
         return Ok(image.clone());
     }
-    let (data, channels, area, bound) = planes(image);
-    let grey = grey_plane(&data, channels, area, bound > 1.0);
-    let blended = data
-        .iter()
+    let (mut data, channels, area, bound) = planes(image)?;
+    let grey = grey_plane(&data, channels, area, bound > 1.0)?;
+    data.iter_mut()
         .enumerate()
-        .map(|(i, &v)| blend(v, grey[i % area], factor))
-        .collect();
-    from_planes(image, blended)
+        .for_each(|(i, v)| *v = blend(*v, grey[i % area], factor));
+    from_planes(image, data)
 }
 
 /// Rotate the hue by `hue_factor` turns (−0.5..=0.5) through HSV, like torchvision's tensor
@@ -469,7 +534,7 @@ pub fn adjust_hue(image: &Image, hue_factor: f64) -> Result<Image> {
     if image.channels() == 1 {
         return Ok(image.clone());
     }
-    let (mut data, _, area, bound) = planes(image);
+    let (mut data, _, area, bound) = planes(image)?;
     // Back to 8 bits as torchvision's `convert_image_dtype` does: truncate(x · 255.999).
     let back = if bound > 1.0 { 256.0 - 1e-3 } else { 1.0 };
     for i in 0..area {
@@ -533,9 +598,12 @@ fn hsv_to_rgb(h: f32, s: f32, v: f32) -> [f32; 3] {
 }
 
 /// 8-bit HWC pixels to `f32` CHW values in [0, 1] (`x / 255`, torchvision's `to_tensor`).
-pub fn to_tensor(image: &PixelImage) -> ChwImage {
+///
+/// Errors: [`Error::OutOfMemory`] when the `f32` values (four times the bytes of the
+/// pixels) cannot be allocated.
+pub fn to_tensor(image: &PixelImage) -> Result<ChwImage> {
     let (channels, width, data) = (image.channels(), image.width(), image.data());
-    <ChwImage as Raster>::build(channels, image.height(), width, |c, y, x| {
+    <ChwImage as Raster>::build("to_tensor", channels, image.height(), width, |c, y, x| {
         data[(y * width + x) * channels + c] as f32 / 255.0
     })
 }

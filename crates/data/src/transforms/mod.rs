@@ -34,6 +34,12 @@
 //! **Layouts.** Geometric transforms and colour jitter work on 8-bit [`PixelImage`]s (before
 //! [`ToTensor`]) and on `f32` [`ChwImage`](crate::ChwImage)s (after it); [`Normalize`] needs a `ChwImage`.
 //! What each deterministic operation matches in torchvision is listed in [`functional`].
+//!
+//! **Sizes.** No transform makes an image of more than
+//! [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels: a target size beyond it is refused
+//! when the transform is built, and a result that would exceed it (a fixed shorter side for
+//! a very thin image, a large padding) is an [`Error::InvalidArgument`] naming the transform
+//! and the sizes when it is applied.
 
 pub mod functional;
 mod random;
@@ -42,7 +48,7 @@ use std::sync::Arc;
 
 use anygrad_core::{Error, Result};
 
-use crate::image::{Image, PixelImage};
+use crate::image::{check_pixel_count, Image, PixelImage};
 use crate::rng::SplitMix64;
 
 pub use random::{
@@ -155,6 +161,26 @@ fn positive(op: &'static str, what: &str, values: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// Check an output size given to a transform's constructor: positive sides, and at most
+/// [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels.
+fn output_size(op: &'static str, height: usize, width: usize) -> Result<()> {
+    positive(op, "size", &[height, width])?;
+    check_pixel_count(op, height, width, None)
+}
+
+/// `result` with an [`Error::InvalidArgument`] of the operation underneath (`pad`,
+/// `resize`, ...) named after the transform `op` that called it, so that the message says
+/// which step of a pipeline refused the image.
+pub(crate) fn named<T>(op: &'static str, result: Result<T>) -> Result<T> {
+    result.map_err(|error| match error {
+        Error::InvalidArgument { op: inner, message } if inner != op => Error::InvalidArgument {
+            op,
+            message: format!("{inner}: {message}"),
+        },
+        other => other,
+    })
+}
+
 /// Bilinear resize without antialiasing (torchvision's `Resize(size, antialias=False)`; see
 /// [`functional::resize`] for what matches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,9 +191,10 @@ pub struct Resize {
 impl Resize {
     /// The shorter side becomes `size`, the aspect ratio is kept (`Resize(256)`).
     ///
-    /// Errors: [`Error::InvalidArgument`] for 0.
+    /// Errors: [`Error::InvalidArgument`] for 0, or a size whose square is more than
+    /// [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS).
     pub fn new(size: usize) -> Result<Self> {
-        positive("Resize", "size", &[size])?;
+        output_size("Resize", size, size)?;
         Ok(Resize {
             size: Size::ShorterSide(size),
         })
@@ -175,9 +202,10 @@ impl Resize {
 
     /// Exactly `height × width` (`Resize((h, w))`).
     ///
-    /// Errors: [`Error::InvalidArgument`] for a zero side.
+    /// Errors: [`Error::InvalidArgument`] for a zero side, or more than
+    /// [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels.
     pub fn exact(height: usize, width: usize) -> Result<Self> {
-        positive("Resize", "size", &[height, width])?;
+        output_size("Resize", height, width)?;
         Ok(Resize {
             size: Size::Exact { height, width },
         })
@@ -185,6 +213,9 @@ impl Resize {
 }
 
 impl Transform for Resize {
+    /// Errors: [`Error::InvalidArgument`] naming `Resize` and the sizes when the result
+    /// would have more than [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels (a shorter
+    /// side for a very thin image makes the longer side huge), or for an empty image.
     fn apply(&self, image: Image, _rng: &mut SplitMix64) -> Result<Image> {
         let (height, width) = match self.size {
             Size::ShorterSide(side) => {
@@ -192,7 +223,7 @@ impl Transform for Resize {
             }
             Size::Exact { height, width } => (height, width),
         };
-        functional::resize(&image, height, width)
+        named("Resize", functional::resize(&image, height, width))
     }
 }
 
@@ -213,16 +244,20 @@ impl CenterCrop {
 
     /// A `height × width` crop.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a zero side.
+    /// Errors: [`Error::InvalidArgument`] for a zero side, or more than
+    /// [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels.
     pub fn rect(height: usize, width: usize) -> Result<Self> {
-        positive("CenterCrop", "size", &[height, width])?;
+        output_size("CenterCrop", height, width)?;
         Ok(CenterCrop { height, width })
     }
 }
 
 impl Transform for CenterCrop {
     fn apply(&self, image: Image, _rng: &mut SplitMix64) -> Result<Image> {
-        Ok(functional::center_crop(&image, self.height, self.width))
+        named(
+            "CenterCrop",
+            functional::center_crop(&image, self.height, self.width),
+        )
     }
 }
 
@@ -249,8 +284,11 @@ impl Pad {
 }
 
 impl Transform for Pad {
+    /// Errors: [`Error::InvalidArgument`] naming `Pad` and the sizes when the padded image
+    /// would have more than [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels, or the
+    /// padding does not suit the mode (see [`functional::pad`]).
     fn apply(&self, image: Image, _rng: &mut SplitMix64) -> Result<Image> {
-        functional::pad(&image, self.ltrb, self.mode)
+        named("Pad", functional::pad(&image, self.ltrb, self.mode))
     }
 }
 
@@ -296,7 +334,7 @@ pub struct ToTensor;
 impl Transform for ToTensor {
     fn apply(&self, image: Image, _rng: &mut SplitMix64) -> Result<Image> {
         match image {
-            Image::Pixels(pixels) => Ok(Image::Chw(functional::to_tensor(&pixels))),
+            Image::Pixels(pixels) => Ok(Image::Chw(functional::to_tensor(&pixels)?)),
             Image::Chw(chw) => Err(Error::invalid(
                 "ToTensor",
                 format!(

@@ -6,7 +6,7 @@
 use anygrad_core::{Error, Result};
 
 use super::functional::{self, PaddingMode};
-use super::{positive, Transform};
+use super::{named, output_size, Transform};
 use crate::image::Image;
 use crate::rng::SplitMix64;
 
@@ -32,9 +32,10 @@ impl RandomCrop {
 
     /// A `height × width` crop after `[left, top, right, bottom]` padding with zeros.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a zero side.
+    /// Errors: [`Error::InvalidArgument`] for a zero side, or more than
+    /// [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels.
     pub fn rect(height: usize, width: usize, padding: [usize; 4]) -> Result<Self> {
-        positive("RandomCrop", "size", &[height, width])?;
+        output_size("RandomCrop", height, width)?;
         Ok(RandomCrop {
             height,
             width,
@@ -58,19 +59,31 @@ impl RandomCrop {
 }
 
 impl Transform for RandomCrop {
+    /// Errors: [`Error::InvalidArgument`] naming `RandomCrop` when the crop is larger than
+    /// the padded image (without `pad_if_needed`), or when the padded image would have more
+    /// than [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels.
     fn apply(&self, image: Image, rng: &mut SplitMix64) -> Result<Image> {
         let mut image = if self.padding == [0; 4] {
             image
         } else {
-            functional::pad(&image, self.padding, self.mode)?
+            named(
+                "RandomCrop",
+                functional::pad(&image, self.padding, self.mode),
+            )?
         };
         if self.pad_if_needed && image.width() < self.width {
             let extra = self.width - image.width();
-            image = functional::pad(&image, [extra, 0, extra, 0], self.mode)?;
+            image = named(
+                "RandomCrop",
+                functional::pad(&image, [extra, 0, extra, 0], self.mode),
+            )?;
         }
         if self.pad_if_needed && image.height() < self.height {
             let extra = self.height - image.height();
-            image = functional::pad(&image, [0, extra, 0, extra], self.mode)?;
+            image = named(
+                "RandomCrop",
+                functional::pad(&image, [0, extra, 0, extra], self.mode),
+            )?;
         }
         let (height, width) = (image.height(), image.width());
         if height < self.height || width < self.width {
@@ -85,7 +98,10 @@ impl Transform for RandomCrop {
         }
         let top = rng.below((height - self.height + 1) as u64) as isize;
         let left = rng.below((width - self.width + 1) as u64) as isize;
-        Ok(functional::crop(&image, top, left, self.height, self.width))
+        named(
+            "RandomCrop",
+            functional::crop(&image, top, left, self.height, self.width),
+        )
     }
 }
 
@@ -111,9 +127,10 @@ impl RandomResizedCrop {
 
     /// A `height × width` output.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a zero side.
+    /// Errors: [`Error::InvalidArgument`] for a zero side, or more than
+    /// [`MAX_IMAGE_PIXELS`](crate::MAX_IMAGE_PIXELS) pixels.
     pub fn rect(height: usize, width: usize) -> Result<Self> {
-        positive("RandomResizedCrop", "size", &[height, width])?;
+        output_size("RandomResizedCrop", height, width)?;
         Ok(RandomResizedCrop {
             height,
             width,
@@ -161,7 +178,7 @@ impl RandomResizedCrop {
         if height == 0 || width == 0 {
             return (0, 0, 0, 0);
         }
-        let area = (height * width) as f64;
+        let area = height as f64 * width as f64;
         let (log_low, log_high) = (self.ratio.0.ln(), self.ratio.1.ln());
         for _ in 0..10 {
             let target_area = area * rng.uniform(self.scale.0, self.scale.1);
@@ -197,14 +214,17 @@ impl Transform for RandomResizedCrop {
             ));
         }
         let (top, left, h, w) = self.region(image.height(), image.width(), rng);
-        functional::resized_crop(
-            &image,
-            top as isize,
-            left as isize,
-            h,
-            w,
-            self.height,
-            self.width,
+        named(
+            "RandomResizedCrop",
+            functional::resized_crop(
+                &image,
+                top as isize,
+                left as isize,
+                h,
+                w,
+                self.height,
+                self.width,
+            ),
         )
     }
 }
@@ -238,11 +258,11 @@ impl RandomHorizontalFlip {
 
 impl Transform for RandomHorizontalFlip {
     fn apply(&self, image: Image, rng: &mut SplitMix64) -> Result<Image> {
-        Ok(if rng.bernoulli(self.p) {
+        if rng.bernoulli(self.p) {
             functional::hflip(&image)
         } else {
-            image
-        })
+            Ok(image)
+        }
     }
 }
 
@@ -264,11 +284,11 @@ impl RandomVerticalFlip {
 
 impl Transform for RandomVerticalFlip {
     fn apply(&self, image: Image, rng: &mut SplitMix64) -> Result<Image> {
-        Ok(if rng.bernoulli(self.p) {
+        if rng.bernoulli(self.p) {
             functional::vflip(&image)
         } else {
-            image
-        })
+            Ok(image)
+        }
     }
 }
 
