@@ -41,9 +41,11 @@
 //! - Settling flushes and waits without reading index-error flags, so a bad index stays
 //!   reported by the next readback, as documented in `context.rs`.
 
+mod cache_file;
+
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -278,7 +280,7 @@ impl Autotuner {
             if state.loaded.is_none() {
                 let saved = file
                     .as_deref()
-                    .and_then(|path| read_file(path).remove(&adapter))
+                    .and_then(|path| cache_file::read(path).remove(&adapter))
                     .unwrap_or_default();
                 state.loaded = Some(saved.len());
                 for (key, name) in saved {
@@ -525,11 +527,7 @@ impl Autotuner {
             .insert(key.to_string(), name.to_string());
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(path) = &file else { return };
-        let mut all = read_file(path);
-        all.entry(self.adapter.clone())
-            .or_default()
-            .insert(key.to_string(), name.to_string());
-        if let Err(error) = write_file(path, &all) {
+        if let Err(error) = cache_file::record(path, &self.adapter, key, name) {
             let mut failed = self.write_failed.lock().unwrap_or_else(|p| p.into_inner());
             if !*failed {
                 *failed = true;
@@ -537,28 +535,6 @@ impl Autotuner {
             }
         }
     }
-}
-
-/// Adapter -> key -> choice.
-type CacheFile = BTreeMap<String, BTreeMap<String, String>>;
-
-/// The cache file's contents; empty when missing, unreadable or corrupt.
-fn read_file(path: &Path) -> CacheFile {
-    std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
-}
-
-/// Write the whole file through a temporary and a rename (a crash leaves the old file).
-fn write_file(path: &Path, contents: &CacheFile) -> std::io::Result<()> {
-    if let Some(directory) = path.parent() {
-        std::fs::create_dir_all(directory)?;
-    }
-    let text = serde_json::to_vec_pretty(contents).map_err(std::io::Error::other)?;
-    let temporary = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text)?;
-    std::fs::rename(&temporary, path)
 }
 
 #[cfg(test)]
