@@ -1,7 +1,8 @@
 //! The catalogue of every kernel the backend can build: each family's `KernelKey`s (listed by
 //! the family's own `catalogue` function) for every dtype, op and variant, with their WGSL. A unit test validates all of them
-//! with naga (parse, validate, SPIR-V), so a template change that breaks one instantiation
-//! fails without a GPU.
+//! with naga (parse, validate, SPIR-V), and `kernel_catalog/translation.rs` translates them
+//! to HLSL (DX12) and MSL (Metal), so a template change that breaks one instantiation on any
+//! backend fails without a GPU.
 
 use crate::dtype::DType;
 
@@ -98,6 +99,9 @@ pub(crate) fn naga_check(source: &str) -> Result<(), String> {
         .map_err(|error| format!("spir-v: {error}"))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod translation;
 
 #[cfg(test)]
 mod tests {
