@@ -19,3 +19,25 @@ pub use crate::backend::gpu::{
     AdapterInfo, AutotuneMode, CoopVariant, ExecutionMode, FusionStats, GpuDevice, MemoryStats,
     OpTiming,
 };
+
+/// Wait until every GPU opened through `Device::gpu`/`Device::parse` has finished the work
+/// submitted to it, and close those no tensor holds any more (a later `Device::gpu` opens a
+/// fresh one). Call it before the process exits, on error paths too: a Vulkan driver still
+/// running submitted work on its own threads while the process exits can crash it (Mesa's
+/// lavapipe compiles kernels with LLVM on its queue thread, and the exit destroys LLVM's
+/// globals under it). The `anygrad` command calls it at the end of `main`.
+pub fn shutdown() {
+    #[cfg(feature = "gpu")]
+    crate::backend::gpu::GpuDevice::close_all();
+}
+
+/// Tests: lose `device` now, as a driver reset would (the wgpu device is destroyed). Every
+/// later call on it, and every wait for work already submitted, returns
+/// `Error::DeviceLost`; tensors on it become unusable.
+#[doc(hidden)]
+pub fn simulate_device_loss(device: &GpuDevice) {
+    #[cfg(feature = "gpu")]
+    device.context().simulate_loss();
+    #[cfg(not(feature = "gpu"))]
+    let _ = device;
+}

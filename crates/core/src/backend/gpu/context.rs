@@ -36,8 +36,10 @@
 
 mod copies;
 mod index_flags;
+mod loss;
 mod readback;
 mod reuse;
+mod shutdown;
 mod staging;
 mod stats;
 mod timing;
@@ -236,7 +238,7 @@ impl GpuContext {
             | wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::SHADER_FLOAT32_ATOMIC
             | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
-        let mut features = adapter.features() & wanted;
+        let mut features = super::adapters::usable_features(adapter) & wanted;
         let limits = adapter.limits();
         let open = |features: wgpu::Features| {
             let experimental_features =
@@ -282,9 +284,11 @@ impl GpuContext {
                 // Dropping the device reports `Destroyed`; that is not a failure.
                 if reason != wgpu::DeviceLostReason::Destroyed {
                     tracing::error!("GPU device lost ({reason:?}): {message}");
-                    *lost_message.lock().unwrap_or_else(|p| p.into_inner()) =
-                        format!("{reason:?}: {message}");
-                    lost.store(true, Ordering::SeqCst);
+                    // The first report is kept (`context/loss.rs`).
+                    let mut kept = lost_message.lock().unwrap_or_else(|p| p.into_inner());
+                    if !lost.swap(true, Ordering::SeqCst) {
+                        *kept = format!("{reason:?}: {message}");
+                    }
                 }
             });
         }
@@ -357,24 +361,6 @@ impl GpuContext {
                 super::autotune::Autotuner::default_file(),
             ),
         })
-    }
-
-    /// `Err(DeviceLost)` once the driver has reported the device lost.
-    pub(crate) fn ensure_alive(&self) -> Result<()> {
-        if self.lost.load(Ordering::SeqCst) {
-            let message = self
-                .lost_message
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
-            return Err(Error::DeviceLost {
-                message: format!(
-                    "gpu:{} was lost ({message}); recreate tensors on a new device",
-                    self.ordinal
-                ),
-            });
-        }
-        Ok(())
     }
 
     /// Whether kernels may use f16.

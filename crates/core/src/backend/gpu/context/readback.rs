@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 use super::GpuContext;
 use crate::error::{Error, Result};
 
+/// Longest single blocking wait for the GPU: between two, a wait checks whether the device
+/// was lost (`context/loss.rs`).
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
 /// How long a wait polls before it blocks: `ANYGRAD_SPIN_WAIT_US` microseconds (0 blocks at
 /// once), 20 ms by default; read once.
 fn spin_wait() -> Duration {
@@ -39,7 +43,8 @@ impl GpuContext {
     /// matmul of 810 µs took 0.94 ms a synchronized call when waits polled for 300 µs and then
     /// blocked, 0.84 ms polling up to 20 ms), so the queue is first polled for up to
     /// [`spin_wait`] (yielding the core between polls), like CUDA's default spin-then-yield
-    /// synchronization; then it blocks.
+    /// synchronization; then it blocks, [`WAIT_SLICE`] at a time. `Error::DeviceLost` when
+    /// the device is or becomes lost.
     pub(super) fn wait(&self) -> Result<()> {
         let failed = |error: wgpu::PollError| Error::DeviceLost {
             message: format!("waiting for the GPU failed: {error}"),
@@ -48,8 +53,7 @@ impl GpuContext {
         let spin = spin_wait();
         while start.elapsed() < spin {
             if self
-                .device
-                .poll(wgpu::PollType::Poll)
+                .poll(wgpu::PollType::Poll)?
                 .map_err(failed)?
                 .is_queue_empty()
             {
@@ -57,10 +61,18 @@ impl GpuContext {
             }
             std::thread::yield_now();
         }
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(failed)
+        // Blocking, in slices: a device reported lost meanwhile (by another thread's poll or
+        // the driver's callback) ends the wait with its error instead of a wait forever.
+        loop {
+            match self.poll(wgpu::PollType::Wait {
+                submission_index: None,
+                timeout: Some(WAIT_SLICE),
+            })? {
+                Ok(_) => return Ok(()),
+                Err(wgpu::PollError::Timeout) => continue,
+                Err(error) => return Err(failed(error)),
+            }
+        }
     }
 
     /// Copy the first `bytes` bytes of `source` to the host (blocks until the GPU is done).
@@ -256,8 +268,7 @@ pub(super) fn wait_for_map(context: &GpuContext, signal: &MapSignal, what: &str)
             std::thread::yield_now();
         }
         context
-            .device
-            .poll(wgpu::PollType::Poll)
+            .poll(wgpu::PollType::Poll)?
             .map_err(|error| Error::DeviceLost {
                 message: format!("waiting for the GPU failed: {error}"),
             })?;
