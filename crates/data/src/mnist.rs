@@ -366,7 +366,7 @@ mod tests {
 
         // An RGB normalization does not fit MNIST's one channel: an error naming both.
         let rgb = Normalize::new(&[0.485, 0.456, 0.406], &[0.229, 0.224, 0.225]).unwrap();
-        let error = m.to_array_dataset(rgb).err().expect("refused");
+        let error = m.to_array_dataset(rgb).expect_err("refused");
         assert!(
             matches!(error, Error::InvalidArgument { op: "Mnist", .. }),
             "{error:?}"
