@@ -4,6 +4,13 @@
 //! small digits set becomes device-resident (uploaded once, batches gathered on the
 //! device); MNIST stays in host memory and is uploaded batch by batch, so no device tensor is
 //! larger than one batch.
+//!
+//! What the data imposes on the run is settled here, before any training: a training set of
+//! one sample is refused; for a model with batch norm (ResNet-18) a batch size of 1 is
+//! refused and a last batch of a single sample is dropped (PyTorch's `drop_last`), since batch
+//! norm in training mode needs more than one value per channel; `--image-size` is bounded
+//! ([`MAX_IMAGE_SIDE`]); and worker threads beyond what helps are not started. What was
+//! decided for the user is said once in [`LoadedData::notes`].
 
 use std::sync::Arc;
 
@@ -32,6 +39,79 @@ pub struct LoadedData {
     /// Image channels (1, or 3 for an RGB folder).
     pub channels: usize,
     pub classes: usize,
+    /// What loading decided for the user (a dropped one-sample last batch, a capped worker
+    /// count), one line each: the run reports each once as an `Event::Note`.
+    pub notes: Vec<String>,
+}
+
+/// The largest `--image-size`: 4096 pixels a side. Folder images are resized to a square of
+/// this side, so one RGB image is `3 × side²` values: 192 MiB as `f32` at 4096, and a batch
+/// of 32 about 6 GiB before the model's activations, already beyond most devices. Training
+/// resolutions are far smaller (ImageNet 224, high-resolution medical or satellite crops
+/// 1024 to 2048), while a mistyped size (100,000, or 2^32 which wraps in 32-bit code) would
+/// ask for terabytes: refused up front with an error naming the option.
+pub const MAX_IMAGE_SIDE: usize = 4096;
+
+/// Whether `model` has batch norm layers, which in training mode need more than one value
+/// per channel: a batch of a single image fails.
+fn uses_batch_norm(model: ModelKind) -> bool {
+    matches!(model, ModelKind::Resnet18)
+}
+
+/// The model's name as the `--model` option spells it.
+fn model_name(model: ModelKind) -> &'static str {
+    match model {
+        ModelKind::Mlp => "mlp",
+        ModelKind::Cnn => "cnn",
+        ModelKind::Resnet18 => "resnet18",
+    }
+}
+
+/// Whether the training loader drops a last partial batch, and the note saying so: checked
+/// before any training, so that a run does not fail (and save nothing) after a whole epoch.
+///
+/// Errors: [`Error::InvalidArgument`] for a training set of exactly one sample, and for
+/// `--batch-size 1` with a batch-norm model.
+fn last_batch_policy(config: &TrainConfig, train_len: usize) -> Result<(bool, Option<String>)> {
+    let model = model_name(config.model);
+    let batch_norm = uses_batch_norm(config.model);
+    if train_len == 1 {
+        let why = if batch_norm {
+            format!("; {model}'s batch norm needs more than one sample per batch in training mode")
+        } else {
+            String::new()
+        };
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "the training set holds a single sample (is --limit-train 1, or does the data \
+                 hold so few images?): one sample is nothing to learn from{why}; train on at \
+                 least 2"
+            ),
+        ));
+    }
+    if !batch_norm {
+        return Ok((false, None));
+    }
+    if config.batch_size == 1 {
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "--batch-size 1 cannot train {model}: its batch norm needs more than one \
+                 sample per batch in training mode; use --batch-size 2 or more"
+            ),
+        ));
+    }
+    if train_len > config.batch_size && train_len % config.batch_size == 1 {
+        let note = format!(
+            "dropping the last training batch of every epoch (drop_last): {train_len} \
+             training samples in batches of {} leave 1 sample over, and {model}'s batch norm \
+             needs more than one sample per batch in training mode",
+            config.batch_size
+        );
+        return Ok((true, Some(note)));
+    }
+    Ok((false, None))
 }
 
 /// Load the configured data set onto `device`.
@@ -41,6 +121,7 @@ pub fn load_data(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
             let (train, test, _scaler) =
                 digits_standardized_split(config.test_fraction, config.seed, device)?;
             let (train_len, test_len) = (train.len(), test.len());
+            let (drop_last, note) = last_batch_policy(config, train_len)?;
             let (train, test) = match config.model {
                 ModelKind::Mlp => (train, test),
                 // The CNN and ResNet-18 refuse 8x8 grey images when they are built.
@@ -53,6 +134,7 @@ pub fn load_data(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
                 train: Box::new(
                     DataLoader::new(train, config.batch_size)?
                         .shuffle(config.seed)
+                        .drop_last(drop_last)
                         .to_device(device)
                         .device_resident(true),
                 ),
@@ -67,6 +149,7 @@ pub fn load_data(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
                 image_side: 8,
                 channels: 1,
                 classes: 10,
+                notes: note.into_iter().collect(),
             })
         }
         DatasetKind::Mnist | DatasetKind::FashionMnist => {
@@ -97,10 +180,12 @@ pub fn load_data(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
                 &test_set.labels,
             )?;
             let (train_len, test_len) = (train.len(), test.len());
+            let (drop_last, note) = last_batch_policy(config, train_len)?;
             Ok(LoadedData {
                 train: Box::new(
                     DataLoader::new(train, config.batch_size)?
                         .shuffle(config.seed)
+                        .drop_last(drop_last)
                         .to_device(device),
                 ),
                 test: Box::new(DataLoader::new(test, 500)?.to_device(device)),
@@ -110,6 +195,7 @@ pub fn load_data(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
                 image_side: 28,
                 channels: 1,
                 classes: 10,
+                notes: note.into_iter().collect(),
             })
         }
         DatasetKind::Folder => load_folder(config, device),
@@ -124,7 +210,8 @@ const FOLDER_STD: f32 = 0.25;
 /// An image folder: classes from the sub-folders, a seeded train/test split
 /// (`test_fraction`), images resized and centre-cropped to a square, training images
 /// augmented (random crop with 1/8 padding, colour jitter for RGB, optional flips),
-/// normalized, and loaded on `num_workers` threads.
+/// normalized, and loaded on `num_workers` threads (capped at what helps: see
+/// [`SampleLoader::num_workers`]).
 fn load_folder(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
     let dir = config.data_dir.as_ref().ok_or_else(|| {
         Error::invalid(
@@ -145,14 +232,25 @@ fn load_folder(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
         }
     };
     let side = config.image_size.unwrap_or(default_side);
+    if side == 0 {
+        return Err(Error::invalid("train", "--image-size must be positive"));
+    }
+    if side > MAX_IMAGE_SIDE {
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "--image-size {side} is larger than the {MAX_IMAGE_SIDE} pixels a side allowed \
+                 (one {side}x{side} image alone would be {} as f32); pick a training \
+                 resolution such as 32, 64 or 224",
+                describe_bytes(channels as f64 * side as f64 * side as f64 * 4.0)
+            ),
+        ));
+    }
     if config.model == ModelKind::Cnn && side != 28 {
         return Err(Error::invalid(
             "train",
             format!("the CNN takes 28x28 images; drop --image-size {side} or use --model resnet18"),
         ));
-    }
-    if side == 0 {
-        return Err(Error::invalid("train", "--image-size must be positive"));
     }
     let folder = Arc::new(ImageFolder::new(dir)?.gray(channels == 1));
     let classes = folder.classes().len();
@@ -207,17 +305,30 @@ fn load_folder(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
     let train_transform = train_transform.then(ToTensor).then(normalize.clone());
     let test_transform = square.then(ToTensor).then(normalize);
     let (train_len, test_len) = (train_part.len(), test_part.len());
+    let (drop_last, note) = last_batch_policy(config, train_len)?;
+    let mut notes: Vec<String> = note.into_iter().collect();
     let train = SampleLoader::new(
         Transformed::new(train_part, train_transform),
         config.batch_size,
     )?
     .shuffle(config.seed)
     .seed(config.seed)
+    .drop_last(drop_last)
     .num_workers(config.num_workers)
     .to_device(device);
     let test = SampleLoader::new(Transformed::new(test_part, test_transform), 256)?
         .num_workers(config.num_workers)
         .to_device(device);
+    let (train_workers, test_workers) = (train.worker_count(), test.worker_count());
+    if config.num_workers > train_workers.max(test_workers) {
+        let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+        notes.push(format!(
+            "--num-workers {} is more than can help: starting {train_workers} worker \
+             thread(s) for training and {test_workers} for testing (at most the {cores} \
+             available core(s), and no more than the images of one batch)",
+            config.num_workers
+        ));
+    }
     Ok(LoadedData {
         train: Box::new(train),
         test: Box::new(test),
@@ -227,7 +338,22 @@ fn load_folder(config: &TrainConfig, device: &Device) -> Result<LoadedData> {
         image_side: side,
         channels,
         classes,
+        notes,
     })
+}
+
+/// `bytes` in the largest binary unit that keeps a number of at least 1 (`192 MiB`).
+fn describe_bytes(bytes: f64) -> String {
+    let units = [
+        "bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB",
+    ];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.0} {}", units[unit])
 }
 
 /// The same samples with each feature block reshaped (e.g. 64 → 1×8×8 for a CNN).

@@ -252,6 +252,9 @@ pub fn run(
     }
     random::manual_seed(config.seed);
     let data = load_data(config, device)?;
+    data.notes
+        .iter()
+        .for_each(|note| on_event(Event::Note(note.clone())));
     if data.train_len == 0 {
         return Err(Error::invalid(
             "train",
