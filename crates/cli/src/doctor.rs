@@ -45,7 +45,7 @@ pub fn run(json: bool) -> std::result::Result<(), String> {
     for info in &adapters {
         if !json {
             println!(
-                "gpu:{} {} ({}, {}, driver {} {}) f16={} subgroups={} timestamps={} float-atomics={} max binding {} MiB",
+                "gpu:{} {} ({}, {}, driver {} {}) f16={} subgroups={} timestamps={} float-atomics={} max binding {} MiB{}",
                 info.index,
                 info.name,
                 info.backend,
@@ -56,7 +56,8 @@ pub fn run(json: bool) -> std::result::Result<(), String> {
                 info.subgroups,
                 info.timestamp_query,
                 info.float_atomics,
-                info.max_storage_binding_size >> 20
+                info.max_storage_binding_size >> 20,
+                disabled_suffix(&info.disabled_features)
             );
         }
         match GpuDevice::open(info.index) {
@@ -105,6 +106,18 @@ pub fn run(json: bool) -> std::result::Result<(), String> {
         Err(format!("{failed} check(s) failed"))
     } else {
         Ok(())
+    }
+}
+
+/// The adapter line's note of features `ANYGRAD_DISABLE_FEATURES` turned off (empty when none).
+fn disabled_suffix(disabled: &[String]) -> String {
+    if disabled.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " disabled by ANYGRAD_DISABLE_FEATURES: {}",
+            disabled.join(",")
+        )
     }
 }
 

@@ -44,6 +44,10 @@ pub struct AdapterInfo {
     pub float_atomics: bool,
     /// Cooperative-matrix (tensor-core) configurations, as `MxNxK ab->cr`.
     pub cooperative_matrix: Vec<String>,
+    /// Features turned off by `ANYGRAD_DISABLE_FEATURES` (`coop`, `subgroups`, `f16`,
+    /// `float-atomics`, `timestamps`): the fields above report them absent, and anygrad
+    /// neither requests nor uses them.
+    pub disabled_features: Vec<String>,
     /// Device memory in bytes, when the API reports it (wgpu does not yet: `None`).
     pub memory_bytes: Option<u64>,
 }

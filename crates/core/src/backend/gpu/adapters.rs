@@ -4,16 +4,26 @@
 //! of cards that a modern API already exposes, and order them hardware before software
 //! rasterizers, Vulkan/DX12/Metal before OpenGL, then discrete > integrated > virtual, so that
 //! `gpu:0` is the fastest device.
+//!
+//! The features an adapter reports become anygrad's adapter facts (`AdapterInfo`) and the
+//! features a device is opened with ([`usable_features`]) less those `ANYGRAD_DISABLE_FEATURES`
+//! turns off (`disabled_features.rs`), so that a capable GPU can take the path of one that
+//! lacks them.
+
+mod disabled_features;
 
 use std::sync::OnceLock;
 
 use crate::backend::gpu_facts::AdapterInfo;
 use crate::error::{Error, Result};
+use disabled_features::DisabledFeatures;
 
 /// The process-wide instance and the ordered adapters (created on first use).
 pub(crate) struct AdapterRegistry {
     pub(crate) adapters: Vec<wgpu::Adapter>,
     pub(crate) infos: Vec<AdapterInfo>,
+    /// What `ANYGRAD_DISABLE_FEATURES` turned off, read once.
+    disabled: DisabledFeatures,
 }
 
 static REGISTRY: OnceLock<AdapterRegistry> = OnceLock::new();
@@ -74,18 +84,31 @@ fn enumerate() -> AdapterRegistry {
     });
     adapters.retain(|a| a.get_info().backend != wgpu::Backend::Noop);
     adapters.sort_by_key(|a| adapter_rank(&a.get_info()));
+    let disabled = DisabledFeatures::from_env();
     let infos = adapters
         .iter()
         .enumerate()
-        .map(|(index, a)| describe(index, a))
+        .map(|(index, a)| describe(index, a, &disabled))
         .collect();
-    AdapterRegistry { adapters, infos }
+    AdapterRegistry {
+        adapters,
+        infos,
+        disabled,
+    }
 }
 
-fn describe(index: usize, adapter: &wgpu::Adapter) -> AdapterInfo {
+/// The features anygrad may request and use on `adapter`: the adapter's, less those that
+/// `ANYGRAD_DISABLE_FEATURES` turned off. `GpuContext::create` opens devices with these, and
+/// every kernel choice follows the device's features, so a disabled feature is never used.
+pub(crate) fn usable_features(adapter: &wgpu::Adapter) -> wgpu::Features {
+    adapter.features() - registry().disabled.features
+}
+
+/// The facts of `adapter`, its features less the `disabled` ones.
+fn describe(index: usize, adapter: &wgpu::Adapter, disabled: &DisabledFeatures) -> AdapterInfo {
     let info = adapter.get_info();
     let limits = adapter.limits();
-    let features = adapter.features();
+    let features = adapter.features() - disabled.features;
     let cooperative_matrix = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
         adapter
             .cooperative_matrix_properties()
@@ -119,6 +142,7 @@ fn describe(index: usize, adapter: &wgpu::Adapter) -> AdapterInfo {
         timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
         float_atomics: features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
         cooperative_matrix,
+        disabled_features: disabled.names.iter().map(|name| name.to_string()).collect(),
         memory_bytes: None,
     }
 }
