@@ -243,13 +243,19 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    match run(cli) {
+    let code = match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
-    }
+    };
+    // Every tensor of the command is dropped by now: wait for the GPUs' submitted work and
+    // close them before the process exits, on every path (`anygrad::gpu::shutdown`: a driver
+    // thread still compiling a kernel while the exit handlers ran crashed the process after
+    // its error was printed).
+    anygrad::gpu::shutdown();
+    code
 }
 
 fn run(cli: Cli) -> Result<(), String> {
