@@ -31,7 +31,7 @@ use anygrad_core::{Error, Result};
 
 use crate::image::{Image, PixelImage, MAX_IMAGE_FILE_BYTES};
 use crate::rng::SplitMix64;
-use crate::sample::{out_of_range, Sample, SampleDataset};
+use crate::sample::{out_of_range, with_source, Sample, SampleDataset};
 use crate::transforms::Transform;
 
 /// The file name endings read as images (compared case-insensitively).
@@ -234,10 +234,19 @@ impl SampleDataset for ImageFolder {
         let image = Image::Pixels(self.load(index)?);
         let label = self.samples[index].1;
         let image = match &self.transform {
-            Some(transform) => transform.apply(image, rng)?,
+            Some(transform) => transform
+                .apply(image, rng)
+                .map_err(|error| with_source(error, self.source(index)))?,
             None => image,
         };
         Ok(Sample { image, label })
+    }
+
+    /// The image file of sample `index`.
+    fn source(&self, index: usize) -> Option<String> {
+        self.samples
+            .get(index)
+            .map(|(path, _)| path.display().to_string())
     }
 }
 

@@ -51,6 +51,14 @@ pub trait SampleDataset: Send + Sync {
     fn get(&self, index: usize) -> Result<Sample> {
         self.sample(index, &mut SplitMix64::new(sample_seed(0, 0, index as u64)))
     }
+
+    /// Where sample `index` comes from (the file of an [`ImageFolder`](crate::ImageFolder)
+    /// image), so that an error of a transform applied to it can name it; `None` (the
+    /// default) when there is nothing to name.
+    fn source(&self, index: usize) -> Option<String> {
+        let _ = index;
+        None
+    }
 }
 
 impl<D: SampleDataset + ?Sized> SampleDataset for Arc<D> {
@@ -60,6 +68,9 @@ impl<D: SampleDataset + ?Sized> SampleDataset for Arc<D> {
     fn sample(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample> {
         (**self).sample(index, rng)
     }
+    fn source(&self, index: usize) -> Option<String> {
+        (**self).source(index)
+    }
 }
 
 impl<D: SampleDataset + ?Sized> SampleDataset for Box<D> {
@@ -68,6 +79,29 @@ impl<D: SampleDataset + ?Sized> SampleDataset for Box<D> {
     }
     fn sample(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample> {
         (**self).sample(index, rng)
+    }
+    fn source(&self, index: usize) -> Option<String> {
+        (**self).source(index)
+    }
+}
+
+/// `error` of a transform applied to a sample from `source`, with the source named in the
+/// message of an argument or shape error (a transform knows the sizes, not the file).
+pub(crate) fn with_source(error: Error, source: Option<String>) -> Error {
+    let Some(source) = source else {
+        return error;
+    };
+    match error {
+        Error::InvalidArgument { op, message } => Error::InvalidArgument {
+            op,
+            message: format!("{message} (transforming {source})"),
+        },
+        Error::InvalidShape { op, shape, message } => Error::InvalidShape {
+            op,
+            shape,
+            message: format!("{message} (transforming {source})"),
+        },
+        other => other,
     }
 }
 
@@ -191,6 +225,11 @@ impl<D: SampleDataset + ?Sized> SampleDataset for Subset<D> {
             .ok_or_else(|| out_of_range("Subset", index, self.indices.len()))?;
         self.dataset.sample(inner, rng)
     }
+
+    fn source(&self, index: usize) -> Option<String> {
+        let inner = *self.indices.get(index)?;
+        self.dataset.source(inner)
+    }
 }
 
 /// Split `dataset` at random into non-overlapping subsets whose sizes follow `fractions`
@@ -289,10 +328,18 @@ impl<D: SampleDataset> SampleDataset for Transformed<D> {
 
     fn sample(&self, index: usize, rng: &mut SplitMix64) -> Result<Sample> {
         let sample = self.dataset.sample(index, rng)?;
+        let image = self
+            .transform
+            .apply(sample.image, rng)
+            .map_err(|error| with_source(error, self.dataset.source(index)))?;
         Ok(Sample {
-            image: self.transform.apply(sample.image, rng)?,
+            image,
             label: sample.label,
         })
+    }
+
+    fn source(&self, index: usize) -> Option<String> {
+        self.dataset.source(index)
     }
 }
 
