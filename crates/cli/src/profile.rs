@@ -102,8 +102,35 @@ fn steps_of_training(device: &Device, steps: usize) -> Result<()> {
     device.synchronize()
 }
 
+/// Refuse counts that leave nothing to profile (an empty table is no answer): every step,
+/// batch, token, head and head-width count, and the kernel names' width, must be at least 1
+/// (`--kernels 0` is allowed: it leaves the per-kernel table out). The first zero is named.
+fn check_counts(args: &ProfileArgs) -> std::result::Result<(), String> {
+    let counts = [
+        ("--steps", args.steps, "the number of profiled steps"),
+        ("--batch", args.batch, "the batch size"),
+        ("--tokens", args.tokens, "the number of tokens per sequence"),
+        ("--heads", args.heads, "the number of attention heads"),
+        (
+            "--head-dim",
+            args.head_dim,
+            "the width of an attention head",
+        ),
+        (
+            "--kernel-width",
+            args.kernel_width,
+            "the width of the kernel names' column",
+        ),
+    ];
+    match counts.iter().find(|(_, value, _)| *value == 0) {
+        Some((option, _, what)) => Err(format!("{option} 0: {what} must be at least 1")),
+        None => Ok(()),
+    }
+}
+
 /// Run the profile and print the table.
 pub fn run_profile(args: ProfileArgs) -> std::result::Result<(), String> {
+    check_counts(&args)?;
     let device = Device::parse(&args.device).map_err(|e| e.to_string())?;
     eprintln!("profiling on {}", device.description());
     let (steps, batch) = (args.steps, args.batch);
