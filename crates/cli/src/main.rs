@@ -7,6 +7,7 @@ mod doctor;
 mod doctor_layers;
 mod doctor_ops;
 mod embed;
+mod environment;
 mod kernels;
 #[cfg(feature = "mpi")]
 mod mpi;
@@ -158,50 +159,6 @@ enum Workload {
     All,
 }
 
-/// Known values of the environment variables that choose a behaviour (the variable, its
-/// values, and what an unknown value falls back to).
-const CHOICE_VARIABLES: [(&str, &[&str], &str); 4] = [
-    (
-        "ANYGRAD_FUSION",
-        &["1", "on", "true", "0", "off", "false"],
-        "fusion on",
-    ),
-    (
-        "ANYGRAD_FUSED_ATTENTION",
-        &["auto", "1", "on", "true", "0", "off", "false"],
-        "fused attention auto",
-    ),
-    (
-        "ANYGRAD_FALLBACK",
-        &["error", "deny", "warn", "warning", "allow", "silent"],
-        "warn",
-    ),
-    (
-        "ANYGRAD_COOP_MATMUL",
-        &[
-            "auto", "staged", "staged16", "staged32", "wide128", "wide256", "direct", "off", "0",
-            "none",
-        ],
-        "auto",
-    ),
-];
-
-/// One `warning:` line per environment variable whose value anygrad does not understand (the
-/// libraries fall back to their default without a word, or only when the value is first used).
-fn warn_about_environment() {
-    for (name, known, fallback) in CHOICE_VARIABLES {
-        if let Ok(value) = std::env::var(name) {
-            let trimmed = value.trim().to_ascii_lowercase();
-            if !trimmed.is_empty() && !known.contains(&trimmed.as_str()) {
-                eprintln!(
-                    "warning: {name}={value} is not one of {}; using {fallback}",
-                    known.join("|")
-                );
-            }
-        }
-    }
-}
-
 /// Whether every bare word of a log filter is a level or names one of the crates that log
 /// (`verbose` would otherwise be taken as a target name and silently enable nothing).
 fn log_filter_looks_valid(filter: &str) -> bool {
@@ -218,7 +175,7 @@ fn log_filter_looks_valid(filter: &str) -> bool {
 
 fn main() -> ExitCode {
     runtime_dir::ensure_runtime_dir();
-    warn_about_environment();
+    environment::warn_about_environment();
     let filter = match std::env::var("ANYGRAD_LOG") {
         Ok(value) if !value.trim().is_empty() => {
             let parsed = if log_filter_looks_valid(&value) {

@@ -15,7 +15,8 @@
 //!   [`ordered_scatter_fits`], on the CPU under the CPU-fallback policy (`fallback.rs`).
 //!
 //! The switch is process-wide: [`use_deterministic_algorithms`], else `ANYGRAD_DETERMINISTIC`
-//! (`1`, `on` or `true`; off by default).
+//! (`1`, `on` or `true`; `0`, `off` or `false`; off by default, and off with a warning for
+//! any other value).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -36,7 +37,7 @@ pub fn are_deterministic_algorithms_enabled() -> bool {
         2 => false,
         _ => {
             let enabled = std::env::var("ANYGRAD_DETERMINISTIC")
-                .is_ok_and(|value| matches!(value.trim(), "1" | "on" | "true"));
+                .is_ok_and(|value| deterministic_from_text(&value));
             // A concurrent `use_deterministic_algorithms` wins over the environment.
             let _ = DETERMINISTIC.compare_exchange(
                 0,
@@ -45,6 +46,23 @@ pub fn are_deterministic_algorithms_enabled() -> bool {
                 Ordering::Relaxed,
             );
             DETERMINISTIC.load(Ordering::Relaxed) == 1
+        }
+    }
+}
+
+/// What a value of `ANYGRAD_DETERMINISTIC` asks for: on for `1`, `on` or `true`; off for
+/// `0`, `off`, `false` or blank; anything else is off, with a warning (tracing) that says so
+/// (a misspelt `ture` must not quietly leave the run nondeterministic).
+fn deterministic_from_text(value: &str) -> bool {
+    match value.trim() {
+        "1" | "on" | "true" => true,
+        "" | "0" | "off" | "false" => false,
+        other => {
+            tracing::warn!(
+                "ANYGRAD_DETERMINISTIC={other} is not one of 1|on|true|0|off|false; \
+                 deterministic algorithms stay off"
+            );
+            false
         }
     }
 }
@@ -62,7 +80,17 @@ pub fn ordered_scatter_fits(output_numel: usize, walk: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::ordered_scatter_fits;
+    use super::{deterministic_from_text, ordered_scatter_fits};
+
+    #[test]
+    fn environment_values_are_read_as_documented() {
+        for on in ["1", "on", " true "] {
+            assert!(deterministic_from_text(on), "{on:?}");
+        }
+        for off in ["", "0", "off", "false", "ture", "yes please"] {
+            assert!(!deterministic_from_text(off), "{off:?}");
+        }
+    }
 
     #[test]
     fn ordered_scatter_work_is_bounded() {

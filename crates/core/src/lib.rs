@@ -18,6 +18,7 @@
 pub mod amp;
 mod autocast_cache;
 pub mod autograd;
+pub mod autotune_force;
 pub(crate) mod backend;
 pub mod custom_op;
 pub mod determinism;
