@@ -60,9 +60,22 @@ pub enum Error {
         limit: u64,
     },
     /// One tensor needs a single buffer larger than the adapter allows for one buffer (its
-    /// largest storage binding), however much memory is free.
-    #[error("{requested} bytes in one buffer exceed this adapter's per-buffer limit of {limit} bytes (its largest storage binding), whatever memory is free; use a smaller batch or split the tensor")]
-    BufferTooLarge { requested: u64, limit: u64 },
+    /// largest storage binding), however much memory is free. `op` and `operands` (shapes
+    /// and dtypes) name the op that asked for it where that is known (`""` otherwise);
+    /// `limit_source` says where `limit` comes from (the adapter, or the
+    /// `ANYGRAD_MAX_BINDING_BYTES` variable that lowered it).
+    #[error(
+        "{}{requested} bytes in one buffer{} exceed the per-buffer binding limit of {limit} bytes ({limit_source}), whatever memory is free; use a smaller batch or split the tensor",
+        op_prefix(.op),
+        operands_suffix(.operands)
+    )]
+    BufferTooLarge {
+        op: &'static str,
+        operands: String,
+        requested: u64,
+        limit: u64,
+        limit_source: String,
+    },
     /// No GPU adapter could be found or opened.
     #[error("no GPU adapter: {hint}")]
     NoAdapter { hint: String },
@@ -90,7 +103,52 @@ pub enum Error {
     Format { context: String, message: String },
 }
 
+/// `"op: "`, or nothing where the op is not known.
+fn op_prefix(op: &str) -> String {
+    if op.is_empty() {
+        String::new()
+    } else {
+        format!("{op}: ")
+    }
+}
+
+/// `" (operands ...)"`, or nothing where they are not known.
+fn operands_suffix(operands: &str) -> String {
+    if operands.is_empty() {
+        String::new()
+    } else {
+        format!(" (operands {operands})")
+    }
+}
+
 impl Error {
+    /// A [`Error::BufferTooLarge`] that does not name its op yet (or names `op`) gets `op`
+    /// and, where it has none, the `operands` description (the allocator that refused a
+    /// buffer does not know which op asked for it; the dispatch of the op does). Any other
+    /// error, and one raised by another op inside this one, is returned unchanged.
+    pub(crate) fn naming_op(self, op: &'static str, operands: impl FnOnce() -> String) -> Error {
+        match self {
+            Error::BufferTooLarge {
+                op: known,
+                operands: described,
+                requested,
+                limit,
+                limit_source,
+            } if known.is_empty() || known == op => Error::BufferTooLarge {
+                op,
+                operands: if described.is_empty() {
+                    operands()
+                } else {
+                    described
+                },
+                requested,
+                limit,
+                limit_source,
+            },
+            other => other,
+        }
+    }
+
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(op: &'static str, message: impl Into<String>) -> Self {
         Error::InvalidArgument {
@@ -113,5 +171,39 @@ impl Error {
             context: context.into(),
             message: message.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    fn too_large(op: &'static str) -> Error {
+        Error::BufferTooLarge {
+            op,
+            operands: String::new(),
+            requested: 367872,
+            limit: 65536,
+            limit_source: "set by ANYGRAD_MAX_BINDING_BYTES=65536".into(),
+        }
+    }
+
+    #[test]
+    fn a_buffer_too_large_names_the_op_that_asked() {
+        let named = too_large("").naming_op("index_select", || "[1437, 64] float32".into());
+        assert_eq!(
+            named.to_string(),
+            "index_select: 367872 bytes in one buffer (operands [1437, 64] float32) exceed the \
+             per-buffer binding limit of 65536 bytes (set by ANYGRAD_MAX_BINDING_BYTES=65536), \
+             whatever memory is free; use a smaller batch or split the tensor"
+        );
+        // An error raised by another op inside this one keeps its own name.
+        let inner = too_large("copy").naming_op("matmul", || "[2, 2] float32".into());
+        assert!(inner
+            .to_string()
+            .starts_with("copy: 367872 bytes in one buffer exceed"));
+        // Other errors pass unchanged.
+        let other = Error::invalid("sum", "bad dim").naming_op("matmul", String::new);
+        assert_eq!(other.to_string(), "sum: bad dim");
     }
 }

@@ -159,6 +159,15 @@ fn operands<'a, const N: usize>(
     }
 }
 
+/// The operands' shapes and dtypes, for an error that names them: `[8, 64] float32, [8] int32`.
+fn describe(operands: &[(&Storage, &Layout)]) -> String {
+    operands
+        .iter()
+        .map(|(storage, layout)| format!("{:?} {}", layout.shape, storage.dtype()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Run one primitive: profile it, check its operands once, and call the backend. `run` is
 /// given the operands of one backend; `both!` writes it once for both.
 fn dispatch<const N: usize>(
@@ -178,7 +187,9 @@ fn dispatch<const N: usize>(
             call.check()?;
             match operands(call.op, call.operands.map(|(storage, _)| storage))? {
                 Operands::Cpu(storages) => cpu(storages).map(Storage::Cpu),
-                Operands::Gpu(storages) => gpu(storages).map(Storage::Gpu),
+                Operands::Gpu(storages) => gpu(storages)
+                    .map(Storage::Gpu)
+                    .map_err(|error| error.naming_op(call.op, || describe(&call.operands))),
             }
         },
     )

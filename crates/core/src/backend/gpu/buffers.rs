@@ -193,16 +193,41 @@ pub(crate) fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
     limits
 }
 
-/// Refuse a request above the largest storage binding (a bigger tensor could never be used by
-/// a kernel: say so now, as the per-buffer limit it is, instead of failing later in
-/// validation). Returns that limit.
-pub(crate) fn check_size(_pool: &SharedPool, bytes: u64, limits: &wgpu::Limits) -> Result<u64> {
+/// Where a binding limit of `limit` bytes comes from: `ANYGRAD_MAX_BINDING_BYTES` where that
+/// variable lowered the adapter's limit to it, else the adapter itself.
+pub(crate) fn limit_source(limit: u64) -> String {
+    let from_variable = std::env::var("ANYGRAD_MAX_BINDING_BYTES")
+        .ok()
+        .filter(|text| {
+            text.trim()
+                .parse::<u64>()
+                .is_ok_and(|cap| cap >= 4096 && cap / 4 * 4 == limit)
+        });
+    match from_variable {
+        Some(text) => format!("set by ANYGRAD_MAX_BINDING_BYTES={}", text.trim()),
+        None => "this adapter's largest storage binding, max_storage_buffer_binding_size".into(),
+    }
+}
+
+/// The error for `requested` bytes that `op` (`""`: not known here; the op's dispatch names
+/// it) needs in one buffer, above the binding limit `limit`.
+pub(crate) fn too_large(op: &'static str, requested: u64, limit: u64) -> Error {
+    Error::BufferTooLarge {
+        op,
+        operands: String::new(),
+        requested,
+        limit,
+        limit_source: limit_source(limit),
+    }
+}
+
+/// Refuse a request of `op` (`""` where not known) above the largest storage binding (a
+/// bigger tensor could never be used by a kernel: say so now, as the per-buffer limit it is,
+/// instead of failing later in validation). Returns that limit.
+pub(crate) fn check_size(op: &'static str, bytes: u64, limits: &wgpu::Limits) -> Result<u64> {
     let binding_limit = binding_limit(limits);
     if bytes > binding_limit {
-        return Err(Error::BufferTooLarge {
-            requested: bytes,
-            limit: binding_limit,
-        });
+        return Err(too_large(op, bytes, binding_limit));
     }
     Ok(binding_limit)
 }
@@ -218,7 +243,7 @@ pub(crate) fn allocate(
     limits: &wgpu::Limits,
 ) -> Result<PooledBuffer> {
     let in_use = || pool.lock().map(|s| s.stats.allocated_bytes).unwrap_or(0);
-    let binding_limit = check_size(pool, bytes, limits)?;
+    let binding_limit = check_size("", bytes, limits)?;
     let mut class = size_class(bytes);
     if class > binding_limit {
         // Rounding must not push a legal request over the limit; storage sizes are 4-aligned.

@@ -297,10 +297,7 @@ fn check_total(device: &GpuDevice, numel: usize, dtype: DType) -> Result<()> {
 pub(crate) fn too_large(device: &GpuDevice, op: &'static str, numel: usize, dtype: DType) -> Error {
     let requested = (numel as u64).saturating_mul(gpu_element_size(dtype));
     tracing::debug!("{op}: {numel} elements of {dtype} cannot be split under one binding");
-    Error::BufferTooLarge {
-        requested,
-        limit: device.context().binding_limit(),
-    }
+    super::buffers::too_large(op, requested, device.context().binding_limit())
 }
 
 /// The GPU encoding (`wgsl.rs`) of elements `start..end` of a CPU storage: U8 and Bool widen

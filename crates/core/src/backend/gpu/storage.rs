@@ -98,15 +98,20 @@ impl GpuStorage {
         dtype: DType,
     ) -> Result<GpuStorage> {
         check_dtype(device, op, dtype)?;
-        let bytes =
-            (len as u64)
-                .checked_mul(gpu_element_size(dtype))
-                .ok_or(Error::OutOfMemory {
-                    requested: u64::MAX,
-                    in_use: 0,
-                    limit: device.context().limits.max_buffer_size,
-                })?;
-        let buffer = device.context().allocate(bytes)?;
+        let context = device.context();
+        let bytes = (len as u64)
+            .checked_mul(gpu_element_size(dtype))
+            .ok_or_else(|| Error::OutOfMemory {
+                requested: u64::MAX,
+                in_use: context
+                    .pool
+                    .lock()
+                    .map(|state| state.stats().allocated_bytes)
+                    .unwrap_or(0),
+                limit: context.limits.max_buffer_size,
+            })?;
+        buffers::check_size(op, bytes, &context.limits)?;
+        let buffer = context.allocate(bytes)?;
         Ok(GpuStorage {
             slot: Arc::new(OnceLock::from(buffer)),
             loan: next_loan(),
@@ -128,7 +133,7 @@ impl GpuStorage {
         check_dtype(device, op, dtype)?;
         let context = device.context();
         let bytes = (len as u64).saturating_mul(gpu_element_size(dtype));
-        buffers::check_size(&context.pool, bytes, &context.limits)?;
+        buffers::check_size(op, bytes, &context.limits)?;
         Ok(GpuStorage {
             slot: Arc::new(OnceLock::new()),
             loan: next_loan(),
@@ -193,10 +198,11 @@ impl GpuStorage {
     pub(crate) fn raw(&self) -> Result<&wgpu::Buffer> {
         if self.parts.is_some() {
             // Kernels bind one buffer; `sliced.rs` gives them pieces, never the whole.
-            return Err(Error::BufferTooLarge {
-                requested: self.byte_len(),
-                limit: self.device.context().binding_limit(),
-            });
+            return Err(buffers::too_large(
+                "",
+                self.byte_len(),
+                self.device.context().binding_limit(),
+            ));
         }
         if self.slot.get().is_none() {
             self.device.context().drain()?;
