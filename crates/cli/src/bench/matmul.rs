@@ -4,18 +4,21 @@
 
 use anygrad::{DType, Device, Result, Tensor};
 
+use super::matmul_limits::MatmulLimits;
 use super::{median, time_iterations, time_pipelined, BenchResult};
 
 /// Products issued back to back for the note's rate.
 const PIPELINED: usize = 16;
 
-/// Benchmark `n x n` products for each size; dtype f32 or f16.
+/// Benchmark `n x n` products for each size; dtype f32 or f16. Every size is checked against
+/// the device's per-buffer binding limit and memory first (`matmul_limits.rs`).
 pub fn run_matmul(
     device: &Device,
     sizes: &[usize],
     dtype: DType,
     seconds_per_case: f64,
 ) -> Result<Vec<BenchResult>> {
+    MatmulLimits::of(device).check(sizes, dtype)?;
     let mut results = Vec::new();
     for &n in sizes {
         let a = Tensor::randn(&[n, n], dtype, device)?;

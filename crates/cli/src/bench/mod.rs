@@ -3,7 +3,9 @@
 //! `bench/compare.py` joins with PyTorch's figures from `bench/pytorch_reference.py`.
 
 mod attention;
+mod host_memory;
 mod matmul;
+mod matmul_limits;
 mod memory;
 mod minilm;
 mod mlp;

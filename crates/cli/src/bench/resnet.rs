@@ -98,19 +98,7 @@ const CPU_FALLBACK_MEMORY: u64 = 4 << 30;
 /// Bytes of memory available for new allocations: `MemAvailable` of `/proc/meminfo` on
 /// Linux, a fixed 4 GiB elsewhere or when it cannot be read.
 fn available_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            let kib: u64 = line["MemAvailable:".len()..]
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse()
-                .ok()?;
-            Some(kib.saturating_mul(1024))
-        })
-        .unwrap_or(CPU_FALLBACK_MEMORY)
+    super::host_memory::meminfo_bytes("MemAvailable:").unwrap_or(CPU_FALLBACK_MEMORY)
 }
 
 /// The largest batch `--batch auto` tries on the CPU: half the available memory at
@@ -170,8 +158,13 @@ pub fn run_resnet18(
                     Error::OutOfMemory { requested, .. } => format!(
                         "OOM at batch {batch} (a {requested}-byte allocation failed)"
                     ),
-                    Error::BufferTooLarge { requested, limit } => format!(
-                        "batch {batch} needs a {requested}-byte tensor, above this adapter's per-buffer limit of {limit} bytes (not out of memory)"
+                    Error::BufferTooLarge {
+                        op,
+                        requested,
+                        limit,
+                        ..
+                    } => format!(
+                        "batch {batch} needs a {requested}-byte tensor ({op}), above this adapter's per-buffer limit of {limit} bytes (not out of memory)"
                     ),
                     other => return Err(other),
                 };
