@@ -170,12 +170,17 @@ fn output_size(op: &'static str, height: usize, width: usize) -> Result<()> {
 
 /// `result` with an [`Error::InvalidArgument`] of the operation underneath (`pad`,
 /// `resize`, ...) named after the transform `op` that called it, so that the message says
-/// which step of a pipeline refused the image.
+/// which step of a pipeline refused the image (the operation's own name is kept in the
+/// message when it differs, as in `RandomCrop: pad: ...`).
 pub(crate) fn named<T>(op: &'static str, result: Result<T>) -> Result<T> {
     result.map_err(|error| match error {
-        Error::InvalidArgument { op: inner, message } if inner != op => Error::InvalidArgument {
+        Error::InvalidArgument { op: inner, message } => Error::InvalidArgument {
             op,
-            message: format!("{inner}: {message}"),
+            message: if inner.eq_ignore_ascii_case(op) {
+                message
+            } else {
+                format!("{inner}: {message}")
+            },
         },
         other => other,
     })
