@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anygrad_core::{is_grad_enabled, Device, Result};
-use anygrad_models::{BertModel, SentenceEncoder};
+use anygrad_models::{BertConfig, BertModel, SentenceEncoder};
 use anygrad_testing::memory::{peak_allocation, CountingAllocator};
 use anygrad_testing::{assert_close, temp_dir, values};
 
@@ -128,6 +128,43 @@ fn config_sizes_the_weights_do_not_hold_are_refused_before_allocating() {
         let message = load_error(&dir);
         assert!(message.contains(field), "{message}");
     }
+}
+
+#[test]
+fn a_configuration_too_large_to_count_is_refused_by_the_constructor() -> Result<()> {
+    let tiny = BertConfig::from_file(tiny_dir().join("config.json"))?;
+    let model = BertModel::new(&tiny, &Device::Cpu)?;
+    let counted: usize = anygrad_nn::Module::state_dict(&model)
+        .iter()
+        .map(|(_, tensor)| tensor.numel())
+        .sum();
+    assert_eq!(tiny.parameter_count(), Some(counted));
+    for (field, config) in [
+        (
+            "num_hidden_layers",
+            BertConfig {
+                num_hidden_layers: usize::MAX / 2,
+                ..tiny.clone()
+            },
+        ),
+        (
+            "hidden_size",
+            BertConfig {
+                hidden_size: 1 << 40,
+                num_attention_heads: 1,
+                ..tiny.clone()
+            },
+        ),
+    ] {
+        let (result, heap) = peak_allocation(|| BertModel::new(&config, &Device::Cpu));
+        let message = result.err().expect("refused").to_string();
+        assert!(
+            message.contains("do not fit") && message.contains(field),
+            "{message}"
+        );
+        assert!(heap < REFUSAL_HEAP_BYTES, "{field}: {heap} bytes allocated");
+    }
+    Ok(())
 }
 
 #[test]

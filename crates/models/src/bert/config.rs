@@ -127,6 +127,31 @@ impl BertConfig {
         }
     }
 
+    /// The number of parameters of a [`BertModel`](super::BertModel) of this configuration
+    /// (embeddings and encoder layers, no pooler), or `None` when it overflows `usize`.
+    pub fn parameter_count(&self) -> Option<usize> {
+        let hidden = self.hidden_size;
+        let rows = self
+            .vocab_size
+            .checked_add(self.max_position_embeddings)?
+            .checked_add(self.type_vocab_size)?;
+        let embeddings = rows.checked_add(2)?.checked_mul(hidden)?;
+        // Query, key, value and output projections with biases, two LayerNorms, and the
+        // feed-forward pair with biases.
+        let projections = hidden.checked_add(1)?.checked_mul(hidden)?.checked_mul(4)?;
+        let feed_forward = hidden
+            .checked_mul(2)?
+            .checked_add(1)?
+            .checked_mul(self.intermediate_size)?
+            .checked_add(hidden)?;
+        let layer = projections
+            .checked_add(feed_forward)?
+            .checked_add(hidden.checked_mul(4)?)?;
+        layer
+            .checked_mul(self.num_hidden_layers)?
+            .checked_add(embeddings)
+    }
+
     /// Width of one attention head.
     pub fn head_dim(&self) -> usize {
         self.hidden_size / self.num_attention_heads.max(1)

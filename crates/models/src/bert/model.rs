@@ -377,14 +377,36 @@ pub struct BertModel {
 
 impl BertModel {
     /// A randomly initialized model (PyTorch layer defaults, not BERT's `N(0, 0.02)`; meant
-    /// to be loaded from a checkpoint), f32 on `device`.
+    /// to be loaded from a checkpoint), f32 on `device`. A configuration whose parameter
+    /// count overflows is refused before anything is allocated; otherwise the sizes are taken
+    /// as given (`from_pretrained` checks them against the weights first).
     pub fn new(config: &BertConfig, device: &anygrad_core::Device) -> Result<BertModel> {
-        let mut layer = Vec::with_capacity(config.num_hidden_layers);
+        let fits = config
+            .parameter_count()
+            .and_then(|count| count.checked_mul(std::mem::size_of::<f32>()))
+            .is_some_and(|bytes| bytes <= isize::MAX as usize);
+        if !fits {
+            return Err(Error::invalid(
+                "BertModel",
+                format!(
+                    "the configuration's parameters do not fit in memory (vocab_size {},                      hidden_size {}, num_hidden_layers {}, intermediate_size {},                      max_position_embeddings {}, type_vocab_size {})",
+                    config.vocab_size,
+                    config.hidden_size,
+                    config.num_hidden_layers,
+                    config.intermediate_size,
+                    config.max_position_embeddings,
+                    config.type_vocab_size
+                ),
+            ));
+        }
+        // The embeddings first: a vocabulary too large for memory fails before any layer.
+        let embeddings = BertEmbeddings::new(config, device)?;
+        let mut layer = Vec::new();
         for _ in 0..config.num_hidden_layers {
             layer.push(Arc::new(BertLayer::new(config, device)?));
         }
         Ok(BertModel {
-            embeddings: BertEmbeddings::new(config, device)?,
+            embeddings,
             encoder: BertEncoder {
                 layer,
                 gradient_checkpointing: AtomicBool::new(false),
