@@ -119,7 +119,7 @@ fn a_short_batch_goes_to_fewer_replicas_with_the_global_mean_gradient() {
         let expected_gradients = reference_gradients(single.as_ref(), &x, &y, &expected);
         model.zero_grad();
         let step = model
-            .forward_backward(&x, &y, |logits, labels| cross_entropy(logits, labels))
+            .forward_backward(&x, &y, cross_entropy)
             .unwrap_or_else(|e| panic!("{rows} rows on {replicas} replicas: {e}"));
         assert_eq!(step.split_sizes, expected);
         for replica in model.replicas() {
@@ -149,7 +149,7 @@ fn the_overlapped_optimizer_step_takes_the_same_split() {
     let mut optimizer = model.optimizer(sgd).unwrap();
     optimizer.zero_grad();
     let step = model
-        .forward_backward_step(&x, &y, |l, t| cross_entropy(l, t), &mut optimizer)
+        .forward_backward_step(&x, &y, cross_entropy, &mut optimizer)
         .unwrap();
     assert_eq!(step.split_sizes, vec![3, 0]);
     assert!(step.loss().unwrap().is_finite());
@@ -172,7 +172,7 @@ fn a_one_row_batch_is_refused_with_the_reason_and_eval_runs_it() {
     model.train();
     let (x, y) = batch(1, 3);
     let error = model
-        .forward_backward(&x, &y, |l, t| cross_entropy(l, t))
+        .forward_backward(&x, &y, cross_entropy)
         .expect_err("one row cannot be normalized")
         .to_string();
     assert!(
@@ -196,8 +196,6 @@ fn models_without_batch_norm_keep_the_even_split() {
         with_batch_norm(&Device::Cpu).unwrap().as_ref()
     ));
     let (x, y) = batch(3, 5);
-    let step = model
-        .forward_backward(&x, &y, |l, t| cross_entropy(l, t))
-        .unwrap();
+    let step = model.forward_backward(&x, &y, cross_entropy).unwrap();
     assert_eq!(step.split_sizes, vec![2, 1]);
 }

@@ -58,6 +58,10 @@ pub struct TrainConfig {
     pub save: Option<PathBuf>,
     /// Continue from this checkpoint.
     pub resume: Option<PathBuf>,
+    /// On resume, set the optimizer's learning rate to `learning_rate` instead of continuing
+    /// with the checkpoint's (the command line sets it when `--lr` is given explicitly, e.g.
+    /// to resume a run that diverged with a lower rate).
+    pub resume_learning_rate: bool,
     /// Use at most this many training images (MNIST; for quick runs).
     pub limit_train: Option<usize>,
     /// Mixed precision: matmul/conv in f16 under autocast, dynamic loss scaling.
@@ -89,6 +93,7 @@ impl Default for TrainConfig {
             test_fraction: 0.2,
             save: None,
             resume: None,
+            resume_learning_rate: false,
             limit_train: None,
             amp: false,
             image_size: None,

@@ -2,18 +2,18 @@
 //! epoch, then evaluation on the test set. Progress is reported through `Event`s so that a
 //! command-line front end can draw progress bars while a library user ignores them.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anygrad_core::{autocast, no_grad, random, DType, Device, Error, Result, Tensor};
 use anygrad_data::BatchLoader;
 use anygrad_models::{Mlp, ResNet, SmallCnn};
 use anygrad_nn::{
-    check_writable, load_checkpoint, save_checkpoint, Adam, AdamConfig, AdamW, CrossEntropyLoss,
-    GradScaler, Module, Optimizer, Parameter, Sgd, SgdConfig,
+    Adam, AdamConfig, AdamW, CrossEntropyLoss, GradScaler, Module, Optimizer, Parameter, Sgd,
+    SgdConfig,
 };
 use serde::Serialize;
 
+use crate::checkpointing::{check_save_target, resume, save_unless_diverged};
 use crate::config::{DatasetKind, ModelKind, OptimizerKind, TrainConfig};
 use crate::data::{load_data, LoadedData};
 
@@ -247,9 +247,7 @@ pub fn run(
              set is built in (drop them, or pass --dataset mnist)",
         ));
     }
-    if let Some(path) = &config.save {
-        check_writable(path)?;
-    }
+    check_save_target(config)?;
     random::manual_seed(config.seed);
     let data = load_data(config, device)?;
     data.notes
@@ -271,45 +269,8 @@ pub fn run(
     }
     let model = build_model(config.model, &data, device)?;
     let mut optimizer = build_optimizer(config.optimizer, config.learning_rate, model.as_ref())?;
-    let mut first_epoch = 0;
-    if let Some(path) = &config.resume {
-        let metadata = load_checkpoint(model.as_ref(), Some(optimizer.as_mut()), path)?;
-        first_epoch = metadata
-            .get("epoch")
-            .and_then(|e| e.parse::<usize>().ok())
-            .ok_or_else(|| {
-                Error::format(
-                    path.display().to_string(),
-                    "checkpoint has no `epoch` metadata",
-                )
-            })?;
-        if first_epoch >= config.epochs {
-            return Err(Error::invalid(
-                "train",
-                format!(
-                    "{} already holds {first_epoch} epoch(s) and --epochs is {}, so there is \
-                     nothing left to train; pass --epochs greater than {first_epoch} to \
-                     continue it",
-                    path.display(),
-                    config.epochs
-                ),
-            ));
-        }
-        let restored = optimizer.learning_rate();
-        if restored != config.learning_rate {
-            on_event(Event::Note(format!(
-                "resuming with the checkpoint's learning rate {restored} (--lr {} is not used \
-                 on resume: the optimizer continues exactly where it stopped)",
-                config.learning_rate
-            )));
-        }
-        if let (Some(seed), Some(offset)) = (
-            metadata.get("rng_seed").and_then(|v| v.parse().ok()),
-            metadata.get("rng_offset").and_then(|v| v.parse().ok()),
-        ) {
-            random::set_generator_state(seed, offset);
-        }
-    }
+    let (first_epoch, mut last_good) =
+        resume(config, model.as_ref(), optimizer.as_mut(), on_event)?;
     let mut scaler = config.amp.then(GradScaler::default);
     if config.amp && !device.supports_f16() {
         return Err(Error::Unsupported {
@@ -342,15 +303,14 @@ pub fn run(
         };
         on_event(Event::EpochEnd(&report));
         epochs.push(report);
-        if let Some(path) = &config.save {
-            let (seed, offset) = random::generator_state();
-            let metadata = BTreeMap::from([
-                ("epoch".to_string(), (epoch + 1).to_string()),
-                ("rng_seed".to_string(), seed.to_string()),
-                ("rng_offset".to_string(), offset.to_string()),
-            ]);
-            save_checkpoint(model.as_ref(), Some(optimizer.as_ref()), &metadata, path)?;
-        }
+        save_unless_diverged(
+            config,
+            model.as_ref(),
+            optimizer.as_ref(),
+            epoch,
+            train_loss,
+            &mut last_good,
+        )?;
     }
     let total_seconds = started.elapsed().as_secs_f64();
     let mean_epoch_seconds = if epochs.is_empty() {

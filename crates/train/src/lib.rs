@@ -15,6 +15,7 @@
 //! # }
 //! ```
 
+mod checkpointing;
 mod config;
 mod data;
 mod fit;

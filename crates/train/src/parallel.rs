@@ -8,19 +8,20 @@
 //! are the single-device format (replica 0's or rank 0's model and optimizer), so they resume
 //! on any number of devices.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anygrad_core::{autocast, AutocastGuard};
 use anygrad_core::{device_count, no_grad, random, DType, Device, Error, Result, Tensor};
 use anygrad_data::BatchLoader;
-use anygrad_nn::parallel::default_bucket_bytes;
+use anygrad_nn::parallel::{
+    default_bucket_bytes, has_batch_norm, min_rows_per_replica, split_rows,
+};
 use anygrad_nn::{
-    broadcast_buffers, broadcast_module, load_checkpoint, save_checkpoint, Collective,
-    CrossEntropyLoss, DataParallel, GradScaler, GradientReducer, Module, Optimizer,
-    ReplicatedOptimizer,
+    broadcast_buffers, broadcast_module, Collective, CrossEntropyLoss, DataParallel, GradScaler,
+    GradientReducer, Module, Optimizer, ReplicatedOptimizer,
 };
 
+use crate::checkpointing::{check_save_target, resume, save_unless_diverged};
 use crate::config::TrainConfig;
 use crate::data::load_data;
 use crate::fit::{
@@ -69,6 +70,30 @@ fn validate(config: &TrainConfig) -> Result<()> {
             ),
         ));
     }
+    check_save_target(config)
+}
+
+/// Error unless the global batch gives each of `replicas` devices (or ranks: `spread`
+/// says which) at least 2 samples where the model has batch norm, which cannot normalize a
+/// single sample in training mode. Shorter last batches are split over fewer replicas.
+fn check_batch_for_batch_norm(
+    config: &TrainConfig,
+    batch_norm: bool,
+    replicas: usize,
+    spread: &str,
+) -> Result<()> {
+    let needed = 2 * replicas;
+    if batch_norm && config.batch_size < needed {
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "--batch-size {} cannot give each of the {replicas} {spread} at least 2 \
+                 samples, which the model's batch norm needs in training mode; use --batch-size \
+                 {needed} or more, or fewer devices",
+                config.batch_size
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -114,44 +139,6 @@ fn optimizer_step(
         }
         None => optimizer.step(),
     }
-}
-
-/// Restore the epoch and the random generator from a checkpoint's metadata.
-fn resume_point(metadata: &BTreeMap<String, String>, path: &std::path::Path) -> Result<usize> {
-    let epoch = metadata
-        .get("epoch")
-        .and_then(|e| e.parse::<usize>().ok())
-        .ok_or_else(|| {
-            Error::format(
-                path.display().to_string(),
-                "checkpoint has no `epoch` metadata",
-            )
-        })?;
-    if let (Some(seed), Some(offset)) = (
-        metadata.get("rng_seed").and_then(|v| v.parse().ok()),
-        metadata.get("rng_offset").and_then(|v| v.parse().ok()),
-    ) {
-        random::set_generator_state(seed, offset);
-    }
-    Ok(epoch)
-}
-
-fn save(
-    config: &TrainConfig,
-    model: &dyn Module,
-    optimizer: &dyn Optimizer,
-    epoch: usize,
-) -> Result<()> {
-    if let Some(path) = &config.save {
-        let (seed, offset) = random::generator_state();
-        let metadata = BTreeMap::from([
-            ("epoch".to_string(), (epoch + 1).to_string()),
-            ("rng_seed".to_string(), seed.to_string()),
-            ("rng_offset".to_string(), offset.to_string()),
-        ]);
-        save_checkpoint(model, Some(optimizer), &metadata, path)?;
-    }
-    Ok(())
 }
 
 fn accumulate(sum: &mut Option<Tensor>, value: Tensor) -> Result<()> {
@@ -274,15 +261,22 @@ pub fn run_data_parallel(
     let mut scaler = amp_scaler(config, devices)?;
     random::manual_seed(config.seed);
     let data = load_data(config, &devices[0])?;
+    data.notes
+        .iter()
+        .for_each(|note| on_event(Event::Note(note.clone())));
     let model = DataParallel::new(devices, |device| build_model(config.model, &data, device))?;
+    check_batch_for_batch_norm(
+        config,
+        model.has_batch_norm(),
+        devices.len(),
+        "devices of --devices",
+    )?;
     let mut optimizer = model.optimizer(|parameters| {
         optimizer_for(config.optimizer, config.learning_rate, parameters)
     })?;
-    let mut first_epoch = 0;
-    if let Some(path) = &config.resume {
-        let metadata = load_checkpoint(model.module(), Some(&mut optimizer), path)?;
+    let (first_epoch, mut last_good) = resume(config, model.module(), &mut optimizer, on_event)?;
+    if config.resume.is_some() {
         model.broadcast_state()?;
-        first_epoch = resume_point(&metadata, path)?;
     }
     let started = Instant::now();
     let mut epochs = Vec::new();
@@ -308,7 +302,14 @@ pub fn run_data_parallel(
         };
         on_event(Event::EpochEnd(&report));
         epochs.push(report);
-        save(config, model.module(), &optimizer, epoch)?;
+        save_unless_diverged(
+            config,
+            model.module(),
+            &optimizer,
+            epoch,
+            train_loss,
+            &mut last_good,
+        )?;
     }
     let names: Vec<String> = devices.iter().map(|d| d.description()).collect();
     Ok(summary(
@@ -346,6 +347,7 @@ fn train_epoch_distributed(
     let device = loader.device();
     let loss_fn = CrossEntropyLoss::new();
     let (rank, world) = (collective.rank(), collective.world_size());
+    let min_rows = min_rows_per_replica(model);
     on_event(Event::EpochStart {
         epoch,
         batches: loader.len(),
@@ -356,7 +358,7 @@ fn train_epoch_distributed(
     for (index, batch) in loader.iter_epoch(epoch as u64).enumerate() {
         let (inputs, labels) = batch?;
         let global = labels.shape()[0];
-        let sizes = DataParallel::split_sizes(global, world);
+        let sizes = split_rows(global, world, min_rows);
         let start: usize = sizes[..rank].iter().sum();
         let rows = sizes[rank];
         seen += global;
@@ -418,12 +420,24 @@ pub fn run_distributed(
     let mut scaler = amp_scaler(config, std::slice::from_ref(device))?;
     random::manual_seed(config.seed);
     let data = load_data(config, device)?;
+    data.notes
+        .iter()
+        .for_each(|note| on_event(Event::Note(note.clone())));
     let model = build_model(config.model, &data, device)?;
+    check_batch_for_batch_norm(
+        config,
+        has_batch_norm(model.as_ref()),
+        collective.world_size(),
+        "ranks of --distributed",
+    )?;
     let mut optimizer = build_optimizer(config.optimizer, config.learning_rate, model.as_ref())?;
-    let mut first_epoch = 0;
-    if let Some(path) = &config.resume {
-        let metadata = load_checkpoint(model.as_ref(), Some(optimizer.as_mut()), path)?;
-        first_epoch = resume_point(&metadata, path)?;
+    let (first_epoch, mut last_good) =
+        resume(config, model.as_ref(), optimizer.as_mut(), on_event)?;
+    // Every rank checks that the state stayed finite (they hold the same parameters, so they
+    // stop together); only rank 0 saves.
+    let mut rank_config = config.clone();
+    if collective.rank() != 0 {
+        rank_config.save = None;
     }
     broadcast_module(model.as_ref(), collective, 0)?;
     let reducer = GradientReducer::new(model.as_ref(), default_bucket_bytes());
@@ -456,9 +470,14 @@ pub fn run_distributed(
         };
         on_event(Event::EpochEnd(&report));
         epochs.push(report);
-        if collective.rank() == 0 {
-            save(config, model.as_ref(), optimizer.as_ref(), epoch)?;
-        }
+        save_unless_diverged(
+            &rank_config,
+            model.as_ref(),
+            optimizer.as_ref(),
+            epoch,
+            train_loss,
+            &mut last_good,
+        )?;
     }
     Ok(summary(
         format!(

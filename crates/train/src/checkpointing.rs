@@ -1,0 +1,332 @@
+//! Checkpoints of a training run, guarded at both ends: the `--save` target is checked before
+//! any training; a resumed checkpoint's metadata (`epoch`, the random generator's position)
+//! must be well formed, not just present; and a model or optimizer state that became
+//! non-finite (a diverged run: NaN or infinite values) never replaces the last good
+//! checkpoint: the run stops with an error that says at which epoch, where the last good
+//! checkpoint is kept and how to resume from it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anygrad_core::{random, DType, Error, Result, Tensor};
+use anygrad_nn::{check_writable, load_checkpoint, save_checkpoint, Module, Optimizer};
+
+use crate::config::TrainConfig;
+use crate::fit::Event;
+
+/// Check before any training that `--save` can be written (an existing target is a regular
+/// file, its directory exists and takes a new file, the path does not name a directory).
+pub(crate) fn check_save_target(config: &TrainConfig) -> Result<()> {
+    let Some(path) = &config.save else {
+        return Ok(());
+    };
+    check_writable(path).map_err(|error| {
+        Error::invalid(
+            "train",
+            format!(
+                "--save {} cannot be written, so no checkpoint could be saved: {error}",
+                path.display()
+            ),
+        )
+    })
+}
+
+/// The number of finished epochs a checkpoint records (its `epoch` metadata): an error that
+/// says whether it is missing or malformed (with the value).
+pub(crate) fn resume_epoch(metadata: &BTreeMap<String, String>, path: &Path) -> Result<usize> {
+    let context = path.display().to_string();
+    let text = metadata.get("epoch").ok_or_else(|| {
+        Error::format(
+            &context,
+            "checkpoint has no `epoch` metadata (was it written by `anygrad train --save`?)",
+        )
+    })?;
+    text.parse::<usize>().map_err(|_| {
+        Error::format(
+            &context,
+            format!(
+                "the checkpoint's `epoch` metadata is malformed: `{text}` (it must be the \
+                 number of finished epochs, a whole number >= 0)"
+            ),
+        )
+    })
+}
+
+/// Restore the random generator from a checkpoint's `rng_seed` and `rng_offset` metadata
+/// (both absent: nothing to restore; one without the other, or a value that is not a whole
+/// number, is an error naming it).
+pub(crate) fn restore_generator(metadata: &BTreeMap<String, String>, path: &Path) -> Result<()> {
+    let context = path.display().to_string();
+    let number = |key: &str, text: &String| {
+        text.parse::<u64>().map_err(|_| {
+            Error::format(
+                &context,
+                format!(
+                    "the checkpoint's `{key}` metadata is malformed: `{text}` (it must be a \
+                     whole number >= 0)"
+                ),
+            )
+        })
+    };
+    match (metadata.get("rng_seed"), metadata.get("rng_offset")) {
+        (None, None) => Ok(()),
+        (Some(seed), Some(offset)) => {
+            random::set_generator_state(number("rng_seed", seed)?, number("rng_offset", offset)?);
+            Ok(())
+        }
+        (Some(_), None) | (None, Some(_)) => Err(Error::format(
+            &context,
+            "the checkpoint has only one of `rng_seed` and `rng_offset` metadata (both or \
+             neither are written)",
+        )),
+    }
+}
+
+/// Load `--resume` (when given) into `model` and `optimizer`: checks that the checkpoint
+/// leaves epochs to train, applies an explicit `--lr` (else keeps the checkpoint's rate and
+/// says so when it differs) and restores the random generator. Returns the epoch to start
+/// from and the state a later divergence falls back to.
+pub(crate) fn resume(
+    config: &TrainConfig,
+    model: &dyn Module,
+    optimizer: &mut dyn Optimizer,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(usize, LastGood)> {
+    let Some(path) = &config.resume else {
+        return Ok((0, LastGood::new(None)));
+    };
+    let metadata = load_checkpoint(model, Some(&mut *optimizer), path)?;
+    let first_epoch = resume_epoch(&metadata, path)?;
+    if first_epoch >= config.epochs {
+        return Err(Error::invalid(
+            "train",
+            format!(
+                "{} already holds {first_epoch} epoch(s) and --epochs is {}, so there is \
+                 nothing left to train; pass --epochs greater than {first_epoch} to \
+                 continue it",
+                path.display(),
+                config.epochs
+            ),
+        ));
+    }
+    let restored = optimizer.learning_rate();
+    if restored != config.learning_rate {
+        if config.resume_learning_rate {
+            optimizer.set_learning_rate(config.learning_rate);
+            on_event(Event::Note(format!(
+                "resuming with --lr {} instead of the checkpoint's learning rate {restored}",
+                config.learning_rate
+            )));
+        } else {
+            on_event(Event::Note(format!(
+                "resuming with the checkpoint's learning rate {restored} (--lr {} is not used \
+                 on resume unless given explicitly: the optimizer continues exactly where it \
+                 stopped)",
+                config.learning_rate
+            )));
+        }
+    }
+    restore_generator(&metadata, path)?;
+    Ok((
+        first_epoch,
+        LastGood::new(Some((path.clone(), first_epoch))),
+    ))
+}
+
+/// The name of the first tensor of `entries` holding a NaN or an infinity (`None` when all
+/// are finite). Reads each floating-point tensor back to host memory.
+fn first_non_finite(entries: &[(String, Tensor)]) -> Result<Option<String>> {
+    for (name, tensor) in entries {
+        let finite = match tensor.dtype() {
+            DType::F64 => tensor.to_vec::<f64>()?.iter().all(|v| v.is_finite()),
+            dtype if dtype.is_float() => tensor
+                .to_dtype(DType::F32)?
+                .to_vec::<f32>()?
+                .iter()
+                .all(|v| v.is_finite()),
+            _ => true,
+        };
+        if !finite {
+            return Ok(Some(name.clone()));
+        }
+    }
+    Ok(None)
+}
+
+/// Where a run's last good state is, for the error of a run that diverged.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LastGood {
+    /// The last epoch (counted from 1) saved to `--save` by this run.
+    saved: Option<usize>,
+    /// The checkpoint the run resumed from and its epoch.
+    resumed: Option<(PathBuf, usize)>,
+}
+
+impl LastGood {
+    /// A run that starts from `resumed` (the `--resume` file and its epoch), if any.
+    pub(crate) fn new(resumed: Option<(PathBuf, usize)>) -> LastGood {
+        LastGood {
+            saved: None,
+            resumed,
+        }
+    }
+}
+
+/// After epoch `epoch` (counted from 0): stop with an error if the model's parameters or
+/// buffers or the optimizer's state are no longer finite (the checkpoint on disk is left as
+/// it is), else save the checkpoint to `--save` when given.
+pub(crate) fn save_unless_diverged(
+    config: &TrainConfig,
+    model: &dyn Module,
+    optimizer: &dyn Optimizer,
+    epoch: usize,
+    train_loss: f64,
+    last_good: &mut LastGood,
+) -> Result<()> {
+    let mut entries = model.state_dict();
+    entries.extend(
+        optimizer
+            .state_dict()?
+            .tensors
+            .into_iter()
+            .map(|(name, tensor)| (format!("optimizer.{name}"), tensor)),
+    );
+    if let Some(entry) = first_non_finite(&entries)? {
+        return Err(diverged(
+            config,
+            epoch + 1,
+            train_loss,
+            &entry,
+            optimizer.learning_rate(),
+            last_good,
+        ));
+    }
+    if let Some(path) = &config.save {
+        let (seed, offset) = random::generator_state();
+        let metadata = BTreeMap::from([
+            ("epoch".to_string(), (epoch + 1).to_string()),
+            ("rng_seed".to_string(), seed.to_string()),
+            ("rng_offset".to_string(), offset.to_string()),
+        ]);
+        save_checkpoint(model, Some(optimizer), &metadata, path)?;
+        last_good.saved = Some(epoch + 1);
+    }
+    Ok(())
+}
+
+/// The error of a run whose state became non-finite at `epoch` (counted from 1).
+fn diverged(
+    config: &TrainConfig,
+    epoch: usize,
+    train_loss: f64,
+    entry: &str,
+    learning_rate: f64,
+    last_good: &LastGood,
+) -> Error {
+    let lower = learning_rate / 10.0;
+    let remaining = format!("--epochs {}", config.epochs);
+    let resume_hint = |path: &Path| {
+        format!(
+            "resume from it with a lower learning rate, e.g. `anygrad train --resume {} --lr \
+             {lower} {remaining}` (plus the run's other options)",
+            path.display()
+        )
+    };
+    let kept = match (&config.save, last_good.saved, &last_good.resumed) {
+        (Some(path), Some(saved), _) => format!(
+            "the last good checkpoint (epoch {saved}) is kept at {} and was not overwritten; {}",
+            path.display(),
+            resume_hint(path)
+        ),
+        (Some(path), None, Some((resumed, resumed_epoch))) if path == resumed => format!(
+            "the last good checkpoint (epoch {resumed_epoch}, the one resumed) is kept at {} \
+             and was not overwritten; {}",
+            path.display(),
+            resume_hint(path)
+        ),
+        (save, None, Some((resumed, resumed_epoch))) => format!(
+            "no checkpoint was saved by this run{}; {} still holds epoch {resumed_epoch}, the \
+             last good state: {}",
+            save.as_ref()
+                .map(|p| format!(" (--save {} was left as it was)", p.display()))
+                .unwrap_or_default(),
+            resumed.display(),
+            resume_hint(resumed)
+        ),
+        (Some(path), None, None) => format!(
+            "no checkpoint was saved by this run (--save {} was left as it was); train again \
+             with a lower learning rate, e.g. --lr {lower}",
+            path.display()
+        ),
+        (None, _, _) => format!(
+            "no checkpoint is kept (--save was not given); train again with a lower learning \
+             rate, e.g. --lr {lower}"
+        ),
+    };
+    Error::invalid(
+        "train",
+        format!(
+            "training diverged: the parameters became non-finite (NaN or infinite) at epoch \
+             {epoch} (train loss {train_loss}; first non-finite tensor `{entry}`), so the run \
+             stops; {kept}"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(save: Option<&str>) -> TrainConfig {
+        TrainConfig {
+            save: save.map(PathBuf::from),
+            epochs: 5,
+            ..TrainConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_divergence_error_names_the_last_good_checkpoint_and_how_to_resume() {
+        let saved = LastGood {
+            saved: Some(3),
+            resumed: None,
+        };
+        let message = diverged(
+            &config(Some("run.st")),
+            4,
+            f64::NAN,
+            "fc.weight",
+            0.5,
+            &saved,
+        )
+        .to_string();
+        for text in [
+            "epoch 4",
+            "NaN",
+            "`fc.weight`",
+            "(epoch 3) is kept at run.st",
+            "--resume run.st --lr 0.05 --epochs 5",
+        ] {
+            assert!(message.contains(text), "`{text}` not in {message}");
+        }
+        let resumed = LastGood::new(Some((PathBuf::from("old.st"), 2)));
+        let message = diverged(&config(Some("new.st")), 3, 1.0, "w", 1.0, &resumed).to_string();
+        assert!(
+            message.contains("old.st still holds epoch 2") && message.contains("--resume old.st"),
+            "{message}"
+        );
+        let message = diverged(
+            &config(None),
+            1,
+            f64::INFINITY,
+            "w",
+            1.0,
+            &LastGood::default(),
+        )
+        .to_string();
+        assert!(
+            message.contains("--save was not given") && message.contains("--lr 0.1"),
+            "{message}"
+        );
+    }
+}
