@@ -399,3 +399,57 @@ fn fused_intermediates_take_no_memory() {
     );
     assert_eq!(y.shape(), &[count]);
 }
+
+/// A fused chain computes bit for bit what the single-op kernels compute: every intermediate
+/// is rounded to the stored dtype (f16 chains too) and no product is contracted into the sum
+/// after it. Results that depend on how ops happened to be grouped would let data-parallel
+/// replicas on one GPU drift apart (an H100 contracted `p - lr * g` into an fma).
+#[test]
+fn fused_chains_equal_unfused_bit_for_bit() {
+    let Some(device) = gpu_or_skip("fused_chains_equal_unfused_bit_for_bit") else {
+        return;
+    };
+    let mut dtypes = vec![DType::F32];
+    if device.supports_f16() {
+        dtypes.push(DType::F16);
+    }
+    for dtype in dtypes {
+        let make = |seed| {
+            Tensor::from_vec(values(4099, seed), &[4099], &device)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+        };
+        let (p, g, m) = (make(1), make(2), make(3));
+        let mut results = Vec::new();
+        both_ways(|_| {
+            // An optimizer-like update and the long chain, intermediates dropped.
+            let update = p
+                .sub(
+                    &g.mul_scalar(0.1)
+                        .unwrap()
+                        .add(&m.mul_scalar(0.9).unwrap())
+                        .unwrap(),
+                )
+                .unwrap();
+            let long = chain(&p, &g).unwrap();
+            results.push((update.to_dtype(DType::F32).unwrap(), to_f32(&long)));
+        });
+        let (fused, unfused) = (&results[0], &results[1]);
+        for (name, a, b) in [
+            ("update", to_f32(&fused.0), to_f32(&unfused.0)),
+            ("chain", fused.1.clone(), unfused.1.clone()),
+        ] {
+            let differing = a
+                .iter()
+                .zip(&b)
+                .position(|(x, y)| x.to_bits() != y.to_bits());
+            assert!(
+                differing.is_none(),
+                "{dtype} {name}: fused and unfused differ at {differing:?}: {:?} vs {:?}",
+                differing.map(|i| a[i]),
+                differing.map(|i| b[i])
+            );
+        }
+    }
+}

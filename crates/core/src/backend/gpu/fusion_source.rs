@@ -3,7 +3,9 @@
 //! Bindings: `params` (0, [`FusedParams`]), the inputs `leaf0..` (1..), the output last. Each
 //! op becomes a function holding the same expression as its single-op kernel (`wgsl.rs`), and
 //! the body is
-//! straight-line SSA: one `let` per instruction, per vector lane when the kernel moves `vec4`s.
+//! straight-line SSA: one `let` per instruction, per vector lane when the kernel moves `vec4`s,
+//! each result rounded as its single-op kernel would store it (`as_stored`), so that a fused
+//! chain computes bit for bit what the unfused ops compute.
 //! A grid-stride loop covers any count with at most `MAX_WORKGROUPS` workgroups.
 
 use std::fmt::Write;
@@ -93,10 +95,21 @@ impl FusedProgram {
                 defined.push(name);
             }
         }
+        // Each instruction's result as its single-op kernel stores it: rounded to the stored
+        // type, and through an OR with a zero the compiler cannot see (a tensor has fewer than
+        // 2^31 units), so that no product is contracted into the sum after it (an fma). Results
+        // then equal the unfused ops' bit for bit, however the ops were grouped: two
+        // data-parallel replicas on one GPU, whose deferred ops drain at moments set by the
+        // other thread, stay identical.
+        text.push_str(
+            "var<private> runtime_zero: u32;\n\
+             fn as_stored(x: T) -> T { return load_value(store_value(bitcast<T>(bitcast<u32>(x) | runtime_zero))); }\n",
+        );
         let _ = writeln!(
             text,
             "@compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {{
+    runtime_zero = params.units >> 31u;
     let units = params.units;
     let stride = workgroups.x * 256u;
     var i = id.x;
@@ -216,6 +229,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
                                 format!("{name}({}, {s})", value(x))
                             }
                         }
+                    };
+                    let expression = match instruction {
+                        FusedInstruction::Load { .. } => expression,
+                        _ => format!("as_stored({expression})"),
                     };
                     let _ = writeln!(text, "        let {} = {expression};", value(number as u16));
                 }

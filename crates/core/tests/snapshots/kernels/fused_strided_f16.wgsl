@@ -121,8 +121,11 @@ fn strided_position(linear: u32, rank: u32, shape_at: u32, strides_at: u32) -> u
 fn binary_mul(a: T, b: T) -> T { return a * b; }
 fn binary_add(a: T, b: T) -> T { return a + b; }
 fn unary_relu(x: T) -> T { return select(max(x, T(0.0)), x, is_nan_value(x)); }
+var<private> runtime_zero: u32;
+fn as_stored(x: T) -> T { return load_value(store_value(bitcast<T>(bitcast<u32>(x) | runtime_zero))); }
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>) {
+    runtime_zero = params.units >> 31u;
     let units = params.units;
     let stride = workgroups.x * 256u;
     var i = id.x;
@@ -139,27 +142,27 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
         let loaded1_3 = leaf1[params.tail[1] + strided_position(i + 3u * stride, 2u, 2u, 4u)];
         let v0_0 = load_value(loaded0_0);
         let v1_0 = load_value(loaded1_0);
-        let v2_0 = binary_mul(v0_0, v1_0);
-        let v3_0 = binary_add(v2_0, bitcast<f32>(params.tail[6]));
-        let v4_0 = unary_relu(v3_0);
+        let v2_0 = as_stored(binary_mul(v0_0, v1_0));
+        let v3_0 = as_stored(binary_add(v2_0, bitcast<f32>(params.tail[6])));
+        let v4_0 = as_stored(unary_relu(v3_0));
         output[i + 0u * stride] = store_value(v4_0);
         let v0_1 = load_value(loaded0_1);
         let v1_1 = load_value(loaded1_1);
-        let v2_1 = binary_mul(v0_1, v1_1);
-        let v3_1 = binary_add(v2_1, bitcast<f32>(params.tail[6]));
-        let v4_1 = unary_relu(v3_1);
+        let v2_1 = as_stored(binary_mul(v0_1, v1_1));
+        let v3_1 = as_stored(binary_add(v2_1, bitcast<f32>(params.tail[6])));
+        let v4_1 = as_stored(unary_relu(v3_1));
         output[i + 1u * stride] = store_value(v4_1);
         let v0_2 = load_value(loaded0_2);
         let v1_2 = load_value(loaded1_2);
-        let v2_2 = binary_mul(v0_2, v1_2);
-        let v3_2 = binary_add(v2_2, bitcast<f32>(params.tail[6]));
-        let v4_2 = unary_relu(v3_2);
+        let v2_2 = as_stored(binary_mul(v0_2, v1_2));
+        let v3_2 = as_stored(binary_add(v2_2, bitcast<f32>(params.tail[6])));
+        let v4_2 = as_stored(unary_relu(v3_2));
         output[i + 2u * stride] = store_value(v4_2);
         let v0_3 = load_value(loaded0_3);
         let v1_3 = load_value(loaded1_3);
-        let v2_3 = binary_mul(v0_3, v1_3);
-        let v3_3 = binary_add(v2_3, bitcast<f32>(params.tail[6]));
-        let v4_3 = unary_relu(v3_3);
+        let v2_3 = as_stored(binary_mul(v0_3, v1_3));
+        let v3_3 = as_stored(binary_add(v2_3, bitcast<f32>(params.tail[6])));
+        let v4_3 = as_stored(unary_relu(v3_3));
         output[i + 3u * stride] = store_value(v4_3);
     }
     for (; i < units; i = i + stride) {
@@ -167,9 +170,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) w
         let loaded1_t = leaf1[params.tail[1] + strided_position(i, 2u, 2u, 4u)];
         let v0_t = load_value(loaded0_t);
         let v1_t = load_value(loaded1_t);
-        let v2_t = binary_mul(v0_t, v1_t);
-        let v3_t = binary_add(v2_t, bitcast<f32>(params.tail[6]));
-        let v4_t = unary_relu(v3_t);
+        let v2_t = as_stored(binary_mul(v0_t, v1_t));
+        let v3_t = as_stored(binary_add(v2_t, bitcast<f32>(params.tail[6])));
+        let v4_t = as_stored(unary_relu(v3_t));
         output[i] = store_value(v4_t);
     }
 }
