@@ -128,7 +128,8 @@ impl Sentences {
         match self {
             Sentences::Arguments(rest) => Ok(rest.by_ref().take(size).collect()),
             Sentences::Lines { reader, name, line } => {
-                let mut batch = Vec::with_capacity(size);
+                // No capacity up front: a batch size of usize::MAX means "all in one batch".
+                let mut batch = Vec::new();
                 while batch.len() < size {
                     match read_line(reader, name, *line + 1)? {
                         Some(sentence) => {

@@ -176,7 +176,8 @@ fn the_batch_size_does_not_change_the_embeddings() {
     let lines = sentences.join("\n");
     let default = embeddings(&["--input", "-"], Some(lines.as_bytes()));
     assert_eq!(default.len(), 40);
-    for batch_size in ["1", "7", "32", "64"] {
+    // The largest batch size is one batch of everything, not an allocation of that size.
+    for batch_size in ["1", "7", "32", "64", "18446744073709551615"] {
         let batched = embeddings(
             &["--input", "-", "--batch-size", batch_size],
             Some(lines.as_bytes()),
