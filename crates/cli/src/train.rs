@@ -43,10 +43,12 @@ pub struct TrainArgs {
     /// Use at most this many training images (mnist, fashion-mnist, folder).
     #[arg(long)]
     limit_train: Option<usize>,
-    /// Folder: resize and crop images to this side (default 28 for cnn, 32 for resnet18).
+    /// Folder: resize and crop images to this side (default 28 for cnn, 32 for resnet18; at
+    /// most 4096).
     #[arg(long)]
     image_size: Option<usize>,
-    /// Folder: threads decoding and augmenting images (0: on the training thread).
+    /// Folder: threads decoding and augmenting images (0: on the training thread; capped at
+    /// the available cores and the images of one batch, with a note).
     #[arg(long, default_value_t = 2)]
     num_workers: usize,
     /// Folder: no augmentation (by default: random crop with padding, colour jitter for RGB).
