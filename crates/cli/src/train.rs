@@ -21,9 +21,10 @@ pub struct TrainArgs {
     /// Mini-batch size.
     #[arg(long, default_value_t = 32)]
     batch_size: usize,
-    /// Learning rate.
-    #[arg(long, default_value_t = 1e-3)]
-    lr: f64,
+    /// Learning rate [default: 0.001]. With --resume the checkpoint's rate is kept unless
+    /// --lr is given (e.g. a lower one after a run diverged).
+    #[arg(long)]
+    lr: Option<f64>,
     /// Optimizer.
     #[arg(long, value_enum, default_value = "adam")]
     optimizer: OptimizerArg,
@@ -107,11 +108,47 @@ enum DatasetArg {
     Folder,
 }
 
+/// `ANYGRAD_PROFILE=FILE`: where the run's Chrome trace goes (`None` when unset or empty),
+/// checked before training like `--save` (a file path whose directory takes a new file), so
+/// that a bad path is reported up front, naming the variable, not after the whole run.
+fn profile_target() -> Result<Option<String>, String> {
+    let path = match std::env::var("ANYGRAD_PROFILE") {
+        Ok(path) if !path.is_empty() => path,
+        _ => return Ok(None),
+    };
+    anygrad::nn::check_writable(&path).map_err(|error| {
+        format!(
+            "ANYGRAD_PROFILE={path}: the profile trace could not be written there ({error}); \
+             set ANYGRAD_PROFILE to a writable file path, or unset it"
+        )
+    })?;
+    Ok(Some(path))
+}
+
+/// Run `job`, under the profiler when `trace` is given: then print the op table and write
+/// the Chrome trace there (an error names ANYGRAD_PROFILE).
+fn profiled<T>(
+    trace: Option<&str>,
+    job: impl FnOnce() -> anygrad::Result<T>,
+) -> Result<T, String> {
+    let Some(path) = trace else {
+        return job().map_err(|e| e.to_string());
+    };
+    let (result, recorded) = anygrad::profiler::profile(job).map_err(|e| e.to_string())?;
+    recorded.export_chrome_trace(path).map_err(|error| {
+        format!("ANYGRAD_PROFILE={path}: writing the profile trace failed: {error}")
+    })?;
+    eprintln!("{}", recorded.key_averages().table());
+    eprintln!("profile trace: {path}");
+    Ok(result)
+}
+
 /// Run the training job.
 pub fn run_train(args: TrainArgs) -> Result<(), String> {
     if args.devices.is_some() || args.distributed {
         return parallel::run_parallel(args);
     }
+    let trace = profile_target()?;
     let (device, why) = match &args.device {
         Some(text) => (
             Device::parse(text).map_err(|e| e.to_string())?,
@@ -176,20 +213,7 @@ pub fn run_train(args: TrainArgs) -> Result<(), String> {
         }
     };
     // ANYGRAD_PROFILE=FILE: record every op of the run and write a Chrome trace there.
-    let summary = match std::env::var("ANYGRAD_PROFILE") {
-        Ok(path) if !path.is_empty() => {
-            let (summary, recorded) =
-                anygrad::profiler::profile(|| run(&config, &device, &mut on_event))
-                    .map_err(|e| e.to_string())?;
-            recorded
-                .export_chrome_trace(&path)
-                .map_err(|e| e.to_string())?;
-            eprintln!("{}", recorded.key_averages().table());
-            eprintln!("profile trace: {path}");
-            summary
-        }
-        _ => run(&config, &device, &mut on_event).map_err(|e| e.to_string())?,
-    };
+    let summary = profiled(trace.as_deref(), || run(&config, &device, &mut on_event))?;
     eprintln!(
         "done: {} on {}, {} parameters, test accuracy {:.2}%, {:.1} ms per epoch ({} epochs, {:.2} s)",
         parallel::model_name(config.model),

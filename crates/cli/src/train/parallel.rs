@@ -31,7 +31,8 @@ pub(super) fn config_of(args: &TrainArgs) -> TrainConfig {
             OptimizerArg::Adam => OptimizerKind::Adam,
             OptimizerArg::Adamw => OptimizerKind::AdamW,
         },
-        learning_rate: args.lr,
+        learning_rate: args.lr.unwrap_or(1e-3),
+        resume_learning_rate: args.lr.is_some(),
         batch_size: args.batch_size,
         epochs: args.epochs,
         seed: args.seed,
@@ -137,6 +138,7 @@ pub(super) fn run_parallel(args: TrainArgs) -> Result<(), String> {
     if args.distributed {
         return run_distributed(&args, &config);
     }
+    let trace = super::profile_target()?;
     let text = args.devices.as_deref().unwrap_or("all");
     let devices = parse_devices(text).map_err(|e| e.to_string())?;
     let names: Vec<String> = devices.iter().map(|d| d.description()).collect();
@@ -146,20 +148,9 @@ pub(super) fn run_parallel(args: TrainArgs) -> Result<(), String> {
         config.batch_size
     );
     let mut on_event = printer(config.epochs, false)?;
-    let summary = match std::env::var("ANYGRAD_PROFILE") {
-        Ok(path) if !path.is_empty() => {
-            let (summary, recorded) =
-                anygrad::profiler::profile(|| run_data_parallel(&config, &devices, &mut on_event))
-                    .map_err(|e| e.to_string())?;
-            recorded
-                .export_chrome_trace(&path)
-                .map_err(|e| e.to_string())?;
-            eprintln!("{}", recorded.key_averages().table());
-            eprintln!("profile trace: {path}");
-            summary
-        }
-        _ => run_data_parallel(&config, &devices, &mut on_event).map_err(|e| e.to_string())?,
-    };
+    let summary = super::profiled(trace.as_deref(), || {
+        run_data_parallel(&config, &devices, &mut on_event)
+    })?;
     finish(&args, &config, &summary)
 }
 
