@@ -30,6 +30,8 @@
 //!   ([`Autotuner::for_adapter`]) and a key is timed by one thread at a time (the others wait
 //!   for its choice): data-parallel replicas on two identical GPUs, or two on one GPU, run
 //!   the same kernels and stay bitwise identical.
+//! - The timing runs' memory (candidates' outputs and scratch buffers) is left out of the
+//!   device's peak statistics: `memory_stats` reports the workload's peak.
 //! - The first timing of a process on an adapter with no saved choices prints one line
 //!   (tracing `info`, shown by the CLI) saying that the first steps are slower and where the
 //!   choices are kept.
@@ -81,6 +83,15 @@ pub(crate) trait TuningClock {
     fn stop(&self) -> Result<Option<Duration>> {
         Ok(None)
     }
+
+    /// The device's memory peaks (allocated, requested bytes), where it keeps them.
+    fn peaks(&self) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// Put back peaks from [`TuningClock::peaks`] after the timing runs: candidates' outputs
+    /// and scratch buffers are the tuner's, not the workload's memory.
+    fn restore_peaks(&self, _peaks: (u64, u64)) {}
 }
 
 /// The mode `ANYGRAD_AUTOTUNE` names; unset (or unknown, with a warning): on, except on a
@@ -434,7 +445,11 @@ impl Autotuner {
             );
         }
         MEASURING.with(|flag| flag.set(true));
+        let peaks = clock.peaks();
         let timed = self.measure(count, clock, &mut run);
+        if let Some(peaks) = peaks {
+            clock.restore_peaks(peaks);
+        }
         MEASURING.with(|flag| flag.set(false));
         let (chosen, times) = timed?;
         // `ANYGRAD_LOG=anygrad_core=debug` prints what every candidate took.
@@ -789,5 +804,35 @@ mod tests {
         let other = Autotuner::for_adapter(AutotuneMode::On, format!("{adapter} B"), None)
             .timing_first_calls();
         assert!(tune(&other, "matmul shared").1.len() > 1);
+    }
+
+    /// The timing runs' memory is put back out of the peak: the peaks saved before timing are
+    /// restored after it, and a key whose choice is known never touches them.
+    #[test]
+    fn timing_runs_are_left_out_of_the_memory_peak() {
+        struct PeakClock {
+            restored: RefCell<Vec<(u64, u64)>>,
+        }
+        impl TuningClock for PeakClock {
+            fn settle(&self) -> Result<()> {
+                Ok(())
+            }
+            fn peaks(&self) -> Option<(u64, u64)> {
+                Some((7, 5))
+            }
+            fn restore_peaks(&self, peaks: (u64, u64)) {
+                self.restored.borrow_mut().push(peaks);
+            }
+        }
+        let clock = PeakClock {
+            restored: RefCell::new(Vec::new()),
+        };
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None).timing_first_calls();
+        for _ in 0..3 {
+            tuner
+                .pick(2, || ("peaks".to_string(), names(&["a", "b"])), &clock, Ok)
+                .unwrap();
+        }
+        assert_eq!(clock.restored.into_inner(), vec![(7, 5)]);
     }
 }

@@ -148,6 +148,13 @@ impl PoolState {
         self.stats.peak_requested_bytes = self.stats.requested_bytes;
     }
 
+    /// Put back peaks saved before transient work that is not the user's (the autotuner's
+    /// timing runs): each peak becomes the larger of the saved one and the current level.
+    pub(crate) fn restore_peak(&mut self, allocated: u64, requested: u64) {
+        self.stats.peak_allocated_bytes = allocated.max(self.stats.allocated_bytes);
+        self.stats.peak_requested_bytes = requested.max(self.stats.requested_bytes);
+    }
+
     fn record_loan(&mut self, size: u64, requested: u64, kind: BufferKind) {
         if kind == BufferKind::Tensor {
             self.stats.allocated_bytes += size;

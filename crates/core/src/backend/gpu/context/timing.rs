@@ -195,4 +195,16 @@ impl TuningClock for GpuContext {
             .stop_timer(false)?
             .map(|timing| Duration::from_secs_f64(timing.device_us.max(0.0) / 1e6)))
     }
+
+    fn peaks(&self) -> Option<(u64, u64)> {
+        let stats = self.memory_stats();
+        Some((stats.peak_allocated_bytes, stats.peak_requested_bytes))
+    }
+
+    fn restore_peaks(&self, (allocated, requested): (u64, u64)) {
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .restore_peak(allocated, requested);
+    }
 }
