@@ -159,8 +159,10 @@ fn main() -> Result<()> {
         device.synchronize()?;
         let seconds = started.elapsed().as_secs_f64();
         println!(
-            "loader alone: {images} images in {seconds:.2} s, {:.0} images/s with {} workers",
+            "loader alone: {images} images in {seconds:.2} s, {:.0} images/s with {} workers \
+             ({} asked for; capped at the cores and the images of a batch)",
             images as f64 / seconds,
+            train_loader.worker_count(),
             options.workers
         );
         return Ok(());
