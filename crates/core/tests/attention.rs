@@ -98,6 +98,9 @@ fn golden_f32(device: &Device) {
 }
 
 fn golden_f16(device: &Device) {
+    if !anygrad_testing::f16_or_skip(device, "golden_f16") {
+        return;
+    }
     replay(device, DType::F16, 3e-2);
 }
 

@@ -36,6 +36,24 @@ pub fn gpu_or_skip(test: &str) -> Option<Device> {
     }
 }
 
+/// Whether `device` computes in f16. Where it does not, prints a `SKIP` line naming `test`
+/// and the missing feature: the adapter lacks `SHADER_F16`, or `ANYGRAD_DISABLE_FEATURES`
+/// turned it off (CI's reduced-feature run). Tests that cannot run without f16 return early
+/// on `false`.
+pub fn f16_or_skip(device: &Device, test: &str) -> bool {
+    if device.supports_f16() {
+        return true;
+    }
+    let why = match device {
+        Device::Gpu(gpu) if gpu.info().disabled_features.iter().any(|f| f == "f16") => {
+            "f16 turned off by ANYGRAD_DISABLE_FEATURES"
+        }
+        _ => "the adapter has no SHADER_F16",
+    };
+    println!("SKIP {test} (f16): {why}");
+    false
+}
+
 /// Serializes the GPU variants within one test binary, so that concurrent tests do not
 /// compete for the (often software) GPU and each GPU variant's timing stays bounded.
 pub static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
