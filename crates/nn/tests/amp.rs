@@ -11,6 +11,9 @@ use anygrad_nn::{
 };
 
 fn autocast_op_precisions(device: &Device) {
+    if !anygrad_testing::f16_or_skip(device, "autocast_op_precisions") {
+        return;
+    }
     let w = Tensor::randn(&[8, 4], DType::F32, device)
         .unwrap()
         .requires_grad_(true);
@@ -63,6 +66,9 @@ fn autocast_linear_stays_f16(device: &Device) {
 }
 
 fn amp_training_matches_f32(device: &Device) {
+    if !anygrad_testing::f16_or_skip(device, "amp_training_matches_f32") {
+        return;
+    }
     let train = |amp: bool| -> f64 {
         anygrad_core::manual_seed(3);
         let model = Sequential::new()
