@@ -214,25 +214,29 @@ pub(crate) fn save_unless_diverged(
     Ok(())
 }
 
-/// The error of a run whose state became non-finite at `epoch` (counted from 1).
-fn diverged(
-    config: &TrainConfig,
-    epoch: usize,
-    train_loss: f64,
-    entry: &str,
-    learning_rate: f64,
-    last_good: &LastGood,
-) -> Error {
-    let lower = learning_rate / 10.0;
-    let remaining = format!("--epochs {}", config.epochs);
+/// How a stopped run can go on, for the advice of its error: `how` and `options` complete
+/// the resume command (`resume from it {how}, e.g. \`anygrad train --resume PATH {options}\``)
+/// and `restart` is the advice when no checkpoint is kept.
+struct Recovery {
+    how: String,
+    options: String,
+    restart: String,
+}
+
+/// Where the last good state of a stopped run is kept (the `--save` file, left as it was, or
+/// the checkpoint it resumed from) and how to resume from it; or that none is kept and how
+/// to start again.
+fn kept_checkpoint(config: &TrainConfig, last_good: &LastGood, recovery: &Recovery) -> String {
     let resume_hint = |path: &Path| {
         format!(
-            "resume from it with a lower learning rate, e.g. `anygrad train --resume {} --lr \
-             {lower} {remaining}` (plus the run's other options)",
-            path.display()
+            "resume from it {}, e.g. `anygrad train --resume {} {}` (plus the run's other \
+             options)",
+            recovery.how,
+            path.display(),
+            recovery.options
         )
     };
-    let kept = match (&config.save, last_good.saved, &last_good.resumed) {
+    match (&config.save, last_good.saved, &last_good.resumed) {
         (Some(path), Some(saved), _) => format!(
             "the last good checkpoint (epoch {saved}) is kept at {} and was not overwritten; {}",
             path.display(),
@@ -254,23 +258,73 @@ fn diverged(
             resume_hint(resumed)
         ),
         (Some(path), None, None) => format!(
-            "no checkpoint was saved by this run (--save {} was left as it was); train again \
-             with a lower learning rate, e.g. --lr {lower}",
-            path.display()
+            "no checkpoint was saved by this run (--save {} was left as it was); {}",
+            path.display(),
+            recovery.restart
         ),
         (None, _, _) => format!(
-            "no checkpoint is kept (--save was not given); train again with a lower learning \
-             rate, e.g. --lr {lower}"
+            "no checkpoint is kept (--save was not given, so nothing was saved); {}",
+            recovery.restart
         ),
+    }
+}
+
+/// The error of a run whose state became non-finite at `epoch` (counted from 1).
+fn diverged(
+    config: &TrainConfig,
+    epoch: usize,
+    train_loss: f64,
+    entry: &str,
+    learning_rate: f64,
+    last_good: &LastGood,
+) -> Error {
+    let lower = learning_rate / 10.0;
+    let recovery = Recovery {
+        how: "with a lower learning rate".into(),
+        options: format!("--lr {lower} --epochs {}", config.epochs),
+        restart: format!("train again with a lower learning rate, e.g. --lr {lower}"),
     };
     Error::invalid(
         "train",
         format!(
             "training diverged: the parameters became non-finite (NaN or infinite) at epoch \
              {epoch} (train loss {train_loss}; first non-finite tensor `{entry}`), so the run \
-             stops; {kept}"
+             stops; {}",
+            kept_checkpoint(config, last_good, &recovery)
         ),
     )
+}
+
+/// An error of epoch `epoch` (counted from 0) on `device`: a lost device
+/// (`Error::DeviceLost`) becomes the run's `Error::DeviceLost` that says at which epoch, that
+/// nothing of the lost device's state was saved, where the last good checkpoint is kept and
+/// how to resume from it on the CPU or another GPU (or, without `--save`, that nothing was
+/// saved); any other error is returned as it is.
+pub(crate) fn device_lost(
+    error: Error,
+    config: &TrainConfig,
+    device: &str,
+    epoch: usize,
+    last_good: &LastGood,
+) -> Error {
+    let Error::DeviceLost { message } = error else {
+        return error;
+    };
+    let recovery = Recovery {
+        how: "on the CPU (or on another GPU with --device gpu:N)".into(),
+        options: format!("--device cpu --epochs {}", config.epochs),
+        restart: "train again on the CPU or another GPU (e.g. --device cpu), with --save FILE \
+                  to keep a checkpoint after every epoch that a lost device cannot take away"
+            .into(),
+    };
+    Error::DeviceLost {
+        message: format!(
+            "the GPU {device} was lost at epoch {} ({message}), so the run stops and nothing \
+             of the lost device's state was saved; {}",
+            epoch + 1,
+            kept_checkpoint(config, last_good, &recovery)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -328,5 +382,42 @@ mod tests {
             message.contains("--save was not given") && message.contains("--lr 0.1"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn the_device_loss_error_names_the_epoch_the_checkpoint_and_the_cpu_resume() {
+        let lost = || Error::DeviceLost {
+            message: "the device was lost".into(),
+        };
+        let saved = LastGood {
+            saved: Some(2),
+            resumed: None,
+        };
+        let error = device_lost(lost(), &config(Some("run.st")), "gpu:0", 2, &saved);
+        let Error::DeviceLost { message } = error else {
+            panic!("a lost device stays Error::DeviceLost: {error:?}");
+        };
+        for text in [
+            "the GPU gpu:0 was lost at epoch 3 (the device was lost)",
+            "nothing of the lost device's state was saved",
+            "(epoch 2) is kept at run.st",
+            "`anygrad train --resume run.st --device cpu --epochs 5`",
+            "--device gpu:N",
+        ] {
+            assert!(message.contains(text), "`{text}` not in {message}");
+        }
+        let message =
+            device_lost(lost(), &config(None), "gpu:1", 0, &LastGood::default()).to_string();
+        assert!(
+            message.contains("epoch 1")
+                && message.contains("nothing was saved")
+                && message.contains("--save FILE")
+                && message.contains("--device cpu"),
+            "{message}"
+        );
+        // Any other error is returned as it is.
+        let other = Error::invalid("train", "something else");
+        let message = device_lost(other, &config(None), "gpu:0", 0, &saved).to_string();
+        assert!(!message.contains("lost"), "{message}");
     }
 }

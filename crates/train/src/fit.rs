@@ -13,7 +13,7 @@ use anygrad_nn::{
 };
 use serde::Serialize;
 
-use crate::checkpointing::{check_save_target, resume, save_unless_diverged};
+use crate::checkpointing::{check_save_target, device_lost, resume, save_unless_diverged};
 use crate::config::{DatasetKind, ModelKind, OptimizerKind, TrainConfig};
 use crate::data::{load_data, LoadedData};
 
@@ -282,35 +282,41 @@ pub fn run(
     }
     let started = Instant::now();
     let mut epochs = Vec::new();
+    let device_name = device.to_string();
     for epoch in first_epoch..config.epochs {
         let epoch_start = Instant::now();
-        let (train_loss, train_accuracy) = train_epoch(
-            model.as_ref(),
-            optimizer.as_mut(),
-            &data.train,
-            epoch,
-            scaler.as_mut(),
-            on_event,
-        )?;
-        let (test_loss, test_accuracy) = evaluate(model.as_ref(), &data.test)?;
-        let report = EpochReport {
-            epoch: epoch + 1,
-            train_loss,
-            train_accuracy,
-            test_loss,
-            test_accuracy,
-            seconds: epoch_start.elapsed().as_secs_f64(),
+        // A device lost during the epoch (or its evaluation or save) stops the run with an
+        // error naming the epoch and the last good checkpoint, which is never overwritten.
+        let mut one_epoch = || -> Result<()> {
+            let (train_loss, train_accuracy) = train_epoch(
+                model.as_ref(),
+                optimizer.as_mut(),
+                &data.train,
+                epoch,
+                scaler.as_mut(),
+                on_event,
+            )?;
+            let (test_loss, test_accuracy) = evaluate(model.as_ref(), &data.test)?;
+            let report = EpochReport {
+                epoch: epoch + 1,
+                train_loss,
+                train_accuracy,
+                test_loss,
+                test_accuracy,
+                seconds: epoch_start.elapsed().as_secs_f64(),
+            };
+            on_event(Event::EpochEnd(&report));
+            epochs.push(report);
+            save_unless_diverged(
+                config,
+                model.as_ref(),
+                optimizer.as_ref(),
+                epoch,
+                train_loss,
+                &mut last_good,
+            )
         };
-        on_event(Event::EpochEnd(&report));
-        epochs.push(report);
-        save_unless_diverged(
-            config,
-            model.as_ref(),
-            optimizer.as_ref(),
-            epoch,
-            train_loss,
-            &mut last_good,
-        )?;
+        one_epoch().map_err(|error| device_lost(error, config, &device_name, epoch, &last_good))?;
     }
     let total_seconds = started.elapsed().as_secs_f64();
     let mean_epoch_seconds = if epochs.is_empty() {
