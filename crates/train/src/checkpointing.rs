@@ -295,7 +295,8 @@ fn diverged(
     )
 }
 
-/// An error of epoch `epoch` (counted from 0) on `device`: a lost device
+/// An error of epoch `epoch` (counted from 0) of a run on `devices` (the run's devices, as
+/// the message names them, e.g. `gpu:0`): a lost device
 /// (`Error::DeviceLost`) becomes the run's `Error::DeviceLost` that says at which epoch, that
 /// nothing of the lost device's state was saved, where the last good checkpoint is kept and
 /// how to resume from it on the CPU or another GPU (or, without `--save`, that nothing was
@@ -303,7 +304,7 @@ fn diverged(
 pub(crate) fn device_lost(
     error: Error,
     config: &TrainConfig,
-    device: &str,
+    devices: &str,
     epoch: usize,
     last_good: &LastGood,
 ) -> Error {
@@ -319,8 +320,8 @@ pub(crate) fn device_lost(
     };
     Error::DeviceLost {
         message: format!(
-            "the GPU {device} was lost at epoch {} ({message}), so the run stops and nothing \
-             of the lost device's state was saved; {}",
+            "the GPU was lost at epoch {} of the run on {devices} ({message}), so the run \
+             stops and nothing of the lost device's state was saved; {}",
             epoch + 1,
             kept_checkpoint(config, last_good, &recovery)
         ),
@@ -398,7 +399,7 @@ mod tests {
             panic!("a lost device stays Error::DeviceLost: {error:?}");
         };
         for text in [
-            "the GPU gpu:0 was lost at epoch 3 (the device was lost)",
+            "the GPU was lost at epoch 3 of the run on gpu:0 (the device was lost)",
             "nothing of the lost device's state was saved",
             "(epoch 2) is kept at run.st",
             "`anygrad train --resume run.st --device cpu --epochs 5`",

@@ -21,7 +21,7 @@ use anygrad_nn::{
     GradientReducer, Module, Optimizer, ReplicatedOptimizer,
 };
 
-use crate::checkpointing::{check_save_target, resume, save_unless_diverged};
+use crate::checkpointing::{check_save_target, device_lost, resume, save_unless_diverged};
 use crate::config::TrainConfig;
 use crate::data::load_data;
 use crate::fit::{
@@ -280,36 +280,43 @@ pub fn run_data_parallel(
     }
     let started = Instant::now();
     let mut epochs = Vec::new();
+    let names: Vec<String> = devices.iter().map(|d| d.to_string()).collect();
+    let devices_named = names.join(", ");
     for epoch in first_epoch..config.epochs {
         let epoch_start = Instant::now();
-        let (train_loss, train_accuracy) = train_epoch_data_parallel(
-            &model,
-            &mut optimizer,
-            &data.train,
-            epoch,
-            scaler.as_mut(),
-            on_event,
-        )?;
-        model.sync_buffers()?;
-        let (test_loss, test_accuracy) = evaluate(model.module(), &data.test)?;
-        let report = EpochReport {
-            epoch: epoch + 1,
-            train_loss,
-            train_accuracy,
-            test_loss,
-            test_accuracy,
-            seconds: epoch_start.elapsed().as_secs_f64(),
+        // A lost device stops the run with an error naming the last good checkpoint.
+        let mut one_epoch = || -> Result<()> {
+            let (train_loss, train_accuracy) = train_epoch_data_parallel(
+                &model,
+                &mut optimizer,
+                &data.train,
+                epoch,
+                scaler.as_mut(),
+                on_event,
+            )?;
+            model.sync_buffers()?;
+            let (test_loss, test_accuracy) = evaluate(model.module(), &data.test)?;
+            let report = EpochReport {
+                epoch: epoch + 1,
+                train_loss,
+                train_accuracy,
+                test_loss,
+                test_accuracy,
+                seconds: epoch_start.elapsed().as_secs_f64(),
+            };
+            on_event(Event::EpochEnd(&report));
+            epochs.push(report);
+            save_unless_diverged(
+                config,
+                model.module(),
+                &optimizer,
+                epoch,
+                train_loss,
+                &mut last_good,
+            )
         };
-        on_event(Event::EpochEnd(&report));
-        epochs.push(report);
-        save_unless_diverged(
-            config,
-            model.module(),
-            &optimizer,
-            epoch,
-            train_loss,
-            &mut last_good,
-        )?;
+        one_epoch()
+            .map_err(|error| device_lost(error, config, &devices_named, epoch, &last_good))?;
     }
     let names: Vec<String> = devices.iter().map(|d| d.description()).collect();
     Ok(summary(
@@ -443,41 +450,47 @@ pub fn run_distributed(
     let reducer = GradientReducer::new(model.as_ref(), default_bucket_bytes());
     let started = Instant::now();
     let mut epochs = Vec::new();
+    let device_named = format!("{device} (rank {})", collective.rank());
     for epoch in first_epoch..config.epochs {
         let epoch_start = Instant::now();
-        let rank_context = RankContext {
-            model: model.as_ref(),
-            reducer: &reducer,
-            collective,
-            loader: &data.train,
+        // A lost device stops the run with an error naming the last good checkpoint.
+        let mut one_epoch = || -> Result<()> {
+            let rank_context = RankContext {
+                model: model.as_ref(),
+                reducer: &reducer,
+                collective,
+                loader: &data.train,
+            };
+            let (train_loss, train_accuracy) = train_epoch_distributed(
+                &rank_context,
+                optimizer.as_mut(),
+                epoch,
+                scaler.as_mut(),
+                on_event,
+            )?;
+            broadcast_buffers(model.as_ref(), collective, 0)?;
+            let (test_loss, test_accuracy) = evaluate(model.as_ref(), &data.test)?;
+            let report = EpochReport {
+                epoch: epoch + 1,
+                train_loss,
+                train_accuracy,
+                test_loss,
+                test_accuracy,
+                seconds: epoch_start.elapsed().as_secs_f64(),
+            };
+            on_event(Event::EpochEnd(&report));
+            epochs.push(report);
+            save_unless_diverged(
+                &rank_config,
+                model.as_ref(),
+                optimizer.as_ref(),
+                epoch,
+                train_loss,
+                &mut last_good,
+            )
         };
-        let (train_loss, train_accuracy) = train_epoch_distributed(
-            &rank_context,
-            optimizer.as_mut(),
-            epoch,
-            scaler.as_mut(),
-            on_event,
-        )?;
-        broadcast_buffers(model.as_ref(), collective, 0)?;
-        let (test_loss, test_accuracy) = evaluate(model.as_ref(), &data.test)?;
-        let report = EpochReport {
-            epoch: epoch + 1,
-            train_loss,
-            train_accuracy,
-            test_loss,
-            test_accuracy,
-            seconds: epoch_start.elapsed().as_secs_f64(),
-        };
-        on_event(Event::EpochEnd(&report));
-        epochs.push(report);
-        save_unless_diverged(
-            &rank_config,
-            model.as_ref(),
-            optimizer.as_ref(),
-            epoch,
-            train_loss,
-            &mut last_good,
-        )?;
+        one_epoch()
+            .map_err(|error| device_lost(error, config, &device_named, epoch, &last_good))?;
     }
     Ok(summary(
         format!(

@@ -3,7 +3,8 @@
 //! with `Error::DeviceLost` naming the epoch, the last good checkpoint and the resume command
 //! (`--resume PATH --device cpu`); the `--save` file still holds the epoch-2 checkpoint, byte
 //! for byte (nothing of the lost device's state is written), and resuming it on the CPU
-//! finishes the run exactly as resuming a copy taken before the loss does.
+//! finishes the run exactly as resuming a copy taken before the loss does. A data-parallel
+//! run that loses one of its GPUs stops the same way.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -12,7 +13,10 @@ use anygrad_core::gpu::{simulate_device_loss, GpuDevice};
 use anygrad_core::{DType, Device, Error};
 use anygrad_nn::load_tensors;
 use anygrad_testing::{gpu_or_skip, temp_dir};
-use anygrad_train::{run, Event, TrainConfig};
+use anygrad_train::{run, run_data_parallel, Event, TrainConfig};
+
+/// The random generator is global to the process: the tests that seed it run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The epochs of the run; the device is lost when epoch `LOST_AT` (counted from 1) starts.
 const EPOCHS: usize = 4;
@@ -62,6 +66,7 @@ fn a_gpu_lost_mid_training_keeps_the_last_checkpoint_and_resumes_on_the_cpu() {
     if gpu_or_skip(test).is_none() {
         return;
     }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // A context of its own, so that losing it leaves the process's `gpu:0` alone.
     let gpu = GpuDevice::open_new_instance(0).expect("a second context on gpu:0");
     let device = Device::Gpu(gpu.clone());
@@ -140,5 +145,48 @@ fn a_gpu_lost_mid_training_keeps_the_last_checkpoint_and_resumes_on_the_cpu() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_data_parallel_run_that_loses_a_gpu_keeps_the_last_checkpoint() {
+    let test = "a_data_parallel_run_that_loses_a_gpu_keeps_the_last_checkpoint";
+    if gpu_or_skip(test).is_none() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let gpu = GpuDevice::open_new_instance(0).expect("a second context on gpu:0");
+    let devices = [Device::Gpu(gpu.clone()), Device::Cpu];
+    let dir = temp_dir("train-device-loss-parallel");
+    let checkpoint = dir.join("run.safetensors");
+    let config = TrainConfig {
+        epochs: 3,
+        save: Some(checkpoint.clone()),
+        ..TrainConfig::default()
+    };
+    let mut kept = None;
+    let result = run_data_parallel(&config, &devices, &mut |event| {
+        if let Event::EpochStart { epoch: 1, .. } = event {
+            kept = Some(std::fs::read(&checkpoint).expect("the epoch-1 checkpoint"));
+            simulate_device_loss(&gpu);
+        }
+    });
+    let message = match result {
+        Err(Error::DeviceLost { message }) => message,
+        Err(other) => panic!("expected Error::DeviceLost, got {other:?}"),
+        Ok(summary) => panic!("the run went on after the loss: {:?}", summary.epochs),
+    };
+    let path = checkpoint.display().to_string();
+    for text in [
+        "lost at epoch 2 of the run on gpu:0, cpu".to_string(),
+        "the last good checkpoint (epoch 1)".to_string(),
+        format!("--resume {path} --device cpu --epochs 3"),
+    ] {
+        assert!(message.contains(&text), "`{text}` not in: {message}");
+    }
+    assert!(
+        std::fs::read(&checkpoint).unwrap() == kept.expect("epoch 2 started"),
+        "{path} changed after the loss"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
