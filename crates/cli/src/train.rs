@@ -127,10 +127,7 @@ fn profile_target() -> Result<Option<String>, String> {
 
 /// Run `job`, under the profiler when `trace` is given: then print the op table and write
 /// the Chrome trace there (an error names ANYGRAD_PROFILE).
-fn profiled<T>(
-    trace: Option<&str>,
-    job: impl FnOnce() -> anygrad::Result<T>,
-) -> Result<T, String> {
+fn profiled<T>(trace: Option<&str>, job: impl FnOnce() -> anygrad::Result<T>) -> Result<T, String> {
     let Some(path) = trace else {
         return job().map_err(|e| e.to_string());
     };
