@@ -39,7 +39,9 @@ fn amp_digits_cpu() {
 #[test]
 fn amp_digits_gpu() {
     if let Some(device) = gpu_or_skip("amp_digits_gpu") {
-        amp_matches_f32_on_digits(&device);
+        if anygrad_testing::f16_or_skip(&device, "amp_digits_gpu") {
+            amp_matches_f32_on_digits(&device);
+        }
     }
 }
 
@@ -122,6 +124,8 @@ fn amp_two_devices_cpu() {
 #[test]
 fn amp_two_devices_gpu() {
     if let Some(device) = gpu_or_skip("amp_two_devices_gpu") {
-        amp_with_two_devices_matches_one_device(&device, 1);
+        if anygrad_testing::f16_or_skip(&device, "amp_two_devices_gpu") {
+            amp_with_two_devices_matches_one_device(&device, 1);
+        }
     }
 }
