@@ -46,8 +46,10 @@ fn make_private(dir: &Path) -> bool {
         return false;
     };
     // Only a real directory that this user owns (not a link or a folder someone else planted):
-    // a file this process creates inside carries this user's id.
-    let probe = dir.join(".owner-check");
+    // a file this process creates inside carries this user's id. The probe's name is this
+    // process's own: commands started together (a test suite) would otherwise remove each
+    // other's probe, find the directory unusable and leave the variable unset.
+    let probe = dir.join(format!(".owner-check-{}", std::process::id()));
     let own_uid = std::fs::File::create(&probe)
         .ok()
         .and_then(|_| std::fs::metadata(&probe).ok())
