@@ -21,7 +21,9 @@ const HLSL_SHADER_MODEL: naga::back::hlsl::ShaderModel = naga::back::hlsl::Shade
 
 /// The Metal Shading Language version: 2.4, what wgpu picks on macOS 12 and iOS 15
 /// (`metal/adapter.rs`), at or above the 2.3 that wgpu asks of cooperative matrices
-/// (`simdgroup_matrix`).
+/// (`simdgroup_matrix`). naga writes the f32 atomics of the attention fold at any version;
+/// Metal compiles them from MSL 3.0, and wgpu offers `SHADER_FLOAT32_ATOMIC` only there, which
+/// `attention_coop_backward::fold_plan` requires.
 const MSL_VERSION: (u8, u8) = (2, 4);
 
 /// A shading language naga translates the kernels to.
