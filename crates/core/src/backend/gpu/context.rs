@@ -121,6 +121,10 @@ struct Recording {
     idle: bool,
     /// Parameter words seen more than once, and where they live (`context/reuse.rs`).
     param_cache: reuse::ParamCache,
+    /// The index of the last submission `queue.submit` returned: blocking waits wait for it
+    /// (`context/readback.rs`), never for "the last one" as wgpu counts it, which may be
+    /// another thread's submission still being handed to the driver.
+    last_submission: Option<wgpu::SubmissionIndex>,
 }
 
 impl Recording {
@@ -333,6 +337,7 @@ impl GpuContext {
                     (reuse::PARAM_CACHE_BYTES / 4) as usize,
                     arena_alignment_words,
                 ),
+                last_submission: None,
             }),
             arena,
             param_cache,
@@ -646,12 +651,12 @@ impl GpuContext {
                 .write_buffer(&self.arena, 0, bytemuck::cast_slice(&recording.params));
             recording.params.clear();
         }
-        if let Some(encoder) = encoder {
-            self.queue.submit(Some(encoder.finish()));
+        recording.last_submission = Some(if let Some(encoder) = encoder {
+            self.queue.submit(Some(encoder.finish()))
         } else {
             // Uploads made with `queue.write_buffer` still need a submit to be scheduled.
-            self.queue.submit(None);
-        }
+            self.queue.submit(None)
+        });
         let internal_error = pollster::block_on(internal.pop());
         let validation_error = pollster::block_on(scope.pop());
         // Buffers released while that work was being recorded may be reused from now on.

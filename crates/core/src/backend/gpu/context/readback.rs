@@ -29,6 +29,15 @@ fn spin_wait() -> Duration {
 }
 
 impl GpuContext {
+    /// The last submission handed to the driver, if any.
+    pub(super) fn last_submission(&self) -> Option<wgpu::SubmissionIndex> {
+        self.recording
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last_submission
+            .clone()
+    }
+
     /// Record that the GPU has finished everything submitted (after a wait): the next large
     /// dispatch is submitted at once (`EARLY_SUBMIT_WORKGROUPS` in `context.rs`).
     pub(super) fn mark_idle(&self) {
@@ -62,10 +71,17 @@ impl GpuContext {
             std::thread::yield_now();
         }
         // Blocking, in slices: a device reported lost meanwhile (by another thread's poll or
-        // the driver's callback) ends the wait with its error instead of a wait forever.
+        // the driver's callback) ends the wait with its error instead of a wait forever. The
+        // wait names the last submission `queue.submit` returned: with `None` wgpu waits for
+        // the last index it handed out, which may belong to another thread's submission still
+        // on its way to the driver (lavapipe compiles kernels there), and a slice that times
+        // out then trips wgpu's assertion that an empty queue has reached that index.
+        let Some(target) = self.last_submission() else {
+            return Ok(());
+        };
         loop {
             match self.poll(wgpu::PollType::Wait {
-                submission_index: None,
+                submission_index: Some(target.clone()),
                 timeout: Some(WAIT_SLICE),
             })? {
                 Ok(_) => return Ok(()),

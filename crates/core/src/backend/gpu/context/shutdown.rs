@@ -42,8 +42,12 @@ impl GpuContext {
     /// (work only recorded stays recorded: it is dropped with the context). A lost device has
     /// nothing to wait for; a timeout is logged.
     pub(super) fn quiesce(&self) {
+        // The last submission handed to the driver (see `GpuContext::wait`).
+        let Some(target) = self.last_submission() else {
+            return;
+        };
         let waited = self.poll(wgpu::PollType::Wait {
-            submission_index: None,
+            submission_index: Some(target),
             timeout: Some(CLOSE_WAIT),
         });
         if let Ok(Err(error)) = waited {
