@@ -14,8 +14,6 @@
 pub(crate) struct CompiledCrate {
     /// `CARGO_PKG_NAME`: the package (`anygrad-nn` for its library, tests and examples).
     pub(crate) package: String,
-    /// `CARGO_CRATE_NAME`: the crate within the package (`anygrad_nn` for the library).
-    pub(crate) crate_name: String,
     /// The text of `$CARGO_MANIFEST_DIR/Cargo.toml` (`None` when unreadable).
     pub(crate) manifest: Option<String>,
 }
@@ -29,7 +27,6 @@ impl CompiledCrate {
             .and_then(|path| std::fs::read_to_string(path).ok());
         CompiledCrate {
             package: variable("CARGO_PKG_NAME"),
-            crate_name: variable("CARGO_CRATE_NAME"),
             manifest,
         }
     }
@@ -135,10 +132,9 @@ fn unquote(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn compiled(package: &str, crate_name: &str, manifest: &str) -> CompiledCrate {
+    fn compiled(package: &str, _crate_name: &str, manifest: &str) -> CompiledCrate {
         CompiledCrate {
             package: package.into(),
-            crate_name: crate_name.into(),
             manifest: Some(manifest.into()),
         }
     }
@@ -199,7 +195,6 @@ mod tests {
         );
         let unreadable = CompiledCrate {
             package: "app".into(),
-            crate_name: "app".into(),
             manifest: None,
         };
         assert_eq!(missing_crate_message(&unreadable, "Net"), None);
