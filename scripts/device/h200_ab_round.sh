@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two builds on ResNet-18 (autocast inference twice in turn, f32 inference, autocast
 # training), PyTorch's autocast inference before and after, the new build's tuner log and both
-# profiles, then the core crate's conv_nhwc kernel tests on tensor cores (twenty-fourth session).
+# profiles, then the core crate's conv_nhwc kernel tests on tensor cores.
 # Carry .devbin/anygrad-old, .devbin/anygrad and .devbin/core_tests (see h200_kernel_tests.sh).
 # Usage (repo root): OUT=/tmp/out bash scripts/device/h200_ab_round.sh
 set -u

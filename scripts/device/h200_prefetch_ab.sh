@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ResNet-18 autocast inference with and without the weight prefetch (`ANYGRAD_PREFETCH`), one
 # process each in turn (each tunes its own cache), PyTorch's same bench before and after, and
-# the profiles of both: the comparison in docs/PERFORMANCE.md (twenty-third session).
+# the profiles of both: the comparison in docs/PERFORMANCE.md.
 # Usage (from the repo root): BIN=.devbin/anygrad OUT=/tmp/out scripts/device/h200_prefetch_ab.sh
 set -u
 BIN=${BIN:-target/release/anygrad}

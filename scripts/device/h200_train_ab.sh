@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two builds on ResNet-18 training (autocast twice in turn, then f32; autocast inference
 # once each), PyTorch's autocast training in the same call, the new build's training profile,
-# and the core crate's pooling, split-sum, convolution-gradient and kept-copy tests on the H200
-# (twenty-fifth session).
+# and the core crate's pooling, split-sum, convolution-gradient and kept-copy tests on the H200.
 # Carry .devbin/anygrad-old, .devbin/anygrad and .devbin/core_tests (see h200_kernel_tests.sh).
 # Usage (repo root): OUT=/tmp/out bash scripts/device/h200_train_ab.sh
 set -u

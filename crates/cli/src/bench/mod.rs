@@ -87,7 +87,7 @@ pub struct BenchResult {
 /// warmed up for two runs then measured attention at 1.0–1.4 ms a step instead of 0.37 (its
 /// later processes, whose kernels the driver had cached, never let the clock fall); the
 /// clock was back at 1,980 MHz within 250 ms of load (`nvidia-smi`, docs/PERFORMANCE.md,
-/// thirty-fourth session).
+/// 2026-12-04).
 pub const MIN_WARMUP: Duration = Duration::from_millis(300);
 
 /// Time `work` (which must leave the device idle: it synchronizes) `iterations` times after

@@ -57,11 +57,11 @@ pub enum FusedAttention {
 
 /// Size of the `[B, H, L, S]` f16 scores from which [`FusedAttention::Auto`] takes the fused
 /// kernel in inference where tensor cores do not run it: 128 MiB. Measured on the H200
-/// (2026-12-01, twelfth session, MiniLM inference): in f32 the fused kernel was faster at
+/// (2026-12-01, MiniLM inference): in f32 the fused kernel was faster at
 /// every size tried (batch 64 x 32 and 128 tokens: 6-10%, batch 8 x 128: 5-11%, batch 8 x
 /// 512: 28%); under f16 autocast the composite (f16 matmuls on tensor cores) was faster then
 /// (batch 64 x 128: 10%, batch 8 x 512: 12%), and slower once the cooperative forward was
-/// reworked (fifteenth session: batch 64 x 128 13,710 against 16,677 sequences/s fused).
+/// reworked (2026-12-01: batch 64 x 128 13,710 against 16,677 sequences/s fused).
 pub const FUSED_ATTENTION_SCORES_BYTES: usize = 128 << 20;
 
 /// 0: not decided yet (read `ANYGRAD_FUSED_ATTENTION` on first use), 1: on, 2: off, 3: auto.

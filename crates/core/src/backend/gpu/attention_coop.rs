@@ -316,7 +316,7 @@ pub(crate) fn run_forward(
 /// the second filled the rest of Q's space; with 16-key tiles no layout has such room).
 /// Where they would take more they do not: on the H200 the four-subgroup forward took 178.9
 /// µs with two (32.7 KB) against 113.8 with one (23.5 KB), as fewer workgroups then share a
-/// multiprocessor (docs/PERFORMANCE.md, thirty-fourth session). Tests may ask for two
+/// multiprocessor (docs/PERFORMANCE.md, 2026-12-04). Tests may ask for two
 /// buffers at any size.
 fn two_buffers_pay(key: &CoopForward) -> bool {
     let single = CoopForward {

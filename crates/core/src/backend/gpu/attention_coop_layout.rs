@@ -4,7 +4,7 @@
 //! the scratch rows, and how many bytes a workgroup takes. The H200 runs two workgroups on a
 //! multiprocessor only where each takes at most 23 KiB (one above: a four-subgroup forward
 //! took 113.0 µs at 23,552 bytes and 177.6–179.0 at 27,552 to 47,552, padded in an
-//! uncommitted build; docs/PERFORMANCE.md, thirty-fifth session), so the layout is sized for
+//! uncommitted build; docs/PERFORMANCE.md, 2026-12-04), so the layout is sized for
 //! that.
 
 use super::attention_coop_source::CoopForward;
@@ -19,7 +19,7 @@ pub(crate) const KEY_TILE: u32 = 32;
 /// all shrink), and the H200 runs two workgroups on a multiprocessor only where a workgroup
 /// takes at most 23 KiB: the eight-subgroup forward at d = 64 took 93.5 µs with 16-key tiles
 /// (21 KiB) against 105.4 with 32 (46 KiB), at 8 x 12 x 512 x 64 (docs/PERFORMANCE.md,
-/// thirty-fifth session).
+/// 2026-12-04).
 pub(crate) fn key_tile(key: &CoopForward) -> u32 {
     let even = |width: u32| (16 * width / 4).is_multiple_of(key.threads());
     if even(key.head_dim) && even(key.value_dim) {

@@ -23,7 +23,7 @@
 //! `ForwardMode::Redo` for flagged workgroups only (the others leave after one uniform load),
 //! overwriting their rows. So every row is exact; the uniform mode is only faster.
 //!
-//! H200 (8 x 12 x 512 x 64, f16): see `docs/PERFORMANCE.md`, twenty-sixth session.
+//! H200 (8 x 12 x 512 x 64, f16): see `docs/PERFORMANCE.md`, 2026-12-03.
 
 use std::fmt::Write;
 

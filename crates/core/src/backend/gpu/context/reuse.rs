@@ -4,8 +4,8 @@
 //! after step, yet each submission used to upload its parameter arena with
 //! `queue.write_buffer` (a staging buffer and a copy, submitted as a command buffer of its
 //! own, inside `queue.submit`): on the H200 3–5 µs of the host's time before the first kernel
-//! of a synchronized step reached the idle GPU (`docs/PERFORMANCE.md`, thirty-second and
-//! thirty-third sessions). So parameter words seen a second time get a slot of their own in a
+//! of a synchronized step reached the idle GPU (`docs/PERFORMANCE.md`, 2026-12-03 and
+//! 2026-12-04). So parameter words seen a second time get a slot of their own in a
 //! device buffer that is written once and never rewritten ([`ParamCache`]): later dispatches
 //! with the same words bind that slot, and a submission whose words are all cached uploads
 //! nothing. Words seen once (an optimizer's bias correction, a fill value) stay in the
@@ -16,7 +16,7 @@
 //! Bind groups are still made per dispatch: kept by the buffers they bind, they were found
 //! again in the attention step but in only 8% of ResNet-18's training dispatches (the pool
 //! hands buffers back in a different order each step), where making, keeping and dropping
-//! them cost more than it saved (PERFORMANCE.md, thirty-third session).
+//! them cost more than it saved (PERFORMANCE.md, 2026-12-04).
 
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU64;
