@@ -45,7 +45,7 @@ pub(crate) struct Layout {
 /// call (146.9 in a later one, against 147.7–151.3 in earlier calls without it); the
 /// four-subgroup key-value kernel, whose 16 accumulators sit beside the fragments, went
 /// 205.9 → 230.9 the same way, so it keeps its block in workgroup memory
-/// (`bench/results/h200-session26-block-registers-ab.txt`). The emulation's fragments are
+/// (docs/PERFORMANCE.md). The emulation's fragments are
 /// addresses into the block, which stays.
 pub(crate) fn block_in_registers(key: &CoopBackward) -> bool {
     let layout_allows = if key.subgroups == 8 {

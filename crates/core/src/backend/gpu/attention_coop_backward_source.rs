@@ -10,7 +10,7 @@
 //! `eight_subgroups` in `attention_coop_backward_layout.rs`; else four; two where the
 //! device's workgroup memory does not hold four: `CoopBackward::subgroups`) owns `16 G` rows of one batch-head — key rows in the
 //! key-value kernel, query rows in the query kernel; subgroup `s` owns rows `16 s .. 16 s + 16`.
-//! H200, 8 x 12 x 512 x 64 (`bench/results/h200-session29-eight-subgroups.txt`): with eight
+//! H200, 8 x 12 x 512 x 64 (docs/PERFORMANCE.md): with eight
 //! subgroups the key-value kernel took 146.2 µs and the query kernel 100.1, against 197 and
 //! 146 with four (and 290 for the four-subgroup key-value kernel that also sums dQ): one
 //! workgroup runs per multiprocessor either way, so eight subgroups are 8 warps there instead
@@ -42,7 +42,7 @@
 //! Six barriers per tile: before and after staging (the workgroup's), and around each use of
 //! the scratch, P and dS, which only the subgroup itself touches (`Spell::local_barrier`: a
 //! subgroup barrier on tensor cores; H200, 8 x 12 x 512 x 64: key-value kernel 204.3 → 195.3
-//! µs, `bench/results/h200-session27-barriers.txt`). Where
+//! µs, docs/PERFORMANCE.md). Where
 //! an invocation's share of a tile fits eight 16-byte registers (d, dv <= 64 with four
 //! subgroups), the next tile's loads are issued right after the staging barrier, in flight
 //! during the current tile's products, and stored at the next tile's staging; in the

@@ -16,7 +16,7 @@
 //! in another's, even where an infinite operand makes them NaN), which the cast to the
 //! query's dtype skips.
 //!
-//! H200, 8 x 12 x 512 x 64 (`bench/results/h200-session28-fold.txt`): the fold right after
+//! H200, 8 x 12 x 512 x 64 (docs/PERFORMANCE.md): the fold right after
 //! the tile's dS, behind a workgroup barrier of its own, took the key-value kernel from 197.5
 //! to 368 µs with the row adds in a loop and 306.7 unrolled (the barrier alone: 223.1),
 //! against 197.5 + 143.8 µs for the key-value and query kernels. At the next tile's first
@@ -71,7 +71,7 @@ pub(crate) fn fold_applies(head_dim: u32, subgroups: u32, causal: bool) -> bool 
 /// workgroup memory has no room for a K block during the walk, where a tile's dQ has one
 /// 16 x 16 fragment per subgroup (`2 d / 16 = 8`: d = 64). At d = 32 (two subgroups a
 /// fragment, each summing half the keys) the H200 gained nothing: 0.305 against 0.302 ms a
-/// step at 8 x 12 x 512 x 32 (`bench/results/h200-session31-fold.txt`).
+/// step at 8 x 12 x 512 x 32 (docs/PERFORMANCE.md).
 pub(crate) fn folds_from_registers(head_dim: u32, subgroups: u32) -> bool {
     subgroups == 8 && head_dim == 64
 }
@@ -257,7 +257,7 @@ pub(crate) fn emit_fold_key_fragments(
 /// passes through the subgroup's scratch; each lane then adds 8 values, two rows of 16
 /// floats a step.
 ///
-/// H200, 8 x 12 x 512 x 64 (`bench/results/h200-session31-fold.txt`): the key-value kernel
+/// H200, 8 x 12 x 512 x 64 (docs/PERFORMANCE.md): the key-value kernel
 /// 139–141 → 175–180 µs with the fold, against 96–98 µs for the query kernel it replaces
 /// (plus 9.5 µs for the cast of the sums); the synchronized step 0.39–0.41 against 0.42 ms,
 /// 1.06 against 1.22 ms at T = 1024. With the keys read from the key buffer instead (a
