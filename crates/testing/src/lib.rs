@@ -59,9 +59,14 @@ pub fn f16_or_skip(device: &Device, test: &str) -> bool {
 pub static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Generate `on_cpu::<name>` and `on_gpu::<name>` tests from `fn name(device: &Device)`.
+///
+/// Names after `; gpu_only:` get only the `on_gpu` test: for tests of what exists on the GPU
+/// alone (its caching allocator, its fused kernels' memory), which would check nothing on the
+/// CPU. `device_tests!(a, b; gpu_only: c)` makes `on_cpu::a`, `on_cpu::b`, `on_gpu::a`,
+/// `on_gpu::b` and `on_gpu::c`.
 #[macro_export]
 macro_rules! device_tests {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident),* $(,)? ; gpu_only: $($gpu:ident),* $(,)?) => {
         mod on_cpu {
             $(
                 #[test]
@@ -80,11 +85,25 @@ macro_rules! device_tests {
                     }
                 }
             )*
+            $(
+                #[test]
+                fn $gpu() {
+                    let _serial = $crate::GPU_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(device) = $crate::gpu_or_skip(stringify!($gpu)) {
+                        super::$gpu(&device);
+                    }
+                }
+            )*
         }
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::device_tests!($($name),* ; gpu_only:);
     };
 }
 
-/// Assert two float slices agree within `atol + rtol * |expected|` (NaN equals NaN).
+/// Assert two float slices agree within `atol + rtol * |expected|`. Non-finite expected
+/// values are matched exactly: NaN only by NaN, an infinity only by the infinity of the same
+/// sign (a tolerance relative to an infinite value would accept anything).
 pub fn assert_close(actual: &[f32], expected: &[f32], atol: f32, rtol: f32, what: &str) {
     assert_eq!(
         actual.len(),
@@ -94,7 +113,13 @@ pub fn assert_close(actual: &[f32], expected: &[f32], atol: f32, rtol: f32, what
         expected.len()
     );
     for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
-        let ok = (a.is_nan() && e.is_nan()) || a == e || (a - e).abs() <= atol + rtol * e.abs();
+        let ok = if e.is_nan() {
+            a.is_nan()
+        } else if e.is_infinite() {
+            a == e
+        } else {
+            (a - e).abs() <= atol + rtol * e.abs()
+        };
         assert!(ok, "{what}: element {i}: got {a}, expected {e}\nactual   {actual:?}\nexpected {expected:?}");
     }
 }
