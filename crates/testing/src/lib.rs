@@ -3,13 +3,21 @@
 //! it. Without a GPU adapter the GPU variant prints a visible `SKIP`, unless
 //! `ANYGRAD_REQUIRE_GPU=1` (set in CI with lavapipe), where a missing adapter fails the test.
 //! A core built without its `gpu` feature skips the GPU variants even then: it has no GPU to
-//! require. Beside the device plumbing: float comparison (`assert_close`), tensor shorthands
+//! require. Every skip goes through [`skip()`] (`skip.rs`), which also appends it to the file
+//! `ANYGRAD_SKIP_LOG` names; `ANYGRAD_REQUIRE_F16`, `ANYGRAD_REQUIRE_COOP` and the other
+//! [`Requirement`]s fail instead of skipping, like `ANYGRAD_REQUIRE_GPU`. Beside the device
+//! plumbing: float comparison (`assert_close`), tensor shorthands
 //! (`values`, `tensor`), temporary directories, gzip, a reference convolution
 //! (`conv_reference`), loader fuzzing (`fuzz`) and heap measurement (`memory`).
 
 pub mod conv_reference;
+pub mod features;
 pub mod fuzz;
 pub mod memory;
+pub mod skip;
+
+pub use features::gpu_has_or_skip;
+pub use skip::{current_test, skip, skip_unless_required, Requirement};
 
 use std::io::Write;
 
@@ -21,37 +29,27 @@ pub use anygrad_core::Device as TestDevice;
 /// required.
 pub fn gpu_or_skip(test: &str) -> Option<Device> {
     if !anygrad_core::gpu::ENABLED {
-        println!("SKIP {test}: anygrad-core was built without the `gpu` feature");
+        skip(test, "anygrad-core was built without the `gpu` feature");
         return None;
     }
     match Device::gpu(0) {
         Ok(device) => Some(device),
         Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {error}");
-            }
-            println!("SKIP {test}: no GPU adapter ({error})");
+            skip_unless_required(Requirement::Gpu, test, &format!("no GPU adapter ({error})"));
             None
         }
     }
 }
 
-/// Whether `device` computes in f16. Where it does not, prints a `SKIP` line naming `test`
-/// and the missing feature: the adapter lacks `SHADER_F16`, or `ANYGRAD_DISABLE_FEATURES`
-/// turned it off (CI's reduced-feature run). Tests that cannot run without f16 return early
-/// on `false`.
+/// Whether `device` computes in f16. Where it does not, skips `test` naming the missing
+/// feature: the adapter lacks `SHADER_F16` (a failure under `ANYGRAD_REQUIRE_F16=1`), or
+/// `ANYGRAD_DISABLE_FEATURES` turned it off (CI's reduced-feature run). Tests that cannot run
+/// without f16 return early on `false`; tests that check f16 beside f32 leave that part out.
 pub fn f16_or_skip(device: &Device, test: &str) -> bool {
-    if device.supports_f16() {
-        return true;
+    match device {
+        Device::Cpu => true,
+        Device::Gpu(gpu) => gpu_has_or_skip(gpu, Requirement::F16, test),
     }
-    let why = match device {
-        Device::Gpu(gpu) if gpu.info().disabled_features.iter().any(|f| f == "f16") => {
-            "f16 turned off by ANYGRAD_DISABLE_FEATURES"
-        }
-        _ => "the adapter has no SHADER_F16",
-    };
-    println!("SKIP {test} (f16): {why}");
-    false
 }
 
 /// Serializes the GPU variants within one test binary, so that concurrent tests do not

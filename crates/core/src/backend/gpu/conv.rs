@@ -320,8 +320,13 @@ mod tests {
             ("strided view", [2, 6, 9, 8], 144, [3, 3], [1, 1, 1, 1, 1, 1], true),
         ];
         for dtype in [DType::F32, DType::F16] {
-            if dtype == DType::F16 && !device.supports_f16() {
-                eprintln!("SKIP: F16 (no SHADER_F16)");
+            if dtype == DType::F16
+                && !crate::backend::tests::support::has_or_skip(
+                    &device,
+                    crate::backend::tests::support::Requirement::F16,
+                    "the F16 cases",
+                )
+            {
                 continue;
             }
             for (name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {

@@ -570,8 +570,13 @@ mod tests {
         );
         let cases = [(&a0, &b0), (&a1, &b1), (&a2, &b2)];
         for dtype in [DType::F32, DType::F16] {
-            if dtype == DType::F16 && !device.supports_f16() {
-                eprintln!("SKIP: F16 (no SHADER_F16)");
+            if dtype == DType::F16
+                && !crate::backend::tests::support::has_or_skip(
+                    &device,
+                    crate::backend::tests::support::Requirement::F16,
+                    "the F16 cases",
+                )
+            {
                 continue;
             }
             for ((a_len, a_layout), (b_len, b_layout)) in cases {

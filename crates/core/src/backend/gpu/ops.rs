@@ -617,8 +617,11 @@ mod tests {
     #[test]
     fn f16_split_k_partials_match_cpu() {
         let Some(device) = gpu() else { return };
-        if !device.supports_f16() {
-            eprintln!("SKIP: no SHADER_F16");
+        if !crate::backend::tests::support::has_or_skip(
+            &device,
+            crate::backend::tests::support::Requirement::F16,
+            "the test",
+        ) {
             return;
         }
         let (m, k, n) = (64usize, 512usize, 1000usize);

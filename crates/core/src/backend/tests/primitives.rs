@@ -287,7 +287,7 @@ fn reductions_match_cpu() {
 fn casts_match_cpu() {
     let Some(device) = gpu() else { return };
     let mut dtypes = vec![DType::F32, DType::I32, DType::U32, DType::U8, DType::Bool];
-    if device.supports_f16() {
+    if super::support::f16_or_skip(&device, "the f16 casts") {
         dtypes.push(DType::F16);
     }
     let mut failures = Vec::new();
@@ -398,7 +398,7 @@ fn matmul_matches_cpu() {
     matmul_case(&device, DType::F32, (4, 9, 17, 33), false, true);
     matmul_case(&device, DType::I32, (2, 9, 17, 33), true, false);
     matmul_case(&device, DType::U8, (1, 5, 6, 7), false, false);
-    if device.supports_f16() {
+    if super::support::f16_or_skip(&device, "the f16 product") {
         matmul_case(&device, DType::F16, (2, 33, 40, 31), true, true);
     }
 }

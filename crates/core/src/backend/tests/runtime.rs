@@ -66,7 +66,7 @@ fn transfers_are_exact() {
         Device::Gpu(GpuDevice::open_new_instance(gpu_device.ordinal()).expect("second instance"));
     assert_ne!(device, second);
     let mut dtypes = vec![DType::F32, DType::I32, DType::U32, DType::U8, DType::Bool];
-    if device.supports_f16() {
+    if super::support::f16_or_skip(&device, "the f16 transfers") {
         dtypes.push(DType::F16);
     }
     for dtype in dtypes {

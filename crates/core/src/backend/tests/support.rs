@@ -1,48 +1,93 @@
 //! Helpers shared by the backend tests (`primitives.rs`, `runtime.rs`, `vectorized.rs`,
-//! `bad_layouts.rs`): the device under test (or a visible skip, also in a build without the
-//! `gpu` feature), deterministic inputs, and CPU-versus-GPU comparison of storages.
+//! `bad_layouts.rs`) and the kernel tests under `backend/gpu/`: the device under test (or a
+//! visible, recorded skip through `skip.rs`, also in a build without the `gpu` feature; a
+//! failure where `ANYGRAD_REQUIRE_GPU`, `ANYGRAD_REQUIRE_F16`, ... say the capability must be
+//! there), deterministic inputs, and CPU-versus-GPU comparison of storages.
 #![allow(dead_code)]
 
+use super::skip::{current_test, skip, skip_unless_required};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::GpuDevice;
 use crate::op::UnaryOp;
 use crate::storage::Storage;
 use crate::{DType, Device, Layout};
 
-/// The GPU under test, or `None` (after printing a skip) when there is none.
+pub use super::skip::Requirement;
+
+/// The GPU under test, or `None` (after a skip) when there is none.
 pub fn gpu() -> Option<Device> {
     gpu_device().map(Device::Gpu)
 }
 
-/// The first GPU's handle, or `None` (after printing a skip) when there is none. Under
+/// The first GPU's handle, or `None` (after a skip) when there is none. Under
 /// `ANYGRAD_REQUIRE_GPU=1` a missing adapter fails the test, except in a build without the
 /// `gpu` feature, which has no GPU to require.
 pub fn gpu_device() -> Option<GpuDevice> {
     if !crate::gpu::ENABLED {
-        eprintln!("SKIP: anygrad-core was built without the `gpu` feature");
+        skip(
+            &current_test(),
+            "anygrad-core was built without the `gpu` feature",
+        );
         return None;
     }
     match GpuDevice::open(0) {
         Ok(device) => Some(device),
         Err(error) => {
-            if std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU opened: {error}");
-            }
-            eprintln!("SKIP: no GPU adapter ({error})");
+            let reason = format!("no GPU adapter ({error})");
+            skip_unless_required(Requirement::Gpu, &current_test(), &reason);
             None
         }
     }
 }
 
-/// The first GPU when it computes in f16; `None` (after printing a skip) otherwise.
+/// The first GPU when it computes in f16; `None` (after a skip, or a failure under
+/// `ANYGRAD_REQUIRE_F16=1`) otherwise.
 pub fn f16_gpu_device() -> Option<GpuDevice> {
     let device = gpu_device()?;
     if device.supports_f16() {
         Some(device)
     } else {
-        eprintln!("SKIP: no SHADER_F16");
+        skip_missing(&device, Requirement::F16, "the test");
         None
     }
+}
+
+/// Skip `part` of the running test (`"the test"` for all of it) because `device` lacks
+/// `requirement`, or fail where the requirement's variable is `1`. The reason says whether
+/// `ANYGRAD_DISABLE_FEATURES` turned the feature off or the adapter lacks it.
+pub fn skip_missing(device: &GpuDevice, requirement: Requirement, part: &str) {
+    let (feature, lacking) = match requirement {
+        Requirement::F16 => ("f16", "the adapter has no SHADER_F16"),
+        Requirement::Coop => ("coop", "no usable 16x16x16 f16 -> f32 cooperative matrices"),
+        Requirement::FloatAtomics => ("float-atomics", "the adapter adds no f32 atomically"),
+        Requirement::Timestamps => ("timestamps", "the adapter has no timestamp queries"),
+        Requirement::Gpu | Requirement::Data => ("", "missing"),
+    };
+    let info = device.info();
+    let why = if info.disabled_features.iter().any(|f| f == feature) {
+        format!("{feature} turned off by ANYGRAD_DISABLE_FEATURES")
+    } else {
+        format!("no {feature}: {lacking} ({})", info.name)
+    };
+    skip_unless_required(requirement, &current_test(), &format!("{part}: {why}"));
+}
+
+/// Whether `device` has `requirement`'s feature; where it does not, skips `part` of the
+/// running test (see [`skip_missing`]) and returns `false`.
+pub fn has_or_skip(device: &GpuDevice, requirement: Requirement, part: &str) -> bool {
+    let has = match requirement {
+        Requirement::F16 => device.supports_f16(),
+        // The adapter's own word; the kernel tests ask their kernels' narrower conditions
+        // (`context().coop.available`, `cooperative_attention()`) and call `skip_missing`.
+        Requirement::Coop => device.has_cooperative_f16_f32(),
+        Requirement::FloatAtomics => device.info().float_atomics,
+        Requirement::Timestamps => device.info().timestamp_query,
+        Requirement::Gpu | Requirement::Data => true,
+    };
+    if !has {
+        skip_missing(device, requirement, part);
+    }
+    has
 }
 
 /// Deterministic pseudo-random values in [-scale, scale).
@@ -152,11 +197,22 @@ pub fn tolerance(dtype: DType) -> (f64, f64) {
     }
 }
 
+/// The float dtypes to check on `device`: F32, and F16 where the device computes in it (a GPU
+/// without f16 skips that part visibly, or fails under `ANYGRAD_REQUIRE_F16=1`).
 pub fn float_dtypes(device: &Device) -> Vec<DType> {
-    if device.supports_f16() {
+    if f16_or_skip(device, "the f16 cases") {
         vec![DType::F32, DType::F16]
     } else {
         vec![DType::F32]
+    }
+}
+
+/// Whether `device` computes in f16 (the CPU always does); where a GPU does not, skips `part`
+/// of the running test (see [`skip_missing`]) and returns `false`.
+pub fn f16_or_skip(device: &Device, part: &str) -> bool {
+    match device {
+        Device::Cpu => true,
+        Device::Gpu(gpu) => has_or_skip(gpu, Requirement::F16, part),
     }
 }
 

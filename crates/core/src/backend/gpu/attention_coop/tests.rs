@@ -278,7 +278,11 @@ fn hardware_forward_matches_composite() {
         return;
     };
     if !gpu.cooperative_attention() {
-        eprintln!("SKIP: no usable cooperative matrices on this device");
+        crate::backend::tests::support::skip_missing(
+            &gpu,
+            crate::backend::tests::support::Requirement::Coop,
+            "the test",
+        );
         return;
     }
     let device = crate::Device::Gpu(gpu.clone());
@@ -310,7 +314,11 @@ fn hardware_forward_matches_composite() {
         assert!(!no_fold || kernels == 3, "{case:?}: folded when refused");
         assert!(gpu.cooperative_attention_dispatches() >= before + kernels);
     }
-    if gpu.info().float_atomics {
+    if crate::backend::tests::support::has_or_skip(
+        &gpu,
+        crate::backend::tests::support::Requirement::FloatAtomics,
+        "the check that some case summed dQ",
+    ) {
         assert!(
             folded() > folded_before,
             "no case summed dQ in the key-value kernel"
@@ -337,6 +345,12 @@ fn forward_rescales_rising_scores() {
     let mut modes = vec![true];
     if gpu.cooperative_attention() {
         modes.push(false);
+    } else {
+        crate::backend::tests::support::skip_missing(
+            &gpu,
+            crate::backend::tests::support::Requirement::Coop,
+            "the hardware kernel",
+        );
     }
     // Each with K and V in two buffers (asked for wherever they fit) and in one.
     let runs = modes
@@ -441,6 +455,12 @@ fn uniform_forward_alone_is_exact_until_rows_drift_apart() {
     let mut modes = vec![true];
     if gpu.cooperative_attention() {
         modes.push(false);
+    } else {
+        crate::backend::tests::support::skip_missing(
+            &gpu,
+            crate::backend::tests::support::Requirement::Coop,
+            "the hardware kernel",
+        );
     }
     for emulated in modes {
         EMULATE.with(|flag| flag.set(emulated));

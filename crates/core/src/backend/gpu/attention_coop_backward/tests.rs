@@ -196,7 +196,7 @@ fn emulated_backward_matches_composite() {
     }
     EMULATE_BACKWARD.with(|flag| flag.set(false));
     // d = 64 folds in either layout where the device adds f32 atomically (lavapipe does).
-    if gpu_has_float_atomics(&device) {
+    if float_atomics_or_skip(&device, "the check that some case summed dQ") {
         assert!(
             folded() > folded_before,
             "no case summed dQ in the key-value kernel"
@@ -204,9 +204,12 @@ fn emulated_backward_matches_composite() {
     }
 }
 
-fn gpu_has_float_atomics(device: &crate::Device) -> bool {
+/// Whether the GPU `device` adds f32 atomically; where it does not, skips `part` of the test
+/// (a failure under `ANYGRAD_REQUIRE_FLOAT_ATOMICS=1`).
+fn float_atomics_or_skip(device: &crate::Device, part: &str) -> bool {
+    use crate::backend::tests::support::{has_or_skip, Requirement};
     match device {
-        crate::Device::Gpu(gpu) => gpu.info().float_atomics,
+        crate::Device::Gpu(gpu) => has_or_skip(gpu, Requirement::FloatAtomics, part),
         crate::Device::Cpu => false,
     }
 }
@@ -222,8 +225,7 @@ fn folded_query_gradient_stays_in_its_batch_head() {
         return;
     };
     let device = crate::Device::Gpu(gpu);
-    if !gpu_has_float_atomics(&device) {
-        eprintln!("SKIP: no float atomics on this device");
+    if !float_atomics_or_skip(&device, "the test") {
         return;
     }
     let (batch, length, keys, width) = (2, 45, 40, 64);

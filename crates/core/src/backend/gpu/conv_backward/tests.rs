@@ -62,8 +62,13 @@ fn input_gradient_both_tiles_match_cpu() {
         ("strided gradient", [2, 144, 9, 8], 6, [3, 2], [1, 1, 1, 0, 1, 2], true),
     ];
     for dtype in [DType::F32, DType::F16] {
-        if dtype == DType::F16 && !device.supports_f16() {
-            eprintln!("SKIP: F16 (no SHADER_F16)");
+        if dtype == DType::F16
+            && !crate::backend::tests::support::has_or_skip(
+                &device,
+                crate::backend::tests::support::Requirement::F16,
+                "the F16 cases",
+            )
+        {
             continue;
         }
         for (name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {
@@ -135,8 +140,13 @@ fn weight_gradient_variants_match_cpu() {
         ("strided views", [3, 6, 6, 5], 144, [3, 3], [1, 1, 1, 1, 1, 1], true),
     ];
     for dtype in [DType::F32, DType::F16] {
-        if dtype == DType::F16 && !device.supports_f16() {
-            eprintln!("SKIP: F16 (no SHADER_F16)");
+        if dtype == DType::F16
+            && !crate::backend::tests::support::has_or_skip(
+                &device,
+                crate::backend::tests::support::Requirement::F16,
+                "the F16 cases",
+            )
+        {
             continue;
         }
         for (name, [n, c, h, w], o, [kh, kw], geometry, strided) in cases {
@@ -251,7 +261,13 @@ fn split_sums_match_f64_sums() {
         let plain: Vec<f32> = sums.iter().map(|&sum| sum as f32).collect();
         let stored = upload(&device, &partials, DType::F32);
         for dtype in [DType::F32, DType::F16] {
-            if dtype == DType::F16 && !device.supports_f16() {
+            if dtype == DType::F16
+                && !crate::backend::tests::support::has_or_skip(
+                    &device,
+                    crate::backend::tests::support::Requirement::F16,
+                    "the F16 sums",
+                )
+            {
                 continue;
             }
             let what = format!("{splits} splits of {len} in {dtype}");

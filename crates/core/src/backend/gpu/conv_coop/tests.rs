@@ -217,11 +217,15 @@ fn emulated_split_weight_gradient_matches_cpu() {
 fn hardware_kernels_match_cpu() {
     let Some(device) = gpu() else { return };
     if !device.context().coop.available {
-        eprintln!(
-            "SKIP (conv_coop hardware): no usable 16x16x16 f16 -> f32 cooperative matrices \
-             (has them: {}; failure: {:?})",
+        let part = format!(
+            "the test (the adapter lists them: {}; failure: {:?})",
             device.has_cooperative_f16_f32(),
             device.cooperative_conv_failure()
+        );
+        crate::backend::tests::support::skip_missing(
+            &device,
+            crate::backend::tests::support::Requirement::Coop,
+            &part,
         );
         return;
     }
@@ -344,6 +348,12 @@ fn forward_epilogues_match_cpu() {
     let mut modes = vec![CoopMode::Emulated];
     if device.context().coop.available {
         modes.push(CoopMode::Hardware);
+    } else {
+        crate::backend::tests::support::skip_missing(
+            &device,
+            crate::backend::tests::support::Requirement::Coop,
+            "the hardware kernels",
+        );
     }
     #[rustfmt::skip]
     let cases: [Case; 2] = [

@@ -56,8 +56,13 @@ fn every_kernel_applies_every_epilogue() {
         ("3x3 stride 2", [2, 6, 9, 8], 70, [2, 2, 1, 1, 1, 1]),
     ];
     for dtype in [DType::F32, DType::F16] {
-        if dtype == DType::F16 && !device.supports_f16() {
-            eprintln!("SKIP: F16 (no SHADER_F16)");
+        if dtype == DType::F16
+            && !crate::backend::tests::support::has_or_skip(
+                &device,
+                crate::backend::tests::support::Requirement::F16,
+                "the F16 cases",
+            )
+        {
             continue;
         }
         for (name, [n, c, h, w], o, geometry) in cases {

@@ -693,7 +693,11 @@ fn hardware_kernels_match_cpu() {
         return;
     };
     if !device.context().coop.available {
-        eprintln!("SKIP: no usable cooperative matrices");
+        crate::backend::tests::support::skip_missing(
+            &device,
+            crate::backend::tests::support::Requirement::Coop,
+            "the test",
+        );
         return;
     }
     let mut patch_runs = 0;

@@ -89,8 +89,13 @@ fn winograd_forward_and_input_gradient_match_cpu() {
         .into_iter()
         .flat_map(|tile| [(tile, DType::F32), (tile, DType::F16)])
     {
-        if dtype == DType::F16 && !device.supports_f16() {
-            eprintln!("SKIP: Winograd {tile:?} F16 (no SHADER_F16)");
+        if dtype == DType::F16
+            && !crate::backend::tests::support::has_or_skip(
+                &device,
+                crate::backend::tests::support::Requirement::F16,
+                &format!("Winograd {tile:?} F16"),
+            )
+        {
             continue;
         }
         for (name, [n, c, h, w], o, pad, strided) in cases {

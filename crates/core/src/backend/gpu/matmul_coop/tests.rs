@@ -282,7 +282,10 @@ fn emulated_kernels_match_cpu() {
     let limit = device.context().limits.max_compute_workgroup_storage_size;
     for variant in CoopVariant::ALL {
         if variant.workgroup_bytes() > limit {
-            eprintln!("SKIP: {variant:?} needs more than {limit} B of workgroup memory");
+            crate::backend::tests::skip::skip(
+                &crate::backend::tests::skip::current_test(),
+                &format!("{variant:?}: needs more than the device's {limit} B of workgroup memory"),
+            );
             continue;
         }
         let key = KernelKey::MatmulCoop {
@@ -309,7 +312,11 @@ fn emulated_kernels_match_cpu() {
 fn hardware_kernels_match_cpu() {
     let Some(device) = gpu() else { return };
     if !device.context().coop.available {
-        eprintln!("SKIP: no usable 16x16x16 f16 -> f32 cooperative matrices");
+        crate::backend::tests::support::skip_missing(
+            &device,
+            crate::backend::tests::support::Requirement::Coop,
+            "the test",
+        );
         return;
     }
     let limit = device.context().limits.max_compute_workgroup_storage_size;
@@ -321,7 +328,10 @@ fn hardware_kernels_match_cpu() {
     ));
     for variant in CoopVariant::ALL {
         if variant.workgroup_bytes() > limit {
-            eprintln!("SKIP: {variant:?} needs more than {limit} B of workgroup memory");
+            crate::backend::tests::skip::skip(
+                &crate::backend::tests::skip::current_test(),
+                &format!("{variant:?}: needs more than the device's {limit} B of workgroup memory"),
+            );
             continue;
         }
         let key = KernelKey::MatmulCoop {

@@ -203,10 +203,12 @@ fn gpu_forward_matches_cpu_and_takes_the_vectorized_kernel() {
         return;
     };
     let mut dtypes = vec![(DType::F32, 0)];
-    if gpu.supports_f16() {
+    if crate::backend::tests::support::has_or_skip(
+        &gpu,
+        crate::backend::tests::support::Requirement::F16,
+        "the f16 cases",
+    ) {
         dtypes.push((DType::F16, 1));
-    } else {
-        eprintln!("SKIP f16: no SHADER_F16");
     }
     let device = Device::Gpu(gpu);
     for (dtype, column) in dtypes {
@@ -246,10 +248,12 @@ fn gpu_gradient_matches_cpu_and_takes_the_vectorized_kernel() {
         return;
     };
     let mut dtypes = vec![(DType::F32, 0)];
-    if gpu.supports_f16() {
+    if crate::backend::tests::support::has_or_skip(
+        &gpu,
+        crate::backend::tests::support::Requirement::F16,
+        "the f16 cases",
+    ) {
         dtypes.push((DType::F16, 1));
-    } else {
-        eprintln!("SKIP f16: no SHADER_F16");
     }
     let device = Device::Gpu(gpu);
     for (dtype, column) in dtypes {
