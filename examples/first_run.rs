@@ -1,8 +1,10 @@
 //! What a new machine's first forwards cost: ResNet-18 inference (batch 64, f32 and f16
 //! autocast) timed call by call, from an empty kernel cache. The first call of each shape
-//! compiles and runs the fixed heuristic's kernel; the second call times the shape's
-//! candidate kernels (autotuning, hardware GPUs only); later calls run the chosen kernels.
-//! Point `ANYGRAD_CACHE_DIR` at an empty folder to see a fresh machine's figures.
+//! compiles and runs the fixed heuristic's kernel; the first call after a result was read
+//! back (here the second forward) times the shape's candidate kernels (autotuning, hardware
+//! GPUs only); later calls run the chosen kernels. Point `ANYGRAD_CACHE_DIR` at an empty
+//! folder to see a fresh machine's figures (the kernel choices and, on Vulkan, the compiled
+//! pipelines are kept there).
 //!
 //! Run: `cargo run --release -p anygrad --example first_run [-- --amp]`.
 
@@ -47,5 +49,8 @@ fn main() -> Result<()> {
         "total since start: {:.2} s",
         started.elapsed().as_secs_f64()
     );
+    // Close the GPU: its compiled pipelines are written to the cache directory, so that the
+    // next run on this machine loads them instead of compiling (where the driver allows).
+    anygrad::gpu::shutdown();
     Ok(())
 }

@@ -193,7 +193,11 @@ fn main() -> ExitCode {
         }
         // wgpu's OpenGL probe logs an error for every EGL platform that is missing (no
         // display, no DRI driver) even when another one works: noise, not anygrad's error.
-        _ => tracing_subscriber::EnvFilter::new("warn,wgpu_hal::gles::egl=off"),
+        // The autotuner's one line saying that the first steps on a new adapter time kernels
+        // is shown.
+        _ => tracing_subscriber::EnvFilter::new(
+            "warn,wgpu_hal::gles::egl=off,anygrad_core::backend::gpu::autotune=info",
+        ),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -22,10 +22,17 @@
 //!   alike). A candidate that returns an error is skipped. Every
 //!   candidate computes the same result up to float rounding (each is tested against the CPU
 //!   on its own), so a choice changes speed only.
-//! - A key is timed from its second call on ([`TUNE_FROM_CALL`]): its first call runs the
-//!   fixed heuristic (candidate 0). A one-off pass (a first forward, an evaluation at an odd
-//!   batch size) then never waits for timing or holds the candidates' workspace, and a new
-//!   machine's first forward compiles one kernel per shape instead of every candidate.
+//! - A key is timed at its first call after the host has read a result from the device since
+//!   the key's first call (a training step's loss, an inference's output), and from its
+//!   second call on ([`TUNE_FROM_CALL`]); calls before that run the fixed heuristic
+//!   (candidate 0). A first forward or step therefore never waits for timing, even where a
+//!   network repeats a shape inside it (ResNet's blocks), and compiles one kernel per shape
+//!   instead of every candidate: a new machine's first result comes in seconds. A workload
+//!   that never reads anything back has its keys timed from call [`TUNE_WITHOUT_READ_CALL`].
+//!   One-off passes (an evaluation at an odd batch size) never wait for timing either.
+//! - The candidates' untimed warm-up runs (where their pipelines are compiled: on NVIDIA's
+//!   driver 0.5-2.4 s for a tensor-core kernel) run on [`WARM_UP_THREADS`] threads at once,
+//!   so that timing a key costs about its slowest candidate's compilation, not their sum.
 //! - Choices are shared by every device on an identical adapter in the process
 //!   ([`Autotuner::for_adapter`]) and a key is timed by one thread at a time (the others wait
 //!   for its choice): data-parallel replicas on two identical GPUs, or two on one GPU, run
@@ -48,6 +55,7 @@ mod cache_file;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -60,8 +68,16 @@ pub(crate) const REPEATS: u32 = 5;
 /// Timed rounds, at most.
 pub(crate) const MAX_REPEATS: u32 = 200;
 
-/// The call of a key from which on it is timed (1: its first call).
+/// The call of a key from which on it is timed (1: its first call) once the host has read a
+/// result since its first call.
 pub(crate) const TUNE_FROM_CALL: u32 = 2;
+
+/// The call of a key from which on it is timed even where the host has read nothing since its
+/// first call (a workload that only records).
+pub(crate) const TUNE_WITHOUT_READ_CALL: u32 = 16;
+
+/// How many candidates' warm-up runs (pipeline compilation) proceed at once, at most.
+pub(crate) const WARM_UP_THREADS: usize = 8;
 
 /// How long the timed runs of one candidate should take (the rounds last this times the
 /// number of candidates).
@@ -194,6 +210,8 @@ struct SharedChoices {
     state: Mutex<ChoiceState>,
     /// Signalled when a key's timing ends.
     timed: Condvar,
+    /// How many times the host has waited for a device's results (outside timing runs).
+    host_reads: AtomicU64,
 }
 
 #[derive(Default)]
@@ -201,11 +219,19 @@ struct ChoiceState {
     /// Key -> chosen candidate's name: this process's choices, then (mode `On`) the file's.
     choices: HashMap<String, String>,
     /// Calls of each key not yet chosen.
-    calls: HashMap<String, u32>,
+    calls: HashMap<String, KeyCalls>,
     /// Keys being timed by some thread now.
     timing: HashSet<String>,
     /// Whether the file's choices were loaded (mode `On`), and how many there were.
     loaded: Option<usize>,
+}
+
+/// The calls of a key not chosen yet.
+struct KeyCalls {
+    /// How many there were.
+    count: u32,
+    /// [`SharedChoices::host_reads`] at the first of them.
+    reads_at_first: u64,
 }
 
 /// Adapter identity -> the choices its tuners share.
@@ -359,6 +385,15 @@ impl Autotuner {
         self
     }
 
+    /// The host has waited for the device's results (a readback or a synchronize): keys first
+    /// called before now may be timed from their next call. The tuner's own timing runs do
+    /// not count.
+    pub(crate) fn note_host_read(&self) {
+        if !MEASURING.with(Cell::get) {
+            self.shared.host_reads.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// How many candidates have been timed.
     pub(crate) fn measured(&self) -> u64 {
         *self.measured.lock().unwrap_or_else(|p| p.into_inner())
@@ -376,7 +411,7 @@ impl Autotuner {
         count: usize,
         describe: impl FnOnce() -> (String, Vec<String>),
         clock: &dyn TuningClock,
-        mut run: impl FnMut(usize) -> Result<T>,
+        run: impl Fn(usize) -> Result<T> + Sync,
     ) -> Result<T> {
         let off = self.mode() == AutotuneMode::Off;
         if count < 2 || (off && self.forced.is_empty()) {
@@ -416,9 +451,16 @@ impl Autotuner {
                 .wait(state)
                 .unwrap_or_else(|p| p.into_inner());
         }
-        let calls = state.calls.entry(key.clone()).or_insert(0);
-        *calls += 1;
-        if *calls < self.tune_from_call {
+        let reads = self.shared.host_reads.load(Ordering::Relaxed);
+        let calls = state.calls.entry(key.clone()).or_insert(KeyCalls {
+            count: 0,
+            reads_at_first: reads,
+        });
+        calls.count += 1;
+        let due = self.tune_from_call <= 1
+            || (calls.count >= self.tune_from_call
+                && (reads > calls.reads_at_first || calls.count >= TUNE_WITHOUT_READ_CALL));
+        if !due {
             drop(state);
             return run(0);
         }
@@ -431,7 +473,7 @@ impl Autotuner {
             shared: &self.shared,
             key: key.clone(),
         };
-        if fresh_adapter && !NOTICE_PRINTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        if fresh_adapter && !NOTICE_PRINTED.swap(true, Ordering::Relaxed) {
             let place = self
                 .file
                 .lock()
@@ -446,7 +488,7 @@ impl Autotuner {
         }
         MEASURING.with(|flag| flag.set(true));
         let peaks = clock.peaks();
-        let timed = self.measure(count, clock, &mut run);
+        let timed = self.measure(count, clock, &run);
         if let Some(peaks) = peaks {
             clock.restore_peaks(peaks);
         }
@@ -480,20 +522,14 @@ impl Autotuner {
         &self,
         count: usize,
         clock: &dyn TuningClock,
-        run: &mut impl FnMut(usize) -> Result<T>,
+        run: &(impl Fn(usize) -> Result<T> + Sync),
     ) -> Result<(usize, Vec<Option<Duration>>)> {
         clock.settle()?;
-        // The untimed warm-up runs may tune the primitives a candidate calls (a Winograd
-        // convolution's batched GEMM): its timed runs then use their tuned kernels, as every
-        // later call will.
-        let mut fastest: Vec<Option<Duration>> = Vec::with_capacity(count);
-        for index in 0..count {
-            MEASURING.with(|flag| flag.set(false));
-            let warm_up = run(index);
-            MEASURING.with(|flag| flag.set(true));
-            fastest.push(warm_up.is_ok().then_some(Duration::MAX));
-            clock.settle()?;
-        }
+        let mut fastest: Vec<Option<Duration>> = warm_up(count, run)
+            .into_iter()
+            .map(|ran| ran.then_some(Duration::MAX))
+            .collect();
+        clock.settle()?;
         // Each run is timed on its own (the device's clock, else record to finished):
         // back-to-back runs of independent work would overlap on the device and hide a kernel
         // that leaves most of it idle. As many rounds as fill about TARGET per candidate
@@ -552,11 +588,56 @@ impl Autotuner {
     }
 }
 
+/// Run each of `count` candidates once, untimed, [`WARM_UP_THREADS`] at a time: whether each
+/// ran. Compiling a candidate's pipelines is most of a new key's cost and the driver compiles
+/// on the calling thread, so the candidates compile side by side. The runs record into the
+/// device's one queue in whatever order the threads reach it; each candidate's own work stays
+/// in its order and writes only buffers of its own, so the results do not depend on it. A
+/// candidate may tune the primitives it calls (a Winograd convolution's batched GEMM): its
+/// timed runs then use their tuned kernels, as every later call will. The keys this thread is
+/// timing travel to the helpers, so that a candidate calling one of them runs its candidate 0.
+fn warm_up<T>(count: usize, run: &(impl Fn(usize) -> Result<T> + Sync)) -> Vec<bool> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |cores| cores.get())
+        .min(WARM_UP_THREADS)
+        .min(count);
+    let was_measuring = MEASURING.with(|flag| flag.replace(false));
+    let ran = if threads <= 1 {
+        (0..count).map(|index| run(index).is_ok()).collect()
+    } else {
+        let timing_here = TIMING_HERE.with(|keys| keys.borrow().clone());
+        let next = AtomicUsize::new(0);
+        let ran: Vec<Mutex<bool>> = (0..count).map(|_| Mutex::new(false)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    TIMING_HERE.with(|keys| keys.borrow_mut().clone_from(&timing_here));
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= count {
+                            break;
+                        }
+                        let ok = run(index).is_ok();
+                        *ran[index].lock().unwrap_or_else(|p| p.into_inner()) = ok;
+                    }
+                });
+            }
+        });
+        ran.into_iter()
+            .map(|ok| ok.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .collect()
+    };
+    MEASURING.with(|flag| flag.set(was_measuring));
+    ran
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{AutotuneMode, Autotuner, TuningClock, TUNE_FROM_CALL};
+    use super::{AutotuneMode, Autotuner, TuningClock, TUNE_FROM_CALL, TUNE_WITHOUT_READ_CALL};
     use crate::error::{Error, Result};
     use std::cell::{Cell, RefCell};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
     use std::time::Duration;
 
     /// A device without a clock of its own: the tuner times on the host.
@@ -577,14 +658,14 @@ mod tests {
     /// A tuner over candidates "slow" (sleeps), "fast" and "broken" (errors); returns what
     /// ran, in order.
     fn tune(tuner: &Autotuner, key: &str) -> (usize, Vec<usize>) {
-        let ran = RefCell::new(Vec::new());
+        let ran = Mutex::new(Vec::new());
         let chosen = tuner
             .pick(
                 3,
                 || (key.to_string(), names(&["slow", "fast", "broken"])),
                 &SETTLE,
                 |index| {
-                    ran.borrow_mut().push(index);
+                    ran.lock().unwrap().push(index);
                     match index {
                         0 => std::thread::sleep(Duration::from_millis(4)),
                         2 => return Err(Error::invalid("candidate", "broken")),
@@ -594,7 +675,7 @@ mod tests {
                 },
             )
             .unwrap();
-        (chosen, ran.into_inner())
+        (chosen, ran.into_inner().unwrap())
     }
 
     #[test]
@@ -682,7 +763,7 @@ mod tests {
     #[test]
     fn nested_primitives_tune_during_the_warm_up_and_timed_runs_use_their_choice() {
         let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None).timing_first_calls();
-        let inner_runs = RefCell::new(Vec::new());
+        let inner_runs = Mutex::new(Vec::new());
         let chosen = tuner
             .pick(
                 2,
@@ -690,20 +771,22 @@ mod tests {
                 &SETTLE,
                 |index| {
                     let (inner, ran) = tune(&tuner, "inner");
-                    inner_runs.borrow_mut().push((index, inner, ran.len()));
+                    inner_runs.lock().unwrap().push((index, inner, ran.len()));
                     Ok(index)
                 },
             )
             .unwrap();
         assert!(chosen < 2);
-        let runs = inner_runs.into_inner();
-        // The first warm-up tuned the inner primitive (several runs); every later call ran
-        // its choice once.
-        assert!(runs[0].2 > 3, "{runs:?}");
+        let runs = inner_runs.into_inner().unwrap();
+        // One warm-up tuned the inner primitive (several runs; the other warm-up, on another
+        // thread, waited for its choice); every other call ran its choice once.
+        let tuned: Vec<_> = runs.iter().filter(|&&(_, _, count)| count > 1).collect();
+        assert_eq!(tuned.len(), 1, "{runs:?}");
+        assert!(tuned[0].2 > 3, "{runs:?}");
         assert!(
-            runs[1..]
-                .iter()
-                .all(|&(_, inner, count)| inner == 1 && count == 1),
+            runs.iter()
+                .filter(|&&(_, _, count)| count == 1)
+                .all(|&(_, inner, _)| inner == 1),
             "{runs:?}"
         );
         assert_eq!(tuner.measured(), 4);
@@ -716,7 +799,7 @@ mod tests {
     fn the_device_clock_decides_where_there_is_one() {
         struct DeviceClock {
             /// The candidate that ran last and whether the clock is running.
-            last: Cell<usize>,
+            last: AtomicUsize,
             running: Cell<bool>,
         }
         impl TuningClock for DeviceClock {
@@ -729,7 +812,7 @@ mod tests {
             }
             fn stop(&self) -> Result<Option<Duration>> {
                 assert!(self.running.replace(false), "stopped without a start");
-                Ok(match self.last.get() {
+                Ok(match self.last.load(Ordering::SeqCst) {
                     0 => Some(Duration::from_micros(10)),
                     1 => Some(Duration::from_micros(30)),
                     _ => None,
@@ -737,7 +820,7 @@ mod tests {
             }
         }
         let clock = DeviceClock {
-            last: Cell::new(usize::MAX),
+            last: AtomicUsize::new(usize::MAX),
             running: Cell::new(false),
         };
         let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None).timing_first_calls();
@@ -752,7 +835,7 @@ mod tests {
                 },
                 &clock,
                 |index| {
-                    clock.last.set(index);
+                    clock.last.store(index, Ordering::SeqCst);
                     // "no kernel" is timed on the host: its 1 ms loses to the device times.
                     if index != 1 {
                         std::thread::sleep(Duration::from_millis(1));
@@ -766,18 +849,80 @@ mod tests {
         assert_eq!(tuner.measured(), 3);
     }
 
-    /// A key's first call runs the heuristic untimed; timing starts at its second call.
+    /// A key's calls run the heuristic untimed until the host has read a result since its
+    /// first call (a first forward repeating a shape waits for no timing); its next call is
+    /// timed.
     #[test]
-    fn a_key_is_timed_from_its_second_call() {
+    fn a_key_is_timed_at_its_first_call_after_a_host_read() {
         assert_eq!(TUNE_FROM_CALL, 2);
         let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
-        assert_eq!(tune(&tuner, "conv once"), (0, vec![0]));
+        for _ in 0..3 {
+            assert_eq!(tune(&tuner, "conv repeated"), (0, vec![0]));
+        }
         assert_eq!(tuner.measured(), 0);
-        let (chosen, ran) = tune(&tuner, "conv once");
+        tuner.note_host_read();
+        assert_eq!(tune(&tuner, "conv once"), (0, vec![0]), "first call");
+        let (chosen, ran) = tune(&tuner, "conv repeated");
         assert_eq!(chosen, 1);
         assert!(ran.len() > 3, "{ran:?}");
-        assert_eq!(tune(&tuner, "conv once"), (1, vec![1]));
+        assert_eq!(tune(&tuner, "conv repeated"), (1, vec![1]));
         assert_eq!(tuner.measured(), 2);
+        // A key first called after the read waits for the next one.
+        assert_eq!(
+            tune(&tuner, "conv once"),
+            (0, vec![0]),
+            "no read since its first call"
+        );
+        tuner.note_host_read();
+        assert_eq!(tune(&tuner, "conv once").0, 1);
+    }
+
+    /// A workload that never reads a result back still has its keys timed, from call
+    /// `TUNE_WITHOUT_READ_CALL` on.
+    #[test]
+    fn a_key_is_timed_without_reads_after_many_calls() {
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None);
+        for call in 1..TUNE_WITHOUT_READ_CALL {
+            assert_eq!(tune(&tuner, "matmul loop"), (0, vec![0]), "call {call}");
+        }
+        assert!(tune(&tuner, "matmul loop").1.len() > 3);
+        assert_eq!(tuner.measured(), 2);
+    }
+
+    /// The candidates' warm-up runs (where their pipelines compile) overlap on several
+    /// threads; the timed runs do not.
+    #[test]
+    fn warm_up_runs_overlap_and_timed_runs_do_not() {
+        let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+        let in_flight = AtomicUsize::new(0);
+        let most = Mutex::new((0usize, 0usize));
+        let runs = AtomicUsize::new(0);
+        let tuner = Autotuner::new(AutotuneMode::On, "adapter".into(), None).timing_first_calls();
+        tuner
+            .pick(
+                4,
+                || ("overlap".to_string(), names(&["a", "b", "c", "d"])),
+                &SETTLE,
+                |index| {
+                    let warm_up = runs.fetch_add(1, Ordering::SeqCst) < 4;
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    {
+                        let mut most = most.lock().unwrap();
+                        if warm_up {
+                            most.0 = most.0.max(now);
+                        } else {
+                            most.1 = most.1.max(now);
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(if warm_up { 50 } else { 1 }));
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    Ok(index)
+                },
+            )
+            .unwrap();
+        let (warm_up, timed) = *most.lock().unwrap();
+        assert_eq!(warm_up, cores.clamp(1, 4), "warm-ups at once");
+        assert_eq!(timed, 1, "timed runs at once");
     }
 
     /// Tuners of one adapter share their choices, and threads asking for a key that another

@@ -37,6 +37,7 @@
 mod copies;
 mod index_flags;
 mod loss;
+mod pipeline_store;
 mod readback;
 mod reuse;
 mod shutdown;
@@ -209,6 +210,9 @@ pub(crate) struct GpuContext {
     pub(crate) coop: super::matmul_coop::CoopSupport,
     /// Kernel choices timed on this device (`autotune.rs`).
     pub(crate) autotune: super::autotune::Autotuner,
+    /// Compiled pipelines kept on disk between runs, where the driver allows
+    /// (`context/pipeline_store.rs`).
+    pipeline_store: Option<pipeline_store::PipelineStore>,
 }
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -241,7 +245,8 @@ impl GpuContext {
             | wgpu::Features::SUBGROUP_BARRIER
             | wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::SHADER_FLOAT32_ATOMIC
-            | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+            | wgpu::Features::PIPELINE_CACHE;
         let mut features = super::adapters::usable_features(adapter) & wanted;
         let limits = adapter.limits();
         let open = |features: wgpu::Features| {
@@ -313,6 +318,8 @@ impl GpuContext {
         let arena_alignment_words =
             (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
         let coop = super::matmul_coop::CoopSupport::detect(adapter, features, &limits);
+        let pipeline_store =
+            pipeline_store::PipelineStore::open(&device, features, &adapter.get_info());
         Ok(GpuContext {
             ordinal,
             info: info.clone(),
@@ -365,6 +372,7 @@ impl GpuContext {
                 ),
                 super::autotune::Autotuner::default_file(),
             ),
+            pipeline_store,
         })
     }
 
@@ -463,13 +471,16 @@ impl GpuContext {
                     zero_initialize_workgroup_memory: !key.writes_workgroup_memory_first(),
                     ..Default::default()
                 },
-                cache: None,
+                cache: self.pipeline_store.as_ref().map(|store| &store.cache),
             });
         if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(Error::Shader {
                 kernel: key.name(),
                 message: error.to_string(),
             });
+        }
+        if let Some(store) = &self.pipeline_store {
+            store.created_one();
         }
         let layout = pipeline.get_bind_group_layout(0);
         tracing::debug!(

@@ -7,6 +7,8 @@
 //! autotuner (`autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
 //! `ANYGRAD_AUTOTUNE=off`), the others are timed on first use of a shape.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::conv_backward::{weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS};
 use super::conv_coop::{key_for, ConvPass, CoopMode};
 use super::conv_epilogue::BoundEpilogue;
@@ -89,7 +91,7 @@ fn pick(
     op: &str,
     operands: impl FnOnce() -> String,
     choices: &[ConvChoice],
-    mut run: impl FnMut(ConvChoice) -> Result<GpuStorage>,
+    run: impl Fn(ConvChoice) -> Result<GpuStorage> + Sync,
 ) -> Result<GpuStorage> {
     let describe = || {
         let names: Vec<String> = choices.iter().map(ConvChoice::name).collect();
@@ -233,7 +235,7 @@ impl GpuStorage {
         // driver) hands over to the first tile; where that does not run either, no
         // channels-last kernel does (`Ok(None)`).
         let first = choices.first().copied();
-        let mut refused = false;
+        let refused = AtomicBool::new(false);
         let out = pick(self, &op, operands, &choices, |choice| {
             let operands = (layout, weight, weight_layout);
             let mut out = match choice {
@@ -255,14 +257,14 @@ impl GpuStorage {
             match out {
                 Some(out) => Ok(out),
                 None => {
-                    refused = true;
+                    refused.store(true, Ordering::Relaxed);
                     Err(Error::invalid("conv2d", "no channels-last kernel ran"))
                 }
             }
         });
         match out {
             Ok(out) => Ok(Some(out)),
-            Err(_) if refused => Ok(None),
+            Err(_) if refused.load(Ordering::Relaxed) => Ok(None),
             Err(error) => Err(error),
         }
     }

@@ -38,9 +38,11 @@ impl GpuContext {
             .clone()
     }
 
-    /// Record that the GPU has finished everything submitted (after a wait): the next large
-    /// dispatch is submitted at once (`EARLY_SUBMIT_WORKGROUPS` in `context.rs`).
+    /// Record that the GPU has finished everything submitted (after a wait for results): the
+    /// next large dispatch is submitted at once (`EARLY_SUBMIT_WORKGROUPS` in `context.rs`),
+    /// and the autotuner may time the keys called before (`autotune.rs`).
     pub(super) fn mark_idle(&self) {
+        self.autotune.note_host_read();
         self.recording
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -42,6 +42,7 @@ impl GpuContext {
     /// (work only recorded stays recorded: it is dropped with the context). A lost device has
     /// nothing to wait for; a timeout is logged.
     pub(super) fn quiesce(&self) {
+        self.save_pipelines();
         // The last submission handed to the driver (see `GpuContext::wait`).
         let Some(target) = self.last_submission() else {
             return;
