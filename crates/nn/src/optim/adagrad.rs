@@ -9,14 +9,13 @@
 //! p = p - clr * g / (√sum + eps)
 //! ```
 
-use anygrad_core::{no_grad, Error, Result, Tensor};
+use anygrad_core::{Result, Tensor};
 
-use super::group::{GroupConfig, Groups, ParamGroup};
-use super::{
-    adopt_non_negative_state_tensor, check_expected_entries, check_known_parameters,
-    check_non_negative, kind_mismatch, selected_parameters, Optimizer, OptimizerState,
-};
-use crate::module::Parameter;
+use super::check_non_negative;
+use super::group::GroupConfig;
+use super::rule::{OperationNames, StateTensor, StateTensors, UpdateRule};
+use super::rule_optimizer::RuleOptimizer;
+use super::state::StateValues;
 
 /// Hyper-parameters of [`Adagrad`] (PyTorch's defaults from [`AdagradConfig::default`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -130,14 +129,8 @@ impl GroupConfig for AdagradConfig {
     }
 }
 
-/// Per-parameter Adagrad state.
-#[derive(Clone)]
-struct AdagradState {
-    step: u64,
-    sum: Tensor,
-}
-
-/// Adagrad, like `torch.optim.Adagrad`, with parameter groups.
+/// Adagrad, like `torch.optim.Adagrad`, with parameter groups: a [`RuleOptimizer`] over
+/// [`AdagradRule`].
 ///
 /// ```
 /// use anygrad_core::{Device, DType, Tensor};
@@ -150,172 +143,60 @@ struct AdagradState {
 /// assert!((p.tensor().to_vec::<f32>()?[0] - 0.9).abs() < 1e-6);
 /// # Ok::<(), anygrad_core::Error>(())
 /// ```
-pub struct Adagrad {
-    groups: Groups<AdagradConfig>,
-    states: Vec<Option<AdagradState>>,
-}
+pub type Adagrad = RuleOptimizer<AdagradRule>;
 
-impl Adagrad {
-    /// Adagrad over named parameter slots (`module.named_parameter_slots()`), one group.
-    pub fn new(parameters: Vec<(String, Parameter)>, config: AdagradConfig) -> Result<Adagrad> {
-        Adagrad::with_groups(vec![ParamGroup::new(parameters, config)])
-    }
+/// Adagrad's update rule: the squared-gradient sum `sum` per parameter, and a step count for
+/// the learning-rate decay.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AdagradRule;
 
-    /// Adagrad over several parameter groups, each with its own hyper-parameters.
-    pub fn with_groups(groups: Vec<ParamGroup<AdagradConfig>>) -> Result<Adagrad> {
-        let groups = Groups::new("Adagrad::new", groups)?;
-        let count = groups.parameters.len();
-        Ok(Adagrad {
-            groups,
-            states: vec![None; count],
-        })
-    }
+impl UpdateRule for AdagradRule {
+    type Config = AdagradConfig;
+    /// The squared-gradient sum.
+    type State = Tensor;
+    const KIND: &'static str = "adagrad";
+    const OPERATIONS: OperationNames = OperationNames {
+        new: "Adagrad::new",
+        add_param_group: "Adagrad::add_param_group",
+        step: "Adagrad::step",
+    };
+    const COUNTS_STEPS: bool = true;
+    const STATE_TENSORS: &'static [StateTensor] = &[StateTensor {
+        name: "sum",
+        values: StateValues::NonNegative,
+        required: true,
+    }];
 
-    /// The hyper-parameters (of group 0).
-    pub fn config(&self) -> &AdagradConfig {
-        &self.groups.configs[0]
-    }
-
-    /// The hyper-parameters of every group.
-    pub fn configs(&self) -> &[AdagradConfig] {
-        &self.groups.configs
-    }
-
-    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
-    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
-    /// after adding groups.
-    pub fn add_param_group(&mut self, group: ParamGroup<AdagradConfig>) -> Result<()> {
-        let added = self.groups.add("Adagrad::add_param_group", group)?;
-        self.states.extend(std::iter::repeat_n(None, added));
-        Ok(())
-    }
-}
-
-impl Adagrad {
-    /// One step over every parameter (`None`) or those at the given positions.
-    fn step_selected(&mut self, indices: Option<&[usize]>) -> Result<()> {
-        let _guard = no_grad();
-        let selected = selected_parameters("Adagrad::step", self.groups.parameters.len(), indices)?;
-        let groups = &self.groups;
-        for ((((_, parameter), slot), &group), &selected) in groups
-            .parameters
-            .iter()
-            .zip(self.states.iter_mut())
-            .zip(&groups.group_of)
-            .zip(&selected)
-        {
-            if !selected {
-                continue;
-            }
-            let c = groups.configs[group];
-            let param = parameter.tensor();
-            let Some(grad) = param.grad() else { continue };
-            let state = match slot.take() {
-                Some(state) => state,
-                None => AdagradState {
-                    step: 0,
-                    sum: param
-                        .zeros_like()?
-                        .add_scalar(c.initial_accumulator_value)?,
-                },
-            };
-            let step = state.step.checked_add(1).ok_or_else(|| {
-                Error::invalid("Adagrad::step", "the step count overflowed a u64")
-            })?;
-            let g = if c.weight_decay != 0.0 {
-                grad.add(&param.mul_scalar(c.weight_decay)?)?
-            } else {
-                grad
-            };
-            let clr = c.lr / (1.0 + (step - 1) as f64 * c.lr_decay);
-            let sum = state.sum.add(&g.square()?)?;
-            let std = sum.sqrt()?.add_scalar(c.eps)?;
-            param.assign(&param.sub(&g.div(&std)?.mul_scalar(clr)?)?)?;
-            *slot = Some(AdagradState { step, sum });
-        }
-        Ok(())
-    }
-}
-
-impl Optimizer for Adagrad {
-    fn step(&mut self) -> Result<()> {
-        self.step_selected(None)
-    }
-
-    fn supports_partial_step(&self) -> bool {
-        true
-    }
-
-    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
-        self.step_selected(Some(indices))
-    }
-
-    fn parameters(&self) -> &[(String, Parameter)] {
-        &self.groups.parameters
-    }
-
-    fn learning_rate(&self) -> f64 {
-        self.groups.learning_rate()
-    }
-
-    fn set_learning_rate(&mut self, learning_rate: f64) {
-        self.groups.set_learning_rate(learning_rate);
-    }
-
-    fn group_count(&self) -> usize {
-        self.groups.configs.len()
-    }
-
-    fn group_learning_rate(&self, group: usize) -> Result<f64> {
-        self.groups.group_learning_rate(group)
-    }
-
-    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
-        self.groups.set_group_learning_rate(group, learning_rate)
-    }
-
-    fn state_dict(&self) -> Result<OptimizerState> {
-        let mut state = OptimizerState {
-            kind: "adagrad".into(),
-            ..Default::default()
+    fn update(
+        param: &Tensor,
+        grad: Tensor,
+        c: &AdagradConfig,
+        step: u64,
+        sum: Option<Tensor>,
+    ) -> Result<Option<Tensor>> {
+        let sum = match sum {
+            Some(sum) => sum,
+            None => param
+                .zeros_like()?
+                .add_scalar(c.initial_accumulator_value)?,
         };
-        self.groups.save_configs(&mut state);
-        for ((name, _), slot) in self.groups.parameters.iter().zip(&self.states) {
-            let Some(s) = slot else { continue };
-            state
-                .scalars
-                .insert(format!("state.{name}.step"), s.step as f64);
-            state
-                .tensors
-                .insert(format!("state.{name}.sum"), s.sum.clone());
-        }
-        Ok(state)
+        let g = if c.weight_decay != 0.0 {
+            grad.add(&param.mul_scalar(c.weight_decay)?)?
+        } else {
+            grad
+        };
+        let clr = c.lr / (1.0 + (step - 1) as f64 * c.lr_decay);
+        let sum = sum.add(&g.square()?)?;
+        let std = sum.sqrt()?.add_scalar(c.eps)?;
+        param.assign(&param.sub(&g.div(&std)?.mul_scalar(clr)?)?)?;
+        Ok(Some(sum))
     }
 
-    fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
-        if state.kind != "adagrad" {
-            return Err(kind_mismatch("adagrad", &state.kind));
-        }
-        check_known_parameters(state, &self.groups.parameters)?;
-        let configs = self.groups.load_configs(state)?;
-        let mut expected = Groups::config_keys(&configs);
-        let mut states = Vec::with_capacity(self.groups.parameters.len());
-        for (name, parameter) in &self.groups.parameters {
-            let step_key = format!("state.{name}.step");
-            let Some(step) = state.step_count(&step_key)? else {
-                states.push(None);
-                continue;
-            };
-            let sum_key = format!("state.{name}.sum");
-            states.push(Some(AdagradState {
-                step,
-                sum: adopt_non_negative_state_tensor(state, &sum_key, parameter)?,
-            }));
-            expected.extend([step_key, sum_key]);
-        }
-        check_expected_entries(state, &expected)?;
-        self.groups.configs = configs;
-        self.states = states;
-        Ok(())
+    fn save(sum: &Tensor) -> Result<Vec<(&'static str, Tensor)>> {
+        Ok(vec![("sum", sum.clone())])
+    }
+
+    fn restore(tensors: &mut StateTensors) -> Result<Tensor> {
+        tensors.required("sum")
     }
 }

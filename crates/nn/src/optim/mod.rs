@@ -1,5 +1,5 @@
-//! Optimizers (`Sgd`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`) with parameter groups,
-//! learning-rate schedulers (`StepLR`, `MultiStepLR`, `CosineAnnealingLR`, `LinearLR`,
+//! Optimizers (`Sgd`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`, `Adadelta`) with parameter
+//! groups, learning-rate schedulers (`StepLR`, `MultiStepLR`, `CosineAnnealingLR`, `LinearLR`,
 //! `LambdaLR`, `OneCycleLR`, `SequentialLR`, `ReduceLROnPlateau`) and gradient clipping.
 //!
 //! An optimizer is created **once** from a module's parameter slots and reused for the whole
@@ -8,6 +8,12 @@
 //! `no_grad` with ordinary tensor ops (so they run on the GPU for GPU parameters) and are
 //! written into the parameters with `assign`. Gradients accumulate across `backward` calls
 //! until `zero_grad`, so gradient accumulation needs nothing special.
+//!
+//! Every optimizer is one [`RuleOptimizer`] (parameter groups, per-parameter state, step
+//! counts, checkpoints and their validation, learning-rate and momentum access) over one
+//! [`UpdateRule`] (the algorithm's hyper-parameters, the tensors it keeps per parameter and
+//! its update): `Sgd` is `RuleOptimizer<SgdRule>`, `Adam` is `RuleOptimizer<AdamRule>`, and
+//! so on. Each algorithm's file holds only its rule.
 
 mod adadelta;
 mod adagrad;
@@ -17,103 +23,33 @@ mod group;
 mod one_cycle;
 mod plateau;
 mod rmsprop;
+mod rule;
+mod rule_optimizer;
 mod scheduler;
 mod sgd;
-
-use std::collections::BTreeMap;
+mod state;
 
 use anygrad_core::{Error, Result, Tensor};
 
 use crate::module::Parameter;
 
-pub use adadelta::{Adadelta, AdadeltaConfig};
-pub use adagrad::{Adagrad, AdagradConfig};
-pub use adam::{Adam, AdamConfig, AdamW};
+pub use adadelta::{Adadelta, AdadeltaConfig, AdadeltaRule};
+pub use adagrad::{Adagrad, AdagradConfig, AdagradRule};
+pub use adam::{Adam, AdamConfig, AdamRule, AdamW, AdamWRule};
 pub use clip::{clip_grad_norm_, clip_grad_value_};
 pub use group::{split_no_decay, GroupConfig, NamedParameter, ParamGroup};
 pub use one_cycle::{AnnealStrategy, OneCycleLR, OneCycleOptions};
 pub use plateau::{PlateauMode, PlateauState, ReduceLROnPlateau, ThresholdMode};
-pub use rmsprop::{RMSprop, RMSpropConfig};
+pub use rmsprop::{RMSprop, RMSpropConfig, RMSpropRule};
+pub use rule::{OperationNames, StateTensor, StateTensors, UpdateRule};
+pub use rule_optimizer::RuleOptimizer;
 pub use scheduler::{
     CosineAnnealingLR, LambdaLR, LinearLR, LrSchedule, LrScheduler, MultiStepLR, ScheduleState,
     SequentialLR, StepLR,
 };
-pub use sgd::{Sgd, SgdConfig};
-
-/// The serializable state of an optimizer: named tensors (`state.<param>.exp_avg`, ...) and
-/// named scalars (`lr`, `state.<param>.step`, hyper-parameters). Saved to disk by
-/// [`crate::checkpoint::save_optimizer`].
-#[derive(Debug, Clone, Default)]
-pub struct OptimizerState {
-    /// Which optimizer wrote it (`sgd`, `adam`, `adamw`).
-    pub kind: String,
-    /// State tensors by name.
-    pub tensors: BTreeMap<String, Tensor>,
-    /// Scalars by name.
-    pub scalars: BTreeMap<String, f64>,
-}
-
-/// The largest step count a state may hold (2^53: every count up to it is exact in the f64
-/// the checkpoint stores, and `step + 1` can never overflow).
-pub const MAX_STEP_COUNT: f64 = 9_007_199_254_740_992.0;
-
-impl OptimizerState {
-    /// A scalar that must be present.
-    pub fn scalar(&self, name: &str) -> Result<f64> {
-        self.scalars
-            .get(name)
-            .copied()
-            .ok_or_else(|| state_error(name, "is missing"))
-    }
-
-    /// A boolean stored as a scalar: it must be present and exactly 0 or 1.
-    pub fn flag(&self, name: &str) -> Result<bool> {
-        parse_flag(name, self.scalar(name)?)
-    }
-
-    /// A per-parameter step count (`None` when absent): it must be a whole number in
-    /// `1..=2^53`; NaN, infinities, negative, fractional and huge counts are errors naming the key.
-    pub fn step_count(&self, name: &str) -> Result<Option<u64>> {
-        let Some(&value) = self.scalars.get(name) else {
-            return Ok(None);
-        };
-        if !(value.is_finite() && value.fract() == 0.0 && (1.0..=MAX_STEP_COUNT).contains(&value)) {
-            return Err(state_error(
-                name,
-                &format!("is {value}, must be a whole number from 1 to {MAX_STEP_COUNT}"),
-            ));
-        }
-        Ok(Some(value as u64))
-    }
-}
-
-/// A boolean stored as the scalar `value` under `name`: exactly 0 or 1.
-pub(crate) fn parse_flag(name: &str, value: f64) -> Result<bool> {
-    if value == 0.0 {
-        Ok(false)
-    } else if value == 1.0 {
-        Ok(true)
-    } else {
-        Err(state_error(name, &format!("is {value}, must be 0 or 1")))
-    }
-}
-
-/// The error for a bad optimizer-state entry: `Error::Format` with context `optimizer state`
-/// and the key (checkpoint loaders add the file name).
-pub(crate) fn state_error(key: &str, message: &str) -> Error {
-    Error::format("optimizer state", format!("scalar `{key}` {message}"))
-}
-
-/// The error for a state written by another kind of optimizer.
-pub(crate) fn kind_mismatch(expected: &str, found: &str) -> Error {
-    Error::format(
-        "optimizer state",
-        format!(
-            "it was written by the `{found}` optimizer but this one is `{expected}`; resume \
-             with the optimizer that saved it (--optimizer {found})"
-        ),
-    )
-}
+pub use sgd::{Sgd, SgdConfig, SgdRule};
+pub(crate) use state::{parse_flag, state_error};
+pub use state::{OptimizerState, StateValues, MAX_STEP_COUNT};
 
 /// `value` must be finite and `>= 0`; returns `(key, why)` otherwise.
 pub(crate) fn check_non_negative(
@@ -298,185 +234,4 @@ pub fn numbered(parameters: Vec<Parameter>) -> Vec<(String, Parameter)> {
         .enumerate()
         .map(|(i, p)| (i.to_string(), p))
         .collect()
-}
-
-/// What values a loaded state tensor may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StateValues {
-    /// Any finite value (momentum buffers, first moments, gradient averages).
-    Finite,
-    /// Finite and `>= 0` (second moments, squared-gradient averages and sums).
-    NonNegative,
-}
-
-/// `state.<param>.<entry>` → (`param`, `entry`); parameter names may hold dots, entries never.
-fn split_state_key(key: &str) -> (&str, &str) {
-    let rest = key.strip_prefix("state.").unwrap_or(key);
-    rest.rsplit_once('.').unwrap_or((rest, key))
-}
-
-/// Error unless every value of the state tensor `name` obeys `values`: naming the entry, the
-/// parameter, how many values are bad and the first of them.
-fn check_state_values(name: &str, tensor: &Tensor, values: StateValues) -> Result<()> {
-    let host = tensor
-        .detach()
-        .to_device(&anygrad_core::Device::Cpu)?
-        .to_dtype(anygrad_core::DType::F64)?
-        .to_vec::<f64>()?;
-    let bad = |v: f64| match values {
-        StateValues::Finite => !v.is_finite(),
-        StateValues::NonNegative => !(v.is_finite() && v >= 0.0),
-    };
-    let mut count = 0usize;
-    let mut first = None;
-    for (index, &value) in host.iter().enumerate() {
-        if bad(value) {
-            count += 1;
-            first.get_or_insert((index, value));
-        }
-    }
-    let Some((index, value)) = first else {
-        return Ok(());
-    };
-    let (parameter, entry) = split_state_key(name);
-    let rule = match values {
-        StateValues::Finite => "finite",
-        StateValues::NonNegative => "finite and >= 0",
-    };
-    Err(Error::format(
-        "optimizer state",
-        format!(
-            "tensor `{name}` (the `{entry}` of parameter `{parameter}`) has {count} of {} \
-             values that are not {rule} (the first, at flat index {index}, is {value}); the \
-             state is corrupt or was saved from a run that diverged, so it cannot be resumed",
-            host.len()
-        ),
-    ))
-}
-
-/// Check a loaded state tensor against its parameter (same shape, every value finite) and
-/// move it to the parameter's device and dtype.
-pub(crate) fn adopt_state_tensor(
-    state: &OptimizerState,
-    name: &str,
-    parameter: &Parameter,
-) -> Result<Tensor> {
-    adopt_checked_state_tensor(state, name, parameter, StateValues::Finite)
-}
-
-/// [`adopt_state_tensor`] for an entry that must also be `>= 0` (Adam's `exp_avg_sq`,
-/// RMSprop's `square_avg`, Adagrad's `sum`).
-pub(crate) fn adopt_non_negative_state_tensor(
-    state: &OptimizerState,
-    name: &str,
-    parameter: &Parameter,
-) -> Result<Tensor> {
-    adopt_checked_state_tensor(state, name, parameter, StateValues::NonNegative)
-}
-
-/// Check a loaded state tensor's shape and `values` and move it to the parameter's device and
-/// dtype.
-pub(crate) fn adopt_checked_state_tensor(
-    state: &OptimizerState,
-    name: &str,
-    parameter: &Parameter,
-    values: StateValues,
-) -> Result<Tensor> {
-    let tensor = state
-        .tensors
-        .get(name)
-        .ok_or_else(|| Error::format("optimizer state", format!("missing tensor `{name}`")))?;
-    let target = parameter.tensor();
-    if tensor.shape() != target.shape() {
-        let (parameter_name, _) = split_state_key(name);
-        return Err(Error::format(
-            "optimizer state",
-            format!(
-                "`{name}` has shape {:?} but the parameter `{parameter_name}` has {:?}",
-                tensor.shape(),
-                target.shape()
-            ),
-        ));
-    }
-    check_state_values(name, tensor, values)?;
-    tensor
-        .detach()
-        .to_dtype(target.dtype())?
-        .to_device(target.device())?
-        .copy()
-}
-
-/// Error unless `state` holds only the entries in `expected` (like PyTorch's
-/// `load_state_dict`, which refuses unexpected keys): every unknown scalar and tensor is
-/// named, so a state of another configuration or a damaged file is not half-used.
-pub(crate) fn check_expected_entries(
-    state: &OptimizerState,
-    expected: &std::collections::BTreeSet<String>,
-) -> Result<()> {
-    let scalars: Vec<&String> = state
-        .scalars
-        .keys()
-        .filter(|key| !expected.contains(*key))
-        .collect();
-    let tensors: Vec<&String> = state
-        .tensors
-        .keys()
-        .filter(|key| !expected.contains(*key))
-        .collect();
-    if scalars.is_empty() && tensors.is_empty() {
-        return Ok(());
-    }
-    let quoted = |keys: &[&String]| {
-        keys.iter()
-            .map(|key| format!("`{key}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut parts = Vec::new();
-    if !scalars.is_empty() {
-        parts.push(format!("scalars {}", quoted(&scalars)));
-    }
-    if !tensors.is_empty() {
-        parts.push(format!("tensors {}", quoted(&tensors)));
-    }
-    Err(Error::format(
-        "optimizer state",
-        format!(
-            "unexpected {} for this `{}` optimizer: it does not use them (a state of another \
-             configuration, or a damaged file); nothing was loaded",
-            parts.join(" and "),
-            state.kind
-        ),
-    ))
-}
-
-/// Error unless every `state.<param>.` entry names a parameter of this optimizer.
-pub(crate) fn check_known_parameters(
-    state: &OptimizerState,
-    parameters: &[(String, Parameter)],
-) -> Result<()> {
-    let known = |key: &str| -> bool {
-        match key.strip_prefix("state.") {
-            None => true,
-            Some(rest) => parameters.iter().any(|(name, _)| {
-                rest.len() > name.len()
-                    && rest.starts_with(name.as_str())
-                    && rest.as_bytes()[name.len()] == b'.'
-            }),
-        }
-    };
-    let unknown: Vec<&String> = state
-        .tensors
-        .keys()
-        .chain(state.scalars.keys())
-        .filter(|k| !known(k))
-        .collect();
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::format(
-            "optimizer state",
-            format!("entries for parameters this optimizer does not have: {unknown:?}"),
-        ))
-    }
 }

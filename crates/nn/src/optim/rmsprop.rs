@@ -13,15 +13,13 @@
 //! Its state per parameter (`step`, `square_avg`, `momentum_buffer`, `grad_avg`) is
 //! checkpointed like the other optimizers'.
 
-use anygrad_core::{no_grad, Error, Result, Tensor};
+use anygrad_core::{Result, Tensor};
 
-use super::group::{GroupConfig, Groups, ParamGroup};
-use super::{
-    adopt_non_negative_state_tensor, adopt_state_tensor, check_expected_entries,
-    check_known_parameters, check_non_negative, kind_mismatch, parse_flag, selected_parameters,
-    Optimizer, OptimizerState,
-};
-use crate::module::Parameter;
+use super::group::GroupConfig;
+use super::rule::{OperationNames, StateTensor, StateTensors, UpdateRule};
+use super::rule_optimizer::RuleOptimizer;
+use super::state::StateValues;
+use super::{check_non_negative, parse_flag};
 
 /// Hyper-parameters of [`RMSprop`] (PyTorch's defaults from [`RMSpropConfig::default`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,16 +146,8 @@ impl GroupConfig for RMSpropConfig {
     }
 }
 
-/// Per-parameter RMSprop state.
-#[derive(Clone)]
-struct RMSpropState {
-    step: u64,
-    square_avg: Tensor,
-    momentum_buffer: Option<Tensor>,
-    grad_avg: Option<Tensor>,
-}
-
-/// RMSprop, like `torch.optim.RMSprop`, with parameter groups.
+/// RMSprop, like `torch.optim.RMSprop`, with parameter groups: a [`RuleOptimizer`] over
+/// [`RMSpropRule`].
 ///
 /// ```
 /// use anygrad_core::{Device, DType, Tensor};
@@ -170,230 +160,119 @@ struct RMSpropState {
 /// assert!((p.tensor().to_vec::<f32>()?[0] - 0.9).abs() < 1e-5);
 /// # Ok::<(), anygrad_core::Error>(())
 /// ```
-pub struct RMSprop {
-    groups: Groups<RMSpropConfig>,
-    states: Vec<Option<RMSpropState>>,
+pub type RMSprop = RuleOptimizer<RMSpropRule>;
+
+/// Per-parameter RMSprop state (the step count is the optimizer's).
+pub struct RMSpropState {
+    square_avg: Tensor,
+    momentum_buffer: Option<Tensor>,
+    grad_avg: Option<Tensor>,
 }
 
-impl RMSprop {
-    /// RMSprop over named parameter slots (`module.named_parameter_slots()`), one group.
-    pub fn new(parameters: Vec<(String, Parameter)>, config: RMSpropConfig) -> Result<RMSprop> {
-        RMSprop::with_groups(vec![ParamGroup::new(parameters, config)])
-    }
+/// RMSprop's update rule: the squared-gradient average `square_avg`, a `momentum_buffer`
+/// with a momentum and the gradient average `grad_avg` when centered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RMSpropRule;
 
-    /// RMSprop over several parameter groups, each with its own hyper-parameters.
-    pub fn with_groups(groups: Vec<ParamGroup<RMSpropConfig>>) -> Result<RMSprop> {
-        let groups = Groups::new("RMSprop::new", groups)?;
-        let count = groups.parameters.len();
-        Ok(RMSprop {
-            groups,
-            states: vec![None; count],
-        })
-    }
+impl UpdateRule for RMSpropRule {
+    type Config = RMSpropConfig;
+    type State = RMSpropState;
+    const KIND: &'static str = "rmsprop";
+    const OPERATIONS: OperationNames = OperationNames {
+        new: "RMSprop::new",
+        add_param_group: "RMSprop::add_param_group",
+        step: "RMSprop::step",
+    };
+    const COUNTS_STEPS: bool = true;
+    const STATE_TENSORS: &'static [StateTensor] = &[
+        StateTensor {
+            name: "square_avg",
+            values: StateValues::NonNegative,
+            required: true,
+        },
+        StateTensor {
+            name: "momentum_buffer",
+            values: StateValues::Finite,
+            required: false,
+        },
+        StateTensor {
+            name: "grad_avg",
+            values: StateValues::Finite,
+            required: false,
+        },
+    ];
 
-    /// The hyper-parameters (of group 0).
-    pub fn config(&self) -> &RMSpropConfig {
-        &self.groups.configs[0]
-    }
-
-    /// The hyper-parameters of every group.
-    pub fn configs(&self) -> &[RMSpropConfig] {
-        &self.groups.configs
-    }
-
-    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
-    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
-    /// after adding groups.
-    pub fn add_param_group(&mut self, group: ParamGroup<RMSpropConfig>) -> Result<()> {
-        let added = self.groups.add("RMSprop::add_param_group", group)?;
-        self.states.extend(std::iter::repeat_n(None, added));
-        Ok(())
-    }
-}
-
-impl RMSprop {
-    /// One step over every parameter (`None`) or those at the given positions.
-    fn step_selected(&mut self, indices: Option<&[usize]>) -> Result<()> {
-        let _guard = no_grad();
-        let selected = selected_parameters("RMSprop::step", self.groups.parameters.len(), indices)?;
-        let groups = &self.groups;
-        for ((((_, parameter), slot), &group), &selected) in groups
-            .parameters
-            .iter()
-            .zip(self.states.iter_mut())
-            .zip(&groups.group_of)
-            .zip(&selected)
-        {
-            if !selected {
-                continue;
-            }
-            let c = groups.configs[group];
-            let param = parameter.tensor();
-            let Some(grad) = param.grad() else { continue };
-            let state = match slot.take() {
-                Some(state) => state,
-                None => RMSpropState {
-                    step: 0,
-                    square_avg: param.zeros_like()?,
-                    momentum_buffer: None,
-                    grad_avg: None,
-                },
+    fn update(
+        param: &Tensor,
+        grad: Tensor,
+        c: &RMSpropConfig,
+        _step: u64,
+        state: Option<RMSpropState>,
+    ) -> Result<Option<RMSpropState>> {
+        let state = match state {
+            Some(state) => state,
+            None => RMSpropState {
+                square_avg: param.zeros_like()?,
+                momentum_buffer: None,
+                grad_avg: None,
+            },
+        };
+        let g = if c.weight_decay != 0.0 {
+            grad.add(&param.mul_scalar(c.weight_decay)?)?
+        } else {
+            grad
+        };
+        let square_avg = state
+            .square_avg
+            .mul_scalar(c.alpha)?
+            .add(&g.square()?.mul_scalar(1.0 - c.alpha)?)?;
+        let (avg, grad_avg) = if c.centered {
+            let previous = match state.grad_avg {
+                Some(previous) => previous,
+                None => param.zeros_like()?,
             };
-            let step = state.step.checked_add(1).ok_or_else(|| {
-                Error::invalid("RMSprop::step", "the step count overflowed a u64")
-            })?;
-            let g = if c.weight_decay != 0.0 {
-                grad.add(&param.mul_scalar(c.weight_decay)?)?
-            } else {
-                grad
-            };
-            let square_avg = state
-                .square_avg
+            let grad_avg = previous
                 .mul_scalar(c.alpha)?
-                .add(&g.square()?.mul_scalar(1.0 - c.alpha)?)?;
-            let (avg, grad_avg) = if c.centered {
-                let previous = match state.grad_avg {
-                    Some(previous) => previous,
-                    None => param.zeros_like()?,
-                };
-                let grad_avg = previous
-                    .mul_scalar(c.alpha)?
-                    .add(&g.mul_scalar(1.0 - c.alpha)?)?;
-                let variance = square_avg.sub(&grad_avg.square()?)?;
-                (variance.sqrt()?.add_scalar(c.eps)?, Some(grad_avg))
-            } else {
-                (square_avg.sqrt()?.add_scalar(c.eps)?, state.grad_avg)
-            };
-            let normalized = g.div(&avg)?;
-            let (update, momentum_buffer) = if c.momentum > 0.0 {
-                let buffer = match state.momentum_buffer {
-                    Some(previous) => previous.mul_scalar(c.momentum)?.add(&normalized)?,
-                    None => normalized,
-                };
-                (buffer.clone(), Some(buffer))
-            } else {
-                (normalized, state.momentum_buffer)
-            };
-            param.assign(&param.sub(&update.mul_scalar(c.lr)?)?)?;
-            *slot = Some(RMSpropState {
-                step,
-                square_avg,
-                momentum_buffer,
-                grad_avg,
-            });
-        }
-        Ok(())
-    }
-}
-
-impl Optimizer for RMSprop {
-    fn step(&mut self) -> Result<()> {
-        self.step_selected(None)
-    }
-
-    fn supports_partial_step(&self) -> bool {
-        true
-    }
-
-    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
-        self.step_selected(Some(indices))
-    }
-
-    fn parameters(&self) -> &[(String, Parameter)] {
-        &self.groups.parameters
-    }
-
-    fn learning_rate(&self) -> f64 {
-        self.groups.learning_rate()
-    }
-
-    fn set_learning_rate(&mut self, learning_rate: f64) {
-        self.groups.set_learning_rate(learning_rate);
-    }
-
-    fn group_count(&self) -> usize {
-        self.groups.configs.len()
-    }
-
-    fn group_learning_rate(&self, group: usize) -> Result<f64> {
-        self.groups.group_learning_rate(group)
-    }
-
-    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
-        self.groups.set_group_learning_rate(group, learning_rate)
-    }
-
-    fn group_momentum(&self, group: usize) -> Result<Option<f64>> {
-        self.groups.group_momentum(group)
-    }
-
-    fn set_group_momentum(&mut self, group: usize, momentum: f64) -> Result<()> {
-        self.groups.set_group_momentum(group, momentum)
-    }
-
-    fn state_dict(&self) -> Result<OptimizerState> {
-        let mut state = OptimizerState {
-            kind: "rmsprop".into(),
-            ..Default::default()
+                .add(&g.mul_scalar(1.0 - c.alpha)?)?;
+            let variance = square_avg.sub(&grad_avg.square()?)?;
+            (variance.sqrt()?.add_scalar(c.eps)?, Some(grad_avg))
+        } else {
+            (square_avg.sqrt()?.add_scalar(c.eps)?, state.grad_avg)
         };
-        self.groups.save_configs(&mut state);
-        for ((name, _), slot) in self.groups.parameters.iter().zip(&self.states) {
-            let Some(s) = slot else { continue };
-            state
-                .scalars
-                .insert(format!("state.{name}.step"), s.step as f64);
-            state
-                .tensors
-                .insert(format!("state.{name}.square_avg"), s.square_avg.clone());
-            if let Some(buffer) = &s.momentum_buffer {
-                state
-                    .tensors
-                    .insert(format!("state.{name}.momentum_buffer"), buffer.clone());
-            }
-            if let Some(grad_avg) = &s.grad_avg {
-                state
-                    .tensors
-                    .insert(format!("state.{name}.grad_avg"), grad_avg.clone());
-            }
-        }
-        Ok(state)
+        let normalized = g.div(&avg)?;
+        let (update, momentum_buffer) = if c.momentum > 0.0 {
+            let buffer = match state.momentum_buffer {
+                Some(previous) => previous.mul_scalar(c.momentum)?.add(&normalized)?,
+                None => normalized,
+            };
+            (buffer.clone(), Some(buffer))
+        } else {
+            (normalized, state.momentum_buffer)
+        };
+        param.assign(&param.sub(&update.mul_scalar(c.lr)?)?)?;
+        Ok(Some(RMSpropState {
+            square_avg,
+            momentum_buffer,
+            grad_avg,
+        }))
     }
 
-    fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
-        if state.kind != "rmsprop" {
-            return Err(kind_mismatch("rmsprop", &state.kind));
+    fn save(state: &RMSpropState) -> Result<Vec<(&'static str, Tensor)>> {
+        let mut tensors = vec![("square_avg", state.square_avg.clone())];
+        if let Some(buffer) = &state.momentum_buffer {
+            tensors.push(("momentum_buffer", buffer.clone()));
         }
-        check_known_parameters(state, &self.groups.parameters)?;
-        let configs = self.groups.load_configs(state)?;
-        let mut expected = Groups::config_keys(&configs);
-        let optional = |key: &str, parameter: &Parameter| -> Result<Option<Tensor>> {
-            if state.tensors.contains_key(key) {
-                adopt_state_tensor(state, key, parameter).map(Some)
-            } else {
-                Ok(None)
-            }
-        };
-        let mut states = Vec::with_capacity(self.groups.parameters.len());
-        for (name, parameter) in &self.groups.parameters {
-            let step_key = format!("state.{name}.step");
-            let Some(step) = state.step_count(&step_key)? else {
-                states.push(None);
-                continue;
-            };
-            let square_avg_key = format!("state.{name}.square_avg");
-            let momentum_key = format!("state.{name}.momentum_buffer");
-            let grad_avg_key = format!("state.{name}.grad_avg");
-            states.push(Some(RMSpropState {
-                step,
-                square_avg: adopt_non_negative_state_tensor(state, &square_avg_key, parameter)?,
-                momentum_buffer: optional(&momentum_key, parameter)?,
-                grad_avg: optional(&grad_avg_key, parameter)?,
-            }));
-            expected.extend([step_key, square_avg_key, momentum_key, grad_avg_key]);
+        if let Some(grad_avg) = &state.grad_avg {
+            tensors.push(("grad_avg", grad_avg.clone()));
         }
-        check_expected_entries(state, &expected)?;
-        self.groups.configs = configs;
-        self.states = states;
-        Ok(())
+        Ok(tensors)
+    }
+
+    fn restore(tensors: &mut StateTensors) -> Result<RMSpropState> {
+        Ok(RMSpropState {
+            square_avg: tensors.required("square_avg")?,
+            momentum_buffer: tensors.optional("momentum_buffer"),
+            grad_avg: tensors.optional("grad_avg"),
+        })
     }
 }

@@ -14,14 +14,13 @@
 //! writing the parameter and its momentum buffer, where the same rule as separate ops recorded
 //! five kernels and a copy), like PyTorch's fused SGD.
 
-use anygrad_core::{no_grad, Result, SgdStep, Tensor};
+use anygrad_core::{Result, SgdStep, Tensor};
 
-use super::group::{GroupConfig, Groups, ParamGroup};
-use super::{
-    adopt_state_tensor, check_expected_entries, check_known_parameters, check_non_negative,
-    kind_mismatch, parse_flag, selected_parameters, Optimizer, OptimizerState,
-};
-use crate::module::Parameter;
+use super::group::GroupConfig;
+use super::rule::{OperationNames, StateTensor, StateTensors, UpdateRule};
+use super::rule_optimizer::RuleOptimizer;
+use super::state::StateValues;
+use super::{check_non_negative, parse_flag};
 
 /// Hyper-parameters of [`Sgd`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,196 +141,99 @@ impl GroupConfig for SgdConfig {
     }
 }
 
-/// SGD, like `torch.optim.SGD`, with parameter groups ([`Sgd::with_groups`]).
-pub struct Sgd {
-    groups: Groups<SgdConfig>,
-    /// One momentum buffer per parameter, created at its first update.
-    momentum_buffers: Vec<Option<Tensor>>,
-}
+/// SGD, like `torch.optim.SGD`, with parameter groups (`Sgd::with_groups`): a
+/// [`RuleOptimizer`] over [`SgdRule`].
+pub type Sgd = RuleOptimizer<SgdRule>;
 
-impl Sgd {
-    /// An optimizer over named parameter slots (`module.named_parameter_slots()`), one group.
-    pub fn new(parameters: Vec<(String, Parameter)>, config: SgdConfig) -> Result<Sgd> {
-        Sgd::with_groups(vec![ParamGroup::new(parameters, config)])
+/// SGD's update rule: one momentum buffer per parameter (created at its first update with a
+/// momentum, checkpointed as `momentum_buffer`), no step count, and a fused kernel that can
+/// skip the step on the device.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SgdRule;
+
+impl SgdRule {
+    /// The fused step's settings for `config`; `first` on a buffer's first update.
+    fn fused_step(config: &SgdConfig, first: bool) -> SgdStep {
+        SgdStep {
+            lr: config.lr,
+            momentum: config.momentum,
+            dampening: config.dampening,
+            weight_decay: config.weight_decay,
+            nesterov: config.nesterov,
+            first,
+        }
     }
 
-    /// An optimizer over several parameter groups, each with its own hyper-parameters
-    /// (PyTorch's `SGD([{"params": ..., "lr": ...}, ...])`).
-    pub fn with_groups(groups: Vec<ParamGroup<SgdConfig>>) -> Result<Sgd> {
-        let groups = Groups::new("Sgd::new", groups)?;
-        let count = groups.parameters.len();
-        Ok(Sgd {
-            groups,
-            momentum_buffers: vec![None; count],
-        })
-    }
-
-    /// The hyper-parameters (of group 0).
-    pub fn config(&self) -> &SgdConfig {
-        &self.groups.configs[0]
-    }
-
-    /// The hyper-parameters of every group.
-    pub fn configs(&self) -> &[SgdConfig] {
-        &self.groups.configs
-    }
-
-    /// Append a parameter group (PyTorch's `add_param_group`, e.g. to fine-tune layers
-    /// unfrozen mid-training). Schedulers created before it refuse the optimizer: create them
-    /// after adding groups.
-    pub fn add_param_group(&mut self, group: ParamGroup<SgdConfig>) -> Result<()> {
-        let added = self.groups.add("Sgd::add_param_group", group)?;
-        self.momentum_buffers
-            .extend(std::iter::repeat_n(None, added));
-        Ok(())
+    /// The momentum buffer an update writes: the kept one, or a new one (then `first`) when
+    /// the config has a momentum and none exists yet.
+    fn buffer(
+        parameter: &Tensor,
+        config: &SgdConfig,
+        buffer: Option<Tensor>,
+    ) -> Result<(Option<Tensor>, bool)> {
+        match buffer {
+            None if config.momentum != 0.0 => Ok((Some(parameter.zeros_like()?), true)),
+            buffer => Ok((buffer, false)),
+        }
     }
 }
 
-impl Sgd {
-    /// One step over every parameter (`None`) or those at the given positions, skipped on the
-    /// device where `found` (a U32 `[1]` flag on the parameters' device) is nonzero.
-    fn step_selected(&mut self, indices: Option<&[usize]>, found: Option<&Tensor>) -> Result<()> {
-        let _guard = no_grad();
-        let selected = selected_parameters("Sgd::step", self.groups.parameters.len(), indices)?;
-        let groups = &self.groups;
-        for ((((_, parameter), buffer), &group), &selected) in groups
-            .parameters
-            .iter()
-            .zip(self.momentum_buffers.iter_mut())
-            .zip(&groups.group_of)
-            .zip(&selected)
-        {
-            if !selected {
-                continue;
-            }
-            let c = groups.configs[group];
-            let param = parameter.tensor();
-            let Some(grad) = param.grad() else { continue };
-            // The buffer is updated in place; on the first step it becomes the gradient.
-            let first = c.momentum != 0.0 && buffer.is_none();
-            if first {
-                *buffer = Some(param.zeros_like()?);
-            }
-            let step = SgdStep {
-                lr: c.lr,
-                momentum: c.momentum,
-                dampening: c.dampening,
-                weight_decay: c.weight_decay,
-                nesterov: c.nesterov,
-                first,
-            };
-            match found {
-                Some(found) => param.sgd_step_unless_(&grad, buffer.as_ref(), &step, found)?,
-                None => param.sgd_step_(&grad, buffer.as_ref(), &step)?,
-            }
-        }
-        Ok(())
-    }
-}
+impl UpdateRule for SgdRule {
+    type Config = SgdConfig;
+    /// The momentum buffer, updated in place.
+    type State = Tensor;
+    const KIND: &'static str = "sgd";
+    const OPERATIONS: OperationNames = OperationNames {
+        new: "Sgd::new",
+        add_param_group: "Sgd::add_param_group",
+        step: "Sgd::step",
+    };
+    const COUNTS_STEPS: bool = false;
+    const STATE_TENSORS: &'static [StateTensor] = &[StateTensor {
+        name: "momentum_buffer",
+        values: StateValues::Finite,
+        required: true,
+    }];
 
-impl Optimizer for Sgd {
-    fn step(&mut self) -> Result<()> {
-        self.step_selected(None, None)
+    fn update(
+        parameter: &Tensor,
+        gradient: Tensor,
+        config: &SgdConfig,
+        _step: u64,
+        state: Option<Tensor>,
+    ) -> Result<Option<Tensor>> {
+        // The buffer is updated in place; on the first step it becomes the gradient.
+        let (buffer, first) = SgdRule::buffer(parameter, config, state)?;
+        let step = SgdRule::fused_step(config, first);
+        parameter.sgd_step_(&gradient, buffer.as_ref(), &step)?;
+        Ok(buffer)
     }
 
-    /// On one device, the fused kernels read the flag there: no readback. A first step with
-    /// momentum reads it back (a skipped first step must leave the buffers unset, as PyTorch
-    /// does), and so do flags of several devices (a skip on one must skip all).
-    fn step_unless_found(&mut self, found: &[Tensor]) -> Result<()> {
-        let first_momentum = self
-            .groups
-            .parameters
-            .iter()
-            .zip(&self.momentum_buffers)
-            .zip(&self.groups.group_of)
-            .any(|(((_, parameter), buffer), &group)| {
-                self.groups.configs[group].momentum != 0.0
-                    && buffer.is_none()
-                    && parameter.tensor().grad().is_some()
-            });
-        match found {
-            [flag] if !first_momentum => self.step_selected(None, Some(flag)),
-            _ => super::step_after_readback(self, found),
-        }
+    /// Every update but a buffer's first: a skipped first step must leave the buffer unset
+    /// (as PyTorch does), which only a readback can decide.
+    fn skips_on_device(config: &SgdConfig, state: Option<&Tensor>) -> bool {
+        config.momentum == 0.0 || state.is_some()
     }
 
-    fn supports_partial_step(&self) -> bool {
-        true
+    fn update_unless_found(
+        parameter: &Tensor,
+        gradient: Tensor,
+        config: &SgdConfig,
+        state: Option<Tensor>,
+        found: &Tensor,
+    ) -> Result<Option<Tensor>> {
+        let (buffer, first) = SgdRule::buffer(parameter, config, state)?;
+        let step = SgdRule::fused_step(config, first);
+        parameter.sgd_step_unless_(&gradient, buffer.as_ref(), &step, found)?;
+        Ok(buffer)
     }
 
-    fn step_parameters(&mut self, indices: &[usize]) -> Result<()> {
-        self.step_selected(Some(indices), None)
+    fn save(buffer: &Tensor) -> Result<Vec<(&'static str, Tensor)>> {
+        // A snapshot: the live buffer changes in place at every step.
+        Ok(vec![("momentum_buffer", buffer.copy()?)])
     }
 
-    fn parameters(&self) -> &[(String, Parameter)] {
-        &self.groups.parameters
-    }
-
-    fn learning_rate(&self) -> f64 {
-        self.groups.learning_rate()
-    }
-
-    fn set_learning_rate(&mut self, learning_rate: f64) {
-        self.groups.set_learning_rate(learning_rate);
-    }
-
-    fn group_count(&self) -> usize {
-        self.groups.configs.len()
-    }
-
-    fn group_learning_rate(&self, group: usize) -> Result<f64> {
-        self.groups.group_learning_rate(group)
-    }
-
-    fn set_group_learning_rate(&mut self, group: usize, learning_rate: f64) -> Result<()> {
-        self.groups.set_group_learning_rate(group, learning_rate)
-    }
-
-    fn group_momentum(&self, group: usize) -> Result<Option<f64>> {
-        self.groups.group_momentum(group)
-    }
-
-    fn set_group_momentum(&mut self, group: usize, momentum: f64) -> Result<()> {
-        self.groups.set_group_momentum(group, momentum)
-    }
-
-    fn state_dict(&self) -> Result<OptimizerState> {
-        let mut state = OptimizerState {
-            kind: "sgd".into(),
-            ..Default::default()
-        };
-        self.groups.save_configs(&mut state);
-        for ((name, _), buffer) in self.groups.parameters.iter().zip(&self.momentum_buffers) {
-            if let Some(buffer) = buffer {
-                // A snapshot: the live buffer changes in place at every step.
-                state
-                    .tensors
-                    .insert(format!("state.{name}.momentum_buffer"), buffer.copy()?);
-            }
-        }
-        Ok(state)
-    }
-
-    fn load_state_dict(&mut self, state: &OptimizerState) -> Result<()> {
-        if state.kind != "sgd" {
-            return Err(kind_mismatch("sgd", &state.kind));
-        }
-        check_known_parameters(state, &self.groups.parameters)?;
-        let configs = self.groups.load_configs(state)?;
-        let mut expected = Groups::config_keys(&configs);
-        let mut buffers = Vec::with_capacity(self.groups.parameters.len());
-        for (name, parameter) in &self.groups.parameters {
-            let key = format!("state.{name}.momentum_buffer");
-            buffers.push(if state.tensors.contains_key(&key) {
-                Some(adopt_state_tensor(state, &key, parameter)?)
-            } else {
-                None
-            });
-            expected.insert(key);
-        }
-        check_expected_entries(state, &expected)?;
-        self.groups.configs = configs;
-        self.momentum_buffers = buffers;
-        Ok(())
+    fn restore(tensors: &mut StateTensors) -> Result<Tensor> {
+        tensors.required("momentum_buffer")
     }
 }
