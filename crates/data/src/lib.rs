@@ -4,7 +4,8 @@
 //!   [`TensorDataset`] (a features tensor and a labels tensor, first dim = sample, on any
 //!   device) and [`ArrayDataset`] (host vectors; batches by row copies — the fast choice for
 //!   large host-side sets such as MNIST).
-//! - [`DataLoader`]: batch size, seeded per-epoch shuffling (epoch `e` uses `seed + e`),
+//! - [`DataLoader`]: batch size, seeded per-epoch shuffling (epoch `e` uses `seed + e`,
+//!   decided by [`epoch_order`] for both loaders),
 //!   `drop_last`, background prefetch on a worker thread, and a device-resident mode that
 //!   uploads the dataset once and gathers batches on the device.
 //! - [`train_test_split`] and [`StandardScaler`], like scikit-learn's.
@@ -82,6 +83,7 @@ mod allocation;
 mod array_dataset;
 mod dataset;
 mod digits;
+mod epoch;
 mod idx;
 mod image;
 mod image_folder;
@@ -100,6 +102,7 @@ pub use digits::{
     digits, digits_dataset, digits_standardized_split, digits_tensors, parse_digits_csv,
     DIGITS_CLASSES, DIGITS_FEATURES, DIGITS_SAMPLES,
 };
+pub use epoch::epoch_order;
 pub use idx::{
     decompress_if_gzip, encode_idx_images, encode_idx_labels, parse_idx_images, parse_idx_labels,
     read_idx_images, read_idx_labels, read_maybe_gzip, IdxImages, IDX_IMAGES_MAGIC,

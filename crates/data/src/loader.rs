@@ -2,7 +2,8 @@
 //!
 //! - **Seeded shuffling.** Epoch `e` visits the samples in the order of a permutation drawn
 //!   from `seed + e` (SplitMix64), so every run and every machine sees the same batches, and
-//!   successive epochs differ.
+//!   successive epochs differ. [`epoch_order`](crate::epoch_order) decides it, for this
+//!   loader and [`SampleLoader`](crate::SampleLoader) alike.
 //! - **Background prefetch** (default, depth 2). A worker thread gathers the next batches on
 //!   the CPU while the training step runs, handing them over through a bounded channel (the
 //!   bound caps memory: at most `depth` batches wait). The upload to the target device happens
@@ -13,7 +14,6 @@
 //!   small data set on a GPU (the digits tutorial) this removes the per-batch transfer that
 //!   otherwise dominates a step.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use anygrad_core::{Device, Error, Result, Tensor};
 
 use crate::dataset::{index_tensor, Dataset};
-use crate::rng::permutation;
+use crate::epoch::EpochPlan;
 
 /// Iterates a [`Dataset`] in batches of `(inputs, labels)` on a target device.
 ///
@@ -52,25 +52,22 @@ use crate::rng::permutation;
 /// ```
 pub struct DataLoader {
     dataset: Arc<dyn Dataset>,
-    batch_size: usize,
-    shuffle_seed: Option<u64>,
-    drop_last: bool,
+    /// Batch size, shuffling, `drop_last` and the next epoch.
+    plan: EpochPlan,
     device: Device,
     prefetch: usize,
     device_resident: bool,
     /// The dataset uploaded to `device`, filled on first use in device-resident mode.
     resident: Mutex<Option<(Tensor, Tensor)>>,
-    /// The epoch the next `iter()` call uses.
-    next_epoch: AtomicU64,
 }
 
 impl std::fmt::Debug for DataLoader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DataLoader")
             .field("samples", &self.dataset.len())
-            .field("batch_size", &self.batch_size)
-            .field("shuffle_seed", &self.shuffle_seed)
-            .field("drop_last", &self.drop_last)
+            .field("batch_size", &self.plan.batch_size())
+            .field("shuffle_seed", &self.plan.shuffle_seed())
+            .field("drop_last", &self.plan.drop_last())
             .field("device", &self.device.to_string())
             .field("prefetch", &self.prefetch)
             .field("device_resident", &self.device_resident)
@@ -89,34 +86,25 @@ impl DataLoader {
 
     /// Like [`new`](Self::new) for a dataset that is already shared.
     pub fn from_arc(dataset: Arc<dyn Dataset>, batch_size: usize) -> Result<Self> {
-        if batch_size == 0 {
-            return Err(Error::invalid(
-                "DataLoader",
-                "batch_size must be at least 1",
-            ));
-        }
         Ok(DataLoader {
             dataset,
-            batch_size,
-            shuffle_seed: None,
-            drop_last: false,
+            plan: EpochPlan::new("DataLoader", batch_size)?,
             device: Device::Cpu,
             prefetch: 2,
             device_resident: false,
             resident: Mutex::new(None),
-            next_epoch: AtomicU64::new(0),
         })
     }
 
     /// Shuffle every epoch; epoch `e` uses the permutation drawn from `seed + e`.
     pub fn shuffle(mut self, seed: u64) -> Self {
-        self.shuffle_seed = Some(seed);
+        self.plan.set_shuffle(seed);
         self
     }
 
     /// Drop the last batch when it would be smaller than `batch_size`.
     pub fn drop_last(mut self, drop_last: bool) -> Self {
-        self.drop_last = drop_last;
+        self.plan.set_drop_last(drop_last);
         self
     }
 
@@ -150,12 +138,7 @@ impl DataLoader {
 
     /// Number of batches per epoch (PyTorch's `len(loader)`).
     pub fn len(&self) -> usize {
-        let n = self.dataset.len();
-        if self.drop_last {
-            n / self.batch_size
-        } else {
-            n.div_ceil(self.batch_size)
-        }
+        self.plan.batches(self.dataset.len())
     }
 
     /// True when an epoch yields no batch.
@@ -175,7 +158,7 @@ impl DataLoader {
 
     /// Samples per batch.
     pub fn batch_size(&self) -> usize {
-        self.batch_size
+        self.plan.batch_size()
     }
 
     /// The device batches are delivered on.
@@ -185,32 +168,26 @@ impl DataLoader {
 
     /// Set the epoch the next [`iter`](Self::iter) uses (PyTorch's `sampler.set_epoch`).
     pub fn set_epoch(&self, epoch: u64) {
-        self.next_epoch.store(epoch, Ordering::Relaxed);
+        self.plan.set_epoch(epoch);
     }
 
-    /// The sample order of `epoch`: a permutation from `seed + epoch` when shuffling, else
-    /// `0..n`. Batches are consecutive runs of it.
+    /// The sample order of `epoch` ([`epoch_order`](crate::epoch_order)): a permutation from
+    /// `seed + epoch` when shuffling, else `0..n`. Batches are consecutive runs of it.
     pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
-        let n = self.dataset.len();
-        match self.shuffle_seed {
-            Some(seed) => permutation(n, seed.wrapping_add(epoch)),
-            None => (0..n).collect(),
-        }
+        self.plan.order(self.dataset.len(), epoch)
     }
 
     /// The batches of the next epoch (0, then 1, 2, ... on successive calls, or what
     /// [`set_epoch`](Self::set_epoch) set). `for batch in &loader` does the same.
     pub fn iter(&self) -> Batches {
-        let epoch = self.next_epoch.fetch_add(1, Ordering::Relaxed);
-        self.iter_epoch(epoch)
+        self.iter_epoch(self.plan.advance())
     }
 
     /// The batches of `epoch`. Each item is `Result<(inputs, labels)>`; after an error the
     /// iterator ends.
     pub fn iter_epoch(&self, epoch: u64) -> Batches {
-        let mut order = self.epoch_order(epoch);
+        let order = self.plan.visited(self.dataset.len(), epoch);
         let batches = self.len();
-        order.truncate(batches.saturating_mul(self.batch_size).min(order.len()));
         let source = if self.device_resident {
             match self.resident_source(order) {
                 Ok(source) => source,
@@ -232,7 +209,7 @@ impl DataLoader {
         };
         Batches {
             source,
-            batch_size: self.batch_size,
+            batch_size: self.plan.batch_size(),
             device: self.device.clone(),
             remaining,
         }
@@ -243,7 +220,7 @@ impl DataLoader {
     fn prefetch_source(&self, order: Vec<usize>) -> Source {
         let (sender, receiver) = sync_channel(self.prefetch);
         let dataset = self.dataset.clone();
-        let batch_size = self.batch_size;
+        let batch_size = self.plan.batch_size();
         let order = Arc::new(order);
         let worker_order = order.clone();
         let spawned = std::thread::Builder::new()
@@ -288,7 +265,7 @@ impl DataLoader {
             }
         };
         // Without shuffling, batches are plain slices (`narrow`): no gather, no index upload.
-        let order = if self.shuffle_seed.is_some() {
+        let order = if self.plan.shuffle_seed().is_some() {
             Some(index_tensor(
                 "DataLoader",
                 &order,

@@ -12,11 +12,11 @@
 //! - **Upload.** Batches are collated on the CPU and moved to the target device on the
 //!   consumer's thread (where the training step runs) as they are taken.
 //! - **Determinism.** Epoch `e` visits the samples in the permutation of `shuffle_seed + e`
-//!   (the same rule as [`DataLoader`](crate::DataLoader)); sample `i` of epoch `e` draws its
-//!   augmentation from `SplitMix64::new(sample_seed(seed, e, i))`. Batches are therefore
-//!   identical for every `num_workers`.
+//!   ([`epoch_order`](crate::epoch_order) decides it for this loader and
+//!   [`DataLoader`](crate::DataLoader) alike); sample `i` of epoch `e` draws its augmentation
+//!   from `SplitMix64::new(sample_seed(seed, e, i))`. Batches are therefore identical for
+//!   every `num_workers`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -24,8 +24,9 @@ use std::thread::JoinHandle;
 use anygrad_core::{Device, Error, Result, Tensor};
 use rayon::prelude::*;
 
+use crate::epoch::EpochPlan;
 use crate::loader::BatchLoader;
-use crate::rng::{permutation, sample_seed, SplitMix64};
+use crate::rng::{sample_seed, SplitMix64};
 use crate::sample::{collate, Sample, SampleDataset};
 
 /// A collate function: samples of one batch to `(inputs, labels)` tensors.
@@ -55,28 +56,25 @@ pub type CollateFn = dyn Fn(Vec<Sample>) -> Result<(Tensor, Tensor)> + Send + Sy
 /// ```
 pub struct SampleLoader {
     dataset: Arc<dyn SampleDataset>,
-    batch_size: usize,
-    shuffle_seed: Option<u64>,
+    /// Batch size, shuffling, `drop_last` and the next epoch.
+    plan: EpochPlan,
     seed: u64,
-    drop_last: bool,
     device: Device,
     num_workers: usize,
     prefetch: usize,
     collate: Arc<CollateFn>,
     /// The worker pool, built on the first epoch that needs it.
     pool: Mutex<Option<Arc<rayon::ThreadPool>>>,
-    /// The epoch the next `iter()` call uses.
-    next_epoch: AtomicU64,
 }
 
 impl std::fmt::Debug for SampleLoader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SampleLoader")
             .field("samples", &self.dataset.len())
-            .field("batch_size", &self.batch_size)
-            .field("shuffle_seed", &self.shuffle_seed)
+            .field("batch_size", &self.plan.batch_size())
+            .field("shuffle_seed", &self.plan.shuffle_seed())
             .field("seed", &self.seed)
-            .field("drop_last", &self.drop_last)
+            .field("drop_last", &self.plan.drop_last())
             .field("device", &self.device.to_string())
             .field("num_workers", &self.num_workers)
             .field("prefetch", &self.prefetch)
@@ -96,30 +94,21 @@ impl SampleLoader {
 
     /// Like [`new`](Self::new) for a dataset already shared.
     pub fn from_arc(dataset: Arc<dyn SampleDataset>, batch_size: usize) -> Result<Self> {
-        if batch_size == 0 {
-            return Err(Error::invalid(
-                "SampleLoader",
-                "batch size must be at least 1",
-            ));
-        }
         Ok(SampleLoader {
             dataset,
-            batch_size,
-            shuffle_seed: None,
+            plan: EpochPlan::new("SampleLoader", batch_size)?,
             seed: 0,
-            drop_last: false,
             device: Device::Cpu,
             num_workers: 0,
             prefetch: 2,
             collate: Arc::new(collate),
             pool: Mutex::new(None),
-            next_epoch: AtomicU64::new(0),
         })
     }
 
     /// Shuffle every epoch: epoch `e` uses the permutation drawn from `seed + e`.
     pub fn shuffle(mut self, seed: u64) -> Self {
-        self.shuffle_seed = Some(seed);
+        self.plan.set_shuffle(seed);
         self
     }
 
@@ -132,7 +121,7 @@ impl SampleLoader {
 
     /// Drop the last batch when it would be smaller than `batch_size`.
     pub fn drop_last(mut self, drop_last: bool) -> Self {
-        self.drop_last = drop_last;
+        self.plan.set_drop_last(drop_last);
         self
     }
 
@@ -178,12 +167,7 @@ impl SampleLoader {
 
     /// Number of batches per epoch (PyTorch's `len(loader)`).
     pub fn len(&self) -> usize {
-        let n = self.dataset.len();
-        if self.drop_last {
-            n / self.batch_size
-        } else {
-            n.div_ceil(self.batch_size)
-        }
+        self.plan.batches(self.dataset.len())
     }
 
     /// True when an epoch yields no batch.
@@ -208,7 +192,7 @@ impl SampleLoader {
             return 0;
         }
         let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
-        let per_batch = self.batch_size.min(self.dataset.len()).max(1);
+        let per_batch = self.plan.batch_size().min(self.dataset.len()).max(1);
         self.num_workers.min(cores).min(per_batch)
     }
 
@@ -219,7 +203,7 @@ impl SampleLoader {
 
     /// Samples per batch.
     pub fn batch_size(&self) -> usize {
-        self.batch_size
+        self.plan.batch_size()
     }
 
     /// The device batches are delivered on.
@@ -229,32 +213,26 @@ impl SampleLoader {
 
     /// Set the epoch the next [`iter`](Self::iter) uses.
     pub fn set_epoch(&self, epoch: u64) {
-        self.next_epoch.store(epoch, Ordering::Relaxed);
+        self.plan.set_epoch(epoch);
     }
 
-    /// The sample order of `epoch`: a permutation from `shuffle_seed + epoch` when
-    /// shuffling, else `0..n`.
+    /// The sample order of `epoch` ([`epoch_order`](crate::epoch_order)): a permutation from
+    /// `shuffle_seed + epoch` when shuffling, else `0..n`.
     pub fn epoch_order(&self, epoch: u64) -> Vec<usize> {
-        let n = self.dataset.len();
-        match self.shuffle_seed {
-            Some(seed) => permutation(n, seed.wrapping_add(epoch)),
-            None => (0..n).collect(),
-        }
+        self.plan.order(self.dataset.len(), epoch)
     }
 
     /// The batches of the next epoch (0, then 1, 2, ... or what
     /// [`set_epoch`](Self::set_epoch) set).
     pub fn iter(&self) -> SampleBatches {
-        let epoch = self.next_epoch.fetch_add(1, Ordering::Relaxed);
-        self.iter_epoch(epoch)
+        self.iter_epoch(self.plan.advance())
     }
 
     /// The batches of `epoch`, each `Result<(inputs, labels)>` on the loader's device;
     /// after an error the iterator ends. Dropping it early stops the producer thread.
     pub fn iter_epoch(&self, epoch: u64) -> SampleBatches {
-        let mut order = self.epoch_order(epoch);
+        let order = self.plan.visited(self.dataset.len(), epoch);
         let batches = self.len();
-        order.truncate(batches.saturating_mul(self.batch_size).min(order.len()));
         let job = BatchJob {
             dataset: self.dataset.clone(),
             collate: self.collate.clone(),
@@ -279,7 +257,7 @@ impl SampleLoader {
         };
         SampleBatches {
             source,
-            batch_size: self.batch_size,
+            batch_size: self.plan.batch_size(),
             device: self.device.clone(),
             remaining,
         }
@@ -313,9 +291,9 @@ impl SampleLoader {
         pool: Arc<rayon::ThreadPool>,
     ) -> Source {
         // No more batches than an epoch has can wait (the channel allocates its slots).
-        let depth = self.prefetch.min(order.len().div_ceil(self.batch_size));
+        let batch_size = self.plan.batch_size();
+        let depth = self.prefetch.min(order.len().div_ceil(batch_size));
         let (sender, receiver) = sync_channel(depth);
-        let batch_size = self.batch_size;
         let order = Arc::new(order);
         let producer_order = order.clone();
         let producer_job = job.clone();
