@@ -106,13 +106,45 @@ fn gradcheck_catches_a_wrong_backward(device: &Device) {
     set_fallback_policy(FallbackPolicy::Warn);
 }
 
+/// Calls of the custom op `name` that fell back to the CPU so far.
+fn fallback_calls(name: &str) -> u64 {
+    fallback_stats()
+        .get(&format!("custom:{name}"))
+        .map(|s| s.calls)
+        .unwrap_or(0)
+}
+
+/// A custom op without a kernel on GPU tensors falls back to its CPU reference as the policy
+/// says (refused under `Error`, counted and flagged in the profile under `Allow`); on CPU
+/// tensors the CPU reference is the op itself, never a fallback, whatever the policy.
 fn fallback_policy_governs_gpu_custom_ops(device: &Device) {
-    if device.is_cpu() {
-        return; // CPU tensors never fall back
-    }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let op = Arc::new(ScaledSwish { beta: 1.0 });
     let x = Tensor::ones(&[16], DType::F32, device).unwrap();
+    if device.is_cpu() {
+        set_fallback_policy(FallbackPolicy::Error);
+        let before = fallback_calls("scaled_swish");
+        let (y, recorded) = profile(|| apply(op.clone(), &[&x])).unwrap();
+        set_fallback_policy(FallbackPolicy::Warn);
+        assert_eq!(y.device(), device);
+        let expected = 1.0 / (1.0 + (-1.0f32).exp());
+        anygrad_testing::assert_close(&y.to_vec_f32().unwrap(), &[expected; 16], 1e-6, 1e-6, "cpu");
+        assert_eq!(
+            fallback_calls("scaled_swish"),
+            before,
+            "a CPU call counted as a fallback"
+        );
+        let row = recorded
+            .key_averages()
+            .0
+            .into_iter()
+            .find(|r| r.name == "scaled_swish")
+            .expect("recorded");
+        assert_eq!(row.calls, 1);
+        assert_eq!(row.fallback_calls, 0);
+        assert!(!recorded.key_averages().table().contains("CPU FALLBACK"));
+        return;
+    }
     set_fallback_policy(FallbackPolicy::Error);
     let refused = apply(op.clone(), &[&x]).unwrap_err();
     assert!(
@@ -120,16 +152,9 @@ fn fallback_policy_governs_gpu_custom_ops(device: &Device) {
         "{refused:?}"
     );
     set_fallback_policy(FallbackPolicy::Allow);
-    let before = fallback_stats()
-        .get("custom:scaled_swish")
-        .map(|s| s.calls)
-        .unwrap_or(0);
+    let before = fallback_calls("scaled_swish");
     let ((), recorded) = profile(|| apply(op.clone(), &[&x]).map(drop)).unwrap();
-    let after = fallback_stats()
-        .get("custom:scaled_swish")
-        .map(|s| s.calls)
-        .unwrap_or(0);
-    assert_eq!(after, before + 1);
+    assert_eq!(fallback_calls("scaled_swish"), before + 1);
     let row = recorded
         .key_averages()
         .0

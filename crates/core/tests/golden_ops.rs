@@ -9,7 +9,9 @@
 //!
 //! Every case runs even when an earlier one fails (panics inside an op are caught per case);
 //! the test then fails listing every failing case by name. Set `ANYGRAD_GOLDEN_FILTER=text`
-//! to run only the cases whose name contains `text` (a debugging aid for this test only).
+//! to run only the cases whose name contains `text` (a debugging aid for this test only); a
+//! filter that selects no case of a golden file fails that file's tests, so select the tests
+//! by name too.
 //!
 //! The GPU variant opens the GPU through `anygrad_testing::gpu_or_skip`; with no adapter it
 //! prints a visible `SKIP` line, unless `ANYGRAD_REQUIRE_GPU=1`, where a missing adapter fails
@@ -421,20 +423,50 @@ fn run_case(case: &Value, device: &Device) -> CaseResult {
     }
 }
 
-/// Every golden case of the JSON `golden` on `device`; fails listing every failing case.
-fn run_all(golden: &str, device: &Device) {
+/// The cases of the golden file `file` whose name contains `filter` (all of them for an empty
+/// filter). Selecting nothing is an error: a run of no case would pass without checking
+/// anything, whether the filter is mistyped or the file has lost its cases.
+fn selected_cases<'a>(
+    cases: &'a [Value],
+    filter: &str,
+    file: &str,
+) -> Result<Vec<&'a Value>, String> {
+    let selected: Vec<&Value> = cases
+        .iter()
+        .filter(|case| {
+            case["name"]
+                .as_str()
+                .expect("case has a name")
+                .contains(filter)
+        })
+        .collect();
+    if !selected.is_empty() {
+        Ok(selected)
+    } else if filter.is_empty() {
+        Err(format!("golden file {file} has no cases"))
+    } else {
+        Err(format!(
+            "ANYGRAD_GOLDEN_FILTER=`{filter}` matches none of the {} cases of {file}: a run of no \
+             case checks nothing (name this file's test too, e.g. `cargo test -p anygrad-core \
+             --test golden_ops golden_ops_cpu`)",
+            cases.len()
+        ))
+    }
+}
+
+/// Every golden case of the JSON `golden` (the file `file`) on `device`; fails listing every
+/// failing case, and when `ANYGRAD_GOLDEN_FILTER` selects none.
+fn run_all(golden: &str, file: &str, device: &Device) {
     let document: Value = serde_json::from_str(golden).expect("golden file parses");
     let cases = document["cases"]
         .as_array()
         .expect("golden file has a cases list");
     let filter = std::env::var("ANYGRAD_GOLDEN_FILTER").unwrap_or_default();
+    let selected = selected_cases(cases, &filter, file).unwrap_or_else(|error| panic!("{error}"));
     let mut ran = 0usize;
     let mut failures = Vec::new();
-    for case in cases {
+    for case in selected {
         let name = case["name"].as_str().expect("case has a name");
-        if !name.contains(filter.as_str()) {
-            continue;
-        }
         ran += 1;
         let outcome = catch_unwind(AssertUnwindSafe(|| run_case(case, device)));
         let outcome = match outcome {
@@ -510,38 +542,61 @@ fn golden_checker_detects_mismatches() {
     );
 }
 
+/// The filter selects by name, and a filter that selects nothing fails instead of passing a
+/// run of no case.
+#[test]
+fn golden_filter_selecting_nothing_fails() {
+    let document: Value = serde_json::from_str(GOLDEN).expect("golden/core_ops.json parses");
+    let cases = document["cases"].as_array().expect("cases");
+    let all = selected_cases(cases, "", "core_ops.json").expect("no filter selects every case");
+    assert_eq!(all.len(), cases.len());
+    let some = selected_cases(cases, "mul_bcast", "core_ops.json").expect("mul_bcast cases");
+    assert!(!some.is_empty() && some.len() < cases.len());
+    assert!(some
+        .iter()
+        .all(|case| case["name"].as_str().unwrap().contains("mul_bcast")));
+    let error = selected_cases(cases, "no_such_case", "core_ops.json")
+        .expect_err("a filter matching no case must fail");
+    assert!(
+        error.contains("no_such_case") && error.contains("core_ops.json"),
+        "{error}"
+    );
+    let error = selected_cases(&[], "", "empty.json").expect_err("a file without cases must fail");
+    assert!(error.contains("empty.json"), "{error}");
+}
+
 #[test]
 fn golden_ops_cpu() {
-    run_all(GOLDEN, &Device::cpu());
+    run_all(GOLDEN, "core_ops.json", &Device::cpu());
 }
 
 #[test]
 fn golden_composite_ops_cpu() {
-    run_all(GOLDEN_COMPOSITE, &Device::cpu());
+    run_all(GOLDEN_COMPOSITE, "composite_ops.json", &Device::cpu());
 }
 
 #[test]
 fn golden_composite_ops_gpu() {
     if let Some(device) = anygrad_testing::gpu_or_skip("golden_composite_ops_gpu") {
-        run_all(GOLDEN_COMPOSITE, &device);
+        run_all(GOLDEN_COMPOSITE, "composite_ops.json", &device);
     }
 }
 
 #[test]
 fn golden_sort_scan_ops_cpu() {
-    run_all(GOLDEN_SORT_SCAN, &Device::cpu());
+    run_all(GOLDEN_SORT_SCAN, "sort_scan_ops.json", &Device::cpu());
 }
 
 #[test]
 fn golden_sort_scan_ops_gpu() {
     if let Some(device) = anygrad_testing::gpu_or_skip("golden_sort_scan_ops_gpu") {
-        run_all(GOLDEN_SORT_SCAN, &device);
+        run_all(GOLDEN_SORT_SCAN, "sort_scan_ops.json", &device);
     }
 }
 
 #[test]
 fn golden_ops_gpu() {
     if let Some(device) = anygrad_testing::gpu_or_skip("golden_ops_gpu") {
-        run_all(GOLDEN, &device);
+        run_all(GOLDEN, "core_ops.json", &device);
     }
 }

@@ -2,7 +2,7 @@
 //! agrees with an index-by-index reference, views agree with copies, reductions agree with
 //! plain loops.
 
-use anygrad_core::{DType, Device, Tensor};
+use anygrad_core::{Device, Tensor};
 use proptest::prelude::*;
 
 fn shape_strategy() -> impl Strategy<Value = Vec<usize>> {
@@ -14,6 +14,20 @@ fn counting(shape: &[usize]) -> Tensor {
     let n: usize = shape.iter().product();
     Tensor::from_vec(
         (0..n).map(|i| i as f64).collect::<Vec<f64>>(),
+        shape,
+        &Device::Cpu,
+    )
+    .unwrap()
+}
+
+/// Values `(7 i) mod 5 - 2` as f64 (small integers, exact in every float dtype): out of order
+/// along every dim of more than two elements, and with ties.
+fn scrambled(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    Tensor::from_vec(
+        (0..n)
+            .map(|i| ((7 * i) % 5) as f64 - 2.0)
+            .collect::<Vec<f64>>(),
         shape,
         &Device::Cpu,
     )
@@ -105,8 +119,20 @@ proptest! {
         prop_assert_eq!(sum.to_vec::<f64>().unwrap(), expected.clone());
         prop_assert!((x.sum_all().unwrap().item_f64().unwrap() - values.iter().sum::<f64>()).abs() < 1e-9);
         if shape[dim] > 0 {
-            let max = x.max(&[dim as isize], keepdim).unwrap().to_vec::<f64>().unwrap();
-            prop_assert_eq!(max.len(), expected.len());
+            // Scrambled values (neither sorted along any dim, with ties), so the maximum's
+            // position varies: a max that took the first or last element would differ.
+            let scrambled = scrambled(&shape);
+            let values = scrambled.to_vec::<f64>().unwrap();
+            let max = scrambled.max(&[dim as isize], keepdim).unwrap();
+            prop_assert_eq!(max.shape(), &expected_shape[..]);
+            let mut expected_max = vec![f64::NEG_INFINITY; max.numel()];
+            for (flat, &v) in values.iter().enumerate() {
+                let mut index = unravel(flat, &shape);
+                index[dim] = 0;
+                let slot = &mut expected_max[ravel(&index, &kept)];
+                *slot = slot.max(v);
+            }
+            prop_assert_eq!(max.to_vec::<f64>().unwrap(), expected_max);
         }
     }
 
@@ -118,8 +144,22 @@ proptest! {
         let left = x.narrow(dim as isize, 0, cut).unwrap();
         let right = x.narrow(dim as isize, cut, shape[dim] - cut).unwrap();
         let joined = Tensor::cat(&[&left, &right], dim as isize).unwrap();
+        prop_assert_eq!(joined.shape(), &shape[..]);
         prop_assert_eq!(joined.to_vec::<f64>().unwrap(), x.to_vec::<f64>().unwrap());
-        prop_assert_eq!(x.reshape([-1]).unwrap().numel(), x.numel());
-        let _ = DType::F64;
+        // The halves hold the right elements: row-major position `index` of `left` is
+        // `index` of `x`, of `right` that index moved `cut` along `dim`.
+        let values = x.to_vec::<f64>().unwrap();
+        for (part, offset) in [(&left, 0), (&right, cut)] {
+            let part_shape = part.shape().to_vec();
+            for (flat, v) in part.to_vec::<f64>().unwrap().into_iter().enumerate() {
+                let mut index = unravel(flat, &part_shape);
+                index[dim] += offset;
+                prop_assert_eq!(v, values[ravel(&index, &shape)]);
+            }
+        }
+        // Flattening a narrowed (non-contiguous) view keeps its elements in row-major order.
+        let flat = right.reshape([-1]).unwrap();
+        prop_assert_eq!(flat.shape(), &[right.numel()][..]);
+        prop_assert_eq!(flat.to_vec::<f64>().unwrap(), right.contiguous().unwrap().to_vec::<f64>().unwrap());
     }
 }
