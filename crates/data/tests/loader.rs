@@ -188,14 +188,82 @@ fn gpu_batches_match_cpu_batches() {
     }
 }
 
+/// A dataset of `len` samples (2 zero features, label 0) counting its `get_batch` calls.
+struct Counted {
+    len: usize,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Dataset for Counted {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn get_batch(&self, indices: &[usize]) -> Result<(Tensor, Tensor)> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let n = indices.len();
+        Ok((
+            Tensor::zeros(&[n, 2], anygrad_core::DType::F32, &Device::Cpu)?,
+            Tensor::zeros(&[n], anygrad_core::DType::I32, &Device::Cpu)?,
+        ))
+    }
+}
+
+/// Dropping a prefetching epoch after its first batch returns promptly and stops its worker:
+/// the worker reads no more batches afterwards than it had prefetched. Run on a thread of its
+/// own, so that a drop that hangs fails the test with a message instead of hanging it.
 #[test]
 fn dropping_an_epoch_early_stops_the_worker() {
-    let loader = DataLoader::new(ramp(1000), 1).unwrap().prefetch(2);
-    for _ in 0..20 {
-        let mut batches = loader.iter();
-        assert!(batches.next().unwrap().is_ok());
-        drop(batches); // must not hang
+    const PREFETCH: usize = 2;
+    const EPOCHS: usize = 20;
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let dataset = Counted {
+            len: 1000,
+            calls: calls.clone(),
+        };
+        let loader = DataLoader::new(dataset, 1).unwrap().prefetch(PREFETCH);
+        for epoch in 0..EPOCHS {
+            let before = calls.load(Ordering::SeqCst);
+            let mut batches = loader.iter();
+            assert!(batches.next().unwrap().is_ok());
+            drop(batches);
+            // The worker has stopped: what it read stays read, and nothing more comes.
+            let read = calls.load(Ordering::SeqCst) - before;
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let later = calls.load(Ordering::SeqCst) - before;
+            let _ = done.send(Ok((epoch, read, later)));
+        }
+        let _ = done.send(Err(()));
+    });
+    let limit = std::time::Duration::from_secs(60);
+    for epoch in 0..EPOCHS {
+        match finished.recv_timeout(limit) {
+            Ok(Ok((reported, read, later))) => {
+                assert_eq!(reported, epoch);
+                // The batch taken, the prefetched ones, and one the worker held while the
+                // queue was full.
+                assert!(
+                    (1..=PREFETCH + 2).contains(&read),
+                    "epoch {epoch}: the worker read {read} batches of 1,000 before the drop \
+                     returned (prefetch {PREFETCH})"
+                );
+                assert_eq!(
+                    later, read,
+                    "epoch {epoch}: the worker went on reading after the drop"
+                );
+            }
+            Ok(Err(())) => panic!("the epochs ended after {epoch} of {EPOCHS}"),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                "epoch {epoch}: dropping a prefetching epoch after its first batch did not return \
+                 within {limit:?}: its worker was not stopped"
+            ),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("epoch {epoch}: the test thread panicked (see its message above)")
+            }
+        }
     }
+    assert!(matches!(finished.recv_timeout(limit), Ok(Err(()))));
 }
 
 /// A dataset whose `get_batch` fails (or panics) once a sample index reaches `bad_from`.
@@ -339,7 +407,11 @@ fn scaler_tensor_path_matches_host_path() {
 fn mnist_batches_when_present() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
     if !dir.join("t10k-images-idx3-ubyte.gz").exists() {
-        println!("SKIP: MNIST not found at {}", dir.display());
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Data,
+            "mnist_batches_when_present",
+            &format!("MNIST not found at {}", dir.display()),
+        );
         return;
     }
     let mut test = anygrad_data::Mnist::load(&dir, false).unwrap();
