@@ -15,11 +15,21 @@ fn anygrad(args: &[&str]) -> (bool, String, String) {
     )
 }
 
-fn losses(json: &str) -> Vec<f64> {
+/// The training loss of each epoch of a JSON summary, after checking that the summary lists
+/// epochs 1 to `epochs`, in order.
+fn losses(json: &str, epochs: u64, what: &str) -> Vec<f64> {
     let summary: serde_json::Value = serde_json::from_str(json).expect("a JSON summary");
-    summary["epochs"]
-        .as_array()
-        .expect("epochs")
+    let records = summary["epochs"].as_array().expect("epochs");
+    let numbers: Vec<u64> = records
+        .iter()
+        .map(|e| e["epoch"].as_u64().expect("epoch"))
+        .collect();
+    assert_eq!(
+        numbers,
+        (1..=epochs).collect::<Vec<u64>>(),
+        "{what}: epochs of the summary"
+    );
+    records
         .iter()
         .map(|e| e["train_loss"].as_f64().expect("train_loss"))
         .collect()
@@ -33,8 +43,10 @@ fn devices_cpu_cpu_matches_one_cpu() {
     let (ok, parallel, stderr) = anygrad(&[&common[..], &["--devices", "cpu,cpu"]].concat());
     assert!(ok, "{stderr}");
     assert!(stderr.contains("devices: cpu, cpu"), "{stderr}");
-    let (single, parallel) = (losses(&single), losses(&parallel));
-    assert_eq!(single.len(), 2);
+    let (single, parallel) = (
+        losses(&single, 2, "--device cpu"),
+        losses(&parallel, 2, "--devices cpu,cpu"),
+    );
     for (p, s) in parallel.iter().zip(&single) {
         assert!(
             (p - s).abs() <= 1e-4 * s.abs(),
