@@ -11,7 +11,7 @@
 //! Run: `cargo run --release -p anygrad --example autotune` (the first GPU; on a machine
 //! without one it says so and stops).
 
-use anygrad::core::gpu::AutotuneMode;
+use anygrad::gpu::AutotuneMode;
 use anygrad::prelude::*;
 
 /// The largest |a - b| relative to the largest |b|.

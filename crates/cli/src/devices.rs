@@ -2,7 +2,7 @@
 //! the facts a user needs to choose one: backend, driver, limits, f16, subgroups, timestamps,
 //! float atomics, cooperative-matrix shapes.
 
-use anygrad::core::gpu;
+use anygrad::gpu;
 
 /// Print the adapter list as a table or JSON.
 pub fn run(json: bool) -> Result<(), String> {

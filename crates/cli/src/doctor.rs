@@ -4,8 +4,8 @@
 //! parity check. Every failure comes with a hint; the exit status is non-zero when anything
 //! failed.
 
-use anygrad::core::gpu::{self, GpuDevice};
-use anygrad::core::op::{BinaryOp, ReduceOp, UnaryOp};
+use anygrad::gpu::{self, GpuDevice};
+use anygrad::op::{BinaryOp, ReduceOp, UnaryOp};
 use anygrad::{Conv2dParams, DType, Device, Result, Tensor};
 use serde::Serialize;
 
@@ -578,7 +578,7 @@ fn tensor_core_conv(
     // and the tuner off for this check, then both restored.
     let (was_on, tuning) = (gpu.cooperative_conv(), gpu.autotune_mode());
     gpu.set_cooperative_conv(true);
-    gpu.set_autotune_mode(anygrad::core::gpu::AutotuneMode::Off);
+    gpu.set_autotune_mode(anygrad::gpu::AutotuneMode::Off);
     let offered = gpu.cooperative_conv();
     let before = gpu.cooperative_conv_dispatches();
     let reference = run(DType::F32, &Device::Cpu);

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use anygrad::core::gpu;
+use anygrad::gpu;
 
 /// Write every catalogued kernel to `out` (created if missing) and print how many.
 pub fn dump(out: &Path) -> Result<(), String> {
