@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Generate the ResNet-18 golden file from torchvision, with formula weights.
+"""Generate the ResNet-18 and ResNet-50 golden files from torchvision, with formula weights.
 
 Every state-dict entry (parameters *and* buffers) of torchvision's `resnet18(num_classes=1000)`
-is filled by a deterministic formula that crates/models/tests/resnet_golden.rs computes
-identically, so no weight file is committed. For the tensor named `name` with `n` elements
+(or `resnet50(num_classes=1000)`) is filled by a deterministic formula that
+crates/models/tests/resnet_golden.rs computes identically, so no weight file is committed. For the tensor named `name` with `n` elements
 and flat (row-major) index `i`:
 
     h    = (sum of the UTF-8 bytes of name) mod 1000
@@ -27,16 +27,22 @@ The input is a [2, 3, 64, 64] batch with x[i] = 0.5 * sin(0.01 * i) + 0.25 * cos
 over the flat index of the whole batch (float64, rounded to float32). The model runs in eval
 mode (BatchNorm uses the running statistics) in float32 on the CPU.
 
-Writes crates/models/tests/golden/resnet18.json: the formula parameters, [sum, sum |w|] of
+Writes crates/models/tests/golden/<model>.json (resnet18.json, resnet50.json): the formula
+parameters, [sum, sum |w|] of
 every formula tensor (so formula drift is told apart from a forward bug), the logits
 ([2, 1000]), and per-stage statistics (mean, std, max |x| per image after the stem
 conv1+bn1+relu, maxpool, layer1..layer4, and the pooled features) to localize a mismatch.
-Run once with a torch venv (torchvision is used when importable; otherwise an inline copy of
-torchvision's ResNet-18 with the same module names):
+Run once per model with a torch venv (torchvision is used when importable; otherwise an
+inline copy of torchvision's ResNet-18/50 with the same module names); the model argument
+defaults to resnet18:
 
-    /tmp/torchenv/bin/python scripts/golden/generate_resnet.py
+    /tmp/torchenv/bin/python scripts/golden/generate_resnet.py resnet18
+    /tmp/torchenv/bin/python scripts/golden/generate_resnet.py resnet50
 
-(The committed file was made with torch 2.15.0 and torchvision 0.29.2 installed with
+(ResNet-50's 25.6 million formula values take about a minute of pure Python; its golden file
+is about 50 kB, like ResNet-18's 33 kB: sums, statistics and logits, no weights.)
+
+(The committed resnet18.json was made with torch 2.15.0 and torchvision 0.29.2 installed with
 `pip install --no-deps --target /tmp/tv torchvision==0.29.2 pillow` and `PYTHONPATH=/tmp/tv`,
 as no torchvision for torch 2.15 existed; only its Python model code is used. The inline copy
 gives bitwise-identical results.)
@@ -46,14 +52,16 @@ gives bitwise-identical results.)
 import json
 import math
 import os
+import sys
 
 import torch
 import torch.nn as nn
 
-OUT = os.path.join(
+GOLDEN_DIR = os.path.join(
     os.path.dirname(os.path.abspath(__file__)),
-    "..", "..", "crates", "models", "tests", "golden", "resnet18.json",
+    "..", "..", "crates", "models", "tests", "golden",
 )
+MODELS = ("resnet18", "resnet50")
 
 WEIGHT_FREQ = 0.37
 NAME_PHASE = 0.11
@@ -99,7 +107,7 @@ def input_batch():
     return torch.tensor(v, dtype=torch.float64).to(torch.float32).reshape(INPUT_SHAPE)
 
 
-# --- torchvision's ResNet-18, inline (used only when torchvision is not importable) --------
+# --- torchvision's ResNet-18 and ResNet-50, inline (used only when torchvision is not importable)
 class BasicBlock(nn.Module):
     expansion = 1
 
@@ -121,30 +129,57 @@ class BasicBlock(nn.Module):
         return self.relu(out + identity)
 
 
-class ResNet18(nn.Module):
-    def __init__(self, num_classes=1000):
+class Bottleneck(nn.Module):
+    """torchvision's v1.5 bottleneck: the stride sits on the 3x3 convolution."""
+
+    expansion = 4
+
+    def __init__(self, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        return self.relu(out + identity)
+
+
+class ResNet(nn.Module):
+    def __init__(self, block, layers, num_classes=1000):
         super().__init__()
         self.inplanes = 64
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, 2, 1)
-        self.layer1 = self._make_layer(64, 2)
-        self.layer2 = self._make_layer(128, 2, 2)
-        self.layer3 = self._make_layer(256, 2, 2)
-        self.layer4 = self._make_layer(512, 2, 2)
+        self.layer1 = self._make_layer(block, 64, layers[0])
+        self.layer2 = self._make_layer(block, 128, layers[1], 2)
+        self.layer3 = self._make_layer(block, 256, layers[2], 2)
+        self.layer4 = self._make_layer(block, 512, layers[3], 2)
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512, num_classes)
+        self.fc = nn.Linear(512 * block.expansion, num_classes)
 
-    def _make_layer(self, planes, blocks, stride=1):
+    def _make_layer(self, block, planes, blocks, stride=1):
         downsample = None
-        if stride != 1 or self.inplanes != planes:
+        if stride != 1 or self.inplanes != planes * block.expansion:
             downsample = nn.Sequential(
-                nn.Conv2d(self.inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+                nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride, bias=False),
+                nn.BatchNorm2d(planes * block.expansion),
             )
-        layers = [BasicBlock(self.inplanes, planes, stride, downsample)]
-        self.inplanes = planes
-        layers += [BasicBlock(planes, planes) for _ in range(1, blocks)]
+        layers = [block(self.inplanes, planes, stride, downsample)]
+        self.inplanes = planes * block.expansion
+        layers += [block(self.inplanes, planes) for _ in range(1, blocks)]
         return nn.Sequential(*layers)
 
     def forward(self, x):
@@ -153,13 +188,20 @@ class ResNet18(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def build_model():
+INLINE = {
+    "resnet18": lambda: ResNet(BasicBlock, [2, 2, 2, 2], 1000),
+    "resnet50": lambda: ResNet(Bottleneck, [3, 4, 6, 3], 1000),
+}
+
+
+def build_model(name):
     try:
         import torchvision
 
-        return torchvision.models.resnet18(num_classes=1000), f"torchvision {torchvision.__version__}"
+        model = getattr(torchvision.models, name)(num_classes=1000)
+        return model, f"torchvision {torchvision.__version__}"
     except ImportError:
-        return ResNet18(1000), "inline copy of torchvision's resnet18"
+        return INLINE[name](), f"inline copy of torchvision's {name}"
 
 
 def stats(t):
@@ -172,9 +214,13 @@ def stats(t):
 
 
 def main():
-    model, source = build_model()
+    name = sys.argv[1] if len(sys.argv) > 1 else "resnet18"
+    if name not in MODELS or len(sys.argv) > 2:
+        sys.exit(f"usage: generate_resnet.py [{' | '.join(MODELS)}]")
+    out = os.path.join(GOLDEN_DIR, f"{name}.json")
+    model, source = build_model(name)
     state = model.state_dict()
-    filled = {name: formula(name, list(t.shape)).to(t.dtype) for name, t in state.items()}
+    filled = {key: formula(key, list(t.shape)).to(t.dtype) for key, t in state.items()}
     model.load_state_dict(filled, strict=True)
     model.eval()
     x = input_batch()
@@ -184,16 +230,16 @@ def main():
         stages["stem"] = stats(h)
         h = model.maxpool(h)
         stages["maxpool"] = stats(h)
-        for name in ["layer1", "layer2", "layer3", "layer4"]:
-            h = getattr(model, name)(h)
-            stages[name] = stats(h)
+        for layer in ["layer1", "layer2", "layer3", "layer4"]:
+            h = getattr(model, layer)(h)
+            stages[layer] = stats(h)
         features = torch.flatten(model.avgpool(h), 1)
         stages["features"] = stats(features)
         logits = model.fc(features)
         direct = model(x)
     assert torch.equal(logits, direct), "staged forward differs from model(x)"
     golden = {
-        "model": "resnet18",
+        "model": name,
         "num_classes": 1000,
         "source": f"{source}, torch {torch.__version__}, float32 CPU, eval mode",
         "weight_formula": {
@@ -210,19 +256,19 @@ def main():
             "text": "x[i] = 0.5*sin(0.01*i) + 0.25*cos(0.003*i), flat index over the whole batch",
         },
         "weight_sums": {
-            name: [float(f"{t.double().sum().item():.12g}"), float(f"{t.double().abs().sum().item():.12g}")]
-            for name, t in filled.items()
+            key: [float(f"{t.double().sum().item():.12g}"), float(f"{t.double().abs().sum().item():.12g}")]
+            for key, t in filled.items()
         },
         "stage_order": ["stem", "maxpool", "layer1", "layer2", "layer3", "layer4", "features"],
         "stages": stages,
         "output_shape": list(logits.shape),
         "output": [float(f"{v:.9g}") for v in logits.reshape(-1).tolist()],
     }
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")
-    print(f"wrote {os.path.normpath(OUT)} ({os.path.getsize(OUT)} bytes) using {source}")
+    print(f"wrote {os.path.normpath(out)} ({os.path.getsize(out)} bytes) using {source}")
     print("logits: max|y| =", logits.abs().max().item(), " std =", logits.std().item())
     for k, v in stages.items():
         print(f"  {k:9s} {v}")

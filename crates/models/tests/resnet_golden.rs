@@ -1,27 +1,29 @@
-//! ResNet-18 golden test: anygrad's eval-mode forward equals torchvision's on the same
-//! weights and inputs, on the CPU and on the GPU.
+//! ResNet golden tests: anygrad's eval-mode ResNet-18 and ResNet-50 forwards equal
+//! torchvision's on the same weights and inputs, on the CPU and on the GPU.
 //!
 //! No weight file is committed: every state-dict entry (parameters and buffers) is filled by
 //! a deterministic formula that `scripts/golden/generate_resnet.py` computes identically (in
 //! float64, rounded once to float32; see [`formula_values`]), and the expected logits of a
-//! `[2, 3, 64, 64]` formula batch come from `tests/golden/resnet18.json`.
+//! `[2, 3, 64, 64]` formula batch come from `tests/golden/resnet18.json` and
+//! `tests/golden/resnet50.json`. A missing golden file fails its tests, naming the command
+//! that makes it.
 //!
 //! Criterion: `max_i |y_i - expected_i| <= 1e-4 * max_i |expected_i|` over all 2×1000 logits
 //! (relative to the largest logit). On failure the per-stage statistics (stem, maxpool,
 //! layer1..4, features) are compared with torchvision's to show where the outputs diverge.
 //!
-//! Run: `cargo test -p anygrad-models --test resnet_golden` (the GPU variant prints `SKIP`
-//! without an adapter unless `ANYGRAD_REQUIRE_GPU=1`). Regenerate the golden file with
-//! `/tmp/torchenv/bin/python scripts/golden/generate_resnet.py`.
+//! Run: `cargo test -p anygrad-models --test resnet_golden` (the GPU variants print `SKIP`
+//! without an adapter unless `ANYGRAD_REQUIRE_GPU=1`). Regenerate a golden file with
+//! `/tmp/torchenv/bin/python scripts/golden/generate_resnet.py resnet18` (or `resnet50`).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
+use anygrad_core::files::read_regular_text;
 use anygrad_core::{DType, Device, Tensor};
 use anygrad_models::ResNet;
 use anygrad_nn::{load_state_into, MaxPool2d, Module};
 
-/// The golden file (logits and stage statistics from torchvision).
-const GOLDEN: &str = include_str!("golden/resnet18.json");
 /// Formula parameters; must equal the script's (checked against the JSON).
 const WEIGHT_FREQ: f64 = 0.37;
 const NAME_PHASE: f64 = 0.11;
@@ -29,6 +31,8 @@ const HASH_SCALE: f64 = 43758.5453;
 const INPUT_SHAPE: [usize; 4] = [2, 3, 64, 64];
 /// Allowed max |error| relative to max |expected|.
 const RELATIVE_TOLERANCE: f64 = 1e-4;
+/// Larger than any golden file here (ResNet-18's is 33 kB).
+const GOLDEN_MAX_BYTES: u64 = 4 << 20;
 
 /// `(sum of the name's bytes) mod 1000`.
 fn name_hash(name: &str) -> u32 {
@@ -107,46 +111,76 @@ fn input_batch(device: &Device) -> Tensor {
     Tensor::from_vec(values, &INPUT_SHAPE, device).unwrap()
 }
 
-/// Every number inside the JSON value of `"key":` (nested arrays flattened). The golden file
-/// is flat enough that each key used here occurs once.
-fn json_numbers(key: &str) -> Vec<f64> {
-    let pattern = format!("\"{key}\":");
-    let start = GOLDEN
-        .find(&pattern)
-        .unwrap_or_else(|| panic!("golden file has no `{key}`"))
-        + pattern.len();
-    let rest = &GOLDEN[start..];
-    let mut depth = 0usize;
-    let mut end = rest.len();
-    for (i, c) in rest.char_indices() {
-        match c {
-            '[' | '{' => depth += 1,
-            ']' | '}' if depth == 0 => {
-                end = i;
-                break;
-            }
-            ']' | '}' => {
-                depth -= 1;
-                if depth == 0 {
+/// A golden file of `scripts/golden/generate_resnet.py`: logits and stage statistics from
+/// torchvision.
+struct Golden {
+    /// The model it is for (`resnet18`, `resnet50`).
+    model: &'static str,
+    /// The file's JSON text.
+    text: String,
+}
+
+impl Golden {
+    /// `tests/golden/<model>.json`; a missing or unreadable file fails the test with the
+    /// command that makes it.
+    fn load(model: &'static str) -> Golden {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(format!("{model}.json"));
+        match read_regular_text(&path, GOLDEN_MAX_BYTES, "golden file") {
+            Ok(text) => Golden { model, text },
+            Err(error) => panic!(
+                "{model} golden file {} cannot be read ({error}): make it where PyTorch and \
+                 torchvision are installed with `python3 scripts/golden/generate_resnet.py \
+                 {model}` (from the repository root) and commit it",
+                path.display()
+            ),
+        }
+    }
+
+    /// Every number inside the JSON value of `"key":` (nested arrays flattened). The golden
+    /// file is flat enough that each key used here occurs once.
+    fn numbers(&self, key: &str) -> Vec<f64> {
+        let model = self.model;
+        let pattern = format!("\"{key}\":");
+        let start = self
+            .text
+            .find(&pattern)
+            .unwrap_or_else(|| panic!("{model} golden file has no `{key}`"))
+            + pattern.len();
+        let rest = &self.text[start..];
+        let mut depth = 0usize;
+        let mut end = rest.len();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '[' | '{' => depth += 1,
+                ']' | '}' if depth == 0 => {
                     end = i;
                     break;
                 }
+                ']' | '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                ',' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
             }
-            ',' if depth == 0 => {
-                end = i;
-                break;
-            }
-            _ => {}
         }
+        rest[..end]
+            .split(['[', ']', ',', ' ', '\n'])
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.parse::<f64>()
+                    .unwrap_or_else(|e| panic!("{model} `{key}`: bad number `{s}`: {e}"))
+            })
+            .collect()
     }
-    rest[..end]
-        .split(['[', ']', ',', ' ', '\n'])
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<f64>()
-                .unwrap_or_else(|e| panic!("`{key}`: bad number `{s}`: {e}"))
-        })
-        .collect()
 }
 
 /// `[mean, population std, max |x|]` per image of a `[n, ...]` tensor.
@@ -170,11 +204,11 @@ fn stats(t: &Tensor) -> Vec<f64> {
 }
 
 /// Per-stage statistics of anygrad's forward next to torchvision's (for failure messages).
-fn stage_report(model: &ResNet, x: &Tensor) -> String {
+fn stage_report(golden: &Golden, model: &ResNet, x: &Tensor) -> String {
     let mut report = String::from("stage      image: [mean, std, max|x|] anygrad | torchvision\n");
     let mut show = |name: &str, t: &Tensor| {
         let ours = stats(t);
-        let theirs = json_numbers(name);
+        let theirs = golden.numbers(name);
         for (image, (a, b)) in ours.chunks(3).zip(theirs.chunks(3)).enumerate() {
             let worst = a
                 .iter()
@@ -213,12 +247,12 @@ fn stage_report(model: &ResNet, x: &Tensor) -> String {
 
 /// The formula tensors' `[sum, sum |w|]` equal the script's, so a formula drift (not a
 /// forward bug) is reported as such.
-fn check_weight_sums(state: &BTreeMap<String, Tensor>) {
+fn check_weight_sums(golden: &Golden, state: &BTreeMap<String, Tensor>) {
     for (name, tensor) in state {
         let values = tensor.to_vec_f32().unwrap();
         let sum: f64 = values.iter().map(|&v| f64::from(v)).sum();
         let abs: f64 = values.iter().map(|&v| f64::from(v).abs()).sum();
-        let expected = json_numbers(name);
+        let expected = golden.numbers(name);
         assert_eq!(expected.len(), 2, "{name}: golden weight sums");
         let close = |a: f64, e: f64| (a - e).abs() <= 1e-9 * (1.0 + e.abs());
         assert!(
@@ -229,29 +263,46 @@ fn check_weight_sums(state: &BTreeMap<String, Tensor>) {
     }
 }
 
-fn resnet18_matches_torchvision(device: &Device) {
+/// The eval-mode forward of the model `name` (built by `build` with 1000 classes, `entries`
+/// state-dict entries) on the formula weights and batch equals torchvision's logits in its
+/// golden file.
+fn matches_torchvision(
+    name: &'static str,
+    build: fn(usize, &Device) -> anygrad_core::Result<ResNet>,
+    entries: usize,
+    device: &Device,
+) {
+    let golden = Golden::load(name);
+    assert!(
+        golden.text.contains(&format!("\"model\":\"{name}\"")),
+        "{name} golden file is for another model"
+    );
     assert_eq!(
-        json_numbers("freq"),
+        golden.numbers("freq"),
         [WEIGHT_FREQ],
         "weight formula drifted"
     );
     assert_eq!(
-        json_numbers("name_phase"),
+        golden.numbers("name_phase"),
         [NAME_PHASE],
         "weight formula drifted"
     );
     assert_eq!(
-        json_numbers("hash_scale"),
+        golden.numbers("hash_scale"),
         [HASH_SCALE],
         "weight formula drifted"
     );
-    let shape: Vec<usize> = json_numbers("shape").iter().map(|&v| v as usize).collect();
+    let shape: Vec<usize> = golden
+        .numbers("shape")
+        .iter()
+        .map(|&v| v as usize)
+        .collect();
     assert_eq!(shape, INPUT_SHAPE, "input shape drifted");
 
-    let model = ResNet::resnet18(1000, device).unwrap();
+    let model = build(1000, device).unwrap();
     let state = formula_state(&model);
-    assert_eq!(state.len(), 122);
-    check_weight_sums(&state);
+    assert_eq!(state.len(), entries);
+    check_weight_sums(&golden, &state);
     let report = load_state_into(&model, &state, true, "formula weights").unwrap();
     assert!(report.missing.is_empty() && report.unexpected.is_empty());
     model.eval();
@@ -259,13 +310,14 @@ fn resnet18_matches_torchvision(device: &Device) {
 
     let x = input_batch(device);
     let y = model.forward(&x).unwrap();
-    let output_shape: Vec<usize> = json_numbers("output_shape")
+    let output_shape: Vec<usize> = golden
+        .numbers("output_shape")
         .iter()
         .map(|&v| v as usize)
         .collect();
     assert_eq!(y.shape(), output_shape.as_slice());
     let actual = y.to_vec_f32().unwrap();
-    let expected = json_numbers("output");
+    let expected = golden.numbers("output");
     assert_eq!(actual.len(), expected.len());
     let scale = expected.iter().map(|v| v.abs()).fold(0.0, f64::max);
     let (worst, at) = actual
@@ -279,27 +331,39 @@ fn resnet18_matches_torchvision(device: &Device) {
         );
     let relative = worst / scale;
     println!(
-        "resnet18 on {device}: max |error| {worst:.3e} at logit {at} = {relative:.3e} of max |y| {scale:.4}"
+        "{name} on {device}: max |error| {worst:.3e} at logit {at} = {relative:.3e} of max |y| {scale:.4}"
     );
     assert!(
         relative <= RELATIVE_TOLERANCE,
-        "resnet18 on {device}: max |error| {worst:.3e} at logit {at} (got {}, expected {}) is \
+        "{name} on {device}: max |error| {worst:.3e} at logit {at} (got {}, expected {}) is \
          {relative:.3e} of max |y| {scale:.4} > {RELATIVE_TOLERANCE:e}\n{}",
         actual[at],
         expected[at],
-        stage_report(&model, &x)
+        stage_report(&golden, &model, &x)
     );
 }
 
 #[test]
 fn resnet18_matches_torchvision_on_cpu() {
-    resnet18_matches_torchvision(&Device::Cpu);
+    matches_torchvision("resnet18", ResNet::resnet18, 122, &Device::Cpu);
 }
 
 #[test]
 fn resnet18_matches_torchvision_on_gpu() {
     if let Some(device) = anygrad_testing::gpu_or_skip("resnet18_matches_torchvision_on_gpu") {
-        resnet18_matches_torchvision(&device);
+        matches_torchvision("resnet18", ResNet::resnet18, 122, &device);
+    }
+}
+
+#[test]
+fn resnet50_matches_torchvision_on_cpu() {
+    matches_torchvision("resnet50", ResNet::resnet50, 320, &Device::Cpu);
+}
+
+#[test]
+fn resnet50_matches_torchvision_on_gpu() {
+    if let Some(device) = anygrad_testing::gpu_or_skip("resnet50_matches_torchvision_on_gpu") {
+        matches_torchvision("resnet50", ResNet::resnet50, 320, &device);
     }
 }
 
