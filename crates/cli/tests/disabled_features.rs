@@ -25,11 +25,11 @@ fn adapters(stdout: &str, test: &str) -> Option<Vec<serde_json::Value>> {
         .map(|line| serde_json::from_str(line).expect("one JSON object a line"))
         .collect();
     if adapters.is_empty() {
-        assert!(
-            std::env::var("ANYGRAD_REQUIRE_GPU").as_deref() != Ok("1"),
-            "ANYGRAD_REQUIRE_GPU=1 but no GPU adapter"
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Gpu,
+            test,
+            "no GPU adapter",
         );
-        println!("SKIP {test}: no GPU adapter");
         return None;
     }
     Some(adapters)

@@ -20,10 +20,11 @@ fn gpu_present(test: &str) -> bool {
     if anygrad::gpu::device_count() > 0 {
         return true;
     }
-    if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter");
-    }
-    println!("SKIP {test}: no GPU adapter");
+    anygrad_testing::skip_unless_required(
+        anygrad_testing::Requirement::Gpu,
+        test,
+        "no GPU adapter",
+    );
     false
 }
 

@@ -250,11 +250,8 @@ fn key_padding_masks(device: &Device) {
 }
 
 fn fused_matches_composite_f16(device: &Device) {
-    if let Device::Gpu(gpu) = device {
-        if !gpu.supports_f16() {
-            println!("SKIP f16: the adapter lacks SHADER_F16");
-            return;
-        }
+    if !anygrad_testing::f16_or_skip(device, "fused_matches_composite_f16") {
+        return;
     }
     for case in [&cases()[1], &cases()[2]] {
         let folds_before = match device {

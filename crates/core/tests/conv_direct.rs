@@ -189,11 +189,15 @@ fn direct_matches_reference_low_and_high_precision(device: &Device) {
     let _serial = serial();
     let dtypes: &[DType] = match device {
         Device::Cpu => &[DType::F64, DType::F16],
-        Device::Gpu(gpu) if gpu.supports_f16() => &[DType::F16],
-        Device::Gpu(_) => {
-            println!("SKIP f16 conv: no SHADER_F16");
-            &[]
+        Device::Gpu(_)
+            if anygrad_testing::f16_or_skip(
+                device,
+                "direct_matches_reference_low_and_high_precision (f16)",
+            ) =>
+        {
+            &[DType::F16]
         }
+        Device::Gpu(_) => &[],
     };
     for &dtype in dtypes {
         for case in cases() {

@@ -70,9 +70,8 @@ fn composite(
 fn fused_matches_composite(device: &Device) {
     let _serial = serial();
     let mut dtypes = vec![DType::F32];
-    match device {
-        Device::Gpu(gpu) if !gpu.supports_f16() => println!("SKIP f16: no SHADER_F16"),
-        _ => dtypes.push(DType::F16),
+    if anygrad_testing::f16_or_skip(device, "fused_matches_composite (f16)") {
+        dtypes.push(DType::F16);
     }
     for dtype in dtypes {
         let (atol, rtol) = match dtype {
@@ -196,11 +195,8 @@ fn records_through_the_composite(device: &Device) {
 /// Under autocast the convolution and residual run in F16 (the scale and shift stay F32).
 fn autocast_runs_in_f16(device: &Device) {
     let _serial = serial();
-    if let Device::Gpu(gpu) = device {
-        if !gpu.supports_f16() {
-            println!("SKIP autocast: no SHADER_F16");
-            return;
-        }
+    if !anygrad_testing::f16_or_skip(device, "autocast_runs_in_f16") {
+        return;
     }
     let params = Conv2dParams::default();
     let x = random(&[2, 3, 5, 5], 7, device);
@@ -312,9 +308,8 @@ fn empty_batch(device: &Device) {
 fn channels_last_chain_matches_the_cpu(device: &Device) {
     let _serial = serial();
     let mut dtypes = vec![DType::F32];
-    match device {
-        Device::Gpu(gpu) if !gpu.supports_f16() => println!("SKIP f16: no SHADER_F16"),
-        _ => dtypes.push(DType::F16),
+    if anygrad_testing::f16_or_skip(device, "channels_last_chain_matches_the_cpu (f16)") {
+        dtypes.push(DType::F16);
     }
     let chain = |x: &Tensor, on: &Device, dtype: DType| -> Vec<Tensor> {
         let cast = |t: Tensor| t.to_dtype(dtype).unwrap();

@@ -13,9 +13,8 @@ fn ramp(shape: &[usize], device: &Device) -> Tensor {
 
 fn views_copy_exactly(device: &Device) {
     let mut dtypes = vec![DType::F32, DType::I32];
-    match device {
-        Device::Gpu(gpu) if !gpu.supports_f16() => println!("SKIP f16: no SHADER_F16"),
-        _ => dtypes.push(DType::F16),
+    if anygrad_testing::f16_or_skip(device, "views_copy_exactly (f16)") {
+        dtypes.push(DType::F16);
     }
     for dtype in dtypes {
         // The same views on `device` and, built independently, on the CPU (the reference must

@@ -48,7 +48,7 @@ fn fused_chains_match_the_cpu() {
     };
     both_ways(|fused| {
         let mut dtypes = vec![DType::F32];
-        if gpu.supports_f16() {
+        if anygrad_testing::f16_or_skip(&gpu, "fused_chains_match_the_cpu (f16)") {
             dtypes.push(DType::F16);
         }
         for dtype in dtypes {

@@ -133,8 +133,7 @@ fn ties_go_to_the_first_tap(device: &Device) {
 }
 
 fn half_precision_matches_f32(device: &Device) {
-    if !device.supports_f16() {
-        println!("SKIP half_precision_matches_f32: {device} has no f16");
+    if !anygrad_testing::f16_or_skip(device, "half_precision_matches_f32") {
         return;
     }
     let data = coarse(2 * 3 * 9 * 7, 3);

@@ -256,7 +256,7 @@ fn matmul_cases(device: &Device) {
     // Transposed views over several tiles and a partial k block (the GPU kernel loads them
     // along their contiguous dim), as `linear` multiplies by its weight, in f32 and f16.
     for dtype in [DType::F32, DType::F16] {
-        if dtype == DType::F16 && !device.supports_f16() {
+        if dtype == DType::F16 && !anygrad_testing::f16_or_skip(device, "matmul_cases (f16)") {
             continue;
         }
         let (m, k, n) = (70, 37, 130);
@@ -494,7 +494,7 @@ fn dtype_conversions(device: &Device) {
         x.to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap(),
         vec![1, -2, 3]
     );
-    if device.supports_f16() {
+    if anygrad_testing::f16_or_skip(device, "dtype_conversions (f16)") {
         let h = x.to_dtype(DType::F16).unwrap();
         assert_eq!(h.dtype(), DType::F16);
         assert_eq!(

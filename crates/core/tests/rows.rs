@@ -56,9 +56,13 @@ fn layer_norm_reference(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tenso
 }
 
 fn dtypes(device: &Device) -> Vec<DType> {
-    match device {
-        Device::Gpu(gpu) if !gpu.supports_f16() => vec![DType::F32],
-        _ => vec![DType::F32, DType::F16],
+    if anygrad_testing::f16_or_skip(
+        device,
+        &format!("{} (f16)", anygrad_testing::current_test()),
+    ) {
+        vec![DType::F32, DType::F16]
+    } else {
+        vec![DType::F32]
     }
 }
 

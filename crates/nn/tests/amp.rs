@@ -38,8 +38,7 @@ fn autocast_op_precisions(device: &Device) {
 /// `Linear` under autocast runs whole in f16 (its f32 bias joins the f16 product in f16, as
 /// PyTorch's `linear`), so its output is f16; the bias still gets an f32 gradient.
 fn autocast_linear_stays_f16(device: &Device) {
-    if !device.supports_f16() {
-        println!("SKIP autocast_linear_stays_f16: {device} has no f16");
+    if !anygrad_testing::f16_or_skip(device, "autocast_linear_stays_f16") {
         return;
     }
     let layer = Linear::new(8, 5, true, device).unwrap();
@@ -279,8 +278,7 @@ fn scaler_divides_shared_gradients_once(device: &Device) {
 /// (`no_grad`), and parameters assigned new values in place are read with those values: the
 /// output then equals that of a model built with them.
 fn autocast_inference_sees_assigned_parameters(device: &Device) {
-    if !device.supports_f16() {
-        println!("SKIP autocast_inference_sees_assigned_parameters: {device} has no f16");
+    if !anygrad_testing::f16_or_skip(device, "autocast_inference_sees_assigned_parameters") {
         return;
     }
     let build = |seed: u64| {

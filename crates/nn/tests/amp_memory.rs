@@ -48,8 +48,7 @@ fn training_step(model: &Sequential, images: &Tensor, amp: bool) -> (u64, Vec<Te
 }
 
 fn autocast_training_peak_is_below_f32s(device: &Device) {
-    if !device.supports_f16() {
-        println!("SKIP autocast_training_peak_is_below_f32s: {device} has no f16");
+    if !anygrad_testing::f16_or_skip(device, "autocast_training_peak_is_below_f32s") {
         return;
     }
     let model = small_cnn(device);

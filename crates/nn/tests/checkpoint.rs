@@ -82,7 +82,7 @@ fn other_dtypes_round_trip(device: &Device) {
             Tensor::scalar(2.5, DType::F32, device).unwrap(),
         ),
     ];
-    if device.supports_f16() {
+    if anygrad_testing::f16_or_skip(device, "other_dtypes_round_trip (f16)") {
         tensors.push((
             "f16".to_string(),
             Tensor::randn(&[4], DType::F32, device)

@@ -463,8 +463,7 @@ fn overlapped_exchange_matches_one_device(device: &Device) {
 
 /// `--amp` with several devices: f16 autocast on every replica, one scaler for all.
 fn mixed_precision_with_one_scaler(device: &Device) {
-    if !device.supports_f16() {
-        println!("SKIP mixed_precision_with_one_scaler: {device} has no f16");
+    if !anygrad_testing::f16_or_skip(device, "mixed_precision_with_one_scaler") {
         return;
     }
     manual_seed(21);

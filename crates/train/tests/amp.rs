@@ -49,9 +49,10 @@ fn amp_digits_gpu() {
 fn amp_mnist_cnn_when_data_present() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
     if !dir.join("train-images-idx3-ubyte.gz").exists() {
-        println!(
-            "SKIP amp_mnist_cnn_when_data_present: {} not found",
-            dir.display()
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Data,
+            "amp_mnist_cnn_when_data_present",
+            &format!("MNIST not found at {}", dir.display()),
         );
         return;
     }

@@ -92,9 +92,10 @@ fn resume_gpu() {
 fn mnist_cnn_when_data_present() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
     if !dir.join("train-images-idx3-ubyte.gz").exists() {
-        println!(
-            "SKIP mnist_cnn_when_data_present: {} not found",
-            dir.display()
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Data,
+            "mnist_cnn_when_data_present",
+            &format!("MNIST not found at {}", dir.display()),
         );
         return;
     }
