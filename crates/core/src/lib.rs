@@ -30,6 +30,13 @@ pub mod files;
 mod flop_count;
 pub(crate) mod geometry;
 pub mod gpu;
+/// Fallible host allocation for buffers whose size comes from user data: an
+/// [`Error::OutOfMemory`] naming the bytes requested, the bytes this process holds and the
+/// machine's memory, instead of the abort `Vec::with_capacity` gives when the allocator says
+/// no. The CPU backend's storage and the data crate's images and transforms use it.
+pub mod host_memory {
+    pub use crate::backend::cpu::alloc::{filled, reserved};
+}
 pub mod layout;
 mod mutation;
 pub mod op;

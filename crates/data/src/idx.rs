@@ -15,7 +15,7 @@ use std::path::Path;
 use anygrad_core::files::{read_regular_file, regular_file_metadata};
 use anygrad_core::{Error, Result};
 
-use crate::allocation::reserved;
+use anygrad_core::host_memory::reserved;
 
 /// Magic number of an IDX file of unsigned bytes with three dimensions (images).
 pub const IDX_IMAGES_MAGIC: u32 = 0x0000_0803;

@@ -26,7 +26,7 @@ use std::path::Path;
 use anygrad_core::files::read_regular_file;
 use anygrad_core::{Error, Result};
 
-use crate::allocation::reserved;
+use anygrad_core::host_memory::reserved;
 
 /// The largest image file read: 256 MiB. A PNG or JPEG of the largest image allowed
 /// ([`MAX_IMAGE_PIXELS`] RGB pixels, 384 MiB raw) compresses below this for any photograph

@@ -79,7 +79,6 @@
 //! outside (0, 1)) is `InvalidArgument`; a missing file is `Io` naming the path; a corrupt or
 //! truncated file is `Format` naming the file. Nothing here panics on bad input.
 
-mod allocation;
 mod array_dataset;
 mod dataset;
 mod digits;

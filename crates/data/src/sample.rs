@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use anygrad_core::{Device, Error, Result, Tensor};
 
-use crate::allocation::reserved;
+use anygrad_core::host_memory::reserved;
 use crate::image::{Image, PixelImage};
 use crate::rng::{permutation, sample_seed, SplitMix64};
 use crate::transforms::Transform;

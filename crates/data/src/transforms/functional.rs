@@ -29,7 +29,7 @@
 
 use anygrad_core::{Error, Result};
 
-use crate::allocation::{filled, reserved};
+use anygrad_core::host_memory::{filled, reserved};
 use crate::image::{check_pixel_count, ChwImage, Image, PixelImage, Raster};
 
 /// How [`pad`] fills the new border (torchvision's `padding_mode` and `fill`).

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 const CHECK_TOTAL_ABOVE: usize = 1 << 30;
 
 /// An empty vector with room for exactly `numel` elements, or `Error::OutOfMemory`.
-pub(crate) fn reserved<T>(numel: usize) -> Result<Vec<T>> {
+pub fn reserved<T>(numel: usize) -> Result<Vec<T>> {
     let element = std::mem::size_of::<T>().max(1);
     let requested = numel.saturating_mul(element);
     let out_of_memory = || Error::OutOfMemory {
@@ -36,7 +36,7 @@ pub(crate) fn reserved<T>(numel: usize) -> Result<Vec<T>> {
 }
 
 /// `numel` copies of `value`, or `Error::OutOfMemory`.
-pub(crate) fn filled<T: Clone>(numel: usize, value: T) -> Result<Vec<T>> {
+pub fn filled<T: Clone>(numel: usize, value: T) -> Result<Vec<T>> {
     let mut values = reserved(numel)?;
     values.resize(numel, value);
     Ok(values)
