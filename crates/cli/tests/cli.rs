@@ -130,10 +130,11 @@ fn bench_reports_a_batch_it_cannot_hold_as_a_result() {
         .expect("run anygrad");
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() && stderr.contains("no GPU adapter") {
-        if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-            panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {stderr}");
-        }
-        println!("SKIP bench_reports_a_batch_it_cannot_hold_as_a_result: no GPU adapter");
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Gpu,
+            "bench_reports_a_batch_it_cannot_hold_as_a_result",
+            &format!("no GPU adapter: {stderr}"),
+        );
         return;
     }
     assert!(output.status.success(), "{stderr}");
@@ -158,10 +159,11 @@ fn doctor_passes_and_names_the_f16_matmul_path() {
         .iter()
         .any(|c| c["name"] == "gpu adapters" && c["passed"] == false);
     if no_adapter {
-        if std::env::var("ANYGRAD_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-            panic!("ANYGRAD_REQUIRE_GPU=1 but no GPU adapter: {stdout}");
-        }
-        println!("SKIP doctor_passes_and_names_the_f16_matmul_path: no GPU adapter");
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::Gpu,
+            "doctor_passes_and_names_the_f16_matmul_path",
+            &format!("no GPU adapter: {stdout}"),
+        );
         return;
     }
     let failed: Vec<&serde_json::Value> = checks.iter().filter(|c| c["passed"] == false).collect();
