@@ -113,10 +113,12 @@ impl Layout {
     }
 
     /// The view of `len` entries of `dim` starting at `start` (bounds checked by the caller).
+    /// An empty view keeps the offset (no element of it is ever read, and its storage may be
+    /// empty: `[0, 4]` narrowed to columns `2..4`).
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Layout {
         let mut out = self.clone();
         out.shape[dim] = len;
-        if len > 0 {
+        if out.numel() > 0 {
             out.offset += start * self.strides[dim];
         }
         out

@@ -620,6 +620,30 @@ fn elementwise_ops_keep_channels_last(device: &Device) {
     assert_close(&got, &expected, 1e-6, 1e-6, "gradient");
 }
 
+/// Views of empty tensors at non-zero positions (a zero-size dim beside the narrowed one):
+/// reading, copying and computing with them gives empty results, never an out-of-range read.
+fn views_of_empty_tensors(device: &Device) {
+    let empty = Tensor::zeros(&[0, 4, 3], DType::F32, device).unwrap();
+    let views = [
+        empty.narrow(1, 2, 2).unwrap(),
+        empty.narrow(2, 1, 2).unwrap(),
+        empty.slice(1, 3, 4).unwrap(),
+        empty.narrow(1, 2, 2).unwrap().transpose(1, 2).unwrap(),
+        empty.chunk(2, 1).unwrap().remove(1),
+    ];
+    for view in &views {
+        assert_eq!(view.numel(), 0, "{:?}", view.shape());
+        assert!(values(view).is_empty());
+        assert!(values(&view.contiguous().unwrap()).is_empty());
+        assert!(values(&view.add_scalar(1.0).unwrap()).is_empty());
+        assert!(values(&view.mul(view).unwrap()).is_empty());
+        assert!(values(&view.exp().unwrap()).is_empty());
+        assert_eq!(values(&view.sum_all().unwrap()), vec![0.0]);
+        let joined = Tensor::cat(&[view, view], 1).unwrap();
+        assert_eq!(joined.numel(), 0);
+    }
+}
+
 anygrad_testing::device_tests!(
     elementwise_ops_keep_channels_last,
     creation,
@@ -630,6 +654,7 @@ anygrad_testing::device_tests!(
     reductions_of_short_and_long_rows,
     matmul_cases,
     views_and_joins,
+    views_of_empty_tensors,
     indexing,
     composites,
     convolution_and_pooling,

@@ -157,6 +157,9 @@ where
 {
     let count = layout.numel();
     let mut out = alloc::reserved(count)?;
+    if count == 0 {
+        return Ok(out);
+    }
     if layout.is_contiguous() {
         let slice = &data[layout.offset..layout.offset + count];
         if count >= PARALLEL_THRESHOLD {
@@ -189,6 +192,9 @@ where
 {
     let count = lhs_layout.numel();
     let mut out = alloc::reserved(count)?;
+    if count == 0 {
+        return Ok(out);
+    }
     if lhs_layout.is_contiguous() && rhs_layout.is_contiguous() {
         let a = &lhs[lhs_layout.offset..lhs_layout.offset + count];
         let b = &rhs[rhs_layout.offset..rhs_layout.offset + count];
