@@ -108,3 +108,9 @@ pub use anygrad_train as train;
 pub mod prelude {
     pub use anygrad_core::{autocast, no_grad, Conv2dParams, DType, Device, Error, Result, Tensor};
 }
+
+/// The README's code blocks, compiled and run as doctests (`cargo test -p anygrad --doc`), so
+/// the first program it shows keeps building against the library.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
