@@ -220,8 +220,10 @@ fn doctor_passes_and_names_the_f16_matmul_path() {
         println!("gpu:{index}: {} f16 checks", found.len());
     }
     if f16_adapters.is_empty() {
-        println!(
-            "SKIP doctor_passes_and_names_the_f16_matmul_path (f16): no adapter computes in f16"
+        anygrad_testing::skip_unless_required(
+            anygrad_testing::Requirement::F16,
+            "doctor_passes_and_names_the_f16_matmul_path (f16)",
+            "no adapter computes in f16",
         );
     }
 }
