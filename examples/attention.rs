@@ -5,7 +5,7 @@
 //! prints the loss and the per-digit and whole-sequence accuracy on held-out sequences.
 //!
 //! Run: `cargo run --release -p anygrad --example attention` (add `ANYGRAD_DEVICE=cpu` to
-//! force the CPU).
+//! force the CPU; `-- --steps N` trains N steps instead of 400, as CI's smoke run does).
 
 use anygrad::nn::{
     cross_entropy, AdamConfig, AdamW, Embedding, Linear, Module, Optimizer,
@@ -18,6 +18,31 @@ const DIGITS: usize = 10;
 const WIDTH: usize = 64;
 const BATCH: usize = 128;
 const STEPS: usize = 400;
+
+/// The training steps: `--steps N` (N > 0), else [`STEPS`].
+fn steps() -> Result<usize> {
+    let usage = "usage: attention [--steps N] (N > 0, 400 by default)";
+    let mut args = std::env::args().skip(1);
+    let mut steps = STEPS;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--steps" => {
+                steps = args
+                    .next()
+                    .and_then(|value| value.parse().ok())
+                    .filter(|&n: &usize| n > 0)
+                    .ok_or_else(|| Error::invalid("attention", usage))?;
+            }
+            other => {
+                return Err(Error::invalid(
+                    "attention",
+                    format!("unknown argument {other:?}; {usage}"),
+                ))
+            }
+        }
+    }
+    Ok(steps)
+}
 
 #[derive(Module)]
 #[module(crate = "anygrad::nn")]
@@ -87,6 +112,7 @@ fn batch(state: &mut u64, device: &Device) -> Result<(Tensor, Tensor)> {
 }
 
 fn main() -> Result<()> {
+    let steps = steps()?;
     let device = Device::best()?;
     println!("device: {}", device.description());
     anygrad::manual_seed(0);
@@ -97,7 +123,7 @@ fn main() -> Result<()> {
     )?;
     let mut state = 1u64;
     let start = std::time::Instant::now();
-    for step in 1..=STEPS {
+    for step in 1..=steps {
         let (inputs, targets) = batch(&mut state, &device)?;
         let logits = model.forward(&inputs)?;
         let loss = cross_entropy(

@@ -3,8 +3,8 @@
 //! normalization, shows how many kernels the ops became (`fusion_stats`), checks the result
 //! against the same ops with fusion off, and times both ways.
 //!
-//! Run: `cargo run --release -p anygrad --example fusion` (uses the best device; on the CPU,
-//! which does not fuse, it says so).
+//! Run: `cargo run --release -p anygrad --example fusion` (uses the best device, or the one
+//! `ANYGRAD_DEVICE` names; on the CPU, which does not fuse, it says so).
 
 use std::time::Instant;
 
@@ -17,7 +17,7 @@ fn work(a: &Tensor, b: &Tensor, mean: &Tensor, scale: &Tensor) -> Result<Tensor>
 }
 
 fn main() -> Result<()> {
-    let (device, _) = Device::best_available();
+    let device = Device::best()?;
     println!("device: {}", device.description());
     let shape = [64, 32, 32, 32];
     let a = Tensor::randn(&shape, DType::F32, &device)?;
