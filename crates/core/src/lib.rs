@@ -35,7 +35,7 @@ pub mod gpu;
 /// machine's memory, instead of the abort `Vec::with_capacity` gives when the allocator says
 /// no. The CPU backend's storage and the data crate's images and transforms use it.
 pub mod host_memory {
-    pub use crate::backend::cpu::alloc::{filled, reserved};
+    pub use crate::backend::cpu::alloc::{filled, reserved, total_memory};
 }
 pub mod layout;
 mod mutation;

@@ -591,18 +591,15 @@ fn tensor_bytes(tensor: &Tensor) -> Result<(Dtype, Vec<u8>)> {
 
 type FileContents = (BTreeMap<String, Tensor>, HashMap<String, String>);
 
+/// The largest checkpoint read where the machine's memory is unknown.
+const MAX_CHECKPOINT_BYTES: u64 = 1 << 40;
+
 fn read_file(path: &Path) -> Result<FileContents> {
     let context = path.display().to_string();
-    // Opening a FIFO for reading would block until a writer appears: check the type first.
-    let metadata =
-        std::fs::metadata(path).map_err(|e| Error::io(format!("reading {context}"), e))?;
-    if !metadata.is_file() {
-        return Err(Error::format(
-            &context,
-            "not a regular file (a directory, device or pipe); give the path of a checkpoint file",
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| Error::io(format!("reading {context}"), e))?;
+    // A FIFO, a device or a file larger than the machine's memory (RAM plus swap: it is read
+    // whole) is refused before anything is read.
+    let bound = anygrad_core::host_memory::total_memory().unwrap_or(MAX_CHECKPOINT_BYTES);
+    let bytes = anygrad_core::files::read_regular_file(path, bound, "checkpoint")?;
     let (_, header) = SafeTensors::read_metadata(&bytes)
         .map_err(|e| Error::format(&context, format!("not a valid safetensors file: {e}")))?;
     let metadata = header.metadata().clone().unwrap_or_default();

@@ -243,6 +243,44 @@ fn corrupt_files_are_errors(device: &Device) {
             other => panic!("{name}: expected a format error, got {other:?}"),
         }
     }
+    // Not regular files: refused by name before anything is read (a FIFO would block, a
+    // device be read until memory runs out).
+    #[cfg(unix)]
+    {
+        let fifo = dir.join("fifo.safetensors");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        let link = dir.join("zero.safetensors");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let mut paths = vec![link, dir.clone()];
+        if made.is_ok_and(|status| status.success()) {
+            paths.push(fifo);
+        }
+        for path in paths {
+            match load_safetensors(&net, &path) {
+                Err(error @ Error::Format { .. }) => {
+                    let message = error.to_string();
+                    assert!(message.contains("not a regular file"), "{message}");
+                    assert!(message.contains(&path.display().to_string()), "{message}");
+                }
+                other => panic!("{}: expected a format error, got {other:?}", path.display()),
+            }
+        }
+    }
+    // A (sparse) file larger than the machine's memory is refused before it is read.
+    if let Some(total) = anygrad_core::host_memory::total_memory() {
+        let huge = dir.join("huge.safetensors");
+        let file = std::fs::File::create(&huge).unwrap();
+        if file.set_len(total + 1).is_ok() {
+            match load_safetensors(&net, &huge) {
+                Err(error @ Error::Format { .. }) => {
+                    assert!(error.to_string().contains("larger than"), "{error}")
+                }
+                other => panic!("huge file: expected a format error, got {other:?}"),
+            }
+        }
+        drop(file);
+        let _ = std::fs::remove_file(&huge);
+    }
     match load_safetensors(&net, dir.join("does-not-exist.safetensors")) {
         Err(Error::Io { .. }) => {}
         other => panic!("missing file: expected an IO error, got {other:?}"),

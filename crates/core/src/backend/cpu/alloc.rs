@@ -63,7 +63,7 @@ pub(crate) fn resident_bytes() -> Option<u64> {
 
 /// RAM plus swap in bytes (`MemTotal + SwapTotal` of `/proc/meminfo`), where the system
 /// reports it.
-pub(crate) fn total_memory() -> Option<u64> {
+pub fn total_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     Some(kib_field(&text, "MemTotal:")?.saturating_add(kib_field(&text, "SwapTotal:").unwrap_or(0)))
 }
