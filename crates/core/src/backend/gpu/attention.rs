@@ -18,10 +18,10 @@
 use super::attention_source::{self, AttentionPass, Variant, BLOCK_ROWS};
 use super::kernels::KernelKey;
 use super::ops::same_device;
-use super::params::{check_view, kernel_params, word, Params};
-use super::storage::GpuStorage;
-use super::wgsl::storage_type;
 use super::GpuDevice;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::storage_type;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{AttentionRows, AttentionShape};
@@ -324,7 +324,10 @@ fn check_bias<'a>(
 
 /// The delta pass's grid: one invocation per vec4 of the output rows where the spread kernel
 /// applies (`delta_rows_per_workgroup`), else one per row.
-fn delta_grid(context: &super::context::GpuContext, shape: &AttentionShape) -> (u32, u32, u32) {
+fn delta_grid(
+    context: &crate::backend::gpu::runtime::context::GpuContext,
+    shape: &AttentionShape,
+) -> (u32, u32, u32) {
     match super::attention_delta_source::delta_rows_per_workgroup(shape.value_dim as u32) {
         Some(rows) => context.grid(shape.rows().div_ceil(rows as usize) as u32),
         None => grid(shape.query_length, shape),

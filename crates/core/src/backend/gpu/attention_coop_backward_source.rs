@@ -88,7 +88,7 @@ use super::attention_coop_spell::{rotated_columns, Spell};
 use super::attention_coop_staging::{
     emit_loads, emit_stores, stage, staged_items, Staged, LOADS_IN_FLIGHT,
 };
-use super::params::KernelParams;
+use crate::backend::gpu::runtime::params::KernelParams;
 
 /// Rows of the walked side per staged tile (queries in the key-value kernel, keys in the
 /// query kernel).

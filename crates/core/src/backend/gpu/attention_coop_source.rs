@@ -90,7 +90,7 @@ use super::attention_coop_spell::{rotated_columns, Spell};
 use super::attention_coop_staging::{
     emit_loads, emit_stores, stage, stage_columns, staged_items, Staged,
 };
-use super::params::KernelParams;
+use crate::backend::gpu::runtime::params::KernelParams;
 
 /// The finite "minus infinity" the running max starts from.
 pub(crate) const LOWEST: &str = "-3.0e38";

@@ -35,7 +35,7 @@
 
 use std::fmt::Write;
 
-use super::params::KernelParams;
+use crate::backend::gpu::runtime::params::KernelParams;
 
 /// Rows (queries, or keys in the dK/dV kernel) owned by one workgroup: one per invocation.
 pub(crate) const BLOCK_ROWS: u32 = 64;

@@ -20,11 +20,11 @@ use std::fmt::Write;
 
 use super::kernels::KernelKey;
 use super::ops::unsupported;
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
 use super::vector::MAX_WORKGROUPS;
-use super::wgsl::{value_header, COMMON};
 use crate::backend::checks::check_channels;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

@@ -11,10 +11,10 @@
 
 use super::kernels::KernelKey;
 use super::ops::{same_device, unsupported};
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{value_header, COMMON};
 use crate::backend::checks::check_batch_norm_input;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

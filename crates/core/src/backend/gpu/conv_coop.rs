@@ -56,8 +56,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::conv_epilogue::ConvEpilogueKey;
-use super::params::kernel_params;
 use super::GpuDevice;
+use crate::backend::gpu::runtime::params::kernel_params;
 
 mod launch;
 mod source;

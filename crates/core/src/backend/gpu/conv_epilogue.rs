@@ -22,9 +22,9 @@
 use std::fmt::Write;
 
 use super::conv_nhwc;
-use super::storage::{GpuStorage, StorageRef};
 use crate::backend::checks::check_epilogue;
 use crate::backend::contract::Epilogue;
+use crate::backend::gpu::runtime::storage::{GpuStorage, StorageRef};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::{Layout, MemoryFormat};

@@ -30,8 +30,8 @@
 use std::fmt::Write;
 
 use super::conv_epilogue::{finish, ConvEpilogueKey};
-use super::params::{kernel_params, word, KernelParams};
-use super::wgsl::{value_header, COMMON};
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams};
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

@@ -15,8 +15,8 @@ use super::conv_epilogue::BoundEpilogue;
 use super::conv_gemm::{prefers_wide, K_STEP};
 use super::conv_nhwc::{self, NhwcTile, PatchTile};
 use super::conv_winograd::{self, WinogradTile};
-use super::storage::GpuStorage;
 use crate::backend::contract::{into_format, Epilogue};
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -636,10 +636,10 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
-    use super::super::autotune::measured_on_this_thread;
     use super::super::conv_backward::WeightKernel;
     use super::super::GpuStorage;
     use crate::backend::cpu::CpuStorage;
+    use crate::backend::gpu::runtime::autotune::measured_on_this_thread;
     use crate::backend::gpu_facts::AutotuneMode;
     use crate::backend::tests::support::gpu_device;
     use crate::geometry::Conv2dParams;

@@ -37,9 +37,9 @@ use std::fmt::Write;
 
 use super::conv_epilogue::{self, finish, BoundEpilogue, ConvEpilogueKey};
 use super::kernels::KernelKey;
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{value_header, COMMON};
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};

@@ -11,9 +11,9 @@
 //! strides in `vec4`s.
 
 use super::kernels::KernelKey;
-use super::params::{kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{value_header, COMMON, STRIDED};
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON, STRIDED};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

@@ -12,9 +12,9 @@
 //! to its buffer and every store checked against the matrix.
 
 use super::kernels::KernelKey;
-use super::params::{kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{value_header, COMMON};
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::{merge_dims, Layout};

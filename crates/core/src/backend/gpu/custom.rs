@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use super::kernels::KernelKey;
-use super::params::Params;
-use super::storage::GpuStorage;
-use super::wgsl::COMMON;
 use super::GpuDevice;
+use crate::backend::gpu::runtime::params::Params;
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 

@@ -10,17 +10,19 @@
 use super::fusion::{self, Request};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
-use super::params::{check_view, is_dense, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
 use super::vector::{
     VectorBinaryParams, VectorCopyParams, VectorFamily, VectorScalarParams, VectorUnaryParams,
     MAX_WORKGROUPS, UNROLL,
 };
-use super::wgsl::{
+use super::GpuDevice;
+use crate::backend::gpu::runtime::params::{
+    check_view, is_dense, kernel_params, word, KernelParams, Params,
+};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{
     binary_expression, class, storage_type, unary_expression, unary_supported, value_header, Class,
     COMMON, STRIDED,
 };
-use super::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

@@ -3,10 +3,10 @@
 //! Key: `KernelKey::Fill`; params: [`FillParams`]; source: `shaders/fill.wgsl`.
 
 use super::kernels::KernelKey;
-use super::params::{kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::COMMON;
 use super::GpuDevice;
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::error::Result;
 
 kernel_params! {

@@ -30,11 +30,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::buffers::BufferSlot;
 use super::fusion_source::FusedParams;
 use super::kernels::KernelKey;
-use super::storage::GpuStorage;
 use super::vector::MAX_WORKGROUPS;
+use crate::backend::gpu::runtime::buffers::BufferSlot;
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

@@ -11,8 +11,10 @@
 use std::fmt::Write;
 
 use super::fusion::{FusedInstruction, FusedProgram};
-use super::params::{kernel_params, KernelParams};
-use super::wgsl::{binary_expression, unary_expression, value_header, COMMON, STRIDED};
+use crate::backend::gpu::runtime::params::{kernel_params, KernelParams};
+use crate::backend::gpu::runtime::wgsl::{
+    binary_expression, unary_expression, value_header, COMMON, STRIDED,
+};
 use crate::dtype::DType;
 
 kernel_params! {

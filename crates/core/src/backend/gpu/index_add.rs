@@ -19,15 +19,15 @@
 //! seen as `[outer, size, inner]` around `dim` (the base and output) and `[outer, count,
 //! inner]` (src, made contiguous first when it is not). Params: [`IndexAddParams`].
 
-use super::context::INDEX_SLOT_WORD;
 use super::indexing::check_indices;
 use super::kernel_catalog::{GPU_DTYPES, INDEX_DTYPES};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{class, storage_type, value_header, Class, COMMON};
 use crate::backend::checks::check_index_add_shapes;
+use crate::backend::gpu::runtime::context::INDEX_SLOT_WORD;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{class, storage_type, value_header, Class, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

@@ -7,12 +7,14 @@
 //! `INDEX_SLOT_WORD` of each, which the context fills in); sources: `shaders/gather.wgsl`,
 //! `index_rows.wgsl`, `scatter_add.wgsl`.
 
-use super::context::{INDEX_SLOT_WORD, MAX_ROW_WORKGROUPS, WORKGROUP_SIZE};
 use super::kernels::KernelKey;
 use super::ops::{same_device, same_dtype, unsupported};
-use super::params::{check_view, is_dense, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{narrow_expression, storage_type, COMMON};
+use crate::backend::gpu::runtime::context::{INDEX_SLOT_WORD, MAX_ROW_WORKGROUPS, WORKGROUP_SIZE};
+use crate::backend::gpu::runtime::params::{
+    check_view, is_dense, kernel_params, word, KernelParams, Params,
+};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{narrow_expression, storage_type, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

@@ -4,8 +4,8 @@
 //! that picks a family for a product is `GpuStorage::matmul` in `ops.rs`.
 
 use super::kernels::KernelKey;
-use super::params::{kernel_params, word, KernelParams};
-use super::wgsl::value_header;
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams};
+use crate::backend::gpu::runtime::wgsl::value_header;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

@@ -53,9 +53,9 @@ use std::sync::Mutex;
 
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
-use super::params::KernelParams;
-use super::wgsl::COMMON;
 use super::GpuDevice;
+use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::layout::Layout;

@@ -16,8 +16,8 @@
 
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
-use super::params::KernelParams;
-use super::wgsl::{value_header, vector_lanes};
+use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes};
 use crate::dtype::DType;
 use crate::layout::Layout;
 

@@ -27,8 +27,8 @@ use std::fmt::Write;
 
 use super::kernels::KernelKey;
 use super::matmul::MatmulParams;
-use super::params::KernelParams;
-use super::wgsl::{value_header, COMMON};
+use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::layout::Layout;
 
@@ -437,12 +437,12 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 mod tests {
     use super::super::kernels::KernelKey;
     use super::super::matmul::MatmulParams;
-    use super::super::params::KernelParams;
-    use super::super::wgsl::COMMON;
     use super::super::GpuDevice;
     use super::super::GpuStorage;
     use super::{aligned_applies, aligned_body, split_k_factor, ALIGNED_K_STEP};
     use crate::backend::cpu::CpuStorage;
+    use crate::backend::gpu::runtime::params::KernelParams;
+    use crate::backend::gpu::runtime::wgsl::COMMON;
     use crate::dtype::DType;
     use crate::layout::Layout;
     use half::f16;

@@ -23,7 +23,6 @@
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
 
-mod adapters;
 mod attention;
 mod attention_coop;
 mod attention_coop_backward;
@@ -37,11 +36,8 @@ mod attention_coop_staging;
 mod attention_coop_uniform;
 mod attention_delta_source;
 mod attention_source;
-mod autotune;
 mod batch_norm;
 mod batch_norm_input;
-mod buffers;
-mod context;
 mod contract;
 mod conv;
 mod conv_backward;
@@ -70,21 +66,17 @@ mod matmul_dot;
 mod matmul_large;
 mod ops;
 mod optimizer_step;
-mod params;
-mod parts;
-mod pending_read;
 mod pool;
 mod prefetch;
 mod random;
 mod reduce;
 mod rows;
+mod runtime;
 mod scatter_add_ordered;
 mod sliced;
 mod sort;
-mod storage;
 mod vector;
 mod weight_cache;
-mod wgsl;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -95,12 +87,12 @@ pub use crate::backend::gpu_facts::{
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion};
 pub use kernel_catalog::all_kernel_sources;
 pub use matmul_coop::CoopVariant;
-pub use pending_read::GpuPendingRead;
-pub use storage::GpuStorage;
+pub use runtime::pending_read::GpuPendingRead;
+pub use runtime::storage::GpuStorage;
 
 use crate::error::Result;
-use context::GpuContext;
-pub(crate) use context::GpuStaging;
+use runtime::context::GpuContext;
+pub(crate) use runtime::context::GpuStaging;
 
 /// A handle to one opened GPU (cheap to clone; equal when it is the same context).
 #[derive(Clone)]
@@ -222,12 +214,12 @@ impl GpuDevice {
 
 /// Number of usable GPU adapters.
 pub fn device_count() -> usize {
-    adapters::registry().adapters.len()
+    runtime::adapters::registry().adapters.len()
 }
 
 /// Every usable adapter, in ordinal order.
 pub fn adapter_infos() -> Vec<AdapterInfo> {
-    adapters::registry().infos.clone()
+    runtime::adapters::registry().infos.clone()
 }
 
 /// Memory counters of `device`.

@@ -12,9 +12,9 @@ use super::matmul_dot;
 use super::matmul_large::{
     aligned_applies, prefers_large_tile, split_k_factor, split_k_legal, LARGE_TILE,
 };
-use super::params::{check_view, Params};
-use super::storage::GpuStorage;
 use super::GpuDevice;
+use crate::backend::gpu::runtime::params::{check_view, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

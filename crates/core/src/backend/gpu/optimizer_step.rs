@@ -13,10 +13,10 @@
 
 use super::kernels::KernelKey;
 use super::ops::{same_device, unsupported};
-use super::params::{kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{value_header, COMMON};
 use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

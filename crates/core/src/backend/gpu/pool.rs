@@ -18,11 +18,11 @@
 
 use super::kernels::KernelKey;
 use super::ops::unsupported;
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{value_header, COMMON};
 use super::GpuDevice;
 use crate::backend::contract::into_format;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::{PoolShape, Window};

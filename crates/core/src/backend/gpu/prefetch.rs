@@ -12,9 +12,9 @@
 //! a classifier head) steps through its weight rows the same way and prefetches them too.
 
 use super::kernels::KernelKey;
-use super::params::{kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::COMMON;
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::error::Result;
 
 kernel_params! {
@@ -98,7 +98,7 @@ fn enabled() -> bool {
 mod tests {
     use super::launch;
     use crate::backend::cpu::CpuStorage;
-    use crate::backend::gpu::storage::GpuStorage;
+    use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::backend::tests::support::gpu_device;
 
     /// The kernel reads every whole vector exactly once (an XOR over the words read equals

@@ -3,10 +3,10 @@
 //! GPU. Key: `KernelKey::Random`; params: [`RandomParams`]; source: `shaders/random.wgsl`.
 
 use super::kernels::KernelKey;
-use super::params::{kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{storage_type, COMMON};
 use super::GpuDevice;
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{storage_type, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 

@@ -7,12 +7,14 @@
 //! Key: `KernelKey::Reduce`; params: [`ReduceParams`]; source: the value header, the
 //! reduction's header (`reduce_header`) and `shaders/reduce.wgsl`.
 
-use super::context::GpuContext;
 use super::kernels::KernelKey;
 use super::ops::unsupported;
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{class, storage_type, value_header, Class, COMMON, STRIDED};
+use crate::backend::gpu::runtime::context::GpuContext;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{
+    class, storage_type, value_header, Class, COMMON, STRIDED,
+};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{merge_dims, Layout};

@@ -18,12 +18,12 @@ use std::fmt::Write;
 
 use super::kernels::KernelKey;
 use super::ops::unsupported;
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
 use super::vector::MAX_WORKGROUPS;
-use super::wgsl::value_header;
 use crate::backend::checks::{check_affine, check_rows};
 use crate::backend::contract::Affine;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::value_header;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

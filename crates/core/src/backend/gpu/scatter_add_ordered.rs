@@ -9,9 +9,9 @@
 //! the fallback policy (`tensor/index.rs`).
 
 use super::kernels::KernelKey;
-use super::params::{kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::{storage_type, COMMON};
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{storage_type, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -39,7 +39,8 @@ kernel_params! {
 
 // The context writes the flag slot at word `INDEX_SLOT_WORD` of an index kernel's params.
 const _: () = assert!(
-    std::mem::offset_of!(ScatterAddOrderedParams, flag_slot) == 4 * super::context::INDEX_SLOT_WORD
+    std::mem::offset_of!(ScatterAddOrderedParams, flag_slot)
+        == 4 * crate::backend::gpu::runtime::context::INDEX_SLOT_WORD
 );
 
 /// WGSL of `KernelKey::ScatterAddOrdered` (after `enable f16;` where needed).

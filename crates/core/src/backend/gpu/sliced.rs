@@ -9,9 +9,9 @@
 
 use std::ops::Range;
 
-use super::parts::too_large;
-use super::wgsl::gpu_element_size;
 use super::GpuStorage;
+use crate::backend::gpu::runtime::parts::too_large;
+use crate::backend::gpu::runtime::wgsl::gpu_element_size;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp};

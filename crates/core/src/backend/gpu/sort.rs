@@ -8,10 +8,10 @@
 //! (`cpu/sort.rs`). Params: [`SortParams`].
 
 use super::kernels::KernelKey;
-use super::params::{check_view, kernel_params, word, KernelParams, Params};
-use super::storage::GpuStorage;
-use super::wgsl::COMMON;
 use crate::backend::checks::check_dim;
+use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

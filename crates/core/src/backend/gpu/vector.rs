@@ -16,7 +16,7 @@
 //! [`VectorScalarParams`] or [`VectorCopyParams`]. The output is always written from vector 0
 //! of its binding, but for copies into a view (`destination_offset`).
 
-use super::params::{kernel_params, KernelParams};
+use crate::backend::gpu::runtime::params::{kernel_params, KernelParams};
 
 kernel_params! {
     /// Parameters of the vec4 unary kernels.

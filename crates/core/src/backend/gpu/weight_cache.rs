@@ -31,10 +31,10 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use super::buffers::BufferSlot;
-use super::parts::Parts;
-use super::storage::GpuStorage;
 use super::GpuDevice;
+use crate::backend::gpu::runtime::buffers::BufferSlot;
+use crate::backend::gpu::runtime::parts::Parts;
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

@@ -27,9 +27,9 @@ use super::super::conv_gemm::{
 };
 use super::super::kernels::KernelKey;
 use super::super::ops::{same_device, same_dtype, unsupported};
-use super::super::params::{check_view, word, Params};
-use super::super::storage::GpuStorage;
 use super::{check_coordinates, conv_params, row_tiles};
+use crate::backend::gpu::runtime::params::{check_view, word, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::backward_shape;

@@ -7,9 +7,9 @@ use std::fmt::Write;
 
 use super::super::conv_epilogue::{self, ConvEpilogueKey};
 use super::super::matmul_coop::Coop;
-use super::super::params::KernelParams;
-use super::super::wgsl::value_header;
 use super::{ConvCoopKey, ConvCoopParams, ConvPass};
+use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::value_header;
 use crate::dtype::DType;
 
 /// The lines of one generated kernel (`write!` into a String cannot fail: results ignored).

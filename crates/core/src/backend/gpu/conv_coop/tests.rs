@@ -7,11 +7,11 @@
 use super::super::conv_epilogue::{BoundEpilogue, ConvEpilogueKey};
 use super::super::conv_gemm::testing::{check, gpu, params, upload, values, Case};
 use super::super::matmul_coop::tests::translate;
-use super::super::params::KernelParams;
 use super::super::{GpuDevice, GpuStorage};
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, CoopMode, KBlock};
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
+use crate::backend::gpu::runtime::params::KernelParams;
 use crate::backend::tests::support::f16_gpu_device;
 use crate::dtype::DType;
 use crate::layout::Layout;

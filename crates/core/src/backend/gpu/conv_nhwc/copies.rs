@@ -5,8 +5,8 @@
 //! (`weight_cache.rs`), as is an output gradient between a backward's two reads of it.
 
 use super::super::copy_transpose::transposed_view;
-use super::super::storage::{GpuStorage, StorageRef};
 use super::super::weight_cache::{self, Rearrangement};
+use crate::backend::gpu::runtime::storage::{GpuStorage, StorageRef};
 use crate::error::Result;
 use crate::layout::{Layout, MemoryFormat};
 

@@ -15,7 +15,7 @@
 
 use super::{gradient_copy, padded_channels, patch, weight_copy, NhwcTile, PatchTile};
 use crate::backend::gpu::ops::same_device;
-use crate::backend::gpu::params::check_view;
+use crate::backend::gpu::runtime::params::check_view;
 use crate::backend::gpu::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;

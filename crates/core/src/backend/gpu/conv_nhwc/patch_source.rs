@@ -4,11 +4,11 @@
 
 use super::super::conv_epilogue;
 use super::super::matmul_coop::{store_register, Coop};
-use super::super::params::KernelParams;
-use super::super::wgsl::{value_header, COMMON};
 use super::patch::{ConvPatchKey, ConvPatchParams, COLUMNS_PER_BLOCK, PIXEL_STRIDE};
 use super::store::{planes_store, preload_row_residuals, preloaded_residual};
 use super::{channels_last_store, OutputStore, Writer, INVOCATIONS};
+use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 
 /// The kernel's WGSL source.

@@ -26,9 +26,9 @@
 use super::{padded_channels, NhwcTile};
 use crate::backend::gpu::conv_epilogue::BoundEpilogue;
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::backend::gpu::weight_cache::{self, Rearrangement};
-use crate::backend::gpu::wgsl::{value_header, COMMON};
 use crate::backend::gpu::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;

@@ -26,8 +26,8 @@ use std::fmt::Write;
 
 use super::{Coop, COOP_TILE};
 use crate::backend::gpu::matmul::MatmulParams;
-use crate::backend::gpu::params::KernelParams;
-use crate::backend::gpu::wgsl::COMMON;
+use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::COMMON;
 
 /// Halves of one k-block.
 pub(super) const K_BLOCK: usize = 32;

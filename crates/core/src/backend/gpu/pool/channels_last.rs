@@ -20,9 +20,9 @@
 //! call row-major and copies the result channels-last where that format was asked for.
 
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::params::{kernel_params, word, KernelParams, Params};
-use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::gpu::wgsl::{value_header, vector_lanes, COMMON};
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::PoolShape;

@@ -22,9 +22,9 @@
 use super::channels_last::{window_params, ChannelsLastPoolParams, WINDOW_TAPS};
 use super::{PoolPass, WINDOW_RANGE};
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::params::{word, KernelParams, Params};
-use crate::backend::gpu::storage::GpuStorage;
-use crate::backend::gpu::wgsl::{value_header, vector_lanes, COMMON};
+use crate::backend::gpu::runtime::params::{word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::PoolShape;

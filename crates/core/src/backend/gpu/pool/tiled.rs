@@ -20,8 +20,8 @@
 use super::GpuDevice;
 use super::PoolParams;
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::params::{word, KernelParams};
-use crate::backend::gpu::wgsl::{value_header, COMMON};
+use crate::backend::gpu::runtime::params::{word, KernelParams};
+use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{PoolShape, Window};

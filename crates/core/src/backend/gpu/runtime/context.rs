@@ -56,9 +56,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use super::buffers::{self, BufferKind, PoolState, PooledBuffer, SharedPool};
-use super::fusion::{self, DeferredOp, MAX_DEFERRED};
-use super::kernels::KernelKey;
-use super::ExecutionMode;
+use crate::backend::gpu::fusion::{self, DeferredOp, MAX_DEFERRED};
+use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::ExecutionMode;
 use crate::error::{Error, Result};
 
 /// Workgroup size of the one-dimensional kernels (elementwise, copies, indexing).
@@ -167,7 +167,7 @@ impl Recording {
 /// One opened GPU.
 pub(crate) struct GpuContext {
     pub(crate) ordinal: usize,
-    pub(crate) info: super::AdapterInfo,
+    pub(crate) info: crate::backend::gpu::AdapterInfo,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) limits: wgpu::Limits,
@@ -207,7 +207,7 @@ pub(crate) struct GpuContext {
     fused_ops: AtomicU64,
     fused_kernels: AtomicU64,
     /// Cooperative-matrix (tensor-core) matmul support (`matmul_coop.rs`).
-    pub(crate) coop: super::matmul_coop::CoopSupport,
+    pub(crate) coop: crate::backend::gpu::matmul_coop::CoopSupport,
     /// Kernel choices timed on this device (`autotune.rs`).
     pub(crate) autotune: super::autotune::Autotuner,
     /// Compiled pipelines kept on disk between runs, where the driver allows
@@ -317,7 +317,8 @@ impl GpuContext {
         let index_flags = internal_buffer("anygrad index flags", (INDEX_FLAG_SLOTS * 4) as u64);
         let arena_alignment_words =
             (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
-        let coop = super::matmul_coop::CoopSupport::detect(adapter, features, &limits);
+        let coop =
+            crate::backend::gpu::matmul_coop::CoopSupport::detect(adapter, features, &limits);
         let pipeline_store =
             pipeline_store::PipelineStore::open(&device, features, &adapter.get_info());
         Ok(GpuContext {

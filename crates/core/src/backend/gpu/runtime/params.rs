@@ -62,7 +62,7 @@ macro_rules! kernel_params {
             $( $(#[doc = $field_doc])* pub(crate) $field: $type, )*
         }
 
-        impl $crate::backend::gpu::params::KernelParams for $name {
+        impl $crate::backend::gpu::runtime::params::KernelParams for $name {
             const WGSL: &'static str = concat!(
                 "struct ", stringify!($name), " {\n",
                 $( "    ", stringify!($field), ": ", stringify!($type), ",\n", )*

@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::GpuContext;
-use crate::backend::gpu::autotune::Autotuner;
+use crate::backend::gpu::runtime::autotune::Autotuner;
 
 /// The largest cache file read (a ResNet-18 and MiniLM workload's pipelines take a few MB).
 const MAX_FILE_BYTES: u64 = 1 << 30;

@@ -8,8 +8,8 @@
 use half::f16;
 
 use super::context::PendingBytes;
-use super::{GpuDevice, GpuStorage};
 use crate::backend::cpu::CpuStorage;
+use crate::backend::gpu::{GpuDevice, GpuStorage};
 use crate::dtype::DType;
 use crate::error::Result;
 

@@ -8,8 +8,8 @@
 //! submitted, so it is ready by the next step.
 
 use super::super::storage::GpuStorage;
-use super::super::GpuDevice;
 use super::readback::{request_map, wait_for_map, MapSignal};
+use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 

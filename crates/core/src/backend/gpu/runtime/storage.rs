@@ -10,11 +10,11 @@ use half::f16;
 
 use super::buffers::{self, BufferSlot};
 use super::context::WORKGROUP_SIZE;
-use super::kernels::KernelKey;
 use super::params::Params;
 use super::wgsl::gpu_element_size;
-use super::GpuDevice;
 use crate::backend::cpu::CpuStorage;
+use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -282,7 +282,7 @@ impl GpuStorage {
         if pattern == 0 {
             device.context().clear_buffer(storage.raw()?, words * 4)?;
         } else {
-            super::fill::launch(device, &storage, words as usize, pattern)?;
+            crate::backend::gpu::fill::launch(device, &storage, words as usize, pattern)?;
         }
         Ok(storage)
     }
@@ -334,7 +334,7 @@ impl GpuStorage {
             Distribution::Uniform { low, high } => (false, low as f32, high as f32),
             Distribution::Normal { mean, std } => (true, mean as f32, std as f32),
         };
-        super::random::launch(
+        crate::backend::gpu::random::launch(
             device,
             &storage,
             numel,

@@ -8,8 +8,8 @@
 use std::sync::{Arc, OnceLock};
 
 use super::wgsl::gpu_element_size;
-use super::{GpuDevice, GpuStorage};
 use crate::backend::cpu::CpuStorage;
+use crate::backend::gpu::{GpuDevice, GpuStorage};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -273,7 +273,7 @@ const MAX_TENSOR_BYTES: u64 = 1 << 48;
 fn check_total(device: &GpuDevice, numel: usize, dtype: DType) -> Result<()> {
     let requested = (numel as u64).checked_mul(gpu_element_size(dtype));
     let context = device.context();
-    let host = if super::is_software(&context.info) {
+    let host = if crate::backend::gpu::is_software(&context.info) {
         crate::backend::cpu::alloc::total_memory()
     } else {
         None

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::GpuContext;
-use crate::backend::gpu::autotune::TuningClock;
+use crate::backend::gpu::runtime::autotune::TuningClock;
 use crate::backend::gpu_facts::OpTiming;
 use crate::error::Result;
 

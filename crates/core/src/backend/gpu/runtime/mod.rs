@@ -1,0 +1,28 @@
+//! The GPU runtime: what every kernel family runs on, and nothing that names a family.
+//!
+//! - `adapters.rs`: enumerate and order adapters, the features a device is opened with;
+//! - `context.rs` (+ `context/`): one opened device — queue, the open command encoder,
+//!   flushes, readback, errors, the pipeline cache (`context/pipeline_store.rs`), timing;
+//! - `buffers.rs`: the caching allocator;
+//! - `storage.rs`: `GpuStorage`, a tensor's data in one buffer, its uploads and readbacks;
+//!   `parts.rs`: a storage in pieces (tensors above one binding); `pending_read.rs`: a
+//!   readback started now and finished later;
+//! - `params.rs`: the `kernel_params!` parameter structs and their words;
+//! - `wgsl.rs`: the WGSL every family shares (dtype types, value header, op expressions);
+//! - `autotune.rs` (+ `autotune/`): timing kernel candidates per shape.
+//!
+//! Kernel families live beside this folder (`backend/gpu/<family>/`) and import from it.
+//! The rule is that files here import no family; the edges still to remove: `context.rs`
+//! imports `fusion` (the deferred ops it drains) and the cooperative-matrix support of the
+//! matmul family, `context/stats.rs` the convolution weight cache, `storage.rs` the `fill`
+//! and `random` launchers, and the pipeline cache is keyed by `kernels::KernelKey`.
+
+pub(crate) mod adapters;
+pub(crate) mod autotune;
+pub(crate) mod buffers;
+pub(crate) mod context;
+pub(crate) mod params;
+pub(crate) mod parts;
+pub(crate) mod pending_read;
+pub(crate) mod storage;
+pub(crate) mod wgsl;
