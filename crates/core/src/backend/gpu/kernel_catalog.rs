@@ -29,49 +29,49 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     for dtype in GPU_DTYPES {
         super::elementwise::catalogue(&mut keys, dtype, &GPU_DTYPES);
         super::random::catalogue(&mut keys, dtype);
-        super::matmul_large::catalogue(&mut keys, dtype);
-        super::conv::catalogue(&mut keys, dtype);
-        super::conv_backward::catalogue(&mut keys, dtype);
-        super::conv_winograd::catalogue(&mut keys, dtype);
+        crate::backend::gpu::matmul::large::catalogue(&mut keys, dtype);
+        crate::backend::gpu::conv::direct::catalogue(&mut keys, dtype);
+        crate::backend::gpu::conv::backward::catalogue(&mut keys, dtype);
+        crate::backend::gpu::conv::winograd::catalogue(&mut keys, dtype);
         super::reduce::catalogue(&mut keys, dtype);
         super::pool::catalogue(&mut keys, dtype);
-        super::rows::catalogue(&mut keys, dtype);
-        super::copy_rows::catalogue(&mut keys, dtype);
-        super::copy_transpose::catalogue(&mut keys, dtype);
-        super::batch_norm_input::catalogue(&mut keys, dtype);
-        super::optimizer_step::catalogue(&mut keys, dtype);
-        super::batch_norm::catalogue(&mut keys, dtype);
+        crate::backend::gpu::norm::rows::catalogue(&mut keys, dtype);
+        crate::backend::gpu::copy::rows::catalogue(&mut keys, dtype);
+        crate::backend::gpu::copy::transpose::catalogue(&mut keys, dtype);
+        crate::backend::gpu::norm::batch_norm_input::catalogue(&mut keys, dtype);
+        crate::backend::gpu::optimizer::catalogue(&mut keys, dtype);
+        crate::backend::gpu::norm::batch_norm::catalogue(&mut keys, dtype);
         super::matmul::catalogue(&mut keys, dtype);
-        super::matmul_dot::catalogue(&mut keys, dtype);
-        super::indexing::catalogue(&mut keys, dtype, &INDEX_DTYPES);
-        super::scatter_add_ordered::catalogue(&mut keys, dtype, &INDEX_DTYPES);
+        crate::backend::gpu::matmul::dot::catalogue(&mut keys, dtype);
+        crate::backend::gpu::index::catalogue(&mut keys, dtype, &INDEX_DTYPES);
+        crate::backend::gpu::index::scatter_add_ordered::catalogue(&mut keys, dtype, &INDEX_DTYPES);
         super::attention::catalogue(&mut keys, dtype);
     }
     super::sort::catalogue(&mut keys);
-    super::index_add::catalogue(&mut keys);
-    super::matmul_coop::catalogue(&mut keys);
-    super::attention_coop::catalogue(&mut keys);
-    super::attention_coop_backward::catalogue(&mut keys);
+    crate::backend::gpu::index::add::catalogue(&mut keys);
+    crate::backend::gpu::matmul::coop::catalogue(&mut keys);
+    crate::backend::gpu::attention::coop::catalogue(&mut keys);
+    crate::backend::gpu::attention::coop::backward::catalogue(&mut keys);
     keys.extend(
-        super::conv_coop::ConvCoopKey::all()
+        crate::backend::gpu::conv::coop::ConvCoopKey::all()
             .into_iter()
             .map(super::kernels::KernelKey::ConvCoop),
     );
     keys.extend(
-        super::conv_nhwc::ConvNhwcKey::all()
+        crate::backend::gpu::conv::nhwc::ConvNhwcKey::all()
             .into_iter()
             .map(super::kernels::KernelKey::ConvNhwc),
     );
     keys.extend(
-        super::conv_nhwc::ConvPatchKey::all()
+        crate::backend::gpu::conv::nhwc::ConvPatchKey::all()
             .into_iter()
             .map(super::kernels::KernelKey::ConvPatch),
     );
-    for channels in super::conv_nhwc::SPACE_TO_DEPTH_CHANNELS {
+    for channels in crate::backend::gpu::conv::nhwc::SPACE_TO_DEPTH_CHANNELS {
         keys.push(super::kernels::KernelKey::SpaceToDepth { channels });
     }
     keys.extend(
-        super::conv_nhwc::ConvNhwcWeightKey::all()
+        crate::backend::gpu::conv::nhwc::ConvNhwcWeightKey::all()
             .into_iter()
             .map(super::kernels::KernelKey::ConvNhwcWeight),
     );

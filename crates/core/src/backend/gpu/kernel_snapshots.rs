@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::attention::AttentionKey;
-use super::attention_source::AttentionPass;
 use super::fusion::{FusedInstruction, FusedProgram};
 use super::kernels::{Access, KernelKey};
-use super::matmul_coop::CoopVariant;
+use crate::backend::gpu::attention::source::AttentionPass;
+use crate::backend::gpu::matmul::coop::CoopVariant;
 use crate::dtype::DType;
 use crate::op::{BinaryOp, UnaryOp};
 
@@ -112,7 +112,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
             KernelKey::Conv2d {
                 dtype: DType::F16,
                 wide: false,
-                epilogue: Some(super::conv_epilogue::ConvEpilogueKey {
+                epilogue: Some(crate::backend::gpu::conv::epilogue::ConvEpilogueKey {
                     residual: true,
                     activation: crate::op::EpilogueActivation::Relu,
                 }),
@@ -350,32 +350,32 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
         (
             "attention_coop_forward_d64_masked",
             false,
-            super::attention_coop::ForwardMode::Exact,
+            crate::backend::gpu::attention::coop::ForwardMode::Exact,
         ),
         (
             "attention_coop_forward_d64_masked_emulated",
             true,
-            super::attention_coop::ForwardMode::Exact,
+            crate::backend::gpu::attention::coop::ForwardMode::Exact,
         ),
         (
             "attention_coop_forward_d64_masked_uniform",
             false,
-            super::attention_coop::ForwardMode::Uniform,
+            crate::backend::gpu::attention::coop::ForwardMode::Uniform,
         ),
         (
             "attention_coop_forward_d64_masked_uniform_emulated",
             true,
-            super::attention_coop::ForwardMode::Uniform,
+            crate::backend::gpu::attention::coop::ForwardMode::Uniform,
         ),
         (
             "attention_coop_forward_d64_masked_redo",
             false,
-            super::attention_coop::ForwardMode::Redo,
+            crate::backend::gpu::attention::coop::ForwardMode::Redo,
         ),
     ] {
         kernels.push((
             name,
-            KernelKey::AttentionCoop(super::attention_coop::CoopForward {
+            KernelKey::AttentionCoop(crate::backend::gpu::attention::coop::CoopForward {
                 head_dim: 64,
                 value_dim: 64,
                 causal: false,
@@ -392,16 +392,16 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     for (name, mode) in [
         (
             "attention_coop_forward_d64_eight_uniform",
-            super::attention_coop::ForwardMode::Uniform,
+            crate::backend::gpu::attention::coop::ForwardMode::Uniform,
         ),
         (
             "attention_coop_forward_d64_eight_redo",
-            super::attention_coop::ForwardMode::Redo,
+            crate::backend::gpu::attention::coop::ForwardMode::Redo,
         ),
     ] {
         kernels.push((
             name,
-            KernelKey::AttentionCoop(super::attention_coop::CoopForward {
+            KernelKey::AttentionCoop(crate::backend::gpu::attention::coop::CoopForward {
                 head_dim: 64,
                 value_dim: 64,
                 causal: false,
@@ -418,7 +418,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     for (name, pass, causal, key_bias, emulated, fold_query, subgroups) in [
         (
             "attention_coop_key_value_d64_causal",
-            super::attention_coop_backward::CoopBackwardPass::KeyValue,
+            crate::backend::gpu::attention::coop::backward::CoopBackwardPass::KeyValue,
             true,
             false,
             false,
@@ -427,7 +427,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
         ),
         (
             "attention_coop_key_value_d64_folded",
-            super::attention_coop_backward::CoopBackwardPass::KeyValue,
+            crate::backend::gpu::attention::coop::backward::CoopBackwardPass::KeyValue,
             false,
             false,
             false,
@@ -436,7 +436,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
         ),
         (
             "attention_coop_query_d64_masked_emulated",
-            super::attention_coop_backward::CoopBackwardPass::Query,
+            crate::backend::gpu::attention::coop::backward::CoopBackwardPass::Query,
             false,
             true,
             true,
@@ -446,16 +446,18 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     ] {
         kernels.push((
             name,
-            KernelKey::AttentionCoopBackward(super::attention_coop_backward::CoopBackward {
-                pass,
-                head_dim: 64,
-                value_dim: 64,
-                causal,
-                key_bias,
-                subgroups,
-                emulated,
-                fold_query,
-            }),
+            KernelKey::AttentionCoopBackward(
+                crate::backend::gpu::attention::coop::backward::CoopBackward {
+                    pass,
+                    head_dim: 64,
+                    value_dim: 64,
+                    causal,
+                    key_bias,
+                    subgroups,
+                    emulated,
+                    fold_query,
+                },
+            ),
         ));
     }
     kernels.push((

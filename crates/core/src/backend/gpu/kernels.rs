@@ -43,7 +43,7 @@
 //! ask them for a key's source. `kernel_catalog.rs` instantiates every key so that a unit
 //! test validates each with naga, no GPU needed.
 
-use super::matmul_coop::CoopVariant;
+use crate::backend::gpu::matmul::coop::CoopVariant;
 use crate::dtype::DType;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 
@@ -113,7 +113,7 @@ pub enum KernelKey {
     Conv2d {
         dtype: DType,
         wide: bool,
-        epilogue: Option<super::conv_epilogue::ConvEpilogueKey>,
+        epilogue: Option<crate::backend::gpu::conv::epilogue::ConvEpilogueKey>,
     },
     /// The convolution's input gradient (implicit-GEMM transposed convolution,
     /// `conv_backward.rs`); `unit_stride`: both strides are 1 (no divisibility test); `wide`:
@@ -135,28 +135,28 @@ pub enum KernelKey {
         lean: bool,
     },
     /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
-    ConvCoop(super::conv_coop::ConvCoopKey),
+    ConvCoop(crate::backend::gpu::conv::coop::ConvCoopKey),
     /// F16 forward convolution on cooperative matrices over channels-last copies of its
     /// operands (`conv_nhwc.rs`).
-    ConvNhwc(super::conv_nhwc::ConvNhwcKey),
+    ConvNhwc(crate::backend::gpu::conv::nhwc::ConvNhwcKey),
     /// F16 stride-1 forward convolution on cooperative matrices, each workgroup's input
     /// patch staged once (`conv_nhwc/patch.rs`).
-    ConvPatch(super::conv_nhwc::ConvPatchKey),
+    ConvPatch(crate::backend::gpu::conv::nhwc::ConvPatchKey),
     /// The stem's 2 x 2 space-to-depth rearrangement of an F16 input
     /// (`conv_nhwc/space_to_depth.rs`), generated for the input's channel count.
     SpaceToDepth { channels: u8 },
     /// F16 convolution weight gradient on cooperative matrices over channels-last copies
     /// (`conv_nhwc/weight.rs`).
-    ConvNhwcWeight(super::conv_nhwc::ConvNhwcWeightKey),
+    ConvNhwcWeight(crate::backend::gpu::conv::nhwc::ConvNhwcWeightKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
     /// One of the three transforms of the Winograd F(2x2, 3x3) convolution.
     Winograd {
         dtype: DType,
-        stage: super::conv_winograd::WinogradStage,
-        tile: super::conv_winograd::WinogradTile,
+        stage: crate::backend::gpu::conv::winograd::WinogradStage,
+        tile: crate::backend::gpu::conv::winograd::WinogradTile,
         /// The forward's epilogue in the output transform (`None` for the other stages).
-        epilogue: Option<super::conv_epilogue::ConvEpilogueKey>,
+        epilogue: Option<crate::backend::gpu::conv::epilogue::ConvEpilogueKey>,
     },
     /// `index_select` / `gather`.
     Gather { dtype: DType, index: DType },
@@ -198,7 +198,7 @@ pub enum KernelKey {
     BatchNormSums {
         dtype: DType,
         backward: bool,
-        pass: super::batch_norm::SumsPass,
+        pass: crate::backend::gpu::norm::batch_norm::SumsPass,
     },
     /// Batch norm's input gradient in one pass, per `vec4` or per element
     /// (`batch_norm_input.rs`).
@@ -220,7 +220,7 @@ pub enum KernelKey {
     CopyTranspose { dtype: DType, paired: bool },
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
     /// (`rows.rs`).
-    Rows(super::rows::RowKey),
+    Rows(crate::backend::gpu::norm::rows::RowKey),
     /// Max pooling's input gradient: the routing pass over the windows, or the gather over
     /// the input elements (`pool.rs`), or both in one tiled kernel for one window
     /// (`pool/tiled.rs`).
@@ -238,10 +238,10 @@ pub enum KernelKey {
     /// dtype, head and value size and causal flag (`attention.rs`).
     Attention(super::attention::AttentionKey),
     /// The f16 fused attention forward on cooperative matrices (`attention_coop.rs`).
-    AttentionCoop(super::attention_coop::CoopForward),
+    AttentionCoop(crate::backend::gpu::attention::coop::CoopForward),
     /// The f16 fused attention backward's key-value and query kernels on cooperative matrices
     /// (`attention_coop_backward.rs`).
-    AttentionCoopBackward(super::attention_coop_backward::CoopBackward),
+    AttentionCoopBackward(crate::backend::gpu::attention::coop::backward::CoopBackward),
     /// A chain of float elementwise ops compiled into one kernel (`fusion.rs`).
     Fused {
         program: std::sync::Arc<super::fusion::FusedProgram>,
@@ -496,7 +496,7 @@ impl KernelKey {
             KernelKey::ConvNhwc(key) => return key.source(),
             KernelKey::ConvPatch(key) => return key.source(),
             KernelKey::SpaceToDepth { channels } => {
-                return super::conv_nhwc::space_to_depth_source(*channels)
+                return crate::backend::gpu::conv::nhwc::space_to_depth_source(*channels)
             }
             KernelKey::ConvNhwcWeight(key) => return key.source(),
             KernelKey::AttentionCoop(key) => return key.source(),
@@ -504,24 +504,24 @@ impl KernelKey {
             KernelKey::Fill => super::fill::source(),
             KernelKey::Prefetch => super::prefetch::source(),
             KernelKey::Rows(key) => key.source(),
-            KernelKey::CopyRows { dtype } => super::copy_rows::source(*dtype),
+            KernelKey::CopyRows { dtype } => crate::backend::gpu::copy::rows::source(*dtype),
             KernelKey::CopyTranspose { dtype, paired } => {
-                super::copy_transpose::source(*dtype, *paired)
+                crate::backend::gpu::copy::transpose::source(*dtype, *paired)
             }
             KernelKey::BatchNormInputGrad { dtype, vector } => {
-                super::batch_norm_input::source(*dtype, *vector)
+                crate::backend::gpu::norm::batch_norm_input::source(*dtype, *vector)
             }
             KernelKey::SgdStep {
                 dtype,
                 momentum,
                 skip,
-            } => super::optimizer_step::source(*dtype, *momentum, *skip),
-            KernelKey::Unscale { dtype } => super::optimizer_step::unscale_source(*dtype),
+            } => crate::backend::gpu::optimizer::source(*dtype, *momentum, *skip),
+            KernelKey::Unscale { dtype } => crate::backend::gpu::optimizer::unscale_source(*dtype),
             KernelKey::BatchNormSums {
                 dtype,
                 backward,
                 pass,
-            } => super::batch_norm::source(*dtype, *backward, *pass),
+            } => crate::backend::gpu::norm::batch_norm::source(*dtype, *backward, *pass),
             KernelKey::Random { dtype, normal } => super::random::source(*dtype, *normal),
             KernelKey::Unary { dtype, op, access } => {
                 super::elementwise::unary_source(*dtype, *op, *access)
@@ -549,57 +549,61 @@ impl KernelKey {
                 f32_partials,
             } => super::matmul::source(*dtype, *f32_partials),
             KernelKey::MatmulLarge { dtype, aligned } => {
-                super::matmul_large::source(*dtype, *aligned)
+                crate::backend::gpu::matmul::large::source(*dtype, *aligned)
             }
-            KernelKey::MatmulDot { dtype } => super::matmul_dot::source(*dtype),
+            KernelKey::MatmulDot { dtype } => crate::backend::gpu::matmul::dot::source(*dtype),
             KernelKey::MatmulCoop { variant, emulated } => {
-                super::matmul_coop::source_body(*variant, *emulated)
+                crate::backend::gpu::matmul::coop::source_body(*variant, *emulated)
             }
             KernelKey::Conv2d {
                 dtype,
                 wide,
                 epilogue,
-            } => super::conv::source(*dtype, *wide, *epilogue),
+            } => crate::backend::gpu::conv::direct::source(*dtype, *wide, *epilogue),
             KernelKey::Conv2dBackwardInput {
                 dtype,
                 unit_stride,
                 wide,
-            } => super::conv_backward::input_source(*dtype, *unit_stride, *wide),
+            } => crate::backend::gpu::conv::backward::input_source(*dtype, *unit_stride, *wide),
             KernelKey::Conv2dBackwardWeight {
                 dtype,
                 partial,
                 wide,
                 lean,
-            } => super::conv_backward::weight_source(
+            } => crate::backend::gpu::conv::backward::weight_source(
                 *dtype,
                 *partial,
-                super::conv_backward::WeightKernel {
+                crate::backend::gpu::conv::backward::WeightKernel {
                     wide: *wide,
                     lean: *lean,
                 },
             ),
-            KernelKey::Conv2dSplitSum { dtype } => super::conv_backward::split_sum_source(*dtype),
+            KernelKey::Conv2dSplitSum { dtype } => {
+                crate::backend::gpu::conv::backward::split_sum_source(*dtype)
+            }
             KernelKey::Winograd {
                 dtype,
                 stage,
                 tile,
                 epilogue,
-            } => super::conv_winograd::source(*dtype, *stage, *tile, *epilogue),
+            } => crate::backend::gpu::conv::winograd::source(*dtype, *stage, *tile, *epilogue),
             KernelKey::Gather { dtype, index } => {
-                super::indexing::gather_source(*dtype, *index, false)
+                crate::backend::gpu::index::gather_source(*dtype, *index, false)
             }
             KernelKey::IndexRows { dtype, index } => {
-                super::indexing::gather_source(*dtype, *index, true)
+                crate::backend::gpu::index::gather_source(*dtype, *index, true)
             }
             KernelKey::ScatterAdd { dtype, index } => {
-                super::indexing::scatter_add_source(*dtype, *index)
+                crate::backend::gpu::index::scatter_add_source(*dtype, *index)
             }
             KernelKey::ScatterAddOrdered { dtype, index } => {
-                super::scatter_add_ordered::source(*dtype, *index)
+                crate::backend::gpu::index::scatter_add_ordered::source(*dtype, *index)
             }
-            KernelKey::IndexAddKeys { index } => super::index_add::keys_source(*index),
+            KernelKey::IndexAddKeys { index } => {
+                crate::backend::gpu::index::add::keys_source(*index)
+            }
             KernelKey::IndexAddSums { dtype, crossing } => {
-                super::index_add::sums_source(*dtype, *crossing)
+                crate::backend::gpu::index::add::sums_source(*dtype, *crossing)
             }
             KernelKey::SortRows { key } => super::sort::source(*key, false),
             KernelKey::SortGlobal { key } => super::sort::source(*key, true),

@@ -23,60 +23,34 @@
 //! `GpuDevice` is a cheap handle (an `Arc` of the context); opening the same ordinal twice
 //! returns the same context, so tensors on `gpu:0` share one memory pool and one queue.
 
-mod attention;
-mod attention_coop;
-mod attention_coop_backward;
-mod attention_coop_backward_layout;
-mod attention_coop_backward_source;
-mod attention_coop_fold;
-mod attention_coop_layout;
-mod attention_coop_source;
-mod attention_coop_spell;
-mod attention_coop_staging;
-mod attention_coop_uniform;
-mod attention_delta_source;
-mod attention_source;
-mod batch_norm;
-mod batch_norm_input;
+// The contract layer: the backend contract and what names every family.
 mod contract;
-mod conv;
-mod conv_backward;
-mod conv_coop;
-mod conv_epilogue;
-mod conv_gemm;
-mod conv_nhwc;
-mod conv_tuning;
-mod conv_winograd;
-mod copy_rows;
-mod copy_transpose;
-mod custom;
-mod elementwise;
-mod fill;
-mod fusion;
-mod fusion_source;
-mod index_add;
-mod indexing;
 mod kernel_catalog;
 #[cfg(test)]
 mod kernel_snapshots;
 mod kernels;
+mod sliced;
+
+// The runtime every family runs on.
+mod runtime;
+
+// The kernel families.
+mod attention;
+mod conv;
+mod copy;
+mod custom;
+mod elementwise;
+mod fill;
+mod fusion;
+mod index;
 mod matmul;
-mod matmul_coop;
-mod matmul_dot;
-mod matmul_large;
-mod ops;
-mod optimizer_step;
+mod norm;
+mod optimizer;
 mod pool;
 mod prefetch;
 mod random;
 mod reduce;
-mod rows;
-mod runtime;
-mod scatter_add_ordered;
-mod sliced;
 mod sort;
-mod vector;
-mod weight_cache;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -86,7 +60,7 @@ pub use crate::backend::gpu_facts::{
 };
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion};
 pub use kernel_catalog::all_kernel_sources;
-pub use matmul_coop::CoopVariant;
+pub use matmul::coop::CoopVariant;
 pub use runtime::pending_read::GpuPendingRead;
 pub use runtime::storage::GpuStorage;
 

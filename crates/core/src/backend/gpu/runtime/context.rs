@@ -207,7 +207,7 @@ pub(crate) struct GpuContext {
     fused_ops: AtomicU64,
     fused_kernels: AtomicU64,
     /// Cooperative-matrix (tensor-core) matmul support (`matmul_coop.rs`).
-    pub(crate) coop: crate::backend::gpu::matmul_coop::CoopSupport,
+    pub(crate) coop: crate::backend::gpu::matmul::coop::CoopSupport,
     /// Kernel choices timed on this device (`autotune.rs`).
     pub(crate) autotune: super::autotune::Autotuner,
     /// Compiled pipelines kept on disk between runs, where the driver allows
@@ -318,7 +318,7 @@ impl GpuContext {
         let arena_alignment_words =
             (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
         let coop =
-            crate::backend::gpu::matmul_coop::CoopSupport::detect(adapter, features, &limits);
+            crate::backend::gpu::matmul::coop::CoopSupport::detect(adapter, features, &limits);
         let pipeline_store =
             pipeline_store::PipelineStore::open(&device, features, &adapter.get_info());
         Ok(GpuContext {

@@ -7,6 +7,7 @@
 //! - `storage.rs`: `GpuStorage`, a tensor's data in one buffer, its uploads and readbacks;
 //!   `parts.rs`: a storage in pieces (tensors above one binding); `pending_read.rs`: a
 //!   readback started now and finished later;
+//! - `operands.rs`: the operand checks every primitive shares;
 //! - `params.rs`: the `kernel_params!` parameter structs and their words;
 //! - `wgsl.rs`: the WGSL every family shares (dtype types, value header, op expressions);
 //! - `autotune.rs` (+ `autotune/`): timing kernel candidates per shape.
@@ -21,6 +22,7 @@ pub(crate) mod adapters;
 pub(crate) mod autotune;
 pub(crate) mod buffers;
 pub(crate) mod context;
+pub(crate) mod operands;
 pub(crate) mod params;
 pub(crate) mod parts;
 pub(crate) mod pending_read;

@@ -31,7 +31,7 @@ impl GpuContext {
     /// nothing in flight is lost).
     pub(crate) fn empty_cache(&self) {
         // The rearranged convolution weights go back to the pool first.
-        crate::backend::gpu::weight_cache::clear(self.ordinal);
+        crate::backend::gpu::conv::weight_cache::clear(self.ordinal);
         if let Err(error) = self.flush() {
             tracing::warn!("empty_cache: flush failed: {error}");
         }

@@ -1,0 +1,16 @@
+//! The convolution kernel families (one group, F32 and F16): the entry points that pick a
+//! kernel per shape (`tuning.rs`), the direct implicit-GEMM forward (`direct.rs`) and its
+//! gradients (`backward.rs`) over shared tile code (`gemm.rs`), the epilogue applied in the
+//! forward's store (`epilogue.rs`), Winograd (`winograd.rs`), the tensor-core kernels over
+//! the plain layout (`coop.rs`) and over channels-last copies (`nhwc.rs`), and the weights'
+//! rearranged forms kept between calls (`weight_cache.rs`).
+
+pub(crate) mod backward;
+pub(crate) mod coop;
+pub(crate) mod direct;
+pub(crate) mod epilogue;
+pub(crate) mod gemm;
+pub(crate) mod nhwc;
+pub(crate) mod tuning;
+pub(crate) mod weight_cache;
+pub(crate) mod winograd;

@@ -1,0 +1,7 @@
+//! The normalization kernel families: softmax and layer norm over the last dim (`rows.rs`),
+//! batch norm's per-channel sums (`batch_norm.rs`) and its input gradient
+//! (`batch_norm_input.rs`).
+
+pub(crate) mod batch_norm;
+pub(crate) mod batch_norm_input;
+pub(crate) mod rows;

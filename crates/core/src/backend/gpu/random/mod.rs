@@ -1,0 +1,77 @@
+//! Kernel family `Random`: counter-based uniform or normal draws, the same integer hash as
+//! `random.rs` of the crate, so element i of a draw is the same number on the CPU and on any
+//! GPU. Key: `KernelKey::Random`; params: [`RandomParams`]; source: `shaders/random.wgsl`.
+
+use super::kernels::KernelKey;
+use super::GpuDevice;
+use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
+use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::{storage_type, COMMON};
+use crate::dtype::DType;
+use crate::error::Result;
+
+kernel_params! {
+    /// Parameters of `shaders/random.wgsl`.
+    struct RandomParams {
+        /// Elements to draw.
+        numel: u32,
+        /// The seed's key (`random::seed_key`).
+        key: u32,
+        /// Counter of element 0 (the draw's offset in the stream).
+        first_counter: u32,
+        /// f32 bits of the low bound (uniform) or the mean (normal).
+        a_bits: u32,
+        /// f32 bits of the high bound (uniform) or the standard deviation (normal).
+        b_bits: u32,
+    }
+}
+
+/// The kernel's WGSL (after `enable f16;` where needed) for `dtype` and the distribution.
+pub(crate) fn source(dtype: DType, normal: bool) -> String {
+    let mut text = format!(
+        "alias S = {};\nconst NORMAL: bool = {normal};\n",
+        storage_type(dtype)
+    );
+    text.push_str(RandomParams::WGSL);
+    text.push_str(COMMON);
+    text.push_str(include_str!("../shaders/random.wgsl"));
+    text
+}
+
+/// The catalogue entries (`kernel_catalog.rs`).
+pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+    if dtype.is_float() {
+        for normal in [false, true] {
+            keys.push(KernelKey::Random { dtype, normal });
+        }
+    }
+}
+
+/// Record `numel` draws into `storage` (`a`, `b`: low/high or mean/std).
+pub(crate) fn launch(
+    device: &GpuDevice,
+    storage: &GpuStorage,
+    numel: usize,
+    normal: bool,
+    key: u32,
+    first_counter: u32,
+    (a, b): (f32, f32),
+) -> Result<()> {
+    let header = RandomParams {
+        numel: word(numel)?,
+        key,
+        first_counter,
+        a_bits: a.to_bits(),
+        b_bits: b.to_bits(),
+    };
+    GpuStorage::launch(
+        device,
+        &KernelKey::Random {
+            dtype: storage.dtype,
+            normal,
+        },
+        &Params::with_header(&header, 0),
+        &[storage.raw()?],
+        numel,
+    )
+}
