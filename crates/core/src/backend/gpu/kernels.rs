@@ -44,6 +44,7 @@
 //! test validates each with naga, no GPU needed.
 
 use crate::backend::gpu::matmul::coop::CoopVariant;
+use crate::backend::gpu::runtime::kernel::Kernel;
 use crate::dtype::DType;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 
@@ -629,5 +630,23 @@ impl KernelKey {
         } else {
             body
         }
+    }
+}
+
+impl Kernel for KernelKey {
+    fn name(&self) -> String {
+        KernelKey::name(self)
+    }
+
+    fn source(&self) -> String {
+        KernelKey::source(self)
+    }
+
+    fn is_trusted(&self) -> bool {
+        KernelKey::is_trusted(self)
+    }
+
+    fn writes_workgroup_memory_first(&self) -> bool {
+        KernelKey::writes_workgroup_memory_first(self)
     }
 }

@@ -67,6 +67,7 @@ pub use runtime::storage::GpuStorage;
 use crate::error::Result;
 use runtime::context::GpuContext;
 pub(crate) use runtime::context::GpuStaging;
+use runtime::hooks::Hooks;
 
 /// A handle to one opened GPU (cheap to clone; equal when it is the same context).
 #[derive(Clone)]
@@ -92,6 +93,13 @@ impl PartialEq for GpuDevice {
 
 impl Eq for GpuDevice {}
 
+/// What the kernel families register with every context: elementwise fusion plans the work
+/// deferred into the recording; the convolution's weight cache empties with `empty_cache`.
+static HOOKS: Hooks = Hooks {
+    deferred: &fusion::PLANNER,
+    clear_caches: &[conv::weight_cache::clear],
+};
+
 static OPEN_DEVICES: Mutex<Option<HashMap<usize, GpuDevice>>> = Mutex::new(None);
 
 impl GpuDevice {
@@ -112,7 +120,7 @@ impl GpuDevice {
     /// on it count as living on another device.
     pub fn open_new_instance(ordinal: usize) -> Result<GpuDevice> {
         Ok(GpuDevice {
-            context: Arc::new(GpuContext::create(ordinal)?),
+            context: Arc::new(GpuContext::create(ordinal, &HOOKS)?),
         })
     }
 

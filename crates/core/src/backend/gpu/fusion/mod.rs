@@ -36,6 +36,8 @@ use super::kernels::KernelKey;
 use crate::backend::gpu::elementwise::vector::MAX_WORKGROUPS;
 use crate::backend::gpu::fusion::source::FusedParams;
 use crate::backend::gpu::runtime::buffers::BufferSlot;
+use crate::backend::gpu::runtime::context::MAX_BINDINGS;
+use crate::backend::gpu::runtime::hooks::{DeferredPlanner, DeferredWork, PlannedKernel};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -202,18 +204,6 @@ impl DeferredOp {
     }
 }
 
-/// One kernel to dispatch: key, parameter words, input buffers, the output (allocated when
-/// the kernel is recorded), workgroups.
-#[derive(Debug)]
-pub(crate) struct PlannedKernel {
-    pub(crate) key: KernelKey,
-    pub(crate) params: Vec<u32>,
-    pub(crate) inputs: Vec<BufferSlot>,
-    pub(crate) output: BufferSlot,
-    pub(crate) output_bytes: u64,
-    pub(crate) workgroups: u32,
-}
-
 /// The op of a deferral request (the second input of a binary op comes separately).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Request {
@@ -311,7 +301,7 @@ pub(crate) fn defer(
         }
     };
     let output = GpuStorage::deferred(&storage.device, op_name, numel, storage.dtype)?;
-    storage.device.context().defer(DeferredOp {
+    storage.device.context().defer(Box::new(DeferredOp {
         step,
         input: operand(storage, layout),
         output: Arc::clone(&output.slot),
@@ -320,7 +310,7 @@ pub(crate) fn defer(
         output_alive: output.liveness(),
         count: numel,
         dtype: storage.dtype,
-    })?;
+    }))?;
     Ok(Some(output))
 }
 
@@ -489,9 +479,9 @@ impl Fragment {
             instructions: self.instructions,
         };
         PlannedKernel {
-            key: KernelKey::Fused {
+            key: Box::new(KernelKey::Fused {
                 program: Arc::new(program),
-            },
+            }),
             params,
             inputs,
             output: self.output,
@@ -505,6 +495,31 @@ impl Fragment {
 }
 
 /// Turn deferred ops (in recording order) into the kernels to dispatch, in order.
+/// Fusion as the runtime's planner of deferred work (`runtime/hooks.rs`): the recording
+/// keeps at most [`MAX_DEFERRED`] ops and hands them to [`plan`] at each drain.
+pub(crate) struct FusionPlanner;
+
+/// The planner `backend/gpu/mod.rs` registers with every context.
+pub(crate) static PLANNER: FusionPlanner = FusionPlanner;
+
+impl DeferredPlanner for FusionPlanner {
+    fn capacity(&self) -> usize {
+        MAX_DEFERRED
+    }
+
+    fn plan(&self, ops: Vec<DeferredWork>) -> Vec<PlannedKernel> {
+        // Only `defer` above defers work, always a `DeferredOp`.
+        plan(
+            ops.into_iter()
+                .filter_map(|op| op.downcast::<DeferredOp>().ok().map(|op| *op))
+                .collect(),
+        )
+    }
+}
+
+/// Kernels bind their parameters, at most [`MAX_LEAVES`] inputs and their output.
+const _: () = assert!(MAX_BINDINGS >= 2 + MAX_LEAVES);
+
 pub(crate) fn plan(ops: Vec<DeferredOp>) -> Vec<PlannedKernel> {
     // How many distinct deferred ops read each loan.
     let mut readers: HashMap<u64, usize> = HashMap::new();

@@ -56,8 +56,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use super::buffers::{self, BufferKind, PoolState, PooledBuffer, SharedPool};
-use crate::backend::gpu::fusion::{self, DeferredOp, MAX_DEFERRED};
-use crate::backend::gpu::kernels::KernelKey;
+use super::hooks::{DeferredWork, Hooks};
+use super::kernel::KernelId;
 use crate::backend::gpu::ExecutionMode;
 use crate::error::{Error, Result};
 
@@ -95,7 +95,7 @@ const EARLY_SUBMIT_WORKGROUPS: u64 = 256;
 pub(crate) struct CachedPipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
-    /// The kernel's name (`KernelKey::name`), for the profiler's per-kernel times.
+    /// The kernel's name (`Kernel::name`), for the profiler's per-kernel times.
     label: Arc<str>,
 }
 
@@ -117,7 +117,7 @@ struct Recording {
     /// per kernel then; `context/timing.rs`).
     timing: Option<timing::OpTimer>,
     /// Elementwise ops waiting to be fused (`fusion.rs`); drained before any other work.
-    deferred: Vec<DeferredOp>,
+    deferred: Vec<DeferredWork>,
     /// Nothing has been submitted since the last wait: the GPU is idle.
     idle: bool,
     /// Parameter words seen more than once, and where they live (`context/reuse.rs`).
@@ -172,7 +172,7 @@ pub(crate) struct GpuContext {
     pub(crate) queue: wgpu::Queue,
     pub(crate) limits: wgpu::Limits,
     pub(crate) features: wgpu::Features,
-    pipelines: Mutex<HashMap<KernelKey, Arc<CachedPipeline>>>,
+    pipelines: Mutex<HashMap<Box<dyn KernelId>, Arc<CachedPipeline>>>,
     pub(crate) pool: SharedPool,
     recording: Mutex<Recording>,
     /// Device buffer of the parameter arena (`ARENA_BYTES`).
@@ -213,6 +213,8 @@ pub(crate) struct GpuContext {
     /// Compiled pipelines kept on disk between runs, where the driver allows
     /// (`context/pipeline_store.rs`).
     pipeline_store: Option<pipeline_store::PipelineStore>,
+    /// What the kernel families registered: the planner of deferred work, their caches.
+    hooks: &'static Hooks,
 }
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -226,8 +228,7 @@ impl std::fmt::Debug for GpuContext {
 /// Bindings of one kernel at most, its parameters included: the attention key-value kernel
 /// with a key bias that sums the query gradient (`attention_coop_fold.rs`) binds eight
 /// buffers; fused kernels bind up to `fusion::MAX_LEAVES` inputs and one output.
-const MAX_BINDINGS: usize = 9;
-const _: () = assert!(MAX_BINDINGS >= 2 + fusion::MAX_LEAVES);
+pub(crate) const MAX_BINDINGS: usize = 9;
 
 /// Prefetch sinks in rotation (`GpuContext::prefetch_sink`). Where one submission records more
 /// prefetches than this, some share a sink and wait on a barrier: slower, never wrong.
@@ -236,7 +237,7 @@ const PREFETCH_SINKS: usize = 64;
 impl GpuContext {
     /// Open a device on adapter `ordinal`: request every useful feature it has and its best
     /// limits, install the error and device-lost handlers.
-    pub(crate) fn create(ordinal: usize) -> Result<GpuContext> {
+    pub(crate) fn create(ordinal: usize, hooks: &'static Hooks) -> Result<GpuContext> {
         let (adapter, info) = super::adapters::adapter(ordinal)?;
         // Cooperative matrices (tensor cores, `matmul_coop.rs`) are experimental in wgpu: they
         // are requested, with experimental features enabled, only where the adapter has them.
@@ -374,6 +375,7 @@ impl GpuContext {
                 super::autotune::Autotuner::default_file(),
             ),
             pipeline_store,
+            hooks,
         })
     }
 
@@ -421,7 +423,7 @@ impl GpuContext {
 
     /// The compute pipeline for `key`, compiled on first use and cached. Compilation errors
     /// come back as `Error::Shader` with naga's message.
-    pub(crate) fn pipeline(&self, key: &KernelKey) -> Result<Arc<CachedPipeline>> {
+    pub(crate) fn pipeline(&self, key: &dyn KernelId) -> Result<Arc<CachedPipeline>> {
         if let Some(pipeline) = self
             .pipelines
             .lock()
@@ -497,7 +499,7 @@ impl GpuContext {
         self.pipelines
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), Arc::clone(&pipeline));
+            .insert(key.boxed_id(), Arc::clone(&pipeline));
         Ok(pipeline)
     }
 
@@ -506,7 +508,7 @@ impl GpuContext {
     /// Returns at once; the GPU runs it after the next flush.
     pub(crate) fn dispatch(
         &self,
-        key: &KernelKey,
+        key: &dyn KernelId,
         params: &[u32],
         bindings: &[&wgpu::Buffer],
         workgroups: (u32, u32, u32),
@@ -518,7 +520,7 @@ impl GpuContext {
     /// `INDEX_SLOT_WORD` is set to a fresh slot of the index-flag buffer (binding 4).
     pub(crate) fn dispatch_checked(
         &self,
-        key: &KernelKey,
+        key: &dyn KernelId,
         params: &[u32],
         bindings: &[&wgpu::Buffer],
         workgroups: (u32, u32, u32),
@@ -540,11 +542,11 @@ impl GpuContext {
 
     /// Defer an elementwise op for fusion (`fusion.rs`); it is dispatched, possibly fused
     /// with the ops around it, before any other work is recorded.
-    pub(crate) fn defer(&self, op: DeferredOp) -> Result<()> {
+    pub(crate) fn defer(&self, op: DeferredWork) -> Result<()> {
         self.ensure_alive()?;
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
         recording.deferred.push(op);
-        if recording.deferred.len() >= MAX_DEFERRED {
+        if recording.deferred.len() >= self.hooks.deferred.capacity() {
             self.drain_locked(&mut recording)?;
         }
         Ok(())
@@ -565,11 +567,11 @@ impl GpuContext {
         let ops = std::mem::take(&mut recording.deferred);
         self.fused_ops
             .fetch_add(ops.len() as u64, Ordering::Relaxed);
-        let kernels = fusion::plan(ops);
+        let kernels = self.hooks.deferred.plan(ops);
         self.fused_kernels
             .fetch_add(kernels.len() as u64, Ordering::Relaxed);
         for kernel in kernels {
-            let pipeline = self.pipeline(&kernel.key)?;
+            let pipeline = self.pipeline(&*kernel.key)?;
             // The output gets its memory now; inputs are tensors' buffers or outputs of kernels
             // recorded before this one.
             if kernel.output.get().is_none() {

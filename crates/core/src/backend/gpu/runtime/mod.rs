@@ -4,6 +4,9 @@
 //! - `context.rs` (+ `context/`): one opened device — queue, the open command encoder,
 //!   flushes, readback, errors, the pipeline cache (`context/pipeline_store.rs`), timing;
 //! - `buffers.rs`: the caching allocator;
+//! - `hooks.rs`: what families register with the runtime (deferred work, their caches);
+//! - `kernel.rs`: the `Kernel` trait a family's key implements, and the type-erased key of
+//!   the pipeline cache;
 //! - `storage.rs`: `GpuStorage`, a tensor's data in one buffer, its uploads and readbacks;
 //!   `parts.rs`: a storage in pieces (tensors above one binding); `pending_read.rs`: a
 //!   readback started now and finished later;
@@ -22,6 +25,8 @@ pub(crate) mod adapters;
 pub(crate) mod autotune;
 pub(crate) mod buffers;
 pub(crate) mod context;
+pub(crate) mod hooks;
+pub(crate) mod kernel;
 pub(crate) mod operands;
 pub(crate) mod params;
 pub(crate) mod parts;

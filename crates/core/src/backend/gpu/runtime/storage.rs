@@ -10,10 +10,10 @@ use half::f16;
 
 use super::buffers::{self, BufferSlot};
 use super::context::WORKGROUP_SIZE;
+use super::kernel::KernelId;
 use super::params::Params;
 use super::wgsl::gpu_element_size;
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -220,7 +220,7 @@ impl GpuStorage {
     /// Record a 1-D kernel over `count` elements (256 per workgroup, 2-D grid when large).
     pub(crate) fn launch(
         device: &GpuDevice,
-        key: &KernelKey,
+        key: &dyn KernelId,
         params: &Params,
         buffers: &[&wgpu::Buffer],
         count: usize,
@@ -231,7 +231,7 @@ impl GpuStorage {
     /// `launch` of an index kernel of `index_op` (see `GpuContext::dispatch_checked`).
     pub(crate) fn launch_checked(
         device: &GpuDevice,
-        key: &KernelKey,
+        key: &dyn KernelId,
         params: &Params,
         buffers: &[&wgpu::Buffer],
         count: usize,

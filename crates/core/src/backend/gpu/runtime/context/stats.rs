@@ -30,8 +30,10 @@ impl GpuContext {
     /// Release cached buffers and rearranged weights (after finishing pending work, so
     /// nothing in flight is lost).
     pub(crate) fn empty_cache(&self) {
-        // The rearranged convolution weights go back to the pool first.
-        crate::backend::gpu::conv::weight_cache::clear(self.ordinal);
+        // The families' caches (the rearranged convolution weights) go back to the pool first.
+        for clear in self.hooks.clear_caches {
+            clear(self.ordinal);
+        }
         if let Err(error) = self.flush() {
             tracing::warn!("empty_cache: flush failed: {error}");
         }
