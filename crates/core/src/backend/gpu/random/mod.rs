@@ -8,7 +8,8 @@ use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Pa
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{storage_type, COMMON};
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::random::{seed_key, Distribution};
 
 kernel_params! {
     /// Parameters of `shaders/random.wgsl`.
@@ -74,4 +75,52 @@ pub(crate) fn launch(
         &[storage.raw()?],
         numel,
     )
+}
+
+impl GpuStorage {
+    /// Counter-based random values, the same numbers as the CPU (see `random.rs`).
+    pub fn random(
+        device: &GpuDevice,
+        numel: usize,
+        dtype: DType,
+        distribution: Distribution,
+        seed: u64,
+        offset: u64,
+    ) -> Result<GpuStorage> {
+        if !dtype.is_float() {
+            return Err(Error::Unsupported {
+                op: "random",
+                dtype,
+                device: format!("gpu:{}", device.ordinal()),
+                hint: "; draw floats and convert".into(),
+            });
+        }
+        if GpuStorage::exceeds_binding(device, numel, dtype) {
+            return GpuStorage::build_in_pieces(device, numel, dtype, |start, len| {
+                GpuStorage::random(
+                    device,
+                    len,
+                    dtype,
+                    distribution,
+                    seed,
+                    offset + start as u64,
+                )
+            });
+        }
+        let storage = GpuStorage::allocate(device, "random", numel, dtype)?;
+        let (normal, a, b) = match distribution {
+            Distribution::Uniform { low, high } => (false, low as f32, high as f32),
+            Distribution::Normal { mean, std } => (true, mean as f32, std as f32),
+        };
+        launch(
+            device,
+            &storage,
+            numel,
+            normal,
+            seed_key(seed),
+            offset as u32,
+            (a, b),
+        )?;
+        Ok(storage)
+    }
 }

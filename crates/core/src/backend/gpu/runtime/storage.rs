@@ -1,12 +1,10 @@
-//! `GpuStorage`: a tensor's data in one GPU buffer, plus its creation and transfers (`full`,
-//! `arange`, `random`, uploads, readbacks, GPU-to-GPU copies). The compute primitives live
-//! with their kernel families (see `mod.rs`). The element encoding is described in `wgsl.rs`
+//! `GpuStorage`: a tensor's data in one GPU buffer, plus its creation and transfers
+//! (`arange`, uploads, readbacks, GPU-to-GPU copies). The primitives that run kernels live
+//! with their kernel families (`full` in `fill/`, `random` in `random/`; see `../mod.rs`). The element encoding is described in `wgsl.rs`
 //! (U8 and Bool take one u32 each).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-
-use half::f16;
 
 use super::buffers::{self, BufferSlot};
 use super::context::WORKGROUP_SIZE;
@@ -18,7 +16,6 @@ use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::random::{seed_key, Distribution};
 
 /// Tensor data in a GPU buffer.
 pub struct GpuStorage {
@@ -256,37 +253,6 @@ impl GpuStorage {
         )
     }
 
-    /// `numel` copies of `value` (converted like the CPU's `as`).
-    pub fn full(device: &GpuDevice, numel: usize, dtype: DType, value: f64) -> Result<GpuStorage> {
-        if GpuStorage::exceeds_binding(device, numel, dtype) {
-            return GpuStorage::build_in_pieces(device, numel, dtype, |_, len| {
-                GpuStorage::full(device, len, dtype, value)
-            });
-        }
-        let storage = GpuStorage::allocate(device, "full", numel, dtype)?;
-        let pattern: u32 = match dtype {
-            DType::F32 | DType::F64 => (value as f32).to_bits(),
-            DType::F16 => {
-                let bits = f16::from_f64(value).to_bits() as u32;
-                bits | (bits << 16)
-            }
-            DType::I32 => (value as i32) as u32,
-            DType::U32 => value as u32,
-            DType::U8 => (value as u8) as u32,
-            DType::Bool => (value != 0.0) as u32,
-        };
-        let words = storage.byte_len().div_ceil(4);
-        if words == 0 {
-            return Ok(storage);
-        }
-        if pattern == 0 {
-            device.context().clear_buffer(storage.raw()?, words * 4)?;
-        } else {
-            crate::backend::gpu::fill::launch(device, &storage, words as usize, pattern)?;
-        }
-        Ok(storage)
-    }
-
     /// `start + i * step` computed on the host in f64 (exactly the CPU's numbers) and uploaded;
     /// aranges are small and this keeps integer and float results identical to the CPU.
     pub fn arange(
@@ -298,52 +264,6 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         check_dtype(device, "arange", dtype)?;
         GpuStorage::from_cpu(device, &CpuStorage::arange(start, step, numel, dtype)?)
-    }
-
-    /// Counter-based random values, the same numbers as the CPU (see `random.rs`).
-    pub fn random(
-        device: &GpuDevice,
-        numel: usize,
-        dtype: DType,
-        distribution: Distribution,
-        seed: u64,
-        offset: u64,
-    ) -> Result<GpuStorage> {
-        if !dtype.is_float() {
-            return Err(Error::Unsupported {
-                op: "random",
-                dtype,
-                device: format!("gpu:{}", device.ordinal()),
-                hint: "; draw floats and convert".into(),
-            });
-        }
-        if GpuStorage::exceeds_binding(device, numel, dtype) {
-            return GpuStorage::build_in_pieces(device, numel, dtype, |start, len| {
-                GpuStorage::random(
-                    device,
-                    len,
-                    dtype,
-                    distribution,
-                    seed,
-                    offset + start as u64,
-                )
-            });
-        }
-        let storage = GpuStorage::allocate(device, "random", numel, dtype)?;
-        let (normal, a, b) = match distribution {
-            Distribution::Uniform { low, high } => (false, low as f32, high as f32),
-            Distribution::Normal { mean, std } => (true, mean as f32, std as f32),
-        };
-        crate::backend::gpu::random::launch(
-            device,
-            &storage,
-            numel,
-            normal,
-            seed_key(seed),
-            offset as u32,
-            (a, b),
-        )?;
-        Ok(storage)
     }
 
     /// Upload a CPU storage (in pieces when it exceeds one binding: `parts.rs`).
