@@ -7,7 +7,7 @@
 //! cooperative one of `attention_coop_backward.rs`, which shares this state) takes its
 //! results unchanged.
 //!
-//! It runs where the f16 matmul's tensor cores run (`matmul_coop.rs`'s `CoopSupport`: a
+//! It runs where the f16 matmul's tensor cores run (the context's `coop`, `CooperativeMatrices`: a
 //! 16x16x16 f16 x f16 -> f32 configuration, subgroups of exactly 32), for F16 calls whose head
 //! and value sizes are multiples of 16 up to 128, when its workgroup memory fits, unless
 //! `ANYGRAD_COOP_ATTENTION=off`. Everywhere else (and after the driver refused the kernel:
@@ -21,11 +21,12 @@ pub(crate) mod staging;
 pub(crate) mod uniform;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::backend::gpu::attention::coop::layout::{double_buffer_applies, workgroup_bytes};
 pub(crate) use crate::backend::gpu::attention::coop::source::{CoopForward, ForwardMode};
 use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::runtime::context::GpuContext;
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
@@ -78,7 +79,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
     }
 }
 
-/// The cooperative attention's state on one device (a field of `CoopSupport`).
+/// The cooperative attention's state on one device (`GpuContext::family_state`).
 #[derive(Debug)]
 pub(crate) struct AttentionCoopState {
     /// `ANYGRAD_COOP_ATTENTION` (on unless `off`), or `GpuDevice::set_cooperative_attention`.
@@ -93,6 +94,20 @@ pub(crate) struct AttentionCoopState {
 }
 
 impl AttentionCoopState {
+    /// The state of `context`'s device, made from `ANYGRAD_COOP_ATTENTION` at first use.
+    pub(crate) fn of(context: &GpuContext) -> Arc<AttentionCoopState> {
+        context.family_state(|_| AttentionCoopState::from_env())
+    }
+
+    /// Whether the hardware attention kernels (`coop.rs`, `coop/backward.rs`) run on
+    /// `context`'s device: cooperative matrices (`context.coop.available`), subgroup
+    /// barriers, and no refusal or `ANYGRAD_COOP_ATTENTION=off`.
+    pub(crate) fn usable(context: &GpuContext) -> bool {
+        context.coop.available
+            && context.coop.subgroup_barrier
+            && AttentionCoopState::of(context).active()
+    }
+
     /// The state of a freshly opened device: `ANYGRAD_COOP_ATTENTION=on` (default) or `off`.
     pub(crate) fn from_env() -> AttentionCoopState {
         let enabled = match std::env::var("ANYGRAD_COOP_ATTENTION")
@@ -201,7 +216,7 @@ pub(crate) fn forward_key(
     let usable = if emulated {
         context.supports_f16()
     } else {
-        context.coop.attention_usable()
+        AttentionCoopState::usable(context)
     };
     if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
         return None;
@@ -298,7 +313,7 @@ pub(crate) fn run_forward(
             grid,
         ) {
             Err(error @ Error::Shader { .. }) if !key.emulated => {
-                context.coop.attention.disable(&error);
+                AttentionCoopState::of(context).disable(&error);
                 return Ok(false);
             }
             Err(error) => return Err(error),
@@ -313,7 +328,7 @@ pub(crate) fn run_forward(
         LAST_FORWARD.with(|last| last.set(Some(key)));
     }
     if !key.emulated {
-        context.coop.attention.count_dispatch();
+        AttentionCoopState::of(context).count_dispatch();
     }
     Ok(true)
 }
@@ -378,8 +393,7 @@ impl GpuDevice {
     /// `ANYGRAD_COOP_ATTENTION` not `off`, and the driver built the kernels wherever it was
     /// asked to.
     pub fn cooperative_attention(&self) -> bool {
-        let coop = &self.context().coop;
-        coop.attention_usable()
+        AttentionCoopState::usable(self.context())
     }
 
     /// Whether f16 attention with these head and value sizes runs on cooperative matrices
@@ -392,23 +406,19 @@ impl GpuDevice {
     /// forward and backward, as `ANYGRAD_COOP_ATTENTION` does at start. No effect without
     /// tensor cores.
     pub fn set_cooperative_attention(&self, on: bool) {
-        self.context()
-            .coop
-            .attention
+        AttentionCoopState::of(self.context())
             .enabled
             .store(on, Ordering::Relaxed);
     }
 
     /// The error that made attention stop using cooperative matrices, if one did.
     pub fn cooperative_attention_failure(&self) -> Option<String> {
-        self.context().coop.attention.failure()
+        AttentionCoopState::of(self.context()).failure()
     }
 
     /// Cooperative-matrix attention kernels recorded on this device so far.
     pub fn cooperative_attention_dispatches(&self) -> u64 {
-        self.context()
-            .coop
-            .attention
+        AttentionCoopState::of(self.context())
             .dispatches
             .load(Ordering::Relaxed)
     }
@@ -418,7 +428,9 @@ impl GpuDevice {
     /// counts one kernel in [`GpuDevice::cooperative_attention_dispatches`] where the other
     /// backward calls count two.
     pub fn cooperative_attention_folds(&self) -> u64 {
-        self.context().coop.attention.folds.load(Ordering::Relaxed)
+        AttentionCoopState::of(self.context())
+            .folds
+            .load(Ordering::Relaxed)
     }
 }
 

@@ -53,9 +53,10 @@
 //! device.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::backend::gpu::conv::epilogue::ConvEpilogueKey;
+use crate::backend::gpu::runtime::context::GpuContext;
 use crate::backend::gpu::runtime::params::kernel_params;
 use crate::backend::gpu::GpuDevice;
 
@@ -279,7 +280,7 @@ kernel_params! {
     }
 }
 
-/// The cooperative-matrix convolutions' state on one device (a field of `CoopSupport`).
+/// The cooperative-matrix convolutions' state on one device (`GpuContext::family_state`).
 #[derive(Debug)]
 pub(crate) struct ConvCoopState {
     /// `ANYGRAD_COOP_CONV=on`, or `GpuDevice::set_cooperative_conv`.
@@ -294,6 +295,11 @@ pub(crate) struct ConvCoopState {
 }
 
 impl ConvCoopState {
+    /// The state of `context`'s device, made from `ANYGRAD_COOP_CONV` at first use.
+    pub(crate) fn of(context: &GpuContext) -> Arc<ConvCoopState> {
+        context.family_state(|_| ConvCoopState::from_env())
+    }
+
     /// The state of a freshly opened device under `ANYGRAD_COOP_CONV`: `auto` (the default)
     /// offers the channels-last forward kernels (`conv_nhwc.rs`) to the autotuner, `on` these
     /// kernels too (off by default: on the H200 they measured slower than the regular
@@ -356,8 +362,7 @@ impl GpuDevice {
     /// [`GpuDevice::cooperative_matmul`]), `ANYGRAD_COOP_CONV=on`, and the driver
     /// built every kernel asked for so far.
     pub fn cooperative_conv(&self) -> bool {
-        let coop = &self.context().coop;
-        coop.available && coop.conv.active()
+        self.context().coop.available && ConvCoopState::of(self.context()).active()
     }
 
     /// Whether f16 convolutions may run on the channels-last tensor-core kernels on this
@@ -365,28 +370,27 @@ impl GpuDevice {
     /// are then the autotuner's candidates): usable 16x16x16 f16 -> f32 tensor cores,
     /// `ANYGRAD_COOP_CONV` not `off`, and no kernel refused by the driver.
     pub fn channels_last_conv(&self) -> bool {
-        let coop = &self.context().coop;
-        coop.available && coop.conv.channels_last_active()
+        self.context().coop.available && ConvCoopState::of(self.context()).channels_last_active()
     }
 
     /// Make the cooperative-matrix convolutions the default choice (`true`) or not, as
     /// `ANYGRAD_COOP_CONV` does at start; the autotuner, when on, still times them against the
     /// regular kernels. No effect where the adapter has no cooperative matrices.
     pub fn set_cooperative_conv(&self, on: bool) {
-        self.context()
-            .coop
-            .conv
+        ConvCoopState::of(self.context())
             .enabled
             .store(on, Ordering::Relaxed);
     }
 
     /// The error that made the convolutions stop using cooperative matrices, if one did.
     pub fn cooperative_conv_failure(&self) -> Option<String> {
-        self.context().coop.conv.failure()
+        ConvCoopState::of(self.context()).failure()
     }
 
     /// Cooperative-matrix convolution kernels recorded on this device so far.
     pub fn cooperative_conv_dispatches(&self) -> u64 {
-        self.context().coop.conv.dispatches.load(Ordering::Relaxed)
+        ConvCoopState::of(self.context())
+            .dispatches
+            .load(Ordering::Relaxed)
     }
 }

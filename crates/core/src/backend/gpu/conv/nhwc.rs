@@ -38,7 +38,7 @@
 
 use std::fmt::Write;
 
-use crate::backend::gpu::conv::coop::dispatch_counted;
+use crate::backend::gpu::conv::coop::{dispatch_counted, ConvCoopState};
 use crate::backend::gpu::conv::epilogue::{self as conv_epilogue, BoundEpilogue, ConvEpilogueKey};
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::matmul::coop::{block_product, store_register, Coop};
@@ -620,7 +620,7 @@ impl GpuStorage {
         let usable = if emulated {
             context.supports_f16()
         } else {
-            context.coop.available && context.coop.conv.failure().is_none()
+            context.coop.available && ConvCoopState::of(context).failure().is_none()
         };
         usable && workgroup_bytes <= context.limits.max_compute_workgroup_storage_size
     }

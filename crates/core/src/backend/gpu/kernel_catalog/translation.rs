@@ -67,9 +67,10 @@ const UNSUPPORTED: &[Unsupported] = &[Unsupported {
     error: "CooperativeMatrix",
     // naga 30's HLSL writer has no cooperative-matrix types, and wgpu 30's DX12 adapter never
     // reports `EXPERIMENTAL_COOPERATIVE_MATRIX` (wgpu-hal `dx12/adapter.rs`). `GpuContext::create`
-    // requests it only where the adapter has it, and `CoopSupport::detect` sets `available`
-    // (which every hardware variant's launcher requires: `CoopSupport::active`/`allows`,
-    // `conv_coop::launch`, `nhwc_usable`, `channels_last_conv`, `attention_usable`) only on a
+    // requests it only where the adapter has it, and `CooperativeMatrices::detect` sets
+    // `available` (which every hardware variant's launcher requires: `MatmulCoopState::order`
+    // and `allows`, `conv::coop::launch`, `nhwc_usable`, `channels_last_conv`,
+    // `AttentionCoopState::usable`) only on a
     // device opened with it; so on DX12 these kernels are never built.
     reason: "no cooperative matrices in naga's HLSL writer; wgpu's DX12 adapter never offers them",
 }];

@@ -5,7 +5,8 @@
 //! the device requests it only where the adapter offers it (`context.rs`), and these kernels
 //! run only where the adapter also reported a 16x16x16 f16-input / f32-accumulator
 //! configuration, subgroups of exactly 32 invocations and enough workgroup memory
-//! ([`CoopSupport`]). Everywhere else f16 matmuls take the regular kernels.
+//! (`runtime/adapters/cooperative.rs`; [`MatmulCoopState`] holds the variants tried here).
+//! Everywhere else f16 matmuls take the regular kernels.
 //!
 //! One workgroup of 128 invocations (four subgroups of 32) computes a [`COOP_TILE`]²
 //! (128 x 128) tile of C; subgroup `s` (the `subgroup_id` builtin) owns the 64 x 64 quarter
@@ -31,7 +32,7 @@
 //! workgroup memory; then each of the subgroup's 32 invocations converts 8 of its values
 //! (half a row) to f16 and writes them as two `vec4<f16>`.
 //!
-//! `matmul` picks [`CoopSupport::key_for`]; if the driver refuses to build the kernel
+//! `matmul` picks [`MatmulCoopState::key_for`]; if the driver refuses to build the kernel
 //! (`Error::Shader`), the device turns the cooperative path off and the regular kernels take
 //! over (`anygrad doctor` reports the error).
 //!
@@ -49,10 +50,11 @@
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::matmul::MatmulParams;
+use crate::backend::gpu::runtime::context::GpuContext;
 use crate::backend::gpu::runtime::params::KernelParams;
 use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::backend::gpu::GpuDevice;
@@ -62,9 +64,6 @@ use crate::layout::Layout;
 
 /// Edge of the output tile of one workgroup.
 pub(crate) const COOP_TILE: usize = 128;
-
-/// Invocations per subgroup the kernels are written for (four subgroups per workgroup).
-const SUBGROUP_SIZE: u32 = 32;
 
 /// Row length (halves) of B's staged block (128 columns, padded): 272 bytes, a multiple of
 /// 16 whose multiples land on distinct 16-byte bank groups for the eight rows a fragment load
@@ -197,19 +196,11 @@ impl CoopVariant {
     }
 }
 
-/// What one opened device offers for cooperative-matrix matmuls.
+/// The cooperative-matrix matmul's state on one device (`GpuContext::family_state`); whether
+/// the device has cooperative matrices at all is the context's `coop`
+/// (`runtime/adapters/cooperative.rs`).
 #[derive(Debug)]
-pub(crate) struct CoopSupport {
-    /// The device was opened with `EXPERIMENTAL_COOPERATIVE_MATRIX` and the adapter reported
-    /// 16x16x16 with f16 inputs and f32 accumulators.
-    pub(crate) f16_f32_16x16: bool,
-    /// The hardware kernels can run here: the configuration above, `SHADER_F16`, and
-    /// `SUBGROUP` with subgroups of exactly 32 invocations (each variant also needs its
-    /// workgroup memory).
-    pub(crate) available: bool,
-    /// The device has `SUBGROUP_BARRIER`: the hardware attention kernels order their
-    /// subgroups' own workgroup memory with `subgroupBarrier` (`attention_coop_source.rs`).
-    pub(crate) subgroup_barrier: bool,
+pub(crate) struct MatmulCoopState {
     /// The variants `matmul` tries for eligible f16 products, in order (empty: unavailable,
     /// or disabled by `ANYGRAD_COOP_MATMUL=off`).
     pub(crate) order: Vec<CoopVariant>,
@@ -217,61 +208,21 @@ pub(crate) struct CoopSupport {
     pub(crate) dispatches: AtomicU64,
     /// Why `matmul` stopped using the hardware kernels (the driver refused one).
     failure: Mutex<Option<String>>,
-    /// The cooperative-matrix convolutions (`conv_coop.rs`).
-    pub(crate) conv: crate::backend::gpu::conv::coop::ConvCoopState,
-    /// The cooperative-matrix attention forward (`attention_coop.rs`).
-    pub(crate) attention: crate::backend::gpu::attention::coop::AttentionCoopState,
 }
 
-impl CoopSupport {
-    /// Whether `adapter` reports a 16x16x16 f16 x f16 -> f32 configuration (and the feature).
-    fn adapter_has_f16_f32(adapter: &wgpu::Adapter) -> bool {
-        adapter
-            .features()
-            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
-            && adapter.cooperative_matrix_properties().iter().any(|p| {
-                (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
-                    && p.ab_type == wgpu::CooperativeScalarType::F16
-                    && p.cr_type == wgpu::CooperativeScalarType::F32
-            })
-    }
-
-    /// The support of a device opened with `features` and `limits` on `adapter`.
-    pub(crate) fn detect(
-        adapter: &wgpu::Adapter,
-        features: wgpu::Features,
-        limits: &wgpu::Limits,
-    ) -> CoopSupport {
-        let f16_f32_16x16 = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
-            && Self::adapter_has_f16_f32(adapter);
-        let info = adapter.get_info();
-        let available = f16_f32_16x16
-            && features.contains(wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP)
-            && info.subgroup_min_size == SUBGROUP_SIZE
-            && info.subgroup_max_size == SUBGROUP_SIZE
-            && limits.max_compute_invocations_per_workgroup >= 4 * SUBGROUP_SIZE
-            && limits.max_compute_workgroup_size_x >= 4 * SUBGROUP_SIZE;
-        CoopSupport {
-            f16_f32_16x16,
-            available,
-            subgroup_barrier: features.contains(wgpu::Features::SUBGROUP_BARRIER),
-            order: if available {
-                CoopVariant::order_from_env(limits.max_compute_workgroup_storage_size)
+impl MatmulCoopState {
+    /// The state of `context`'s device, created at first use from its support and
+    /// `ANYGRAD_COOP_MATMUL`.
+    pub(crate) fn of(context: &GpuContext) -> Arc<MatmulCoopState> {
+        context.family_state(|context| MatmulCoopState {
+            order: if context.coop.available {
+                CoopVariant::order_from_env(context.limits.max_compute_workgroup_storage_size)
             } else {
                 Vec::new()
             },
             dispatches: AtomicU64::new(0),
             failure: Mutex::new(None),
-            conv: crate::backend::gpu::conv::coop::ConvCoopState::from_env(),
-            attention: crate::backend::gpu::attention::coop::AttentionCoopState::from_env(),
-        }
-    }
-
-    /// Whether the hardware attention kernels (`attention_coop.rs`,
-    /// `attention_coop_backward.rs`) run here: [`CoopSupport::available`], subgroup barriers,
-    /// and no refusal or `ANYGRAD_COOP_ATTENTION=off`.
-    pub(crate) fn attention_usable(&self) -> bool {
-        self.available && self.subgroup_barrier && self.attention.active()
+        })
     }
 
     /// The variant `matmul` prefers now: the first of `order`, unless a kernel failed to
@@ -304,16 +255,15 @@ impl CoopSupport {
         first_applicable(&self.order, dtype, a, b)
     }
 
-    /// Whether this device may run `MatmulCoop { variant, emulated }` on `a x b`.
+    /// Whether `context`'s device may run `MatmulCoop { variant, emulated }` on `a x b`.
     pub(crate) fn allows(
-        &self,
+        context: &GpuContext,
         variant: CoopVariant,
         emulated: bool,
-        limits: &wgpu::Limits,
         (dtype, a, b): (DType, &Layout, &Layout),
     ) -> bool {
-        (emulated || self.available)
-            && limits.max_compute_workgroup_storage_size >= variant.workgroup_bytes()
+        (emulated || context.coop.available)
+            && context.limits.max_compute_workgroup_storage_size >= variant.workgroup_bytes()
             && coop_applies(variant, dtype, a, b)
     }
 
@@ -329,13 +279,13 @@ impl GpuDevice {
     /// `ANYGRAD_COOP_MATMUL=off`, or the driver refused the kernel: see
     /// [`GpuDevice::cooperative_matmul_failure`]).
     pub fn cooperative_matmul(&self) -> Option<CoopVariant> {
-        self.context().coop.active()
+        MatmulCoopState::of(self.context()).active()
     }
 
     /// The error that made `matmul` stop using the cooperative-matrix kernel on this device
     /// (the driver refused to build it), if that happened.
     pub fn cooperative_matmul_failure(&self) -> Option<String> {
-        self.context().coop.failure()
+        MatmulCoopState::of(self.context()).failure()
     }
 
     /// Whether the adapter reported a 16x16x16 f16 x f16 -> f32 cooperative-matrix
@@ -346,7 +296,9 @@ impl GpuDevice {
 
     /// Hardware cooperative-matrix matmul kernels recorded on this device so far.
     pub fn cooperative_matmul_dispatches(&self) -> u64 {
-        self.context().coop.dispatches.load(Ordering::Relaxed)
+        MatmulCoopState::of(self.context())
+            .dispatches
+            .load(Ordering::Relaxed)
     }
 }
 

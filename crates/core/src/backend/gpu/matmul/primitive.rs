@@ -6,7 +6,7 @@
 //! for the GPU. Signatures follow `CpuStorage`'s (see the contract in `storage.rs`).
 
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::matmul::coop::COOP_TILE;
+use crate::backend::gpu::matmul::coop::{MatmulCoopState, COOP_TILE};
 use crate::backend::gpu::matmul::dot as matmul_dot;
 use crate::backend::gpu::matmul::large::{
     aligned_applies, prefers_large_tile, split_k_factor, split_k_legal, LARGE_TILE,
@@ -159,7 +159,7 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         // Tensor cores where they apply; a driver that refuses the (experimental) kernel
         // turns them off for this device and the regular kernels take over.
-        let coop = &self.device.context().coop;
+        let coop = MatmulCoopState::of(self.device.context());
         if let Some(variant) = coop.key_for(self.dtype, layout, rhs_layout) {
             let key = KernelKey::MatmulCoop {
                 variant,
@@ -391,7 +391,7 @@ impl GpuStorage {
     }
 
     /// `matmul` with a chosen kernel (`Matmul`, for floats `MatmulLarge`, for F16
-    /// `MatmulCoop` where `CoopSupport::allows` it).
+    /// `MatmulCoop` where `MatmulCoopState::allows` it).
     pub(crate) fn matmul_with(
         &self,
         layout: &Layout,
@@ -439,10 +439,7 @@ impl GpuStorage {
         if let KernelKey::MatmulCoop { variant, emulated } = key {
             let context = self.device.context();
             let operands = (self.dtype, layout, rhs_layout);
-            if !context
-                .coop
-                .allows(variant, emulated, &context.limits, operands)
-            {
+            if !MatmulCoopState::allows(context, variant, emulated, operands) {
                 return Err(Error::invalid(
                     "matmul",
                     "the cooperative-matrix kernel needs a device with 16x16x16 f16 -> f32 cooperative matrices, F16 row-major operands, m and n multiples of 128, aligned k, offsets and batch strides",
@@ -498,7 +495,7 @@ impl GpuStorage {
             emulated: false, ..
         } = key
         {
-            context.coop.count();
+            MatmulCoopState::of(context).count();
         }
         Ok(out)
     }

@@ -10,6 +10,7 @@
 //! turns off (`disabled_features.rs`), so that a capable GPU can take the path of one that
 //! lacks them.
 
+pub(crate) mod cooperative;
 mod disabled_features;
 
 use std::sync::OnceLock;

@@ -35,6 +35,7 @@
 //! escapes, and mark the context lost when the driver says so.
 
 mod copies;
+mod family_state;
 mod index_flags;
 mod loss;
 mod pipeline_store;
@@ -55,10 +56,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
+use super::adapters::cooperative::CooperativeMatrices;
 use super::buffers::{self, BufferKind, PoolState, PooledBuffer, SharedPool};
 use super::hooks::{DeferredWork, Hooks};
 use super::kernel::KernelId;
-use crate::backend::gpu::ExecutionMode;
+use crate::backend::gpu_facts::ExecutionMode;
 use crate::error::{Error, Result};
 
 /// Workgroup size of the one-dimensional kernels (elementwise, copies, indexing).
@@ -167,7 +169,7 @@ impl Recording {
 /// One opened GPU.
 pub(crate) struct GpuContext {
     pub(crate) ordinal: usize,
-    pub(crate) info: crate::backend::gpu::AdapterInfo,
+    pub(crate) info: crate::backend::gpu_facts::AdapterInfo,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) limits: wgpu::Limits,
@@ -206,8 +208,10 @@ pub(crate) struct GpuContext {
     /// Elementwise ops deferred for fusion, and the kernels they became.
     fused_ops: AtomicU64,
     fused_kernels: AtomicU64,
-    /// Cooperative-matrix (tensor-core) matmul support (`matmul_coop.rs`).
-    pub(crate) coop: crate::backend::gpu::matmul::coop::CoopSupport,
+    /// Cooperative-matrix (tensor-core) support (`adapters/cooperative.rs`).
+    pub(crate) coop: CooperativeMatrices,
+    /// State the kernel families keep for this device (`context/family_state.rs`).
+    family_states: family_state::FamilyStates,
     /// Kernel choices timed on this device (`autotune.rs`).
     pub(crate) autotune: super::autotune::Autotuner,
     /// Compiled pipelines kept on disk between runs, where the driver allows
@@ -318,8 +322,7 @@ impl GpuContext {
         let index_flags = internal_buffer("anygrad index flags", (INDEX_FLAG_SLOTS * 4) as u64);
         let arena_alignment_words =
             (limits.min_storage_buffer_offset_alignment.max(4) / 4) as usize;
-        let coop =
-            crate::backend::gpu::matmul::coop::CoopSupport::detect(adapter, features, &limits);
+        let coop = CooperativeMatrices::detect(adapter, features, &limits);
         let pipeline_store =
             pipeline_store::PipelineStore::open(&device, features, &adapter.get_info());
         Ok(GpuContext {
@@ -366,6 +369,7 @@ impl GpuContext {
             fused_ops: AtomicU64::new(0),
             fused_kernels: AtomicU64::new(0),
             coop,
+            family_states: family_state::FamilyStates::default(),
             autotune: super::autotune::Autotuner::for_adapter(
                 super::autotune::mode_from_env(info.device_type == "Cpu"),
                 format!(

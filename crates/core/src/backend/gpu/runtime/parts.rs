@@ -273,7 +273,7 @@ const MAX_TENSOR_BYTES: u64 = 1 << 48;
 fn check_total(device: &GpuDevice, numel: usize, dtype: DType) -> Result<()> {
     let requested = (numel as u64).checked_mul(gpu_element_size(dtype));
     let context = device.context();
-    let host = if crate::backend::gpu::is_software(&context.info) {
+    let host = if crate::backend::gpu_facts::is_software(&context.info) {
         crate::backend::cpu::alloc::total_memory()
     } else {
         None

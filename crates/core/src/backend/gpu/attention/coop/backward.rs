@@ -144,7 +144,7 @@ pub(crate) fn backward_key(
     let usable = if emulated {
         context.supports_f16()
     } else {
-        context.coop.attention_usable()
+        AttentionCoopState::usable(context)
     };
     if !usable || dtype != DType::F16 || !width_ok(shape.head_dim) || !width_ok(shape.value_dim) {
         return None;
@@ -232,7 +232,7 @@ pub(crate) fn run_folded(
         return Ok(None);
     }
     if !key.emulated {
-        device.context().coop.attention.count_fold();
+        AttentionCoopState::of(device.context()).count_fold();
     }
     #[cfg(test)]
     FOLDED_RUNS.with(|runs| runs.set(runs.get() + 1));
@@ -269,7 +269,7 @@ pub(crate) fn run_backward(
         shape.batch_heads as u32,
         1,
     );
-    let state: &AttentionCoopState = &context.coop.attention;
+    let state = AttentionCoopState::of(context);
     match context.dispatch(
         &KernelKey::AttentionCoopBackward(key),
         params,

@@ -4,7 +4,7 @@
 //! cores, `ANYGRAD_COOP_CONV=off`, an empty GEMM, a driver that refused the kernel): the
 //! caller then runs the regular kernel.
 
-use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, KBlock};
+use super::{ConvCoopKey, ConvCoopParams, ConvCoopState, ConvCoopTile, ConvPass, KBlock};
 use crate::backend::gpu::conv::backward::check_coordinates;
 use crate::backend::gpu::conv::epilogue::BoundEpilogue;
 use crate::backend::gpu::kernels::KernelKey;
@@ -81,9 +81,10 @@ pub(crate) fn key_for(
     mode: CoopMode,
 ) -> Option<ConvCoopKey> {
     let context = storage.device.context();
-    let hardware = context.coop.available && context.coop.conv.failure().is_none();
+    let state = ConvCoopState::of(context);
+    let hardware = context.coop.available && state.failure().is_none();
     let usable = match mode {
-        CoopMode::Auto => hardware && context.coop.conv.active(),
+        CoopMode::Auto => hardware && state.active(),
         CoopMode::Hardware => hardware,
         CoopMode::Emulated => context.supports_f16(),
     };
@@ -131,13 +132,13 @@ pub(crate) fn dispatch_counted(
     let context = storage.device.context();
     match context.dispatch(kernel, words, buffers, grid) {
         Err(error @ Error::Shader { .. }) if !emulated => {
-            context.coop.conv.disable(&error);
+            ConvCoopState::of(context).disable(&error);
             Ok(false)
         }
         Err(error) => Err(error),
         Ok(()) => {
             if !emulated {
-                context.coop.conv.count();
+                ConvCoopState::of(context).count();
             }
             Ok(true)
         }
