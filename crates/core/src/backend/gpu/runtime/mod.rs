@@ -3,6 +3,7 @@
 //! - `adapters.rs`: enumerate and order adapters, the features a device is opened with;
 //! - `context.rs` (+ `context/`): one opened device — queue, the open command encoder,
 //!   flushes, readback, errors, the pipeline cache (`context/pipeline_store.rs`), timing;
+//! - `device.rs`: `GpuDevice`, the handle to one opened context;
 //! - `buffers.rs`: the caching allocator;
 //! - `hooks.rs`: what families register with the runtime (deferred work, their caches);
 //! - `kernel.rs`: the `Kernel` trait a family's key implements, and the type-erased key of
@@ -15,18 +16,20 @@
 //! - `wgsl.rs`: the WGSL every family shares (dtype types, value header, op expressions);
 //! - `autotune.rs` (+ `autotune/`): timing kernel candidates per shape.
 //!
-//! Kernel families live beside this folder (`backend/gpu/<family>/`) and import from it.
-//! The rule is that files here import no family; the edges still to remove: `context.rs`
-//! imports `fusion` (the deferred ops it drains) and the cooperative-matrix support of the
-//! matmul family, `context/stats.rs` the convolution weight cache, `storage.rs` the `fill`
-//! and `random` launchers, and the pipeline cache is keyed by `kernels::KernelKey`.
+//! Kernel families live beside this folder (`backend/gpu/<family>/`) and import from it;
+//! files here import no family (nor anything else of `backend/gpu/` outside this folder).
+//! Where the runtime must call into a family, the family registers (`hooks.rs`); where a
+//! family keeps state per device, the context holds it by type (`context/family_state.rs`).
 
 pub(crate) mod adapters;
 pub(crate) mod autotune;
 pub(crate) mod buffers;
 pub(crate) mod context;
+pub(crate) mod device;
 pub(crate) mod hooks;
 pub(crate) mod kernel;
+#[cfg(test)]
+mod layering;
 pub(crate) mod operands;
 pub(crate) mod params;
 pub(crate) mod parts;

@@ -1,8 +1,8 @@
 //! The operand checks every primitive of `GpuStorage` shares: a dtype the kernel lacks, two
 //! operands on different contexts, two dtypes that must agree.
 
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::storage::GpuStorage;
-use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 

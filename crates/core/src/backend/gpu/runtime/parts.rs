@@ -9,7 +9,8 @@ use std::sync::{Arc, OnceLock};
 
 use super::wgsl::gpu_element_size;
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::{GpuDevice, GpuStorage};
+use crate::backend::gpu::runtime::device::GpuDevice;
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

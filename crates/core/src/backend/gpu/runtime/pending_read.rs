@@ -9,7 +9,8 @@ use half::f16;
 
 use super::context::PendingBytes;
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::{GpuDevice, GpuStorage};
+use crate::backend::gpu::runtime::device::GpuDevice;
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 

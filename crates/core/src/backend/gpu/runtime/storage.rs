@@ -12,7 +12,7 @@ use super::kernel::KernelId;
 use super::params::Params;
 use super::wgsl::gpu_element_size;
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::GpuDevice;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

@@ -13,9 +13,9 @@ use crate::dtype::DType;
 use crate::op::{BinaryOp, UnaryOp};
 
 /// `linear_id`: included by every kernel (but the matmuls, which tile their own grid).
-pub(crate) const COMMON: &str = include_str!("../shaders/common.wgsl");
+pub(crate) const COMMON: &str = include_str!("shaders/common.wgsl");
 /// `strided_position` over `params.tail` (for families whose params declare a `tail`).
-pub(crate) const STRIDED: &str = include_str!("../shaders/strided.wgsl");
+pub(crate) const STRIDED: &str = include_str!("shaders/strided.wgsl");
 
 /// How a dtype is computed on: floats in f32, I32 in i32, unsigned kinds in u32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,10 +100,10 @@ pub(crate) fn value_header(dtype: DType) -> String {
 }
 
 /// Helpers named by op.rs's float expressions (computed in f32).
-const FLOAT_HELPERS: &str = include_str!("../shaders/float_helpers.wgsl");
+const FLOAT_HELPERS: &str = include_str!("shaders/float_helpers.wgsl");
 
 /// Integer versions of the helper names (no NaN; pow by squaring, wrapping like the CPU).
-const INTEGER_HELPERS: &str = include_str!("../shaders/integer_helpers.wgsl");
+const INTEGER_HELPERS: &str = include_str!("shaders/integer_helpers.wgsl");
 
 /// The WGSL expression of a unary op over `x: T` for `dtype`.
 pub(crate) fn unary_expression(dtype: DType, op: UnaryOp) -> &'static str {

@@ -296,7 +296,8 @@ pub(super) fn wait_for_map(context: &GpuContext, signal: &MapSignal, what: &str)
 #[cfg(test)]
 mod tests {
     use crate::backend::cpu::CpuStorage;
-    use crate::backend::gpu::{GpuDevice, GpuStorage};
+    use crate::backend::gpu::runtime::device::GpuDevice;
+    use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::backend::tests::support::gpu_device;
     use crate::dtype::DType;
 

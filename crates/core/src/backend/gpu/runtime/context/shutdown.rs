@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use super::GpuContext;
-use crate::backend::gpu::{GpuDevice, OPEN_DEVICES};
+use crate::backend::gpu::runtime::device::{GpuDevice, OPEN_DEVICES};
 
 /// How long closing waits for one device's submitted work before giving up on it (a device
 /// that hangs must not keep the process from exiting).

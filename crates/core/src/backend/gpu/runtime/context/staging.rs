@@ -9,7 +9,7 @@
 
 use super::super::storage::GpuStorage;
 use super::readback::{request_map, wait_for_map, MapSignal};
-use crate::backend::gpu::GpuDevice;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
