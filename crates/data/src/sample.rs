@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use anygrad_core::{Device, Error, Result, Tensor};
 
-use anygrad_core::host_memory::reserved;
 use crate::image::{Image, PixelImage};
 use crate::rng::{permutation, sample_seed, SplitMix64};
 use crate::transforms::Transform;
+use anygrad_core::host_memory::reserved;
 
 /// One sample: an image (either layout) and its class.
 #[derive(Debug, Clone, PartialEq)]

@@ -160,6 +160,9 @@ pub(crate) struct LastGood {
     saved: Option<usize>,
     /// The checkpoint the run resumed from and its epoch.
     resumed: Option<(PathBuf, usize)>,
+    /// Another process writes `--save` (rank 0 of a distributed run): this one checks its
+    /// state each epoch and keeps track of the checkpoint without writing it.
+    written_by_another: bool,
 }
 
 impl LastGood {
@@ -168,7 +171,15 @@ impl LastGood {
         LastGood {
             saved: None,
             resumed,
+            written_by_another: false,
         }
+    }
+
+    /// This run's checkpoints are written by another process (rank 0): `--save` is not
+    /// written here, but its epochs count as saved in this run's errors.
+    pub(crate) fn written_by_another(mut self) -> LastGood {
+        self.written_by_another = true;
+        self
     }
 }
 
@@ -208,7 +219,9 @@ pub(crate) fn save_unless_diverged(
             ("rng_seed".to_string(), seed.to_string()),
             ("rng_offset".to_string(), offset.to_string()),
         ]);
-        save_checkpoint(model, Some(optimizer), &metadata, path)?;
+        if !last_good.written_by_another {
+            save_checkpoint(model, Some(optimizer), &metadata, path)?;
+        }
         last_good.saved = Some(epoch + 1);
     }
     Ok(())
@@ -344,7 +357,7 @@ mod tests {
     fn the_divergence_error_names_the_last_good_checkpoint_and_how_to_resume() {
         let saved = LastGood {
             saved: Some(3),
-            resumed: None,
+            ..LastGood::default()
         };
         let message = diverged(
             &config(Some("run.st")),
@@ -392,7 +405,7 @@ mod tests {
         };
         let saved = LastGood {
             saved: Some(2),
-            resumed: None,
+            ..LastGood::default()
         };
         let error = device_lost(lost(), &config(Some("run.st")), "gpu:0", 2, &saved);
         let Error::DeviceLost { message } = error else {
@@ -420,5 +433,36 @@ mod tests {
         let other = Error::invalid("train", "something else");
         let message = device_lost(other, &config(None), "gpu:0", 0, &saved).to_string();
         assert!(!message.contains("lost"), "{message}");
+    }
+
+    /// A distributed rank other than 0 writes no checkpoint, yet its errors name the one rank
+    /// 0 keeps (they stop together), not "no checkpoint was saved".
+    #[test]
+    fn ranks_that_do_not_write_name_the_checkpoint_rank_0_keeps() {
+        let directory = std::env::temp_dir().join(format!("anygrad-rank1-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&directory);
+        std::fs::create_dir_all(&directory).unwrap();
+        let path = directory.join("run.st");
+        let config = config(Some(path.to_str().unwrap()));
+        let device = anygrad_core::Device::Cpu;
+        let model = anygrad_nn::Linear::new(2, 1, true, &device).unwrap();
+        let optimizer =
+            crate::fit::build_optimizer(crate::OptimizerKind::Sgd, 0.1, &model).unwrap();
+        let mut last_good = LastGood::new(None).written_by_another();
+        save_unless_diverged(&config, &model, optimizer.as_ref(), 1, 0.5, &mut last_good).unwrap();
+        assert!(
+            !path.exists(),
+            "a non-writing rank wrote {}",
+            path.display()
+        );
+        let lost = Error::DeviceLost {
+            message: "the device was lost".into(),
+        };
+        let message = device_lost(lost, &config, "gpu:0 (rank 1)", 2, &last_good).to_string();
+        assert!(
+            message.contains("(epoch 2) is kept at") && !message.contains("no checkpoint"),
+            "{message}"
+        );
+        let _ = std::fs::remove_dir_all(&directory);
     }
 }

@@ -441,10 +441,9 @@ pub fn run_distributed(
     let (first_epoch, mut last_good) =
         resume(config, model.as_ref(), optimizer.as_mut(), on_event)?;
     // Every rank checks that the state stayed finite (they hold the same parameters, so they
-    // stop together); only rank 0 saves.
-    let mut rank_config = config.clone();
+    // stop together); only rank 0 writes the checkpoint, and every rank's errors name it.
     if collective.rank() != 0 {
-        rank_config.save = None;
+        last_good = last_good.written_by_another();
     }
     broadcast_module(model.as_ref(), collective, 0)?;
     let reducer = GradientReducer::new(model.as_ref(), default_bucket_bytes());
@@ -481,7 +480,7 @@ pub fn run_distributed(
             on_event(Event::EpochEnd(&report));
             epochs.push(report);
             save_unless_diverged(
-                &rank_config,
+                config,
                 model.as_ref(),
                 optimizer.as_ref(),
                 epoch,

@@ -29,8 +29,8 @@
 
 use anygrad_core::{Error, Result};
 
-use anygrad_core::host_memory::{filled, reserved};
 use crate::image::{check_pixel_count, ChwImage, Image, PixelImage, Raster};
+use anygrad_core::host_memory::{filled, reserved};
 
 /// How [`pad`] fills the new border (torchvision's `padding_mode` and `fill`).
 #[derive(Debug, Clone, Copy, PartialEq)]
