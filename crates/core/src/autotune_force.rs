@@ -1,5 +1,5 @@
 //! The syntax of `ANYGRAD_AUTOTUNE_FORCE` (the autotuner's forced candidates, read by
-//! `backend/gpu/autotune.rs`), checked on its own so that a tool can say what is wrong with a
+//! `backend/gpu/runtime/autotune.rs`), checked on its own so that a tool can say what is wrong with a
 //! value instead of it silently forcing nothing: a comma-separated list whose entries are
 //! `NAME` (exact), `NAME*` (a prefix) or `OP:NAME[*]` (only for the tuned primitive `OP`).
 //! Blank entries are skipped, as the parser skips them.

@@ -6,12 +6,12 @@
 //! that add floats atomically, in the order the invocations arrive, so that their last bits
 //! can differ from run to run where sums meet:
 //! - the fused attention backward on tensor cores, where the device adds f32 atomically,
-//!   sums the query gradient over key blocks (`backend/gpu/attention_coop_fold.rs`, as
+//!   sums the query gradient over key blocks (`backend/gpu/attention/coop/backward/fold.rs`, as
 //!   PyTorch's flash backward); with deterministic algorithms on it runs its separate query
 //!   kernel instead (slower: docs/PERFORMANCE.md);
 //! - `scatter_add` on floats (and so the gradient of `gather`), where indices repeat; with
 //!   deterministic algorithms on it runs a kernel that sums in the CPU's order instead
-//!   (`backend/gpu/scatter_add_ordered.rs`), or, where that kernel's work would exceed
+//!   (`backend/gpu/index/scatter_add_ordered.rs`), or, where that kernel's work would exceed
 //!   [`ordered_scatter_fits`], on the CPU under the CPU-fallback policy (`fallback.rs`).
 //!
 //! The switch is process-wide: [`use_deterministic_algorithms`], else `ANYGRAD_DETERMINISTIC`

@@ -341,7 +341,7 @@ pub(crate) fn backward_shape(
 }
 
 /// The geometry of one fused attention call (`tensor/attention_fused.rs` hands it to the GPU
-/// kernels of `backend/gpu/attention.rs`): dense row-major `query [batch_heads, query_length,
+/// kernels of `backend/gpu/attention/`): dense row-major `query [batch_heads, query_length,
 /// head_dim]`, `key [batch_heads, key_length, head_dim]`, `value [batch_heads, key_length,
 /// value_dim]`, output `[batch_heads, query_length, value_dim]` and one f32 log-sum-exp per
 /// query row; `causal`: key column `<=` query row (PyTorch's top-left aligned mask); an

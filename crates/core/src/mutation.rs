@@ -10,7 +10,7 @@
 //! storage was written since (`WriteLogView::written_since`) and survive writes into others: a training
 //! step's batch norms update their running statistics in place between a convolution's
 //! forward and its backward, which must not discard the forward's copy of its input
-//! (`backend/gpu/weight_cache.rs`).
+//! (`backend/gpu/conv/weight_cache.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -731,7 +731,7 @@ impl Storage {
         )
     }
 
-    /// Fused attention forward on dense GPU storages (`backend/gpu/attention.rs`), with the
+    /// Fused attention forward on dense GPU storages (`backend/gpu/attention/`), with the
     /// f32 key bias where `shape.key_bias_group` is set: the output and the f32 row
     /// log-sum-exp. CPU storages are refused (`attention_supported` is false there).
     pub fn attention_forward(

@@ -5,7 +5,7 @@
 //! (`BackendStorage::unscale`, PyTorch's `_amp_foreach_non_finite_check_and_unscale_`), one
 //! kernel per gradient instead of five and a readback of one flag per device. [`SgdStep`] holds the hyper-parameters and [`SgdStep::element`], the
 //! rule for one element, which the CPU backend applies as it is and the GPU kernel
-//! (`backend/gpu/optimizer_step.rs`) spells in WGSL, in the same order of operations.
+//! (`backend/gpu/optimizer/`) spells in WGSL, in the same order of operations.
 
 /// The hyper-parameters of one SGD step, PyTorch's `torch.optim.SGD` rule for a parameter `p`
 /// with gradient `grad` and momentum buffer `b`:

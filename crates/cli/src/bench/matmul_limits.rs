@@ -20,7 +20,7 @@ pub struct MatmulLimits {
 }
 
 /// The per-binding cap `ANYGRAD_MAX_BINDING_BYTES` sets, parsed as the GPU backend does
-/// (`backend/gpu/buffers.rs`: a byte count of at least 4096, rounded down to 4 bytes).
+/// (`backend/gpu/runtime/buffers.rs`: a byte count of at least 4096, rounded down to 4 bytes).
 fn binding_cap_from_environment() -> Option<u64> {
     let text = std::env::var("ANYGRAD_MAX_BINDING_BYTES").ok()?;
     let cap = text.trim().parse::<u64>().ok()?;

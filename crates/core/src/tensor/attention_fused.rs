@@ -2,7 +2,7 @@
 //! then tries this path before its composite).
 //!
 //! Design: the fused op is an *internal custom autograd node*, not a new primitive. Its
-//! forward is one GPU kernel (`backend/gpu/attention.rs`: online softmax over key tiles, the
+//! forward is one GPU kernel (`backend/gpu/attention/`: online softmax over key tiles, the
 //! `[B, H, L, S]` scores never materialised, the row log-sum-exp saved) reached through
 //! `Storage::attention_forward`; its backward ([`FusedBackward`], attached with
 //! `Tensor::with_custom_backward`) runs the three backward kernels through

@@ -1,6 +1,6 @@
 //! `CpuStorage::sgd_step`: one SGD step in place over contiguous views, element by element
 //! with `update::SgdStep::element` (f32 arithmetic for F32 and F16, f64 for F64), and
-//! `CpuStorage::unscale` — the references of the GPU kernels (`backend/gpu/optimizer_step.rs`).
+//! `CpuStorage::unscale` — the references of the GPU kernels (`backend/gpu/optimizer/`).
 
 use super::CpuStorage;
 use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};

@@ -1,6 +1,6 @@
 //! `GpuStorage` keeps the backend contract (`backend/contract.rs`): each method forwards to
-//! the primitive of the same name (`storage.rs` for creation, `ops.rs`, `indexing.rs`,
-//! `index_add.rs`, `conv.rs`, `conv_backward.rs`, `pool.rs`, `sort.rs`) through a `sliced::Plan`, which says how the primitive runs
+//! the primitive of the same name (`storage.rs` for creation, `matmul/primitive.rs`, `index/`,
+//! `index/add.rs`, `conv/direct.rs`, `conv/backward.rs`, `pool/`, `sort/`) through a `sliced::Plan`, which says how the primitive runs
 //! in slices when a tensor exceeds one GPU buffer (batch slices for convolutions and matmuls,
 //! outer-dim slices for the rest) and runs it directly otherwise.
 

@@ -1,45 +1,45 @@
 //! The kernel registry: every compute pipeline is named by a typed [`KernelKey`] (family,
 //! dtypes, op, variant), never by a string, and this is the one place that lists the kernel
 //! families. Each family lives in its own module with its WGSL source, its parameters
-//! (`kernel_params!`, `params.rs`), its catalogue entries and its launcher:
+//! (`kernel_params!`, `runtime/params.rs`), its catalogue entries and its launcher:
 //!
 //! | family | module |
 //! |---|---|
-//! | `Fill` | `fill.rs` |
-//! | `Prefetch` | `prefetch.rs` |
+//! | `Fill` | `fill/` |
+//! | `Prefetch` | `prefetch/` |
 //! | `Random` | `random.rs` |
-//! | `Unary`, `Binary`, `BinaryScalar`, `Where`, `Copy` | `elementwise.rs` (vec4 bodies: `vector.rs`) |
-//! | `Reduce` | `reduce.rs` |
-//! | `Matmul` | `matmul.rs` (the primitive choosing among the matmuls: `ops.rs`) |
-//! | `MatmulLarge` | `matmul_large.rs` |
-//! | `MatmulDot` | `matmul_dot.rs` |
-//! | `MatmulCoop` | `matmul_coop.rs` |
-//! | `Conv2d` | `conv.rs` (shared tiles and params: `conv_gemm.rs`) |
-//! | `Conv2dBackwardInput`, `Conv2dBackwardWeight`, `Conv2dSplitSum` | `conv_backward.rs` |
-//! | `Winograd` | `conv_winograd.rs` |
-//! | `ConvCoop` | `conv_coop.rs` |
-//! | `ConvNhwc` | `conv_nhwc.rs` |
-//! | `ConvPatch` | `conv_nhwc/patch.rs` |
-//! | `SpaceToDepth` | `conv_nhwc/space_to_depth.rs` |
-//! | `Gather`, `IndexRows`, `ScatterAdd` | `indexing.rs` |
-//! | `ScatterAddOrdered` | `scatter_add_ordered.rs` |
-//! | `IndexAddKeys`, `IndexAddSums` | `index_add.rs` |
-//! | `SortRows`, `SortGlobal` | `sort.rs` |
-//! | `MaxPool2d`, `MaxPool2dBackward` | `pool.rs` |
+//! | `Unary`, `Binary`, `BinaryScalar`, `Where`, `Copy` | `elementwise/` (vec4 bodies: `elementwise/vector.rs`) |
+//! | `Reduce` | `reduce/` |
+//! | `Matmul` | `matmul/` (the primitive choosing among the matmuls: `matmul/primitive.rs`) |
+//! | `MatmulLarge` | `matmul/large.rs` |
+//! | `MatmulDot` | `matmul/dot.rs` |
+//! | `MatmulCoop` | `matmul/coop.rs` |
+//! | `Conv2d` | `conv/direct.rs` (shared tiles and params: `conv/gemm.rs`) |
+//! | `Conv2dBackwardInput`, `Conv2dBackwardWeight`, `Conv2dSplitSum` | `conv/backward.rs` |
+//! | `Winograd` | `conv/winograd.rs` |
+//! | `ConvCoop` | `conv/coop.rs` |
+//! | `ConvNhwc` | `conv/nhwc.rs` |
+//! | `ConvPatch` | `conv/nhwc/patch.rs` |
+//! | `SpaceToDepth` | `conv/nhwc/space_to_depth.rs` |
+//! | `Gather`, `IndexRows`, `ScatterAdd` | `index/` |
+//! | `ScatterAddOrdered` | `index/scatter_add_ordered.rs` |
+//! | `IndexAddKeys`, `IndexAddSums` | `index/add.rs` |
+//! | `SortRows`, `SortGlobal` | `sort/` |
+//! | `MaxPool2d`, `MaxPool2dBackward` | `pool/` |
 //! | `MaxPool2dVectorized` | `pool/vectorized.rs` |
 //! | `MaxPool2dChannelsLast` | `pool/channels_last.rs` |
-//! | `Custom` | `custom.rs` |
-//! | `Attention` | `attention.rs` (WGSL generators: `attention_source.rs`) |
-//! | `AttentionCoop` | `attention_coop.rs` (WGSL generator: `attention_coop_source.rs`) |
-//! | `AttentionCoopBackward` | `attention_coop_backward.rs` (WGSL generator: `attention_coop_backward_source.rs`) |
-//! | `Fused` | `fusion.rs`, `fusion_source.rs` |
-//! | `CopyRows` | `copy_rows.rs` |
-//! | `CopyTranspose` | `copy_transpose.rs` |
-//! | `BatchNormSums`, `BatchNormInputGrad` | `batch_norm.rs`, `batch_norm_input.rs` |
-//! | `SgdStep`, `Unscale` | `optimizer_step.rs` |
+//! | `Custom` | `custom/` |
+//! | `Attention` | `attention/` (WGSL generators: `attention/source.rs`) |
+//! | `AttentionCoop` | `attention/coop.rs` (WGSL generator: `attention/coop/source.rs`) |
+//! | `AttentionCoopBackward` | `attention/coop/backward.rs` (WGSL generator: `attention/coop/backward/source.rs`) |
+//! | `Fused` | `fusion/`, `fusion/source.rs` |
+//! | `CopyRows` | `copy/rows.rs` |
+//! | `CopyTranspose` | `copy/transpose.rs` |
+//! | `BatchNormSums`, `BatchNormInputGrad` | `norm/batch_norm.rs`, `norm/batch_norm_input.rs` |
+//! | `SgdStep`, `Unscale` | `optimizer/` |
 //!
-//! Families build on the shared leaves `wgsl.rs` (dtype to WGSL types, the value header, op
-//! expressions, `common.wgsl`) and `params.rs`; this module depends on the families only to
+//! Families build on the shared leaves `runtime/wgsl.rs` (dtype to WGSL types, the value header, op
+//! expressions, `common.wgsl`) and `runtime/params.rs`; this module depends on the families only to
 //! ask them for a key's source. `kernel_catalog.rs` instantiates every key so that a unit
 //! test validates each with naga, no GPU needed.
 
@@ -95,59 +95,59 @@ pub enum KernelKey {
     /// Batched tiled matrix product (64 x 64 tiles, any dtype but Bool); `f32_partials`: an
     /// F16 product stored in f32 (the k-slices of a split-K product, added before rounding).
     Matmul { dtype: DType, f32_partials: bool },
-    /// Batched float matrix product with 128 x 128 tiles (`matmul_large.rs`); `aligned`: the
+    /// Batched float matrix product with 128 x 128 tiles (`matmul/large.rs`); `aligned`: the
     /// vec4, double-buffered variant for shapes and layouts that pass `aligned_applies`.
     MatmulLarge { dtype: DType, aligned: bool },
     /// F16 or F32 product of operands contiguous along k, one dot product per output
-    /// (`matmul_dot.rs`): small outputs such as a classifier head.
+    /// (`matmul/dot.rs`): small outputs such as a classifier head.
     MatmulDot { dtype: DType },
     /// F16 batched matrix product on cooperative matrices (tensor cores), f32 accumulation
-    /// (`matmul_coop.rs`); `emulated`: the same kernel with the cooperative-matrix operations
+    /// (`matmul/coop.rs`); `emulated`: the same kernel with the cooperative-matrix operations
     /// written in plain WGSL (tests on devices without them).
     MatmulCoop {
         variant: CoopVariant,
         emulated: bool,
     },
-    /// Direct (implicit-GEMM) 2-D convolution, one group, F32 or F16 (`conv.rs`); `wide`: the
-    /// 128 x 128 tile instead of 64 x 128 (`conv_gemm.rs`); `epilogue`: applied in the store
-    /// (`conv_epilogue.rs`).
+    /// Direct (implicit-GEMM) 2-D convolution, one group, F32 or F16 (`conv/direct.rs`); `wide`: the
+    /// 128 x 128 tile instead of 64 x 128 (`conv/gemm.rs`); `epilogue`: applied in the store
+    /// (`conv/epilogue.rs`).
     Conv2d {
         dtype: DType,
         wide: bool,
         epilogue: Option<crate::backend::gpu::conv::epilogue::ConvEpilogueKey>,
     },
     /// The convolution's input gradient (implicit-GEMM transposed convolution,
-    /// `conv_backward.rs`); `unit_stride`: both strides are 1 (no divisibility test); `wide`:
+    /// `conv/backward.rs`); `unit_stride`: both strides are 1 (no divisibility test); `wide`:
     /// the 128 x 128 tile.
     Conv2dBackwardInput {
         dtype: DType,
         unit_stride: bool,
         wide: bool,
     },
-    /// The convolution's weight gradient (split-K implicit GEMM, `conv_backward.rs`);
+    /// The convolution's weight gradient (split-K implicit GEMM, `conv/backward.rs`);
     /// `partial`: writes one block of f32 partial sums per split; `wide`: the 128 x 128 tile;
     /// `lean`: the loaders carry their pixel from one k-step to the next, and a column tile
     /// whose second half lies past N multiplies out its first half only
-    /// (`conv_backward/weight.rs`).
+    /// (`conv/backward/weight.rs`).
     Conv2dBackwardWeight {
         dtype: DType,
         partial: bool,
         wide: bool,
         lean: bool,
     },
-    /// F16 convolution (forward or a gradient) on cooperative matrices (`conv_coop.rs`).
+    /// F16 convolution (forward or a gradient) on cooperative matrices (`conv/coop.rs`).
     ConvCoop(crate::backend::gpu::conv::coop::ConvCoopKey),
     /// F16 forward convolution on cooperative matrices over channels-last copies of its
-    /// operands (`conv_nhwc.rs`).
+    /// operands (`conv/nhwc.rs`).
     ConvNhwc(crate::backend::gpu::conv::nhwc::ConvNhwcKey),
     /// F16 stride-1 forward convolution on cooperative matrices, each workgroup's input
-    /// patch staged once (`conv_nhwc/patch.rs`).
+    /// patch staged once (`conv/nhwc/patch.rs`).
     ConvPatch(crate::backend::gpu::conv::nhwc::ConvPatchKey),
     /// The stem's 2 x 2 space-to-depth rearrangement of an F16 input
-    /// (`conv_nhwc/space_to_depth.rs`), generated for the input's channel count.
+    /// (`conv/nhwc/space_to_depth.rs`), generated for the input's channel count.
     SpaceToDepth { channels: u8 },
     /// F16 convolution weight gradient on cooperative matrices over channels-last copies
-    /// (`conv_nhwc/weight.rs`).
+    /// (`conv/nhwc/weight.rs`).
     ConvNhwcWeight(crate::backend::gpu::conv::nhwc::ConvNhwcWeightKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
@@ -167,18 +167,18 @@ pub enum KernelKey {
     ScatterAdd { dtype: DType, index: DType },
     /// `scatter_add` on floats in the CPU's order, for deterministic algorithms.
     ScatterAddOrdered { dtype: DType, index: DType },
-    /// `index_add`'s check of the sorted indices (`index_add.rs`).
+    /// `index_add`'s check of the sorted indices (`index/add.rs`).
     IndexAddKeys { index: DType },
     /// `index_add`'s deterministic segmented sums: the chunk pass, or the pass over segments
-    /// crossing chunk borders when `crossing` (`index_add.rs`).
+    /// crossing chunk borders when `crossing` (`index/add.rs`).
     IndexAddSums { dtype: DType, crossing: bool },
     /// `argsort` of rows up to 1024 long inside one workgroup; `key`: the 32-bit dtype the
-    /// values were cast to (F32, I32 or U32; `sort.rs`).
+    /// values were cast to (F32, I32 or U32; `sort/`).
     SortRows { key: DType },
     /// `argsort` of longer rows: one bitonic step per dispatch over storage buffers.
     SortGlobal { key: DType },
     /// 2-D max pooling: one invocation per output element for any window (`window: None`,
-    /// `pool.rs`), or tiles through workgroup memory for one window (`pool/tiled.rs`).
+    /// `pool/`), or tiles through workgroup memory for one window (`pool/tiled.rs`).
     MaxPool2d {
         dtype: DType,
         window: Option<super::pool::FixedWindow>,
@@ -195,16 +195,16 @@ pub enum KernelKey {
         dtype: DType,
         taps: Option<super::pool::UnrolledTaps>,
     },
-    /// Batch norm's per-channel statistics or backward sums in one pass (`batch_norm.rs`).
+    /// Batch norm's per-channel statistics or backward sums in one pass (`norm/batch_norm.rs`).
     BatchNormSums {
         dtype: DType,
         backward: bool,
         pass: crate::backend::gpu::norm::batch_norm::SumsPass,
     },
     /// Batch norm's input gradient in one pass, per `vec4` or per element
-    /// (`batch_norm_input.rs`).
+    /// (`norm/batch_norm_input.rs`).
     BatchNormInputGrad { dtype: DType, vector: bool },
-    /// One SGD step in place, with or without a momentum buffer (`optimizer_step.rs`).
+    /// One SGD step in place, with or without a momentum buffer (`optimizer/`).
     SgdStep {
         dtype: DType,
         /// With the momentum buffer's binding and update.
@@ -212,38 +212,38 @@ pub enum KernelKey {
         /// With a U32 flag binding that skips the step where nonzero.
         skip: bool,
     },
-    /// Gradient unscaling in place with its inf/NaN flag (`optimizer_step.rs`).
+    /// Gradient unscaling in place with its inf/NaN flag (`optimizer/`).
     Unscale { dtype: DType },
-    /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy_rows.rs`).
+    /// The dense copy of a view with contiguous rows, `vec4`s at a time (`copy/rows.rs`).
     CopyRows { dtype: DType },
-    /// The dense copy of a batch of transposed matrices through tiles (`copy_transpose.rs`);
+    /// The dense copy of a batch of transposed matrices through tiles (`copy/transpose.rs`);
     /// `paired`: F16 moved two halves per 4-byte access.
     CopyTranspose { dtype: DType, paired: bool },
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
-    /// (`rows.rs`).
+    /// (`norm/rows.rs`).
     Rows(crate::backend::gpu::norm::rows::RowKey),
     /// Max pooling's input gradient: the routing pass over the windows, or the gather over
-    /// the input elements (`pool.rs`), or both in one tiled kernel for one window
+    /// the input elements (`pool/`), or both in one tiled kernel for one window
     /// (`pool/tiled.rs`).
     MaxPool2dBackward {
         dtype: DType,
         pass: super::pool::PoolPass,
     },
     /// A user's kernel (`custom_op::CustomOp::wgsl`): f32 inputs `input0..`, one f32 output,
-    /// the user's `fn compute(i: u32) -> f32` per output element (`custom.rs`).
+    /// the user's `fn compute(i: u32) -> f32` per output element (`custom/`).
     Custom {
         inputs: u32,
         source: std::sync::Arc<str>,
     },
     /// One pass of fused scaled dot-product attention (forward or a backward kernel), per
-    /// dtype, head and value size and causal flag (`attention.rs`).
+    /// dtype, head and value size and causal flag (`attention/`).
     Attention(super::attention::AttentionKey),
-    /// The f16 fused attention forward on cooperative matrices (`attention_coop.rs`).
+    /// The f16 fused attention forward on cooperative matrices (`attention/coop.rs`).
     AttentionCoop(crate::backend::gpu::attention::coop::CoopForward),
     /// The f16 fused attention backward's key-value and query kernels on cooperative matrices
-    /// (`attention_coop_backward.rs`).
+    /// (`attention/coop/backward.rs`).
     AttentionCoopBackward(crate::backend::gpu::attention::coop::backward::CoopBackward),
-    /// A chain of float elementwise ops compiled into one kernel (`fusion.rs`).
+    /// A chain of float elementwise ops compiled into one kernel (`fusion/`).
     Fused {
         program: std::sync::Arc<super::fusion::FusedProgram>,
     },
@@ -268,13 +268,13 @@ impl KernelKey {
     /// `GpuContext::pipeline` for why that is sound for these).
     pub fn is_trusted(&self) -> bool {
         match self {
-            // Conv2d bounds-checks every access in the kernel (`conv.rs`), like the matmuls;
-            // so do its backward kernels (`conv_backward.rs`).
+            // Conv2d bounds-checks every access in the kernel (`conv/direct.rs`), like the matmuls;
+            // so do its backward kernels (`conv/backward.rs`).
             KernelKey::Matmul { .. }
             | KernelKey::MatmulLarge { .. }
             | KernelKey::MatmulCoop { .. }
             // The dot kernel reads rows below m, columns clamped below n and vectors below k
-            // of views the launcher checked (`matmul_dot.rs`, `GpuStorage::matmul_with`).
+            // of views the launcher checked (`matmul/dot.rs`, `GpuStorage::matmul_with`).
             | KernelKey::MatmulDot { .. }
             | KernelKey::ConvCoop(_)
             | KernelKey::ConvNhwc(_)
@@ -285,10 +285,10 @@ impl KernelKey {
             | KernelKey::Conv2dBackwardWeight { .. }
             | KernelKey::Conv2dSplitSum { .. }
             | KernelKey::Winograd { .. }
-            // The row kernels clamp every read and write only rows they own (`rows.rs`).
+            // The row kernels clamp every read and write only rows they own (`norm/rows.rs`).
             | KernelKey::Rows(_)
             // The transposing copy clamps every access to its buffer and indexes its tile
-            // inside the tile (`copy_transpose.rs`).
+            // inside the tile (`copy/transpose.rs`).
             | KernelKey::CopyTranspose { .. }
             // The tiled max pooling checks every position against the image and the output,
             // and indexes workgroup memory inside its regions by construction (`pool/tiled.rs`).
@@ -314,11 +314,11 @@ impl KernelKey {
             // (`pool/channels_last.rs`).
             | KernelKey::MaxPool2dChannelsLast { .. }
             // The prefetch reads only vectors below its count, which the launcher takes from
-            // the buffer's length (`prefetch.rs`).
+            // the buffer's length (`prefetch/`).
             | KernelKey::Prefetch => true,
-            // The hardware attention kernels (`attention_coop_source.rs`,
-            // `attention_coop_backward_source.rs`) read dense operands whose lengths the
-            // launchers checked (`attention.rs`: `check_inputs`, `check_operand`, `check_bias`)
+            // The hardware attention kernels (`attention/coop/source.rs`,
+            // `attention/coop/backward/source.rs`) read dense operands whose lengths the
+            // launchers checked (`attention/`: `check_inputs`, `check_operand`, `check_bias`)
             // only for rows below the length they stage, write only rows below the length
             // they own, flags and fold sums inside the buffers the launchers sized for the
             // grid, and index workgroup memory with offsets fixed by the layout and the lane.
@@ -380,11 +380,11 @@ impl KernelKey {
             }
             // Staged tiles are stored whole, and the P, dS and scratch tiles are written
             // (every row, every column a fragment reads) before the barrier that precedes their
-            // reads (`attention_coop_backward_source.rs`).
+            // reads (`attention/coop/backward/source.rs`).
             | KernelKey::AttentionCoopBackward(_)
             // So does the forward: Q, K and V staged whole, each subgroup's P rows and scratch
             // written before its barrier, the bias tile and the redo's flag copy stored before
-            // the barrier that precedes their reads (`attention_coop_source.rs`).
+            // the barrier that precedes their reads (`attention/coop/source.rs`).
             | KernelKey::AttentionCoop(_) => true,
             KernelKey::MaxPool2d { window: None, .. }
             | KernelKey::MaxPool2dBackward { .. }

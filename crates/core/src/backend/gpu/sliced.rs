@@ -1,6 +1,6 @@
 //! Primitives on tensors above one buffer. A kernel binds whole buffers, each at most the
 //! adapter's largest storage binding (2 GiB on an H200, 128 MiB on lavapipe); a larger tensor
-//! lives in pieces (`parts.rs`). Every contract method (`contract.rs`) goes through a `Plan`:
+//! lives in pieces (`runtime/parts.rs`). Every contract method (`contract.rs`) goes through a `Plan`:
 //! when an operand is in pieces or the output would exceed one binding, the primitive runs on
 //! slices of one dim (batch slices for convolutions and matmuls, outer-dim slices for
 //! elementwise ops and reductions), each slice's operands bound as one piece (or a merged copy

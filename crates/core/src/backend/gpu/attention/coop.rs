@@ -1,10 +1,10 @@
 //! The fused attention forward on cooperative matrices (tensor cores), for f16: the key of
-//! its kernels ([`CoopForward`], WGSL in `attention_coop_source.rs`), which calls it covers,
+//! its kernels ([`CoopForward`], WGSL in `attention/coop/source.rs`), which calls it covers,
 //! its per-device state (`ANYGRAD_COOP_ATTENTION`, the dispatch count, a driver's refusal)
 //! and its launch (the uniform kernel, then the redo of the workgroups it flagged:
-//! `attention_coop_uniform.rs`). `attention.rs`'s forward launcher tries it first; it writes
+//! `attention/coop/uniform.rs`). `attention/`'s forward launcher tries it first; it writes
 //! the same output and log-sum-exp as the scalar forward, so either backward (scalar, or the
-//! cooperative one of `attention_coop_backward.rs`, which shares this state) takes its
+//! cooperative one of `attention/coop/backward.rs`, which shares this state) takes its
 //! results unchanged.
 //!
 //! It runs where the f16 matmul's tensor cores run (the context's `coop`, `CooperativeMatrices`: a
@@ -87,7 +87,7 @@ pub(crate) struct AttentionCoopState {
     /// Hardware kernels recorded, for `anygrad doctor` and the tests.
     dispatches: AtomicU64,
     /// Hardware key-value kernels recorded that summed the query gradient too
-    /// (`attention_coop_fold.rs`): backward calls without a query kernel.
+    /// (`attention/coop/backward/fold.rs`): backward calls without a query kernel.
     folds: AtomicU64,
     /// Why the device stopped using them (the driver refused one), if it did.
     failure: Mutex<Option<String>>,
@@ -267,7 +267,7 @@ const SUBGROUPS: [u32; 2] = [8, 4];
 /// Record the cooperative forward `key`; `Ok(false)` when the driver refused the hardware
 /// kernel (the device then stops using it, and the caller runs the scalar kernel). A
 /// `ForwardMode::Uniform` key runs the uniform kernel and then its redo
-/// (`attention_coop_uniform.rs`) over the same bindings plus one flag a workgroup.
+/// (`attention/coop/uniform.rs`) over the same bindings plus one flag a workgroup.
 pub(crate) fn run_forward(
     device: &GpuDevice,
     key: CoopForward,

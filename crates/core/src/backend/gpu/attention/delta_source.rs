@@ -1,8 +1,8 @@
 //! The WGSL of the attention backward's delta pass (`AttentionPass::Delta` and
-//! `DeltaZeroing`; the other passes' generators are in `attention_source.rs`, their launcher in
-//! `attention.rs`): `D = rowsum(dO ∘ O)` per query row, stored beside the row's log-sum-exp as
+//! `DeltaZeroing`; the other passes' generators are in `attention/source.rs`, their launcher in
+//! `attention/`): `D = rowsum(dO ∘ O)` per query row, stored beside the row's log-sum-exp as
 //! one `vec2<f32>`, and, for `DeltaZeroing`, the zeros of the f32 query-gradient sums that the
-//! cooperative key-value kernel adds into (`attention_coop_fold.rs`).
+//! cooperative key-value kernel adds into (`attention/coop/backward/fold.rs`).
 
 use std::fmt::Write;
 
@@ -65,7 +65,7 @@ pub(crate) fn delta_rows_per_workgroup(value_dim: u32) -> Option<u32> {
 }
 
 /// The vec4 index of the first of the query-gradient sums' floats of query row `row` of
-/// batch-head `head` (WGSL expressions): `padded_rows` (`attention_coop_fold.rs`) rows of
+/// batch-head `head` (WGSL expressions): `padded_rows` (`attention/coop/backward/fold.rs`) rows of
 /// `d4` vec4s a batch-head.
 fn sums_row(head: &str, row: &str, d4: u32) -> String {
     let tile = crate::backend::gpu::attention::coop::backward::source::TILE;

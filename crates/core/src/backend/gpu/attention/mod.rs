@@ -3,8 +3,8 @@
 //! the backward, and the backward as three kernels (`D = rowsum(dO ∘ O)`, then dK/dV per key
 //! block and dQ per query block, FlashAttention-2's split: WGSL has no float atomics). The
 //! WGSL is generated per pass, storage dtype, head size, value size and causal flag in
-//! `attention_source.rs` (the f16 forward and gradient passes also have cooperative-matrix
-//! kernels, `attention_coop.rs` and `attention_coop_backward.rs`, tried first); this module
+//! `attention/source.rs` (the f16 forward and gradient passes also have cooperative-matrix
+//! kernels, `attention/coop.rs` and `attention/coop/backward.rs`, tried first); this module
 //! holds the key, the parameters, the catalogue entries, [`supports`] (which shapes the
 //! kernels cover; the tensor layer runs the composite for the rest) and the launchers.
 //!
@@ -375,7 +375,7 @@ impl GpuStorage {
         let dtype = self.dtype();
         check_inputs(self, key, value, shape)?;
         let device = self.device();
-        // Tensor cores first where they apply (`attention_coop.rs`); the scalar kernel where
+        // Tensor cores first where they apply (`attention/coop.rs`); the scalar kernel where
         // they do not or the driver refused their kernel.
         if let Some(coop) = crate::backend::gpu::attention::coop::forward_key(device, dtype, shape)
         {
@@ -535,7 +535,7 @@ impl GpuStorage {
         let device = self.device();
         let context = device.context();
         // (log-sum-exp, D) per row; where the key-value kernel will sum the query gradient
-        // (`attention_coop_fold.rs`), the same pass zeroes the f32 sums it adds into.
+        // (`attention/coop/backward/fold.rs`), the same pass zeroes the f32 sums it adds into.
         let statistics = GpuStorage::allocate(device, OP, 2 * shape.rows(), DType::F32)?;
         let fold = crate::backend::gpu::attention::coop::backward::fold_plan(device, dtype, shape)
             .map(|plan| -> Result<_> {
@@ -607,7 +607,7 @@ impl GpuStorage {
 }
 
 /// Record the key-value or the query pass of the backward (`prepared` by [`prepare`] for that
-/// pass): on tensor cores where they apply (`attention_coop_backward.rs`), else (or when the
+/// pass): on tensor cores where they apply (`attention/coop/backward.rs`), else (or when the
 /// driver refused that kernel) the scalar kernel; both take the same bindings.
 fn gradient_pass(
     device: &GpuDevice,

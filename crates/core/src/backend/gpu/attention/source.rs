@@ -1,9 +1,9 @@
-//! The WGSL generators of the fused attention kernels (`attention.rs` holds their key,
+//! The WGSL generators of the fused attention kernels (`attention/` holds their key,
 //! parameters, catalogue and launchers). Every kernel is specialised per head size (`d`, the
 //! query/key width) and value size (`dv`), both multiples of 4 up to 128, so that a row of
 //! q, k, v or an accumulator is a fixed set of *named* `vec4<f32>` locals (`q0, q1, ...`):
 //! a local array indexed by a loop variable would be placed in slow memory (see
-//! `matmul_large.rs`). The widths are unrolled here; the rows of a staged tile are walked in
+//! `matmul/large.rs`). The widths are unrolled here; the rows of a staged tile are walked in
 //! chunks of [`CHUNK`] (two `vec4`s of scores) by a loop with a constant trip count.
 //!
 //! The layout every kernel shares: one workgroup of [`BLOCK_ROWS`] invocations per
@@ -20,7 +20,7 @@
 //!   sum `l = l · correction + Σ exp(s - m_new)` and `o = o · correction + Σ p v`; at the end
 //!   `o / l` and the row's log-sum-exp `m + log l` (saved for the backward). The `[L, S]`
 //!   scores never exist outside registers.
-//! - **delta** (`attention_delta_source.rs`): `D = rowsum(dO ∘ O)`, written beside the row's
+//! - **delta** (`attention/delta_source.rs`): `D = rowsum(dO ∘ O)`, written beside the row's
 //!   log-sum-exp as one `vec2<f32>` (the gradient kernels then bind one row-statistics buffer:
 //!   the context binds at most 8 buffers per kernel).
 //! - **key-value** (dK, dV): per key row, over query tiles: `p = exp(s - lse)`,
@@ -93,7 +93,7 @@ pub(crate) enum AttentionPass {
     /// `D = rowsum(dO ∘ O)`, stored with the log-sum-exp as `vec2(lse, D)` per row.
     Delta,
     /// `Delta`, and zeros into the f32 query-gradient sums that the cooperative key-value
-    /// kernel then adds into (`attention_coop_fold.rs`: `[batch_heads, padded rows, d]`),
+    /// kernel then adds into (`attention/coop/backward/fold.rs`: `[batch_heads, padded rows, d]`),
     /// so that no clear of its own precedes it.
     DeltaZeroing,
     /// dK and dV, one key row per invocation.

@@ -1,4 +1,4 @@
-//! The backward kernels of the direct (implicit-GEMM) 2-D convolution (`conv.rs`): one group,
+//! The backward kernels of the direct (implicit-GEMM) 2-D convolution (`conv/direct.rs`): one group,
 //! F32 or F16 (stored as themselves, computed and accumulated in f32). Like the forward, no
 //! im2col (or col2im) buffer is ever written: each GEMM operand that is a rearranged image is
 //! gathered from the tensor, through its strides, while a workgroup stages its tile.
@@ -17,13 +17,13 @@
 //!   where `prefers_wide(c, n * h * w)`. A strided convolution without dilation runs as one
 //!   unit-stride GEMM per phase of the stride (`backward_input_by_phases`), so no tap that
 //!   falls between output pixels is walked.
-//! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`, `conv_backward/weight.rs`):
+//! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`, `conv/backward/weight.rs`):
 //!   `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //!   M = o, N = c * kh * kw, K = n * oh * ow, K split over `workgroup.z` with a deterministic
 //!   split-sum (`KernelKey::Conv2dSplitSum`); narrow or wide tile, lean (pixel walk, half-tile
 //!   skip) or not.
 //!
-//! Both GEMMs use the forward's tiles, K loop and (grad_input) tap walk (`conv_gemm.rs`).
+//! Both GEMMs use the forward's tiles, K loop and (grad_input) tap walk (`conv/gemm.rs`).
 //! For grad_weight the loaders walk K with consecutive invocations (K is the pixel axis, where
 //! `g` and `x` are contiguous), so their global reads coalesce. Every global access is
 //! bounds-checked, so any sizes work and the kernels run without wgpu's runtime checks.

@@ -1,10 +1,10 @@
 //! The f16 convolutions on cooperative matrices (tensor cores): conv2d forward and both
 //! gradients as implicit GEMMs whose operands are gathered, as f16, into workgroup memory and
 //! multiplied by `coop_mat16x16<f16>` fragments into f32 accumulators (`coopMultiplyAdd`).
-//! They run where the f16 matmul's tensor cores run (`matmul_coop.rs`: the adapter reports a
+//! They run where the f16 matmul's tensor cores run (`matmul/coop.rs`: the adapter reports a
 //! 16x16x16 f16 x f16 -> f32 configuration, subgroups of 32), for F16 convolutions (autocast),
-//! when `ANYGRAD_COOP_CONV=on`; everywhere else the regular kernels (`conv.rs`,
-//! `conv_backward.rs`) run. Off by default: on the H200 (2026-11-30) they matched the CPU
+//! when `ANYGRAD_COOP_CONV=on`; everywhere else the regular kernels (`conv/direct.rs`,
+//! `conv/backward.rs`) run. Off by default: on the H200 (2026-11-30) they matched the CPU
 //! everywhere but ResNet-18 autocast ran slower with them (inference b64 3,029 vs 3,608
 //! images/s, training 721 vs 766): the scalar gathers, not the tensor cores, bound them.
 //!
@@ -41,15 +41,15 @@
 //!
 //! Epilogue: WGSL cannot convert a cooperative matrix, so each accumulator goes through a
 //! per-subgroup 16 x 16 f32 scratch tile (`coopStoreT`, literal stride: the naga 30 pitfalls
-//! of `matmul_coop.rs`); invocation `lane` then writes column `lane % 16`, rows
+//! of `matmul/coop.rs`); invocation `lane` then writes column `lane % 16`, rows
 //! `(lane / 16) * 8 + 0..8` (16 consecutive pixels of a channel per store). The forward may
-//! carry the convolution epilogue there (`conv_epilogue.rs`: scale, shift, residual and
+//! carry the convolution epilogue there (`conv/epilogue.rs`: scale, shift, residual and
 //! activation per stored value; its bindings from 4): a fused 1x1 convolution (ResNet's
-//! shortcuts) is a tuning candidate on tensor cores by default (`conv_tuning.rs`).
+//! shortcuts) is a tuning candidate on tensor cores by default (`conv/tuning.rs`).
 //!
 //! Parameters: one [`ConvCoopParams`] (`#[repr(C)]`, the WGSL struct generated from the same
 //! field list). `emulated` keys spell the cooperative-matrix operations in plain WGSL
-//! (`matmul_coop.rs`'s emulation), so tests check the gathers, staging and epilogue on any f16
+//! (`matmul/coop.rs`'s emulation), so tests check the gathers, staging and epilogue on any f16
 //! device.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -142,7 +142,7 @@ pub struct ConvCoopKey {
     pub k_block: KBlock,
     /// Plain-WGSL emulation of the matrix operations (tests on any f16 device).
     pub emulated: bool,
-    /// The forward's epilogue in its store (`conv_epilogue.rs`; `None` for the gradients).
+    /// The forward's epilogue in its store (`conv/epilogue.rs`; `None` for the gradients).
     pub epilogue: Option<ConvEpilogueKey>,
 }
 
@@ -285,7 +285,7 @@ kernel_params! {
 pub(crate) struct ConvCoopState {
     /// `ANYGRAD_COOP_CONV=on`, or `GpuDevice::set_cooperative_conv`.
     enabled: std::sync::atomic::AtomicBool,
-    /// The channels-last forward kernels (`conv_nhwc.rs`) may run: unless
+    /// The channels-last forward kernels (`conv/nhwc.rs`) may run: unless
     /// `ANYGRAD_COOP_CONV=off`.
     channels_last: bool,
     /// Hardware kernels recorded, for `anygrad doctor` and the tests.
@@ -301,7 +301,7 @@ impl ConvCoopState {
     }
 
     /// The state of a freshly opened device under `ANYGRAD_COOP_CONV`: `auto` (the default)
-    /// offers the channels-last forward kernels (`conv_nhwc.rs`) to the autotuner, `on` these
+    /// offers the channels-last forward kernels (`conv/nhwc.rs`) to the autotuner, `on` these
     /// kernels too (off by default: on the H200 they measured slower than the regular
     /// kernels, see the module documentation), `off` no tensor-core convolution.
     pub(crate) fn from_env() -> ConvCoopState {
@@ -366,7 +366,7 @@ impl GpuDevice {
     }
 
     /// Whether f16 convolutions may run on the channels-last tensor-core kernels on this
-    /// device (`conv_nhwc.rs`: the forward, the weight gradient and stride-1 input gradients
+    /// device (`conv/nhwc.rs`: the forward, the weight gradient and stride-1 input gradients
     /// are then the autotuner's candidates): usable 16x16x16 f16 -> f32 tensor cores,
     /// `ANYGRAD_COOP_CONV` not `off`, and no kernel refused by the driver.
     pub fn channels_last_conv(&self) -> bool {

@@ -9,7 +9,7 @@
 //! while a workgroup stages its tile of `B` into workgroup memory. Results go straight to
 //! `out[ni, o, oi, oj]` (contiguous).
 //!
-//! The tiles, the double-buffered K loop and the tap walk are `conv_gemm.rs`'s: 64 x 128
+//! The tiles, the double-buffered K loop and the tap walk are `conv/gemm.rs`'s: 64 x 128
 //! (narrow) or 128 x 128 (wide, `KernelKey::Conv2d { wide: true }`, chosen by
 //! `prefers_wide`: at least 128 output channels and 264 wide tiles) per workgroup of 256
 //! invocations, 4 x 8 resp. 8 x 8 outputs per invocation in named `vec4` accumulators, K-step

@@ -4,9 +4,9 @@
 //! their own (`BackendStorage::conv2d_epilogue`; the CPU's reference is
 //! `cpu/conv_epilogue.rs`).
 //!
-//! Which kernels carry it: the implicit GEMM (`conv.rs`, both tiles; `store_nchw` in
-//! `conv_gemm.rs`), Winograd's output transform (`conv_winograd.rs`), the channels-last
-//! tensor-core forward (`conv_nhwc.rs`, bindings from 4) and the patch kernel. A kernel with an
+//! Which kernels carry it: the implicit GEMM (`conv/direct.rs`, both tiles; `store_nchw` in
+//! `conv/gemm.rs`), Winograd's output transform (`conv/winograd.rs`), the channels-last
+//! tensor-core forward (`conv/nhwc.rs`, bindings from 4) and the patch kernel. A kernel with an
 //! epilogue is its own instantiation ([`ConvEpilogueKey`] in its `KernelKey`): the tensors are
 //! three more bindings after the kernel's own — `epilogue_scale` and `epilogue_shift` (f32,
 //! one per output channel) and, with `residual`, `epilogue_residual` (the storage type, the
@@ -15,9 +15,9 @@
 //! kernels stay safe without wgpu's runtime checks; the host makes the tensors dense at offset
 //! 0 (a copy only when they are views).
 //!
-//! The older cooperative-matrix convolutions (`conv_coop.rs`) carry it in their forward's
+//! The older cooperative-matrix convolutions (`conv/coop.rs`) carry it in their forward's
 //! store too (bindings from 4); for fused 1x1 convolutions they are a tuning candidate wherever
-//! tensor cores run (`conv_tuning.rs`).
+//! tensor cores run (`conv/tuning.rs`).
 
 use std::fmt::Write;
 

@@ -1,6 +1,6 @@
-//! The tile machinery shared by the implicit-GEMM convolution kernels (`conv.rs`: forward;
-//! `conv_backward.rs`: input and weight gradients), generated as fully unrolled WGSL after
-//! `matmul_large.rs`.
+//! The tile machinery shared by the implicit-GEMM convolution kernels (`conv/direct.rs`: forward;
+//! `conv/backward.rs`: input and weight gradients), generated as fully unrolled WGSL after
+//! `matmul/large.rs`.
 //!
 //! Each kernel is a GEMM `out[row, col] = sum_r A[row, r] * B[r, col]` whose B (for the
 //! weight gradient A as well) is gathered from a tensor while a workgroup stages its tile.
@@ -10,7 +10,7 @@
 //!   `tx * 4 + 0..4` and `64 + tx * 4 + 0..4`: eight *named* `vec4<f32>` accumulators (a local
 //!   array indexed by a loop variable would spill to slow memory), 32 FMAs per three `vec4`
 //!   reads of workgroup memory;
-//! - **wide** (128 x 128, as `matmul_large.rs`): rows `64 + ty * 4 + 0..4` as well, sixteen
+//! - **wide** (128 x 128, as `matmul/large.rs`): rows `64 + ty * 4 + 0..4` as well, sixteen
 //!   accumulators, 64 FMAs per four `vec4` reads, and twice the FMAs per gathered B value (the
 //!   B block has the same size). Chosen by [`prefers_wide`] where it still fills a big GPU.
 //!
@@ -505,7 +505,7 @@ pub(crate) fn main_loop_over(
 
 /// The results into a contiguous `[n, M, plane]` output (`conv_output`): column j is
 /// `(image{j}, pixel{j})`, present when `col{j} < columns`, each value through the forward
-/// convolution's `epilogue` (`conv_epilogue.rs`; `None` for the gradients). Closes the tile
+/// convolution's `epilogue` (`conv/epilogue.rs`; `None` for the gradients). Closes the tile
 /// loop and `main`.
 pub(crate) fn store_nchw(w: &mut String, tile: Tile, epilogue: Option<ConvEpilogueKey>) {
     let _ = writeln!(

@@ -2,11 +2,11 @@
 //! copies of its operands: an implicit GEMM whose A rows are output pixels and whose K runs
 //! over `(ki, kj, channel)`, so that eight consecutive k of a row are eight consecutive
 //! channels of one input pixel — one 16-byte load — instead of the scalar gathers that bound
-//! `conv_coop.rs` (off by default for that reason).
+//! `conv/coop.rs` (off by default for that reason).
 //!
 //! - The host copies the input `[n, c, h, w]` (any strides) to a dense `[n, h, w, c]` and the
 //!   weight `[o, c, kh, kw]` to a dense `[kh, kw, c, o]` (= `[K, o]`, B of the GEMM;
-//!   `conv_nhwc/copies.rs`, the weight's copy kept between calls): the input's pass is about
+//!   `conv/nhwc/copies.rs`, the weight's copy kept between calls): the input's pass is about
 //!   4% of the arithmetic time of a ResNet layer.
 //! - GEMM: M = n * oh * ow (pixels), N = o, K = kh * kw * c with c a multiple of 8 (fewer
 //!   channels — an image's 3 in a network's stem — are padded to 8 with zeros in both
@@ -21,18 +21,18 @@
 //!   K is staged in blocks of 32 halves, or of 64 for the deep tiles (half the barriers; 43
 //!   KiB of workgroup memory at 128 rows). Blocks staged
 //!   once in f16 workgroup memory (rows padded by 8 halves), next block's loads held in
-//!   registers meanwhile, as the wide matmul kernels (`matmul_coop/wide.rs`).
+//!   registers meanwhile, as the wide matmul kernels (`matmul/coop/wide.rs`).
 //! - Epilogue: each accumulator goes through a per-subgroup 16 x 16 f32 scratch tile; lane
 //!   `l` then writes channel `l % 16` of pixels `(l / 16) * 8 ..+ 8` into the `[n, o, oh, ow]`
-//!   output, or — channels-last (`MemoryFormat::ChannelsLast`, `conv_nhwc/store.rs`) —
+//!   output, or — channels-last (`MemoryFormat::ChannelsLast`, `conv/nhwc/store.rs`) —
 //!   channels `(l % 2) * 8 ..+ 8` of pixel `l / 2` as one 16-byte store, through
-//!   `conv_epilogue.rs`'s scale, shift, residual and activation when the key has one
+//!   `conv/epilogue.rs`'s scale, shift, residual and activation when the key has one
 //!   (eval-mode batch norm folded into the store). A channels-last output is the next such
-//!   convolution's input as it lies: no copy (`conv_nhwc/copies.rs::channels_last_input`).
+//!   convolution's input as it lies: no copy (`conv/nhwc/copies.rs::channels_last_input`).
 //!
 //! Every global read is clamped to its buffer and every store checked against M, so the
 //! kernel runs without wgpu's runtime checks. `emulated` keys spell the matrix operations in
-//! plain WGSL (`matmul_coop.rs`'s `Coop`), so tests check the loads, staging and epilogue on
+//! plain WGSL (`matmul/coop.rs`'s `Coop`), so tests check the loads, staging and epilogue on
 //! any f16 device (the 32-deep 128-row tiles fit 32 KiB of workgroup memory, lavapipe's limit;
 //! naga validates the deep tile in CI, the hardware tests run it where the device has 43 KiB).
 

@@ -1,10 +1,10 @@
 //! The convolution primitives' entry points. Each has several correct kernels for a shape —
 //! the cooperative-matrix (tensor-core) kernels for f16 where the adapter has them and they
-//! are turned on (`conv_coop.rs`), the narrow or the wide tile (`conv.rs`,
-//! `conv_backward.rs`), Winograd F(2x2, 3x3) and F(4x4, 3x3) for 3x3 stride-1 filters
-//! (`conv_winograd.rs`), the weight gradient's kernel variant (`conv_backward/weight.rs`:
+//! are turned on (`conv/coop.rs`), the narrow or the wide tile (`conv/direct.rs`,
+//! `conv/backward.rs`), Winograd F(2x2, 3x3) and F(4x4, 3x3) for 3x3 stride-1 filters
+//! (`conv/winograd.rs`), the weight gradient's kernel variant (`conv/backward/weight.rs`:
 //! tile, lean or not) and number of k-splits — and picks one through the
-//! autotuner (`autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
+//! autotuner (`runtime/autotune.rs`): the fixed heuristic's choice is candidate 0 (what runs with
 //! `ANYGRAD_AUTOTUNE=off`), the others are timed on first use of a shape.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,14 +33,14 @@ enum ConvChoice {
     Tile { wide: bool },
     /// The weight gradient's kernel variant with K split this many ways.
     Splits { splits: usize, kernel: WeightKernel },
-    /// Winograd F(2x2, 3x3) or F(4x4, 3x3): transforms and batched GEMMs (`conv_winograd.rs`).
+    /// Winograd F(2x2, 3x3) or F(4x4, 3x3): transforms and batched GEMMs (`conv/winograd.rs`).
     Winograd(WinogradTile),
-    /// The channels-last tensor-core forward kernel with this tile (`conv_nhwc.rs`).
+    /// The channels-last tensor-core forward kernel with this tile (`conv/nhwc.rs`).
     Nhwc(NhwcTile),
-    /// The stride-1 patch kernel with this tile (`conv_nhwc/patch.rs`).
+    /// The stride-1 patch kernel with this tile (`conv/nhwc/patch.rs`).
     Patch(PatchTile),
     /// The channels-last tensor-core weight gradient with this many output channels per
-    /// workgroup (`conv_nhwc/weight.rs`).
+    /// workgroup (`conv/nhwc/weight.rs`).
     NhwcWeight(conv_nhwc::ConvNhwcWeightKey),
 }
 
@@ -142,7 +142,7 @@ fn geometry(params: &Conv2dParams) -> String {
 impl GpuStorage {
     /// 2-D convolution with one group and no bias: `[n, c, h, w]` (any strides) by
     /// `[o, c, kh, kw]` into a contiguous `[n, o, oh, ow]`, by the implicit-GEMM kernel
-    /// (`conv.rs`, narrow or wide tile), Winograd for 3x3 stride-1 filters or, for F16 where
+    /// (`conv/direct.rs`, narrow or wide tile), Winograd for 3x3 stride-1 filters or, for F16 where
     /// the adapter has them, the cooperative-matrix kernel; the autotuner picks. F32 and F16.
     pub fn conv2d(
         &self,
@@ -179,7 +179,7 @@ impl GpuStorage {
     }
 
     /// [`GpuStorage::conv2d`] with its epilogue in the kernels' store
-    /// (`BackendStorage::conv2d_epilogue`, `conv_epilogue.rs`): every forward kernel carries
+    /// (`BackendStorage::conv2d_epilogue`, `conv/epilogue.rs`): every forward kernel carries
     /// it. The output is dense in `format`: channels-last by the channels-last tensor-core
     /// kernels where they run (the autotuner picks among them), else by a copy of the
     /// row-major result.
@@ -358,7 +358,7 @@ impl GpuStorage {
     /// Gradient of the one-group convolution with respect to its input: `self` is the output
     /// gradient `[n, o, oh, ow]` (any strides), `weight` the forward's `[o, c, kh, kw]` (any
     /// strides); returns a contiguous `[n, c, h, w]` for `input_shape`, by the implicit-GEMM
-    /// kernel (`conv_backward.rs`, narrow or wide tile) or, for F16 where the adapter has them,
+    /// kernel (`conv/backward.rs`, narrow or wide tile) or, for F16 where the adapter has them,
     /// the cooperative-matrix kernel; the autotuner picks. F32 and F16.
     pub fn conv2d_backward_input(
         &self,
@@ -478,7 +478,7 @@ impl GpuStorage {
     /// Gradient of the one-group convolution with respect to its weight: `self` is the
     /// forward's input `[n, c, h, w]` (any strides), `grad` the output gradient
     /// `[n, o, oh, ow]` (any strides); returns a contiguous `[o, c, kh, kw]` for
-    /// `weight_shape`, by the split-K implicit-GEMM kernel (`conv_backward/weight.rs`; its
+    /// `weight_shape`, by the split-K implicit-GEMM kernel (`conv/backward/weight.rs`; its
     /// variant — narrow or wide tile, lean or not — and the number of splits around
     /// `split_count`'s are tuned) or, for F16 where the adapter has them, the
     /// cooperative-matrix kernel; the autotuner picks. F32 and F16.

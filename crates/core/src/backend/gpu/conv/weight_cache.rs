@@ -54,7 +54,7 @@ pub(crate) enum Rearrangement {
         padded: usize,
     },
     /// `[Kh, Kw, channels, o]` of the space-to-depth convolution, for this geometry
-    /// (`conv_nhwc/space_to_depth.rs`: kernel, padding and input sizes decide it).
+    /// (`conv/nhwc/space_to_depth.rs`: kernel, padding and input sizes decide it).
     SpaceToDepth { geometry: [usize; 6] },
 }
 

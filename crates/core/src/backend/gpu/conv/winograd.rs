@@ -30,7 +30,7 @@
 //! (autocast): `U`, `V` and `M` are f32 whatever the operands' dtype, so an F16 convolution
 //! reads and writes f16 but rounds only its result (see [`applies`]). Every global
 //! access is bounds-checked, so the kernels run without wgpu's runtime checks. The autotuner
-//! offers this path next to the implicit-GEMM kernels (`conv_tuning.rs`); tests check it
+//! offers this path next to the implicit-GEMM kernels (`conv/tuning.rs`); tests check it
 //! against the CPU on its own.
 
 use std::fmt::Write;

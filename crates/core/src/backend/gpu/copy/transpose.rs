@@ -4,7 +4,7 @@
 //! that both the reads (along the source's contiguous dim) and the writes (along the
 //! destination's) are coalesced. The generic strided copy reads such a view with a stride
 //! between neighbouring invocations: one 32-byte memory sector per element. Channels-last
-//! copies of `[n, c, h, w]` activations (`conv_nhwc.rs`) and dense copies of transposed
+//! copies of `[n, c, h, w]` activations (`conv/nhwc.rs`) and dense copies of transposed
 //! weights are such views.
 //!
 //! Params: [`CopyTransposeParams`]; grid: (column tiles, row tiles, batch), 256 invocations

@@ -438,7 +438,7 @@ impl Fragment {
         let units = self.count / unit;
         let mut params = Vec::with_capacity(1 + 3 * self.leaves.len() + self.scalars.len());
         // The header, then per input: offset, then (strided views) shape and strides; see
-        // `fusion_source.rs`.
+        // `fusion/source.rs`.
         let header = FusedParams {
             units: units as u32,
         };
@@ -486,7 +486,7 @@ impl Fragment {
             inputs,
             output: self.output,
             output_bytes: self.output_bytes,
-            // Each invocation handles `UNROLL` units per trip (`fusion_source.rs`).
+            // Each invocation handles `UNROLL` units per trip (`fusion/source.rs`).
             workgroups: units
                 .div_ceil(256 * crate::backend::gpu::fusion::source::UNROLL)
                 .clamp(1, MAX_WORKGROUPS as usize) as u32,

@@ -1,7 +1,7 @@
-//! WGSL generation for fused elementwise programs (`fusion.rs`).
+//! WGSL generation for fused elementwise programs (`fusion/`).
 //!
 //! Bindings: `params` (0, [`FusedParams`]), the inputs `leaf0..` (1..), the output last. Each
-//! op becomes a function holding the same expression as its single-op kernel (`wgsl.rs`), and
+//! op becomes a function holding the same expression as its single-op kernel (`runtime/wgsl.rs`), and
 //! the body is
 //! straight-line SSA: one `let` per instruction, per vector lane when the kernel moves `vec4`s,
 //! each result rounded as its single-op kernel would store it (`as_stored`), so that a fused

@@ -3,10 +3,10 @@
 //! `index_select` (embedding gradients). Deterministic and without float atomics, so one index
 //! repeated thousands of times (an embedding row every token hits) costs no contention:
 //!
-//! 1. the stable `argsort` of the indices (`sort.rs`) groups equal indices into segments of
+//! 1. the stable `argsort` of the indices (`sort/`) groups equal indices into segments of
 //!    consecutive sorted positions, each in the indices' original order;
 //! 2. `index_add_keys.wgsl` reads each sorted position's index once and checks it (a bad
-//!    index raises the dispatch's index flag, like `indexing.rs`'s kernels);
+//!    index raises the dispatch's index flag, like `index/`'s kernels);
 //! 3. `index_add_chunks.wgsl`: the sorted positions are cut into chunks of `chunk_length`;
 //!    one invocation per (outer, chunk, column) sums each run inside its chunk, adds finished
 //!    segments to the output directly and leaves the runs of segments crossing a chunk border

@@ -2,7 +2,7 @@
 //! `GpuStorage` they serve: `index_select`, `gather` and `scatter_add`. Their kernels never
 //! touch memory outside the views: an out-of-range index raises the dispatch's word in the
 //! context's index-flag buffer, and the next readback or `synchronize` of the recording thread
-//! returns the error (see `context.rs`). No op here waits for the GPU.
+//! returns the error (see `runtime/context.rs`). No op here waits for the GPU.
 //! Params: [`GatherParams`], [`IndexRowsParams`], [`ScatterAddParams`] (the flag slot is word
 //! `INDEX_SLOT_WORD` of each, which the context fills in); sources: `shaders/gather.wgsl`,
 //! `index_rows.wgsl`, `scatter_add.wgsl`.
@@ -350,7 +350,7 @@ impl GpuStorage {
     /// A contiguous copy of the base with `src` added at `indices` along `dim`: floats with
     /// atomic adds, or, with deterministic algorithms on and the work within
     /// `determinism::ordered_scatter_fits`, in the CPU's order
-    /// (`scatter_add_ordered.rs`).
+    /// (`index/scatter_add_ordered.rs`).
     pub fn scatter_add(
         &self,
         layout: &Layout,

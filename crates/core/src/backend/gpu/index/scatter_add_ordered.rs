@@ -1,5 +1,5 @@
 //! Kernel family `ScatterAddOrdered`: `scatter_add` on floats in a fixed order, for
-//! deterministic algorithms (`determinism.rs`). The atomic kernel (`indexing.rs`,
+//! deterministic algorithms (`determinism.rs`). The atomic kernel (`index/`,
 //! `shaders/scatter_add.wgsl`) adds each source element to its target as it arrives, so
 //! where indices repeat the last bits can change from run to run; this one gives each output
 //! element one invocation, which walks the index along `dim` in order and adds what names

@@ -2,7 +2,7 @@
 //! storage for A, B and C, f16 x f16 products accumulated in f32 `coop_mat16x16<f32, C>`
 //! matrices, and f16 output. wgpu exposes cooperative matrices as the experimental
 //! `EXPERIMENTAL_COOPERATIVE_MATRIX` feature (`enable wgpu_cooperative_matrix;` in WGSL);
-//! the device requests it only where the adapter offers it (`context.rs`), and these kernels
+//! the device requests it only where the adapter offers it (`runtime/context.rs`), and these kernels
 //! run only where the adapter also reported a 16x16x16 f16-input / f32-accumulator
 //! configuration, subgroups of exactly 32 invocations and enough workgroup memory
 //! (`runtime/adapters/cooperative.rs`; [`MatmulCoopState`] holds the variants tried here).
@@ -16,7 +16,7 @@
 //!   **staged16**: K is walked in blocks of 32 or 16
 //!   32; the workgroup copies A's 128 x kb and B's kb x 128 block into workgroup memory (rows
 //!   padded to kb + 8 and 136 halves: 16-byte aligned, and the eight rows a fragment load
-//!   reads at once fall on different banks), double buffered like `matmul_large.rs`: the
+//!   reads at once fall on different banks), double buffered like `matmul/large.rs`: the
 //!   next block's `vec4<f16>` loads are issued into registers before the current block is
 //!   multiplied out, so one barrier per block. Each subgroup reads its fragments from there
 //!   (`coopLoadT` with literal strides). staged16 needs 25 KiB of workgroup memory, staged32
@@ -352,7 +352,7 @@ pub(crate) fn first_applicable(
 
 /// The catalogue entries (`kernel_catalog.rs`): every variant, real and emulated. naga
 /// validates and translates the real ones on the CPU too (`Capabilities::all()` includes
-/// cooperative matrices), and `matmul_coop/tests.rs` checks them against wgpu's SPIR-V
+/// cooperative matrices), and `matmul/coop/tests.rs` checks them against wgpu's SPIR-V
 /// options for Vulkan.
 pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
     for variant in CoopVariant::ALL {
@@ -363,7 +363,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
 }
 
 /// The kernel text after `enable f16;` (the header `KernelKey::source` writes).
-/// params: [`MatmulParams`] (`matmul.rs`).
+/// params: [`MatmulParams`] (`matmul/`).
 pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
     if let CoopVariant::Wide128 | CoopVariant::Wide256 = variant {
         return wide::source_body(variant.tile_n(), emulated);

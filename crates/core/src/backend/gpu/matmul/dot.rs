@@ -9,9 +9,9 @@
 //! columns (125 workgroups for 1000 columns): invocation `(row, group)` of 64 x 4 reads its
 //! row of A and two rows of B (shared by the 64 invocations of its group, a cache hit) four
 //! vectors at a time and keeps two f32 sums. There is no workgroup memory and no barrier. B
-//! is read into L2 first (`prefetch.rs`): one kernel of 24 µs in that forward on the H200.
+//! is read into L2 first (`prefetch/`): one kernel of 24 µs in that forward on the H200.
 //!
-//! [`applies`] says where it runs; `GpuStorage::matmul` (`ops.rs`) offers it to the
+//! [`applies`] says where it runs; `GpuStorage::matmul` (`matmul/primitive.rs`) offers it to the
 //! autotuner as candidate `dot` there.
 
 use crate::backend::gpu::kernels::KernelKey;

@@ -1,7 +1,7 @@
 //! Kernel family `Matmul`: the batched, register-tiled 64 x 64 matrix product for every dtype
 //! but Bool (`shaders/matmul.wgsl`; F16 also with f32 outputs, split-K's slices), and [`MatmulParams`], the parameters all three matmul
-//! families share (`matmul_large.rs` and `matmul_coop.rs` read the same struct). The primitive
-//! that picks a family for a product is `GpuStorage::matmul` in `ops.rs`.
+//! families share (`matmul/large.rs` and `matmul/coop.rs` read the same struct). The primitive
+//! that picks a family for a product is `GpuStorage::matmul` in `matmul/primitive.rs`.
 
 pub(crate) mod coop;
 pub(crate) mod dot;

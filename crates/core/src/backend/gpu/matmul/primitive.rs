@@ -1,7 +1,7 @@
 //! What the compute primitives of `GpuStorage` share (operand checks), and the matmul primitive,
-//! which picks one of four kernel families (`matmul.rs`, `matmul_large.rs`, `matmul_coop.rs`,
-//! `matmul_dot.rs`). The other primitives live with their kernel family (`elementwise.rs`,
-//! `reduce.rs`, `indexing.rs`, `conv.rs`, `conv_backward.rs`, `custom.rs`); each checks its
+//! which picks one of four kernel families (`matmul/`, `matmul/large.rs`, `matmul/coop.rs`,
+//! `matmul/dot.rs`). The other primitives live with their kernel family (`elementwise/`,
+//! `reduce/`, `index/`, `conv/direct.rs`, `conv/backward.rs`, `custom/`); each checks its
 //! operands on the host, fills its family's params struct and records one dispatch; nothing waits
 //! for the GPU. Signatures follow `CpuStorage`'s (see the contract in `storage.rs`).
 
@@ -23,9 +23,9 @@ use crate::op::BinaryOp;
 /// One way to compute a matmul (the autotuner's candidates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MatmulChoice {
-    /// The 64 x 64 kernel (`matmul.rs`).
+    /// The 64 x 64 kernel (`matmul/`).
     Tile64,
-    /// The 128 x 128 kernel (`matmul_large.rs`), general or aligned.
+    /// The 128 x 128 kernel (`matmul/large.rs`), general or aligned.
     Tile128 { aligned: bool },
     /// The aligned 128 x 128 kernel over k-slices, partial products added (`matmul_split_k`).
     SplitK(usize),
@@ -36,7 +36,7 @@ enum MatmulChoice {
     /// outputs: 16 workgroups) as this many k-slices on the 64 x 64 kernel, any strides,
     /// stored in f32 and added before one rounding to f16 (`matmul_split_k_partials`).
     SplitKPartials(usize),
-    /// One dot product per output over operands contiguous along k (`matmul_dot.rs`).
+    /// One dot product per output over operands contiguous along k (`matmul/dot.rs`).
     Dot,
 }
 

@@ -1,7 +1,7 @@
 //! The channels-last max pooling forward (`KernelKey::MaxPool2dChannelsLast`): any window
 //! over an input dense channels-last (`MemoryFormat::ChannelsLast`, `[n, h, w, c]` in
 //! memory), written channels-last, so that a network whose convolutions run channels-last
-//! (`conv_nhwc.rs`) pools without a transposing copy on either side.
+//! (`conv/nhwc.rs`) pools without a transposing copy on either side.
 //!
 //! Design: a pixel's channels are adjacent, so one 16-byte vector holds `lanes` channels (8
 //! for f16, 4 for f32) of one pixel. One invocation computes one output pixel's vector: for
@@ -16,7 +16,7 @@
 //! tap order: a NaN in the window wins, padding never wins over a real value, -inf pools to
 //! -inf.
 //!
-//! [`plan`] decides where it applies; `GpuStorage::max_pool2d` (`pool.rs`) pools every other
+//! [`plan`] decides where it applies; `GpuStorage::max_pool2d` (`pool/`) pools every other
 //! call row-major and copies the result channels-last where that format was asked for.
 
 use crate::backend::gpu::kernels::KernelKey;

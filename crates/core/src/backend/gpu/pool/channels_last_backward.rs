@@ -1,7 +1,7 @@
 //! Max pooling's input gradient over channels-last operands (`PoolPass::ChannelsLastRoute`
-//! and `PoolPass::ChannelsLastGather`): the routing and gathering passes of `pool.rs`, 16
+//! and `PoolPass::ChannelsLastGather`): the routing and gathering passes of `pool/`, 16
 //! bytes of channels an invocation, so that a network whose activations are channels-last
-//! (`conv_nhwc.rs`, `pool/channels_last.rs`) gets its gradient channels-last without reading
+//! (`conv/nhwc.rs`, `pool/channels_last.rs`) gets its gradient channels-last without reading
 //! planes through 64-element strides.
 //!
 //! - **route**: one invocation per output pixel's vector (`lanes` channels: 8 for f16, 4 for

@@ -27,7 +27,7 @@
 //! Neighbouring blocks route their shared windows again instead of
 //! passing routes through memory. The same routes and the same sums in the same order as the
 //! CPU reference (`cpu/pool.rs`), so the results are identical. [`plan`] says where it
-//! applies; `GpuStorage::max_pool2d_backward` (`pool.rs`) takes the tiled and generic
+//! applies; `GpuStorage::max_pool2d_backward` (`pool/`) takes the tiled and generic
 //! kernels elsewhere.
 
 use super::vectorized::HalvingWindow;

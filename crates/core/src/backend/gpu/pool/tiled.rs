@@ -5,7 +5,7 @@
 //! - **forward** (`KernelKey::MaxPool2d { window: Some(..) }`): a workgroup takes an 8 x 32
 //!   tile of one plane's output; it stages the input rows and columns those windows read
 //!   (padding as -inf), then each invocation takes the maximum of its window from there.
-//! - **gradient** (`PoolPass::Tiled`): the routing and gathering passes of `pool.rs` in one
+//! - **gradient** (`PoolPass::Tiled`): the routing and gathering passes of `pool/` in one
 //!   kernel. A workgroup takes a 16 x 64 tile of one plane's input gradient; it stages the
 //!   input under every window that reaches the tile, finds each window's routed tap (the
 //!   first tap, row-major, equal to the pooled output; NaN matches NaN) and its output
@@ -15,7 +15,7 @@
 //!
 //! Tiles go over `workgroup.x`; each workgroup takes its tile of every `workgroups.y`-th
 //! plane in turn (one workgroup per tile and plane measured slower: launches dominated). Windows too large
-//! for the kernels' workgroup memory budget take the generic kernels of `pool.rs`.
+//! for the kernels' workgroup memory budget take the generic kernels of `pool/`.
 
 use super::GpuDevice;
 use super::PoolParams;

@@ -22,7 +22,7 @@
 //!
 //! The grid is flat — planes x output rows x vectors per row, 256 invocations a workgroup —
 //! and `GpuStorage::launch` splits it over y past the device's workgroup limit. [`plan`]
-//! decides where the kernel applies; `GpuStorage::max_pool2d` (`pool.rs`) falls back to the
+//! decides where the kernel applies; `GpuStorage::max_pool2d` (`pool/`) falls back to the
 //! tiled and generic kernels everywhere else.
 
 use crate::backend::gpu::kernels::KernelKey;

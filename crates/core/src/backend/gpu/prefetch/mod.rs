@@ -8,7 +8,7 @@
 //! waits on device memory's latency. On an H200 the same kernels took 15-55 µs longer inside
 //! a ResNet-18 forward than when the tuner timed them with the weights cached
 //! (docs/PERFORMANCE.md). Streaming the weights once at full bandwidth beforehand costs a few
-//! µs and leaves them in L2 for the convolution. The dot-product matmul (`matmul_dot.rs`,
+//! µs and leaves them in L2 for the convolution. The dot-product matmul (`matmul/dot.rs`,
 //! a classifier head) steps through its weight rows the same way and prefetches them too.
 
 use super::kernels::KernelKey;

@@ -48,7 +48,7 @@
 //!   names a legal candidate of a call (the first entry that does; among candidates, the first
 //!   in the tuner's order), that candidate runs untimed; elsewhere tuning is as usual.
 //! - Settling flushes and waits without reading index-error flags, so a bad index stays
-//!   reported by the next readback, as documented in `context.rs`.
+//!   reported by the next readback, as documented in `runtime/context.rs`.
 
 mod cache_file;
 

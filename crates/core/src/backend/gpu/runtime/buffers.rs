@@ -173,7 +173,7 @@ impl PoolState {
 }
 
 /// The largest buffer a kernel can bind whole: the storage-binding limit (never above the
-/// buffer limit). Larger tensors are stored in pieces (`parts.rs`).
+/// buffer limit). Larger tensors are stored in pieces (`runtime/parts.rs`).
 pub(crate) fn binding_limit(limits: &wgpu::Limits) -> u64 {
     limits
         .max_storage_buffer_binding_size
@@ -182,7 +182,7 @@ pub(crate) fn binding_limit(limits: &wgpu::Limits) -> u64 {
 
 /// The adapter's limits with the storage binding capped by `ANYGRAD_MAX_BINDING_BYTES` (a
 /// byte count, at least 4096, only ever lowering the limit). It makes the multi-buffer path of
-/// large tensors (`parts.rs`, `sliced.rs`) run on small tensors, for tests and for reproducing
+/// large tensors (`runtime/parts.rs`, `sliced.rs`) run on small tensors, for tests and for reproducing
 /// what a GPU with a smaller limit would do; an unusable value is ignored with a warning.
 pub(crate) fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
     let Ok(text) = std::env::var("ANYGRAD_MAX_BINDING_BYTES") else {

@@ -19,7 +19,7 @@
 //!   single `write_buffer` just before the submit — one staging copy per submission instead of a
 //!   buffer and a staging copy per dispatch. (A later submission may reuse the same device
 //!   buffer: the queue orders the upload after the earlier submissions that read it.)
-//! - parameter words that repeat are bound from a cache written once (`context/reuse.rs`): a
+//! - parameter words that repeat are bound from a cache written once (`runtime/context/reuse.rs`): a
 //!   loop that repeats its steps uploads no parameters after its first steps.
 //! - pipelines are cached with their bind-group layout (`get_bind_group_layout` is not free).
 //!
@@ -116,16 +116,16 @@ struct Recording {
     /// Flushes so far.
     submissions: u64,
     /// While the profiler times an op: the timestamp queries its passes write to (one pass
-    /// per kernel then; `context/timing.rs`).
+    /// per kernel then; `runtime/context/timing.rs`).
     timing: Option<timing::OpTimer>,
-    /// Elementwise ops waiting to be fused (`fusion.rs`); drained before any other work.
+    /// Elementwise ops waiting to be fused (`fusion/`); drained before any other work.
     deferred: Vec<DeferredWork>,
     /// Nothing has been submitted since the last wait: the GPU is idle.
     idle: bool,
-    /// Parameter words seen more than once, and where they live (`context/reuse.rs`).
+    /// Parameter words seen more than once, and where they live (`runtime/context/reuse.rs`).
     param_cache: reuse::ParamCache,
     /// The index of the last submission `queue.submit` returned: blocking waits wait for it
-    /// (`context/readback.rs`), never for "the last one" as wgpu counts it, which may be
+    /// (`runtime/context/readback.rs`), never for "the last one" as wgpu counts it, which may be
     /// another thread's submission still being handed to the driver.
     last_submission: Option<wgpu::SubmissionIndex>,
 }
@@ -152,7 +152,7 @@ impl Recording {
                     })
                 });
                 // GPU timestamps (profiler): the GPU writes its clock when the pass begins and
-                // ends (`context/timing.rs`).
+                // ends (`runtime/context/timing.rs`).
                 let timestamp_writes = self.timing.as_mut().map(timing::OpTimer::open_pass);
                 encoder
                     .begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -201,7 +201,7 @@ pub(crate) struct GpuContext {
     uploads_pending: AtomicBool,
     /// Two timestamp queries for the profiler, created on first use.
     timestamps: Mutex<Option<Arc<wgpu::QuerySet>>>,
-    /// The prefetch kernel's write-never outputs (`prefetch.rs`), created on first use, and
+    /// The prefetch kernel's write-never outputs (`prefetch/`), created on first use, and
     /// the next one to bind.
     prefetch_sinks: std::sync::OnceLock<Vec<wgpu::Buffer>>,
     prefetch_next: std::sync::atomic::AtomicUsize,
@@ -212,10 +212,10 @@ pub(crate) struct GpuContext {
     pub(crate) coop: CooperativeMatrices,
     /// State the kernel families keep for this device (`context/family_state.rs`).
     family_states: family_state::FamilyStates,
-    /// Kernel choices timed on this device (`autotune.rs`).
+    /// Kernel choices timed on this device (`runtime/autotune.rs`).
     pub(crate) autotune: super::autotune::Autotuner,
     /// Compiled pipelines kept on disk between runs, where the driver allows
-    /// (`context/pipeline_store.rs`).
+    /// (`runtime/context/pipeline_store.rs`).
     pipeline_store: Option<pipeline_store::PipelineStore>,
     /// What the kernel families registered: the planner of deferred work, their caches.
     hooks: &'static Hooks,
@@ -230,7 +230,7 @@ impl std::fmt::Debug for GpuContext {
 }
 
 /// Bindings of one kernel at most, its parameters included: the attention key-value kernel
-/// with a key bias that sums the query gradient (`attention_coop_fold.rs`) binds eight
+/// with a key bias that sums the query gradient (`attention/coop/backward/fold.rs`) binds eight
 /// buffers; fused kernels bind up to `fusion::MAX_LEAVES` inputs and one output.
 pub(crate) const MAX_BINDINGS: usize = 9;
 
@@ -243,7 +243,7 @@ impl GpuContext {
     /// limits, install the error and device-lost handlers.
     pub(crate) fn create(ordinal: usize, hooks: &'static Hooks) -> Result<GpuContext> {
         let (adapter, info) = super::adapters::adapter(ordinal)?;
-        // Cooperative matrices (tensor cores, `matmul_coop.rs`) are experimental in wgpu: they
+        // Cooperative matrices (tensor cores, `matmul/coop.rs`) are experimental in wgpu: they
         // are requested, with experimental features enabled, only where the adapter has them.
         let wanted = wgpu::Features::SHADER_F16
             | wgpu::Features::SUBGROUP
@@ -298,7 +298,7 @@ impl GpuContext {
                 // Dropping the device reports `Destroyed`; that is not a failure.
                 if reason != wgpu::DeviceLostReason::Destroyed {
                     tracing::error!("GPU device lost ({reason:?}): {message}");
-                    // The first report is kept (`context/loss.rs`).
+                    // The first report is kept (`runtime/context/loss.rs`).
                     let mut kept = lost_message.lock().unwrap_or_else(|p| p.into_inner());
                     if !lost.swap(true, Ordering::SeqCst) {
                         *kept = format!("{reason:?}: {message}");
@@ -408,7 +408,7 @@ impl GpuContext {
     }
 
     /// The largest buffer one kernel binds (`buffers::binding_limit`, after
-    /// `ANYGRAD_MAX_BINDING_BYTES`); larger tensors live in pieces (`parts.rs`).
+    /// `ANYGRAD_MAX_BINDING_BYTES`); larger tensors live in pieces (`runtime/parts.rs`).
     pub(crate) fn binding_limit(&self) -> u64 {
         buffers::binding_limit(&self.limits)
     }
@@ -452,9 +452,9 @@ impl GpuContext {
             // `column < n`, `k < K`, `b < batch`, `i < numel` tests — or, for the aligned
             // matmul, by `aligned_applies` on the host (every vec4 it touches lies inside the
             // checked views; `matmul_with` refuses the key otherwise; likewise `coop_applies`
-            // for the cooperative-matrix matmuls of `matmul_coop.rs`) — and index workgroup
-            // arrays with constant-bounded expressions (see `matmul.wgsl`, `matmul_large.rs`,
-            // `vector.rs`, `fusion_source.rs`; the direct convolution in `conv.rs` checks every
+            // for the cooperative-matrix matmuls of `matmul/coop.rs`) — and index workgroup
+            // arrays with constant-bounded expressions (see `matmul.wgsl`, `matmul/large.rs`,
+            // `elementwise/vector.rs`, `fusion/source.rs`; the direct convolution in `conv/direct.rs` checks every
             // gathered input position against the image and every weight/output index against
             // its extent).
             unsafe {
@@ -544,7 +544,7 @@ impl GpuContext {
         )
     }
 
-    /// Defer an elementwise op for fusion (`fusion.rs`); it is dispatched, possibly fused
+    /// Defer an elementwise op for fusion (`fusion/`); it is dispatched, possibly fused
     /// with the ops around it, before any other work is recorded.
     pub(crate) fn defer(&self, op: DeferredWork) -> Result<()> {
         self.ensure_alive()?;
@@ -690,7 +690,7 @@ impl GpuContext {
         Ok(())
     }
 
-    /// An output buffer for the next prefetch kernel (`prefetch.rs`): bound for writing, never
+    /// An output buffer for the next prefetch kernel (`prefetch/`): bound for writing, never
     /// written. They rotate through [`PREFETCH_SINKS`] buffers: wgpu puts a barrier before a
     /// dispatch that binds for writing a buffer an earlier dispatch of the same submission
     /// wrote, and a barrier waits for every kernel before it; with a sink of its own, a

@@ -101,7 +101,7 @@ impl GpuDevice {
         &self.context
     }
 
-    /// Tests: dispatches whose parameter words came from the cache (`context/reuse.rs`).
+    /// Tests: dispatches whose parameter words came from the cache (`runtime/context/reuse.rs`).
     #[cfg(test)]
     pub(crate) fn cached_parameter_hits(&self) -> u64 {
         self.context.cached_parameter_hits()

@@ -1,4 +1,4 @@
-//! Kernel parameters. Binding 0 of every kernel (but users' custom kernels, `custom.rs`) is
+//! Kernel parameters. Binding 0 of every kernel (but users' custom kernels, `custom/`) is
 //! `params`, a struct whose Rust and WGSL declarations come from ONE `kernel_params!` list:
 //! the macro emits a `#[repr(C)]` bytemuck `Pod` struct of 32-bit fields (the header the host
 //! writes) and its `KernelParams::WGSL` text (`struct XParams { ... }` plus the binding), with
@@ -8,7 +8,7 @@
 //! trailing runtime array, `params.tail: array<u32>`, whose layout the `tail:` line of the
 //! declaration documents (for example `shape[rank], offset, strides[rank]`); `strided.wgsl`
 //! walks it. The host writes header and tail into one `Params` word list, which the context
-//! copies into the submission's parameter arena (`context.rs`): no allocation beyond the one
+//! copies into the submission's parameter arena (`runtime/context.rs`): no allocation beyond the one
 //! `Vec` a dispatch had before.
 //!
 //! GPU indexing is 32-bit: every position must fit in a `u32`, which the buffer-size limit (at

@@ -205,7 +205,7 @@ impl GpuStorage {
         })
     }
 
-    /// The bytes of every element in the GPU encoding (`wgsl.rs`), piece by piece when in
+    /// The bytes of every element in the GPU encoding (`runtime/wgsl.rs`), piece by piece when in
     /// parts (blocks until pending work is done).
     pub(crate) fn read_all_bytes(&self) -> Result<Vec<u8>> {
         match self.parts() {
@@ -301,7 +301,7 @@ pub(crate) fn too_large(device: &GpuDevice, op: &'static str, numel: usize, dtyp
     super::buffers::too_large(op, requested, device.context().binding_limit())
 }
 
-/// The GPU encoding (`wgsl.rs`) of elements `start..end` of a CPU storage: U8 and Bool widen
+/// The GPU encoding (`runtime/wgsl.rs`) of elements `start..end` of a CPU storage: U8 and Bool widen
 /// to one u32 each; the result is padded to a multiple of 4 bytes.
 pub(crate) fn host_bytes(cpu: &CpuStorage, start: usize, end: usize) -> Vec<u8> {
     let mut bytes: Vec<u8> = match cpu {

@@ -69,7 +69,7 @@ impl GpuPendingRead {
     }
 }
 
-/// A CPU storage of `dtype` from the bytes of its GPU encoding (`wgsl.rs`: F64 is stored as
+/// A CPU storage of `dtype` from the bytes of its GPU encoding (`runtime/wgsl.rs`: F64 is stored as
 /// f32, U8 and Bool as 32-bit words).
 pub(crate) fn host_storage(dtype: DType, bytes: &[u8]) -> CpuStorage {
     let words = || {

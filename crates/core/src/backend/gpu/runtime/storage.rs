@@ -1,6 +1,6 @@
 //! `GpuStorage`: a tensor's data in one GPU buffer, plus its creation and transfers
 //! (`arange`, uploads, readbacks, GPU-to-GPU copies). The primitives that run kernels live
-//! with their kernel families (`full` in `fill/`, `random` in `random/`; see `../mod.rs`). The element encoding is described in `wgsl.rs`
+//! with their kernel families (`full` in `fill/`, `random` in `random/`; see `../mod.rs`). The element encoding is described in `runtime/wgsl.rs`
 //! (U8 and Bool take one u32 each).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +27,7 @@ pub struct GpuStorage {
     pub(crate) dtype: DType,
     pub(crate) len: usize,
     pub(crate) device: GpuDevice,
-    /// For a tensor larger than one binding: its pieces (`parts.rs`); `slot` then stays empty.
+    /// For a tensor larger than one binding: its pieces (`runtime/parts.rs`); `slot` then stays empty.
     pub(crate) parts: Option<Arc<super::parts::Parts>>,
 }
 
@@ -120,7 +120,7 @@ impl GpuStorage {
     }
 
     /// A storage of `len` elements whose buffer is allocated later, if ever (the result of a
-    /// deferred op: see `fusion.rs`). The size is checked against the device's limits now.
+    /// deferred op: see `fusion/`). The size is checked against the device's limits now.
     pub(crate) fn deferred(
         device: &GpuDevice,
         op: &'static str,
@@ -266,7 +266,7 @@ impl GpuStorage {
         GpuStorage::from_cpu(device, &CpuStorage::arange(start, step, numel, dtype)?)
     }
 
-    /// Upload a CPU storage (in pieces when it exceeds one binding: `parts.rs`).
+    /// Upload a CPU storage (in pieces when it exceeds one binding: `runtime/parts.rs`).
     pub fn from_cpu(device: &GpuDevice, cpu: &CpuStorage) -> Result<GpuStorage> {
         check_dtype(device, "to_device", cpu.dtype())?;
         if GpuStorage::exceeds_binding(device, cpu.len(), cpu.dtype()) {

@@ -1,12 +1,12 @@
 //! The fused attention backward on cooperative matrices (tensor cores), for f16: the key of its
-//! two kernels ([`CoopBackward`], WGSL in `attention_coop_backward_source.rs`), which calls
-//! they cover and their launch. `attention.rs`'s backward launcher runs the scalar delta
+//! two kernels ([`CoopBackward`], WGSL in `attention/coop/backward/source.rs`), which calls
+//! they cover and their launch. `attention/`'s backward launcher runs the scalar delta
 //! kernel, then tries these for the key-value and the query pass (each falls back to its
 //! scalar kernel on its own): same bindings, parameters and outputs. Where the device adds
 //! f32 atomically, the key-value kernel first tries to sum the query gradient itself
-//! ([`run_folded`], `attention_coop_fold.rs`), and the query pass does not run.
+//! ([`run_folded`], `attention/coop/backward/fold.rs`), and the query pass does not run.
 //!
-//! They run where the cooperative forward runs (`attention_coop.rs`: usable 16x16x16
+//! They run where the cooperative forward runs (`attention/coop.rs`: usable 16x16x16
 //! f16 x f16 -> f32 tensor cores, `ANYGRAD_COOP_ATTENTION` not `off`, no earlier refusal by
 //! the driver), for F16 calls whose head and value sizes are multiples of 16 up to 128, when
 //! the kernel's workgroup memory fits the device. A driver's refusal (`Error::Shader`) turns
@@ -169,7 +169,7 @@ pub(crate) fn backward_key(
         })
 }
 
-/// Where the key-value kernel sums the query gradient itself (`attention_coop_fold.rs`): its
+/// Where the key-value kernel sums the query gradient itself (`attention/coop/backward/fold.rs`): its
 /// key and the length of its f32 sums.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FoldPlan {
@@ -196,7 +196,7 @@ pub(crate) fn fold_plan(
     }
     let key = backward_key(device, dtype, shape, CoopBackwardPass::KeyValue)
         .filter(|key| fold_applies(key.head_dim, key.subgroups, key.causal))?;
-    // Whole tiles of rows a batch-head (`attention_coop_fold.rs`); the cast reads the rows
+    // Whole tiles of rows a batch-head (`attention/coop/backward/fold.rs`); the cast reads the rows
     // up to the length.
     let sums_numel = shape.batch_heads * padded_rows(shape.query_length) * shape.head_dim;
     if GpuStorage::exceeds_binding(device, sums_numel, DType::F32) {

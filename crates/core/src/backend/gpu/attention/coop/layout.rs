@@ -1,5 +1,5 @@
 //! The workgroup-memory layout of the cooperative attention forward
-//! (`attention_coop_source.rs` generates it): how many keys a staged tile holds, in how many
+//! (`attention/coop/source.rs` generates it): how many keys a staged tile holds, in how many
 //! column parts the block's queries pass into registers, where Q, K, V and P live in `tiles`,
 //! the scratch rows, and how many bytes a workgroup takes. The H200 runs two workgroups on a
 //! multiprocessor only where each takes at most 23 KiB (one above: a four-subgroup forward

@@ -1,6 +1,6 @@
 //! The WGSL generator of the fused attention forward on cooperative matrices (tensor cores);
-//! `attention_coop.rs` holds its key, the selection and the launcher. Same math, bindings,
-//! parameters and outputs as the scalar forward (`attention_source.rs`): `o` (f16) and the f32
+//! `attention/coop.rs` holds its key, the selection and the launcher. Same math, bindings,
+//! parameters and outputs as the scalar forward (`attention/source.rs`): `o` (f16) and the f32
 //! row log-sum-exp, so the backward kernels take either forward's results.
 //!
 //! Tile design: one workgroup of `G` subgroups owns `16 G` query rows of one batch-head;
@@ -12,10 +12,10 @@
 //! walk's space is smaller: `query_parts`), and each subgroup's query fragments are loaded
 //! into registers before the walk. Keys and values are walked in tiles of 16 rows (32 where
 //! the invocations cannot share 16 rows' loads evenly: `key_tile` in
-//! `attention_coop_layout.rs`, which says why 16), staged as f16 (rows padded by 8 halves:
+//! `attention/coop/layout.rs`, which says why 16), staged as f16 (rows padded by 8 halves:
 //! 16-byte aligned rows whose fragment loads fall on different banks) by straight-line code
 //! that issues up to eight 16-byte loads per invocation before storing them
-//! (`attention_coop_staging.rs`); where an invocation's share of a tile fits those eight
+//! (`attention/coop/staging.rs`); where an invocation's share of a tile fits those eight
 //! registers (d, dv <= 64), the next tile's loads are issued right after a tile is staged and
 //! stay in flight while it is multiplied out. Per key tile:
 //! 1. `S = Q Kᵀ`: per 16 keys one f32 accumulator, `d / 16` multiply-adds of a query fragment
@@ -52,14 +52,14 @@
 //! O in tensor-core accumulators (`O += P V` straight into them, rescaled by one scalar a
 //! subgroup) and flags the workgroups whose rows drift too far apart for that, then
 //! `ForwardMode::Redo`: this exact kernel for the flagged workgroups only
-//! (`attention_coop_uniform.rs` says how and why).
+//! (`attention/coop/uniform.rs` says how and why).
 //!
 //! Masks: keys past the end, causal (key column `<=` query row; tiles wholly past the block's
 //! last row skipped) and the key-padding bias (added to the scaled score; biases `<= -1e38`
 //! mark the key invisible) exactly as the scalar kernel; probabilities of masked keys are
 //! selected to 0, so a row without visible keys writes zeros and a log-sum-exp of 0.
 //!
-//! Workgroup memory (halves, `attention_coop_layout.rs`): K `tile x (d + 8)` and V
+//! Workgroup memory (halves, `attention/coop/layout.rs`): K `tile x (d + 8)` and V
 //! `tile x (dv + 8)`, then P `16 G x (tile + 8)`, all of which Q (or a part of it) shares
 //! before the walk (its own region in the emulation), plus `16 G x (tile + 4)` f32 of
 //! scratch: with 16-key tiles and eight subgroups 20.6 KiB at d = dv = 64, 24.5 KiB at 128.
@@ -72,14 +72,14 @@
 //! doubled from 96 to 192 workgroups); Q in K's and V's space, the batched staging and the
 //! unrolled softmax took it from 614–761 µs to 166.
 //!
-//! `emulated` keys spell the cooperative operations in plain WGSL (as `matmul_coop.rs` does):
+//! `emulated` keys spell the cooperative operations in plain WGSL (as `matmul/coop.rs` does):
 //! a fragment is `vec3(start, row step, column step)` into `tiles`, an accumulator the 8
 //! values lane `l` holds (row `l / 2`, columns `(l % 2) * 8 ..`), subgroup and lane are
 //! `local / 32` and `local % 32`. Slow, but it runs the staging, masking, softmax, rescaling
 //! and epilogue on any f16 device, so tests check them without tensor cores.
 //!
 //! naga 30: `coopStoreT` arguments and load strides are `let` bindings or literals (see
-//! `matmul_coop.rs`).
+//! `matmul/coop.rs`).
 
 use std::fmt::Write;
 
@@ -95,7 +95,7 @@ use crate::backend::gpu::runtime::params::KernelParams;
 /// The finite "minus infinity" the running max starts from.
 pub(crate) const LOWEST: &str = "-3.0e38";
 
-/// Key biases at or below this mark a masked key (as in `attention_source.rs`).
+/// Key biases at or below this mark a masked key (as in `attention/source.rs`).
 pub(crate) const MASKED_BELOW: &str = "-1.0e38";
 
 /// One instantiation of the cooperative forward.
@@ -117,7 +117,7 @@ pub(crate) struct CoopForward {
     /// K and V staged in two alternating buffers (the next tile stored while the current one
     /// is read): one workgroup barrier a key tile instead of two. Only where the next tile's
     /// loads fit the registers (`LOADS_IN_FLIGHT`); the launcher takes it where it costs no
-    /// workgroup memory (`attention_coop.rs`).
+    /// workgroup memory (`attention/coop.rs`).
     pub(crate) double_buffered: bool,
     /// How rows are rescaled: exactly, uniformly (with a redo flag), or the exact redo of
     /// flagged workgroups.
@@ -125,7 +125,7 @@ pub(crate) struct CoopForward {
 }
 
 /// Which kernel of the forward: the launcher runs `Uniform`, then `Redo` over the same
-/// bindings (`attention_coop_uniform.rs`); `Exact` alone is the same result by the per-row
+/// bindings (`attention/coop/uniform.rs`); `Exact` alone is the same result by the per-row
 /// rescaling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum ForwardMode {

@@ -1,12 +1,12 @@
 //! How the attention kernels on cooperative matrices spell their operations in WGSL
 //! ([`Spell`]: tensor-core fragments, multiply-adds, stores and barriers, or their plain-WGSL
 //! emulation) and the rotated column order in which a lane walks its half of a scratch row
-//! ([`rotated_columns`]): shared by the forward (`attention_coop_source.rs`,
-//! `attention_coop_uniform.rs`) and the backward (`attention_coop_backward_source.rs`,
-//! `attention_coop_fold.rs`).
+//! ([`rotated_columns`]): shared by the forward (`attention/coop/source.rs`,
+//! `attention/coop/uniform.rs`) and the backward (`attention/coop/backward/source.rs`,
+//! `attention/coop/backward/fold.rs`).
 
 /// How the text spells fragments, multiply-adds and stores (real or emulated); the backward
-/// kernels (`attention_coop_backward_source.rs`) spell theirs the same way.
+/// kernels (`attention/coop/backward/source.rs`) spell theirs the same way.
 pub(crate) struct Spell {
     pub(crate) emulated: bool,
 }

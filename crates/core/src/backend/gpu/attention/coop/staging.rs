@@ -1,6 +1,6 @@
 //! Staging of operand tiles into workgroup memory for the attention kernels on cooperative
-//! matrices (the forward, `attention_coop_source.rs`, and both backward kernels,
-//! `attention_coop_backward_source.rs`): straight-line WGSL in which every invocation issues
+//! matrices (the forward, `attention/coop/source.rs`, and both backward kernels,
+//! `attention/coop/backward/source.rs`): straight-line WGSL in which every invocation issues
 //! several 16-byte loads before storing them, so that the loads are in flight together, and
 //! stores that keep a subgroup's 32 stores on distinct banks. The kernels declare `tiles`
 //! (an f16 array in workgroup memory) and `local` (the invocation's index).

@@ -269,7 +269,7 @@ fn emulated_forward_matches_composite() {
 
 /// The hardware kernels, where the device has usable cooperative matrices (the H200): the
 /// same checks on larger cases, head size 128 included; the cooperative backward
-/// (`attention_coop_backward.rs`) runs too, each case both with the key-value kernel summing
+/// (`attention/coop/backward.rs`) runs too, each case both with the key-value kernel summing
 /// dQ (where the device adds f32 atomically and the head size allows) and with the separate
 /// query kernel.
 #[test]
@@ -428,7 +428,7 @@ fn rising_scores(device: &crate::Device, dtype: DType) -> (Vec<f32>, Vec<f32>, V
     (out, query_grad, key_grad)
 }
 
-/// The uniform forward (`attention_coop_uniform.rs`) without its redo: as exact as the
+/// The uniform forward (`attention/coop/uniform.rs`) without its redo: as exact as the
 /// per-row forward where the rows of a subgroup drift together (random scores, masks, causal),
 /// and wrong where one row's max rises by far more than another's after their first tile
 /// (the rising scores: flat rows beside rows rising 24 a tile), which is what its flags and

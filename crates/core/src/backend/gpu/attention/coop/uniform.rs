@@ -1,5 +1,5 @@
 //! The cooperative attention forward's uniform rescaling (`ForwardMode::Uniform` of
-//! `attention_coop_source.rs`), and the redo that makes it exact.
+//! `attention/coop/source.rs`), and the redo that makes it exact.
 //!
 //! The exact forward rescales each query row's output by `exp(m_old - m_new)` whenever the
 //! row's running max grows. WGSL's cooperative matrices have no element access (a matrix can

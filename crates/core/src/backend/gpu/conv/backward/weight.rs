@@ -1,5 +1,5 @@
 //! The weight-gradient kernel of the direct (implicit-GEMM) 2-D convolution
-//! (`KernelKey::Conv2dBackwardWeight`), whose split sums `conv_backward/split_sum.rs` adds up:
+//! (`KernelKey::Conv2dBackwardWeight`), whose split sums `conv/backward/split_sum.rs` adds up:
 //! `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //! M = o, N = c * kh * kw, K = n * oh * ow: A is `g` read as `[o, K]` and B the input windows,
 //! both gathered through their strides (no im2col buffer). K is huge and M, N small for most
@@ -9,14 +9,14 @@
 //!
 //! The loaders walk K with consecutive invocations (K is the pixel axis, where `g` and `x` are
 //! contiguous), so their global reads coalesce. Every global access is bounds-checked. The
-//! kernel has variants ([`WeightKernel`]), each its own autotuner candidate (`conv_tuning.rs`):
-//! - the narrow (64-row) or the **wide** (128-row) tile of `conv_gemm.rs`: the wide one
+//! kernel has variants ([`WeightKernel`]), each its own autotuner candidate (`conv/tuning.rs`):
+//! - the narrow (64-row) or the **wide** (128-row) tile of `conv/gemm.rs`: the wide one
 //!   doubles the FMAs per gathered input value and per read of workgroup memory, for layers
 //!   with o >= 128, at the price of half the workgroups (more splits make up for them);
 //! - **lean**: the pixel walk — instead of splitting each loader's k into (image, oi, oj) with
 //!   two divisions every k-step, it carries (oi, oj) and the two storage positions from one
 //!   k-step to the next (a fixed advance plus at most one carry per axis, like the tap walk of
-//!   `conv_gemm.rs`) — and the half-tile skip: a column tile whose second half lies past N
+//!   `conv/gemm.rs`) — and the half-tile skip: a column tile whose second half lies past N
 //!   (N mod 128 in 1..=64: the stem's N = 147, 64-channel 3 x 3 layers' N = 576, 1 x 1
 //!   layers' N = 64) multiplies out and stages only its first half, half the FMAs.
 
@@ -356,7 +356,7 @@ pub(crate) fn split_count(tiles: usize, k: usize, outputs: usize) -> usize {
 
 /// [`split_count`] for the weight gradient's GEMM of `rows` x `columns` outputs over `k`
 /// (narrow or `wide` tiles, column tiles capped at the grid's `max` per dimension): the
-/// kernel's default and the autotuner's centres (`conv_tuning.rs`).
+/// kernel's default and the autotuner's centres (`conv/tuning.rs`).
 pub(crate) fn weight_split_count(
     rows: usize,
     columns: usize,

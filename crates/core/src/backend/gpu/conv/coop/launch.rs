@@ -1,4 +1,4 @@
-//! The launchers of the cooperative-matrix convolutions (`conv_coop.rs`): which kernel applies
+//! The launchers of the cooperative-matrix convolutions (`conv/coop.rs`): which kernel applies
 //! on a device, the parameters of each pass, the grid, and the weight gradient's split-K sum.
 //! Each returns `Ok(None)` where the cooperative kernels do not apply (not F16, no tensor
 //! cores, `ANYGRAD_COOP_CONV=off`, an empty GEMM, a driver that refused the kernel): the

@@ -1,8 +1,8 @@
-//! The channels-last copies the tensor-core convolutions read (`conv_nhwc.rs` and its
+//! The channels-last copies the tensor-core convolutions read (`conv/nhwc.rs` and its
 //! kernels): activations `[n, c, h, w]` copied to `[n, h, w, c]` with the channels padded to a
 //! multiple of 8 (16-byte loads of eight channels), and weights to `[kh, kw, c, o]` (or
 //! flipped for input gradients), the weights kept between calls while they are unchanged
-//! (`weight_cache.rs`), as is an output gradient between a backward's two reads of it.
+//! (`conv/weight_cache.rs`), as is an output gradient between a backward's two reads of it.
 
 use super::super::weight_cache::{self, Rearrangement};
 use crate::backend::gpu::copy::transpose::transposed_view;
@@ -13,7 +13,7 @@ use crate::layout::{Layout, MemoryFormat};
 /// The `[n, c, h, w]` view `layout` of `storage` as the channels-last kernels read it,
 /// `[n, h, w, padded]` dense from offset 0: the storage itself where it already lies so with
 /// no channels to pad (the output of the previous tensor-core convolution), else
-/// [`channels_last_copy`]: a kept one where there is one (`weight_cache.rs`), and the one made
+/// [`channels_last_copy`]: a kept one where there is one (`conv/weight_cache.rs`), and the one made
 /// now kept while `storage` lives and is not written in place if a graph is being recorded (a
 /// training forward: its weight gradient reads the same copy); under `no_grad` not kept.
 pub(crate) fn channels_last_input<'a>(
@@ -31,7 +31,7 @@ pub(crate) fn channels_last_input<'a>(
 
 /// [`channels_last_copy`] of a convolution weight `[o, c, kh, kw]` (`order` brings the
 /// channel dim to 2), kept for the next call while the weight is unchanged
-/// (`weight_cache.rs`).
+/// (`conv/weight_cache.rs`).
 pub(crate) fn weight_copy(
     weight: &GpuStorage,
     layout: &Layout,
@@ -44,7 +44,7 @@ pub(crate) fn weight_copy(
 /// The output gradient, the `[n, o, oh, ow]` view `layout` of `grad`, as the channels-last
 /// gradient kernels read it: `[n, oh, ow, padded]` dense. A convolution's backward reads it
 /// twice, for the input gradient and then the weight gradient: the copy is kept
-/// (`weight_cache.rs`) while `grad` lives and nothing is written in place, so the second read
+/// (`conv/weight_cache.rs`) while `grad` lives and nothing is written in place, so the second read
 /// takes the first one's copy instead of transposing the gradient again.
 pub(crate) fn gradient_copy(
     grad: &GpuStorage,
@@ -55,7 +55,7 @@ pub(crate) fn gradient_copy(
 }
 
 /// [`channels_last_copy`] of the view `layout` of `storage` (`(order, channel_dim, padded)`):
-/// the one kept in `weight_cache.rs` if there is one, else made now and, if `keep`, kept
+/// the one kept in `conv/weight_cache.rs` if there is one, else made now and, if `keep`, kept
 /// there while `storage` lives and nothing is written into it in place.
 fn kept_copy(
     storage: &GpuStorage,
@@ -92,7 +92,7 @@ pub(crate) fn channels_last_copy(
     let view = layout.permute(order);
     if view.shape[channel_dim] == padded {
         // The pixels a strided 1x1 convolution reads (rows and columns that do not merge)
-        // defeat the tiled transposing copy (`copy_transpose.rs`): the generic copy would read
+        // defeat the tiled transposing copy (`copy/transpose.rs`): the generic copy would read
         // them one 32-byte sector an element. A dense copy in their own order first lets the
         // tiled copy transpose that.
         let dense = Layout::contiguous(&layout.shape);

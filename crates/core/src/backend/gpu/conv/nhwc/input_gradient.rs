@@ -1,5 +1,5 @@
 //! The input gradient of an undilated convolution on the channels-last forward kernels
-//! (`conv_nhwc.rs`): a convolution of the output gradient with the weight read transposed
+//! (`conv/nhwc.rs`): a convolution of the output gradient with the weight read transposed
 //! and flipped.
 //!
 //! At stride 1 that is one convolution with padding `k - 1 - p`. At stride `s` the input rows

@@ -1,7 +1,7 @@
 //! The patch kernel: an f16 stride-1 (or stride-2) convolution on cooperative matrices
 //! (tensor cores) that stages each input pixel once per workgroup instead of once per tap.
 //!
-//! The implicit GEMM (`conv_nhwc.rs`) stages A = the unrolled input, `kh * kw` copies of
+//! The implicit GEMM (`conv/nhwc.rs`) stages A = the unrolled input, `kh * kw` copies of
 //! every pixel; staging is about half of its time on the H200 (see docs/PERFORMANCE.md). Here
 //! a workgroup owns an output block of `rows` output rows x 16 output columns x 64 or 128
 //! output channels, stages the input patch under it (`rows + kh - 1` x `16 + kw - 1` pixels,
@@ -14,7 +14,7 @@
 //!
 //! - Operands: the channels-last input `[n, h, w, c]` (c a multiple of 16) and the weight
 //!   `[kh, kw, c, o]` as the GEMM kernels copy them; output `[n, o, oh, ow]` through
-//!   `conv_epilogue.rs`'s scale, shift, residual and activation when the key has one.
+//!   `conv/epilogue.rs`'s scale, shift, residual and activation when the key has one.
 //! - Stages: per block of 16 channels, one stage per tap row `a` (`kh` of them): the patch is
 //!   staged at the block's first stage, the weight of the row's `kw` taps (`kw` x 16 x
 //!   columns) at every stage; the next stage's loads are held in registers while this one is

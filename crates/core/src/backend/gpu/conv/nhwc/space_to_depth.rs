@@ -1,6 +1,6 @@
 //! A stride-2 convolution over few channels (a network's stem: 3 channels, 7 x 7, stride 2)
 //! as a stride-1 convolution over the input's 2 x 2 space-to-depth rearrangement, on the
-//! channels-last kernels (`conv_nhwc.rs`).
+//! channels-last kernels (`conv/nhwc.rs`).
 //!
 //! Padding 3 channels to 8 makes the plain channels-last GEMM multiply 2.7 times the useful
 //! arithmetic (K = 7 * 7 * 8 = 392 for 147 products). Folding each 2 x 2 block of pixels into
@@ -304,7 +304,7 @@ impl GpuStorage {
         let ((_, shift_h, blocks_h, _, _), (_, shift_w, blocks_w, _, _)) = axes(shape);
         let gemm_shape = rearranged_shape(shape)?;
         let (input, rows, columns, channels) = self.space_to_depth_input(layout, shape)?;
-        // The weight is kept for the next call while it is unchanged (`weight_cache.rs`).
+        // The weight is kept for the next call while it is unchanged (`conv/weight_cache.rs`).
         let rearrangement = Rearrangement::SpaceToDepth {
             geometry: [shift_h, shift_w, blocks_h, blocks_w, channels, 0],
         };

@@ -1,13 +1,13 @@
-//! How the channels-last tensor-core kernels (`conv_nhwc.rs`, `conv_nhwc/patch.rs`) write
+//! How the channels-last tensor-core kernels (`conv/nhwc.rs`, `conv/nhwc/patch.rs`) write
 //! their output: row-major planes (one value or 16 bytes a store) or channels-last pixels
 //! (`MemoryFormat::ChannelsLast`: a lane's 8 channels of one pixel as one 16-byte store, the
-//! residual read the same way), through the convolution epilogue (`conv_epilogue.rs`).
+//! residual read the same way), through the convolution epilogue (`conv/epilogue.rs`).
 
 use super::Writer;
 use crate::backend::gpu::conv::epilogue::{self as conv_epilogue, ConvEpilogueKey};
 use crate::layout::MemoryFormat;
 
-/// How a channels-last kernel (`conv_nhwc.rs`, `conv_nhwc/patch.rs`) writes its output.
+/// How a channels-last kernel (`conv/nhwc.rs`, `conv/nhwc/patch.rs`) writes its output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutputStore {
     /// Row-major `[n, o, oh, ow]`: each lane writes its 8 pixels of a channel as 8 stores,

@@ -178,7 +178,7 @@ fn cases() -> Vec<Case> {
             params: params(2, 0, 1),
             epilogue: Some((false, EpilogueActivation::Identity)),
         },
-        // 3x3 of stride 2 into 128 channels (the stride-2 patch kernel: `conv_nhwc/patch.rs`),
+        // 3x3 of stride 2 into 128 channels (the stride-2 patch kernel: `conv/nhwc/patch.rs`),
         // residual and ReLU; and over an output 20 columns wide (a partial column block).
         Case {
             input: [2, 16, 13, 18],

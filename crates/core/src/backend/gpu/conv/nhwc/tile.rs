@@ -1,4 +1,4 @@
-//! The output tiles of the channels-last forward convolution (`conv_nhwc.rs`): their pixels,
+//! The output tiles of the channels-last forward convolution (`conv/nhwc.rs`): their pixels,
 //! channels, k-block depth and workgroup memory, and the subgroup layout the generator
 //! follows (eight subgroups; 64 pixels a subgroup, 48 in the 96-pixel tiles).
 

@@ -3,7 +3,7 @@
 //! over the output pixels `p`, as the GEMM `dWᵀ[(tap, c), o] = Xᵀ[(tap, c), p] · G[p, o]`.
 //!
 //! - The host copies the input to `[n, h, w, c]` and the gradient to `[n, oh, ow, o]` (tiled
-//!   transposes, `copy_transpose.rs`). M = kh * kw * c (rows `(tap, c)`, c a multiple of 8;
+//!   transposes, `copy/transpose.rs`). M = kh * kw * c (rows `(tap, c)`, c a multiple of 8;
 //!   fewer channels, an image's 3, are padded to 8 with zeros and their rows cut from the
 //!   result), N = o (a multiple of the tile's 64 or 128 columns), K = n * oh * ow pixels.
 //! - A's block (128 rows x 32 pixels) is staged transposed, one line of 128 rows per pixel:
@@ -17,7 +17,7 @@
 //!   fixed order (deterministic) into an f16 `[kh, kw, c, o]`, and one strided copy permutes
 //!   that to the weight's `[o, c, kh, kw]`.
 //! - Tiles, staging, the register prefetch and the scratch epilogue are the forward's
-//!   (`conv_nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
+//!   (`conv/nhwc.rs`); `emulated` keys spell the matrix operations in plain WGSL.
 
 use super::{
     applies, channels_last_input, gradient_copy, padded_channels, Writer, INVOCATIONS, K_BLOCK,

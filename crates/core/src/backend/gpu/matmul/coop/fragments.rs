@@ -1,6 +1,6 @@
 //! `Coop`: how the cooperative-matrix kernels' generated text spells the matrix operations
 //! (`coop_mat16x16` loads, multiply-adds and stores), or their plain-WGSL emulation, shared
-//! by the f16 matmuls (`matmul_coop.rs`, `wide.rs`) and the channels-last convolutions.
+//! by the f16 matmuls (`matmul/coop.rs`, `wide.rs`) and the channels-last convolutions.
 
 /// How the generated text spells the cooperative-matrix operations: the real ones, or plain
 /// WGSL emulating them (`emulated`). The emulation is lazy and per lane: a fragment is its

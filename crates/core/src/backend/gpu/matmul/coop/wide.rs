@@ -1,5 +1,5 @@
 //! The wide cooperative-matrix matmul kernels (`CoopVariant::Wide128`, `Wide256`): the
-//! staged design of `matmul_coop.rs` with twice the subgroups per workgroup and 16-byte
+//! staged design of `matmul/coop.rs` with twice the subgroups per workgroup and 16-byte
 //! operand loads.
 //!
 //! - One workgroup of 256 invocations (eight subgroups of 32, two high and four wide)
@@ -17,7 +17,7 @@
 //!   the current one is multiplied out: two barriers per block, but half the workgroup
 //!   memory of double buffering, so the 128 x 256 tile fits in 48 KiB and the 128 x 128
 //!   one in lavapipe's 32 KiB (its emulation runs in CI).
-//! - The f16 output passes through a per-subgroup f32 scratch tile, as in `matmul_coop.rs`.
+//! - The f16 output passes through a per-subgroup f32 scratch tile, as in `matmul/coop.rs`.
 //!
 //! Measured on the H200 at 4096³ (f16, f32 accumulation): Staged32 75.6 TFLOPS, Wide128
 //! 101.9, Wide256 142.3 (169.4 at 8192³).
@@ -52,7 +52,7 @@ pub(super) fn workgroup_bytes(tile_n: usize) -> u32 {
 
 /// The stores, at `indent`, of one loaded `mat2x4<f16>` register `register` (8 halves) into
 /// the f16 workgroup array `tile` from the `let` `store` plus `offset` halves. Shared with
-/// the channels-last convolutions (`conv_nhwc.rs`).
+/// the channels-last convolutions (`conv/nhwc.rs`).
 pub(crate) fn store_register(
     w: &mut String,
     indent: &str,

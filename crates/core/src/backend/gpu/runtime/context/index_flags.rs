@@ -1,4 +1,4 @@
-//! The deferred index checks (see `context.rs`): index kernels raise a word of the flag
+//! The deferred index checks (see `runtime/context.rs`): index kernels raise a word of the flag
 //! buffer instead of reading out of bounds; the used words are copied out with the next
 //! submission and read after a wait, and each raised flag becomes the error of the thread
 //! whose op recorded it.

@@ -9,7 +9,7 @@ use super::GpuContext;
 use crate::error::{Error, Result};
 
 /// Longest single blocking wait for the GPU: between two, a wait checks whether the device
-/// was lost (`context/loss.rs`).
+/// was lost (`runtime/context/loss.rs`).
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
 /// How long a wait polls before it blocks: `ANYGRAD_SPIN_WAIT_US` microseconds (0 blocks at
@@ -39,8 +39,8 @@ impl GpuContext {
     }
 
     /// Record that the GPU has finished everything submitted (after a wait for results): the
-    /// next large dispatch is submitted at once (`EARLY_SUBMIT_WORKGROUPS` in `context.rs`),
-    /// and the autotuner may time the keys called before (`autotune.rs`).
+    /// next large dispatch is submitted at once (`EARLY_SUBMIT_WORKGROUPS` in `runtime/context.rs`),
+    /// and the autotuner may time the keys called before (`runtime/autotune.rs`).
     pub(super) fn mark_idle(&self) {
         self.autotune.note_host_read();
         self.recording

@@ -112,7 +112,7 @@ impl GpuContext {
         bindings: &[&wgpu::Buffer],
         index_op: Option<&'static str>,
     ) -> Result<wgpu::BindGroup> {
-        // One spare zero word: a params struct ending in a runtime array (`params.rs`) binds at
+        // One spare zero word: a params struct ending in a runtime array (`runtime/params.rs`) binds at
         // least one element of it, even when the dispatch's tail is empty.
         let words = params.len() + 1;
         if (words * 4) as u64 > ARENA_BYTES {

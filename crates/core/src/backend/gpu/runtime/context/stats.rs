@@ -15,7 +15,7 @@ impl GpuContext {
         }
     }
 
-    /// Dispatches whose parameter words were found in the cache (`context/reuse.rs`).
+    /// Dispatches whose parameter words were found in the cache (`runtime/context/reuse.rs`).
     #[cfg(test)]
     pub(crate) fn cached_parameter_hits(&self) -> u64 {
         let recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());

@@ -1,5 +1,5 @@
 //! The query gradient summed inside the cooperative key-value kernel
-//! (`attention_coop_backward_source.rs`), where the device adds f32 atomically
+//! (`attention/coop/backward/source.rs`), where the device adds f32 atomically
 //! (`SHADER_FLOAT32_ATOMIC`): the separate query kernel, which walks every key tile a second
 //! time to recompute the scores and their gradients, then does not run.
 //!
@@ -25,9 +25,9 @@
 //! 1.67 at T = 1024), its peak memory 51 → 64 MB (the f32 sums).
 //!
 //! The delta pass before the kernel zeroes the f32 buffer (`AttentionPass::DeltaZeroing` in
-//! `attention_delta_source.rs`; a clear of its own cost the H200 about 14 µs a step at
+//! `attention/delta_source.rs`; a clear of its own cost the H200 about 14 µs a step at
 //! 8 x 12 x 512 x 64, 300 against 286 µs back to back without it), and the launcher
-//! (`attention_coop_backward.rs`) casts it to the query's dtype after. The sum over key
+//! (`attention/coop/backward.rs`) casts it to the query's dtype after. The sum over key
 //! blocks is in whatever order the workgroups arrive, so dQ may differ from run to run in its
 //! last f32 bits (as PyTorch's flash backward); deterministic algorithms (`determinism.rs`)
 //! keep the query kernel.

@@ -1,5 +1,5 @@
 //! The workgroup-memory layout of the cooperative attention backward kernels
-//! (`attention_coop_backward_source.rs` generates them): where each operand, P, dS and the
+//! (`attention/coop/backward/source.rs` generates them): where each operand, P, dS and the
 //! scratch live in `tiles`, how many bytes a workgroup takes, and which layouts keep the
 //! block's fragments in registers (the query kernel up to d = 64, and both eight-subgroup
 //! kernels).

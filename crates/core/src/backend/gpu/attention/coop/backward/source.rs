@@ -1,13 +1,13 @@
 //! The WGSL generator of the fused attention backward on cooperative matrices (tensor cores):
 //! the key-value kernel (dK, dV) and the query kernel (dQ), each owning its output rows (WGSL
-//! has no float atomics without `SHADER_FLOAT32_ATOMIC`). `attention_coop_backward.rs`
+//! has no float atomics without `SHADER_FLOAT32_ATOMIC`). `attention/coop/backward.rs`
 //! holds their key, the selection and the launcher. Same math, bindings, parameters, row
 //! statistics (`(lse, D)` pairs from the scalar delta kernel) and outputs as the scalar
-//! key-value and query passes (`attention_source.rs`), so either kernel of a pass may run.
+//! key-value and query passes (`attention/source.rs`), so either kernel of a pass may run.
 //!
-//! Tile design, shared by both kernels (spelled as in the forward, `attention_coop_source.rs`):
+//! Tile design, shared by both kernels (spelled as in the forward, `attention/coop/source.rs`):
 //! a workgroup of `G` subgroups (eight on tensor cores where the widths are 32 or 64:
-//! `eight_subgroups` in `attention_coop_backward_layout.rs`; else four; two where the
+//! `eight_subgroups` in `attention/coop/backward/layout.rs`; else four; two where the
 //! device's workgroup memory does not hold four: `CoopBackward::subgroups`) owns `16 G` rows of one batch-head — key rows in the
 //! key-value kernel, query rows in the query kernel; subgroup `s` owns rows `16 s .. 16 s + 16`.
 //! H200, 8 x 12 x 512 x 64 (docs/PERFORMANCE.md): with eight
@@ -36,7 +36,7 @@
 //! At the end the accumulators pass through the scratch two at a time and are written as f16
 //! (`dK` and `dQ` times `scale`), dK before dV in the one key-value output as the scalar kernel.
 //! With `fold_query` the key-value kernel also adds each tile's `scale dS K` to an f32 dQ
-//! (`attention_coop_fold.rs`): at the start of the next tile, after its first barrier, and
+//! (`attention/coop/backward/fold.rs`): at the start of the next tile, after its first barrier, and
 //! after the walk for the last tile; the eight-subgroup kernel at d = 64 first loads its keys'
 //! B fragments for that into registers, while its K block is staged.
 //! Six barriers per tile: before and after staging (the workgroup's), and around each use of
@@ -56,7 +56,7 @@
 //! scaled score; biases `<= -1e38` mark the key invisible). A masked probability is 0, so a
 //! masked key gets zero gradients and a query row without visible keys a zero dQ.
 //!
-//! Workgroup memory (`workgroup_bytes` in `attention_coop_backward_layout.rs`), in halves
+//! Workgroup memory (`workgroup_bytes` in `attention/coop/backward/layout.rs`), in halves
 //! `16 G (d + 8) + 16 G (dv + 8)` for the block, `32 (d + 8) + 32 (dv + 8)` for the tile, `16 G x 40` for each of P (key-value only)
 //! and dS, plus `G x 16 x 40` f32 of scratch and the tile's statistics (`32 x 2` f32) or key
 //! biases (32 f32). At d = dv = 64 with G = 4: 48,384 bytes (key-value) and 43,008 (query;
@@ -74,7 +74,7 @@
 //! masking, softmax gradients and epilogues run on any f16 device in tests.
 //!
 //! naga 30: `coopStoreT` arguments and load strides are `let` bindings or literals (see
-//! `matmul_coop.rs`).
+//! `matmul/coop.rs`).
 
 use std::fmt::Write;
 
@@ -122,7 +122,7 @@ pub(crate) struct CoopBackward {
     /// Plain-WGSL emulation of the cooperative operations.
     pub(crate) emulated: bool,
     /// The key-value kernel also sums the query gradient into an f32 buffer with float
-    /// atomics (`attention_coop_fold.rs`); false in the query kernel.
+    /// atomics (`attention/coop/backward/fold.rs`); false in the query kernel.
     pub(crate) fold_query: bool,
 }
 

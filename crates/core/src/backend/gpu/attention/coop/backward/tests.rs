@@ -1,6 +1,6 @@
 //! Tests of the cooperative-matrix attention backward: naga validates the hardware and
 //! emulated sources (no GPU needed), and the emulated kernels run on any f16 device against
-//! the CPU composite's gradients (the operands and cases of `attention_coop/tests.rs`).
+//! the CPU composite's gradients (the operands and cases of `attention/coop/tests.rs`).
 
 use super::*;
 use crate::backend::gpu::attention::coop::backward::fold::fold_applies;
@@ -11,7 +11,7 @@ use crate::backend::gpu::matmul::coop::tests::translate;
 /// Both passes' hardware and emulated sources, in both layouts, parse, validate and translate
 /// to SPIR-V (naga's defaults and wgpu's Vulkan options on the H200) for widths the catalogue
 /// does not list too; and the workgroup memory the header of
-/// `attention_coop_backward_source.rs` states.
+/// `attention/coop/backward/source.rs` states.
 #[test]
 fn coop_attention_backward_sources_validate() {
     for pass in [CoopBackwardPass::KeyValue, CoopBackwardPass::Query] {
@@ -152,7 +152,7 @@ fn coop_attention_backward_sources_validate() {
 /// hides every key (rows without a visible key), value sizes unlike the head size, several
 /// batch-heads; four subgroups at d = 16 and 32, two at 64 where the device has 32 KiB of
 /// workgroup memory (lavapipe: `backward_key` picks the layout). Each case twice: with the
-/// key-value kernel summing dQ where it can (`attention_coop_fold.rs`), and with the query
+/// key-value kernel summing dQ where it can (`attention/coop/backward/fold.rs`), and with the query
 /// kernel.
 #[test]
 fn emulated_backward_matches_composite() {
