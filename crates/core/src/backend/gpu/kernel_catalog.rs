@@ -4,19 +4,7 @@
 //! to HLSL (DX12) and MSL (Metal), so a template change that breaks one instantiation on any
 //! backend fails without a GPU.
 
-use crate::dtype::DType;
-
-/// The dtypes the GPU stores.
-pub const GPU_DTYPES: [DType; 6] = [
-    DType::F32,
-    DType::F16,
-    DType::I32,
-    DType::U32,
-    DType::U8,
-    DType::Bool,
-];
-/// Dtypes an index tensor may have.
-pub const INDEX_DTYPES: [DType; 3] = [DType::I32, DType::U32, DType::U8];
+use crate::backend::gpu::runtime::wgsl::{GPU_DTYPES, INDEX_DTYPES};
 
 /// Every kernel the GPU backend can build, as (name, WGSL source): each family's catalogue
 /// entries for every dtype, op and variant (users' custom kernels excepted; fused programs by

@@ -64,8 +64,7 @@ kernel_params! {
     }
 }
 
-/// Most workgroups of a vectorized launch (x dimension only).
-pub(crate) const MAX_WORKGROUPS: u32 = 8192;
+pub(crate) use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
 
 /// Which family a vectorized kernel serves (decides bindings and the per-element expression).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,10 +33,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::kernels::KernelKey;
-use crate::backend::gpu::elementwise::vector::MAX_WORKGROUPS;
 use crate::backend::gpu::fusion::source::FusedParams;
 use crate::backend::gpu::runtime::buffers::BufferSlot;
 use crate::backend::gpu::runtime::context::MAX_BINDINGS;
+use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
 use crate::backend::gpu::runtime::hooks::{DeferredPlanner, DeferredWork, PlannedKernel};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;

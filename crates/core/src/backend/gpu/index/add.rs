@@ -21,13 +21,13 @@
 
 use crate::backend::checks::check_index_add_shapes;
 use crate::backend::gpu::index::check_indices;
-use crate::backend::gpu::kernel_catalog::{GPU_DTYPES, INDEX_DTYPES};
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::runtime::context::INDEX_SLOT_WORD;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{class, storage_type, value_header, Class, COMMON};
+use crate::backend::gpu::runtime::wgsl::{GPU_DTYPES, INDEX_DTYPES};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;

@@ -19,8 +19,8 @@
 use std::fmt::Write;
 
 use crate::backend::checks::check_channels;
-use crate::backend::gpu::elementwise::vector::MAX_WORKGROUPS;
 use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
 use crate::backend::gpu::runtime::operands::unsupported;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;

@@ -18,8 +18,8 @@ use std::fmt::Write;
 
 use crate::backend::checks::{check_affine, check_rows};
 use crate::backend::contract::Affine;
-use crate::backend::gpu::elementwise::vector::MAX_WORKGROUPS;
 use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
 use crate::backend::gpu::runtime::operands::unsupported;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;

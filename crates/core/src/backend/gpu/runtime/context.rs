@@ -66,6 +66,10 @@ use crate::error::{Error, Result};
 /// Workgroup size of the one-dimensional kernels (elementwise, copies, indexing).
 pub(crate) const WORKGROUP_SIZE: u32 = 256;
 
+/// Most workgroups of a grid-stride launch (x dimension only): the vectorized elementwise
+/// kernels, fused programs, softmax and layer norm rows, batch norm's sums.
+pub(crate) const MAX_WORKGROUPS: u32 = 8192;
+
 /// Bytes of the device buffer that holds one submission's kernel parameters. When a
 /// submission's parameters would not fit, it is flushed early.
 const ARENA_BYTES: u64 = 256 * 1024;

@@ -169,3 +169,15 @@ pub(crate) fn unary_supported(dtype: DType, op: UnaryOp) -> bool {
         DType::F64 | DType::Bool => false,
     }
 }
+
+/// The dtypes the GPU stores.
+pub const GPU_DTYPES: [DType; 6] = [
+    DType::F32,
+    DType::F16,
+    DType::I32,
+    DType::U32,
+    DType::U8,
+    DType::Bool,
+];
+/// Dtypes an index tensor may have.
+pub const INDEX_DTYPES: [DType; 3] = [DType::I32, DType::U32, DType::U8];
