@@ -27,8 +27,8 @@ use crate::backend::gpu::attention::coop::layout::{double_buffer_applies, workgr
 pub(crate) use crate::backend::gpu::attention::coop::source::{CoopForward, ForwardMode};
 use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::runtime::context::GpuContext;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::storage::GpuStorage;
-use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::AttentionShape;

@@ -20,10 +20,10 @@ pub(crate) mod delta_source;
 pub(crate) mod source;
 
 use super::kernels::KernelKey;
-use super::GpuDevice;
 use crate::backend::gpu::attention::source::{
     self as attention_source, AttentionPass, Variant, BLOCK_ROWS,
 };
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::operands::same_device;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;

@@ -57,8 +57,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::backend::gpu::conv::epilogue::ConvEpilogueKey;
 use crate::backend::gpu::runtime::context::GpuContext;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::kernel_params;
-use crate::backend::gpu::GpuDevice;
 
 mod launch;
 mod source;

@@ -546,7 +546,8 @@ pub(crate) fn store_nchw(w: &mut String, tile: Tile, epilogue: Option<ConvEpilog
 #[cfg(test)]
 pub(crate) mod testing {
     use crate::backend::cpu::CpuStorage;
-    use crate::backend::gpu::{GpuDevice, GpuStorage};
+    use crate::backend::gpu::runtime::device::GpuDevice;
+    use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::dtype::DType;
     use crate::geometry::Conv2dParams;
     use half::f16;

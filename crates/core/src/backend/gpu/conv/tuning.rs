@@ -641,7 +641,7 @@ mod tests {
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::conv::backward::WeightKernel;
     use crate::backend::gpu::runtime::autotune::measured_on_this_thread;
-    use crate::backend::gpu::GpuStorage;
+    use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::backend::gpu_facts::AutotuneMode;
     use crate::backend::tests::support::gpu_device;
     use crate::geometry::Conv2dParams;

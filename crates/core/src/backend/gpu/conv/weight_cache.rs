@@ -32,9 +32,9 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::backend::gpu::runtime::buffers::BufferSlot;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::parts::Parts;
 use crate::backend::gpu::runtime::storage::GpuStorage;
-use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;

@@ -204,7 +204,7 @@ fn paired_source() -> String {
 
 /// Whether the tile of `dtype` fits the device's workgroup memory (16.6 KB for 4-byte types:
 /// a device at WebGPU's 16 KiB minimum takes the generic strided copy instead).
-pub(crate) fn fits(dtype: DType, device: &crate::backend::gpu::GpuDevice) -> bool {
+pub(crate) fn fits(dtype: DType, device: &crate::backend::gpu::runtime::device::GpuDevice) -> bool {
     tile_bytes(dtype) as u64
         <= u64::from(device.context().limits.max_compute_workgroup_storage_size)
 }
@@ -330,7 +330,7 @@ impl GpuStorage {
 mod tests {
     use super::transposed_view;
     use crate::backend::cpu::CpuStorage;
-    use crate::backend::gpu::GpuStorage;
+    use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::dtype::DType;
     use crate::layout::Layout;
 

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use super::kernels::KernelKey;
-use super::GpuDevice;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::Params;
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::COMMON;

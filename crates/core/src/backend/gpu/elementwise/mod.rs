@@ -11,11 +11,11 @@ pub(crate) mod vector;
 
 use super::fusion::{self, Request};
 use super::kernels::KernelKey;
-use super::GpuDevice;
 use crate::backend::gpu::elementwise::vector::{
     VectorBinaryParams, VectorCopyParams, VectorFamily, VectorScalarParams, VectorUnaryParams,
     MAX_WORKGROUPS, UNROLL,
 };
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{
     check_view, is_dense, kernel_params, word, KernelParams, Params,

@@ -3,7 +3,7 @@
 //! Key: `KernelKey::Fill`; params: [`FillParams`]; source: `shaders/fill.wgsl`.
 
 use super::kernels::KernelKey;
-use super::GpuDevice;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::COMMON;

@@ -439,10 +439,10 @@ mod tests {
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::kernels::KernelKey;
     use crate::backend::gpu::matmul::MatmulParams;
+    use crate::backend::gpu::runtime::device::GpuDevice;
     use crate::backend::gpu::runtime::params::KernelParams;
+    use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::backend::gpu::runtime::wgsl::COMMON;
-    use crate::backend::gpu::GpuDevice;
-    use crate::backend::gpu::GpuStorage;
     use crate::dtype::DType;
     use crate::layout::Layout;
     use half::f16;

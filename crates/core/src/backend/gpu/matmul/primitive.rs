@@ -505,7 +505,7 @@ impl GpuStorage {
 mod tests {
     use super::{matmul_dot, split_k_partials_legal, MatmulChoice};
     use crate::backend::cpu::CpuStorage;
-    use crate::backend::gpu::GpuStorage;
+    use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::backend::tests::support::gpu_device as gpu;
     use crate::dtype::DType;
     use crate::layout::Layout;

@@ -17,8 +17,8 @@
 //! loads, nothing staged; its gradient likewise (`pool/halving_backward.rs`).
 
 use super::kernels::KernelKey;
-use super::GpuDevice;
 use crate::backend::contract::into_format;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::operands::unsupported;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;

@@ -3,7 +3,7 @@
 //! GPU. Key: `KernelKey::Random`; params: [`RandomParams`]; source: `shaders/random.wgsl`.
 
 use super::kernels::KernelKey;
-use super::GpuDevice;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{storage_type, COMMON};

@@ -23,8 +23,8 @@ pub(crate) use crate::backend::gpu::attention::coop::backward::source::{
 };
 use crate::backend::gpu::attention::coop::{launchable, width_ok, AttentionCoopState};
 use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::storage::GpuStorage;
-use crate::backend::gpu::GpuDevice;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::AttentionShape;

@@ -16,7 +16,7 @@
 use super::{gradient_copy, padded_channels, patch, weight_copy, NhwcTile, PatchTile};
 use crate::backend::gpu::runtime::operands::same_device;
 use crate::backend::gpu::runtime::params::check_view;
-use crate::backend::gpu::GpuStorage;
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::geometry::{Conv2dParams, Conv2dShape};

@@ -10,7 +10,7 @@ use super::{
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::epilogue::BoundEpilogue;
-use crate::backend::gpu::GpuStorage;
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::geometry::Conv2dParams;
 use crate::layout::{Layout, MemoryFormat};
@@ -294,7 +294,11 @@ fn cases() -> Vec<Case> {
 
 /// Every case through every tile that divides its channels, against the CPU's f32
 /// convolution of the same f16 values (and the CPU's epilogue).
-fn check_all(device: &crate::backend::gpu::GpuDevice, emulated: bool, patch_runs: &mut usize) {
+fn check_all(
+    device: &crate::backend::gpu::runtime::device::GpuDevice,
+    emulated: bool,
+    patch_runs: &mut usize,
+) {
     let limit = device.context().limits.max_compute_workgroup_storage_size;
     for case in cases() {
         let [n, c, h, w] = case.input;
@@ -480,7 +484,10 @@ fn compare(expected: &[f32], actual: GpuStorage, what: &str) {
 
 /// The weight gradient of every case through every key (column count dividing its output
 /// channels, k-block) whose workgroup memory the device has, against the CPU's f32 gradient of the same f16 values.
-fn check_weight_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
+fn check_weight_gradients(
+    device: &crate::backend::gpu::runtime::device::GpuDevice,
+    emulated: bool,
+) {
     for (seed, case) in cases().into_iter().enumerate() {
         let [n, c, h, w] = case.input;
         let o = case.out_channels;
@@ -544,7 +551,7 @@ fn check_weight_gradients(device: &crate::backend::gpu::GpuDevice, emulated: boo
 
 /// The undilated cases' input gradients through every tile that divides the input channels,
 /// against the CPU's f32 input gradient of the same f16 values.
-fn check_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool) {
+fn check_input_gradients(device: &crate::backend::gpu::runtime::device::GpuDevice, emulated: bool) {
     let mut checked = 0;
     for (seed, case) in cases().into_iter().enumerate() {
         let [_, c, h, w] = case.input;
@@ -600,7 +607,10 @@ fn check_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool
 
 /// The stride-1 input gradients through the patch kernel (the weight read flipped), against
 /// the CPU; emulated, the cases of [`PATCH_EMULATED`] only (the same keys as the forward's).
-fn check_patch_input_gradients(device: &crate::backend::gpu::GpuDevice, emulated: bool) -> usize {
+fn check_patch_input_gradients(
+    device: &crate::backend::gpu::runtime::device::GpuDevice,
+    emulated: bool,
+) -> usize {
     let mut checked = 0;
     for (seed, case) in cases().into_iter().enumerate() {
         let [_, c, h, w] = case.input;

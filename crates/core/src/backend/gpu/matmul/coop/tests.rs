@@ -5,7 +5,8 @@
 use super::{coop_applies, first_applicable, CoopVariant, COOP_TILE};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::{GpuDevice, GpuStorage};
+use crate::backend::gpu::runtime::device::GpuDevice;
+use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use half::f16;
