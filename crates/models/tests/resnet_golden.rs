@@ -1,13 +1,12 @@
-//! ResNet golden tests: anygrad's eval-mode ResNet-18 forward equals torchvision's on the same
-//! weights and inputs, on the CPU and on the GPU; ResNet-50's GPU forward equals its CPU
-//! forward (its torchvision golden, `resnet50.json`, is made by the same script where PyTorch
-//! is installed and is not committed yet).
+//! ResNet golden tests: anygrad's eval-mode ResNet-18 and ResNet-50 forwards equal
+//! torchvision's on the same weights and inputs, on the CPU and on the GPU.
 //!
 //! No weight file is committed: every state-dict entry (parameters and buffers) is filled by
 //! a deterministic formula that `scripts/golden/generate_resnet.py` computes identically (in
 //! float64, rounded once to float32; see [`formula_values`]), and the expected logits of a
-//! `[2, 3, 64, 64]` formula batch come from `tests/golden/resnet18.json`. A missing golden
-//! file fails its tests, naming the command that makes it.
+//! `[2, 3, 64, 64]` formula batch come from `tests/golden/resnet18.json` and
+//! `tests/golden/resnet50.json`. A missing golden file fails its tests, naming the command
+//! that makes it.
 //!
 //! Criterion: `max_i |y_i - expected_i| <= 1e-4 * max_i |expected_i|` over all 2×1000 logits
 //! (relative to the largest logit). On failure the per-stage statistics (stem, maxpool,
@@ -356,45 +355,16 @@ fn resnet18_matches_torchvision_on_gpu() {
     }
 }
 
-/// ResNet-50 (bottleneck blocks, 320 state entries) with the formula weights gives the same
-/// logits on the GPU as on the CPU, finite and not all equal. (Its torchvision golden is made
-/// like ResNet-18's: `python3 scripts/golden/generate_resnet.py resnet50` where PyTorch is
-/// installed; the file is not in the repository yet.)
 #[test]
-fn resnet50_gpu_matches_cpu() {
-    let Some(gpu) = anygrad_testing::gpu_or_skip("resnet50_gpu_matches_cpu") else {
-        return;
-    };
-    let logits = |device: &Device| {
-        let model = ResNet::resnet50(1000, device).unwrap();
-        let state = formula_state(&model);
-        assert_eq!(state.len(), 320);
-        let report = load_state_into(&model, &state, true, "formula weights").unwrap();
-        assert!(report.missing.is_empty() && report.unexpected.is_empty());
-        model.eval();
-        let _no_grad = anygrad_core::no_grad();
-        let y = model.forward(&input_batch(device)).unwrap();
-        assert_eq!(y.shape(), [INPUT_SHAPE[0], 1000]);
-        y.to_vec_f32().unwrap()
-    };
-    let (cpu, on_gpu) = (logits(&Device::Cpu), logits(&gpu));
-    assert!(cpu.iter().all(|v| v.is_finite()), "non-finite CPU logits");
-    let scale = cpu.iter().map(|v| v.abs()).fold(0.0f32, f32::max);
-    let spread =
-        cpu.iter().fold(f32::MIN, |a, &b| a.max(b)) - cpu.iter().fold(f32::MAX, |a, &b| a.min(b));
-    assert!(
-        spread > 1e-3 * scale,
-        "the logits do not depend on the class: {cpu:?}"
-    );
-    let worst = cpu
-        .iter()
-        .zip(&on_gpu)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
-    assert!(
-        f64::from(worst / scale) <= RELATIVE_TOLERANCE,
-        "ResNet-50: GPU differs from CPU by {worst:e} of max |y| {scale}"
-    );
+fn resnet50_matches_torchvision_on_cpu() {
+    matches_torchvision("resnet50", ResNet::resnet50, 320, &Device::Cpu);
+}
+
+#[test]
+fn resnet50_matches_torchvision_on_gpu() {
+    if let Some(device) = anygrad_testing::gpu_or_skip("resnet50_matches_torchvision_on_gpu") {
+        matches_torchvision("resnet50", ResNet::resnet50, 320, &device);
+    }
 }
 
 /// A strict load with a missing, an unexpected and a mis-shaped entry fails, names each of
