@@ -50,12 +50,12 @@
 //! - Settling flushes and waits without reading index-error flags, so a bad index stays
 //!   reported by the next readback, as documented in `runtime/context.rs`.
 
-mod cache_file;
+pub(crate) mod cache_file;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -607,7 +607,7 @@ fn warm_up<T>(count: usize, run: &(impl Fn(usize) -> Result<T> + Sync)) -> Vec<b
     } else {
         let timing_here = TIMING_HERE.with(|keys| keys.borrow().clone());
         let next = AtomicUsize::new(0);
-        let ran: Vec<Mutex<bool>> = (0..count).map(|_| Mutex::new(false)).collect();
+        let ran: Vec<AtomicBool> = (0..count).map(|_| AtomicBool::new(false)).collect();
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
@@ -617,15 +617,12 @@ fn warm_up<T>(count: usize, run: &(impl Fn(usize) -> Result<T> + Sync)) -> Vec<b
                         if index >= count {
                             break;
                         }
-                        let ok = run(index).is_ok();
-                        *ran[index].lock().unwrap_or_else(|p| p.into_inner()) = ok;
+                        ran[index].store(run(index).is_ok(), Ordering::Relaxed);
                     }
                 });
             }
         });
-        ran.into_iter()
-            .map(|ok| ok.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .collect()
+        ran.into_iter().map(AtomicBool::into_inner).collect()
     };
     MEASURING.with(|flag| flag.set(was_measuring));
     ran

@@ -71,9 +71,16 @@ fn lock_across_processes(path: &Path) -> Option<std::fs::File> {
 /// Write `contents` to `path` through a temporary of this writer's own and a rename.
 fn write(path: &Path, contents: &CacheFile) -> std::io::Result<()> {
     let text = serde_json::to_vec_pretty(contents).map_err(std::io::Error::other)?;
+    replace_file(path, &text)
+}
+
+/// Replace `path` by `bytes` through a temporary of this writer's own and a rename, so that a
+/// reader never sees half a file and two writers never share a temporary (the autotuner's
+/// choices, the persisted pipeline cache).
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let temporary = temporary_name(path);
     let written = std::fs::File::create(&temporary).and_then(|mut file| {
-        file.write_all(&text)?;
+        file.write_all(bytes)?;
         file.sync_all()
     });
     let renamed = written.and_then(|()| std::fs::rename(&temporary, path));

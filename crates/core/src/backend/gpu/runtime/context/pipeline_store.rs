@@ -15,13 +15,13 @@
 //!   and, while pipelines are being compiled, at most every [`SAVE_EVERY`], through a
 //!   temporary file of this writer's own and a rename, so that readers never see half a file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::GpuContext;
-use crate::backend::gpu::runtime::autotune::Autotuner;
+use crate::backend::gpu::runtime::autotune::{cache_file, Autotuner};
 
 /// The largest cache file read (a ResNet-18 and MiniLM workload's pipelines take a few MB).
 const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -132,7 +132,12 @@ impl PipelineStore {
         let Some(data) = self.cache.get_data() else {
             return;
         };
-        if let Err(error) = write_atomically(&self.file, &data) {
+        let written = self
+            .file
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| cache_file::replace_file(&self.file, &data));
+        if let Err(error) = written {
             if !self.warned.swap(true, Ordering::Relaxed) {
                 tracing::warn!(
                     "pipeline cache {} not written: {error}",
@@ -144,7 +149,7 @@ impl PipelineStore {
 
     /// The file the data goes to.
     #[cfg(test)]
-    pub(super) fn file(&self) -> &Path {
+    pub(super) fn file(&self) -> &std::path::Path {
         &self.file
     }
 }
@@ -163,27 +168,6 @@ impl Drop for GpuContext {
     fn drop(&mut self) {
         self.save_pipelines();
     }
-}
-
-/// Write `data` to `path` through `<path>.<pid>.<thread>.<counter>.tmp` and a rename.
-fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    if let Some(directory) = path.parent() {
-        std::fs::create_dir_all(directory)?;
-    }
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(format!(
-        ".{}.{:?}.{}.tmp",
-        std::process::id(),
-        std::thread::current().id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let temporary = PathBuf::from(temporary);
-    let written = std::fs::write(&temporary, data).and_then(|()| std::fs::rename(&temporary, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
 }
 
 #[cfg(test)]
