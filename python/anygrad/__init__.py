@@ -96,7 +96,9 @@ def from_numpy(array):
     """A tensor with the values of a numpy array (a copy: anygrad owns its memory)."""
     import numpy as np
 
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)  # (keeps 0-d arrays 0-d only when contiguous)
     name = array.dtype.name
     if name not in (
         "float32", "float64", "float16", "int32", "int64", "uint8", "bool",

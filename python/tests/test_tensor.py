@@ -199,3 +199,12 @@ def test_math_functions_match_numpy(device):
     assert_close(torch.tensor([-1.5, 1.5, 2.5], device=device).floor(), [-2, 1, 2])
     assert_close(torch.tensor([-1.5, 0.5, 2.5, 1.2], device=device).round(), [-2, 0, 2, 1])
     assert math.isclose(torch.tensor([3.0, 4.0], device=device).norm().item(), 5.0, rel_tol=1e-6)
+
+
+def test_zero_dim_arrays_and_tensors_keep_their_shape(device):
+    assert tuple(torch.from_numpy(np.array(3.5, dtype=np.float32)).shape) == ()
+    assert tuple(torch.tensor(np.int64(4)).shape) == ()
+    import pickle
+
+    scalar = torch.tensor(7, device=device)
+    assert tuple(pickle.loads(pickle.dumps(scalar)).shape) == ()
