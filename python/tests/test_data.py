@@ -75,3 +75,11 @@ def test_random_split_partitions():
     assert [len(p) for p in fractions] == [5, 5]
     with pytest.raises(ValueError, match="Sum of input lengths"):
         random_split(Squares(10), [4, 4])
+
+
+def test_shuffle_follows_manual_seed():
+    orders = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        orders.append([b["y"].tolist() for b in DataLoader(Squares(20), batch_size=5, shuffle=True)])
+    assert orders[0] == orders[1]

@@ -153,13 +153,20 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        source = self.generator._random if self.generator is not None else _random
         n = len(self.data_source)
+        if self.generator is not None:
+            source = self.generator._random
+            if self.replacement:
+                return iter([source.randrange(n) for _ in range(self.num_samples)])
+            order = list(range(n))
+            source.shuffle(order)
+            return iter(order[: self.num_samples])
+        # anygrad's generator, so that manual_seed makes the order reproducible.
+        import anygrad
+
         if self.replacement:
-            return iter([source.randrange(n) for _ in range(self.num_samples)])
-        order = list(range(n))
-        source.shuffle(order)
-        return iter(order[: self.num_samples])
+            return iter(anygrad.randint(0, n, (self.num_samples,)).tolist())
+        return iter(anygrad.randperm(n).tolist()[: self.num_samples])
 
     def __len__(self):
         return self.num_samples

@@ -46,9 +46,17 @@ class Normalize:
         import anygrad
 
         channels = tensor.shape[0]
-        mean = anygrad.tensor(self.mean if len(self.mean) == channels else self.mean * channels, device=tensor.device).reshape(-1, 1, 1)
-        std = anygrad.tensor(self.std if len(self.std) == channels else self.std * channels, device=tensor.device).reshape(-1, 1, 1)
-        return (tensor - mean) / std
+        key = (channels, str(tensor.device), tensor.dtype)
+        cached = self.__dict__.setdefault("_cache", {})
+        if key not in cached:
+            mean = self.mean if len(self.mean) == channels else self.mean * channels
+            std = self.std if len(self.std) == channels else self.std * channels
+            cached[key] = (
+                anygrad.tensor(mean, dtype=tensor.dtype, device=tensor.device).reshape(-1, 1, 1),
+                anygrad.tensor([1.0 / s for s in std], dtype=tensor.dtype, device=tensor.device).reshape(-1, 1, 1),
+            )
+        mean, inverse_std = cached[key]
+        return (tensor - mean) * inverse_std
 
 
 class Lambda:
