@@ -376,6 +376,13 @@ fn filled(
     Ok((shape, logical, device_or_cpu(device)?))
 }
 
+/// A non-negative count argument (`steps`, `n`), or the `RuntimeError` PyTorch raises.
+fn count(op: &str, name: &str, value: i64) -> PyResult<usize> {
+    usize::try_from(value).map_err(|_| {
+        crate::errors::runtime_error(op, format!("{name} must be non-negative, got {value}"))
+    })
+}
+
 /// A tensor of `value` everywhere.
 fn full_of(
     op: &str,
@@ -543,12 +550,13 @@ pub fn arange(
 pub fn linspace(
     start: f64,
     end: f64,
-    steps: usize,
+    steps: i64,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
     const OP: &str = "linspace";
+    let steps = count(OP, "steps", steps)?;
     let logical = optional_dtype(OP, dtype)?.unwrap_or(Logical::Float32);
     let device = device_or_cpu(device)?;
     let tensor = run(OP, || {
@@ -669,10 +677,11 @@ pub fn randint(
 #[pyfunction]
 #[pyo3(signature = (n, *, dtype=None, device=None))]
 pub fn randperm(
-    n: usize,
+    n: i64,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
+    let n = count("randperm", "n", n)?;
     let logical = optional_dtype("randperm", dtype)?.unwrap_or(Logical::Int64);
     let device = device_or_cpu(device)?;
     let tensor = run("randperm", || {
@@ -685,12 +694,14 @@ pub fn randperm(
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
 pub fn eye(
-    n: usize,
-    m: Option<usize>,
+    n: i64,
+    m: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
+    let n = count("eye", "n", n)?;
+    let m = m.map(|m| count("eye", "m", m)).transpose()?;
     let logical = optional_dtype("eye", dtype)?.unwrap_or(Logical::Float32);
     let device = device_or_cpu(device)?;
     let m = m.unwrap_or(n);

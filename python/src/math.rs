@@ -254,10 +254,29 @@ impl PyTensor {
     /// One-hot rows of `num_classes` (int64).
     #[pyo3(signature = (num_classes=-1))]
     fn _one_hot(&self, py: Python<'_>, num_classes: i64) -> PyResult<PyTensor> {
+        if self.tensor.dtype().is_float() {
+            return Err(crate::errors::runtime_error(
+                "one_hot",
+                "one_hot is only applicable to index tensors",
+            ));
+        }
+        let values = self.values_f64(py)?;
+        if values.iter().any(|&v| v < 0.0) {
+            return Err(crate::errors::runtime_error(
+                "one_hot",
+                "class values must be non-negative",
+            ));
+        }
+        let largest = values.iter().fold(-1.0f64, |a, &b| a.max(b));
         let classes = if num_classes < 0 {
-            let values = self.values_f64(py)?;
-            values.iter().fold(0.0f64, |a, &b| a.max(b)) as usize + 1
+            (largest + 1.0) as usize
         } else {
+            if largest >= num_classes as f64 {
+                return Err(crate::errors::runtime_error(
+                    "one_hot",
+                    format!("class values must be smaller than num_classes ({num_classes})"),
+                ));
+            }
             num_classes as usize
         };
         Ok(PyTensor::wrap(run("one_hot", || {

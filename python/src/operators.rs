@@ -121,6 +121,25 @@ pub fn arith(
     arith: Arith,
     reversed: bool,
 ) -> PyResult<PyTensor> {
+    if let Operand::Scalar(value, ScalarKind::Int | ScalarKind::Bool) = rhs {
+        let integer = !lhs.tensor.dtype().is_float();
+        if integer
+            && !reversed
+            && value == 0.0
+            && matches!(arith, Arith::FloorDiv | Arith::Remainder)
+        {
+            return Err(runtime_error(
+                op_name,
+                "ZeroDivisionError: integer division by zero",
+            ));
+        }
+        if integer && !reversed && value < 0.0 && arith == Arith::Primitive(BinaryOp::Pow) {
+            return Err(runtime_error(
+                op_name,
+                "integers to negative integer powers are not allowed",
+            ));
+        }
+    }
     let int32 = lhs.int32;
     let result = run(op_name, || {
         let base = &lhs.tensor;

@@ -425,6 +425,11 @@ impl PyTensor {
                 target_dtype = Some(logical_dtype("to", &arg)?);
             } else if let Ok(device) = PyDevice::new(&arg, None) {
                 target_device = Some(device);
+            } else if let Ok(text) = arg.extract::<String>() {
+                match Logical::parse(&text) {
+                    Some(logical) => target_dtype = Some(logical),
+                    None => target_device = Some(PyDevice::parse(&text)?),
+                }
             } else {
                 target_dtype = Some(logical_dtype("to", &arg).map_err(|_| {
                     type_error("to", format!("expected a device or a dtype, got {arg}"))
