@@ -208,6 +208,15 @@ fn indexing_rules() {
     check("scatter_add", &src, &[&[3, 4], &[3, 2]], |t| {
         t[0].scatter_add(1, &gidx, &t[1])
     });
+    // A source larger than the index (PyTorch reads only its index-shaped corner): the rest
+    // of the source gets a zero gradient.
+    let wide_src = vec![sample(12, 14, -1.0, 1.0), sample(12, 16, -1.0, 1.0)];
+    check(
+        "scatter_add, source wider than the index",
+        &wide_src,
+        &[&[3, 4], &[4, 3]],
+        |t| t[0].scatter_add(1, &gidx, &t[1]),
+    );
 }
 
 #[test]

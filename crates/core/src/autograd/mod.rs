@@ -522,7 +522,7 @@ pub(crate) fn backward_with_hook(
         }
     }
     let mut grads: HashMap<TensorId, Tensor> = HashMap::new();
-    grads.insert(root.id(), gradient);
+    grads.insert(root.id(), in_dtype_of(gradient, root)?);
     for node in order.iter().rev() {
         let Some(grad) = grads.remove(&node.id()) else {
             continue;
@@ -546,6 +546,7 @@ pub(crate) fn backward_with_hook(
             if !input.is_tracked() {
                 continue;
             }
+            let input_grad = in_dtype_of(input_grad, input)?;
             let entry = match grads.remove(&input.id()) {
                 Some(existing) => existing.add(&input_grad)?,
                 None => input_grad,
@@ -570,6 +571,18 @@ pub(crate) fn backward_with_hook(
         }
     }
     Ok(())
+}
+
+/// `gradient` in the dtype of the tensor it is the gradient of. A gradient always has its
+/// tensor's dtype, as in PyTorch: an explicit upstream gradient of another dtype, or a rule
+/// whose result follows type promotion (an f16 activation added to an f32 one receives the
+/// sum's f32 gradient), is cast here once, so no rule has to check what it receives.
+fn in_dtype_of(gradient: Tensor, tensor: &Tensor) -> Result<Tensor> {
+    if gradient.dtype() == tensor.dtype() {
+        Ok(gradient)
+    } else {
+        gradient.to_dtype(tensor.dtype())
+    }
 }
 
 /// Add a leaf's final gradient to its `.grad` (like PyTorch) and report it to the hook.

@@ -18,11 +18,6 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         }
         // y = softmax(x) over the last dim: dx = y * (g - sum(g * y, last, keepdim)).
         GradFn::SoftmaxLast { output, .. } => {
-            let g = if g.dtype() == output.dtype() {
-                g.clone()
-            } else {
-                g.to_dtype(output.dtype())?
-            };
             let along = g.mul(output)?.sum(&[-1], true)?;
             vec![Some(output.mul(&g.sub(&along)?)?)]
         }
@@ -57,18 +52,13 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             weight,
             params,
         } => {
-            let g = if g.dtype() == input.dtype() {
-                g.clone()
-            } else {
-                g.to_dtype(input.dtype())?
-            };
             let input_grad = if input.is_tracked() {
                 Some(g.conv2d_backward_input(weight, params, input.shape())?)
             } else {
                 None
             };
             let weight_grad = if weight.is_tracked() {
-                Some(input.conv2d_backward_weight(&g, params, weight.shape())?)
+                Some(input.conv2d_backward_weight(g, params, weight.shape())?)
             } else {
                 None
             };
@@ -81,11 +71,6 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             weight,
             params,
         } => {
-            let g = if g.dtype() == input.dtype() {
-                g.clone()
-            } else {
-                g.to_dtype(input.dtype())?
-            };
             let input_grad = if input.is_tracked() {
                 Some(g.conv2d_untracked(weight, params)?)
             } else {
