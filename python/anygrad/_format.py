@@ -23,11 +23,17 @@ def tensor_repr(tensor):
     suffix = []
     name = tensor.dtype.name
     if values.dtype.kind == "f":
-        formatter = {"float_kind": _float_formatter(values.astype(np.float64))}
+        element = _float_formatter(values.astype(np.float64))
+        kind = "float_kind"
     elif values.dtype.kind == "b":
-        formatter = {"bool": lambda x: "True" if x else "False"}
+        element = lambda x: "True" if x else "False"  # noqa: E731
+        kind = "bool"
     else:
-        formatter = {"int": lambda x: str(x)}
+        element = str
+        kind = "int"
+    # PyTorch right-aligns every element to the widest one.
+    width = max((len(element(v)) for v in values.reshape(-1)[:2000]), default=0)
+    formatter = {kind: lambda x: element(x).rjust(width)}
     if values.size == 0:
         body = "[]"
         if values.shape != (0,):

@@ -169,6 +169,21 @@ pub fn dims_arg(op: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<V
     }
 }
 
+/// `anygrad.Size` (PyTorch's `torch.Size`, a tuple subclass), looked up once.
+static SIZE_TYPE: pyo3::sync::GILOnceCell<Py<pyo3::types::PyType>> = pyo3::sync::GILOnceCell::new();
+
+/// `shape` as an `anygrad.Size`.
+fn size_of<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    let kind = SIZE_TYPE.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py
+            .import("anygrad")?
+            .getattr("Size")?
+            .downcast_into::<pyo3::types::PyType>()?
+            .unbind())
+    })?;
+    kind.bind(py).call1((PyTuple::new(py, shape)?,))
+}
+
 /// Build nested Python lists of `values` with `shape`.
 fn nested_list(
     py: Python<'_>,
@@ -231,17 +246,17 @@ impl PyTensor {
         crate::creation::tensor_from_data(py, data, dtype, device, requires_grad)
     }
 
-    /// The sizes of the dims, as a tuple (`torch.Size`).
+    /// The sizes of the dims, as an `anygrad.Size` (a tuple).
     #[getter]
-    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.tensor.shape())
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        size_of(py, self.tensor.shape())
     }
 
     /// The sizes of the dims (`size()`), or one dim's size (`size(dim)`).
     #[pyo3(signature = (dim=None))]
     fn size<'py>(&self, py: Python<'py>, dim: Option<isize>) -> PyResult<PyObject> {
         match dim {
-            None => Ok(PyTuple::new(py, self.tensor.shape())?.into_any().unbind()),
+            None => Ok(size_of(py, self.tensor.shape())?.unbind()),
             Some(dim) => {
                 let size = run("size", || self.tensor.dim(dim))?;
                 Ok(size.into_pyobject(py)?.into_any().unbind())

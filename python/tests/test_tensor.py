@@ -87,6 +87,8 @@ def test_repr_looks_like_pytorch():
     assert repr(torch.tensor([True])) == "tensor([True])"
     assert repr(torch.tensor([1.0], dtype=torch.float64)) == "tensor([1.], dtype=anygrad.float64)"
     assert repr(torch.ones(1, requires_grad=True)) == "tensor([1.], requires_grad=True)"
+    assert repr(torch.tensor([[1, -20], [300, 4]])) == "tensor([[  1, -20],\n        [300,   4]])"
+    assert repr(torch.tensor([0.5, -1.25])) == "tensor([ 0.5000, -1.2500])"
 
 
 def test_repr_names_the_gpu():
@@ -98,6 +100,7 @@ def test_repr_names_the_gpu():
 def test_size_dim_numel_len_iter_bool(device):
     x = torch.zeros(2, 3, 4, device=device)
     assert x.size() == (2, 3, 4) and x.size(1) == 3 and x.size(-1) == 4
+    assert isinstance(x.shape, torch.Size) and x.shape.numel() == 24 and x.shape == torch.Size([2, 3, 4])
     assert x.dim() == 3 and x.ndim == 3 and x.numel() == 24 and len(x) == 2
     rows = list(torch.tensor([[1, 2], [3, 4]], device=device))
     assert [r.tolist() for r in rows] == [[1, 2], [3, 4]]
