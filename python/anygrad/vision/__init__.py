@@ -1,4 +1,5 @@
 """``anygrad.vision`` (torchvision's names): ``datasets`` (MNIST from IDX files on disk,
-FashionMNIST) and ``transforms`` (Compose, ToTensor, Normalize, Lambda, RandomHorizontalFlip)."""
+FashionMNIST), ``models`` (ResNets with torchvision's names) and ``transforms`` (Compose,
+ToTensor, Normalize, Lambda, RandomHorizontalFlip)."""
 
-from . import datasets, transforms  # noqa: F401
+from . import datasets, models, transforms  # noqa: F401

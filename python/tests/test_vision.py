@@ -1,0 +1,52 @@
+"""``vision``: the ResNets have torchvision's parameter names and counts and run forward and
+backward; MNIST's reader refuses damaged files and names missing ones."""
+
+import gzip
+
+import numpy as np
+import pytest
+
+import anygrad as torch
+from anygrad.vision import datasets, models, transforms
+
+
+def test_resnet18_has_torchvision_names_and_runs():
+    model = models.resnet18(num_classes=10)
+    keys = list(model.state_dict())
+    assert len(keys) == 122 and len(list(model.parameters())) == 62
+    assert keys[:3] == ["conv1.weight", "bn1.weight", "bn1.bias"]
+    assert "layer2.0.downsample.0.weight" in keys and "layer4.1.bn2.running_var" in keys and keys[-1] == "fc.bias"
+    out = model(torch.randn(2, 3, 32, 32))
+    assert tuple(out.shape) == (2, 10)
+    out.sum().backward()
+    assert model.conv1.weight.grad is not None
+
+
+def test_resnet50_names_and_no_downloads():
+    model = models.resnet50()
+    keys = list(model.state_dict())
+    assert len(keys) == 320 and "layer1.0.conv3.weight" in keys and tuple(model.fc.weight.shape) == (1000, 2048)
+    with pytest.raises(ValueError, match="downloads no weights"):
+        models.resnet18(weights="IMAGENET1K_V1")
+
+
+def write_idx(path, array):
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
+    path.write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes()))
+
+
+def test_mnist_reads_torchvision_layout_and_reports_missing_files(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    images = np.arange(3 * 28 * 28).reshape(3, 28, 28) % 256
+    write_idx(raw / "t10k-images-idx3-ubyte.gz", images)
+    write_idx(raw / "t10k-labels-idx1-ubyte.gz", np.array([7, 2, 1]))
+    ds = datasets.MNIST(tmp_path, train=False, download=True, transform=transforms.ToTensor())
+    image, label = ds[1]
+    assert len(ds) == 3 and label == 2 and tuple(image.shape) == (1, 28, 28)
+    assert image.max().item() <= 1.0 and image.dtype == torch.float32
+    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte"):
+        datasets.MNIST(tmp_path, train=True)
+    (raw / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(b"\x00\x00\x08\x01\x00\x00\x00\x09abc"))
+    with pytest.raises(ValueError, match="header says 9"):
+        datasets.MNIST(tmp_path, train=False)
