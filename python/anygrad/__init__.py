@@ -235,5 +235,8 @@ from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
 from . import autograd  # noqa: E402
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+from . import safetensors  # noqa: E402
 
 __all__ = [name for name in globals() if not name.startswith("_")]

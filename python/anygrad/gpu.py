@@ -85,3 +85,6 @@ def _index(device):
         return device
     index = _native.device(device).index
     return 0 if index is None else index
+
+
+from . import amp  # noqa: E402  (torch.cuda.amp: autocast and GradScaler)

@@ -5,11 +5,12 @@
 //!
 //! One concept per file: `errors` (exceptions, panics), `dtype`, `device`, `tensor` (the
 //! class and its protocols), `creation`, `operators`, `math`, `reductions`, `views`,
-//! `indexing`, `autograd`, `functional` (convolution, pooling, normalization, the fused SGD
+//! `indexing`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling, normalization, the fused SGD
 //! step).
 
 use pyo3::prelude::*;
 
+pub mod amp;
 pub mod autograd;
 pub mod creation;
 pub mod device;
@@ -44,6 +45,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     creation::register(module)?;
     math::register(module)?;
     autograd::register(module)?;
+    amp::register(module)?;
     functional::register(module)?;
     Ok(())
 }
