@@ -6,13 +6,14 @@
 //! One concept per file: `errors` (exceptions, panics), `dtype`, `device`, `tensor` (the
 //! class and its protocols), `creation`, `operators`, `math`, `reductions`, `views`,
 //! `indexing`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling, normalization, the fused SGD
-//! step).
+//! step), `datasets` (the bundled digits).
 
 use pyo3::prelude::*;
 
 pub mod amp;
 pub mod autograd;
 pub mod creation;
+pub mod datasets;
 pub mod device;
 pub mod dtype;
 pub mod errors;
@@ -47,5 +48,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(module)?;
     amp::register(module)?;
     functional::register(module)?;
+    datasets::register(module)?;
     Ok(())
 }

@@ -452,12 +452,22 @@ impl PyTensor {
             }
         }
         let mut result = self.clone();
+        // Onto a GPU, convert first (a float64 tensor becomes float32 on the CPU, where
+        // float64 lives); elsewhere, move first.
+        let cast_first = target_device.as_ref().is_some_and(|d| d.is_gpu());
+        if cast_first {
+            if let Some(logical) = target_dtype {
+                result = result.cast(logical)?;
+            }
+        }
         if let Some(device) = target_device {
             let device = device.open()?;
             result = result.moved(py, &device)?;
         }
-        if let Some(logical) = target_dtype {
-            result = result.cast(logical)?;
+        if !cast_first {
+            if let Some(logical) = target_dtype {
+                result = result.cast(logical)?;
+            }
         }
         if copy && result.tensor.same_storage(&self.tensor) {
             let copied = run("to", || result.tensor.copy())?;

@@ -211,3 +211,12 @@ def test_zero_dim_arrays_and_tensors_keep_their_shape(device):
 
     scalar = torch.tensor(7, device=device)
     assert tuple(pickle.loads(pickle.dumps(scalar)).shape) == ()
+
+
+def test_float64_data_converts_before_moving_to_a_gpu(device):
+    array = np.array([[1.5, 2.5]], dtype=np.float64)
+    t = torch.tensor(array, dtype=torch.float32, device=device)
+    assert t.dtype == torch.float32 and t.device == torch.device(device) and t.tolist() == [[1.5, 2.5]]
+    x64 = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert x64.to(device, torch.float32).tolist() == [1.0, 2.0]
+    assert x64.to(device).tolist() == [1.0, 2.0] if device == "cpu" else True

@@ -1,4 +1,5 @@
-"""Datasets in torchvision's layout: ``MNIST(root, train=, transform=, download=)`` reads the
+"""Datasets: the bundled 8×8 digits (``load_digits``, scikit-learn's function) and, in
+torchvision's layout, ``MNIST(root, train=, transform=, download=)`` reads the
 IDX files (plain or gzipped) from ``root/MNIST/raw/`` (or from ``root`` itself); this package
 downloads nothing, and a missing file is an error naming the files to place."""
 
@@ -90,3 +91,22 @@ class FashionMNIST(MNIST):
     """Fashion-MNIST, in MNIST's file format (``root/FashionMNIST/raw/``)."""
 
     folder_name = "FashionMNIST"
+
+
+def load_digits(*, return_X_y=False, as_frame=False):
+    """The 1,797 8×8 digits bundled with anygrad, as scikit-learn's ``load_digits`` gives them:
+    ``(data, target)`` numpy arrays (float64 ``[1797, 64]`` intensities 0..16, int64 labels)
+    with ``return_X_y=True``, else a dict with ``data``, ``target``, ``images`` and
+    ``target_names``."""
+    import numpy as np
+
+    from .. import _native
+
+    if as_frame:
+        raise NotImplementedError("load_digits: as_frame=True needs pandas; anygrad returns numpy arrays")
+    features, labels = _native.load_digits()
+    data = features.numpy().astype(np.float64)
+    target = labels.numpy().astype(np.int64)
+    if return_X_y:
+        return data, target
+    return {"data": data, "target": target, "images": data.reshape(-1, 8, 8), "target_names": np.arange(10)}
