@@ -179,6 +179,12 @@ pub(crate) struct GpuContext {
     pub(crate) limits: wgpu::Limits,
     pub(crate) features: wgpu::Features,
     pipelines: Mutex<HashMap<Box<dyn KernelId>, Arc<CachedPipeline>>>,
+    /// Pipelines compiled so far (counting each recompilation after the bounds-check mode
+    /// changed).
+    pipelines_compiled: AtomicU64,
+    /// When set, every kernel is compiled with wgpu's runtime bounds checks, trusted ones
+    /// too (`ANYGRAD_GPU_BOUNDS_CHECKS=on`, [`GpuContext::set_bounds_checks`]).
+    bounds_checks: AtomicBool,
     pub(crate) pool: SharedPool,
     recording: Mutex<Recording>,
     /// Device buffer of the parameter arena (`ARENA_BYTES`).
@@ -337,6 +343,8 @@ impl GpuContext {
             limits: buffers::with_binding_cap(limits),
             features,
             pipelines: Mutex::new(HashMap::new()),
+            pipelines_compiled: AtomicU64::new(0),
+            bounds_checks: AtomicBool::new(bounds_checks_requested()),
             pool,
             recording: Mutex::new(Recording {
                 pass: None,
@@ -449,7 +457,8 @@ impl GpuContext {
         };
         // wgpu normally adds a bounds check to every buffer and array access (robustness for
         // untrusted shaders). Trusted kernels skip them: measured +7% on matmul (H200).
-        let module = if key.is_trusted() {
+        let all_checked = self.bounds_checks.load(Ordering::Relaxed);
+        let module = if key.is_trusted() && !all_checked {
             // SAFETY: trusted kernels (the matmuls, the contiguous vec4 elementwise kernels and
             // vec4 fused programs) index storage only at positions inside views that
             // `check_view` validated against the buffer lengths, guarded by explicit `row < m`,
@@ -493,6 +502,7 @@ impl GpuContext {
         if let Some(store) = &self.pipeline_store {
             store.created_one();
         }
+        self.pipelines_compiled.fetch_add(1, Ordering::Relaxed);
         let layout = pipeline.get_bind_group_layout(0);
         tracing::debug!(
             kernel = %key.name(),
@@ -504,11 +514,33 @@ impl GpuContext {
             layout,
             label: key.name().into(),
         });
-        self.pipelines
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.boxed_id(), Arc::clone(&pipeline));
+        let mut pipelines = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        // A pipeline compiled in the mode that `set_bounds_checks` just left is used once
+        // and not kept.
+        if self.bounds_checks.load(Ordering::Relaxed) == all_checked {
+            pipelines.insert(key.boxed_id(), Arc::clone(&pipeline));
+        }
         Ok(pipeline)
+    }
+
+    /// Compile every kernel from now on with wgpu's runtime bounds checks (`true`), trusted
+    /// ones too, or let trusted kernels run without them again (`false`). A change empties
+    /// the pipeline cache, so each kernel is compiled again in the new mode on its next use.
+    pub(crate) fn set_bounds_checks(&self, on: bool) {
+        let mut pipelines = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if self.bounds_checks.swap(on, Ordering::Relaxed) != on {
+            pipelines.clear();
+        }
+    }
+
+    /// Whether every kernel is compiled with bounds checks ([`GpuContext::set_bounds_checks`]).
+    pub(crate) fn bounds_checks(&self) -> bool {
+        self.bounds_checks.load(Ordering::Relaxed)
+    }
+
+    /// Pipelines compiled on this device so far.
+    pub(crate) fn pipelines_compiled(&self) -> u64 {
+        self.pipelines_compiled.load(Ordering::Relaxed)
     }
 
     /// Record one dispatch of `key` over `workgroups`. Bind group 0 is `params` (binding 0,
@@ -750,4 +782,17 @@ impl GpuContext {
             (max, count.div_ceil(max), 1)
         }
     }
+}
+
+/// Whether `ANYGRAD_GPU_BOUNDS_CHECKS` asks for every kernel with bounds checks (`on`, `1`,
+/// `true`); anything else leaves trusted kernels without them.
+fn bounds_checks_requested() -> bool {
+    std::env::var("ANYGRAD_GPU_BOUNDS_CHECKS")
+        .map(|value| {
+            matches!(
+                value.trim().to_ascii_lowercase().as_str(),
+                "on" | "1" | "true"
+            )
+        })
+        .unwrap_or(false)
 }

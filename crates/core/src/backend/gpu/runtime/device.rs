@@ -92,6 +92,27 @@ impl GpuDevice {
         self.context().autotune.set_mode(mode);
     }
 
+    /// Compile every kernel with wgpu's runtime bounds checks (`true`), including the
+    /// trusted kernels that normally run without them for speed, or return to the default
+    /// (`false`); `ANYGRAD_GPU_BOUNDS_CHECKS=on` sets it at start. A debugging switch: a
+    /// kernel that reads out of bounds gives different results with the checks on. Kernels
+    /// compile again in the new mode on their next use.
+    pub fn set_bounds_checks(&self, on: bool) {
+        self.context().set_bounds_checks(on);
+    }
+
+    /// Whether every kernel is compiled with bounds checks (see
+    /// [`GpuDevice::set_bounds_checks`]).
+    pub fn bounds_checks(&self) -> bool {
+        self.context().bounds_checks()
+    }
+
+    /// How many compute pipelines this device has compiled so far (each kernel once per
+    /// bounds-check mode; a cache hit compiles nothing).
+    pub fn pipelines_compiled(&self) -> u64 {
+        self.context().pipelines_compiled()
+    }
+
     /// How many kernel candidates the autotuner has timed on this device so far.
     pub fn autotuned_candidates(&self) -> u64 {
         self.context().autotune.measured()
