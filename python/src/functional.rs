@@ -392,39 +392,6 @@ pub fn embedding(
     Ok(PyTensor::wrap(result))
 }
 
-/// One fused SGD update of `param` in place (`torch.optim.SGD`'s rule), with its momentum
-/// buffer `buffer` when momentum is used.
-#[pyfunction]
-#[pyo3(signature = (param, grad, buffer, lr, momentum, dampening, weight_decay, nesterov, first))]
-#[allow(clippy::too_many_arguments)]
-pub fn sgd_step(
-    py: Python<'_>,
-    param: &Bound<'_, PyAny>,
-    grad: &Bound<'_, PyAny>,
-    buffer: Option<&Bound<'_, PyAny>>,
-    lr: f64,
-    momentum: f64,
-    dampening: f64,
-    weight_decay: f64,
-    nesterov: bool,
-    first: bool,
-) -> PyResult<()> {
-    const OP: &str = "SGD.step";
-    let param = tensor_arg(OP, "param", param)?;
-    let grad = tensor_arg(OP, "grad", grad)?;
-    let buffer = optional_tensor_arg(OP, "buffer", buffer)?;
-    let step = anygrad::SgdStep {
-        lr,
-        momentum,
-        dampening,
-        weight_decay,
-        nesterov,
-        first,
-    };
-    let (p, g, b) = (param.tensor, grad.tensor, buffer.map(|b| b.tensor));
-    py.allow_threads(move || run(OP, || p.sgd_step_(&g, b.as_ref(), &step)))
-}
-
 /// Register the functional bindings.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(conv2d, module)?)?;
@@ -437,6 +404,5 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(dropout, module)?)?;
     module.add_function(wrap_pyfunction!(dropout2d, module)?)?;
     module.add_function(wrap_pyfunction!(embedding, module)?)?;
-    module.add_function(wrap_pyfunction!(sgd_step, module)?)?;
     Ok(())
 }

@@ -5,8 +5,9 @@
 //!
 //! One concept per file: `errors` (exceptions, panics), `dtype`, `device`, `tensor` (the
 //! class and its protocols), `creation`, `operators`, `math`, `reductions`, `views`,
-//! `indexing`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling, normalization, the fused SGD
-//! step), `datasets` (the bundled digits).
+//! `indexing`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling,
+//! normalization), `optimizers` (the SGD, Adam and Adadelta steps), `datasets` (the bundled
+//! digits).
 
 use pyo3::prelude::*;
 
@@ -21,6 +22,7 @@ pub mod functional;
 pub mod indexing;
 pub mod math;
 pub mod operators;
+pub mod optimizers;
 pub mod reductions;
 pub mod tensor;
 pub mod views;
@@ -49,5 +51,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     amp::register(module)?;
     functional::register(module)?;
     datasets::register(module)?;
+    optimizers::register(module)?;
     Ok(())
 }

@@ -17,13 +17,13 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        """One update of every parameter that has a gradient."""
+        """One update of every parameter that has a gradient (one native step each)."""
         import anygrad
+        from .. import _native
 
         loss = self._closure_loss(closure)
         with anygrad.no_grad():
             for group in self.param_groups:
-                rho, eps = group["rho"], group["eps"]
                 for p in group["params"]:
                     if p.grad is None:
                         continue
@@ -34,11 +34,8 @@ class Adadelta(Optimizer):
                         state["square_avg"] = anygrad.zeros_like(p)
                         state["acc_delta"] = anygrad.zeros_like(p)
                     state["step"] += 1
-                    if group["weight_decay"] != 0:
-                        grad = grad + p * group["weight_decay"]
-                    square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-                    square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
-                    delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad
-                    acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
-                    p.sub_(delta, alpha=group["lr"])
+                    state["square_avg"], state["acc_delta"] = _native.adadelta_step(
+                        p, grad, state["square_avg"], state["acc_delta"], group["lr"], group["rho"],
+                        group["eps"], group["weight_decay"],
+                    )
         return loss

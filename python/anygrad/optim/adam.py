@@ -1,8 +1,6 @@
 """``optim.Adam`` (L2 weight decay added to the gradient, ``amsgrad``) and ``optim.AdamW``
 (decoupled weight decay), with PyTorch's bias-corrected update."""
 
-import math
-
 from .optimizer import Optimizer
 
 
@@ -26,14 +24,14 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        """One update of every parameter that has a gradient."""
+        """One update of every parameter that has a gradient (one native step each)."""
         import anygrad
+        from .. import _native
 
         loss = self._closure_loss(closure)
         with anygrad.no_grad():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
-                lr, eps, decay = group["lr"], group["eps"], group["weight_decay"]
                 for p in group["params"]:
                     if p.grad is None:
                         continue
@@ -46,25 +44,14 @@ class Adam(Optimizer):
                         if group["amsgrad"]:
                             state["max_exp_avg_sq"] = anygrad.zeros_like(p)
                     state["step"] += 1
-                    step = state["step"]
-                    if decay != 0:
-                        if self._decoupled:
-                            p.mul_(1 - lr * decay)
-                        else:
-                            grad = grad + p * decay
-                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-                    exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-                    bias1 = 1 - beta1**step
-                    bias2 = 1 - beta2**step
-                    if group["amsgrad"]:
-                        maximum = state["max_exp_avg_sq"]
-                        maximum.copy_(maximum.maximum(exp_avg_sq))
-                        second = maximum
-                    else:
-                        second = exp_avg_sq
-                    denominator = (second.sqrt() / math.sqrt(bias2)) + eps
-                    p.sub_(exp_avg / denominator, alpha=lr / bias1)
+                    exp_avg, exp_avg_sq, maximum = _native.adam_step(
+                        p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+                        state["step"], group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                        self._decoupled, group["amsgrad"],
+                    )
+                    state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
+                    if maximum is not None:
+                        state["max_exp_avg_sq"] = maximum
         return loss
 
 
