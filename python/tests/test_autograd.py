@@ -81,3 +81,33 @@ def test_autograd_grad_returns_gradients():
     x = torch.tensor([2.0], requires_grad=True)
     (g,) = torch.autograd.grad((x * x).sum(), x)
     assert g.tolist() == [4.0] and x.grad is None
+
+
+def test_long_native_work_releases_the_gil():
+    import threading
+    import time
+
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    a = torch.randn(1000, 1000)
+    thread = threading.Thread(target=count)
+    thread.start()
+    time.sleep(0.01)
+    before = len(ticks)
+    start = time.perf_counter()
+    rounds = 0
+    while time.perf_counter() - start < 0.5:
+        a @ a
+        rounds += 1
+    during = len(ticks) - before
+    stop.set()
+    thread.join()
+    # With the GIL released the counting thread ticks all through each matmul (hundreds of
+    # ticks); held, it would get about one turn per matmul.
+    assert during > 5 * rounds, (during, rounds)
