@@ -218,14 +218,16 @@ impl PyTensor {
     ) -> PyResult<PyRefMut<'py, Self>> {
         let _ = non_blocking;
         let src = tensor_arg("copy_", "src", src)?;
+        // Not detached: while a graph is recorded, copying into a non-leaf tensor rebinds it
+        // to the source (differentiably), as `apply_in_place` does for every in-place op.
         let moved = run("copy_", || {
             src.tensor
-                .detach()
                 .to_device(slf.tensor.device())?
-                .to_dtype(slf.tensor.dtype())
+                .to_dtype(slf.tensor.dtype())?
+                .broadcast_to(slf.tensor.shape())
         })?;
         let result = slf.derived(moved);
-        slf.apply_in_place_unchecked("copy_", result)?;
+        slf.apply_in_place("copy_", result)?;
         Ok(slf)
     }
 

@@ -111,3 +111,25 @@ def test_long_native_work_releases_the_gil():
     # With the GIL released the counting thread ticks all through each matmul (hundreds of
     # ticks); held, it would get about one turn per matmul.
     assert during > 5 * rounds, (during, rounds)
+
+
+def test_in_place_activations_and_copy_keep_gradients_right():
+    import anygrad.nn.functional as F
+
+    x = torch.tensor([-1.0, 2.0], requires_grad=True)
+    h = x * 3
+    F.relu(h, inplace=True).sum().backward()
+    assert x.grad.tolist() == [0.0, 3.0]
+    x.grad = None
+    h = x * 3
+    h.relu_()
+    (h * 2).sum().backward()
+    assert x.grad.tolist() == [0.0, 6.0]
+    x.grad = None
+    y = torch.zeros(2)
+    h = x * 1
+    h.copy_(x * 5)
+    h.sum().backward()
+    assert x.grad.tolist() == [5.0, 5.0]
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        x.copy_(y)

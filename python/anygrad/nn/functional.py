@@ -26,9 +26,9 @@ def _reduce(loss, reduction, op):
 
 
 def relu(input, inplace=False):
-    """max(x, 0)."""
-    out = input.relu()
-    return input.copy_(out) if inplace else out
+    """max(x, 0) (``inplace`` is accepted; the result is a new tensor, which keeps autograd
+    right)."""
+    return input.relu()
 
 
 def relu6(input, inplace=False):
