@@ -64,6 +64,9 @@ concatenate = cat
 class Size(tuple):
     """A shape (``torch.Size``): a tuple of ints."""
 
+    def __repr__(self):
+        return f"anygrad.Size({list(self)})"
+
     def numel(self):
         """The number of elements of a tensor of this shape."""
         count = 1

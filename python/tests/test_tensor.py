@@ -101,6 +101,7 @@ def test_size_dim_numel_len_iter_bool(device):
     x = torch.zeros(2, 3, 4, device=device)
     assert x.size() == (2, 3, 4) and x.size(1) == 3 and x.size(-1) == 4
     assert isinstance(x.shape, torch.Size) and x.shape.numel() == 24 and x.shape == torch.Size([2, 3, 4])
+    assert repr(x.shape) == "anygrad.Size([2, 3, 4])"
     assert x.dim() == 3 and x.ndim == 3 and x.numel() == 24 and len(x) == 2
     rows = list(torch.tensor([[1, 2], [3, 4]], device=device))
     assert [r.tolist() for r in rows] == [[1, 2], [3, 4]]
