@@ -50,3 +50,20 @@ def test_mnist_reads_torchvision_layout_and_reports_missing_files(tmp_path):
     (raw / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(b"\x00\x00\x08\x01\x00\x00\x00\x09abc"))
     with pytest.raises(ValueError, match="header says 9"):
         datasets.MNIST(tmp_path, train=False)
+
+
+def test_crops_and_pads_match_numpy():
+    image = (np.arange(36).reshape(6, 6) % 256).astype(np.uint8)
+    np.testing.assert_array_equal(transforms.CenterCrop(4)(image), image[1:5, 1:5])
+    np.testing.assert_array_equal(transforms.Pad(1)(image), np.pad(image, 1))
+    tensor = transforms.ToTensor()(image)
+    np.testing.assert_allclose(transforms.CenterCrop(2)(tensor).numpy(), image[None, 2:4, 2:4] / 255.0, rtol=1e-6)
+    np.testing.assert_allclose(transforms.Pad((1, 2))(tensor).numpy(), np.pad(image[None] / 255.0, ((0, 0), (2, 2), (1, 1))), rtol=1e-6)
+    crops = [transforms.RandomCrop(6, padding=2)(tensor) for _ in range(20)]
+    assert all(tuple(c.shape) == (1, 6, 6) for c in crops)
+    assert len({tuple(c.numpy().ravel().tolist()) for c in crops}) > 1
+    padded = np.pad(image, 2)
+    crop = transforms.RandomCrop(6, padding=2)(image)
+    assert any((padded[t:t + 6, l:l + 6] == crop).all() for t in range(5) for l in range(5))
+    with pytest.raises(ValueError, match="larger than the image"):
+        transforms.CenterCrop(8)(image)

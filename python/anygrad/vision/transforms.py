@@ -1,6 +1,7 @@
 """Transforms in torchvision's style for arrays and tensors (no PIL): ``Compose``,
 ``ToTensor`` (HWC or HW uint8 → CHW float in [0, 1]), ``Normalize``, ``Lambda``,
-``RandomHorizontalFlip``."""
+``RandomHorizontalFlip``, ``Pad``, ``CenterCrop`` and ``RandomCrop`` (numpy images are H×W or
+H×W×C, tensors C×H×W; crops and pads work on the last two dims of a tensor)."""
 
 import random
 
@@ -83,3 +84,88 @@ class RandomHorizontalFlip:
         if isinstance(image, anygrad.Tensor):
             return image.flip(-1)
         return image[..., ::-1] if getattr(image, "ndim", 2) == 2 else image[:, ::-1]
+
+
+def _size_pair(size):
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def _height_width(image):
+    """``(height, width)`` of a numpy image (H×W[×C]) or a tensor (…×H×W)."""
+    import anygrad
+
+    if isinstance(image, anygrad.Tensor):
+        return image.shape[-2], image.shape[-1]
+    return image.shape[0], image.shape[1]
+
+
+def _crop(image, top, left, height, width):
+    import anygrad
+
+    if isinstance(image, anygrad.Tensor):
+        return image[..., top:top + height, left:left + width]
+    return image[top:top + height, left:left + width]
+
+
+class Pad:
+    """Pad the borders with ``fill`` (``padding``: all sides, (left/right, top/bottom) or
+    (left, top, right, bottom))."""
+
+    def __init__(self, padding, fill=0, padding_mode="constant"):
+        if padding_mode != "constant":
+            raise NotImplementedError(f"Pad: padding_mode={padding_mode!r} is not supported (constant only)")
+        if isinstance(padding, int):
+            padding = (padding,) * 4
+        elif len(padding) == 2:
+            padding = (padding[0], padding[1], padding[0], padding[1])
+        self.left, self.top, self.right, self.bottom = padding
+        self.fill = fill
+
+    def __call__(self, image):
+        import numpy as np
+        import anygrad
+
+        if isinstance(image, anygrad.Tensor):
+            return anygrad.nn.functional.pad(image, (self.left, self.right, self.top, self.bottom), value=float(self.fill))
+        widths = [(self.top, self.bottom), (self.left, self.right)] + [(0, 0)] * (image.ndim - 2)
+        return np.pad(image, widths, constant_values=self.fill)
+
+
+class CenterCrop:
+    """The central ``size`` region (torchvision rounds the offsets as here)."""
+
+    def __init__(self, size):
+        self.size = _size_pair(size)
+
+    def __call__(self, image):
+        height, width = _height_width(image)
+        crop_h, crop_w = self.size
+        if crop_h > height or crop_w > width:
+            raise ValueError(f"CenterCrop: size {self.size} is larger than the image ({height}, {width})")
+        top = int(round((height - crop_h) / 2.0))
+        left = int(round((width - crop_w) / 2.0))
+        return _crop(image, top, left, crop_h, crop_w)
+
+
+class RandomCrop:
+    """A random ``size`` region, after optional ``padding`` (``RandomCrop(32, padding=4)``)."""
+
+    def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
+        self.size = _size_pair(size)
+        self.pad = Pad(padding, fill, padding_mode) if padding else None
+        self.pad_if_needed = pad_if_needed
+        self.fill = fill
+
+    def __call__(self, image):
+        if self.pad is not None:
+            image = self.pad(image)
+        height, width = _height_width(image)
+        crop_h, crop_w = self.size
+        if self.pad_if_needed and (height < crop_h or width < crop_w):
+            image = Pad((max(crop_w - width, 0), max(crop_h - height, 0)), self.fill)(image)
+            height, width = _height_width(image)
+        if crop_h > height or crop_w > width:
+            raise ValueError(f"RandomCrop: size {self.size} is larger than the image ({height}, {width})")
+        top = random.randint(0, height - crop_h)
+        left = random.randint(0, width - crop_w)
+        return _crop(image, top, left, crop_h, crop_w)
