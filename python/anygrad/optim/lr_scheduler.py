@@ -55,6 +55,8 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+
+        """The rates for ``last_epoch``."""
         return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
 
 
@@ -66,6 +68,8 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+
+        """The rates for ``last_epoch``."""
         passed = sum(1 for m in self.milestones if m <= self.last_epoch)
         return [base * self.gamma**passed for base in self.base_lrs]
 
@@ -78,6 +82,8 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+
+        """The rates for ``last_epoch``."""
         return [base * self.gamma**self.last_epoch for base in self.base_lrs]
 
 
@@ -89,6 +95,8 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+
+        """The rates for ``last_epoch``."""
         return [
             self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
             for base in self.base_lrs
@@ -109,6 +117,8 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+
+        """The rates for ``last_epoch``."""
         return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
 
 
@@ -121,6 +131,8 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+
+        """The rates for ``last_epoch``."""
         t = min(self.last_epoch, self.total_iters)
         factor = self.start_factor + (self.end_factor - self.start_factor) * t / self.total_iters
         return [base * factor for base in self.base_lrs]

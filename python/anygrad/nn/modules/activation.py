@@ -13,6 +13,8 @@ class _Elementwise(Module):
         self.inplace = inplace
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return "inplace=True" if self.inplace else ""
 
 
@@ -152,6 +154,8 @@ class Softmax(Module):
         return F.softmax(input, self.dim)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"dim={self.dim}"
 
 
@@ -167,4 +171,6 @@ class LogSoftmax(Module):
         return F.log_softmax(input, self.dim)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"dim={self.dim}"

@@ -58,6 +58,8 @@ class Conv2d(Module):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0, 0):
             text += f", padding={self.padding}"

@@ -19,6 +19,8 @@ class Dropout(Module):
         return F.dropout(input, self.p, self.training)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"p={self.p}, inplace={self.inplace}"
 
 

@@ -15,6 +15,8 @@ class Flatten(Module):
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 

@@ -77,6 +77,8 @@ class _BatchNorm(Module):
         )
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
             f"track_running_stats={self.track_running_stats}"
@@ -122,6 +124,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 

@@ -17,6 +17,8 @@ class MaxPool2d(Module):
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, dilation={self.dilation}, ceil_mode={self.ceil_mode}"
 
 
@@ -33,6 +35,8 @@ class AvgPool2d(Module):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -48,6 +52,8 @@ class AdaptiveAvgPool2d(Module):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"output_size={self.output_size}"
 
 

@@ -41,4 +41,6 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self):
+
+        """The settings shown in ``repr``."""
         return f"{self.num_embeddings}, {self.embedding_dim}"
