@@ -13,9 +13,6 @@ any vendor). ``anygrad.cuda`` is an alias of ``anygrad.gpu``. Integers are store
 ``int64`` tensors hold values up to 2**31 - 1 (larger values are an error where they enter).
 """
 
-import builtins as _builtins
-import functools as _functools
-
 from . import _native
 from ._native import Tensor, device, dtype
 from ._native import (
@@ -54,7 +51,6 @@ half = float16
 double = float64
 long = int64
 int = int32  # noqa: A001
-cfloat = None
 
 zeros = _zeros
 concat = cat
@@ -177,10 +173,6 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     return _native.where_(condition, input, other)
-
-
-def _as_operand(value, like):
-    return value
 
 
 def _method(name):
