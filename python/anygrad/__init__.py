@@ -13,7 +13,14 @@ any vendor). ``anygrad.cuda`` is an alias of ``anygrad.gpu``. Integers are store
 ``int64`` tensors hold values up to 2**31 - 1 (larger values are an error where they enter).
 """
 
-from . import _native
+try:
+    from . import _native
+except ImportError as _error:  # pragma: no cover - depends on how the package was obtained
+    raise ImportError(
+        "anygrad's native extension (anygrad._native) is not built beside this copy of the "
+        f"package ({__file__}): install it with `pip install ./python` from the repository root, "
+        "or see docs/PYTHON.md for a development build"
+    ) from _error
 from ._native import Tensor, device, dtype
 from ._native import (
     float32,

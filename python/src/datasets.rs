@@ -1,8 +1,12 @@
-//! The data sets bundled in the library, for Python: the 8×8 digits (what
-//! `anygrad.vision.datasets.load_digits` returns, scikit-learn's `load_digits` data).
+//! The library's data sets for Python: the bundled 8×8 digits (what
+//! `anygrad.vision.datasets.load_digits` returns, scikit-learn's `load_digits` data) and the
+//! image-folder reader behind `vision.datasets.ImageFolder` (the library finds and decodes
+//! the PNG/JPEG files; Python applies the transforms).
 
+use anygrad::data::{Image, ImageFolder, SampleDataset, SplitMix64};
 use anygrad::{Device, Tensor};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::dtype::Logical;
 use crate::errors::run;
@@ -21,8 +25,69 @@ pub fn load_digits() -> PyResult<(PyTensor, PyTensor)> {
     ))
 }
 
+/// One sub-folder per class of PNG/JPEG images, decoded to 8-bit RGB (or grey) pixels.
+#[pyclass(frozen, name = "ImageFolderReader", module = "anygrad._native")]
+pub struct ImageFolderReader {
+    folder: ImageFolder,
+}
+
+#[pymethods]
+impl ImageFolderReader {
+    /// Scan `root` (classes sorted by name, images found recursively); `gray` decodes one
+    /// channel.
+    #[new]
+    #[pyo3(signature = (root, gray=false))]
+    fn new(py: Python<'_>, root: std::path::PathBuf, gray: bool) -> PyResult<ImageFolderReader> {
+        let folder = py.allow_threads(|| run("ImageFolder", || ImageFolder::new(&root)))?;
+        Ok(ImageFolderReader {
+            folder: folder.gray(gray),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.folder.len()
+    }
+
+    /// The class names, in index order.
+    fn classes(&self) -> Vec<String> {
+        self.folder.classes().to_vec()
+    }
+
+    /// The file of image `index`.
+    fn source(&self, index: usize) -> Option<String> {
+        self.folder.source(index)
+    }
+
+    /// Image `index` decoded: `(pixels as HWC bytes, height, width, channels, label)`.
+    fn load<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+    ) -> PyResult<(Bound<'py, PyBytes>, usize, usize, usize, i32)> {
+        let sample = py.allow_threads(|| {
+            run("ImageFolder", || {
+                self.folder.sample(index, &mut SplitMix64::new(0))
+            })
+        })?;
+        match sample.image {
+            Image::Pixels(pixels) => Ok((
+                PyBytes::new(py, pixels.data()),
+                pixels.height(),
+                pixels.width(),
+                pixels.channels(),
+                sample.label,
+            )),
+            Image::Chw(_) => Err(crate::errors::runtime_error(
+                "ImageFolder",
+                "the reader returned a converted image; expected pixels",
+            )),
+        }
+    }
+}
+
 /// Register the data set functions.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(load_digits, module)?)?;
+    module.add_class::<ImageFolderReader>()?;
     Ok(())
 }

@@ -67,3 +67,30 @@ def test_crops_and_pads_match_numpy():
     assert any((padded[t:t + 6, l:l + 6] == crop).all() for t in range(5) for l in range(5))
     with pytest.raises(ValueError, match="larger than the image"):
         transforms.CenterCrop(8)(image)
+
+
+def test_image_folder_reads_classes_and_pixels(tmp_path):
+    import zlib
+    import struct
+
+    def png(path, rgb):
+        raw = b"".join(b"\x00" + bytes(rgb) * 2 for _ in range(3))
+        chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        header = struct.pack(">IIBBBBB", 2, 3, 8, 2, 0, 0, 0)
+        path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+    for name, colour in (("cat", (255, 0, 0)), ("dog", (0, 0, 255))):
+        (tmp_path / name).mkdir()
+        png(tmp_path / name / "a.png", colour)
+    folder = datasets.ImageFolder(tmp_path)
+    assert folder.classes == ["cat", "dog"] and folder.class_to_idx == {"cat": 0, "dog": 1}
+    assert len(folder) == 2 and folder.targets == [0, 1]
+    image, label = folder[1]
+    assert image.shape == (3, 2, 3) and label == 1 and image[0, 0].tolist() == [0, 0, 255]
+    tensor, _ = datasets.ImageFolder(tmp_path, transform=transforms.ToTensor())[0]
+    assert tuple(tensor.shape) == (3, 3, 2) and tensor[0].max().item() == 1.0
+    (tmp_path / "dog" / "a.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match="a.png: malformed input"):
+        datasets.ImageFolder(tmp_path)[1]
+    with pytest.raises(OSError, match="missing"):
+        datasets.ImageFolder(tmp_path / "missing")

@@ -1,4 +1,5 @@
-"""Datasets: the bundled 8×8 digits (``load_digits``, scikit-learn's function) and, in
+"""Datasets: the bundled 8×8 digits (``load_digits``, scikit-learn's function),
+``ImageFolder`` (PNG/JPEG files in one folder per class, decoded by the library) and, in
 torchvision's layout, ``MNIST(root, train=, transform=, download=)`` reads the
 IDX files (plain or gzipped) from ``root/MNIST/raw/`` (or from ``root`` itself); this package
 downloads nothing, and a missing file is an error naming the files to place."""
@@ -110,3 +111,44 @@ def load_digits(*, return_X_y=False, as_frame=False):
     if return_X_y:
         return data, target
     return {"data": data, "target": target, "images": data.reshape(-1, 8, 8), "target_names": np.arange(10)}
+
+
+class ImageFolder(Dataset):
+    """Images in ``root/<class>/**/*.png|jpg|jpeg``, classes sorted by name as torchvision
+    sorts them: ``(image, class index)`` pairs, the image an H×W×3 uint8 numpy array (H×W×1
+    with ``gray=True``) given to ``transform`` (``ToTensor`` makes it C×H×W floats). Missing
+    folders, empty classes and corrupt images are errors naming the path."""
+
+    def __init__(self, root, transform=None, target_transform=None, loader=None, is_valid_file=None, gray=False):
+        from .. import _native
+
+        if loader is not None or is_valid_file is not None:
+            raise NotImplementedError("ImageFolder: loader= and is_valid_file= are not supported; the library decodes PNG and JPEG")
+        self.root = os.fspath(root)
+        self.transform = transform
+        self.target_transform = target_transform
+        self._reader = _native.ImageFolderReader(self.root, gray)
+        self.classes = self._reader.classes()
+        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
+        self.samples = []
+        for index in range(len(self._reader)):
+            path = self._reader.source(index)
+            self.samples.append((path, self.class_to_idx[os.path.relpath(path, self.root).split(os.sep)[0]]))
+        self.imgs = self.samples
+        self.targets = [label for _, label in self.samples]
+
+    def __len__(self):
+        return len(self._reader)
+
+    def __getitem__(self, index):
+        import numpy as np
+
+        if index < 0:
+            index += len(self)
+        pixels, height, width, channels, target = self._reader.load(index)
+        image = np.frombuffer(pixels, dtype=np.uint8).reshape(height, width, channels)
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target
