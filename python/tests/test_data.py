@@ -83,3 +83,21 @@ def test_shuffle_follows_manual_seed():
         torch.manual_seed(3)
         orders.append([b["y"].tolist() for b in DataLoader(Squares(20), batch_size=5, shuffle=True)])
     assert orders[0] == orders[1]
+
+
+def test_worker_threads_give_the_same_batches_in_order():
+    class Slow(Dataset):
+        def __len__(self):
+            return 23
+
+        def __getitem__(self, index):
+            import time
+
+            time.sleep(0.001 * (index % 3))
+            return torch.tensor([float(index)]), index
+
+    single = [(x.tolist(), y.tolist()) for x, y in DataLoader(Slow(), batch_size=4)]
+    threaded = [(x.tolist(), y.tolist()) for x, y in DataLoader(Slow(), batch_size=4, num_workers=3, prefetch_factor=2)]
+    assert threaded == single and len(single) == 6
+    with pytest.raises(ValueError, match="num_workers"):
+        DataLoader(Slow(), num_workers=-1)

@@ -1,7 +1,7 @@
 """``anygrad.utils.data`` (``torch.utils.data``): ``Dataset`` subclassed in Python,
 ``TensorDataset``, ``Subset``, ``ConcatDataset``, ``random_split`` and ``DataLoader``
 (``batch_size``, ``shuffle``, ``drop_last``, ``collate_fn``, ``sampler``; ``num_workers``
-and ``pin_memory`` are accepted, and batches are made in the calling thread).
+makes batches on that many threads, in order; ``pin_memory`` is accepted).
 
 The default collate stacks tensors, turns numbers into tensors (ints to int64, floats to
 float64, as PyTorch does) and recurses into tuples, lists and dicts."""
@@ -257,6 +257,7 @@ class DataLoader:
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
         self.pin_memory = pin_memory
         self.generator = generator
         self.collate_fn = collate_fn if collate_fn is not None else default_collate
@@ -308,5 +309,28 @@ class DataLoader:
             for index in self.sampler:
                 yield self.collate_fn(self.dataset[index]) if not self._default_collate else self.dataset[index]
             return
-        for indices in self.batch_sampler:
-            yield self.collate_fn([self.dataset[i] for i in indices])
+        if self.num_workers == 0:
+            for indices in self.batch_sampler:
+                yield self.collate_fn([self.dataset[i] for i in indices])
+            return
+        yield from self._threaded_batches()
+
+    def _make_batch(self, indices):
+        return self.collate_fn([self.dataset[i] for i in indices])
+
+    def _threaded_batches(self):
+        """Batches made by ``num_workers`` threads, ``prefetch_factor`` batches ahead per
+        worker, yielded in order. The library releases the GIL while it decodes images and runs
+        long ops, so the threads overlap with training."""
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        ahead = self.num_workers * (self.prefetch_factor or 2)
+        with ThreadPoolExecutor(max_workers=self.num_workers, thread_name_prefix="anygrad-loader") as pool:
+            pending = deque()
+            for indices in self.batch_sampler:
+                pending.append(pool.submit(self._make_batch, indices))
+                if len(pending) >= ahead:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
