@@ -56,6 +56,17 @@ pub fn f16_or_skip(device: &Device, test: &str) -> bool {
 /// compete for the (often software) GPU and each GPU variant's timing stays bounded.
 pub static GPU_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Serializes the tests of one binary that seed and draw from anygrad's process-wide random
+/// generator (`manual_seed`, as `torch.manual_seed`): run concurrently, each reseeds it under
+/// the other and both draw from one interleaved stream, so neither sees its seed's numbers.
+static GLOBAL_RNG_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds the process-wide random generator for one test until the guard drops (see
+/// `GLOBAL_RNG_LOCK`); a test that failed while holding it does not block the others.
+pub fn global_rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    GLOBAL_RNG_LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Generate `on_cpu::<name>` and `on_gpu::<name>` tests from `fn name(device: &Device)`.
 ///
 /// Names after `; gpu_only:` get only the `on_gpu` test: for tests of what exists on the GPU

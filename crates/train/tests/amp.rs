@@ -8,6 +8,7 @@ use anygrad_testing::gpu_or_skip;
 use anygrad_train::{run, run_data_parallel, DatasetKind, ModelKind, TrainConfig};
 
 fn amp_matches_f32_on_digits(device: &Device) {
+    let _seeded = anygrad_testing::global_rng_lock();
     let full = run(&TrainConfig::default(), device, &mut |_| {}).unwrap();
     let mixed = run(
         &TrainConfig {
@@ -47,6 +48,7 @@ fn amp_digits_gpu() {
 
 #[test]
 fn amp_mnist_cnn_when_data_present() {
+    let _seeded = anygrad_testing::global_rng_lock();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
     if !dir.join("train-images-idx3-ubyte.gz").exists() {
         anygrad_testing::skip_unless_required(
@@ -92,6 +94,7 @@ fn amp_mnist_cnn_when_data_present() {
 /// `--amp` with `--devices`: f16 autocast on every replica and one scaler for all of them
 /// train like `--amp` on one device with the same global batch.
 fn amp_with_two_devices_matches_one_device(device: &Device, epochs: usize) {
+    let _seeded = anygrad_testing::global_rng_lock();
     let config = TrainConfig {
         amp: true,
         epochs,

@@ -7,6 +7,7 @@ use anygrad_testing::gpu_or_skip;
 use anygrad_train::{run, TrainConfig};
 
 fn default_job_reaches_97_percent(device: &Device) {
+    let _seeded = anygrad_testing::global_rng_lock();
     let summary = run(&TrainConfig::default(), device, &mut |_| {}).unwrap();
     assert_eq!(summary.epochs.len(), 20);
     let first = &summary.epochs[0];
@@ -25,6 +26,7 @@ fn default_job_reaches_97_percent(device: &Device) {
 }
 
 fn resume_continues_exactly(device: &Device) {
+    let _seeded = anygrad_testing::global_rng_lock();
     let dir = std::env::temp_dir().join(format!(
         "anygrad-resume-{}-{}",
         std::process::id(),
@@ -90,6 +92,7 @@ fn resume_gpu() {
 
 #[test]
 fn mnist_cnn_when_data_present() {
+    let _seeded = anygrad_testing::global_rng_lock();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
     if !dir.join("train-images-idx3-ubyte.gz").exists() {
         anygrad_testing::skip_unless_required(
