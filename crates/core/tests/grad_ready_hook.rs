@@ -1,8 +1,12 @@
 //! `Tensor::backward_with_hook`: the hook fires once per leaf that gets a gradient, after its
 //! `.grad` holds every contribution (a weight used twice is reported once, with both terms),
-//! last layer first, and an error from the hook stops backward.
+//! last layer first, as soon as the gradient is final (before backward runs the rules of the
+//! layers below), and an error from the hook stops backward.
 
-use anygrad_core::{Device, Error, Tensor, TensorId};
+use std::sync::{Arc, Mutex};
+
+use anygrad_core::custom_op::{apply, CustomOp};
+use anygrad_core::{Device, Error, Result, Tensor, TensorId};
 use anygrad_testing::values;
 
 fn leaf(values: Vec<f32>, shape: &[usize], device: &Device) -> Tensor {
@@ -100,6 +104,61 @@ fn hook_fires_once_per_leaf_after_its_gradient_is_complete(device: &Device) {
     }
 }
 
+/// The identity, whose backward writes "marker" into a shared log when it runs.
+struct Marker(Arc<Mutex<Vec<String>>>);
+
+impl CustomOp for Marker {
+    fn name(&self) -> &str {
+        "marker"
+    }
+    fn output_shape(&self, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+        Ok(shapes[0].to_vec())
+    }
+    fn cpu_forward(&self, inputs: &[&[f32]], _shapes: &[&[usize]]) -> Result<Vec<f32>> {
+        Ok(inputs[0].to_vec())
+    }
+    fn backward(&self, _inputs: &[Tensor], grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        self.0.lock().unwrap().push("marker".into());
+        Ok(vec![Some(grad.clone())])
+    }
+    fn wgsl(&self) -> Option<String> {
+        Some("fn compute(i: u32) -> f32 { return input0[i]; }".into())
+    }
+}
+
+/// A leaf of the last layer, used twice there, is reported once both uses are summed and
+/// before backward goes on to the layer below (the marker's backward), not when the walk
+/// reaches the leaf itself at the end.
+fn hook_fires_before_the_layers_below_run(device: &Device) {
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let x = Tensor::from_vec(vec![0.5f32, -1.0, 2.0, 1.5], &[2, 2], device).unwrap();
+    let w1 = leaf(vec![0.3, -0.2, 0.1, 0.4], &[2, 2], device);
+    let w2 = leaf(vec![-0.5, 0.25, 0.75, 0.1], &[2, 2], device);
+    let hidden = apply(Arc::new(Marker(log.clone())), &[&x.matmul(&w1).unwrap()]).unwrap();
+    let loss = hidden
+        .matmul(&w2)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .add(&w2.mul(&w2).unwrap().sum_all().unwrap())
+        .unwrap();
+    let name = |leaf: &Tensor| {
+        if leaf.id() == w1.id() {
+            "w1"
+        } else if leaf.id() == w2.id() {
+            "w2"
+        } else {
+            "another leaf"
+        }
+    };
+    loss.backward_with_hook(|leaf| {
+        log.lock().unwrap().push(name(leaf).into());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(*log.lock().unwrap(), ["w2", "marker", "w1"]);
+}
+
 fn hook_error_stops_backward(device: &Device) {
     let w1 = leaf(vec![1.0, 2.0], &[2], device);
     let w2 = leaf(vec![3.0, 4.0], &[2], device);
@@ -120,5 +179,6 @@ fn hook_error_stops_backward(device: &Device) {
 
 anygrad_testing::device_tests!(
     hook_fires_once_per_leaf_after_its_gradient_is_complete,
+    hook_fires_before_the_layers_below_run,
     hook_error_stops_backward,
 );

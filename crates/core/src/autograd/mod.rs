@@ -619,7 +619,8 @@ fn topological_order(root: &Tensor) -> Vec<Tensor> {
         stack.push((node.clone(), true));
         if let Some(grad_fn) = node.grad_fn() {
             for input in grad_fn.inputs() {
-                if input.is_tracked() && !visited.contains(&input.id()) {
+                // A node reached twice is skipped when popped (`visited`).
+                if input.is_tracked() {
                     stack.push((input.graph_edge(), false));
                 }
             }
