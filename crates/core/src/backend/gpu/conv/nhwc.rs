@@ -40,7 +40,7 @@ use std::fmt::Write;
 
 use crate::backend::gpu::conv::coop::{dispatch_counted, ConvCoopState};
 use crate::backend::gpu::conv::epilogue::{self as conv_epilogue, BoundEpilogue, ConvEpilogueKey};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::matmul::coop::{block_product, store_register, Coop};
 use crate::backend::gpu::runtime::operands::same_device;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams};
@@ -711,7 +711,7 @@ impl GpuStorage {
         }
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
         let grid = (grid_columns as u32, grid_rows as u32, 1);
-        let kernel = KernelKey::ConvNhwc(key);
+        let kernel = ConvKernel::ConvNhwc(key);
         crate::backend::gpu::prefetch::prefetch(weight)?;
         let recorded = dispatch_counted(input, (&kernel, emulated), words, &buffers, grid)?;
         Ok(recorded.then_some(out))

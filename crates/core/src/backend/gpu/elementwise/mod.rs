@@ -7,10 +7,11 @@
 //! expression. Float unary, binary and scalar ops are usually deferred and fused first
 //! (`fusion/`); these launchers record the rest.
 
+pub(crate) mod kernel;
 pub(crate) mod vector;
 
 use super::fusion::{self, Request};
-use super::kernels::KernelKey;
+use crate::backend::gpu::elementwise::kernel::ElementwiseKernel;
 use crate::backend::gpu::elementwise::vector::{
     VectorBinaryParams, VectorCopyParams, VectorFamily, VectorScalarParams, VectorUnaryParams,
     MAX_WORKGROUPS, UNROLL,
@@ -98,7 +99,7 @@ fn finish(
     text
 }
 
-/// WGSL of `KernelKey::Unary`.
+/// WGSL of `ElementwiseKernel::Unary`.
 pub(crate) fn unary_source(dtype: DType, op: UnaryOp, access: Access) -> String {
     let mut text = value_header(dtype);
     text.push_str(&contiguous_const(access));
@@ -115,7 +116,7 @@ pub(crate) fn unary_source(dtype: DType, op: UnaryOp, access: Access) -> String 
     )
 }
 
-/// WGSL of `KernelKey::Binary`.
+/// WGSL of `ElementwiseKernel::Binary`.
 pub(crate) fn binary_source(dtype: DType, op: BinaryOp, access: Access) -> String {
     let mut text = value_header(dtype);
     text.push_str(&contiguous_const(access));
@@ -129,7 +130,7 @@ pub(crate) fn binary_source(dtype: DType, op: BinaryOp, access: Access) -> Strin
     )
 }
 
-/// WGSL of `KernelKey::BinaryScalar`.
+/// WGSL of `ElementwiseKernel::BinaryScalar`.
 pub(crate) fn binary_scalar_source(
     dtype: DType,
     op: BinaryOp,
@@ -157,7 +158,7 @@ pub(crate) fn binary_scalar_source(
     )
 }
 
-/// WGSL of `KernelKey::Where` (no vec4 variant: `Vector` reads as `Contiguous`).
+/// WGSL of `ElementwiseKernel::Where` (no vec4 variant: `Vector` reads as `Contiguous`).
 pub(crate) fn where_source(condition: DType, dtype: DType, access: Access) -> String {
     let mut text = format!("alias S = {};\n", storage_type(dtype));
     text.push_str(&condition_header(condition));
@@ -169,7 +170,7 @@ pub(crate) fn where_source(condition: DType, dtype: DType, access: Access) -> St
     text
 }
 
-/// WGSL of `KernelKey::Copy`.
+/// WGSL of `ElementwiseKernel::Copy`.
 pub(crate) fn copy_source(from: DType, to: DType, access: Access) -> String {
     let mut text = convert_header(from, to);
     text.push_str(&contiguous_const(access));
@@ -243,17 +244,17 @@ fn binary_functions(dtype: DType, op: BinaryOp) -> String {
 }
 
 /// The catalogue entries of the five families for `dtype` (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, dtypes: &[DType]) {
+pub(crate) fn catalogue(keys: &mut Vec<ElementwiseKernel>, dtype: DType, dtypes: &[DType]) {
     for access in [Access::Strided, Access::Contiguous, Access::Vector] {
         for op in UnaryOp::ALL {
             if unary_supported(dtype, op) {
-                keys.push(KernelKey::Unary { dtype, op, access });
+                keys.push(ElementwiseKernel::Unary { dtype, op, access });
             }
         }
         for op in BinaryOp::ALL {
-            keys.push(KernelKey::Binary { dtype, op, access });
+            keys.push(ElementwiseKernel::Binary { dtype, op, access });
             for scalar_on_left in [false, true] {
-                keys.push(KernelKey::BinaryScalar {
+                keys.push(ElementwiseKernel::BinaryScalar {
                     dtype,
                     op,
                     scalar_on_left,
@@ -262,14 +263,14 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, dtypes: &[DType
             }
         }
         for &condition in dtypes {
-            keys.push(KernelKey::Where {
+            keys.push(ElementwiseKernel::Where {
                 condition,
                 dtype,
                 access,
             });
         }
         for &to in dtypes {
-            keys.push(KernelKey::Copy {
+            keys.push(ElementwiseKernel::Copy {
                 from: dtype,
                 to,
                 access,
@@ -363,7 +364,7 @@ impl GpuStorage {
         let numel = layout.numel();
         let out = GpuStorage::allocate(&self.device, op.name(), numel, self.dtype)?;
         let access = access(numel, &[layout]);
-        let key = KernelKey::Unary {
+        let key = ElementwiseKernel::Unary {
             dtype: self.dtype,
             op,
             access,
@@ -421,7 +422,7 @@ impl GpuStorage {
         };
         let out = GpuStorage::allocate(&self.device, op.name(), numel, out_dtype)?;
         let access = access(numel, &[layout, rhs_layout]);
-        let key = KernelKey::Binary {
+        let key = ElementwiseKernel::Binary {
             dtype: self.dtype,
             op,
             access,
@@ -478,7 +479,7 @@ impl GpuStorage {
         };
         let out = GpuStorage::allocate(&self.device, op.name(), numel, out_dtype)?;
         let access = access(numel, &[layout]);
-        let key = KernelKey::BinaryScalar {
+        let key = ElementwiseKernel::BinaryScalar {
             dtype: self.dtype,
             op,
             scalar_on_left,
@@ -609,7 +610,7 @@ impl GpuStorage {
         let numel = layout.numel();
         let out = GpuStorage::allocate(&self.device, "where", numel, on_true.dtype)?;
         let params = elementwise_params(numel, layout, &[layout, true_layout, false_layout])?;
-        let key = KernelKey::Where {
+        let key = ElementwiseKernel::Where {
             condition: self.dtype,
             dtype: on_true.dtype,
             // `where` has no vectorized kernel: dense is the best it gets.
@@ -660,7 +661,7 @@ impl GpuStorage {
         }
         // Dense same-type copies deliberately stay kernels: `copy_buffer_to_buffer` measured
         // 729 GB/s on an H200 through Vulkan, below the old scalar copy kernel (1,171 GB/s).
-        let key = KernelKey::Copy {
+        let key = ElementwiseKernel::Copy {
             from: self.dtype,
             to: destination.dtype,
             access,
@@ -733,7 +734,7 @@ fn access(numel: usize, layouts: &[&Layout]) -> Access {
 /// Record a vectorized kernel over `numel` elements (`numel / 4` vec4s, grid-stride loop).
 fn launch_vector(
     device: &GpuDevice,
-    key: &KernelKey,
+    key: &ElementwiseKernel,
     params: &Params,
     buffers: &[&wgpu::Buffer],
     numel: usize,

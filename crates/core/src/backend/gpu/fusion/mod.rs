@@ -26,13 +26,14 @@
 //! Fusion is on by default; `ANYGRAD_FUSION=0` or `set_elementwise_fusion(false)` turns it off,
 //! and it is off while the profiler records (so that every op is timed on its own).
 
+pub(crate) mod kernel;
 pub(crate) mod source;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::kernels::KernelKey;
+use crate::backend::gpu::fusion::kernel::FusedKernel;
 use crate::backend::gpu::fusion::source::FusedParams;
 use crate::backend::gpu::runtime::buffers::BufferSlot;
 use crate::backend::gpu::runtime::context::MAX_BINDINGS;
@@ -479,7 +480,7 @@ impl Fragment {
             instructions: self.instructions,
         };
         PlannedKernel {
-            key: Box::new(KernelKey::Fused {
+            key: Box::new(FusedKernel {
                 program: Arc::new(program),
             }),
             params,
@@ -600,17 +601,6 @@ pub(crate) fn plan(ops: Vec<DeferredOp>) -> Vec<PlannedKernel> {
     // Every waiting producer has a later reader in the batch; this only guards the invariant.
     kernels.extend(waiting.into_values().map(Fragment::kernel));
     kernels
-}
-
-/// The catalogue entries (`kernel_catalog.rs`): the sample programs below.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
-    keys.extend(
-        sample_programs()
-            .into_iter()
-            .map(|program| KernelKey::Fused {
-                program: Arc::new(program),
-            }),
-    );
 }
 
 /// Programs that use every fusable op, for the naga validation of every kernel.

@@ -6,7 +6,8 @@
 use super::{WinogradStage, WinogradTile, CHUNK_BYTES};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
+use crate::backend::gpu::runtime::kernel::Kernel;
 use crate::dtype::DType;
 use crate::layout::Layout;
 
@@ -44,7 +45,7 @@ fn winograd_kernels_validate() {
             WinogradStage::Output,
         ] {
             for tile in WinogradTile::ALL {
-                let source = KernelKey::Winograd {
+                let source = ConvKernel::Winograd {
                     dtype,
                     stage,
                     tile,

@@ -4,8 +4,9 @@
 
 use super::{coop_applies, first_applicable, CoopVariant, COOP_TILE};
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
+use crate::backend::gpu::runtime::kernel::Kernel;
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -66,7 +67,7 @@ pub(crate) fn translate(name: &str, source: &str) {
 fn coop_kernels_validate_with_naga() {
     for variant in CoopVariant::ALL {
         for emulated in [false, true] {
-            let key = KernelKey::MatmulCoop { variant, emulated };
+            let key = MatmulKernel::MatmulCoop { variant, emulated };
             let source = key.source();
             assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
             assert_eq!(source.contains("tile_a"), variant != CoopVariant::Direct);
@@ -206,7 +207,7 @@ fn default_order_falls_back_by_shape() {
 /// `a x b` by `key` against the CPU's f32 product of the same (f16) values.
 fn check(
     device: &GpuDevice,
-    key: &KernelKey,
+    key: &MatmulKernel,
     (a_len, a_layout): (usize, &Layout),
     (b_len, b_layout): (usize, &Layout),
 ) {
@@ -289,7 +290,7 @@ fn emulated_kernels_match_cpu() {
             );
             continue;
         }
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant,
             emulated: true,
         };
@@ -335,7 +336,7 @@ fn hardware_kernels_match_cpu() {
             );
             continue;
         }
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant,
             emulated: false,
         };
@@ -369,14 +370,14 @@ fn matmul_uses_coop_only_where_available() {
     // Never on shapes outside the predicate, emulated or not.
     let odd = Layout::contiguous(&[1, 64, 64]);
     for emulated in [false, true] {
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant: CoopVariant::Staged16,
             emulated,
         };
         assert!(lhs.matmul_with(&odd, &rhs, &b, key).is_err());
     }
     if !device.context().coop.available {
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant: CoopVariant::Direct,
             emulated: false,
         };
