@@ -53,31 +53,13 @@ fn family<K: Kernel>(sources: &mut Vec<(String, String)>) {
     sources.extend(K::catalogue().iter().map(|key| (key.name(), key.source())));
 }
 
-/// Parse, validate and translate `source` to SPIR-V with naga (what wgpu runs for Vulkan, and
-/// the SPIR-V writer has failure modes of its own); the error names the stage with naga's
-/// message. Runs on the CPU, so kernels are checked without a GPU.
-#[cfg(test)]
-pub(crate) fn naga_check(source: &str) -> Result<(), String> {
-    let module = naga::front::wgsl::parse_str(source)
-        .map_err(|error| format!("parse: {}", error.emit_to_string(source)))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|error| format!("validate: {}", error.emit_to_string(source)))?;
-    let options = naga::back::spv::Options::default();
-    naga::back::spv::write_vec(&module, &info, &options, None)
-        .map_err(|error| format!("spir-v: {error}"))?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod translation;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::gpu::runtime::shader_check::naga_check;
 
     /// Every template instantiation must parse, validate and translate.
     #[test]

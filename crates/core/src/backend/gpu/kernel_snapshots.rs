@@ -495,7 +495,7 @@ fn generated_kernels_match_their_snapshots() {
         .iter()
         .filter_map(|(name, key)| {
             let source = key.source();
-            super::kernel_catalog::naga_check(&source)
+            super::runtime::shader_check::naga_check(&source)
                 .map_err(|error| format!("{name}: {error}"))
                 .and_then(|()| check_snapshot(name, &source))
                 .err()

@@ -30,6 +30,8 @@ mod contract;
 mod kernel_catalog;
 #[cfg(test)]
 mod kernel_snapshots;
+#[cfg(test)]
+mod layering;
 mod sliced;
 
 // The runtime every family runs on.
@@ -73,9 +75,12 @@ use runtime::device::OPEN_DEVICES;
 use runtime::hooks::Hooks;
 
 /// What the kernel families register with every context: elementwise fusion plans the work
-/// deferred into the recording; the convolution's weight cache empties with `empty_cache`.
+/// deferred into the recording; the dense copies and the prefetch serve the other families;
+/// the convolution's weight cache empties with `empty_cache`.
 static HOOKS: Hooks = Hooks {
     deferred: &fusion::PLANNER,
+    dense_copies: &copy::COPIES,
+    prefetch: prefetch::prefetch,
     clear_caches: &[conv::weight_cache::clear],
 };
 

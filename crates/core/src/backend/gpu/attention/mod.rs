@@ -668,7 +668,7 @@ mod tests {
                         key_bias,
                     });
                     if let Err(error) =
-                        crate::backend::gpu::kernel_catalog::naga_check(&key.source())
+                        crate::backend::gpu::runtime::shader_check::naga_check(&key.source())
                     {
                         panic!("{key:?}: {error}");
                     }

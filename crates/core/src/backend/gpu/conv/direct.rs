@@ -297,7 +297,8 @@ mod tests {
                     epilogue: None,
                 }
                 .source();
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source)
+                {
                     panic!("{error}");
                 }
             }

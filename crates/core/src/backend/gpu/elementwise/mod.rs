@@ -10,13 +10,13 @@
 pub(crate) mod kernel;
 pub(crate) mod vector;
 
-use super::fusion::{self, Request};
 use crate::backend::gpu::elementwise::kernel::ElementwiseKernel;
 use crate::backend::gpu::elementwise::vector::{
     VectorBinaryParams, VectorCopyParams, VectorFamily, VectorScalarParams, VectorUnaryParams,
     MAX_WORKGROUPS, UNROLL,
 };
 use crate::backend::gpu::runtime::device::GpuDevice;
+use crate::backend::gpu::runtime::hooks::ElementwiseRequest;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{
     check_view, is_dense, kernel_params, word, KernelParams, Params,
@@ -358,7 +358,12 @@ impl GpuStorage {
             return Err(unsupported(op.name(), self.dtype, &self.device));
         }
         check_view(op.name(), layout, self.len)?;
-        if let Some(out) = fusion::defer(op.name(), (self, layout), Request::Unary(op), None)? {
+        if let Some(out) = self.device.context().defer_elementwise(
+            op.name(),
+            (self, layout),
+            ElementwiseRequest::Unary(op),
+            None,
+        )? {
             return Ok(out);
         }
         let numel = layout.numel();
@@ -408,10 +413,13 @@ impl GpuStorage {
         same_shape(op.name(), layout, rhs_layout)?;
         check_view(op.name(), layout, self.len)?;
         check_view(op.name(), rhs_layout, rhs.len)?;
-        let request = Request::Binary(op);
-        if let Some(out) =
-            fusion::defer(op.name(), (self, layout), request, Some((rhs, rhs_layout)))?
-        {
+        let request = ElementwiseRequest::Binary(op);
+        if let Some(out) = self.device.context().defer_elementwise(
+            op.name(),
+            (self, layout),
+            request,
+            Some((rhs, rhs_layout)),
+        )? {
             return Ok(out);
         }
         let numel = layout.numel();
@@ -463,12 +471,16 @@ impl GpuStorage {
             return result;
         }
         let bits = scalar_bits(self.dtype, scalar);
-        let request = Request::Scalar {
+        let request = ElementwiseRequest::Scalar {
             op,
             on_left: scalar_on_left,
             bits,
         };
-        if let Some(out) = fusion::defer(op.name(), (self, layout), request, None)? {
+        if let Some(out) =
+            self.device
+                .context()
+                .defer_elementwise(op.name(), (self, layout), request, None)?
+        {
             return Ok(out);
         }
         let numel = layout.numel();
@@ -638,26 +650,18 @@ impl GpuStorage {
     ) -> Result<()> {
         let numel = layout.numel();
         let access = access(numel, &[layout, destination_layout]);
-        // A view with contiguous rows (attention's heads): `vec4` rows (`copy/rows.rs`).
+        // A view with contiguous rows or a batch of transposed matrices: the dense copies
+        // (`copy/`, through the context's hooks).
         if access == Access::Strided
             && self.dtype == destination.dtype
-            && crate::backend::gpu::copy::rows::rows_view(self.dtype, layout, destination_layout)
-        {
-            return self.copy_rows_into(layout, destination, destination_layout);
-        }
-        // A batch of transposed matrices (channels-last activations, transposed weights):
-        // tiles through workgroup memory (`copy/transpose.rs`).
-        if access == Access::Strided
-            && self.dtype == destination.dtype
-            && crate::backend::gpu::copy::transpose::fits(self.dtype, &self.device)
-        {
-            if let Some(view) = crate::backend::gpu::copy::transpose::transposed_view(
-                self.dtype,
+            && self.device.context().dense_copies().copy(
+                self,
                 layout,
+                destination,
                 destination_layout,
-            ) {
-                return self.copy_transpose_into(view, layout, destination, destination_layout);
-            }
+            )?
+        {
+            return Ok(());
         }
         // Dense same-type copies deliberately stay kernels: `copy_buffer_to_buffer` measured
         // 729 GB/s on an H200 through Vulkan, below the old scalar copy kernel (1,171 GB/s).

@@ -57,6 +57,7 @@ use crate::backend::gpu::matmul::MatmulParams;
 use crate::backend::gpu::runtime::context::GpuContext;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::cooperative::Coop;
 use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::dtype::DType;
 use crate::error::Error;
@@ -634,11 +635,6 @@ fn direct_loop(w: &mut String, coop: Coop) {
     let _ = writeln!(w, "        }}");
 }
 
-mod fragments;
 #[cfg(test)]
 pub(crate) mod tests;
 mod wide;
-
-pub(crate) use fragments::Coop;
-
-pub(crate) use wide::{block_product, store_register};

@@ -751,7 +751,8 @@ mod tests {
                     MatmulParams::WGSL,
                     aligned_body(k_step)
                 );
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source)
+                {
                     panic!("{error}");
                 }
             }

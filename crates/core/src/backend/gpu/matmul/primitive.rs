@@ -483,7 +483,7 @@ impl GpuStorage {
         let grid = (tiles_n as u32, tiles_m as u32, batch.min(max) as u32);
         if let MatmulKernel::MatmulDot { .. } = key {
             // Its invocations step through B's rows in lock-step: from L2, not memory.
-            crate::backend::gpu::prefetch::prefetch(rhs)?;
+            rhs.device.context().prefetch(rhs)?;
         }
         context.dispatch(
             &key,

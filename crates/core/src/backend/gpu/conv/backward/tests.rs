@@ -36,7 +36,7 @@ fn backward_kernels_validate() {
         }
         for key in keys {
             let source = key.source();
-            if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+            if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source) {
                 panic!("{error}");
             }
         }

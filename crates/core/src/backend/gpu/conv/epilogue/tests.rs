@@ -31,7 +31,9 @@ fn fused_kernels_validate() {
                 epilogue: Some(epilogue),
             }));
             for key in keys {
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&key.source()) {
+                if let Err(error) =
+                    crate::backend::gpu::runtime::shader_check::naga_check(&key.source())
+                {
                     panic!("{key:?}: {error}");
                 }
             }

@@ -475,7 +475,7 @@ impl GpuStorage {
             grid_z as u32,
         );
         let kernel = ConvKernel::ConvPatch(key);
-        crate::backend::gpu::prefetch::prefetch(weight)?;
+        weight.device.context().prefetch(weight)?;
         let recorded = dispatch_counted(input, (&kernel, emulated), words, &buffers, grid)?;
         Ok(recorded.then_some(out))
     }

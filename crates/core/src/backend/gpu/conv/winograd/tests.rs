@@ -52,7 +52,8 @@ fn winograd_kernels_validate() {
                     epilogue: None,
                 }
                 .source();
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source)
+                {
                     panic!("{stage:?} {tile:?} {dtype:?}: {error}");
                 }
             }
