@@ -1,0 +1,425 @@
+"""``nn.functional``: activations, convolution, pooling, normalization, dropout, embedding
+and losses as functions, with PyTorch's names, arguments and reductions."""
+
+import math
+
+from .. import _native
+
+conv2d = _native.conv2d
+linear = _native.linear
+layer_norm = _native.layer_norm
+embedding_native = _native.embedding
+
+
+def _reduce(loss, reduction, op):
+    """Apply ``reduction`` ("mean", "sum" or "none") to elementwise losses."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: {reduction} is not a valid value for reduction")
+
+
+# Activations ---------------------------------------------------------------------------------
+
+
+def relu(input, inplace=False):
+    """max(x, 0)."""
+    out = input.relu()
+    return input.copy_(out) if inplace else out
+
+
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6)."""
+    return input.clamp(0.0, 6.0)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where positive, ``negative_slope * x`` elsewhere."""
+    return input.relu() - (-input).relu() * negative_slope
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    return input.relu() + ((input.clamp(max=0.0)).exp() - 1) * alpha
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit."""
+    return input.gelu(approximate)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x)."""
+    return input.silu()
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x))."""
+    return input * softplus(input).tanh()
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Clamp to [min_val, max_val]."""
+    return input.clamp(min_val, max_val)
+
+
+def hardsigmoid(input, inplace=False):
+    """relu6(x + 3) / 6."""
+    return (input + 3).clamp(0.0, 6.0) / 6
+
+
+def hardswish(input, inplace=False):
+    """x * relu6(x + 3) / 6."""
+    return input * hardsigmoid(input)
+
+
+def sigmoid(input):
+    """The logistic function."""
+    return input.sigmoid()
+
+
+def tanh(input):
+    """Hyperbolic tangent."""
+    return input.tanh()
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear above ``threshold``."""
+    return input.softplus(beta, threshold)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax along ``dim``."""
+    return input.softmax(-1 if dim is None else dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Log-softmax along ``dim``."""
+    return input.log_softmax(-1 if dim is None else dim, dtype)
+
+
+def softmin(input, dim=None, dtype=None):
+    """Softmax of -x."""
+    return (-input).softmax(-1 if dim is None else dim, dtype)
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), stably."""
+    return -softplus(-input)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """``input`` divided by its p-norm along ``dim``."""
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
+    dot = (x1 * x2).sum(dim)
+    return dot / (x1.norm(2, dim) * x2.norm(2, dim)).clamp(min=eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of ``x1 - x2 + eps`` along the last dim."""
+    return (x1 - x2 + eps).norm(p, -1, keepdim)
+
+
+def one_hot(tensor, num_classes=-1):
+    """One-hot rows (int64)."""
+    return tensor._one_hot(num_classes)
+
+
+# Layers --------------------------------------------------------------------------------------
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """2-D max pooling."""
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True is not supported yet")
+    return _native.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """2-D average pooling."""
+    if divisor_override is not None:
+        raise NotImplementedError("avg_pool2d: divisor_override is not supported")
+    return _native.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to ``output_size``."""
+    return _native.adaptive_avg_pool2d(input, output_size)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """1-D max pooling (as 2-D pooling over a height of one)."""
+    stride = kernel_size if stride is None else stride
+    out = _native.max_pool2d(input.unsqueeze(-2), (1, kernel_size), (1, stride), (0, padding), dilation, ceil_mode)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """1-D average pooling."""
+    stride = kernel_size if stride is None else stride
+    out = _native.avg_pool2d(input.unsqueeze(-2), (1, kernel_size), (1, stride), (0, padding), ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to ``output_size`` along the last dim."""
+    return _native.adaptive_avg_pool2d(input.unsqueeze(-2), (1, output_size)).squeeze(-2)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero elements with probability ``p``, scale the rest by 1/(1-p) (in training)."""
+    return _native.dropout(input, p, training)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels with probability ``p`` (in training)."""
+    return _native.dropout2d(input, p, training)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Batch normalization over dim 1."""
+    return _native.batch_norm(input, running_mean, running_var, weight, bias, training, 0.1 if momentum is None else momentum, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalization over groups of channels."""
+    n, c = input.shape[0], input.shape[1]
+    grouped = input.reshape(n, num_groups, -1)
+    mean = grouped.mean(-1, keepdim=True)
+    var = grouped.var(-1, unbiased=False, keepdim=True)
+    out = ((grouped - mean) / (var + eps).sqrt()).reshape(*input.shape)
+    shape = [1, c] + [1] * (input.dim() - 2)
+    if weight is not None:
+        out = out * weight.reshape(*shape)
+    if bias is not None:
+        out = out + bias.reshape(*shape)
+    return out
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` at ``input``'s indices."""
+    if max_norm is not None:
+        raise NotImplementedError("embedding: max_norm is not supported")
+    return _native.embedding(input, weight, padding_idx)
+
+
+def pad(input, pad, mode="constant", value=0.0):
+    """Pad the last dims: ``pad`` is (left, right[, top, bottom, ...]) from the last dim."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant only)")
+    import anygrad
+
+    out = input
+    for index in range(len(pad) // 2):
+        dim = out.dim() - 1 - index
+        before, after = pad[2 * index], pad[2 * index + 1]
+        parts = []
+        shape = list(out.shape)
+        if before > 0:
+            shape[dim] = before
+            parts.append(anygrad.full(tuple(shape), value, dtype=out.dtype, device=out.device))
+        parts.append(out if before >= 0 else out.narrow(dim, -before, out.shape[dim] + before))
+        if after > 0:
+            shape[dim] = after
+            parts.append(anygrad.full(tuple(shape), value, dtype=out.dtype, device=out.device))
+        elif after < 0:
+            parts[-1] = parts[-1].narrow(dim, 0, parts[-1].shape[dim] + after)
+        out = anygrad.cat(parts, dim) if len(parts) > 1 else parts[0]
+    return out
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Dims merged into one."""
+    return input.flatten(start_dim, end_dim)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """softmax(q kᵀ / sqrt(d) + mask) v."""
+    import anygrad
+
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale
+    if is_causal:
+        n, m = scores.shape[-2], scores.shape[-1]
+        causal = anygrad.ones(n, m, dtype=anygrad.bool, device=scores.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == anygrad.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = scores.softmax(-1)
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
+
+
+# Losses --------------------------------------------------------------------------------------
+
+
+def _classes_last(input):
+    """``[N, C, d1, ...]`` as ``[N * d1 * ..., C]`` (class scores in rows)."""
+    if input.dim() <= 2:
+        return input
+    order = [0] + list(range(2, input.dim())) + [1]
+    return input.permute(*order).reshape(-1, input.shape[1])
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log likelihood of the target classes, given log-probabilities."""
+    import anygrad
+
+    if input.dim() < 1 or input.dim() > 1 and target.dim() != input.dim() - 1:
+        raise ValueError(
+            f"nll_loss: expected target of shape {tuple(input.shape[:1]) + tuple(input.shape[2:])}, got {tuple(target.shape)}"
+        )
+    if input.dim() == 1:
+        input, target = input.unsqueeze(0), target.reshape(1)
+    if target.is_floating_point():
+        raise TypeError("nll_loss: expected integer class indices as the target, got floats")
+    rows = _classes_last(input)
+    flat_target = target.reshape(-1)
+    if tuple(flat_target.shape)[0] != tuple(rows.shape)[0]:
+        raise ValueError(
+            f"nll_loss: expected input batch_size ({rows.shape[0]}) to match target batch_size ({flat_target.shape[0]})"
+        )
+    valid = flat_target != ignore_index
+    safe = anygrad.where(valid, flat_target, 0)
+    picked = rows.gather(1, safe.unsqueeze(1)).squeeze(1)
+    weights = valid.to(rows.dtype)
+    if weight is not None:
+        weights = weights * weight.index_select(0, safe).to(rows.dtype)
+    losses = -picked * weights
+    if reduction == "mean":
+        return losses.sum() / weights.sum()
+    if reduction == "none":
+        return losses.reshape(*target.shape)
+    return _reduce(losses, reduction, "nll_loss")
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0):
+    """Cross entropy of class scores (logits) against class indices or class
+    probabilities."""
+    logp = input.log_softmax(1 if input.dim() > 1 else 0)
+    if target.is_floating_point():
+        rows = _classes_last(logp)
+        probs = _classes_last(target)
+        if label_smoothing:
+            classes = rows.shape[1]
+            probs = probs * (1 - label_smoothing) + label_smoothing / classes
+        if weight is not None:
+            rows = rows * weight
+        losses = -(rows * probs).sum(1)
+        return _reduce(losses, reduction, "cross_entropy")
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing:
+        rows = _classes_last(logp)
+        smooth = -rows.mean(1) if weight is None else -(rows * weight).sum(1) / rows.shape[1]
+        valid = (target.reshape(-1) != ignore_index).to(rows.dtype)
+        smooth = smooth * valid
+        if reduction == "mean":
+            smooth = smooth.sum() / valid.sum()
+        elif reduction == "sum":
+            smooth = smooth.sum()
+        else:
+            smooth = smooth.reshape(*target.shape)
+        loss = loss * (1 - label_smoothing) + smooth * label_smoothing
+    return loss
+
+
+def _check_same_shape(op, input, target):
+    if tuple(input.shape) != tuple(target.shape):
+        import warnings
+
+        warnings.warn(
+            f"{op}: using a target size ({tuple(target.shape)}) that is different to the input size "
+            f"({tuple(input.shape)}); this will likely lead to incorrect results due to broadcasting.",
+            stacklevel=3,
+        )
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error."""
+    _check_same_shape("mse_loss", input, target)
+    return _reduce((input - target).square(), reduction, "mse_loss")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mean absolute error."""
+    _check_same_shape("l1_loss", input, target)
+    return _reduce((input - target).abs(), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Huber-like loss: quadratic below ``beta``, linear above."""
+    import anygrad
+
+    diff = (input - target).abs()
+    if beta == 0:
+        return _reduce(diff, reduction, "smooth_l1_loss")
+    loss = anygrad.where(diff < beta, diff.square() * (0.5 / beta), diff - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """Huber loss."""
+    return smooth_l1_loss(input, target, reduction=reduction, beta=delta) * delta
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+    """Binary cross entropy of logits, computed stably."""
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"binary_cross_entropy_with_logits: target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})"
+        )
+    target = target.to(input.dtype)
+    log_term = ((-input.abs()).exp() + 1).log() + (-input).relu()
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input + log_weight * log_term
+    else:
+        loss = (1 - target) * input + log_term
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Binary cross entropy of probabilities (logs floored at -100, as PyTorch)."""
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"binary_cross_entropy: target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})"
+        )
+    target = target.to(input.dtype)
+    loss = -(target * input.log().clamp(min=-100.0) + (1 - target) * (1 - input).log().clamp(min=-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence (``input`` holds log-probabilities)."""
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = target * (target.clamp(min=1e-38).log() - input)
+        loss = loss * (target > 0).to(loss.dtype)
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0]
+    return _reduce(loss, reduction, "kl_div")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
+    """1 - cos for similar pairs, max(0, cos - margin) for dissimilar ones."""
+    import anygrad
+
+    cos = cosine_similarity(input1, input2, dim=-1)
+    loss = anygrad.where(target > 0, 1 - cos, (cos - margin).clamp(min=0.0))
+    return _reduce(loss, reduction, "cosine_embedding_loss")

@@ -1,0 +1,170 @@
+"""Activation layers: ``ReLU``, ``GELU``, ``SiLU``, ``Tanh``, ``Sigmoid``, ``Softmax``,
+``LogSoftmax``, ``LeakyReLU``, ``ELU``, ``ReLU6``, ``Hardswish``, ``Softplus``, ``Mish``."""
+
+from .module import Module
+from .. import functional as F
+
+
+class _Elementwise(Module):
+    """An activation without parameters."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_Elementwise):
+    """max(x, 0)."""
+
+    def forward(self, input):
+        """max(x, 0)."""
+        return F.relu(input)
+
+
+class ReLU6(_Elementwise):
+    """min(max(x, 0), 6)."""
+
+    def forward(self, input):
+        """min(max(x, 0), 6)."""
+        return F.relu6(input)
+
+
+class SiLU(_Elementwise):
+    """x * sigmoid(x)."""
+
+    def forward(self, input):
+        """x * sigmoid(x)."""
+        return F.silu(input)
+
+
+class Hardswish(_Elementwise):
+    """x * relu6(x + 3) / 6."""
+
+    def forward(self, input):
+        """x * relu6(x + 3) / 6."""
+        return F.hardswish(input)
+
+
+class Hardsigmoid(_Elementwise):
+    """relu6(x + 3) / 6."""
+
+    def forward(self, input):
+        """relu6(x + 3) / 6."""
+        return F.hardsigmoid(input)
+
+
+class Mish(_Elementwise):
+    """x * tanh(softplus(x))."""
+
+    def forward(self, input):
+        """x * tanh(softplus(x))."""
+        return F.mish(input)
+
+
+class GELU(Module):
+    """Gaussian error linear unit (``approximate="tanh"`` for the tanh formula)."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        """GELU."""
+        return F.gelu(input, self.approximate)
+
+
+class Tanh(Module):
+    """Hyperbolic tangent."""
+
+    def forward(self, input):
+        """tanh(x)."""
+        return input.tanh()
+
+
+class Sigmoid(Module):
+    """The logistic function."""
+
+    def forward(self, input):
+        """sigmoid(x)."""
+        return input.sigmoid()
+
+
+class LeakyReLU(Module):
+    """x where positive, ``negative_slope * x`` elsewhere."""
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, input):
+        """Leaky ReLU."""
+        return F.leaky_relu(input, self.negative_slope)
+
+
+class ELU(Module):
+    """x where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, input):
+        """ELU."""
+        return F.elu(input, self.alpha)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta x)) / beta."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        """Softplus."""
+        return F.softplus(input, self.beta, self.threshold)
+
+
+class Hardtanh(Module):
+    """Clamp to [min_val, max_val]."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, input):
+        """Clamp."""
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+
+class Softmax(Module):
+    """Softmax along ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        """Softmax."""
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """Log-softmax along ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        """Log-softmax."""
+        return F.log_softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"

@@ -1,0 +1,95 @@
+"""``Conv2d`` (and ``Conv1d`` over a height of one), initialised as PyTorch does."""
+
+import math
+
+from .module import Module
+from ..parameter import Parameter
+from .. import functional as F
+from .. import init
+
+
+def _pair(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+
+class Conv2d(Module):
+    """2-D convolution with weight ``[out, in / groups, kh, kw]``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported (zeros only)")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair(kernel_size)
+        self.stride = _pair(stride)
+        self.dilation = _pair(dilation)
+        if padding == "same":
+            if any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            padding = tuple(d * (k - 1) // 2 for d, k in zip(self.dilation, self.kernel_size))
+        elif padding == "valid":
+            padding = 0
+        self.padding = _pair(padding)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(anygrad.empty(out_channels, in_channels // groups, *self.kernel_size, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        """The convolution."""
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            text += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class Conv1d(Module):
+    """1-D convolution (run as a 2-D one over a height of one), weight ``[out, in / groups, k]``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding, self.dilation, self.groups = kernel_size, stride, padding, dilation, groups
+        self.weight = Parameter(anygrad.empty(out_channels, in_channels // groups, kernel_size, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt((in_channels // groups) * kernel_size)
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        """The convolution."""
+        out = F.conv2d(input.unsqueeze(2), self.weight.unsqueeze(2), self.bias, (1, self.stride), (0, self.padding), (1, self.dilation), self.groups)
+        return out.squeeze(2)

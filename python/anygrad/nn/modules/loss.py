@@ -1,0 +1,121 @@
+"""Loss layers: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``,
+``SmoothL1Loss``, ``HuberLoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``KLDivLoss``."""
+
+from .module import Module
+from .. import functional as F
+
+
+class _Loss(Module):
+    """A loss with a ``reduction`` ("mean", "sum" or "none")."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none", "batchmean"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    """A loss with optional class weights (registered as a buffer)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of logits against class indices or probabilities."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log likelihood of log-probabilities."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    """Mean squared error."""
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error."""
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Quadratic below ``beta``, linear above."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Huber loss."""
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of logits."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities."""
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

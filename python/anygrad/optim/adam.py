@@ -1,0 +1,77 @@
+"""``optim.Adam`` (L2 weight decay added to the gradient, ``amsgrad``) and ``optim.AdamW``
+(decoupled weight decay), with PyTorch's bias-corrected update."""
+
+import math
+
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """Adam."""
+
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, foreach=None, maximize=False, capturable=False, differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient."""
+        import anygrad
+
+        loss = self._closure_loss(closure)
+        with anygrad.no_grad():
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                lr, eps, decay = group["lr"], group["eps"], group["weight_decay"]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    grad = -p.grad if group["maximize"] else p.grad
+                    state = self.state.setdefault(p, {})
+                    if not state:
+                        state["step"] = 0
+                        state["exp_avg"] = anygrad.zeros_like(p)
+                        state["exp_avg_sq"] = anygrad.zeros_like(p)
+                        if group["amsgrad"]:
+                            state["max_exp_avg_sq"] = anygrad.zeros_like(p)
+                    state["step"] += 1
+                    step = state["step"]
+                    if decay != 0:
+                        if self._decoupled:
+                            p.mul_(1 - lr * decay)
+                        else:
+                            grad = grad + p * decay
+                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                    exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                    bias1 = 1 - beta1**step
+                    bias2 = 1 - beta2**step
+                    if group["amsgrad"]:
+                        maximum = state["max_exp_avg_sq"]
+                        maximum.copy_(maximum.maximum(exp_avg_sq))
+                        second = maximum
+                    else:
+                        second = exp_avg_sq
+                    denominator = (second.sqrt() / math.sqrt(bias2)) + eps
+                    p.sub_(exp_avg / denominator, alpha=lr / bias1)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 0.01)."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, **kwargs):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, **kwargs)

@@ -1,0 +1,3 @@
+"""``anygrad.utils``: ``data`` (datasets and loaders)."""
+
+from . import data  # noqa: F401

@@ -1,0 +1,305 @@
+"""``anygrad.utils.data`` (``torch.utils.data``): ``Dataset`` subclassed in Python,
+``TensorDataset``, ``Subset``, ``ConcatDataset``, ``random_split`` and ``DataLoader``
+(``batch_size``, ``shuffle``, ``drop_last``, ``collate_fn``, ``sampler``; ``num_workers``
+and ``pin_memory`` are accepted, and batches are made in the calling thread).
+
+The default collate stacks tensors, turns numbers into tensors (ints to int64, floats to
+float64, as PyTorch does) and recurses into tuples, lists and dicts."""
+
+import math
+import random as _random
+
+
+class Dataset:
+    """A map-style dataset: define ``__getitem__`` and ``__len__``."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError(f"{type(self).__name__} must define __getitem__")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset read by iteration: define ``__iter__``."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__")
+
+
+class TensorDataset(Dataset):
+    """Rows of tensors that share their first dim."""
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset needs at least one tensor")
+        size = tensors[0].shape[0]
+        for tensor in tensors:
+            if tensor.shape[0] != size:
+                raise ValueError(f"Size mismatch between tensors: {tensor.shape[0]} and {size} rows")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(tensor[index] for tensor in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``."""
+
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = list(indices)
+
+    def __getitem__(self, index):
+        if isinstance(index, list):
+            return [self.dataset[self.indices[i]] for i in index]
+        return self.dataset[self.indices[index]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """Datasets one after another."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        self.cumulative_sizes = []
+        total = 0
+        for dataset in self.datasets:
+            total += len(dataset)
+            self.cumulative_sizes.append(total)
+
+    def __len__(self):
+        return self.cumulative_sizes[-1] if self.cumulative_sizes else 0
+
+    def __getitem__(self, index):
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"index {index} is out of range for a dataset of {len(self)} samples")
+        start = 0
+        for dataset, end in zip(self.datasets, self.cumulative_sizes):
+            if index < end:
+                return dataset[index - start]
+            start = end
+        raise IndexError(index)
+
+
+class Generator:
+    """A seeded source of shuffles (``torch.Generator``)."""
+
+    def __init__(self, device="cpu"):
+        self._random = _random.Random()
+
+    def manual_seed(self, seed):
+        """Seed it."""
+        self._random.seed(seed)
+        return self
+
+
+def random_split(dataset, lengths, generator=None):
+    """Split into non-overlapping subsets of ``lengths`` (counts, or fractions that add up
+    to 1)."""
+    total = len(dataset)
+    if all(0 <= length <= 1 for length in lengths) and abs(sum(lengths) - 1) < 1e-6 and sum(lengths) != total:
+        counts = [int(math.floor(total * fraction)) for fraction in lengths]
+        for i in range(total - sum(counts)):
+            counts[i % len(counts)] += 1
+        lengths = counts
+    if sum(lengths) != total:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    order = list(range(total))
+    (generator._random if generator is not None else _random).shuffle(order)
+    subsets, offset = [], 0
+    for length in lengths:
+        subsets.append(Subset(dataset, order[offset:offset + length]))
+        offset += length
+    return subsets
+
+
+class Sampler:
+    """Yields dataset indices."""
+
+    def __init__(self, data_source=None):
+        self.data_source = data_source
+
+
+class SequentialSampler(Sampler):
+    """0, 1, 2, ..."""
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A new random order each epoch."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        super().__init__(data_source)
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+
+    @property
+    def num_samples(self):
+        """How many indices an epoch yields."""
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        source = self.generator._random if self.generator is not None else _random
+        n = len(self.data_source)
+        if self.replacement:
+            return iter([source.randrange(n) for _ in range(self.num_samples)])
+        order = list(range(n))
+        source.shuffle(order)
+        return iter(order[: self.num_samples])
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in a random order."""
+
+    def __init__(self, indices, generator=None):
+        super().__init__(None)
+        self.indices = list(indices)
+        self.generator = generator
+
+    def __iter__(self):
+        order = list(self.indices)
+        (self.generator._random if self.generator is not None else _random).shuffle(order)
+        return iter(order)
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Groups a sampler's indices into batches."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        super().__init__(None)
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+
+    def __iter__(self):
+        batch = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+
+
+def default_collate(batch):
+    """Stack a list of samples into a batch: tensors stacked, numbers made tensors,
+    tuples/lists/dicts collated field by field."""
+    import anygrad
+
+    first = batch[0]
+    if isinstance(first, anygrad.Tensor):
+        return anygrad.stack(batch, 0)
+    if type(first).__module__ == "numpy" and hasattr(first, "shape"):
+        return anygrad.stack([anygrad.from_numpy(item) for item in batch], 0)
+    if isinstance(first, bool):
+        return anygrad.tensor(batch, dtype=anygrad.bool)
+    if isinstance(first, int):
+        return anygrad.tensor(batch, dtype=anygrad.int64)
+    if isinstance(first, float):
+        return anygrad.tensor(batch, dtype=anygrad.float64)
+    if isinstance(first, (str, bytes)):
+        return list(batch)
+    if isinstance(first, dict):
+        return {key: default_collate([sample[key] for sample in batch]) for key in first}
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*(default_collate(list(field)) for field in zip(*batch)))
+    if isinstance(first, (tuple, list)):
+        sizes = {len(sample) for sample in batch}
+        if len(sizes) != 1:
+            raise RuntimeError("each element in list of batch should be of equal size")
+        return [default_collate(list(field)) for field in zip(*batch)]
+    raise TypeError(f"default_collate: batch must contain tensors, numbers, dicts or lists; found {type(first).__name__}")
+
+
+class DataLoader:
+    """Batches of a dataset: ``for inputs, targets in DataLoader(ds, batch_size=64,
+    shuffle=True)``. A ``TensorDataset`` is batched by slicing whole tensors at once."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False, pin_memory_device=""):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative")
+        if batch_size is not None and batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+        self.generator = generator
+        self.collate_fn = collate_fn if collate_fn is not None else default_collate
+        self._default_collate = collate_fn is None
+        self._iterable = isinstance(dataset, IterableDataset)
+        if batch_sampler is not None:
+            self.batch_sampler = batch_sampler
+            self.sampler = None
+        else:
+            if sampler is None and not self._iterable:
+                sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+            self.sampler = sampler
+            self.batch_sampler = BatchSampler(sampler, batch_size, drop_last) if batch_size is not None and sampler is not None else None
+
+    def __len__(self):
+        if self._iterable:
+            return len(self.dataset)
+        if self.batch_sampler is None:
+            return len(self.sampler)
+        return len(self.batch_sampler)
+
+    def _fast_batches(self):
+        """Whole-tensor slicing for a TensorDataset with the default collate."""
+        import anygrad
+
+        tensors = self.dataset.tensors
+        for indices in self.batch_sampler:
+            if indices == list(range(indices[0], indices[0] + len(indices))):
+                yield [tensor[indices[0]:indices[0] + len(indices)] for tensor in tensors]
+            else:
+                index = anygrad.tensor(indices, dtype=anygrad.int64, device=tensors[0].device)
+                yield [tensor.index_select(0, index) for tensor in tensors]
+
+    def __iter__(self):
+        if self._iterable:
+            batch = []
+            for sample in self.dataset:
+                batch.append(sample)
+                if self.batch_size is not None and len(batch) == self.batch_size:
+                    yield self.collate_fn(batch)
+                    batch = []
+            if batch and not self.drop_last:
+                yield self.collate_fn(batch)
+            return
+        if isinstance(self.dataset, TensorDataset) and self._default_collate and self.batch_sampler is not None:
+            yield from self._fast_batches()
+            return
+        if self.batch_sampler is None:
+            for index in self.sampler:
+                yield self.collate_fn(self.dataset[index]) if not self._default_collate else self.dataset[index]
+            return
+        for indices in self.batch_sampler:
+            yield self.collate_fn([self.dataset[i] for i in indices])

@@ -1,0 +1,442 @@
+//! The native part of `anygrad.nn.functional`: convolution, pooling, linear, normalization,
+//! dropout and embedding on library tensors (the losses and activations are written in
+//! Python over tensor methods). Sizes accept an int or a pair, as in PyTorch.
+
+use anygrad::{Conv2dParams, DType, Tensor};
+use pyo3::prelude::*;
+
+use crate::errors::{run, type_error, value_error};
+use crate::tensor::{optional_tensor_arg, tensor_arg, PyTensor};
+
+/// An int or a pair of ints (`kernel_size=3` or `(3, 3)`).
+fn pair(op: &str, name: &str, value: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+    if let Ok(single) = value.extract::<usize>() {
+        return Ok((single, single));
+    }
+    if let Ok((a, b)) = value.extract::<(usize, usize)>() {
+        return Ok((a, b));
+    }
+    if let Ok(list) = value.extract::<Vec<usize>>() {
+        if list.len() == 1 {
+            return Ok((list[0], list[0]));
+        }
+    }
+    Err(type_error(
+        op,
+        format!("{name} must be a non-negative int or a pair of them, got {value}"),
+    ))
+}
+
+/// An optional pair (`None` → `default`).
+fn optional_pair(
+    op: &str,
+    name: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    default: (usize, usize),
+) -> PyResult<(usize, usize)> {
+    match value {
+        Some(value) if !value.is_none() => pair(op, name, value),
+        _ => Ok(default),
+    }
+}
+
+/// 2-D convolution (`F.conv2d`).
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None, stride=None, padding=None, dilation=None, groups=1))]
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    bias: Option<&Bound<'_, PyAny>>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    dilation: Option<&Bound<'_, PyAny>>,
+    groups: usize,
+) -> PyResult<PyTensor> {
+    const OP: &str = "conv2d";
+    let input = tensor_arg(OP, "input", input)?;
+    let weight = tensor_arg(OP, "weight", weight)?;
+    let bias = optional_tensor_arg(OP, "bias", bias)?;
+    if let Some(text) = padding.and_then(|p| p.extract::<String>().ok()) {
+        return Err(value_error(
+            OP,
+            format!("padding={text:?} is not supported; give the padding in elements"),
+        ));
+    }
+    let params = Conv2dParams {
+        stride: optional_pair(OP, "stride", stride, (1, 1))?,
+        padding: optional_pair(OP, "padding", padding, (0, 0))?,
+        dilation: optional_pair(OP, "dilation", dilation, (1, 1))?,
+        groups,
+    };
+    let (x, w, b) = (input.tensor, weight.tensor, bias.map(|b| b.tensor));
+    let result = py.allow_threads(move || run(OP, || x.conv2d(&w, b.as_ref(), params)))?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// 2-D max pooling (`F.max_pool2d`); `stride` defaults to the kernel size.
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride=None, padding=None, dilation=None, ceil_mode=false))]
+pub fn max_pool2d(
+    input: &Bound<'_, PyAny>,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    dilation: Option<&Bound<'_, PyAny>>,
+    ceil_mode: bool,
+) -> PyResult<PyTensor> {
+    const OP: &str = "max_pool2d";
+    let input = tensor_arg(OP, "input", input)?;
+    let kernel = pair(OP, "kernel_size", kernel_size)?;
+    let stride = optional_pair(OP, "stride", stride, kernel)?;
+    let padding = optional_pair(OP, "padding", padding, (0, 0))?;
+    if optional_pair(OP, "dilation", dilation, (1, 1))? != (1, 1) {
+        return Err(value_error(OP, "dilation other than 1 is not supported"));
+    }
+    if ceil_mode {
+        return Err(value_error(OP, "ceil_mode=True is not supported"));
+    }
+    Ok(input.derived(run(OP, || {
+        input.tensor.max_pool2d(kernel, stride, padding)
+    })?))
+}
+
+/// 2-D average pooling (`F.avg_pool2d`); `stride` defaults to the kernel size.
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride=None, padding=None, ceil_mode=false, count_include_pad=true))]
+pub fn avg_pool2d(
+    input: &Bound<'_, PyAny>,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> PyResult<PyTensor> {
+    const OP: &str = "avg_pool2d";
+    let input = tensor_arg(OP, "input", input)?;
+    let kernel = pair(OP, "kernel_size", kernel_size)?;
+    let stride = optional_pair(OP, "stride", stride, kernel)?;
+    let padding = optional_pair(OP, "padding", padding, (0, 0))?;
+    if ceil_mode {
+        return Err(value_error(OP, "ceil_mode=True is not supported"));
+    }
+    if !count_include_pad && padding != (0, 0) {
+        return Err(value_error(
+            OP,
+            "count_include_pad=False with padding is not supported",
+        ));
+    }
+    Ok(input.derived(run(OP, || {
+        input.tensor.avg_pool2d(kernel, stride, padding)
+    })?))
+}
+
+/// Adaptive average pooling to `output_size` (`F.adaptive_avg_pool2d`): exact when the input
+/// divides evenly (or the output is 1×1); other sizes average PyTorch's overlapping windows.
+#[pyfunction]
+pub fn adaptive_avg_pool2d(
+    input: &Bound<'_, PyAny>,
+    output_size: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "adaptive_avg_pool2d";
+    let input = tensor_arg(OP, "input", input)?;
+    let shape = input.tensor.shape().to_vec();
+    if shape.len() != 4 && shape.len() != 3 {
+        return Err(crate::errors::runtime_error(
+            OP,
+            format!("expects a 3-D or 4-D input, got shape {shape:?}"),
+        ));
+    }
+    let (h, w) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let (oh, ow) = if let Ok((a, b)) = output_size.extract::<(Option<usize>, Option<usize>)>() {
+        (a.unwrap_or(h), b.unwrap_or(w))
+    } else {
+        pair(OP, "output_size", output_size)?
+    };
+    if oh == 0 || ow == 0 {
+        return Err(value_error(OP, "output_size must be positive"));
+    }
+    let result = run(OP, || {
+        let x = &input.tensor;
+        if (oh, ow) == (1, 1) {
+            return x.mean(&[-2, -1], true);
+        }
+        if h % oh == 0 && w % ow == 0 {
+            let kernel = (h / oh, w / ow);
+            return if shape.len() == 3 {
+                x.unsqueeze(0)?
+                    .avg_pool2d(kernel, kernel, (0, 0))?
+                    .squeeze(0)
+            } else {
+                x.avg_pool2d(kernel, kernel, (0, 0))
+            };
+        }
+        // PyTorch's windows: [floor(i*h/oh), ceil((i+1)*h/oh)).
+        let mut rows = Vec::with_capacity(oh);
+        for i in 0..oh {
+            let (r0, r1) = (i * h / oh, ((i + 1) * h).div_ceil(oh));
+            let band = x.narrow(-2, r0, r1 - r0)?;
+            let mut cells = Vec::with_capacity(ow);
+            for j in 0..ow {
+                let (c0, c1) = (j * w / ow, ((j + 1) * w).div_ceil(ow));
+                cells.push(band.narrow(-1, c0, c1 - c0)?.mean(&[-2, -1], true)?);
+            }
+            let refs: Vec<&Tensor> = cells.iter().collect();
+            rows.push(Tensor::cat(&refs, -1)?);
+        }
+        let refs: Vec<&Tensor> = rows.iter().collect();
+        Tensor::cat(&refs, -2)
+    })?;
+    Ok(input.derived(result))
+}
+
+/// `input @ weight.T + bias` (`F.linear`).
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None))]
+pub fn linear(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    bias: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "linear";
+    let input = tensor_arg(OP, "input", input)?;
+    let weight = tensor_arg(OP, "weight", weight)?;
+    let bias = optional_tensor_arg(OP, "bias", bias)?;
+    let (x, w, b) = (input.tensor, weight.tensor, bias.map(|b| b.tensor));
+    let result = py.allow_threads(move || run(OP, || x.linear(&w, b.as_ref())))?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// Layer normalization over the trailing `normalized_shape` dims (`F.layer_norm`).
+#[pyfunction]
+#[pyo3(signature = (input, normalized_shape, weight=None, bias=None, eps=1e-5))]
+pub fn layer_norm(
+    input: &Bound<'_, PyAny>,
+    normalized_shape: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    bias: Option<&Bound<'_, PyAny>>,
+    eps: f64,
+) -> PyResult<PyTensor> {
+    const OP: &str = "layer_norm";
+    let input = tensor_arg(OP, "input", input)?;
+    let shape: Vec<usize> = if let Ok(single) = normalized_shape.extract::<usize>() {
+        vec![single]
+    } else {
+        normalized_shape
+            .extract()
+            .map_err(|_| type_error(OP, "normalized_shape must be an int or a sequence of ints"))?
+    };
+    let weight = optional_tensor_arg(OP, "weight", weight)?;
+    let bias = optional_tensor_arg(OP, "bias", bias)?;
+    let result = run(OP, || {
+        input.tensor.layer_norm(
+            &shape,
+            weight.as_ref().map(|w| &w.tensor),
+            bias.as_ref().map(|b| &b.tensor),
+            eps,
+        )
+    })?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// Batch normalization over dim 1 (`F.batch_norm`): with `training`, the batch's statistics
+/// normalize and the running ones (when given) move by `momentum`; without, the running ones
+/// normalize.
+#[pyfunction]
+#[pyo3(signature = (input, running_mean, running_var, weight=None, bias=None, training=false, momentum=0.1, eps=1e-5))]
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    input: &Bound<'_, PyAny>,
+    running_mean: Option<&Bound<'_, PyAny>>,
+    running_var: Option<&Bound<'_, PyAny>>,
+    weight: Option<&Bound<'_, PyAny>>,
+    bias: Option<&Bound<'_, PyAny>>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> PyResult<PyTensor> {
+    const OP: &str = "batch_norm";
+    let input = tensor_arg(OP, "input", input)?;
+    let running_mean = optional_tensor_arg(OP, "running_mean", running_mean)?;
+    let running_var = optional_tensor_arg(OP, "running_var", running_var)?;
+    let weight = optional_tensor_arg(OP, "weight", weight)?;
+    let bias = optional_tensor_arg(OP, "bias", bias)?;
+    let x = &input.tensor;
+    let rank = x.rank();
+    if rank < 2 {
+        return Err(value_error(
+            OP,
+            format!("expected a 2-D or higher input, got shape {:?}", x.shape()),
+        ));
+    }
+    let channels = x.shape()[1];
+    // Statistics over every dim but the channels.
+    let dims: Vec<isize> = (0..rank as isize).filter(|&d| d != 1).collect();
+    let mut stat_shape = vec![1usize; rank];
+    stat_shape[1] = channels;
+    let count: usize = x.numel() / channels.max(1);
+    let result = run(OP, || {
+        let (mean, var) = match (&running_mean, &running_var) {
+            (Some(rm), Some(rv)) if !training => (
+                rm.tensor
+                    .reshape(stat_shape.as_slice())?
+                    .to_dtype(x.dtype())?,
+                rv.tensor
+                    .reshape(stat_shape.as_slice())?
+                    .to_dtype(x.dtype())?,
+            ),
+            _ => {
+                if count <= 1 {
+                    return Err(anygrad::Error::invalid(
+                    OP,
+                    format!("expected more than 1 value per channel when training, got input of shape {:?}", x.shape()),
+                ));
+                }
+                let mean = x.mean(&dims, true)?;
+                let var = x.var(&dims, true, false)?;
+                if let (Some(rm), Some(rv)) = (&running_mean, &running_var) {
+                    let _guard = anygrad::no_grad();
+                    let batch_mean = mean
+                        .detach()
+                        .reshape([channels])?
+                        .to_dtype(rm.tensor.dtype())?;
+                    let unbiased = var
+                        .detach()
+                        .reshape([channels])?
+                        .mul_scalar(count as f64 / (count - 1) as f64)?
+                        .to_dtype(rv.tensor.dtype())?;
+                    let new_mean = rm
+                        .tensor
+                        .mul_scalar(1.0 - momentum)?
+                        .add(&batch_mean.mul_scalar(momentum)?)?;
+                    let new_var = rv
+                        .tensor
+                        .mul_scalar(1.0 - momentum)?
+                        .add(&unbiased.mul_scalar(momentum)?)?;
+                    rm.tensor.assign(&new_mean)?;
+                    rv.tensor.assign(&new_var)?;
+                }
+                (mean, var)
+            }
+        };
+        let mut y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+        if let Some(w) = &weight {
+            y = y.mul(&w.tensor.reshape(stat_shape.as_slice())?)?;
+        }
+        if let Some(b) = &bias {
+            y = y.add(&b.tensor.reshape(stat_shape.as_slice())?)?;
+        }
+        Ok(y)
+    })?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// Zero each element with probability `p` and scale the rest by 1/(1-p) (`F.dropout`).
+#[pyfunction]
+#[pyo3(signature = (input, p=0.5, training=true))]
+pub fn dropout(input: &Bound<'_, PyAny>, p: f64, training: bool) -> PyResult<PyTensor> {
+    const OP: &str = "dropout";
+    let input = tensor_arg(OP, "input", input)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(value_error(
+            OP,
+            format!("dropout probability has to be between 0 and 1, but got {p}"),
+        ));
+    }
+    if !training || p == 0.0 {
+        return Ok(input);
+    }
+    let result = run(OP, || {
+        let x = &input.tensor;
+        if p == 1.0 {
+            return x.mul_scalar(0.0);
+        }
+        let keep = Tensor::full(x.shape(), 1.0 - p, DType::F32, x.device())?.bernoulli()?;
+        x.mul(&keep.to_dtype(x.dtype())?)?
+            .mul_scalar(1.0 / (1.0 - p))
+    })?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// Whole channels zeroed with probability `p` (`F.dropout2d`).
+#[pyfunction]
+#[pyo3(signature = (input, p=0.5, training=true))]
+pub fn dropout2d(input: &Bound<'_, PyAny>, p: f64, training: bool) -> PyResult<PyTensor> {
+    let input = tensor_arg("dropout2d", "input", input)?;
+    Ok(PyTensor::wrap(run("dropout2d", || {
+        input.tensor.dropout2d(p, training)
+    })?))
+}
+
+/// Rows of `weight` at `input`'s indices (`F.embedding`), shaped `input.shape + [dim]`.
+#[pyfunction]
+#[pyo3(signature = (input, weight, padding_idx=None))]
+pub fn embedding(
+    input: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    padding_idx: Option<i64>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "embedding";
+    let input = tensor_arg(OP, "input", input)?;
+    let weight = tensor_arg(OP, "weight", weight)?;
+    let _ = padding_idx;
+    let result = run(OP, || {
+        let flat = input.tensor.reshape([-1isize])?;
+        let rows = weight.tensor.index_select(0, &flat)?;
+        let mut shape = input.tensor.shape().to_vec();
+        shape.push(weight.tensor.shape().get(1).copied().unwrap_or(1));
+        rows.reshape(shape)
+    })?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// One fused SGD update of `param` in place (`torch.optim.SGD`'s rule), with its momentum
+/// buffer `buffer` when momentum is used.
+#[pyfunction]
+#[pyo3(signature = (param, grad, buffer, lr, momentum, dampening, weight_decay, nesterov, first))]
+#[allow(clippy::too_many_arguments)]
+pub fn sgd_step(
+    py: Python<'_>,
+    param: &Bound<'_, PyAny>,
+    grad: &Bound<'_, PyAny>,
+    buffer: Option<&Bound<'_, PyAny>>,
+    lr: f64,
+    momentum: f64,
+    dampening: f64,
+    weight_decay: f64,
+    nesterov: bool,
+    first: bool,
+) -> PyResult<()> {
+    const OP: &str = "SGD.step";
+    let param = tensor_arg(OP, "param", param)?;
+    let grad = tensor_arg(OP, "grad", grad)?;
+    let buffer = optional_tensor_arg(OP, "buffer", buffer)?;
+    let step = anygrad::SgdStep {
+        lr,
+        momentum,
+        dampening,
+        weight_decay,
+        nesterov,
+        first,
+    };
+    let (p, g, b) = (param.tensor, grad.tensor, buffer.map(|b| b.tensor));
+    py.allow_threads(move || run(OP, || p.sgd_step_(&g, b.as_ref(), &step)))
+}
+
+/// Register the functional bindings.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(conv2d, module)?)?;
+    module.add_function(wrap_pyfunction!(max_pool2d, module)?)?;
+    module.add_function(wrap_pyfunction!(avg_pool2d, module)?)?;
+    module.add_function(wrap_pyfunction!(adaptive_avg_pool2d, module)?)?;
+    module.add_function(wrap_pyfunction!(linear, module)?)?;
+    module.add_function(wrap_pyfunction!(layer_norm, module)?)?;
+    module.add_function(wrap_pyfunction!(batch_norm, module)?)?;
+    module.add_function(wrap_pyfunction!(dropout, module)?)?;
+    module.add_function(wrap_pyfunction!(dropout2d, module)?)?;
+    module.add_function(wrap_pyfunction!(embedding, module)?)?;
+    module.add_function(wrap_pyfunction!(sgd_step, module)?)?;
+    Ok(())
+}
