@@ -57,7 +57,7 @@ pub struct OpEvent {
 /// One kernel of an op, timed on the GPU.
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelTime {
-    /// The kernel's name: its family and instantiation (`KernelKey`'s name).
+    /// The kernel's name: its family and instantiation (its `Kernel` key's name).
     pub name: String,
     /// Its device time, µs.
     pub device_us: f64,

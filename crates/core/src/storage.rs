@@ -7,9 +7,9 @@
 
 use crate::backend::contract::{BackendStorage, Epilogue};
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::GpuStorage;
+use crate::backend::gpu::{GpuPendingRead, GpuStorage};
 use crate::device::Device;
-use crate::dtype::DType;
+use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::geometry::{AttentionShape, Conv2dParams, Window};
 use crate::layout::{Layout, MemoryFormat};
@@ -311,6 +311,65 @@ impl Storage {
             (Storage::Gpu(s), Device::Cpu) => Ok(Storage::Cpu(s.to_cpu()?)),
             (Storage::Gpu(s), Device::Gpu(gpu)) => Ok(Storage::Gpu(s.to_gpu(gpu)?)),
         }
+    }
+
+    /// `values` as a storage on `device` (uploaded from the host for a GPU).
+    pub fn from_vec<T: Element>(values: Vec<T>, device: &Device) -> Result<Storage> {
+        Storage::Cpu(CpuStorage::from_vec(values)).to_device(device)
+    }
+
+    /// An empty host storage of no elements (what graph-edge twins hold).
+    pub fn empty() -> Storage {
+        Storage::Cpu(CpuStorage::U8(Vec::new()))
+    }
+
+    /// The elements of the view `layout` as `T` (the storage's own dtype), in row-major
+    /// order: CPU data read in place, GPU data after making the view contiguous on the device
+    /// and reading back only those bytes (this blocks).
+    pub fn to_vec<T: Element>(&self, layout: &Layout) -> Result<Vec<T>> {
+        self.with_host_view(layout, |cpu, layout| cpu.to_vec(layout))
+    }
+
+    /// The elements of the view `layout` converted to f64, in row-major order (a GPU view is
+    /// read back like [`Storage::to_vec`]'s).
+    pub fn to_f64_vec(&self, layout: &Layout) -> Result<Vec<f64>> {
+        self.with_host_view(layout, |cpu, layout| cpu.to_f64_vec(layout))
+    }
+
+    /// Run `read` on host data for the view `layout` (see [`Storage::to_vec`]).
+    fn with_host_view<R>(
+        &self,
+        layout: &Layout,
+        read: impl FnOnce(&CpuStorage, &Layout) -> Result<R>,
+    ) -> Result<R> {
+        match self {
+            Storage::Cpu(cpu) => read(cpu, layout),
+            Storage::Gpu(_) => {
+                let host = self.copy_strided(layout)?.to_cpu()?;
+                read(&host, &Layout::contiguous(&layout.shape))
+            }
+        }
+    }
+
+    /// Start copying the view `layout` to the host without waiting: CPU data is read now; a
+    /// GPU view (made contiguous on the device first unless it is the whole storage) is
+    /// queued after the work recorded so far ([`HostRead::finish`] waits for that copy alone).
+    pub fn start_host_read(&self, layout: &Layout) -> Result<HostRead> {
+        Ok(match self {
+            Storage::Cpu(cpu) => HostRead::Ready(cpu.copy_strided(layout)?),
+            Storage::Gpu(gpu) => {
+                let exact =
+                    layout.is_contiguous() && layout.offset == 0 && gpu.len() == layout.numel();
+                if exact {
+                    HostRead::Gpu(gpu.start_read()?)
+                } else {
+                    match self.copy_strided(layout)? {
+                        Storage::Gpu(copy) => HostRead::Gpu(copy.start_read()?),
+                        Storage::Cpu(copy) => HostRead::Ready(copy),
+                    }
+                }
+            }
+        })
     }
 
     /// The whole storage as a CPU storage (a readback for GPU data: this blocks).
@@ -805,5 +864,25 @@ fn gpu_operand(storage: &Storage) -> Result<&GpuStorage> {
             device: storage.device().to_string(),
             hint: "; the fused kernel runs on GPUs only (the CPU runs the composite)".into(),
         }),
+    }
+}
+
+/// Values of a view on their way to the host ([`Storage::start_host_read`]).
+#[derive(Debug)]
+pub enum HostRead {
+    /// CPU data: read when the read was asked for.
+    Ready(CpuStorage),
+    /// GPU data: the copy is in the queue.
+    Gpu(GpuPendingRead),
+}
+
+impl HostRead {
+    /// Wait for the copy; the values of the dense `shape` converted to f64, row-major.
+    pub fn finish_f64(self, shape: &[usize]) -> Result<Vec<f64>> {
+        let host = match self {
+            HostRead::Ready(host) => host,
+            HostRead::Gpu(pending) => pending.finish()?,
+        };
+        host.to_f64_vec(&Layout::contiguous(shape))
     }
 }

@@ -168,7 +168,7 @@ impl ExecutionMode {
 pub struct OpTiming {
     /// From its first kernel's start to its last kernel's end, µs.
     pub device_us: f64,
-    /// Each kernel (its `KernelKey` name) and its own time, µs, in dispatch order (the first
+    /// Each kernel (its `Kernel` key's name) and its own time, µs, in dispatch order (the first
     /// 511 of the op).
     pub kernels: Vec<(String, f64)>,
 }

@@ -2,7 +2,6 @@
 //! same numbers on every device for the same seed).
 
 use super::Tensor;
-use crate::backend::cpu::CpuStorage;
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -78,7 +77,7 @@ impl Tensor {
                 ),
             });
         }
-        let storage = Storage::Cpu(CpuStorage::from_vec(values)).to_device(device)?;
+        let storage = Storage::from_vec(values, device)?;
         Ok(Tensor::from_storage(storage, shape, None))
     }
 

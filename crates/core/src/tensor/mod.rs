@@ -16,6 +16,8 @@ mod create;
 mod display;
 mod elementwise;
 mod index;
+#[cfg(test)]
+mod layering;
 mod linalg;
 mod movement;
 mod operators;
@@ -272,7 +274,7 @@ impl Tensor {
                 rhs: T::DTYPE,
             });
         }
-        self.with_cpu_view(|cpu, layout| cpu.to_vec(layout))
+        self.storage().to_vec(self.layout())
     }
 
     /// The elements converted to f32, whatever the dtype.
@@ -282,7 +284,7 @@ impl Tensor {
 
     /// The elements converted to f64, whatever the dtype.
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
-        self.with_cpu_view(|cpu, layout| cpu.to_f64_vec(layout))
+        self.storage().to_f64_vec(self.layout())
     }
 
     /// The single value of a one-element tensor.
@@ -301,22 +303,6 @@ impl Tensor {
     pub fn item<T: Element>(&self) -> Result<T> {
         self.item_f64()?;
         Ok(self.to_vec::<T>()?[0])
-    }
-
-    /// Run `read` on host data for this view: CPU data in place, GPU data after making the
-    /// view contiguous on the device and reading back only those bytes (this blocks).
-    fn with_cpu_view<R>(
-        &self,
-        read: impl FnOnce(&crate::backend::cpu::CpuStorage, &Layout) -> Result<R>,
-    ) -> Result<R> {
-        let guard = self.storage();
-        match &*guard {
-            Storage::Cpu(cpu) => read(cpu, self.layout()),
-            Storage::Gpu(_) => {
-                let host = guard.copy_strided(self.layout())?.to_cpu()?;
-                read(&host, &Layout::contiguous(self.shape()))
-            }
-        }
     }
 
     /// Copy to another device (a no-op clone when already there). Differentiable.
@@ -540,10 +526,6 @@ impl Tensor {
 fn released_storage() -> Arc<RwLock<Storage>> {
     static RELEASED: std::sync::OnceLock<Arc<RwLock<Storage>>> = std::sync::OnceLock::new();
     RELEASED
-        .get_or_init(|| {
-            Arc::new(RwLock::new(Storage::Cpu(
-                crate::backend::cpu::CpuStorage::U8(Vec::new()),
-            )))
-        })
+        .get_or_init(|| Arc::new(RwLock::new(Storage::empty())))
         .clone()
 }

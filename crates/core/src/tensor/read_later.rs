@@ -6,25 +6,14 @@
 //! synchronizing every step.
 
 use super::Tensor;
-use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::GpuPendingRead;
 use crate::error::Result;
-use crate::layout::Layout;
-use crate::storage::Storage;
+use crate::storage::HostRead;
 
 /// Values on their way to the host ([`Tensor::read_later`]).
 #[derive(Debug)]
 pub struct PendingRead {
     shape: Vec<usize>,
-    state: State,
-}
-
-#[derive(Debug)]
-enum State {
-    /// CPU data: read when the read was asked for.
-    Ready(CpuStorage),
-    /// GPU data: the copy is in the queue.
-    Gpu(GpuPendingRead),
+    read: HostRead,
 }
 
 impl Tensor {
@@ -43,25 +32,10 @@ impl Tensor {
     /// # Ok::<(), anygrad_core::Error>(())
     /// ```
     pub fn read_later(&self) -> Result<PendingRead> {
-        let guard = self.storage();
-        let state = match &*guard {
-            Storage::Cpu(cpu) => State::Ready(cpu.copy_strided(self.layout())?),
-            Storage::Gpu(gpu) => {
-                let exact =
-                    self.is_contiguous() && self.layout().offset == 0 && gpu.len() == self.numel();
-                if exact {
-                    State::Gpu(gpu.start_read()?)
-                } else {
-                    match guard.copy_strided(self.layout())? {
-                        Storage::Gpu(copy) => State::Gpu(copy.start_read()?),
-                        Storage::Cpu(copy) => State::Ready(copy),
-                    }
-                }
-            }
-        };
+        let read = self.storage().start_host_read(self.layout())?;
         Ok(PendingRead {
             shape: self.shape().to_vec(),
-            state,
+            read,
         })
     }
 }
@@ -74,10 +48,6 @@ impl PendingRead {
 
     /// Wait for the copy and return the values converted to f64, in row-major order.
     pub fn wait(self) -> Result<Vec<f64>> {
-        let host = match self.state {
-            State::Ready(host) => host,
-            State::Gpu(pending) => pending.finish()?,
-        };
-        host.to_f64_vec(&Layout::contiguous(&self.shape))
+        self.read.finish_f64(&self.shape)
     }
 }

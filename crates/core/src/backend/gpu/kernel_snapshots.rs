@@ -10,9 +10,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::attention::kernel::AttentionKernel;
 use super::attention::AttentionKey;
+use super::conv::kernel::ConvKernel;
+use super::elementwise::kernel::ElementwiseKernel;
+use super::elementwise::Access;
+use super::fusion::kernel::FusedKernel;
 use super::fusion::{FusedInstruction, FusedProgram};
-use super::kernels::{Access, KernelKey};
+use super::matmul::kernel::MatmulKernel;
+use super::pool::kernel::PoolKernel;
+use super::runtime::kernel::Kernel;
 use crate::backend::gpu::attention::source::AttentionPass;
 use crate::backend::gpu::matmul::coop::CoopVariant;
 use crate::dtype::DType;
@@ -83,195 +90,195 @@ fn sample_fused(dtype: DType, vector: bool) -> FusedProgram {
 }
 
 /// The snapshotted instantiations: (file name, key).
-fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
-    let mut kernels = vec![
+fn snapshot_kernels() -> Vec<(&'static str, Box<dyn Kernel>)> {
+    let mut kernels: Vec<(&'static str, Box<dyn Kernel>)> = vec![
         (
             "matmul_large_f32",
-            KernelKey::MatmulLarge {
+            Box::new(MatmulKernel::MatmulLarge {
                 dtype: DType::F32,
                 aligned: false,
-            },
+            }),
         ),
         (
             "matmul_large_aligned_f16",
-            KernelKey::MatmulLarge {
+            Box::new(MatmulKernel::MatmulLarge {
                 dtype: DType::F16,
                 aligned: true,
-            },
+            }),
         ),
         (
             "conv2d_f32",
-            KernelKey::Conv2d {
+            Box::new(ConvKernel::Conv2d {
                 dtype: DType::F32,
                 wide: false,
                 epilogue: None,
-            },
+            }),
         ),
         (
             "conv2d_epilogue_residual_relu_f16",
-            KernelKey::Conv2d {
+            Box::new(ConvKernel::Conv2d {
                 dtype: DType::F16,
                 wide: false,
                 epilogue: Some(crate::backend::gpu::conv::epilogue::ConvEpilogueKey {
                     residual: true,
                     activation: crate::op::EpilogueActivation::Relu,
                 }),
-            },
+            }),
         ),
         (
             "conv2d_wide_f16",
-            KernelKey::Conv2d {
+            Box::new(ConvKernel::Conv2d {
                 dtype: DType::F16,
                 wide: true,
                 epilogue: None,
-            },
+            }),
         ),
         (
             "conv2d_backward_input_unit_stride_f32",
-            KernelKey::Conv2dBackwardInput {
+            Box::new(ConvKernel::Conv2dBackwardInput {
                 dtype: DType::F32,
                 unit_stride: true,
                 wide: false,
-            },
+            }),
         ),
         (
             "conv2d_backward_input_wide_f16",
-            KernelKey::Conv2dBackwardInput {
+            Box::new(ConvKernel::Conv2dBackwardInput {
                 dtype: DType::F16,
                 unit_stride: false,
                 wide: true,
-            },
+            }),
         ),
         (
             "conv2d_backward_weight_f32",
-            KernelKey::Conv2dBackwardWeight {
+            Box::new(ConvKernel::Conv2dBackwardWeight {
                 dtype: DType::F32,
                 partial: false,
                 wide: false,
                 lean: false,
-            },
+            }),
         ),
         (
             "conv2d_backward_weight_partial_f16",
-            KernelKey::Conv2dBackwardWeight {
+            Box::new(ConvKernel::Conv2dBackwardWeight {
                 dtype: DType::F16,
                 partial: true,
                 wide: false,
                 lean: false,
-            },
+            }),
         ),
         (
             "conv2d_backward_weight_wide_lean_partial_f32",
-            KernelKey::Conv2dBackwardWeight {
+            Box::new(ConvKernel::Conv2dBackwardWeight {
                 dtype: DType::F32,
                 partial: true,
                 wide: true,
                 lean: true,
-            },
+            }),
         ),
         (
             "conv2d_split_sum_f16",
-            KernelKey::Conv2dSplitSum { dtype: DType::F16 },
+            Box::new(ConvKernel::Conv2dSplitSum { dtype: DType::F16 }),
         ),
         (
             "max_pool2d_f16",
-            KernelKey::MaxPool2d {
+            Box::new(PoolKernel::MaxPool2d {
                 dtype: DType::F16,
                 window: None,
-            },
+            }),
         ),
         (
             "max_pool2d_tiled_f16",
-            KernelKey::MaxPool2d {
+            Box::new(PoolKernel::MaxPool2d {
                 dtype: DType::F16,
                 window: Some(super::pool::FixedWindow::RESNET),
-            },
+            }),
         ),
         (
             "max_pool2d_vectorized_f16",
-            KernelKey::MaxPool2dVectorized {
+            Box::new(PoolKernel::MaxPool2dVectorized {
                 dtype: DType::F16,
                 window: super::pool::HalvingWindow::RESNET,
-            },
+            }),
         ),
         (
             "max_pool2d_channels_last_f16",
-            KernelKey::MaxPool2dChannelsLast {
+            Box::new(PoolKernel::MaxPool2dChannelsLast {
                 dtype: DType::F16,
                 taps: super::pool::UnrolledTaps::of((3, 3)),
-            },
+            }),
         ),
         (
             "max_pool2d_vectorized_f32",
-            KernelKey::MaxPool2dVectorized {
+            Box::new(PoolKernel::MaxPool2dVectorized {
                 dtype: DType::F32,
                 window: super::pool::HalvingWindow::RESNET,
-            },
+            }),
         ),
         (
             "max_pool2d_backward_tiled_f32",
-            KernelKey::MaxPool2dBackward {
+            Box::new(PoolKernel::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Tiled(super::pool::FixedWindow::RESNET),
-            },
+            }),
         ),
         (
             "max_pool2d_backward_halving_f32",
-            KernelKey::MaxPool2dBackward {
+            Box::new(PoolKernel::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Halving(super::pool::HalvingWindow::RESNET),
-            },
+            }),
         ),
         (
             "max_pool2d_route_f32",
-            KernelKey::MaxPool2dBackward {
+            Box::new(PoolKernel::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Route,
-            },
+            }),
         ),
         (
             "max_pool2d_backward_f32",
-            KernelKey::MaxPool2dBackward {
+            Box::new(PoolKernel::MaxPool2dBackward {
                 dtype: DType::F32,
                 pass: super::pool::PoolPass::Gather,
-            },
+            }),
         ),
         (
             "unary_vector_f32_relu",
-            KernelKey::Unary {
+            Box::new(ElementwiseKernel::Unary {
                 dtype: DType::F32,
                 op: UnaryOp::Relu,
                 access: Access::Vector,
-            },
+            }),
         ),
         (
             "binary_scalar_vector_f16_sub_left",
-            KernelKey::BinaryScalar {
+            Box::new(ElementwiseKernel::BinaryScalar {
                 dtype: DType::F16,
                 op: BinaryOp::Sub,
                 scalar_on_left: true,
                 access: Access::Vector,
-            },
+            }),
         ),
         (
             "copy_vector_f16_to_f32",
-            KernelKey::Copy {
+            Box::new(ElementwiseKernel::Copy {
                 from: DType::F16,
                 to: DType::F32,
                 access: Access::Vector,
-            },
+            }),
         ),
         (
             "fused_vector_f32",
-            KernelKey::Fused {
+            Box::new(FusedKernel {
                 program: Arc::new(sample_fused(DType::F32, true)),
-            },
+            }),
         ),
         (
             "fused_strided_f16",
-            KernelKey::Fused {
+            Box::new(FusedKernel {
                 program: Arc::new(sample_fused(DType::F16, false)),
-            },
+            }),
         ),
     ];
     for (name, variant) in [
@@ -282,10 +289,10 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     ] {
         kernels.push((
             name,
-            KernelKey::MatmulCoop {
+            Box::new(MatmulKernel::MatmulCoop {
                 variant,
                 emulated: false,
-            },
+            }),
         ));
     }
     // (name, pass, dtype, causal, key bias)
@@ -336,14 +343,14 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     for (name, pass, dtype, causal, key_bias) in attention {
         kernels.push((
             name,
-            KernelKey::Attention(AttentionKey {
+            Box::new(AttentionKernel::Attention(AttentionKey {
                 pass,
                 dtype,
                 head_dim: 16,
                 value_dim: 16,
                 causal,
                 key_bias,
-            }),
+            })),
         ));
     }
     for (name, emulated, mode) in [
@@ -375,16 +382,18 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     ] {
         kernels.push((
             name,
-            KernelKey::AttentionCoop(crate::backend::gpu::attention::coop::CoopForward {
-                head_dim: 64,
-                value_dim: 64,
-                causal: false,
-                key_bias: true,
-                subgroups: 4,
-                emulated,
-                double_buffered: false,
-                mode,
-            }),
+            Box::new(AttentionKernel::AttentionCoop(
+                crate::backend::gpu::attention::coop::CoopForward {
+                    head_dim: 64,
+                    value_dim: 64,
+                    causal: false,
+                    key_bias: true,
+                    subgroups: 4,
+                    emulated,
+                    double_buffered: false,
+                    mode,
+                },
+            )),
         ));
     }
     // The forward that runs at d = 64 on tensor cores: eight subgroups, 16-key tiles, K and V
@@ -401,16 +410,18 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     ] {
         kernels.push((
             name,
-            KernelKey::AttentionCoop(crate::backend::gpu::attention::coop::CoopForward {
-                head_dim: 64,
-                value_dim: 64,
-                causal: false,
-                key_bias: false,
-                subgroups: 8,
-                emulated: false,
-                double_buffered: false,
-                mode,
-            }),
+            Box::new(AttentionKernel::AttentionCoop(
+                crate::backend::gpu::attention::coop::CoopForward {
+                    head_dim: 64,
+                    value_dim: 64,
+                    causal: false,
+                    key_bias: false,
+                    subgroups: 8,
+                    emulated: false,
+                    double_buffered: false,
+                    mode,
+                },
+            )),
         ));
     }
     // The key-value kernel that runs at d = 64 on tensor cores (eight subgroups), the one that
@@ -446,7 +457,7 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
     ] {
         kernels.push((
             name,
-            KernelKey::AttentionCoopBackward(
+            Box::new(AttentionKernel::AttentionCoopBackward(
                 crate::backend::gpu::attention::coop::backward::CoopBackward {
                     pass,
                     head_dim: 64,
@@ -457,22 +468,22 @@ fn snapshot_kernels() -> Vec<(&'static str, KernelKey)> {
                     emulated,
                     fold_query,
                 },
-            ),
+            )),
         ));
     }
     kernels.push((
         "matmul_coop_staged32_emulated",
-        KernelKey::MatmulCoop {
+        Box::new(MatmulKernel::MatmulCoop {
             variant: CoopVariant::Staged32,
             emulated: true,
-        },
+        }),
     ));
     kernels.push((
         "matmul_coop_wide128_emulated",
-        KernelKey::MatmulCoop {
+        Box::new(MatmulKernel::MatmulCoop {
             variant: CoopVariant::Wide128,
             emulated: true,
-        },
+        }),
     ));
     kernels
 }
@@ -484,7 +495,7 @@ fn generated_kernels_match_their_snapshots() {
         .iter()
         .filter_map(|(name, key)| {
             let source = key.source();
-            super::kernel_catalog::naga_check(&source)
+            super::runtime::shader_check::naga_check(&source)
                 .map_err(|error| format!("{name}: {error}"))
                 .and_then(|()| check_snapshot(name, &source))
                 .err()

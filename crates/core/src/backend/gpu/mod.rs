@@ -16,11 +16,11 @@
 //!   the epilogue, the tuning entry points), `attention/` (scalar and tensor-core kernels),
 //!   `pool/`, `index/`, `copy/`, `sort/`, `fill/`, `random/`, `optimizer/`, `custom/`,
 //!   `prefetch/`.
-//! - what names every family: `kernels.rs` (`KernelKey`, the one enum of the families'
-//!   keys, which implements `Kernel`), `kernel_catalog.rs` (every instantiation, for the naga
-//!   test and `anygrad kernels dump`), `kernel_snapshots.rs`, `contract.rs` (the backend
-//!   contract, forwarding each primitive to its family through `sliced.rs`'s `Plan`), and this
-//!   file (the public API and the hooks handed to every context).
+//! - what names every family: `kernel_catalog.rs` (every family's `Kernel::catalogue`, for
+//!   the naga test and `anygrad kernels dump`), `kernel_snapshots.rs`, `contract.rs` (the
+//!   backend contract, forwarding each primitive to its family through `sliced.rs`'s `Plan`),
+//!   and this file (the public API and the hooks handed to every context). Each family's key
+//!   type (`<family>/kernel.rs`) implements `Kernel`; no enum lists them all.
 //!
 //! The whole module is compiled only with the `gpu` cargo feature (on by default); without it
 //! `../gpu_absent.rs` stands in under the same path.
@@ -30,7 +30,8 @@ mod contract;
 mod kernel_catalog;
 #[cfg(test)]
 mod kernel_snapshots;
-mod kernels;
+#[cfg(test)]
+mod layering;
 mod sliced;
 
 // The runtime every family runs on.
@@ -74,9 +75,12 @@ use runtime::device::OPEN_DEVICES;
 use runtime::hooks::Hooks;
 
 /// What the kernel families register with every context: elementwise fusion plans the work
-/// deferred into the recording; the convolution's weight cache empties with `empty_cache`.
+/// deferred into the recording; the dense copies and the prefetch serve the other families;
+/// the convolution's weight cache empties with `empty_cache`.
 static HOOKS: Hooks = Hooks {
     deferred: &fusion::PLANNER,
+    dense_copies: &copy::COPIES,
+    prefetch: prefetch::prefetch,
     clear_caches: &[conv::weight_cache::clear],
 };
 

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::backend::gpu::attention::coop::layout::{double_buffer_applies, workgroup_bytes};
 pub(crate) use crate::backend::gpu::attention::coop::source::{CoopForward, ForwardMode};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::attention::kernel::AttentionKernel;
 use crate::backend::gpu::runtime::context::GpuContext;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -48,7 +48,7 @@ impl CoopForward {
 
 /// The catalogue entries (`kernel_catalog.rs`): the common head sizes, both flags, the
 /// subgroup layouts each size takes, real and emulated.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+pub(crate) fn catalogue(keys: &mut Vec<AttentionKernel>) {
     for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (48, 80)] {
         for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
             for subgroups in SUBGROUPS {
@@ -69,7 +69,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
                                 mode,
                             };
                             if !double_buffered || double_buffer_applies(&key) {
-                                keys.push(KernelKey::AttentionCoop(key));
+                                keys.push(AttentionKernel::AttentionCoop(key));
                             }
                         }
                     }
@@ -307,7 +307,7 @@ pub(crate) fn run_forward(
     }
     for pass in passes {
         match context.dispatch(
-            &KernelKey::AttentionCoop(pass),
+            &AttentionKernel::AttentionCoop(pass),
             params,
             &pass_bindings,
             grid,

@@ -17,9 +17,10 @@
 
 pub(crate) mod coop;
 pub(crate) mod delta_source;
+pub(crate) mod kernel;
 pub(crate) mod source;
 
-use super::kernels::KernelKey;
+use crate::backend::gpu::attention::kernel::AttentionKernel;
 use crate::backend::gpu::attention::source::{
     self as attention_source, AttentionPass, Variant, BLOCK_ROWS,
 };
@@ -104,7 +105,7 @@ impl AttentionKey {
 
 /// The catalogue entries (`kernel_catalog.rs`): every pass, both flags, the head sizes of
 /// common models (and one with different widths); other multiples of 4 are generated alike.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<AttentionKernel>, dtype: DType) {
     if !matches!(dtype, DType::F32 | DType::F16) {
         return;
     }
@@ -118,7 +119,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
         ] {
             // A mask and the causal flag never come together (the op refuses both).
             for (causal, key_bias) in [(false, false), (true, false), (false, true)] {
-                keys.push(KernelKey::Attention(AttentionKey {
+                keys.push(AttentionKernel::Attention(AttentionKey {
                     pass,
                     dtype,
                     head_dim,
@@ -176,7 +177,7 @@ fn prepare(
     dtype: DType,
     shape: &AttentionShape,
     pass: AttentionPass,
-) -> Result<(Params, KernelKey)> {
+) -> Result<(Params, AttentionKernel)> {
     let dense = (
         dense_rows(shape.query_length, shape.head_dim),
         dense_rows(shape.key_length, shape.head_dim),
@@ -205,7 +206,7 @@ fn prepare_views(
     shape: &AttentionShape,
     pass: AttentionPass,
     (query, key, value): (AttentionRows, AttentionRows, AttentionRows),
-) -> Result<(Params, KernelKey)> {
+) -> Result<(Params, AttentionKernel)> {
     if !supports(device, dtype, shape) {
         return Err(Error::invalid(
             OP,
@@ -232,7 +233,7 @@ fn prepare_views(
         value_head: word(value.head)?,
         value_row: word(value.row)?,
     };
-    let key = KernelKey::Attention(AttentionKey {
+    let key = AttentionKernel::Attention(AttentionKey {
         pass,
         dtype,
         head_dim: word(shape.head_dim)?,
@@ -614,7 +615,7 @@ fn gradient_pass(
     dtype: DType,
     shape: &AttentionShape,
     pass: AttentionPass,
-    (params, kernel): (Params, KernelKey),
+    (params, kernel): (Params, AttentionKernel),
     bindings: &[&wgpu::Buffer],
 ) -> Result<()> {
     use crate::backend::gpu::attention::coop::backward::{
@@ -641,6 +642,7 @@ fn gradient_pass(
 mod tests {
     use super::*;
     use crate::backend::gpu::attention::source::tile_rows;
+    use crate::backend::gpu::runtime::kernel::Kernel;
 
     /// Every pass validates with naga for widths the catalogue does not list, tiles of both
     /// sizes included (the catalogue test covers the listed ones).
@@ -657,7 +659,7 @@ mod tests {
                 for (dtype, causal, key_bias) in
                     [(DType::F32, true, false), (DType::F16, false, true)]
                 {
-                    let key = KernelKey::Attention(AttentionKey {
+                    let key = AttentionKernel::Attention(AttentionKey {
                         pass,
                         dtype,
                         head_dim,
@@ -666,7 +668,7 @@ mod tests {
                         key_bias,
                     });
                     if let Err(error) =
-                        crate::backend::gpu::kernel_catalog::naga_check(&key.source())
+                        crate::backend::gpu::runtime::shader_check::naga_check(&key.source())
                     {
                         panic!("{key:?}: {error}");
                     }

@@ -3,7 +3,7 @@
 //! im2col (or col2im) buffer is ever written: each GEMM operand that is a rearranged image is
 //! gathered from the tensor, through its strides, while a workgroup stages its tile.
 //!
-//! - **grad_input** (`KernelKey::Conv2dBackwardInput`), the transposed convolution:
+//! - **grad_input** (`ConvKernel::Conv2dBackwardInput`), the transposed convolution:
 //!   `dx[ni, ci, y, x] = sum_(o, ki, kj) W[o, ci, ki, kj] * g[ni, o, oy, ox]` where
 //!   `oy = (y + pad - ki * dil) / stride` when that division is exact and `oy` in range (the
 //!   same for `ox`). A GEMM with M = c, N = n * h * w (columns `(ni, y, x)`), K = o * kh * kw
@@ -17,10 +17,10 @@
 //!   where `prefers_wide(c, n * h * w)`. A strided convolution without dilation runs as one
 //!   unit-stride GEMM per phase of the stride (`backward_input_by_phases`), so no tap that
 //!   falls between output pixels is walked.
-//! - **grad_weight** (`KernelKey::Conv2dBackwardWeight`, `conv/backward/weight.rs`):
+//! - **grad_weight** (`ConvKernel::Conv2dBackwardWeight`, `conv/backward/weight.rs`):
 //!   `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //!   M = o, N = c * kh * kw, K = n * oh * ow, K split over `workgroup.z` with a deterministic
-//!   split-sum (`KernelKey::Conv2dSplitSum`); narrow or wide tile, lean (pixel walk, half-tile
+//!   split-sum (`ConvKernel::Conv2dSplitSum`); narrow or wide tile, lean (pixel walk, half-tile
 //!   skip) or not.
 //!
 //! Both GEMMs use the forward's tiles, K loop and (grad_input) tap walk (`conv/gemm.rs`).
@@ -33,7 +33,7 @@ use std::fmt::Write;
 use crate::backend::gpu::conv::gemm::{
     self as conv_gemm, column_shift, prefers_wide, ConvParams, Tile, K_STEP, TILE_N,
 };
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{check_view, word, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -52,7 +52,7 @@ pub(crate) use weight::{
     weight_source, weight_split_count, WeightKernel, MAX_PARTIALS, MAX_SPLITS,
 };
 
-/// WGSL of `KernelKey::Conv2dBackwardInput` (after `enable f16;` where needed).
+/// WGSL of `ConvKernel::Conv2dBackwardInput` (after `enable f16;` where needed).
 pub(crate) fn input_source(dtype: DType, unit_stride: bool, wide: bool) -> String {
     let mut text = conv_gemm::source_start(dtype);
     text.push_str(&input_source_body(unit_stride, wide));
@@ -60,20 +60,20 @@ pub(crate) fn input_source(dtype: DType, unit_stride: bool, wide: bool) -> Strin
 }
 
 /// The catalogue entries of the three gradient families (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<ConvKernel>, dtype: DType) {
     if !dtype.is_float() {
         return;
     }
     for flag in [false, true] {
         for wide in [false, true] {
-            keys.push(KernelKey::Conv2dBackwardInput {
+            keys.push(ConvKernel::Conv2dBackwardInput {
                 dtype,
                 unit_stride: flag,
                 wide,
             });
         }
         for kernel in WeightKernel::ALL {
-            keys.push(KernelKey::Conv2dBackwardWeight {
+            keys.push(ConvKernel::Conv2dBackwardWeight {
                 dtype,
                 partial: flag,
                 wide: kernel.wide,
@@ -81,7 +81,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             });
         }
     }
-    keys.push(KernelKey::Conv2dSplitSum { dtype });
+    keys.push(ConvKernel::Conv2dSplitSum { dtype });
 }
 
 /// The grad_input kernel body (after `conv_gemm::source_start`) for the narrow or `wide`
@@ -439,7 +439,7 @@ impl GpuStorage {
         let tiles_m = row_tiles(OP, c, Tile { wide }, max)?;
         // Column tiles beyond the grid's limit are walked by the kernel's grid-stride loop.
         let grid = (columns.div_ceil(TILE_N).min(max) as u32, tiles_m as u32, 1);
-        let key = KernelKey::Conv2dBackwardInput {
+        let key = ConvKernel::Conv2dBackwardInput {
             dtype: self.dtype,
             unit_stride: shape.stride == (1, 1),
             wide,

@@ -10,7 +10,7 @@
 //! `out[ni, o, oi, oj]` (contiguous).
 //!
 //! The tiles, the double-buffered K loop and the tap walk are `conv/gemm.rs`'s: 64 x 128
-//! (narrow) or 128 x 128 (wide, `KernelKey::Conv2d { wide: true }`, chosen by
+//! (narrow) or 128 x 128 (wide, `ConvKernel::Conv2d { wide: true }`, chosen by
 //! `prefers_wide`: at least 128 output channels and 264 wide tiles) per workgroup of 256
 //! invocations, 4 x 8 resp. 8 x 8 outputs per invocation in named `vec4` accumulators, K-step
 //! 16. Per k-step, each invocation loads:
@@ -31,7 +31,7 @@ use crate::backend::gpu::conv::epilogue::{self as conv_epilogue, BoundEpilogue, 
 use crate::backend::gpu::conv::gemm::{
     self as conv_gemm, column_shift, prefers_wide, ConvParams, Tile, K_STEP, TILE_N,
 };
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{check_view, is_dense, word, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -41,7 +41,7 @@ use crate::geometry::Conv2dParams;
 use crate::geometry::Conv2dShape;
 use crate::layout::Layout;
 
-/// WGSL of `KernelKey::Conv2d` (after `enable f16;` where needed).
+/// WGSL of `ConvKernel::Conv2d` (after `enable f16;` where needed).
 pub(crate) fn source(dtype: DType, wide: bool, epilogue: Option<ConvEpilogueKey>) -> String {
     let mut text = conv_gemm::source_start(dtype);
     text.push_str(&source_body(wide, epilogue));
@@ -49,13 +49,13 @@ pub(crate) fn source(dtype: DType, wide: bool, epilogue: Option<ConvEpilogueKey>
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<ConvKernel>, dtype: DType) {
     if dtype.is_float() {
         for wide in [false, true] {
             let epilogues =
                 std::iter::once(None).chain(ConvEpilogueKey::all().into_iter().map(Some));
             for epilogue in epilogues {
-                keys.push(KernelKey::Conv2d {
+                keys.push(ConvKernel::Conv2d {
                     dtype,
                     wide,
                     epilogue,
@@ -262,7 +262,7 @@ impl GpuStorage {
         }
         // Column tiles beyond the grid's limit are walked by the kernel's grid-stride loop.
         let grid = (columns.div_ceil(TILE_N).min(max) as u32, tiles_m as u32, 1);
-        let key = KernelKey::Conv2d {
+        let key = ConvKernel::Conv2d {
             dtype: self.dtype,
             wide,
             epilogue: epilogue.map(|e| e.key),
@@ -280,7 +280,8 @@ impl GpuStorage {
 mod tests {
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values, Case};
-    use crate::backend::gpu::kernels::KernelKey;
+    use crate::backend::gpu::conv::kernel::ConvKernel;
+    use crate::backend::gpu::runtime::kernel::Kernel;
     use crate::dtype::DType;
     use crate::layout::Layout;
 
@@ -290,13 +291,14 @@ mod tests {
     fn conv_kernels_validate() {
         for dtype in [DType::F32, DType::F16] {
             for wide in [false, true] {
-                let source = KernelKey::Conv2d {
+                let source = ConvKernel::Conv2d {
                     dtype,
                     wide,
                     epilogue: None,
                 }
                 .source();
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source)
+                {
                     panic!("{error}");
                 }
             }

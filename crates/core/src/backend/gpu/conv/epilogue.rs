@@ -7,7 +7,7 @@
 //! Which kernels carry it: the implicit GEMM (`conv/direct.rs`, both tiles; `store_nchw` in
 //! `conv/gemm.rs`), Winograd's output transform (`conv/winograd.rs`), the channels-last
 //! tensor-core forward (`conv/nhwc.rs`, bindings from 4) and the patch kernel. A kernel with an
-//! epilogue is its own instantiation ([`ConvEpilogueKey`] in its `KernelKey`): the tensors are
+//! epilogue is its own instantiation ([`ConvEpilogueKey`] in its `ConvKernel`): the tensors are
 //! three more bindings after the kernel's own — `epilogue_scale` and `epilogue_shift` (f32,
 //! one per output channel) and, with `residual`, `epilogue_residual` (the storage type, the
 //! output's layout) — and each store calls `conv_epilogue(value, channel, position)`. A kernel

@@ -10,6 +10,7 @@ pub(crate) mod coop;
 pub(crate) mod direct;
 pub(crate) mod epilogue;
 pub(crate) mod gemm;
+pub(crate) mod kernel;
 pub(crate) mod nhwc;
 pub(crate) mod tuning;
 pub(crate) mod weight_cache;

@@ -40,11 +40,11 @@ use std::fmt::Write;
 
 use crate::backend::gpu::conv::coop::{dispatch_counted, ConvCoopState};
 use crate::backend::gpu::conv::epilogue::{self as conv_epilogue, BoundEpilogue, ConvEpilogueKey};
-use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::matmul::coop::{block_product, store_register, Coop};
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::operands::same_device;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams};
 use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::cooperative::{block_product, store_register, Coop};
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -711,8 +711,8 @@ impl GpuStorage {
         }
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
         let grid = (grid_columns as u32, grid_rows as u32, 1);
-        let kernel = KernelKey::ConvNhwc(key);
-        crate::backend::gpu::prefetch::prefetch(weight)?;
+        let kernel = ConvKernel::ConvNhwc(key);
+        weight.device.context().prefetch(weight)?;
         let recorded = dispatch_counted(input, (&kernel, emulated), words, &buffers, grid)?;
         Ok(recorded.then_some(out))
     }

@@ -12,7 +12,7 @@
 //! over input channels, the elementwise product becomes, for each position `k` of the
 //! transformed block, one GEMM: `M[k] = U[k] · V[k]` with `U[k]` the transformed
 //! filters `[out_channels, in_channels]` and `V[k]` the transformed input blocks
-//! `[in_channels, tiles]`. Three kernels (`KernelKey::Winograd`, [`WinogradStage`]) do the
+//! `[in_channels, tiles]`. Three kernels (`ConvKernel::Winograd`, [`WinogradStage`]) do the
 //! transforms, generated per variant as straight-line code (no zero coefficients, no local
 //! arrays); the GEMMs are one batched `matmul` (so the autotuner picks its kernel).
 //!
@@ -38,7 +38,7 @@ use std::fmt::Write;
 use crate::backend::gpu::conv::epilogue::{
     self as conv_epilogue, finish, BoundEpilogue, ConvEpilogueKey,
 };
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
@@ -181,7 +181,7 @@ kernel_params! {
     }
 }
 
-/// WGSL of `KernelKey::Winograd` (after `enable f16;` where needed).
+/// WGSL of `ConvKernel::Winograd` (after `enable f16;` where needed).
 pub(crate) fn source(
     dtype: DType,
     stage: WinogradStage,
@@ -201,7 +201,7 @@ pub(crate) fn source(
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<ConvKernel>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for stage in [
             WinogradStage::Weight,
@@ -209,7 +209,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             WinogradStage::Output,
         ] {
             for tile in WinogradTile::ALL {
-                keys.push(KernelKey::Winograd {
+                keys.push(ConvKernel::Winograd {
                     dtype,
                     stage,
                     tile,
@@ -220,7 +220,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
         // The forward's fused output transforms.
         for tile in WinogradTile::ALL {
             for epilogue in ConvEpilogueKey::all() {
-                keys.push(KernelKey::Winograd {
+                keys.push(ConvKernel::Winograd {
                     dtype,
                     stage: WinogradStage::Output,
                     tile,
@@ -426,7 +426,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
     let transformed = GpuStorage::allocate(device, OP, points * filters, DType::F32)?;
     GpuStorage::launch(
         device,
-        &KernelKey::Winograd {
+        &ConvKernel::Winograd {
             dtype,
             stage: WinogradStage::Weight,
             tile: problem.tile,
@@ -450,7 +450,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
         let blocks = GpuStorage::allocate(device, OP, points * in_channels * columns, DType::F32)?;
         GpuStorage::launch(
             device,
-            &KernelKey::Winograd {
+            &ConvKernel::Winograd {
                 dtype,
                 stage: WinogradStage::Input,
                 tile: problem.tile,
@@ -472,7 +472,7 @@ fn winograd(problem: &Problem) -> Result<GpuStorage> {
         }
         GpuStorage::launch(
             device,
-            &KernelKey::Winograd {
+            &ConvKernel::Winograd {
                 dtype,
                 stage: WinogradStage::Output,
                 tile: problem.tile,

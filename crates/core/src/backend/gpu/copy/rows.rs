@@ -10,7 +10,7 @@
 //! dense from a multiple of 4. Params: [`CopyRowsParams`], then the outer dims' sizes and
 //! strides in `vec4`s.
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::copy::kernel::CopyKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON, STRIDED};
@@ -35,7 +35,7 @@ kernel_params! {
     tail: "outer shape[rank], outer strides[rank] (in vec4s)";
 }
 
-/// WGSL of `KernelKey::CopyRows`.
+/// WGSL of `CopyKernel::CopyRows`.
 pub(crate) fn source(dtype: DType) -> String {
     let mut text = value_header(dtype);
     text.push_str(CopyRowsParams::WGSL);
@@ -63,9 +63,9 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 }
 
 /// The catalogue entries (`kernel_catalog.rs`): every stored dtype moves as `vec4`s of itself.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<CopyKernel>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16 | DType::I32 | DType::U32) {
-        keys.push(KernelKey::CopyRows { dtype });
+        keys.push(CopyKernel::CopyRows { dtype });
     }
 }
 
@@ -110,7 +110,7 @@ impl GpuStorage {
         params.extend(&strides)?;
         GpuStorage::launch(
             &self.device,
-            &KernelKey::CopyRows { dtype: self.dtype },
+            &CopyKernel::CopyRows { dtype: self.dtype },
             &params,
             &[self.raw()?, destination.raw()?],
             numel / 4,

@@ -11,7 +11,7 @@
 //! (32 x 8) per 64 x 64 tile, each moving sixteen elements. Every read and write is clamped
 //! to its buffer and every store checked against the matrix.
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::copy::kernel::CopyKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
@@ -46,7 +46,7 @@ kernel_params! {
     }
 }
 
-/// WGSL of `KernelKey::CopyTranspose` (`paired` for 2-byte types: [`paired_source`]): a
+/// WGSL of `CopyKernel::CopyTranspose` (`paired` for 2-byte types: [`paired_source`]): a
 /// [`TILE`] x [`TILE`] tile per workgroup, 16 elements
 /// per invocation, generated unrolled so that every invocation issues its 16 loads before its
 /// first store (one element per invocation, or a loop of dependent steps, measured at a
@@ -135,7 +135,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(local_invocation_i
     )
 }
 
-/// WGSL of `KernelKey::CopyTranspose { paired: true }`: the F16 copy moving two halves per
+/// WGSL of `CopyKernel::CopyTranspose { paired: true }`: the F16 copy moving two halves per
 /// 4-byte access, for views whose rows, columns, strides and offsets are even. The source is
 /// read as pairs of rows (consecutive in it), the destination written as pairs of columns; the
 /// [`TILE`] x [`TILE`] tile holds the read pairs (`[column][row pair]`, rows padded by one
@@ -215,15 +215,15 @@ fn tile_bytes(dtype: DType) -> usize {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<CopyKernel>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16 | DType::I32 | DType::U32) {
-        keys.push(KernelKey::CopyTranspose {
+        keys.push(CopyKernel::CopyTranspose {
             dtype,
             paired: false,
         });
     }
     if dtype == DType::F16 {
-        keys.push(KernelKey::CopyTranspose {
+        keys.push(CopyKernel::CopyTranspose {
             dtype,
             paired: true,
         });
@@ -315,7 +315,7 @@ impl GpuStorage {
         #[cfg(test)]
         PAIRED_COPIES.with(|copies| copies.set(copies.get() + usize::from(paired)));
         self.device.context().dispatch(
-            &KernelKey::CopyTranspose {
+            &CopyKernel::CopyTranspose {
                 dtype: self.dtype,
                 paired,
             },

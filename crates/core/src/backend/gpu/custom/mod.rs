@@ -6,9 +6,11 @@
 //! source (pipeline cache), and checks it like its own: a WGSL error comes back as
 //! `Error::Shader` with naga's message. User kernels keep wgpu's runtime bounds checks.
 
+pub(crate) mod kernel;
+
 use std::sync::Arc;
 
-use super::kernels::KernelKey;
+use crate::backend::gpu::custom::kernel::CustomKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::Params;
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -63,7 +65,7 @@ impl GpuStorage {
             });
         }
         let out = GpuStorage::allocate(device, "custom kernel", numel, DType::F32)?;
-        let key = KernelKey::Custom {
+        let key = CustomKernel {
             inputs: inputs.len() as u32,
             source: Arc::from(wgsl),
         };

@@ -7,15 +7,16 @@
 //! expression. Float unary, binary and scalar ops are usually deferred and fused first
 //! (`fusion/`); these launchers record the rest.
 
+pub(crate) mod kernel;
 pub(crate) mod vector;
 
-use super::fusion::{self, Request};
-use super::kernels::KernelKey;
+use crate::backend::gpu::elementwise::kernel::ElementwiseKernel;
 use crate::backend::gpu::elementwise::vector::{
     VectorBinaryParams, VectorCopyParams, VectorFamily, VectorScalarParams, VectorUnaryParams,
     MAX_WORKGROUPS, UNROLL,
 };
 use crate::backend::gpu::runtime::device::GpuDevice;
+use crate::backend::gpu::runtime::hooks::ElementwiseRequest;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{
     check_view, is_dense, kernel_params, word, KernelParams, Params,
@@ -98,7 +99,7 @@ fn finish(
     text
 }
 
-/// WGSL of `KernelKey::Unary`.
+/// WGSL of `ElementwiseKernel::Unary`.
 pub(crate) fn unary_source(dtype: DType, op: UnaryOp, access: Access) -> String {
     let mut text = value_header(dtype);
     text.push_str(&contiguous_const(access));
@@ -115,7 +116,7 @@ pub(crate) fn unary_source(dtype: DType, op: UnaryOp, access: Access) -> String 
     )
 }
 
-/// WGSL of `KernelKey::Binary`.
+/// WGSL of `ElementwiseKernel::Binary`.
 pub(crate) fn binary_source(dtype: DType, op: BinaryOp, access: Access) -> String {
     let mut text = value_header(dtype);
     text.push_str(&contiguous_const(access));
@@ -129,7 +130,7 @@ pub(crate) fn binary_source(dtype: DType, op: BinaryOp, access: Access) -> Strin
     )
 }
 
-/// WGSL of `KernelKey::BinaryScalar`.
+/// WGSL of `ElementwiseKernel::BinaryScalar`.
 pub(crate) fn binary_scalar_source(
     dtype: DType,
     op: BinaryOp,
@@ -157,7 +158,7 @@ pub(crate) fn binary_scalar_source(
     )
 }
 
-/// WGSL of `KernelKey::Where` (no vec4 variant: `Vector` reads as `Contiguous`).
+/// WGSL of `ElementwiseKernel::Where` (no vec4 variant: `Vector` reads as `Contiguous`).
 pub(crate) fn where_source(condition: DType, dtype: DType, access: Access) -> String {
     let mut text = format!("alias S = {};\n", storage_type(dtype));
     text.push_str(&condition_header(condition));
@@ -169,7 +170,7 @@ pub(crate) fn where_source(condition: DType, dtype: DType, access: Access) -> St
     text
 }
 
-/// WGSL of `KernelKey::Copy`.
+/// WGSL of `ElementwiseKernel::Copy`.
 pub(crate) fn copy_source(from: DType, to: DType, access: Access) -> String {
     let mut text = convert_header(from, to);
     text.push_str(&contiguous_const(access));
@@ -243,17 +244,17 @@ fn binary_functions(dtype: DType, op: BinaryOp) -> String {
 }
 
 /// The catalogue entries of the five families for `dtype` (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, dtypes: &[DType]) {
+pub(crate) fn catalogue(keys: &mut Vec<ElementwiseKernel>, dtype: DType, dtypes: &[DType]) {
     for access in [Access::Strided, Access::Contiguous, Access::Vector] {
         for op in UnaryOp::ALL {
             if unary_supported(dtype, op) {
-                keys.push(KernelKey::Unary { dtype, op, access });
+                keys.push(ElementwiseKernel::Unary { dtype, op, access });
             }
         }
         for op in BinaryOp::ALL {
-            keys.push(KernelKey::Binary { dtype, op, access });
+            keys.push(ElementwiseKernel::Binary { dtype, op, access });
             for scalar_on_left in [false, true] {
-                keys.push(KernelKey::BinaryScalar {
+                keys.push(ElementwiseKernel::BinaryScalar {
                     dtype,
                     op,
                     scalar_on_left,
@@ -262,14 +263,14 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, dtypes: &[DType
             }
         }
         for &condition in dtypes {
-            keys.push(KernelKey::Where {
+            keys.push(ElementwiseKernel::Where {
                 condition,
                 dtype,
                 access,
             });
         }
         for &to in dtypes {
-            keys.push(KernelKey::Copy {
+            keys.push(ElementwiseKernel::Copy {
                 from: dtype,
                 to,
                 access,
@@ -357,13 +358,18 @@ impl GpuStorage {
             return Err(unsupported(op.name(), self.dtype, &self.device));
         }
         check_view(op.name(), layout, self.len)?;
-        if let Some(out) = fusion::defer(op.name(), (self, layout), Request::Unary(op), None)? {
+        if let Some(out) = self.device.context().defer_elementwise(
+            op.name(),
+            (self, layout),
+            ElementwiseRequest::Unary(op),
+            None,
+        )? {
             return Ok(out);
         }
         let numel = layout.numel();
         let out = GpuStorage::allocate(&self.device, op.name(), numel, self.dtype)?;
         let access = access(numel, &[layout]);
-        let key = KernelKey::Unary {
+        let key = ElementwiseKernel::Unary {
             dtype: self.dtype,
             op,
             access,
@@ -407,10 +413,13 @@ impl GpuStorage {
         same_shape(op.name(), layout, rhs_layout)?;
         check_view(op.name(), layout, self.len)?;
         check_view(op.name(), rhs_layout, rhs.len)?;
-        let request = Request::Binary(op);
-        if let Some(out) =
-            fusion::defer(op.name(), (self, layout), request, Some((rhs, rhs_layout)))?
-        {
+        let request = ElementwiseRequest::Binary(op);
+        if let Some(out) = self.device.context().defer_elementwise(
+            op.name(),
+            (self, layout),
+            request,
+            Some((rhs, rhs_layout)),
+        )? {
             return Ok(out);
         }
         let numel = layout.numel();
@@ -421,7 +430,7 @@ impl GpuStorage {
         };
         let out = GpuStorage::allocate(&self.device, op.name(), numel, out_dtype)?;
         let access = access(numel, &[layout, rhs_layout]);
-        let key = KernelKey::Binary {
+        let key = ElementwiseKernel::Binary {
             dtype: self.dtype,
             op,
             access,
@@ -462,12 +471,16 @@ impl GpuStorage {
             return result;
         }
         let bits = scalar_bits(self.dtype, scalar);
-        let request = Request::Scalar {
+        let request = ElementwiseRequest::Scalar {
             op,
             on_left: scalar_on_left,
             bits,
         };
-        if let Some(out) = fusion::defer(op.name(), (self, layout), request, None)? {
+        if let Some(out) =
+            self.device
+                .context()
+                .defer_elementwise(op.name(), (self, layout), request, None)?
+        {
             return Ok(out);
         }
         let numel = layout.numel();
@@ -478,7 +491,7 @@ impl GpuStorage {
         };
         let out = GpuStorage::allocate(&self.device, op.name(), numel, out_dtype)?;
         let access = access(numel, &[layout]);
-        let key = KernelKey::BinaryScalar {
+        let key = ElementwiseKernel::BinaryScalar {
             dtype: self.dtype,
             op,
             scalar_on_left,
@@ -609,7 +622,7 @@ impl GpuStorage {
         let numel = layout.numel();
         let out = GpuStorage::allocate(&self.device, "where", numel, on_true.dtype)?;
         let params = elementwise_params(numel, layout, &[layout, true_layout, false_layout])?;
-        let key = KernelKey::Where {
+        let key = ElementwiseKernel::Where {
             condition: self.dtype,
             dtype: on_true.dtype,
             // `where` has no vectorized kernel: dense is the best it gets.
@@ -637,30 +650,22 @@ impl GpuStorage {
     ) -> Result<()> {
         let numel = layout.numel();
         let access = access(numel, &[layout, destination_layout]);
-        // A view with contiguous rows (attention's heads): `vec4` rows (`copy/rows.rs`).
+        // A view with contiguous rows or a batch of transposed matrices: the dense copies
+        // (`copy/`, through the context's hooks).
         if access == Access::Strided
             && self.dtype == destination.dtype
-            && crate::backend::gpu::copy::rows::rows_view(self.dtype, layout, destination_layout)
-        {
-            return self.copy_rows_into(layout, destination, destination_layout);
-        }
-        // A batch of transposed matrices (channels-last activations, transposed weights):
-        // tiles through workgroup memory (`copy/transpose.rs`).
-        if access == Access::Strided
-            && self.dtype == destination.dtype
-            && crate::backend::gpu::copy::transpose::fits(self.dtype, &self.device)
-        {
-            if let Some(view) = crate::backend::gpu::copy::transpose::transposed_view(
-                self.dtype,
+            && self.device.context().dense_copies().copy(
+                self,
                 layout,
+                destination,
                 destination_layout,
-            ) {
-                return self.copy_transpose_into(view, layout, destination, destination_layout);
-            }
+            )?
+        {
+            return Ok(());
         }
         // Dense same-type copies deliberately stay kernels: `copy_buffer_to_buffer` measured
         // 729 GB/s on an H200 through Vulkan, below the old scalar copy kernel (1,171 GB/s).
-        let key = KernelKey::Copy {
+        let key = ElementwiseKernel::Copy {
             from: self.dtype,
             to: destination.dtype,
             access,
@@ -733,7 +738,7 @@ fn access(numel: usize, layouts: &[&Layout]) -> Access {
 /// Record a vectorized kernel over `numel` elements (`numel / 4` vec4s, grid-stride loop).
 fn launch_vector(
     device: &GpuDevice,
-    key: &KernelKey,
+    key: &ElementwiseKernel,
     params: &Params,
     buffers: &[&wgpu::Buffer],
     numel: usize,

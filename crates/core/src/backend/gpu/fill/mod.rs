@@ -1,8 +1,10 @@
 //! Kernel family `Fill`: write one 32-bit pattern into every word of a buffer (`full`; an f16
 //! value is packed twice into the pattern, so one kernel serves every dtype).
-//! Key: `KernelKey::Fill`; params: [`FillParams`]; source: `shaders/fill.wgsl`.
+//! Key: [`FillKernel`] (`kernel.rs`); params: [`FillParams`]; source: `shaders/fill.wgsl`.
 
-use super::kernels::KernelKey;
+pub(crate) mod kernel;
+
+use crate::backend::gpu::fill::kernel::FillKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -31,11 +33,6 @@ pub(crate) fn source() -> String {
     .concat()
 }
 
-/// The catalogue entry (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
-    keys.push(KernelKey::Fill);
-}
-
 /// Record the fill of the first `words` words of `storage` with `pattern`.
 pub(crate) fn launch(
     device: &GpuDevice,
@@ -49,7 +46,7 @@ pub(crate) fn launch(
     };
     GpuStorage::launch(
         device,
-        &KernelKey::Fill,
+        &FillKernel,
         &Params::with_header(&header, 0),
         &[storage.raw()?],
         words,

@@ -26,18 +26,21 @@
 //! Fusion is on by default; `ANYGRAD_FUSION=0` or `set_elementwise_fusion(false)` turns it off,
 //! and it is off while the profiler records (so that every op is timed on its own).
 
+pub(crate) mod kernel;
 pub(crate) mod source;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::kernels::KernelKey;
+use crate::backend::gpu::fusion::kernel::FusedKernel;
 use crate::backend::gpu::fusion::source::FusedParams;
 use crate::backend::gpu::runtime::buffers::BufferSlot;
 use crate::backend::gpu::runtime::context::MAX_BINDINGS;
 use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
-use crate::backend::gpu::runtime::hooks::{DeferredPlanner, DeferredWork, PlannedKernel};
+use crate::backend::gpu::runtime::hooks::{
+    DeferredPlanner, DeferredWork, ElementwiseRequest, PlannedKernel,
+};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -204,18 +207,6 @@ impl DeferredOp {
     }
 }
 
-/// The op of a deferral request (the second input of a binary op comes separately).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Request {
-    Unary(UnaryOp),
-    Binary(BinaryOp),
-    Scalar {
-        op: BinaryOp,
-        on_left: bool,
-        bits: u32,
-    },
-}
-
 fn operand(storage: &GpuStorage, layout: &Layout) -> Operand {
     Operand {
         slot: Arc::clone(&storage.slot),
@@ -267,15 +258,17 @@ fn readable(layout: &Layout) -> bool {
 pub(crate) fn defer(
     op_name: &'static str,
     input: (&GpuStorage, &Layout),
-    request: Request,
+    request: ElementwiseRequest,
     rhs: Option<(&GpuStorage, &Layout)>,
 ) -> Result<Option<GpuStorage>> {
     let (storage, layout) = input;
     let numel = layout.numel();
     let float = matches!(storage.dtype, DType::F32 | DType::F16);
     let comparison = match request {
-        Request::Unary(_) => false,
-        Request::Binary(op) | Request::Scalar { op, .. } => op.is_comparison(),
+        ElementwiseRequest::Unary(_) => false,
+        ElementwiseRequest::Binary(op) | ElementwiseRequest::Scalar { op, .. } => {
+            op.is_comparison()
+        }
     };
     let views = readable(layout) && rhs.is_none_or(|(_, rhs_layout)| readable(rhs_layout));
     if !float
@@ -289,16 +282,17 @@ pub(crate) fn defer(
         return Ok(None);
     }
     let step = match (request, rhs) {
-        (Request::Unary(op), None) => Step::Unary(op),
-        (Request::Binary(op), Some((rhs, rhs_layout))) => Step::Binary {
+        (ElementwiseRequest::Unary(op), None) => Step::Unary(op),
+        (ElementwiseRequest::Binary(op), Some((rhs, rhs_layout))) => Step::Binary {
             op,
             rhs: operand(rhs, rhs_layout),
         },
-        (Request::Scalar { op, on_left, bits }, None) => Step::Scalar { op, on_left, bits },
-        // A binary request without its second input (or the reverse): dispatch as usual.
-        (Request::Unary(_) | Request::Scalar { .. }, Some(_)) | (Request::Binary(_), None) => {
-            return Ok(None)
+        (ElementwiseRequest::Scalar { op, on_left, bits }, None) => {
+            Step::Scalar { op, on_left, bits }
         }
+        // A binary request without its second input (or the reverse): dispatch as usual.
+        (ElementwiseRequest::Unary(_) | ElementwiseRequest::Scalar { .. }, Some(_))
+        | (ElementwiseRequest::Binary(_), None) => return Ok(None),
     };
     let output = GpuStorage::deferred(&storage.device, op_name, numel, storage.dtype)?;
     storage.device.context().defer(Box::new(DeferredOp {
@@ -479,7 +473,7 @@ impl Fragment {
             instructions: self.instructions,
         };
         PlannedKernel {
-            key: Box::new(KernelKey::Fused {
+            key: Box::new(FusedKernel {
                 program: Arc::new(program),
             }),
             params,
@@ -503,6 +497,16 @@ pub(crate) struct FusionPlanner;
 pub(crate) static PLANNER: FusionPlanner = FusionPlanner;
 
 impl DeferredPlanner for FusionPlanner {
+    fn defer(
+        &self,
+        op_name: &'static str,
+        input: (&GpuStorage, &Layout),
+        request: ElementwiseRequest,
+        rhs: Option<(&GpuStorage, &Layout)>,
+    ) -> Result<Option<GpuStorage>> {
+        defer(op_name, input, request, rhs)
+    }
+
     fn capacity(&self) -> usize {
         MAX_DEFERRED
     }
@@ -600,17 +604,6 @@ pub(crate) fn plan(ops: Vec<DeferredOp>) -> Vec<PlannedKernel> {
     // Every waiting producer has a later reader in the batch; this only guards the invariant.
     kernels.extend(waiting.into_values().map(Fragment::kernel));
     kernels
-}
-
-/// The catalogue entries (`kernel_catalog.rs`): the sample programs below.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
-    keys.extend(
-        sample_programs()
-            .into_iter()
-            .map(|program| KernelKey::Fused {
-                program: Arc::new(program),
-            }),
-    );
 }
 
 /// Programs that use every fusable op, for the naga validation of every kernel.

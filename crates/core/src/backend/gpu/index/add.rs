@@ -21,7 +21,7 @@
 
 use crate::backend::checks::check_index_add_shapes;
 use crate::backend::gpu::index::check_indices;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::index::kernel::IndexKernel;
 use crate::backend::gpu::runtime::context::INDEX_SLOT_WORD;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
@@ -81,7 +81,7 @@ fn partial_dtype(dtype: DType) -> DType {
     }
 }
 
-/// WGSL of `KernelKey::IndexAddKeys`.
+/// WGSL of `IndexKernel::IndexAddKeys`.
 pub(crate) fn keys_source(index: DType) -> String {
     let mut text = format!("alias IX = {};\n", storage_type(index));
     text.push_str(IndexAddParams::WGSL);
@@ -90,7 +90,7 @@ pub(crate) fn keys_source(index: DType) -> String {
     text
 }
 
-/// WGSL of `KernelKey::IndexAddSums` (after `enable f16;` where needed): the chunk pass, or
+/// WGSL of `IndexKernel::IndexAddSums` (after `enable f16;` where needed): the chunk pass, or
 /// the crossing pass when `crossing`.
 pub(crate) fn sums_source(dtype: DType, crossing: bool) -> String {
     let mut text = value_header(dtype);
@@ -105,14 +105,14 @@ pub(crate) fn sums_source(dtype: DType, crossing: bool) -> String {
 }
 
 /// The catalogue entries of both families (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+pub(crate) fn catalogue(keys: &mut Vec<IndexKernel>) {
     for index in INDEX_DTYPES {
-        keys.push(KernelKey::IndexAddKeys { index });
+        keys.push(IndexKernel::IndexAddKeys { index });
     }
     for dtype in GPU_DTYPES {
         if dtype != DType::Bool {
             for crossing in [false, true] {
-                keys.push(KernelKey::IndexAddSums { dtype, crossing });
+                keys.push(IndexKernel::IndexAddSums { dtype, crossing });
             }
         }
     }
@@ -172,7 +172,7 @@ impl GpuStorage {
         // The indices are checked even when there is nothing to add them to.
         GpuStorage::launch_checked(
             &self.device,
-            &KernelKey::IndexAddKeys {
+            &IndexKernel::IndexAddKeys {
                 index: indices.dtype,
             },
             &Params::with_header(&header, 0),
@@ -201,7 +201,7 @@ impl GpuStorage {
         let params = Params::with_header(&header, 0);
         GpuStorage::launch(
             &self.device,
-            &KernelKey::IndexAddSums {
+            &IndexKernel::IndexAddSums {
                 dtype: self.dtype,
                 crossing: false,
             },
@@ -218,7 +218,7 @@ impl GpuStorage {
         if chunks > 1 {
             GpuStorage::launch(
                 &self.device,
-                &KernelKey::IndexAddSums {
+                &IndexKernel::IndexAddSums {
                     dtype: self.dtype,
                     crossing: true,
                 },

@@ -8,9 +8,10 @@
 //! `index_rows.wgsl`, `scatter_add.wgsl`.
 
 pub(crate) mod add;
+pub(crate) mod kernel;
 pub(crate) mod scatter_add_ordered;
 
-use super::kernels::KernelKey;
+use crate::backend::gpu::index::kernel::IndexKernel;
 use crate::backend::gpu::runtime::context::{INDEX_SLOT_WORD, MAX_ROW_WORKGROUPS, WORKGROUP_SIZE};
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{
@@ -90,7 +91,7 @@ const _: () = assert!(std::mem::offset_of!(GatherParams, flag_slot) == 4 * INDEX
 const _: () = assert!(std::mem::offset_of!(IndexRowsParams, flag_slot) == 4 * INDEX_SLOT_WORD);
 const _: () = assert!(std::mem::offset_of!(ScatterAddParams, flag_slot) == 4 * INDEX_SLOT_WORD);
 
-/// WGSL of `KernelKey::Gather` (`rows: false`) or `KernelKey::IndexRows` (after `enable f16;`
+/// WGSL of `IndexKernel::Gather` (`rows: false`) or `IndexKernel::IndexRows` (after `enable f16;`
 /// where needed).
 pub(crate) fn gather_source(dtype: DType, index: DType, rows: bool) -> String {
     let mut text = format!(
@@ -110,7 +111,7 @@ pub(crate) fn gather_source(dtype: DType, index: DType, rows: bool) -> String {
     text
 }
 
-/// WGSL of `KernelKey::ScatterAdd` (after `enable f16;` where needed).
+/// WGSL of `IndexKernel::ScatterAdd` (after `enable f16;` where needed).
 pub(crate) fn scatter_add_source(dtype: DType, index: DType) -> String {
     let mut text = format!(
         "alias S = {};\nalias IX = {};\n",
@@ -125,12 +126,12 @@ pub(crate) fn scatter_add_source(dtype: DType, index: DType) -> String {
 }
 
 /// The catalogue entries of the three families (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, index_dtypes: &[DType]) {
+pub(crate) fn catalogue(keys: &mut Vec<IndexKernel>, dtype: DType, index_dtypes: &[DType]) {
     for &index in index_dtypes {
-        keys.push(KernelKey::Gather { dtype, index });
-        keys.push(KernelKey::IndexRows { dtype, index });
+        keys.push(IndexKernel::Gather { dtype, index });
+        keys.push(IndexKernel::IndexRows { dtype, index });
         if dtype != DType::Bool {
-            keys.push(KernelKey::ScatterAdd { dtype, index });
+            keys.push(IndexKernel::ScatterAdd { dtype, index });
         }
     }
 }
@@ -238,7 +239,7 @@ impl GpuStorage {
             ));
         }
         let row_groups = rows.min(MAX_ROW_WORKGROUPS as usize).min(max).max(1);
-        let key = KernelKey::IndexRows {
+        let key = IndexKernel::IndexRows {
             dtype: self.dtype,
             index: indices.dtype,
         };
@@ -327,7 +328,7 @@ impl GpuStorage {
             .extend(&layout.strides)?
             .extend(index_strides)?;
         let context = self.device.context();
-        let key = KernelKey::Gather {
+        let key = IndexKernel::Gather {
             dtype: self.dtype,
             index: indices.dtype,
         };
@@ -425,7 +426,7 @@ impl GpuStorage {
             .extend(&src_layout.strides)?
             .extend(&indices_layout.strides)?;
         let context = self.device.context();
-        let key = KernelKey::ScatterAdd {
+        let key = IndexKernel::ScatterAdd {
             dtype: self.dtype,
             index: indices.dtype,
         };

@@ -8,7 +8,7 @@
 //! `determinism::ordered_scatter_fits` bounds it; beyond that the op runs on the CPU under
 //! the fallback policy (`tensor/index.rs`).
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::index::kernel::IndexKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{storage_type, COMMON};
@@ -43,7 +43,7 @@ const _: () = assert!(
         == 4 * crate::backend::gpu::runtime::context::INDEX_SLOT_WORD
 );
 
-/// WGSL of `KernelKey::ScatterAddOrdered` (after `enable f16;` where needed).
+/// WGSL of `IndexKernel::ScatterAddOrdered` (after `enable f16;` where needed).
 pub(crate) fn source(dtype: DType, index: DType) -> String {
     let mut text = format!(
         "alias S = {};\nalias IX = {};\n",
@@ -57,10 +57,10 @@ pub(crate) fn source(dtype: DType, index: DType) -> String {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`): the float dtypes.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType, index_dtypes: &[DType]) {
+pub(crate) fn catalogue(keys: &mut Vec<IndexKernel>, dtype: DType, index_dtypes: &[DType]) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for &index in index_dtypes {
-            keys.push(KernelKey::ScatterAddOrdered { dtype, index });
+            keys.push(IndexKernel::ScatterAddOrdered { dtype, index });
         }
     }
 }
@@ -90,7 +90,7 @@ pub(super) fn launch(
         .extend(&src_layout.strides)?
         .extend(&indices_layout.strides)?;
     let context = out.device.context();
-    let key = KernelKey::ScatterAddOrdered {
+    let key = IndexKernel::ScatterAddOrdered {
         dtype: out.dtype,
         index: indices.dtype,
     };

@@ -39,7 +39,7 @@ enum Target {
 struct Unsupported {
     /// Where naga cannot write them.
     target: Target,
-    /// The families: the kernel names' prefix (`KernelKey` variant).
+    /// The families: the kernel names' prefix (the key's variant or name).
     families: &'static [&'static str],
     /// Only the kernels whose name contains this.
     variant: &'static str,
@@ -162,7 +162,7 @@ fn msl_resources(module: &naga::Module) -> naga::back::msl::EntryPointResourceMa
 }
 
 /// Translate a validated module to MSL with wgpu's Metal options, bounds checks restricted as
-/// wgpu compiles kernels that keep its runtime checks (`KernelKey::is_trusted` ones turn them
+/// wgpu compiles kernels that keep its runtime checks (`Kernel::is_trusted` ones turn them
 /// off, which only removes code).
 fn translate_msl(module: &naga::Module, info: &naga::valid::ModuleInfo) -> Result<(), String> {
     let restrict = naga::proc::BoundsCheckPolicy::Restrict;
@@ -270,7 +270,7 @@ fn every_kernel_translates_to_hlsl_and_msl() {
     );
 }
 
-/// The family of a kernel name is its `KernelKey` variant.
+/// The family of a kernel name is its key's variant or name.
 #[test]
 fn family_is_the_name_up_to_its_fields() {
     assert_eq!(family("MatmulCoop { variant: Staged }"), "MatmulCoop");

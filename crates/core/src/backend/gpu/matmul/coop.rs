@@ -52,11 +52,12 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::matmul::MatmulParams;
 use crate::backend::gpu::runtime::context::GpuContext;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::cooperative::Coop;
 use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::dtype::DType;
 use crate::error::Error;
@@ -354,15 +355,15 @@ pub(crate) fn first_applicable(
 /// validates and translates the real ones on the CPU too (`Capabilities::all()` includes
 /// cooperative matrices), and `matmul/coop/tests.rs` checks them against wgpu's SPIR-V
 /// options for Vulkan.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+pub(crate) fn catalogue(keys: &mut Vec<MatmulKernel>) {
     for variant in CoopVariant::ALL {
         for emulated in [false, true] {
-            keys.push(KernelKey::MatmulCoop { variant, emulated });
+            keys.push(MatmulKernel::MatmulCoop { variant, emulated });
         }
     }
 }
 
-/// The kernel text after `enable f16;` (the header `KernelKey::source` writes).
+/// The kernel text after `enable f16;` (the header `MatmulKernel::source` writes).
 /// params: [`MatmulParams`] (`matmul/`).
 pub(crate) fn source_body(variant: CoopVariant, emulated: bool) -> String {
     if let CoopVariant::Wide128 | CoopVariant::Wide256 = variant {
@@ -634,11 +635,6 @@ fn direct_loop(w: &mut String, coop: Coop) {
     let _ = writeln!(w, "        }}");
 }
 
-mod fragments;
 #[cfg(test)]
 pub(crate) mod tests;
 mod wide;
-
-pub(crate) use fragments::Coop;
-
-pub(crate) use wide::{block_product, store_register};

@@ -14,7 +14,7 @@
 //! [`applies`] says where it runs; `GpuStorage::matmul` (`matmul/primitive.rs`) offers it to the
 //! autotuner as candidate `dot` there.
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::matmul::MatmulParams;
 use crate::backend::gpu::runtime::params::KernelParams;
 use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes};
@@ -56,13 +56,13 @@ pub(crate) fn applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<MatmulKernel>, dtype: DType) {
     if vector_lanes(dtype).is_some() {
-        keys.push(KernelKey::MatmulDot { dtype });
+        keys.push(MatmulKernel::MatmulDot { dtype });
     }
 }
 
-/// WGSL of `KernelKey::MatmulDot` for `dtype` (F16 or F32; after `enable f16;` for F16).
+/// WGSL of `MatmulKernel::MatmulDot` for `dtype` (F16 or F32; after `enable f16;` for F16).
 pub(crate) fn source(dtype: DType) -> String {
     let lanes = vector_lanes(dtype).unwrap_or(4);
     // The products of one 16-byte vector of each operand, added to `sum`.

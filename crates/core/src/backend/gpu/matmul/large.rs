@@ -25,7 +25,7 @@
 
 use std::fmt::Write;
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::matmul::MatmulParams;
 use crate::backend::gpu::runtime::params::KernelParams;
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
@@ -124,7 +124,7 @@ pub(crate) fn aligned_applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
             .all(|value| value.is_multiple_of(4))
 }
 
-/// WGSL of `KernelKey::MatmulLarge` (after `enable f16;` where needed): the value header,
+/// WGSL of `MatmulKernel::MatmulLarge` (after `enable f16;` where needed): the value header,
 /// [`MatmulParams`], `common.wgsl` and the generated body.
 pub(crate) fn source(dtype: DType, aligned: bool) -> String {
     let mut text = value_header(dtype);
@@ -135,10 +135,10 @@ pub(crate) fn source(dtype: DType, aligned: bool) -> String {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<MatmulKernel>, dtype: DType) {
     if dtype.is_float() {
         for aligned in [false, true] {
-            keys.push(KernelKey::MatmulLarge { dtype, aligned });
+            keys.push(MatmulKernel::MatmulLarge { dtype, aligned });
         }
     }
 }
@@ -437,7 +437,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 mod tests {
     use super::{aligned_applies, aligned_body, split_k_factor, ALIGNED_K_STEP};
     use crate::backend::cpu::CpuStorage;
-    use crate::backend::gpu::kernels::KernelKey;
+    use crate::backend::gpu::matmul::kernel::MatmulKernel;
     use crate::backend::gpu::matmul::MatmulParams;
     use crate::backend::gpu::runtime::device::GpuDevice;
     use crate::backend::gpu::runtime::params::KernelParams;
@@ -497,7 +497,7 @@ mod tests {
                 a_layout,
                 &b,
                 b_layout,
-                KernelKey::MatmulLarge { dtype, aligned },
+                MatmulKernel::MatmulLarge { dtype, aligned },
             ),
             None => a.matmul(a_layout, &b, b_layout),
         };
@@ -643,7 +643,7 @@ mod tests {
             Layout::contiguous(&[1, 128, 20]),
             Layout::contiguous(&[1, 20, 128]),
         );
-        let key = KernelKey::MatmulLarge {
+        let key = MatmulKernel::MatmulLarge {
             dtype: DType::F32,
             aligned: true,
         };
@@ -751,7 +751,8 @@ mod tests {
                     MatmulParams::WGSL,
                     aligned_body(k_step)
                 );
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source)
+                {
                     panic!("{error}");
                 }
             }

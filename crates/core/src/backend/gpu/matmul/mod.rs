@@ -5,10 +5,11 @@
 
 pub(crate) mod coop;
 pub(crate) mod dot;
+pub(crate) mod kernel;
 pub(crate) mod large;
 pub(crate) mod primitive;
 
-use super::kernels::KernelKey;
+use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams};
 use crate::backend::gpu::runtime::wgsl::value_header;
 use crate::dtype::DType;
@@ -73,7 +74,7 @@ impl MatmulParams {
     }
 }
 
-/// WGSL of `KernelKey::Matmul` (after `enable f16;` where needed): C stored as the dtype, or
+/// WGSL of `MatmulKernel::Matmul` (after `enable f16;` where needed): C stored as the dtype, or
 /// as f32 where `f32_partials` (F16 split-K slices).
 pub(crate) fn source(dtype: DType, f32_partials: bool) -> String {
     let mut text = value_header(dtype);
@@ -88,16 +89,16 @@ pub(crate) fn source(dtype: DType, f32_partials: bool) -> String {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<MatmulKernel>, dtype: DType) {
     if dtype != DType::Bool {
         let f32_partials = false;
-        keys.push(KernelKey::Matmul {
+        keys.push(MatmulKernel::Matmul {
             dtype,
             f32_partials,
         });
     }
     if dtype == DType::F16 {
-        keys.push(KernelKey::Matmul {
+        keys.push(MatmulKernel::Matmul {
             dtype,
             f32_partials: true,
         });

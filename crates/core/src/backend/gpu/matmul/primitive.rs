@@ -5,9 +5,9 @@
 //! operands on the host, fills its family's params struct and records one dispatch; nothing waits
 //! for the GPU. Signatures follow `CpuStorage`'s (see the contract in `storage.rs`).
 
-use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::matmul::coop::{MatmulCoopState, COOP_TILE};
 use crate::backend::gpu::matmul::dot as matmul_dot;
+use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::matmul::large::{
     aligned_applies, prefers_large_tile, split_k_factor, split_k_legal, LARGE_TILE,
 };
@@ -161,7 +161,7 @@ impl GpuStorage {
         // turns them off for this device and the regular kernels take over.
         let coop = MatmulCoopState::of(self.device.context());
         if let Some(variant) = coop.key_for(self.dtype, layout, rhs_layout) {
-            let key = KernelKey::MatmulCoop {
+            let key = MatmulKernel::MatmulCoop {
                 variant,
                 emulated: false,
             };
@@ -191,7 +191,7 @@ impl GpuStorage {
                     let Some(variant) = coop.key_for(self.dtype, a.1, b.1) else {
                         return Ok(None);
                     };
-                    let key = KernelKey::MatmulCoop {
+                    let key = MatmulKernel::MatmulCoop {
                         variant,
                         emulated: false,
                     };
@@ -308,14 +308,14 @@ impl GpuStorage {
         let dtype = self.dtype;
         match choice {
             MatmulChoice::Tile64 => {
-                let key = KernelKey::Matmul {
+                let key = MatmulKernel::Matmul {
                     dtype,
                     f32_partials: false,
                 };
                 self.matmul_with(layout, rhs, rhs_layout, key)
             }
             MatmulChoice::Tile128 { aligned } => {
-                let key = KernelKey::MatmulLarge { dtype, aligned };
+                let key = MatmulKernel::MatmulLarge { dtype, aligned };
                 self.matmul_with(layout, rhs, rhs_layout, key)
             }
             MatmulChoice::SplitK(split) => self.matmul_split_k(layout, rhs, rhs_layout, split),
@@ -323,14 +323,14 @@ impl GpuStorage {
                 self.matmul_split_k_partials(layout, rhs, rhs_layout, split)
             }
             MatmulChoice::Dot => {
-                self.matmul_with(layout, rhs, rhs_layout, KernelKey::MatmulDot { dtype })
+                self.matmul_with(layout, rhs, rhs_layout, MatmulKernel::MatmulDot { dtype })
             }
             MatmulChoice::Dense(split) => {
                 let product =
                     on_dense_operands((self, layout), (rhs, rhs_layout), 4, |a, b| match split {
                         Some(split) => a.0.matmul_split_k(a.1, b.0, b.1, split),
                         None => {
-                            let key = KernelKey::MatmulLarge {
+                            let key = MatmulKernel::MatmulLarge {
                                 dtype,
                                 aligned: true,
                             };
@@ -341,7 +341,7 @@ impl GpuStorage {
                     Some(out) => Ok(out),
                     // Copies that do not fit: the 64 x 64 kernel reads the views as they are.
                     None => {
-                        let key = KernelKey::Matmul {
+                        let key = MatmulKernel::Matmul {
                             dtype,
                             f32_partials: false,
                         };
@@ -362,7 +362,7 @@ impl GpuStorage {
         split: usize,
     ) -> Result<GpuStorage> {
         let (a_slices, b_slices) = k_slices(layout, rhs_layout, split);
-        let key = KernelKey::MatmulLarge {
+        let key = MatmulKernel::MatmulLarge {
             dtype: self.dtype,
             aligned: true,
         };
@@ -382,7 +382,7 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         let (m, n) = (layout.shape[1], rhs_layout.shape[2]);
         let (a_slices, b_slices) = k_slices(layout, rhs_layout, split);
-        let key = KernelKey::Matmul {
+        let key = MatmulKernel::Matmul {
             dtype: self.dtype,
             f32_partials: true,
         };
@@ -397,7 +397,7 @@ impl GpuStorage {
         layout: &Layout,
         rhs: &GpuStorage,
         rhs_layout: &Layout,
-        key: KernelKey,
+        key: MatmulKernel,
     ) -> Result<GpuStorage> {
         same_device("matmul", self, rhs)?;
         same_dtype("matmul", self.dtype, rhs.dtype)?;
@@ -419,7 +419,7 @@ impl GpuStorage {
         check_view("matmul", layout, self.len)?;
         check_view("matmul", rhs_layout, rhs.len)?;
         // The aligned kernel has no bounds checks: it must only run where its predicate holds.
-        if let KernelKey::MatmulLarge { aligned: true, .. } = key {
+        if let MatmulKernel::MatmulLarge { aligned: true, .. } = key {
             if !aligned_applies(self.dtype, layout, rhs_layout) {
                 return Err(Error::invalid(
                     "matmul",
@@ -427,7 +427,7 @@ impl GpuStorage {
                 ));
             }
         }
-        if let KernelKey::MatmulDot { .. } = key {
+        if let MatmulKernel::MatmulDot { .. } = key {
             if !matmul_dot::applies(self.dtype, layout, rhs_layout) {
                 return Err(Error::invalid(
                     "matmul",
@@ -436,7 +436,7 @@ impl GpuStorage {
             }
         }
         // So do the cooperative-matrix kernels, which also need the device's support.
-        if let KernelKey::MatmulCoop { variant, emulated } = key {
+        if let MatmulKernel::MatmulCoop { variant, emulated } = key {
             let context = self.device.context();
             let operands = (self.dtype, layout, rhs_layout);
             if !MatmulCoopState::allows(context, variant, emulated, operands) {
@@ -453,7 +453,7 @@ impl GpuStorage {
             rhs_layout.shape[2],
         );
         let out_dtype = match key {
-            KernelKey::Matmul {
+            MatmulKernel::Matmul {
                 f32_partials: true, ..
             } => DType::F32,
             _ => self.dtype,
@@ -467,9 +467,9 @@ impl GpuStorage {
         let context = self.device.context();
         let max = context.limits.max_compute_workgroups_per_dimension as usize;
         let (tile_m, tile_n) = match key {
-            KernelKey::MatmulLarge { .. } => (LARGE_TILE, LARGE_TILE),
-            KernelKey::MatmulCoop { variant, .. } => (COOP_TILE, variant.tile_n()),
-            KernelKey::MatmulDot { .. } => (matmul_dot::ROWS, matmul_dot::COLUMNS),
+            MatmulKernel::MatmulLarge { .. } => (LARGE_TILE, LARGE_TILE),
+            MatmulKernel::MatmulCoop { variant, .. } => (COOP_TILE, variant.tile_n()),
+            MatmulKernel::MatmulDot { .. } => (matmul_dot::ROWS, matmul_dot::COLUMNS),
             _ => (64, 64),
         };
         let (tiles_n, tiles_m) = (n.div_ceil(tile_n), m.div_ceil(tile_m));
@@ -481,9 +481,9 @@ impl GpuStorage {
         }
         // The kernels loop over batches (grid-stride in z), so any batch count fits the grid.
         let grid = (tiles_n as u32, tiles_m as u32, batch.min(max) as u32);
-        if let KernelKey::MatmulDot { .. } = key {
+        if let MatmulKernel::MatmulDot { .. } = key {
             // Its invocations step through B's rows in lock-step: from L2, not memory.
-            crate::backend::gpu::prefetch::prefetch(rhs)?;
+            rhs.device.context().prefetch(rhs)?;
         }
         context.dispatch(
             &key,
@@ -491,7 +491,7 @@ impl GpuStorage {
             &[self.raw()?, rhs.raw()?, out.raw()?],
             grid,
         )?;
-        if let KernelKey::MatmulCoop {
+        if let MatmulKernel::MatmulCoop {
             emulated: false, ..
         } = key
         {

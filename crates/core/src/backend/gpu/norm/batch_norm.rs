@@ -19,7 +19,7 @@
 use std::fmt::Write;
 
 use crate::backend::checks::check_channels;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::norm::kernel::NormKernel;
 use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
 use crate::backend::gpu::runtime::operands::unsupported;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
@@ -56,11 +56,11 @@ pub enum SumsPass {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<NormKernel>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for backward in [false, true] {
             for pass in [SumsPass::Partial, SumsPass::Finish] {
-                keys.push(KernelKey::BatchNormSums {
+                keys.push(NormKernel::BatchNormSums {
                     dtype,
                     backward,
                     pass,
@@ -70,7 +70,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
     }
 }
 
-/// WGSL of `KernelKey::BatchNormSums`.
+/// WGSL of `NormKernel::BatchNormSums`.
 pub(crate) fn source(dtype: DType, backward: bool, pass: SumsPass) -> String {
     let mut w = value_header(dtype);
     w.push_str(BatchNormParams::WGSL);
@@ -276,7 +276,7 @@ impl GpuStorage {
             buffers.push(mean.raw()?);
         }
         let context = self.device.context();
-        let key = |pass| KernelKey::BatchNormSums {
+        let key = |pass| NormKernel::BatchNormSums {
             dtype: self.dtype,
             backward: backward.is_some(),
             pass,

@@ -10,7 +10,7 @@
 //! The CPU's `cpu/batch_norm.rs` is the reference.
 
 use crate::backend::checks::check_batch_norm_input;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::norm::kernel::NormKernel;
 use crate::backend::gpu::runtime::operands::{same_device, unsupported};
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -32,15 +32,15 @@ kernel_params! {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<NormKernel>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for vector in [false, true] {
-            keys.push(KernelKey::BatchNormInputGrad { dtype, vector });
+            keys.push(NormKernel::BatchNormInputGrad { dtype, vector });
         }
     }
 }
 
-/// WGSL of `KernelKey::BatchNormInputGrad`.
+/// WGSL of `NormKernel::BatchNormInputGrad`.
 pub(crate) fn source(dtype: DType, vector: bool) -> String {
     let mut w = value_header(dtype);
     w.push_str(BatchNormInputParams::WGSL);
@@ -124,7 +124,7 @@ impl GpuStorage {
         };
         GpuStorage::launch(
             &self.device,
-            &KernelKey::BatchNormInputGrad {
+            &NormKernel::BatchNormInputGrad {
                 dtype: self.dtype,
                 vector,
             },

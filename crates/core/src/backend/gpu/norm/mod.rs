@@ -4,4 +4,5 @@
 
 pub(crate) mod batch_norm;
 pub(crate) mod batch_norm_input;
+pub(crate) mod kernel;
 pub(crate) mod rows;

@@ -18,7 +18,7 @@ use std::fmt::Write;
 
 use crate::backend::checks::{check_affine, check_rows};
 use crate::backend::contract::Affine;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::norm::kernel::NormKernel;
 use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
 use crate::backend::gpu::runtime::operands::unsupported;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
@@ -93,7 +93,7 @@ impl RowKey {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<NormKernel>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for op in [
             RowOp::Softmax { safe: false },
@@ -102,7 +102,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             RowOp::LayerNorm { affine: true },
         ] {
             for lanes in LANES {
-                keys.push(KernelKey::Rows(RowKey { dtype, op, lanes }));
+                keys.push(NormKernel::Rows(RowKey { dtype, op, lanes }));
             }
         }
     }
@@ -263,7 +263,7 @@ impl GpuStorage {
             buffers.push(storage.raw()?);
         }
         self.device.context().dispatch(
-            &KernelKey::Rows(key),
+            &NormKernel::Rows(key),
             Params::with_header(&header, 0).words(),
             &buffers,
             (groups, 1, 1),

@@ -4,15 +4,17 @@
 //! the new parameter and buffer: one kernel per parameter where the composite ops recorded
 //! five and a copy. The arithmetic is `update::SgdStep::element`'s, in the same order, in f32
 //! (F16 data is widened and narrowed once); `cpu/update.rs` is the reference. F32 and F16.
-//! With a skip flag (`KernelKey::SgdStep { skip: true }`) every invocation first reads the
+//! With a skip flag (`OptimizerKernel::SgdStep { skip: true }`) every invocation first reads the
 //! flag that `Unscale` set and returns where it is nonzero: a mixed-precision step with
 //! inf/NaN gradients is skipped on the GPU, without a readback.
 //! `Unscale`: mixed precision's gradient unscaling in place (`BackendStorage::unscale`), each
 //! element divided by the scale and an inf or NaN setting a U32 flag (`atomicOr`, so every
 //! workgroup may set it; it is only ever set, so the result does not depend on the order).
 
-use super::kernels::KernelKey;
+pub(crate) mod kernel;
+
 use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};
+use crate::backend::gpu::optimizer::kernel::OptimizerKernel;
 use crate::backend::gpu::runtime::operands::{same_device, unsupported};
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -60,22 +62,22 @@ kernel_params! {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<OptimizerKernel>, dtype: DType) {
     if matches!(dtype, DType::F32 | DType::F16) {
         for momentum in [false, true] {
             for skip in [false, true] {
-                keys.push(KernelKey::SgdStep {
+                keys.push(OptimizerKernel::SgdStep {
                     dtype,
                     momentum,
                     skip,
                 });
             }
         }
-        keys.push(KernelKey::Unscale { dtype });
+        keys.push(OptimizerKernel::Unscale { dtype });
     }
 }
 
-/// WGSL of `KernelKey::Unscale`.
+/// WGSL of `OptimizerKernel::Unscale`.
 pub(crate) fn unscale_source(dtype: DType) -> String {
     let mut w = value_header(dtype);
     w.push_str(UnscaleParams::WGSL);
@@ -103,7 +105,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     w
 }
 
-/// WGSL of `KernelKey::SgdStep` (`momentum`: with the buffer binding and its update; `skip`:
+/// WGSL of `OptimizerKernel::SgdStep` (`momentum`: with the buffer binding and its update; `skip`:
 /// with a flag binding after the others, the step skipped where its first element is nonzero).
 pub(crate) fn source(dtype: DType, momentum: bool, skip: bool) -> String {
     let mut w = value_header(dtype);
@@ -209,7 +211,7 @@ impl GpuStorage {
             weight_decay: step.weight_decay as f32,
         };
         let momentum = step.uses_buffer();
-        let key = KernelKey::SgdStep {
+        let key = OptimizerKernel::SgdStep {
             dtype: self.dtype,
             momentum,
             skip: skip.is_some(),
@@ -247,7 +249,7 @@ impl GpuStorage {
         };
         GpuStorage::launch(
             &self.device,
-            &KernelKey::Unscale { dtype: self.dtype },
+            &OptimizerKernel::Unscale { dtype: self.dtype },
             &Params::with_header(&header, 0),
             &[self.raw()?, found.raw()?],
             numel,

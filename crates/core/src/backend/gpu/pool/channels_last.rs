@@ -1,4 +1,4 @@
-//! The channels-last max pooling forward (`KernelKey::MaxPool2dChannelsLast`): any window
+//! The channels-last max pooling forward (`PoolKernel::MaxPool2dChannelsLast`): any window
 //! over an input dense channels-last (`MemoryFormat::ChannelsLast`, `[n, h, w, c]` in
 //! memory), written channels-last, so that a network whose convolutions run channels-last
 //! (`conv/nhwc.rs`) pools without a transposing copy on either side.
@@ -19,7 +19,7 @@
 //! [`plan`] decides where it applies; `GpuStorage::max_pool2d` (`pool/`) pools every other
 //! call row-major and copies the result channels-last where that format was asked for.
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::pool::kernel::PoolKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes, COMMON};
@@ -151,7 +151,7 @@ pub(super) fn dispatch(
     let header = window_params(shape, layout, lanes, count)?;
     GpuStorage::launch(
         &input.device,
-        &KernelKey::MaxPool2dChannelsLast {
+        &PoolKernel::MaxPool2dChannelsLast {
             dtype: input.dtype,
             taps: UnrolledTaps::of(shape.window.kernel),
         },
@@ -180,7 +180,7 @@ pub(super) const WINDOW_TAPS: &str = "    for (var ky = 0u; ky < params.kernel_h
             let v = input[min(at, last)];
 ";
 
-/// WGSL of `KernelKey::MaxPool2dChannelsLast` for `dtype` (F16 or F32; other dtypes are
+/// WGSL of `PoolKernel::MaxPool2dChannelsLast` for `dtype` (F16 or F32; other dtypes are
 /// generated as F32's vectors of their storage type, never planned), its taps unrolled where
 /// `taps` is some.
 pub(crate) fn source(dtype: DType, taps: Option<UnrolledTaps>) -> String {

@@ -21,7 +21,7 @@
 
 use super::channels_last::{window_params, ChannelsLastPoolParams, WINDOW_TAPS};
 use super::{PoolPass, WINDOW_RANGE};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::pool::kernel::PoolKernel;
 use crate::backend::gpu::runtime::params::{word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes, COMMON};
@@ -89,7 +89,7 @@ pub(super) fn dispatch(
     if windows > 0 {
         GpuStorage::launch(
             &input.device,
-            &KernelKey::MaxPool2dBackward {
+            &PoolKernel::MaxPool2dBackward {
                 dtype: input.dtype,
                 pass: PoolPass::ChannelsLastRoute,
             },
@@ -106,7 +106,7 @@ pub(super) fn dispatch(
     }
     GpuStorage::launch(
         &input.device,
-        &KernelKey::MaxPool2dBackward {
+        &PoolKernel::MaxPool2dBackward {
             dtype: input.dtype,
             pass: PoolPass::ChannelsLastGather,
         },

@@ -31,7 +31,7 @@
 //! kernels elsewhere.
 
 use super::vectorized::HalvingWindow;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::pool::kernel::PoolKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes, COMMON};
@@ -116,7 +116,7 @@ pub(super) fn dispatch(
     };
     GpuStorage::launch(
         &input.device,
-        &KernelKey::MaxPool2dBackward {
+        &PoolKernel::MaxPool2dBackward {
             dtype: input.dtype,
             pass: super::PoolPass::Halving(window),
         },
@@ -143,7 +143,7 @@ fn vector_of(dtype: DType, values: &[String]) -> String {
     }
 }
 
-/// WGSL of `KernelKey::MaxPool2dBackward { pass: PoolPass::Halving(window) }` for `dtype`.
+/// WGSL of `PoolKernel::MaxPool2dBackward { pass: PoolPass::Halving(window) }` for `dtype`.
 pub(crate) fn source(dtype: DType, window: HalvingWindow) -> String {
     let lanes = vector_lanes(dtype).unwrap_or(4);
     // The 16-byte vector's type and its lanes, as the forward reads them.

@@ -16,8 +16,10 @@
 //! rows of whole 16-byte vectors (`vectorized::plan`) runs `pool/vectorized.rs`: 16-byte
 //! loads, nothing staged; its gradient likewise (`pool/halving_backward.rs`).
 
-use super::kernels::KernelKey;
+pub(crate) mod kernel;
+
 use crate::backend::contract::into_format;
+use crate::backend::gpu::pool::kernel::PoolKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::operands::unsupported;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
@@ -104,7 +106,7 @@ pub enum PoolPass {
 /// The gathering gradients' window arithmetic.
 const WINDOW_RANGE: &str = include_str!("../shaders/pool_window_range.wgsl");
 
-/// WGSL of `KernelKey::MaxPool2d` (the forward) or `KernelKey::MaxPool2dBackward` (`pass`).
+/// WGSL of `PoolKernel::MaxPool2d` (the forward) or `PoolKernel::MaxPool2dBackward` (`pass`).
 pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
     let mut text = value_header(dtype);
     text.push_str(PoolParams::WGSL);
@@ -133,14 +135,14 @@ pub(crate) fn source(dtype: DType, pass: PoolPass) -> String {
 }
 
 /// The catalogue entries of both families (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<PoolKernel>, dtype: DType) {
     if is_pool_dtype(dtype) {
         let resnet = FixedWindow::RESNET;
-        keys.push(KernelKey::MaxPool2d {
+        keys.push(PoolKernel::MaxPool2d {
             dtype,
             window: None,
         });
-        keys.push(KernelKey::MaxPool2d {
+        keys.push(PoolKernel::MaxPool2d {
             dtype,
             window: Some(resnet),
         });
@@ -151,18 +153,18 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
             PoolPass::ChannelsLastRoute,
             PoolPass::ChannelsLastGather,
         ] {
-            keys.push(KernelKey::MaxPool2dBackward { dtype, pass });
+            keys.push(PoolKernel::MaxPool2dBackward { dtype, pass });
         }
         for window in HalvingWindow::all() {
-            keys.push(KernelKey::MaxPool2dVectorized { dtype, window });
-            keys.push(KernelKey::MaxPool2dBackward {
+            keys.push(PoolKernel::MaxPool2dVectorized { dtype, window });
+            keys.push(PoolKernel::MaxPool2dBackward {
                 dtype,
                 pass: PoolPass::Halving(window),
             });
         }
         let unrolled = channels_last::UnrolledTaps::all().into_iter().map(Some);
         for taps in std::iter::once(None).chain(unrolled) {
-            keys.push(KernelKey::MaxPool2dChannelsLast { dtype, taps });
+            keys.push(PoolKernel::MaxPool2dChannelsLast { dtype, taps });
         }
     }
 }
@@ -255,7 +257,7 @@ impl GpuStorage {
             return Ok(out);
         }
         if let Some((fixed, grid)) = tiled::forward_plan(&self.device, &shape) {
-            let key = KernelKey::MaxPool2d {
+            let key = PoolKernel::MaxPool2d {
                 dtype: self.dtype,
                 window: Some(fixed),
             };
@@ -272,7 +274,7 @@ impl GpuStorage {
         let params = Params::with_header(&header(&shape, count, layout)?, 0);
         GpuStorage::launch(
             &self.device,
-            &KernelKey::MaxPool2d {
+            &PoolKernel::MaxPool2d {
                 dtype: self.dtype,
                 window: None,
             },
@@ -350,7 +352,7 @@ impl GpuStorage {
             ..header(&shape, count, layout)?
         };
         if let Some((fixed, grid)) = tiled::backward_plan(&self.device, &shape) {
-            let key = KernelKey::MaxPool2dBackward {
+            let key = PoolKernel::MaxPool2dBackward {
                 dtype: self.dtype,
                 pass: PoolPass::Tiled(fixed),
             };
@@ -364,7 +366,7 @@ impl GpuStorage {
         let route = GpuStorage::allocate(&self.device, OP, windows, DType::U32)?;
         GpuStorage::launch(
             &self.device,
-            &KernelKey::MaxPool2dBackward {
+            &PoolKernel::MaxPool2dBackward {
                 dtype: self.dtype,
                 pass: PoolPass::Route,
             },
@@ -380,7 +382,7 @@ impl GpuStorage {
         )?;
         GpuStorage::launch(
             &self.device,
-            &KernelKey::MaxPool2dBackward {
+            &PoolKernel::MaxPool2dBackward {
                 dtype: self.dtype,
                 pass: PoolPass::Gather,
             },

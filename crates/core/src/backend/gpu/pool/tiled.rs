@@ -2,7 +2,7 @@
 //! paddings and dilations as WGSL constants, the taps unrolled), tiled through workgroup
 //! memory so that every global read is coalesced and each input element is read about once:
 //!
-//! - **forward** (`KernelKey::MaxPool2d { window: Some(..) }`): a workgroup takes an 8 x 32
+//! - **forward** (`PoolKernel::MaxPool2d { window: Some(..) }`): a workgroup takes an 8 x 32
 //!   tile of one plane's output; it stages the input rows and columns those windows read
 //!   (padding as -inf), then each invocation takes the maximum of its window from there.
 //! - **gradient** (`PoolPass::Tiled`): the routing and gathering passes of `pool/` in one
@@ -19,7 +19,7 @@
 
 use super::GpuDevice;
 use super::PoolParams;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::pool::kernel::PoolKernel;
 use crate::backend::gpu::runtime::params::{word, KernelParams};
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
@@ -190,7 +190,7 @@ fn grid(
 /// becomes the number of planes the workgroups walk).
 pub(super) fn dispatch(
     device: &GpuDevice,
-    (key, shape): (&KernelKey, &PoolShape),
+    (key, shape): (&PoolKernel, &PoolShape),
     header: PoolParams,
     buffers: &[&wgpu::Buffer],
     grid: (u32, u32, u32),

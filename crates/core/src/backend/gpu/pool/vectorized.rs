@@ -1,4 +1,4 @@
-//! The vectorized max pooling forward (`KernelKey::MaxPool2dVectorized`) for the windows that
+//! The vectorized max pooling forward (`PoolKernel::MaxPool2dVectorized`) for the windows that
 //! halve an image ([`HalvingWindow`]: 1 to 3 taps along each axis, stride 2, padding
 //! `(k - 1) / 2`, dilation 1 — ResNet's 3 x 3 / 2 / 1 and the plain 2 x 2 / 2 among them) over
 //! a contiguous NCHW input whose rows split into 16-byte vectors.
@@ -25,7 +25,7 @@
 //! decides where the kernel applies; `GpuStorage::max_pool2d` (`pool/`) falls back to the
 //! tiled and generic kernels everywhere else.
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::pool::kernel::PoolKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, vector_lanes, COMMON};
@@ -153,7 +153,7 @@ pub(super) fn dispatch(
     };
     GpuStorage::launch(
         &input.device,
-        &KernelKey::MaxPool2dVectorized {
+        &PoolKernel::MaxPool2dVectorized {
             dtype: input.dtype,
             window,
         },
@@ -185,7 +185,7 @@ pub(super) fn vector_types(
     }
 }
 
-/// WGSL of `KernelKey::MaxPool2dVectorized` for `dtype` and `window`.
+/// WGSL of `PoolKernel::MaxPool2dVectorized` for `dtype` and `window`.
 pub(crate) fn source(dtype: DType, window: HalvingWindow) -> String {
     let lanes = vector_lanes(dtype).unwrap_or(4);
     let (input_type, output_type, lane) = vector_types(dtype);

@@ -1,6 +1,6 @@
 //! Kernel family `Prefetch`: read a buffer ahead of the kernel that needs it, so that its
 //! lines come from the L2 cache instead of device memory.
-//! Key: `KernelKey::Prefetch`; params: [`PrefetchParams`]; source: `shaders/prefetch.wgsl`.
+//! Key: [`PrefetchKernel`] (`kernel.rs`); params: [`PrefetchParams`]; source: `shaders/prefetch.wgsl`.
 //!
 //! Why: a convolution with large weights (ResNet-18's later stages: 1.2-4.7 MB a layer in f16)
 //! runs few workgroups, each stepping through K in lock-step with its neighbours; when the
@@ -11,7 +11,9 @@
 //! µs and leaves them in L2 for the convolution. The dot-product matmul (`matmul/dot.rs`,
 //! a classifier head) steps through its weight rows the same way and prefetches them too.
 
-use super::kernels::KernelKey;
+pub(crate) mod kernel;
+
+use crate::backend::gpu::prefetch::kernel::PrefetchKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::COMMON;
@@ -52,11 +54,6 @@ pub(crate) fn source() -> String {
     .concat()
 }
 
-/// The catalogue entry (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
-    keys.push(KernelKey::Prefetch);
-}
-
 /// Record a read of `storage` into the L2 cache where it is [`MIN_BYTES`] to [`MAX_BYTES`]
 /// long (`ANYGRAD_PREFETCH=off` turns it off).
 pub(crate) fn prefetch(storage: &GpuStorage) -> Result<()> {
@@ -81,7 +78,7 @@ fn launch(storage: &GpuStorage, bytes: usize, sink: &wgpu::Buffer, write: bool) 
     };
     GpuStorage::launch(
         &storage.device,
-        &KernelKey::Prefetch,
+        &PrefetchKernel,
         &Params::with_header(&header, 0),
         &[storage.raw()?, sink],
         invocations,

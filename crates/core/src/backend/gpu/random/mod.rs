@@ -1,8 +1,10 @@
 //! Kernel family `Random`: counter-based uniform or normal draws, the same integer hash as
 //! `random.rs` of the crate, so element i of a draw is the same number on the CPU and on any
-//! GPU. Key: `KernelKey::Random`; params: [`RandomParams`]; source: `shaders/random.wgsl`.
+//! GPU. Key: `RandomKernel::Random`; params: [`RandomParams`]; source: `shaders/random.wgsl`.
 
-use super::kernels::KernelKey;
+pub(crate) mod kernel;
+
+use crate::backend::gpu::random::kernel::RandomKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -40,10 +42,10 @@ pub(crate) fn source(dtype: DType, normal: bool) -> String {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<RandomKernel>, dtype: DType) {
     if dtype.is_float() {
         for normal in [false, true] {
-            keys.push(KernelKey::Random { dtype, normal });
+            keys.push(RandomKernel::Random { dtype, normal });
         }
     }
 }
@@ -67,7 +69,7 @@ pub(crate) fn launch(
     };
     GpuStorage::launch(
         device,
-        &KernelKey::Random {
+        &RandomKernel::Random {
             dtype: storage.dtype,
             normal,
         },

@@ -4,10 +4,12 @@
 //! 256 for long reductions, fewer for short rows such as softmax's 128 scores, so a
 //! workgroup folds several outputs and consecutive lanes read consecutive elements), or, for
 //! a few very long reductions, per output chunk with a second pass over the partial results.
-//! Key: `KernelKey::Reduce`; params: [`ReduceParams`]; source: the value header, the
+//! Key: `ReduceKernel::Reduce`; params: [`ReduceParams`]; source: the value header, the
 //! reduction's header (`reduce_header`) and `shaders/reduce.wgsl`.
 
-use super::kernels::KernelKey;
+pub(crate) mod kernel;
+
+use crate::backend::gpu::reduce::kernel::ReduceKernel;
 use crate::backend::gpu::runtime::context::GpuContext;
 use crate::backend::gpu::runtime::operands::unsupported;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
@@ -47,7 +49,7 @@ kernel_params! {
     tail: "kept shape[kept_rank], kept strides[kept_rank], reduced shape[reduced_rank], reduced strides[reduced_rank]";
 }
 
-/// WGSL of `KernelKey::Reduce` (after `enable f16;` where needed).
+/// WGSL of `ReduceKernel::Reduce` (after `enable f16;` where needed).
 pub(crate) fn source(dtype: DType, op: ReduceOp) -> String {
     let mut text = value_header(dtype);
     text.push_str(&reduce_header(dtype, op));
@@ -59,12 +61,12 @@ pub(crate) fn source(dtype: DType, op: ReduceOp) -> String {
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>, dtype: DType) {
+pub(crate) fn catalogue(keys: &mut Vec<ReduceKernel>, dtype: DType) {
     if dtype != DType::Bool {
         // Means only of floats (`GpuStorage::reduce` refuses the others).
         for op in ReduceOp::ALL {
             if op != ReduceOp::Mean || dtype.is_float() {
-                keys.push(KernelKey::Reduce { dtype, op });
+                keys.push(ReduceKernel::Reduce { dtype, op });
             }
         }
     }
@@ -256,7 +258,7 @@ impl GpuStorage {
             (ReduceOp::Mean, true) => ReduceOp::Sum,
             _ => op,
         };
-        let key = KernelKey::Reduce {
+        let key = ReduceKernel::Reduce {
             dtype: self.dtype,
             op: first_op,
         };

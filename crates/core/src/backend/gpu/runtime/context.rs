@@ -58,10 +58,12 @@ use std::thread::ThreadId;
 
 use super::adapters::cooperative::CooperativeMatrices;
 use super::buffers::{self, BufferKind, PoolState, PooledBuffer, SharedPool};
-use super::hooks::{DeferredWork, Hooks};
+use super::hooks::{DeferredWork, DenseCopies, ElementwiseRequest, Hooks};
 use super::kernel::KernelId;
+use super::storage::GpuStorage;
 use crate::backend::gpu_facts::ExecutionMode;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 
 /// Workgroup size of the one-dimensional kernels (elementwise, copies, indexing).
 pub(crate) const WORKGROUP_SIZE: u32 = 256;
@@ -590,6 +592,28 @@ impl GpuContext {
             self.drain_locked(&mut recording)?;
         }
         Ok(())
+    }
+
+    /// Offer an elementwise op to the family that defers work (`Hooks::deferred`): its
+    /// output where it was deferred, `None` where the caller dispatches it.
+    pub(crate) fn defer_elementwise(
+        &self,
+        op_name: &'static str,
+        input: (&GpuStorage, &Layout),
+        request: ElementwiseRequest,
+        rhs: Option<(&GpuStorage, &Layout)>,
+    ) -> Result<Option<GpuStorage>> {
+        self.hooks.deferred.defer(op_name, input, request, rhs)
+    }
+
+    /// The dense copies registered with this context (`Hooks::dense_copies`).
+    pub(crate) fn dense_copies(&self) -> &'static dyn DenseCopies {
+        self.hooks.dense_copies
+    }
+
+    /// Record a read of `storage` into the L2 cache where that pays (`Hooks::prefetch`).
+    pub(crate) fn prefetch(&self, storage: &GpuStorage) -> Result<()> {
+        (self.hooks.prefetch)(storage)
     }
 
     /// Record the deferred elementwise ops now (a pending result is about to be used).

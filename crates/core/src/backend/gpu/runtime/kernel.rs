@@ -1,5 +1,6 @@
 //! What the runtime knows of a kernel: the [`Kernel`] trait a family's key type implements
-//! (its name, its WGSL, and the two per-kernel switches of the pipeline), and [`KernelId`],
+//! (its name, its WGSL, the two per-kernel switches of the pipeline, and the family's
+//! catalogue of instantiations), and [`KernelId`],
 //! the type-erased key of the pipeline cache: the key's type (its family) and the key's value,
 //! compared and hashed through the key type's own `Eq` and `Hash`. So the cache needs no list
 //! of the families, and looking a key up allocates nothing.
@@ -23,6 +24,22 @@ pub(crate) trait Kernel: std::fmt::Debug + Send + Sync + 'static {
     /// Whether the pipeline skips zeroing workgroup memory at each workgroup's start: every
     /// element the kernel reads there it wrote first.
     fn writes_workgroup_memory_first(&self) -> bool;
+
+    /// Every instantiation the family can build (each dtype, op and variant; users' kernels
+    /// none, fused programs by samples): the catalogue that the naga test validates and
+    /// `anygrad kernels dump` writes out.
+    fn catalogue() -> Vec<Self>
+    where
+        Self: Sized;
+}
+
+/// `body` after `enable f16;` where the kernel touches f16 data (which needs `SHADER_F16`).
+pub(crate) fn enable_f16_if(uses_f16: bool, body: String) -> String {
+    if uses_f16 {
+        format!("enable f16;\n{body}")
+    } else {
+        body
+    }
 }
 
 /// A [`Kernel`] as the pipeline cache keys it (implemented for every `Kernel` that is
@@ -98,6 +115,9 @@ mod tests {
         fn writes_workgroup_memory_first(&self) -> bool {
             false
         }
+        fn catalogue() -> Vec<Self> {
+            vec![Self(0)]
+        }
     }
 
     impl Kernel for Second {
@@ -112,6 +132,9 @@ mod tests {
         }
         fn writes_workgroup_memory_first(&self) -> bool {
             false
+        }
+        fn catalogue() -> Vec<Self> {
+            vec![Self(0)]
         }
     }
 

@@ -14,7 +14,8 @@
 //! - `operands.rs`: the operand checks every primitive shares;
 //! - `params.rs`: the `kernel_params!` parameter structs and their words;
 //! - `wgsl.rs`: the WGSL every family shares (dtype types, value header, op expressions);
-//! - `autotune.rs` (+ `autotune/`): timing kernel candidates per shape.
+//! - `autotune.rs` (+ `autotune/`): timing kernel candidates per shape;
+//! - `shader_check.rs` (tests): naga validation and SPIR-V translation of kernels.
 //!
 //! Kernel families live beside this folder (`backend/gpu/<family>/`) and import from it;
 //! files here import no family (nor anything else of `backend/gpu/` outside this folder).
@@ -29,10 +30,12 @@ pub(crate) mod device;
 pub(crate) mod hooks;
 pub(crate) mod kernel;
 #[cfg(test)]
-mod layering;
+pub(crate) mod layering;
 pub(crate) mod operands;
 pub(crate) mod params;
 pub(crate) mod parts;
 pub(crate) mod pending_read;
+#[cfg(test)]
+pub(crate) mod shader_check;
 pub(crate) mod storage;
 pub(crate) mod wgsl;

@@ -2,12 +2,15 @@
 //! types of a dtype, the value header (`S`, `T`, `load_value`, `store_value` and the float or
 //! integer helpers of `shaders/float_helpers.wgsl` / `integer_helpers.wgsl`), the op
 //! expressions taken from `op.rs`, and the snippets `common.wgsl` (included by every kernel)
-//! and `strided.wgsl` (kernels whose params end in a `tail` of shapes and strides).
+//! and `strided.wgsl` (kernels whose params end in a `tail` of shapes and strides); the
+//! spelling of cooperative-matrix operations is in `wgsl/cooperative.rs`.
 //! A leaf module: families build on it, it knows no family.
 //!
 //! How dtypes live on the GPU (WGSL has no 8-bit or bool storage types):
 //! F32 as `f32`; F16 as `f16` (needs `SHADER_F16`; computed in f32); I32 as `i32`; U32 as
 //! `u32`; **U8 and Bool as one `u32` per element** (values 0..=255, resp. 0/1); F64 is refused.
+
+pub(crate) mod cooperative;
 
 use crate::dtype::DType;
 use crate::op::{BinaryOp, UnaryOp};

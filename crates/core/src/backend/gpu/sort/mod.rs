@@ -7,11 +7,13 @@
 //! (`sort_global.wgsl`). Ties break by position, so the result equals the CPU's stable sort
 //! (`cpu/sort.rs`). Params: [`SortParams`].
 
-use super::kernels::KernelKey;
+pub(crate) mod kernel;
+
 use crate::backend::checks::check_dim;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::COMMON;
+use crate::backend::gpu::sort::kernel::SortKernel;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -57,7 +59,7 @@ fn key_dtype(dtype: DType) -> DType {
     }
 }
 
-/// WGSL of `KernelKey::SortRows` (`global: false`) or `KernelKey::SortGlobal`.
+/// WGSL of `SortKernel::SortRows` (`global: false`) or `SortKernel::SortGlobal`.
 pub(crate) fn source(key: DType, global: bool) -> String {
     let mut text = format!("const KEY_KIND: u32 = {}u;\n", key_kind(key));
     text.push_str(SortParams::WGSL);
@@ -72,10 +74,10 @@ pub(crate) fn source(key: DType, global: bool) -> String {
 }
 
 /// The catalogue entries of both families (`kernel_catalog.rs`).
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+pub(crate) fn catalogue(keys: &mut Vec<SortKernel>) {
     for key in [DType::F32, DType::I32, DType::U32] {
-        keys.push(KernelKey::SortRows { key });
-        keys.push(KernelKey::SortGlobal { key });
+        keys.push(SortKernel::SortRows { key });
+        keys.push(SortKernel::SortGlobal { key });
     }
 }
 
@@ -131,7 +133,7 @@ impl GpuStorage {
         )?;
         let context = self.device.context();
         context.dispatch(
-            &KernelKey::SortRows { key },
+            &SortKernel::SortRows { key },
             Params::with_header(&header, 0).words(),
             &[values.raw()?, out.raw()?],
             context.grid(word(rows)?),
@@ -160,7 +162,7 @@ impl GpuStorage {
         let keys = GpuStorage::allocate(&self.device, "argsort", slots, DType::U32)?;
         let positions = GpuStorage::allocate(&self.device, "argsort", slots, DType::U32)?;
         let out = GpuStorage::allocate(&self.device, "argsort", rows * length, DType::I32)?;
-        let kernel = KernelKey::SortGlobal { key };
+        let kernel = SortKernel::SortGlobal { key };
         let buffers = [values.raw()?, keys.raw()?, positions.raw()?, out.raw()?];
         let launch = |stage: u32, block: usize, distance: usize, count: usize| -> Result<()> {
             let step = SortParams {

@@ -22,7 +22,7 @@ pub(crate) use crate::backend::gpu::attention::coop::backward::source::{
     CoopBackward, CoopBackwardPass,
 };
 use crate::backend::gpu::attention::coop::{launchable, width_ok, AttentionCoopState};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::attention::kernel::AttentionKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
@@ -42,7 +42,7 @@ impl CoopBackward {
 
 /// The catalogue entries (`kernel_catalog.rs`): both passes, the common head sizes, both
 /// flags, both layouts, real and emulated.
-pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
+pub(crate) fn catalogue(keys: &mut Vec<AttentionKernel>) {
     for pass in [CoopBackwardPass::KeyValue, CoopBackwardPass::Query] {
         for (head_dim, value_dim) in [(16, 16), (32, 32), (64, 64), (128, 128), (48, 80)] {
             // A mask and the causal flag never come together (the op refuses both).
@@ -71,7 +71,7 @@ pub(crate) fn catalogue(keys: &mut Vec<KernelKey>) {
                             if fold_query && !folds {
                                 continue;
                             }
-                            keys.push(KernelKey::AttentionCoopBackward(CoopBackward {
+                            keys.push(AttentionKernel::AttentionCoopBackward(CoopBackward {
                                 emulated,
                                 fold_query,
                                 ..hardware
@@ -271,7 +271,7 @@ pub(crate) fn run_backward(
     );
     let state = AttentionCoopState::of(context);
     match context.dispatch(
-        &KernelKey::AttentionCoopBackward(key),
+        &AttentionKernel::AttentionCoopBackward(key),
         params,
         bindings,
         grid,

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::backend::gpu::attention::coop::layout::{key_tile, KEY_TILE};
-use crate::backend::gpu::matmul::coop::tests::translate;
+use crate::backend::gpu::runtime::shader_check::translate;
 use crate::dtype::DType;
 
 /// The hardware (and emulated) sources parse, validate and translate to SPIR-V, with naga's

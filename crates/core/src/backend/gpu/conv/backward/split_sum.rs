@@ -1,4 +1,4 @@
-//! The weight gradient's split sum (`KernelKey::Conv2dSplitSum`): the weight-gradient kernels
+//! The weight gradient's split sum (`ConvKernel::Conv2dSplitSum`): the weight-gradient kernels
 //! split their GEMM's depth (the output pixels) over `splits` workgroups, each writing one f32
 //! block of partial sums; this kernel adds the blocks up, in a fixed order (deterministic),
 //! and stores the result in the gradient's dtype — in the blocks' own order, or permuted from
@@ -17,7 +17,7 @@
 //!   permutation by one strided copy after it. Scattered stores and idle groups made the
 //!   512-channel 3x3 gradient (2.4 M elements, 4 splits) take 106–116 µs against 15 + 29.
 
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
@@ -59,7 +59,7 @@ pub(crate) struct Permutation {
     pub(crate) taps: usize,
 }
 
-/// WGSL of `KernelKey::Conv2dSplitSum { dtype }`.
+/// WGSL of `ConvKernel::Conv2dSplitSum { dtype }`.
 pub(crate) fn split_sum_source(dtype: DType) -> String {
     let mut text = value_header(dtype);
     text.push_str(SplitSumParams::WGSL);
@@ -170,7 +170,7 @@ pub(crate) fn sum_splits(
         groups: word(groups)?,
     };
     let words = Params::with_header(&header, 0);
-    let key = KernelKey::Conv2dSplitSum { dtype };
+    let key = ConvKernel::Conv2dSplitSum { dtype };
     let invocations = len.div_ceil(256 / groups) * 256;
     GpuStorage::launch(
         &partials.device,

@@ -6,7 +6,8 @@ use super::weight::{split_count, WeightKernel};
 use super::{sum_splits, Permutation};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values, Case};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
+use crate::backend::gpu::runtime::kernel::Kernel;
 use crate::dtype::DType;
 use crate::layout::Layout;
 
@@ -15,17 +16,17 @@ use crate::layout::Layout;
 #[test]
 fn backward_kernels_validate() {
     for dtype in [DType::F32, DType::F16] {
-        let mut keys = vec![KernelKey::Conv2dSplitSum { dtype }];
+        let mut keys = vec![ConvKernel::Conv2dSplitSum { dtype }];
         for flag in [false, true] {
             for wide in [false, true] {
-                keys.push(KernelKey::Conv2dBackwardInput {
+                keys.push(ConvKernel::Conv2dBackwardInput {
                     dtype,
                     unit_stride: flag,
                     wide,
                 });
             }
             for kernel in WeightKernel::ALL {
-                keys.push(KernelKey::Conv2dBackwardWeight {
+                keys.push(ConvKernel::Conv2dBackwardWeight {
                     dtype,
                     partial: flag,
                     wide: kernel.wide,
@@ -35,7 +36,7 @@ fn backward_kernels_validate() {
         }
         for key in keys {
             let source = key.source();
-            if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+            if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source) {
                 panic!("{error}");
             }
         }

@@ -1,5 +1,5 @@
 //! The weight-gradient kernel of the direct (implicit-GEMM) 2-D convolution
-//! (`KernelKey::Conv2dBackwardWeight`), whose split sums `conv/backward/split_sum.rs` adds up:
+//! (`ConvKernel::Conv2dBackwardWeight`), whose split sums `conv/backward/split_sum.rs` adds up:
 //! `dW[o, ci, ki, kj] = sum_(ni, oi, oj) g[ni, o, oi, oj] * x[ni, ci, y, x]`, a GEMM with
 //! M = o, N = c * kh * kw, K = n * oh * ow: A is `g` read as `[o, K]` and B the input windows,
 //! both gathered through their strides (no im2col buffer). K is huge and M, N small for most
@@ -26,7 +26,7 @@ use super::{check_coordinates, conv_params, row_tiles};
 use crate::backend::gpu::conv::gemm::{
     self as conv_gemm, column_shift, row_offset, view_strides, Tile, K_STEP, LANES, TILE_N,
 };
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{check_view, word, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -88,7 +88,7 @@ impl WeightKernel {
     }
 }
 
-/// WGSL of `KernelKey::Conv2dBackwardWeight` (after `enable f16;` where needed).
+/// WGSL of `ConvKernel::Conv2dBackwardWeight` (after `enable f16;` where needed).
 pub(crate) fn weight_source(dtype: DType, partial: bool, kernel: WeightKernel) -> String {
     let mut text = conv_gemm::source_start(dtype);
     text.push_str(&weight_source_body(partial, kernel));
@@ -434,7 +434,7 @@ impl GpuStorage {
         word(splits * k_chunk)?;
         let words = Params::with_header(&header, 0);
         let grid = (tiles_n.min(max) as u32, tiles_m as u32, splits as u32);
-        let key = KernelKey::Conv2dBackwardWeight {
+        let key = ConvKernel::Conv2dBackwardWeight {
             dtype: self.dtype,
             partial,
             wide: kernel.wide,

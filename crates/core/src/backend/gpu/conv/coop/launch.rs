@@ -7,7 +7,7 @@
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopState, ConvCoopTile, ConvPass, KBlock};
 use crate::backend::gpu::conv::backward::check_coordinates;
 use crate::backend::gpu::conv::epilogue::BoundEpilogue;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::operands::same_device;
 use crate::backend::gpu::runtime::params::{check_view, is_dense};
 use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -115,7 +115,7 @@ fn run(
     grid: (u32, u32, u32),
 ) -> Result<bool> {
     let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(params));
-    let kernel = KernelKey::ConvCoop(key);
+    let kernel = ConvKernel::ConvCoop(key);
     dispatch_counted(storage, (&kernel, key.emulated), words, buffers, grid)
 }
 
@@ -124,7 +124,7 @@ fn run(
 /// hardware kernel (the device then stops using every cooperative convolution).
 pub(crate) fn dispatch_counted(
     storage: &GpuStorage,
-    (kernel, emulated): (&KernelKey, bool),
+    (kernel, emulated): (&ConvKernel, bool),
     words: &[u32],
     buffers: &[&wgpu::Buffer],
     grid: (u32, u32, u32),

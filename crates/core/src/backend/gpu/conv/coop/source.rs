@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use super::{ConvCoopKey, ConvCoopParams, ConvPass};
 use crate::backend::gpu::conv::epilogue::{self as conv_epilogue, ConvEpilogueKey};
-use crate::backend::gpu::matmul::coop::Coop;
 use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::cooperative::Coop;
 use crate::backend::gpu::runtime::wgsl::value_header;
 use crate::dtype::DType;
 

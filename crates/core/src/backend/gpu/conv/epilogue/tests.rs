@@ -7,8 +7,9 @@ use super::{BoundEpilogue, ConvEpilogueKey};
 use crate::backend::contract::{BackendStorage, Epilogue};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values};
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::conv::winograd::WinogradTile;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::runtime::kernel::Kernel as _;
 use crate::dtype::DType;
 use crate::layout::{Layout, MemoryFormat};
 
@@ -16,21 +17,23 @@ use crate::layout::{Layout, MemoryFormat};
 fn fused_kernels_validate() {
     for dtype in [DType::F32, DType::F16] {
         for epilogue in ConvEpilogueKey::all() {
-            let mut keys: Vec<KernelKey> = [false, true]
-                .map(|wide| KernelKey::Conv2d {
+            let mut keys: Vec<ConvKernel> = [false, true]
+                .map(|wide| ConvKernel::Conv2d {
                     dtype,
                     wide,
                     epilogue: Some(epilogue),
                 })
                 .to_vec();
-            keys.extend(WinogradTile::ALL.map(|tile| KernelKey::Winograd {
+            keys.extend(WinogradTile::ALL.map(|tile| ConvKernel::Winograd {
                 dtype,
                 stage: crate::backend::gpu::conv::winograd::WinogradStage::Output,
                 tile,
                 epilogue: Some(epilogue),
             }));
             for key in keys {
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&key.source()) {
+                if let Err(error) =
+                    crate::backend::gpu::runtime::shader_check::naga_check(&key.source())
+                {
                     panic!("{key:?}: {error}");
                 }
             }

@@ -5,7 +5,6 @@
 //! (`conv/weight_cache.rs`), as is an output gradient between a backward's two reads of it.
 
 use super::super::weight_cache::{self, Rearrangement};
-use crate::backend::gpu::copy::transpose::transposed_view;
 use crate::backend::gpu::runtime::storage::{GpuStorage, StorageRef};
 use crate::error::Result;
 use crate::layout::{Layout, MemoryFormat};
@@ -96,8 +95,9 @@ pub(crate) fn channels_last_copy(
         // them one 32-byte sector an element. A dense copy in their own order first lets the
         // tiled copy transpose that.
         let dense = Layout::contiguous(&layout.shape);
+        let copies = storage.device.context().dense_copies();
         let tiled = |source: &Layout| {
-            transposed_view(storage.dtype, source, &Layout::contiguous(&view.shape)).is_some()
+            copies.transposes(storage.dtype, source, &Layout::contiguous(&view.shape))
         };
         if !layout.is_contiguous() && !tiled(&view) && tiled(&dense.permute(order)) {
             let compact = storage.copy_strided(layout)?;

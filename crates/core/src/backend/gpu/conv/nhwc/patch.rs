@@ -40,7 +40,7 @@
 use super::{channels_last_input, space_to_depth, weight_copy, OutputStore};
 use crate::backend::gpu::conv::coop::dispatch_counted;
 use crate::backend::gpu::conv::epilogue::{BoundEpilogue, ConvEpilogueKey};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::operands::same_device;
 use crate::backend::gpu::runtime::params::check_view;
 use crate::backend::gpu::runtime::params::{kernel_params, word};
@@ -474,8 +474,8 @@ impl GpuStorage {
             grid_y as u32,
             grid_z as u32,
         );
-        let kernel = KernelKey::ConvPatch(key);
-        crate::backend::gpu::prefetch::prefetch(weight)?;
+        let kernel = ConvKernel::ConvPatch(key);
+        weight.device.context().prefetch(weight)?;
         let recorded = dispatch_counted(input, (&kernel, emulated), words, &buffers, grid)?;
         Ok(recorded.then_some(out))
     }

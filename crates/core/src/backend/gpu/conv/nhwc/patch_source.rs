@@ -6,8 +6,8 @@ use super::patch::{ConvPatchKey, ConvPatchParams, COLUMNS_PER_BLOCK, PIXEL_STRID
 use super::store::{planes_store, preload_row_residuals, preloaded_residual};
 use super::{channels_last_store, OutputStore, Writer, INVOCATIONS};
 use crate::backend::gpu::conv::epilogue as conv_epilogue;
-use crate::backend::gpu::matmul::coop::{store_register, Coop};
 use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::cooperative::{store_register, Coop};
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
 use crate::dtype::DType;
 

@@ -25,8 +25,8 @@
 
 use super::{padded_channels, NhwcTile};
 use crate::backend::gpu::conv::epilogue::BoundEpilogue;
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::conv::weight_cache::{self, Rearrangement};
-use crate::backend::gpu::kernels::KernelKey;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams, Params};
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::gpu::runtime::wgsl::{value_header, COMMON};
@@ -122,7 +122,7 @@ kernel_params! {
 /// The input channel counts the rearrangement takes (the kernel is generated for each).
 pub(crate) const CHANNELS: std::ops::RangeInclusive<u8> = 1..=7;
 
-/// WGSL of `KernelKey::SpaceToDepth { channels }` (F16): one invocation per block pixel
+/// WGSL of `ConvKernel::SpaceToDepth { channels }` (F16): one invocation per block pixel
 /// `(image, Y, X)` writes its channels as 16-byte vectors — channel `(b * 2 + bx) * c + ch`
 /// is input `(ch, 2 (Y - top) + b, 2 (X - left) + bx)` inside the used blocks, zero elsewhere
 /// and past `4 c` — so neighbouring invocations read neighbouring input columns and write
@@ -230,7 +230,7 @@ impl GpuStorage {
             };
             GpuStorage::launch(
                 &self.device,
-                &KernelKey::SpaceToDepth {
+                &ConvKernel::SpaceToDepth {
                     channels: u8::try_from(c).unwrap_or(u8::MAX),
                 },
                 &Params::with_header(&header, 0),

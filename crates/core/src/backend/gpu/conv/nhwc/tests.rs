@@ -22,12 +22,12 @@ fn every_key_validates_with_naga() {
     for key in ConvNhwcKey::all() {
         let source = key.source();
         assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
-        crate::backend::gpu::matmul::coop::tests::translate(&format!("{key:?}"), &source);
+        crate::backend::gpu::runtime::shader_check::translate(&format!("{key:?}"), &source);
     }
     for key in ConvNhwcWeightKey::all() {
         let source = key.source();
         assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
-        crate::backend::gpu::matmul::coop::tests::translate(&format!("{key:?}"), &source);
+        crate::backend::gpu::runtime::shader_check::translate(&format!("{key:?}"), &source);
         // 32-pixel blocks fit 32 KiB (lavapipe runs their emulation), 64-pixel ones 48 KiB.
         let limit = if key.k_block == 32 { 32 } else { 48 };
         assert!(key.workgroup_bytes() <= limit * 1024, "{key:?}");
@@ -35,7 +35,7 @@ fn every_key_validates_with_naga() {
     for key in ConvPatchKey::all() {
         let source = key.source();
         assert_eq!(source.contains("coopMultiplyAdd"), !key.emulated);
-        crate::backend::gpu::matmul::coop::tests::translate(&format!("{key:?}"), &source);
+        crate::backend::gpu::runtime::shader_check::translate(&format!("{key:?}"), &source);
         // Every patch kernel fits 48 KiB; the 3x3 and smaller ones of the 16 x 64 and 8 x 128
         // blocks and the 2x2 ones of the flat 256-pixel block 32 KiB (lavapipe).
         let small = match key.tile {

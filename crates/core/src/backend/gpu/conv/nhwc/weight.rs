@@ -24,11 +24,11 @@ use super::{
 };
 use crate::backend::gpu::conv::backward::{sum_splits, Permutation, MAX_PARTIALS, MAX_SPLITS};
 use crate::backend::gpu::conv::coop::dispatch_counted;
-use crate::backend::gpu::kernels::KernelKey;
-use crate::backend::gpu::matmul::coop::{store_register, Coop};
+use crate::backend::gpu::conv::kernel::ConvKernel;
 use crate::backend::gpu::runtime::operands::same_device;
 use crate::backend::gpu::runtime::params::{check_view, kernel_params, word, KernelParams};
 use crate::backend::gpu::runtime::storage::GpuStorage;
+use crate::backend::gpu::runtime::wgsl::cooperative::{store_register, Coop};
 use crate::backend::gpu::runtime::wgsl::COMMON;
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
@@ -85,8 +85,8 @@ impl ConvNhwcWeightKey {
     }
 
     /// The kernel key.
-    pub(crate) fn kernel(self) -> KernelKey {
-        KernelKey::ConvNhwcWeight(self)
+    pub(crate) fn kernel(self) -> ConvKernel {
+        ConvKernel::ConvNhwcWeight(self)
     }
 }
 

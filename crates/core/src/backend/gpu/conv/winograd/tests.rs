@@ -6,7 +6,8 @@
 use super::{WinogradStage, WinogradTile, CHUNK_BYTES};
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values};
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::conv::kernel::ConvKernel;
+use crate::backend::gpu::runtime::kernel::Kernel;
 use crate::dtype::DType;
 use crate::layout::Layout;
 
@@ -44,14 +45,15 @@ fn winograd_kernels_validate() {
             WinogradStage::Output,
         ] {
             for tile in WinogradTile::ALL {
-                let source = KernelKey::Winograd {
+                let source = ConvKernel::Winograd {
                     dtype,
                     stage,
                     tile,
                     epilogue: None,
                 }
                 .source();
-                if let Err(error) = crate::backend::gpu::kernel_catalog::naga_check(&source) {
+                if let Err(error) = crate::backend::gpu::runtime::shader_check::naga_check(&source)
+                {
                     panic!("{stage:?} {tile:?} {dtype:?}: {error}");
                 }
             }

@@ -4,8 +4,10 @@
 
 use super::{coop_applies, first_applicable, CoopVariant, COOP_TILE};
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::kernels::KernelKey;
+use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
+use crate::backend::gpu::runtime::kernel::Kernel;
+use crate::backend::gpu::runtime::shader_check::translate;
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::dtype::DType;
 use crate::layout::Layout;
@@ -13,60 +15,13 @@ use half::f16;
 
 use crate::backend::tests::support::f16_gpu_device as gpu;
 
-/// Parse, validate and write SPIR-V: with naga's defaults, and as wgpu's Vulkan backend
-/// does on an H200 (SPIR-V 1.6, its capability list, trusted and checked bounds).
-pub(crate) fn translate(name: &str, source: &str) {
-    use naga::back::spv::{self, Capability};
-    use naga::proc::{BoundsCheckPolicies, BoundsCheckPolicy};
-    let module = naga::front::wgsl::parse_str(source)
-        .unwrap_or_else(|error| panic!("{name}: {}", error.emit_to_string(source)));
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .unwrap_or_else(|error| panic!("{name}: {}", error.emit_to_string(source)));
-    spv::write_vec(&module, &info, &spv::Options::default(), None)
-        .unwrap_or_else(|error| panic!("{name}: default SPIR-V: {error}"));
-    let capabilities = [
-        Capability::Shader,
-        Capability::Matrix,
-        Capability::Float16,
-        Capability::GroupNonUniform,
-        Capability::GroupNonUniformVote,
-        Capability::GroupNonUniformArithmetic,
-        Capability::GroupNonUniformBallot,
-        Capability::GroupNonUniformShuffle,
-        Capability::GroupNonUniformShuffleRelative,
-        Capability::GroupNonUniformQuad,
-        Capability::CooperativeMatrixKHR,
-        Capability::VulkanMemoryModel,
-        Capability::AtomicFloat32AddEXT,
-    ];
-    for policy in [BoundsCheckPolicy::Unchecked, BoundsCheckPolicy::Restrict] {
-        let options = spv::Options {
-            lang_version: (1, 6),
-            capabilities: Some(capabilities.iter().copied().collect()),
-            bounds_check_policies: BoundsCheckPolicies {
-                index: policy,
-                buffer: policy,
-                image_load: policy,
-                binding_array: policy,
-            },
-            ..spv::Options::default()
-        };
-        spv::write_vec(&module, &info, &options, None)
-            .unwrap_or_else(|error| panic!("{name}: SPIR-V 1.6 ({policy:?}): {error}"));
-    }
-}
-
 /// Both variants, hardware and emulated, parse, validate and translate to SPIR-V (naga's
 /// validator and SPIR-V writer run on the CPU: no cooperative matrices needed).
 #[test]
 fn coop_kernels_validate_with_naga() {
     for variant in CoopVariant::ALL {
         for emulated in [false, true] {
-            let key = KernelKey::MatmulCoop { variant, emulated };
+            let key = MatmulKernel::MatmulCoop { variant, emulated };
             let source = key.source();
             assert_eq!(source.contains("coopMultiplyAdd"), !emulated);
             assert_eq!(source.contains("tile_a"), variant != CoopVariant::Direct);
@@ -206,7 +161,7 @@ fn default_order_falls_back_by_shape() {
 /// `a x b` by `key` against the CPU's f32 product of the same (f16) values.
 fn check(
     device: &GpuDevice,
-    key: &KernelKey,
+    key: &MatmulKernel,
     (a_len, a_layout): (usize, &Layout),
     (b_len, b_layout): (usize, &Layout),
 ) {
@@ -289,7 +244,7 @@ fn emulated_kernels_match_cpu() {
             );
             continue;
         }
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant,
             emulated: true,
         };
@@ -335,7 +290,7 @@ fn hardware_kernels_match_cpu() {
             );
             continue;
         }
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant,
             emulated: false,
         };
@@ -369,14 +324,14 @@ fn matmul_uses_coop_only_where_available() {
     // Never on shapes outside the predicate, emulated or not.
     let odd = Layout::contiguous(&[1, 64, 64]);
     for emulated in [false, true] {
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant: CoopVariant::Staged16,
             emulated,
         };
         assert!(lhs.matmul_with(&odd, &rhs, &b, key).is_err());
     }
     if !device.context().coop.available {
-        let key = KernelKey::MatmulCoop {
+        let key = MatmulKernel::MatmulCoop {
             variant: CoopVariant::Direct,
             emulated: false,
         };

@@ -24,9 +24,10 @@
 
 use std::fmt::Write;
 
-use super::{Coop, COOP_TILE};
+use super::COOP_TILE;
 use crate::backend::gpu::matmul::MatmulParams;
 use crate::backend::gpu::runtime::params::KernelParams;
+use crate::backend::gpu::runtime::wgsl::cooperative::{block_product, store_register, Coop};
 use crate::backend::gpu::runtime::wgsl::COMMON;
 
 /// Halves of one k-block.
@@ -48,59 +49,6 @@ fn b_row(tile_n: usize) -> usize {
 pub(super) fn workgroup_bytes(tile_n: usize) -> u32 {
     let halves = COOP_TILE * A_ROW + K_BLOCK * b_row(tile_n);
     (2 * halves + 8 * 256 * 4) as u32
-}
-
-/// The stores, at `indent`, of one loaded `mat2x4<f16>` register `register` (8 halves) into
-/// the f16 workgroup array `tile` from the `let` `store` plus `offset` halves. Shared with
-/// the channels-last convolutions (`conv/nhwc.rs`).
-pub(crate) fn store_register(
-    w: &mut String,
-    indent: &str,
-    (tile, store, offset): (&str, &str, usize),
-    register: &str,
-) {
-    for half in 0..8 {
-        let _ = writeln!(
-            w,
-            "{indent}{tile}[{store} + {}u] = {register}[{}][{}];",
-            offset + half,
-            half / 4,
-            half % 4
-        );
-    }
-}
-
-/// The product, at `indent`, of the staged blocks (one k-block of `k_block` halves) into a
-/// subgroup's accumulators `c{i}{j}` (`fragment_rows` x `fragment_columns`): per 16 k, one A
-/// fragment per row from the `let` `a_fragment` (rows `a_row` halves long) and one B fragment
-/// per column from `sub_column` (rows `b_row` halves long). Shared with the channels-last
-/// convolutions.
-pub(crate) fn block_product(
-    w: &mut String,
-    indent: &str,
-    coop: Coop,
-    (k_block, a_row, b_row): (usize, usize, usize),
-    (fragment_rows, fragment_columns): (usize, usize),
-) {
-    for kk in 0..k_block / 16 {
-        let _ = writeln!(w, "{indent}{{");
-        for i in 0..fragment_rows {
-            let start = format!("a_fragment + {}u", i * 16 * a_row + kk * 16);
-            let fragment = coop.load('A', "tile_a", &start, &format!("{a_row}u"));
-            let _ = writeln!(w, "{indent}    let fa{i} = {fragment};");
-        }
-        for j in 0..fragment_columns {
-            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
-            let fragment = coop.load('B', "tile_b", &start, &format!("{b_row}u"));
-            let _ = writeln!(w, "{indent}    let fb{j} = {fragment};");
-            for i in 0..fragment_rows {
-                let c = format!("c{i}{j}");
-                let product = coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c);
-                let _ = writeln!(w, "{indent}    {c} = {product};");
-            }
-        }
-        let _ = writeln!(w, "{indent}}}");
-    }
 }
 
 /// The kernel text after `enable f16;`. params: [`MatmulParams`].

@@ -6,7 +6,7 @@ use super::*;
 use crate::backend::gpu::attention::coop::backward::fold::fold_applies;
 use crate::backend::gpu::attention::coop::backward::layout::{eight_subgroups, workgroup_bytes};
 use crate::backend::gpu::attention::coop::tests::{run, worst, Case};
-use crate::backend::gpu::matmul::coop::tests::translate;
+use crate::backend::gpu::runtime::shader_check::translate;
 
 /// Both passes' hardware and emulated sources, in both layouts, parse, validate and translate
 /// to SPIR-V (naga's defaults and wgpu's Vulkan options on the H200) for widths the catalogue

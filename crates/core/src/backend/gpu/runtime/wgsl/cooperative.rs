@@ -1,6 +1,10 @@
-//! `Coop`: how the cooperative-matrix kernels' generated text spells the matrix operations
-//! (`coop_mat16x16` loads, multiply-adds and stores), or their plain-WGSL emulation, shared
-//! by the f16 matmuls (`matmul/coop.rs`, `wide.rs`) and the channels-last convolutions.
+//! The WGSL of cooperative matrices that several families generate: [`Coop`], how the
+//! generated text spells the matrix operations (`coop_mat16x16` loads, multiply-adds and
+//! stores) or their plain-WGSL emulation, and the staged-block pieces built on it
+//! ([`store_register`], [`block_product`]); used by the f16 matmuls (`matmul/coop.rs`,
+//! `matmul/coop/wide.rs`) and the tensor-core convolutions (`conv/coop/`, `conv/nhwc/`).
+
+use std::fmt::Write;
 
 /// How the generated text spells the cooperative-matrix operations: the real ones, or plain
 /// WGSL emulating them (`emulated`). The emulation is lazy and per lane: a fragment is its
@@ -126,5 +130,58 @@ fn emulated_store_scratch(c: array<vec4<f32>, 2>, start: u32) {{
         } else {
             ",\n        @builtin(subgroup_id) subgroup: u32, @builtin(subgroup_invocation_id) lane: u32"
         }
+    }
+}
+
+/// The stores, at `indent`, of one loaded `mat2x4<f16>` register `register` (8 halves) into
+/// the f16 workgroup array `tile` from the `let` `store` plus `offset` halves. Shared by
+/// the wide matmuls (`matmul/coop/wide.rs`) and the channels-last convolutions.
+pub(crate) fn store_register(
+    w: &mut String,
+    indent: &str,
+    (tile, store, offset): (&str, &str, usize),
+    register: &str,
+) {
+    for half in 0..8 {
+        let _ = writeln!(
+            w,
+            "{indent}{tile}[{store} + {}u] = {register}[{}][{}];",
+            offset + half,
+            half / 4,
+            half % 4
+        );
+    }
+}
+
+/// The product, at `indent`, of the staged blocks (one k-block of `k_block` halves) into a
+/// subgroup's accumulators `c{i}{j}` (`fragment_rows` x `fragment_columns`): per 16 k, one A
+/// fragment per row from the `let` `a_fragment` (rows `a_row` halves long) and one B fragment
+/// per column from `sub_column` (rows `b_row` halves long). Shared by the wide
+/// matmuls and the channels-last convolutions.
+pub(crate) fn block_product(
+    w: &mut String,
+    indent: &str,
+    coop: Coop,
+    (k_block, a_row, b_row): (usize, usize, usize),
+    (fragment_rows, fragment_columns): (usize, usize),
+) {
+    for kk in 0..k_block / 16 {
+        let _ = writeln!(w, "{indent}{{");
+        for i in 0..fragment_rows {
+            let start = format!("a_fragment + {}u", i * 16 * a_row + kk * 16);
+            let fragment = coop.load('A', "tile_a", &start, &format!("{a_row}u"));
+            let _ = writeln!(w, "{indent}    let fa{i} = {fragment};");
+        }
+        for j in 0..fragment_columns {
+            let start = format!("sub_column + {}u", kk * 16 * b_row + j * 16);
+            let fragment = coop.load('B', "tile_b", &start, &format!("{b_row}u"));
+            let _ = writeln!(w, "{indent}    let fb{j} = {fragment};");
+            for i in 0..fragment_rows {
+                let c = format!("c{i}{j}");
+                let product = coop.multiply_add(&format!("fa{i}"), &format!("fb{j}"), &c);
+                let _ = writeln!(w, "{indent}    {c} = {product};");
+            }
+        }
+        let _ = writeln!(w, "{indent}}}");
     }
 }

@@ -1,0 +1,76 @@
+//! The tensor layer's rule, checked on its source: no file of `tensor/`, `autograd/` or
+//! `amp.rs` names a backend (a path into `backend::`, or a `Storage::Cpu` / `Storage::Gpu`
+//! variant): tensors reach their data only through `Storage`'s methods (`storage.rs`, the
+//! one place that matches on the backend variant).
+
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `path` (or `path` itself).
+fn rust_files(path: &Path, files: &mut Vec<PathBuf>) {
+    if path.is_file() {
+        files.push(path.to_path_buf());
+        return;
+    }
+    let entries = std::fs::read_dir(path).unwrap_or_else(|error| {
+        panic!("reading {}: {error}", path.display());
+    });
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() || path.extension().is_some_and(|extension| extension == "rs") {
+            rust_files(&path, files);
+        }
+    }
+}
+
+/// The lines of `text` (outside comments) that name a backend.
+fn backend_names(text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let code = line.split("//").next().unwrap_or("");
+            ["backend::", "Storage::Cpu", "Storage::Gpu"]
+                .iter()
+                .any(|name| code.contains(name))
+        })
+        .map(|(number, line)| format!("{}: {}", number + 1, line.trim()))
+        .collect()
+}
+
+#[test]
+fn the_tensor_layer_names_no_backend() {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for part in ["tensor", "autograd", "amp.rs"] {
+        rust_files(&source.join(part), &mut files);
+    }
+    assert!(files.len() > 10, "found only {} files", files.len());
+    let mut problems = Vec::new();
+    for file in files {
+        if file.ends_with("tensor/layering.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for place in backend_names(&text) {
+            problems.push(format!("{}:{place}", file.display()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "tensor-layer files name a backend (go through `Storage`'s methods):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_a_backend() {
+    assert_eq!(
+        backend_names("use crate::backend::cpu::CpuStorage;").len(),
+        1
+    );
+    assert_eq!(
+        backend_names("    Storage::Gpu(gpu) => gpu.len(),").len(),
+        1
+    );
+    assert!(backend_names("let storage = Storage::from_vec(values, device)?;").is_empty());
+    assert!(backend_names("// `Storage::Gpu` in a comment").is_empty());
+}
