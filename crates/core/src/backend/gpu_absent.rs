@@ -158,6 +158,21 @@ impl GpuDevice {
         match self.never {}
     }
 
+    /// Bounds checks on every kernel (no device exists to compile them for).
+    pub fn set_bounds_checks(&self, _on: bool) {
+        match self.never {}
+    }
+
+    /// Whether every kernel has bounds checks (no device exists to ask).
+    pub fn bounds_checks(&self) -> bool {
+        match self.never {}
+    }
+
+    /// Pipelines compiled so far (no device exists to ask).
+    pub fn pipelines_compiled(&self) -> u64 {
+        match self.never {}
+    }
+
     /// The current execution mode (no device exists to ask).
     pub fn execution_mode(&self) -> ExecutionMode {
         match self.never {}
