@@ -1,6 +1,7 @@
 //! Ops against hand-computed values, on every device (one body over `&Device`).
 
-use anygrad_core::{Conv2dParams, DType, Device, MemoryFormat, Tensor};
+use anygrad_core::op::UnaryOp;
+use anygrad_core::{Conv2dParams, DType, Device, Error, MemoryFormat, Tensor};
 use anygrad_testing::{assert_close, tensor, values};
 
 fn creation(device: &Device) {
@@ -644,7 +645,65 @@ fn views_of_empty_tensors(device: &Device) {
     }
 }
 
+/// Integer tensors take the unary ops that make sense on integers (PyTorch's set: neg, abs,
+/// sign, relu) with exact results; every other unary op refuses them with an error that names
+/// the op (as PyTorch's "exp" on a LongTensor does) and the dtype.
+fn unary_ops_on_integers(device: &Device) {
+    let x = Tensor::from_vec(vec![-3i32, -1, 0, 2, 5], &[5], device).unwrap();
+    let integer_results: [(&str, [i32; 5]); 4] = [
+        ("neg", [3, 1, 0, -2, -5]),
+        ("abs", [3, 1, 0, 2, 5]),
+        ("sign", [-1, -1, 0, 1, 1]),
+        ("relu", [0, 0, 0, 2, 5]),
+    ];
+    let float_only = [
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "reciprocal",
+        "sin",
+        "cos",
+        "tanh",
+        "sigmoid",
+        "gelu",
+        "erf",
+        "silu",
+    ];
+    let mut seen = Vec::new();
+    for op in UnaryOp::ALL {
+        match x.unary(op) {
+            Ok(y) => {
+                let (name, expected) = integer_results
+                    .iter()
+                    .find(|(name, _)| *name == op.name())
+                    .unwrap_or_else(|| panic!("{op:?} ran on int32"));
+                assert_eq!(y.dtype(), DType::I32, "{name}");
+                assert_eq!(y.to_vec::<i32>().unwrap(), expected, "{name} on int32");
+                seen.push(*name);
+            }
+            Err(Error::Unsupported {
+                op: name, dtype, ..
+            }) => {
+                assert!(
+                    float_only.contains(&name),
+                    "{op:?} refused int32 as `{name}`"
+                );
+                assert_eq!(dtype, DType::I32, "{name}");
+                seen.push(name);
+            }
+            Err(other) => panic!("{op:?} on int32: {other}"),
+        }
+    }
+    seen.sort_unstable();
+    let mut expected: Vec<&str> = integer_results.iter().map(|(name, _)| *name).collect();
+    expected.extend(float_only);
+    expected.sort_unstable();
+    assert_eq!(seen, expected, "every unary op, each under its own name");
+}
+
 anygrad_testing::device_tests!(
+    unary_ops_on_integers,
     elementwise_ops_keep_channels_last,
     creation,
     random_is_seeded,
