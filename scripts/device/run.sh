@@ -49,6 +49,10 @@ Workloads:
   prefetch-ab          `ab` with ANYGRAD_PREFETCH=off against on, one binary
   kernel-tests         the core crate's GPU kernel tests that need tensor cores, from a test
                        binary built beforehand (--tests, --test-filter)
+  suite                the whole test suite from test binaries built and packed beforehand
+                       (--suite; docs/TESTING.md says how), every capability required
+                       (ANYGRAD_REQUIRE_COOP=1 and the rest), --jobs binaries at a time, each
+                       in its crate's directory; the skips checked against .ci/skip-allowlist
   scaling              data-parallel ResNet-18 training over every GPU (two or more): the
                        optimizer during and after the gradient exchange, autocast, one-device
                        figures and profiles, PyTorch and PyTorch DDP
@@ -72,6 +76,8 @@ Options:
   --tests PATH         kernel-tests: the test binary (default .devbin/core_tests)
   --test-filter 'A B'  kernel-tests: test name filters (default: conv_nhwc conv_coop
                        attention_coop matmul_coop conv_epilogue)
+  --suite PATH         suite: the packed test binaries (default .devbin/tests.tar.xz)
+  --jobs N             suite: test binaries run at once (default 4)
   --heads 'N ...'      attention-occupancy: head counts (default 11 22 33 ... 264)
   --example PATH       image-folder: the built image_folder example
   --mnist DIR          image-folder: a directory with MNIST's IDX files
@@ -100,7 +106,7 @@ EOF
 }
 
 WORKLOADS=(doctor round resnet attention attention-occupancy minilm minilm-host profiles tuning
-    large-batches image-folder ab prefetch-ab kernel-tests scaling mpi)
+    large-batches image-folder ab prefetch-ab kernel-tests suite scaling mpi)
 
 BIN=${BIN:-target/release/anygrad}
 OUT=${OUT:-/tmp/anygrad-device}
@@ -114,6 +120,8 @@ OLD_ENV=
 NEW_ENV=
 TESTS=.devbin/core_tests
 TEST_FILTER="conv_nhwc conv_coop attention_coop matmul_coop conv_epilogue"
+SUITE=.devbin/tests.tar.xz
+JOBS=4
 HEADS="11 22 33 44 55 66 77 88 99 110 132 165 198 264"
 EXAMPLE=
 MNIST=
@@ -149,6 +157,8 @@ while [ "$#" -gt 0 ]; do
         --new-env) NEW_ENV=$(value_of "$@") || exit 2; shift ;;
         --tests) TESTS=$(value_of "$@") || exit 2; shift ;;
         --test-filter) TEST_FILTER=$(value_of "$@") || exit 2; shift ;;
+        --suite) SUITE=$(value_of "$@") || exit 2; shift ;;
+        --jobs) JOBS=$(value_of "$@") || exit 2; shift ;;
         --heads) HEADS=$(value_of "$@") || exit 2; shift ;;
         --example) EXAMPLE=$(value_of "$@") || exit 2; shift ;;
         --mnist) MNIST=$(value_of "$@") || exit 2; shift ;;
@@ -550,6 +560,48 @@ workload_kernel_tests() {
     if ! grep -q "^test " "$OUT/kernel-tests.txt"; then
         echo "warning: no test of $TESTS matched --test-filter '$TEST_FILTER'"
     fi
+}
+
+# Runs one packed test binary ($2) in its crate's directory ($1), with a deadline; prints its
+# exit status and result line. Called by workload_suite through xargs.
+run_packed_test() {
+    local dir=$1 binary=$2 status
+    (cd "$dir" && timeout 300 "$SUITE_DIR/$binary" >"$OUT/test-$binary.log" 2>&1)
+    status=$?
+    echo "$binary rc=$status $(grep -E '^test result' "$OUT/test-$binary.log" | tail -1)"
+}
+
+workload_suite() {
+    [ -f "$SUITE" ] || fail "--suite $SUITE is not a file (docs/TESTING.md says how to pack one)"
+    case $JOBS in '' | *[!0-9]* | 0) fail "--jobs takes a positive number, not '$JOBS'" ;; esac
+    log "suite: $SUITE"
+    SUITE_DIR=$(mktemp -d)
+    tar -xJf "$SUITE" -C "$SUITE_DIR" || fail "cannot unpack --suite $SUITE"
+    [ -f "$SUITE_DIR/manifest" ] || fail "--suite $SUITE has no manifest"
+    # Tests name their files by the build's checkout (CARGO_MANIFEST_DIR) and the CLI tests
+    # run the anygrad binary at the path it was built at: both are recreated here.
+    if [ -f "$SUITE_DIR/build_root" ]; then
+        local root
+        root=$(cat "$SUITE_DIR/build_root")
+        [ -e "$root" ] || { mkdir -p "$(dirname "$root")" && ln -sfn "$PWD" "$root"; }
+    fi
+    if [ -f "$SUITE_DIR/cli_path" ] && [ -f "$SUITE_DIR/anygrad" ]; then
+        mkdir -p "$(dirname "$(cat "$SUITE_DIR/cli_path")")"
+        cp "$SUITE_DIR/anygrad" "$(cat "$SUITE_DIR/cli_path")"
+    fi
+    export SUITE_DIR OUT
+    export ANYGRAD_REQUIRE_GPU=1 ANYGRAD_REQUIRE_F16=1 ANYGRAD_REQUIRE_COOP=1 \
+        ANYGRAD_REQUIRE_FLOAT_ATOMICS=1 ANYGRAD_REQUIRE_TIMESTAMPS=1 \
+        ANYGRAD_SKIP_LOG="$OUT/skips.log"
+    export -f run_packed_test
+    local started=$SECONDS
+    xargs -P "$JOBS" -L 1 bash -c 'run_packed_test "$0" "$1"' <"$SUITE_DIR/manifest" \
+        | tee "$OUT/suite.txt" | grep -v " rc=0 "
+    echo "binaries: $(wc -l <"$OUT/suite.txt"), failed: $(grep -vc ' rc=0 ' "$OUT/suite.txt")," \
+        "$((SECONDS - started)) s" | tee -a "$OUT/log.txt"
+    grep -h -A3 "panicked" "$OUT"/test-*.log | cut -c1-300 | head -40
+    touch "$OUT/skips.log"
+    .ci/check-skips gpu "$OUT/skips.log"
 }
 
 workload_scaling() {
