@@ -702,7 +702,32 @@ fn unary_ops_on_integers(device: &Device) {
     assert_eq!(seen, expected, "every unary op, each under its own name");
 }
 
+/// Comparisons at equal operands and at NaN (false, but `!=` true), and maximum/minimum
+/// propagating a NaN from either side, as in PyTorch.
+fn comparisons_and_nan(device: &Device) {
+    let a = tensor(&[1.0, 2.0, 3.0, f32::NAN], &[4], device);
+    let b = tensor(&[2.0, 2.0, 2.0, 2.0], &[4], device);
+    let truth = |t: Tensor| values(&t.to_dtype(DType::F32).unwrap());
+    assert_eq!(truth(a.lt(&b).unwrap()), [1.0, 0.0, 0.0, 0.0], "<");
+    assert_eq!(truth(a.le(&b).unwrap()), [1.0, 1.0, 0.0, 0.0], "<=");
+    assert_eq!(truth(a.gt(&b).unwrap()), [0.0, 0.0, 1.0, 0.0], ">");
+    assert_eq!(truth(a.ge(&b).unwrap()), [0.0, 1.0, 1.0, 0.0], ">=");
+    assert_eq!(truth(a.eq(&b).unwrap()), [0.0, 1.0, 0.0, 0.0], "==");
+    assert_eq!(truth(a.ne(&b).unwrap()), [1.0, 0.0, 1.0, 1.0], "!=");
+    for (x, y, what) in [(&a, &b, "NaN first"), (&b, &a, "NaN second")] {
+        let max = values(&x.maximum(y).unwrap());
+        let min = values(&x.minimum(y).unwrap());
+        assert_eq!(max[..3], [2.0, 2.0, 3.0], "maximum, {what}");
+        assert_eq!(min[..3], [1.0, 2.0, 2.0], "minimum, {what}");
+        assert!(
+            max[3].is_nan() && min[3].is_nan(),
+            "{what}: {max:?} {min:?}"
+        );
+    }
+}
+
 anygrad_testing::device_tests!(
+    comparisons_and_nan,
     unary_ops_on_integers,
     elementwise_ops_keep_channels_last,
     creation,
