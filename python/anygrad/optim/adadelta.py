@@ -23,19 +23,14 @@ class Adadelta(Optimizer):
 
         loss = self._closure_loss(closure)
         with anygrad.no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    grad = -p.grad if group["maximize"] else p.grad
-                    state = self.state.setdefault(p, {})
-                    if not state:
-                        state["step"] = 0
-                        state["square_avg"] = anygrad.zeros_like(p)
-                        state["acc_delta"] = anygrad.zeros_like(p)
-                    state["step"] += 1
-                    state["square_avg"], state["acc_delta"] = _native.adadelta_step(
-                        p, grad, state["square_avg"], state["acc_delta"], group["lr"], group["rho"],
-                        group["eps"], group["weight_decay"],
-                    )
+            for group, p, grad, state in self._gradients():
+                if not state:
+                    state["step"] = 0
+                    state["square_avg"] = anygrad.zeros_like(p)
+                    state["acc_delta"] = anygrad.zeros_like(p)
+                state["step"] += 1
+                state["square_avg"], state["acc_delta"] = _native.adadelta_step(
+                    p, grad, state["square_avg"], state["acc_delta"], group["lr"], group["rho"],
+                    group["eps"], group["weight_decay"],
+                )
         return loss

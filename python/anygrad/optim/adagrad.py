@@ -20,19 +20,14 @@ class Adagrad(Optimizer):
 
         loss = self._closure_loss(closure)
         with anygrad.no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    grad = -p.grad if group["maximize"] else p.grad
-                    state = self.state.setdefault(p, {})
-                    if not state:
-                        state["step"] = 0
-                        state["sum"] = anygrad.full_like(p, group["initial_accumulator_value"])
-                    state["step"] += 1
-                    if group["weight_decay"] != 0:
-                        grad = grad + p * group["weight_decay"]
-                    clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
-                    state["sum"].add_(grad * grad)
-                    p.sub_(grad / (state["sum"].sqrt() + group["eps"]), alpha=clr)
+            for group, p, grad, state in self._gradients():
+                if not state:
+                    state["step"] = 0
+                    state["sum"] = anygrad.full_like(p, group["initial_accumulator_value"])
+                state["step"] += 1
+                if group["weight_decay"] != 0:
+                    grad = grad + p * group["weight_decay"]
+                clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+                state["sum"].add_(grad * grad)
+                p.sub_(grad / (state["sum"].sqrt() + group["eps"]), alpha=clr)
         return loss

@@ -67,6 +67,17 @@ class Optimizer:
         """One update; subclasses define it."""
         raise NotImplementedError
 
+    def _gradients(self):
+        """Each ``(group, parameter, gradient, state)`` of a parameter that has a gradient: the
+        gradient negated under ``maximize``, ``state`` the parameter's state (empty at its
+        first step)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = -p.grad if group["maximize"] else p.grad
+                yield group, p, grad, self.state.setdefault(p, {})
+
     def _closure_loss(self, closure):
         if closure is None:
             return None

@@ -22,35 +22,30 @@ class RMSprop(Optimizer):
 
         loss = self._closure_loss(closure)
         with anygrad.no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    grad = -p.grad if group["maximize"] else p.grad
-                    state = self.state.setdefault(p, {})
-                    if not state:
-                        state["step"] = 0
-                        state["square_avg"] = anygrad.zeros_like(p)
-                        if group["momentum"] > 0:
-                            state["momentum_buffer"] = anygrad.zeros_like(p)
-                        if group["centered"]:
-                            state["grad_avg"] = anygrad.zeros_like(p)
-                    state["step"] += 1
-                    if group["weight_decay"] != 0:
-                        grad = grad + p * group["weight_decay"]
-                    alpha = group["alpha"]
-                    square_avg = state["square_avg"]
-                    square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
-                    if group["centered"]:
-                        grad_avg = state["grad_avg"]
-                        grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
-                        avg = (square_avg - grad_avg * grad_avg).sqrt() + group["eps"]
-                    else:
-                        avg = square_avg.sqrt() + group["eps"]
+            for group, p, grad, state in self._gradients():
+                if not state:
+                    state["step"] = 0
+                    state["square_avg"] = anygrad.zeros_like(p)
                     if group["momentum"] > 0:
-                        buffer = state["momentum_buffer"]
-                        buffer.mul_(group["momentum"]).add_(grad / avg)
-                        p.sub_(buffer, alpha=group["lr"])
-                    else:
-                        p.sub_(grad / avg, alpha=group["lr"])
+                        state["momentum_buffer"] = anygrad.zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = anygrad.zeros_like(p)
+                state["step"] += 1
+                if group["weight_decay"] != 0:
+                    grad = grad + p * group["weight_decay"]
+                alpha = group["alpha"]
+                square_avg = state["square_avg"]
+                square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                if group["centered"]:
+                    grad_avg = state["grad_avg"]
+                    grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
+                    avg = (square_avg - grad_avg * grad_avg).sqrt() + group["eps"]
+                else:
+                    avg = square_avg.sqrt() + group["eps"]
+                if group["momentum"] > 0:
+                    buffer = state["momentum_buffer"]
+                    buffer.mul_(group["momentum"]).add_(grad / avg)
+                    p.sub_(buffer, alpha=group["lr"])
+                else:
+                    p.sub_(grad / avg, alpha=group["lr"])
         return loss
