@@ -1,8 +1,8 @@
-//! Runs the Python package's pytest suite (`python/tests/test_*.py`) as part of `cargo test`,
-//! so that the README's one test command covers Python too. The extension that cargo built
-//! beside this test (`lib_native.so` in the target directory) is copied with the package's
-//! Python sources into a temporary folder that pytest imports `anygrad` from; nothing is
-//! installed.
+//! Runs the Python package's pytest suite (`python/tests/test_*.py`) as part of `cargo test`, so
+//! that the README's one test command covers Python too. The extension that cargo built beside this
+//! test (`lib_native.so` in the target directory's profile folder or its `deps/`) is copied with
+//! the package's Python sources into a temporary folder that pytest imports `anygrad` from; nothing
+//! is installed.
 //!
 //! It needs `python3` (or the interpreter `ANYGRAD_PYTHON` names) with numpy and pytest. Where
 //! they are missing the test skips visibly (`anygrad_testing::skip`), unless
@@ -17,14 +17,15 @@ fn python() -> String {
     std::env::var("ANYGRAD_PYTHON").unwrap_or_else(|_| "python3".to_string())
 }
 
-/// The extension cargo built for this profile: `<target>/<profile>/lib_native.so` (the
-/// directory above the test binary's `deps/`).
+/// The extension cargo built for this profile: `lib_native.so` in `<target>/<profile>/deps`
+/// (where cargo leaves it when it builds the library for this test) or `<target>/<profile>`
+/// (where `cargo build` puts it), the newer of the two.
 fn built_extension() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    let profile_dir = exe
+    let deps = exe
         .parent()
-        .and_then(Path::parent)
         .expect("the test binary lies in <target>/<profile>/deps");
+    let profile_dir = deps.parent().unwrap_or(deps);
     let name = if cfg!(target_os = "windows") {
         "_native.dll"
     } else if cfg!(target_os = "macos") {
@@ -32,7 +33,12 @@ fn built_extension() -> PathBuf {
     } else {
         "lib_native.so"
     };
-    profile_dir.join(name)
+    let modified = |path: &PathBuf| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    [deps.join(name), profile_dir.join(name)]
+        .into_iter()
+        .filter(|path| path.is_file())
+        .max_by_key(modified)
+        .unwrap_or_else(|| profile_dir.join(name))
 }
 
 /// The file name Python imports the extension under.

@@ -31,7 +31,6 @@
 use std::sync::Arc;
 
 use crate::autograd::CustomBackward;
-use crate::backend::gpu::GpuStorage;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -77,25 +76,19 @@ fn gpu_kernel(
         })
         .collect::<Result<_>>()?;
     let guards: Vec<_> = dense.iter().map(|t| t.storage()).collect();
-    let storages: Vec<&GpuStorage> = guards
-        .iter()
-        .filter_map(|g| match &**g {
-            Storage::Gpu(gpu) => Some(gpu),
-            Storage::Cpu(_) => None,
-        })
-        .collect();
-    let device = match inputs[0].device() {
-        Device::Gpu(gpu) => gpu.clone(),
-        Device::Cpu => {
-            return Err(Error::invalid(
-                "custom op",
-                format!("{}: the kernel path needs GPU inputs", op.name()),
-            ))
-        }
-    };
+    let storages: Vec<&Storage> = guards.iter().map(|guard| &**guard).collect();
     let numel = crate::shape::numel(shape);
-    let output = GpuStorage::custom_kernel(&device, source, &storages, numel)?;
-    Ok(Tensor::from_storage(Storage::Gpu(output), shape, None))
+    let output =
+        Storage::custom_kernel(inputs[0].device(), source, &storages, numel).map_err(|error| {
+            match error {
+                Error::DeviceMismatch { lhs, rhs, .. } => Error::invalid(
+                    "custom op",
+                    format!("{}: the kernel's inputs are on {lhs} and {rhs}", op.name()),
+                ),
+                other => other,
+            }
+        })?;
+    Ok(Tensor::from_storage(output, shape, None))
 }
 
 struct Backward(Arc<dyn CustomOp>);

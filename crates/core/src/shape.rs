@@ -105,6 +105,17 @@ pub fn resolve_reshape(op: &'static str, from: &[usize], to: &[isize]) -> Result
     Ok(out)
 }
 
+/// `shape` with the size of `dim` replaced by `size` (unchanged when `dim` is out of range).
+/// The GPU's sliced plans use it.
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+pub(crate) fn with_size(shape: &[usize], dim: usize, size: usize) -> Vec<usize> {
+    let mut shape = shape.to_vec();
+    if let Some(entry) = shape.get_mut(dim) {
+        *entry = size;
+    }
+    shape
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

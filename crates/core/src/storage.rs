@@ -1,13 +1,16 @@
 //! `Storage` is the data behind a tensor: a CPU vector or a GPU buffer. This is the only place
 //! that matches on backends. Every primitive is one call of `dispatch`, which records the op
 //! for the profiler, checks that the operands live on one device and that their dtypes agree
-//! (or that indices are integers), then runs the backend's `BackendStorage` method (the
-//! contract, with each primitive's rules, is documented on that trait in
-//! `backend/contract.rs`). Creation and transfers match on the device directly.
+//! (or that indices are integers), then runs the backend's method of the contract (one trait
+//! per family of primitives, with each primitive's rules, in `backend/contract/`). Creation,
+//! transfers, fused attention and user kernels match on the device or the operands directly.
 
-use crate::backend::contract::{BackendStorage, Epilogue};
+use crate::backend::contract::{
+    Attention, Convolution, Copying, Creation, CustomKernels, Elementwise, Epilogue, Indexing,
+    LinearAlgebra, Pooling, RandomNumbers, Reduction, Sorting,
+};
 use crate::backend::cpu::CpuStorage;
-use crate::backend::gpu::{GpuPendingRead, GpuStorage};
+use crate::backend::gpu::{GpuPendingRead, GpuStaging, GpuStorage};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -22,6 +25,13 @@ use crate::random::Distribution;
 pub enum Storage {
     Cpu(CpuStorage),
     Gpu(GpuStorage),
+}
+
+impl From<CpuStorage> for Storage {
+    /// CPU data as a storage.
+    fn from(cpu: CpuStorage) -> Storage {
+        Storage::Cpu(cpu)
+    }
 }
 
 /// Bytes held by a storage (for the profiler).
@@ -195,16 +205,12 @@ fn dispatch<const N: usize>(
     )
 }
 
-/// `dispatch` of one `BackendStorage` method, written once for both backends:
-/// `run!(call, |a, b| method(a, layout, b, ...))` calls `method` with the CPU operands or the
-/// GPU operands bound to `a, b`.
+/// `dispatch` of one contract method, written once for both backends:
+/// `run!(call, |a, b| Family::method(a, layout, b, ...))` evaluates the body with the CPU
+/// operands or the GPU operands bound to `a, b`.
 macro_rules! run {
-    ($call:expr, |$($operand:ident),+| $method:ident($($argument:expr),* $(,)?)) => {
-        dispatch(
-            $call,
-            |[$($operand),+]| BackendStorage::$method($($argument),*),
-            |[$($operand),+]| BackendStorage::$method($($argument),*),
-        )
+    ($call:expr, |$($operand:ident),+| $body:expr) => {
+        dispatch($call, |[$($operand),+]| $body, |[$($operand),+]| $body)
     };
 }
 
@@ -240,15 +246,8 @@ impl Storage {
     /// A storage of `numel` elements of `dtype`, all equal to `value`.
     pub fn full(device: &Device, numel: usize, dtype: DType, value: f64) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(BackendStorage::full(
-                &(),
-                numel,
-                dtype,
-                value,
-            )?)),
-            Device::Gpu(gpu) => Ok(Storage::Gpu(BackendStorage::full(
-                gpu, numel, dtype, value,
-            )?)),
+            Device::Cpu => Ok(Storage::Cpu(Creation::full(&(), numel, dtype, value)?)),
+            Device::Gpu(gpu) => Ok(Storage::Gpu(Creation::full(gpu, numel, dtype, value)?)),
         }
     }
 
@@ -261,14 +260,14 @@ impl Storage {
         dtype: DType,
     ) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(BackendStorage::arange(
+            Device::Cpu => Ok(Storage::Cpu(Creation::arange(
                 &(),
                 start,
                 step,
                 numel,
                 dtype,
             )?)),
-            Device::Gpu(gpu) => Ok(Storage::Gpu(BackendStorage::arange(
+            Device::Gpu(gpu) => Ok(Storage::Gpu(Creation::arange(
                 gpu, start, step, numel, dtype,
             )?)),
         }
@@ -284,7 +283,7 @@ impl Storage {
         offset: u64,
     ) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(BackendStorage::random(
+            Device::Cpu => Ok(Storage::Cpu(RandomNumbers::random(
                 &(),
                 numel,
                 dtype,
@@ -292,7 +291,7 @@ impl Storage {
                 seed,
                 offset,
             )?)),
-            Device::Gpu(gpu) => Ok(Storage::Gpu(BackendStorage::random(
+            Device::Gpu(gpu) => Ok(Storage::Gpu(RandomNumbers::random(
                 gpu,
                 numel,
                 dtype,
@@ -380,14 +379,14 @@ impl Storage {
         }
     }
 
-    /// Elementwise unary op (`BackendStorage::unary`).
+    /// Elementwise unary op (`Elementwise::unary`).
     pub fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Storage> {
-        run!(Call::new(op.name(), [(self, layout)]), |x| unary(
-            x, layout, op
-        ))
+        run!(Call::new(op.name(), [(self, layout)]), |x| {
+            Elementwise::unary(x, layout, op)
+        })
     }
 
-    /// Elementwise binary op on equal-shape layouts (`BackendStorage::binary`).
+    /// Elementwise binary op on equal-shape layouts (`Elementwise::binary`).
     pub fn binary(
         &self,
         layout: &Layout,
@@ -396,10 +395,12 @@ impl Storage {
         op: BinaryOp,
     ) -> Result<Storage> {
         let call = Call::new(op.name(), [(self, layout), (rhs, rhs_layout)]).same_dtype(&[0, 1]);
-        run!(call, |l, r| binary(l, layout, r, rhs_layout, op))
+        run!(call, |l, r| Elementwise::binary(
+            l, layout, r, rhs_layout, op
+        ))
     }
 
-    /// `x op scalar`, or `scalar op x` when `scalar_on_left` (`BackendStorage::binary_scalar`).
+    /// `x op scalar`, or `scalar op x` when `scalar_on_left` (`Elementwise::binary_scalar`).
     pub fn binary_scalar(
         &self,
         layout: &Layout,
@@ -407,17 +408,13 @@ impl Storage {
         scalar: f64,
         scalar_on_left: bool,
     ) -> Result<Storage> {
-        run!(Call::new(op.name(), [(self, layout)]), |x| binary_scalar(
-            x,
-            layout,
-            op,
-            scalar,
-            scalar_on_left
-        ))
+        run!(Call::new(op.name(), [(self, layout)]), |x| {
+            Elementwise::binary_scalar(x, layout, op, scalar, scalar_on_left)
+        })
     }
 
     /// `cond ? on_true : on_false` elementwise; `self` is the condition
-    /// (`BackendStorage::where_select`).
+    /// (`Elementwise::where_select`).
     pub fn where_select(
         &self,
         layout: &Layout,
@@ -434,7 +431,7 @@ impl Storage {
         let call = Call::new("where", operands)
             .same_dtype(&[1, 2])
             .profiled_dtype(1);
-        run!(call, |c, t, f| where_select(
+        run!(call, |c, t, f| Elementwise::where_select(
             c,
             layout,
             t,
@@ -444,20 +441,20 @@ impl Storage {
         ))
     }
 
-    /// Reduction over `dims`, keepdim output (`BackendStorage::reduce`).
+    /// Reduction over `dims`, keepdim output (`Reduction::reduce`).
     pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Storage> {
-        run!(Call::new(op.name(), [(self, layout)]), |x| reduce(
-            x, layout, op, dims
-        ))
+        run!(Call::new(op.name(), [(self, layout)]), |x| {
+            Reduction::reduce(x, layout, op, dims)
+        })
     }
 
-    /// Batched matrix product of rank-3 layouts (`BackendStorage::matmul`).
+    /// Batched matrix product of rank-3 layouts (`LinearAlgebra::matmul`).
     pub fn matmul(&self, layout: &Layout, rhs: &Storage, rhs_layout: &Layout) -> Result<Storage> {
         let call = Call::new("matmul", [(self, layout), (rhs, rhs_layout)]).same_dtype(&[0, 1]);
-        run!(call, |l, r| matmul(l, layout, r, rhs_layout))
+        run!(call, |l, r| LinearAlgebra::matmul(l, layout, r, rhs_layout))
     }
 
-    /// 2-D convolution with one group and no bias (`BackendStorage::conv2d`).
+    /// 2-D convolution with one group and no bias (`Convolution::conv2d`).
     pub fn conv2d(
         &self,
         layout: &Layout,
@@ -467,11 +464,17 @@ impl Storage {
     ) -> Result<Storage> {
         let call =
             Call::new("conv2d", [(self, layout), (weight, weight_layout)]).same_dtype(&[0, 1]);
-        run!(call, |x, w| conv2d(x, layout, w, weight_layout, params))
+        run!(call, |x, w| Convolution::conv2d(
+            x,
+            layout,
+            w,
+            weight_layout,
+            params
+        ))
     }
 
     /// The memory format `conv2d_epilogue` writes fastest on this backend for these operands
-    /// (`BackendStorage::conv2d_epilogue_format`).
+    /// (`Convolution::conv2d_epilogue_format`).
     pub fn conv2d_epilogue_format(
         &self,
         layout: &Layout,
@@ -484,7 +487,7 @@ impl Storage {
         }
     }
 
-    /// conv2d and its epilogue in one primitive (`BackendStorage::conv2d_epilogue`): `scale`
+    /// conv2d and its epilogue in one primitive (`Convolution::conv2d_epilogue`): `scale`
     /// and `shift` F32 `[o]`, the optional `residual` of the output's shape; the output dense
     /// in `format`.
     #[allow(clippy::too_many_arguments)]
@@ -506,7 +509,7 @@ impl Storage {
             None => {
                 let operands = [(self, layout), (weight, weight_layout), scale, shift];
                 let call = Call::new(OP, operands).same_dtype(&[0, 1]);
-                run!(call, |x, w, s, t| conv2d_epilogue(
+                run!(call, |x, w, s, t| Convolution::conv2d_epilogue(
                     x,
                     layout,
                     w,
@@ -530,7 +533,7 @@ impl Storage {
                     (residual, residual_layout),
                 ];
                 let call = Call::new(OP, operands).same_dtype(&[0, 1, 4]);
-                run!(call, |x, w, s, t, r| conv2d_epilogue(
+                run!(call, |x, w, s, t, r| Convolution::conv2d_epilogue(
                     x,
                     layout,
                     w,
@@ -549,7 +552,7 @@ impl Storage {
     }
 
     /// The convolution's input gradient; `self` is the output gradient
-    /// (`BackendStorage::conv2d_backward_input`).
+    /// (`Convolution::conv2d_backward_input`).
     pub fn conv2d_backward_input(
         &self,
         layout: &Layout,
@@ -560,7 +563,7 @@ impl Storage {
     ) -> Result<Storage> {
         let operands = [(self, layout), (weight, weight_layout)];
         let call = Call::new("conv2d_backward_input", operands).same_dtype(&[0, 1]);
-        run!(call, |g, w| conv2d_backward_input(
+        run!(call, |g, w| Convolution::conv2d_backward_input(
             g,
             layout,
             w,
@@ -571,7 +574,7 @@ impl Storage {
     }
 
     /// The convolution's weight gradient; `self` is the forward's input
-    /// (`BackendStorage::conv2d_backward_weight`).
+    /// (`Convolution::conv2d_backward_weight`).
     pub fn conv2d_backward_weight(
         &self,
         layout: &Layout,
@@ -582,7 +585,7 @@ impl Storage {
     ) -> Result<Storage> {
         let operands = [(self, layout), (grad, grad_layout)];
         let call = Call::new("conv2d_backward_weight", operands).same_dtype(&[0, 1]);
-        run!(call, |x, g| conv2d_backward_weight(
+        run!(call, |x, g| Convolution::conv2d_backward_weight(
             x,
             layout,
             g,
@@ -592,20 +595,20 @@ impl Storage {
         ))
     }
 
-    /// 2-D max pooling of `[n, c, h, w]` into `format` (`BackendStorage::max_pool2d`).
+    /// 2-D max pooling of `[n, c, h, w]` into `format` (`Pooling::max_pool2d`).
     pub(crate) fn max_pool2d(
         &self,
         layout: &Layout,
         window: &Window,
         format: MemoryFormat,
     ) -> Result<Storage> {
-        run!(Call::new("max_pool2d", [(self, layout)]), |x| max_pool2d(
-            x, layout, window, format
-        ))
+        run!(Call::new("max_pool2d", [(self, layout)]), |x| {
+            Pooling::max_pool2d(x, layout, window, format)
+        })
     }
 
     /// Max pooling's input gradient; `self` is the forward's input, `output` its output,
-    /// `grad` the output gradient (`BackendStorage::max_pool2d_backward`).
+    /// `grad` the output gradient (`Pooling::max_pool2d_backward`).
     pub(crate) fn max_pool2d_backward(
         &self,
         layout: &Layout,
@@ -617,7 +620,7 @@ impl Storage {
     ) -> Result<Storage> {
         let operands = [(self, layout), (output, output_layout), (grad, grad_layout)];
         let call = Call::new("max_pool2d_backward", operands).same_dtype(&[0, 1, 2]);
-        run!(call, |x, y, g| max_pool2d_backward(
+        run!(call, |x, y, g| Pooling::max_pool2d_backward(
             x,
             layout,
             y,
@@ -628,21 +631,21 @@ impl Storage {
         ))
     }
 
-    /// A contiguous copy of the view (`BackendStorage::copy_strided`).
+    /// A contiguous copy of the view (`Copying::copy_strided`).
     pub fn copy_strided(&self, layout: &Layout) -> Result<Storage> {
-        run!(Call::new("copy", [(self, layout)]), |x| copy_strided(
-            x, layout
-        ))
+        run!(Call::new("copy", [(self, layout)]), |x| {
+            Copying::copy_strided(x, layout)
+        })
     }
 
-    /// The view converted to another dtype (`BackendStorage::cast`).
+    /// The view converted to another dtype (`Copying::cast`).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<Storage> {
-        run!(Call::new("cast", [(self, layout)]), |x| cast(
+        run!(Call::new("cast", [(self, layout)]), |x| Copying::cast(
             x, layout, dtype
         ))
     }
 
-    /// Entries of `dim` picked by an index vector (`BackendStorage::index_select`).
+    /// Entries of `dim` picked by an index vector (`Indexing::index_select`).
     pub fn index_select(
         &self,
         layout: &Layout,
@@ -652,10 +655,16 @@ impl Storage {
     ) -> Result<Storage> {
         let operands = [(self, layout), (indices, indices_layout)];
         let call = Call::new("index_select", operands).indices(1);
-        run!(call, |x, i| index_select(x, layout, i, indices_layout, dim))
+        run!(call, |x, i| Indexing::index_select(
+            x,
+            layout,
+            i,
+            indices_layout,
+            dim
+        ))
     }
 
-    /// `out = self[indices]` along `dim`, element by element (`BackendStorage::gather`).
+    /// `out = self[indices]` along `dim`, element by element (`Indexing::gather`).
     pub fn gather(
         &self,
         layout: &Layout,
@@ -665,11 +674,17 @@ impl Storage {
     ) -> Result<Storage> {
         let operands = [(self, layout), (indices, indices_layout)];
         let call = Call::new("gather", operands).indices(1);
-        run!(call, |x, i| gather(x, layout, i, indices_layout, dim))
+        run!(call, |x, i| Indexing::gather(
+            x,
+            layout,
+            i,
+            indices_layout,
+            dim
+        ))
     }
 
     /// A copy of `self` with `src` added at `indices` along `dim`
-    /// (`BackendStorage::scatter_add`).
+    /// (`Indexing::scatter_add`).
     pub fn scatter_add(
         &self,
         layout: &Layout,
@@ -683,7 +698,7 @@ impl Storage {
         let call = Call::new("scatter_add", operands)
             .same_dtype(&[0, 2])
             .indices(1);
-        run!(call, |b, i, s| scatter_add(
+        run!(call, |b, i, s| Indexing::scatter_add(
             b,
             layout,
             i,
@@ -695,7 +710,7 @@ impl Storage {
     }
 
     /// A copy of `self` with `src` added at the 1-D `indices` along `dim`, deterministic on
-    /// every backend (`BackendStorage::index_add`).
+    /// every backend (`Indexing::index_add`).
     pub fn index_add(
         &self,
         layout: &Layout,
@@ -709,7 +724,7 @@ impl Storage {
         let call = Call::new("index_add", operands)
             .same_dtype(&[0, 2])
             .indices(1);
-        run!(call, |b, i, s| index_add(
+        run!(call, |b, i, s| Indexing::index_add(
             b,
             layout,
             i,
@@ -720,18 +735,19 @@ impl Storage {
         ))
     }
 
-    /// The positions along `dim` that sort each row, stable (`BackendStorage::argsort`).
+    /// The positions along `dim` that sort each row, stable (`Sorting::argsort`).
     pub fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Storage> {
-        run!(Call::new("argsort", [(self, layout)]), |x| argsort(
-            x, layout, dim, descending
-        ))
+        run!(
+            Call::new("argsort", [(self, layout)]),
+            |x| Sorting::argsort(x, layout, dim, descending)
+        )
     }
 
-    /// Whether the fused attention kernels cover this call on `device` (never on the CPU,
-    /// whose reference is the composite in `tensor/attention.rs`).
+    /// Whether the fused attention kernels cover this call on `device` (`Attention`; never on
+    /// the CPU, whose reference is the composite in `tensor/attention.rs`).
     pub fn attention_supported(device: &Device, dtype: DType, shape: &AttentionShape) -> bool {
         match device {
-            Device::Cpu => false,
+            Device::Cpu => CpuStorage::attention_supported(&(), dtype, shape),
             Device::Gpu(gpu) => GpuStorage::attention_supported(gpu, dtype, shape),
         }
     }
@@ -745,7 +761,7 @@ impl Storage {
         shape: &AttentionShape,
     ) -> bool {
         match device {
-            Device::Cpu => false,
+            Device::Cpu => CpuStorage::attention_forward_takes_views(&(), dtype, shape),
             Device::Gpu(gpu) => GpuStorage::attention_forward_takes_views(gpu, dtype, shape),
         }
     }
@@ -773,26 +789,29 @@ impl Storage {
             self.dtype(),
             &self.device(),
             |(output, _): &(Storage, Storage)| storage_bytes(output),
-            || {
-                let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
-                let bias = key_bias.map(gpu_operand).transpose()?;
-                let (output, logsumexp) = q.attention_forward_views(
-                    query_layout,
-                    k,
-                    key_layout,
-                    v,
-                    value_layout,
-                    bias,
-                    shape,
-                )?;
-                Ok((Storage::Gpu(output), Storage::Gpu(logsumexp)))
+            || match operands(OP, [self, key, value])? {
+                Operands::Cpu([q, k, v]) => {
+                    let bias = optional_operand(OP, self, key_bias, Storage::as_cpu)?;
+                    let views = (query_layout, key_layout, value_layout);
+                    let pair =
+                        q.attention_forward_views(views.0, k, views.1, v, views.2, bias, shape)?;
+                    Ok((Storage::Cpu(pair.0), Storage::Cpu(pair.1)))
+                }
+                Operands::Gpu([q, k, v]) => {
+                    let bias = optional_operand(OP, self, key_bias, Storage::as_gpu)?;
+                    let views = (query_layout, key_layout, value_layout);
+                    let pair =
+                        q.attention_forward_views(views.0, k, views.1, v, views.2, bias, shape)?;
+                    Ok((Storage::Gpu(pair.0), Storage::Gpu(pair.1)))
+                }
             },
         )
     }
 
-    /// Fused attention forward on dense GPU storages (`backend/gpu/attention/`), with the
+    /// Fused attention forward on dense storages (`Attention::attention_forward`), with the
     /// f32 key bias where `shape.key_bias_group` is set: the output and the f32 row
-    /// log-sum-exp. CPU storages are refused (`attention_supported` is false there).
+    /// log-sum-exp. A backend without the kernel (the CPU) refuses: `attention_supported` is
+    /// false there.
     pub fn attention_forward(
         &self,
         key: &Storage,
@@ -808,16 +827,22 @@ impl Storage {
             self.dtype(),
             &self.device(),
             |(output, _): &(Storage, Storage)| storage_bytes(output),
-            || {
-                let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
-                let bias = key_bias.map(gpu_operand).transpose()?;
-                let (output, logsumexp) = q.attention_forward(k, v, bias, shape)?;
-                Ok((Storage::Gpu(output), Storage::Gpu(logsumexp)))
+            || match operands(OP, [self, key, value])? {
+                Operands::Cpu([q, k, v]) => {
+                    let bias = optional_operand(OP, self, key_bias, Storage::as_cpu)?;
+                    let (output, logsumexp) = q.attention_forward(k, v, bias, shape)?;
+                    Ok((Storage::Cpu(output), Storage::Cpu(logsumexp)))
+                }
+                Operands::Gpu([q, k, v]) => {
+                    let bias = optional_operand(OP, self, key_bias, Storage::as_gpu)?;
+                    let (output, logsumexp) = q.attention_forward(k, v, bias, shape)?;
+                    Ok((Storage::Gpu(output), Storage::Gpu(logsumexp)))
+                }
             },
         )
     }
 
-    /// Fused attention backward on dense GPU storages: the query's gradient, and one storage
+    /// Fused attention backward on dense storages: the query's gradient, and one storage
     /// holding the key's gradient followed by the value's.
     #[allow(clippy::too_many_arguments)]
     pub fn attention_backward(
@@ -832,39 +857,128 @@ impl Storage {
     ) -> Result<(Storage, Storage)> {
         const OP: &str = "scaled_dot_product_attention_backward";
         let query_shape = [shape.batch_heads, shape.query_length, shape.head_dim];
+        let all = [self, key, value, output, logsumexp, grad_output];
         profiler::record(
             OP,
             &[&query_shape],
             self.dtype(),
             &self.device(),
             |(q, kv): &(Storage, Storage)| storage_bytes(q) + storage_bytes(kv),
-            || {
-                let (q, k, v) = (gpu_operand(self)?, gpu_operand(key)?, gpu_operand(value)?);
-                let (o, lse, g) = (
-                    gpu_operand(output)?,
-                    gpu_operand(logsumexp)?,
-                    gpu_operand(grad_output)?,
-                );
-                let bias = key_bias.map(gpu_operand).transpose()?;
-                let (dq, dkv) = q.attention_backward(k, v, o, lse, g, bias, shape)?;
-                Ok((Storage::Gpu(dq), Storage::Gpu(dkv)))
+            || match operands(OP, all)? {
+                Operands::Cpu([q, k, v, o, lse, g]) => {
+                    let bias = optional_operand(OP, self, key_bias, Storage::as_cpu)?;
+                    let (dq, dkv) = q.attention_backward(k, v, o, lse, g, bias, shape)?;
+                    Ok((Storage::Cpu(dq), Storage::Cpu(dkv)))
+                }
+                Operands::Gpu([q, k, v, o, lse, g]) => {
+                    let bias = optional_operand(OP, self, key_bias, Storage::as_gpu)?;
+                    let (dq, dkv) = q.attention_backward(k, v, o, lse, g, bias, shape)?;
+                    Ok((Storage::Gpu(dq), Storage::Gpu(dkv)))
+                }
             },
         )
     }
+
+    /// A user's WGSL kernel over `numel` F32 outputs (`CustomKernels`; `custom_op.rs` passes
+    /// dense F32 inputs starting at element 0). Backends without user kernels (the CPU)
+    /// refuse.
+    pub(crate) fn custom_kernel(
+        device: &Device,
+        source: &str,
+        inputs: &[&Storage],
+        numel: usize,
+    ) -> Result<Storage> {
+        const OP: &str = "custom kernel";
+        match device {
+            Device::Cpu => {
+                let inputs = same_backend(OP, device, inputs, Storage::as_cpu)?;
+                CpuStorage::custom_kernel(&(), source, &inputs, numel).map(Storage::Cpu)
+            }
+            Device::Gpu(gpu) => {
+                let inputs = same_backend(OP, device, inputs, Storage::as_gpu)?;
+                GpuStorage::custom_kernel(gpu, source, &inputs, numel).map(Storage::Gpu)
+            }
+        }
+    }
+
+    /// Start downloading this storage's values from element `offset` into `staging`
+    /// (`transfer::HostStaging`); a CPU storage is an error (the staging belongs to a GPU).
+    pub(crate) fn start_staged_download(
+        &self,
+        staging: &mut GpuStaging,
+        offset: usize,
+    ) -> Result<()> {
+        match self {
+            Storage::Gpu(gpu) => staging.start_download(gpu, offset),
+            Storage::Cpu(_) => Err(Error::invalid(
+                "HostStaging::start_download",
+                "internal: a GPU staging given CPU storage",
+            )),
+        }
+    }
+
+    /// Upload `parts` through `staging` into a new F32 storage on its GPU
+    /// (`transfer::HostStaging::upload`).
+    pub(crate) fn staged_upload(staging: &mut GpuStaging, parts: &[&[f32]]) -> Result<Storage> {
+        staging.upload(parts).map(Storage::Gpu)
+    }
+
+    /// The CPU data, where this storage is on the CPU.
+    fn as_cpu(&self) -> Option<&CpuStorage> {
+        match self {
+            Storage::Cpu(cpu) => Some(cpu),
+            Storage::Gpu(_) => None,
+        }
+    }
+
+    /// The GPU data, where this storage is on a GPU.
+    fn as_gpu(&self) -> Option<&GpuStorage> {
+        match self {
+            Storage::Gpu(gpu) => Some(gpu),
+            Storage::Cpu(_) => None,
+        }
+    }
 }
 
-/// The GPU storage of a fused attention operand; CPU storage is refused (the fused kernels
-/// run on GPUs only, the CPU runs the composite).
-fn gpu_operand(storage: &Storage) -> Result<&GpuStorage> {
-    match storage {
-        Storage::Gpu(gpu) => Ok(gpu),
-        Storage::Cpu(_) => Err(Error::Unsupported {
-            op: "scaled_dot_product_attention",
-            dtype: storage.dtype(),
-            device: storage.device().to_string(),
-            hint: "; the fused kernel runs on GPUs only (the CPU runs the composite)".into(),
-        }),
+/// An optional operand (`operand`) on the backend of `first`, picked by `pick`
+/// (`Storage::as_cpu` or `Storage::as_gpu`); another device is `Error::DeviceMismatch`.
+fn optional_operand<'a, S>(
+    op: &'static str,
+    first: &Storage,
+    operand: Option<&'a Storage>,
+    pick: fn(&'a Storage) -> Option<&'a S>,
+) -> Result<Option<&'a S>> {
+    match operand {
+        None => Ok(None),
+        Some(storage) => match pick(storage) {
+            Some(data) => Ok(Some(data)),
+            None => Err(Error::DeviceMismatch {
+                op,
+                lhs: first.device().to_string(),
+                rhs: storage.device().to_string(),
+            }),
+        },
     }
+}
+
+/// Every storage of `inputs` on `device`'s backend, picked by `pick`; one elsewhere is
+/// `Error::DeviceMismatch`.
+fn same_backend<'a, S>(
+    op: &'static str,
+    device: &Device,
+    inputs: &[&'a Storage],
+    pick: fn(&'a Storage) -> Option<&'a S>,
+) -> Result<Vec<&'a S>> {
+    inputs
+        .iter()
+        .map(|storage| {
+            pick(storage).ok_or_else(|| Error::DeviceMismatch {
+                op,
+                lhs: device.to_string(),
+                rhs: storage.device().to_string(),
+            })
+        })
+        .collect()
 }
 
 /// Values of a view on their way to the host ([`Storage::start_host_read`]).

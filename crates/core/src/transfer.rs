@@ -105,13 +105,7 @@ impl HostStaging {
             Inner::Gpu(staging) => {
                 let offset = tensor.layout().offset;
                 let storage = tensor.storage();
-                match &*storage {
-                    Storage::Gpu(gpu) => staging.start_download(gpu, offset),
-                    Storage::Cpu(_) => Err(Error::invalid(
-                        "HostStaging::start_download",
-                        "internal: a GPU tensor without GPU storage",
-                    )),
-                }
+                storage.start_staged_download(staging, offset)
             }
         }
     }
@@ -158,12 +152,8 @@ impl HostStaging {
         match &mut self.inner {
             Inner::Cpu { .. } => Tensor::from_vec(parts.concat(), &[self.len], &self.device),
             Inner::Gpu(staging) => {
-                let storage = staging.upload(parts)?;
-                Ok(Tensor::from_storage(
-                    Storage::Gpu(storage),
-                    &[self.len],
-                    None,
-                ))
+                let storage = Storage::staged_upload(staging, parts)?;
+                Ok(Tensor::from_storage(storage, &[self.len], None))
             }
         }
     }

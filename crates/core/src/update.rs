@@ -1,8 +1,8 @@
 //! Fused in-place training updates: an optimizer's per-parameter arithmetic as one primitive
-//! (`BackendStorage::sgd_step`), so that a step records one kernel per parameter instead of
+//! (`Update::sgd_step`), so that a step records one kernel per parameter instead of
 //! five elementwise ops and a copy into the parameter (the purpose of PyTorch's fused and
 //! foreach optimizers); and mixed precision's gradient unscaling with its inf/NaN check
-//! (`BackendStorage::unscale`, PyTorch's `_amp_foreach_non_finite_check_and_unscale_`), one
+//! (`Update::unscale`, PyTorch's `_amp_foreach_non_finite_check_and_unscale_`), one
 //! kernel per gradient instead of five and a readback of one flag per device. [`SgdStep`] holds the hyper-parameters and [`SgdStep::element`], the
 //! rule for one element, which the CPU backend applies as it is and the GPU kernel
 //! (`backend/gpu/optimizer/`) spells in WGSL, in the same order of operations.

@@ -8,11 +8,15 @@
 //! warn that whatever follows a GPU call is unreachable.) Opening a GPU is `Error::NoAdapter`
 //! saying that this build has no GPU backend; the adapter list is empty.
 
-use crate::backend::contract::{Affine, BackendStorage, Epilogue};
+use crate::backend::contract::{
+    Affine, Attention, BackendStorage, BatchNormalization, Convolution, Copying, Creation,
+    CustomKernels, Elementwise, Epilogue, Indexing, LinearAlgebra, Pooling, RandomNumbers,
+    Reduction, RowNormalization, Sorting, Update,
+};
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::geometry::{AttentionShape, Conv2dParams, Window};
+use crate::geometry::{Conv2dParams, Window};
 use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::random::Distribution;
@@ -284,84 +288,20 @@ impl GpuStorage {
     pub fn to_gpu(&self, _device: &GpuDevice) -> Result<GpuStorage> {
         match self.never {}
     }
-
-    /// Run a user's WGSL kernel (no device exists to run it on).
-    pub fn custom_kernel(
-        device: &GpuDevice,
-        _wgsl: &str,
-        _inputs: &[&GpuStorage],
-        _numel: usize,
-    ) -> Result<GpuStorage> {
-        match device.never {}
-    }
 }
 
 /// The contract is kept trivially: every method receives a device or a storage that cannot
 /// exist.
-impl GpuStorage {
-    /// No GPU exists in this build.
-    pub(crate) fn attention_supported(
-        device: &GpuDevice,
-        _dtype: DType,
-        _shape: &AttentionShape,
-    ) -> bool {
-        match device.never {}
-    }
+impl BackendStorage for GpuStorage {
+    type Device = GpuDevice;
+    const NAME: &'static str = "gpu";
 
-    /// Never: no GPU exists.
-    pub(crate) fn attention_forward_takes_views(
-        device: &GpuDevice,
-        _dtype: DType,
-        _shape: &AttentionShape,
-    ) -> bool {
-        match device.never {}
-    }
-
-    /// Unreachable: no GPU storage exists.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn attention_forward_views(
-        &self,
-        _query_layout: &Layout,
-        _key: &GpuStorage,
-        _key_layout: &Layout,
-        _value: &GpuStorage,
-        _value_layout: &Layout,
-        _key_bias: Option<&GpuStorage>,
-        _shape: &AttentionShape,
-    ) -> Result<(GpuStorage, GpuStorage)> {
-        match self.never {}
-    }
-
-    /// Unreachable: no GPU storage exists.
-    pub(crate) fn attention_forward(
-        &self,
-        _key: &GpuStorage,
-        _value: &GpuStorage,
-        _key_bias: Option<&GpuStorage>,
-        _shape: &AttentionShape,
-    ) -> Result<(GpuStorage, GpuStorage)> {
-        match self.never {}
-    }
-
-    /// Unreachable: no GPU storage exists.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn attention_backward(
-        &self,
-        _key: &GpuStorage,
-        _value: &GpuStorage,
-        _output: &GpuStorage,
-        _logsumexp: &GpuStorage,
-        _grad_output: &GpuStorage,
-        _key_bias: Option<&GpuStorage>,
-        _shape: &AttentionShape,
-    ) -> Result<(GpuStorage, GpuStorage)> {
+    fn dtype(&self) -> DType {
         match self.never {}
     }
 }
 
-impl BackendStorage for GpuStorage {
-    type Device = GpuDevice;
-
+impl Creation for GpuStorage {
     fn full(device: &GpuDevice, _numel: usize, _dtype: DType, _value: f64) -> Result<Self> {
         match device.never {}
     }
@@ -375,7 +315,9 @@ impl BackendStorage for GpuStorage {
     ) -> Result<Self> {
         match device.never {}
     }
+}
 
+impl RandomNumbers for GpuStorage {
     fn random(
         device: &GpuDevice,
         _numel: usize,
@@ -386,7 +328,23 @@ impl BackendStorage for GpuStorage {
     ) -> Result<Self> {
         match device.never {}
     }
+}
 
+impl Copying for GpuStorage {
+    fn copy_strided(&self, _layout: &Layout) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn copy_into(&self, _layout: &Layout, _dst: &mut Self, _dst_layout: &Layout) -> Result<()> {
+        match self.never {}
+    }
+
+    fn cast(&self, _layout: &Layout, _dtype: DType) -> Result<Self> {
+        match self.never {}
+    }
+}
+
+impl Elementwise for GpuStorage {
     fn unary(&self, _layout: &Layout, _op: UnaryOp) -> Result<Self> {
         match self.never {}
     }
@@ -421,15 +379,21 @@ impl BackendStorage for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+}
 
+impl Reduction for GpuStorage {
     fn reduce(&self, _layout: &Layout, _op: ReduceOp, _dims: &[usize]) -> Result<Self> {
         match self.never {}
     }
+}
 
+impl LinearAlgebra for GpuStorage {
     fn matmul(&self, _layout: &Layout, _rhs: &Self, _rhs_layout: &Layout) -> Result<Self> {
         match self.never {}
     }
+}
 
+impl Convolution for GpuStorage {
     fn conv2d(
         &self,
         _layout: &Layout,
@@ -461,6 +425,53 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
+    fn conv2d_backward_input(
+        &self,
+        _layout: &Layout,
+        _weight: &Self,
+        _weight_layout: &Layout,
+        _params: &Conv2dParams,
+        _input_shape: &[usize],
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn conv2d_backward_weight(
+        &self,
+        _layout: &Layout,
+        _grad: &Self,
+        _grad_layout: &Layout,
+        _params: &Conv2dParams,
+        _weight_shape: &[usize],
+    ) -> Result<Self> {
+        match self.never {}
+    }
+}
+
+impl Pooling for GpuStorage {
+    fn max_pool2d(
+        &self,
+        _layout: &Layout,
+        _window: &Window,
+        _format: MemoryFormat,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn max_pool2d_backward(
+        &self,
+        _layout: &Layout,
+        _output: &Self,
+        _output_layout: &Layout,
+        _grad: &Self,
+        _grad_layout: &Layout,
+        _window: &Window,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+}
+
+impl RowNormalization for GpuStorage {
     fn softmax_last(&self, _layout: &Layout, _safe: bool) -> Result<Self> {
         match self.never {}
     }
@@ -473,7 +484,9 @@ impl BackendStorage for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+}
 
+impl BatchNormalization for GpuStorage {
     fn batch_norm_stats(&self, _layout: &Layout) -> Result<Self> {
         match self.never {}
     }
@@ -499,77 +512,9 @@ impl BackendStorage for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+}
 
-    fn conv2d_backward_input(
-        &self,
-        _layout: &Layout,
-        _weight: &Self,
-        _weight_layout: &Layout,
-        _params: &Conv2dParams,
-        _input_shape: &[usize],
-    ) -> Result<Self> {
-        match self.never {}
-    }
-
-    fn conv2d_backward_weight(
-        &self,
-        _layout: &Layout,
-        _grad: &Self,
-        _grad_layout: &Layout,
-        _params: &Conv2dParams,
-        _weight_shape: &[usize],
-    ) -> Result<Self> {
-        match self.never {}
-    }
-
-    fn max_pool2d(
-        &self,
-        _layout: &Layout,
-        _window: &Window,
-        _format: MemoryFormat,
-    ) -> Result<Self> {
-        match self.never {}
-    }
-
-    fn max_pool2d_backward(
-        &self,
-        _layout: &Layout,
-        _output: &Self,
-        _output_layout: &Layout,
-        _grad: &Self,
-        _grad_layout: &Layout,
-        _window: &Window,
-    ) -> Result<Self> {
-        match self.never {}
-    }
-
-    fn copy_strided(&self, _layout: &Layout) -> Result<Self> {
-        match self.never {}
-    }
-
-    fn copy_into(&self, _layout: &Layout, _dst: &mut Self, _dst_layout: &Layout) -> Result<()> {
-        match self.never {}
-    }
-
-    fn sgd_step(
-        &mut self,
-        _layout: &Layout,
-        _grad: (&Self, &Layout),
-        _buffer: Option<(&mut Self, &Layout)>,
-        _step: &crate::update::SgdStep,
-        _skip: Option<&Self>,
-    ) -> Result<()> {
-        match self.never {}
-    }
-
-    fn unscale(&mut self, _layout: &Layout, _scale: f64, _found: &mut Self) -> Result<()> {
-        match self.never {}
-    }
-
-    fn cast(&self, _layout: &Layout, _dtype: DType) -> Result<Self> {
-        match self.never {}
-    }
-
+impl Indexing for GpuStorage {
     fn index_select(
         &self,
         _layout: &Layout,
@@ -590,7 +535,15 @@ impl BackendStorage for GpuStorage {
         match self.never {}
     }
 
-    fn argsort(&self, _layout: &Layout, _dim: usize, _descending: bool) -> Result<Self> {
+    fn scatter_add(
+        &self,
+        _layout: &Layout,
+        _indices: &Self,
+        _indices_layout: &Layout,
+        _source: &Self,
+        _source_layout: &Layout,
+        _dim: usize,
+    ) -> Result<Self> {
         match self.never {}
     }
 
@@ -605,19 +558,36 @@ impl BackendStorage for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+}
 
-    fn scatter_add(
-        &self,
-        _layout: &Layout,
-        _indices: &Self,
-        _indices_layout: &Layout,
-        _source: &Self,
-        _source_layout: &Layout,
-        _dim: usize,
-    ) -> Result<Self> {
+impl Sorting for GpuStorage {
+    fn argsort(&self, _layout: &Layout, _dim: usize, _descending: bool) -> Result<Self> {
         match self.never {}
     }
 }
+
+impl Update for GpuStorage {
+    fn sgd_step(
+        &mut self,
+        _layout: &Layout,
+        _grad: (&Self, &Layout),
+        _buffer: Option<(&mut Self, &Layout)>,
+        _step: &crate::update::SgdStep,
+        _skip: Option<&Self>,
+    ) -> Result<()> {
+        match self.never {}
+    }
+
+    fn unscale(&mut self, _layout: &Layout, _scale: f64, _found: &mut Self) -> Result<()> {
+        match self.never {}
+    }
+}
+
+/// The defaults: no fused attention (unreachable: no GPU storage exists).
+impl Attention for GpuStorage {}
+
+/// The default: no user kernels (unreachable: no GPU device exists).
+impl CustomKernels for GpuStorage {}
 
 /// Number of usable GPU adapters: none in this build.
 pub fn device_count() -> usize {

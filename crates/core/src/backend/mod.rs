@@ -1,6 +1,6 @@
 //! The backends: `cpu` (reference loops, `gemm`, rayon) and `gpu` (wgpu + WGSL kernels), the
-//! contract both implement (`contract.rs`: the `BackendStorage` trait) and the view checks
-//! both run (`checks.rs`). `storage.rs` is the only place that chooses between
+//! contract both implement (`contract/`: one trait per family of primitives on the base
+//! `BackendStorage`) and the view checks both run (`checks.rs`). `storage.rs` is the only place that chooses between
 //! them. Crate-private: users reach the GPU through `Device` and `anygrad_core::gpu`.
 //!
 //! The GPU backend is the `gpu` cargo feature (on by default). Without it, `gpu_absent.rs` is

@@ -1,10 +1,10 @@
-//! `Storage`'s dispatch of the primitives that write in place and return nothing (not
-//! profiled): `copy_into`, the optimizers' `sgd_step` and mixed precision's `unscale` (the
-//! rules are on `BackendStorage` in `backend/contract.rs`); and the name in-place writes are
-//! logged by (`write_token`).
+//! `Storage`'s dispatch of the primitives that write in place and return nothing (not profiled):
+//! `copy_into`, the optimizers' `sgd_step` and mixed precision's `unscale` (the rules are on the
+//! `Copying` and `Update` traits in `backend/contract/`); and the name in-place writes are logged
+//! by (`write_token`).
 
 use super::{check_same_device, Storage};
-use crate::backend::contract::BackendStorage;
+use crate::backend::contract::{Copying, Update};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -19,16 +19,12 @@ impl Storage {
     }
 
     /// Copy the view `layout` of `self` into the view `dst_layout` of `dst`
-    /// (`BackendStorage::copy_into`). Not profiled: it writes in place and returns nothing.
+    /// (`Copying::copy_into`). Not profiled: it writes in place and returns nothing.
     pub fn copy_into(&self, layout: &Layout, dst: &mut Storage, dst_layout: &Layout) -> Result<()> {
         check_same_device("copy", self, dst)?;
         match (self, &mut *dst) {
-            (Storage::Cpu(s), Storage::Cpu(d)) => {
-                BackendStorage::copy_into(s, layout, d, dst_layout)
-            }
-            (Storage::Gpu(s), Storage::Gpu(d)) => {
-                BackendStorage::copy_into(s, layout, d, dst_layout)
-            }
+            (Storage::Cpu(s), Storage::Cpu(d)) => Copying::copy_into(s, layout, d, dst_layout),
+            (Storage::Gpu(s), Storage::Gpu(d)) => Copying::copy_into(s, layout, d, dst_layout),
             (s, d) => Err(Error::DeviceMismatch {
                 op: "copy",
                 lhs: s.device().to_string(),
@@ -37,7 +33,7 @@ impl Storage {
         }
     }
 
-    /// One SGD step in place on this parameter (`BackendStorage::sgd_step`), skipped on the
+    /// One SGD step in place on this parameter (`Update::sgd_step`), skipped on the
     /// device where `skip`'s first element is nonzero. Not profiled: it writes in place and
     /// returns nothing.
     pub fn sgd_step(
@@ -72,7 +68,7 @@ impl Storage {
                     Some(other) => return Err(mismatch(grad, other)),
                     None => None,
                 };
-                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step, skip)
+                Update::sgd_step(p, layout, (g, grad_layout), buffer, step, skip)
             }
             (Storage::Gpu(p), Storage::Gpu(g)) => {
                 let buffer = match buffer {
@@ -85,19 +81,19 @@ impl Storage {
                     Some(other) => return Err(mismatch(grad, other)),
                     None => None,
                 };
-                BackendStorage::sgd_step(p, layout, (g, grad_layout), buffer, step, skip)
+                Update::sgd_step(p, layout, (g, grad_layout), buffer, step, skip)
             }
             (p, g) => Err(mismatch(p, g)),
         }
     }
 
-    /// Gradient unscaling in place with an inf/NaN flag (`BackendStorage::unscale`). Not
+    /// Gradient unscaling in place with an inf/NaN flag (`Update::unscale`). Not
     /// profiled: it writes in place and returns nothing.
     pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Storage) -> Result<()> {
         check_same_device("unscale", self, found)?;
         match (&mut *self, found) {
-            (Storage::Cpu(g), Storage::Cpu(f)) => BackendStorage::unscale(g, layout, scale, f),
-            (Storage::Gpu(g), Storage::Gpu(f)) => BackendStorage::unscale(g, layout, scale, f),
+            (Storage::Cpu(g), Storage::Cpu(f)) => Update::unscale(g, layout, scale, f),
+            (Storage::Gpu(g), Storage::Gpu(f)) => Update::unscale(g, layout, scale, f),
             (g, f) => Err(Error::DeviceMismatch {
                 op: "unscale",
                 lhs: g.device().to_string(),

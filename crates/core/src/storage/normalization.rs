@@ -1,23 +1,24 @@
-//! `Storage`'s dispatch of the normalization primitives: softmax and layer norm over the last
-//! dim, and batch norm's statistics, backward sums and input gradient (the rules are on
-//! `BackendStorage` in `backend/contract.rs`; `storage.rs` holds `dispatch` and `run!`).
+//! `Storage`'s dispatch of the normalization primitives: softmax and layer norm over the last dim,
+//! and batch norm's statistics, backward sums and input gradient (the rules are on the
+//! `RowNormalization` and `BatchNormalization` traits in `backend/contract/`; `storage.rs` holds
+//! `dispatch` and `run!`).
 
 use super::{dispatch, Call, Storage};
-use crate::backend::contract::{Affine, BackendStorage};
+use crate::backend::contract::{Affine, BatchNormalization, RowNormalization};
 use crate::error::Result;
 use crate::layout::Layout;
 
 impl Storage {
     /// Softmax over the last dim; `safe` gives zeros for rows of only `-inf`
-    /// (`BackendStorage::softmax_last`).
+    /// (`RowNormalization::softmax_last`).
     pub fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Storage> {
-        run!(Call::new("softmax", [(self, layout)]), |x| softmax_last(
-            x, layout, safe
-        ))
+        run!(Call::new("softmax", [(self, layout)]), |x| {
+            RowNormalization::softmax_last(x, layout, safe)
+        })
     }
 
     /// Layer normalization over the last dim with an optional `(weight, bias)`
-    /// (`BackendStorage::layer_norm_last`).
+    /// (`RowNormalization::layer_norm_last`).
     pub fn layer_norm_last(
         &self,
         layout: &Layout,
@@ -27,12 +28,14 @@ impl Storage {
         match affine {
             None => {
                 let call = Call::new("layer_norm", [(self, layout)]);
-                run!(call, |x| layer_norm_last(x, layout, None, eps))
+                run!(call, |x| RowNormalization::layer_norm_last(
+                    x, layout, None, eps
+                ))
             }
             Some(((weight, weight_layout), (bias, bias_layout))) => {
                 let operands = [(self, layout), (weight, weight_layout), (bias, bias_layout)];
                 let call = Call::new("layer_norm", operands).same_dtype(&[0, 1, 2]);
-                run!(call, |x, w, b| layer_norm_last(
+                run!(call, |x, w, b| RowNormalization::layer_norm_last(
                     x,
                     layout,
                     Some(((w, weight_layout), (b, bias_layout))),
@@ -42,14 +45,14 @@ impl Storage {
         }
     }
 
-    /// Per-channel mean and biased variance in one pass (`BackendStorage::batch_norm_stats`).
+    /// Per-channel mean and biased variance in one pass (`BatchNormalization::batch_norm_stats`).
     pub fn batch_norm_stats(&self, layout: &Layout) -> Result<Storage> {
         let call = Call::new("batch_norm_stats", [(self, layout)]);
-        run!(call, |x| batch_norm_stats(x, layout))
+        run!(call, |x| BatchNormalization::batch_norm_stats(x, layout))
     }
 
     /// Batch norm's backward sums in one pass; `self` is the output gradient
-    /// (`BackendStorage::batch_norm_backward_sums`).
+    /// (`BatchNormalization::batch_norm_backward_sums`).
     pub fn batch_norm_backward_sums(
         &self,
         layout: &Layout,
@@ -60,18 +63,21 @@ impl Storage {
     ) -> Result<Storage> {
         let operands = [(self, layout), (input, input_layout), (mean, mean_layout)];
         let call = Call::new("batch_norm_backward_sums", operands).same_dtype(&[0, 1]);
-        run!(call, |g, x, m| batch_norm_backward_sums(
-            g,
-            layout,
-            x,
-            input_layout,
-            m,
-            mean_layout
-        ))
+        run!(
+            call,
+            |g, x, m| BatchNormalization::batch_norm_backward_sums(
+                g,
+                layout,
+                x,
+                input_layout,
+                m,
+                mean_layout
+            )
+        )
     }
 
     /// Batch norm's input gradient in one pass; `self` is the output gradient
-    /// (`BackendStorage::batch_norm_backward_input`).
+    /// (`BatchNormalization::batch_norm_backward_input`).
     pub fn batch_norm_backward_input(
         &self,
         layout: &Layout,
@@ -86,13 +92,15 @@ impl Storage {
             (coefficients, coefficients_layout),
         ];
         let call = Call::new("batch_norm_backward_input", operands).same_dtype(&[0, 1]);
-        run!(call, |g, x, k| batch_norm_backward_input(
-            g,
-            layout,
-            x,
-            input_layout,
-            k,
-            coefficients_layout
-        ))
+        run!(call, |g, x, k| {
+            BatchNormalization::batch_norm_backward_input(
+                g,
+                layout,
+                x,
+                input_layout,
+                k,
+                coefficients_layout,
+            )
+        })
     }
 }

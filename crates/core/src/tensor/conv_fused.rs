@@ -1,7 +1,7 @@
 //! `conv2d_fused`: a convolution and what follows it in a network's inference — a per-channel
 //! scale and shift (an eval-mode batch norm folded into two vectors), a residual add and an
 //! activation — in one primitive, so that the GPU applies them in the convolution's store
-//! instead of passing over the output once more (`BackendStorage::conv2d_epilogue`).
+//! instead of passing over the output once more (`Convolution::conv2d_epilogue`).
 //!
 //! The primitive runs when no gradient is recorded (inference, `no_grad`, or no input that
 //! requires one) for a one-group float convolution whose residual (if any) has its dtype;

@@ -1,7 +1,8 @@
 //! The tensor layer's rule, checked on its source: no file of `tensor/`, `autograd/` or
 //! `amp.rs` names a backend (a path into `backend::`, or a `Storage::Cpu` / `Storage::Gpu`
-//! variant): tensors reach their data only through `Storage`'s methods (`storage.rs`, the
-//! one place that matches on the backend variant).
+//! variant): tensors reach their data only through `Storage`'s methods. And the storage's
+//! rule: no file outside `storage.rs` (and its `storage/` parts) names `Storage`'s variants,
+//! so that it stays the one place that matches on the backend.
 
 use std::path::{Path, PathBuf};
 
@@ -73,4 +74,39 @@ fn the_check_sees_a_backend() {
     );
     assert!(backend_names("let storage = Storage::from_vec(values, device)?;").is_empty());
     assert!(backend_names("// `Storage::Gpu` in a comment").is_empty());
+}
+
+#[test]
+fn only_the_storage_matches_on_the_backend() {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&source, &mut files);
+    assert!(files.len() > 100, "found only {} files", files.len());
+    let mut problems = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(&source).unwrap_or(&file);
+        if relative.starts_with("storage.rs")
+            || relative.starts_with("storage")
+            || relative.ends_with("tensor/layering.rs")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("Storage::Cpu(") || code.contains("Storage::Gpu(") {
+                problems.push(format!(
+                    "{}:{}: {}",
+                    file.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "files other than storage.rs match on the backend variant:\n{}",
+        problems.join("\n")
+    );
 }

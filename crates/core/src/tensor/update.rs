@@ -1,6 +1,6 @@
 //! `Tensor::sgd_step_`: an optimizer's SGD update of one parameter in place, and
 //! `Tensor::unscale_`, mixed precision's gradient unscaling. Contiguous
-//! operands of one dtype take the fused primitive (`BackendStorage::sgd_step`: one GPU kernel per
+//! operands of one dtype take the fused primitive (`Update::sgd_step`: one GPU kernel per
 //! parameter); any other view, or operands sharing storage, take the composite ops, which
 //! compute the same rule (`update::SgdStep`) and are its reference in the tests.
 

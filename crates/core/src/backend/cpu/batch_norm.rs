@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage};
 use crate::backend::checks::{check_channels, check_view};
+use crate::backend::contract::BatchNormalization;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -25,9 +26,9 @@ fn at(values: &[f64], (c, rest): (usize, usize), image: usize, channel: usize, i
     values[(image * c + channel) * rest + i]
 }
 
-impl CpuStorage {
-    /// `[2, c]` F32: per channel mean and biased variance (`BackendStorage::batch_norm_stats`).
-    pub fn batch_norm_stats(&self, layout: &Layout) -> Result<CpuStorage> {
+impl BatchNormalization for CpuStorage {
+    /// `[2, c]` F32: per channel mean and biased variance (`BatchNormalization::batch_norm_stats`).
+    fn batch_norm_stats(&self, layout: &Layout) -> Result<CpuStorage> {
         const OP: &str = "batch_norm_stats";
         check_view(OP, layout, self.len())?;
         let (n, c, rest) = check_channels(OP, layout)?;
@@ -57,47 +58,9 @@ impl CpuStorage {
         Ok(CpuStorage::F32(out))
     }
 
-    /// `k·(g − ḡ − (x − μ)·s)` per channel, in the input's dtype, computed in f64; `self` is
-    /// `g` (`BackendStorage::batch_norm_backward_input`).
-    pub fn batch_norm_backward_input(
-        &self,
-        layout: &Layout,
-        input: &CpuStorage,
-        input_layout: &Layout,
-        coefficients: &CpuStorage,
-        coefficients_layout: &Layout,
-    ) -> Result<CpuStorage> {
-        const OP: &str = "batch_norm_backward_input";
-        check_view(OP, layout, self.len())?;
-        check_view(OP, input_layout, input.len())?;
-        check_view(OP, coefficients_layout, coefficients.len())?;
-        let (n, c, rest) = crate::backend::checks::check_batch_norm_input(
-            OP,
-            (layout, self.dtype()),
-            (input_layout, input.dtype()),
-            (coefficients_layout, coefficients.dtype()),
-        )?;
-        let g = channel_values(self, layout, OP)?;
-        let x = channel_values(input, input_layout, OP)?;
-        let k = channel_values(coefficients, coefficients_layout, OP)?;
-        let mut out = Vec::with_capacity(n * c * rest);
-        for image in 0..n {
-            for channel in 0..c {
-                let (mean, scale) = (k[channel], k[c + channel]);
-                let (mean_gradient, slope) = (k[2 * c + channel], k[3 * c + channel]);
-                for i in 0..rest {
-                    let gradient = at(&g, (c, rest), image, channel, i);
-                    let value = at(&x, (c, rest), image, channel, i);
-                    out.push(scale * (gradient - mean_gradient - (value - mean) * slope));
-                }
-            }
-        }
-        Ok(CpuStorage::from_f64_values(&out, self.dtype()))
-    }
-
     /// `[2, c]` F32: per channel `sum(g)` and `sum(g * (x - mean))`; `self` is `g`
-    /// (`BackendStorage::batch_norm_backward_sums`).
-    pub fn batch_norm_backward_sums(
+    /// (`BatchNormalization::batch_norm_backward_sums`).
+    fn batch_norm_backward_sums(
         &self,
         layout: &Layout,
         input: &CpuStorage,
@@ -151,5 +114,43 @@ impl CpuStorage {
         out.extend(sums.iter().map(|&(s, _)| s as f32));
         out.extend(sums.iter().map(|&(_, s)| s as f32));
         Ok(CpuStorage::F32(out))
+    }
+
+    /// `k·(g − ḡ − (x − μ)·s)` per channel, in the input's dtype, computed in f64; `self` is
+    /// `g` (`BatchNormalization::batch_norm_backward_input`).
+    fn batch_norm_backward_input(
+        &self,
+        layout: &Layout,
+        input: &CpuStorage,
+        input_layout: &Layout,
+        coefficients: &CpuStorage,
+        coefficients_layout: &Layout,
+    ) -> Result<CpuStorage> {
+        const OP: &str = "batch_norm_backward_input";
+        check_view(OP, layout, self.len())?;
+        check_view(OP, input_layout, input.len())?;
+        check_view(OP, coefficients_layout, coefficients.len())?;
+        let (n, c, rest) = crate::backend::checks::check_batch_norm_input(
+            OP,
+            (layout, self.dtype()),
+            (input_layout, input.dtype()),
+            (coefficients_layout, coefficients.dtype()),
+        )?;
+        let g = channel_values(self, layout, OP)?;
+        let x = channel_values(input, input_layout, OP)?;
+        let k = channel_values(coefficients, coefficients_layout, OP)?;
+        let mut out = Vec::with_capacity(n * c * rest);
+        for image in 0..n {
+            for channel in 0..c {
+                let (mean, scale) = (k[channel], k[c + channel]);
+                let (mean_gradient, slope) = (k[2 * c + channel], k[3 * c + channel]);
+                for i in 0..rest {
+                    let gradient = at(&g, (c, rest), image, channel, i);
+                    let value = at(&x, (c, rest), image, channel, i);
+                    out.push(scale * (gradient - mean_gradient - (value - mean) * slope));
+                }
+            }
+        }
+        Ok(CpuStorage::from_f64_values(&out, self.dtype()))
     }
 }

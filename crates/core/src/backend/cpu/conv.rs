@@ -10,9 +10,10 @@ use rayon::prelude::*;
 
 use super::CpuStorage;
 use crate::backend::checks::check_view;
+use crate::backend::contract::{into_format, Convolution, Epilogue};
 use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Conv2dShape};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 /// Multiply-adds above which the convolution uses more than one thread.
 const PARALLEL_WORK: usize = 48 * 48 * 48;
@@ -141,11 +142,11 @@ fn conv2d_typed<T: Copy + Default + Send + Sync + 'static>(
     Ok(out)
 }
 
-impl CpuStorage {
+impl Convolution for CpuStorage {
     /// 2-D convolution with one group and no bias: `[n, c, h, w]` (any strides) by
     /// `[o, c, kh, kw]` (any strides) into a contiguous `[n, o, oh, ow]`. F32, F64 and F16
     /// (computed by `gemm` in the element type, like `matmul`).
-    pub fn conv2d(
+    fn conv2d(
         &self,
         layout: &Layout,
         weight: &CpuStorage,
@@ -176,5 +177,52 @@ impl CpuStorage {
             }
             _ => return Err(super::unsupported_dtype("conv2d", self.dtype())),
         })
+    }
+
+    fn conv2d_epilogue(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        epilogue: &Epilogue<'_, Self>,
+        format: MemoryFormat,
+    ) -> Result<Self> {
+        let out =
+            self.conv2d_epilogue_row_major(layout, weight, weight_layout, params, epilogue)?;
+        let shape = Conv2dShape::new(layout, weight_layout, params)?.output_shape();
+        into_format(out, &shape, format)
+    }
+
+    /// Row-major always: the CPU's kernels write no other order.
+    fn conv2d_epilogue_format(
+        &self,
+        _layout: &Layout,
+        _weight_layout: &Layout,
+        _params: &Conv2dParams,
+    ) -> MemoryFormat {
+        MemoryFormat::Contiguous
+    }
+
+    fn conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Self> {
+        self.conv2d_input_gradient(layout, weight, weight_layout, params, input_shape)
+    }
+
+    fn conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Self> {
+        self.conv2d_weight_gradient(layout, grad, grad_layout, params, weight_shape)
     }
 }

@@ -245,7 +245,7 @@ impl CpuStorage {
     /// Gradient of the one-group convolution with respect to its input: `self` is the output
     /// gradient `[n, o, oh, ow]` (any strides), `weight` the forward's `[o, c, kh, kw]` (any
     /// strides); returns a contiguous `[n, c, h, w]` for `input_shape`. F32, F64 and F16.
-    pub fn conv2d_backward_input(
+    pub(super) fn conv2d_input_gradient(
         &self,
         layout: &Layout,
         weight: &CpuStorage,
@@ -286,7 +286,7 @@ impl CpuStorage {
     /// forward's input `[n, c, h, w]` (any strides), `grad` the output gradient
     /// `[n, o, oh, ow]` (any strides); returns a contiguous `[o, c, kh, kw]` for
     /// `weight_shape`. F32, F64 and F16.
-    pub fn conv2d_backward_weight(
+    pub(super) fn conv2d_weight_gradient(
         &self,
         layout: &Layout,
         grad: &CpuStorage,

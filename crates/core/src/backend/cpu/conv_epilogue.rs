@@ -7,6 +7,7 @@ use half::f16;
 
 use super::CpuStorage;
 use crate::backend::checks::check_epilogue;
+use crate::backend::contract::Convolution;
 use crate::backend::contract::Epilogue;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -34,8 +35,8 @@ fn residual_values(storage: &CpuStorage, layout: &Layout) -> Result<Vec<f64>> {
 }
 
 impl CpuStorage {
-    /// [`CpuStorage::conv2d`] followed by the epilogue (`BackendStorage::conv2d_epilogue`).
-    pub fn conv2d_epilogue(
+    /// [`CpuStorage::conv2d`] followed by the epilogue (`Convolution::conv2d_epilogue`).
+    pub(super) fn conv2d_epilogue_row_major(
         &self,
         layout: &Layout,
         weight: &CpuStorage,

@@ -9,6 +9,7 @@ use super::{
     map_strided, unsupported_dtype, zip_strided, CpuStorage, FloatElement, IntegerElement,
 };
 use crate::backend::checks::{check_same_shape, check_view};
+use crate::backend::contract::Elementwise;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, UnaryOp};
@@ -126,9 +127,9 @@ macro_rules! wrap_binary {
     };
 }
 
-impl CpuStorage {
+impl Elementwise for CpuStorage {
     /// Elementwise unary op; float ops on integer data are `Unsupported`.
-    pub fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<CpuStorage> {
+    fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<CpuStorage> {
         check_view(op.name(), layout, self.len())?;
         let integer_ok = op.supports_integers();
         Ok(match self {
@@ -145,7 +146,7 @@ impl CpuStorage {
     }
 
     /// Elementwise binary op on two equal-shape views of the same dtype.
-    pub fn binary(
+    fn binary(
         &self,
         layout: &Layout,
         rhs: &CpuStorage,
@@ -188,7 +189,7 @@ impl CpuStorage {
     }
 
     /// Elementwise binary op with a scalar operand.
-    pub fn binary_scalar(
+    fn binary_scalar(
         &self,
         layout: &Layout,
         op: BinaryOp,
@@ -210,7 +211,7 @@ impl CpuStorage {
     }
 
     /// `self ? on_true : on_false`, elementwise; `self` may be any dtype (non-zero is true).
-    pub fn where_select(
+    fn where_select(
         &self,
         layout: &Layout,
         on_true: &CpuStorage,

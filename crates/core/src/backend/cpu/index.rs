@@ -3,6 +3,8 @@
 
 use super::{map_same_variant, map_strided, unsupported_dtype, CpuStorage};
 use crate::backend::checks::{check_dim, check_index_add_shapes, check_view};
+use crate::backend::contract::Copying;
+use crate::backend::contract::Indexing;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -59,9 +61,40 @@ fn indexed_positions(
         .collect()
 }
 
-impl CpuStorage {
+/// `out[(o, indices[j], c)] += src[(o, j, c)]` over `[outer, size, inner]` (contiguous `out`
+/// of `outer * size * inner`, contiguous `src` of `outer * indices.len() * inner`), in the
+/// order of `j`: the CPU's reference sum.
+fn index_add_rows<T: Copy, A: Copy>(
+    out: &mut [A],
+    src: &[T],
+    indices: &[usize],
+    (outer, size, inner): (usize, usize, usize),
+    add: impl Fn(A, T) -> A,
+) {
+    let count = indices.len();
+    for o in 0..outer {
+        for (j, &index) in indices.iter().enumerate() {
+            let target = (o * size + index) * inner;
+            let source = (o * count + j) * inner;
+            for (slot, &value) in out[target..target + inner]
+                .iter_mut()
+                .zip(&src[source..source + inner])
+            {
+                *slot = add(*slot, value);
+            }
+        }
+    }
+}
+
+fn add_at<T: Copy>(out: &mut [T], targets: &[usize], values: &[T], add: impl Fn(T, T) -> T) {
+    for (&target, &value) in targets.iter().zip(values) {
+        out[target] = add(out[target], value);
+    }
+}
+
+impl Indexing for CpuStorage {
     /// Entries of `dim` picked by a rank-1 index vector.
-    pub fn index_select(
+    fn index_select(
         &self,
         layout: &Layout,
         indices: &CpuStorage,
@@ -106,7 +139,7 @@ impl CpuStorage {
     }
 
     /// `out[..., j, ...] = self[..., indices[..., j, ...], ...]` along `dim`.
-    pub fn gather(
+    fn gather(
         &self,
         layout: &Layout,
         indices: &CpuStorage,
@@ -137,7 +170,7 @@ impl CpuStorage {
     }
 
     /// A contiguous copy of the base with `src` added at `indices` along `dim`.
-    pub fn scatter_add(
+    fn scatter_add(
         &self,
         layout: &Layout,
         indices: &CpuStorage,
@@ -238,8 +271,8 @@ impl CpuStorage {
     }
 
     /// A contiguous copy of the base with `src` added at the 1-D `indices` along `dim`
-    /// (`BackendStorage::index_add`): sums in index order, f16 in f32, integers wrapping.
-    pub fn index_add(
+    /// (`Indexing::index_add`): sums in index order, f16 in f32, integers wrapping.
+    fn index_add(
         &self,
         layout: &Layout,
         indices: &CpuStorage,
@@ -293,36 +326,5 @@ impl CpuStorage {
                 rhs: s.dtype(),
             }),
         }
-    }
-}
-
-/// `out[(o, indices[j], c)] += src[(o, j, c)]` over `[outer, size, inner]` (contiguous `out`
-/// of `outer * size * inner`, contiguous `src` of `outer * indices.len() * inner`), in the
-/// order of `j`: the CPU's reference sum.
-fn index_add_rows<T: Copy, A: Copy>(
-    out: &mut [A],
-    src: &[T],
-    indices: &[usize],
-    (outer, size, inner): (usize, usize, usize),
-    add: impl Fn(A, T) -> A,
-) {
-    let count = indices.len();
-    for o in 0..outer {
-        for (j, &index) in indices.iter().enumerate() {
-            let target = (o * size + index) * inner;
-            let source = (o * count + j) * inner;
-            for (slot, &value) in out[target..target + inner]
-                .iter_mut()
-                .zip(&src[source..source + inner])
-            {
-                *slot = add(*slot, value);
-            }
-        }
-    }
-}
-
-fn add_at<T: Copy>(out: &mut [T], targets: &[usize], values: &[T], add: impl Fn(T, T) -> T) {
-    for (&target, &value) in targets.iter().zip(values) {
-        out[target] = add(out[target], value);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{CpuStorage, IntegerElement};
 use crate::backend::checks::{check_matmul_shapes, check_view};
+use crate::backend::contract::LinearAlgebra;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -95,14 +96,9 @@ fn matmul_integer<T: IntegerElement + Default>(
     Ok(out)
 }
 
-impl CpuStorage {
+impl LinearAlgebra for CpuStorage {
     /// `[b, m, k] x [b, k, n] -> [b, m, n]`.
-    pub fn matmul(
-        &self,
-        layout: &Layout,
-        rhs: &CpuStorage,
-        rhs_layout: &Layout,
-    ) -> Result<CpuStorage> {
+    fn matmul(&self, layout: &Layout, rhs: &CpuStorage, rhs_layout: &Layout) -> Result<CpuStorage> {
         use half::f16;
         check_matmul_shapes(layout, rhs_layout)?;
         check_view("matmul", layout, self.len())?;

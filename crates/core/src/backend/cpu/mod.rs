@@ -6,7 +6,6 @@
 
 pub(crate) mod alloc;
 mod batch_norm;
-mod contract;
 mod conv;
 mod conv_backward;
 mod conv_epilogue;
@@ -23,6 +22,9 @@ use half::f16;
 use rayon::prelude::*;
 
 use crate::backend::checks::check_view;
+use crate::backend::contract::{
+    Attention, BackendStorage, Copying, Creation, CustomKernels, RandomNumbers,
+};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -379,20 +381,55 @@ impl CpuStorage {
             }
         })
     }
+}
 
+impl BackendStorage for CpuStorage {
+    type Device = ();
+    const NAME: &'static str = "cpu";
+
+    fn dtype(&self) -> DType {
+        CpuStorage::dtype(self)
+    }
+}
+
+impl Creation for CpuStorage {
+    fn full(_device: &(), numel: usize, dtype: DType, value: f64) -> Result<Self> {
+        CpuStorage::full(numel, dtype, value)
+    }
+
+    fn arange(_device: &(), start: f64, step: f64, numel: usize, dtype: DType) -> Result<Self> {
+        CpuStorage::arange(start, step, numel, dtype)
+    }
+}
+
+impl RandomNumbers for CpuStorage {
+    fn random(
+        _device: &(),
+        numel: usize,
+        dtype: DType,
+        distribution: Distribution,
+        seed: u64,
+        offset: u64,
+    ) -> Result<Self> {
+        CpuStorage::random(numel, dtype, distribution, seed, offset)
+    }
+}
+
+/// The CPU has no fused attention: the tensor layer runs the composite.
+impl Attention for CpuStorage {}
+
+/// User WGSL kernels run on GPUs; a custom op's CPU function runs here.
+impl CustomKernels for CpuStorage {}
+
+impl Copying for CpuStorage {
     /// A contiguous copy of the view.
-    pub fn copy_strided(&self, layout: &Layout) -> Result<CpuStorage> {
+    fn copy_strided(&self, layout: &Layout) -> Result<CpuStorage> {
         check_view("copy", layout, self.len())?;
         Ok(map_same_variant!(self, data => map_strided(data, layout, |x| x)?))
     }
 
     /// Copy the view `layout` into the view `dst_layout` of `dst`.
-    pub fn copy_into(
-        &self,
-        layout: &Layout,
-        dst: &mut CpuStorage,
-        dst_layout: &Layout,
-    ) -> Result<()> {
+    fn copy_into(&self, layout: &Layout, dst: &mut CpuStorage, dst_layout: &Layout) -> Result<()> {
         fn write<T: Copy + Send + Sync>(
             src: &[T],
             layout: &Layout,
@@ -433,7 +470,7 @@ impl CpuStorage {
     }
 
     /// Convert the view to `dtype` (float → integer truncates toward zero and saturates).
-    pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<CpuStorage> {
+    fn cast(&self, layout: &Layout, dtype: DType) -> Result<CpuStorage> {
         check_view("cast", layout, self.len())?;
         if self.dtype() == dtype {
             return self.copy_strided(layout);

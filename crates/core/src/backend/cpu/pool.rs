@@ -10,9 +10,10 @@ use rayon::prelude::*;
 
 use super::{CpuStorage, FloatElement, PARALLEL_THRESHOLD};
 use crate::backend::checks::check_view;
+use crate::backend::contract::{into_format, Pooling};
 use crate::error::{Error, Result};
 use crate::geometry::{PoolShape, Window};
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 
 /// A view of one `[n, c, rows, columns]` operand: its data and strides.
 struct Plane<'a, T> {
@@ -155,8 +156,8 @@ fn max_pool_backward_typed<T: FloatElement>(
 
 impl CpuStorage {
     /// 2-D max pooling of `[n, c, h, w]` (any strides) into a contiguous `[n, c, oh, ow]`
-    /// (`BackendStorage::max_pool2d`). F32, F64 and F16 (computed in f32).
-    pub fn max_pool2d(&self, layout: &Layout, window: &Window) -> Result<CpuStorage> {
+    /// (`Pooling::max_pool2d` lays it out). F32, F64 and F16 (computed in f32).
+    fn max_pool2d_row_major(&self, layout: &Layout, window: &Window) -> Result<CpuStorage> {
         const OP: &str = "max_pool2d";
         let shape = PoolShape::new(OP, layout, window)?;
         check_view(OP, layout, self.len())?;
@@ -170,10 +171,10 @@ impl CpuStorage {
         })
     }
 
-    /// Max pooling's input gradient (`BackendStorage::max_pool2d_backward`): `self` is the
+    /// Max pooling's input gradient (`Pooling::max_pool2d_backward`): `self` is the
     /// forward's input, `output` its output, `grad` the output gradient; contiguous
     /// `[n, c, h, w]`.
-    pub fn max_pool2d_backward(
+    fn max_pool2d_backward_row_major(
         &self,
         layout: &Layout,
         output: &CpuStorage,
@@ -245,5 +246,33 @@ impl CpuStorage {
             }
             _ => return Err(super::unsupported_dtype(OP, self.dtype())),
         })
+    }
+}
+
+impl Pooling for CpuStorage {
+    fn max_pool2d(&self, layout: &Layout, window: &Window, format: MemoryFormat) -> Result<Self> {
+        let out = self.max_pool2d_row_major(layout, window)?;
+        let shape = PoolShape::new("max_pool2d", layout, window)?.output_shape();
+        into_format(out, &shape, format)
+    }
+
+    fn max_pool2d_backward(
+        &self,
+        layout: &Layout,
+        output: &Self,
+        output_layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        window: &Window,
+    ) -> Result<Self> {
+        let out = self.max_pool2d_backward_row_major(
+            layout,
+            output,
+            output_layout,
+            grad,
+            grad_layout,
+            window,
+        )?;
+        into_format(out, &layout.shape, MemoryFormat::of(layout))
     }
 }

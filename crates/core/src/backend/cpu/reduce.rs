@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, IntegerElement, PARALLEL_THRESHOLD};
 use crate::backend::checks::{check_reduce_dims, check_view};
+use crate::backend::contract::Reduction;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -149,9 +150,9 @@ macro_rules! wrap_reduce {
     };
 }
 
-impl CpuStorage {
+impl Reduction for CpuStorage {
     /// Reduce the view over `dims` (sorted, unique, in range); keepdim-shaped output.
-    pub fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<CpuStorage> {
+    fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<CpuStorage> {
         check_view(op.name(), layout, self.len())?;
         check_reduce_dims(op.name(), layout, dims, op.is_arg())?;
         let reduced_count: usize = dims.iter().map(|&d| layout.shape[d]).product();

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, PARALLEL_THRESHOLD};
 use crate::backend::checks::{check_rows, check_view};
-use crate::backend::contract::Affine;
+use crate::backend::contract::{Affine, RowNormalization};
 use crate::error::Result;
 use crate::layout::Layout;
 
@@ -99,9 +99,9 @@ fn layer_norm_rows<T: FloatElement>(
     values
 }
 
-impl CpuStorage {
-    /// Softmax over the last dim of the view (`BackendStorage::softmax_last`).
-    pub fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<CpuStorage> {
+impl RowNormalization for CpuStorage {
+    /// Softmax over the last dim of the view (`RowNormalization::softmax_last`).
+    fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<CpuStorage> {
         const OP: &str = "softmax";
         check_view(OP, layout, self.len())?;
         let length = check_rows(OP, layout)?;
@@ -115,8 +115,8 @@ impl CpuStorage {
 
     /// Layer normalization over the last dim of the view, with the affine `(weight, bias)`
     /// views (`[length]` each, this storage's dtype) where given
-    /// (`BackendStorage::layer_norm_last`).
-    pub fn layer_norm_last(
+    /// (`RowNormalization::layer_norm_last`).
+    fn layer_norm_last(
         &self,
         layout: &Layout,
         affine: Affine<'_, CpuStorage>,

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::{CpuStorage, PARALLEL_THRESHOLD};
 use crate::backend::checks::{check_dim, check_view};
+use crate::backend::contract::Sorting;
 use crate::error::Result;
 use crate::layout::Layout;
 
@@ -22,10 +23,10 @@ pub(crate) fn key_order(a: f64, b: f64) -> Ordering {
     }
 }
 
-impl CpuStorage {
-    /// The positions along `dim` that sort each row (`BackendStorage::argsort`): I32,
+impl Sorting for CpuStorage {
+    /// The positions along `dim` that sort each row (`Sorting::argsort`): I32,
     /// contiguous, the input's shape.
-    pub fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<CpuStorage> {
+    fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<CpuStorage> {
         check_view("argsort", layout, self.len())?;
         check_dim("argsort", layout, dim)?;
         let values = self.to_f64_vec(layout)?;

@@ -4,13 +4,14 @@
 
 use super::CpuStorage;
 use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};
+use crate::backend::contract::Update;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::update::SgdStep;
 
-impl CpuStorage {
-    /// One SGD step in place (`BackendStorage::sgd_step`).
-    pub fn sgd_step(
+impl Update for CpuStorage {
+    /// One SGD step in place (`Update::sgd_step`).
+    fn sgd_step(
         &mut self,
         layout: &Layout,
         (grad, grad_layout): (&CpuStorage, &Layout),
@@ -91,8 +92,8 @@ impl CpuStorage {
         Ok(())
     }
 
-    /// Gradient unscaling in place (`BackendStorage::unscale`).
-    pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut CpuStorage) -> Result<()> {
+    /// Gradient unscaling in place (`Update::unscale`).
+    fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut CpuStorage) -> Result<()> {
         let numel = check_unscale(
             (layout, self.len(), self.dtype()),
             (found.len(), found.dtype()),

@@ -1,6 +1,6 @@
 //! The families' rule, checked on their source: no file of a kernel family
 //! (`backend/gpu/<family>/`) names another family, nor a module of the layer above (the
-//! catalogue, the snapshots, the contract, `sliced.rs`, the re-exports of `mod.rs`), by an
+//! catalogue, the snapshots, the re-exports of `mod.rs`), by an
 //! absolute path or by `super::` steps that leave its folder: a family imports only from
 //! itself and `runtime/`. What families share lives in the runtime or is reached through its
 //! hooks (`runtime/hooks.rs`). The runtime's own rule is `runtime/layering.rs`.

@@ -17,22 +17,23 @@
 //!   `pool/`, `index/`, `copy/`, `sort/`, `fill/`, `random/`, `optimizer/`, `custom/`,
 //!   `prefetch/`.
 //! - what names every family: `kernel_catalog.rs` (every family's `Kernel::catalogue`, for
-//!   the naga test and `anygrad kernels dump`), `kernel_snapshots.rs`, `contract.rs` (the
-//!   backend contract, forwarding each primitive to its family through `sliced.rs`'s `Plan`),
-//!   and this file (the public API and the hooks handed to every context). Each family's key
+//!   the naga test and `anygrad kernels dump`), `kernel_snapshots.rs`, and this file (the
+//!   public API and the hooks handed to every context).
+//!
+//! Each family implements its traits of the backend contract (`backend/contract/`) in its own
+//! `contract.rs`, through the runtime's `sliced::Plan` (which runs a primitive in slices when a
+//! tensor exceeds one buffer). Each family's key
 //!   type (`<family>/kernel.rs`) implements `Kernel`; no enum lists them all.
 //!
 //! The whole module is compiled only with the `gpu` cargo feature (on by default); without it
 //! `../gpu_absent.rs` stands in under the same path.
 
 // The contract layer: the backend contract and what names every family.
-mod contract;
 mod kernel_catalog;
 #[cfg(test)]
 mod kernel_snapshots;
 #[cfg(test)]
 mod layering;
-mod sliced;
 
 // The runtime every family runs on.
 mod runtime;
@@ -80,6 +81,7 @@ use runtime::hooks::Hooks;
 static HOOKS: Hooks = Hooks {
     deferred: &fusion::PLANNER,
     dense_copies: &copy::COPIES,
+    fold: elementwise::fold,
     prefetch: prefetch::prefetch,
     clear_caches: &[conv::weight_cache::clear],
 };

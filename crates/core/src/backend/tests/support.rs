@@ -134,7 +134,7 @@ pub fn special_values() -> Vec<f64> {
 }
 
 pub fn cpu_storage(values: &[f64], dtype: DType) -> Storage {
-    Storage::Cpu(CpuStorage::from_f64_values(values, dtype))
+    Storage::from(CpuStorage::from_f64_values(values, dtype))
 }
 
 pub fn to_gpu(storage: &Storage, device: &Device) -> Storage {

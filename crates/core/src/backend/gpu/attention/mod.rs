@@ -20,6 +20,7 @@ pub(crate) mod delta_source;
 pub(crate) mod kernel;
 pub(crate) mod source;
 
+use crate::backend::contract::Attention;
 use crate::backend::gpu::attention::kernel::AttentionKernel;
 use crate::backend::gpu::attention::source::{
     self as attention_source, AttentionPass, Variant, BLOCK_ROWS,
@@ -352,13 +353,40 @@ fn grid(length: usize, shape: &AttentionShape) -> (u32, u32, u32) {
     )
 }
 
-impl GpuStorage {
+/// Record the key-value or the query pass of the backward (`prepared` by [`prepare`] for that
+/// pass): on tensor cores where they apply (`attention/coop/backward.rs`), else (or when the
+/// driver refused that kernel) the scalar kernel; both take the same bindings.
+fn gradient_pass(
+    device: &GpuDevice,
+    dtype: DType,
+    shape: &AttentionShape,
+    pass: AttentionPass,
+    (params, kernel): (Params, AttentionKernel),
+    bindings: &[&wgpu::Buffer],
+) -> Result<()> {
+    use crate::backend::gpu::attention::coop::backward::{
+        backward_key, run_backward, CoopBackwardPass,
+    };
+    let (coop_pass, length) = match pass {
+        AttentionPass::KeyValue => (CoopBackwardPass::KeyValue, shape.key_length),
+        AttentionPass::Query => (CoopBackwardPass::Query, shape.query_length),
+        AttentionPass::Forward | AttentionPass::Delta | AttentionPass::DeltaZeroing => {
+            return Err(Error::invalid(OP, format!("{pass:?} is no gradient pass")))
+        }
+    };
+    if let Some(coop) = backward_key(device, dtype, shape, coop_pass) {
+        if run_backward(device, coop, params.words(), bindings, shape)? {
+            return Ok(());
+        }
+    }
+    device
+        .context()
+        .dispatch(&kernel, params.words(), bindings, grid(length, shape))
+}
+
+impl Attention for GpuStorage {
     /// [`supports`], for the storage layer.
-    pub(crate) fn attention_supported(
-        device: &GpuDevice,
-        dtype: DType,
-        shape: &AttentionShape,
-    ) -> bool {
+    fn attention_supported(device: &GpuDevice, dtype: DType, shape: &AttentionShape) -> bool {
         supports(device, dtype, shape)
     }
 
@@ -366,7 +394,7 @@ impl GpuStorage {
     /// bias where `shape.key_bias_group` says there is one. Returns the output
     /// `[batch_heads, query_length, value_dim]` (the query's dtype) and the f32 log-sum-exp of
     /// every query row's scaled scores.
-    pub(crate) fn attention_forward(
+    fn attention_forward(
         &self,
         key: &GpuStorage,
         value: &GpuStorage,
@@ -413,7 +441,7 @@ impl GpuStorage {
     /// Whether [`GpuStorage::attention_forward_views`] runs the same kernel as the dense
     /// forward for this call: the scalar forward (the cooperative one, where it applies, reads
     /// dense operands only, so the caller passes dense copies there).
-    pub(crate) fn attention_forward_takes_views(
+    fn attention_forward_takes_views(
         device: &GpuDevice,
         dtype: DType,
         shape: &AttentionShape,
@@ -428,7 +456,7 @@ impl GpuStorage {
     /// `shape.batch_heads`; otherwise as [`GpuStorage::attention_forward`] (dense output and
     /// log-sum-exp).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn attention_forward_views(
+    fn attention_forward_views(
         &self,
         query_layout: &Layout,
         key: &GpuStorage,
@@ -511,7 +539,7 @@ impl GpuStorage {
     /// the query's gradient and one storage holding the key's gradient followed by the
     /// value's (their dtype, computed in f32).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn attention_backward(
+    fn attention_backward(
         &self,
         key: &GpuStorage,
         value: &GpuStorage,
@@ -605,37 +633,6 @@ impl GpuStorage {
         gradient_pass(device, dtype, shape, AttentionPass::Query, query, &bindings)?;
         Ok((query_grad, key_value_grad))
     }
-}
-
-/// Record the key-value or the query pass of the backward (`prepared` by [`prepare`] for that
-/// pass): on tensor cores where they apply (`attention/coop/backward.rs`), else (or when the
-/// driver refused that kernel) the scalar kernel; both take the same bindings.
-fn gradient_pass(
-    device: &GpuDevice,
-    dtype: DType,
-    shape: &AttentionShape,
-    pass: AttentionPass,
-    (params, kernel): (Params, AttentionKernel),
-    bindings: &[&wgpu::Buffer],
-) -> Result<()> {
-    use crate::backend::gpu::attention::coop::backward::{
-        backward_key, run_backward, CoopBackwardPass,
-    };
-    let (coop_pass, length) = match pass {
-        AttentionPass::KeyValue => (CoopBackwardPass::KeyValue, shape.key_length),
-        AttentionPass::Query => (CoopBackwardPass::Query, shape.query_length),
-        AttentionPass::Forward | AttentionPass::Delta | AttentionPass::DeltaZeroing => {
-            return Err(Error::invalid(OP, format!("{pass:?} is no gradient pass")))
-        }
-    };
-    if let Some(coop) = backward_key(device, dtype, shape, coop_pass) {
-        if run_backward(device, coop, params.words(), bindings, shape)? {
-            return Ok(());
-        }
-    }
-    device
-        .context()
-        .dispatch(&kernel, params.words(), bindings, grid(length, shape))
 }
 
 #[cfg(test)]

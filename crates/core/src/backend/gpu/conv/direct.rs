@@ -278,6 +278,7 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
+    use crate::backend::contract::Convolution;
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values, Case};
     use crate::backend::gpu::conv::kernel::ConvKernel;

@@ -1,7 +1,7 @@
 //! The convolution epilogue on the GPU: `activation(value * scale[channel] + shift[channel] +
 //! residual)` applied by the forward convolution kernels in their store, so that an
 //! eval-mode batch norm, its ReLU and a ResNet block's residual add cost no pass over memory of
-//! their own (`BackendStorage::conv2d_epilogue`; the CPU's reference is
+//! their own (`Convolution::conv2d_epilogue`; the CPU's reference is
 //! `cpu/conv_epilogue.rs`).
 //!
 //! Which kernels carry it: the implicit GEMM (`conv/direct.rs`, both tiles; `store_nchw` in

@@ -6,6 +6,7 @@
 //! rearranged forms kept between calls (`weight_cache.rs`).
 
 pub(crate) mod backward;
+mod contract;
 pub(crate) mod coop;
 pub(crate) mod direct;
 pub(crate) mod epilogue;

@@ -155,7 +155,7 @@ impl GpuStorage {
     }
 
     /// The memory format [`GpuStorage::conv2d_epilogue`] writes fastest
-    /// (`BackendStorage::conv2d_epilogue_format`): channels-last where the channels-last
+    /// (`Convolution::conv2d_epilogue_format`): channels-last where the channels-last
     /// tensor-core kernels compute the convolution on this device (their stores write it in
     /// 16-byte runs and the next such convolution reads it without a copy), contiguous
     /// everywhere else.
@@ -179,7 +179,7 @@ impl GpuStorage {
     }
 
     /// [`GpuStorage::conv2d`] with its epilogue in the kernels' store
-    /// (`BackendStorage::conv2d_epilogue`, `conv/epilogue.rs`): every forward kernel carries
+    /// (`Convolution::conv2d_epilogue`, `conv/epilogue.rs`): every forward kernel carries
     /// it. The output is dense in `format`: channels-last by the channels-last tensor-core
     /// kernels where they run (the autotuner picks among them), else by a copy of the
     /// row-major result.
@@ -638,6 +638,7 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
+    use crate::backend::contract::{Convolution, LinearAlgebra};
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::conv::backward::WeightKernel;
     use crate::backend::gpu::runtime::autotune::measured_on_this_thread;

@@ -329,6 +329,7 @@ impl GpuStorage {
 #[cfg(test)]
 mod tests {
     use super::transposed_view;
+    use crate::backend::contract::Copying;
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::dtype::DType;

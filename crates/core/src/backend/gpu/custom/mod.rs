@@ -10,6 +10,7 @@ pub(crate) mod kernel;
 
 use std::sync::Arc;
 
+use crate::backend::contract::CustomKernels;
 use crate::backend::gpu::custom::kernel::CustomKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::backend::gpu::runtime::params::Params;
@@ -47,10 +48,10 @@ pub(crate) fn custom_source(inputs: u32, user: &str) -> String {
     text
 }
 
-impl GpuStorage {
+impl CustomKernels for GpuStorage {
     /// Run a user kernel over `numel` output elements. Every input must be F32 data starting
     /// at element 0 of its buffer (the caller passes contiguous copies).
-    pub fn custom_kernel(
+    fn custom_kernel(
         device: &GpuDevice,
         wgsl: &str,
         inputs: &[&GpuStorage],

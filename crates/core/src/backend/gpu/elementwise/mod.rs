@@ -7,6 +7,9 @@
 //! expression. Float unary, binary and scalar ops are usually deferred and fused first
 //! (`fusion/`); these launchers record the rest.
 
+mod contract;
+
+pub(crate) use contract::fold;
 pub(crate) mod kernel;
 pub(crate) mod vector;
 

@@ -2,6 +2,7 @@
 //! value is packed twice into the pattern, so one kernel serves every dtype).
 //! Key: [`FillKernel`] (`kernel.rs`); params: [`FillParams`]; source: `shaders/fill.wgsl`.
 
+mod contract;
 pub(crate) mod kernel;
 
 use crate::backend::gpu::fill::kernel::FillKernel;

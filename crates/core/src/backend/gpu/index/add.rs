@@ -120,7 +120,7 @@ pub(crate) fn catalogue(keys: &mut Vec<IndexKernel>) {
 
 impl GpuStorage {
     /// A contiguous copy of the base with `src` added at the 1-D `indices` along `dim`
-    /// (`BackendStorage::index_add`), deterministic.
+    /// (`Indexing::index_add`), deterministic.
     pub fn index_add(
         &self,
         layout: &Layout,

@@ -436,6 +436,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 #[cfg(test)]
 mod tests {
     use super::{aligned_applies, aligned_body, split_k_factor, ALIGNED_K_STEP};
+    use crate::backend::contract::LinearAlgebra;
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::matmul::kernel::MatmulKernel;
     use crate::backend::gpu::matmul::MatmulParams;

@@ -3,6 +3,7 @@
 //! families share (`matmul/large.rs` and `matmul/coop.rs` read the same struct). The primitive
 //! that picks a family for a product is `GpuStorage::matmul` in `matmul/primitive.rs`.
 
+mod contract;
 pub(crate) mod coop;
 pub(crate) mod dot;
 pub(crate) mod kernel;

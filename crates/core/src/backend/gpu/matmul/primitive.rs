@@ -504,6 +504,7 @@ impl GpuStorage {
 #[cfg(test)]
 mod tests {
     use super::{matmul_dot, split_k_partials_legal, MatmulChoice};
+    use crate::backend::contract::LinearAlgebra;
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::runtime::storage::GpuStorage;
     use crate::backend::tests::support::gpu_device as gpu;

@@ -297,7 +297,7 @@ impl GpuStorage {
         Ok(out)
     }
 
-    /// Per-channel mean and biased variance (`BackendStorage::batch_norm_stats`).
+    /// Per-channel mean and biased variance (`BatchNormalization::batch_norm_stats`).
     pub fn batch_norm_stats(&self, layout: &Layout) -> Result<GpuStorage> {
         let mut copy = None;
         let input = self.dense_from_start(layout, &mut copy)?;
@@ -305,7 +305,7 @@ impl GpuStorage {
     }
 
     /// Per-channel `Σ g` and `Σ g (x - mean)`; `self` is `g`
-    /// (`BackendStorage::batch_norm_backward_sums`).
+    /// (`BatchNormalization::batch_norm_backward_sums`).
     pub fn batch_norm_backward_sums(
         &self,
         layout: &Layout,

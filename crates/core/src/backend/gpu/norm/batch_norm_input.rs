@@ -1,6 +1,6 @@
 //! Kernel family `BatchNormInputGrad`: batch norm's input gradient in one pass,
 //! `dx = k·(g − ḡ − (x − μ)·s)` with four F32 coefficients per channel
-//! (`BackendStorage::batch_norm_backward_input`), reading the gradient and the input in their
+//! (`BatchNormalization::batch_norm_backward_input`), reading the gradient and the input in their
 //! storage type (F16 directly: no f32 copies of either, so an autocast backward needs no batch
 //! slices to bound its temporaries) and computing in f32. The composite it replaces cast both
 //! to f32 and chained broadcasts through the fusion engine, whose kernels hold one dtype.
@@ -81,7 +81,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 }
 
 impl GpuStorage {
-    /// Batch norm's input gradient (`BackendStorage::batch_norm_backward_input`); `self` is
+    /// Batch norm's input gradient (`BatchNormalization::batch_norm_backward_input`); `self` is
     /// the output gradient.
     pub fn batch_norm_backward_input(
         &self,

@@ -4,5 +4,6 @@
 
 pub(crate) mod batch_norm;
 pub(crate) mod batch_norm_input;
+mod contract;
 pub(crate) mod kernel;
 pub(crate) mod rows;

@@ -271,12 +271,12 @@ impl GpuStorage {
         Ok(out)
     }
 
-    /// Softmax over the last dim (`BackendStorage::softmax_last`): one row kernel.
+    /// Softmax over the last dim (`RowNormalization::softmax_last`): one row kernel.
     pub fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<GpuStorage> {
         self.rows("softmax", layout, RowOp::Softmax { safe }, 0.0, &[])
     }
 
-    /// Layer normalization over the last dim (`BackendStorage::layer_norm_last`): one row
+    /// Layer normalization over the last dim (`RowNormalization::layer_norm_last`): one row
     /// kernel, the affine transform in its store.
     pub fn layer_norm_last(
         &self,

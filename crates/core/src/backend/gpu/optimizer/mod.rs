@@ -1,5 +1,5 @@
 //! Kernel families `SgdStep` and `Unscale`. `SgdStep`: one SGD step in place
-//! (`BackendStorage::sgd_step`), one invocation
+//! (`Update::sgd_step`), one invocation
 //! per element reading the parameter, its gradient and (with momentum) its buffer and writing
 //! the new parameter and buffer: one kernel per parameter where the composite ops recorded
 //! five and a copy. The arithmetic is `update::SgdStep::element`'s, in the same order, in f32
@@ -7,10 +7,11 @@
 //! With a skip flag (`OptimizerKernel::SgdStep { skip: true }`) every invocation first reads the
 //! flag that `Unscale` set and returns where it is nonzero: a mixed-precision step with
 //! inf/NaN gradients is skipped on the GPU, without a readback.
-//! `Unscale`: mixed precision's gradient unscaling in place (`BackendStorage::unscale`), each
+//! `Unscale`: mixed precision's gradient unscaling in place (`Update::unscale`), each
 //! element divided by the scale and an inf or NaN setting a U32 flag (`atomicOr`, so every
 //! workgroup may set it; it is only ever set, so the result does not depend on the order).
 
+mod contract;
 pub(crate) mod kernel;
 
 use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};
@@ -168,7 +169,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
 }
 
 impl GpuStorage {
-    /// One SGD step in place (`BackendStorage::sgd_step`); `self` is the parameter.
+    /// One SGD step in place (`Update::sgd_step`); `self` is the parameter.
     pub fn sgd_step(
         &mut self,
         layout: &Layout,
@@ -234,7 +235,7 @@ impl GpuStorage {
 }
 
 impl GpuStorage {
-    /// Gradient unscaling in place (`BackendStorage::unscale`); `self` is the gradient.
+    /// Gradient unscaling in place (`Update::unscale`); `self` is the gradient.
     pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut GpuStorage) -> Result<()> {
         const OP: &str = "unscale";
         same_device(OP, self, found)?;

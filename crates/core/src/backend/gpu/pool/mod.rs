@@ -16,6 +16,7 @@
 //! rows of whole 16-byte vectors (`vectorized::plan`) runs `pool/vectorized.rs`: 16-byte
 //! loads, nothing staged; its gradient likewise (`pool/halving_backward.rs`).
 
+mod contract;
 pub(crate) mod kernel;
 
 use crate::backend::contract::into_format;
@@ -220,7 +221,7 @@ fn header(shape: &PoolShape, count: usize, layout: &Layout) -> Result<PoolParams
 
 impl GpuStorage {
     /// 2-D max pooling of `[n, c, h, w]` (any strides) into `[n, c, oh, ow]` dense in
-    /// `format` (`BackendStorage::max_pool2d`): channels-last, the channels-last kernel where
+    /// `format` (`Pooling::max_pool2d`): channels-last, the channels-last kernel where
     /// `channels_last::plan` accepts the input, else the row-major result copied; row-major,
     /// the vectorized kernel where `vectorized::plan` accepts the call, else the tiled kernel
     /// for the window, else one invocation per output element.
@@ -285,7 +286,7 @@ impl GpuStorage {
         Ok(out)
     }
 
-    /// Max pooling's input gradient (`BackendStorage::max_pool2d_backward`): `self` is the
+    /// Max pooling's input gradient (`Pooling::max_pool2d_backward`): `self` is the
     /// forward's input, `output` its output, `grad` the output gradient; `[n, c, h, w]` dense
     /// in `format`, gathered one invocation per input element (per 16-byte vector of channels
     /// where input and output are channels-last: `pool/channels_last_backward.rs`).

@@ -2,6 +2,7 @@
 //! `random.rs` of the crate, so element i of a draw is the same number on the CPU and on any
 //! GPU. Key: `RandomKernel::Random`; params: [`RandomParams`]; source: `shaders/random.wgsl`.
 
+mod contract;
 pub(crate) mod kernel;
 
 use crate::backend::gpu::random::kernel::RandomKernel;

@@ -7,6 +7,7 @@
 //! Key: `ReduceKernel::Reduce`; params: [`ReduceParams`]; source: the value header, the
 //! reduction's header (`reduce_header`) and `shaders/reduce.wgsl`.
 
+mod contract;
 pub(crate) mod kernel;
 
 use crate::backend::gpu::reduce::kernel::ReduceKernel;

@@ -182,7 +182,7 @@ pub(crate) fn binding_limit(limits: &wgpu::Limits) -> u64 {
 
 /// The adapter's limits with the storage binding capped by `ANYGRAD_MAX_BINDING_BYTES` (a
 /// byte count, at least 4096, only ever lowering the limit). It makes the multi-buffer path of
-/// large tensors (`runtime/parts.rs`, `sliced.rs`) run on small tensors, for tests and for reproducing
+/// large tensors (`runtime/parts.rs`, `runtime/sliced.rs`) run on small tensors, for tests and for reproducing
 /// what a GPU with a smaller limit would do; an unusable value is ignored with a warning.
 pub(crate) fn with_binding_cap(mut limits: wgpu::Limits) -> wgpu::Limits {
     let Ok(text) = std::env::var("ANYGRAD_MAX_BINDING_BYTES") else {

@@ -64,6 +64,7 @@ use super::storage::GpuStorage;
 use crate::backend::gpu_facts::ExecutionMode;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::op::BinaryOp;
 
 /// Workgroup size of the one-dimensional kernels (elementwise, copies, indexing).
 pub(crate) const WORKGROUP_SIZE: u32 = 256;
@@ -609,6 +610,18 @@ impl GpuContext {
     /// The dense copies registered with this context (`Hooks::dense_copies`).
     pub(crate) fn dense_copies(&self) -> &'static dyn DenseCopies {
         self.hooks.dense_copies
+    }
+
+    /// `lhs op rhs` by the elementwise family (`Hooks::fold`), for sliced plans.
+    pub(crate) fn fold(
+        &self,
+        lhs: &GpuStorage,
+        lhs_layout: &Layout,
+        rhs: &GpuStorage,
+        rhs_layout: &Layout,
+        op: BinaryOp,
+    ) -> Result<GpuStorage> {
+        (self.hooks.fold)(lhs, lhs_layout, rhs, rhs_layout, op)
     }
 
     /// Record a read of `storage` into the L2 cache where that pays (`Hooks::prefetch`).

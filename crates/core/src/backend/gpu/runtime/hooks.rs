@@ -97,12 +97,19 @@ pub(crate) trait DenseCopies: Send + Sync {
     fn transposes(&self, dtype: DType, source: &Layout, destination: &Layout) -> bool;
 }
 
+/// `lhs op rhs` elementwise over views of one shape: the output a new dense storage.
+pub(crate) type FoldFn =
+    fn(&GpuStorage, &Layout, &GpuStorage, &Layout, BinaryOp) -> Result<GpuStorage>;
+
 /// What the families register with every context.
 pub(crate) struct Hooks {
     /// The family that defers work (elementwise fusion).
     pub(crate) deferred: &'static dyn DeferredPlanner,
     /// The dense copies (`copy/`).
     pub(crate) dense_copies: &'static dyn DenseCopies,
+    /// The elementwise binary op over two dense views of one shape (`elementwise/`): sliced
+    /// plans fold their slices' partial results with it (`sliced::Combine::Fold`).
+    pub(crate) fold: FoldFn,
     /// Record a read of a storage into the L2 cache where that pays (`prefetch/`).
     pub(crate) prefetch: fn(&GpuStorage) -> Result<()>,
     /// Empty the caches families keep for the device of this ordinal (`empty_cache`).

@@ -37,5 +37,6 @@ pub(crate) mod parts;
 pub(crate) mod pending_read;
 #[cfg(test)]
 pub(crate) mod shader_check;
+pub(crate) mod sliced;
 pub(crate) mod storage;
 pub(crate) mod wgsl;

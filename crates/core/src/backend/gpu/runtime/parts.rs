@@ -1,7 +1,7 @@
 //! Tensors above one buffer: a `GpuStorage` whose elements live in several consecutive
 //! pieces, each an ordinary storage no larger than the adapter's largest storage binding
 //! (`GpuContext::binding_limit`). Kernels never see such a storage (its `raw()` is an error):
-//! `sliced.rs` runs every primitive on slices whose operands each fit one binding, and this
+//! `runtime/sliced.rs` runs every primitive on slices whose operands each fit one binding, and this
 //! file creates, uploads, reads back and copies the pieces, and finds the piece (or a merged
 //! temporary copy) that holds a given element range.
 

@@ -11,6 +11,7 @@ use super::context::WORKGROUP_SIZE;
 use super::kernel::KernelId;
 use super::params::Params;
 use super::wgsl::gpu_element_size;
+use crate::backend::contract::BackendStorage;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::runtime::device::GpuDevice;
 use crate::dtype::DType;
@@ -83,6 +84,15 @@ pub(crate) fn check_dtype(device: &GpuDevice, op: &'static str, dtype: DType) ->
             "; this adapter lacks SHADER_F16: use f32, or a GPU/driver with 16-bit shader support",
         )),
         DType::F16 | DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => Ok(()),
+    }
+}
+
+impl BackendStorage for GpuStorage {
+    type Device = GpuDevice;
+    const NAME: &'static str = "gpu";
+
+    fn dtype(&self) -> DType {
+        GpuStorage::dtype(self)
     }
 }
 
@@ -194,7 +204,7 @@ impl GpuStorage {
 
     pub(crate) fn raw(&self) -> Result<&wgpu::Buffer> {
         if self.parts.is_some() {
-            // Kernels bind one buffer; `sliced.rs` gives them pieces, never the whole.
+            // Kernels bind one buffer; `runtime/sliced.rs` gives them pieces, never the whole.
             return Err(buffers::too_large(
                 "",
                 self.byte_len(),

@@ -7,6 +7,7 @@
 //! (`sort_global.wgsl`). Ties break by position, so the result equals the CPU's stable sort
 //! (`cpu/sort.rs`). Params: [`SortParams`].
 
+mod contract;
 pub(crate) mod kernel;
 
 use crate::backend::checks::check_dim;
@@ -83,7 +84,7 @@ pub(crate) fn catalogue(keys: &mut Vec<SortKernel>) {
 
 impl GpuStorage {
     /// The positions along `dim` that sort each row of the view, stable
-    /// (`BackendStorage::argsort`): contiguous I32 of the view's shape.
+    /// (`Sorting::argsort`): contiguous I32 of the view's shape.
     pub fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<GpuStorage> {
         check_view("argsort", layout, self.len)?;
         check_dim("argsort", layout, dim)?;

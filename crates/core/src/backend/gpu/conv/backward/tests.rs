@@ -4,6 +4,7 @@
 
 use super::weight::{split_count, WeightKernel};
 use super::{sum_splits, Permutation};
+use crate::backend::contract::Convolution;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values, Case};
 use crate::backend::gpu::conv::kernel::ConvKernel;

@@ -5,6 +5,7 @@
 //! public entry points.
 
 use super::{ConvCoopKey, ConvCoopParams, ConvCoopTile, ConvPass, CoopMode, KBlock};
+use crate::backend::contract::Convolution;
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::epilogue::{BoundEpilogue, ConvEpilogueKey};
@@ -15,7 +16,7 @@ use crate::backend::gpu::runtime::shader_check::translate;
 use crate::backend::gpu::runtime::storage::GpuStorage;
 use crate::backend::tests::support::f16_gpu_device;
 use crate::dtype::DType;
-use crate::layout::Layout;
+use crate::layout::{Layout, MemoryFormat};
 use crate::op::EpilogueActivation;
 
 /// Every key, hardware and emulated, parses, validates and translates to SPIR-V (naga runs
@@ -412,6 +413,7 @@ fn forward_epilogues_match_cpu() {
                         residual: key.residual.then_some((&residual_cpu, &residual_layout)),
                         activation: key.activation,
                     },
+                    MemoryFormat::Contiguous,
                 )
                 .unwrap();
             let CpuStorage::F16(expected) = expected else {

@@ -4,7 +4,9 @@
 //! validated by naga.
 
 use super::{BoundEpilogue, ConvEpilogueKey};
-use crate::backend::contract::{BackendStorage, Epilogue};
+use crate::backend::contract::Convolution;
+use crate::backend::contract::Copying;
+use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values};
 use crate::backend::gpu::conv::kernel::ConvKernel;
@@ -122,6 +124,7 @@ fn every_kernel_applies_every_epilogue() {
                                 residual: key.residual.then_some((&residual_cpu, residual_layout)),
                                 activation: key.activation,
                             },
+                            MemoryFormat::Contiguous,
                         )
                         .unwrap();
                     let expected: Vec<f32> = match expected {
@@ -194,7 +197,7 @@ fn every_kernel_applies_every_epilogue() {
                         residual: key.residual.then_some((&residual_cpu, residual_layout)),
                         activation: key.activation,
                     };
-                    let cpu_last = BackendStorage::conv2d_epilogue(
+                    let cpu_last = Convolution::conv2d_epilogue(
                         &x_cpu,
                         &input_layout,
                         &k_cpu,

@@ -7,6 +7,7 @@ use super::{
     applies, patch_applies, patch_input_gradient_applies, ConvNhwcKey, ConvNhwcWeightKey,
     ConvPatchKey, NhwcTile, OutputStore, PatchTile,
 };
+use crate::backend::contract::Convolution;
 use crate::backend::contract::Epilogue;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::epilogue::BoundEpilogue;
@@ -338,6 +339,7 @@ fn check_all(
                         residual: with_residual.then_some((&residual_cpu, &out_layout)),
                         activation,
                     },
+                    MemoryFormat::Contiguous,
                 )
                 .unwrap(),
         };

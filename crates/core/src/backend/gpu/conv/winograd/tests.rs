@@ -4,6 +4,7 @@
 //! views of the input), in F32 and in F16 (f16 operands, f32 transforms and products).
 
 use super::{WinogradStage, WinogradTile, CHUNK_BYTES};
+use crate::backend::contract::Convolution;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, params, upload, values};
 use crate::backend::gpu::conv::kernel::ConvKernel;

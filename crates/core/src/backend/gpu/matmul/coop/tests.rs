@@ -3,6 +3,7 @@
 //! where the device has cooperative matrices.
 
 use super::{coop_applies, first_applicable, CoopVariant, COOP_TILE};
+use crate::backend::contract::LinearAlgebra;
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::runtime::device::GpuDevice;

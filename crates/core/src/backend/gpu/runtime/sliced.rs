@@ -1,17 +1,17 @@
-//! Primitives on tensors above one buffer. A kernel binds whole buffers, each at most the
-//! adapter's largest storage binding (2 GiB on an H200, 128 MiB on lavapipe); a larger tensor
-//! lives in pieces (`runtime/parts.rs`). Every contract method (`contract.rs`) goes through a `Plan`:
+//! Primitives on tensors above one buffer. A kernel binds whole buffers, each at most the adapter's
+//! largest storage binding (2 GiB on an H200, 128 MiB on lavapipe); a larger tensor lives in pieces
+//! (`runtime/parts.rs`). Every contract method (each family's `contract.rs`) goes through a `Plan`:
 //! when an operand is in pieces or the output would exceed one binding, the primitive runs on
-//! slices of one dim (batch slices for convolutions and matmuls, outer-dim slices for
-//! elementwise ops and reductions), each slice's operands bound as one piece (or a merged copy
-//! of the range it reads), and the slices' results are concatenated (pieces again when large)
-//! or, for a dim that the primitive sums over, added. Small calls run directly.
+//! slices of one dim (batch slices for convolutions and matmuls, outer-dim slices for elementwise
+//! ops and reductions), each slice's operands bound as one piece (or a merged copy of the range it
+//! reads), and the slices' results are concatenated (pieces again when large) or, for a dim that
+//! the primitive sums over, added. Small calls run directly.
 
 use std::ops::Range;
 
-use super::GpuStorage;
-use crate::backend::gpu::runtime::parts::too_large;
-use crate::backend::gpu::runtime::wgsl::gpu_element_size;
+use super::parts::too_large;
+use super::storage::GpuStorage;
+use super::wgsl::gpu_element_size;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp};
@@ -31,7 +31,8 @@ pub(crate) enum Combine {
     /// Concatenated in order: the sliced dim is the output's first dim above size 1, so the
     /// contiguous output is the slices' outputs one after the other.
     Concatenate,
-    /// Results of one shape, folded with this op (`Add` for a dim the primitive sums over).
+    /// Results of one shape, folded with this op (`Add` for a dim the primitive sums over) by
+    /// the elementwise family's binary op (`Hooks::fold`).
     Fold(BinaryOp),
 }
 
@@ -273,7 +274,7 @@ impl<'a, const N: usize> Plan<'a, N> {
             Combine::Fold(op) => {
                 for partial in results {
                     let flat = Layout::contiguous(&[total.len()]);
-                    total = GpuStorage::binary(&total, &flat, &partial, &flat, op)?;
+                    total = device.context().fold(&total, &flat, &partial, &flat, op)?;
                 }
                 Ok(total)
             }
@@ -310,7 +311,7 @@ pub(crate) fn reduction<'a>(
         Combine::Concatenate
     } else {
         match op {
-            // A mean's slices are summed and divided once (`GpuStorage`'s `reduce`, contract.rs).
+            // A mean's slices are summed and divided once (`reduce/contract.rs`).
             ReduceOp::Sum | ReduceOp::Mean => Combine::Fold(BinaryOp::Add),
             ReduceOp::Max => Combine::Fold(BinaryOp::Maximum),
             ReduceOp::Min => Combine::Fold(BinaryOp::Minimum),

@@ -1,0 +1,60 @@
+//! The backend contract's `Indexing` family: reads and sums at integer indices along one dim. The
+//! rules every primitive keeps are in `contract/mod.rs`.
+
+use super::BackendStorage;
+use crate::error::Result;
+use crate::layout::Layout;
+
+/// Reads and sums at integer indices along one dim.
+pub(crate) trait Indexing: BackendStorage {
+    /// Entries of `dim` picked by `indices` (an integer storage of any rank, read flat): the
+    /// output shape is the input's with `dim` replaced by the number of indices.
+    /// Out-of-range indices are `Error::InvalidArgument`, never a panic or a wild read.
+    fn index_select(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+
+    /// `out[i][j][k] = self[i][indices[i][j][k]][k]` for `dim = 1` (likewise for any dim): the
+    /// output has the indices' shape. Out-of-range indices are `Error::InvalidArgument`.
+    fn gather(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+
+    /// A copy of `self` (the base) with `src` added at `indices` along `dim`:
+    /// `out[i][indices[i][j][k]][k] += src[i][j][k]` for `dim = 1`; the output has the base's
+    /// shape, `src` the base's dtype. Out-of-range indices are `Error::InvalidArgument`, never
+    /// a wild write.
+    fn scatter_add(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        src: &Self,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+
+    /// `index_add` (PyTorch's `index_add`): a copy of `self` (the base) with `src` added at
+    /// the 1-D integer `indices` along `dim`: `out[.., indices[j], ..] += src[.., j, ..]`.
+    /// `src` has the base's shape with `dim` replaced by the number of indices, and the base's
+    /// dtype; repeated indices sum up (floats in f32). Rows never indexed keep the base's
+    /// value. Out-of-range or negative indices are `Error::InvalidArgument`, never a wild
+    /// write. The GPU's sum is deterministic (same bits every run, no float atomics).
+    fn index_add(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        src: &Self,
+        src_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+}

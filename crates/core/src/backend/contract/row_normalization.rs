@@ -1,0 +1,23 @@
+//! The backend contract's `RowNormalization` family: softmax and layer normalization over the last
+//! dim, row by row. The rules every primitive keeps are in `contract/mod.rs`.
+
+use super::BackendStorage;
+use crate::error::Result;
+use crate::layout::Layout;
+
+/// The optional `(weight, bias)` of `RowNormalization::layer_norm_last`, each with its view.
+pub(crate) type Affine<'a, S> = Option<((&'a S, &'a Layout), (&'a S, &'a Layout))>;
+
+/// Softmax and layer normalization over the last dim, row by row.
+pub(crate) trait RowNormalization: BackendStorage {
+    /// Softmax over the view's last dim (`exp(x - max) / sum` per row, computed in f32 for
+    /// F16); output contiguous, the view's shape. Float dtypes only. With `safe` the sum is
+    /// clamped below at 0.5: a row of only `-inf` gives zeros rather than NaN (every other
+    /// row's sum is at least 1), as masked attention needs.
+    fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Self>;
+
+    /// Layer normalization over the view's last dim: `(x - mean) * rsqrt(var + eps)` per row
+    /// (biased variance), then `* weight + bias` where `affine` gives them (`[length]` views
+    /// of this dtype); output contiguous, the view's shape. Float dtypes only.
+    fn layer_norm_last(&self, layout: &Layout, affine: Affine<'_, Self>, eps: f64) -> Result<Self>;
+}
