@@ -134,7 +134,7 @@ fn convolutions(device: &Device, dtype: DType, out: &mut Vec<Tensor>) -> Result<
     Ok(())
 }
 
-/// Row kernels (softmax, log-softmax, layer norm) at row lengths around their tiles.
+/// Row kernels (softmax, log-softmax, layer norm, RMS norm) at row lengths around their tiles.
 fn rows(device: &Device, out: &mut Vec<Tensor>) -> Result<()> {
     for (i, &length) in [1usize, 3, 257, 1025].iter().enumerate() {
         let x = input(&[5, length], 70 + i as u64, device);
@@ -143,6 +143,13 @@ fn rows(device: &Device, out: &mut Vec<Tensor>) -> Result<()> {
         let normed = x.layer_norm(&[length], None, None, 1e-5)?;
         normed.sum_all()?.backward()?;
         out.extend([normed, x.grad().unwrap()]);
+        // The row kernels themselves (inference: no gradient recorded).
+        let _off = anygrad_core::no_grad();
+        let weight = input(&[length], 80 + i as u64, device);
+        let bias = input(&[length], 90 + i as u64, device);
+        out.push(x.layer_norm(&[length], Some(&weight), Some(&bias), 1e-5)?);
+        out.push(x.rms_norm(&[length], Some(&weight), None)?);
+        out.push(x.rms_norm(&[length], None, Some(1e-6))?);
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The row primitives on every device against composites written with public ops: softmax over
-//! the last dim (forward and gradient) and `layer_norm` (with and without weight and bias),
+//! the last dim (forward and gradient), `layer_norm` (with and without weight and bias) and
+//! `rms_norm` (with and without weight; PyTorch's values for a known row),
 //! for rows short and long (1 to 5,000 elements: every lane count of the GPU kernel, rows
 //! longer than one pass of a workgroup), row counts that leave workgroups partly empty,
 //! strided input views, F32 and F16; the profiler shows one op each; bad shapes are errors.
@@ -55,6 +56,17 @@ fn layer_norm_reference(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tenso
     out
 }
 
+fn rms_norm_reference(x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Tensor {
+    let mean_square = x.square().unwrap().mean(&[-1], true).unwrap();
+    let out = x
+        .mul(&mean_square.add_scalar(eps).unwrap().rsqrt().unwrap())
+        .unwrap();
+    match weight {
+        Some(weight) => out.mul(weight).unwrap(),
+        None => out,
+    }
+}
+
 fn dtypes(device: &Device) -> Vec<DType> {
     if anygrad_testing::f16_or_skip(
         device,
@@ -74,7 +86,7 @@ fn tolerance(dtype: DType) -> f32 {
     }
 }
 
-fn softmax_and_layer_norm_match_composites(device: &Device) {
+fn row_primitives_match_composites(device: &Device) {
     let _serial = serial();
     let _off = no_grad();
     for dtype in dtypes(device) {
@@ -143,6 +155,20 @@ fn softmax_and_layer_norm_match_composites(device: &Device) {
                         4.0 * tol,
                         &format!("layer_norm affine {affine} {what}"),
                     );
+                    let w = w.as_ref();
+                    let (out, recorded) =
+                        profile(|| input.rms_norm(&[length], w, Some(1e-5))).unwrap();
+                    let names: Vec<&str> =
+                        recorded.events.iter().map(|e| e.name.as_str()).collect();
+                    assert_eq!(names, ["rms_norm"], "{what}: one primitive");
+                    assert_eq!(out.dtype(), dtype);
+                    assert_close(
+                        &values(&out),
+                        &values(&rms_norm_reference(&wide, w32.as_ref(), 1e-5)),
+                        4.0 * tol,
+                        4.0 * tol,
+                        &format!("rms_norm weighted {affine} {what}"),
+                    );
                 }
             }
         }
@@ -187,6 +213,56 @@ fn gradients_match(device: &Device) {
         1e-5,
         "primitive vs composite, 2 dims",
     );
+}
+
+/// `rms_norm` on known rows, by the definition `torch.nn.functional.rms_norm` documents
+/// (`x / sqrt(mean(x²) + eps) * weight`, eps the f32 machine epsilon; the values computed in
+/// f64 with numpy), and the weight's gradient through the recorded composite.
+fn rms_norm_known_values(device: &Device) {
+    let _serial = serial();
+    let x = Tensor::from_vec(
+        vec![1.0f32, 2.0, 3.0, 4.0, -3.0, 0.0, 0.0, 4.0],
+        &[2, 4],
+        device,
+    )
+    .unwrap();
+    let weight = Tensor::from_vec(vec![1.0f32, 0.5, 2.0, -1.0], &[4], device).unwrap();
+    let expected = [
+        0.365_148_37,
+        0.365_148_37,
+        2.190_890_2,
+        -1.460_593_5,
+        -1.2,
+        0.0,
+        0.0,
+        -1.6,
+    ];
+    let out = x.rms_norm(&[4], Some(&weight), None).unwrap();
+    assert_close(&values(&out), &expected, 1e-6, 1e-6, "rms_norm known row");
+    // Gradients through the recorded composite: the input's and the weight's.
+    let tracked = x.detach().requires_grad_(true);
+    let w = weight.detach().requires_grad_(true);
+    let recorded = tracked.rms_norm(&[4], Some(&w), None).unwrap();
+    assert_close(&values(&recorded), &expected, 1e-6, 1e-6, "composite");
+    recorded.sum_all().unwrap().backward().unwrap();
+    // d/dw of sum(x / rms * w) is x / rms summed over rows.
+    assert_close(
+        &values(&w.grad().unwrap()),
+        &[-0.834_851_6, 0.730_296_7, 1.095_445_1, 3.060_593_5],
+        1e-5,
+        1e-5,
+        "weight gradient",
+    );
+    assert_eq!(values(&tracked.grad().unwrap()).len(), 8);
+    // F16 stays F16, computed in f32; eps defaults to the f16 machine epsilon.
+    if anygrad_testing::f16_or_skip(device, "rms_norm_known_values (f16)") {
+        let _off = no_grad();
+        let half = x.to_dtype(DType::F16).unwrap();
+        let out = half.rms_norm(&[4], None, None).unwrap();
+        assert_eq!(out.dtype(), DType::F16);
+        let expected = rms_norm_reference(&x, None, 0.0009765625);
+        assert_close(&values(&out), &values(&expected), 2e-3, 2e-3, "f16");
+    }
 }
 
 /// Fully masked attention rows give zeros (the `safe` softmax), both paths.
@@ -238,6 +314,16 @@ fn bad_shapes_are_errors(device: &Device) {
         ),
         "{error}"
     );
+    let error = x.rms_norm(&[4], Some(&wrong), None).unwrap_err();
+    assert!(
+        matches!(error, Error::ShapeMismatch { op: "rms_norm", .. }),
+        "{error}"
+    );
+    let error = x.rms_norm(&[2, 4], None, None).unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidShape { op: "rms_norm", .. }),
+        "{error}"
+    );
     let scalar = Tensor::from_vec(vec![1.0f32], &[], device).unwrap();
     assert!(scalar.softmax(-1).is_err());
 }
@@ -252,12 +338,15 @@ fn empty_rows(device: &Device) {
         let normalized = x.layer_norm(&[shape[1]], None, None, 1e-5).unwrap();
         assert_eq!(normalized.shape(), shape);
         assert!(values(&normalized).is_empty());
+        let normalized = x.rms_norm(&[shape[1]], None, None).unwrap();
+        assert_eq!(normalized.shape(), shape);
     }
 }
 
 anygrad_testing::device_tests!(
     empty_rows,
-    softmax_and_layer_norm_match_composites,
+    row_primitives_match_composites,
+    rms_norm_known_values,
     gradients_match,
     masked_attention_rows_are_zero,
     bad_shapes_are_errors,

@@ -214,25 +214,35 @@ pub(crate) fn check_affine(
     weight: (&Layout, DType, usize),
     bias: (&Layout, DType, usize),
 ) -> Result<()> {
-    for (name, (layout, operand_dtype, len)) in [("weight", weight), ("bias", bias)] {
-        if operand_dtype != dtype {
-            return Err(Error::DTypeMismatch {
-                op,
-                lhs: dtype,
-                rhs: operand_dtype,
-            });
-        }
-        if layout.shape != [length] {
-            return Err(Error::ShapeMismatch {
-                op,
-                lhs: vec![length],
-                rhs: layout.shape.clone(),
-                reason: format!("the {name} needs one value per normalized element"),
-            });
-        }
-        check_view(op, layout, len)?;
+    check_row_parameter(op, "weight", length, dtype, weight)?;
+    check_row_parameter(op, "bias", length, dtype, bias)
+}
+
+/// A row primitive's per-element parameter (`name`: "weight", "bias"): a view of `[length]`
+/// values of the input's `dtype`, inside its storage of `len` elements.
+pub(crate) fn check_row_parameter(
+    op: &'static str,
+    name: &str,
+    length: usize,
+    dtype: DType,
+    (layout, operand_dtype, len): (&Layout, DType, usize),
+) -> Result<()> {
+    if operand_dtype != dtype {
+        return Err(Error::DTypeMismatch {
+            op,
+            lhs: dtype,
+            rhs: operand_dtype,
+        });
     }
-    Ok(())
+    if layout.shape != [length] {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: vec![length],
+            rhs: layout.shape.clone(),
+            reason: format!("the {name} needs one value per normalized element"),
+        });
+    }
+    check_view(op, layout, len)
 }
 
 /// `(n, c, rest)` of a batch-norm view `[n, c, ...]` (rank at least 2; `rest` the product of

@@ -484,6 +484,15 @@ impl RowNormalization for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+
+    fn rms_norm_last(
+        &self,
+        _layout: &Layout,
+        _weight: Option<(&Self, &Layout)>,
+        _eps: f64,
+    ) -> Result<Self> {
+        match self.never {}
+    }
 }
 
 impl BatchNormalization for GpuStorage {

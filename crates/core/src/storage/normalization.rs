@@ -1,5 +1,5 @@
-//! `Storage`'s dispatch of the normalization primitives: softmax and layer norm over the last dim,
-//! and batch norm's statistics, backward sums and input gradient (the rules are on the
+//! `Storage`'s dispatch of the normalization primitives: softmax, layer norm and RMS norm over the
+//! last dim, and batch norm's statistics, backward sums and input gradient (the rules are on the
 //! `RowNormalization` and `BatchNormalization` traits in `backend/contract/`; `storage.rs` holds
 //! `dispatch` and `run!`).
 
@@ -39,6 +39,34 @@ impl Storage {
                     x,
                     layout,
                     Some(((w, weight_layout), (b, bias_layout))),
+                    eps
+                ))
+            }
+        }
+    }
+
+    /// RMS normalization over the last dim with an optional weight
+    /// (`RowNormalization::rms_norm_last`).
+    pub fn rms_norm_last(
+        &self,
+        layout: &Layout,
+        weight: Option<(&Storage, &Layout)>,
+        eps: f64,
+    ) -> Result<Storage> {
+        match weight {
+            None => {
+                let call = Call::new("rms_norm", [(self, layout)]);
+                run!(call, |x| RowNormalization::rms_norm_last(
+                    x, layout, None, eps
+                ))
+            }
+            Some((weight, weight_layout)) => {
+                let call = Call::new("rms_norm", [(self, layout), (weight, weight_layout)])
+                    .same_dtype(&[0, 1]);
+                run!(call, |x, w| RowNormalization::rms_norm_last(
+                    x,
+                    layout,
+                    Some((w, weight_layout)),
                     eps
                 ))
             }

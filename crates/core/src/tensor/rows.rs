@@ -1,18 +1,20 @@
 //! The row primitives at the tensor level: softmax over the last dim (`softmax_last`, with its
-//! own derivative rule `GradFn::SoftmaxLast`) and `layer_norm` (like
-//! `torch.nn.functional.layer_norm`), each one kernel on the GPU instead of a chain of
-//! reductions and elementwise passes.
+//! own derivative rule `GradFn::SoftmaxLast`), `layer_norm` (like
+//! `torch.nn.functional.layer_norm`) and `rms_norm` (like `torch.nn.functional.rms_norm`),
+//! each one kernel on the GPU instead of a chain of reductions and elementwise passes.
 //!
-//! `layer_norm` runs its primitive when no gradient is recorded (inference, `no_grad`, or no
-//! operand that requires one); otherwise its composite (mean, centre, mean of squares, rsqrt,
-//! scale, affine), which autograd differentiates. Both paths compute the same values in the
-//! same order; the composite is the primitive's reference in the tests.
+//! `layer_norm` and `rms_norm` run their primitive when no gradient is recorded (inference,
+//! `no_grad`, or no operand that requires one); otherwise their composite (layer norm: mean,
+//! centre, mean of squares, rsqrt, scale, affine; RMS norm: square, sum, divide, rsqrt, scale,
+//! weight), which autograd differentiates. Both paths compute the same values in the same
+//! order; the composite is the primitive's reference in the tests.
 
 use std::sync::{Arc, RwLock};
 
 use super::elementwise::float_promotion;
 use super::Tensor;
 use crate::autograd::GradFn;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -48,54 +50,12 @@ impl Tensor {
             return wide.layer_norm(normalized_shape, weight, bias, eps);
         }
         let k = normalized_shape.len();
-        if k == 0 || self.rank() < k || self.shape()[self.rank() - k..] != normalized_shape[..] {
-            return Err(Error::InvalidShape {
-                op: "layer_norm",
-                shape: self.shape().to_vec(),
-                message: format!(
-                    "the trailing dims must be the normalized shape {normalized_shape:?}"
-                ),
-            });
-        }
-        for (name, parameter) in [("weight", weight), ("bias", bias)] {
-            if let Some(parameter) = parameter {
-                if parameter.shape() != normalized_shape {
-                    return Err(Error::ShapeMismatch {
-                        op: "layer_norm",
-                        lhs: normalized_shape.to_vec(),
-                        rhs: parameter.shape().to_vec(),
-                        reason: format!("the {name} must have the normalized shape"),
-                    });
-                }
-            }
-        }
-        // The result's dtype: the input's, widened by the parameters' as `mul`/`add` would.
-        let dtype = [weight, bias]
-            .into_iter()
-            .flatten()
-            .fold(self.dtype(), |dtype, p| {
-                float_promotion(dtype, p.dtype()).unwrap_or(dtype)
-            });
-        let recorded = crate::autograd::is_grad_enabled()
-            && [Some(self), weight, bias]
-                .into_iter()
-                .flatten()
-                .any(Tensor::is_tracked);
-        if recorded || !dtype.is_float() || !self.dtype().is_float() {
+        let parameters = [("weight", weight), ("bias", bias)];
+        let Some(dtype) = self.row_primitive_dtype("layer_norm", normalized_shape, &parameters)?
+        else {
             return self.layer_norm_composite(k, weight, bias, eps);
-        }
-        let x = if self.dtype() == dtype {
-            self.clone()
-        } else {
-            self.to_dtype(dtype)?
         };
-        let length: usize = normalized_shape.iter().product();
-        let rows_shape: Vec<usize> = x.shape()[..x.rank() - k]
-            .iter()
-            .copied()
-            .chain([length])
-            .collect();
-        let x = x.reshape(rows_shape)?;
+        let (x, length) = self.as_rows(normalized_shape, dtype)?;
         // Weight and bias: both, or ones / zeros for the one missing.
         let affine = match (weight, bias) {
             (None, None) => None,
@@ -124,6 +84,123 @@ impl Tensor {
             }
         };
         Tensor::from_storage(storage, x.shape(), None).reshape(self.shape())
+    }
+
+    /// RMS normalization over the trailing `normalized_shape` dims, like
+    /// `torch.nn.functional.rms_norm`: `x / sqrt(mean(x²) + eps) * weight`, with `weight`
+    /// (optional, of `normalized_shape`) as in `nn::RMSNorm`; `eps` `None` is the input dtype's
+    /// machine epsilon, as PyTorch's. An F16 input is normalized in f32 and stays F16 (as
+    /// PyTorch computes it). One GPU kernel when no gradient is recorded.
+    pub fn rms_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        eps: Option<f64>,
+    ) -> Result<Tensor> {
+        let eps = eps.unwrap_or(match self.dtype() {
+            DType::F16 => 0.0009765625,
+            DType::F64 => f64::EPSILON,
+            DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::EPSILON as f64,
+        });
+        let k = normalized_shape.len();
+        let parameters = [("weight", weight)];
+        let Some(dtype) = self.row_primitive_dtype("rms_norm", normalized_shape, &parameters)?
+        else {
+            return self.rms_norm_composite(k, weight, eps);
+        };
+        let (x, length) = self.as_rows(normalized_shape, dtype)?;
+        let weight = weight
+            .map(|w| w.to_dtype(dtype)?.reshape([length]))
+            .transpose()?;
+        let storage = {
+            let input = x.storage();
+            match &weight {
+                None => input.rms_norm_last(x.layout(), None, eps)?,
+                Some(weight) => {
+                    let w = weight.storage();
+                    input.rms_norm_last(x.layout(), Some((&w, weight.layout())), eps)?
+                }
+            }
+        };
+        Tensor::from_storage(storage, x.shape(), None).reshape(self.shape())
+    }
+
+    /// The dtype a row primitive over the trailing `normalized_shape` dims computes in (the
+    /// input's, widened by the parameters' as `mul`/`add` would), after checking the shapes
+    /// (`op` names the errors); `None` where the composite must run instead: a gradient is
+    /// recorded, or a dtype is not a float.
+    fn row_primitive_dtype(
+        &self,
+        op: &'static str,
+        normalized_shape: &[usize],
+        parameters: &[(&str, Option<&Tensor>)],
+    ) -> Result<Option<DType>> {
+        let k = normalized_shape.len();
+        if k == 0 || self.rank() < k || self.shape()[self.rank() - k..] != normalized_shape[..] {
+            return Err(Error::InvalidShape {
+                op,
+                shape: self.shape().to_vec(),
+                message: format!(
+                    "the trailing dims must be the normalized shape {normalized_shape:?}"
+                ),
+            });
+        }
+        for (name, parameter) in parameters {
+            if let Some(parameter) = parameter {
+                if parameter.shape() != normalized_shape {
+                    return Err(Error::ShapeMismatch {
+                        op,
+                        lhs: normalized_shape.to_vec(),
+                        rhs: parameter.shape().to_vec(),
+                        reason: format!("the {name} must have the normalized shape"),
+                    });
+                }
+            }
+        }
+        let present = || parameters.iter().filter_map(|(_, parameter)| *parameter);
+        let dtype = present().fold(self.dtype(), |dtype, p| {
+            float_promotion(dtype, p.dtype()).unwrap_or(dtype)
+        });
+        let recorded = crate::autograd::is_grad_enabled()
+            && (self.is_tracked() || present().any(Tensor::is_tracked));
+        if recorded || !dtype.is_float() || !self.dtype().is_float() {
+            return Ok(None);
+        }
+        Ok(Some(dtype))
+    }
+
+    /// This tensor in `dtype` as `[rows, length]` rows of the trailing `normalized_shape`
+    /// dims, and the row length.
+    fn as_rows(&self, normalized_shape: &[usize], dtype: DType) -> Result<(Tensor, usize)> {
+        let x = if self.dtype() == dtype {
+            self.clone()
+        } else {
+            self.to_dtype(dtype)?
+        };
+        let length: usize = normalized_shape.iter().product();
+        let rows_shape: Vec<usize> = x.shape()[..x.rank() - normalized_shape.len()]
+            .iter()
+            .copied()
+            .chain([length])
+            .collect();
+        Ok((x.reshape(rows_shape)?, length))
+    }
+
+    /// The composite of [`Tensor::rms_norm`] over the last `k` dims (autograd records it). The
+    /// mean square is a sum and then a division: under autocast the sum runs in f32 (a mean
+    /// would keep f16, as PyTorch's `mean` does), so the statistic is not rounded to f16.
+    fn rms_norm_composite(&self, k: usize, weight: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+        let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
+        let count: usize = self.shape()[self.rank() - k..].iter().product();
+        let mean_square = self
+            .square()?
+            .sum(&dims, true)?
+            .div_scalar(count.max(1) as f64)?;
+        let normalized = self.mul(&mean_square.add_scalar(eps)?.rsqrt()?)?;
+        match weight {
+            Some(weight) => normalized.mul(weight),
+            None => Ok(normalized),
+        }
     }
 
     /// The composite of [`Tensor::layer_norm`] over the last `k` dims (autograd records it).

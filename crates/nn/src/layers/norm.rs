@@ -1,6 +1,8 @@
 //! Normalization layers: `BatchNorm1d`, `BatchNorm2d` (one implementation, [`BatchNorm`],
 //! normalizing over every dim except the channel dim 1) and `LayerNorm`. Training-mode batch
-//! norm is one autograd node (`batch_norm_training.rs`); the rest are composites of tensor ops.
+//! norm is one autograd node (`batch_norm_training.rs`); `LayerNorm` and `RMSNorm` run one
+//! kernel in inference (`Tensor::layer_norm`, `Tensor::rms_norm`); the rest are composites of
+//! tensor ops.
 //!
 //! BatchNorm follows PyTorch exactly: in training it normalizes with the batch's *biased*
 //! variance but updates `running_var` with the *unbiased* one; `running = (1 - momentum) *
@@ -482,24 +484,10 @@ impl Module for RMSNorm {
                 ),
             });
         }
-        let eps = self.eps.unwrap_or(match x.dtype() {
-            DType::F16 => 0.0009765625,
-            DType::F64 => f64::EPSILON,
-            DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::EPSILON as f64,
-        });
-        let dims: Vec<isize> = (1..=k as isize).map(|d| -d).collect();
-        // A sum, then the division: under autocast the sum runs in f32 (the mean would keep
-        // f16, as PyTorch's `mean` does), so the statistic is not rounded to f16.
-        let count: usize = x.shape()[x.rank() - k..].iter().product();
-        let mean_square = x
-            .square()?
-            .sum(&dims, true)?
-            .div_scalar(count.max(1) as f64)?;
-        let normalized = x.mul(&mean_square.add_scalar(eps)?.rsqrt()?)?;
-        match &self.weight {
-            Some(weight) => normalized.mul(&weight.tensor()),
-            None => Ok(normalized),
-        }
+        // One kernel on the GPU in inference; the composite (which autograd differentiates)
+        // when a gradient is recorded (`Tensor::rms_norm`).
+        let weight = self.weight.as_ref().map(Parameter::tensor);
+        x.rms_norm(&self.normalized_shape, weight.as_ref(), self.eps)
     }
 
     fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {

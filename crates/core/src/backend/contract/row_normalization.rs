@@ -1,5 +1,5 @@
-//! The backend contract's `RowNormalization` family: softmax and layer normalization over the last
-//! dim, row by row. The rules every primitive keeps are in `contract/mod.rs`.
+//! The backend contract's `RowNormalization` family: softmax, layer normalization and RMS
+//! normalization over the last dim, row by row. The rules every primitive keeps are in `contract/mod.rs`.
 
 use super::BackendStorage;
 use crate::error::Result;
@@ -8,7 +8,7 @@ use crate::layout::Layout;
 /// The optional `(weight, bias)` of `RowNormalization::layer_norm_last`, each with its view.
 pub(crate) type Affine<'a, S> = Option<((&'a S, &'a Layout), (&'a S, &'a Layout))>;
 
-/// Softmax and layer normalization over the last dim, row by row.
+/// Softmax, layer normalization and RMS normalization over the last dim, row by row.
 pub(crate) trait RowNormalization: BackendStorage {
     /// Softmax over the view's last dim (`exp(x - max) / sum` per row, computed in f32 for
     /// F16); output contiguous, the view's shape. Float dtypes only. With `safe` the sum is
@@ -20,4 +20,14 @@ pub(crate) trait RowNormalization: BackendStorage {
     /// (biased variance), then `* weight + bias` where `affine` gives them (`[length]` views
     /// of this dtype); output contiguous, the view's shape. Float dtypes only.
     fn layer_norm_last(&self, layout: &Layout, affine: Affine<'_, Self>, eps: f64) -> Result<Self>;
+
+    /// RMS normalization over the view's last dim: `x * rsqrt(mean(x²) + eps)` per row, then
+    /// `* weight` where given (a `[length]` view of this dtype); output contiguous, the view's
+    /// shape, computed in f32 for F16. Float dtypes only.
+    fn rms_norm_last(
+        &self,
+        layout: &Layout,
+        weight: Option<(&Self, &Layout)>,
+        eps: f64,
+    ) -> Result<Self>;
 }

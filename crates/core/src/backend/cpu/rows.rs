@@ -1,6 +1,6 @@
-//! CPU row primitives over the last dim: `softmax_last` (`exp(x - max) / sum`) and
+//! CPU row primitives over the last dim: `softmax_last` (`exp(x - max) / sum`),
 //! `layer_norm_last` (`(x - mean) * rsqrt(var + eps) * weight + bias`, biased variance,
-//! two passes). Each row is computed in the element's compute type (f32 for F16) in the
+//! two passes) and `rms_norm_last` (`x * rsqrt(mean(x²) + eps) * weight`). Each row is computed in the element's compute type (f32 for F16) in the
 //! order the composites use (`Tensor::softmax`'s max, sub, exp, sum, div; `LayerNorm`'s
 //! mean, centre, mean of squares, rsqrt, scale, affine), rows in parallel with rayon. They are
 //! the reference of the GPU's row kernels (`gpu/rows.rs`).
@@ -9,7 +9,7 @@ use num_traits::{Float, NumCast, One, Zero};
 use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, PARALLEL_THRESHOLD};
-use crate::backend::checks::{check_rows, check_view};
+use crate::backend::checks::{check_row_parameter, check_rows, check_view};
 use crate::backend::contract::{Affine, RowNormalization};
 use crate::error::Result;
 use crate::layout::Layout;
@@ -99,6 +99,37 @@ fn layer_norm_rows<T: FloatElement>(
     values
 }
 
+fn rms_norm_rows<T: FloatElement>(
+    data: &[T],
+    layout: &Layout,
+    length: usize,
+    weight: Option<Vec<T>>,
+    eps: f64,
+) -> Vec<T> {
+    let mut values = gathered(data, layout);
+    let count = <T::Compute as NumCast>::from(length).unwrap_or_else(<T::Compute as One>::one);
+    let eps = <T::Compute as NumCast>::from(eps).unwrap_or_else(<T::Compute as Zero>::zero);
+    map_rows(&mut values, length, |row| {
+        let mean_square = row
+            .iter()
+            .map(|v| {
+                let value = v.up();
+                value * value
+            })
+            .sum::<T::Compute>()
+            / count;
+        let inverse_rms = <T::Compute as One>::one() / (mean_square + eps).sqrt();
+        for (i, slot) in row.iter_mut().enumerate() {
+            let normalized = slot.up() * inverse_rms;
+            *slot = T::down(match &weight {
+                Some(weight) => normalized * weight[i].up(),
+                None => normalized,
+            });
+        }
+    });
+    values
+}
+
 impl RowNormalization for CpuStorage {
     /// Softmax over the last dim of the view (`RowNormalization::softmax_last`).
     fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<CpuStorage> {
@@ -144,6 +175,44 @@ impl RowNormalization for CpuStorage {
                     None => None,
                 };
                 CpuStorage::$variant(layer_norm_rows($data, layout, length, affine, eps))
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(data) => normalize!(F32, data),
+            CpuStorage::F64(data) => normalize!(F64, data),
+            CpuStorage::F16(data) => normalize!(F16, data),
+            other => return Err(unsupported_dtype(OP, other.dtype())),
+        })
+    }
+
+    /// RMS normalization over the last dim of the view, scaled by the `weight` view (`[length]`,
+    /// this storage's dtype) where given (`RowNormalization::rms_norm_last`).
+    fn rms_norm_last(
+        &self,
+        layout: &Layout,
+        weight: Option<(&CpuStorage, &Layout)>,
+        eps: f64,
+    ) -> Result<CpuStorage> {
+        const OP: &str = "rms_norm";
+        check_view(OP, layout, self.len())?;
+        let length = check_rows(OP, layout)?;
+        if let Some((weight, weight_layout)) = weight {
+            check_row_parameter(
+                OP,
+                "weight",
+                length,
+                self.dtype(),
+                (weight_layout, weight.dtype(), weight.len()),
+            )?;
+        }
+        macro_rules! normalize {
+            ($variant:ident, $data:expr) => {{
+                let weight = match weight {
+                    Some((CpuStorage::$variant(w), wl)) => Some(gathered(w, wl)),
+                    Some(_) => return Err(unsupported_dtype(OP, self.dtype())),
+                    None => None,
+                };
+                CpuStorage::$variant(rms_norm_rows($data, layout, length, weight, eps))
             }};
         }
         Ok(match self {

@@ -67,6 +67,13 @@ fn every_primitive_refuses_bad_views(device: &Device) {
             x.where_select(&good, &x, &good, &x, b).map(drop),
         );
         expect_err("reduce", x.reduce(b, ReduceOp::Sum, &[1]).map(drop));
+        expect_err("rms_norm", x.rms_norm_last(b, None, 1e-6).map(drop));
+        let row = full(device, &[6], DType::F32);
+        expect_err(
+            "rms_norm weight",
+            x.rms_norm_last(&good, Some((&row, &past_the_end(&[6]))), 1e-6)
+                .map(drop),
+        );
         expect_err("copy_strided", x.copy_strided(b).map(drop));
         expect_err("cast", x.cast(b, DType::I32).map(drop));
         let mut destination = full(device, &shape, DType::F32);

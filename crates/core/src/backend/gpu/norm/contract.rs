@@ -52,6 +52,37 @@ impl RowNormalization for GpuStorage {
             .run(|[(x, lx), w, b], _| GpuStorage::layer_norm_last(x, lx, Some((w, b)), eps)),
         }
     }
+
+    fn rms_norm_last(
+        &self,
+        layout: &Layout,
+        weight: Option<(&Self, &Layout)>,
+        eps: f64,
+    ) -> Result<Self> {
+        let (rows_layout, length) = rows_view(layout);
+        let rows = rows_layout.shape[0];
+        let input = (self, &rows_layout, Follow::Sliced(0));
+        match weight {
+            None => Plan {
+                op: "rms_norm",
+                operands: [input],
+                rows,
+                output_elements: length,
+                combine: Combine::Concatenate,
+                nests: false,
+            }
+            .run(|[(x, lx)], _| GpuStorage::rms_norm_last(x, lx, None, eps)),
+            Some((weight, weight_layout)) => Plan {
+                op: "rms_norm",
+                operands: [input, (weight, weight_layout, Follow::Whole)],
+                rows,
+                output_elements: length,
+                combine: Combine::Concatenate,
+                nests: false,
+            }
+            .run(|[(x, lx), w], _| GpuStorage::rms_norm_last(x, lx, Some(w), eps)),
+        }
+    }
 }
 
 impl BatchNormalization for GpuStorage {

@@ -1,6 +1,6 @@
-//! Kernel family `Rows`: softmax and layer normalization over the last dim in one kernel
-//! each, instead of the composites' five (softmax: max, sub, exp, sum, div) or seven (layer
-//! norm) passes over memory. The input is read dense (`[rows, length]`; a strided view is
+//! Kernel family `Rows`: softmax, layer normalization and RMS normalization over the last dim
+//! in one kernel each, instead of the composites' five (softmax: max, sub, exp, sum, div),
+//! seven (layer norm) or five (RMS norm) passes over memory. The input is read dense (`[rows, length]`; a strided view is
 //! copied first), the output written once.
 //!
 //! One workgroup of 256 invocations computes [`RowKey::rows_per_workgroup`] rows at a time,
@@ -11,12 +11,13 @@
 //! reduces in the same steps, so all barriers are in uniform control flow. Values are computed
 //! in f32 (F16 storage too) in the CPU reference's order (`cpu/rows.rs`): softmax
 //! `exp(x - max) / sum`; layer norm `(x - mean) * inverseSqrt(var + eps)` (two passes, biased
-//! variance), then `* weight + bias` where there is an affine transform. Every read is clamped
+//! variance), then `* weight + bias` where there is an affine transform; RMS norm
+//! `x * inverseSqrt(mean(x²) + eps)` (one pass for the statistic), then `* weight` where given. Every read is clamped
 //! to its buffer, so the kernels need no runtime checks.
 
 use std::fmt::Write;
 
-use crate::backend::checks::{check_affine, check_rows};
+use crate::backend::checks::{check_affine, check_row_parameter, check_rows};
 use crate::backend::contract::Affine;
 use crate::backend::gpu::norm::kernel::NormKernel;
 use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
@@ -35,7 +36,7 @@ kernel_params! {
         rows: u32,
         /// Elements per row.
         length: u32,
-        /// Layer norm's epsilon, as the bits of an f32.
+        /// Layer norm's or RMS norm's epsilon, as the bits of an f32.
         eps_bits: u32,
     }
 }
@@ -54,6 +55,11 @@ pub enum RowOp {
     LayerNorm {
         /// A weight and a bias (bindings 3 and 4).
         affine: bool,
+    },
+    /// `x * rsqrt(mean(x²) + eps)`, with `* weight` when `weighted`.
+    RmsNorm {
+        /// A weight (binding 3).
+        weighted: bool,
     },
 }
 
@@ -100,6 +106,8 @@ pub(crate) fn catalogue(keys: &mut Vec<NormKernel>, dtype: DType) {
             RowOp::Softmax { safe: true },
             RowOp::LayerNorm { affine: false },
             RowOp::LayerNorm { affine: true },
+            RowOp::RmsNorm { weighted: false },
+            RowOp::RmsNorm { weighted: true },
         ] {
             for lanes in LANES {
                 keys.push(NormKernel::Rows(RowKey { dtype, op, lanes }));
@@ -118,11 +126,19 @@ fn source(key: RowKey) -> String {
         "@group(0) @binding(1) var<storage, read> row_input: array<S>;
 @group(0) @binding(2) var<storage, read_write> row_output: array<S>;"
     );
+    if matches!(
+        key.op,
+        RowOp::LayerNorm { affine: true } | RowOp::RmsNorm { weighted: true }
+    ) {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding(3) var<storage, read> row_weight: array<S>;"
+        );
+    }
     if key.op == (RowOp::LayerNorm { affine: true }) {
         let _ = writeln!(
             w,
-            "@group(0) @binding(3) var<storage, read> row_weight: array<S>;
-@group(0) @binding(4) var<storage, read> row_bias: array<S>;"
+            "@group(0) @binding(4) var<storage, read> row_bias: array<S>;"
         );
     }
     let _ = writeln!(
@@ -211,6 +227,27 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         let inv_std = inverseSqrt(variance + bitcast<f32>(params.eps_bits));
         for (var i = lane; i < end; i = i + LANES) {{
             let normalized = (load_at(base + i) - mean) * inv_std;
+            row_output[base + i] = store_value(T({finish}));
+        }}"
+            );
+        }
+        RowOp::RmsNorm { weighted } => {
+            let finish = if weighted {
+                "normalized * f32(row_weight[min(i, arrayLength(&row_weight) - 1u)])"
+            } else {
+                "normalized"
+            };
+            let _ = writeln!(
+                w,
+                "        var squares = 0.0;
+        for (var i = lane; i < end; i = i + LANES) {{
+            let value = load_at(base + i);
+            squares = squares + value * value;
+        }}
+        let mean_square = row_combine(local, lane, squares, false) / f32(length);
+        let inverse_rms = inverseSqrt(mean_square + bitcast<f32>(params.eps_bits));
+        for (var i = lane; i < end; i = i + LANES) {{
+            let normalized = load_at(base + i) * inverse_rms;
             row_output[base + i] = store_value(T({finish}));
         }}"
             );
@@ -305,6 +342,37 @@ impl GpuStorage {
             RowOp::LayerNorm { affine: true },
             eps,
             &[weight, bias],
+        )
+    }
+
+    /// RMS normalization over the last dim (`RowNormalization::rms_norm_last`): one row
+    /// kernel, the weight in its store.
+    pub fn rms_norm_last(
+        &self,
+        layout: &Layout,
+        weight: Option<(&GpuStorage, &Layout)>,
+        eps: f64,
+    ) -> Result<GpuStorage> {
+        const OP: &str = "rms_norm";
+        let Some((weight, weight_layout)) = weight else {
+            return self.rows(OP, layout, RowOp::RmsNorm { weighted: false }, eps, &[]);
+        };
+        let length = check_rows(OP, layout)?;
+        check_row_parameter(
+            OP,
+            "weight",
+            length,
+            self.dtype,
+            (weight_layout, weight.dtype, weight.len),
+        )?;
+        let mut weight_copy = None;
+        let weight = weight.dense_from_start(weight_layout, &mut weight_copy)?;
+        self.rows(
+            OP,
+            layout,
+            RowOp::RmsNorm { weighted: true },
+            eps,
+            &[weight],
         )
     }
 }
