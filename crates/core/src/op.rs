@@ -23,6 +23,11 @@ pub enum UnaryOp {
     Gelu,
     Erf,
     Silu,
+    Floor,
+    Ceil,
+    /// Round half to even (`torch.round`).
+    Round,
+    Trunc,
 }
 
 impl UnaryOp {
@@ -42,12 +47,16 @@ impl UnaryOp {
             | UnaryOp::Cos
             | UnaryOp::Gelu
             | UnaryOp::Erf
-            | UnaryOp::Silu => false,
+            | UnaryOp::Silu
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Round
+            | UnaryOp::Trunc => false,
         }
     }
 
     /// Every unary op (tests and `doctor` iterate over this).
-    pub const ALL: [UnaryOp; 16] = [
+    pub const ALL: [UnaryOp; 20] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -64,6 +73,10 @@ impl UnaryOp {
         UnaryOp::Gelu,
         UnaryOp::Erf,
         UnaryOp::Silu,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Trunc,
     ];
 
     /// The op's user-facing name.
@@ -85,13 +98,24 @@ impl UnaryOp {
             UnaryOp::Gelu => "gelu",
             UnaryOp::Erf => "erf",
             UnaryOp::Silu => "silu",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::Trunc => "trunc",
         }
     }
 
     /// True when the op also makes sense on signed integers (the rest need floats).
     pub fn supports_integers(self) -> bool {
         match self {
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Relu => true,
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sign
+            | UnaryOp::Relu
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Round
+            | UnaryOp::Trunc => true,
             UnaryOp::Exp
             | UnaryOp::Log
             | UnaryOp::Sqrt
@@ -144,6 +168,10 @@ impl UnaryOp {
             }
             UnaryOp::Erf => erf(x),
             UnaryOp::Silu => x * stable_sigmoid(x),
+            UnaryOp::Floor => x.floor(),
+            UnaryOp::Ceil => x.ceil(),
+            UnaryOp::Round => round_half_even(x),
+            UnaryOp::Trunc => x.trunc(),
         }
     }
 
@@ -154,6 +182,8 @@ impl UnaryOp {
             UnaryOp::Abs => Some(x.wrapping_abs()),
             UnaryOp::Sign => Some(x.signum()),
             UnaryOp::Relu => Some(x.max(0)),
+            // Integers are already whole.
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Trunc => Some(x),
             UnaryOp::Exp
             | UnaryOp::Log
             | UnaryOp::Sqrt
@@ -193,7 +223,24 @@ impl UnaryOp {
             UnaryOp::Gelu => "T(0.5) * x * (T(1.0) + erf_approx(x * T(0.70710678118654752)))",
             UnaryOp::Erf => "erf_approx(x)",
             UnaryOp::Silu => "x * sigmoid_stable(x)",
+            UnaryOp::Floor => "floor(x)",
+            UnaryOp::Ceil => "ceil(x)",
+            // WGSL's round() rounds half to even, as torch.round does.
+            UnaryOp::Round => "round(x)",
+            UnaryOp::Trunc => "trunc(x)",
         }
+    }
+}
+
+/// `x` rounded to the nearest whole number, halves to the even one (`torch.round`, WGSL's
+/// `round`; `Float::round` would take halves away from zero).
+pub fn round_half_even<T: Float>(x: T) -> T {
+    let rounded = x.round();
+    let two = T::one() + T::one();
+    if (rounded - x).abs() == T::one() / two {
+        two * (x / two).round()
+    } else {
+        rounded
     }
 }
 

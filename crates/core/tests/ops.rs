@@ -646,15 +646,19 @@ fn views_of_empty_tensors(device: &Device) {
 }
 
 /// Integer tensors take the unary ops that make sense on integers (PyTorch's set: neg, abs,
-/// sign, relu) with exact results; every other unary op refuses them with an error that names
+/// sign, relu, and the rounding ops as identities) with exact results; every other unary op refuses them with an error that names
 /// the op (as PyTorch's "exp" on a LongTensor does) and the dtype.
 fn unary_ops_on_integers(device: &Device) {
     let x = Tensor::from_vec(vec![-3i32, -1, 0, 2, 5], &[5], device).unwrap();
-    let integer_results: [(&str, [i32; 5]); 4] = [
+    let integer_results: [(&str, [i32; 5]); 8] = [
         ("neg", [3, 1, 0, -2, -5]),
         ("abs", [3, 1, 0, 2, 5]),
         ("sign", [-1, -1, 0, 1, 1]),
         ("relu", [0, 0, 0, 2, 5]),
+        ("floor", [-3, -1, 0, 2, 5]),
+        ("ceil", [-3, -1, 0, 2, 5]),
+        ("round", [-3, -1, 0, 2, 5]),
+        ("trunc", [-3, -1, 0, 2, 5]),
     ];
     let float_only = [
         "exp",
@@ -702,6 +706,127 @@ fn unary_ops_on_integers(device: &Device) {
     assert_eq!(seen, expected, "every unary op, each under its own name");
 }
 
+/// floor, ceil, round (halves to even, as `torch.round`) and trunc at halves, near-halves,
+/// signed zeros and NaN, in F32 and F16, with zero gradients (PyTorch's).
+fn rounding_ops(device: &Device) {
+    let input = [
+        -2.5f32,
+        -1.5,
+        -0.5,
+        0.5,
+        1.5,
+        2.5,
+        1.7,
+        -1.7,
+        2.49,
+        -0.0,
+        f32::NAN,
+        1e6 + 0.5,
+    ];
+    let expected: [(&str, [f32; 12]); 4] = [
+        (
+            "floor",
+            [
+                -3.0,
+                -2.0,
+                -1.0,
+                0.0,
+                1.0,
+                2.0,
+                1.0,
+                -2.0,
+                2.0,
+                -0.0,
+                f32::NAN,
+                1e6,
+            ],
+        ),
+        (
+            "ceil",
+            [
+                -2.0,
+                -1.0,
+                -0.0,
+                1.0,
+                2.0,
+                3.0,
+                2.0,
+                -1.0,
+                3.0,
+                -0.0,
+                f32::NAN,
+                1e6 + 1.0,
+            ],
+        ),
+        (
+            "round",
+            [
+                -2.0,
+                -2.0,
+                -0.0,
+                0.0,
+                2.0,
+                2.0,
+                2.0,
+                -2.0,
+                2.0,
+                -0.0,
+                f32::NAN,
+                1e6,
+            ],
+        ),
+        (
+            "trunc",
+            [
+                -2.0,
+                -1.0,
+                -0.0,
+                0.0,
+                1.0,
+                2.0,
+                1.0,
+                -1.0,
+                2.0,
+                -0.0,
+                f32::NAN,
+                1e6,
+            ],
+        ),
+    ];
+    let x = tensor(&input, &[12], device).requires_grad_(true);
+    for (name, want) in expected {
+        let y = match name {
+            "floor" => x.floor(),
+            "ceil" => x.ceil(),
+            "round" => x.round(),
+            _ => x.trunc(),
+        }
+        .unwrap();
+        let got = values(&y);
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            let same = (g.is_nan() && w.is_nan())
+                || (*g == w && g.is_sign_negative() == w.is_sign_negative());
+            assert!(same, "{name}({}) = {g}, expected {w} on {device}", input[i]);
+        }
+        y.sum_all().unwrap().backward().unwrap();
+        assert!(
+            values(&x.grad().unwrap()).iter().all(|&g| g == 0.0),
+            "{name} gradient"
+        );
+        x.zero_grad();
+    }
+    if anygrad_testing::f16_or_skip(device, "rounding_ops (f16)") {
+        let half = tensor(&input[..9], &[9], device)
+            .to_dtype(DType::F16)
+            .unwrap();
+        assert_eq!(
+            values(&half.round().unwrap()),
+            [-2.0, -2.0, 0.0, 0.0, 2.0, 2.0, 2.0, -2.0, 2.0],
+            "round f16"
+        );
+    }
+}
+
 /// Comparisons at equal operands and at NaN (false, but `!=` true), and maximum/minimum
 /// propagating a NaN from either side, as in PyTorch.
 fn comparisons_and_nan(device: &Device) {
@@ -728,6 +853,7 @@ fn comparisons_and_nan(device: &Device) {
 
 anygrad_testing::device_tests!(
     comparisons_and_nan,
+    rounding_ops,
     unary_ops_on_integers,
     elementwise_ops_keep_channels_last,
     creation,

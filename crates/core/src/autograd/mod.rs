@@ -223,7 +223,12 @@ impl GradFn {
         match self {
             GradFn::Unary { input, op } => {
                 let input = match op {
-                    UnaryOp::Neg | UnaryOp::Sign => input.graph_edge(),
+                    UnaryOp::Neg
+                    | UnaryOp::Sign
+                    | UnaryOp::Floor
+                    | UnaryOp::Ceil
+                    | UnaryOp::Round
+                    | UnaryOp::Trunc => input.graph_edge(),
                     UnaryOp::Abs
                     | UnaryOp::Exp
                     | UnaryOp::Log

@@ -193,8 +193,11 @@ fn unary_rule(op: UnaryOp, x: &Tensor, g: &Tensor) -> Result<Tensor> {
         UnaryOp::Neg => g.neg(),
         // d|x| = sign(x)
         UnaryOp::Abs => g.mul(&x.sign()?),
-        // d sign(x) = 0
-        UnaryOp::Sign => g.zeros_like(),
+        // d sign(x) = 0, and the rounding ops are steps: zero almost everywhere (PyTorch's
+        // gradient too)
+        UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Trunc => {
+            g.zeros_like()
+        }
         // d eˣ = eˣ
         UnaryOp::Exp => g.mul(&x.exp()?),
         // d ln x = 1/x
@@ -272,7 +275,11 @@ fn unary_rule_from_output(op: UnaryOp, y: &Tensor, g: &Tensor) -> Result<Tensor>
         | UnaryOp::Cos
         | UnaryOp::Gelu
         | UnaryOp::Erf
-        | UnaryOp::Silu => Err(crate::error::Error::Autograd {
+        | UnaryOp::Silu
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::Round
+        | UnaryOp::Trunc => Err(crate::error::Error::Autograd {
             message: format!("{op:?} does not record its output for backward"),
         }),
     }

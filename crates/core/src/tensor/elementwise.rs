@@ -31,6 +31,10 @@ unary_methods! {
     neg => UnaryOp::Neg, "Elementwise `-x`.";
     abs => UnaryOp::Abs, "Elementwise `|x|`.";
     sign => UnaryOp::Sign, "Elementwise sign (-1, 0 or 1).";
+    floor => UnaryOp::Floor, "Elementwise floor (the largest whole number not above `x`).";
+    ceil => UnaryOp::Ceil, "Elementwise ceiling (the smallest whole number not below `x`).";
+    round => UnaryOp::Round, "Elementwise rounding to the nearest whole number, halves to even (`torch.round`).";
+    trunc => UnaryOp::Trunc, "Elementwise truncation toward zero.";
     exp => UnaryOp::Exp, "Elementwise `e^x`.";
     log => UnaryOp::Log, "Elementwise natural logarithm.";
     sqrt => UnaryOp::Sqrt, "Elementwise square root.";

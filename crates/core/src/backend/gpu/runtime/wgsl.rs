@@ -128,13 +128,41 @@ pub(crate) fn unary_expression(dtype: DType, op: UnaryOp) -> &'static str {
             | UnaryOp::Sigmoid
             | UnaryOp::Gelu
             | UnaryOp::Erf
+            | UnaryOp::Silu
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Round
+            | UnaryOp::Trunc => op.wgsl(),
+        },
+        // Integers are already whole: the rounding ops are the identity.
+        Class::Signed => match op {
+            UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Trunc => "x",
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sign
+            | UnaryOp::Exp
+            | UnaryOp::Log
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Recip
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tanh
+            | UnaryOp::Sigmoid
+            | UnaryOp::Relu
+            | UnaryOp::Gelu
+            | UnaryOp::Erf
             | UnaryOp::Silu => op.wgsl(),
         },
-        Class::Signed => op.wgsl(),
         // Unsigned values: the CPU computes in i64 and wraps back (`-x as u32`).
         Class::Unsigned => match op {
             UnaryOp::Neg => "0u - x",
-            UnaryOp::Abs | UnaryOp::Relu => "x",
+            UnaryOp::Abs
+            | UnaryOp::Relu
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Round
+            | UnaryOp::Trunc => "x",
             UnaryOp::Sign => "select(0u, 1u, x > 0u)",
             UnaryOp::Exp
             | UnaryOp::Log
