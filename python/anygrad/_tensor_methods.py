@@ -69,44 +69,9 @@ def _float_op(self, function):
     return function(self if self.is_floating_point() else self.float())
 
 
-def floor(self):
-    """Round down (exact below 2**31 in magnitude)."""
-    if not self.is_floating_point():
-        return self.clone()
-    truncated = self.to(_ag.int32).to(self.dtype)
-    return truncated - (truncated > self).to(self.dtype)
-
-
-def ceil(self):
-    """Round up."""
-    return -floor(-self)
-
-
-def trunc(self):
-    """Round towards zero."""
-    if not self.is_floating_point():
-        return self.clone()
-    return self.to(_ag.int32).to(self.dtype)
-
-
-def round(self, decimals=0):
-    """Round half to even, like PyTorch."""
-    if not self.is_floating_point():
-        return self.clone()
-    scale = 10.0 ** decimals
-    x = self * scale if decimals else self
-    low = floor(x)
-    difference = x - low
-    half = difference == 0.5
-    odd = (low % 2) == 1
-    up = (difference > 0.5) | (half & odd)
-    rounded = low + up.to(self.dtype)
-    return rounded / scale if decimals else rounded
-
-
 def frac(self):
     """The fractional part."""
-    return self - trunc(self)
+    return self - self.trunc()
 
 
 def log2(self):

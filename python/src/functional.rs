@@ -221,13 +221,7 @@ pub fn layer_norm(
 ) -> PyResult<PyTensor> {
     const OP: &str = "layer_norm";
     let input = tensor_arg(OP, "input", input)?;
-    let shape: Vec<usize> = if let Ok(single) = normalized_shape.extract::<usize>() {
-        vec![single]
-    } else {
-        normalized_shape
-            .extract()
-            .map_err(|_| type_error(OP, "normalized_shape must be an int or a sequence of ints"))?
-    };
+    let shape = normalized_shape_arg(OP, normalized_shape)?;
     let weight = optional_tensor_arg(OP, "weight", weight)?;
     let bias = optional_tensor_arg(OP, "bias", bias)?;
     let result = run(OP, || {
@@ -239,6 +233,38 @@ pub fn layer_norm(
         )
     })?;
     Ok(PyTensor::wrap(result))
+}
+
+/// RMS normalization over the trailing `normalized_shape` dims (`F.rms_norm`); `eps=None` is
+/// the input dtype's machine epsilon, as in PyTorch.
+#[pyfunction]
+#[pyo3(signature = (input, normalized_shape, weight=None, eps=None))]
+pub fn rms_norm(
+    input: &Bound<'_, PyAny>,
+    normalized_shape: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    eps: Option<f64>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "rms_norm";
+    let input = tensor_arg(OP, "input", input)?;
+    let shape = normalized_shape_arg(OP, normalized_shape)?;
+    let weight = optional_tensor_arg(OP, "weight", weight)?;
+    let result = run(OP, || {
+        input
+            .tensor
+            .rms_norm(&shape, weight.as_ref().map(|w| &w.tensor), eps)
+    })?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// A `normalized_shape` argument: an int or a sequence of ints.
+fn normalized_shape_arg(op: &'static str, value: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    if let Ok(single) = value.extract::<usize>() {
+        return Ok(vec![single]);
+    }
+    value
+        .extract()
+        .map_err(|_| type_error(op, "normalized_shape must be an int or a sequence of ints"))
 }
 
 /// Batch normalization over dim 1 (`F.batch_norm`): with `training`, the batch's statistics
@@ -400,6 +426,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(adaptive_avg_pool2d, module)?)?;
     module.add_function(wrap_pyfunction!(linear, module)?)?;
     module.add_function(wrap_pyfunction!(layer_norm, module)?)?;
+    module.add_function(wrap_pyfunction!(rms_norm, module)?)?;
     module.add_function(wrap_pyfunction!(batch_norm, module)?)?;
     module.add_function(wrap_pyfunction!(dropout, module)?)?;
     module.add_function(wrap_pyfunction!(dropout2d, module)?)?;

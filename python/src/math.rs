@@ -101,6 +101,27 @@ impl PyTensor {
     fn sign(&self) -> PyResult<PyTensor> {
         self.same_kind("sign", |t| t.sign())
     }
+    /// Round down to a whole number (integers unchanged).
+    fn floor(&self) -> PyResult<PyTensor> {
+        self.same_kind("floor", |t| t.floor())
+    }
+    /// Round up to a whole number (integers unchanged).
+    fn ceil(&self) -> PyResult<PyTensor> {
+        self.same_kind("ceil", |t| t.ceil())
+    }
+    /// Round toward zero (integers unchanged).
+    fn trunc(&self) -> PyResult<PyTensor> {
+        self.same_kind("trunc", |t| t.trunc())
+    }
+    /// Round to `decimals` digits after the point, halves to even, like `torch.round`.
+    #[pyo3(signature = (decimals=0))]
+    fn round(&self, decimals: i32) -> PyResult<PyTensor> {
+        if decimals == 0 || !self.tensor.dtype().is_float() {
+            return self.same_kind("round", |t| t.round());
+        }
+        let scale = 10f64.powi(decimals);
+        self.same_kind("round", |t| t.mul_scalar(scale)?.round()?.div_scalar(scale))
+    }
     /// x * x.
     fn square(&self) -> PyResult<PyTensor> {
         self.same_kind("square", |t| t.square())

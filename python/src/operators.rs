@@ -92,14 +92,6 @@ fn scalar_promotion(dtype: DType, kind: ScalarKind) -> Option<DType> {
     }
 }
 
-/// The floor of a float tensor (through a truncating cast: exact for magnitudes below 2^31).
-fn floor(tensor: &Tensor) -> anygrad::Result<Tensor> {
-    let truncated = tensor.to_dtype(DType::I32)?.to_dtype(tensor.dtype())?;
-    // Truncation rounds negative non-integers up: subtract one there.
-    let above = truncated.gt(tensor)?.to_dtype(tensor.dtype())?;
-    truncated.sub(&above)
-}
-
 /// Which arithmetic a binary operator does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arith {
@@ -183,8 +175,8 @@ pub fn arith(
                         let quotient = fa.div(&fb)?;
                         let out = match arith {
                             Arith::TrueDiv => return Ok(quotient),
-                            Arith::FloorDiv => floor(&quotient)?,
-                            _ => fa.sub(&floor(&quotient)?.mul(&fb)?)?,
+                            Arith::FloorDiv => quotient.floor()?,
+                            _ => fa.sub(&quotient.floor()?.mul(&fb)?)?,
                         };
                         if integer {
                             out.to_dtype(a.dtype().max_integer(b.dtype()))
@@ -211,9 +203,9 @@ fn scalar_division(
 ) -> anygrad::Result<Tensor> {
     let quotient = x.binary_scalar(BinaryOp::Div, value, reversed)?;
     match arith {
-        Arith::FloorDiv => floor(&quotient),
+        Arith::FloorDiv => quotient.floor(),
         Arith::Remainder => {
-            let floored = floor(&quotient)?;
+            let floored = quotient.floor()?;
             if reversed {
                 // value - floor(value / x) * x
                 floored.mul(x)?.rsub_scalar(value)

@@ -159,6 +159,16 @@ def test_layers_match_numpy(device):
     ln = nn.LayerNorm(6).to(device)
     m, v = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     assert_close(ln(t), (x - m) / np.sqrt(v + 1e-5), rtol=1e-4, atol=1e-4)
+    rms = nn.RMSNorm(6).to(device)
+    rms.weight.data = torch.arange(6, device=device).float() / 5 + 0.5
+    expected = x / np.sqrt((x * x).mean(-1, keepdims=True) + np.finfo(np.float32).eps)
+    expected = expected * (np.arange(6) / 5 + 0.5)
+    assert_close(rms(t), expected, rtol=1e-4, atol=1e-5)
+    assert_close(F.rms_norm(t, (6,), eps=1e-3), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-3), rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        assert_close(rms(t), expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(RuntimeError, match="rms_norm"):
+        F.rms_norm(t, (5,))
     lin = nn.Linear(6, 4).to(device)
     assert_close(lin(t), x @ lin.weight.detach().cpu().numpy().T + lin.bias.detach().cpu().numpy(), rtol=1e-4, atol=1e-5)
     assert_close(nn.ReLU()(t), np.maximum(x, 0))

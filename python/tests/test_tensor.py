@@ -202,6 +202,12 @@ def test_math_functions_match_numpy(device):
     assert_close(torch.tensor(m, device=device).softmax(1), np.exp(m) / np.exp(m).sum(1, keepdims=True), rtol=1e-5)
     assert_close(torch.tensor([-1.5, 1.5, 2.5], device=device).floor(), [-2, 1, 2])
     assert_close(torch.tensor([-1.5, 0.5, 2.5, 1.2], device=device).round(), [-2, 0, 2, 1])
+    big = torch.tensor([3e9 + 0.5, -3e9 - 0.5, -2.5, 2.7], dtype=torch.float64 if device == "cpu" else torch.float32, device=device)
+    for name in ("floor", "ceil", "trunc", "round"):
+        expected = {"round": np.round}.get(name, getattr(np, name))(big.cpu().numpy())
+        assert_close(getattr(torch, name)(big), expected)
+    assert_close(torch.tensor([1.2345, -2.5551], device=device).round(decimals=2), [1.23, -2.56], atol=1e-6)
+    assert torch.tensor([3, -4], device=device).floor().dtype == torch.int64
     assert math.isclose(torch.tensor([3.0, 4.0], device=device).norm().item(), 5.0, rel_tol=1e-6)
 
 

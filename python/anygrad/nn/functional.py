@@ -8,6 +8,7 @@ from .. import _native
 conv2d = _native.conv2d
 linear = _native.linear
 layer_norm = _native.layer_norm
+rms_norm = _native.rms_norm
 embedding_native = _native.embedding
 
 

@@ -1,6 +1,6 @@
 """Normalization layers: ``BatchNorm1d``, ``BatchNorm2d`` (running statistics as buffers,
-``num_batches_tracked``, ``momentum=None`` for a cumulative average), ``LayerNorm`` and
-``GroupNorm``."""
+``num_batches_tracked``, ``momentum=None`` for a cumulative average), ``LayerNorm``,
+``RMSNorm`` and ``GroupNorm``."""
 
 from .module import Module
 from ..parameter import Parameter
@@ -125,6 +125,34 @@ class LayerNorm(Module):
 
     def extra_repr(self):
 
+        """The settings shown in ``repr``."""
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization over the trailing ``normalized_shape`` dims
+    (``torch.nn.RMSNorm``): ``x / sqrt(mean(x**2) + eps) * weight``; ``eps=None`` is the input
+    dtype's machine epsilon."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(anygrad.ones(*self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        """RMS normalization."""
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
         """The settings shown in ``repr``."""
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
