@@ -45,17 +45,6 @@ pub(crate) fn suspend() -> AutocastGuard {
     enter(None)
 }
 
-/// Under autocast, the f32 version of an f16 tensor (for ops that stay in f32).
-pub(crate) fn upcast_if_autocast(
-    tensor: &crate::tensor::Tensor,
-) -> Result<Option<crate::tensor::Tensor>> {
-    if autocast_dtype().is_some() && tensor.dtype() == DType::F16 {
-        Ok(Some(tensor.to_dtype(DType::F32)?))
-    } else {
-        Ok(None)
-    }
-}
-
 fn enter(dtype: Option<DType>) -> AutocastGuard {
     let previous = AUTOCAST.with(|state| state.replace(dtype));
     AutocastGuard { previous }

@@ -16,7 +16,6 @@
 //! ```
 
 pub mod amp;
-mod autocast_cache;
 pub mod autograd;
 pub mod autotune_force;
 pub(crate) mod backend;
@@ -30,6 +29,7 @@ pub mod files;
 mod flop_count;
 pub(crate) mod geometry;
 pub mod gpu;
+mod grad_mode;
 /// Fallible host allocation for buffers whose size comes from user data: an
 /// [`Error::OutOfMemory`] naming the bytes requested, the bytes this process holds and the
 /// machine's memory, instead of the abort `Vec::with_capacity` gives when the allocator says
@@ -37,6 +37,8 @@ pub mod gpu;
 pub mod host_memory {
     pub use crate::backend::cpu::alloc::{filled, reserved, total_memory};
 }
+#[cfg(test)]
+mod layering;
 pub mod layout;
 mod mutation;
 pub mod op;
@@ -50,7 +52,6 @@ pub mod transfer;
 pub mod update;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
-pub use autocast_cache::clear_autocast_cache;
 pub use autograd::{
     enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, NoGradGuard,
 };
@@ -64,6 +65,7 @@ pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, M
 pub use layout::{Layout, MemoryFormat};
 pub use op::EpilogueActivation;
 pub use random::manual_seed;
+pub use tensor::autocast_cache::clear_autocast_cache;
 pub use tensor::mutation_epoch;
 pub use tensor::{
     fused_attention_enabled, fused_attention_mode, scaled_dot_product_attention,

@@ -10,7 +10,7 @@ use crate::error::Result;
 impl Tensor {
     /// `log(sum(exp(x)))` over `dims`, computed stably by subtracting the max first.
     pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+        if let Some(wide) = self.upcast_if_autocast()? {
             return wide.logsumexp(dims, keepdim);
         }
         // An all -inf row has max -inf, and -inf - (-inf) is NaN: clamp the shift to the
@@ -51,7 +51,7 @@ impl Tensor {
 
     /// Softmax along `dim` (stable: the max is subtracted first).
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
-        if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+        if let Some(wide) = self.upcast_if_autocast()? {
             return wide.softmax(dim);
         }
         // Over the last dim: one primitive (one GPU kernel), differentiated by its own rule.
@@ -69,7 +69,7 @@ impl Tensor {
 
     /// Log-softmax along `dim`: `x - logsumexp(x)`.
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
-        if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+        if let Some(wide) = self.upcast_if_autocast()? {
             return wide.log_softmax(dim);
         }
         self.sub(&self.logsumexp(&[dim], true)?)

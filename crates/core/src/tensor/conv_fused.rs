@@ -13,11 +13,11 @@
 use std::sync::{Arc, RwLock};
 
 use super::Tensor;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::geometry::Conv2dShape;
 use crate::op::EpilogueActivation;
 use crate::tensor::Conv2dParams;
-use crate::DType;
 
 /// What a fused convolution applies to its output, per output value at channel `c`:
 /// `activation(conv * scale[c] + shift[c] + residual)`.
@@ -61,7 +61,7 @@ impl Tensor {
                     residual: residual.as_ref(),
                     ..*epilogue
                 };
-                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                let cast = |t: &Tensor| crate::tensor::autocast_cache::autocast_input(t, low);
                 return cast(self)?.conv2d_fused(&cast(weight)?, params, &lowered);
             }
         }

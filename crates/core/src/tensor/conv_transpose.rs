@@ -101,7 +101,7 @@ impl Tensor {
                 && weight.dtype().is_float()
             {
                 let _outside = crate::amp::suspend();
-                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                let cast = |t: &Tensor| crate::tensor::autocast_cache::autocast_input(t, low);
                 let bias = bias.map(cast).transpose()?;
                 return cast(self)?.conv_transpose2d(&cast(weight)?, bias.as_ref(), params);
             }

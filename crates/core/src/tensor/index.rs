@@ -96,7 +96,7 @@ impl Tensor {
             // CPU-fallback policy.
             let bytes = (self.numel() + src.numel()) * self.dtype().size_in_bytes()
                 + indices.numel() * indices.dtype().size_in_bytes();
-            let cpu = crate::Device::Cpu;
+            let cpu = crate::device::Device::Cpu;
             let sums = crate::fallback::run_with_fallback(
                 "scatter_add (deterministic)",
                 bytes as u64,

@@ -31,7 +31,7 @@ impl Tensor {
                 && rhs.dtype().is_float()
             {
                 let _outside = crate::amp::suspend();
-                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                let cast = |t: &Tensor| crate::tensor::autocast_cache::autocast_input(t, low);
                 return cast(self)?.matmul(&cast(rhs)?);
             }
         }
@@ -120,7 +120,7 @@ impl Tensor {
         let weight = match crate::amp::autocast_dtype() {
             Some(low) if weight.dtype().is_float() && self.dtype().is_float() => {
                 let _outside = crate::amp::suspend();
-                crate::autocast_cache::autocast_input(weight, low)?
+                crate::tensor::autocast_cache::autocast_input(weight, low)?
             }
             _ => weight.clone(),
         };
@@ -130,7 +130,7 @@ impl Tensor {
         };
         match crate::amp::autocast_dtype() {
             Some(low) if out.dtype() == low && bias.dtype() != low && bias.dtype().is_float() => {
-                out.add(&crate::autocast_cache::autocast_input(bias, low)?)
+                out.add(&crate::tensor::autocast_cache::autocast_input(bias, low)?)
             }
             _ => out.add(bias),
         }
@@ -150,7 +150,7 @@ impl Tensor {
                 && weight.dtype().is_float()
             {
                 let _outside = crate::amp::suspend();
-                let cast = |t: &Tensor| crate::autocast_cache::autocast_input(t, low);
+                let cast = |t: &Tensor| crate::tensor::autocast_cache::autocast_input(t, low);
                 let bias = bias.map(cast).transpose()?;
                 return cast(self)?.conv2d(&cast(weight)?, bias.as_ref(), params);
             }

@@ -5,6 +5,8 @@
 
 mod attention;
 mod attention_fused;
+mod autocast;
+pub(crate) mod autocast_cache;
 mod batch_norm;
 mod composite;
 mod composite_reduce;

@@ -26,7 +26,7 @@ impl Tensor {
     /// Apply a reduction primitive over `dims`.
     pub fn reduce(&self, op: ReduceOp, dims: &[isize], keepdim: bool) -> Result<Tensor> {
         if op == ReduceOp::Sum {
-            if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+            if let Some(wide) = self.upcast_if_autocast()? {
                 return wide.reduce(op, dims, keepdim);
             }
             // PyTorch sums Bool and uint8 into its default integer dtype (int64; I32 here),

@@ -46,7 +46,7 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
-        if let Some(wide) = crate::amp::upcast_if_autocast(self)? {
+        if let Some(wide) = self.upcast_if_autocast()? {
             return wide.layer_norm(normalized_shape, weight, bias, eps);
         }
         let k = normalized_shape.len();

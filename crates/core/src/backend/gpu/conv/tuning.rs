@@ -282,7 +282,8 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         let shape = Conv2dShape::new(layout, weight_layout, params)?;
         let [batch, o, oh, ow] = shape.output_shape();
-        let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
+        let f16 =
+            self.dtype == crate::dtype::DType::F16 && weight.dtype == crate::dtype::DType::F16;
         let mut choices = tile_candidates(self, f16, ConvPass::Forward, o, batch * oh * ow);
         // 1x1 convolutions (ResNet's shortcuts) gather one value per tap: the cooperative
         // kernel is a candidate for them wherever tensor cores run.
@@ -372,7 +373,8 @@ impl GpuStorage {
             [n, c, h, w] => (*c, n * h * w),
             _ => (0, 0),
         };
-        let f16 = self.dtype == crate::DType::F16 && weight.dtype == crate::DType::F16;
+        let f16 =
+            self.dtype == crate::dtype::DType::F16 && weight.dtype == crate::dtype::DType::F16;
         let mut choices = tile_candidates(self, f16, ConvPass::BackwardInput, channels, columns);
         if conv_winograd::applies_backward_input(self.dtype, &weight_layout.shape, params) {
             // The input gradient sums over the output channels.
@@ -490,7 +492,7 @@ impl GpuStorage {
         params: &Conv2dParams,
         weight_shape: &[usize],
     ) -> Result<GpuStorage> {
-        let f16 = self.dtype == crate::DType::F16 && grad.dtype == crate::DType::F16;
+        let f16 = self.dtype == crate::dtype::DType::F16 && grad.dtype == crate::dtype::DType::F16;
         let (o, patch) = match weight_shape {
             [o, c, kh, kw] => (*o, c * kh * kw),
             _ => (0, 0),

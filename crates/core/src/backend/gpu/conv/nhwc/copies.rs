@@ -23,7 +23,7 @@ pub(crate) fn channels_last_input<'a>(
     if layout.shape.get(1) == Some(&padded) && MemoryFormat::ChannelsLast.holds(layout) {
         return Ok(StorageRef::Borrowed(storage));
     }
-    let keep = crate::autograd::is_grad_enabled();
+    let keep = crate::grad_mode::is_grad_enabled();
     let copy = kept_copy(storage, layout, ([0, 2, 3, 1], 3, padded), keep)?;
     Ok(StorageRef::Copied(copy))
 }

@@ -472,7 +472,8 @@ impl GpuStorage {
         let input = channels_last_input(self, layout, padded)?;
         // (o is a multiple of the tile's columns: nothing to pad.)
         let gradient = gradient_copy(grad, grad_layout, o)?;
-        let partials = GpuStorage::allocate(&self.device, OP, splits * numel, crate::DType::F32)?;
+        let partials =
+            GpuStorage::allocate(&self.device, OP, splits * numel, crate::dtype::DType::F32)?;
         let words: &[u32] = bytemuck::cast_slice(std::slice::from_ref(&header));
         let grid = (
             (o / columns) as u32,
