@@ -150,6 +150,96 @@ def test_schedulers_follow_pytorch_closed_forms():
     assert opt.param_groups[0]["lr"] == pytest.approx(1.0)
 
 
+def _rates(scheduler, optimizer, steps, key="lr"):
+    values = []
+    for _ in range(steps):
+        values.append(optimizer.param_groups[0][key])
+        optimizer.step()
+        scheduler.step()
+    return values
+
+
+def test_more_schedulers_follow_pytorch_formulas():
+    p = nn.Parameter(torch.ones(1))
+    sched = optim.lr_scheduler
+    opt = optim.SGD([p], lr=1.0)
+    assert _rates(sched.ConstantLR(opt, factor=0.5, total_iters=2), opt, 4) == pytest.approx([0.5, 0.5, 1.0, 1.0])
+    opt = optim.SGD([p], lr=1.0)
+    assert _rates(sched.PolynomialLR(opt, total_iters=4, power=2.0), opt, 6) == pytest.approx(
+        [1.0, 0.5625, 0.25, 0.0625, 0.0, 0.0]
+    )
+    opt = optim.SGD([p], lr=1.0)
+    assert _rates(sched.MultiplicativeLR(opt, lambda epoch: 0.9), opt, 4) == pytest.approx([1.0, 0.9, 0.81, 0.729])
+    # Warm restarts: periods of 2, then 4 (T_mult=2).
+    opt = optim.SGD([p], lr=1.0)
+    restarts = sched.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2)
+    cosine = [(1 + math.cos(math.pi * t / period)) / 2 for t, period in [(0, 2), (1, 2), (0, 4), (1, 4), (2, 4), (3, 4), (0, 8)]]
+    assert _rates(restarts, opt, 7) == pytest.approx(cosine)
+    restarts.step(2.5)
+    assert opt.param_groups[0]["lr"] == pytest.approx((1 + math.cos(math.pi * 0.5 / 4)) / 2)
+    # A linear warm-up for two epochs, then an exponential decay from the base rate.
+    opt = optim.SGD([p], lr=1.0)
+    warmup = sched.LinearLR(opt, start_factor=0.1, total_iters=2)
+    decay = sched.ExponentialLR(opt, gamma=0.5)
+    sequence = sched.SequentialLR(opt, [warmup, decay], milestones=[2])
+    assert _rates(sequence, opt, 5) == pytest.approx([0.1, 0.55, 1.0, 0.5, 0.25])
+
+
+def test_one_cycle_follows_its_phases():
+    p = nn.Parameter(torch.ones(1))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    one_cycle = optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    initial, low = 1.0 / 25, 1.0 / 25 / 1e4
+
+    def cos(start, end, pct):
+        return end + (start - end) / 2 * (math.cos(math.pi * pct) + 1)
+
+    # Up from max_lr / 25 over steps 0..2 (30% of 10, less one), down to initial / 1e4 by step 9.
+    expected = [cos(initial, 1.0, t / 2) for t in range(3)] + [cos(1.0, low, (t - 2) / 7) for t in range(3, 10)]
+    momenta = [cos(0.95, 0.85, t / 2) for t in range(3)] + [cos(0.85, 0.95, (t - 2) / 7) for t in range(3, 10)]
+    seen_momenta = []
+    rates = []
+    for _ in range(10):
+        rates.append(opt.param_groups[0]["lr"])
+        seen_momenta.append(opt.param_groups[0]["momentum"])
+        opt.step()
+        if len(rates) < 10:
+            one_cycle.step()
+    assert rates == pytest.approx(expected)
+    assert seen_momenta == pytest.approx(momenta)
+    one_cycle.step()
+    with pytest.raises(ValueError, match="total steps"):
+        one_cycle.step()
+    # Adam cycles beta1; linear annealing; three phases.
+    opt = optim.Adam([p], lr=0.1)
+    linear = optim.lr_scheduler.OneCycleLR(opt, max_lr=0.5, epochs=2, steps_per_epoch=5, anneal_strategy="linear", three_phase=True)
+    assert opt.param_groups[0]["betas"][0] == pytest.approx(0.95)
+    rates = _rates(linear, opt, 5)
+    assert rates == pytest.approx([0.02, 0.26, 0.5, 0.26, 0.02])
+    with pytest.raises(ValueError, match="total_steps"):
+        optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0)
+
+
+def test_reduce_on_plateau_waits_for_patience():
+    p = nn.Parameter(torch.ones(1))
+    opt = optim.SGD([p], lr=1.0)
+    plateau = optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=1)
+    rates = []
+    for metric in [1.0, 0.9, 0.95, 0.96, 0.97, 0.5, 0.6, 0.7]:
+        plateau.step(torch.tensor(metric))
+        rates.append(opt.param_groups[0]["lr"])
+    assert rates == pytest.approx([1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.25])
+    assert plateau.get_last_lr() == pytest.approx([0.25])
+    opt = optim.SGD([p], lr=1.0)
+    maximize = optim.lr_scheduler.ReduceLROnPlateau(opt, mode="max", patience=0, cooldown=1, min_lr=0.05)
+    for accuracy in [0.5, 0.4, 0.3, 0.2, 0.1]:
+        maximize.step(accuracy)
+    # Reduced at the second epoch, cooled down for one, reduced again, floored at min_lr.
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="Factor"):
+        optim.lr_scheduler.ReduceLROnPlateau(opt, factor=2.0)
+
+
 def test_clip_grad_norm_scales_to_the_limit(device):
     a = nn.Parameter(torch.zeros(2, device=device))
     b = nn.Parameter(torch.zeros(1, device=device))
