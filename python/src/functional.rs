@@ -1,8 +1,8 @@
-//! The native part of `anygrad.nn.functional`: convolution, pooling, linear, normalization,
-//! dropout and embedding on library tensors (the losses and activations are written in
+//! The native part of `anygrad.nn.functional`: convolution (and its transpose), pooling, linear,
+//! normalization, attention, dropout and embedding on library tensors (the losses and activations are written in
 //! Python over tensor methods). Sizes accept an int or a pair, as in PyTorch.
 
-use anygrad::{Conv2dParams, DType, Tensor};
+use anygrad::{Conv2dParams, ConvTranspose2dParams, DType, Tensor};
 use pyo3::prelude::*;
 
 use crate::errors::{run, type_error, value_error};
@@ -267,6 +267,90 @@ fn normalized_shape_arg(op: &'static str, value: &Bound<'_, PyAny>) -> PyResult<
         .map_err(|_| type_error(op, "normalized_shape must be an int or a sequence of ints"))
 }
 
+/// Transposed 2-D convolution (`F.conv_transpose2d`): weight `[in, out / groups, kh, kw]`.
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None, stride=None, padding=None, output_padding=None, groups=1, dilation=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose2d(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+    bias: Option<&Bound<'_, PyAny>>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    output_padding: Option<&Bound<'_, PyAny>>,
+    groups: usize,
+    dilation: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "conv_transpose2d";
+    let input = tensor_arg(OP, "input", input)?;
+    let weight = tensor_arg(OP, "weight", weight)?;
+    let bias = optional_tensor_arg(OP, "bias", bias)?;
+    let params = ConvTranspose2dParams {
+        stride: optional_pair(OP, "stride", stride, (1, 1))?,
+        padding: optional_pair(OP, "padding", padding, (0, 0))?,
+        output_padding: optional_pair(OP, "output_padding", output_padding, (0, 0))?,
+        dilation: optional_pair(OP, "dilation", dilation, (1, 1))?,
+        groups,
+    };
+    let (x, w, b) = (
+        input.tensor.clone(),
+        weight.tensor.clone(),
+        bias.map(|b| b.tensor.clone()),
+    );
+    let result =
+        py.allow_threads(move || run(OP, || x.conv_transpose2d(&w, b.as_ref(), params)))?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// Scaled dot-product attention (`F.scaled_dot_product_attention`): one fused kernel on a GPU
+/// where there is no mask and no dropout (and its fused backward), the composite otherwise.
+#[pyfunction]
+#[pyo3(signature = (query, key, value, attn_mask=None, dropout_p=0.0, is_causal=false, scale=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn scaled_dot_product_attention(
+    py: Python<'_>,
+    query: &Bound<'_, PyAny>,
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    attn_mask: Option<&Bound<'_, PyAny>>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "scaled_dot_product_attention";
+    let query = tensor_arg(OP, "query", query)?;
+    let key = tensor_arg(OP, "key", key)?;
+    let value = tensor_arg(OP, "value", value)?;
+    let mask = optional_tensor_arg(OP, "attn_mask", attn_mask)?;
+    if !(0.0..=1.0).contains(&dropout_p) {
+        return Err(value_error(
+            OP,
+            format!("dropout_p has to be between 0 and 1, but got {dropout_p}"),
+        ));
+    }
+    let (q, k, v, m) = (
+        query.tensor.clone(),
+        key.tensor.clone(),
+        value.tensor.clone(),
+        mask.map(|m| m.tensor.clone()),
+    );
+    let result = py.allow_threads(move || {
+        run(OP, || {
+            anygrad::scaled_dot_product_attention(
+                &q,
+                &k,
+                &v,
+                m.as_ref(),
+                dropout_p,
+                is_causal,
+                scale,
+            )
+        })
+    })?;
+    Ok(PyTensor::wrap(result))
+}
+
 /// Batch normalization over dim 1 (`F.batch_norm`): with `training`, the batch's statistics
 /// normalize and the running ones (when given) move by `momentum`; without, the running ones
 /// normalize.
@@ -421,6 +505,8 @@ pub fn embedding(
 /// Register the functional bindings.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(conv2d, module)?)?;
+    module.add_function(wrap_pyfunction!(conv_transpose2d, module)?)?;
+    module.add_function(wrap_pyfunction!(scaled_dot_product_attention, module)?)?;
     module.add_function(wrap_pyfunction!(max_pool2d, module)?)?;
     module.add_function(wrap_pyfunction!(avg_pool2d, module)?)?;
     module.add_function(wrap_pyfunction!(adaptive_avg_pool2d, module)?)?;

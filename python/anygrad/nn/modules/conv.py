@@ -1,4 +1,5 @@
-"""``Conv2d`` (and ``Conv1d`` over a height of one), initialised as PyTorch does."""
+"""``Conv2d`` (and ``Conv1d`` over a height of one) and ``ConvTranspose2d``, initialised as
+PyTorch does."""
 
 import math
 
@@ -95,3 +96,71 @@ class Conv1d(Module):
         """The convolution."""
         out = F.conv2d(input.unsqueeze(2), self.weight.unsqueeze(2), self.bias, (1, self.stride), (0, self.padding), (1, self.dilation), self.groups)
         return out.squeeze(2)
+
+
+class ConvTranspose2d(Module):
+    """Transposed 2-D convolution (the gradient of a convolution with respect to its input),
+    weight ``[in, out / groups, kh, kw]``; ``forward(input, output_size)`` picks the
+    ``output_padding`` that gives ``output_size``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for ConvTranspose2d, got {padding_mode!r}')
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
+        self.padding, self.output_padding = _pair(padding), _pair(output_padding)
+        self.dilation, self.groups, self.padding_mode = _pair(dilation), groups, padding_mode
+        self.weight = Parameter(anygrad.empty(in_channels, out_channels // groups, *self.kernel_size, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation (the fan-in of the weight's layout)."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def _output_padding(self, input, output_size):
+        if output_size is None:
+            return self.output_padding
+        output_size = list(output_size)[-2:]
+        padding = []
+        for d in range(2):
+            smallest = (input.shape[d - 2] - 1) * self.stride[d] - 2 * self.padding[d] + self.dilation[d] * (self.kernel_size[d] - 1) + 1
+            extra = output_size[d] - smallest
+            if not 0 <= extra < max(self.stride[d], self.dilation[d]):
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from "
+                    f"{smallest} to {smallest + max(self.stride[d], self.dilation[d]) - 1} in dim {d}"
+                )
+            padding.append(extra)
+        return tuple(padding)
+
+    def forward(self, input, output_size=None):
+        """The transposed convolution."""
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            text += f", padding={self.padding}"
+        if self.output_padding != (0, 0):
+            text += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
