@@ -7,7 +7,7 @@
 //! class and its protocols), `creation`, `operators`, `math`, `reductions`, `views`,
 //! `indexing`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling,
 //! normalization), `optimizers` (the SGD, Adam and Adadelta steps), `datasets` (the bundled
-//! digits).
+//! digits), `models` (sentence embeddings).
 
 use pyo3::prelude::*;
 
@@ -21,6 +21,7 @@ pub mod errors;
 pub mod functional;
 pub mod indexing;
 pub mod math;
+pub mod models;
 pub mod operators;
 pub mod optimizers;
 pub mod reductions;
@@ -52,5 +53,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     functional::register(module)?;
     datasets::register(module)?;
     optimizers::register(module)?;
+    models::register(module)?;
     Ok(())
 }
