@@ -7,7 +7,7 @@
 //! class and its protocols), `creation`, `operators`, `math`, `reductions`, `views`,
 //! `indexing`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling,
 //! normalization), `optimizers` (the SGD, Adam and Adadelta steps), `datasets` (the bundled
-//! digits), `models` (sentence embeddings).
+//! digits), `models` (sentence embeddings), `profiler`.
 
 use pyo3::prelude::*;
 
@@ -24,6 +24,7 @@ pub mod math;
 pub mod models;
 pub mod operators;
 pub mod optimizers;
+pub mod profiler;
 pub mod reductions;
 pub mod tensor;
 pub mod views;
@@ -54,5 +55,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     datasets::register(module)?;
     optimizers::register(module)?;
     models::register(module)?;
+    profiler::register(module)?;
     Ok(())
 }

@@ -1,7 +1,7 @@
-//! The op profiler: `profile(|| ...)` records every primitive op the closure runs — name,
-//! input shapes and dtypes, device, host time, device time, bytes allocated, and whether it
-//! was a CPU fallback — and returns a [`Profile`] with PyTorch-like `key_averages().table()`
-//! and a Chrome-trace export (open it in Perfetto or chrome://tracing).
+//! The op profiler: `profile(|| ...)` (or `start()` … `finish()`) records every primitive op the
+//! closure runs — name, input shapes and dtypes, device, host time, device time, bytes allocated,
+//! and whether it was a CPU fallback — and returns a [`Profile`] with PyTorch-like
+//! `key_averages().table()` and a Chrome-trace export (open it in Perfetto or chrome://tracing).
 //!
 //! Device time: GPU ops are asynchronous (recorded, then run after a flush). While profiling,
 //! each op's compute passes write GPU timestamps (when the adapter has `TIMESTAMP_QUERY`) and
@@ -162,6 +162,24 @@ pub struct Profile {
 /// Run `work` with every op recorded. Profiles do not nest; a second concurrent `profile`
 /// returns an error.
 pub fn profile<T>(work: impl FnOnce() -> Result<T>) -> Result<(T, Profile)> {
+    let recording = start()?;
+    let result = work();
+    let profile = recording.finish();
+    Ok((result?, profile))
+}
+
+/// A profile being recorded, from [`start`] to [`Recording::finish`] (for callers that cannot
+/// pass the work as a closure, such as a Python `with` block). Dropping it unfinished stops
+/// the recording and discards its events.
+#[derive(Debug)]
+pub struct Recording {
+    started: Instant,
+    finished: bool,
+}
+
+/// Start recording every op (the form of [`profile`] without a closure). An error while
+/// another profile is being recorded.
+pub fn start() -> Result<Recording> {
     if profile_flag::start() {
         return Err(Error::invalid(
             "profile",
@@ -171,14 +189,32 @@ pub fn profile<T>(work: impl FnOnce() -> Result<T>) -> Result<(T, Profile)> {
     EVENTS.lock().unwrap_or_else(|p| p.into_inner()).clear();
     let started = Instant::now();
     *EPOCH.lock().unwrap_or_else(|p| p.into_inner()) = Some(started);
-    let result = work();
-    profile_flag::stop();
-    let events = std::mem::take(&mut *EVENTS.lock().unwrap_or_else(|p| p.into_inner()));
-    let profile = Profile {
-        events,
-        total_us: started.elapsed().as_secs_f64() * 1e6,
-    };
-    Ok((result?, profile))
+    Ok(Recording {
+        started,
+        finished: false,
+    })
+}
+
+impl Recording {
+    /// Stop recording: everything recorded since [`start`].
+    pub fn finish(mut self) -> Profile {
+        self.finished = true;
+        profile_flag::stop();
+        let events = std::mem::take(&mut *EVENTS.lock().unwrap_or_else(|p| p.into_inner()));
+        Profile {
+            events,
+            total_us: self.started.elapsed().as_secs_f64() * 1e6,
+        }
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if !self.finished {
+            profile_flag::stop();
+            EVENTS.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
+    }
 }
 
 /// Record `work` as one named event spanning several ops (or none) when profiling, like
