@@ -308,7 +308,34 @@ fn profiler_records_every_op(device: &Device) {
     assert!(empty.events.is_empty());
 }
 
+/// `start` … `finish` records like `profile`; a second `start` while recording is an error;
+/// dropping a recording unfinished stops it (the next `start` works and sees none of its ops).
+fn profiler_start_and_finish(device: &Device) {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let a = Tensor::ones(&[4, 4], DType::F32, device).unwrap();
+    let recording = anygrad_core::profiler::start().unwrap();
+    assert!(anygrad_core::profiler::start().is_err());
+    a.matmul(&a).unwrap().relu().unwrap();
+    let recorded = recording.finish();
+    let names: Vec<&str> = recorded.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["matmul", "relu"]);
+    let abandoned = anygrad_core::profiler::start().unwrap();
+    a.neg().unwrap();
+    drop(abandoned);
+    a.exp().unwrap();
+    let recording = anygrad_core::profiler::start().unwrap();
+    a.abs().unwrap();
+    let names: Vec<String> = recording
+        .finish()
+        .events
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["abs"]);
+}
+
 anygrad_testing::device_tests!(
+    profiler_start_and_finish,
     custom_op_forward_backward,
     gradcheck_catches_a_wrong_backward,
     fallback_policy_governs_gpu_custom_ops,
