@@ -2,7 +2,9 @@
 //! normalization, attention, dropout and embedding on library tensors (the losses and activations are written in
 //! Python over tensor methods). Sizes accept an int or a pair, as in PyTorch.
 
-use anygrad::{Conv2dParams, ConvTranspose2dParams, DType, Tensor};
+use anygrad::{
+    Conv2dParams, ConvTranspose2dParams, DType, InterpolateMode, InterpolateSize, Tensor,
+};
 use pyo3::prelude::*;
 
 use crate::errors::{run, type_error, value_error};
@@ -351,6 +353,45 @@ pub fn scaled_dot_product_attention(
     Ok(PyTensor::wrap(result))
 }
 
+/// Resampling of `[n, c, h, w]` (`F.interpolate` without antialiasing): to `size`, or by
+/// `scale_factor`; `mode` "nearest" or "bilinear".
+#[pyfunction]
+#[pyo3(signature = (input, size=None, scale_factor=None, mode="nearest", align_corners=false))]
+pub fn interpolate(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    size: Option<(usize, usize)>,
+    scale_factor: Option<(f64, f64)>,
+    mode: &str,
+    align_corners: bool,
+) -> PyResult<PyTensor> {
+    const OP: &str = "interpolate";
+    let input = tensor_arg(OP, "input", input)?;
+    let size = match (size, scale_factor) {
+        (Some((h, w)), None) => InterpolateSize::Size(h, w),
+        (None, Some((h, w))) => InterpolateSize::Scale(h, w),
+        _ => {
+            return Err(value_error(
+                OP,
+                "exactly one of size and scale_factor must be given",
+            ))
+        }
+    };
+    let mode = match mode {
+        "nearest" => InterpolateMode::Nearest,
+        "bilinear" => InterpolateMode::Bilinear { align_corners },
+        other => {
+            return Err(value_error(
+                OP,
+                format!("mode must be \"nearest\" or \"bilinear\", got {other:?}"),
+            ))
+        }
+    };
+    let x = input.tensor.clone();
+    let result = py.allow_threads(move || run(OP, || x.interpolate(size, mode)))?;
+    Ok(PyTensor::wrap(result))
+}
+
 /// Batch normalization over dim 1 (`F.batch_norm`): with `training`, the batch's statistics
 /// normalize and the running ones (when given) move by `momentum`; without, the running ones
 /// normalize.
@@ -507,6 +548,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(conv2d, module)?)?;
     module.add_function(wrap_pyfunction!(conv_transpose2d, module)?)?;
     module.add_function(wrap_pyfunction!(scaled_dot_product_attention, module)?)?;
+    module.add_function(wrap_pyfunction!(interpolate, module)?)?;
     module.add_function(wrap_pyfunction!(max_pool2d, module)?)?;
     module.add_function(wrap_pyfunction!(avg_pool2d, module)?)?;
     module.add_function(wrap_pyfunction!(adaptive_avg_pool2d, module)?)?;

@@ -242,6 +242,83 @@ def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
 
 
+def _antialias_weights(in_size, out_size, scale):
+    """The ``[out_size, in_size]`` matrix of antialiased bilinear resampling along one axis (a
+    triangle filter widened by the downscale factor, each row summing to one: PIL's and
+    PyTorch's ``antialias=True``)."""
+    import numpy as np
+
+    support = scale if scale >= 1.0 else 1.0
+    inverse = 1.0 / scale if scale >= 1.0 else 1.0
+    weights = np.zeros((out_size, in_size), dtype=np.float64)
+    for i in range(out_size):
+        center = scale * (i + 0.5)
+        low = max(int(center - support + 0.5), 0)
+        high = min(int(center + support + 0.5), in_size)
+        taps = np.arange(low, high)
+        row = np.maximum(0.0, 1.0 - np.abs((taps - center + 0.5) * inverse))
+        total = row.sum()
+        if total > 0:
+            weights[i, low:high] = row / total
+    return weights
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=False):
+    """Resampling of ``[N, C, L]`` (modes ``nearest``, ``linear``) or ``[N, C, H, W]``
+    (``nearest``, ``bilinear``, ``area``) to ``size`` or by ``scale_factor``; ``antialias``
+    widens the bilinear filter when shrinking, as PyTorch and PIL do."""
+    import anygrad
+
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    spatial = input.dim() - 2
+    if spatial not in (1, 2):
+        raise NotImplementedError(f"interpolate: {input.dim()}-D input is not supported (3-D and 4-D are)")
+    if mode in ("bicubic", "nearest-exact", "trilinear"):
+        raise NotImplementedError(f"interpolate: mode={mode!r} is not supported (nearest, linear, bilinear, area)")
+    if mode in ("linear", "bilinear") and mode != ("linear" if spatial == 1 else "bilinear"):
+        raise ValueError(f"interpolate: mode={mode!r} expects a {3 if mode == 'linear' else 4}-D input, got {input.dim()}-D")
+    if align_corners is not None and mode in ("nearest", "area"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear")
+    x = input.unsqueeze(2) if spatial == 1 else input
+
+    def pair(value, fill):
+        if isinstance(value, (tuple, list)):
+            return (fill, value[0]) if spatial == 1 else tuple(value)
+        return (fill, value) if spatial == 1 else (value, value)
+
+    in_h, in_w = x.shape[-2], x.shape[-1]
+    if size is not None:
+        out_h, out_w = pair(size, 1)
+        scales = None
+    else:
+        scale_h, scale_w = pair(scale_factor, 1.0)
+        out_h, out_w = int(in_h * scale_h), int(in_w * scale_w)
+        scales = None if recompute_scale_factor else (scale_h, scale_w)
+    if mode == "area":
+        out = adaptive_avg_pool2d(x, (out_h, out_w))
+    elif antialias and mode in ("linear", "bilinear"):
+        if align_corners:
+            raise NotImplementedError("interpolate: antialias with align_corners=True is not supported")
+        h_scale = 1.0 / scales[0] if scales else in_h / out_h
+        w_scale = 1.0 / scales[1] if scales else in_w / out_w
+        rows = anygrad.tensor(_antialias_weights(in_h, out_h, h_scale), dtype=x.dtype, device=x.device)
+        cols = anygrad.tensor(_antialias_weights(in_w, out_w, w_scale).T, dtype=x.dtype, device=x.device)
+        out = rows @ (x @ cols)
+    else:
+        native_mode = "nearest" if mode == "nearest" else "bilinear"
+        if scales is not None:
+            out = _native.interpolate(x, None, scales, native_mode, bool(align_corners))
+        else:
+            out = _native.interpolate(x, (out_h, out_w), None, native_mode, bool(align_corners))
+    return out.squeeze(2) if spatial == 1 else out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """``interpolate`` (PyTorch's older name)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """softmax(q kᵀ · scale + mask) v: one fused kernel on a GPU without a mask or dropout.
     ``enable_gqa``: fewer key/value heads than query heads, each shared by a group of queries."""

@@ -1,7 +1,7 @@
 """Transforms in torchvision's style for arrays and tensors (no PIL): ``Compose``,
 ``ToTensor`` (HWC or HW uint8 → CHW float in [0, 1]), ``Normalize``, ``Lambda``,
-``RandomHorizontalFlip``, ``Pad``, ``CenterCrop`` and ``RandomCrop`` (numpy images are H×W or
-H×W×C, tensors C×H×W; crops and pads work on the last two dims of a tensor)."""
+``RandomHorizontalFlip``, ``Pad``, ``CenterCrop``, ``RandomCrop`` and ``Resize`` (numpy images are
+H×W or H×W×C, tensors C×H×W; crops, pads and resizes work on the last two dims of a tensor)."""
 
 import random
 
@@ -169,3 +169,76 @@ class RandomCrop:
         top = random.randint(0, height - crop_h)
         left = random.randint(0, width - crop_w)
         return _crop(image, top, left, crop_h, crop_w)
+
+
+class InterpolationMode:
+    """The resampling filters ``Resize`` takes."""
+
+    NEAREST = "nearest"
+    BILINEAR = "bilinear"
+
+
+def _resized_size(height, width, size, max_size):
+    """torchvision's output size: an int matches the shorter edge (the longer one keeps the
+    aspect ratio, capped by ``max_size``); a pair is ``(height, width)``."""
+    if isinstance(size, (tuple, list)):
+        if len(size) == 1:
+            size = size[0]
+        else:
+            return int(size[0]), int(size[1])
+    short, long = (height, width) if height <= width else (width, height)
+    new_short, new_long = size, int(size * long / short)
+    if max_size is not None:
+        if max_size <= size:
+            raise ValueError(f"max_size = {max_size} must be strictly greater than the requested size for the smaller edge size = {size}")
+        if new_long > max_size:
+            new_short, new_long = int(max_size * new_short / new_long), max_size
+    return (new_short, new_long) if height <= width else (new_long, new_short)
+
+
+class Resize:
+    """Resize the last two dims to ``size`` (an int: the shorter edge, keeping the aspect ratio),
+    bilinear with antialiasing by default as torchvision's, or nearest. A uint8 numpy image
+    stays uint8 (rounded)."""
+
+    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+        mode = getattr(interpolation, "value", interpolation)
+        if isinstance(mode, str):
+            mode = mode.lower()
+        if mode not in ("nearest", "bilinear"):
+            raise ValueError(f"Resize: interpolation {interpolation!r} is not supported (NEAREST, BILINEAR)")
+        self.size, self.interpolation, self.max_size, self.antialias = size, mode, max_size, antialias
+
+    def __call__(self, image):
+        import numpy as np
+        import anygrad
+        import anygrad.nn.functional as F
+
+        is_tensor = isinstance(image, anygrad.Tensor)
+        if is_tensor:
+            x = image
+            height, width = x.shape[-2], x.shape[-1]
+        else:
+            array = np.asarray(image)
+            height, width = array.shape[0], array.shape[1]
+            chw = array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
+            x = anygrad.from_numpy(np.ascontiguousarray(chw, dtype=np.float32))
+        size = _resized_size(height, width, self.size, self.max_size)
+        squeeze = x.dim() == 3
+        batch = x.unsqueeze(0) if squeeze else x
+        source_dtype = batch.dtype
+        if not batch.is_floating_point():
+            batch = batch.float()
+        if self.interpolation == "nearest":
+            out = F.interpolate(batch, size=size, mode="nearest")
+        else:
+            out = F.interpolate(batch, size=size, mode="bilinear", align_corners=False, antialias=self.antialias)
+        out = out.squeeze(0) if squeeze else out
+        if is_tensor:
+            return out if source_dtype == out.dtype else out.round().clamp(0, 255).to(source_dtype)
+        result = out.numpy()
+        if array.dtype == np.uint8:
+            result = np.clip(np.round(result), 0, 255).astype(np.uint8)
+        result = result[0] if array.ndim == 2 else result.transpose(1, 2, 0)
+        return result
+

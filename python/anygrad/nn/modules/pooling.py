@@ -91,3 +91,4 @@ class AdaptiveAvgPool1d(Module):
     def forward(self, input):
         """Adaptive average pooling."""
         return F.adaptive_avg_pool1d(input, self.output_size)
+
