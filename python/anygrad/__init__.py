@@ -116,6 +116,23 @@ def from_numpy(array):
     return _native.from_bytes(array.astype(array.dtype.newbyteorder("<")).tobytes(), name, list(array.shape))
 
 
+def from_dlpack(ext_tensor):
+    """A tensor with the values of any CPU tensor that speaks DLPack (a numpy array, a torch
+    tensor, ...): read through numpy's DLPack import, then copied (anygrad owns its memory)."""
+    import numpy as np
+
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    try:
+        array = np.from_dlpack(ext_tensor)
+    except (AttributeError, BufferError, RuntimeError, TypeError, ValueError) as error:
+        raise BufferError(
+            f"from_dlpack: {error} (anygrad exchanges DLPack tensors on the CPU, in the dtypes "
+            "numpy has: move the tensor to the CPU and convert bfloat16 first)"
+        ) from error
+    return from_numpy(array)
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor from ``data``: a number, nested lists/tuples, a numpy array or a tensor."""
     if _is_numpy(data):

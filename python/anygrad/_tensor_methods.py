@@ -27,6 +27,24 @@ def numpy(self, *, force=False):
     return array
 
 
+def __dlpack__(self, *, stream=None, **kwargs):
+    """The tensor as a DLPack capsule (``numpy.from_dlpack``, ``torch.from_dlpack``): a CPU
+    copy of its values that the capsule owns; a GPU tensor is a ``BufferError``."""
+    if self.device.type != "cpu":
+        raise BufferError(
+            f"__dlpack__: the tensor is on {self.device}; anygrad exchanges DLPack tensors on the "
+            "CPU (call .cpu() first)"
+        )
+    return self.detach().numpy().__dlpack__(stream=stream, **kwargs)
+
+
+def __dlpack_device__(self):
+    """``(kDLCPU, 0)``: exported tensors live on the CPU."""
+    if self.device.type != "cpu":
+        raise BufferError(f"__dlpack_device__: the tensor is on {self.device}; call .cpu() first")
+    return (1, 0)
+
+
 def array_of(self, dtype=None):
     """``numpy.asarray(tensor)``."""
     array = numpy(self.detach())

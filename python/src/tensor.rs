@@ -338,10 +338,11 @@ impl PyTensor {
     }
 
     /// Methods written in Python (`anygrad._tensor_methods`), found when the class has no
-    /// attribute of that name: they are bound to this tensor.
+    /// attribute of that name: they are bound to this tensor. Of the dunder names, only the
+    /// DLPack protocol's (which its consumers look up as attributes) are among them.
     fn __getattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<PyObject> {
         let py = slf.py();
-        if !name.starts_with("__") {
+        if !name.starts_with("__") || matches!(name, "__dlpack__" | "__dlpack_device__") {
             let methods = py.import("anygrad._tensor_methods")?;
             if let Ok(function) = methods.getattr(name) {
                 return Ok(py

@@ -227,3 +227,24 @@ def test_float64_data_converts_before_moving_to_a_gpu(device):
     x64 = torch.tensor([1.0, 2.0], dtype=torch.float64)
     assert x64.to(device, torch.float32).tolist() == [1.0, 2.0]
     assert x64.to(device).tolist() == [1.0, 2.0] if device == "cpu" else True
+
+
+def test_dlpack_passes_tensors_both_ways(device):
+    values = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = torch.tensor(values)
+    assert_close(np.from_dlpack(x), values)
+    for array in (values[:, ::2], np.array([True, False]), values.astype(np.float16), np.array([[1, 2], [3, 4]], dtype=np.uint8)):
+        back = torch.from_dlpack(array)
+        assert back.dtype.name == array.dtype.name
+        np.testing.assert_array_equal(back.numpy(), array)
+    exact = torch.from_dlpack(np.array([5, -7], dtype=np.int64))
+    assert exact.dtype == torch.int64 and exact.tolist() == [5, -7]
+    assert np.from_dlpack(exact).dtype == np.int64
+    with pytest.raises(ValueError, match="does not fit"):
+        torch.from_dlpack(np.array([2**40], dtype=np.int64))
+    assert torch.from_dlpack(x) is x
+    if device != "cpu":
+        with pytest.raises(BufferError, match="CPU"):
+            np.from_dlpack(x.to(device))
+    with pytest.raises(BufferError, match="from_dlpack"):
+        torch.from_dlpack(object())
