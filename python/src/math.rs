@@ -242,10 +242,20 @@ impl PyTensor {
     fn triu(&self, diagonal: isize) -> PyResult<PyTensor> {
         self.same_kind("triu", |t| t.triu(diagonal))
     }
-    /// Running sum along `dim`.
-    #[pyo3(signature = (dim))]
-    fn cumsum(&self, dim: isize) -> PyResult<PyTensor> {
-        self.same_kind("cumsum", |t| t.cumsum(dim))
+    /// Running sum along `dim` (one kernel); integer and bool tensors give int64, as in
+    /// PyTorch; `dtype` converts first.
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumsum(&self, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let source = match crate::dtype::optional_dtype("cumsum", dtype)? {
+            Some(logical) => self.cast(logical)?,
+            None => self.clone(),
+        };
+        let result = run("cumsum", || source.tensor.cumsum(dim))?;
+        if result.dtype() == DType::I32 {
+            Ok(PyTensor::with_logical(result, crate::dtype::Logical::Int64))
+        } else {
+            Ok(source.derived(result))
+        }
     }
     /// Sorted values and their indices along `dim`.
     #[pyo3(signature = (dim=-1, descending=false))]

@@ -74,3 +74,17 @@ def test_views_match_numpy(device):
     assert [tuple(p.shape) for p in x.split([1, 2], dim=2)] == [(2, 2, 1), (2, 2, 2)]
     with pytest.raises(RuntimeError):
         x.view(5, 5)
+
+
+def test_cumsum_of_every_dtype(device):
+    x = torch.tensor([[1, 2, 3], [4, 5, 6]], device=device)
+    assert x.cumsum(1).tolist() == [[1, 3, 6], [4, 9, 15]] and x.cumsum(1).dtype == torch.int64
+    mask = torch.tensor([True, False, True, True], device=device)
+    assert mask.cumsum(0).tolist() == [1, 1, 2, 3] and mask.cumsum(0).dtype == torch.int64
+    assert torch.cumsum(x, 0, dtype=torch.float32).tolist() == [[1.0, 2.0, 3.0], [5.0, 7.0, 9.0]]
+    values = np.random.default_rng(0).standard_normal((3, 700)).astype(np.float32)
+    assert_close(torch.tensor(values, device=device).cumsum(-1), np.cumsum(values, -1), rtol=1e-4, atol=1e-4)
+    w = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    (w.cumsum(0) * torch.tensor([1.0, 10.0, 100.0], device=device)).sum().backward()
+    assert w.grad.tolist() == [111.0, 110.0, 100.0]
+

@@ -7,7 +7,7 @@
 
 use crate::backend::contract::{
     Attention, Convolution, Copying, Creation, CustomKernels, Elementwise, Epilogue, Indexing,
-    LinearAlgebra, Pooling, RandomNumbers, Reduction, Sorting,
+    LinearAlgebra, Pooling, RandomNumbers, Reduction, Scan, Sorting,
 };
 use crate::backend::cpu::CpuStorage;
 use crate::backend::gpu::{GpuPendingRead, GpuStaging, GpuStorage};
@@ -741,6 +741,13 @@ impl Storage {
             Call::new("argsort", [(self, layout)]),
             |x| Sorting::argsort(x, layout, dim, descending)
         )
+    }
+
+    /// The inclusive running sum along `dim`, contiguous (`Scan::cumsum`).
+    pub fn cumsum(&self, layout: &Layout, dim: usize) -> Result<Storage> {
+        run!(Call::new("cumsum", [(self, layout)]), |x| Scan::cumsum(
+            x, layout, dim
+        ))
     }
 
     /// Whether the fused attention kernels cover this call on `device` (`Attention`; never on

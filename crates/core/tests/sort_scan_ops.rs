@@ -146,7 +146,107 @@ fn nonzero_and_masked_select(device: &Device) {
     assert!(x.masked_select(&x).is_err());
 }
 
+/// `cumsum` as one primitive: every dtype (integers exact and wrapping, Bool summed as I32),
+/// along every dim of a strided view, lines shorter and longer than the GPU kernel's 256
+/// chunks, F16 summed in f32; its gradient is the reversed running sum.
+fn cumsum_everywhere(device: &Device) {
+    use anygrad_core::profiler::profile;
+    let ints = Tensor::from_vec(vec![i32::MAX, 1, -5, 7, 0, 3], &[2, 3], device).unwrap();
+    let summed = ints.cumsum(1).unwrap();
+    assert_eq!(summed.dtype(), DType::I32);
+    assert_eq!(
+        summed.to_vec::<i32>().unwrap(),
+        [i32::MAX, i32::MIN, i32::MAX - 4, 7, 7, 10]
+    );
+    assert_eq!(
+        ints.cumsum(0).unwrap().to_vec::<i32>().unwrap(),
+        [i32::MAX, 1, -5, i32::MAX.wrapping_add(7), 1, -2]
+    );
+    let mask = Tensor::from_vec(vec![true, false, true, true], &[4], device).unwrap();
+    let positions = mask.cumsum(0).unwrap();
+    assert_eq!(
+        (positions.dtype(), positions.to_vec::<i32>().unwrap()),
+        (DType::I32, vec![1, 1, 2, 3])
+    );
+    // Floats: against a running sum in f64, for short and long lines, every dim, a view.
+    for length in [1usize, 7, 300, 5000] {
+        let data: Vec<f32> = (0..3 * length)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+            .collect();
+        let x = Tensor::from_vec(data.clone(), &[3, length], device).unwrap();
+        let (y, recorded) = profile(|| x.cumsum(-1)).unwrap();
+        assert_eq!(
+            recorded
+                .events
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>(),
+            ["cumsum"]
+        );
+        let got = y.to_vec::<f32>().unwrap();
+        for row in 0..3 {
+            let mut running = 0.0f64;
+            for i in 0..length {
+                running += f64::from(data[row * length + i]);
+                let value = f64::from(got[row * length + i]);
+                assert!(
+                    (value - running).abs() <= 1e-4 * (1.0 + running.abs()),
+                    "length {length} [{row}, {i}]: {value} vs {running}"
+                );
+            }
+        }
+        let down = x.t().unwrap().cumsum(0).unwrap().t().unwrap();
+        anygrad_testing::assert_close(
+            &anygrad_testing::values(&down),
+            &got,
+            1e-5,
+            1e-4,
+            "cumsum of a transposed view",
+        );
+    }
+    let cube = Tensor::arange(0.0, 24.0, 1.0, DType::F32, device)
+        .unwrap()
+        .reshape([2, 3, 4])
+        .unwrap();
+    let middle = cube.cumsum(1).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(&middle[..8], &[0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0]);
+    if anygrad_testing::f16_or_skip(device, "cumsum_everywhere (f16)") {
+        let half = Tensor::full(&[4096], 0.1, DType::F16, device).unwrap();
+        let total = half
+            .cumsum(0)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()[4095];
+        // 4096 · f16(0.1) = 409.5 summed in f32 (an f16 accumulator would stall at 256).
+        assert!((total - 409.5).abs() < 0.5, "{total}");
+    }
+    // The gradient: each input sees the upstream gradient of itself and every later slot.
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4], device)
+        .unwrap()
+        .requires_grad_(true);
+    let weights = Tensor::from_vec(vec![1.0f32, 10.0, 100.0, 1000.0], &[4], device).unwrap();
+    x.cumsum(0)
+        .unwrap()
+        .mul(&weights)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f32>().unwrap(),
+        [1111.0, 1110.0, 1100.0, 1000.0]
+    );
+    let empty = Tensor::zeros(&[0, 3], DType::F32, device).unwrap();
+    assert_eq!(empty.cumsum(1).unwrap().shape(), &[0, 3]);
+    let scalar = Tensor::from_vec(vec![2.5f32], &[], device).unwrap();
+    assert_eq!(scalar.cumsum(0).unwrap().to_vec::<f32>().unwrap(), [2.5]);
+}
+
 anygrad_testing::device_tests!(
+    cumsum_everywhere,
     nonzero_and_masked_select,
     sort_nan_and_signed_zero,
     sort_integers_exactly,

@@ -30,6 +30,12 @@ pub(crate) enum GradFn {
         output: Tensor,
         op: UnaryOp,
     },
+    /// The running sum along `dim` (the `cumsum` primitive): the rule reads only the output
+    /// gradient (`dx = sum(g) - cumsum(g) + g` along `dim`, the reversed running sum).
+    Cumsum {
+        input: Tensor,
+        dim: usize,
+    },
     /// Softmax over the last dim (the `softmax_last` primitive): the rule reads only the
     /// output `y` (`dx = y * (g - sum(g * y))` per row), kept like `UnaryFromOutput`'s.
     SoftmaxLast {
@@ -187,6 +193,7 @@ impl GradFn {
             GradFn::Unary { input, .. }
             | GradFn::UnaryFromOutput { input, .. }
             | GradFn::SoftmaxLast { input, .. }
+            | GradFn::Cumsum { input, .. }
             | GradFn::MaxPool2d { input, .. }
             | GradFn::BinaryScalar { input, .. }
             | GradFn::Reduce { input, .. }
@@ -246,6 +253,10 @@ impl GradFn {
                 };
                 GradFn::Unary { input, op }
             }
+            GradFn::Cumsum { input, dim } => GradFn::Cumsum {
+                input: input.graph_edge(),
+                dim,
+            },
             GradFn::SoftmaxLast { input, output } => GradFn::SoftmaxLast {
                 input: input.graph_edge(),
                 output,

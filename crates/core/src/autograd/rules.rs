@@ -16,6 +16,12 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         GradFn::UnaryFromOutput { output, op, .. } => {
             vec![Some(unary_rule_from_output(*op, output, g)?)]
         }
+        // y = cumsum(x) along d: dx_i = sum_{j >= i} g_j = sum(g) - cumsum(g)_i + g_i.
+        GradFn::Cumsum { dim, .. } => {
+            let along = *dim as isize;
+            let total = g.sum(&[along], true)?;
+            vec![Some(total.sub(&g.cumsum(along)?)?.add(g)?)]
+        }
         // y = softmax(x) over the last dim: dx = y * (g - sum(g * y, last, keepdim)).
         GradFn::SoftmaxLast { output, .. } => {
             let along = g.mul(output)?.sum(&[-1], true)?;

@@ -11,7 +11,7 @@
 //!
 //! The families: `creation`, `random_numbers`, `copying`, `elementwise`, `reduction`,
 //! `linear_algebra`, `convolution`, `pooling`, `row_normalization`, `batch_normalization`,
-//! `indexing`, `sorting`, `update`, and two optional ones whose methods default to
+//! `indexing`, `sorting`, `scan`, `update`, and two optional ones whose methods default to
 //! "unsupported" (`attention`, `custom_kernels`). Each backend implements a family next to
 //! its kernels: the CPU in `cpu/<family>.rs`, the GPU in `gpu/<family>/contract.rs`.
 //!
@@ -33,6 +33,7 @@ mod pooling;
 mod random_numbers;
 mod reduction;
 mod row_normalization;
+mod scan;
 mod sorting;
 mod update;
 
@@ -49,6 +50,7 @@ pub(crate) use pooling::Pooling;
 pub(crate) use random_numbers::RandomNumbers;
 pub(crate) use reduction::Reduction;
 pub(crate) use row_normalization::{Affine, RowNormalization};
+pub(crate) use scan::Scan;
 pub(crate) use sorting::Sorting;
 pub(crate) use update::Update;
 

@@ -15,6 +15,7 @@ mod matmul;
 mod pool;
 mod reduce;
 mod rows;
+mod scan;
 mod sort;
 mod update;
 

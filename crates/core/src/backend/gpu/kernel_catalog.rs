@@ -21,6 +21,7 @@ use super::prefetch::kernel::PrefetchKernel;
 use super::random::kernel::RandomKernel;
 use super::reduce::kernel::ReduceKernel;
 use super::runtime::kernel::Kernel;
+use super::scan::kernel::ScanKernel;
 use super::sort::kernel::SortKernel;
 
 /// Every kernel the GPU backend can build, as (name, WGSL source): each family's catalogue
@@ -42,6 +43,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     family::<OptimizerKernel>(&mut sources);
     family::<IndexKernel>(&mut sources);
     family::<SortKernel>(&mut sources);
+    family::<ScanKernel>(&mut sources);
     family::<AttentionKernel>(&mut sources);
     family::<FusedKernel>(&mut sources);
     family::<CustomKernel>(&mut sources);

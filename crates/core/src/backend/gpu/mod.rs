@@ -14,7 +14,7 @@
 //!   rows, batch norm), `matmul/` (the primitive choosing among the 64- and 128-tile, dot and
 //!   tensor-core kernels), `conv/` (direct, backward, Winograd, tensor cores, channels-last,
 //!   the epilogue, the tuning entry points), `attention/` (scalar and tensor-core kernels),
-//!   `pool/`, `index/`, `copy/`, `sort/`, `fill/`, `random/`, `optimizer/`, `custom/`,
+//!   `pool/`, `index/`, `copy/`, `sort/`, `scan/`, `fill/`, `random/`, `optimizer/`, `custom/`,
 //!   `prefetch/`.
 //! - what names every family: `kernel_catalog.rs` (every family's `Kernel::catalogue`, for
 //!   the naga test and `anygrad kernels dump`), `kernel_snapshots.rs`, and this file (the
@@ -54,6 +54,7 @@ mod pool;
 mod prefetch;
 mod random;
 mod reduce;
+mod scan;
 mod sort;
 
 use std::collections::HashMap;

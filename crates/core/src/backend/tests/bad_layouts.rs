@@ -68,6 +68,7 @@ fn every_primitive_refuses_bad_views(device: &Device) {
         );
         expect_err("reduce", x.reduce(b, ReduceOp::Sum, &[1]).map(drop));
         expect_err("rms_norm", x.rms_norm_last(b, None, 1e-6).map(drop));
+        expect_err("cumsum", x.cumsum(b, 1).map(drop));
         let row = full(device, &[6], DType::F32);
         expect_err(
             "rms_norm weight",

@@ -352,11 +352,12 @@ pub(crate) fn reduction<'a>(
     })
 }
 
-/// The plan of `argsort` along `dim`: slices of the first dim above size 1 when that is not
-/// `dim` (rows sort independently, the slices' indices concatenate); a tensor that would need
-/// slicing along `dim` itself is refused (sorted slices cannot be merged here), like the arg
-/// reductions.
-pub(crate) fn sort<'a>(
+/// The plan of a primitive that needs each whole line along `dim` (`op`: `argsort`, `cumsum`):
+/// slices of the first dim above size 1 when that is not `dim` (lines are independent, the
+/// slices' results concatenate); a tensor that would need slicing along `dim` itself is
+/// refused (a line's pieces cannot be combined here), like the arg reductions.
+pub(crate) fn whole_lines<'a>(
+    op: &'static str,
     storage: &'a GpuStorage,
     layout: &'a Layout,
     dim: usize,
@@ -364,7 +365,7 @@ pub(crate) fn sort<'a>(
     let numel = layout.numel();
     match first_wide_dim(&layout.shape) {
         Some(wide) if wide != dim => Ok(Plan {
-            op: "argsort",
+            op,
             operands: [(storage, layout, Follow::Sliced(wide))],
             rows: layout.shape[wide],
             output_elements: numel / layout.shape[wide],
@@ -373,7 +374,7 @@ pub(crate) fn sort<'a>(
         }),
         _ => {
             let plan = Plan {
-                op: "argsort",
+                op,
                 operands: [(storage, layout, Follow::Whole)],
                 rows: 1,
                 output_elements: numel,
@@ -382,9 +383,9 @@ pub(crate) fn sort<'a>(
             };
             if plan.needed() {
                 Err(Error::invalid(
-                    "argsort",
+                    op,
                     format!(
-                        "sorting along dim {dim} of a {:?} tensor larger than one GPU buffer is not supported; sort a smaller view or along another dim",
+                        "{op} along dim {dim} of a {:?} tensor larger than one GPU buffer is not supported; use a smaller view or another dim",
                         layout.shape
                     ),
                 ))

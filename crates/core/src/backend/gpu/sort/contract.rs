@@ -9,7 +9,7 @@ use crate::layout::Layout;
 
 impl Sorting for GpuStorage {
     fn argsort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<Self> {
-        sliced::sort(self, layout, dim)?
+        sliced::whole_lines("argsort", self, layout, dim)?
             .run(|[(x, l)], _| GpuStorage::argsort(x, l, dim, descending))
     }
 }
