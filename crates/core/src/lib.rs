@@ -53,7 +53,7 @@ pub mod update;
 
 pub use amp::{autocast, autocast_dtype, autocast_or_f32, with_autocast, AutocastGuard};
 pub use autograd::{
-    enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, NoGradGuard,
+    enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, HookHandle, NoGradGuard,
 };
 pub use determinism::{are_deterministic_algorithms_enabled, use_deterministic_algorithms};
 pub use device::{

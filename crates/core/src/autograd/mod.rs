@@ -4,6 +4,7 @@
 //! in reverse with ordinary tensor ops (so gradients are computed on the tensor's own device)
 //! and accumulates into the leaves' `.grad`, as PyTorch does.
 
+pub(crate) mod hooks;
 mod rules;
 
 use std::collections::{HashMap, HashSet};
@@ -14,6 +15,7 @@ pub use crate::grad_mode::{enable_grad, is_grad_enabled, no_grad, EnableGradGuar
 use crate::layout::Layout;
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::tensor::{Tensor, TensorId};
+pub use hooks::{GradientHook, HookHandle};
 
 /// How a tensor was produced, with what its derivative needs.
 pub(crate) enum GradFn {
@@ -153,13 +155,26 @@ pub(crate) enum GradFn {
 /// emptied by backward once used (unless the graph is retained), which frees what it saved.
 pub(crate) struct GradNode {
     record: Mutex<Option<Arc<GradFn>>>,
+    /// Gradient hooks on the output (`Tensor::register_hook`); made on the first one.
+    hooks: std::sync::OnceLock<Arc<hooks::HookList>>,
 }
 
 impl GradNode {
     pub(crate) fn new(grad_fn: GradFn) -> GradNode {
         GradNode {
             record: Mutex::new(Some(Arc::new(grad_fn))),
+            hooks: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The output's hook list, made on first use.
+    pub(crate) fn hooks(&self) -> &Arc<hooks::HookList> {
+        self.hooks.get_or_init(Default::default)
+    }
+
+    /// The output's hook list, where one was made.
+    pub(crate) fn existing_hooks(&self) -> Option<&Arc<hooks::HookList>> {
+        self.hooks.get()
     }
 
     /// The record, unless released.
@@ -502,6 +517,8 @@ pub(crate) fn backward_with_hook(
             accumulate_leaf(node, grad, on_grad_ready)?;
             continue;
         }
+        // Every contribution is in: the output's hooks see its whole gradient.
+        let grad = node.apply_gradient_hooks(grad)?;
         let Some(grad_fn) = node.grad_fn() else {
             return Err(Error::Autograd {
                 message: "trying to backward through the graph a second time: its saved tensors were freed by the first backward; use backward_retain_graph for the first one".into(),
@@ -561,6 +578,7 @@ fn accumulate_leaf(
     grad: Tensor,
     on_grad_ready: &mut dyn FnMut(&Tensor) -> Result<()>,
 ) -> Result<()> {
+    let grad = leaf.apply_gradient_hooks(grad)?;
     let total = match leaf.grad() {
         Some(previous) => previous.add(&grad)?,
         None => grad,

@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use crate::mutation::mutation_epoch;
 
+use crate::autograd::hooks::{GradientHook, HookHandle, HookList, HookOwner};
 use crate::autograd::{self, GradFn, GradNode};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
@@ -78,6 +79,9 @@ pub(crate) struct TensorInner {
     grad_fn: Option<Arc<GradNode>>,
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
+    /// A leaf's gradient hooks (`register_hook`; a non-leaf's live with its record), made on
+    /// the first one.
+    leaf_hooks: std::sync::OnceLock<Arc<HookList>>,
 }
 
 /// An n-dimensional array on a device, with autograd.
@@ -125,6 +129,7 @@ impl Tensor {
             grad_fn: grad_fn.map(|grad_fn| Arc::new(GradNode::new(grad_fn))),
             requires_grad: AtomicBool::new(false),
             grad: Mutex::new(None),
+            leaf_hooks: std::sync::OnceLock::new(),
         }))
     }
 
@@ -164,6 +169,7 @@ impl Tensor {
             grad_fn: self.0.grad_fn.clone(),
             requires_grad: AtomicBool::new(self.0.requires_grad.load(Ordering::Relaxed)),
             grad: Mutex::new(None),
+            leaf_hooks: std::sync::OnceLock::new(),
         }))
     }
 
@@ -251,6 +257,58 @@ impl Tensor {
     /// whose record a backward already released.
     pub(crate) fn grad_fn(&self) -> Option<Arc<GradFn>> {
         self.0.grad_fn.as_ref().and_then(|node| node.record())
+    }
+
+    /// Call `hook` with this tensor's gradient during every backward that reaches it, once
+    /// all contributions are summed and before the gradient flows on (into `.grad` for a
+    /// leaf); `Ok(Some(g))` replaces the gradient with `g` (same shape). Like PyTorch's
+    /// `register_hook`; the tensor must require a gradient. Hooks run under `no_grad`, in the
+    /// order they were added; `HookHandle::remove` takes one off.
+    ///
+    /// ```
+    /// use anygrad_core::{Device, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2], &Device::Cpu)?.requires_grad_(true);
+    /// let y = x.mul_scalar(3.0)?;
+    /// y.register_hook(|g| Ok(Some(g.mul_scalar(10.0)?)))?;
+    /// y.sum_all()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![30.0, 30.0]);
+    /// # Ok::<(), anygrad_core::Error>(())
+    /// ```
+    pub fn register_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::Autograd {
+                message: "cannot register a hook on a tensor that doesn't require gradient".into(),
+            });
+        }
+        let hook: GradientHook = Arc::new(hook);
+        Ok(match &self.0.grad_fn {
+            Some(node) => HookHandle {
+                id: node.hooks().add(hook),
+                owner: HookOwner::Node(Arc::downgrade(node.hooks())),
+            },
+            None => {
+                let list = self.0.leaf_hooks.get_or_init(Default::default);
+                HookHandle {
+                    id: list.add(hook),
+                    owner: HookOwner::Leaf(Arc::downgrade(list)),
+                }
+            }
+        })
+    }
+
+    /// `grad` through this tensor's gradient hooks (itself where there are none).
+    pub(crate) fn apply_gradient_hooks(&self, grad: Tensor) -> Result<Tensor> {
+        let list = match &self.0.grad_fn {
+            Some(node) => node.existing_hooks(),
+            None => self.0.leaf_hooks.get(),
+        };
+        match list {
+            Some(list) => list.apply(grad),
+            None => Ok(grad),
+        }
     }
 
     /// Drop this tensor's op record and with it what it saved for backward (PyTorch frees the
