@@ -240,11 +240,6 @@ def zero_grad(self):
     self.grad = None
 
 
-def register_hook(self, hook):
-    """Not supported yet: tensor gradient hooks."""
-    raise NotImplementedError("Tensor.register_hook is not supported yet")
-
-
 def apply_(self, function):
     """Apply a Python function to every element, in place (CPU work, like PyTorch's)."""
     values = [function(v) for v in self.flatten().tolist()]

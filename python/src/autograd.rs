@@ -205,9 +205,47 @@ impl PyTensor {
         Ok(())
     }
 
-    /// Keep the gradient of a non-leaf tensor (anygrad keeps every gradient it computes on
-    /// tensors that require grad: a no-op).
-    fn retain_grad(&self) {}
+    /// Keep the gradient of a non-leaf tensor in `.grad` during backward.
+    fn retain_grad(&self) -> PyResult<()> {
+        run("retain_grad", || self.tensor.retain_grad())
+    }
+
+    /// Call `hook(grad)` with this tensor's gradient during backward, once every contribution
+    /// is summed; a returned tensor replaces the gradient (`None` keeps it). Returns a handle
+    /// whose `remove()` takes the hook off.
+    fn register_hook(&self, hook: &Bound<'_, PyAny>) -> PyResult<PyRemovableHandle> {
+        if !hook.is_callable() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "register_hook: the hook must be callable",
+            ));
+        }
+        let callable: Py<PyAny> = hook.clone().unbind();
+        let logical = self.logical();
+        let handle = run("register_hook", || {
+            self.tensor.register_hook(move |grad| {
+                Python::with_gil(|py| {
+                    let argument = PyTensor::with_logical(grad.clone(), logical);
+                    let result = callable.call1(py, (argument,)).map_err(|error| {
+                        anygrad::Error::Autograd {
+                            message: format!("a gradient hook raised {error}"),
+                        }
+                    })?;
+                    if result.is_none(py) {
+                        return Ok(None);
+                    }
+                    match result.extract::<PyRef<'_, PyTensor>>(py) {
+                        Ok(replacement) => Ok(Some(replacement.tensor.clone())),
+                        Err(_) => Err(anygrad::Error::Autograd {
+                            message: "a gradient hook must return a Tensor or None".into(),
+                        }),
+                    }
+                })
+            })
+        })?;
+        Ok(PyRemovableHandle {
+            handle: Some(handle),
+        })
+    }
 
     /// In place: copy `src`'s values into this tensor (outside autograd), broadcasting.
     #[pyo3(signature = (src, non_blocking=false))]
@@ -313,10 +351,38 @@ impl PyTensor {
     }
 }
 
+/// What `Tensor.register_hook` returns (PyTorch's `RemovableHandle`): `remove()` takes the
+/// hook off; usable as a context manager that removes it on exit.
+#[pyclass(name = "RemovableHandle", module = "anygrad._native")]
+pub struct PyRemovableHandle {
+    handle: Option<anygrad::HookHandle>,
+}
+
+#[pymethods]
+impl PyRemovableHandle {
+    /// Take the hook off (a second call changes nothing).
+    fn remove(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.remove();
+        }
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.remove();
+        false
+    }
+}
+
 /// Register the gradient-mode functions.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(push_grad_mode, module)?)?;
     module.add_function(wrap_pyfunction!(pop_grad_mode, module)?)?;
     module.add_function(wrap_pyfunction!(is_grad_enabled, module)?)?;
+    module.add_class::<PyRemovableHandle>()?;
     Ok(())
 }

@@ -133,3 +133,37 @@ def test_in_place_activations_and_copy_keep_gradients_right():
     assert x.grad.tolist() == [5.0, 5.0]
     with pytest.raises(RuntimeError, match="leaf Variable"):
         x.copy_(y)
+
+
+def test_tensor_hooks_and_retain_grad(device):
+    x = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    y = x * 2
+    seen = []
+    handle = y.register_hook(lambda grad: seen.append(grad.tolist()) or grad * 10)
+    y.retain_grad()
+    (y * y).sum().backward(retain_graph=True)
+    assert seen == [[4.0, 8.0, 12.0]]
+    assert x.grad.tolist() == [80.0, 160.0, 240.0]
+    assert y.grad.tolist() == [40.0, 80.0, 120.0]
+    handle.remove()
+    x.grad = None
+    (y * y).sum().backward()
+    assert x.grad.tolist() == [8.0, 16.0, 24.0] and len(seen) == 1
+    leaf = torch.ones(2, device=device, requires_grad=True)
+    with leaf.register_hook(lambda grad: grad + 1):
+        leaf.sum().backward()
+    assert leaf.grad.tolist() == [2.0, 2.0]
+
+    def broken(grad):
+        raise ValueError("no thanks")
+
+    z = torch.ones(2, device=device, requires_grad=True)
+    z.register_hook(broken)
+    with pytest.raises(RuntimeError, match="no thanks"):
+        (z * 2).sum().backward()
+    with pytest.raises(RuntimeError, match="hook"):
+        torch.ones(2, device=device).register_hook(lambda grad: grad)
+    w = torch.ones(2, device=device, requires_grad=True)
+    w.register_hook(lambda grad: grad.sum())
+    with pytest.raises(RuntimeError, match="shape"):
+        (w * 3).sum().backward()

@@ -30,10 +30,10 @@ pub use anygrad_core::{
     InterpolateMode, InterpolateSize,
 };
 
-/// Gradient recording (`torch.no_grad`, `torch.enable_grad`, `torch.is_grad_enabled`) and
-/// custom backward functions.
+/// Gradient recording (`torch.no_grad`, `torch.enable_grad`, `torch.is_grad_enabled`),
+/// custom backward functions and the handle of tensor hooks (`Tensor::register_hook`).
 pub use anygrad_core::{
-    enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, NoGradGuard,
+    enable_grad, is_grad_enabled, no_grad, CustomBackward, EnableGradGuard, HookHandle, NoGradGuard,
 };
 
 /// Mixed precision (`torch.autocast`) and its cache of lower-precision weights.

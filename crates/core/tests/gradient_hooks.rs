@@ -118,3 +118,24 @@ anygrad_testing::device_tests!(
     leaf_hooks_run_in_order_before_grad,
     bad_hooks_are_errors,
 );
+
+/// `retain_grad` keeps an intermediate result's gradient (summed over backward calls).
+#[test]
+fn retain_grad_keeps_intermediate_gradients() {
+    let device = Device::Cpu;
+    let x = leaf(&[1.0, 2.0], &device);
+    let y = x.mul_scalar(3.0).unwrap();
+    y.retain_grad().unwrap();
+    y.retain_grad().unwrap();
+    let loss = y.square().unwrap().sum_all().unwrap();
+    loss.backward_retain_graph().unwrap();
+    assert_eq!(values(&y.grad().unwrap()), [6.0, 12.0]);
+    loss.backward().unwrap();
+    assert_eq!(
+        values(&y.grad().unwrap()),
+        [12.0, 24.0],
+        "summed, once per call"
+    );
+    let plain = Tensor::from_vec(vec![1.0f32], &[1], &device).unwrap();
+    assert!(plain.retain_grad().is_err());
+}

@@ -157,6 +157,8 @@ pub(crate) struct GradNode {
     record: Mutex<Option<Arc<GradFn>>>,
     /// Gradient hooks on the output (`Tensor::register_hook`); made on the first one.
     hooks: std::sync::OnceLock<Arc<hooks::HookList>>,
+    /// Whether the output keeps its gradient in `.grad` (`Tensor::retain_grad`).
+    retains_grad: std::sync::atomic::AtomicBool,
 }
 
 impl GradNode {
@@ -164,7 +166,14 @@ impl GradNode {
         GradNode {
             record: Mutex::new(Some(Arc::new(grad_fn))),
             hooks: std::sync::OnceLock::new(),
+            retains_grad: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Mark the output as keeping its gradient; whether it already did.
+    pub(crate) fn start_retaining_grad(&self) -> bool {
+        self.retains_grad
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The output's hook list, made on first use.

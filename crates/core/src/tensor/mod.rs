@@ -299,6 +299,37 @@ impl Tensor {
         })
     }
 
+    /// Keep this intermediate result's gradient in `.grad` during backward (summed over
+    /// backward calls, like a leaf's), as PyTorch's `retain_grad`; a leaf keeps its own anyway.
+    /// An error for a tensor that does not require a gradient.
+    pub fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(Error::Autograd {
+                message: "can't retain_grad on a tensor that has requires_grad=False".into(),
+            });
+        }
+        let Some(node) = &self.0.grad_fn else {
+            return Ok(());
+        };
+        if node.start_retaining_grad() {
+            return Ok(());
+        }
+        // A weak handle: the hook lives in this tensor's own record.
+        let handle = Arc::downgrade(&self.0);
+        node.hooks().add(Arc::new(move |grad: &Tensor| {
+            if let Some(inner) = handle.upgrade() {
+                let tensor = Tensor(inner);
+                let total = match tensor.grad() {
+                    Some(previous) => previous.add(grad)?,
+                    None => grad.clone(),
+                };
+                tensor.set_grad(Some(total));
+            }
+            Ok(None)
+        }));
+        Ok(())
+    }
+
     /// `grad` through this tensor's gradient hooks (itself where there are none).
     pub(crate) fn apply_gradient_hooks(&self, grad: Tensor) -> Result<Tensor> {
         let list = match &self.0.grad_fn {
