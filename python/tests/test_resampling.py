@@ -95,3 +95,20 @@ def test_resize_keeps_the_aspect_ratio_and_dtype(device):
     assert transforms.Resize(10, max_size=12)(image).shape[:2] == (8, 12)
     with pytest.raises(ValueError, match="max_size"):
         transforms.Resize(20, max_size=10)(image)
+
+
+def test_max_pool_ceil_mode_keeps_partial_windows(device):
+    x = (np.arange(2 * 7 * 5).reshape(1, 2, 7, 5) * np.where(np.arange(5) % 2, 1, -1)).astype(np.float32)
+    t = torch.tensor(x, device=device, requires_grad=True)
+    out = F.max_pool2d(t, 2, ceil_mode=True)
+    assert tuple(out.shape) == (1, 2, 4, 3)
+    expected = np.full((1, 2, 4, 3), -np.inf, dtype=np.float32)
+    for i in range(4):
+        for j in range(3):
+            expected[:, :, i, j] = x[:, :, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2].max(axis=(2, 3))
+    assert_close(out, expected)
+    out.sum().backward()
+    assert t.grad.sum().item() == 24
+    # PyTorch drops a last window that would start in the right padding: 5 → 3, not 4.
+    assert tuple(F.max_pool2d(torch.ones(1, 1, 5, 5, device=device), 3, stride=2, padding=1, ceil_mode=True).shape) == (1, 1, 3, 3)
+    assert tuple(nn.MaxPool2d(3, stride=2, ceil_mode=True)(torch.ones(1, 1, 6, 6, device=device)).shape) == (1, 1, 3, 3)

@@ -137,10 +137,32 @@ def one_hot(tensor, num_classes=-1):
 # Layers --------------------------------------------------------------------------------------
 
 
+def _ceil_extra(size, kernel, stride, padding, dilation):
+    """The rows (or columns) ``ceil_mode`` adds after the input: PyTorch's rounded-up output
+    count, less one where the last window would start in the right padding."""
+    span = dilation * (kernel - 1) + 1
+    count = -(-(size + 2 * padding - span) // stride) + 1
+    if (count - 1) * stride >= size + padding:
+        count -= 1
+    return max((count - 1) * stride + span - (size + 2 * padding), 0)
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """2-D max pooling."""
+    """2-D max pooling; ``ceil_mode`` keeps the partial windows at the bottom and right edges
+    (the input is extended with ``-inf`` there, which never wins)."""
     if return_indices:
         raise NotImplementedError("max_pool2d: return_indices=True is not supported yet")
+    if ceil_mode:
+        def pair(value):
+            return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+        k, d, p = pair(kernel_size), pair(dilation), pair(padding)
+        s = pair(stride) if stride is not None and stride != [] else k
+        extra_h = _ceil_extra(input.shape[-2], k[0], s[0], p[0], d[0])
+        extra_w = _ceil_extra(input.shape[-1], k[1], s[1], p[1], d[1])
+        if extra_h or extra_w:
+            input = pad(input, (0, extra_w, 0, extra_h), value=float("-inf"))
+        return _native.max_pool2d(input, k, s, p, d, False)
     return _native.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
