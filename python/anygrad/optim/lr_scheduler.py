@@ -49,6 +49,16 @@ class LRScheduler:
 _LRScheduler = LRScheduler
 
 
+def _per_group_lambdas(optimizer, lr_lambda):
+    """One function for every parameter group, or a list with one per group."""
+    groups = len(optimizer.param_groups)
+    if isinstance(lr_lambda, (list, tuple)):
+        if len(lr_lambda) != groups:
+            raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
+        return list(lr_lambda)
+    return [lr_lambda] * groups
+
+
 class StepLR(LRScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
 
@@ -105,13 +115,7 @@ class LambdaLR(LRScheduler):
     """The base rate times ``lr_lambda(epoch)`` (one function, or one per group)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1, verbose="deprecated"):
-        groups = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != groups:
-                raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * groups
+        self.lr_lambdas = _per_group_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
@@ -168,13 +172,7 @@ class MultiplicativeLR(LRScheduler):
     group)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1, verbose="deprecated"):
-        groups = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != groups:
-                raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * groups
+        self.lr_lambdas = _per_group_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):

@@ -9,6 +9,17 @@ from .. import functional as F
 from .. import init
 
 
+def _reset_convolution(module):
+    """PyTorch's initialisation of a convolution: Kaiming-uniform weight (a = sqrt(5)), bias
+    uniform within 1/sqrt(fan_in) of the weight's layout."""
+    init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+    if module.bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(module.weight)
+        if fan_in != 0:
+            bound = 1 / math.sqrt(fan_in)
+            init.uniform_(module.bias, -bound, bound)
+
+
 def _pair(value):
     return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
 
@@ -47,12 +58,7 @@ class Conv2d(Module):
 
     def reset_parameters(self):
         """PyTorch's default initialisation."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        _reset_convolution(self)
 
     def forward(self, input):
         """The convolution."""
@@ -124,12 +130,7 @@ class ConvTranspose2d(Module):
 
     def reset_parameters(self):
         """PyTorch's default initialisation (the fan-in of the weight's layout)."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        _reset_convolution(self)
 
     def _output_padding(self, input, output_size):
         if output_size is None:
