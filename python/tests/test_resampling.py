@@ -112,3 +112,39 @@ def test_max_pool_ceil_mode_keeps_partial_windows(device):
     # PyTorch drops a last window that would start in the right padding: 5 → 3, not 4.
     assert tuple(F.max_pool2d(torch.ones(1, 1, 5, 5, device=device), 3, stride=2, padding=1, ceil_mode=True).shape) == (1, 1, 3, 3)
     assert tuple(nn.MaxPool2d(3, stride=2, ceil_mode=True)(torch.ones(1, 1, 6, 6, device=device)).shape) == (1, 1, 3, 3)
+
+
+def _avg_pool_reference(x, k, s, p, ceil_mode, count_include_pad, divisor_override=None):
+    """PyTorch's average pooling loop."""
+    n, c, h, w = x.shape
+
+    def size(length):
+        out = (length + 2 * p - k + ((s - 1) if ceil_mode else 0)) // s + 1
+        if ceil_mode and (out - 1) * s >= length + p:
+            out -= 1
+        return out
+
+    out = np.zeros((n, c, size(h), size(w)))
+    for i in range(size(h)):
+        for j in range(size(w)):
+            h0, w0 = i * s - p, j * s - p
+            h1, w1 = min(h0 + k, h + p), min(w0 + k, w + p)
+            pool = (h1 - h0) * (w1 - w0)
+            h0, w0, h1, w1 = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
+            total = x[:, :, h0:h1, w0:w1].sum(axis=(2, 3))
+            divisor = divisor_override or (pool if count_include_pad else (h1 - h0) * (w1 - w0))
+            out[:, :, i, j] = total / divisor
+    return out
+
+
+def test_avg_pool_ceil_mode_and_divisor(device):
+    x = np.random.default_rng(2).standard_normal((1, 2, 7, 6)).astype(np.float32)
+    t = torch.tensor(x, device=device, requires_grad=True)
+    for k, s, p in [(2, 2, 0), (3, 2, 1), (3, 3, 1)]:
+        for include in (True, False):
+            out = F.avg_pool2d(t, k, s, p, ceil_mode=True, count_include_pad=include)
+            assert_close(out, _avg_pool_reference(x, k, s, p, True, include), rtol=1e-5, atol=1e-6)
+    override = F.avg_pool2d(t, 3, 2, 1, divisor_override=4)
+    assert_close(override, _avg_pool_reference(x, 3, 2, 1, False, True, divisor_override=4), rtol=1e-5, atol=1e-6)
+    nn.AvgPool2d(3, 2, ceil_mode=True)(t).sum().backward()
+    assert t.grad is not None and tuple(t.grad.shape) == (1, 2, 7, 6)

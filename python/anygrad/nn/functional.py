@@ -167,10 +167,33 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    """2-D average pooling."""
+    """2-D average pooling; with ``ceil_mode`` or ``divisor_override`` written as window sums
+    over the zero-padded input divided by each window's count (PyTorch's: with
+    ``count_include_pad`` the window clipped to the padded input, else to the input)."""
+    if not ceil_mode and divisor_override is None:
+        return _native.avg_pool2d(input, kernel_size, stride, padding, False, count_include_pad)
+    import anygrad
+
+    def pair(value):
+        return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+    k, p = pair(kernel_size), pair(padding)
+    s = pair(stride) if stride is not None and stride != [] else k
+    height, width = input.shape[-2], input.shape[-1]
+    extra_h = _ceil_extra(height, k[0], s[0], p[0], 1) if ceil_mode else 0
+    extra_w = _ceil_extra(width, k[1], s[1], p[1], 1) if ceil_mode else 0
+    padded = pad(input, (p[1], p[1] + extra_w, p[0], p[0] + extra_h))
+    sums = _native.avg_pool2d(padded, k, s, 0, False, True) * (k[0] * k[1])
     if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d: divisor_override is not supported")
-    return _native.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+        return sums / divisor_override
+    if count_include_pad:
+        ones = anygrad.ones(1, 1, height + 2 * p[0], width + 2 * p[1], dtype=input.dtype, device=input.device)
+        counted = pad(ones, (0, extra_w, 0, extra_h))
+    else:
+        ones = anygrad.ones(1, 1, height, width, dtype=input.dtype, device=input.device)
+        counted = pad(ones, (p[1], p[1] + extra_w, p[0], p[0] + extra_h))
+    counts = _native.avg_pool2d(counted, k, s, 0, False, True) * (k[0] * k[1])
+    return sums / counts
 
 
 def adaptive_avg_pool2d(input, output_size):
