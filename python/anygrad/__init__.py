@@ -258,6 +258,7 @@ from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from . import safetensors  # noqa: E402
 from . import models  # noqa: E402
+from ._functions import *  # noqa: E402,F401,F403
 from . import profiler  # noqa: E402
 
 __all__ = [name for name in globals() if not name.startswith("_")]

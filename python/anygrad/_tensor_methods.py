@@ -482,11 +482,6 @@ def logical_xor(self, other):
     return self.bool() ^ _ag.as_tensor(other, device=self.device).bool()
 
 
-def cumprod(self, dim):
-    """Running product along ``dim``."""
-    return (self.log()).cumsum(dim).exp() if self.is_floating_point() else self
-
-
 def mean_keep(self, dims):
     """The mean over ``dims`` with kept dims."""
     return self.mean(dims, keepdim=True)

@@ -257,6 +257,17 @@ impl PyTensor {
             Ok(source.derived(result))
         }
     }
+    /// Running product along `dim` (exact with zeros and negative values); `dtype` converts
+    /// first. Float tensors only.
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumprod(&self, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let source = match crate::dtype::optional_dtype("cumprod", dtype)? {
+            Some(logical) => self.cast(logical)?,
+            None => self.clone(),
+        };
+        let result = run("cumprod", || source.tensor.cumprod(dim))?;
+        Ok(source.derived(result))
+    }
     /// Sorted values and their indices along `dim`.
     #[pyo3(signature = (dim=-1, descending=false))]
     fn sort(&self, dim: isize, descending: bool) -> PyResult<(PyTensor, PyTensor)> {

@@ -1,0 +1,312 @@
+"""Functions of the ``torch`` namespace written over anygrad's tensor ops (so they run on every
+device and carry gradients where PyTorch's do): shape helpers (``meshgrid``,
+``broadcast_tensors``, ``movedim``, ``swapaxes``, ``tile``, ``hstack``, ``vstack``,
+``column_stack``), arithmetic (``diff``, ``trace``, ``addcmul``, ``addcdiv``, ``fmod``,
+``isclose``, ``count_nonzero``, ``take_along_dim``, ``cumprod``), search (``searchsorted``,
+``bucketize``), sampling (``multinomial``, ``normal``, ``bernoulli``), dtype facts (``finfo``,
+``iinfo``), and the settings scripts set (``compile``, ``set_float32_matmul_precision``)."""
+
+import math
+
+import anygrad as _ag
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None, disable=False):
+    """``torch.compile``: anygrad runs eagerly (its elementwise chains are fused without a
+    compile step), so the model (or function) comes back unchanged and computes the same."""
+    if model is None:
+        return lambda function: function
+    return model
+
+
+_MATMUL_PRECISION = ["highest"]
+
+
+def set_float32_matmul_precision(precision):
+    """Accepts PyTorch's settings; anygrad's f32 matmuls always compute in f32, which every
+    setting allows."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or 'medium'")
+    _MATMUL_PRECISION[0] = precision
+
+
+def get_float32_matmul_precision():
+    """The last setting of ``set_float32_matmul_precision``."""
+    return _MATMUL_PRECISION[0]
+
+
+class finfo:
+    """Facts of a float dtype: ``bits``, ``eps``, ``max``, ``min``, ``tiny``, ``resolution``."""
+
+    def __init__(self, type=None):
+        import numpy as np
+
+        type = type or _ag.float32
+        if not type.is_floating_point:
+            raise TypeError(f"finfo: {type} is not a floating point dtype")
+        info = np.finfo(type.name)
+        self.dtype = type.name
+        self.bits, self.eps, self.max, self.min = info.bits, float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self):
+        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, tiny={self.tiny}, dtype={self.dtype})"
+
+
+class iinfo:
+    """Facts of an integer dtype: ``bits``, ``max``, ``min``."""
+
+    def __init__(self, type):
+        import numpy as np
+
+        if type.is_floating_point or type == _ag.bool:
+            raise TypeError(f"iinfo: {type} is not an integer dtype")
+        info = np.iinfo(type.name)
+        self.dtype, self.bits, self.max, self.min = type.name, info.bits, int(info.max), int(info.min)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape."""
+    shape = []
+    for tensor in tensors:
+        dims = list(tensor.shape)
+        for i in range(1, len(dims) + 1):
+            if i > len(shape):
+                shape.insert(0, dims[-i])
+            elif shape[-i] == 1:
+                shape[-i] = dims[-i]
+            elif dims[-i] not in (1, shape[-i]):
+                raise RuntimeError(f"broadcast_tensors: shapes {[tuple(t.shape) for t in tensors]} do not broadcast")
+    return tuple(tensor.expand(*shape) for tensor in tensors)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids of 1-D tensors (``indexing`` ``"ij"``, or ``"xy"`` swapping the first
+    two dims)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    swap = indexing == "xy" and len(tensors) >= 2
+    ordered = list(tensors)
+    if swap:
+        ordered[0], ordered[1] = ordered[1], ordered[0]
+    sizes = [t.numel() for t in ordered]
+    grids = []
+    for i, tensor in enumerate(ordered):
+        view = [1] * len(ordered)
+        view[i] = sizes[i]
+        grids.append(tensor.reshape(*view).expand(*sizes))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def movedim(input, source, destination):
+    """``input`` with the dims ``source`` moved to positions ``destination``."""
+    sources = [source] if isinstance(source, int) else list(source)
+    destinations = [destination] if isinstance(destination, int) else list(destination)
+    if len(sources) != len(destinations):
+        raise RuntimeError("movedim: source and destination must have the same number of dims")
+    rank = input.dim()
+    sources = [s % rank for s in sources]
+    destinations = [d % rank for d in destinations]
+    order = [None] * rank
+    for s, d in zip(sources, destinations):
+        order[d] = s
+    rest = iter(i for i in range(rank) if i not in sources)
+    order = [next(rest) if o is None else o for o in order]
+    return input.permute(*order)
+
+
+def swapaxes(input, axis0, axis1):
+    """``input.transpose(axis0, axis1)`` (``swapdims`` too)."""
+    return input.transpose(axis0, axis1)
+
+
+swapdims = swapaxes
+
+
+def tile(input, dims):
+    """``input`` repeated ``dims`` times along each dim (dims prepended when shorter)."""
+    dims = list(dims)
+    if len(dims) < input.dim():
+        dims = [1] * (input.dim() - len(dims)) + dims
+    return input.repeat(*dims)
+
+
+def hstack(tensors):
+    """Concatenated along dim 1 (dim 0 for 1-D tensors)."""
+    return _ag.cat(list(tensors), dim=0 if tensors[0].dim() == 1 else 1)
+
+
+def vstack(tensors):
+    """1-D tensors as rows, then concatenated along dim 0."""
+    return _ag.cat([t.reshape(1, -1) if t.dim() == 1 else t for t in tensors], dim=0)
+
+
+row_stack = vstack
+
+
+def column_stack(tensors):
+    """1-D tensors as columns, then concatenated along dim 1."""
+    return _ag.cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors], dim=1)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th difference along ``dim`` (``prepend``/``append`` joined first)."""
+    if prepend is not None or append is not None:
+        input = _ag.cat([t for t in (prepend, input, append) if t is not None], dim=dim)
+    for _ in range(n):
+        length = input.shape[dim]
+        input = input.narrow(dim, 1, length - 1) - input.narrow(dim, 0, length - 1)
+    return input
+
+
+def trace(input):
+    """The sum of a matrix's diagonal."""
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, got {input.dim()}-D")
+    size = min(input.shape)
+    index = _ag.arange(size, device=input.device)
+    return input[index, index].sum()
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``."""
+    return input + tensor1 * tensor2 * value
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``."""
+    return input + tensor1 / tensor2 * value
+
+
+def fmod(input, other):
+    """The remainder of truncated division (the sign of ``input``, as C's ``fmod``)."""
+    quotient = input / other
+    return input - quotient.trunc() * other
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal with
+    ``equal_nan``; infinities equal to themselves)."""
+    other = _ag.as_tensor(other, device=input.device) if not isinstance(other, _ag.Tensor) else other
+    close = (input - other).abs() <= atol + rtol * other.abs()
+    close = close | (input == other)
+    if equal_nan:
+        close = close | (input.isnan() & other.isnan())
+    return close
+
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements (over ``dim``, an int or a tuple)."""
+    nonzero = (input != 0).long()
+    return nonzero.sum() if dim is None else nonzero.sum(dim)
+
+
+def take_along_dim(input, indices, dim=None):
+    """``input`` picked at ``indices`` along ``dim`` (flattened when ``dim`` is None), the two
+    broadcast against each other except along ``dim``."""
+    if dim is None:
+        return input.flatten().gather(0, indices.flatten())
+    dim = dim % input.dim()
+    shape_in, shape_idx = list(input.shape), list(indices.shape)
+    target_in, target_idx = [], []
+    for d, (a, b) in enumerate(zip(shape_in, shape_idx)):
+        common = max(a, b) if d != dim else None
+        target_in.append(a if d == dim else common)
+        target_idx.append(b if d == dim else common)
+    return input.expand(*target_in).gather(dim, indices.expand(*target_idx))
+
+
+def cumprod(input, dim, *, dtype=None):
+    """The running product along ``dim``."""
+    return input.cumprod(dim, dtype=dtype)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """For each value, the position in the sorted last dim of ``sorted_sequence`` where it
+    would be inserted (before equal values, or after them with ``right``/``side="right"``)."""
+    if sorter is not None:
+        raise NotImplementedError("searchsorted: sorter is not supported")
+    right = right or side == "right"
+    values = input if isinstance(input, _ag.Tensor) else _ag.tensor(input, device=sorted_sequence.device)
+    scalar = values.dim() == 0
+    if scalar:
+        values = values.reshape(1)
+    if sorted_sequence.dim() == 1:
+        below = sorted_sequence <= values.unsqueeze(-1) if right else sorted_sequence < values.unsqueeze(-1)
+    else:
+        below = sorted_sequence.unsqueeze(-2) <= values.unsqueeze(-1) if right else sorted_sequence.unsqueeze(-2) < values.unsqueeze(-1)
+    positions = below.long().sum(-1)
+    if out_int32:
+        positions = positions.int()
+    return positions.reshape(()) if scalar else positions
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value among the sorted 1-D ``boundaries`` (``searchsorted`` with the
+    boundaries as the sequence)."""
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """Ones with probability ``input`` (or ``p``), zeros otherwise, drawn on the device."""
+    probabilities = input if p is None else _ag.full_like(input, p)
+    return probabilities.bernoulli()
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None):
+    """Normal samples: tensors ``mean``/``std`` elementwise (broadcast), or numbers with
+    ``size``."""
+    if isinstance(mean, _ag.Tensor) or isinstance(std, _ag.Tensor):
+        reference = mean if isinstance(mean, _ag.Tensor) else std
+        shape = broadcast_tensors(*(t for t in (mean, std) if isinstance(t, _ag.Tensor)))[0].shape
+        return _ag.randn(*shape, dtype=reference.dtype, device=reference.device) * std + mean
+    if size is None:
+        raise TypeError("normal: give tensors for mean or std, or a size")
+    return _ag.randn(*size, dtype=dtype, device=device) * std + mean
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """``num_samples`` category indices per row of the (unnormalized, non-negative) weights
+    ``input``: with replacement by inverting the cumulative distribution, without by the
+    Gumbel top-k (each draw excludes the ones before, as PyTorch's)."""
+    weights = input.float() if not input.is_floating_point() else input
+    single = weights.dim() == 1
+    if single:
+        weights = weights.unsqueeze(0)
+    if weights.dim() != 2:
+        raise RuntimeError(f"multinomial: expected 1-D or 2-D weights, got {input.dim()}-D")
+    categories = weights.shape[-1]
+    if not replacement and num_samples > categories:
+        raise RuntimeError(f"multinomial: cannot take {num_samples} samples from {categories} categories without replacement")
+    if bool((weights < 0).any()) or bool((~weights.isfinite()).any()):
+        raise RuntimeError("multinomial: the weights must be finite and non-negative")
+    if bool((weights.sum(-1) <= 0).any()):
+        raise RuntimeError("multinomial: every row needs a positive total weight")
+    if replacement:
+        cdf = weights.cumsum(-1)
+        cdf = cdf / cdf[:, -1:]
+        u = _ag.rand(weights.shape[0], num_samples, device=weights.device)
+        picks = (cdf.unsqueeze(1) <= u.unsqueeze(-1)).long().sum(-1).clamp(max=categories - 1)
+    else:
+        u = _ag.rand(*weights.shape, device=weights.device).clamp(min=1e-20)
+        keys = weights.log() - (-u.log()).log()
+        picks = keys.topk(num_samples, dim=-1)[1]
+    return picks.squeeze(0) if single else picks
+
+
+__all__ = [
+    "compile", "set_float32_matmul_precision", "get_float32_matmul_precision", "finfo", "iinfo",
+    "broadcast_tensors", "meshgrid", "movedim", "swapaxes", "swapdims", "tile", "hstack",
+    "vstack", "row_stack", "column_stack", "diff", "trace", "addcmul", "addcdiv", "fmod",
+    "isclose", "count_nonzero", "take_along_dim", "cumprod", "searchsorted", "bucketize",
+    "bernoulli", "normal", "multinomial",
+]
+del math
