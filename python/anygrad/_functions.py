@@ -6,8 +6,6 @@ device and carry gradients where PyTorch's do): shape helpers (``meshgrid``,
 ``bucketize``), sampling (``multinomial``, ``normal``, ``bernoulli``), dtype facts (``finfo``,
 ``iinfo``), and the settings scripts set (``compile``, ``set_float32_matmul_precision``)."""
 
-import math
-
 import anygrad as _ag
 
 
@@ -309,4 +307,3 @@ __all__ = [
     "isclose", "count_nonzero", "take_along_dim", "cumprod", "searchsorted", "bucketize",
     "bernoulli", "normal", "multinomial",
 ]
-del math

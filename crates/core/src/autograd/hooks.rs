@@ -14,23 +14,20 @@ use crate::tensor::Tensor;
 /// A gradient hook: the gradient in, `Some(replacement)` or `None` (keep it) out.
 pub type GradientHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
-/// The hooks of one tensor (or op record), in registration order.
+/// The hooks of one tensor (or op record), in registration order, with the number the next
+/// one gets.
 #[derive(Default)]
 pub(crate) struct HookList {
-    hooks: Mutex<Vec<(u64, GradientHook)>>,
-    next: Mutex<u64>,
+    hooks: Mutex<(u64, Vec<(u64, GradientHook)>)>,
 }
 
 impl HookList {
     /// Add `hook`; its number, for removal.
     pub(crate) fn add(&self, hook: GradientHook) -> u64 {
-        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        *next += 1;
-        let id = *next;
-        self.hooks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((id, hook));
+        let mut hooks = self.hooks.lock().unwrap_or_else(|p| p.into_inner());
+        hooks.0 += 1;
+        let id = hooks.0;
+        hooks.1.push((id, hook));
         id
     }
 
@@ -39,6 +36,7 @@ impl HookList {
         self.hooks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .1
             .retain(|(number, _)| *number != id);
     }
 
@@ -49,6 +47,7 @@ impl HookList {
             .hooks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .1
             .iter()
             .map(|(_, hook)| hook.clone())
             .collect();
@@ -75,28 +74,18 @@ impl HookList {
     }
 }
 
-/// Where a registered hook lives, to remove it later.
-pub(crate) enum HookOwner {
-    /// A leaf's own list.
-    Leaf(Weak<HookList>),
-    /// A non-leaf's op record's list.
-    Node(Weak<HookList>),
-}
-
 /// The handle [`Tensor::register_hook`] returns: `remove` takes the hook off again (like
 /// PyTorch's `RemovableHandle`). Dropping the handle keeps the hook.
 pub struct HookHandle {
-    pub(crate) owner: HookOwner,
+    /// The list the hook is in (a leaf's own, or a non-leaf's op record's).
+    pub(crate) list: Weak<HookList>,
     pub(crate) id: u64,
 }
 
 impl HookHandle {
     /// Take the hook off its tensor.
     pub fn remove(&self) {
-        let list = match &self.owner {
-            HookOwner::Leaf(list) | HookOwner::Node(list) => list.upgrade(),
-        };
-        if let Some(list) = list {
+        if let Some(list) = self.list.upgrade() {
             list.remove(self.id);
         }
     }

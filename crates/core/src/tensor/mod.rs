@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use crate::mutation::mutation_epoch;
 
-use crate::autograd::hooks::{GradientHook, HookHandle, HookList, HookOwner};
+use crate::autograd::hooks::{GradientHook, HookHandle, HookList};
 use crate::autograd::{self, GradFn, GradNode};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
@@ -284,18 +284,13 @@ impl Tensor {
             });
         }
         let hook: GradientHook = Arc::new(hook);
-        Ok(match &self.0.grad_fn {
-            Some(node) => HookHandle {
-                id: node.hooks().add(hook),
-                owner: HookOwner::Node(Arc::downgrade(node.hooks())),
-            },
-            None => {
-                let list = self.0.leaf_hooks.get_or_init(Default::default);
-                HookHandle {
-                    id: list.add(hook),
-                    owner: HookOwner::Leaf(Arc::downgrade(list)),
-                }
-            }
+        let list = match &self.0.grad_fn {
+            Some(node) => node.hooks(),
+            None => self.0.leaf_hooks.get_or_init(Default::default),
+        };
+        Ok(HookHandle {
+            id: list.add(hook),
+            list: Arc::downgrade(list),
         })
     }
 
