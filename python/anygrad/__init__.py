@@ -39,10 +39,10 @@ from ._native import (
     full,
     arange,
     linspace,
-    randn,
-    rand,
-    randint,
-    randperm,
+    randn as _randn,
+    rand as _rand,
+    randint as _randint,
+    randperm as _randperm,
     eye,
     cat,
     stack,
@@ -174,6 +174,31 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _native.full_like(input, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def randn(*size, generator=None, **options):
+    """Standard normal samples of shape ``size`` (from ``generator`` when given)."""
+    with drawing_from(generator):
+        return _randn(*size, **options)
+
+
+def rand(*size, generator=None, **options):
+    """Uniform samples in [0, 1) of shape ``size`` (from ``generator`` when given)."""
+    with drawing_from(generator):
+        return _rand(*size, **options)
+
+
+def randint(*arguments, generator=None, **options):
+    """Random integers: ``randint(high, size)`` or ``randint(low, high, size)`` (from
+    ``generator`` when given)."""
+    with drawing_from(generator):
+        return _randint(*arguments, **options)
+
+
+def randperm(n, *, generator=None, **options):
+    """A random permutation of ``0..n`` (int64; from ``generator`` when given)."""
+    with drawing_from(generator):
+        return _randperm(n, **options)
+
+
 def rand_like(input, *, dtype=None, device=None):
     """Uniform samples in [0, 1), shaped like ``input``."""
     return _native.random_like(input, "rand", dtype=dtype, device=device)
@@ -245,10 +270,19 @@ def einsum(*args, **kwargs):
     raise NotImplementedError("anygrad.einsum is not supported yet; use matmul and views")
 
 
+from ._generator import (  # noqa: E402
+    Generator,
+    drawing_from,
+    get_rng_state,
+    set_rng_state,
+    initial_seed,
+    seed,
+)
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402
 from . import gpu  # noqa: E402
 from . import gpu as cuda  # noqa: E402
 from . import backends  # noqa: E402
+from . import version  # noqa: E402
 from ._serialization import save, load  # noqa: E402
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402

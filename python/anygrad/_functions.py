@@ -28,6 +28,32 @@ def set_float32_matmul_precision(precision):
     _MATMUL_PRECISION[0] = precision
 
 
+def get_num_threads():
+    """The CPU threads anygrad's kernels use: ``RAYON_NUM_THREADS`` when set, otherwise every
+    core this process may run on."""
+    import os
+
+    configured = os.environ.get("RAYON_NUM_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def set_num_threads(count):
+    """anygrad's CPU thread pool is sized once, before first use, from ``RAYON_NUM_THREADS``:
+    a different count here is reported with a warning and the pool stays as it is."""
+    import warnings
+
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"set_num_threads: expected a positive int, got {count!r}")
+    if count != get_num_threads():
+        warnings.warn(
+            f"set_num_threads({count}): anygrad's CPU threads are fixed when the process starts; "
+            f"set RAYON_NUM_THREADS={count} in the environment instead", RuntimeWarning, stacklevel=2)
+
+
 def get_float32_matmul_precision():
     """The last setting of ``set_float32_matmul_precision``."""
     return _MATMUL_PRECISION[0]
@@ -256,7 +282,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 def bernoulli(input, p=None, *, generator=None):
     """Ones with probability ``input`` (or ``p``), zeros otherwise, drawn on the device."""
     probabilities = input if p is None else _ag.full_like(input, p)
-    return probabilities.bernoulli()
+    with _ag.drawing_from(generator):
+        return probabilities.bernoulli()
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None):
@@ -265,10 +292,11 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None)
     if isinstance(mean, _ag.Tensor) or isinstance(std, _ag.Tensor):
         reference = mean if isinstance(mean, _ag.Tensor) else std
         shape = broadcast_tensors(*(t for t in (mean, std) if isinstance(t, _ag.Tensor)))[0].shape
-        return _ag.randn(*shape, dtype=reference.dtype, device=reference.device) * std + mean
+        noise = _ag.randn(*shape, dtype=reference.dtype, device=reference.device, generator=generator)
+        return noise * std + mean
     if size is None:
         raise TypeError("normal: give tensors for mean or std, or a size")
-    return _ag.randn(*size, dtype=dtype, device=device) * std + mean
+    return _ag.randn(*size, dtype=dtype, device=device, generator=generator) * std + mean
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
@@ -291,17 +319,17 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if replacement:
         cdf = weights.cumsum(-1)
         cdf = cdf / cdf[:, -1:]
-        u = _ag.rand(weights.shape[0], num_samples, device=weights.device)
+        u = _ag.rand(weights.shape[0], num_samples, device=weights.device, generator=generator)
         picks = (cdf.unsqueeze(1) <= u.unsqueeze(-1)).long().sum(-1).clamp(max=categories - 1)
     else:
-        u = _ag.rand(*weights.shape, device=weights.device).clamp(min=1e-20)
+        u = _ag.rand(*weights.shape, device=weights.device, generator=generator).clamp(min=1e-20)
         keys = weights.log() - (-u.log()).log()
         picks = keys.topk(num_samples, dim=-1)[1]
     return picks.squeeze(0) if single else picks
 
 
 __all__ = [
-    "compile", "set_float32_matmul_precision", "get_float32_matmul_precision", "finfo", "iinfo",
+    "compile", "get_num_threads", "set_num_threads", "set_float32_matmul_precision", "get_float32_matmul_precision", "finfo", "iinfo",
     "broadcast_tensors", "meshgrid", "movedim", "swapaxes", "swapdims", "tile", "hstack",
     "vstack", "row_stack", "column_stack", "diff", "trace", "addcmul", "addcdiv", "fmod",
     "isclose", "count_nonzero", "take_along_dim", "cumprod", "searchsorted", "bucketize",

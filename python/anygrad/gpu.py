@@ -51,6 +51,39 @@ def max_memory_allocated(device=None):
     return _native.gpu_memory_stats(_index(device))[2]
 
 
+def reset_peak_memory_stats(device=None):
+    """Start ``max_memory_allocated`` again from the current allocation."""
+    _native.gpu_reset_peak_memory(_index(device))
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
+
+
+class DeviceProperties:
+    """What the driver says of one GPU (``torch.cuda.get_device_properties``): ``name``,
+    ``vendor`` (PCI id), ``device_type``, ``backend`` (Vulkan, DX12, Metal), ``driver``,
+    ``driver_info``, ``max_buffer_size``, ``max_storage_binding_size``, ``shader_f16``,
+    ``subgroups``. wgpu reports no total memory, compute capability or multiprocessor count,
+    so ``total_memory``, ``major``, ``minor`` and ``multi_processor_count`` are None."""
+
+    total_memory = None
+    major = None
+    minor = None
+    multi_processor_count = None
+
+    def __init__(self, properties):
+        self.__dict__.update(properties)
+
+    def __repr__(self):
+        return (f"_AnygradDeviceProperties(name='{self.name}', backend='{self.backend}', "
+                f"device_type='{self.device_type}', driver='{self.driver}')")
+
+
+def get_device_properties(device=None):
+    """The adapter's properties (see ``DeviceProperties``)."""
+    return DeviceProperties(_native.gpu_device_properties(_index(device)))
+
+
 def empty_cache():
     """Return cached, unused GPU memory to the driver."""
     for index in range(device_count()):

@@ -806,6 +806,20 @@ pub fn manual_seed(seed: u64) {
     anygrad::manual_seed(seed);
 }
 
+/// The global generator's `(seed, counter)`: every random tensor is a function of the seed
+/// and the counter of its first element (`torch.get_rng_state`'s content).
+#[pyfunction]
+pub fn generator_state() -> (u64, u64) {
+    anygrad::random::generator_state()
+}
+
+/// Restore a state from [`generator_state`] (`torch.set_rng_state`, and draws made with a
+/// `torch.Generator` of the package's own).
+#[pyfunction]
+pub fn set_generator_state(seed: u64, counter: u64) {
+    anygrad::random::set_generator_state(seed, counter);
+}
+
 /// Register the creation functions on the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(from_bytes, module)?)?;
@@ -825,6 +839,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(cat, module)?)?;
     module.add_function(wrap_pyfunction!(stack, module)?)?;
     module.add_function(wrap_pyfunction!(manual_seed, module)?)?;
+    module.add_function(wrap_pyfunction!(generator_state, module)?)?;
+    module.add_function(wrap_pyfunction!(set_generator_state, module)?)?;
     let _ = PyList::empty(module.py());
     Ok(())
 }

@@ -5,7 +5,7 @@
 
 use anygrad::Device;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString};
 
 use crate::errors::{run, type_error, value_error};
 
@@ -264,6 +264,50 @@ pub fn gpu_synchronize(py: Python<'_>, index: usize) -> PyResult<()> {
     py.allow_threads(|| run("synchronize", || device.synchronize()))
 }
 
+/// Reset the peak of the GPU's allocated bytes (`torch.cuda.reset_peak_memory_stats`).
+#[pyfunction]
+#[pyo3(signature = (index=0))]
+pub fn gpu_reset_peak_memory(py: Python<'_>, index: usize) -> PyResult<()> {
+    if index >= py.allow_threads(anygrad::device_count) {
+        return Err(value_error(
+            "reset_peak_memory_stats",
+            format!("there is no GPU {index}"),
+        ));
+    }
+    let device = run("reset_peak_memory_stats", || Device::gpu(index))?;
+    py.allow_threads(|| anygrad::reset_peak_memory(&device));
+    Ok(())
+}
+
+/// What the driver says of GPU `index` (`torch.cuda.get_device_properties`): name, vendor id,
+/// adapter type, graphics API, driver, and the limits anygrad works within.
+#[pyfunction]
+#[pyo3(signature = (index=0))]
+pub fn gpu_device_properties(py: Python<'_>, index: usize) -> PyResult<Bound<'_, PyDict>> {
+    let infos = py.allow_threads(anygrad::gpu::adapter_infos);
+    let info = infos
+        .iter()
+        .find(|info| info.index == index)
+        .ok_or_else(|| {
+            value_error(
+                "get_device_properties",
+                format!("there is no GPU {index} ({} found)", infos.len()),
+            )
+        })?;
+    let properties = PyDict::new(py);
+    properties.set_item("name", &info.name)?;
+    properties.set_item("vendor", info.vendor)?;
+    properties.set_item("device_type", &info.device_type)?;
+    properties.set_item("backend", &info.backend)?;
+    properties.set_item("driver", &info.driver)?;
+    properties.set_item("driver_info", &info.driver_info)?;
+    properties.set_item("max_buffer_size", info.max_buffer_size)?;
+    properties.set_item("max_storage_binding_size", info.max_storage_binding_size)?;
+    properties.set_item("shader_f16", info.shader_f16)?;
+    properties.set_item("subgroups", info.subgroups)?;
+    Ok(properties)
+}
+
 /// Register the device class and the GPU functions on the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PyDevice>()?;
@@ -272,5 +316,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(gpu_memory_stats, module)?)?;
     module.add_function(wrap_pyfunction!(gpu_empty_cache, module)?)?;
     module.add_function(wrap_pyfunction!(gpu_synchronize, module)?)?;
+    module.add_function(wrap_pyfunction!(gpu_reset_peak_memory, module)?)?;
+    module.add_function(wrap_pyfunction!(gpu_device_properties, module)?)?;
     Ok(())
 }

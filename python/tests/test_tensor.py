@@ -151,7 +151,19 @@ def test_gpu_module_answers_without_a_gpu_error():
         before = torch.gpu.memory_allocated()
         keep = torch.ones(1024, device="cuda")
         assert torch.cuda.memory_allocated() >= before
+        properties = torch.cuda.get_device_properties(0)
+        assert properties.name == torch.gpu.get_device_name(0)
+        assert properties.max_storage_binding_size > 0 and properties.total_memory is None
+        # The peak restarts from what is allocated now, then follows a larger tensor.
+        big = torch.ones(1 << 20, device="cuda")
+        del big
+        peak = torch.cuda.max_memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        assert torch.cuda.max_memory_allocated() < peak
+        assert torch.cuda.max_memory_allocated() >= torch.cuda.memory_allocated()
         del keep
+        with pytest.raises(ValueError, match="no GPU"):
+            torch.cuda.get_device_properties(count)
     else:
         with pytest.raises(ValueError, match="no GPU"):
             torch.gpu.get_device_name(0)

@@ -7,7 +7,6 @@ The default collate stacks tensors, turns numbers into tensors (ints to int64, f
 float64, as PyTorch does) and recurses into tuples, lists and dicts."""
 
 import math
-import random as _random
 
 
 class Dataset:
@@ -89,16 +88,13 @@ class ConcatDataset(Dataset):
         raise IndexError(index)
 
 
-class Generator:
-    """A seeded source of shuffles (``torch.Generator``)."""
+def _permutation(count, generator):
+    """A random order of ``range(count)`` from ``generator`` (anygrad's global stream when
+    None), as PyTorch's samplers draw it: so ``manual_seed`` or a seeded generator makes it
+    reproducible."""
+    import anygrad
 
-    def __init__(self, device="cpu"):
-        self._random = _random.Random()
-
-    def manual_seed(self, seed):
-        """Seed it."""
-        self._random.seed(seed)
-        return self
+    return anygrad.randperm(count, generator=generator).tolist()
 
 
 def random_split(dataset, lengths, generator=None):
@@ -112,8 +108,7 @@ def random_split(dataset, lengths, generator=None):
         lengths = counts
     if sum(lengths) != total:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order = list(range(total))
-    (generator._random if generator is not None else _random).shuffle(order)
+    order = _permutation(total, generator)
     subsets, offset = [], 0
     for length in lengths:
         subsets.append(Subset(dataset, order[offset:offset + length]))
@@ -154,19 +149,12 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
-        if self.generator is not None:
-            source = self.generator._random
-            if self.replacement:
-                return iter([source.randrange(n) for _ in range(self.num_samples)])
-            order = list(range(n))
-            source.shuffle(order)
-            return iter(order[: self.num_samples])
-        # anygrad's generator, so that manual_seed makes the order reproducible.
-        import anygrad
-
         if self.replacement:
-            return iter(anygrad.randint(0, n, (self.num_samples,)).tolist())
-        return iter(anygrad.randperm(n).tolist()[: self.num_samples])
+            import anygrad
+
+            drawn = anygrad.randint(0, n, (self.num_samples,), generator=self.generator)
+            return iter(drawn.tolist())
+        return iter(_permutation(n, self.generator)[: self.num_samples])
 
     def __len__(self):
         return self.num_samples
@@ -181,9 +169,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        order = list(self.indices)
-        (self.generator._random if self.generator is not None else _random).shuffle(order)
-        return iter(order)
+        return iter([self.indices[i] for i in _permutation(len(self.indices), self.generator)])
 
     def __len__(self):
         return len(self.indices)
