@@ -76,9 +76,21 @@ import time
 import traceback
 from pathlib import Path
 
-import torch
-import torch.nn as nn
-import torch.utils.checkpoint
+# `--framework anygrad` runs this same script on anygrad's Python package, with nothing but
+# these import lines changed: the package's promise to PyTorch users, and the figure that
+# compares Python's cost with `anygrad bench` (Rust) and PyTorch on one machine.
+FRAMEWORK = "anygrad" if "--framework=anygrad" in sys.argv or any(
+    a == "--framework" and b == "anygrad" for a, b in zip(sys.argv, sys.argv[1:])) else "pytorch"
+if FRAMEWORK == "anygrad":
+    import anygrad as torch
+    import anygrad.nn as nn
+    import anygrad.vision as torchvision_substitute
+else:
+    import torch
+    import torch.nn as nn
+    import torch.utils.checkpoint
+    torchvision_substitute = None
+RECORD_FRAMEWORK = "anygrad-python" if FRAMEWORK == "anygrad" else "pytorch"
 
 WORKLOADS = ["matmul", "elementwise", "overhead", "mlp", "resnet18", "resnet18-train",
              "attention", "minilm", "minilm-train"]
@@ -158,7 +170,7 @@ class Ctx:
     def record(self, bench, dtype, size, times, value_fn, unit, **extra):
         """value_fn maps the median time in seconds to the headline value."""
         median = statistics.median(times)
-        rec = {"bench": bench, "framework": "pytorch", "device": self.description,
+        rec = {"bench": bench, "framework": RECORD_FRAMEWORK, "device": self.description,
                "dtype": dtype, "size": str(size),
                "median_ms": median * 1e3, "min_ms": min(times) * 1e3, "max_ms": max(times) * 1e3,
                "iterations": len(times), "value": value_fn(median), "unit": unit}
@@ -187,7 +199,7 @@ def tf32_state():
 
 
 def error_record(ctx, bench, dtype, size, exc):
-    emit({"bench": bench, "framework": "pytorch", "device": ctx.description, "dtype": dtype,
+    emit({"bench": bench, "framework": RECORD_FRAMEWORK, "device": ctx.description, "dtype": dtype,
           "size": None if size is None else str(size), "error": f"{type(exc).__name__}: {exc}".strip()[:500]})
     log(f"{bench} {dtype} {size} FAILED: {exc}")
     if ctx.cuda:
@@ -198,7 +210,7 @@ def error_record(ctx, bench, dtype, size, exc):
 
 def environment(ctx, torchvision_version):
     args = ctx.args
-    rec = {"bench": "environment", "framework": "pytorch", "device": ctx.description,
+    rec = {"bench": "environment", "framework": RECORD_FRAMEWORK, "device": ctx.description,
            "torch": torch.__version__, "cuda": torch.version.cuda,
            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
            "torchvision": torchvision_version, "python": platform.python_version(),
@@ -449,10 +461,17 @@ class ResNet18(nn.Module):
         return self.fc(x)
 
 
+def torchvision_module():
+    """torchvision, or anygrad's `vision` package under --framework anygrad."""
+    if torchvision_substitute is not None:
+        return torchvision_substitute
+    import torchvision
+    return torchvision
+
+
 def torchvision_version():
     try:
-        import torchvision
-        return torchvision.__version__
+        return getattr(torchvision_module(), "__version__", torch.__version__)
     except Exception:  # noqa: BLE001 -- missing or broken (e.g. mismatched ops)
         return None
 
@@ -461,8 +480,7 @@ def make_resnet18(ctx):
     model = None
     if not ctx.args.inline_resnet and torchvision_version() is not None:
         try:
-            import torchvision
-            model = torchvision.models.resnet18(weights=None)
+            model = torchvision_module().models.resnet18(weights=None)
             impl = "torchvision"
         except Exception:  # noqa: BLE001
             model = None
@@ -477,8 +495,10 @@ def make_resnet18(ctx):
 def resnet_variants(ctx):
     """(dtype label, cudnn tf32, autocast) for the selected variants."""
     args = ctx.args
-    variants = [("float32-tf32" if ctx.cuda else "float32", True, False)]
-    if (args.true_f32 or args.all) and ctx.cuda:
+    # anygrad has no TF32: its f32 is always true f32 (the "float32" label).
+    tf32 = ctx.cuda and FRAMEWORK == "pytorch"
+    variants = [("float32-tf32" if tf32 else "float32", True, False)]
+    if (args.true_f32 or args.all) and tf32:
         variants.append(("float32", False, False))
     if args.amp or args.all:
         variants.append(("float16-amp", True, True))
@@ -848,6 +868,8 @@ def main():
                         help="every workload and every ResNet variant (--true-f32 --amp)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                         help="cpu, cuda or cuda:N (default: cuda when available)")
+    parser.add_argument("--framework", choices=["pytorch", "anygrad"], default="pytorch",
+                        help="anygrad: the same script on anygrad's Python package")
     parser.add_argument("--seconds", type=float, default=2.0, help="timed seconds per case")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations per case")
     parser.add_argument("--min-iters", type=int, default=5)

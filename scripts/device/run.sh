@@ -53,6 +53,11 @@ Workloads:
                        (--suite; docs/TESTING.md says how), every capability required
                        (ANYGRAD_REQUIRE_COOP=1 and the rest), --jobs binaries at a time, each
                        in its crate's directory; the skips checked against .ci/skip-allowlist
+  python               the Python package (--python-package): bench/pytorch_reference.py run
+                       on it with --framework anygrad (the per-op overhead, the digits MLP
+                       epoch, ResNet-18 inference and training, f32 and autocast) beside
+                       `anygrad bench`'s same workloads and PyTorch's; two comparison tables
+                       (Python against Rust, Python against PyTorch)
   scaling              data-parallel ResNet-18 training over every GPU (two or more): the
                        optimizer during and after the gradient exchange, autocast, one-device
                        figures and profiles, PyTorch and PyTorch DDP
@@ -78,6 +83,8 @@ Options:
                        attention_coop matmul_coop conv_epilogue)
   --suite PATH         suite: the packed test binaries (default .devbin/tests.tar.xz)
   --jobs N             suite: test binaries run at once (default 4)
+  --python-package DIR python: the `anygrad` package folder with its extension built in it
+                       (_native.abi3.so; default .devbin/python/anygrad)
   --heads 'N ...'      attention-occupancy: head counts (default 11 22 33 ... 264)
   --example PATH       image-folder: the built image_folder example
   --mnist DIR          image-folder: a directory with MNIST's IDX files
@@ -106,7 +113,7 @@ EOF
 }
 
 WORKLOADS=(doctor round resnet attention attention-occupancy minilm minilm-host profiles tuning
-    large-batches image-folder ab prefetch-ab kernel-tests suite scaling mpi)
+    large-batches image-folder ab prefetch-ab kernel-tests suite python scaling mpi)
 
 BIN=${BIN:-target/release/anygrad}
 OUT=${OUT:-/tmp/anygrad-device}
@@ -122,6 +129,7 @@ TESTS=.devbin/core_tests
 TEST_FILTER="conv_nhwc conv_coop attention_coop matmul_coop conv_epilogue"
 SUITE=.devbin/tests.tar.xz
 JOBS=4
+PYTHON_PACKAGE=.devbin/python/anygrad
 HEADS="11 22 33 44 55 66 77 88 99 110 132 165 198 264"
 EXAMPLE=
 MNIST=
@@ -159,6 +167,7 @@ while [ "$#" -gt 0 ]; do
         --test-filter) TEST_FILTER=$(value_of "$@") || exit 2; shift ;;
         --suite) SUITE=$(value_of "$@") || exit 2; shift ;;
         --jobs) JOBS=$(value_of "$@") || exit 2; shift ;;
+        --python-package) PYTHON_PACKAGE=$(value_of "$@") || exit 2; shift ;;
         --heads) HEADS=$(value_of "$@") || exit 2; shift ;;
         --example) EXAMPLE=$(value_of "$@") || exit 2; shift ;;
         --mnist) MNIST=$(value_of "$@") || exit 2; shift ;;
@@ -602,6 +611,37 @@ workload_suite() {
     grep -h -A3 "panicked" "$OUT"/test-*.log | cut -c1-300 | head -40
     touch "$OUT/skips.log"
     .ci/check-skips gpu "$OUT/skips.log"
+}
+
+workload_python() {
+    need_executable "$BIN" --bin
+    [ -f "$PYTHON_PACKAGE/__init__.py" ] ||
+        fail "--python-package $PYTHON_PACKAGE is not the anygrad package folder"
+    local site
+    site=$(mktemp -d)
+    cp -r "$PYTHON_PACKAGE" "$site/anygrad" || fail "cannot copy $PYTHON_PACKAGE"
+    log "python: the same workloads from Rust"
+    bench_to warm-up.jsonl warm-up resnet18-train --device "$DEVICE" --batch 64 --seconds 1
+    bench overhead --device "$DEVICE" --seconds 1
+    bench mlp --device "$DEVICE" --seconds 1
+    bench resnet18 --device "$DEVICE" --batch 64 --no-cpu-baseline --seconds 2
+    bench resnet18 --device "$DEVICE" --batch 64 --amp --no-cpu-baseline --seconds 2
+    bench resnet18-train --device "$DEVICE" --batch 64 --seconds 2
+    bench resnet18-train --device "$DEVICE" --batch 64 --amp --seconds 2
+    log "python: bench/pytorch_reference.py on the package (--framework anygrad)"
+    PYTHONPATH=$site python3 bench/pytorch_reference.py --framework anygrad overhead mlp \
+        resnet18 resnet18-train --batches 64 --amp --device cuda --seconds 2 \
+        2>>"$OUT/log.txt" | tee -a "$OUT/python.jsonl" | grep -v '"environment"' \
+        | summarize anygrad-python
+    python3 bench/compare.py "$OUT/python.jsonl" "$OUT/anygrad.jsonl" --candidate anygrad-python \
+        --baseline anygrad > "$OUT/comparison-python-rust.md" 2>&1
+    cat "$OUT/comparison-python-rust.md"
+    pytorch_on || return 0
+    reference_to pytorch.jsonl overhead mlp resnet18 resnet18-train --batches 64 --amp \
+        --device cuda --seconds 2
+    python3 bench/compare.py "$OUT/python.jsonl" "$OUT/pytorch.jsonl" --candidate anygrad-python \
+        > "$OUT/comparison-python-pytorch.md" 2>&1
+    cat "$OUT/comparison-python-pytorch.md"
 }
 
 workload_scaling() {
