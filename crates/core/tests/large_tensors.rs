@@ -113,6 +113,32 @@ fn elementwise_reductions_and_views(device: &Device) {
         "fused elementwise chain",
     );
 
+    // An output above one binding from operands far below it: a broadcast outer sum and
+    // product of two 300-element vectors (90 000 f32, 360 KB, from 1.2 KB each). Nothing is in
+    // pieces on the way in, so only the output's size can tell the plan to slice. Fused (the
+    // chain deferred into one kernel) and unfused (each primitive's own sliced plan).
+    let column_data = pattern(300, 5);
+    let row_data = pattern(300, 6);
+    let (column, cpu_column) = pair(&column_data, &[300, 1], device);
+    let (row, cpu_row) = pair(&row_data, &[1, 300], device);
+    let fusion_was_enabled = anygrad_core::elementwise_fusion_enabled();
+    for fused in [true, false] {
+        anygrad_core::set_elementwise_fusion(fused);
+        same(
+            &column.add(&row).unwrap(),
+            &cpu_column.add(&cpu_row).unwrap(),
+            0.0,
+            &format!("broadcast outer sum larger than one binding (fused {fused})"),
+        );
+        same(
+            &column.mul(&row).unwrap().mul_scalar(-1.0).unwrap(),
+            &cpu_column.mul(&cpu_row).unwrap().mul_scalar(-1.0).unwrap(),
+            0.0,
+            &format!("broadcast outer product larger than one binding (fused {fused})"),
+        );
+    }
+    anygrad_core::set_elementwise_fusion(fusion_was_enabled);
+
     same(
         &x.sum(&[0, 2, 3], true).unwrap(),
         &cpu.sum(&[0, 2, 3], true).unwrap(),
