@@ -94,3 +94,89 @@ def test_image_folder_reads_classes_and_pixels(tmp_path):
         datasets.ImageFolder(tmp_path)[1]
     with pytest.raises(OSError, match="missing"):
         datasets.ImageFolder(tmp_path / "missing")
+
+
+def _write_cifar(folder, names, labels_key, count, meta_name, meta_key, classes, seed):
+    """Batches in CIFAR's Python layout (pickled dicts of a uint8 data matrix and labels)."""
+    import pickle
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    written = []
+    for name in names:
+        data = rng.integers(0, 256, size=(count, 3072), dtype=np.uint8)
+        labels = rng.integers(0, len(classes), size=count).tolist()
+        with open(folder / name, "wb") as handle:
+            pickle.dump({b"batch_label": b"batch", b"data": data, labels_key.encode(): labels}, handle, protocol=2)
+        written.append((data, labels))
+    with open(folder / meta_name, "wb") as handle:
+        pickle.dump({meta_key: classes}, handle, protocol=2)
+    return written
+
+
+def test_cifar10_reads_the_python_batches(tmp_path):
+    classes = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    train = _write_cifar(tmp_path / "cifar-10-batches-py", [f"data_batch_{i}" for i in range(1, 6)],
+                         "labels", 3, "batches.meta", "label_names", classes, seed=0)
+    test = _write_cifar(tmp_path / "test-only" / "cifar-10-batches-py", ["test_batch"], "labels", 4,
+                        "batches.meta", "label_names", classes, seed=1)
+    dataset = datasets.CIFAR10(tmp_path, train=True, download=True)
+    assert len(dataset) == 15 and dataset.classes == classes and dataset.class_to_idx["cat"] == 3
+    image, label = dataset[4]  # the second image of the second batch
+    data, labels = train[1]
+    np.testing.assert_array_equal(image, data[1].reshape(3, 32, 32).transpose(1, 2, 0))
+    assert label == labels[1] and dataset.targets[4] == labels[1]
+
+    # Through ToTensor and Normalize into a batch, as a training script reads it.
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
+    tested = datasets.CIFAR10(tmp_path / "test-only", train=False, transform=transform)
+    batch, targets = next(iter(torch.utils.data.DataLoader(tested, batch_size=4)))
+    assert tuple(batch.shape) == (4, 3, 32, 32) and targets.tolist() == test[0][1]
+    expected = test[0][0].reshape(4, 3, 32, 32).astype(np.float32) / 255.0 * 2.0 - 1.0
+    np.testing.assert_allclose(batch.numpy(), expected, atol=1e-6)
+
+
+def test_cifar100_uses_the_fine_labels(tmp_path):
+    classes = [f"class{i}" for i in range(100)]
+    written = _write_cifar(tmp_path / "cifar-100-python", ["train"], "fine_labels", 5, "meta",
+                           "fine_label_names", classes, seed=2)
+    dataset = datasets.CIFAR100(tmp_path)
+    assert len(dataset) == 5 and dataset.targets == written[0][1] and len(dataset.classes) == 100
+
+
+def test_cifar_errors_name_the_files_and_refuse_code(tmp_path):
+    import os
+    import pickle
+
+    with pytest.raises(FileNotFoundError, match="data_batch_1.*cifar-10-batches-py"):
+        datasets.CIFAR10(tmp_path, download=True)
+
+    class RunsCode:
+        def __reduce__(self):
+            return (os.system, ("echo pwned > " + str(tmp_path / "pwned"),))
+
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for name in ["test_batch", "batches.meta"]:
+        with open(folder / name, "wb") as handle:
+            pickle.dump({"data": RunsCode()}, handle, protocol=2)
+    with pytest.raises(ValueError, match="test_batch: not a CIFAR batch.*system"):
+        datasets.CIFAR10(tmp_path, train=False)
+    assert not (tmp_path / "pwned").exists()
+
+    (folder / "test_batch").write_bytes(b"\x80\x02}q\x00(X")  # a truncated pickle
+    with pytest.raises(ValueError, match="test_batch: not a CIFAR batch"):
+        datasets.CIFAR10(tmp_path, train=False)
+
+
+def test_random_augmentations_follow_manual_seed():
+    image = np.arange(5 * 6 * 3, dtype=np.uint8).reshape(5, 6, 3)
+    augment = transforms.Compose([transforms.RandomCrop(4, padding=2), transforms.RandomHorizontalFlip()])
+
+    def run():
+        torch.manual_seed(17)
+        return [augment(image).tolist() for _ in range(6)]
+
+    first = run()
+    assert first == run()
+    assert len({str(crop) for crop in first}) > 1

@@ -1,5 +1,5 @@
-"""``anygrad.vision`` (torchvision's names): ``datasets`` (MNIST from IDX files on disk,
-FashionMNIST), ``models`` (ResNets with torchvision's names) and ``transforms`` (Compose,
+"""``anygrad.vision`` (torchvision's names): ``datasets`` (MNIST and FashionMNIST from IDX files on disk,
+CIFAR10 and CIFAR100 from their Python batches, ImageFolder), ``models`` (ResNets with torchvision's names) and ``transforms`` (Compose,
 ToTensor, Normalize, Lambda, RandomHorizontalFlip)."""
 
 from . import datasets, models, transforms  # noqa: F401

@@ -1,11 +1,15 @@
 """Datasets: the bundled 8×8 digits (``load_digits``, scikit-learn's function),
 ``ImageFolder`` (PNG/JPEG files in one folder per class, decoded by the library) and, in
 torchvision's layout, ``MNIST(root, train=, transform=, download=)`` reads the
-IDX files (plain or gzipped) from ``root/MNIST/raw/`` (or from ``root`` itself); this package
-downloads nothing, and a missing file is an error naming the files to place."""
+IDX files (plain or gzipped) from ``root/MNIST/raw/`` (or from ``root`` itself), and
+``CIFAR10``/``CIFAR100`` read the Python batches of ``root/cifar-10-batches-py/`` and
+``root/cifar-100-python/``; this package downloads nothing, and a missing file is an error
+naming the files to place."""
 
 import gzip
+import io
 import os
+import pickle
 
 from ..files import read_regular_bytes
 from ..utils.data import Dataset
@@ -92,6 +96,112 @@ class FashionMNIST(MNIST):
     """Fashion-MNIST, in MNIST's file format (``root/FashionMNIST/raw/``)."""
 
     folder_name = "FashionMNIST"
+
+
+class _ArraysOnlyUnpickler(pickle.Unpickler):
+    """Unpickles only what CIFAR's batches hold (dicts, lists, numbers, strings, bytes and
+    numpy arrays): a pickle that names any other callable is refused, so a doctored data file
+    cannot run code."""
+
+    _ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy._core.numeric", "_frombuffer"),
+        ("_codecs", "encode"),
+    }
+
+    def find_class(self, module, name):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"refers to {module}.{name}, which a data batch never holds")
+        return super().find_class(module, name)
+
+
+def _read_batch(path):
+    """The dict stored in one of CIFAR's Python batch files (keys decoded to ``str``)."""
+    data = read_regular_bytes(path)
+    try:
+        entry = _ArraysOnlyUnpickler(io.BytesIO(data), encoding="latin1").load()
+    except Exception as error:  # noqa: BLE001 -- any malformed pickle, reported with the path
+        raise ValueError(f"{path}: not a CIFAR batch ({type(error).__name__}: {error})") from None
+    if not isinstance(entry, dict):
+        raise ValueError(f"{path}: not a CIFAR batch (holds a {type(entry).__name__}, not a dict)")
+    return {key.decode("latin1") if isinstance(key, bytes) else key: value for key, value in entry.items()}
+
+
+class CIFAR10(Dataset):
+    """CIFAR-10 in torchvision's layout: ``(image, label)`` pairs from the Python batches in
+    ``root/cifar-10-batches-py/`` (``data_batch_1`` … ``data_batch_5`` for ``train=True``,
+    ``test_batch`` otherwise; ``batches.meta`` gives ``classes``). The image is a 32×32×3
+    uint8 numpy array given to ``transform`` (``ToTensor`` makes it a ``[3, 32, 32]`` float
+    tensor in [0, 1]); ``data`` holds them all (N×32×32×3) and ``targets`` the labels (a
+    list). The batches are pickles: only arrays, lists and dicts are unpickled from them."""
+
+    base_folder = "cifar-10-batches-py"
+    train_list = ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5"]
+    test_list = ["test_batch"]
+    meta_file = "batches.meta"
+    meta_key = "label_names"
+    labels_key = "labels"
+
+    def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
+        import numpy as np
+
+        self.root = os.fspath(root)
+        self.train = train
+        self.transform = transform
+        self.target_transform = target_transform
+        folder = os.path.join(self.root, self.base_folder)
+        names = self.train_list if train else self.test_list
+        missing = [name for name in names + [self.meta_file] if not os.path.isfile(os.path.join(folder, name))]
+        if missing:
+            raise FileNotFoundError(
+                f"{type(self).__name__}: {', '.join(missing)} not found in {folder}; place the "
+                f"extracted Python version of the data set there (anygrad downloads nothing, "
+                f"download=True only accepts files already present)")
+        images, self.targets = [], []
+        for name in names:
+            path = os.path.join(folder, name)
+            entry = _read_batch(path)
+            data = np.asarray(entry.get("data"))
+            labels = entry.get(self.labels_key)
+            if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
+                raise ValueError(f"{path}: 'data' is {data.dtype} {data.shape}, not uint8 rows of 3072 values")
+            if not isinstance(labels, (list, tuple, np.ndarray)) or len(labels) != len(data):
+                raise ValueError(f"{path}: '{self.labels_key}' does not give one label per image")
+            images.append(data.reshape(-1, 3, 32, 32))
+            self.targets.extend(int(label) for label in labels)
+        self.data = np.ascontiguousarray(np.concatenate(images).transpose(0, 2, 3, 1))
+        meta = _read_batch(os.path.join(folder, self.meta_file))
+        self.classes = [c.decode("latin1") if isinstance(c, bytes) else str(c) for c in meta.get(self.meta_key, [])]
+        self.class_to_idx = {name: index for index, name in enumerate(self.classes)}
+        if self.classes and not all(0 <= t < len(self.classes) for t in self.targets):
+            raise ValueError(f"{folder}: a label is outside the {len(self.classes)} classes of {self.meta_file}")
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, index):
+        image, target = self.data[index], self.targets[index]
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target
+
+
+class CIFAR100(CIFAR10):
+    """CIFAR-100 (``root/cifar-100-python/``: ``train``, ``test`` and ``meta``), with the 100
+    fine labels as targets, as torchvision gives them."""
+
+    base_folder = "cifar-100-python"
+    train_list = ["train"]
+    test_list = ["test"]
+    meta_file = "meta"
+    meta_key = "fine_label_names"
+    labels_key = "fine_labels"
 
 
 def load_digits(*, return_X_y=False, as_frame=False):

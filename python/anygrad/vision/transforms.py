@@ -3,7 +3,21 @@
 ``RandomHorizontalFlip``, ``Pad``, ``CenterCrop``, ``RandomCrop`` and ``Resize`` (numpy images are
 H×W or H×W×C, tensors C×H×W; crops, pads and resizes work on the last two dims of a tensor)."""
 
-import random
+
+
+def _uniform():
+    """A uniform number in [0, 1) from anygrad's generator (so ``manual_seed`` repeats the
+    augmentations, as torchvision's draw from torch's)."""
+    import anygrad
+
+    return anygrad.rand(1).item()
+
+
+def _integer(low, high):
+    """A uniform integer in [low, high] from anygrad's generator."""
+    import anygrad
+
+    return int(anygrad.randint(low, high + 1, (1,)).item())
 
 
 class Compose:
@@ -77,7 +91,7 @@ class RandomHorizontalFlip:
         self.p = p
 
     def __call__(self, image):
-        if random.random() >= self.p:
+        if _uniform() >= self.p:
             return image
         import anygrad
 
@@ -166,8 +180,8 @@ class RandomCrop:
             height, width = _height_width(image)
         if crop_h > height or crop_w > width:
             raise ValueError(f"RandomCrop: size {self.size} is larger than the image ({height}, {width})")
-        top = random.randint(0, height - crop_h)
-        left = random.randint(0, width - crop_w)
+        top = _integer(0, height - crop_h)
+        left = _integer(0, width - crop_w)
         return _crop(image, top, left, crop_h, crop_w)
 
 
