@@ -180,3 +180,24 @@ def test_random_augmentations_follow_manual_seed():
     first = run()
     assert first == run()
     assert len({str(crop) for crop in first}) > 1
+
+
+def test_make_grid_tiles_like_torchvision():
+    from anygrad.vision.utils import make_grid
+
+    images = np.arange(5 * 1 * 2 * 3, dtype=np.float32).reshape(5, 1, 2, 3)
+    grid = make_grid(torch.from_numpy(images), nrow=2, padding=1, pad_value=-1.0).numpy()
+    # 3 rows of 2 columns of 2×3 images, one pixel of padding between and around, 3 channels.
+    assert grid.shape == (3, 3 * 3 + 1, 2 * 4 + 1)
+    expected = np.full((3, 10, 9), -1.0, dtype=np.float32)
+    for index in range(5):
+        row, column = divmod(index, 2)
+        expected[:, 1 + 3 * row:3 + 3 * row, 1 + 4 * column:4 + 4 * column] = images[index, 0]
+    np.testing.assert_array_equal(grid, expected)
+
+    normalized = make_grid(torch.from_numpy(images[:2] * 2 - 3), normalize=True, padding=0).numpy()
+    assert normalized.min() == 0.0 and normalized.max() == 1.0
+    single = make_grid(torch.ones(3, 4, 4))
+    assert tuple(single.shape) == (3, 4, 4)
+    with pytest.raises(ValueError, match="value_range"):
+        make_grid(torch.ones(2, 3, 4, 4), normalize=True, value_range=(0.0,))
