@@ -48,6 +48,8 @@ from ._native import (
     stack,
     manual_seed,
     is_grad_enabled,
+    get_default_dtype,
+    set_default_dtype,
 )
 
 __version__ = "0.1.0"

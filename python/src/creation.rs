@@ -185,9 +185,9 @@ pub fn tensor_from_data(
             {
                 logical
             }
-            (_, Kind::Float) => Logical::Float32,
+            (_, Kind::Float) => Logical::default_float(),
             (_, Kind::Int) => Logical::Int64,
-            (_, Kind::Bool) if collected.values.is_empty() => Logical::Float32,
+            (_, Kind::Bool) if collected.values.is_empty() => Logical::default_float(),
             (_, Kind::Bool) => Logical::Bool,
         },
     };
@@ -407,7 +407,7 @@ pub fn zeros(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, logical, device) = filled("zeros", shape, dtype, device, Logical::Float32)?;
+    let (shape, logical, device) = filled("zeros", shape, dtype, device, Logical::default_float())?;
     full_of("zeros", &shape, 0.0, logical, &device, requires_grad)
 }
 
@@ -420,7 +420,7 @@ pub fn ones(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, logical, device) = filled("ones", shape, dtype, device, Logical::Float32)?;
+    let (shape, logical, device) = filled("ones", shape, dtype, device, Logical::default_float())?;
     full_of("ones", &shape, 1.0, logical, &device, requires_grad)
 }
 
@@ -433,7 +433,7 @@ pub fn empty(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, logical, device) = filled("empty", shape, dtype, device, Logical::Float32)?;
+    let (shape, logical, device) = filled("empty", shape, dtype, device, Logical::default_float())?;
     full_of("empty", &shape, 0.0, logical, &device, requires_grad)
 }
 
@@ -486,7 +486,7 @@ pub fn scalar_value(op: &str, value: &Bound<'_, PyAny>) -> PyResult<(f64, Logica
     }
     value
         .extract::<f64>()
-        .map(|v| (v, Logical::Float32))
+        .map(|v| (v, Logical::default_float()))
         .map_err(|_| type_error(op, format!("expected a number, got {value}")))
 }
 
@@ -530,7 +530,7 @@ pub fn arange(
     let default = if all_int {
         Logical::Int64
     } else {
-        Logical::Float32
+        Logical::default_float()
     };
     let logical = optional_dtype(OP, dtype)?.unwrap_or(default);
     let device = device_or_cpu(device)?;
@@ -557,7 +557,7 @@ pub fn linspace(
 ) -> PyResult<PyTensor> {
     const OP: &str = "linspace";
     let steps = count(OP, "steps", steps)?;
-    let logical = optional_dtype(OP, dtype)?.unwrap_or(Logical::Float32);
+    let logical = optional_dtype(OP, dtype)?.unwrap_or(Logical::default_float());
     let device = device_or_cpu(device)?;
     let tensor = run(OP, || {
         Tensor::linspace(start, end, steps, DType::F64, &Device::Cpu)?
@@ -578,7 +578,7 @@ pub fn randn(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, logical, device) = filled("randn", shape, dtype, device, Logical::Float32)?;
+    let (shape, logical, device) = filled("randn", shape, dtype, device, Logical::default_float())?;
     float_only("randn", logical)?;
     let tensor = PyTensor::with_logical(
         run("randn", || {
@@ -599,7 +599,7 @@ pub fn rand(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let (shape, logical, device) = filled("rand", shape, dtype, device, Logical::Float32)?;
+    let (shape, logical, device) = filled("rand", shape, dtype, device, Logical::default_float())?;
     float_only("rand", logical)?;
     let tensor = PyTensor::with_logical(
         run("rand", || Tensor::rand(&shape, logical.storage(), &device))?,
@@ -702,7 +702,7 @@ pub fn eye(
 ) -> PyResult<PyTensor> {
     let n = count("eye", "n", n)?;
     let m = m.map(|m| count("eye", "m", m)).transpose()?;
-    let logical = optional_dtype("eye", dtype)?.unwrap_or(Logical::Float32);
+    let logical = optional_dtype("eye", dtype)?.unwrap_or(Logical::default_float());
     let device = device_or_cpu(device)?;
     let m = m.unwrap_or(n);
     let tensor = run("eye", || {

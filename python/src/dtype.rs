@@ -4,6 +4,8 @@
 //! its own in Python, reported as PyTorch reports it, stored as `I32` (values outside its
 //! range are an error where they enter).
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use anygrad::DType;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
@@ -32,7 +34,21 @@ pub enum Logical {
     Bool,
 }
 
+/// The float dtype of creation functions given no dtype (`torch.set_default_dtype`): 0 for
+/// float32, 1 for float64, 2 for float16.
+static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(0);
+
 impl Logical {
+    /// The float dtype that creation functions use when given none (float32 unless
+    /// `set_default_dtype` chose another).
+    pub fn default_float() -> Logical {
+        match DEFAULT_FLOAT.load(Ordering::Relaxed) {
+            1 => Logical::Float64,
+            2 => Logical::Float16,
+            _ => Logical::Float32,
+        }
+    }
+
     /// Every logical dtype, in the order the module exports them.
     pub const ALL: [Logical; 8] = [
         Logical::Float32,
@@ -208,9 +224,38 @@ pub fn optional_dtype(op: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Op
     }
 }
 
+/// The float dtype of creation functions given none (`torch.get_default_dtype`).
+#[pyfunction]
+pub fn get_default_dtype() -> PyDType {
+    PyDType {
+        logical: Logical::default_float(),
+    }
+}
+
+/// Choose the float dtype of creation functions given none (`torch.set_default_dtype`):
+/// float32, float64 (the CPU's; a GPU refuses float64 tensors) or float16.
+#[pyfunction]
+pub fn set_default_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<()> {
+    let code = match logical_dtype("set_default_dtype", dtype)? {
+        Logical::Float32 => 0,
+        Logical::Float64 => 1,
+        Logical::Float16 => 2,
+        other => {
+            return Err(type_error(
+                "set_default_dtype",
+                format!("only floating point dtypes are supported, got {}", other.name()),
+            ))
+        }
+    };
+    DEFAULT_FLOAT.store(code, Ordering::Relaxed);
+    Ok(())
+}
+
 /// Register the dtype class and one object per dtype on the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PyDType>()?;
+    module.add_function(wrap_pyfunction!(get_default_dtype, module)?)?;
+    module.add_function(wrap_pyfunction!(set_default_dtype, module)?)?;
     for logical in Logical::ALL {
         module.add(logical.name(), PyDType { logical })?;
     }

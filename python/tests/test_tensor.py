@@ -260,3 +260,25 @@ def test_dlpack_passes_tensors_both_ways(device):
             np.from_dlpack(x.to(device))
     with pytest.raises(BufferError, match="from_dlpack"):
         torch.from_dlpack(object())
+
+
+def test_default_dtype_chooses_the_float_of_creation_functions():
+    assert torch.get_default_dtype() == torch.float32
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert torch.get_default_dtype() == torch.float64
+        assert torch.zeros(2).dtype == torch.float64
+        assert torch.ones(2, 3).dtype == torch.float64
+        assert torch.rand(2).dtype == torch.float64 and torch.randn(2).dtype == torch.float64
+        assert torch.tensor([1.5, 2.0]).dtype == torch.float64
+        assert torch.full((2,), 0.5).dtype == torch.float64
+        assert torch.arange(0.0, 2.0, 0.5).dtype == torch.float64
+        assert torch.arange(3).dtype == torch.int64  # integers stay integers
+        assert torch.linspace(0, 1, 5).dtype == torch.float64 and torch.eye(2).dtype == torch.float64
+        assert torch.nn.Linear(2, 3).weight.dtype == torch.float64
+        assert torch.zeros(2, dtype=torch.float32).dtype == torch.float32
+        with pytest.raises(TypeError, match="set_default_dtype.*floating point"):
+            torch.set_default_dtype(torch.int32)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert torch.zeros(2).dtype == torch.float32
