@@ -243,7 +243,10 @@ pub fn set_default_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<()> {
         other => {
             return Err(type_error(
                 "set_default_dtype",
-                format!("only floating point dtypes are supported, got {}", other.name()),
+                format!(
+                    "only floating point dtypes are supported, got {}",
+                    other.name()
+                ),
             ))
         }
     };
