@@ -146,6 +146,12 @@ fn elementwise_reductions_and_views(device: &Device) {
         "sum over the sliced dim (per-channel statistics)",
     );
     same(
+        &x.mean(&[0, 2, 3], true).unwrap(),
+        &cpu.mean(&[0, 2, 3], true).unwrap(),
+        1e-4,
+        "mean over the sliced dim (the slices' sums folded, then divided once)",
+    );
+    same(
         &x.max(&[0], false).unwrap(),
         &cpu.max(&[0], false).unwrap(),
         0.0,
