@@ -282,3 +282,17 @@ def test_default_dtype_chooses_the_float_of_creation_functions():
     finally:
         torch.set_default_dtype(torch.float32)
     assert torch.zeros(2).dtype == torch.float32
+
+
+def test_accelerator_is_the_gpu_of_any_vendor():
+    assert torch.accelerator.is_available() == torch.gpu.is_available()
+    assert torch.accelerator.device_count() == torch.gpu.device_count()
+    device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
+    moved = torch.ones(3).to(device)
+    assert moved.device.type == device and moved.tolist() == [1.0, 1.0, 1.0]
+    if torch.accelerator.is_available():
+        assert torch.accelerator.current_accelerator(check_available=True) == torch.device("gpu")
+        assert torch.accelerator.current_device_index() == 0
+        torch.accelerator.synchronize()
+    else:
+        assert torch.accelerator.current_accelerator(check_available=True) is None
