@@ -3,7 +3,7 @@
 //! image-folder reader behind `vision.datasets.ImageFolder` (the library finds and decodes
 //! the PNG/JPEG files; Python applies the transforms).
 
-use anygrad::data::{Image, ImageFolder, SampleDataset, SplitMix64};
+use anygrad::data::{Image, ImageFolder, PixelImage, SampleDataset, SplitMix64};
 use anygrad::{Device, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -85,9 +85,29 @@ impl ImageFolderReader {
     }
 }
 
-/// Register the data set functions.
+/// Write 8-bit pixels (height × width × channels, 1 or 3 channels) as a PNG file at `path`
+/// (`torchvision.utils.save_image`'s last step).
+#[pyfunction]
+pub fn save_png(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    pixels: &[u8],
+    height: usize,
+    width: usize,
+    channels: usize,
+) -> PyResult<()> {
+    let pixels = pixels.to_vec();
+    py.allow_threads(|| {
+        run("save_image", || {
+            PixelImage::new(height, width, channels, pixels)?.save_png(&path)
+        })
+    })
+}
+
+/// Register the data functions and classes on the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(load_digits, module)?)?;
+    module.add_function(wrap_pyfunction!(save_png, module)?)?;
     module.add_class::<ImageFolderReader>()?;
     Ok(())
 }

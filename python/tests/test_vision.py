@@ -201,3 +201,19 @@ def test_make_grid_tiles_like_torchvision():
     assert tuple(single.shape) == (3, 4, 4)
     with pytest.raises(ValueError, match="value_range"):
         make_grid(torch.ones(2, 3, 4, 4), normalize=True, value_range=(0.0,))
+
+
+def test_save_image_writes_the_grid_as_png(tmp_path):
+    from anygrad.vision.utils import make_grid, save_image
+
+    batch = torch.rand(3, 3, 5, 4)
+    folder = tmp_path / "images" / "grid"
+    folder.mkdir(parents=True)
+    save_image(batch, folder / "batch.png", nrow=2, padding=1)
+    read, _ = datasets.ImageFolder(tmp_path / "images")[0]
+    expected = (make_grid(batch, nrow=2, padding=1).numpy() * 255.0 + 0.5).clip(0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(read, expected.transpose(1, 2, 0))
+    with pytest.raises(ValueError, match="PNG"):
+        save_image(batch, tmp_path / "batch.jpg", format="jpeg")
+    with pytest.raises(OSError, match="missing-folder"):
+        save_image(batch, tmp_path / "missing-folder" / "batch.png")

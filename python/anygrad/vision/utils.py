@@ -1,8 +1,10 @@
 """``torchvision.utils``: ``make_grid``, the images of a batch tiled into one image with
 torchvision's layout (rows of ``nrow`` images, ``padding`` pixels of ``pad_value`` between
-and around them, optional rescaling to [0, 1])."""
+and around them, optional rescaling to [0, 1]), and ``save_image``, that grid written as a
+PNG file (values in [0, 1] mapped to 0..255 as torchvision rounds them)."""
 
 import math
+import os
 
 
 def make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scale_each=False, pad_value=0.0, **kwargs):
@@ -56,3 +58,22 @@ def make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scal
         top, left = row * cell_height + padding, column * cell_width + padding
         grid[:, top:top + height, left:left + width] = tensor[index]
     return grid
+
+
+def save_image(tensor, fp, format=None, **kwargs):
+    """Write ``tensor`` (a batch, a list of images or one image; ``make_grid``'s arguments
+    apply) to the PNG file ``fp`` (a path)."""
+    import numpy as np
+
+    if format is not None and str(format).lower() != "png":
+        raise ValueError(f"save_image: anygrad writes PNG files only, not {format!r}")
+    if not isinstance(fp, (str, os.PathLike)):
+        raise TypeError(f"save_image: fp must be a path, got {type(fp).__name__}")
+    from .. import _native
+
+    grid = make_grid(tensor.detach(), **kwargs)
+    pixels = (grid.float().cpu().numpy() * 255.0 + 0.5).clip(0, 255).astype(np.uint8)
+    channels, height, width = pixels.shape
+    if channels not in (1, 3):
+        raise ValueError(f"save_image: PNG takes 1 or 3 channels, the grid has {channels}")
+    _native.save_png(os.fspath(fp), np.ascontiguousarray(pixels.transpose(1, 2, 0)).tobytes(), height, width, channels)
