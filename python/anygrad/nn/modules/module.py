@@ -3,7 +3,7 @@
 Attributes that are ``Parameter``s, ``Module``s (``Sequential``, ``ModuleList``, ...) or
 ``Buffer``s register themselves; ``parameters()``, ``named_parameters()``, ``children()``,
 ``modules()``, ``state_dict()``, ``load_state_dict(strict=)``, ``train()``, ``eval()``,
-``to()``, ``zero_grad()``, ``apply()`` and forward hooks follow PyTorch's names and order.
+``to()``, ``zero_grad()``, ``apply()``, forward hooks and backward hooks follow PyTorch's names and order.
 """
 
 from collections import OrderedDict, namedtuple
@@ -11,6 +11,7 @@ import itertools
 
 from ... import _native
 from ..parameter import Buffer, Parameter
+from .backward_hooks import hooked_call
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -51,6 +52,8 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
 
     def _check_initialised(self, name):
         if "_parameters" not in self.__dict__:
@@ -67,7 +70,10 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
+        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
+            output = hooked_call(self, args, lambda inputs: self.forward(*inputs, **kwargs))
+        else:
+            output = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, output)
             if result is not None:
@@ -428,9 +434,24 @@ class Module:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_hook(self, hook):
-        """Not supported yet."""
-        raise NotImplementedError("register_full_backward_hook is not supported yet")
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output)`` once the gradients of a call's inputs
+        are computed (``grad_input`` entries are None for inputs that need none); a non-None
+        result replaces ``grad_input`` (see ``backward_hooks.py``)."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` once the gradients of a call's outputs are in; a
+        non-None result replaces ``grad_output``."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
     register_backward_hook = register_full_backward_hook
 
