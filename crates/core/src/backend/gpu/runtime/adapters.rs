@@ -60,6 +60,14 @@ fn enumerate() -> AdapterRegistry {
     // first and OpenGL only when they find nothing: probing GL without a display logs EGL
     // errors, and GL compute is the weakest path anyway.
     let user_chose_backends = std::env::var_os("WGPU_BACKEND").is_some();
+    // Mesa's implicit "device select" layer looks for a Wayland display while the adapters
+    // are listed, and without a desktop session (servers, containers, CI) prints "error:
+    // XDG_RUNTIME_DIR is invalid or not set" to stderr: a false alarm on every run. anygrad
+    // orders the adapters itself, so the layer is turned off for this process unless the
+    // user set its variable. This runs once, before the first Vulkan instance exists.
+    if std::env::var_os("NODEVICE_SELECT").is_none() {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
     let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
     if !user_chose_backends {
         descriptor.backends = wgpu::Backends::PRIMARY;
