@@ -201,6 +201,10 @@ def test_make_grid_tiles_like_torchvision():
     assert tuple(single.shape) == (3, 4, 4)
     with pytest.raises(ValueError, match="value_range"):
         make_grid(torch.ones(2, 3, 4, 4), normalize=True, value_range=(0.0,))
+    with pytest.raises(ValueError, match="nrow"):
+        make_grid(torch.ones(2, 3, 4, 4), nrow=0)
+    with pytest.raises(ValueError, match="no pixels"):
+        make_grid(torch.ones(0, 3, 4, 4))
 
 
 def test_save_image_writes_the_grid_as_png(tmp_path):

@@ -18,6 +18,8 @@ def make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scal
         value_range = kwargs.pop("range")
     if kwargs:
         raise TypeError(f"make_grid got unexpected arguments {sorted(kwargs)}")
+    if not isinstance(nrow, int) or nrow < 1 or not isinstance(padding, int) or padding < 0:
+        raise ValueError(f"make_grid: nrow must be a positive int and padding a non-negative int, got {nrow!r} and {padding!r}")
     if isinstance(tensor, (list, tuple)):
         tensor = anygrad.stack(list(tensor), dim=0)
     if not isinstance(tensor, anygrad.Tensor):
@@ -30,6 +32,8 @@ def make_grid(tensor, nrow=8, padding=2, normalize=False, value_range=None, scal
         tensor = tensor.unsqueeze(0)
     if tensor.dim() != 4:
         raise ValueError(f"make_grid: expected 2-D, 3-D or 4-D images, got {tensor.dim()}-D")
+    if tensor.numel() == 0:
+        raise ValueError(f"make_grid: no pixels to tile (shape {tuple(tensor.shape)})")
     if tensor.shape[1] == 1:
         tensor = anygrad.cat([tensor, tensor, tensor], 1)
     if normalize:
