@@ -11,6 +11,7 @@ mod environment;
 mod kernels;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod onnx;
 #[cfg(feature = "plot")]
 mod plot;
 mod profile;
@@ -56,6 +57,11 @@ enum Command {
     },
     /// Sentence embeddings from a sentence-transformers model directory (all-MiniLM-L6-v2).
     Embed(embed::EmbedArgs),
+    /// Import ONNX models: `info`, `run` on .npy inputs, `test` backend-test folders.
+    Onnx {
+        #[command(subcommand)]
+        command: onnx::OnnxCommand,
+    },
     /// Profile a few steps and print the per-op table (GPU time, calls, CPU fallbacks).
     Profile(profile::ProfileArgs),
     /// Benchmark a workload and print median timings.
@@ -229,6 +235,7 @@ fn run(cli: Cli) -> Result<(), String> {
         } => kernels::dump(&out),
         Command::Embed(args) => embed::run(args),
         Command::Profile(args) => profile::run_profile(args),
+        Command::Onnx { command } => onnx::run(command),
         Command::Bench {
             workload,
             device,
