@@ -286,6 +286,7 @@ from . import gpu as cuda  # noqa: E402
 from . import backends  # noqa: E402
 from . import version  # noqa: E402
 from . import accelerator  # noqa: E402
+from . import onnx  # noqa: E402
 from ._serialization import save, load  # noqa: E402
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402

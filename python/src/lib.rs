@@ -22,6 +22,7 @@ pub mod functional;
 pub mod indexing;
 pub mod math;
 pub mod models;
+pub mod onnx;
 pub mod operators;
 pub mod optimizers;
 pub mod profiler;
@@ -55,6 +56,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     datasets::register(module)?;
     optimizers::register(module)?;
     models::register(module)?;
+    onnx::register(module)?;
     profiler::register(module)?;
     Ok(())
 }
