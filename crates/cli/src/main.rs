@@ -1,5 +1,7 @@
 //! The `anygrad` command: list devices, check a machine (`doctor`), train the built-in models,
-//! embed sentences with a pretrained BERT encoder (`embed`), and benchmark. Every failure is one line on stderr and a non-zero exit, never a panic trace.
+//! embed sentences with a pretrained BERT encoder (`embed`), generate text with a Llama-family
+//! model (`generate`), import ONNX models (`onnx`), and benchmark. Every failure is one line
+//! on stderr and a non-zero exit, never a panic trace.
 
 mod bench;
 mod devices;
@@ -8,6 +10,7 @@ mod doctor_layers;
 mod doctor_ops;
 mod embed;
 mod environment;
+mod generate;
 mod kernels;
 #[cfg(feature = "mpi")]
 mod mpi;
@@ -57,6 +60,8 @@ enum Command {
     },
     /// Sentence embeddings from a sentence-transformers model directory (all-MiniLM-L6-v2).
     Embed(embed::EmbedArgs),
+    /// Generate text with a Llama-family language model (a GGUF file or a Hugging Face folder).
+    Generate(generate::GenerateArgs),
     /// Import ONNX models: `info`, `run` on .npy inputs, `test` backend-test folders.
     Onnx {
         #[command(subcommand)]
@@ -234,6 +239,7 @@ fn run(cli: Cli) -> Result<(), String> {
             command: KernelsCommand::Dump { out },
         } => kernels::dump(&out),
         Command::Embed(args) => embed::run(args),
+        Command::Generate(args) => generate::run(args),
         Command::Profile(args) => profile::run_profile(args),
         Command::Onnx { command } => onnx::run(command),
         Command::Bench {

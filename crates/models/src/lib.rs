@@ -8,10 +8,16 @@
 //! - `bert`: BERT encoders with Hugging Face names (`BertModel`) and sentence embeddings
 //!   like sentence-transformers (`SentenceEncoder`); with the `text` feature (on by default),
 //!   which brings in Hugging Face's `tokenizers`.
+//! - `gguf`: llama.cpp's GGUF files: metadata, tensor table, dequantization to f32.
+//! - `llama`: Llama-family decoder language models (SmolLM2, TinyLlama, Llama 2/3 shapes)
+//!   from GGUF files or Hugging Face folders, with a KV cache, tokenizers and generation
+//!   (the tokenizer and the generation loop with the `text` feature).
 
 #[cfg(feature = "text")]
 pub mod bert;
 mod cnn;
+pub mod gguf;
+pub mod llama;
 mod mlp;
 mod resnet;
 

@@ -1,0 +1,39 @@
+//! Llama-family decoder language models (Llama 2/3 shapes, SmolLM2, TinyLlama) with Hugging
+//! Face parameter names, from GGUF files or Hugging Face folders.
+//!
+//! - `config.rs`: [`LlamaConfig`] from GGUF metadata or `config.json`.
+//! - `rope.rs`: rotary position embeddings in Hugging Face's rotate-half layout.
+//! - `cache.rs`: [`KvCache`]: keys and values on the device between calls.
+//! - `model.rs`: [`LlamaForCausalLM`] and its submodules.
+//! - `loading.rs`: GGUF (undoing llama.cpp's query/key permutation) and safetensors loading.
+//! - `sampling.rs`: [`Sampler`]: greedy, temperature, top-k, top-p, repetition penalty.
+//! - `generation.rs`: [`generate`]: prefill, then one token at a time until a stop token.
+//! - `tokenizer.rs` (feature `text`): [`LlamaTokenizer`] from GGUF metadata or
+//!   `tokenizer.json`.
+//! - `chat.rs` (feature `text`): the ChatML chat template.
+
+mod cache;
+#[cfg(feature = "text")]
+mod chat;
+mod config;
+mod generation;
+mod loading;
+mod model;
+mod rope;
+mod sampling;
+#[cfg(feature = "text")]
+mod tokenizer;
+
+pub use cache::KvCache;
+#[cfg(feature = "text")]
+pub use chat::{ChatMessage, ChatTemplate};
+pub use config::LlamaConfig;
+pub use generation::{generate, GenerationOptions, GenerationOutput};
+pub use loading::{gguf_name, permute_rows, unpermute_rows};
+pub use model::{
+    LlamaAttention, LlamaDecoderLayer, LlamaForCausalLM, LlamaMlp, LlamaModel, WeightSource,
+};
+pub use rope::{apply_rotary, cos_sin, inverse_frequencies};
+pub use sampling::{Sampler, SamplingOptions};
+#[cfg(feature = "text")]
+pub use tokenizer::LlamaTokenizer;

@@ -1,0 +1,413 @@
+//! [`LlamaForCausalLM`]: the Llama decoder of Hugging Face `transformers`
+//! (`LlamaForCausalLM`) with the same module tree and parameter names
+//! (`model.embed_tokens.weight`, `model.layers.0.self_attn.q_proj.weight`,
+//! `model.layers.0.mlp.gate_proj.weight`, `model.layers.0.input_layernorm.weight`,
+//! `model.norm.weight`, `lm_head.weight` unless the embeddings are tied).
+//!
+//! Each layer is pre-norm: `h = x + o_proj(attention(rope(q), rope(k), v))` over
+//! `input_layernorm(x)`, then `h + down_proj(silu(gate_proj(n)) · up_proj(n))` over
+//! `post_attention_layernorm(h)`. Attention is the core's `scaled_dot_product_attention`,
+//! causal, with grouped-query attention expressed by broadcasting: the queries are viewed as
+//! `[batch, kv_heads, group, tokens, head_dim]` against keys `[batch, kv_heads, 1, tokens,
+//! head_dim]`, so the shared keys and values are never copied per query head. A [`KvCache`]
+//! keeps the keys and values on the device between calls.
+
+use anygrad_core::{scaled_dot_product_attention, DType, Error, Result, Tensor};
+use anygrad_nn::{Embedding, Linear, Module, RMSNorm};
+
+use super::cache::KvCache;
+use super::config::LlamaConfig;
+use super::rope::{apply_rotary, cos_sin};
+
+/// Multi-head self-attention with grouped-query heads and rotary positions.
+#[derive(Module)]
+pub struct LlamaAttention {
+    /// `[heads · head_dim, hidden]`.
+    pub q_proj: Linear,
+    /// `[kv_heads · head_dim, hidden]`.
+    pub k_proj: Linear,
+    /// `[kv_heads · head_dim, hidden]`.
+    pub v_proj: Linear,
+    /// `[hidden, heads · head_dim]`.
+    pub o_proj: Linear,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    rope_theta: f64,
+}
+
+impl LlamaAttention {
+    /// Attention of `x` `[batch, tokens, hidden]` over itself without a cache (causal).
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let tokens = x.shape().get(1).copied().unwrap_or(0);
+        let (cos, sin) = cos_sin(self.head_dim, self.rope_theta, 0, tokens, x.device())?;
+        let mut cache = KvCache::new(1);
+        self.forward_cached(x, &cos, &sin, &mut cache, 0)
+    }
+
+    /// Attention of the new tokens `x` `[batch, tokens, hidden]` (at positions
+    /// `cache.len()..`, whose rotations are `cos`, `sin` `[tokens, head_dim]`) over the cached
+    /// tokens and themselves, causally; their keys and values join layer `layer` of `cache`.
+    pub fn forward_cached(
+        &self,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        cache: &mut KvCache,
+        layer: usize,
+    ) -> Result<Tensor> {
+        let &[batch, tokens, _] = x.shape() else {
+            return Err(Error::invalid(
+                "LlamaAttention",
+                format!("x must be [batch, tokens, hidden], got {:?}", x.shape()),
+            ));
+        };
+        let past = cache.len();
+        let heads = |t: Tensor, count: usize| -> Result<Tensor> {
+            t.reshape([batch, tokens, count, self.head_dim])?
+                .transpose(1, 2)
+        };
+        let query = heads(self.q_proj.forward(x)?, self.heads)?;
+        let key = heads(self.k_proj.forward(x)?, self.kv_heads)?;
+        let value = heads(self.v_proj.forward(x)?, self.kv_heads)?;
+        let query = apply_rotary(&query, cos, sin)?;
+        let key = apply_rotary(&key, cos, sin)?.contiguous()?;
+        let (key, value) = cache.append(layer, key, value.contiguous()?)?;
+        let total = past + tokens;
+        let group = self.heads / self.kv_heads;
+        let (query, key, value) = if group == 1 {
+            (query, key, value)
+        } else {
+            (
+                query.reshape([batch, self.kv_heads, group, tokens, self.head_dim])?,
+                key.unsqueeze(2)?,
+                value.unsqueeze(2)?,
+            )
+        };
+        let output = if tokens == 1 {
+            // One new token attends to every cached token.
+            scaled_dot_product_attention(&query, &key, &value, None, 0.0, false, None)?
+        } else if past == 0 {
+            scaled_dot_product_attention(&query, &key, &value, None, 0.0, true, None)?
+        } else {
+            // New tokens at positions past..total: token i sees keys j <= past + i.
+            let device = x.device();
+            let rows = Tensor::arange(past as f64, total as f64, 1.0, DType::I32, device)?
+                .reshape([tokens, 1])?;
+            let columns =
+                Tensor::arange(0.0, total as f64, 1.0, DType::I32, device)?.reshape([1, total])?;
+            let mask = columns.le(&rows)?;
+            scaled_dot_product_attention(&query, &key, &value, Some(&mask), 0.0, false, None)?
+        };
+        let output = output
+            .reshape([batch, self.heads, tokens, self.head_dim])?
+            .transpose(1, 2)?
+            .reshape([batch, tokens, self.heads * self.head_dim])?;
+        self.o_proj.forward(&output)
+    }
+}
+
+/// The SwiGLU feed-forward block: `down_proj(silu(gate_proj(x)) · up_proj(x))`.
+#[derive(Module)]
+pub struct LlamaMlp {
+    /// `[intermediate, hidden]`.
+    pub gate_proj: Linear,
+    /// `[intermediate, hidden]`.
+    pub up_proj: Linear,
+    /// `[hidden, intermediate]`.
+    pub down_proj: Linear,
+}
+
+impl LlamaMlp {
+    /// `[.., hidden]` → `[.., hidden]`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let gate = self.gate_proj.forward(x)?.silu()?;
+        self.down_proj
+            .forward(&gate.mul(&self.up_proj.forward(x)?)?)
+    }
+}
+
+/// One pre-norm decoder layer.
+#[derive(Module)]
+pub struct LlamaDecoderLayer {
+    /// Self-attention.
+    pub self_attn: LlamaAttention,
+    /// Feed-forward block.
+    pub mlp: LlamaMlp,
+    /// The norm before attention.
+    pub input_layernorm: RMSNorm,
+    /// The norm before the MLP.
+    pub post_attention_layernorm: RMSNorm,
+}
+
+impl LlamaDecoderLayer {
+    /// The layer over `x` `[batch, tokens, hidden]` without a cache.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let h = x.add(&self.self_attn.forward(&self.input_layernorm.forward(x)?)?)?;
+        h.add(
+            &self
+                .mlp
+                .forward(&self.post_attention_layernorm.forward(&h)?)?,
+        )
+    }
+
+    /// The layer over new tokens with `cache` (see [`LlamaAttention::forward_cached`]).
+    pub fn forward_cached(
+        &self,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        cache: &mut KvCache,
+        layer: usize,
+    ) -> Result<Tensor> {
+        let normed = self.input_layernorm.forward(x)?;
+        let h = x.add(
+            &self
+                .self_attn
+                .forward_cached(&normed, cos, sin, cache, layer)?,
+        )?;
+        h.add(
+            &self
+                .mlp
+                .forward(&self.post_attention_layernorm.forward(&h)?)?,
+        )
+    }
+}
+
+/// The decoder stack: embeddings, layers, final norm (`transformers`' `LlamaModel`).
+#[derive(Module)]
+pub struct LlamaModel {
+    /// `[vocab, hidden]`.
+    pub embed_tokens: Embedding,
+    /// The decoder layers.
+    pub layers: Vec<LlamaDecoderLayer>,
+    /// The final norm.
+    pub norm: RMSNorm,
+}
+
+impl LlamaModel {
+    /// Hidden states `[batch, tokens, hidden]` of token ids `[batch, tokens]` without a cache.
+    pub fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
+        let mut x = self.embed_tokens.forward(input_ids)?;
+        for layer in &self.layers {
+            x = layer.forward(&x)?;
+        }
+        self.norm.forward(&x)
+    }
+}
+
+/// A Llama-family causal language model: the decoder and the output projection.
+#[derive(Module)]
+pub struct LlamaForCausalLM {
+    /// The decoder.
+    pub model: LlamaModel,
+    /// The output projection `[vocab, hidden]`; `None` when tied to `embed_tokens`.
+    pub lm_head: Option<Linear>,
+    #[module(skip)]
+    config: LlamaConfig,
+}
+
+/// Where weights come from when a model is built: `fetch(name, shape)` returns the tensor of
+/// a Hugging Face parameter name, of exactly `shape`, on the model's device.
+pub type WeightSource<'a> = dyn FnMut(&str, &[usize]) -> Result<Tensor> + 'a;
+
+impl LlamaForCausalLM {
+    /// Build the model of `config` from `weights` (asked for every parameter by its Hugging
+    /// Face name and shape; `lm_head.weight` only when the embeddings are not tied).
+    pub fn from_weights(config: &LlamaConfig, weights: &mut WeightSource<'_>) -> Result<Self> {
+        config.validate("LlamaForCausalLM")?;
+        let c = config;
+        let (hidden, head_dim) = (c.hidden_size, c.head_dim);
+        let mut linear = |name: String, out: usize, inputs: usize| -> Result<Linear> {
+            Ok(Linear::from_tensors(weights(&name, &[out, inputs])?, None))
+        };
+        // Grown as each layer's weights arrive: a configuration's counts reserve nothing.
+        let mut layers = Vec::new();
+        let mut norms = Vec::new();
+        for index in 0..c.num_hidden_layers {
+            let prefix = format!("model.layers.{index}");
+            let self_attn = LlamaAttention {
+                q_proj: linear(
+                    format!("{prefix}.self_attn.q_proj.weight"),
+                    c.num_attention_heads * head_dim,
+                    hidden,
+                )?,
+                k_proj: linear(
+                    format!("{prefix}.self_attn.k_proj.weight"),
+                    c.num_key_value_heads * head_dim,
+                    hidden,
+                )?,
+                v_proj: linear(
+                    format!("{prefix}.self_attn.v_proj.weight"),
+                    c.num_key_value_heads * head_dim,
+                    hidden,
+                )?,
+                o_proj: linear(
+                    format!("{prefix}.self_attn.o_proj.weight"),
+                    hidden,
+                    c.num_attention_heads * head_dim,
+                )?,
+                heads: c.num_attention_heads,
+                kv_heads: c.num_key_value_heads,
+                head_dim,
+                rope_theta: c.rope_theta,
+            };
+            let mlp = LlamaMlp {
+                gate_proj: linear(
+                    format!("{prefix}.mlp.gate_proj.weight"),
+                    c.intermediate_size,
+                    hidden,
+                )?,
+                up_proj: linear(
+                    format!("{prefix}.mlp.up_proj.weight"),
+                    c.intermediate_size,
+                    hidden,
+                )?,
+                down_proj: linear(
+                    format!("{prefix}.mlp.down_proj.weight"),
+                    hidden,
+                    c.intermediate_size,
+                )?,
+            };
+            norms.push(format!("{prefix}.input_layernorm.weight"));
+            norms.push(format!("{prefix}.post_attention_layernorm.weight"));
+            layers.push((self_attn, mlp));
+        }
+        let mut norm = |name: &str| -> Result<RMSNorm> {
+            let weight = weights(name, &[hidden])?;
+            Ok(RMSNorm {
+                weight: Some(anygrad_nn::Parameter::new(weight)),
+                normalized_shape: vec![hidden],
+                eps: Some(c.rms_norm_eps),
+            })
+        };
+        let mut decoder_layers = Vec::with_capacity(layers.len());
+        for (index, (self_attn, mlp)) in layers.into_iter().enumerate() {
+            decoder_layers.push(LlamaDecoderLayer {
+                self_attn,
+                mlp,
+                input_layernorm: norm(&norms[2 * index])?,
+                post_attention_layernorm: norm(&norms[2 * index + 1])?,
+            });
+        }
+        let final_norm = norm("model.norm.weight")?;
+        let embed_tokens = Embedding::from_tensor(weights(
+            "model.embed_tokens.weight",
+            &[c.vocab_size, hidden],
+        )?);
+        let lm_head = if c.tie_word_embeddings {
+            None
+        } else {
+            Some(Linear::from_tensors(
+                weights("lm_head.weight", &[c.vocab_size, hidden])?,
+                None,
+            ))
+        };
+        let model = LlamaForCausalLM {
+            model: LlamaModel {
+                embed_tokens,
+                layers: decoder_layers,
+                norm: final_norm,
+            },
+            lm_head,
+            config: config.clone(),
+        };
+        Module::eval(&model);
+        Ok(model)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LlamaConfig {
+        &self.config
+    }
+
+    /// A cache for this model's layers.
+    pub fn new_cache(&self) -> KvCache {
+        KvCache::new(self.config.num_hidden_layers)
+    }
+
+    /// Logits `[batch, tokens, vocab]` of token ids `[batch, tokens]` (i32) without a cache.
+    pub fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
+        let mut cache = self.new_cache();
+        self.forward_with_cache(input_ids, &mut cache)
+    }
+
+    /// Logits `[batch, tokens, vocab]` of new token ids `[batch, tokens]` following the
+    /// tokens in `cache`, which they join.
+    pub fn forward_with_cache(&self, input_ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let hidden = self.hidden_states(input_ids, cache)?;
+        self.project(&hidden)
+    }
+
+    /// Logits `[batch, vocab]` of the last of the new token ids `[batch, tokens]` following
+    /// the tokens in `cache`, which they join: the output projection runs for one position
+    /// only (what generation needs).
+    pub fn next_token_logits(&self, input_ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let hidden = self.hidden_states(input_ids, cache)?;
+        let tokens = hidden.shape()[1];
+        let last = hidden.narrow(1, tokens - 1, 1)?.squeeze(1)?;
+        self.project(&last)
+    }
+
+    /// The final hidden states of new tokens, through every layer with `cache`.
+    pub fn hidden_states(&self, input_ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let shape = input_ids.shape();
+        if shape.len() != 2 || shape[1] == 0 {
+            return Err(Error::invalid(
+                "LlamaForCausalLM",
+                format!("input_ids must be [batch, tokens] with tokens > 0, got {shape:?}"),
+            ));
+        }
+        if cache.layer_count() != self.config.num_hidden_layers {
+            return Err(Error::invalid(
+                "LlamaForCausalLM",
+                format!(
+                    "the cache has {} layers, the model {}",
+                    cache.layer_count(),
+                    self.config.num_hidden_layers
+                ),
+            ));
+        }
+        let tokens = shape[1];
+        let start = cache.len();
+        if start + tokens > self.config.max_position_embeddings {
+            return Err(Error::invalid(
+                "LlamaForCausalLM",
+                format!(
+                    "{} tokens are more than the model's context of {}",
+                    start + tokens,
+                    self.config.max_position_embeddings
+                ),
+            ));
+        }
+        let (cos, sin) = cos_sin(
+            self.config.head_dim,
+            self.config.rope_theta,
+            start,
+            tokens,
+            input_ids.device(),
+        )?;
+        let mut x = self.model.embed_tokens.forward(input_ids).map_err(|e| {
+            Error::invalid(
+                "LlamaForCausalLM",
+                format!(
+                    "input_ids: embedding lookup failed (ids must be < vocab_size {}): {e}",
+                    self.config.vocab_size
+                ),
+            )
+        })?;
+        for (index, layer) in self.model.layers.iter().enumerate() {
+            x = layer.forward_cached(&x, &cos, &sin, cache, index)?;
+        }
+        cache.advance(tokens);
+        self.model.norm.forward(&x)
+    }
+
+    /// Hidden states `[.., hidden]` → logits `[.., vocab]`.
+    fn project(&self, hidden: &Tensor) -> Result<Tensor> {
+        match &self.lm_head {
+            Some(head) => head.forward(hidden),
+            None => hidden.linear(&self.model.embed_tokens.weight.tensor(), None),
+        }
+    }
+}
