@@ -93,15 +93,16 @@ class GradScaler:
         inverse = 1.0 / self._scale
         found = False
         with anygrad.no_grad():
-            checks = []
+            # One flag a gradient, kept on its device; the step reads them back once (one wait
+            # for the GPU a step, as PyTorch's scaler), not once a parameter.
+            checks = {}
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
                     p.grad = p.grad * inverse
-                    checks.append((~p.grad.isfinite()).any().to("cpu"))
-            if checks:
-                found = bool(anygrad.stack(checks).any())
+                    checks.setdefault(str(p.grad.device), []).append((~p.grad.isfinite()).any())
+            found = any(bool(anygrad.stack(flags).any()) for flags in checks.values())
         self._unscaled[id(optimizer)] = True
         self._found_inf[id(optimizer)] = found
 

@@ -23,11 +23,12 @@ def test_autocast_makes_matmuls_float16_on_a_gpu(device):
         torch.autocast("cuda", dtype=torch.float64)
 
 
-def test_grad_scaler_scales_unscales_and_skips_overflow():
-    p = nn.Parameter(torch.tensor([1.0, 2.0]))
-    opt = torch.optim.SGD([p], lr=0.1)
+def test_grad_scaler_scales_unscales_and_skips_overflow(device):
+    p = nn.Parameter(torch.tensor([1.0, 2.0], device=device))
+    other = nn.Parameter(torch.tensor([3.0], device=device))  # a finite gradient beside the overflow
+    opt = torch.optim.SGD([p, other], lr=0.1)
     scaler = torch.amp.GradScaler(init_scale=8.0, growth_interval=2)
-    loss = (p * 2).sum()
+    loss = (p * 2).sum() + other.sum()
     scaled = scaler.scale(loss)
     assert scaled.item() == pytest.approx(loss.item() * 8)
     scaled.backward()
@@ -35,12 +36,15 @@ def test_grad_scaler_scales_unscales_and_skips_overflow():
     scaler.update()
     assert p.tolist() == pytest.approx([0.8, 1.8])
     opt.zero_grad()
-    p.grad = torch.tensor([float("inf"), 1.0])
+    p.grad = torch.tensor([float("inf"), 1.0], device=device)
+    other.grad = torch.tensor([1.0], device=device)
     scaler.step(opt)
     scaler.update()
     assert p.tolist() == pytest.approx([0.8, 1.8]) and scaler.get_scale() == 4.0
+    assert other.tolist() == pytest.approx([2.9])  # the whole step was skipped
     for _ in range(2):
-        p.grad = torch.tensor([0.0, 0.0])
+        p.grad = torch.tensor([0.0, 0.0], device=device)
+        other.grad = torch.tensor([0.0], device=device)
         scaler.step(opt)
         scaler.update()
     assert scaler.get_scale() == 8.0
