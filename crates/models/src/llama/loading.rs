@@ -57,18 +57,13 @@ pub fn unpermute_rows(
     columns: usize,
 ) -> Result<Vec<f32>> {
     check_rows("unpermute_rows", values, heads, head_dim, columns)?;
-    let mut out = vec![0f32; values.len()];
-    let half = head_dim / 2;
-    for head in 0..heads {
-        for i in 0..half {
-            for j in 0..2 {
-                let stored = (head * head_dim + 2 * i + j) * columns;
-                let wanted = (head * head_dim + j * half + i) * columns;
-                out[wanted..wanted + columns].copy_from_slice(&values[stored..stored + columns]);
-            }
-        }
-    }
-    Ok(out)
+    Ok(move_rows(
+        values,
+        heads,
+        head_dim,
+        columns,
+        Direction::ToHuggingFace,
+    ))
 }
 
 /// Apply llama.cpp's converter permutation (the inverse of [`unpermute_rows`]): what a GGUF
@@ -80,18 +75,48 @@ pub fn permute_rows(
     columns: usize,
 ) -> Result<Vec<f32>> {
     check_rows("permute_rows", values, heads, head_dim, columns)?;
+    Ok(move_rows(
+        values,
+        heads,
+        head_dim,
+        columns,
+        Direction::ToGguf,
+    ))
+}
+
+/// Which way [`move_rows`] moves a query or key weight's rows.
+enum Direction {
+    /// From llama.cpp's interleaved order to Hugging Face's halves.
+    ToHuggingFace,
+    /// From Hugging Face's halves to llama.cpp's interleaved order.
+    ToGguf,
+}
+
+/// Within each head, row `2i + j` of llama.cpp's order is row `j · head_dim/2 + i` of
+/// Hugging Face's: move every row from one order to the other (sizes checked by the caller).
+fn move_rows(
+    values: &[f32],
+    heads: usize,
+    head_dim: usize,
+    columns: usize,
+    direction: Direction,
+) -> Vec<f32> {
     let mut out = vec![0f32; values.len()];
     let half = head_dim / 2;
     for head in 0..heads {
         for i in 0..half {
             for j in 0..2 {
-                let stored = (head * head_dim + 2 * i + j) * columns;
-                let wanted = (head * head_dim + j * half + i) * columns;
-                out[stored..stored + columns].copy_from_slice(&values[wanted..wanted + columns]);
+                let gguf = (head * head_dim + 2 * i + j) * columns;
+                let hugging_face = (head * head_dim + j * half + i) * columns;
+                let (from, to) = match direction {
+                    Direction::ToHuggingFace => (gguf, hugging_face),
+                    Direction::ToGguf => (hugging_face, gguf),
+                };
+                out[to..to + columns].copy_from_slice(&values[from..from + columns]);
             }
         }
     }
-    Ok(out)
+    out
 }
 
 /// `values` is `[heads · head_dim, columns]` with an even `head_dim`.

@@ -67,6 +67,16 @@ fn output_sizes(
 }
 
 /// `t` with `before` and `after` entries of `value` added along `axis`.
+/// The taps of a pooling window (the product of its sizes), at most 2^20: each tap is one
+/// strided slice of the input, so an absurd window is refused rather than looped over.
+fn tap_count(ctx: &NodeContext, kernel: &[usize]) -> Result<usize> {
+    kernel
+        .iter()
+        .try_fold(1usize, |acc, &k| acc.checked_mul(k))
+        .filter(|&t| t <= 1 << 20)
+        .ok_or_else(|| ctx.error(format!("kernel {kernel:?} has too many taps")))
+}
+
 fn pad_axis(
     t: &Tensor,
     axis: usize,
@@ -117,12 +127,7 @@ fn pool_by_taps(
         padded = ctx.core(padded.abs().and_then(|a| a.pow_scalar(p)))?;
     }
     // A tap's slice along each dim: positions tap * dilation + j * stride.
-    let taps = win
-        .kernel
-        .iter()
-        .try_fold(1usize, |acc, &k| acc.checked_mul(k))
-        .filter(|&t| t <= 1 << 20)
-        .ok_or_else(|| ctx.error(format!("kernel {:?} has too many taps", win.kernel)))?;
+    let taps = tap_count(ctx, &win.kernel)?;
     let slice = |t: &Tensor, tap: &[usize]| -> anygrad_core::Result<Tensor> {
         let mut out = t.clone();
         for i in 0..n {
@@ -380,12 +385,7 @@ fn max_pool_with_indices(
         padded = ctx.core(pad_axis(&padded, i + 2, b, e, f64::NEG_INFINITY))?;
         positions = ctx.core(pad_axis(&positions, i + 2, b, e, -1.0))?;
     }
-    let taps = win
-        .kernel
-        .iter()
-        .try_fold(1usize, |acc, &k| acc.checked_mul(k))
-        .filter(|&t| t <= 1 << 20)
-        .ok_or_else(|| ctx.error(format!("kernel {:?} has too many taps", win.kernel)))?;
+    let taps = tap_count(ctx, &win.kernel)?;
     let slice = |t: &Tensor, tap: &[usize]| -> anygrad_core::Result<Tensor> {
         let mut out = t.clone();
         for i in 0..n {
