@@ -77,6 +77,37 @@ fn tap_count(ctx: &NodeContext, kernel: &[usize]) -> Result<usize> {
         .ok_or_else(|| ctx.error(format!("kernel {kernel:?} has too many taps")))
 }
 
+/// The multi-index of tap number `k` of a window (row-major over the kernel's dims).
+fn tap_index(k: usize, kernel: &[usize]) -> Vec<usize> {
+    let mut tap = vec![0; kernel.len()];
+    let mut rest = k;
+    for i in (0..kernel.len()).rev() {
+        tap[i] = rest % kernel[i].max(1);
+        rest /= kernel[i].max(1);
+    }
+    tap
+}
+
+/// What one window tap reads of the (padded) input `t`: along each spatial dim, the positions
+/// `tap · dilation + j · stride` for the `sizes[i].0` outputs.
+fn tap_slice(
+    t: &Tensor,
+    tap: &[usize],
+    sizes: &[(usize, usize)],
+    win: &super::geometry::Windows,
+) -> anygrad_core::Result<Tensor> {
+    let mut out = t.clone();
+    for (i, &(outputs, _)) in sizes.iter().enumerate() {
+        let positions: Vec<i32> = (0..outputs)
+            .map(|j| (tap[i] * win.dilations[i] + j * win.strides[i]) as i32)
+            .collect();
+        let count = positions.len();
+        let index = Tensor::from_vec(positions, &[count], t.device())?;
+        out = out.index_select((i + 2) as isize, &index)?;
+    }
+    Ok(out)
+}
+
 fn pad_axis(
     t: &Tensor,
     axis: usize,
@@ -126,31 +157,10 @@ fn pool_by_taps(
     if let Reduction::Lp(p) = reduction {
         padded = ctx.core(padded.abs().and_then(|a| a.pow_scalar(p)))?;
     }
-    // A tap's slice along each dim: positions tap * dilation + j * stride.
     let taps = tap_count(ctx, &win.kernel)?;
-    let slice = |t: &Tensor, tap: &[usize]| -> anygrad_core::Result<Tensor> {
-        let mut out = t.clone();
-        for i in 0..n {
-            let positions: Vec<i32> = (0..sizes[i].0)
-                .map(|j| (tap[i] * win.dilations[i] + j * win.strides[i]) as i32)
-                .collect();
-            let count = positions.len();
-            let index = Tensor::from_vec(positions, &[count], t.device())?;
-            out = out.index_select((i + 2) as isize, &index)?;
-        }
-        Ok(out)
-    };
-    let tap_of = |mut k: usize| -> Vec<usize> {
-        let mut tap = vec![0; n];
-        for i in (0..n).rev() {
-            tap[i] = k % win.kernel[i].max(1);
-            k /= win.kernel[i].max(1);
-        }
-        tap
-    };
     let mut acc: Option<Tensor> = None;
     for k in 0..taps {
-        let part = ctx.core(slice(&padded, &tap_of(k)))?;
+        let part = ctx.core(tap_slice(&padded, &tap_index(k, &win.kernel), &sizes, win))?;
         acc = Some(match acc {
             None => part,
             Some(a) => ctx.core(match reduction {
@@ -180,7 +190,7 @@ fn pool_by_taps(
             }
             let mut counts: Option<Tensor> = None;
             for k in 0..taps {
-                let part = ctx.core(slice(&mask, &tap_of(k)))?;
+                let part = ctx.core(tap_slice(&mask, &tap_index(k, &win.kernel), &sizes, win))?;
                 counts = Some(match counts {
                     None => part,
                     Some(c) => ctx.core(c.add(&part))?,
@@ -386,30 +396,11 @@ fn max_pool_with_indices(
         positions = ctx.core(pad_axis(&positions, i + 2, b, e, -1.0))?;
     }
     let taps = tap_count(ctx, &win.kernel)?;
-    let slice = |t: &Tensor, tap: &[usize]| -> anygrad_core::Result<Tensor> {
-        let mut out = t.clone();
-        for i in 0..n {
-            let picked: Vec<i32> = (0..sizes[i].0)
-                .map(|j| (tap[i] * win.dilations[i] + j * win.strides[i]) as i32)
-                .collect();
-            let count = picked.len();
-            out = out.index_select(
-                (i + 2) as isize,
-                &Tensor::from_vec(picked, &[count], t.device())?,
-            )?;
-        }
-        Ok(out)
-    };
     let mut best: Option<(Tensor, Tensor)> = None;
     for k in 0..taps {
-        let mut tap = vec![0; n];
-        let mut rest = k;
-        for i in (0..n).rev() {
-            tap[i] = rest % win.kernel[i].max(1);
-            rest /= win.kernel[i].max(1);
-        }
-        let value = ctx.core(slice(&padded, &tap))?;
-        let place = ctx.core(slice(&positions, &tap))?;
+        let tap = tap_index(k, &win.kernel);
+        let value = ctx.core(tap_slice(&padded, &tap, &sizes, win))?;
+        let place = ctx.core(tap_slice(&positions, &tap, &sizes, win))?;
         best = Some(match best {
             None => (
                 value,
