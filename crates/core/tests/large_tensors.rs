@@ -3,7 +3,8 @@
 //! in pieces and every primitive runs on slices of it. This binary caps the binding at 64 KiB
 //! (`ANYGRAD_MAX_BINDING_BYTES`, set before its first GPU opens), so that tensors of a few
 //! hundred KB take the same path as multi-GB ones on a real GPU, and checks each result
-//! against the CPU, which has no such limit.
+//! against the CPU, which has no such limit, and that every plan foresaw its slices (no
+//! computation refused as too large and run again).
 
 use std::sync::Once;
 
@@ -14,6 +15,12 @@ use anygrad_testing::values;
 /// The binding cap of this binary: 16 384 f32 values.
 const CAP_BYTES: &str = "65536";
 
+/// Computations that `device` refused as larger than one binding and ran again in smaller
+/// slices so far (0 on the CPU).
+fn sliced_retries(device: &Device) -> u64 {
+    anygrad_core::memory_stats(device).map_or(0, |stats| stats.sliced_retries)
+}
+
 /// Run `body` on the CPU and, where one exists, on the GPU with the capped binding.
 fn on_devices(name: &str, body: fn(&Device)) {
     static CAP: Once = Once::new();
@@ -23,7 +30,15 @@ fn on_devices(name: &str, body: fn(&Device)) {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(gpu) = anygrad_testing::gpu_or_skip(name) {
+        // Every primitive plans its slices from its operands' and output's sizes: none is
+        // computed whole first and again in slices after a refusal (work done twice).
+        let retries_before = sliced_retries(&gpu);
         body(&gpu);
+        assert_eq!(
+            sliced_retries(&gpu) - retries_before,
+            0,
+            "{name}: computations refused as larger than one binding and run again in slices"
+        );
     }
 }
 

@@ -82,6 +82,11 @@ pub struct MemoryStats {
     pub cache_hits: u64,
     /// Times an allocation failed, the cache was emptied and the request retried.
     pub out_of_memory_retries: u64,
+    /// Computations of a primitive on large tensors that were refused as needing one buffer
+    /// above the largest storage binding and computed again in smaller slices. A primitive
+    /// plans its slices from its operands' and output's sizes; only a kernel's internal buffer
+    /// can exceed what the plan foresaw, so a count that grows means work done twice.
+    pub sliced_retries: u64,
 }
 
 /// Counters of elementwise fusion on one GPU since it was opened.

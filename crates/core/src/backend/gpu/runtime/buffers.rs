@@ -142,6 +142,11 @@ impl PoolState {
         self.stats.clone()
     }
 
+    /// Count a sliced computation that is run again in smaller slices.
+    pub(crate) fn record_sliced_retry(&mut self) {
+        self.stats.sliced_retries += 1;
+    }
+
     /// Restart peak tracking from the current allocation.
     pub(crate) fn reset_peak(&mut self) {
         self.stats.peak_allocated_bytes = self.stats.allocated_bytes;

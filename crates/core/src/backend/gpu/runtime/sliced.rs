@@ -151,15 +151,20 @@ impl<'a, const N: usize> Plan<'a, N> {
     where
         F: FnMut([(&GpuStorage, &Layout); N], Range<usize>) -> Result<GpuStorage>,
     {
+        let mut rows_per_slice = self.rows.max(1);
         if !self.needed() {
             let operands = self.operands.map(|(storage, layout, _)| (storage, layout));
             match compute(operands, 0..self.rows) {
-                Err(Error::BufferTooLarge { .. }) if self.rows > 1 => {}
+                Err(Error::BufferTooLarge { .. }) if self.rows > 1 => {
+                    // A kernel's own buffer exceeded one binding: halves next, not the whole
+                    // range again.
+                    self.operands[0].0.device().context().note_sliced_retry();
+                    rows_per_slice = self.rows.div_ceil(2);
+                }
                 other => return other,
             }
         }
         self.check_sliced_dims()?;
-        let mut rows_per_slice = self.rows.max(1);
         while rows_per_slice > 1 && !self.fits(rows_per_slice) {
             rows_per_slice = rows_per_slice.div_ceil(2);
         }
@@ -173,6 +178,7 @@ impl<'a, const N: usize> Plan<'a, N> {
             match self.slice(compute, range.clone()) {
                 Ok(result) => results.push(result),
                 Err(Error::BufferTooLarge { .. }) if range.len() > 1 => {
+                    self.operands[0].0.device().context().note_sliced_retry();
                     rows_per_slice = range.len().div_ceil(2);
                     continue;
                 }
@@ -471,4 +477,74 @@ pub(crate) fn copy_into(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::CpuStorage;
+    use crate::backend::tests::support::gpu_device;
+    use crate::DType;
+
+    /// A computation whose own buffer is too large for more than three rows at a time (as a
+    /// kernel's internal buffer can be) runs whole once, then in halves until its slices fit,
+    /// each refusal counted once, and the slices' results concatenate to the whole.
+    #[test]
+    fn refused_computations_are_retried_in_halves() {
+        let Some(device) = gpu_device() else { return };
+        let data: Vec<f32> = (0..60).map(|i| i as f32 * 0.5 - 7.0).collect();
+        let storage = GpuStorage::from_cpu(&device, &CpuStorage::F32(data.clone())).unwrap();
+        let layout = Layout::contiguous(&[12, 5]);
+        let retries_before = device.context().memory_stats().sliced_retries;
+        let mut attempts = Vec::new();
+        let result = Plan::elementwise("copy", [(&storage, &layout)])
+            .run(|[(slice, view)], rows| {
+                attempts.push(rows.clone());
+                if rows.len() > 3 {
+                    return Err(too_large(
+                        slice.device(),
+                        "copy",
+                        rows.len() * 1000,
+                        DType::F32,
+                    ));
+                }
+                let CpuStorage::F32(values) = slice.to_cpu()? else {
+                    unreachable!("an f32 storage reads back as f32")
+                };
+                let start = view.offset;
+                let copy = values[start..start + view.numel()].to_vec();
+                GpuStorage::from_cpu(slice.device(), &CpuStorage::F32(copy))
+            })
+            .unwrap();
+        assert_eq!(attempts, [0..12, 0..6, 0..3, 3..6, 6..9, 9..12]);
+        assert_eq!(
+            device.context().memory_stats().sliced_retries - retries_before,
+            2
+        );
+        assert_eq!(result.to_cpu().unwrap(), CpuStorage::F32(data));
+
+        // One element refused cannot be sliced: the refusal is the answer, and other errors
+        // are never retried.
+        let row = Layout::contiguous(&[1, 1]);
+        let mut calls = 0;
+        let refused = Plan::elementwise("copy", [(&storage, &row)]).run(|[(slice, _)], _| {
+            calls += 1;
+            Err(too_large(slice.device(), "copy", 1 << 40, DType::F32))
+        });
+        assert!(
+            matches!(refused, Err(Error::BufferTooLarge { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(calls, 1);
+        let mut calls = 0;
+        let failed = Plan::elementwise("copy", [(&storage, &layout)]).run(|_, _| {
+            calls += 1;
+            Err(Error::invalid("copy", "not a size problem"))
+        });
+        assert!(
+            matches!(failed, Err(Error::InvalidArgument { .. })),
+            "{failed:?}"
+        );
+        assert_eq!(calls, 1);
+    }
 }

@@ -27,6 +27,15 @@ impl GpuContext {
         self.pool.lock().unwrap_or_else(|p| p.into_inner()).stats()
     }
 
+    /// Count a sliced plan's computation that was refused as too large and is run again in
+    /// smaller slices (`MemoryStats::sliced_retries`).
+    pub(crate) fn note_sliced_retry(&self) {
+        self.pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record_sliced_retry();
+    }
+
     /// Release cached buffers and rearranged weights (after finishing pending work, so
     /// nothing in flight is lost).
     pub(crate) fn empty_cache(&self) {
