@@ -88,21 +88,14 @@ class GradScaler:
             if self._enabled and self._unscaled.get(id(optimizer)):
                 raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
             return
-        import anygrad
-
-        inverse = 1.0 / self._scale
+        # Each gradient divided in place by one kernel, every inf/NaN check gathered in one
+        # flag per device and read back once (one wait for the GPU a step, as PyTorch's).
+        owners = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         found = False
-        with anygrad.no_grad():
-            # One flag a gradient, kept on its device; the step reads them back once (one wait
-            # for the GPU a step, as PyTorch's scaler), not once a parameter.
-            checks = {}
-            for group in optimizer.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    p.grad = p.grad * inverse
-                    checks.setdefault(str(p.grad.device), []).append((~p.grad.isfinite()).any())
-            found = any(bool(anygrad.stack(flags).any()) for flags in checks.values())
+        if owners:
+            found, replaced = _native.unscale_gradients([p.grad for p in owners], self._scale)
+            for index, copy in replaced:
+                owners[index].grad = copy
         self._unscaled[id(optimizer)] = True
         self._found_inf[id(optimizer)] = found
 

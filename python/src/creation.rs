@@ -765,7 +765,7 @@ pub fn random_like(
 }
 
 /// The tensors of a list argument.
-fn tensor_list(op: &str, tensors: &Bound<'_, PyAny>) -> PyResult<Vec<PyTensor>> {
+pub(crate) fn tensor_list(op: &str, tensors: &Bound<'_, PyAny>) -> PyResult<Vec<PyTensor>> {
     let mut out = Vec::new();
     for item in tensors
         .try_iter()

@@ -392,11 +392,46 @@ pub fn interpolate(
     Ok(PyTensor::wrap(result))
 }
 
-/// Batch normalization over dim 1 (`F.batch_norm`): with `training`, the batch's statistics
-/// normalize and the running ones (when given) move by `momentum`; without, the running ones
-/// normalize.
+/// Where a batch-norm module keeps its eval-mode scale and shift between forwards (the
+/// library's `FoldCache`): `nn.BatchNorm*d` holds one and passes it to `F.batch_norm`, so an
+/// inference loop folds each batch norm once instead of five small kernels a forward.
+#[pyclass(frozen, name = "BatchNormFoldCache", module = "anygrad._native")]
+#[derive(Default)]
+pub struct PyBatchNormFoldCache {
+    cache: anygrad::nn::FoldCache,
+}
+
+#[pymethods]
+impl PyBatchNormFoldCache {
+    #[new]
+    fn new() -> Self {
+        PyBatchNormFoldCache::default()
+    }
+
+    /// A copy is a new, empty cache (`copy.copy`, `copy.deepcopy` of a module).
+    fn __copy__(&self) -> Self {
+        PyBatchNormFoldCache::default()
+    }
+
+    /// Like `__copy__`.
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
+        PyBatchNormFoldCache::default()
+    }
+
+    /// Pickled as a new, empty cache.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>)> {
+        let py = slf.py();
+        Ok((slf.get_type().into_any(), pyo3::types::PyTuple::empty(py)))
+    }
+}
+
+/// Batch normalization over dim 1 (`F.batch_norm`, the library's `nn::batch_norm`): with
+/// `training`, the batch's statistics normalize (one autograd node) and the running ones (when
+/// given) move by `momentum`; without, the running ones normalize (one `x·scale + shift`).
 #[pyfunction]
-#[pyo3(signature = (input, running_mean, running_var, weight=None, bias=None, training=false, momentum=0.1, eps=1e-5))]
+#[pyo3(signature = (input, running_mean, running_var, weight=None, bias=None, training=false, momentum=0.1, eps=1e-5, fold_cache=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn batch_norm(
     input: &Bound<'_, PyAny>,
@@ -407,6 +442,7 @@ pub fn batch_norm(
     training: bool,
     momentum: f64,
     eps: f64,
+    fold_cache: Option<&Bound<'_, PyBatchNormFoldCache>>,
 ) -> PyResult<PyTensor> {
     const OP: &str = "batch_norm";
     let input = tensor_arg(OP, "input", input)?;
@@ -414,74 +450,19 @@ pub fn batch_norm(
     let running_var = optional_tensor_arg(OP, "running_var", running_var)?;
     let weight = optional_tensor_arg(OP, "weight", weight)?;
     let bias = optional_tensor_arg(OP, "bias", bias)?;
-    let x = &input.tensor;
-    let rank = x.rank();
-    if rank < 2 {
-        return Err(value_error(
-            OP,
-            format!("expected a 2-D or higher input, got shape {:?}", x.shape()),
-        ));
-    }
-    let channels = x.shape()[1];
-    // Statistics over every dim but the channels.
-    let dims: Vec<isize> = (0..rank as isize).filter(|&d| d != 1).collect();
-    let mut stat_shape = vec![1usize; rank];
-    stat_shape[1] = channels;
-    let count: usize = x.numel() / channels.max(1);
-    let result = run(OP, || {
-        let (mean, var) = match (&running_mean, &running_var) {
-            (Some(rm), Some(rv)) if !training => (
-                rm.tensor
-                    .reshape(stat_shape.as_slice())?
-                    .to_dtype(x.dtype())?,
-                rv.tensor
-                    .reshape(stat_shape.as_slice())?
-                    .to_dtype(x.dtype())?,
-            ),
-            _ => {
-                if count <= 1 {
-                    return Err(anygrad::Error::invalid(
-                    OP,
-                    format!("expected more than 1 value per channel when training, got input of shape {:?}", x.shape()),
-                ));
-                }
-                let mean = x.mean(&dims, true)?;
-                let var = x.var(&dims, true, false)?;
-                if let (Some(rm), Some(rv)) = (&running_mean, &running_var) {
-                    let _guard = anygrad::no_grad();
-                    let batch_mean = mean
-                        .detach()
-                        .reshape([channels])?
-                        .to_dtype(rm.tensor.dtype())?;
-                    let unbiased = var
-                        .detach()
-                        .reshape([channels])?
-                        .mul_scalar(count as f64 / (count - 1) as f64)?
-                        .to_dtype(rv.tensor.dtype())?;
-                    let new_mean = rm
-                        .tensor
-                        .mul_scalar(1.0 - momentum)?
-                        .add(&batch_mean.mul_scalar(momentum)?)?;
-                    let new_var = rv
-                        .tensor
-                        .mul_scalar(1.0 - momentum)?
-                        .add(&unbiased.mul_scalar(momentum)?)?;
-                    rm.tensor.assign(&new_mean)?;
-                    rv.tensor.assign(&new_var)?;
-                }
-                (mean, var)
-            }
-        };
-        let mut y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
-        if let Some(w) = &weight {
-            y = y.mul(&w.tensor.reshape(stat_shape.as_slice())?)?;
-        }
-        if let Some(b) = &bias {
-            y = y.add(&b.tensor.reshape(stat_shape.as_slice())?)?;
-        }
-        Ok(y)
-    })?;
-    Ok(PyTensor::wrap(result))
+    let fold_cache = fold_cache.map(|cache| &cache.get().cache);
+    let inputs = anygrad::nn::BatchNormInputs {
+        running_mean: running_mean.as_ref().map(|t| &t.tensor),
+        running_var: running_var.as_ref().map(|t| &t.tensor),
+        weight: weight.as_ref().map(|t| &t.tensor),
+        bias: bias.as_ref().map(|t| &t.tensor),
+        training,
+        momentum,
+        eps,
+        fold_cache,
+    };
+    let result = run(OP, || anygrad::nn::batch_norm(&input.tensor, &inputs))?;
+    Ok(input.derived(result))
 }
 
 /// Zero each element with probability `p` and scale the rest by 1/(1-p) (`F.dropout`).
@@ -556,6 +537,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(layer_norm, module)?)?;
     module.add_function(wrap_pyfunction!(rms_norm, module)?)?;
     module.add_function(wrap_pyfunction!(batch_norm, module)?)?;
+    module.add_class::<PyBatchNormFoldCache>()?;
     module.add_function(wrap_pyfunction!(dropout, module)?)?;
     module.add_function(wrap_pyfunction!(dropout2d, module)?)?;
     module.add_function(wrap_pyfunction!(embedding, module)?)?;

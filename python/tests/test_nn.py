@@ -259,3 +259,62 @@ def test_module_errors_are_clear():
         nn.Linear(2, 2).missing
     with pytest.raises(RuntimeError, match="channels"):
         nn.BatchNorm2d(3)(torch.zeros(2, 4, 2, 2))
+
+
+def test_functional_batch_norm_matches_numpy_and_updates_running_stats(device):
+    rng = np.random.RandomState(3)
+    x = rng.randn(4, 3, 5, 2).astype(np.float32)
+    weight, bias = rng.rand(3).astype(np.float32) + 0.5, rng.randn(3).astype(np.float32)
+    mean0, var0 = rng.randn(3).astype(np.float32), rng.rand(3).astype(np.float32) + 0.5
+    t = torch.tensor(x, device=device, requires_grad=True)
+    running_mean, running_var = torch.tensor(mean0, device=device), torch.tensor(var0, device=device)
+    w, b = torch.tensor(weight, device=device), torch.tensor(bias, device=device)
+    shape = (1, 3, 1, 1)
+    y = F.batch_norm(t, running_mean, running_var, w, b, training=True, momentum=0.3, eps=1e-3)
+    mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    normalized = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-3)
+    assert_close(y, normalized * weight.reshape(shape) + bias.reshape(shape), rtol=1e-4, atol=1e-5)
+    n = x.size // 3
+    assert_close(running_mean, 0.7 * mean0 + 0.3 * mean, rtol=1e-5, atol=1e-6)
+    assert_close(running_var, 0.7 * var0 + 0.3 * var * n / (n - 1), rtol=1e-5, atol=1e-6)
+    # The gradient of sum(y * r) against numpy's closed form.
+    r = rng.randn(*x.shape).astype(np.float32)
+    (y * torch.tensor(r, device=device)).sum().backward()
+    g = r * weight.reshape(shape)
+    inv_std = 1 / np.sqrt(var.reshape(shape) + 1e-3)
+    expected = inv_std * (g - g.mean(axis=(0, 2, 3), keepdims=True) - normalized * (g * normalized).mean(axis=(0, 2, 3), keepdims=True))
+    assert_close(t.grad, expected, rtol=1e-3, atol=1e-4)
+    # Eval: the running statistics normalize, nothing moves.
+    before = running_mean.cpu().numpy().copy()
+    y = F.batch_norm(t.detach(), running_mean, running_var, w, b, training=False, eps=1e-3)
+    rm, rv = running_mean.cpu().numpy().reshape(shape), running_var.cpu().numpy().reshape(shape)
+    assert_close(y, (x - rm) / np.sqrt(rv + 1e-3) * weight.reshape(shape) + bias.reshape(shape), rtol=1e-4, atol=1e-5)
+    assert_close(running_mean, before)
+    # Batch statistics without running ones; bad arguments name the op.
+    assert_close(F.batch_norm(t.detach(), None, None, training=True), (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-5), rtol=1e-4, atol=1e-4)
+    with pytest.raises((ValueError, RuntimeError), match="batch_norm"):
+        F.batch_norm(t, None, None, training=False)
+    with pytest.raises((ValueError, RuntimeError), match="batch_norm"):
+        F.batch_norm(t, torch.zeros(4, device=device), torch.ones(4, device=device))
+    with pytest.raises((ValueError, RuntimeError), match="batch_norm"):
+        F.batch_norm(t, running_mean, None, training=True)
+
+
+def test_batch_norm_eval_follows_changed_statistics_and_copies(device):
+    import copy
+
+    bn = nn.BatchNorm2d(2).to(device).eval()
+    x = torch.tensor(np.arange(16, dtype=np.float32).reshape(2, 2, 2, 2), device=device)
+    with torch.no_grad():
+        first = bn(x).cpu().numpy()
+        assert_close(bn(x), first)
+        # Written in place: the kept scale and shift are stale and must not be used.
+        bn.running_mean.fill_(1.0)
+        bn.running_var.mul_(4.0)
+        assert_close(bn(x), (x.cpu().numpy() - 1.0) / np.sqrt(4.0 + 1e-5), rtol=1e-5, atol=1e-5)
+        bn.weight.data = torch.tensor([2.0, -1.0], device=device)
+        scale = np.array([2.0, -1.0], dtype=np.float32).reshape(1, 2, 1, 1)
+        assert_close(bn(x), (x.cpu().numpy() - 1.0) / np.sqrt(4.0 + 1e-5) * scale, rtol=1e-5, atol=1e-5)
+    twin = copy.deepcopy(bn)
+    assert_close(twin(x), bn(x))
+    assert twin._fold_cache is not bn._fold_cache

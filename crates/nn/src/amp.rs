@@ -89,6 +89,49 @@ impl ScaleState {
     }
 }
 
+/// Divide each distinct gradient of `grads` by `scale` in place (one kernel each,
+/// `Tensor::unscale_`) and collect, on each device, whether any was inf or NaN: the flags
+/// (U32 `[1]`, nonzero after an overflow) are returned one per device, nothing is read back.
+/// One tensor handed to several parameters (autograd may do that) is divided once; a gradient
+/// overlapping another in any other way is copied first (before anything is divided) and the
+/// copy, divided, is handed to `replace` with its index, for the caller to make it that
+/// parameter's gradient; disjoint rows of one tensor (a batch norm's two gradients) are
+/// divided where they are. `GradScaler::unscale` and the Python package's scaler share it.
+pub fn unscale_gradients(
+    grads: &[Tensor],
+    scale: f64,
+    mut replace: impl FnMut(usize, Tensor),
+) -> Result<Vec<(Device, Tensor)>> {
+    let _guard = no_grad();
+    let mut distinct: Vec<Tensor> = Vec::new();
+    for (index, grad) in grads.iter().enumerate() {
+        let same = |other: &Tensor| other.same_storage(grad) && other.layout() == grad.layout();
+        if distinct.iter().any(same) {
+            continue;
+        }
+        if distinct.iter().any(|other| overlaps(other, grad)) {
+            let copy = grad.copy()?;
+            replace(index, copy.clone());
+            distinct.push(copy);
+        } else {
+            distinct.push(grad.clone());
+        }
+    }
+    let mut flags: Vec<(Device, Tensor)> = Vec::new();
+    for grad in &distinct {
+        let flag = match flags.iter().find(|(device, _)| device == grad.device()) {
+            Some((_, flag)) => flag.clone(),
+            None => {
+                let flag = Tensor::zeros(&[1], DType::U32, grad.device())?;
+                flags.push((grad.device().clone(), flag.clone()));
+                flag
+            }
+        };
+        grad.unscale_(scale, &flag)?;
+    }
+    Ok(flags)
+}
+
 impl Default for GradScaler {
     fn default() -> Self {
         GradScaler::new(65536.0, 2.0, 0.5, 2000)
@@ -199,43 +242,15 @@ impl GradScaler {
             return Ok(());
         }
         let scale = self.settled()?.scale;
-        let _guard = no_grad();
-        // One flag per device collects every gradient's inf/NaN check; each gradient is
-        // divided in place by one kernel (`Tensor::unscale_`).
-        let mut flags: Vec<(Device, Tensor)> = Vec::new();
-        // Each distinct gradient once: one tensor handed to several parameters (autograd may
-        // do that) is divided once; a gradient overlapping another in any other way is copied
-        // first (before anything is divided), and disjoint rows of one tensor (a batch norm's
-        // two gradients) are left as they are.
-        let mut distinct: Vec<Tensor> = Vec::new();
-        for parameter in optimizer.gradient_slots() {
-            let Some(grad) = parameter.grad() else {
-                continue;
-            };
-            let same =
-                |other: &Tensor| other.same_storage(&grad) && other.layout() == grad.layout();
-            if distinct.iter().any(same) {
-                continue;
-            }
-            if distinct.iter().any(|other| overlaps(other, &grad)) {
-                let copy = grad.copy()?;
-                parameter.set_grad(Some(copy.clone()));
-                distinct.push(copy);
-            } else {
-                distinct.push(grad);
-            }
-        }
-        for grad in &distinct {
-            let flag = match flags.iter().find(|(d, _)| d == grad.device()) {
-                Some((_, flag)) => flag.clone(),
-                None => {
-                    let flag = Tensor::zeros(&[1], DType::U32, grad.device())?;
-                    flags.push((grad.device().clone(), flag.clone()));
-                    flag
-                }
-            };
-            grad.unscale_(scale, &flag)?;
-        }
+        let slots: Vec<_> = optimizer
+            .gradient_slots()
+            .into_iter()
+            .filter_map(|parameter| parameter.grad().map(|grad| (parameter, grad)))
+            .collect();
+        let grads: Vec<Tensor> = slots.iter().map(|(_, grad)| grad.clone()).collect();
+        let flags = unscale_gradients(&grads, scale, |index, copy| {
+            slots[index].0.set_grad(Some(copy));
+        })?;
         self.flags = flags;
         self.unscaled = true;
         Ok(())

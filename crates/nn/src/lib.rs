@@ -34,7 +34,7 @@ pub mod optim;
 pub mod parallel;
 
 pub use activation_checkpoint::{checkpoint, checkpoint_fn};
-pub use amp::GradScaler;
+pub use amp::{unscale_gradients, GradScaler};
 /// Functional attention (the same function as `anygrad_core::scaled_dot_product_attention`).
 pub use anygrad_core::scaled_dot_product_attention;
 pub use anygrad_nn_derive::Module;

@@ -1,5 +1,5 @@
 //! Module mechanics: PyTorch names through nested containers, parameter counts, train/eval
-//! propagation, Dropout, BatchNorm eval vs train, moving between devices, init statistics,
+//! propagation, Dropout, BatchNorm eval vs train (and the function against the module), moving between devices, init statistics,
 //! and clear errors for bad inputs.
 
 use anygrad_core::{DType, Device, Tensor};
@@ -149,6 +149,98 @@ fn batchnorm_running_stats_and_momentum(device: &Device) {
         .is_err());
 }
 
+/// `batch_norm` (the function) computes what the module does with the same tensors: the
+/// output and the running statistics in training, the output in eval (also under `no_grad`,
+/// where the fold is kept, and after the statistics change in place).
+fn functional_batch_norm_matches_the_module(device: &Device) {
+    let bn = BatchNorm2d::new_2d(3, device).unwrap();
+    let data: Vec<f32> = (0..36).map(|i| ((i * 7) % 11) as f32 * 0.3 - 1.2).collect();
+    let x = anygrad_testing::tensor(&data, &[2, 3, 3, 2], device);
+    let (mean, var) = (
+        Tensor::zeros(&[3], DType::F32, device).unwrap(),
+        Tensor::ones(&[3], DType::F32, device).unwrap(),
+    );
+    let weight = anygrad_testing::tensor(&[1.5, -0.5, 2.0], &[3], device);
+    let bias = anygrad_testing::tensor(&[0.1, 0.2, -0.3], &[3], device);
+    bn.weight
+        .as_ref()
+        .unwrap()
+        .tensor()
+        .assign(&weight)
+        .unwrap();
+    bn.bias.as_ref().unwrap().tensor().assign(&bias).unwrap();
+    let mut inputs = BatchNormInputs {
+        running_mean: Some(&mean),
+        running_var: Some(&var),
+        weight: Some(&weight),
+        bias: Some(&bias),
+        training: true,
+        momentum: 0.1,
+        eps: 1e-5,
+        fold_cache: None,
+    };
+    let trained = batch_norm(&x, &inputs).unwrap();
+    assert_close(
+        &values(&trained),
+        &values(&bn.forward(&x).unwrap()),
+        1e-5,
+        1e-5,
+        "training output",
+    );
+    for (mine, module, what) in [
+        (&mean, bn.running_mean.tensor(), "running mean"),
+        (&var, bn.running_var.tensor(), "running var"),
+    ] {
+        assert_close(&values(mine), &values(&module), 1e-6, 1e-6, what);
+    }
+    bn.set_training(false);
+    inputs.training = false;
+    let cache = FoldCache::new();
+    inputs.fold_cache = Some(&cache);
+    for round in 0..2 {
+        let _guard = anygrad_core::no_grad();
+        assert_close(
+            &values(&batch_norm(&x, &inputs).unwrap()),
+            &values(&bn.forward(&x).unwrap()),
+            1e-5,
+            1e-5,
+            &format!("eval output, round {round}"),
+        );
+        // Both sides' statistics move the same way in place; the kept folds must follow.
+        for stats in [&mean, &bn.running_mean.tensor()] {
+            stats.assign(&stats.add_scalar(0.5).unwrap()).unwrap();
+        }
+    }
+    let bad = Tensor::zeros(&[4], DType::F32, device).unwrap();
+    let error = batch_norm(
+        &x,
+        &BatchNormInputs {
+            running_mean: Some(&bad),
+            ..inputs
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("batch_norm") && error.contains("running_mean"),
+        "{error}"
+    );
+    let error = batch_norm(
+        &x,
+        &BatchNormInputs {
+            running_mean: None,
+            running_var: None,
+            ..inputs
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("batch_norm") && error.contains("eval"),
+        "{error}"
+    );
+}
+
 fn to_device_moves_in_place(device: &Device) {
     let model = Linear::new(3, 2, true, device).unwrap();
     let handle = model.weight.clone();
@@ -275,6 +367,7 @@ anygrad_testing::device_tests!(
     train_eval_propagates,
     dropout_behaviour,
     batchnorm_running_stats_and_momentum,
+    functional_batch_norm_matches_the_module,
     to_device_moves_in_place,
     default_init_bounds,
     bad_inputs_are_errors,

@@ -2,6 +2,7 @@
 
 mod activation;
 mod batch_norm_coefficients;
+mod batch_norm_function;
 mod batch_norm_training;
 mod container;
 mod conv;
@@ -20,6 +21,7 @@ pub use activation::{
     Dropout, Dropout2d, Flatten, Hardswish, Identity, LeakyReLU, LogSoftmax, ReLU, ReLU6, SiLU,
     Sigmoid, Softmax, Tanh, ELU, GELU,
 };
+pub use batch_norm_function::{batch_norm, BatchNormInputs, FoldCache};
 pub use container::Sequential;
 pub use conv::{Conv2d, Conv2dOptions};
 pub use conv_batch_norm::conv_batch_norm;

@@ -11,12 +11,9 @@
 //! `RMSNorm` (`torch.nn.RMSNorm`) scales by the root mean square, with no centering or bias;
 //! `GroupNorm` normalizes each sample's channel groups.
 
-use std::sync::Mutex;
+use anygrad_core::{DType, Device, Error, Result, Tensor};
 
-use anygrad_core::{
-    is_grad_enabled, mutation_epoch, DType, Device, Error, Result, Tensor, TensorId,
-};
-
+use super::batch_norm_function::{apply_scale_shift, update_running, FoldCache};
 use super::batch_norm_training::{batch_norm_training, RunningUpdate};
 use crate::module::{join_name, Kind, Module, Parameter, TrainingFlag};
 
@@ -42,19 +39,7 @@ pub struct BatchNorm {
     ranks: &'static [usize],
     training: TrainingFlag,
     /// The last eval-mode scale and shift and what they were computed from.
-    folded: Mutex<Option<Folded>>,
-}
-
-/// An eval-mode scale and shift (`BatchNorm::eval_scale_shift`) kept for the next call:
-/// valid while the statistics and parameters are the same tensors (ids), no tensor was
-/// written in place since (`mutation_epoch`) and `eps` is unchanged.
-#[derive(Debug)]
-struct Folded {
-    sources: Vec<TensorId>,
-    epoch: u64,
-    eps: u64,
-    scale: Tensor,
-    shift: Tensor,
+    fold_cache: FoldCache,
 }
 
 /// `torch.nn.BatchNorm1d`: inputs `[n, c]` or `[n, c, l]`.
@@ -95,7 +80,7 @@ impl BatchNorm {
             momentum: Some(0.1),
             ranks,
             training: TrainingFlag::default(),
-            folded: Mutex::new(None),
+            fold_cache: FoldCache::new(),
         })
     }
 
@@ -152,25 +137,17 @@ impl BatchNorm {
     }
 
     fn update_running_stats(&self, mean: &Tensor, biased_var: &Tensor, count: usize) -> Result<()> {
-        let _guard = anygrad_core::no_grad();
         let new_count = self.count_batch()?;
         let factor = match self.momentum {
             Some(momentum) => momentum,
             None => 1.0 / new_count.item_f64()?.max(1.0),
         };
-        let unbiased = biased_var.mul_scalar(count as f64 / (count.max(2) - 1) as f64)?;
-        for (slot, stat) in [(&self.running_mean, mean), (&self.running_var, &unbiased)] {
-            let running = slot.tensor();
-            let stat = stat
-                .detach()
-                .reshape(running.shape())?
-                .to_dtype(running.dtype())?;
-            let updated = running
-                .mul_scalar(1.0 - factor)?
-                .add(&stat.mul_scalar(factor)?)?;
-            running.assign(&updated)?;
-        }
-        Ok(())
+        update_running(
+            (&self.running_mean.tensor(), &self.running_var.tensor()),
+            (mean, biased_var),
+            factor,
+            count as f64 / (count.max(2) - 1) as f64,
+        )
     }
 }
 
@@ -185,49 +162,23 @@ impl BatchNorm {
     /// result is kept and returned again while nothing it was computed from changed: an
     /// inference loop folds each batch norm once, not five small kernels per forward.
     pub fn eval_scale_shift(&self) -> Result<(Tensor, Tensor)> {
-        let mut sources = vec![self.running_mean.tensor(), self.running_var.tensor()];
-        sources.extend(self.weight.iter().chain(&self.bias).map(Parameter::tensor));
-        let cacheable = !is_grad_enabled() || sources.iter().all(|t| !t.requires_grad());
-        if !cacheable {
-            return self.fold();
-        }
-        let ids: Vec<TensorId> = sources.iter().map(Tensor::id).collect();
-        let mut folded = self.folded.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(kept) = folded.as_ref() {
-            if kept.sources == ids
-                && kept.epoch == mutation_epoch()
-                && kept.eps == self.eps.to_bits()
-            {
-                return Ok((kept.scale.clone(), kept.shift.clone()));
-            }
-        }
-        let epoch = mutation_epoch();
-        let (scale, shift) = self.fold()?;
-        *folded = Some(Folded {
-            sources: ids,
-            epoch,
-            eps: self.eps.to_bits(),
-            scale: scale.clone(),
-            shift: shift.clone(),
-        });
-        Ok((scale, shift))
+        self.eval_scale_shift_for(DType::F32)
     }
 
-    /// `eval_scale_shift` computed.
-    fn fold(&self) -> Result<(Tensor, Tensor)> {
-        let mean = self.running_mean.tensor();
-        let inv_std = self.running_var.tensor().add_scalar(self.eps)?.rsqrt()?;
-        match (&self.weight, &self.bias) {
-            (Some(weight), Some(bias)) => {
-                let scale = weight.tensor().mul(&inv_std)?;
-                let shift = bias.tensor().sub(&mean.mul(&scale)?)?;
-                Ok((scale, shift))
-            }
-            _ => {
-                let shift = mean.mul(&inv_std)?.neg()?;
-                Ok((inv_std, shift))
-            }
-        }
+    /// [`BatchNorm::eval_scale_shift`] for an activation of `dtype` (f16 ones for f16).
+    fn eval_scale_shift_for(&self, dtype: DType) -> Result<(Tensor, Tensor)> {
+        let (weight, bias) = (
+            self.weight.as_ref().map(Parameter::tensor),
+            self.bias.as_ref().map(Parameter::tensor),
+        );
+        self.fold_cache.scale_shift(
+            &self.running_mean.tensor(),
+            &self.running_var.tensor(),
+            weight.as_ref(),
+            bias.as_ref(),
+            self.eps,
+            dtype,
+        )
     }
 }
 
@@ -244,8 +195,6 @@ impl Module for BatchNorm {
                 ),
             });
         }
-        let mut stat_shape = vec![1usize; x.rank()];
-        stat_shape[1] = features;
         if self.training.get() {
             let count = x.numel() / features.max(1);
             if count <= 1 {
@@ -285,17 +234,8 @@ impl Module for BatchNorm {
         // scale and shift (computed on `c` values in f32), so the activation is read once by a
         // single `x·scale + shift` kernel, in its own dtype (f16 under autocast, like cuDNN's
         // inference batch norm) rather than widened to f32 and narrowed again.
-        let (scale, shift) = self.eval_scale_shift()?;
-        let (scale, shift) = (
-            scale.reshape(stat_shape.clone())?,
-            shift.reshape(stat_shape)?,
-        );
-        let (scale, shift) = if x.dtype() == DType::F16 {
-            (scale.to_dtype(DType::F16)?, shift.to_dtype(DType::F16)?)
-        } else {
-            (scale, shift)
-        };
-        x.mul(&scale)?.add(&shift)
+        let (scale, shift) = self.eval_scale_shift_for(x.dtype())?;
+        apply_scale_shift(x, &scale, &shift)
     }
 
     fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Parameter, Kind)) {

@@ -5,6 +5,7 @@
 from .module import Module
 from ..parameter import Parameter
 from .. import functional as F
+from ... import _native
 
 
 class _BatchNorm(Module):
@@ -35,6 +36,9 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
+        # Eval mode's folded scale and shift, kept between forwards while the statistics and
+        # parameters are unchanged (an inference loop folds each batch norm once).
+        self._fold_cache = _native.BatchNormFoldCache()
 
     def reset_running_stats(self):
         """Running mean 0, variance 1, no batches."""
@@ -65,7 +69,7 @@ class _BatchNorm(Module):
             if self.momentum is None:
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         use_batch = self.training or not self.track_running_stats
-        return F.batch_norm(
+        return _native.batch_norm(
             input,
             self.running_mean if not use_batch or self.track_running_stats else None,
             self.running_var if not use_batch or self.track_running_stats else None,
@@ -74,6 +78,7 @@ class _BatchNorm(Module):
             use_batch,
             momentum,
             self.eps,
+            self.__dict__.get("_fold_cache"),
         )
 
     def extra_repr(self):
