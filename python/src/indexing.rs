@@ -249,11 +249,24 @@ fn walk(py: Python<'_>, tensor: &Tensor, items: &[Item]) -> PyResult<Walked> {
     })
 }
 
-/// `index` with negative entries wrapped and every entry checked against `size`.
+/// `index` with negative entries wrapped and every entry checked against `size`. An index on
+/// a GPU is wrapped there and checked by the indexing kernel itself, as CUDA's device-side
+/// checks do: an entry out of range is an error at the next synchronization (a readback),
+/// and no indexing waits for the GPU (reading its extremes back would: twice a batch in a
+/// training loop that indexes its data with a permutation).
 fn checked_index(index: &Tensor, size: usize, dim: usize) -> PyResult<Tensor> {
     let index = run("index", || index.to_dtype(DType::I32))?;
     if index.numel() == 0 {
         return Ok(index);
+    }
+    if index.device().is_gpu() {
+        return run("index", || {
+            let negative = index
+                .lt_scalar(0.0)?
+                .to_dtype(DType::I32)?
+                .mul_scalar(size as f64)?;
+            index.add(&negative)
+        });
     }
     let (low, high) = run("index", || {
         let low = index.min_all()?.to_device(&Device::Cpu)?.item_f64()?;
@@ -314,7 +327,12 @@ fn gather_advanced(walked: Walked) -> PyResult<Tensor> {
         let index = checked_index(index, indexed_sizes[position], *dim)?;
         let stride: usize = indexed_sizes[position + 1..].iter().product();
         let term = run("index", || {
-            index.broadcast_to(&shape)?.mul_scalar(stride as f64)
+            let index = index.broadcast_to(&shape)?;
+            if stride == 1 {
+                Ok(index)
+            } else {
+                index.mul_scalar(stride as f64)
+            }
         })?;
         linear = Some(match linear {
             None => term,
