@@ -107,6 +107,10 @@ fn snapshot_kernels() -> Vec<(&'static str, Box<dyn Kernel>)> {
             }),
         ),
         (
+            "matmul_vector_f16",
+            Box::new(MatmulKernel::MatmulVector { dtype: DType::F16 }),
+        ),
+        (
             "conv2d_f32",
             Box::new(ConvKernel::Conv2d {
                 dtype: DType::F32,

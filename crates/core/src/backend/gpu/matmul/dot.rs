@@ -62,11 +62,10 @@ pub(crate) fn catalogue(keys: &mut Vec<MatmulKernel>, dtype: DType) {
     }
 }
 
-/// WGSL of `MatmulKernel::MatmulDot` for `dtype` (F16 or F32; after `enable f16;` for F16).
-pub(crate) fn source(dtype: DType) -> String {
-    let lanes = vector_lanes(dtype).unwrap_or(4);
-    // The products of one 16-byte vector of each operand, added to `sum`.
-    let dot = match dtype {
+/// WGSL's `dot_vectors(x, y) -> f32`: the dot product of two 16-byte vectors of `dtype` (F16 or
+/// F32) read as `vec4<u32>`, in f32 (shared with `matmul/vector.rs`).
+pub(crate) fn dot_vectors(dtype: DType) -> &'static str {
+    match dtype {
         DType::F16 => {
             "fn dot_vectors(x: vec4<u32>, y: vec4<u32>) -> f32 {
     let low = vec4<f32>(unpack2x16float(x.x), unpack2x16float(x.y))
@@ -83,10 +82,15 @@ pub(crate) fn source(dtype: DType) -> String {
 }
 "
         }
-    };
+    }
+}
+
+/// WGSL of `MatmulKernel::MatmulDot` for `dtype` (F16 or F32; after `enable f16;` for F16).
+pub(crate) fn source(dtype: DType) -> String {
+    let lanes = vector_lanes(dtype).unwrap_or(4);
     let mut text = value_header(dtype);
     text.push_str(MatmulParams::WGSL);
-    text.push_str(dot);
+    text.push_str(dot_vectors(dtype));
     text.push_str(&format!(
         r#"// matmul_dot.rs: one dot product of two rows contiguous along k per output; {lanes}
 // elements per 16-byte vector.

@@ -1,5 +1,5 @@
 //! The matmul family's key: [`MatmulKernel`] (the 64- and 128-tile products, the dot
-//! product, the tensor-core products), per dtype and variant.
+//! product, the matrix-vector product, the tensor-core products), per dtype and variant.
 
 use crate::backend::gpu::matmul::coop::CoopVariant;
 use crate::backend::gpu::runtime::kernel::{enable_f16_if, Kernel};
@@ -18,6 +18,9 @@ pub(crate) enum MatmulKernel {
     /// F16 or F32 product of operands contiguous along k, one dot product per output
     /// (`matmul/dot.rs`): small outputs such as a classifier head.
     MatmulDot { dtype: DType },
+    /// F16 or F32 product of at most four rows of A and a weight's transpose, both contiguous
+    /// along k, 32 invocations splitting k for each output (`matmul/vector.rs`): a decode step.
+    MatmulVector { dtype: DType },
     /// F16 batched matrix product on cooperative matrices (tensor cores), f32 accumulation
     /// (`matmul/coop.rs`); `emulated`: the same kernel with the cooperative-matrix operations
     /// written in plain WGSL (tests on devices without them).
@@ -44,6 +47,9 @@ impl Kernel for MatmulKernel {
             MatmulKernel::MatmulDot { dtype } => {
                 enable_f16_if(dtype == DType::F16, super::dot::source(dtype))
             }
+            MatmulKernel::MatmulVector { dtype } => {
+                enable_f16_if(dtype == DType::F16, super::vector::source(dtype))
+            }
             MatmulKernel::MatmulCoop { variant, emulated } => {
                 enable_f16_if(true, super::coop::source_body(variant, emulated))
             }
@@ -53,7 +59,8 @@ impl Kernel for MatmulKernel {
     /// Every matmul bounds-checks its accesses in the kernel: rows below m, columns below n,
     /// k below K of views the launcher checked (the aligned and tensor-core variants only
     /// where `aligned_applies` / `coop_applies` hold; the dot kernel reads rows below m,
-    /// columns clamped below n and vectors below k, `matmul/dot.rs`).
+    /// columns clamped below n and vectors below k, `matmul/dot.rs`; the vector kernel rows
+    /// below m, columns clamped below n, vectors below k, `matmul/vector.rs`).
     fn is_trusted(&self) -> bool {
         true
     }
@@ -68,6 +75,7 @@ impl Kernel for MatmulKernel {
             super::large::catalogue(&mut keys, dtype);
             super::catalogue(&mut keys, dtype);
             super::dot::catalogue(&mut keys, dtype);
+            super::vector::catalogue(&mut keys, dtype);
         }
         super::coop::catalogue(&mut keys);
         keys

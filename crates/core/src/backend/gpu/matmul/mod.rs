@@ -9,6 +9,7 @@ pub(crate) mod dot;
 pub(crate) mod kernel;
 pub(crate) mod large;
 pub(crate) mod primitive;
+pub(crate) mod vector;
 
 use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::runtime::params::{kernel_params, word, KernelParams};

@@ -11,6 +11,7 @@ use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::matmul::large::{
     aligned_applies, prefers_large_tile, split_k_factor, split_k_legal, LARGE_TILE,
 };
+use crate::backend::gpu::matmul::vector as matmul_vector;
 use crate::backend::gpu::matmul::MatmulParams;
 use crate::backend::gpu::runtime::operands::{same_device, same_dtype, unsupported};
 use crate::backend::gpu::runtime::params::{check_view, Params};
@@ -38,6 +39,9 @@ enum MatmulChoice {
     SplitKPartials(usize),
     /// One dot product per output over operands contiguous along k (`matmul/dot.rs`).
     Dot,
+    /// A few rows times a weight's transpose, k split over 32 invocations an output
+    /// (`matmul/vector.rs`).
+    Vector,
 }
 
 impl MatmulChoice {
@@ -52,6 +56,7 @@ impl MatmulChoice {
             MatmulChoice::Dense(Some(split)) => format!("dense-split-k{split}"),
             MatmulChoice::SplitKPartials(split) => format!("tile64-split-k{split}"),
             MatmulChoice::Dot => "dot".into(),
+            MatmulChoice::Vector => "vector".into(),
         }
     }
 }
@@ -224,7 +229,9 @@ impl GpuStorage {
             layout.shape.get(1).copied().unwrap_or(0),
         );
         let n = rhs_layout.shape.get(2).copied().unwrap_or(0);
-        let default = if let Some(split) = split_k_factor(self.dtype, layout, rhs_layout) {
+        let default = if matmul_vector::applies(self.dtype, layout, rhs_layout) {
+            MatmulChoice::Vector
+        } else if let Some(split) = split_k_factor(self.dtype, layout, rhs_layout) {
             MatmulChoice::SplitK(split)
         } else if self.dtype.is_float() && prefers_large_tile(batch, m, n) {
             MatmulChoice::Tile128 {
@@ -271,6 +278,9 @@ impl GpuStorage {
             );
             if matmul_dot::applies(self.dtype, layout, rhs_layout) {
                 others.push(MatmulChoice::Dot);
+            }
+            if matmul_vector::applies(self.dtype, layout, rhs_layout) {
+                others.push(MatmulChoice::Vector);
             }
             for choice in others {
                 if !choices.contains(&choice) {
@@ -325,6 +335,12 @@ impl GpuStorage {
             MatmulChoice::Dot => {
                 self.matmul_with(layout, rhs, rhs_layout, MatmulKernel::MatmulDot { dtype })
             }
+            MatmulChoice::Vector => self.matmul_with(
+                layout,
+                rhs,
+                rhs_layout,
+                MatmulKernel::MatmulVector { dtype },
+            ),
             MatmulChoice::Dense(split) => {
                 let product =
                     on_dense_operands((self, layout), (rhs, rhs_layout), 4, |a, b| match split {
@@ -435,6 +451,14 @@ impl GpuStorage {
                 ));
             }
         }
+        if let MatmulKernel::MatmulVector { .. } = key {
+            if !matmul_vector::applies(self.dtype, layout, rhs_layout) {
+                return Err(Error::invalid(
+                    "matmul",
+                    "the vector kernel needs F16 or F32 operands contiguous along k, 1 to 4 rows, and offsets, strides and k in whole 16-byte vectors",
+                ));
+            }
+        }
         // So do the cooperative-matrix kernels, which also need the device's support.
         if let MatmulKernel::MatmulCoop { variant, emulated } = key {
             let context = self.device.context();
@@ -470,6 +494,7 @@ impl GpuStorage {
             MatmulKernel::MatmulLarge { .. } => (LARGE_TILE, LARGE_TILE),
             MatmulKernel::MatmulCoop { variant, .. } => (COOP_TILE, variant.tile_n()),
             MatmulKernel::MatmulDot { .. } => (matmul_dot::ROWS, matmul_dot::COLUMNS),
+            MatmulKernel::MatmulVector { .. } => (matmul_vector::ROWS, matmul_vector::COLUMNS),
             _ => (64, 64),
         };
         let (tiles_n, tiles_m) = (n.div_ceil(tile_n), m.div_ceil(tile_m));
@@ -503,7 +528,7 @@ impl GpuStorage {
 
 #[cfg(test)]
 mod tests {
-    use super::{matmul_dot, split_k_partials_legal, MatmulChoice};
+    use super::{matmul_dot, matmul_vector, split_k_partials_legal, MatmulChoice};
     use crate::backend::contract::LinearAlgebra;
     use crate::backend::cpu::CpuStorage;
     use crate::backend::gpu::runtime::storage::GpuStorage;
@@ -685,6 +710,98 @@ mod tests {
         assert!(!matmul_dot::applies(DType::F32, &a_one, &b_row_major));
         assert!(a
             .matmul_choice(&a_one, &b, &b_row_major, MatmulChoice::Dot)
+            .is_err());
+    }
+
+    /// The vector kernel on a decode step's shapes and awkward views, f32 and f16: one to four
+    /// rows, two batches (B broadcast), offsets, a padded row stride, k of 13 vectors (not a
+    /// multiple of the 32 invocations splitting it) and of 72 (several rounds), n not a multiple
+    /// of a workgroup's 8 columns and over many workgroups; refused for five rows or B not
+    /// contiguous along k.
+    #[test]
+    fn vector_kernel_matches_cpu_on_views() {
+        let Some(device) = gpu() else { return };
+        let f16_ok = crate::backend::tests::support::has_or_skip(
+            &device,
+            crate::backend::tests::support::Requirement::F16,
+            "the f16 half of the test",
+        );
+        for (dtype, lanes) in [(DType::F32, 4usize), (DType::F16, 8)] {
+            if dtype == DType::F16 && !f16_ok {
+                continue;
+            }
+            for (batch, m, vectors, n) in [
+                (1usize, 1usize, 72usize, 300usize),
+                (2, 3, 13, 21),
+                (1, 4, 1, 9),
+            ] {
+                let k = vectors * lanes;
+                let row = k + lanes;
+                let a_layout = Layout {
+                    shape: vec![batch, m, k],
+                    strides: vec![m * row, row, 1],
+                    offset: lanes,
+                };
+                let b_layout = Layout {
+                    shape: vec![batch, k, n],
+                    strides: vec![0, 1, k],
+                    offset: 2 * lanes,
+                };
+                let a_values: Vec<f32> = (0..lanes + batch * m * row)
+                    .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+                    .collect();
+                let b_values: Vec<f32> = (0..2 * lanes + n * k)
+                    .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
+                    .collect();
+                let store = |values: Vec<f32>| match dtype {
+                    DType::F16 => {
+                        CpuStorage::F16(values.iter().map(|&x| f16::from_f32(x)).collect())
+                    }
+                    _ => CpuStorage::F32(values),
+                };
+                let widen = |storage: &CpuStorage| match storage {
+                    CpuStorage::F16(v) => CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect()),
+                    other => other.clone(),
+                };
+                let (a_cpu, b_cpu) = (store(a_values), store(b_values));
+                let CpuStorage::F32(expected) = widen(&a_cpu)
+                    .matmul(&a_layout, &widen(&b_cpu), &b_layout)
+                    .unwrap()
+                else {
+                    panic!("dtype changed")
+                };
+                let a = GpuStorage::from_cpu(&device, &a_cpu).unwrap();
+                let b = GpuStorage::from_cpu(&device, &b_cpu).unwrap();
+                assert!(matmul_vector::applies(dtype, &a_layout, &b_layout));
+                let actual = product((&a, &a_layout), (&b, &b_layout), MatmulChoice::Vector);
+                assert_eq!(actual.len(), expected.len());
+                let tolerance = if dtype == DType::F16 { 2e-3 } else { 1e-5 };
+                for (i, (x, y)) in expected.iter().zip(&actual).enumerate() {
+                    assert!(
+                        (x - y).abs() <= tolerance * (1.0 + x.abs()),
+                        "{dtype:?} {batch}x{m}x{k}x{n}: element {i}: {x} vs {y}"
+                    );
+                }
+            }
+        }
+        let a_five = Layout::contiguous(&[1, 5, 8]);
+        let b_transposed = Layout {
+            shape: vec![1, 8, 4],
+            strides: vec![32, 1, 8],
+            offset: 0,
+        };
+        assert!(!matmul_vector::applies(DType::F32, &a_five, &b_transposed));
+        let a_one = Layout::contiguous(&[1, 1, 8]);
+        assert!(matmul_vector::applies(DType::F32, &a_one, &b_transposed));
+        assert!(!matmul_vector::applies(
+            DType::F32,
+            &a_one,
+            &Layout::contiguous(&[1, 8, 4])
+        ));
+        let values = CpuStorage::F32((0..40).map(|i| i as f32).collect());
+        let a = GpuStorage::from_cpu(&device, &values).unwrap();
+        assert!(a
+            .matmul_choice(&a_five, &a, &b_transposed, MatmulChoice::Vector)
             .is_err());
     }
 }
