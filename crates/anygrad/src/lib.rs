@@ -23,11 +23,11 @@ pub use anygrad_core::{
     TensorId,
 };
 
-/// Parameters of convolution, interpolation and fused convolution epilogues (what
+/// Parameters of convolution, interpolation, grid sampling and fused convolution epilogues (what
 /// `Tensor::conv2d` and friends take).
 pub use anygrad_core::{
     Conv1dParams, Conv2dParams, ConvEpilogue, ConvTranspose2dParams, EpilogueActivation,
-    InterpolateMode, InterpolateSize,
+    GridSampleMode, GridSamplePadding, InterpolateMode, InterpolateSize,
 };
 
 /// Gradient recording (`torch.no_grad`, `torch.enable_grad`, `torch.is_grad_enabled`),

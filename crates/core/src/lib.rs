@@ -70,7 +70,7 @@ pub use tensor::mutation_epoch;
 pub use tensor::{
     fused_attention_enabled, fused_attention_mode, scaled_dot_product_attention,
     set_fused_attention, set_fused_attention_mode, Conv1dParams, Conv2dParams, ConvEpilogue,
-    ConvTranspose2dParams, FusedAttention, InterpolateMode, InterpolateSize, PendingRead,
-    ShapeSpec, Tensor, TensorId, FUSED_ATTENTION_SCORES_BYTES,
+    ConvTranspose2dParams, FusedAttention, GridSampleMode, GridSamplePadding, InterpolateMode,
+    InterpolateSize, PendingRead, ShapeSpec, Tensor, TensorId, FUSED_ATTENTION_SCORES_BYTES,
 };
 pub use update::SgdStep;

@@ -143,6 +143,32 @@ fn where_and_reduction_rules() {
 }
 
 #[test]
+fn einsum_rules() {
+    // Two operands (one batched product), three operands (products and a sum), a diagonal.
+    let (a, b) = (sample(12, 31, -1.0, 1.0), sample(8, 32, -1.0, 1.0));
+    check(
+        "einsum bij,bjk->bki",
+        &[a.clone(), b.clone()],
+        &[&[2, 3, 2], &[2, 2, 2]],
+        |t| Tensor::einsum("bij,bjk->bki", &[&t[0], &t[1]]),
+    );
+    let (x, m, z) = (
+        sample(3, 33, -1.0, 1.0),
+        sample(6, 34, -1.0, 1.0),
+        sample(2, 35, -1.0, 1.0),
+    );
+    check("einsum i,ij,j->", &[x, m, z], &[&[3], &[3, 2], &[2]], |t| {
+        Tensor::einsum("i,ij,j->", &[&t[0], &t[1], &t[2]])
+    });
+    check(
+        "einsum ii->i",
+        &[sample(9, 36, -1.0, 1.0)],
+        &[&[3, 3]],
+        |t| Tensor::einsum("ii->i", &[&t[0]]),
+    );
+}
+
+#[test]
 fn matmul_and_view_rules() {
     let inputs = vec![sample(12, 8, -1.0, 1.0), sample(8, 9, -1.0, 1.0)];
     check("matmul", &inputs, &[&[3, 4], &[4, 2]], |t| {

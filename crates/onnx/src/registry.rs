@@ -24,6 +24,7 @@ pub fn operator_families() -> Vec<(&'static str, &'static [OperatorEntry])> {
         ("conv", ops::conv::OPERATORS),
         ("pool", ops::pool::OPERATORS),
         ("resize", ops::resize::OPERATORS),
+        ("grid_sample", ops::grid_sample::OPERATORS),
         ("normalization", ops::normalization::OPERATORS),
         ("attention", ops::attention::OPERATORS),
         ("recurrent", ops::recurrent::OPERATORS),

@@ -1,7 +1,7 @@
 //! `Tensor`: one concrete, cheaply cloned handle (`Arc`) to a view (`Layout`) of shared
 //! `Storage`, plus what autograd needs (the op that produced it, `requires_grad`, `.grad`).
 //! The op families live in sibling files: `create`, `elementwise`, `reduce`, `movement`,
-//! `linalg`, `composite`, `display`.
+//! `linalg`, `composite`, `grid_sample`, `display`.
 
 mod attention;
 mod attention_fused;
@@ -16,7 +16,9 @@ mod conv_fused;
 mod conv_transpose;
 mod create;
 mod display;
+mod einsum;
 mod elementwise;
+mod grid_sample;
 mod index;
 #[cfg(test)]
 mod layering;
@@ -39,6 +41,7 @@ pub use attention_fused::{
 };
 pub use conv_fused::ConvEpilogue;
 pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
+pub use grid_sample::{GridSampleMode, GridSamplePadding};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
 pub use read_later::PendingRead;

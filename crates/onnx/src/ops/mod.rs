@@ -13,6 +13,7 @@ pub(crate) mod detection;
 pub(crate) mod einsum;
 pub(crate) mod elementwise;
 pub(crate) mod geometry;
+pub(crate) mod grid_sample;
 pub(crate) mod linear;
 pub(crate) mod loss;
 pub(crate) mod misc;
