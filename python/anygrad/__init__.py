@@ -251,6 +251,7 @@ for _name in (
     "log1p", "expm1", "exp2", "isnan", "isinf", "isfinite", "allclose", "equal",
     "dist", "outer", "dot", "diag", "repeat_interleave", "std_mean", "var_mean",
     "numel", "tan", "atan", "asin", "acos", "sinh", "cosh", "silu", "gelu",
+    "lerp", "kthvalue", "median", "mode", "unique", "index_put", "index_put_",
 ):
     if _name not in globals() or _name in ("max", "min", "sum", "abs", "round", "all", "any", "pow"):
         globals()[_name] = _method(_name)
@@ -267,11 +268,25 @@ def min(input, *args, **kwargs):  # noqa: A001 - torch.min
     return input.min(*args, **kwargs)
 
 
-def einsum(*args, **kwargs):
-    """Not available yet: write the contraction with ``matmul`` and views."""
-    raise NotImplementedError("anygrad.einsum is not supported yet; use matmul and views")
+def einsum(equation, *operands):
+    """Einstein summation (``torch.einsum("bij,bjk->bik", a, b)``; the operands may also come as
+    one list): letters name dims, ``...`` any number of broadcast dims, ``->`` the output's;
+    repeated letters in one term take a diagonal, letters missing from the output are summed."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return _native.einsum(equation, list(operands))
 
 
+from . import _return_types  # noqa: E402
+from . import _return_types as return_types  # noqa: E402
+from . import _tensor_overrides  # noqa: E402,F401
+from ._memory_format import (  # noqa: E402
+    memory_format,
+    contiguous_format,
+    channels_last,
+    channels_last_3d,
+    preserve_format,
+)
 from ._generator import (  # noqa: E402
     Generator,
     drawing_from,
@@ -298,5 +313,7 @@ from . import safetensors  # noqa: E402
 from . import models  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403
 from . import profiler  # noqa: E402
+from . import jit  # noqa: E402
+from . import distributions  # noqa: E402
 
 __all__ = [name for name in globals() if not name.startswith("_")]

@@ -3,15 +3,17 @@ device and carry gradients where PyTorch's do): shape helpers (``meshgrid``,
 ``broadcast_tensors``, ``movedim``, ``swapaxes``, ``tile``, ``hstack``, ``vstack``,
 ``column_stack``), arithmetic (``diff``, ``trace``, ``addcmul``, ``addcdiv``, ``fmod``,
 ``isclose``, ``count_nonzero``, ``take_along_dim``, ``cumprod``), search (``searchsorted``,
-``bucketize``), sampling (``multinomial``, ``normal``, ``bernoulli``), dtype facts (``finfo``,
-``iinfo``), and the settings scripts set (``compile``, ``set_float32_matmul_precision``)."""
+``bucketize``), distances (``cdist``), sampling (``multinomial``, ``normal``, ``bernoulli``),
+dtype facts (``finfo``, ``iinfo``), and the settings scripts set (``compile``,
+``set_float32_matmul_precision``)."""
 
 import anygrad as _ag
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None, disable=False):
     """``torch.compile``: anygrad runs eagerly (its elementwise chains are fused without a
-    compile step), so the model (or function) comes back unchanged and computes the same."""
+    compile step), so the model (or function) comes back unchanged and computes the same
+    (``anygrad.jit.script`` and ``jit.trace`` do the same)."""
     if model is None:
         return lambda function: function
     return model
@@ -328,7 +330,34 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return picks.squeeze(0) if single else picks
 
 
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distance between each row of ``x1`` ``[*, P, M]`` and each row of ``x2``
+    ``[*, R, M]``: ``[*, P, R]`` (``p`` may be 0, inf or any positive number). The gradient
+    at a zero distance is zero, as PyTorch's; ``compute_mode`` is accepted (the differences
+    are always formed directly, which is exact)."""
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    difference = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (difference != 0).to(difference.dtype).sum(-1)
+    if p == float("inf"):
+        return difference.amax(-1)
+    if p == 1:
+        return difference.sum(-1)
+    powered = difference.square() if p == 2 else difference ** p
+    total = powered.sum(-1)
+    positive = total > 0
+    safe = _ag.where(positive, total, _ag.ones_like(total))
+    root = safe.sqrt() if p == 2 else safe ** (1.0 / p)
+    return _ag.where(positive, root, _ag.zeros_like(total))
+
+
 __all__ = [
+    "cdist",
     "compile", "get_num_threads", "set_num_threads", "set_float32_matmul_precision", "get_float32_matmul_precision", "finfo", "iinfo",
     "broadcast_tensors", "meshgrid", "movedim", "swapaxes", "swapdims", "tile", "hstack",
     "vstack", "row_stack", "column_stack", "diff", "trace", "addcmul", "addcdiv", "fmod",

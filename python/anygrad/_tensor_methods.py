@@ -278,7 +278,8 @@ def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
 
 
 def lerp(self, end, weight):
-    """``self + weight * (end - self)``."""
+    """``self + weight * (end - self)``: ``weight`` a number or a tensor (broadcast with
+    ``self`` and ``end``); gradients flow to all three."""
     return self + (end - self) * weight
 
 
@@ -497,3 +498,146 @@ def softplus(self, beta=1.0, threshold=20.0):
 def type_name(self):
     """The dtype's name."""
     return self.dtype.name
+
+
+def _index_put_positions(self, indices, op):
+    """The flat positions over the first ``len(indices)`` dims that ``indices`` (a tuple of
+    index tensors, bool masks allowed, broadcast together) pick, and the shape of the picked
+    block: ``(positions, index_shape, rest_shape)``."""
+    if isinstance(indices, _ag.Tensor) or not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}: indices must be a tuple of index tensors")
+    expanded = []
+    for index in indices:
+        index = index if isinstance(index, _ag.Tensor) else _ag.tensor(index, device=self.device)
+        if index.dtype == _ag.bool or index.dtype == _ag.uint8:
+            expanded.extend(index.bool().nonzero(as_tuple=True))
+        elif index.is_floating_point():
+            raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors")
+        else:
+            expanded.append(index.to(self.device))
+    if len(expanded) > self.dim():
+        raise IndexError(f"{op}: too many indices ({len(expanded)}) for a tensor of dimension {self.dim()}")
+    expanded = list(_ag.broadcast_tensors(*expanded)) if expanded else []
+    sizes = tuple(self.shape)
+    positions = None
+    for dim, index in enumerate(expanded):
+        index = index.long()
+        index = _ag.where(index < 0, index + sizes[dim], index)
+        positions = index if positions is None else positions * sizes[dim] + index
+    index_shape = tuple(expanded[0].shape) if expanded else ()
+    return positions.reshape(-1), index_shape, sizes[len(expanded):], len(expanded)
+
+
+def index_put(self, indices, values, accumulate=False):
+    """A copy with ``values`` put at ``indices`` (a tuple of index tensors, as
+    ``self[indices] = values``); with ``accumulate`` they are added instead (repeated
+    positions add up). Gradients flow to ``self`` and ``values``."""
+    positions, index_shape, rest, count = _index_put_positions(self, indices, "index_put")
+    lead = 1
+    for size in tuple(self.shape)[:count]:
+        lead *= size
+    flat = self.reshape(lead, *rest)
+    if not isinstance(values, _ag.Tensor):
+        values = _ag.tensor(values, dtype=self.dtype, device=self.device)
+    source = values.to(self.dtype).expand(*index_shape, *rest).reshape(positions.shape[0], *rest)
+    if accumulate:
+        return flat.index_add(0, positions, source).reshape(*self.shape)
+    hit_shape = (lead,) + (1,) * len(rest)
+    hits = _ag.zeros(lead, dtype=_ag.float32, device=self.device).index_add(
+        0, positions, _ag.ones(positions.shape[0], dtype=_ag.float32, device=self.device)
+    )
+    placed = _ag.zeros_like(flat).index_add(0, positions, source)
+    # A position picked more than once keeps one of its values in PyTorch (which one is
+    # unspecified); here their mean, which is that value when they agree.
+    placed = placed / hits.clamp(min=1.0).reshape(*hit_shape).to(flat.dtype) if flat.is_floating_point() else placed
+    return _ag.where((hits > 0).reshape(*hit_shape), placed, flat).reshape(*self.shape)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """In place: ``values`` put at ``indices`` (a tuple of index tensors), or added with
+    ``accumulate``; returns the tensor."""
+    return self.copy_(index_put(self, indices, values, accumulate=accumulate))
+
+
+def kthvalue(self, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest value along ``dim`` (k counts from 1) and its position, as
+    ``(values, indices)`` with ``.values`` and ``.indices``."""
+    size = self.shape[dim] if self.dim() else 1
+    if not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue: k ({k}) is out of range for a dimension of size {size}")
+    source = self if self.dim() else self.reshape(1)
+    values, indices = source.sort(dim)
+    values, indices = values.narrow(dim, k - 1, 1), indices.narrow(dim, k - 1, 1)
+    if not keepdim or not self.dim():
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    if not self.dim():
+        values, indices = values.reshape(()), indices.reshape(())
+    return _ag._return_types.kthvalue(values, indices.long())
+
+
+def median(self, dim=None, keepdim=False):
+    """The median (the lower of the two middle values for an even count, as PyTorch): of
+    every element when ``dim`` is None (a 0-d tensor), else along ``dim`` as
+    ``(values, indices)`` with ``.values`` and ``.indices``."""
+    if dim is None:
+        flat = self.reshape(-1)
+        values, _ = flat.sort()
+        return values[(flat.shape[0] - 1) // 2]
+    size = self.shape[dim] if self.dim() else 1
+    result = kthvalue(self, (size - 1) // 2 + 1, dim, keepdim)
+    return _ag._return_types.median(result.values, result.indices)
+
+
+def mode(self, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest of equally frequent ones) and the
+    position of its last occurrence, as ``(values, indices)`` with ``.values`` and
+    ``.indices``."""
+    if not self.dim():
+        return _ag._return_types.mode(self.clone(), _ag.zeros((), dtype=_ag.int64, device=self.device))
+    moved = _ag.movedim(self, dim, -1)
+    values, order = moved.sort(-1)
+    counts = (values.unsqueeze(-1) == values.unsqueeze(-2)).long().sum(-1)
+    first = counts.argmax(-1, keepdim=True)
+    last = first + counts.gather(-1, first) - 1
+    picked = values.gather(-1, first)
+    positions = order.long().gather(-1, last)
+    picked, positions = _ag.movedim(picked, -1, dim), _ag.movedim(positions, -1, dim)
+    if not keepdim:
+        picked, positions = picked.squeeze(dim), positions.squeeze(dim)
+    return _ag._return_types.mode(picked, positions)
+
+
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements of the flattened tensor, in ascending order (also when
+    ``sorted=False``, where PyTorch leaves the order unspecified); with ``return_inverse``
+    also where each element went (shaped like the input), with ``return_counts`` how often
+    each distinct element occurs. ``dim`` other than None is not supported."""
+    if dim is not None:
+        raise NotImplementedError(
+            "unique: dim is not supported yet (dim=None only: the distinct elements of the "
+            "flattened tensor)"
+        )
+    flat = self.detach().reshape(-1)
+    if flat.shape[0] == 0:
+        empty = _ag.zeros(0, dtype=_ag.int64, device=self.device)
+        out = [flat]
+        if return_inverse:
+            out.append(_ag.zeros(*self.shape, dtype=_ag.int64, device=self.device))
+        if return_counts:
+            out.append(empty)
+        return out[0] if len(out) == 1 else tuple(out)
+    values, order = flat.sort()
+    starts = _ag.ones(values.shape[0], dtype=_ag.bool, device=self.device)
+    if values.shape[0] > 1:
+        starts[1:] = values[1:] != values[:-1]
+    output = values.masked_select(starts)
+    out = [output]
+    group = starts.long().cumsum(0) - 1
+    if return_inverse:
+        inverse = _ag.zeros(values.shape[0], dtype=_ag.int64, device=self.device)
+        inverse = inverse.scatter_add(0, order.long(), group)
+        out.append(inverse.reshape(*self.shape))
+    if return_counts:
+        counts = _ag.zeros(output.shape[0], dtype=_ag.int64, device=self.device)
+        out.append(counts.index_add(0, group, _ag.ones_like(group)))
+    return out[0] if len(out) == 1 else tuple(out)

@@ -1,9 +1,11 @@
 //! The native part of `anygrad.nn.functional`: convolution (and its transpose), pooling, linear,
-//! normalization, attention, dropout and embedding on library tensors (the losses and activations are written in
-//! Python over tensor methods). Sizes accept an int or a pair, as in PyTorch.
+//! normalization, attention, resampling (interpolate, grid_sample, affine_grid), dropout and
+//! embedding on library tensors (the losses and activations are written in Python over tensor
+//! methods). Sizes accept an int or a pair, as in PyTorch.
 
 use anygrad::{
-    Conv2dParams, ConvTranspose2dParams, DType, InterpolateMode, InterpolateSize, Tensor,
+    Conv2dParams, ConvTranspose2dParams, DType, GridSampleMode, GridSamplePadding, InterpolateMode,
+    InterpolateSize, Tensor,
 };
 use pyo3::prelude::*;
 
@@ -392,6 +394,49 @@ pub fn interpolate(
     Ok(PyTensor::wrap(result))
 }
 
+/// Sampling of `[n, c, h, w]` (or `[n, c, d, h, w]`) at the normalized positions of `grid`
+/// (`F.grid_sample`): `mode` "bilinear", "nearest" or "bicubic" (4-D only), `padding_mode`
+/// "zeros", "border" or "reflection".
+#[pyfunction]
+#[pyo3(signature = (input, grid, mode="bilinear", padding_mode="zeros", align_corners=false))]
+pub fn grid_sample(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    grid: &Bound<'_, PyAny>,
+    mode: &str,
+    padding_mode: &str,
+    align_corners: bool,
+) -> PyResult<PyTensor> {
+    const OP: &str = "grid_sample";
+    let input = tensor_arg(OP, "input", input)?.tensor.clone();
+    let grid = tensor_arg(OP, "grid", grid)?.tensor.clone();
+    let mode = run(OP, || GridSampleMode::parse(mode))?;
+    let padding = run(OP, || GridSamplePadding::parse(padding_mode))?;
+    let result = py.allow_threads(move || {
+        run(OP, || {
+            input.grid_sample(&grid, mode, padding, align_corners)
+        })
+    })?;
+    Ok(PyTensor::wrap(result))
+}
+
+/// The sampling grid of the affine maps `theta` (`[n, 2, 3]` or `[n, 3, 4]`) over `size`
+/// (`[n, c, h, w]` or `[n, c, d, h, w]`): `F.affine_grid`.
+#[pyfunction]
+#[pyo3(signature = (theta, size, align_corners=false))]
+pub fn affine_grid(
+    py: Python<'_>,
+    theta: &Bound<'_, PyAny>,
+    size: Vec<usize>,
+    align_corners: bool,
+) -> PyResult<PyTensor> {
+    const OP: &str = "affine_grid";
+    let theta = tensor_arg(OP, "theta", theta)?.tensor.clone();
+    let result =
+        py.allow_threads(move || run(OP, || Tensor::affine_grid(&theta, &size, align_corners)))?;
+    Ok(PyTensor::wrap(result))
+}
+
 /// Where a batch-norm module keeps its eval-mode scale and shift between forwards (the
 /// library's `FoldCache`): `nn.BatchNorm*d` holds one and passes it to `F.batch_norm`, so an
 /// inference loop folds each batch norm once instead of five small kernels a forward.
@@ -530,6 +575,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(conv_transpose2d, module)?)?;
     module.add_function(wrap_pyfunction!(scaled_dot_product_attention, module)?)?;
     module.add_function(wrap_pyfunction!(interpolate, module)?)?;
+    module.add_function(wrap_pyfunction!(grid_sample, module)?)?;
+    module.add_function(wrap_pyfunction!(affine_grid, module)?)?;
     module.add_function(wrap_pyfunction!(max_pool2d, module)?)?;
     module.add_function(wrap_pyfunction!(avg_pool2d, module)?)?;
     module.add_function(wrap_pyfunction!(adaptive_avg_pool2d, module)?)?;

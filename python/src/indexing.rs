@@ -485,18 +485,30 @@ impl PyTensor {
                     DType::F32
                 };
                 let flat_values = spread.to_dtype(work)?.contiguous()?.reshape([-1isize])?;
-                let hit = Tensor::zeros(&[count], DType::F32, tensor.device())?
-                    .index_add(
+                // A position given several times keeps its last value (as PyTorch's CPU does):
+                // positions sorted stably, only the last of each run of equal ones is placed.
+                let (sorted, order) = flat_positions.sort(0, false)?;
+                let picks = sorted.numel();
+                let is_last = if picks == 0 {
+                    Tensor::zeros(&[0], DType::Bool, tensor.device())?
+                } else {
+                    let next = Tensor::cat(
+                        &[
+                            &sorted.narrow(0, 1, picks - 1)?,
+                            &Tensor::full(&[1], -1.0, DType::I32, tensor.device())?,
+                        ],
                         0,
-                        &flat_positions,
-                        &Tensor::ones(&[flat_positions.numel()], DType::F32, tensor.device())?,
-                    )?
+                    )?;
+                    sorted.ne(&next)?
+                };
+                let last = is_last.to_dtype(DType::F32)?;
+                let in_order = flat_values.index_select(0, &order)?;
+                let kept = Tensor::where_(&is_last, &in_order, &in_order.zeros_like()?)?;
+                let hit = Tensor::zeros(&[count], DType::F32, tensor.device())?
+                    .index_add(0, &sorted, &last)?
                     .gt_scalar(0.0)?;
-                let placed = Tensor::zeros(&[count], work, tensor.device())?.index_add(
-                    0,
-                    &flat_positions,
-                    &flat_values,
-                )?;
+                let placed =
+                    Tensor::zeros(&[count], work, tensor.device())?.index_add(0, &sorted, &kept)?;
                 let current = tensor.detach().to_dtype(work)?.reshape([-1isize])?;
                 Tensor::where_(&hit, &placed, &current)?
                     .reshape(tensor.shape())?

@@ -5,7 +5,7 @@
 //!
 //! One concept per file: `errors` (exceptions, panics), `dtype`, `device`, `tensor` (the
 //! class and its protocols), `creation`, `operators`, `math`, `reductions`, `views`,
-//! `indexing`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling,
+//! `indexing`, `einsum`, `autograd`, `amp` (autocast scopes), `functional` (convolution, pooling,
 //! normalization), `optimizers` (the SGD, Adam and Adadelta steps), `datasets` (the bundled
 //! digits), `models` (sentence embeddings), `profiler`.
 
@@ -17,6 +17,7 @@ pub mod creation;
 pub mod datasets;
 pub mod device;
 pub mod dtype;
+pub mod einsum;
 pub mod errors;
 pub mod functional;
 pub mod indexing;
@@ -50,6 +51,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     device::register(module)?;
     creation::register(module)?;
     math::register(module)?;
+    einsum::register(module)?;
     autograd::register(module)?;
     amp::register(module)?;
     functional::register(module)?;

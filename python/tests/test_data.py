@@ -1,5 +1,6 @@
 """``utils.data``: Dataset subclassed in Python, TensorDataset, DataLoader (batching,
-shuffling, drop_last, collate of tensors, numbers, tuples and dicts), random_split."""
+shuffling, drop_last, collate of tensors, numbers, tuples and dicts), random_split,
+WeightedRandomSampler."""
 
 import numpy as np
 import pytest
@@ -101,3 +102,32 @@ def test_worker_threads_give_the_same_batches_in_order():
     assert threaded == single and len(single) == 6
     with pytest.raises(ValueError, match="num_workers"):
         DataLoader(Slow(), num_workers=-1)
+
+
+def test_weighted_random_sampler():
+    from anygrad.utils.data import WeightedRandomSampler
+
+    weights = [0.1, 0.0, 0.6, 0.3]
+    sampler = WeightedRandomSampler(weights, num_samples=6000)
+    assert len(sampler) == 6000
+    torch.manual_seed(5)
+    drawn = list(sampler)
+    assert len(drawn) == 6000 and all(isinstance(i, int) for i in drawn)
+    frequencies = np.bincount(drawn, minlength=4) / 6000
+    assert frequencies[1] == 0
+    assert np.abs(frequencies - np.array(weights)).max() < 0.03
+    torch.manual_seed(5)
+    assert list(sampler) == drawn
+    generator = torch.Generator().manual_seed(9)
+    first = list(WeightedRandomSampler(torch.tensor(weights), 20, generator=generator))
+    generator.manual_seed(9)
+    assert list(WeightedRandomSampler(torch.tensor(weights), 20, generator=generator)) == first
+    without = list(WeightedRandomSampler([1.0, 2.0, 3.0, 4.0, 0.5], 5, replacement=False))
+    assert sorted(without) == [0, 1, 2, 3, 4]
+    dataset = TensorDataset(torch.arange(4.0))
+    loader = DataLoader(dataset, batch_size=5, sampler=WeightedRandomSampler([0.0, 1.0, 0.0, 0.0], 10))
+    assert [batch[0].tolist() for batch in loader] == [[1.0] * 5, [1.0] * 5]
+    with pytest.raises(ValueError, match="num_samples"):
+        WeightedRandomSampler(weights, 0)
+    with pytest.raises(ValueError, match="replacement"):
+        WeightedRandomSampler(weights, 3, replacement=1)

@@ -83,6 +83,13 @@ def test_assignment_matches_numpy(device):
     i = torch.zeros(4, dtype=torch.long, device=device)
     i[1:3] = 5
     assert i.tolist() == [0, 5, 5, 0]
+    # A position named twice is written, not added to: the last value stays (numpy's rule,
+    # and PyTorch's on the CPU), also for an infinite value written before it.
+    x = torch.zeros(5, device=device)
+    x[torch.tensor([1, 1, 3], device=device)] = 5.0
+    assert x.tolist() == [0.0, 5.0, 0.0, 5.0, 0.0]
+    x[torch.tensor([2, 4, 2], device=device)] = torch.tensor([float("inf"), 7.0, 3.0], device=device)
+    assert x.tolist() == [0.0, 5.0, 3.0, 5.0, 7.0]
 
 
 def test_assignment_shape_mismatch_is_an_error():

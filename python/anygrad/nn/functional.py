@@ -1,5 +1,5 @@
-"""``nn.functional``: activations, convolution, pooling, normalization, dropout, embedding
-and losses as functions, with PyTorch's names, arguments and reductions."""
+"""``nn.functional``: activations, convolution, pooling, resampling, normalization, dropout,
+embedding and losses as functions, with PyTorch's names, arguments and reductions."""
 
 import math
 
@@ -257,10 +257,20 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return _native.embedding(input, weight, padding_idx)
 
 
-def pad(input, pad, mode="constant", value=0.0):
-    """Pad the last dims: ``pad`` is (left, right[, top, bottom, ...]) from the last dim."""
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dims: ``pad`` is (left, right[, top, bottom, ...])
+    from the last dim; negative amounts crop. ``mode`` "constant" fills with ``value`` (0 when
+    None); "reflect" mirrors the input without repeating its edge, "replicate" repeats the
+    edge, "circular" wraps around (each amount below the dim's size; at most it for
+    "circular"). The non-constant modes pick input elements with ``index_select``, so gradients
+    flow back to them."""
+    if len(pad) % 2 or len(pad) // 2 > input.dim():
+        raise ValueError(f"pad: padding length {len(pad)} must be even and at most twice the input's {input.dim()} dims")
+    if mode in ("reflect", "replicate", "circular"):
+        return _pad_indexed(input, tuple(int(amount) for amount in pad), mode)
     if mode != "constant":
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant only)")
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, replicate, circular)")
+    value = 0.0 if value is None else value
     import anygrad
 
     out = input
@@ -362,6 +372,22 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """``interpolate`` (PyTorch's older name)."""
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Samples of ``[N, C, H, W]`` (or ``[N, C, D, H, W]``) at the normalized positions of
+    ``grid`` ``[N, H_out, W_out, 2]`` (or ``[N, D_out, H_out, W_out, 3]``; x first, -1 and 1
+    the ends): ``mode`` ``bilinear``, ``nearest`` or ``bicubic`` (4-D only), ``padding_mode``
+    ``zeros``, ``border`` or ``reflection``; ``align_corners=None`` is ``False``, as in
+    PyTorch. Differentiable in the input and the grid."""
+    return _native.grid_sample(input, grid, mode, padding_mode, bool(align_corners))
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid of the affine maps ``theta`` ``[N, 2, 3]`` (or ``[N, 3, 4]``) over
+    ``size`` ``[N, C, H, W]`` (or ``[N, C, D, H, W]``), for :func:`grid_sample`;
+    ``align_corners=None`` is ``False``, as in PyTorch. Differentiable in ``theta``."""
+    return _native.affine_grid(theta, [int(s) for s in size], bool(align_corners))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
@@ -529,10 +555,223 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction, "kl_div")
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
-    """1 - cos for similar pairs, max(0, cos - margin) for dissimilar ones."""
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)`` where it is
+    -1 (the cosine along the last dim, PyTorch's ``1e-12`` added to each squared norm)."""
     import anygrad
 
-    cos = cosine_similarity(input1, input2, dim=-1)
-    loss = anygrad.where(target > 0, 1 - cos, (cos - margin).clamp(min=0.0))
+    dot = (input1 * input2).sum(-1)
+    norms = ((input1.square().sum(-1) + 1e-12) * (input2.square().sum(-1) + 1e-12)).sqrt()
+    cos = dot / norms
+    zeros = anygrad.zeros_like(cos)
+    loss = anygrad.where(target == 1, 1 - cos, zeros) + anygrad.where(target == -1, (cos - margin).clamp(min=0.0), zeros)
     return _reduce(loss, reduction, "cosine_embedding_loss")
+
+
+# Padding modes, pixel shuffle, instance norm, adaptive max pooling, PReLU, bilinear, ranking
+# losses -----------------------------------------------------------------------------------
+
+
+def _pad_positions(size, before, after, mode):
+    """The source positions along one dim of the output of ``pad`` in ``mode`` ("reflect",
+    "replicate" or "circular"): ``before + size + after`` of them (fewer with negative
+    padding, which crops)."""
+    if mode == "reflect" and (before >= size or after >= size):
+        raise RuntimeError(
+            f"pad: padding ({before}, {after}) should be less than the corresponding input dimension ({size}) in reflect mode"
+        )
+    if mode == "circular" and (before > size or after > size):
+        raise RuntimeError(
+            f"pad: padding ({before}, {after}) should be at most the corresponding input dimension ({size}) in circular mode"
+        )
+    positions = []
+    for i in range(-before, size + after):
+        if mode == "reflect":
+            j = -i if i < 0 else 2 * (size - 1) - i if i >= size else i
+        elif mode == "replicate":
+            j = 0 if i < 0 else size - 1 if i >= size else i
+        else:
+            j = i % size
+        positions.append(j)
+    return positions
+
+
+def _pad_indexed(input, pad, mode):
+    """``pad`` in the modes that repeat the input's own elements, as one ``index_select`` per
+    padded dim (so gradients flow back to the elements each output copies)."""
+    import anygrad
+
+    out = input
+    for index in range(len(pad) // 2):
+        dim = out.dim() - 1 - index
+        before, after = pad[2 * index], pad[2 * index + 1]
+        if before == 0 and after == 0:
+            continue
+        size = out.shape[dim]
+        if size == 0:
+            raise RuntimeError(f"pad: cannot pad an empty dimension in {mode} mode")
+        positions = anygrad.tensor(_pad_positions(size, before, after, mode), dtype=anygrad.int64, device=out.device)
+        out = out.index_select(dim, positions)
+    return out
+
+
+def pixel_shuffle(input, upscale_factor):
+    """``[*, C·r², H, W]`` rearranged to ``[*, C, H·r, W·r]`` (r = ``upscale_factor``)."""
+    r = upscale_factor
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {input.dim()} dimension(s)")
+    *batch, channels, height, width = tuple(input.shape)
+    if channels % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)={channels} is not divisible by {r * r}")
+    lead = len(batch)
+    out = input.reshape(*batch, channels // (r * r), r, r, height, width)
+    order = list(range(lead)) + [lead, lead + 3, lead + 1, lead + 4, lead + 2]
+    return out.permute(*order).reshape(*batch, channels // (r * r), height * r, width * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """``[*, C, H·r, W·r]`` rearranged to ``[*, C·r², H, W]`` (r = ``downscale_factor``): the
+    inverse of ``pixel_shuffle``."""
+    r = downscale_factor
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with {input.dim()} dimension(s)")
+    *batch, channels, height, width = tuple(input.shape)
+    if height % r or width % r:
+        raise RuntimeError(f"pixel_unshuffle expects height ({height}) and width ({width}) to be divisible by downscale_factor ({r})")
+    lead = len(batch)
+    out = input.reshape(*batch, channels, height // r, r, width // r, r)
+    order = list(range(lead)) + [lead, lead + 2, lead + 4, lead + 1, lead + 3]
+    return out.permute(*order).reshape(*batch, channels * r * r, height // r, width // r)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalization of each channel of each sample over its spatial dims (``[N, C, *]``).
+    With ``use_input_stats`` the sample's own statistics are used, and given running buffers
+    are updated in place with their mean over the batch (the variance unbiased, as PyTorch);
+    otherwise the running statistics normalize."""
+    import anygrad
+
+    if input.dim() < 3:
+        raise ValueError(f"instance_norm: expected an input of at least 3 dims [N, C, *], got {input.dim()}-D")
+    channels = input.shape[1]
+    dims = tuple(range(2, input.dim()))
+    shape = [1, channels] + [1] * (input.dim() - 2)
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, unbiased=False, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            count = input.numel() // (input.shape[0] * channels)
+            m = 0.1 if momentum is None else momentum
+            with anygrad.no_grad():
+                if running_mean is not None:
+                    batch_mean = mean.detach().mean(0).reshape(channels).to(running_mean.dtype)
+                    running_mean.copy_(running_mean * (1 - m) + batch_mean * m)
+                if running_var is not None:
+                    unbiased = var.detach() * (count / max(count - 1, 1))
+                    batch_var = unbiased.mean(0).reshape(channels).to(running_var.dtype)
+                    running_var.copy_(running_var * (1 - m) + batch_var * m)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: expected running_mean and running_var when use_input_stats=False")
+        mean = running_mean.reshape(*shape)
+        var = running_var.reshape(*shape)
+    out = (input - mean) / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight.reshape(*shape)
+    if bias is not None:
+        out = out + bias.reshape(*shape)
+    return out
+
+
+def _adaptive_bounds(size, count):
+    """PyTorch's adaptive pooling windows along one dim: ``[floor(i·size/count),
+    ceil((i+1)·size/count))`` for each of the ``count`` outputs."""
+    return [((i * size) // count, -(-((i + 1) * size) // count)) for i in range(count)]
+
+
+def _adaptive_max_along(input, dim, count):
+    import anygrad
+
+    size = input.shape[dim]
+    if count == size:
+        return input
+    if size % count == 0:
+        step = size // count
+        moved = anygrad.movedim(input, dim, -1)
+        pooled = moved.reshape(*moved.shape[:-1], count, step).amax(-1)
+        return anygrad.movedim(pooled, -1, dim)
+    pieces = [input.narrow(dim, start, end - start).amax(dim, keepdim=True) for start, end in _adaptive_bounds(size, count)]
+    return anygrad.cat(pieces, dim)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling of ``[N, C, H, W]`` (or ``[C, H, W]``) to ``output_size`` (an int, a
+    pair, None in a pair keeping that size), with PyTorch's windows."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported yet")
+    if input.dim() not in (3, 4):
+        raise ValueError(f"adaptive_max_pool2d: expected a 3-D or 4-D input, got {input.dim()}-D")
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size, output_size)
+    out_h = input.shape[-2] if sizes[0] is None else sizes[0]
+    out_w = input.shape[-1] if sizes[1] is None else sizes[1]
+    return _adaptive_max_along(_adaptive_max_along(input, input.dim() - 2, out_h), input.dim() - 1, out_w)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max pooling of ``[N, C, L]`` (or ``[C, L]``) to ``output_size``, with PyTorch's
+    windows."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool1d: return_indices=True is not supported yet")
+    if input.dim() not in (2, 3):
+        raise ValueError(f"adaptive_max_pool1d: expected a 2-D or 3-D input, got {input.dim()}-D")
+    size = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+    return _adaptive_max_along(input, input.dim() - 1, size)
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight · min(0, x)``, with one weight or one per channel (dim 1; dim 0 of
+    a 1-D input)."""
+    if weight.numel() != 1:
+        channel_dim = 1 if input.dim() >= 2 else 0
+        if input.shape[channel_dim] != weight.numel():
+            raise RuntimeError(
+                f"prelu: mismatch of parameter numbers ({weight.numel()}) and input channel size ({input.shape[channel_dim]})"
+            )
+        shape = [1] * input.dim()
+        shape[channel_dim] = weight.numel()
+        weight = weight.reshape(*shape)
+    else:
+        weight = weight.reshape(())
+    return input.relu() - (-input).relu() * weight
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = x1ᵀ W_k x2 + b_k`` with ``weight`` of shape ``[out, in1, in2]``, over any
+    leading dims."""
+    out_features, in1, in2 = tuple(weight.shape)
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    mixed = (x1 @ weight.permute(1, 0, 2).reshape(in1, out_features * in2)).reshape(-1, out_features, in2)
+    out = (mixed * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, out_features)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """``max(0, -target · (input1 - input2) + margin)``: target 1 asks input1 to rank above
+    input2, -1 below."""
+    loss = (-target * (input1 - input2) + margin).clamp(min=0.0)
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the ``pairwise_distance`` of order
+    ``p``; ``swap`` takes the smaller of d(a, n) and d(p, n)."""
+    positive_distance = pairwise_distance(anchor, positive, p, eps)
+    negative_distance = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        negative_distance = negative_distance.minimum(pairwise_distance(positive, negative, p, eps))
+    loss = (positive_distance - negative_distance + margin).clamp(min=0.0)
+    return _reduce(loss, reduction, "triplet_margin_loss")

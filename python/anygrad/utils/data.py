@@ -1,5 +1,7 @@
 """``anygrad.utils.data`` (``torch.utils.data``): ``Dataset`` subclassed in Python,
-``TensorDataset``, ``Subset``, ``ConcatDataset``, ``random_split`` and ``DataLoader``
+``TensorDataset``, ``Subset``, ``ConcatDataset``, ``random_split``, the samplers
+(``SequentialSampler``, ``RandomSampler``, ``WeightedRandomSampler``, ``SubsetRandomSampler``,
+``BatchSampler``) and ``DataLoader``
 (``batch_size``, ``shuffle``, ``drop_last``, ``collate_fn``, ``sampler``; ``num_workers``
 makes batches on that many threads, in order; ``pin_memory`` is accepted).
 
@@ -155,6 +157,37 @@ class RandomSampler(Sampler):
             drawn = anygrad.randint(0, n, (self.num_samples,), generator=self.generator)
             return iter(drawn.tolist())
         return iter(_permutation(n, self.generator)[: self.num_samples])
+
+    def __len__(self):
+        return self.num_samples
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights`` (with
+    ``replacement`` by default; without it each index at most once), from ``generator`` or
+    anygrad's global stream, so ``manual_seed`` repeats them."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        import anygrad
+
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        weights = anygrad.as_tensor(weights).detach().cpu()
+        if weights.dim() != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(weights.shape)}")
+        super().__init__(None)
+        self.weights = weights.to(anygrad.float64)
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        import anygrad
+
+        drawn = anygrad.multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator)
+        return iter(drawn.tolist())
 
     def __len__(self):
         return self.num_samples

@@ -1,7 +1,9 @@
 """Activation layers: ``ReLU``, ``GELU``, ``SiLU``, ``Tanh``, ``Sigmoid``, ``Softmax``,
-``LogSoftmax``, ``LeakyReLU``, ``ELU``, ``ReLU6``, ``Hardswish``, ``Softplus``, ``Mish``."""
+``LogSoftmax``, ``Softmax2d``, ``LeakyReLU``, ``PReLU``, ``ELU``, ``ReLU6``, ``Hardswish``,
+``Softplus``, ``Mish``."""
 
 from .module import Module
+from ..parameter import Parameter
 from .. import functional as F
 
 
@@ -174,3 +176,41 @@ class LogSoftmax(Module):
 
         """The settings shown in ``repr``."""
         return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels at each spatial position (``[N, C, H, W]`` or
+    ``[C, H, W]``: dim -3)."""
+
+    def forward(self, input):
+        """Softmax over dim -3."""
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3)
+
+
+class PReLU(Module):
+    """``max(0, x) + a · min(0, x)`` with a learned slope ``a``: one shared
+    (``num_parameters=1``) or one per channel, each starting at ``init``."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(anygrad.full((num_parameters,), init, device=device, dtype=dtype))
+
+    def reset_parameters(self):
+        """Every slope back to ``init``."""
+        from .. import init as initialisers
+
+        initialisers.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        """PReLU."""
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        return f"num_parameters={self.num_parameters}"

@@ -1,5 +1,6 @@
 """Loss layers: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``,
-``SmoothL1Loss``, ``HuberLoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``KLDivLoss``."""
+``SmoothL1Loss``, ``HuberLoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``KLDivLoss``,
+``CosineEmbeddingLoss``, ``MarginRankingLoss``, ``TripletMarginLoss``."""
 
 from .module import Module
 from .. import functional as F
@@ -119,3 +120,41 @@ class KLDivLoss(_Loss):
     def forward(self, input, target):
         """The loss."""
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """``1 - cos(x1, x2)`` for pairs marked 1, ``max(0, cos(x1, x2) - margin)`` for pairs
+    marked -1."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        """The loss."""
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class MarginRankingLoss(_Loss):
+    """``max(0, -target · (x1 - x2) + margin)``."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        """The loss."""
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the p-norm distance (``swap``: the
+    smaller of d(a, n) and d(p, n))."""
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        """The loss."""
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps, swap=self.swap, reduction=self.reduction)

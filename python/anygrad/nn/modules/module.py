@@ -355,9 +355,14 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Move (``to("cuda")``) and/or convert floats (``to(anygrad.float16)``) in place."""
+        """Move (``to("cuda")``) and/or convert floats (``to(anygrad.float16)``) in place.
+        ``memory_format`` (``anygrad.channels_last``, ...) and ``non_blocking`` are accepted
+        and change no values: anygrad chooses layouts itself (its GPU convolutions run
+        channels-last internally)."""
         import anygrad
+        from ..._memory_format import check
 
+        check("Module.to", kwargs.get("memory_format"))
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
         for arg in args:

@@ -1,6 +1,6 @@
 """Normalization layers: ``BatchNorm1d``, ``BatchNorm2d`` (running statistics as buffers,
-``num_batches_tracked``, ``momentum=None`` for a cumulative average), ``LayerNorm``,
-``RMSNorm`` and ``GroupNorm``."""
+``num_batches_tracked``, ``momentum=None`` for a cumulative average), ``InstanceNorm1d``,
+``InstanceNorm2d``, ``LayerNorm``, ``RMSNorm`` and ``GroupNorm``."""
 
 from .module import Module
 from ..parameter import Parameter
@@ -182,3 +182,97 @@ class GroupNorm(Module):
     def forward(self, input):
         """Group normalization."""
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class _InstanceNorm(Module):
+    """Instance normalization: each channel of each sample over its spatial dims. No affine
+    parameters and no running statistics unless ``affine`` / ``track_running_stats``, as in
+    PyTorch; with running statistics, evaluation mode normalizes with them."""
+
+    _spatial_dims = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(anygrad.ones(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(anygrad.zeros(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", anygrad.zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", anygrad.ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", anygrad.tensor(0, dtype=anygrad.long, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self):
+        """Running mean 0, variance 1, no batches."""
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1.0)
+            self.num_batches_tracked.zero_()
+
+    def forward(self, input):
+        """Instance normalization (an input without the batch dim is one sample)."""
+        batched_dims = self._spatial_dims + 2
+        if input.dim() not in (batched_dims - 1, batched_dims):
+            raise ValueError(
+                f"expected {batched_dims - 1}D or {batched_dims}D input (got {input.dim()}D input)"
+            )
+        unbatched = input.dim() == batched_dims - 1
+        if unbatched:
+            input = input.unsqueeze(0)
+        if input.shape[1] != self.num_features and (self.affine or self.track_running_stats):
+            raise ValueError(
+                f"{type(self).__name__}: expected input's size at dim=1 to match num_features ({self.num_features}), "
+                f"but got: {input.shape[1]}."
+            )
+        momentum = self.momentum
+        use_input_stats = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            from ... import no_grad
+
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        out = F.instance_norm(
+            input,
+            self.running_mean if self.track_running_stats else None,
+            self.running_var if self.track_running_stats else None,
+            self.weight,
+            self.bias,
+            use_input_stats,
+            0.1 if momentum is None else momentum,
+            self.eps,
+        )
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of ``[N, C, L]`` (or ``[C, L]``) inputs."""
+
+    _spatial_dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of ``[N, C, H, W]`` (or ``[C, H, W]``) inputs."""
+
+    _spatial_dims = 2

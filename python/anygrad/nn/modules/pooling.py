@@ -1,4 +1,5 @@
-"""Pooling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d`` and their 1-D forms."""
+"""Pooling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``,
+``AdaptiveMaxPool2d`` and their 1-D forms."""
 
 from .module import Module
 from .. import functional as F
@@ -92,3 +93,37 @@ class AdaptiveAvgPool1d(Module):
         """Adaptive average pooling."""
         return F.adaptive_avg_pool1d(input, self.output_size)
 
+
+class AdaptiveMaxPool2d(Module):
+    """Max pooling to a fixed output size (an int, a pair, None in a pair keeping that
+    size), with PyTorch's windows."""
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        """Adaptive max pooling."""
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(Module):
+    """Max pooling to a fixed length, with PyTorch's windows."""
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        """Adaptive max pooling."""
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        return f"output_size={self.output_size}"
