@@ -88,7 +88,8 @@ enum Command {
         seconds: f64,
         /// Batch sizes for resnet18 (`auto` doubles until out of memory; default
         /// 16,32,64,128,256); for resnet18-train one batch (default 64), per device with
-        /// --devices; for minilm and minilm-train one batch of sequences (default 64).
+        /// --devices; for minilm and minilm-train one batch of sequences (default 64); for
+        /// onnx one batch, the model's symbolic batch dim (default 64).
         #[arg(long, value_delimiter = ',')]
         batch: Vec<String>,
         /// resnet18-train data parallel over these devices (gpu:0,gpu:1, all, cpu,cpu):
@@ -100,8 +101,8 @@ enum Command {
         /// the scaling over one device.
         #[arg(long, conflicts_with = "devices")]
         distributed: bool,
-        /// Mixed precision for resnet18 / resnet18-train / minilm / minilm-train (autocast f16,
-        /// loss scaling).
+        /// Mixed precision for resnet18 / resnet18-train / minilm / minilm-train / onnx
+        /// (autocast f16, loss scaling).
         #[arg(long)]
         amp: bool,
         /// Skip the CPU baseline of resnet18 (it is slow on small machines).
@@ -124,7 +125,8 @@ enum Command {
         #[arg(long, default_value_t = 128)]
         sequence_length: usize,
         /// minilm / minilm-train: a sentence-transformers directory (all-MiniLM-L6-v2) to load
-        /// instead of the same architecture with seeded random weights.
+        /// instead of the same architecture with seeded random weights; onnx: the `.onnx` file
+        /// (required).
         #[arg(long)]
         model: Option<std::path::PathBuf>,
         /// JSON lines instead of a table.
@@ -166,6 +168,10 @@ enum Workload {
     /// MiniLM training steps (head, cross-entropy, AdamW) without and with gradient
     /// checkpointing of the encoder layers: sequences/s, peak memory.
     MinilmTrain,
+    /// An imported ONNX model (--model FILE.onnx) on random inputs at --batch (its symbolic
+    /// batch dim), f32 or --amp: images/s, peak memory, the convolution chains fused. Not
+    /// part of `all`.
+    Onnx,
     /// Every workload above.
     All,
 }
@@ -317,6 +323,19 @@ fn run(cli: Cli) -> Result<(), String> {
             let device = Device::parse(&device).map_err(|e| e.to_string())?;
             let dtype = DType::parse(&dtype)
                 .ok_or_else(|| format!("unknown dtype `{dtype}`; use f32 or f16"))?;
+            if matches!(workload, Workload::Onnx) {
+                let path = model
+                    .as_deref()
+                    .ok_or("bench onnx needs --model FILE.onnx")?;
+                let batch = match batches[..] {
+                    _ if !batch_given => None,
+                    [size] if size > 0 => Some(size),
+                    _ => return Err("bench onnx takes one --batch size (a number)".to_string()),
+                };
+                let results = bench::run_onnx(&device, path, batch, amp)?;
+                bench::report(&results, json);
+                return Ok(());
+            }
             let run = |workload: Workload| match workload {
                 Workload::Matmul => bench::run_matmul(&device, &sizes, dtype, seconds),
                 Workload::Elementwise => bench::run_elementwise(&device, elements, 20),
@@ -350,7 +369,7 @@ fn run(cli: Cli) -> Result<(), String> {
                         bench::run_minilm_train(&device, &options)
                     }
                 }
-                Workload::All => Ok(Vec::new()),
+                Workload::All | Workload::Onnx => Ok(Vec::new()),
             };
             let results = match workload {
                 Workload::All => {

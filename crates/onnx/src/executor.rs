@@ -2,8 +2,10 @@
 //! `Constant` nodes and initializers into device constants, plans graph attributes (If's
 //! branches, Loop's body) as subgraphs that read names of their enclosing scopes, orders the
 //! nodes (a node also waits for the outer names its subgraphs read), looks up each operator,
-//! and notes after which node each intermediate value is read for the last time. Running
-//! binds inputs, runs the nodes through the registry and frees values after their last use.
+//! merges convolution chains into one node each (`conv_fusion.rs`), and notes after which
+//! node each intermediate value is read for the last time. Running binds inputs, runs the
+//! nodes through the registry (a chain through `conv2d_fused`) and frees values after their
+//! last use.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -11,6 +13,7 @@ use std::path::Path;
 use anygrad_core::Device;
 
 use crate::context::{describe_node, NodeContext};
+use crate::conv_fusion::{fuse_conv_chains, fusion_enabled_by_environment, run_chain, ConvChain};
 use crate::error::{OnnxError, Result};
 use crate::graph_order::topological_order;
 use crate::ops::misc::constant_value;
@@ -34,6 +37,21 @@ pub(crate) struct PlannedNode {
     pub free_after: Vec<String>,
     /// Its graph attributes, planned, by attribute name.
     pub subgraphs: HashMap<String, PlannedGraph>,
+    /// For a Conv heading a fused chain (`conv_fusion.rs`): the nodes that follow it (none in
+    /// a chain of one), which run with it; the planned node then stands at the chain's last
+    /// position and writes the last node's output.
+    pub fused: Option<Box<ConvChain>>,
+}
+
+impl PlannedNode {
+    /// The names the node writes (a fused chain's: every node's).
+    pub fn outputs(&self) -> impl Iterator<Item = &String> {
+        self.node.output.iter().chain(
+            self.fused
+                .iter()
+                .flat_map(|chain| chain.followers().flat_map(|f| f.node.output.iter())),
+        )
+    }
 }
 
 /// A graph ready to run.
@@ -132,7 +150,7 @@ pub(crate) fn plan_graph(
     available.extend(outer.iter().cloned());
     let kept: HashSet<String> = outputs.iter().cloned().collect();
     let (nodes, reads) = plan_nodes(rest, &available, &constants, &kept, scope)?;
-    let produced: HashSet<&String> = nodes.iter().flat_map(|p| p.node.output.iter()).collect();
+    let produced: HashSet<&String> = nodes.iter().flat_map(PlannedNode::outputs).collect();
     for output in &outputs {
         if !available.contains(output) && !produced.contains(output) {
             return Err(OnnxError::Model(format!(
@@ -221,9 +239,15 @@ fn plan_nodes(
             opset,
             free_after: Vec::new(),
             subgraphs,
+            fused: None,
         });
         planned_reads.push(reads);
     }
+    let (mut planned, planned_reads) = if fusion_enabled_by_environment() {
+        fuse_conv_chains(planned, planned_reads, kept)
+    } else {
+        (planned, planned_reads)
+    };
     let mut last_use: HashMap<&String, usize> = HashMap::new();
     for (k, reads) in planned_reads.iter().enumerate() {
         for name in reads {
@@ -254,11 +278,14 @@ pub(crate) fn first_unsupported(nodes: &[PlannedNode]) -> Option<&PlannedNode> {
     None
 }
 
-/// Every node, at any depth.
+/// Every node, at any depth (a fused chain's followers after its Conv).
 pub(crate) fn all_nodes(nodes: &[PlannedNode]) -> Vec<&PlannedNode> {
     let mut out = Vec::new();
     for p in nodes {
         out.push(p);
+        if let Some(chain) = &p.fused {
+            out.extend(chain.followers());
+        }
         for sub in p.subgraphs.values() {
             out.extend(all_nodes(&sub.nodes));
         }
@@ -272,6 +299,8 @@ pub(crate) struct Runtime<'a> {
     pub device: &'a Device,
     /// Declared element types by value name.
     pub declared_types: &'a HashMap<String, i32>,
+    /// Whether fused chains run as one fused convolution (else node by node).
+    pub fusion: bool,
 }
 
 /// Run `nodes` over `values` (graph inputs bound by the caller), reading `constants` and,
@@ -284,69 +313,9 @@ pub(crate) fn run_nodes(
     runtime: &Runtime,
 ) -> Result<()> {
     for planned in nodes {
-        let Some(operator) = planned.operator else {
-            return Err(OnnxError::Unsupported {
-                node: describe_node(&planned.node, planned.index),
-                operator: planned.node.op_type.clone(),
-            });
-        };
-        let results = {
-            let lookup = |name: &str| -> Option<Value> {
-                values
-                    .get(name)
-                    .or_else(|| constants.get(name))
-                    .cloned()
-                    .or_else(|| outer(name))
-            };
-            let mut node_inputs = Vec::with_capacity(planned.node.input.len());
-            for name in &planned.node.input {
-                if name.is_empty() {
-                    node_inputs.push(None);
-                    continue;
-                }
-                match lookup(name) {
-                    Some(v) => node_inputs.push(Some(v)),
-                    None => {
-                        return Err(OnnxError::MissingInput {
-                            name: name.clone(),
-                            needed_by: describe_node(&planned.node, planned.index),
-                        })
-                    }
-                }
-            }
-            let run_subgraph = |attribute: &str, arguments: &[Value]| -> Result<Vec<Value>> {
-                let sub = planned
-                    .subgraphs
-                    .get(attribute)
-                    .ok_or_else(|| OnnxError::Node {
-                        node: describe_node(&planned.node, planned.index),
-                        message: format!("graph attribute `{attribute}` is missing"),
-                    })?;
-                run_graph(sub, arguments, &lookup, runtime)
-            };
-            let ctx = NodeContext {
-                node: &planned.node,
-                index: planned.index,
-                inputs: node_inputs,
-                opset: planned.opset,
-                device: runtime.device,
-                declared_types: runtime.declared_types,
-                subgraphs: &run_subgraph,
-            };
-            let results = (operator.run)(&ctx)?;
-            let mut named = Vec::new();
-            for (k, name) in planned.node.output.iter().enumerate() {
-                if name.is_empty() {
-                    continue;
-                }
-                let value = results.get(k).cloned().ok_or_else(|| {
-                    ctx.error(format!(
-                        "output {k} (`{name}`) is not produced by this implementation"
-                    ))
-                })?;
-                named.push((name.clone(), value));
-            }
-            named
+        let results = match &planned.fused {
+            Some(chain) => run_chain(planned, chain, values, constants, outer, runtime)?,
+            None => run_node(planned, values, constants, outer, runtime)?,
         };
         for (name, value) in results {
             values.insert(name, value);
@@ -356,6 +325,79 @@ pub(crate) fn run_nodes(
         }
     }
     Ok(())
+}
+
+/// Run one node through its operator (a fused chain's head as the plain Conv it is), reading
+/// `values`, then `constants`, then `outer`; its outputs by name.
+pub(crate) fn run_node(
+    planned: &PlannedNode,
+    values: &HashMap<String, Value>,
+    constants: &HashMap<String, Value>,
+    outer: &dyn Fn(&str) -> Option<Value>,
+    runtime: &Runtime,
+) -> Result<Vec<(String, Value)>> {
+    let Some(operator) = planned.operator else {
+        return Err(OnnxError::Unsupported {
+            node: describe_node(&planned.node, planned.index),
+            operator: planned.node.op_type.clone(),
+        });
+    };
+    let lookup = |name: &str| -> Option<Value> {
+        values
+            .get(name)
+            .or_else(|| constants.get(name))
+            .cloned()
+            .or_else(|| outer(name))
+    };
+    let mut node_inputs = Vec::with_capacity(planned.node.input.len());
+    for name in &planned.node.input {
+        if name.is_empty() {
+            node_inputs.push(None);
+            continue;
+        }
+        match lookup(name) {
+            Some(v) => node_inputs.push(Some(v)),
+            None => {
+                return Err(OnnxError::MissingInput {
+                    name: name.clone(),
+                    needed_by: describe_node(&planned.node, planned.index),
+                })
+            }
+        }
+    }
+    let run_subgraph = |attribute: &str, arguments: &[Value]| -> Result<Vec<Value>> {
+        let sub = planned
+            .subgraphs
+            .get(attribute)
+            .ok_or_else(|| OnnxError::Node {
+                node: describe_node(&planned.node, planned.index),
+                message: format!("graph attribute `{attribute}` is missing"),
+            })?;
+        run_graph(sub, arguments, &lookup, runtime)
+    };
+    let ctx = NodeContext {
+        node: &planned.node,
+        index: planned.index,
+        inputs: node_inputs,
+        opset: planned.opset,
+        device: runtime.device,
+        declared_types: runtime.declared_types,
+        subgraphs: &run_subgraph,
+    };
+    let results = (operator.run)(&ctx)?;
+    let mut named = Vec::new();
+    for (k, name) in planned.node.output.iter().enumerate() {
+        if name.is_empty() {
+            continue;
+        }
+        let value = results.get(k).cloned().ok_or_else(|| {
+            ctx.error(format!(
+                "output {k} (`{name}`) is not produced by this implementation"
+            ))
+        })?;
+        named.push((name.clone(), value));
+    }
+    Ok(named)
 }
 
 /// Run a subgraph on `arguments` (bound to its inputs in order); its outputs in order.

@@ -11,8 +11,10 @@
 #![warn(missing_docs)]
 
 pub mod backend_test;
+mod batch_norm_fold;
 pub mod compare;
 pub mod context;
+mod conv_fusion;
 pub mod declaration;
 pub mod error;
 mod executor;
@@ -29,6 +31,7 @@ pub mod value;
 
 pub use backend_test::{find_cases, read_tensor_file, run_case, CaseOutcome};
 pub use compare::{compare, Tolerance};
+pub use conv_fusion::{FusedConvChain, FUSION_VARIABLE};
 pub use declaration::{Declaration, DeclaredDim};
 pub use error::{OnnxError, Result};
 pub use host_tensor::{HostData, HostTensor};

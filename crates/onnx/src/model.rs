@@ -23,6 +23,9 @@ use crate::value::Value;
 /// The largest model file read (2 GiB, protobuf's own limit).
 const MAX_MODEL_BYTES: u64 = 1 << 31;
 
+/// The largest weights file read when the machine's memory is unknown (1 TiB).
+const MAX_WEIGHTS_BYTES: u64 = 1 << 40;
+
 /// A loaded ONNX model on one device.
 pub struct OnnxModel {
     ir_version: i64,
@@ -36,6 +39,8 @@ pub struct OnnxModel {
     /// Element types declared for values by name (inputs, outputs, value_info, initializers).
     declared_types: HashMap<String, i32>,
     device: Device,
+    /// Whether planned convolution chains run fused (`set_fusion`).
+    fusion: bool,
 }
 
 impl std::fmt::Debug for OnnxModel {
@@ -143,7 +148,20 @@ impl OnnxModel {
             outputs,
             declared_types,
             device: device.clone(),
+            fusion: true,
         })
+    }
+
+    /// The convolution chains planned to run as one fused convolution (Conv with its batch
+    /// norm, residual Add and Relu; docs/ONNX.md), with how many runs computed each fused.
+    pub fn fused_chains(&self) -> Vec<crate::FusedConvChain> {
+        crate::conv_fusion::fused_chains(&self.graph.nodes)
+    }
+
+    /// Run the planned chains fused (the default) or node by node, as an unfused plan does
+    /// (for comparing the two; `ANYGRAD_ONNX_FUSION=off` at load plans no chains at all).
+    pub fn set_fusion(&mut self, enabled: bool) {
+        self.fusion = enabled;
     }
 
     /// The device the model runs on.
@@ -272,6 +290,95 @@ impl OnnxModel {
         std::fs::write(path, bytes).map_err(|e| io(e.to_string()))
     }
 
+    /// Load float initializers from a safetensors file, the inverse of
+    /// [`save_safetensors`](Self::save_safetensors): restore fine-tuned weights into a freshly
+    /// loaded copy of the same model.
+    ///
+    /// The file must hold every float initializer (by name, with its shape) and nothing else.
+    /// Values are converted to each initializer's dtype (F32, F16, BF16 and F64 entries are
+    /// read) and copied into the existing tensors in place, so tensors taken earlier from
+    /// [`parameters`](Self::parameters) see the loaded values. Everything is checked before
+    /// anything changes: on an error (an unreadable file, missing, unexpected or mis-shaped
+    /// tensors, all listed in one message) the model is unchanged.
+    pub fn load_safetensors(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let io = |message: String| OnnxError::Io {
+            path: path.display().to_string(),
+            message,
+        };
+        // The file is read whole: refuse one larger than the machine's memory (and FIFOs,
+        // devices, folders) before reading anything.
+        let bound = anygrad_core::host_memory::total_memory().unwrap_or(MAX_WEIGHTS_BYTES);
+        let bytes = anygrad_core::files::read_regular_file(path, bound, "safetensors weights")
+            .map_err(|e| io(e.to_string()))?;
+        let file = safetensors::SafeTensors::deserialize(&bytes)
+            .map_err(|e| io(format!("not a valid safetensors file: {e}")))?;
+        let targets: Vec<(&String, &Tensor)> = self
+            .graph
+            .initializers
+            .iter()
+            .filter_map(|(name, _)| match self.graph.constants.get(name) {
+                Some(Value::Tensor(t)) if t.dtype().is_float() => Some((name, t)),
+                _ => None,
+            })
+            .collect();
+        let mut missing = Vec::new();
+        let mut problems = Vec::new();
+        let mut updates = Vec::with_capacity(targets.len());
+        for (name, target) in &targets {
+            let view = match file.tensor(name) {
+                Ok(view) => view,
+                Err(_) => {
+                    missing.push(name.as_str());
+                    continue;
+                }
+            };
+            if view.shape() != target.shape() {
+                problems.push(format!(
+                    "`{name}` has shape {:?} in the file, {:?} in the model",
+                    view.shape(),
+                    target.shape()
+                ));
+                continue;
+            }
+            match decode_float_entry(&view)
+                .and_then(|t| t.to_dtype(target.dtype()).map_err(|e| e.to_string()))
+                .and_then(|t| t.to_device(target.device()).map_err(|e| e.to_string()))
+            {
+                Ok(value) => updates.push((*target, value)),
+                Err(message) => problems.push(format!("`{name}`: {message}")),
+            }
+        }
+        let unexpected: Vec<String> = file
+            .names()
+            .into_iter()
+            .filter(|name| !targets.iter().any(|(t, _)| t.as_str() == *name))
+            .map(str::to_string)
+            .collect();
+        if !missing.is_empty() {
+            problems.insert(0, format!("missing tensors: {}", missing.join(", ")));
+        }
+        if !unexpected.is_empty() {
+            let mut unexpected = unexpected;
+            unexpected.sort();
+            problems.push(format!(
+                "tensors the model has no float initializer for: {}",
+                unexpected.join(", ")
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(io(format!(
+                "cannot load the weights: {}",
+                problems.join("; ")
+            )));
+        }
+        let _guard = anygrad_core::no_grad();
+        for (target, value) in updates {
+            target.assign(&value).map_err(|e| io(e.to_string()))?;
+        }
+        Ok(())
+    }
+
     /// Run the model on `inputs` (name, value); the outputs in declared order. Graph outputs
     /// declared int64 come back as int64 values.
     pub fn run(&self, inputs: &[(&str, Value)]) -> Result<Vec<(String, Value)>> {
@@ -312,6 +419,7 @@ impl OnnxModel {
         let runtime = Runtime {
             device: &self.device,
             declared_types: &self.declared_types,
+            fusion: self.fusion,
         };
         run_nodes(
             &self.graph.nodes,
@@ -382,6 +490,37 @@ impl OnnxModel {
         }
         Ok(hosts)
     }
+}
+
+/// One float entry of a safetensors file as a CPU tensor of its own precision (BF16 widens to
+/// F32, which holds it exactly); other element types are an error naming the type.
+fn decode_float_entry(
+    view: &safetensors::tensor::TensorView<'_>,
+) -> std::result::Result<Tensor, String> {
+    fn values<const N: usize, T>(data: &[u8], convert: fn([u8; N]) -> T) -> Vec<T> {
+        data.chunks_exact(N)
+            .map(|chunk| {
+                let mut raw = [0u8; N];
+                raw.copy_from_slice(chunk);
+                convert(raw)
+            })
+            .collect()
+    }
+    let (data, shape, cpu) = (view.data(), view.shape(), Device::Cpu);
+    let tensor = match view.dtype() {
+        safetensors::Dtype::F32 => Tensor::from_vec(values(data, f32::from_le_bytes), shape, &cpu),
+        safetensors::Dtype::F16 => {
+            Tensor::from_vec(values(data, half::f16::from_le_bytes), shape, &cpu)
+        }
+        safetensors::Dtype::BF16 => Tensor::from_vec(
+            values(data, |raw| half::bf16::from_le_bytes(raw).to_f32()),
+            shape,
+            &cpu,
+        ),
+        safetensors::Dtype::F64 => Tensor::from_vec(values(data, f64::from_le_bytes), shape, &cpu),
+        other => return Err(format!("element type {other:?} is not a float type")),
+    };
+    tensor.map_err(|e| e.to_string())
 }
 
 /// `OpType` with its domain and opset, for messages.

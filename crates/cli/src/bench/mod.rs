@@ -9,6 +9,7 @@ mod matmul_limits;
 mod memory;
 mod minilm;
 mod mlp;
+mod onnx;
 mod overhead;
 mod resnet;
 #[cfg(feature = "mpi")]
@@ -25,6 +26,7 @@ pub use matmul::run_matmul;
 pub use memory::run_elementwise;
 pub use minilm::{random_minilm, run_minilm, run_minilm_train, MinilmOptions};
 pub use mlp::run_mlp;
+pub use onnx::run_onnx;
 pub use overhead::run_overhead;
 pub use resnet::{run_resnet18, run_resnet18_train};
 pub use resnet_parallel::run_resnet18_train_parallel;

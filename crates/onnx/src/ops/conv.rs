@@ -37,7 +37,24 @@ fn two(values: &[usize], fill: usize) -> (usize, usize) {
     }
 }
 
-fn conv(ctx: &NodeContext) -> Result<Vec<Value>> {
+/// A Conv node's operands as a 2-D convolution: the input (asymmetric pads already applied
+/// as zero padding, 1-D inputs over a height of one), the weight, the bias and the
+/// parameters. Conv and the fused convolution chains (`conv_fusion.rs`) share it.
+pub(crate) struct Conv2dOperands {
+    /// `[n, c, h, w]`, padded where the pads were asymmetric.
+    pub input: Tensor,
+    /// `[o, c / groups, kh, kw]`.
+    pub weight: Tensor,
+    /// `[o]`, if the node has one.
+    pub bias: Option<Tensor>,
+    /// Strides, the symmetric padding left, dilations and groups.
+    pub params: Conv2dParams,
+    /// Whether the node's input was 1-D (`[n, c, l]`; its output loses the height again).
+    pub one_d: bool,
+}
+
+/// The operands of the Conv node `ctx` runs.
+pub(crate) fn conv2d_operands(ctx: &NodeContext) -> Result<Conv2dOperands> {
     let x = ctx.tensor(0)?;
     let w = ctx.tensor(1)?;
     let bias = ctx.optional_tensor(2)?;
@@ -50,7 +67,7 @@ fn conv(ctx: &NodeContext) -> Result<Vec<Value>> {
     }
     let one_d = x.rank() == 3;
     let x2 = as_2d(ctx, &x)?;
-    let w2 = as_2d(ctx, &w)?;
+    let weight = as_2d(ctx, &w)?;
     let (pt, pl) = two(&win.pads_begin, 0);
     let (pb, pr) = two(&win.pads_end, 0);
     let (input, padding) = if pt == pb && pl == pr {
@@ -64,8 +81,27 @@ fn conv(ctx: &NodeContext) -> Result<Vec<Value>> {
         dilation: two(&win.dilations, 1),
         groups: groups as usize,
     };
-    let y = ctx.core(input.conv2d(&w2, bias.as_ref(), params))?;
-    single(if one_d { ctx.core(y.squeeze(2))? } else { y })
+    Ok(Conv2dOperands {
+        input,
+        weight,
+        bias,
+        params,
+        one_d,
+    })
+}
+
+fn conv(ctx: &NodeContext) -> Result<Vec<Value>> {
+    let operands = conv2d_operands(ctx)?;
+    let y = ctx.core(operands.input.conv2d(
+        &operands.weight,
+        operands.bias.as_ref(),
+        operands.params,
+    ))?;
+    single(if operands.one_d {
+        ctx.core(y.squeeze(2))?
+    } else {
+        y
+    })
 }
 
 fn conv_transpose(ctx: &NodeContext) -> Result<Vec<Value>> {

@@ -1,9 +1,10 @@
 //! Pooling: MaxPool (with its Indices output), AveragePool and LpPool (asymmetric pads,
 //! `auto_pad`, `ceil_mode`, `count_include_pad`, dilations, any number of spatial dims),
 //! GlobalAveragePool and GlobalMaxPool. 1-D and 2-D float pooling without dilations runs on
-//! the core's pooling; the rest visits the kernel's taps (`pool_by_taps`). Pads and the extra
-//! end rows of `ceil_mode` are explicit padding (`-inf` for max, zeros with a count mask for
-//! average).
+//! the core's pooling; the rest visits the kernel's taps (`pool_by_taps`). Symmetric MaxPool
+//! pads of at most half the kernel go to the core's pooling (which reads them as `-inf`);
+//! other pads and the extra end rows of `ceil_mode` are explicit padding (`-inf` for max,
+//! zeros with a count mask for average).
 
 use anygrad_core::Tensor;
 
@@ -306,7 +307,12 @@ fn pool(ctx: &NodeContext, max: bool) -> Result<Vec<Value>> {
     let k = (kernel[0], kernel[1]);
     let s = (strides[0], strides[1]);
     let padded = begin.iter().chain(&end).any(|&p| p > 0) || extra.iter().any(|&p| p > 0);
-    let y = if max {
+    let symmetric = begin == end && extra == [0, 0] && (0..2).all(|i| begin[i] * 2 <= kernel[i]);
+    let y = if max && symmetric {
+        // The core pads with -inf itself (and keeps a channels-last input so, as the native
+        // models' pooling does); no padded copy of the input.
+        ctx.core(x2.max_pool2d(k, s, (begin[0], begin[1])))?
+    } else if max {
         let input = if padded {
             ctx.core(x2.pad(
                 begin[1],
