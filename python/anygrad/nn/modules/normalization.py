@@ -8,10 +8,10 @@ from .. import functional as F
 from ... import _native
 
 
-class _BatchNorm(Module):
-    """Batch normalization over the channels (dim 1)."""
-
-    _expected_dims = ()
+class _NormBase(Module):
+    """What batch and instance norms share (PyTorch's ``_NormBase``): ``num_features``, ``eps``,
+    ``momentum``, the affine ``weight`` and ``bias`` when ``affine``, and the running statistics
+    as buffers when ``track_running_stats``."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
         super().__init__()
@@ -36,9 +36,6 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
-        # Eval mode's folded scale and shift, kept between forwards while the statistics and
-        # parameters are unchanged (an inference loop folds each batch norm once).
-        self._fold_cache = _native.BatchNormFoldCache()
 
     def reset_running_stats(self):
         """Running mean 0, variance 1, no batches."""
@@ -46,6 +43,18 @@ class _BatchNorm(Module):
             self.running_mean.zero_()
             self.running_var.fill_(1.0)
             self.num_batches_tracked.zero_()
+
+
+class _BatchNorm(_NormBase):
+    """Batch normalization over the channels (dim 1)."""
+
+    _expected_dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        # Eval mode's folded scale and shift, kept between forwards while the statistics and
+        # parameters are unchanged (an inference loop folds each batch norm once).
+        self._fold_cache = _native.BatchNormFoldCache()
 
     def _check_input_dim(self, input):
         if input.dim() not in self._expected_dims:
@@ -184,7 +193,7 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     """Instance normalization: each channel of each sample over its spatial dims. No affine
     parameters and no running statistics unless ``affine`` / ``track_running_stats``, as in
     PyTorch; with running statistics, evaluation mode normalizes with them."""
@@ -192,35 +201,7 @@ class _InstanceNorm(Module):
     _spatial_dims = 1
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
-        super().__init__()
-        import anygrad
-
-        self.num_features = num_features
-        self.eps = eps
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(anygrad.ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(anygrad.zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", anygrad.zeros(num_features, device=device, dtype=dtype))
-            self.register_buffer("running_var", anygrad.ones(num_features, device=device, dtype=dtype))
-            self.register_buffer("num_batches_tracked", anygrad.tensor(0, dtype=anygrad.long, device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
-
-    def reset_running_stats(self):
-        """Running mean 0, variance 1, no batches."""
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1.0)
-            self.num_batches_tracked.zero_()
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def forward(self, input):
         """Instance normalization (an input without the batch dim is one sample)."""

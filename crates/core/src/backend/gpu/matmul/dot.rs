@@ -31,28 +31,33 @@ pub(crate) const COLUMNS: usize = 8;
 /// GPU with the tiled kernels).
 const MAX_ROWS: usize = 256;
 
-/// Whether the kernel computes `a x b` (rank-3 views `[batch, m, k]`, `[batch, k, n]`): F16
-/// or F32, m at most [`MAX_ROWS`], both operands contiguous along k, and every offset and
-/// stride a whole number of 16-byte vectors (k too).
-pub(crate) fn applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
-    let Some(lanes) = vector_lanes(dtype) else {
-        return false;
-    };
+/// The rows of A (m) of `a x b` (rank-3 views `[batch, m, k]`, `[batch, k, n]`) where both
+/// operands run along k in memory as 16-byte vectors: F16 or F32, k > 0, A's and B's k-stride
+/// 1, and every offset and other stride (k too) a whole number of vectors. `None` elsewhere.
+/// The dot and vector kernels (`matmul/vector.rs`) read their operands this way.
+pub(crate) fn rows_contiguous_along_k(dtype: DType, a: &Layout, b: &Layout) -> Option<usize> {
+    let lanes = vector_lanes(dtype)?;
     let (&[_, m, k], &[_, _, _]) = (a.shape.as_slice(), b.shape.as_slice()) else {
-        return false;
+        return None;
     };
     let whole = |value: usize| value.is_multiple_of(lanes);
     let (&[a_batch, a_row, 1], &[b_batch, 1, b_column]) =
         (a.strides.as_slice(), b.strides.as_slice())
     else {
-        return false;
+        return None;
     };
-    m <= MAX_ROWS
-        && k > 0
+    let aligned = k > 0
         && whole(k)
         && whole(a.offset)
         && whole(b.offset)
-        && [a_batch, a_row, b_batch, b_column].into_iter().all(whole)
+        && [a_batch, a_row, b_batch, b_column].into_iter().all(whole);
+    aligned.then_some(m)
+}
+
+/// Whether the kernel computes `a x b`: operands contiguous along k
+/// ([`rows_contiguous_along_k`]) and m at most [`MAX_ROWS`].
+pub(crate) fn applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
+    rows_contiguous_along_k(dtype, a, b).is_some_and(|m| m <= MAX_ROWS)
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).

@@ -13,7 +13,7 @@
 //! [`applies`] says where it runs; `GpuStorage::matmul` (`matmul/primitive.rs`) makes it the
 //! default there and offers it to the autotuner as candidate `vector`.
 
-use crate::backend::gpu::matmul::dot::dot_vectors;
+use crate::backend::gpu::matmul::dot::{dot_vectors, rows_contiguous_along_k};
 use crate::backend::gpu::matmul::kernel::MatmulKernel;
 use crate::backend::gpu::matmul::MatmulParams;
 use crate::backend::gpu::runtime::params::KernelParams;
@@ -30,28 +30,11 @@ pub(crate) const COLUMNS: usize = 8;
 /// Invocations that split k for one column (256 / [`COLUMNS`]).
 const SPLIT: usize = 32;
 
-/// Whether the kernel computes `a x b` (rank-3 views `[batch, m, k]`, `[batch, k, n]`): F16
-/// or F32, m at most [`ROWS`], both operands contiguous along k, and every offset and stride
-/// a whole number of 16-byte vectors (k too).
+/// Whether the kernel computes `a x b` (rank-3 views `[batch, m, k]`, `[batch, k, n]`):
+/// operands contiguous along k as the dot kernel reads them
+/// ([`rows_contiguous_along_k`]) and m from 1 to [`ROWS`].
 pub(crate) fn applies(dtype: DType, a: &Layout, b: &Layout) -> bool {
-    let Some(lanes) = vector_lanes(dtype) else {
-        return false;
-    };
-    let (&[_, m, k], &[_, _, _]) = (a.shape.as_slice(), b.shape.as_slice()) else {
-        return false;
-    };
-    let whole = |value: usize| value.is_multiple_of(lanes);
-    let (&[a_batch, a_row, 1], &[b_batch, 1, b_column]) =
-        (a.strides.as_slice(), b.strides.as_slice())
-    else {
-        return false;
-    };
-    (1..=ROWS).contains(&m)
-        && k > 0
-        && whole(k)
-        && whole(a.offset)
-        && whole(b.offset)
-        && [a_batch, a_row, b_batch, b_column].into_iter().all(whole)
+    rows_contiguous_along_k(dtype, a, b).is_some_and(|m| (1..=ROWS).contains(&m))
 }
 
 /// The catalogue entries (`kernel_catalog.rs`).
