@@ -148,10 +148,20 @@ def _ceil_extra(size, kernel, stride, padding, dilation):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """2-D max pooling; ``ceil_mode`` keeps the partial windows at the bottom and right edges
-    (the input is extended with ``-inf`` there, which never wins)."""
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not supported yet")
+    """2-D max pooling of ``[N, C, H, W]`` (or ``[C, H, W]``); ``ceil_mode`` keeps the partial
+    windows at the bottom and right edges (the input is extended with ``-inf`` there, which
+    never wins); a ``dilation`` other than 1 is a composite over the kernel's taps. With
+    ``return_indices=True`` it returns ``(values, indices)``: ``indices``
+    (int64, the shape of ``values``) holds each maximum's flat position ``h * W + w`` within its
+    input plane, the first in the window's row-major order on ties, as PyTorch's; it is what
+    ``max_unpool2d`` takes. Gradients flow through the values."""
+    dilated = (tuple(dilation) if isinstance(dilation, (tuple, list)) else (dilation, dilation)) != (1, 1)
+    if return_indices or dilated:
+        # Without dilation the native pooling gives the values; the taps give only the indices.
+        values, indices = _max_pool2d_taps(input if dilated else input.detach(), kernel_size, stride, padding, dilation, ceil_mode)
+        if not dilated:
+            values = max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, False)
+        return (values, indices) if return_indices else values
     if ceil_mode:
         def pair(value):
             return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
@@ -202,10 +212,119 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """1-D max pooling (as 2-D pooling over a height of one)."""
-    stride = kernel_size if stride is None else stride
-    out = _native.max_pool2d(input.unsqueeze(-2), (1, kernel_size), (1, stride), (0, padding), dilation, ceil_mode)
+    """1-D max pooling of ``[N, C, L]`` (or ``[C, L]``), as 2-D pooling over a height of one;
+    with ``return_indices=True`` it returns ``(values, indices)``, the indices being positions
+    along ``L`` (what ``max_unpool1d`` takes)."""
+    kernel_size, stride, padding, dilation = (_single(v) for v in (kernel_size, kernel_size if stride is None or stride == [] else stride, padding, dilation))
+    out = max_pool2d(input.unsqueeze(-2), (1, kernel_size), (1, stride), (0, padding), (1, dilation), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
     return out.squeeze(-2)
+
+
+def _single(value):
+    """An int from an int or a one-element tuple or list."""
+    return value[0] if isinstance(value, (tuple, list)) else value
+
+
+def _max_pool2d_taps(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """Max pooling's values and the flat in-plane positions of the maxima: every kernel tap's
+    strided view of the ``-inf``-padded input is stacked, ``argmax`` over the taps (the first on
+    ties) picks one, which gives the value (gradients flow to it) and, from the same views of a
+    plane of positions, its index."""
+    import numpy as np
+    import anygrad
+
+    def pair(value):
+        return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+    k, d, p = pair(kernel_size), pair(dilation), pair(padding)
+    s = pair(stride) if stride is not None and stride != [] else k
+    height, width = input.shape[-2], input.shape[-1]
+    extra_h = _ceil_extra(height, k[0], s[0], p[0], d[0]) if ceil_mode else 0
+    extra_w = _ceil_extra(width, k[1], s[1], p[1], d[1]) if ceil_mode else 0
+    widths = (p[1], p[1] + extra_w, p[0], p[0] + extra_h)
+    padded = pad(input, widths, value=float("-inf"))
+    positions = np.pad(np.arange(height * width, dtype=np.int64).reshape(height, width), ((widths[2], widths[3]), (widths[0], widths[1])), constant_values=-1)
+    positions = anygrad.tensor(positions, device=input.device)
+    out_h = (padded.shape[-2] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    out_w = (padded.shape[-1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    value_taps, position_taps = [], []
+    for i in range(k[0]):
+        rows = slice(i * d[0], i * d[0] + (out_h - 1) * s[0] + 1, s[0])
+        for j in range(k[1]):
+            cols = slice(j * d[1], j * d[1] + (out_w - 1) * s[1] + 1, s[1])
+            value_taps.append(padded[..., rows, cols])
+            position_taps.append(positions[rows, cols])
+    values = anygrad.stack(value_taps, -1)
+    choice = values.detach().argmax(-1, keepdim=True)
+    candidates = anygrad.stack(position_taps, -1).expand(*values.shape).contiguous()
+    return values.gather(-1, choice).squeeze(-1), candidates.gather(-1, choice).squeeze(-1)
+
+
+def _unpool_sizes(op, input, kernel_size, stride, padding, output_size, dims):
+    """The output's trailing sizes of a max unpooling: ``output_size`` (its last ``dims``
+    entries) or ``(in - 1) * stride - 2 * padding + kernel``."""
+    def tup(value):
+        return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+
+    k, p = tup(kernel_size), tup(padding)
+    s = tup(stride) if stride is not None and stride != [] else k
+    default = tuple((input.shape[input.dim() - dims + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(dims))
+    if output_size is None:
+        return default
+    sizes = tuple(int(v) for v in output_size)[-dims:]
+    if len(sizes) != dims:
+        raise ValueError(f"{op}: output_size must have {dims} or {input.dim()} elements, got {list(output_size)}")
+    for i in range(dims):
+        low, high = default[i] - s[i], default[i] + s[i]
+        if not low < sizes[i] < high:
+            raise ValueError(f"{op}: invalid output_size {list(output_size)} (dim {i} must be between {low + 1} and {high - 1})")
+    return sizes
+
+
+def _max_unpool(op, input, indices, sizes, dims):
+    """Scatter ``input``'s values to their ``indices`` in zero planes of ``sizes`` (flat
+    positions within each plane); gradients flow to the values."""
+    import anygrad
+
+    if tuple(indices.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: expected indices of the input's shape {list(input.shape)}, got {list(indices.shape)}")
+    lead = tuple(input.shape[: input.dim() - dims])
+    planes = 1
+    for size in lead:
+        planes *= size
+    plane_size = 1
+    for size in sizes:
+        plane_size *= size
+    per_plane = input.numel() // max(planes, 1)
+    values = input.reshape(planes, per_plane)
+    where = indices.reshape(planes, per_plane).to(anygrad.int64)
+    rows = anygrad.arange(planes, device=input.device).reshape(planes, 1).expand(planes, per_plane).contiguous()
+    out = anygrad.zeros(planes, plane_size, dtype=input.dtype, device=input.device)
+    out = out.index_put((rows.reshape(-1), where.reshape(-1)), values.reshape(-1))
+    return out.reshape(*lead, *sizes)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool2d``: each value of ``input`` (``[N, C, H, W]`` or
+    ``[C, H, W]``) goes to the flat position ``indices`` gives within its output plane, every
+    other element is zero. The output's size is ``output_size`` (its last two entries) or
+    ``(H - 1) * stride - 2 * padding + kernel_size`` per dim."""
+    if input.dim() not in (3, 4):
+        raise ValueError(f"max_unpool2d: expected a 3-D or 4-D input, got {input.dim()}-D")
+    sizes = _unpool_sizes("max_unpool2d", input, kernel_size, stride, padding, output_size, 2)
+    return _max_unpool("max_unpool2d", input, indices, sizes, 2)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool1d``: each value of ``input`` (``[N, C, L]`` or
+    ``[C, L]``) goes to the position ``indices`` gives, every other element is zero; the length
+    is ``output_size`` (its last entry) or ``(L - 1) * stride - 2 * padding + kernel_size``."""
+    if input.dim() not in (2, 3):
+        raise ValueError(f"max_unpool1d: expected a 2-D or 3-D input, got {input.dim()}-D")
+    sizes = _unpool_sizes("max_unpool1d", input, kernel_size, stride, padding, output_size, 1)
+    return _max_unpool("max_unpool1d", input, indices, sizes, 1)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -775,3 +894,187 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
         negative_distance = negative_distance.minimum(pairwise_distance(positive, negative, p, eps))
     loss = (positive_distance - negative_distance + margin).clamp(min=0.0)
     return _reduce(loss, reduction, "triplet_margin_loss")
+
+
+# Convolutions written over the 2-D ones ------------------------------------------------------
+
+
+def _triple(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value, value)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution of ``[N, C_in, L]`` (or ``[C_in, L]``) with weight
+    ``[C_out, C_in / groups, k]``, run as a 2-D convolution over a height of one; ``padding``
+    may be an int or ``"valid"``."""
+    if padding == "valid":
+        padding = 0
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    out = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride)), (0, _single(padding)), (1, _single(dilation)), groups).squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution of ``[N, C_in, D, H, W]`` (or ``[C_in, D, H, W]``) with weight
+    ``[C_out, C_in / groups, kD, kH, kW]`` and an optional ``bias`` ``[C_out]``; ``stride``,
+    ``padding`` (an int, a triple, ``"valid"`` or ``"same"``) and ``dilation`` per dim, as
+    PyTorch's. Returns ``[N, C_out, D_out, H_out, W_out]`` with ``D_out = (D + 2 * padding -
+    dilation * (kD - 1) - 1) // stride + 1`` (and so on).
+
+    A composite over ``conv2d``: the depth positions the output needs are folded into the
+    batch, and each kernel depth tap adds the 2-D convolution of the input depth slices it
+    reads with that tap's ``[C_out, C_in / groups, kH, kW]`` weights; gradients flow to the
+    input, the weight and the bias."""
+    if input.dim() not in (4, 5):
+        raise ValueError(f"conv3d: expected a 4-D or 5-D input, got {input.dim()}-D")
+    if weight.dim() != 5:
+        raise ValueError(f"conv3d: expected a 5-D weight, got {weight.dim()}-D")
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    kernel = tuple(weight.shape[2:])
+    s, d = _triple(stride), _triple(dilation)
+    if padding == "valid":
+        padding = 0
+    if padding == "same":
+        if any(v != 1 for v in s):
+            raise ValueError("conv3d: padding='same' is not supported for strided convolutions")
+        totals = [d[i] * (kernel[i] - 1) for i in range(3)]
+        x = pad(x, (totals[2] // 2, totals[2] - totals[2] // 2, totals[1] // 2, totals[1] - totals[1] // 2, totals[0] // 2, totals[0] - totals[0] // 2))
+        padding = 0
+    p = _triple(padding)
+    n, channels = x.shape[0], x.shape[1]
+    if channels != weight.shape[1] * groups:
+        raise RuntimeError(f"conv3d: expected input with {weight.shape[1] * groups} channels, got {channels}")
+    if p[0]:
+        x = pad(x, (0, 0, 0, 0, p[0], p[0]))
+    depth, height, width = x.shape[2], x.shape[3], x.shape[4]
+    out_d = (depth - d[0] * (kernel[0] - 1) - 1) // s[0] + 1
+    if out_d < 1:
+        raise RuntimeError(f"conv3d: the input's depth {depth} (padded) is smaller than the dilated kernel")
+    out = None
+    for tap in range(kernel[0]):
+        start = tap * d[0]
+        slices = x[:, :, start : start + (out_d - 1) * s[0] + 1 : s[0]]
+        slices = slices.permute(0, 2, 1, 3, 4).reshape(n * out_d, channels, height, width)
+        part = conv2d(slices, weight[:, :, tap], None, (s[1], s[2]), (p[1], p[2]), (d[1], d[2]), groups)
+        out = part if out is None else out + part
+    out = out.reshape(n, out_d, out.shape[1], out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 1-D convolution of ``[N, C_in, L]`` (or ``[C_in, L]``) with weight
+    ``[C_in, C_out / groups, k]``: ``L_out = (L - 1) * stride - 2 * padding + dilation * (k - 1)
+    + output_padding + 1``. Run as ``conv_transpose2d`` over a height of one."""
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    out = conv_transpose2d(
+        x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride)), (0, _single(padding)),
+        (0, _single(output_padding)), groups, (1, _single(dilation)),
+    ).squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+# Connectionist temporal classification ---------------------------------------------------------
+
+
+def _lengths(value, count):
+    if hasattr(value, "tolist"):
+        value = value.reshape(-1).tolist()
+    elif not isinstance(value, (tuple, list)):
+        value = [value]
+    value = [int(v) for v in value]
+    if len(value) != count:
+        raise ValueError(f"ctc_loss: expected {count} lengths, got {len(value)}")
+    return value
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """The connectionist temporal classification loss (Graves et al., 2006): the negative log
+    probability of each target sequence summed over every alignment of it (blanks between and
+    around the labels, labels repeated) to the input's time steps.
+
+    ``log_probs`` is ``[T, N, C]`` (or ``[T, C]``) log-probabilities (``log_softmax`` of the
+    outputs); ``targets`` is ``[N, S]`` (padded) or the targets concatenated in 1-D (their
+    sum of lengths), never containing ``blank``; ``input_lengths`` and ``target_lengths`` are
+    tensors, tuples or lists of ``N`` ints. ``reduction="mean"`` divides each loss by its target
+    length and averages over the batch, ``"sum"`` adds them, ``"none"`` returns ``[N]``. An
+    alignment that cannot exist (the input too short) gives ``inf``, or 0 (with a zero
+    gradient) under ``zero_infinity``.
+
+    Written as the forward (alpha) recursion in log space with tensor ops over the time steps,
+    so autograd gives the gradient."""
+    import numpy as np
+    import anygrad
+
+    if log_probs.dim() not in (2, 3):
+        raise ValueError(f"ctc_loss: expected log_probs of 2 or 3 dims, got {log_probs.dim()}")
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+    steps, batch, classes = log_probs.shape
+    inputs = _lengths(input_lengths, batch)
+    lengths = _lengths(target_lengths, batch)
+    labels = np.asarray(targets.detach().cpu().numpy() if hasattr(targets, "numpy") else targets, dtype=np.int64)
+    if unbatched:
+        labels = labels.reshape(1, -1)
+    if labels.ndim == 1:
+        ends = np.cumsum([0] + lengths)
+        rows = [labels[ends[i] : ends[i + 1]] for i in range(batch)]
+    else:
+        rows = [labels[i, : lengths[i]] for i in range(batch)]
+    if any(length > steps or length < 0 for length in inputs):
+        raise ValueError(f"ctc_loss: input lengths {inputs} must be between 0 and {steps}")
+    width = 2 * max(lengths + [0]) + 1
+    extended = np.full((batch, width), blank, dtype=np.int64)
+    skip = np.zeros((batch, width), dtype=bool)
+    start = np.zeros((batch, width), dtype=bool)
+    for i, row in enumerate(rows):
+        extended[i, 1 : 2 * len(row) : 2] = row
+        for s in range(3, 2 * len(row), 2):
+            skip[i, s] = extended[i, s] != extended[i, s - 2]
+        start[i, 0] = True
+        if len(row):
+            start[i, 1] = True
+    device = log_probs.device
+    work = log_probs if log_probs.dtype in (anygrad.float32, anygrad.float64) else log_probs.float()
+    floor = -1e30
+    # Each time step's log-probability of each extended label: [T, N, width].
+    emitted = work.gather(2, anygrad.tensor(extended, device=device).unsqueeze(0).expand(steps, batch, width).contiguous())
+    emitted = emitted.clamp(min=floor)
+    skip_mask = anygrad.tensor(skip, device=device)
+    low = anygrad.full((batch, 2), floor, dtype=work.dtype, device=device)
+    alpha = anygrad.where(anygrad.tensor(start, device=device), emitted[0], floor)
+    active = anygrad.tensor(np.arange(steps)[:, None, None] < np.asarray(inputs)[None, :, None], device=device)
+    for t in range(1, steps):
+        stay = alpha
+        advance = anygrad.cat([low[:, :1], alpha[:, :-1]], 1)
+        jump = anygrad.where(skip_mask, anygrad.cat([low, alpha[:, :-2]], 1), floor) if width > 2 else advance * 0 + floor
+        step = anygrad.stack([stay, advance, jump], 0).logsumexp(0) + emitted[t]
+        alpha = anygrad.where(active[t], step.clamp(min=floor), alpha)
+    last = anygrad.tensor([[2 * n] for n in lengths], device=device)
+    before = anygrad.tensor([[max(2 * n - 1, 0)] for n in lengths], device=device)
+    has_label = anygrad.tensor([[n > 0] for n in lengths], device=device)
+    ending = anygrad.cat([alpha.gather(1, last), anygrad.where(has_label, alpha.gather(1, before), floor)], 1)
+    loss = -ending.logsumexp(1)
+    # No time steps at all: only the empty target has an alignment (probability one).
+    if 0 in inputs:
+        empty = anygrad.tensor([n == 0 for n in inputs], device=device)
+        fixed = anygrad.tensor([0.0 if n == 0 else 2e30 for n in lengths], dtype=loss.dtype, device=device)
+        loss = anygrad.where(empty, fixed, loss)
+    impossible = (loss > 1e29).detach()
+    loss = anygrad.where(impossible, 0.0 if zero_infinity else float("inf"), loss)
+    if log_probs.dtype != work.dtype:
+        loss = loss.to(log_probs.dtype)
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        divisors = anygrad.tensor([max(n, 1) for n in lengths], dtype=loss.dtype, device=device)
+        return (loss / divisors).mean()
+    raise ValueError(f"ctc_loss: {reduction} is not a valid value for reduction")

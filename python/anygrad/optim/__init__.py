@@ -7,4 +7,5 @@ from .adam import Adam, AdamW
 from .rmsprop import RMSprop
 from .adagrad import Adagrad
 from .adadelta import Adadelta
+from .lbfgs import LBFGS
 from . import lr_scheduler

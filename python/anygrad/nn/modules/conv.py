@@ -1,5 +1,6 @@
-"""``Conv2d`` (and ``Conv1d`` over a height of one) and ``ConvTranspose2d``, initialised as
-PyTorch does."""
+"""``Conv2d`` (and ``Conv1d`` over a height of one), ``Conv3d`` (a composite of 2-D
+convolutions), ``ConvTranspose2d`` and ``ConvTranspose1d`` (over a height of one), initialised
+as PyTorch does."""
 
 import math
 
@@ -159,6 +160,119 @@ class ConvTranspose2d(Module):
         if self.padding != (0, 0):
             text += f", padding={self.padding}"
         if self.output_padding != (0, 0):
+            text += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+def _triple(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value, value)
+
+
+class Conv3d(Module):
+    """3-D convolution of ``[N, C_in, D, H, W]`` with weight ``[out, in / groups, kD, kH, kW]``
+    (``nn.functional.conv3d``: 2-D convolutions summed over the kernel's depth taps)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv3d: padding_mode={padding_mode!r} is not supported (zeros only)")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.dilation = _triple(kernel_size), _triple(stride), _triple(dilation)
+        if padding == "same" and any(s != 1 for s in self.stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        self.padding = padding if isinstance(padding, str) else _triple(padding)
+        self.groups, self.padding_mode = groups, padding_mode
+        self.weight = Parameter(anygrad.empty(out_channels, in_channels // groups, *self.kernel_size, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation."""
+        _reset_convolution(self)
+
+    def forward(self, input):
+        """The convolution."""
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0, 0):
+            text += f", padding={self.padding}"
+        if self.dilation != (1, 1, 1):
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+def _one(value):
+    return value[0] if isinstance(value, (tuple, list)) else value
+
+
+class ConvTranspose1d(Module):
+    """Transposed 1-D convolution of ``[N, C_in, L]``, weight ``[in, out / groups, k]``
+    (``nn.functional.conv_transpose1d``); ``forward(input, output_size)`` picks the
+    ``output_padding`` that gives ``output_size``."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for ConvTranspose1d, got {padding_mode!r}')
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride = (_one(kernel_size),), (_one(stride),)
+        self.padding, self.output_padding = (_one(padding),), (_one(output_padding),)
+        self.dilation, self.groups, self.padding_mode = (_one(dilation),), groups, padding_mode
+        self.weight = Parameter(anygrad.empty(in_channels, out_channels // groups, self.kernel_size[0], device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation (the fan-in of the weight's layout)."""
+        _reset_convolution(self)
+
+    def _output_padding(self, input, output_size):
+        if output_size is None:
+            return self.output_padding[0]
+        wanted = int(list(output_size)[-1])
+        smallest = (input.shape[-1] - 1) * self.stride[0] - 2 * self.padding[0] + self.dilation[0] * (self.kernel_size[0] - 1) + 1
+        extra = wanted - smallest
+        largest = smallest + max(self.stride[0], self.dilation[0]) - 1
+        if not 0 <= extra < max(self.stride[0], self.dilation[0]):
+            raise ValueError(f"requested an output size of {list(output_size)}, but valid sizes range from {smallest} to {largest}")
+        return extra
+
+    def forward(self, input, output_size=None):
+        """The transposed convolution."""
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride[0], self.padding[0], output_padding, self.groups, self.dilation[0])
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,):
+            text += f", padding={self.padding}"
+        if self.output_padding != (0,):
             text += f", output_padding={self.output_padding}"
         if self.groups != 1:
             text += f", groups={self.groups}"

@@ -1,6 +1,6 @@
 """Loss layers: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``,
 ``SmoothL1Loss``, ``HuberLoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``KLDivLoss``,
-``CosineEmbeddingLoss``, ``MarginRankingLoss``, ``TripletMarginLoss``."""
+``CosineEmbeddingLoss``, ``MarginRankingLoss``, ``TripletMarginLoss``, ``CTCLoss``."""
 
 from .module import Module
 from .. import functional as F
@@ -158,3 +158,19 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor, positive, negative):
         """The loss."""
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss: ``forward(log_probs, targets,
+    input_lengths, target_lengths)`` with ``log_probs`` ``[T, N, C]`` (or ``[T, C]``); see
+    ``nn.functional.ctc_loss``. ``blank`` is the blank class, ``zero_infinity`` turns the
+    infinite losses of impossible alignments (and their gradients) into zeros."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        """The loss."""
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity)

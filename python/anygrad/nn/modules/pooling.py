@@ -1,5 +1,5 @@
 """Pooling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``,
-``AdaptiveMaxPool2d`` and their 1-D forms."""
+``AdaptiveMaxPool2d``, ``MaxUnpool2d`` and their 1-D forms."""
 
 from .module import Module
 from .. import functional as F
@@ -59,15 +59,47 @@ class AdaptiveAvgPool2d(Module):
 
 
 class MaxPool1d(Module):
-    """1-D max pooling."""
+    """1-D max pooling (``stride`` defaults to the kernel size); with ``return_indices`` the
+    forward returns ``(values, indices)`` for ``MaxUnpool1d``."""
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
     def forward(self, input):
         """Max pooling."""
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding)
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+
+
+class MaxUnpool2d(Module):
+    """The partial inverse of ``MaxPool2d``: ``forward(input, indices, output_size=None)`` puts
+    each value at the in-plane position ``MaxPool2d(return_indices=True)`` gave, zeros
+    elsewhere (``stride`` defaults to the kernel size)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, padding
+
+    def forward(self, input, indices, output_size=None):
+        """Max unpooling."""
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(MaxUnpool2d):
+    """The partial inverse of ``MaxPool1d``: ``forward(input, indices, output_size=None)``."""
+
+    def forward(self, input, indices, output_size=None):
+        """Max unpooling."""
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
 class AvgPool1d(Module):
