@@ -21,35 +21,40 @@ def _reset_convolution(module):
             init.uniform_(module.bias, -bound, bound)
 
 
+def _tuple(value, count):
+    """``value`` as a ``count``-tuple (a number repeated, a sequence as it is)."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * count
+
+
 def _pair(value):
-    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+    return _tuple(value, 2)
 
 
-class Conv2d(Module):
-    """2-D convolution with weight ``[out, in / groups, kh, kw]``."""
+class _ConvNd(Module):
+    """What ``Conv2d`` and ``Conv3d`` share (PyTorch's ``_ConvNd``): the arguments checked and
+    kept as ``_dims``-tuples, the weight ``[out, in / groups, *kernel_size]`` and bias,
+    PyTorch's initialisation and ``repr``. Subclasses set ``_dims`` and ``_convolution`` (the
+    functional form) and may resolve string paddings (``_padding``)."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+    _dims = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, device, dtype):
         super().__init__()
         import anygrad
 
+        name = type(self).__name__
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")
         if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not supported (zeros only)")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size)
-        self.stride = _pair(stride)
-        self.dilation = _pair(dilation)
-        if padding == "same":
-            if any(s != 1 for s in self.stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            padding = tuple(d * (k - 1) // 2 for d, k in zip(self.dilation, self.kernel_size))
-        elif padding == "valid":
-            padding = 0
-        self.padding = _pair(padding)
-        self.groups = groups
-        self.padding_mode = padding_mode
+            raise NotImplementedError(f"{name}: padding_mode={padding_mode!r} is not supported (zeros only)")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _tuple(kernel_size, self._dims)
+        self.stride = _tuple(stride, self._dims)
+        self.dilation = _tuple(dilation, self._dims)
+        if padding == "same" and any(s != 1 for s in self.stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        self.padding = self._padding(padding)
+        self.groups, self.padding_mode = groups, padding_mode
         self.weight = Parameter(anygrad.empty(out_channels, in_channels // groups, *self.kernel_size, device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
@@ -57,27 +62,48 @@ class Conv2d(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
+    def _padding(self, padding):
+        """``padding`` as kept: a string (``"same"``, ``"valid"``) as given, else a tuple."""
+        return padding if isinstance(padding, str) else _tuple(padding, self._dims)
+
     def reset_parameters(self):
         """PyTorch's default initialisation."""
         _reset_convolution(self)
 
     def forward(self, input):
         """The convolution."""
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return type(self)._convolution(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
-
         """The settings shown in ``repr``."""
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
+        if self.padding != (0,) * self._dims:
             text += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * self._dims:
             text += f", dilation={self.dilation}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
         return text
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution with weight ``[out, in / groups, kh, kw]``."""
+
+    _dims = 2
+    _convolution = staticmethod(F.conv2d)
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, device, dtype)
+
+    def _padding(self, padding):
+        """``"same"`` and ``"valid"`` resolved to numbers (the native convolution takes those)."""
+        if padding == "same":
+            return tuple(d * (k - 1) // 2 for d, k in zip(self.dilation, self.kernel_size))
+        if padding == "valid":
+            return (0, 0)
+        return _tuple(padding, 2)
 
 
 class Conv1d(Module):
@@ -168,55 +194,15 @@ class ConvTranspose2d(Module):
         return text
 
 
-def _triple(value):
-    return tuple(value) if isinstance(value, (tuple, list)) else (value, value, value)
-
-
-class Conv3d(Module):
+class Conv3d(_ConvNd):
     """3-D convolution of ``[N, C_in, D, H, W]`` with weight ``[out, in / groups, kD, kH, kW]``
     (``nn.functional.conv3d``: 2-D convolutions summed over the kernel's depth taps)."""
 
+    _dims = 3
+    _convolution = staticmethod(F.conv3d)
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__()
-        import anygrad
-
-        if in_channels % groups or out_channels % groups:
-            raise ValueError("in_channels and out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv3d: padding_mode={padding_mode!r} is not supported (zeros only)")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride, self.dilation = _triple(kernel_size), _triple(stride), _triple(dilation)
-        if padding == "same" and any(s != 1 for s in self.stride):
-            raise ValueError("padding='same' is not supported for strided convolutions")
-        self.padding = padding if isinstance(padding, str) else _triple(padding)
-        self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(anygrad.empty(out_channels, in_channels // groups, *self.kernel_size, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        """PyTorch's default initialisation."""
-        _reset_convolution(self)
-
-    def forward(self, input):
-        """The convolution."""
-        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def extra_repr(self):
-        """The settings shown in ``repr``."""
-        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0, 0):
-            text += f", padding={self.padding}"
-        if self.dilation != (1, 1, 1):
-            text += f", dilation={self.dilation}"
-        if self.groups != 1:
-            text += f", groups={self.groups}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, device, dtype)
 
 
 def _one(value):
