@@ -252,6 +252,8 @@ for _name in (
     "dist", "outer", "dot", "diag", "repeat_interleave", "std_mean", "var_mean",
     "numel", "tan", "atan", "asin", "acos", "sinh", "cosh", "silu", "gelu",
     "lerp", "kthvalue", "median", "mode", "unique", "index_put", "index_put_",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift",
 ):
     if _name not in globals() or _name in ("max", "min", "sum", "abs", "round", "all", "any", "pow"):
         globals()[_name] = _method(_name)

@@ -272,39 +272,11 @@ fn compare(lhs: &PyTensor, rhs: Operand, op: BinaryOp) -> PyResult<PyTensor> {
     Ok(PyTensor::wrap(result))
 }
 
-/// `&`, `|`, `^` on bool tensors (a bool scalar joins as a bool tensor).
-fn logical(op: &str, lhs: &PyTensor, rhs: Operand) -> PyResult<PyTensor> {
-    let other = match rhs {
-        Operand::Tensor(other) => run(op, || match_device(&lhs.tensor, &other.tensor))?,
-        Operand::Scalar(value, ScalarKind::Bool) => run(op, || {
-            Tensor::scalar(value, DType::Bool, lhs.tensor.device())
-        })?,
-        Operand::Scalar(_, _) => {
-            return Err(type_error(
-                op,
-                "is supported between bool tensors and bools only",
-            ))
-        }
-    };
-    if lhs.tensor.dtype() != DType::Bool || other.dtype() != DType::Bool {
-        return Err(type_error(
-            op,
-            format!(
-                "is supported for bool tensors only, got {} and {}",
-                lhs.logical().name(),
-                Logical::of(other.dtype(), false).name()
-            ),
-        ));
-    }
-    let result = run(op, || {
-        let (a, b) = (lhs.tensor.to_dtype(DType::U8)?, other.to_dtype(DType::U8)?);
-        match op {
-            "__and__" => a.minimum(&b)?.to_dtype(DType::Bool),
-            "__or__" => a.maximum(&b)?.to_dtype(DType::Bool),
-            _ => a.ne(&b),
-        }
-    })?;
-    Ok(PyTensor::wrap(result))
+/// A bit operator (`&`, `|`, `^`, `<<`, `>>`) on integer or bool tensors, with PyTorch's types
+/// (a bool tensor with an int gives an integer; bools stay bools); float operands are a
+/// `TypeError` naming the op.
+fn bitwise(op: BinaryOp, lhs: &PyTensor, rhs: Operand, reversed: bool) -> PyResult<PyTensor> {
+    arith(op.name(), lhs, rhs, Arith::Primitive(op), reversed)
 }
 
 impl PyTensor {
@@ -518,44 +490,182 @@ impl PyTensor {
         Ok(self.derived(run("abs", || self.tensor.abs())?))
     }
     fn __invert__(&self) -> PyResult<PyTensor> {
-        match self.tensor.dtype() {
-            DType::Bool => Ok(PyTensor::wrap(run("bitwise_not", || {
-                self.tensor.eq_scalar(0.0)
-            })?)),
-            DType::I32 => {
-                Ok(self.derived(run("bitwise_not", || self.tensor.neg()?.sub_scalar(1.0))?))
-            }
-            other => Err(type_error(
-                "bitwise_not",
-                format!("~ is not supported for dtype {other}"),
-            )),
-        }
+        Ok(self.derived(run("bitwise_not", || self.tensor.bitwise_not())?))
     }
     fn __and__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        logical("__and__", self, required_operand("__and__", other)?)
+        bitwise(
+            BinaryOp::BitwiseAnd,
+            self,
+            required_operand("__and__", other)?,
+            false,
+        )
     }
     fn __rand__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        logical("__and__", self, required_operand("__and__", other)?)
+        bitwise(
+            BinaryOp::BitwiseAnd,
+            self,
+            required_operand("__and__", other)?,
+            true,
+        )
     }
     fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        logical("__or__", self, required_operand("__or__", other)?)
+        bitwise(
+            BinaryOp::BitwiseOr,
+            self,
+            required_operand("__or__", other)?,
+            false,
+        )
     }
     fn __ror__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        logical("__or__", self, required_operand("__or__", other)?)
+        bitwise(
+            BinaryOp::BitwiseOr,
+            self,
+            required_operand("__or__", other)?,
+            true,
+        )
     }
     fn __xor__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        logical("__xor__", self, required_operand("__xor__", other)?)
+        bitwise(
+            BinaryOp::BitwiseXor,
+            self,
+            required_operand("__xor__", other)?,
+            false,
+        )
     }
     fn __rxor__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        logical("__xor__", self, required_operand("__xor__", other)?)
+        bitwise(
+            BinaryOp::BitwiseXor,
+            self,
+            required_operand("__xor__", other)?,
+            true,
+        )
     }
     fn __iand__(&mut self, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        let result = logical("__and__", self, required_operand("__and__", other)?)?;
+        let result = bitwise(
+            BinaryOp::BitwiseAnd,
+            self,
+            required_operand("__iand__", other)?,
+            false,
+        )?;
         self.apply_in_place("__iand__", result)
     }
     fn __ior__(&mut self, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        let result = logical("__or__", self, required_operand("__or__", other)?)?;
+        let result = bitwise(
+            BinaryOp::BitwiseOr,
+            self,
+            required_operand("__ior__", other)?,
+            false,
+        )?;
         self.apply_in_place("__ior__", result)
+    }
+    fn __ixor__(&mut self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        let result = bitwise(
+            BinaryOp::BitwiseXor,
+            self,
+            required_operand("__ixor__", other)?,
+            false,
+        )?;
+        self.apply_in_place("__ixor__", result)
+    }
+    fn __lshift__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::ShiftLeft,
+            self,
+            required_operand("__lshift__", other)?,
+            false,
+        )
+    }
+    fn __rlshift__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::ShiftLeft,
+            self,
+            required_operand("__lshift__", other)?,
+            true,
+        )
+    }
+    fn __ilshift__(&mut self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        let result = bitwise(
+            BinaryOp::ShiftLeft,
+            self,
+            required_operand("__ilshift__", other)?,
+            false,
+        )?;
+        self.apply_in_place("__ilshift__", result)
+    }
+    fn __rshift__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::ShiftRight,
+            self,
+            required_operand("__rshift__", other)?,
+            false,
+        )
+    }
+    fn __rrshift__(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::ShiftRight,
+            self,
+            required_operand("__rshift__", other)?,
+            true,
+        )
+    }
+    fn __irshift__(&mut self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        let result = bitwise(
+            BinaryOp::ShiftRight,
+            self,
+            required_operand("__irshift__", other)?,
+            false,
+        )?;
+        self.apply_in_place("__irshift__", result)
+    }
+
+    /// `self & other` (`torch.bitwise_and`): integer or bool tensors.
+    fn bitwise_and(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::BitwiseAnd,
+            self,
+            required_operand("bitwise_and", other)?,
+            false,
+        )
+    }
+    /// `self | other` (`torch.bitwise_or`): integer or bool tensors.
+    fn bitwise_or(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::BitwiseOr,
+            self,
+            required_operand("bitwise_or", other)?,
+            false,
+        )
+    }
+    /// `self ^ other` (`torch.bitwise_xor`): integer or bool tensors.
+    fn bitwise_xor(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::BitwiseXor,
+            self,
+            required_operand("bitwise_xor", other)?,
+            false,
+        )
+    }
+    /// `self << other` (`torch.bitwise_left_shift`): integer tensors.
+    fn bitwise_left_shift(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::ShiftLeft,
+            self,
+            required_operand("bitwise_left_shift", other)?,
+            false,
+        )
+    }
+    /// `self >> other` (`torch.bitwise_right_shift`): integer tensors, arithmetic when signed.
+    fn bitwise_right_shift(&self, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        bitwise(
+            BinaryOp::ShiftRight,
+            self,
+            required_operand("bitwise_right_shift", other)?,
+            false,
+        )
+    }
+    /// `~self` (`torch.bitwise_not`): every bit flipped, or logical not of a bool tensor.
+    fn bitwise_not(&self) -> PyResult<PyTensor> {
+        self.__invert__()
     }
 
     /// `self + alpha * other`.

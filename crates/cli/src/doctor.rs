@@ -228,6 +228,9 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
             push(format!("{} {}", op.name(), dtype), result, OP_BUG_HINT);
         }
         for op in BinaryOp::ALL {
+            if op.is_bitwise() {
+                continue;
+            }
             let rhs = if op == BinaryOp::Pow || op == BinaryOp::Div {
                 &positive
             } else {
@@ -247,6 +250,31 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
                 compare(run(&cpu), run(&device), tolerance),
                 OP_BUG_HINT,
             );
+        }
+        // The bit operators, on the integer dtypes they are defined for (once).
+        for integer in [DType::I32, DType::U32, DType::U8] {
+            if dtype != DType::F32 {
+                break;
+            }
+            let run = |d: &Device, op: BinaryOp| -> Result<Tensor> {
+                let as_integer = |t: &Tensor| t.mul_scalar(40.0)?.to_dtype(integer)?.to_device(d);
+                let amounts = y.abs()?.mul_scalar(3.0)?.to_dtype(integer)?.to_device(d)?;
+                let rhs = if matches!(op, BinaryOp::ShiftLeft | BinaryOp::ShiftRight) {
+                    amounts
+                } else {
+                    as_integer(&y)?
+                };
+                as_integer(&x)?
+                    .binary(&rhs.narrow(0, 0, 1)?, op)?
+                    .to_dtype(DType::F32)
+            };
+            for op in BinaryOp::ALL.into_iter().filter(|op| op.is_bitwise()) {
+                push(
+                    format!("{} {} (broadcast)", op.name(), integer),
+                    compare(run(&cpu, op), run(&device, op), 0.0),
+                    OP_BUG_HINT,
+                );
+            }
         }
         for op in ReduceOp::ALL {
             let run = |d: &Device| -> Result<Tensor> {

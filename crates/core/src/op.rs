@@ -286,11 +286,23 @@ pub enum BinaryOp {
     Le,
     Gt,
     Ge,
+    /// `a & b` (integer and Bool dtypes only).
+    BitwiseAnd,
+    /// `a | b` (integer and Bool dtypes only).
+    BitwiseOr,
+    /// `a ^ b` (integer and Bool dtypes only).
+    BitwiseXor,
+    /// `a << b` (integer dtypes only): 0 when `b` is negative or at least 64, and the bits
+    /// shifted past the dtype's width are lost, as in PyTorch.
+    ShiftLeft,
+    /// `a >> b` (integer dtypes only), arithmetic for signed dtypes: `b` negative or at least
+    /// 64 shifts every bit out (0, or -1 for a negative signed `a`).
+    ShiftRight,
 }
 
 impl BinaryOp {
     /// Every binary op.
-    pub const ALL: [BinaryOp; 13] = [
+    pub const ALL: [BinaryOp; 18] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -304,6 +316,11 @@ impl BinaryOp {
         BinaryOp::Le,
         BinaryOp::Gt,
         BinaryOp::Ge,
+        BinaryOp::BitwiseAnd,
+        BinaryOp::BitwiseOr,
+        BinaryOp::BitwiseXor,
+        BinaryOp::ShiftLeft,
+        BinaryOp::ShiftRight,
     ];
 
     /// The op's user-facing name.
@@ -322,7 +339,25 @@ impl BinaryOp {
             BinaryOp::Le => "le",
             BinaryOp::Gt => "gt",
             BinaryOp::Ge => "ge",
+            BinaryOp::BitwiseAnd => "bitwise_and",
+            BinaryOp::BitwiseOr => "bitwise_or",
+            BinaryOp::BitwiseXor => "bitwise_xor",
+            BinaryOp::ShiftLeft => "bitwise_left_shift",
+            BinaryOp::ShiftRight => "bitwise_right_shift",
         }
+    }
+
+    /// True for the bit operators, defined on integer and Bool dtypes only (no float kernel,
+    /// no gradient).
+    pub fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::BitwiseAnd
+                | BinaryOp::BitwiseOr
+                | BinaryOp::BitwiseXor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRight
+        )
     }
 
     /// True for comparisons, whose result dtype is `Bool`.
@@ -340,11 +375,17 @@ impl BinaryOp {
             | BinaryOp::Div
             | BinaryOp::Maximum
             | BinaryOp::Minimum
-            | BinaryOp::Pow => false,
+            | BinaryOp::Pow
+            | BinaryOp::BitwiseAnd
+            | BinaryOp::BitwiseOr
+            | BinaryOp::BitwiseXor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRight => false,
         }
     }
 
-    /// The CPU reference for floats (comparisons give 1 or 0).
+    /// The CPU reference for floats (comparisons give 1 or 0). The bit operators have no float
+    /// meaning: the dispatcher refuses float operands before this runs, and they give NaN here.
     pub fn apply<T: Float>(self, a: T, b: T) -> T {
         let truth = |v: bool| if v { T::one() } else { T::zero() };
         match self {
@@ -374,6 +415,11 @@ impl BinaryOp {
             BinaryOp::Le => truth(a <= b),
             BinaryOp::Gt => truth(a > b),
             BinaryOp::Ge => truth(a >= b),
+            BinaryOp::BitwiseAnd
+            | BinaryOp::BitwiseOr
+            | BinaryOp::BitwiseXor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRight => T::nan(),
         }
     }
 
@@ -400,6 +446,19 @@ impl BinaryOp {
             BinaryOp::Le => truth(a <= b),
             BinaryOp::Gt => truth(a > b),
             BinaryOp::Ge => truth(a >= b),
+            BinaryOp::BitwiseAnd => a & b,
+            BinaryOp::BitwiseOr => a | b,
+            BinaryOp::BitwiseXor => a ^ b,
+            // Operands come from at most 32-bit dtypes, so shifts below 64 are exact in i64
+            // and the caller's narrowing drops the bits past the dtype's width.
+            BinaryOp::ShiftLeft => match u32::try_from(b) {
+                Ok(shift) if shift < 64 => a.wrapping_shl(shift),
+                _ => 0,
+            },
+            BinaryOp::ShiftRight => match u32::try_from(b) {
+                Ok(shift) if shift < 64 => a >> shift,
+                _ => a >> 63,
+            },
         }
     }
 
@@ -420,6 +479,11 @@ impl BinaryOp {
             BinaryOp::Le => "a <= b",
             BinaryOp::Gt => "a > b",
             BinaryOp::Ge => "a >= b",
+            BinaryOp::BitwiseAnd => "a & b",
+            BinaryOp::BitwiseOr => "a | b",
+            BinaryOp::BitwiseXor => "a ^ b",
+            BinaryOp::ShiftLeft => "shift_left(a, b)",
+            BinaryOp::ShiftRight => "shift_right(a, b)",
         }
     }
 }

@@ -298,7 +298,12 @@ impl GradFn {
                 | BinaryOp::Lt
                 | BinaryOp::Le
                 | BinaryOp::Gt
-                | BinaryOp::Ge => GradFn::Binary {
+                | BinaryOp::Ge
+                | BinaryOp::BitwiseAnd
+                | BinaryOp::BitwiseOr
+                | BinaryOp::BitwiseXor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRight => GradFn::Binary {
                     lhs: lhs.graph_edge(),
                     rhs: rhs.graph_edge(),
                     op,
@@ -329,7 +334,12 @@ impl GradFn {
                     | (BinaryOp::Lt, _)
                     | (BinaryOp::Le, _)
                     | (BinaryOp::Gt, _)
-                    | (BinaryOp::Ge, _) => false,
+                    | (BinaryOp::Ge, _)
+                    | (BinaryOp::BitwiseAnd, _)
+                    | (BinaryOp::BitwiseOr, _)
+                    | (BinaryOp::BitwiseXor, _)
+                    | (BinaryOp::ShiftLeft, _)
+                    | (BinaryOp::ShiftRight, _) => false,
                 };
                 GradFn::BinaryScalar {
                     input: if needs_values {

@@ -329,9 +329,19 @@ fn binary_rule(
             let db = Tensor::where_(&a.eq_scalar(0.0)?, &db_raw.zeros_like()?, &db_raw)?;
             (Some(da), Some(db))
         }
-        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
-            (None, None)
-        }
+        // Comparisons and bit operators are piecewise constant (and bit operators never see
+        // float data): no gradient.
+        BinaryOp::Eq
+        | BinaryOp::Ne
+        | BinaryOp::Lt
+        | BinaryOp::Le
+        | BinaryOp::Gt
+        | BinaryOp::Ge
+        | BinaryOp::BitwiseAnd
+        | BinaryOp::BitwiseOr
+        | BinaryOp::BitwiseXor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRight => (None, None),
     })
 }
 
@@ -370,7 +380,17 @@ fn scalar_rule(
             Some(g.mul(&share)?)
         }
         (
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge,
+            BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Lt
+            | BinaryOp::Le
+            | BinaryOp::Gt
+            | BinaryOp::Ge
+            | BinaryOp::BitwiseAnd
+            | BinaryOp::BitwiseOr
+            | BinaryOp::BitwiseXor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRight,
             _,
         ) => None,
     })

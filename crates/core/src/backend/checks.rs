@@ -8,6 +8,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::op::BinaryOp;
 
 /// Check that a view only touches elements `0..len` of its storage. The reach is computed with
 /// checked arithmetic, so absurd strides are refused rather than wrapped.
@@ -371,6 +372,20 @@ pub(crate) fn check_unscale(
         ));
     }
     Ok(layout.numel())
+}
+
+/// `Err(Unsupported)` for a bit operator on float data: they are defined on integers and Bool
+/// only, as in PyTorch.
+pub(crate) fn check_bitwise_dtype(op: BinaryOp, dtype: DType, device: &str) -> Result<()> {
+    if op.is_bitwise() && dtype.is_float() {
+        return Err(Error::Unsupported {
+            op: op.name(),
+            dtype,
+            device: device.to_string(),
+            hint: "; bit operators take integer or bool tensors".into(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

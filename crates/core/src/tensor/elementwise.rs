@@ -86,6 +86,23 @@ binary_methods! {
     le, le_scalar => BinaryOp::Le, "Elementwise `<=` (Bool result).";
     gt, gt_scalar => BinaryOp::Gt, "Elementwise `>` (Bool result).";
     ge, ge_scalar => BinaryOp::Ge, "Elementwise `>=` (Bool result).";
+    bitwise_and, bitwise_and_scalar => BinaryOp::BitwiseAnd, "Elementwise `&` of integer or Bool tensors.";
+    bitwise_or, bitwise_or_scalar => BinaryOp::BitwiseOr, "Elementwise `|` of integer or Bool tensors.";
+    bitwise_xor, bitwise_xor_scalar => BinaryOp::BitwiseXor, "Elementwise `^` of integer or Bool tensors.";
+    bitwise_left_shift, bitwise_left_shift_scalar => BinaryOp::ShiftLeft, "Elementwise `<<` of integer tensors (bits past the dtype's width are lost; a negative amount or one of 64 or more gives 0).";
+    bitwise_right_shift, bitwise_right_shift_scalar => BinaryOp::ShiftRight, "Elementwise `>>` of integer tensors, arithmetic for signed dtypes.";
+}
+
+impl Tensor {
+    /// Elementwise `~x` of an integer tensor (every bit flipped), or logical not of a Bool one.
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        let ones = if self.dtype() == DType::Bool {
+            1.0
+        } else {
+            -1.0
+        };
+        self.bitwise_xor_scalar(ones)
+    }
 }
 
 impl Tensor {

@@ -8,7 +8,7 @@ use num_traits::{Float, NumCast, Zero};
 use super::{
     map_strided, unsupported_dtype, zip_strided, CpuStorage, FloatElement, IntegerElement,
 };
-use crate::backend::checks::{check_same_shape, check_view};
+use crate::backend::checks::{check_bitwise_dtype, check_same_shape, check_view};
 use crate::backend::contract::Elementwise;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -154,6 +154,7 @@ impl Elementwise for CpuStorage {
         op: BinaryOp,
     ) -> Result<CpuStorage> {
         check_same_shape(op.name(), layout, rhs_layout)?;
+        check_bitwise_dtype(op, self.dtype(), "cpu")?;
         check_view(op.name(), layout, self.len())?;
         check_view(op.name(), rhs_layout, rhs.len())?;
         Ok(match (self, rhs) {
@@ -196,6 +197,7 @@ impl Elementwise for CpuStorage {
         scalar: f64,
         on_left: bool,
     ) -> Result<CpuStorage> {
+        check_bitwise_dtype(op, self.dtype(), "cpu")?;
         check_view(op.name(), layout, self.len())?;
         Ok(match self {
             CpuStorage::F32(v) => wrap_binary!(scalar_float(v, layout, op, scalar, on_left), F32),

@@ -13,6 +13,7 @@ pub(crate) use contract::fold;
 pub(crate) mod kernel;
 pub(crate) mod vector;
 
+use crate::backend::checks::check_bitwise_dtype;
 use crate::backend::gpu::elementwise::kernel::ElementwiseKernel;
 use crate::backend::gpu::elementwise::vector::{
     VectorBinaryParams, VectorCopyParams, VectorFamily, VectorScalarParams, VectorUnaryParams,
@@ -255,6 +256,9 @@ pub(crate) fn catalogue(keys: &mut Vec<ElementwiseKernel>, dtype: DType, dtypes:
             }
         }
         for op in BinaryOp::ALL {
+            if op.is_bitwise() && dtype.is_float() {
+                continue;
+            }
             keys.push(ElementwiseKernel::Binary { dtype, op, access });
             for scalar_on_left in [false, true] {
                 keys.push(ElementwiseKernel::BinaryScalar {
@@ -413,6 +417,7 @@ impl GpuStorage {
     ) -> Result<GpuStorage> {
         same_device(op.name(), self, rhs)?;
         same_dtype(op.name(), self.dtype, rhs.dtype)?;
+        check_bitwise_dtype(op, self.dtype, &format!("gpu:{}", self.device.ordinal()))?;
         same_shape(op.name(), layout, rhs_layout)?;
         check_view(op.name(), layout, self.len)?;
         check_view(op.name(), rhs_layout, rhs.len)?;
@@ -468,6 +473,7 @@ impl GpuStorage {
         scalar: f64,
         scalar_on_left: bool,
     ) -> Result<GpuStorage> {
+        check_bitwise_dtype(op, self.dtype, &format!("gpu:{}", self.device.ordinal()))?;
         check_view(op.name(), layout, self.len)?;
         if let Some(result) = self.unsigned_with_negative_scalar(layout, op, scalar, scalar_on_left)
         {
@@ -565,7 +571,27 @@ impl GpuStorage {
             DType::U32 | DType::F32 | DType::F16 | DType::F64 | DType::I32 => (value as u32) as f64,
         };
         match op {
-            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => None,
+            // The low bits of the wrapped scalar are the low bits of the i64 result too.
+            BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::BitwiseAnd
+            | BinaryOp::BitwiseOr
+            | BinaryOp::BitwiseXor => None,
+            // A shift by a negative amount gives 0 (an unsigned value shifted right by every
+            // bit is 0 too); a negative number shifted left keeps its wrapped low bits.
+            BinaryOp::ShiftLeft | BinaryOp::ShiftRight if !on_left => {
+                Some(GpuStorage::full(&self.device, numel, self.dtype, 0.0))
+            }
+            BinaryOp::ShiftLeft => None,
+            BinaryOp::ShiftRight => Some(Err(Error::invalid(
+                op.name(),
+                format!(
+                    "shifting the negative number {s} right by a {} tensor is not supported; \
+                     shift an int32 tensor instead",
+                    self.dtype
+                ),
+            ))),
             BinaryOp::Eq => truth(false),
             BinaryOp::Ne => truth(true),
             // `s < x` and `s <= x` hold when the scalar is on the left; `x < s` never does.

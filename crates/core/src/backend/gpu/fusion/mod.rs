@@ -619,7 +619,10 @@ pub(crate) fn sample_programs() -> Vec<FusedProgram> {
                 let x = (instructions.len() - 1) as u16;
                 instructions.push(FusedInstruction::Unary { op, x });
             }
-            for op in BinaryOp::ALL.into_iter().filter(|op| !op.is_comparison()) {
+            for op in BinaryOp::ALL
+                .into_iter()
+                .filter(|op| !op.is_comparison() && !op.is_bitwise())
+            {
                 let a = (instructions.len() - 1) as u16;
                 instructions.push(FusedInstruction::Binary { op, a, b: 1 });
                 for on_left in [false, true] {
