@@ -6,13 +6,20 @@ import anygrad as _ag
 
 
 def numpy(self, *, force=False):
-    """The values as a numpy array (a copy; int64 tensors give int64 arrays)."""
+    """The values as a numpy array. On the CPU the array shares the tensor's memory, as in
+    PyTorch (a write through either shows in the other), except for bool and int64 tensors
+    (int64 values are stored in 32 bits), which give a copy; a GPU tensor's values are copied.
+    ``force=True`` gives a copy always (and allows tensors that require grad)."""
     import numpy as np
 
     if self.requires_grad and not force:
         raise RuntimeError(
             "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
         )
+    if not force:
+        shared = self._host_array()
+        if shared is not None:
+            return np.asarray(shared)
     raw, name, shape = self._raw()
     array = np.frombuffer(raw, dtype=np.dtype(name).newbyteorder("<")).reshape(shape)
     target = self.dtype.name

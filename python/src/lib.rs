@@ -20,6 +20,7 @@ pub mod dtype;
 pub mod einsum;
 pub mod errors;
 pub mod functional;
+pub mod host_array;
 pub mod indexing;
 pub mod math;
 pub mod models;
@@ -47,6 +48,7 @@ fn quiet_panics() {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     quiet_panics();
     module.add_class::<tensor::PyTensor>()?;
+    module.add_class::<host_array::HostArray>()?;
     dtype::register(module)?;
     device::register(module)?;
     creation::register(module)?;

@@ -13,7 +13,8 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::device::{optional_device, PyDevice};
 use crate::dtype::{logical_dtype, Logical, PyDType};
-use crate::errors::{run, runtime_error, type_error, value_error};
+use crate::errors::{index_error, run, runtime_error, type_error, value_error};
+use crate::host_array::HostArray;
 
 /// A multi-dimensional array on the CPU or a GPU, with autograd (`torch.Tensor`).
 #[pyclass(subclass, weakref, name = "Tensor", module = "anygrad")]
@@ -269,6 +270,34 @@ impl PyTensor {
         self.tensor.rank()
     }
 
+    /// The step in elements between neighbours along each dim (`stride()`), or along `dim`.
+    #[pyo3(signature = (dim=None))]
+    fn stride(&self, py: Python<'_>, dim: Option<isize>) -> PyResult<PyObject> {
+        let strides = &self.tensor.layout().strides;
+        match dim {
+            None => Ok(PyTuple::new(py, strides)?.into_any().unbind()),
+            Some(dim) => {
+                let rank = strides.len() as isize;
+                let resolved = if dim < 0 { dim + rank } else { dim };
+                if resolved < 0 || resolved >= rank {
+                    return Err(index_error(
+                        "stride",
+                        format!("dimension {dim} is out of range for a tensor of {rank} dims"),
+                    ));
+                }
+                Ok(strides[resolved as usize]
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind())
+            }
+        }
+    }
+
+    /// Where the view starts in its storage, in elements.
+    fn storage_offset(&self) -> usize {
+        self.tensor.layout().offset
+    }
+
     /// The number of dims (`ndim`).
     #[getter]
     fn ndim(&self) -> usize {
@@ -376,6 +405,13 @@ impl PyTensor {
     pub fn tolist(&self, py: Python<'_>) -> PyResult<PyObject> {
         let values = self.values_f64(py)?;
         nested_list(py, self, &values, self.tensor.shape())
+    }
+
+    /// The tensor's CPU memory for numpy to share (`numpy()`), or `None` where numpy gets a
+    /// copy (see `HostArray::of`).
+    fn _host_array(&self) -> Option<HostArray> {
+        let reports_stored_dtype = self.tensor.dtype() != DType::I32 || self.int32;
+        HostArray::of(&self.tensor, reports_stored_dtype)
     }
 
     /// The raw values for numpy: `(bytes, numpy dtype name, shape)`, little-endian, in

@@ -19,6 +19,7 @@ mod display;
 mod einsum;
 mod elementwise;
 mod grid_sample;
+mod host_memory;
 mod index;
 #[cfg(test)]
 mod layering;

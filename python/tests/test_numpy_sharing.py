@@ -1,0 +1,68 @@
+"""``Tensor.numpy()`` shares a CPU tensor's memory with numpy, as PyTorch's does: writes show
+through both ways, views keep their strides, the array keeps the memory alive after the
+tensor is gone; bool, int64 and GPU tensors give copies."""
+
+import gc
+
+import numpy as np
+
+import anygrad
+
+
+def test_cpu_numpy_shares_memory_both_ways():
+    t = anygrad.zeros(2, 3)
+    array = t.numpy()
+    array[0, 1] = 5.0
+    assert t[0, 1].item() == 5.0
+    t.add_(1.0)
+    np.testing.assert_array_equal(array, [[1.0, 6.0, 1.0], [1.0, 1.0, 1.0]])
+    assert np.shares_memory(np.asarray(t), array)
+
+
+def test_views_keep_their_strides_and_offset():
+    t = anygrad.arange(12, dtype=anygrad.float32).reshape(3, 4)
+    view = t[1:, 1:3]
+    array = view.numpy()
+    np.testing.assert_array_equal(array, [[5.0, 6.0], [9.0, 10.0]])
+    assert array.strides == (16, 4)
+    array[1, 1] = -1.0
+    assert t[2, 2].item() == -1.0
+    transposed = anygrad.arange(6, dtype=anygrad.int32).reshape(2, 3).t().numpy()
+    assert transposed.dtype == np.int32
+    np.testing.assert_array_equal(transposed, [[0, 3], [1, 4], [2, 5]])
+
+
+def test_the_array_outlives_the_tensor():
+    t = anygrad.full((1000,), 2.5, dtype=anygrad.float16)
+    array = t.numpy()
+    del t
+    gc.collect()
+    assert array.dtype == np.float16
+    assert float(array.sum()) == 2500.0
+
+
+def test_copies_where_memory_cannot_be_shared(device):
+    ints = anygrad.tensor([1, 2, 3])
+    copied = ints.numpy()
+    assert copied.dtype == np.int64
+    copied[0] = 100
+    assert ints[0].item() == 1
+    flags = anygrad.tensor([True, False])
+    assert flags.numpy().dtype == np.bool_
+    on_device = anygrad.ones(3, device=device)
+    values = on_device.numpy()
+    values[0] = 7.0
+    if device != "cpu":
+        assert on_device[0].item() == 1.0
+    forced = anygrad.ones(2).numpy(force=True)
+    forced[0] = 3.0
+    assert forced[0] == 3.0
+
+
+def test_stride_and_storage_offset_describe_the_view():
+    t = anygrad.zeros(2, 6)
+    assert t.stride() == (6, 1)
+    assert t.t().stride() == (1, 6)
+    assert t.stride(-1) == 1
+    assert t[1:].storage_offset() == 6
+    assert t[1:].numpy().ctypes.data == t.numpy().ctypes.data + 6 * 4
