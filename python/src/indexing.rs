@@ -3,7 +3,7 @@
 //! (`__setitem__`), with NumPy's and PyTorch's rules; plus `gather`, `scatter_add`,
 //! `index_select`, `masked_select` and `nonzero`.
 //!
-//! Reading: ints and slices with step 1 give views; steps and index tensors gather. Several
+//! Reading: ints and slices (with any step) give views; index tensors gather. Several
 //! index tensors broadcast together; their result dims sit where the first one was when they
 //! are adjacent, and in front otherwise. Writing goes into the tensor's storage, outside
 //! autograd: through the view itself when the key gives one, else by computing the updated
@@ -186,23 +186,10 @@ fn walk(py: Python<'_>, tensor: &Tensor, items: &[Item]) -> PyResult<Walked> {
                 } else {
                     0
                 } as usize;
-                if step == 1 {
-                    view = run("index", || {
-                        view.narrow(dim as isize, start as usize, length)
-                    })?;
-                } else {
-                    let positions = run("index", || {
-                        Tensor::arange(
-                            start as f64,
-                            (start + step * length as isize) as f64,
-                            step as f64,
-                            DType::I32,
-                            view.device(),
-                        )
-                    })?;
-                    view = run("index", || view.index_select(dim as isize, &positions))?;
-                    is_view = false;
-                }
+                // A view of the same storage, steps included, as in PyTorch.
+                view = run("index", || {
+                    view.slice_with_step(dim as isize, start as usize, length, step as usize)
+                })?;
                 dim += 1;
             }
             Item::NewAxis => {

@@ -66,3 +66,20 @@ def test_stride_and_storage_offset_describe_the_view():
     assert t.stride(-1) == 1
     assert t[1:].storage_offset() == 6
     assert t[1:].numpy().ctypes.data == t.numpy().ctypes.data + 6 * 4
+
+
+def test_step_slices_are_views(device):
+    t = anygrad.arange(12, dtype=anygrad.float32, device=device).reshape(2, 6)
+    odd = t[:, 1::2]
+    assert odd.stride() == (6, 2)
+    odd.mul_(10)
+    assert t.tolist() == [[0, 10, 2, 30, 4, 50], [6, 70, 8, 90, 10, 110]]
+    t[:, ::3] = -1
+    assert t[:, 0].tolist() == [-1, -1] and t[:, 3].tolist() == [-1, -1]
+    x = anygrad.arange(10, dtype=anygrad.float32, device=device, requires_grad=True)
+    (x[::3] * anygrad.tensor([1.0, 2.0, 3.0, 4.0], device=device)).sum().backward()
+    assert x.grad.tolist() == [1, 0, 0, 2, 0, 0, 3, 0, 0, 4]
+    if device == "cpu":
+        shared = t[1, ::2].numpy()
+        shared[0] = 99.0
+        assert t[1, 0].item() == 99.0

@@ -273,6 +273,46 @@ impl Tensor {
         self.narrow(dim, start, end - start)
     }
 
+    /// Every `step`-th entry of `dim` from `start`, `len` of them (PyTorch's
+    /// `x[.., start::step]`): a view sharing the storage, as PyTorch's, with the stride along
+    /// `dim` multiplied by `step`. Differentiable (the gradient lands in zeros at those entries).
+    pub fn slice_with_step(
+        &self,
+        dim: isize,
+        start: usize,
+        len: usize,
+        step: usize,
+    ) -> Result<Tensor> {
+        let d = resolve_dim("slice", dim, self.rank(), self.shape())?;
+        let size = self.shape()[d];
+        let reach = len
+            .checked_sub(1)
+            .and_then(|last| last.checked_mul(step))
+            .and_then(|span| span.checked_add(start));
+        if step == 0 || reach.is_some_and(|last| last >= size) || (len > 0 && reach.is_none()) {
+            return Err(Error::invalid(
+                "slice",
+                format!(
+                    "{len} entries from {start} in steps of {step} do not fit dim {d} of size {size}"
+                ),
+            ));
+        }
+        if step == 1 {
+            return self.narrow(dim, start, len);
+        }
+        let stepped = |layout: Layout| {
+            let mut out = layout.narrow(d, start, len);
+            out.strides[d] *= step;
+            out
+        };
+        let relative = stepped(Layout::contiguous(self.shape()));
+        let layout = stepped(self.layout().clone());
+        Ok(self.view_with(layout, || GradFn::StridedView {
+            input: self.clone(),
+            relative,
+        }))
+    }
+
     /// Split into `chunks` pieces along `dim` (the last may be smaller), like `torch.chunk`.
     pub fn chunk(&self, chunks: usize, dim: isize) -> Result<Vec<Tensor>> {
         if chunks == 0 {
