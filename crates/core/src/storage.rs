@@ -10,6 +10,7 @@ use crate::backend::contract::{
     LinearAlgebra, Pooling, RandomNumbers, Reduction, Scan, Sorting,
 };
 use crate::backend::cpu::CpuStorage;
+use crate::backend::cpu::HostBuffer;
 use crate::backend::gpu::{GpuPendingRead, GpuStaging, GpuStorage};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
@@ -31,6 +32,31 @@ impl From<CpuStorage> for Storage {
     /// CPU data as a storage.
     fn from(cpu: CpuStorage) -> Storage {
         Storage::Cpu(cpu)
+    }
+}
+
+impl Storage {
+    /// The address of a CPU storage's first element (`Tensor::host_storage_address`), or
+    /// `None` on a GPU.
+    pub(crate) fn host_address(&self) -> Option<usize> {
+        match self {
+            Storage::Cpu(cpu) => Some(cpu.address()),
+            Storage::Gpu(_) => None,
+        }
+    }
+
+    /// A CPU storage over foreign memory (`Tensor::from_host_memory`).
+    ///
+    /// # Safety
+    /// As `Tensor::from_host_memory`.
+    pub(crate) unsafe fn from_host_memory(
+        address: usize,
+        dtype: DType,
+        count: usize,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<Storage> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { CpuStorage::from_foreign(address, dtype, count, owner).map(Storage::Cpu) }
     }
 }
 
@@ -319,7 +345,7 @@ impl Storage {
 
     /// An empty host storage of no elements (what graph-edge twins hold).
     pub fn empty() -> Storage {
-        Storage::Cpu(CpuStorage::U8(Vec::new()))
+        Storage::Cpu(CpuStorage::U8(HostBuffer::from(Vec::new())))
     }
 
     /// The elements of the view `layout` as `T` (the storage's own dtype), in row-major

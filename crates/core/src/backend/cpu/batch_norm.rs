@@ -3,6 +3,7 @@
 //! the variance), channels in parallel. The reference of the GPU's one-pass kernels
 //! (`gpu/batch_norm.rs`).
 
+use crate::backend::cpu::HostBuffer;
 use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage};
@@ -55,7 +56,7 @@ impl BatchNormalization for CpuStorage {
         let mut out = Vec::with_capacity(2 * c);
         out.extend(stats.iter().map(|&(mean, _)| mean as f32));
         out.extend(stats.iter().map(|&(_, var)| var as f32));
-        Ok(CpuStorage::F32(out))
+        Ok(CpuStorage::F32(HostBuffer::from(out)))
     }
 
     /// `[2, c]` F32: per channel `sum(g)` and `sum(g * (x - mean))`; `self` is `g`
@@ -113,7 +114,7 @@ impl BatchNormalization for CpuStorage {
         let mut out = Vec::with_capacity(2 * c);
         out.extend(sums.iter().map(|&(s, _)| s as f32));
         out.extend(sums.iter().map(|&(_, s)| s as f32));
-        Ok(CpuStorage::F32(out))
+        Ok(CpuStorage::F32(HostBuffer::from(out)))
     }
 
     /// `k·(g − ḡ − (x − μ)·s)` per channel, in the input's dtype, computed in f64; `self` is

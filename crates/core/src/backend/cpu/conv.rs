@@ -4,6 +4,7 @@
 //! the `[n, o, oh, ow]` output. Images run in parallel with rayon.
 //! The checked geometry (`Conv2dShape`) lives in `geometry.rs`, shared with the GPU.
 
+use crate::backend::cpu::HostBuffer;
 use std::borrow::Cow;
 
 use rayon::prelude::*;
@@ -166,15 +167,15 @@ impl Convolution for CpuStorage {
         check_view("conv2d", weight_layout, weight.len())?;
         let (l, wl) = (layout, weight_layout);
         Ok(match (self, weight) {
-            (CpuStorage::F32(x), CpuStorage::F32(k)) => {
-                CpuStorage::F32(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0)?)
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(k)) => {
-                CpuStorage::F64(conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0)?)
-            }
-            (CpuStorage::F16(x), CpuStorage::F16(k)) => {
-                CpuStorage::F16(conv2d_typed(x, l, k, wl, &shape, f16::ZERO, f16::ONE)?)
-            }
+            (CpuStorage::F32(x), CpuStorage::F32(k)) => CpuStorage::F32(HostBuffer::from(
+                conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0)?,
+            )),
+            (CpuStorage::F64(x), CpuStorage::F64(k)) => CpuStorage::F64(HostBuffer::from(
+                conv2d_typed(x, l, k, wl, &shape, 0.0, 1.0)?,
+            )),
+            (CpuStorage::F16(x), CpuStorage::F16(k)) => CpuStorage::F16(HostBuffer::from(
+                conv2d_typed(x, l, k, wl, &shape, f16::ZERO, f16::ONE)?,
+            )),
             _ => return Err(super::unsupported_dtype("conv2d", self.dtype())),
         })
     }

@@ -11,6 +11,7 @@
 //! F32 and F64 are computed in their own type; F16 is widened to f32 (the weight gradient sums
 //! over every pixel of the batch, too many terms for f16 accumulation) and rounded once.
 
+use crate::backend::cpu::HostBuffer;
 use std::borrow::Cow;
 use std::ops::Add;
 
@@ -266,12 +267,12 @@ impl CpuStorage {
         check_view(OP, weight_layout, weight.len())?;
         let (l, wl) = (layout, weight_layout);
         Ok(match (self, weight) {
-            (CpuStorage::F32(g), CpuStorage::F32(k)) => {
-                CpuStorage::F32(backward_input_typed(g, l, k, wl, &shape, 0.0, 1.0))
-            }
-            (CpuStorage::F64(g), CpuStorage::F64(k)) => {
-                CpuStorage::F64(backward_input_typed(g, l, k, wl, &shape, 0.0, 1.0))
-            }
+            (CpuStorage::F32(g), CpuStorage::F32(k)) => CpuStorage::F32(HostBuffer::from(
+                backward_input_typed(g, l, k, wl, &shape, 0.0, 1.0),
+            )),
+            (CpuStorage::F64(g), CpuStorage::F64(k)) => CpuStorage::F64(HostBuffer::from(
+                backward_input_typed(g, l, k, wl, &shape, 0.0, 1.0),
+            )),
             (CpuStorage::F16(g), CpuStorage::F16(k)) => {
                 let (g, k) = (widen(g, l), widen(k, wl));
                 let (l, wl) = (Layout::contiguous(&l.shape), Layout::contiguous(&wl.shape));
@@ -307,12 +308,12 @@ impl CpuStorage {
         check_view(OP, grad_layout, grad.len())?;
         let (l, gl) = (layout, grad_layout);
         Ok(match (self, grad) {
-            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
-                CpuStorage::F32(backward_weight_typed(x, l, g, gl, &shape, 0.0, 1.0))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(g)) => {
-                CpuStorage::F64(backward_weight_typed(x, l, g, gl, &shape, 0.0, 1.0))
-            }
+            (CpuStorage::F32(x), CpuStorage::F32(g)) => CpuStorage::F32(HostBuffer::from(
+                backward_weight_typed(x, l, g, gl, &shape, 0.0, 1.0),
+            )),
+            (CpuStorage::F64(x), CpuStorage::F64(g)) => CpuStorage::F64(HostBuffer::from(
+                backward_weight_typed(x, l, g, gl, &shape, 0.0, 1.0),
+            )),
             (CpuStorage::F16(x), CpuStorage::F16(g)) => {
                 let (x, g) = (widen(x, l), widen(g, gl));
                 let (l, gl) = (Layout::contiguous(&l.shape), Layout::contiguous(&gl.shape));

@@ -2,6 +2,7 @@
 //! `where`. Each is written once for floats (`FloatElement`) and once for integers
 //! (`IntegerElement`); the op's own scalar function (in `op.rs`) does the maths.
 
+use crate::backend::cpu::HostBuffer;
 use half::f16;
 use num_traits::{Float, NumCast, Zero};
 
@@ -121,8 +122,8 @@ fn scalar_integer<T: IntegerElement>(
 macro_rules! wrap_binary {
     ($result:expr, $variant:ident) => {
         match $result? {
-            BinaryResult::Values(v) => CpuStorage::$variant(v),
-            BinaryResult::Truth(v) => CpuStorage::Bool(v),
+            BinaryResult::Values(v) => CpuStorage::$variant(HostBuffer::from(v)),
+            BinaryResult::Truth(v) => CpuStorage::Bool(HostBuffer::from(v)),
         }
     };
 }
@@ -133,12 +134,20 @@ impl Elementwise for CpuStorage {
         check_view(op.name(), layout, self.len())?;
         let integer_ok = op.supports_integers();
         Ok(match self {
-            CpuStorage::F32(v) => CpuStorage::F32(unary_float(v, layout, op)?),
-            CpuStorage::F16(v) => CpuStorage::F16(unary_float::<f16>(v, layout, op)?),
-            CpuStorage::F64(v) => CpuStorage::F64(unary_float(v, layout, op)?),
-            CpuStorage::I32(v) if integer_ok => CpuStorage::I32(unary_integer(v, layout, op)?),
-            CpuStorage::U32(v) if integer_ok => CpuStorage::U32(unary_integer(v, layout, op)?),
-            CpuStorage::U8(v) if integer_ok => CpuStorage::U8(unary_integer(v, layout, op)?),
+            CpuStorage::F32(v) => CpuStorage::F32(HostBuffer::from(unary_float(v, layout, op)?)),
+            CpuStorage::F16(v) => {
+                CpuStorage::F16(HostBuffer::from(unary_float::<f16>(v, layout, op)?))
+            }
+            CpuStorage::F64(v) => CpuStorage::F64(HostBuffer::from(unary_float(v, layout, op)?)),
+            CpuStorage::I32(v) if integer_ok => {
+                CpuStorage::I32(HostBuffer::from(unary_integer(v, layout, op)?))
+            }
+            CpuStorage::U32(v) if integer_ok => {
+                CpuStorage::U32(HostBuffer::from(unary_integer(v, layout, op)?))
+            }
+            CpuStorage::U8(v) if integer_ok => {
+                CpuStorage::U8(HostBuffer::from(unary_integer(v, layout, op)?))
+            }
             CpuStorage::I32(_) | CpuStorage::U32(_) | CpuStorage::U8(_) | CpuStorage::Bool(_) => {
                 return Err(unsupported_dtype(op.name(), self.dtype()))
             }
@@ -253,27 +262,57 @@ impl Elementwise for CpuStorage {
         }
         let (c, cl) = (&condition, &condition_layout);
         Ok(match (on_true, on_false) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(select(c, cl, a, true_layout, b, false_layout)?)
-            }
-            (CpuStorage::F16(a), CpuStorage::F16(b)) => {
-                CpuStorage::F16(select(c, cl, a, true_layout, b, false_layout)?)
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(select(c, cl, a, true_layout, b, false_layout)?)
-            }
-            (CpuStorage::I32(a), CpuStorage::I32(b)) => {
-                CpuStorage::I32(select(c, cl, a, true_layout, b, false_layout)?)
-            }
-            (CpuStorage::U32(a), CpuStorage::U32(b)) => {
-                CpuStorage::U32(select(c, cl, a, true_layout, b, false_layout)?)
-            }
-            (CpuStorage::U8(a), CpuStorage::U8(b)) => {
-                CpuStorage::U8(select(c, cl, a, true_layout, b, false_layout)?)
-            }
-            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => {
-                CpuStorage::Bool(select(c, cl, a, true_layout, b, false_layout)?)
-            }
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(HostBuffer::from(select(
+                c,
+                cl,
+                a,
+                true_layout,
+                b,
+                false_layout,
+            )?)),
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => CpuStorage::F16(HostBuffer::from(select(
+                c,
+                cl,
+                a,
+                true_layout,
+                b,
+                false_layout,
+            )?)),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(HostBuffer::from(select(
+                c,
+                cl,
+                a,
+                true_layout,
+                b,
+                false_layout,
+            )?)),
+            (CpuStorage::I32(a), CpuStorage::I32(b)) => CpuStorage::I32(HostBuffer::from(select(
+                c,
+                cl,
+                a,
+                true_layout,
+                b,
+                false_layout,
+            )?)),
+            (CpuStorage::U32(a), CpuStorage::U32(b)) => CpuStorage::U32(HostBuffer::from(select(
+                c,
+                cl,
+                a,
+                true_layout,
+                b,
+                false_layout,
+            )?)),
+            (CpuStorage::U8(a), CpuStorage::U8(b)) => CpuStorage::U8(HostBuffer::from(select(
+                c,
+                cl,
+                a,
+                true_layout,
+                b,
+                false_layout,
+            )?)),
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => CpuStorage::Bool(HostBuffer::from(
+                select(c, cl, a, true_layout, b, false_layout)?,
+            )),
             (a, b) => {
                 return Err(Error::DTypeMismatch {
                     op: "where",

@@ -5,6 +5,7 @@ use super::{map_same_variant, map_strided, unsupported_dtype, CpuStorage};
 use crate::backend::checks::{check_dim, check_index_add_shapes, check_view};
 use crate::backend::contract::Copying;
 use crate::backend::contract::Indexing;
+use crate::backend::cpu::HostBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -124,7 +125,7 @@ impl Indexing for CpuStorage {
                 for range in &ranges {
                     out.extend_from_slice(&data[range.clone()]);
                 }
-                out
+                HostBuffer::from(out)
             }));
         }
         // Expand the index vector to one index per output element, then reuse the gather walk.

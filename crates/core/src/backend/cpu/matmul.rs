@@ -5,6 +5,7 @@
 use super::{CpuStorage, IntegerElement};
 use crate::backend::checks::{check_matmul_shapes, check_view};
 use crate::backend::contract::LinearAlgebra;
+use crate::backend::cpu::HostBuffer;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -104,23 +105,23 @@ impl LinearAlgebra for CpuStorage {
         check_view("matmul", layout, self.len())?;
         check_view("matmul", rhs_layout, rhs.len())?;
         Ok(match (self, rhs) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)?)
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)?)
-            }
-            (CpuStorage::F16(a), CpuStorage::F16(b)) => {
-                CpuStorage::F16(gemm_batched(a, layout, b, rhs_layout, f16::ZERO, f16::ONE)?)
-            }
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(HostBuffer::from(
+                gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)?,
+            )),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(HostBuffer::from(
+                gemm_batched(a, layout, b, rhs_layout, 0.0, 1.0)?,
+            )),
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => CpuStorage::F16(HostBuffer::from(
+                gemm_batched(a, layout, b, rhs_layout, f16::ZERO, f16::ONE)?,
+            )),
             (CpuStorage::I32(a), CpuStorage::I32(b)) => {
-                CpuStorage::I32(matmul_integer(a, layout, b, rhs_layout)?)
+                CpuStorage::I32(HostBuffer::from(matmul_integer(a, layout, b, rhs_layout)?))
             }
             (CpuStorage::U32(a), CpuStorage::U32(b)) => {
-                CpuStorage::U32(matmul_integer(a, layout, b, rhs_layout)?)
+                CpuStorage::U32(HostBuffer::from(matmul_integer(a, layout, b, rhs_layout)?))
             }
             (CpuStorage::U8(a), CpuStorage::U8(b)) => {
-                CpuStorage::U8(matmul_integer(a, layout, b, rhs_layout)?)
+                CpuStorage::U8(HostBuffer::from(matmul_integer(a, layout, b, rhs_layout)?))
             }
             (CpuStorage::Bool(_), CpuStorage::Bool(_)) => {
                 return Err(super::unsupported_dtype("matmul", self.dtype()))

@@ -10,6 +10,7 @@ mod conv;
 mod conv_backward;
 mod conv_epilogue;
 mod elementwise;
+mod host_buffer;
 mod index;
 mod matmul;
 mod pool;
@@ -21,6 +22,8 @@ mod update;
 
 use half::f16;
 use rayon::prelude::*;
+
+pub use host_buffer::HostBuffer;
 
 use crate::backend::checks::check_view;
 use crate::backend::contract::{
@@ -37,13 +40,13 @@ pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// Tensor data in host memory.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CpuStorage {
-    F32(Vec<f32>),
-    F16(Vec<f16>),
-    F64(Vec<f64>),
-    I32(Vec<i32>),
-    U32(Vec<u32>),
-    U8(Vec<u8>),
-    Bool(Vec<bool>),
+    F32(HostBuffer<f32>),
+    F16(HostBuffer<f16>),
+    F64(HostBuffer<f64>),
+    I32(HostBuffer<i32>),
+    U32(HostBuffer<u32>),
+    U8(HostBuffer<u8>),
+    Bool(HostBuffer<bool>),
 }
 
 /// Apply `$body` to the vector inside any variant, rewrapping in the same variant.
@@ -274,13 +277,13 @@ impl CpuStorage {
             CpuStorage::from_f64_values(&wide, T::DTYPE)
         };
         match T::DTYPE {
-            DType::F32 => moved(values).map_or_else(converted, CpuStorage::F32),
-            DType::F16 => moved(values).map_or_else(converted, CpuStorage::F16),
-            DType::F64 => moved(values).map_or_else(converted, CpuStorage::F64),
-            DType::I32 => moved(values).map_or_else(converted, CpuStorage::I32),
-            DType::U32 => moved(values).map_or_else(converted, CpuStorage::U32),
-            DType::U8 => moved(values).map_or_else(converted, CpuStorage::U8),
-            DType::Bool => moved(values).map_or_else(converted, CpuStorage::Bool),
+            DType::F32 => moved(values).map_or_else(converted, |v| CpuStorage::F32(v.into())),
+            DType::F16 => moved(values).map_or_else(converted, |v| CpuStorage::F16(v.into())),
+            DType::F64 => moved(values).map_or_else(converted, |v| CpuStorage::F64(v.into())),
+            DType::I32 => moved(values).map_or_else(converted, |v| CpuStorage::I32(v.into())),
+            DType::U32 => moved(values).map_or_else(converted, |v| CpuStorage::U32(v.into())),
+            DType::U8 => moved(values).map_or_else(converted, |v| CpuStorage::U8(v.into())),
+            DType::Bool => moved(values).map_or_else(converted, |v| CpuStorage::Bool(v.into())),
         }
     }
 
@@ -315,7 +318,7 @@ impl CpuStorage {
         match dtype {
             DType::F32 => CpuStorage::F32(values.iter().map(|&v| v as f32).collect()),
             DType::F16 => CpuStorage::F16(values.iter().map(|&v| f16::from_f64(v)).collect()),
-            DType::F64 => CpuStorage::F64(values.to_vec()),
+            DType::F64 => CpuStorage::F64(HostBuffer::from(values.to_vec())),
             DType::I32 => CpuStorage::I32(values.iter().map(|&v| v as i32).collect()),
             DType::U32 => CpuStorage::U32(values.iter().map(|&v| v as u32).collect()),
             DType::U8 => CpuStorage::U8(values.iter().map(|&v| v as u8).collect()),
@@ -326,13 +329,16 @@ impl CpuStorage {
     /// `numel` copies of `value`.
     pub fn full(numel: usize, dtype: DType, value: f64) -> Result<CpuStorage> {
         Ok(match dtype {
-            DType::F32 => CpuStorage::F32(alloc::filled(numel, value as f32)?),
-            DType::F16 => CpuStorage::F16(alloc::filled(numel, f16::from_f64(value))?),
-            DType::F64 => CpuStorage::F64(alloc::filled(numel, value)?),
-            DType::I32 => CpuStorage::I32(alloc::filled(numel, value as i32)?),
-            DType::U32 => CpuStorage::U32(alloc::filled(numel, value as u32)?),
-            DType::U8 => CpuStorage::U8(alloc::filled(numel, value as u8)?),
-            DType::Bool => CpuStorage::Bool(alloc::filled(numel, value != 0.0)?),
+            DType::F32 => CpuStorage::F32(HostBuffer::from(alloc::filled(numel, value as f32)?)),
+            DType::F16 => CpuStorage::F16(HostBuffer::from(alloc::filled(
+                numel,
+                f16::from_f64(value),
+            )?)),
+            DType::F64 => CpuStorage::F64(HostBuffer::from(alloc::filled(numel, value)?)),
+            DType::I32 => CpuStorage::I32(HostBuffer::from(alloc::filled(numel, value as i32)?)),
+            DType::U32 => CpuStorage::U32(HostBuffer::from(alloc::filled(numel, value as u32)?)),
+            DType::U8 => CpuStorage::U8(HostBuffer::from(alloc::filled(numel, value as u8)?)),
+            DType::Bool => CpuStorage::Bool(HostBuffer::from(alloc::filled(numel, value != 0.0)?)),
         })
     }
 
@@ -374,7 +380,7 @@ impl CpuStorage {
             }
         };
         Ok(match dtype {
-            DType::F32 => CpuStorage::F32(values),
+            DType::F32 => CpuStorage::F32(HostBuffer::from(values)),
             DType::F16 => CpuStorage::F16(values.into_iter().map(f16::from_f32).collect()),
             DType::F64 => CpuStorage::F64(values.into_iter().map(|v| v as f64).collect()),
             DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
@@ -426,7 +432,7 @@ impl Copying for CpuStorage {
     /// A contiguous copy of the view.
     fn copy_strided(&self, layout: &Layout) -> Result<CpuStorage> {
         check_view("copy", layout, self.len())?;
-        Ok(map_same_variant!(self, data => map_strided(data, layout, |x| x)?))
+        Ok(map_same_variant!(self, data => HostBuffer::from(map_strided(data, layout, |x| x)?)))
     }
 
     /// Copy the view `layout` into the view `dst_layout` of `dst`.
@@ -477,21 +483,29 @@ impl Copying for CpuStorage {
             return self.copy_strided(layout);
         }
         match (self, dtype) {
-            (CpuStorage::F32(v), DType::F16) => {
-                Ok(CpuStorage::F16(map_strided(v, layout, f16::from_f32)?))
-            }
-            (CpuStorage::F16(v), DType::F32) => {
-                Ok(CpuStorage::F32(map_strided(v, layout, |x| x.to_f32())?))
-            }
-            (CpuStorage::F32(v), DType::I32) => {
-                Ok(CpuStorage::I32(map_strided(v, layout, |x| x as i32)?))
-            }
-            (CpuStorage::I32(v), DType::F32) => {
-                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as f32)?))
-            }
-            (CpuStorage::Bool(v), DType::F32) => {
-                Ok(CpuStorage::F32(map_strided(v, layout, |x| x as u8 as f32)?))
-            }
+            (CpuStorage::F32(v), DType::F16) => Ok(CpuStorage::F16(HostBuffer::from(map_strided(
+                v,
+                layout,
+                f16::from_f32,
+            )?))),
+            (CpuStorage::F16(v), DType::F32) => Ok(CpuStorage::F32(HostBuffer::from(map_strided(
+                v,
+                layout,
+                |x| x.to_f32(),
+            )?))),
+            (CpuStorage::F32(v), DType::I32) => Ok(CpuStorage::I32(HostBuffer::from(map_strided(
+                v,
+                layout,
+                |x| x as i32,
+            )?))),
+            (CpuStorage::I32(v), DType::F32) => Ok(CpuStorage::F32(HostBuffer::from(map_strided(
+                v,
+                layout,
+                |x| x as f32,
+            )?))),
+            (CpuStorage::Bool(v), DType::F32) => Ok(CpuStorage::F32(HostBuffer::from(
+                map_strided(v, layout, |x| x as u8 as f32)?,
+            ))),
             _ => Ok(CpuStorage::from_f64_values(
                 &self.to_f64_vec(layout)?,
                 dtype,

@@ -5,6 +5,7 @@
 //! the work is sequential, so results do not depend on the thread count. f16 computes in f32.
 //! The checked geometry (`PoolShape`) lives in `geometry.rs`, shared with the GPU.
 
+use crate::backend::cpu::HostBuffer;
 use num_traits::Float;
 use rayon::prelude::*;
 
@@ -162,9 +163,15 @@ impl CpuStorage {
         let shape = PoolShape::new(OP, layout, window)?;
         check_view(OP, layout, self.len())?;
         Ok(match self {
-            CpuStorage::F32(x) => CpuStorage::F32(max_pool_typed(x, layout, &shape)?),
-            CpuStorage::F64(x) => CpuStorage::F64(max_pool_typed(x, layout, &shape)?),
-            CpuStorage::F16(x) => CpuStorage::F16(max_pool_typed(x, layout, &shape)?),
+            CpuStorage::F32(x) => {
+                CpuStorage::F32(HostBuffer::from(max_pool_typed(x, layout, &shape)?))
+            }
+            CpuStorage::F64(x) => {
+                CpuStorage::F64(HostBuffer::from(max_pool_typed(x, layout, &shape)?))
+            }
+            CpuStorage::F16(x) => {
+                CpuStorage::F16(HostBuffer::from(max_pool_typed(x, layout, &shape)?))
+            }
             CpuStorage::I32(_) | CpuStorage::U32(_) | CpuStorage::U8(_) | CpuStorage::Bool(_) => {
                 return Err(super::unsupported_dtype(OP, self.dtype()))
             }
@@ -192,7 +199,7 @@ impl CpuStorage {
         check_view(OP, grad_layout, grad.len())?;
         Ok(match (self, output, grad) {
             (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
-                CpuStorage::F32(max_pool_backward_typed(
+                CpuStorage::F32(HostBuffer::from(max_pool_backward_typed(
                     Plane { data: x, layout },
                     Plane {
                         data: y,
@@ -203,10 +210,10 @@ impl CpuStorage {
                         layout: grad_layout,
                     },
                     &shape,
-                )?)
+                )?))
             }
             (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
-                CpuStorage::F64(max_pool_backward_typed(
+                CpuStorage::F64(HostBuffer::from(max_pool_backward_typed(
                     Plane { data: x, layout },
                     Plane {
                         data: y,
@@ -217,10 +224,10 @@ impl CpuStorage {
                         layout: grad_layout,
                     },
                     &shape,
-                )?)
+                )?))
             }
             (CpuStorage::F16(x), CpuStorage::F16(y), CpuStorage::F16(g)) => {
-                CpuStorage::F16(max_pool_backward_typed(
+                CpuStorage::F16(HostBuffer::from(max_pool_backward_typed(
                     Plane { data: x, layout },
                     Plane {
                         data: y,
@@ -231,7 +238,7 @@ impl CpuStorage {
                         layout: grad_layout,
                     },
                     &shape,
-                )?)
+                )?))
             }
             _ if self.dtype() != output.dtype() || self.dtype() != grad.dtype() => {
                 return Err(Error::DTypeMismatch {

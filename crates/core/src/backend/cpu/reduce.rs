@@ -2,6 +2,7 @@
 //! output element) and "reduced" offsets (the block each output folds over); outputs are
 //! computed in parallel when there are many. Float sums accumulate in f64.
 
+use crate::backend::cpu::HostBuffer;
 use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, IntegerElement, PARALLEL_THRESHOLD};
@@ -144,8 +145,8 @@ enum CpuResult<T> {
 macro_rules! wrap_reduce {
     ($result:expr, $variant:ident) => {
         match $result {
-            CpuResult::Values(v) => CpuStorage::$variant(v),
-            CpuResult::Indices(v) => CpuStorage::I32(v),
+            CpuResult::Values(v) => CpuStorage::$variant(HostBuffer::from(v)),
+            CpuResult::Indices(v) => CpuStorage::I32(HostBuffer::from(v)),
         }
     };
 }

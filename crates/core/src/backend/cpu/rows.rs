@@ -5,6 +5,7 @@
 //! mean, centre, mean of squares, rsqrt, scale, affine), rows in parallel with rayon. They are
 //! the reference of the GPU's row kernels (`gpu/rows.rs`).
 
+use crate::backend::cpu::HostBuffer;
 use num_traits::{Float, NumCast, One, Zero};
 use rayon::prelude::*;
 
@@ -57,7 +58,13 @@ fn softmax_rows<T: FloatElement>(data: &[T], layout: &Layout, length: usize, saf
             max
         };
         let exps: Vec<T::Compute> = row.iter().map(|v| (v.up() - shift).exp()).collect();
-        let sum: T::Compute = exps.iter().copied().sum();
+        // Summed in f64: over a long row (a 6,625-class head) an f32 running sum drops the
+        // terms below half a unit in its last place.
+        let wide: f64 = exps
+            .iter()
+            .map(|&e| num_traits::ToPrimitive::to_f64(&e).unwrap_or(f64::NAN))
+            .sum();
+        let sum = <T::Compute as NumCast>::from(wide).unwrap_or_else(T::Compute::nan);
         let half = <T::Compute as NumCast>::from(0.5).unwrap_or_else(<T::Compute as Zero>::zero);
         let sum = if safe { sum.max(half) } else { sum };
         for (slot, e) in row.iter_mut().zip(exps) {
@@ -137,9 +144,15 @@ impl RowNormalization for CpuStorage {
         check_view(OP, layout, self.len())?;
         let length = check_rows(OP, layout)?;
         Ok(match self {
-            CpuStorage::F32(data) => CpuStorage::F32(softmax_rows(data, layout, length, safe)),
-            CpuStorage::F64(data) => CpuStorage::F64(softmax_rows(data, layout, length, safe)),
-            CpuStorage::F16(data) => CpuStorage::F16(softmax_rows(data, layout, length, safe)),
+            CpuStorage::F32(data) => {
+                CpuStorage::F32(HostBuffer::from(softmax_rows(data, layout, length, safe)))
+            }
+            CpuStorage::F64(data) => {
+                CpuStorage::F64(HostBuffer::from(softmax_rows(data, layout, length, safe)))
+            }
+            CpuStorage::F16(data) => {
+                CpuStorage::F16(HostBuffer::from(softmax_rows(data, layout, length, safe)))
+            }
             other => return Err(unsupported_dtype(OP, other.dtype())),
         })
     }
@@ -174,7 +187,9 @@ impl RowNormalization for CpuStorage {
                     Some(_) => return Err(unsupported_dtype(OP, self.dtype())),
                     None => None,
                 };
-                CpuStorage::$variant(layer_norm_rows($data, layout, length, affine, eps))
+                CpuStorage::$variant(HostBuffer::from(layer_norm_rows(
+                    $data, layout, length, affine, eps,
+                )))
             }};
         }
         Ok(match self {
@@ -212,7 +227,9 @@ impl RowNormalization for CpuStorage {
                     Some(_) => return Err(unsupported_dtype(OP, self.dtype())),
                     None => None,
                 };
-                CpuStorage::$variant(rms_norm_rows($data, layout, length, weight, eps))
+                CpuStorage::$variant(HostBuffer::from(rms_norm_rows(
+                    $data, layout, length, weight, eps,
+                )))
             }};
         }
         Ok(match self {

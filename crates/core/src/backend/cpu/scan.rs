@@ -2,6 +2,7 @@
 //! compute type (f32 for F16), I32 and U32 wrapping; lines in parallel when large. The
 //! reference of the GPU's `scan/` kernels.
 
+use crate::backend::cpu::HostBuffer;
 use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, PARALLEL_THRESHOLD};
@@ -84,15 +85,27 @@ impl Scan for CpuStorage {
         check_view(OP, layout, self.len())?;
         check_dim(OP, layout, dim)?;
         Ok(match self {
-            CpuStorage::F32(data) => CpuStorage::F32(float_cumsum(data, layout, dim)),
-            CpuStorage::F64(data) => CpuStorage::F64(float_cumsum(data, layout, dim)),
-            CpuStorage::F16(data) => CpuStorage::F16(float_cumsum(data, layout, dim)),
-            CpuStorage::I32(data) => {
-                CpuStorage::I32(wrapping_cumsum(data, layout, dim, i32::wrapping_add))
+            CpuStorage::F32(data) => {
+                CpuStorage::F32(HostBuffer::from(float_cumsum(data, layout, dim)))
             }
-            CpuStorage::U32(data) => {
-                CpuStorage::U32(wrapping_cumsum(data, layout, dim, u32::wrapping_add))
+            CpuStorage::F64(data) => {
+                CpuStorage::F64(HostBuffer::from(float_cumsum(data, layout, dim)))
             }
+            CpuStorage::F16(data) => {
+                CpuStorage::F16(HostBuffer::from(float_cumsum(data, layout, dim)))
+            }
+            CpuStorage::I32(data) => CpuStorage::I32(HostBuffer::from(wrapping_cumsum(
+                data,
+                layout,
+                dim,
+                i32::wrapping_add,
+            ))),
+            CpuStorage::U32(data) => CpuStorage::U32(HostBuffer::from(wrapping_cumsum(
+                data,
+                layout,
+                dim,
+                u32::wrapping_add,
+            ))),
             other => return Err(unsupported_dtype(OP, other.dtype())),
         })
     }

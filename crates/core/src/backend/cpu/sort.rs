@@ -3,6 +3,7 @@
 //! CPU stores); NaN is larger than every number and equal to NaN, `-0.0` equals `0.0`, and
 //! equal values keep their original order in both directions (as PyTorch's `stable=True`).
 
+use crate::backend::cpu::HostBuffer;
 use std::cmp::Ordering;
 
 use rayon::prelude::*;
@@ -35,7 +36,7 @@ impl Sorting for CpuStorage {
         let outer: usize = layout.shape[..dim].iter().product();
         let mut out = vec![0i32; values.len()];
         if values.is_empty() {
-            return Ok(CpuStorage::I32(out));
+            return Ok(CpuStorage::I32(HostBuffer::from(out)));
         }
         let sort_row = |row: usize, positions: &mut Vec<usize>| -> Vec<i32> {
             let (o, i) = (row / inner, row % inner);
@@ -69,6 +70,6 @@ impl Sorting for CpuStorage {
                 out[base + j * inner] = index;
             }
         }
-        Ok(CpuStorage::I32(out))
+        Ok(CpuStorage::I32(HostBuffer::from(out)))
     }
 }

@@ -349,14 +349,15 @@ mod tests {
                 let weight_layout = Layout::contiguous(&[o, c, kh, kw]);
                 let x = values(input_len, 1, dtype);
                 let k = values(o * c * kh * kw, 2, dtype);
-                let CpuStorage::F32(expected) = CpuStorage::F32(x.clone())
-                    .conv2d(
-                        &layout,
-                        &CpuStorage::F32(k.clone()),
-                        &weight_layout,
-                        &params,
-                    )
-                    .unwrap()
+                let CpuStorage::F32(expected) =
+                    CpuStorage::F32(crate::backend::cpu::HostBuffer::from(x.clone()))
+                        .conv2d(
+                            &layout,
+                            &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(k.clone())),
+                            &weight_layout,
+                            &params,
+                        )
+                        .unwrap()
                 else {
                     panic!("dtype changed");
                 };

@@ -598,7 +598,7 @@ pub(crate) mod testing {
     pub(crate) fn upload(device: &GpuDevice, values: &[f32], dtype: DType) -> GpuStorage {
         let cpu = match dtype {
             DType::F16 => CpuStorage::F16(values.iter().map(|&x| f16::from_f32(x)).collect()),
-            _ => CpuStorage::F32(values.to_vec()),
+            _ => CpuStorage::F32(crate::backend::cpu::HostBuffer::from(values.to_vec())),
         };
         GpuStorage::from_cpu(device, &cpu).unwrap()
     }
@@ -607,7 +607,7 @@ pub(crate) mod testing {
     /// 1e-4 for F32, 3e-3 for F16 (one rounding of the result, accumulation in f32).
     pub(crate) fn check(actual: &GpuStorage, expected: &[f32], what: &str) {
         let (actual, tolerance): (Vec<f32>, f32) = match actual.to_cpu().unwrap() {
-            CpuStorage::F32(values) => (values, 1e-4),
+            CpuStorage::F32(values) => ((values).into_vec(), 1e-4),
             CpuStorage::F16(values) => (values.iter().map(|x| x.to_f32()).collect(), 3e-3),
             _ => panic!("{what}: dtype changed"),
         };

@@ -681,7 +681,11 @@ mod tests {
         tuner.forget_file();
         tuner.set_mode(AutotuneMode::On);
         let upload = |values: &[f32]| {
-            GpuStorage::from_cpu(&device, &CpuStorage::F32(values.to_vec())).unwrap()
+            GpuStorage::from_cpu(
+                &device,
+                &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(values.to_vec())),
+            )
+            .unwrap()
         };
         // A single product with split-K candidates (128 x 1024 x 128).
         let (a, b) = (numbers(128 * 1024, 1), numbers(1024 * 128, 2));
@@ -689,8 +693,12 @@ mod tests {
             Layout::contiguous(&[1, 128, 1024]),
             Layout::contiguous(&[1, 1024, 128]),
         );
-        let expected = CpuStorage::F32(a.clone())
-            .matmul(&a_layout, &CpuStorage::F32(b.clone()), &b_layout)
+        let expected = CpuStorage::F32(crate::backend::cpu::HostBuffer::from(a.clone()))
+            .matmul(
+                &a_layout,
+                &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(b.clone())),
+                &b_layout,
+            )
             .unwrap();
         let (a, b) = (upload(&a), upload(&b));
         let before = measured_on_this_thread();
@@ -734,9 +742,9 @@ mod tests {
             Layout::contiguous(&[2, 16, 10, 10]),
         );
         let (cx, cw, cg) = (
-            CpuStorage::F32(x.clone()),
-            CpuStorage::F32(w.clone()),
-            CpuStorage::F32(g.clone()),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(x.clone())),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(w.clone())),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(g.clone())),
         );
         let (gx, gw, gg) = (upload(&x), upload(&w), upload(&g));
         let weight_gradient = cx

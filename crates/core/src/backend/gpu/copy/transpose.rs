@@ -389,7 +389,7 @@ mod tests {
             let len = view.extent();
             assert!(transposed_view(DType::F32, &view, &Layout::contiguous(&view.shape)).is_some());
             let values: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 7.0).collect();
-            let cpu = CpuStorage::F32(values.clone());
+            let cpu = CpuStorage::F32(crate::backend::cpu::HostBuffer::from(values.clone()));
             let expected = cpu.copy_strided(&view).unwrap();
             let gpu = GpuStorage::from_cpu(&device, &cpu).unwrap();
             let actual = gpu.copy_strided(&view).unwrap().to_cpu().unwrap();
@@ -444,7 +444,7 @@ mod tests {
                     _ => half::f16::from_f32(i as f32 * 0.25 - 9.0),
                 })
                 .collect();
-            let cpu = CpuStorage::F16(values);
+            let cpu = CpuStorage::F16(crate::backend::cpu::HostBuffer::from(values));
             let CpuStorage::F16(expected) = cpu.copy_strided(&view).unwrap() else {
                 panic!("dtype changed")
             };

@@ -479,16 +479,21 @@ mod tests {
         let b: Vec<f32> = (0..b_len)
             .map(|i| round(((i * 53 % 97) as f32 - 48.0) / 24.0))
             .collect();
-        let CpuStorage::F32(expected) = CpuStorage::F32(a.clone())
-            .matmul(a_layout, &CpuStorage::F32(b.clone()), b_layout)
-            .unwrap()
+        let CpuStorage::F32(expected) =
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(a.clone()))
+                .matmul(
+                    a_layout,
+                    &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(b.clone())),
+                    b_layout,
+                )
+                .unwrap()
         else {
             panic!("dtype changed");
         };
         let upload = |values: Vec<f32>| {
             let cpu = match dtype {
                 DType::F16 => CpuStorage::F16(values.into_iter().map(f16::from_f32).collect()),
-                _ => CpuStorage::F32(values),
+                _ => CpuStorage::F32(crate::backend::cpu::HostBuffer::from(values)),
             };
             GpuStorage::from_cpu(device, &cpu).unwrap()
         };
@@ -504,7 +509,7 @@ mod tests {
         };
         let actual = actual.unwrap().to_cpu().unwrap();
         let (actual, tolerance): (Vec<f32>, f32) = match actual {
-            CpuStorage::F32(values) => (values, 1e-4),
+            CpuStorage::F32(values) => ((values).into_vec(), 1e-4),
             CpuStorage::F16(values) => (values.iter().map(|x| x.to_f32()).collect(), 2e-3),
             _ => panic!("dtype changed"),
         };
@@ -638,8 +643,16 @@ mod tests {
     #[test]
     fn aligned_kernel_is_refused_when_not_legal() {
         let Some(device) = gpu() else { return };
-        let a = GpuStorage::from_cpu(&device, &CpuStorage::F32(vec![1.0; 128 * 20])).unwrap();
-        let b = GpuStorage::from_cpu(&device, &CpuStorage::F32(vec![1.0; 20 * 128])).unwrap();
+        let a = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(vec![1.0; 128 * 20])),
+        )
+        .unwrap();
+        let b = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(vec![1.0; 20 * 128])),
+        )
+        .unwrap();
         let (a_layout, b_layout) = (
             Layout::contiguous(&[1, 128, 20]),
             Layout::contiguous(&[1, 20, 128]),

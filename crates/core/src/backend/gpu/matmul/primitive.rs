@@ -549,7 +549,7 @@ mod tests {
             .to_cpu()
             .unwrap()
         {
-            CpuStorage::F32(values) => values,
+            CpuStorage::F32(values) => (values).into_vec(),
             CpuStorage::F16(values) => values.iter().map(|x| x.to_f32()).collect(),
             other => panic!("{}: dtype changed to {:?}", choice.name(), other.dtype()),
         }
@@ -578,7 +578,10 @@ mod tests {
             strides: vec![k * (n + 64), n + 64, 1],
             offset: 32,
         };
-        let (a_cpu, b_cpu) = (CpuStorage::F32(a_values), CpuStorage::F32(b_values));
+        let (a_cpu, b_cpu) = (
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(a_values)),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(b_values)),
+        );
         let CpuStorage::F32(expected) = a_cpu.matmul(&a_layout, &b_cpu, &b_layout).unwrap() else {
             panic!("dtype changed")
         };
@@ -641,8 +644,16 @@ mod tests {
         else {
             panic!("dtype changed")
         };
-        let a = GpuStorage::from_cpu(&device, &CpuStorage::F16(a_values)).unwrap();
-        let b = GpuStorage::from_cpu(&device, &CpuStorage::F16(weight)).unwrap();
+        let a = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(a_values)),
+        )
+        .unwrap();
+        let b = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(weight)),
+        )
+        .unwrap();
         let splits: Vec<usize> = [2, 4, 8, 16]
             .into_iter()
             .filter(|&split| split_k_partials_legal(DType::F16, &a_layout, &b_layout, split))
@@ -689,7 +700,10 @@ mod tests {
         let b_values: Vec<f32> = (0..4 + n * k)
             .map(|i| ((i * 53 % 97) as f32 - 48.0) / 24.0)
             .collect();
-        let (a_cpu, b_cpu) = (CpuStorage::F32(a_values), CpuStorage::F32(b_values));
+        let (a_cpu, b_cpu) = (
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(a_values)),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(b_values)),
+        );
         let CpuStorage::F32(expected) = a_cpu.matmul(&a_layout, &b_cpu, &b_layout).unwrap() else {
             panic!("dtype changed")
         };
@@ -757,7 +771,7 @@ mod tests {
                     DType::F16 => {
                         CpuStorage::F16(values.iter().map(|&x| f16::from_f32(x)).collect())
                     }
-                    _ => CpuStorage::F32(values),
+                    _ => CpuStorage::F32(crate::backend::cpu::HostBuffer::from(values)),
                 };
                 let widen = |storage: &CpuStorage| match storage {
                     CpuStorage::F16(v) => CpuStorage::F32(v.iter().map(|x| x.to_f32()).collect()),

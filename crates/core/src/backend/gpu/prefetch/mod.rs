@@ -107,15 +107,26 @@ mod tests {
         let words: Vec<u32> = (0..70_003u32)
             .map(|i| i.wrapping_mul(2_654_435_761).rotate_left(i % 31))
             .collect();
-        let source = GpuStorage::from_cpu(&device, &CpuStorage::U32(words.clone())).unwrap();
-        let sink = GpuStorage::from_cpu(&device, &CpuStorage::U32(vec![0; 4])).unwrap();
+        let source = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::U32(crate::backend::cpu::HostBuffer::from(words.clone())),
+        )
+        .unwrap();
+        let sink = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::U32(crate::backend::cpu::HostBuffer::from(vec![0; 4])),
+        )
+        .unwrap();
         launch(&source, words.len() * 4, sink.raw().unwrap(), true).unwrap();
         let whole = words.len() / 4 * 4;
         let expected = words[..whole].iter().fold(0, |acc, word| acc ^ word);
         let CpuStorage::U32(read) = sink.to_cpu().unwrap() else {
             panic!("the sink is u32")
         };
-        assert_eq!(read, vec![expected, 0, 0, 0]);
-        assert_eq!(source.to_cpu().unwrap(), CpuStorage::U32(words));
+        assert_eq!(read.into_vec(), vec![expected, 0, 0, 0]);
+        assert_eq!(
+            source.to_cpu().unwrap(),
+            CpuStorage::U32(crate::backend::cpu::HostBuffer::from(words))
+        );
     }
 }

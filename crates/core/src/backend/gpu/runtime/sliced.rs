@@ -493,7 +493,11 @@ mod tests {
     fn refused_computations_are_retried_in_halves() {
         let Some(device) = gpu_device() else { return };
         let data: Vec<f32> = (0..60).map(|i| i as f32 * 0.5 - 7.0).collect();
-        let storage = GpuStorage::from_cpu(&device, &CpuStorage::F32(data.clone())).unwrap();
+        let storage = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(data.clone())),
+        )
+        .unwrap();
         let layout = Layout::contiguous(&[12, 5]);
         let retries_before = device.context().memory_stats().sliced_retries;
         let mut attempts = Vec::new();
@@ -513,7 +517,10 @@ mod tests {
                 };
                 let start = view.offset;
                 let copy = values[start..start + view.numel()].to_vec();
-                GpuStorage::from_cpu(slice.device(), &CpuStorage::F32(copy))
+                GpuStorage::from_cpu(
+                    slice.device(),
+                    &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(copy)),
+                )
             })
             .unwrap();
         assert_eq!(attempts, [0..12, 0..6, 0..3, 3..6, 6..9, 9..12]);
@@ -521,7 +528,10 @@ mod tests {
             device.context().memory_stats().sliced_retries - retries_before,
             2
         );
-        assert_eq!(result.to_cpu().unwrap(), CpuStorage::F32(data));
+        assert_eq!(
+            result.to_cpu().unwrap(),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(data))
+        );
 
         // One element refused cannot be sliced: the refusal is the answer, and other errors
         // are never retried.

@@ -90,15 +90,16 @@ fn input_gradient_both_tiles_match_cpu() {
             let g = values(n * o * oh * ow, 3, dtype);
             let k = values(o * c * kh * kw, 4, dtype);
             let input_shape = [n, c, h, w];
-            let CpuStorage::F32(expected) = CpuStorage::F32(g.clone())
-                .conv2d_backward_input(
-                    &layout,
-                    &CpuStorage::F32(k.clone()),
-                    &weight_layout,
-                    &params,
-                    &input_shape,
-                )
-                .unwrap()
+            let CpuStorage::F32(expected) =
+                CpuStorage::F32(crate::backend::cpu::HostBuffer::from(g.clone()))
+                    .conv2d_backward_input(
+                        &layout,
+                        &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(k.clone())),
+                        &weight_layout,
+                        &params,
+                        &input_shape,
+                    )
+                    .unwrap()
             else {
                 panic!("dtype changed");
             };
@@ -176,15 +177,16 @@ fn weight_gradient_variants_match_cpu() {
             let x = values(x_len, 5, dtype);
             let g = values(n * o * oh * ow, 6, dtype);
             let weight_shape = [o, c, kh, kw];
-            let CpuStorage::F32(expected) = CpuStorage::F32(x.clone())
-                .conv2d_backward_weight(
-                    &x_layout,
-                    &CpuStorage::F32(g.clone()),
-                    &g_layout,
-                    &params,
-                    &weight_shape,
-                )
-                .unwrap()
+            let CpuStorage::F32(expected) =
+                CpuStorage::F32(crate::backend::cpu::HostBuffer::from(x.clone()))
+                    .conv2d_backward_weight(
+                        &x_layout,
+                        &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(g.clone())),
+                        &g_layout,
+                        &params,
+                        &weight_shape,
+                    )
+                    .unwrap()
             else {
                 panic!("dtype changed");
             };

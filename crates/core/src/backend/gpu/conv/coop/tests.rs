@@ -99,7 +99,7 @@ fn operand([a, b, h, w]: [usize; 4], strided: bool) -> (usize, Layout) {
 
 fn cpu_f32(storage: crate::error::Result<CpuStorage>) -> Vec<f32> {
     match storage.unwrap() {
-        CpuStorage::F32(values) => values,
+        CpuStorage::F32(values) => (values).into_vec(),
         _ => panic!("dtype changed"),
     }
 }
@@ -123,7 +123,7 @@ fn check_pass(device: &GpuDevice, pass: ConvPass, emulated: bool, cases: &[Case]
         let x = values(x_len, 1, DType::F16);
         let k = values(o * c * kh * kw, 2, DType::F16);
         let g = values(g_len, 3, DType::F16);
-        let cpu = |v: &[f32]| CpuStorage::F32(v.to_vec());
+        let cpu = |v: &[f32]| CpuStorage::F32(crate::backend::cpu::HostBuffer::from(v.to_vec()));
         let gpu = |v: &[f32]| upload(device, v, DType::F16);
         let what = format!("{name} ({pass:?}, emulated {emulated})");
         let (expected, actual) = match pass {
@@ -268,7 +268,7 @@ fn entry_points_use_coop_only_where_available() {
     let x = values(n * c * h * w, 4, DType::F16);
     let k = values(o * c * 9, 5, DType::F16);
     let g = values(n * o * h * w, 6, DType::F16);
-    let cpu = |v: &[f32]| CpuStorage::F32(v.to_vec());
+    let cpu = |v: &[f32]| CpuStorage::F32(crate::backend::cpu::HostBuffer::from(v.to_vec()));
     let up = |v: &[f32]| -> GpuStorage { upload(&device, v, DType::F16) };
     let before = device.cooperative_conv_dispatches();
     let forward = up(&x)
@@ -387,8 +387,8 @@ fn forward_epilogues_match_cpu() {
         );
         let residual_cpu = CpuStorage::F16(f16_values(&residual));
         let (scale_cpu, shift_cpu) = (
-            CpuStorage::F32(scale.clone()),
-            CpuStorage::F32(shift.clone()),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(scale.clone())),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(shift.clone())),
         );
         let up = |v: &[f32], dtype| upload(&device, v, dtype);
         let (x_gpu, k_gpu) = (up(&x, DType::F16), up(&k, DType::F16));

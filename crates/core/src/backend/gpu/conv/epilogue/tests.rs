@@ -93,7 +93,7 @@ fn every_kernel_applies_every_epilogue() {
                 DType::F16 => {
                     CpuStorage::F16(values.iter().map(|&v| half::f16::from_f32(v)).collect())
                 }
-                _ => CpuStorage::F32(values.to_vec()),
+                _ => CpuStorage::F32(crate::backend::cpu::HostBuffer::from(values.to_vec())),
             };
             let (x_cpu, k_cpu) = (cpu(&x, dtype), cpu(&k, dtype));
             let (scale_cpu, shift_cpu) = (cpu(&scale, DType::F32), cpu(&shift, DType::F32));
@@ -128,7 +128,7 @@ fn every_kernel_applies_every_epilogue() {
                         )
                         .unwrap();
                     let expected: Vec<f32> = match expected {
-                        CpuStorage::F32(v) => v,
+                        CpuStorage::F32(v) => (v).into_vec(),
                         CpuStorage::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
                         _ => panic!("dtype changed"),
                     };
@@ -210,7 +210,7 @@ fn every_kernel_applies_every_epilogue() {
                     .copy_strided(&channels_last)
                     .unwrap();
                     let cpu_last: Vec<f32> = match cpu_last {
-                        CpuStorage::F32(v) => v,
+                        CpuStorage::F32(v) => (v).into_vec(),
                         CpuStorage::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
                         _ => panic!("dtype changed"),
                     };

@@ -321,8 +321,8 @@ fn check_all(
         let out_len: usize = out_shape.iter().product();
         let residual = values(out_len, 3);
         let (scale_cpu, shift_cpu) = (
-            CpuStorage::F32(scale.clone()),
-            CpuStorage::F32(shift.clone()),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(scale.clone())),
+            CpuStorage::F32(crate::backend::cpu::HostBuffer::from(shift.clone())),
         );
         let residual_cpu = widen(&residual);
         let expected = match case.epilogue {
@@ -346,9 +346,21 @@ fn check_all(
         let CpuStorage::F32(expected) = expected else {
             panic!("dtype changed")
         };
-        let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+        let upload = |v: Vec<f16>| {
+            GpuStorage::from_cpu(
+                device,
+                &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(v)),
+            )
+            .unwrap()
+        };
         let (gx, gw) = (upload(x.clone()), upload(weight.clone()));
-        let upload32 = |v: Vec<f32>| GpuStorage::from_cpu(device, &CpuStorage::F32(v)).unwrap();
+        let upload32 = |v: Vec<f32>| {
+            GpuStorage::from_cpu(
+                device,
+                &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(v)),
+            )
+            .unwrap()
+        };
         let (g_scale, g_shift, g_residual) = (
             upload32(scale.clone()),
             upload32(shift.clone()),
@@ -516,7 +528,13 @@ fn check_weight_gradients(
         else {
             panic!("dtype changed")
         };
-        let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+        let upload = |v: Vec<f16>| {
+            GpuStorage::from_cpu(
+                device,
+                &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(v)),
+            )
+            .unwrap()
+        };
         let (gx, gg) = (upload(x.clone()), upload(g.clone()));
         let keys = ConvNhwcWeightKey::all().into_iter().filter(|key| {
             key.emulated == emulated
@@ -570,7 +588,13 @@ fn check_input_gradients(device: &crate::backend::gpu::runtime::device::GpuDevic
             Layout::contiguous(&[o, c, kh, kw]),
         );
         let expected = cpu_input_gradient(&case, &g, &weight);
-        let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+        let upload = |v: Vec<f16>| {
+            GpuStorage::from_cpu(
+                device,
+                &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(v)),
+            )
+            .unwrap()
+        };
         let (gg, gw) = (upload(g.clone()), upload(weight.clone()));
         for tile in NhwcTile::ALL {
             if !c.is_multiple_of(tile.columns())
@@ -632,7 +656,13 @@ fn check_patch_input_gradients(
             let g = values(out_shape.iter().product(), seed + 21);
             let weight = values(o * c * kh * kw, seed + 22);
             let expected = cpu_input_gradient(&case, &g, &weight);
-            let upload = |v: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(v)).unwrap();
+            let upload = |v: Vec<f16>| {
+                GpuStorage::from_cpu(
+                    device,
+                    &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(v)),
+                )
+                .unwrap()
+            };
             let Some(out) = upload(g)
                 .conv2d_backward_input_patch(
                     (&g_layout, &upload(weight), &w_layout),
@@ -673,7 +703,7 @@ fn cpu_input_gradient(case: &Case, g: &[f16], weight: &[f16]) -> Vec<f32> {
     else {
         panic!("dtype changed")
     };
-    expected
+    (expected).into_vec()
 }
 
 fn cpu_conv_shape(case: &Case, h: usize, w: usize) -> [usize; 4] {

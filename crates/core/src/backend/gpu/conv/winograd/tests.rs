@@ -138,8 +138,8 @@ fn winograd_forward_and_input_gradient_match_cpu() {
             let w_layout = Layout::contiguous(&[o, c, 3, 3]);
             let x_gpu = upload(&device, &x_stored, dtype);
             let w_gpu = upload(&device, &w_values, dtype);
-            let x_cpu = CpuStorage::F32(x_values.clone());
-            let w_cpu = CpuStorage::F32(w_values.clone());
+            let x_cpu = CpuStorage::F32(crate::backend::cpu::HostBuffer::from(x_values.clone()));
+            let w_cpu = CpuStorage::F32(crate::backend::cpu::HostBuffer::from(w_values.clone()));
             let x_dense = Layout::contiguous(&[n, c, h, w]);
             let expected = x_cpu
                 .conv2d(&x_dense, &w_cpu, &w_layout, &geometry)
@@ -157,7 +157,7 @@ fn winograd_forward_and_input_gradient_match_cpu() {
             let (oh, ow) = (h + 2 * pad - 2, w + 2 * pad - 2);
             let g_values = values(n * o * oh * ow, 3, dtype);
             let g_layout = Layout::contiguous(&[n, o, oh, ow]);
-            let expected = CpuStorage::F32(g_values.clone())
+            let expected = CpuStorage::F32(crate::backend::cpu::HostBuffer::from(g_values.clone()))
                 .conv2d_backward_input(&g_layout, &w_cpu, &w_layout, &geometry, &[n, c, h, w])
                 .unwrap();
             let CpuStorage::F32(expected) = expected else {
@@ -197,10 +197,10 @@ fn winograd_splits_large_batches_into_chunks() {
     let w_values = values(o * c * 9, 5, DType::F32);
     let x_layout = Layout::contiguous(&[n, c, h, w]);
     let w_layout = Layout::contiguous(&[o, c, 3, 3]);
-    let expected = CpuStorage::F32(x_values.clone())
+    let expected = CpuStorage::F32(crate::backend::cpu::HostBuffer::from(x_values.clone()))
         .conv2d(
             &x_layout,
-            &CpuStorage::F32(w_values.clone()),
+            &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(w_values.clone())),
             &w_layout,
             &geometry,
         )

@@ -177,7 +177,12 @@ fn check(
     else {
         panic!("dtype changed");
     };
-    let upload = |values: Vec<f16>| GpuStorage::from_cpu(device, &CpuStorage::F16(values));
+    let upload = |values: Vec<f16>| {
+        GpuStorage::from_cpu(
+            device,
+            &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(values)),
+        )
+    };
     let actual = upload(a)
         .unwrap()
         .matmul_with(a_layout, &upload(b).unwrap(), b_layout, key.clone())
@@ -312,7 +317,12 @@ fn matmul_uses_coop_only_where_available() {
         Layout::contiguous(&[1, 256, 64]),
         Layout::contiguous(&[1, 64, 256]),
     );
-    let ones = |len| GpuStorage::from_cpu(&device, &CpuStorage::F16(vec![f16::ONE; len]));
+    let ones = |len| {
+        GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::F16(crate::backend::cpu::HostBuffer::from(vec![f16::ONE; len])),
+        )
+    };
     let (lhs, rhs) = (ones(256 * 64).unwrap(), ones(64 * 256).unwrap());
     let before = device.cooperative_matmul_dispatches();
     let CpuStorage::F16(out) = lhs.matmul(&a, &rhs, &b).unwrap().to_cpu().unwrap() else {

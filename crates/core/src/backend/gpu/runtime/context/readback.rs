@@ -310,7 +310,11 @@ mod tests {
         }
         let device = GpuDevice::open_new_instance(0).unwrap();
         let context = device.context();
-        let source = GpuStorage::from_cpu(&device, &CpuStorage::F32(vec![1.5, -2.0])).unwrap();
+        let source = GpuStorage::from_cpu(
+            &device,
+            &CpuStorage::F32(crate::backend::cpu::HostBuffer::from(vec![1.5, -2.0])),
+        )
+        .unwrap();
         let pending = context.start_read_bytes(source.raw().unwrap(), 8).unwrap();
         let later = GpuStorage::full(&device, 1 << 16, DType::F32, 3.0).unwrap();
         let recorded = || {
