@@ -1,7 +1,13 @@
 //! What the graph declares about its inputs and outputs: names, element types and shapes
-//! whose dims are numbers, symbolic names (`dim_param`) or unknown.
+//! whose dims are numbers, symbolic names (`dim_param`) or unknown. A negative `dim_value`
+//! and the `dim_param` `?` are unknown: Paddle2ONNX writes `?` (and -1) for every free dim,
+//! so a detector's height and width would otherwise have to be equal.
 
 use crate::proto::{dimension, type_proto, DataType, ValueInfoProto};
+
+/// The `dim_param` some exporters (Paddle2ONNX) write for an unknown dim: not a name that
+/// binds dims together.
+const UNKNOWN_NAME: &str = "?";
 
 /// One dim of a declared shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +45,7 @@ impl Declaration {
                     Some(dimension::Value::DimValue(v)) if *v >= 0 => {
                         DeclaredDim::Fixed(*v as usize)
                     }
-                    Some(dimension::Value::DimParam(p)) if !p.is_empty() => {
+                    Some(dimension::Value::DimParam(p)) if !p.is_empty() && p != UNKNOWN_NAME => {
                         DeclaredDim::Symbolic(p.clone())
                     }
                     _ => DeclaredDim::Unknown,
@@ -78,5 +84,54 @@ impl Declaration {
                 format!("[{}]", parts.join(", "))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{Dimension, TensorShapeProto, TensorType, TypeProto};
+
+    /// A float input declaration with these dims.
+    fn info(dims: Vec<dimension::Value>) -> ValueInfoProto {
+        ValueInfoProto {
+            name: "x".into(),
+            r#type: Some(TypeProto {
+                value: Some(type_proto::Value::TensorType(TensorType {
+                    elem_type: DataType::Float as i32,
+                    shape: Some(TensorShapeProto {
+                        dim: dims
+                            .into_iter()
+                            .map(|value| Dimension {
+                                value: Some(value),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                })),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn question_marks_and_negative_sizes_are_unknown_dims() {
+        let declared = Declaration::of(&info(vec![
+            dimension::Value::DimValue(-1),
+            dimension::Value::DimValue(3),
+            dimension::Value::DimParam("?".into()),
+            dimension::Value::DimParam("width".into()),
+        ]));
+        assert_eq!(
+            declared.shape,
+            Some(vec![
+                DeclaredDim::Unknown,
+                DeclaredDim::Fixed(3),
+                DeclaredDim::Unknown,
+                DeclaredDim::Symbolic("width".into()),
+            ])
+        );
+        assert_eq!(declared.shape_text(), "[?, 3, ?, width]");
     }
 }

@@ -567,9 +567,18 @@ fn check_declared(
             DeclaredDim::Symbolic(name) => {
                 if let Some(&other) = bound.get(name) {
                     if other != size {
+                        // Which dim bound the name first: one of this input's or another's.
+                        let earlier = dims[..i]
+                            .iter()
+                            .position(|d| matches!(d, DeclaredDim::Symbolic(n) if n == name));
+                        let setter = match earlier {
+                            Some(k) => format!("dim {k} of this input"),
+                            None => "another input".to_string(),
+                        };
                         return Err(fail(format!(
-                            "dim {i} (`{name}`) is {size}, but another input set `{name}` to \
-                             {other}"
+                            "dim {i} (`{name}`) is {size}, but {setter} set `{name}` to {other} \
+                             (shape {shape:?}, declared {})",
+                            declared.shape_text()
                         )));
                     }
                 } else {
