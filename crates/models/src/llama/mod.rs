@@ -11,13 +11,18 @@
 //! - `tokenizer.rs` (feature `text`): [`LlamaTokenizer`] from GGUF metadata or
 //!   `tokenizer.json`.
 //! - `chat.rs` (feature `text`): the ChatML chat template.
+//! - `causal_lm_loss.rs`: [`causal_lm_loss`]: next-token cross-entropy with padding masks.
+//! - `lora.rs`: LoRA adapters on the projections ([`LoraConfig`], [`LoraLinear`]), the base
+//!   frozen, saved and loaded in PEFT's layout.
 
 mod cache;
+mod causal_lm_loss;
 #[cfg(feature = "text")]
 mod chat;
 mod config;
 mod generation;
 mod loading;
+mod lora;
 mod model;
 mod rope;
 mod sampling;
@@ -25,11 +30,13 @@ mod sampling;
 mod tokenizer;
 
 pub use cache::KvCache;
+pub use causal_lm_loss::causal_lm_loss;
 #[cfg(feature = "text")]
 pub use chat::{ChatMessage, ChatTemplate};
 pub use config::LlamaConfig;
 pub use generation::{generate, GenerationOptions, GenerationOutput};
 pub use loading::{gguf_name, permute_rows, unpermute_rows};
+pub use lora::{LoraAdapter, LoraConfig, LoraLinear, LORA_TARGETS};
 pub use model::{
     LlamaAttention, LlamaDecoderLayer, LlamaForCausalLM, LlamaMlp, LlamaModel, WeightSource,
 };

@@ -10,26 +10,30 @@
 //! causal, with grouped-query attention expressed by broadcasting: the queries are viewed as
 //! `[batch, kv_heads, group, tokens, head_dim]` against keys `[batch, kv_heads, 1, tokens,
 //! head_dim]`, so the shared keys and values are never copied per query head. A [`KvCache`]
-//! keeps the keys and values on the device between calls.
+//! keeps the keys and values on the device between calls. Every projection is a
+//! [`LoraLinear`], which carries a LoRA adapter once [`LlamaForCausalLM::add_lora`] adds one
+//! (`lora.rs`); [`LlamaForCausalLM::forward_train`] can checkpoint each layer for training.
 
 use anygrad_core::{scaled_dot_product_attention, DType, Error, Result, Tensor};
-use anygrad_nn::{Embedding, Linear, Module, RMSNorm};
+use anygrad_nn::{checkpoint_fn, Embedding, Linear, Module, RMSNorm};
 
 use super::cache::KvCache;
 use super::config::LlamaConfig;
+use super::lora::{LoraConfig, LoraLinear};
 use super::rope::{apply_rotary, cos_sin};
 
-/// Multi-head self-attention with grouped-query heads and rotary positions.
-#[derive(Module)]
+/// Multi-head self-attention with grouped-query heads and rotary positions. Cloning shares
+/// the parameters.
+#[derive(Clone, Module)]
 pub struct LlamaAttention {
     /// `[heads · head_dim, hidden]`.
-    pub q_proj: Linear,
+    pub q_proj: LoraLinear,
     /// `[kv_heads · head_dim, hidden]`.
-    pub k_proj: Linear,
+    pub k_proj: LoraLinear,
     /// `[kv_heads · head_dim, hidden]`.
-    pub v_proj: Linear,
+    pub v_proj: LoraLinear,
     /// `[hidden, heads · head_dim]`.
-    pub o_proj: Linear,
+    pub o_proj: LoraLinear,
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
@@ -107,15 +111,16 @@ impl LlamaAttention {
     }
 }
 
-/// The SwiGLU feed-forward block: `down_proj(silu(gate_proj(x)) · up_proj(x))`.
-#[derive(Module)]
+/// The SwiGLU feed-forward block: `down_proj(silu(gate_proj(x)) · up_proj(x))`. Cloning
+/// shares the parameters.
+#[derive(Clone, Module)]
 pub struct LlamaMlp {
     /// `[intermediate, hidden]`.
-    pub gate_proj: Linear,
+    pub gate_proj: LoraLinear,
     /// `[intermediate, hidden]`.
-    pub up_proj: Linear,
+    pub up_proj: LoraLinear,
     /// `[hidden, intermediate]`.
-    pub down_proj: Linear,
+    pub down_proj: LoraLinear,
 }
 
 impl LlamaMlp {
@@ -140,7 +145,27 @@ pub struct LlamaDecoderLayer {
     pub post_attention_layernorm: RMSNorm,
 }
 
+/// A norm sharing `norm`'s weight slot.
+fn shared_norm(norm: &RMSNorm) -> RMSNorm {
+    RMSNorm {
+        weight: norm.weight.clone(),
+        normalized_shape: norm.normalized_shape.clone(),
+        eps: norm.eps,
+    }
+}
+
 impl LlamaDecoderLayer {
+    /// A second handle on this layer: the same parameter slots (what a checkpointed forward
+    /// keeps for its recompute).
+    pub fn shared_copy(&self) -> LlamaDecoderLayer {
+        LlamaDecoderLayer {
+            self_attn: self.self_attn.clone(),
+            mlp: self.mlp.clone(),
+            input_layernorm: shared_norm(&self.input_layernorm),
+            post_attention_layernorm: shared_norm(&self.post_attention_layernorm),
+        }
+    }
+
     /// The layer over `x` `[batch, tokens, hidden]` without a cache.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let h = x.add(&self.self_attn.forward(&self.input_layernorm.forward(x)?)?)?;
@@ -205,6 +230,9 @@ pub struct LlamaForCausalLM {
     pub lm_head: Option<Linear>,
     #[module(skip)]
     config: LlamaConfig,
+    /// The LoRA configuration once adapters are added (`lora.rs`).
+    #[module(skip)]
+    pub(crate) lora: Option<LoraConfig>,
 }
 
 /// Where weights come from when a model is built: `fetch(name, shape)` returns the tensor of
@@ -218,8 +246,11 @@ impl LlamaForCausalLM {
         config.validate("LlamaForCausalLM")?;
         let c = config;
         let (hidden, head_dim) = (c.hidden_size, c.head_dim);
-        let mut linear = |name: String, out: usize, inputs: usize| -> Result<Linear> {
-            Ok(Linear::from_tensors(weights(&name, &[out, inputs])?, None))
+        let mut linear = |name: String, out: usize, inputs: usize| -> Result<LoraLinear> {
+            Ok(LoraLinear::new(Linear::from_tensors(
+                weights(&name, &[out, inputs])?,
+                None,
+            )))
         };
         // Grown as each layer's weights arrive: a configuration's counts reserve nothing.
         let mut layers = Vec::new();
@@ -311,6 +342,7 @@ impl LlamaForCausalLM {
             },
             lm_head,
             config: config.clone(),
+            lora: None,
         };
         Module::eval(&model);
         Ok(model)
@@ -332,6 +364,33 @@ impl LlamaForCausalLM {
         self.forward_with_cache(input_ids, &mut cache)
     }
 
+    /// Logits `[batch, tokens, vocab]` of token ids `[batch, tokens]` (i32) for training,
+    /// without a cache. With `gradient_checkpointing` each decoder layer runs through
+    /// [`checkpoint_fn`]: its activations are not kept but recomputed in backward, so memory
+    /// holds one layer's activations at a time (plus each layer's input) for the cost of a
+    /// second forward; the logits and gradients are the same either way.
+    pub fn forward_train(
+        &self,
+        input_ids: &Tensor,
+        gradient_checkpointing: bool,
+    ) -> Result<Tensor> {
+        if !gradient_checkpointing {
+            return self.forward(input_ids);
+        }
+        self.check_positions(input_ids, 0)?;
+        let mut x = self.embed(input_ids)?;
+        for layer in &self.model.layers {
+            let layer = std::sync::Arc::new(layer.shared_copy());
+            let trainable: Vec<Tensor> = layer
+                .parameters()
+                .into_iter()
+                .filter(Tensor::requires_grad)
+                .collect();
+            x = checkpoint_fn(move |input| layer.forward(input), &x, &trainable)?;
+        }
+        self.project(&self.model.norm.forward(&x)?)
+    }
+
     /// Logits `[batch, tokens, vocab]` of new token ids `[batch, tokens]` following the
     /// tokens in `cache`, which they join.
     pub fn forward_with_cache(&self, input_ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
@@ -351,13 +410,6 @@ impl LlamaForCausalLM {
 
     /// The final hidden states of new tokens, through every layer with `cache`.
     pub fn hidden_states(&self, input_ids: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let shape = input_ids.shape();
-        if shape.len() != 2 || shape[1] == 0 {
-            return Err(Error::invalid(
-                "LlamaForCausalLM",
-                format!("input_ids must be [batch, tokens] with tokens > 0, got {shape:?}"),
-            ));
-        }
         if cache.layer_count() != self.config.num_hidden_layers {
             return Err(Error::invalid(
                 "LlamaForCausalLM",
@@ -368,18 +420,9 @@ impl LlamaForCausalLM {
                 ),
             ));
         }
-        let tokens = shape[1];
         let start = cache.len();
-        if start + tokens > self.config.max_position_embeddings {
-            return Err(Error::invalid(
-                "LlamaForCausalLM",
-                format!(
-                    "{} tokens are more than the model's context of {}",
-                    start + tokens,
-                    self.config.max_position_embeddings
-                ),
-            ));
-        }
+        self.check_positions(input_ids, start)?;
+        let tokens = input_ids.shape()[1];
         let (cos, sin) = cos_sin(
             self.config.head_dim,
             self.config.rope_theta,
@@ -387,7 +430,40 @@ impl LlamaForCausalLM {
             tokens,
             input_ids.device(),
         )?;
-        let mut x = self.model.embed_tokens.forward(input_ids).map_err(|e| {
+        let mut x = self.embed(input_ids)?;
+        for (index, layer) in self.model.layers.iter().enumerate() {
+            x = layer.forward_cached(&x, &cos, &sin, cache, index)?;
+        }
+        cache.advance(tokens);
+        self.model.norm.forward(&x)
+    }
+
+    /// `input_ids` is `[batch, tokens]` with tokens > 0, and positions `start..start + tokens`
+    /// fit the model's context.
+    fn check_positions(&self, input_ids: &Tensor, start: usize) -> Result<()> {
+        let shape = input_ids.shape();
+        if shape.len() != 2 || shape[1] == 0 {
+            return Err(Error::invalid(
+                "LlamaForCausalLM",
+                format!("input_ids must be [batch, tokens] with tokens > 0, got {shape:?}"),
+            ));
+        }
+        if start + shape[1] > self.config.max_position_embeddings {
+            return Err(Error::invalid(
+                "LlamaForCausalLM",
+                format!(
+                    "{} tokens are more than the model's context of {}",
+                    start + shape[1],
+                    self.config.max_position_embeddings
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The embeddings of `input_ids`, with an error naming the vocabulary size.
+    fn embed(&self, input_ids: &Tensor) -> Result<Tensor> {
+        self.model.embed_tokens.forward(input_ids).map_err(|e| {
             Error::invalid(
                 "LlamaForCausalLM",
                 format!(
@@ -395,12 +471,7 @@ impl LlamaForCausalLM {
                     self.config.vocab_size
                 ),
             )
-        })?;
-        for (index, layer) in self.model.layers.iter().enumerate() {
-            x = layer.forward_cached(&x, &cos, &sin, cache, index)?;
-        }
-        cache.advance(tokens);
-        self.model.norm.forward(&x)
+        })
     }
 
     /// Hidden states `[.., hidden]` → logits `[.., vocab]`.
