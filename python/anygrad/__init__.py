@@ -100,8 +100,31 @@ def _is_numpy(value):
     return type(value).__module__ == "numpy" and hasattr(value, "__array_interface__")
 
 
+_SHAREABLE_NUMPY_DTYPES = ("float32", "float16", "float64", "int32", "uint8", "uint32")
+
+
 def from_numpy(array):
-    """A tensor with the values of a numpy array (a copy: anygrad owns its memory)."""
+    """A CPU tensor over the numpy array's memory, as PyTorch's: no copy, and writes through
+    either show in the other. Arrays that cannot be shared that way give a copy: int64 (held
+    in 32 bits), bool and the widened types, read-only, unaligned, non-contiguous or
+    big-endian arrays."""
+    import numpy as np
+
+    if isinstance(array, np.ndarray):
+        flags = array.flags
+        if (
+            array.dtype.name in _SHAREABLE_NUMPY_DTYPES
+            and array.dtype.byteorder in ("=", "<", "|")
+            and flags.c_contiguous
+            and flags.aligned
+            and flags.writeable
+        ):
+            return _native.from_numpy_shared(array, array.dtype.name, list(array.shape))
+    return _from_numpy_copy(array)
+
+
+def _from_numpy_copy(array):
+    """A tensor with a copy of a numpy array's values (anygrad owns the memory)."""
     import numpy as np
 
     array = np.asarray(array)
@@ -138,7 +161,7 @@ def from_dlpack(ext_tensor):
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tensor from ``data``: a number, nested lists/tuples, a numpy array or a tensor."""
     if _is_numpy(data):
-        result = from_numpy(data)
+        result = _from_numpy_copy(data)
         if dtype is not None or device is not None:
             result = result.to(device=device, dtype=dtype)
         if requires_grad:
@@ -148,11 +171,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
 
 def as_tensor(data, dtype=None, device=None):
-    """``data`` as a tensor: tensors pass through (converted if asked), the rest is copied."""
+    """``data`` as a tensor: tensors pass through (converted if asked), a numpy array shares
+    its memory where ``from_numpy`` can (and no conversion is asked), the rest is copied."""
     if isinstance(data, Tensor):
         if dtype is None and device is None:
             return data
         return data.to(device=device, dtype=dtype)
+    if _is_numpy(data):
+        return from_numpy(data).to(device=device, dtype=dtype)
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -252,6 +278,11 @@ for _name in (
     "dist", "outer", "dot", "diag", "repeat_interleave", "std_mean", "var_mean",
     "numel", "tan", "atan", "asin", "acos", "sinh", "cosh", "silu", "gelu",
     "lerp", "kthvalue", "median", "mode", "unique", "index_put", "index_put_",
+    "bincount", "scatter", "index_copy", "masked_scatter", "fill_diagonal_",
+    "nan_to_num", "argwhere", "addmm", "baddbmm", "diagonal", "mv", "broadcast_to", "logaddexp",
+    "atan2", "arctan", "arcsin", "arccos", "arctan2", "rad2deg", "deg2rad", "heaviside",
+    "nansum", "nanmean", "unique_consecutive", "quantile", "histc", "frac", "logical_and",
+    "logical_or", "logical_xor", "float_power", "clamp_min", "clamp_max",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift",
 ):
@@ -282,6 +313,9 @@ def einsum(equation, *operands):
 from . import _return_types  # noqa: E402
 from . import _return_types as return_types  # noqa: E402
 from . import _tensor_overrides  # noqa: E402,F401
+from ._tensor_types import cpu_types as _cpu_types  # noqa: E402
+
+globals().update(_cpu_types)  # FloatTensor, LongTensor, ... (PyTorch's legacy types)
 from ._memory_format import (  # noqa: E402
     memory_format,
     contiguous_format,
@@ -305,6 +339,7 @@ from . import version  # noqa: E402
 from . import accelerator  # noqa: E402
 from . import onnx  # noqa: E402
 from ._serialization import save, load  # noqa: E402
+from ._format import set_printoptions  # noqa: E402
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
@@ -317,5 +352,8 @@ from ._functions import *  # noqa: E402,F401,F403
 from . import profiler  # noqa: E402
 from . import jit  # noqa: E402
 from . import distributions  # noqa: E402
+from . import linalg  # noqa: E402
+from .linalg import det, slogdet, logdet, matrix_power  # noqa: E402
+from .linalg import inv as inverse  # noqa: E402
 
 __all__ = [name for name in globals() if not name.startswith("_")]

@@ -1,18 +1,46 @@
 """How tensors print (``repr``), after PyTorch's look: ``tensor([1., 2.], device='gpu:0')``,
-and how they pickle."""
+with ``set_printoptions``, and how they pickle."""
+
+
+#: ``set_printoptions``' settings: digits after the point, elements before summarising, edge
+#: items kept when summarising, characters per line, scientific notation (None: automatic).
+PRINT_OPTIONS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
+
+_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": float("inf"), "edgeitems": 3, "linewidth": 80},
+}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """How tensors print, as PyTorch's: ``precision`` (digits after the point), ``threshold``
+    (elements shown before summarising with ``...``), ``edgeitems``, ``linewidth``, ``profile``
+    (``"default"``, ``"short"``, ``"full"``) and ``sci_mode`` (True, False or None)."""
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: unknown profile {profile!r}")
+        PRINT_OPTIONS.update(_PROFILES[profile])
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            PRINT_OPTIONS[name] = value
+    PRINT_OPTIONS["sci_mode"] = sci_mode
 
 
 def _float_formatter(values):
     """A numpy formatter for float elements in PyTorch's style."""
     import numpy as np
 
+    digits = PRINT_OPTIONS["precision"]
+    sci_mode = PRINT_OPTIONS["sci_mode"]
     finite = values[np.isfinite(values)]
-    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
+    if sci_mode is None and finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
         return lambda x: f"{x:.0f}." if np.isfinite(x) else str(x)
     nonzero = np.abs(finite[finite != 0])
-    if nonzero.size and (nonzero.max() >= 1e8 or nonzero.min() < 1e-4):
-        return lambda x: f"{x:.4e}"
-    return lambda x: f"{x:.4f}" if np.isfinite(x) else str(x)
+    scientific = nonzero.size and (nonzero.max() >= 1e8 or nonzero.min() < 1e-4) if sci_mode is None else sci_mode
+    if scientific:
+        return lambda x: f"{x:.{digits}e}"
+    return lambda x: f"{x:.{digits}f}" if np.isfinite(x) else str(x)
 
 
 def tensor_repr(tensor):
@@ -44,9 +72,9 @@ def tensor_repr(tensor):
             separator=", ",
             prefix="tensor(",
             formatter=formatter,
-            threshold=1000,
-            edgeitems=3,
-            max_line_width=80,
+            threshold=PRINT_OPTIONS["threshold"] if PRINT_OPTIONS["threshold"] != float("inf") else values.size,
+            edgeitems=PRINT_OPTIONS["edgeitems"],
+            max_line_width=PRINT_OPTIONS["linewidth"],
         )
     if tensor.device.type != "cpu":
         suffix.insert(0, f"device='{tensor.device}'")

@@ -4,6 +4,8 @@ device and carry gradients where PyTorch's do): shape helpers (``meshgrid``,
 ``column_stack``), arithmetic (``diff``, ``trace``, ``addcmul``, ``addcdiv``, ``fmod``,
 ``isclose``, ``count_nonzero``, ``take_along_dim``, ``cumprod``), search (``searchsorted``,
 ``bucketize``), distances (``cdist``), sampling (``multinomial``, ``normal``, ``bernoulli``),
+index and matrix helpers (``tril_indices``, ``triu_indices``, ``cartesian_prod``,
+``combinations``, ``tensordot``, ``kron``, ``block_diag``, ``rot90``, ``diag_embed``),
 dtype facts (``finfo``, ``iinfo``), and the settings scripts set (``compile``,
 ``set_float32_matmul_precision``)."""
 
@@ -197,9 +199,7 @@ def trace(input):
     """The sum of a matrix's diagonal."""
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, got {input.dim()}-D")
-    size = min(input.shape)
-    index = _ag.arange(size, device=input.device)
-    return input[index, index].sum()
+    return input.diagonal().sum()
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -356,7 +356,124 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return _ag.where(positive, root, _ag.zeros_like(total))
 
 
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The ``[2, N]`` row and column indices of the lower triangle (on and below diagonal
+    ``offset``) of a ``row`` x ``col`` matrix, in row-major order."""
+    pairs = [(i, j) for i in range(row) for j in range(col) if j - i <= offset]
+    return _pair_indices(pairs, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The ``[2, N]`` row and column indices of the upper triangle (on and above diagonal
+    ``offset``) of a ``row`` x ``col`` matrix, in row-major order."""
+    pairs = [(i, j) for i in range(row) for j in range(col) if j - i >= offset]
+    return _pair_indices(pairs, dtype, device)
+
+
+def _pair_indices(pairs, dtype, device):
+    rows = [i for i, _ in pairs]
+    cols = [j for _, j in pairs]
+    return _ag.tensor([rows, cols], dtype=dtype or _ag.int64, device=device).reshape(2, len(pairs))
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, as rows (a 1-D tensor for one
+    input)."""
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return _ag.stack([grid.reshape(-1) for grid in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The ``r``-element combinations of a 1-D tensor's elements, as rows (picked by index, so
+    gradients flow)."""
+    import itertools
+
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    chosen = list(pick(range(input.shape[0]), r))
+    if not chosen:
+        return input.new_zeros(0, r) if r else input.new_zeros(0)
+    index = _ag.tensor([i for combo in chosen for i in combo], dtype=_ag.int64, device=input.device)
+    return input.index_select(0, index).reshape(len(chosen), r)
+
+
+def tensordot(a, b, dims=2):
+    """Sums of products over the last ``dims`` dims of ``a`` and the first of ``b`` (or the dim
+    lists ``dims = ([a dims], [b dims])``), by one matrix product."""
+    if isinstance(dims, int):
+        dims_a = list(range(a.dim() - dims, a.dim()))
+        dims_b = list(range(dims))
+    else:
+        dims_a, dims_b = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
+    dims_a = [d % a.dim() for d in dims_a]
+    dims_b = [d % b.dim() for d in dims_b]
+    free_a = [d for d in range(a.dim()) if d not in dims_a]
+    free_b = [d for d in range(b.dim()) if d not in dims_b]
+    contracted = 1
+    for d in dims_a:
+        contracted *= a.shape[d]
+    left = a.permute(*free_a, *dims_a).reshape(-1, contracted)
+    right = b.permute(*dims_b, *free_b).reshape(contracted, -1)
+    return (left @ right).reshape(*[a.shape[d] for d in free_a], *[b.shape[d] for d in free_b])
+
+
+def kron(input, other):
+    """The Kronecker product: every element of ``input`` times the whole of ``other``."""
+    rank = max(input.dim(), other.dim())
+    a = input.reshape(*([1] * (rank - input.dim())), *input.shape)
+    b = other.reshape(*([1] * (rank - other.dim())), *other.shape)
+    interleaved_a = a.reshape(*[v for size in a.shape for v in (size, 1)])
+    interleaved_b = b.reshape(*[v for size in b.shape for v in (1, size)])
+    return (interleaved_a * interleaved_b).reshape(*[x * y for x, y in zip(a.shape, b.shape)])
+
+
+def block_diag(*tensors):
+    """The matrices (0-, 1- or 2-D) along the diagonal of one matrix, zeros elsewhere."""
+    matrices = [t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t for t in tensors]
+    columns = sum(m.shape[1] for m in matrices)
+    rows, start = [], 0
+    for m in matrices:
+        parts = [m.new_zeros(m.shape[0], start)] if start else []
+        parts.append(m)
+        rest = columns - start - m.shape[1]
+        if rest:
+            parts.append(m.new_zeros(m.shape[0], rest))
+        rows.append(_ag.cat(parts, 1) if len(parts) > 1 else m)
+        start += m.shape[1]
+    return _ag.cat(rows, 0)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """``input`` rotated by 90 degrees ``k`` times in the plane of ``dims`` (from the first
+    towards the second)."""
+    first, second = dims
+    k %= 4
+    if k == 1:
+        return input.flip(second).transpose(first, second)
+    if k == 2:
+        return input.flip(first).flip(second)
+    if k == 3:
+        return input.flip(first).transpose(first, second)
+    return input.clone()
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices whose diagonal (``offset`` above or below) holds the last dim of ``input``
+    (the two new dims last, as with PyTorch's defaults)."""
+    if (dim1, dim2) not in ((-2, -1), (input.dim() - 1, input.dim())):
+        raise NotImplementedError("diag_embed: only the default dim1=-2, dim2=-1 are supported")
+    size = input.shape[-1] + abs(offset)
+    index = _ag.arange(input.shape[-1], device=input.device)
+    rows, cols = index + max(-offset, 0), index + max(offset, 0)
+    flat = input.new_zeros(*input.shape[:-1], size * size)
+    positions = (rows * size + cols).expand(*input.shape).contiguous()
+    return flat.scatter(-1, positions, input).reshape(*input.shape[:-1], size, size)
+
+
 __all__ = [
+    "tril_indices", "triu_indices", "cartesian_prod", "combinations", "tensordot", "kron",
+    "block_diag", "rot90", "diag_embed",
     "cdist",
     "compile", "get_num_threads", "set_num_threads", "set_float32_matmul_precision", "get_float32_matmul_precision", "finfo", "iinfo",
     "broadcast_tensors", "meshgrid", "movedim", "swapaxes", "swapdims", "tile", "hstack",

@@ -202,11 +202,7 @@ def diag(self, diagonal=0):
         rows = _ag.arange(self.shape[0], device=self.device)
         out[rows + builtin_max(-diagonal, 0), rows + builtin_max(diagonal, 0)] = self
         return out
-    rows, cols = self.shape
-    start_row, start_col = builtin_max(-diagonal, 0), builtin_max(diagonal, 0)
-    count = builtin_max(0, builtin_min(rows - start_row, cols - start_col))
-    index = _ag.arange(count, device=self.device)
-    return self[index + start_row, index + start_col]
+    return _ag.diagonal(self, diagonal)
 
 
 import builtins as _builtins  # noqa: E402
@@ -216,15 +212,35 @@ builtin_max = _builtins.max
 builtin_min = _builtins.min
 
 
-def repeat_interleave(self, repeats, dim=None):
-    """Each element repeated ``repeats`` times along ``dim`` (flattened when None)."""
+def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated ``repeats`` times along ``dim`` (flattened when None): an int, or
+    a tensor (or list) with one count per element along ``dim``. With ``repeats`` omitted the
+    tensor itself holds the counts and the result repeats ``0, 1, 2, ...`` by them
+    (``torch.repeat_interleave(counts)``). Gradients flow back through the copies."""
+    if repeats is None:
+        counts = self
+        if counts.dim() > 1 or counts.is_floating_point():
+            raise RuntimeError("repeat_interleave: the repeats must be a 0-d or 1-d tensor of integers")
+        return repeat_interleave(_ag.arange(counts.numel(), device=self.device), counts.reshape(-1), 0)
     x = self.flatten() if dim is None else self
     dim = 0 if dim is None else dim
     if dim < 0:
         dim += x.dim()
     size = x.shape[dim]
-    index = _ag.arange(size, device=x.device).unsqueeze(1).expand(size, repeats).reshape(-1)
-    return x.index_select(dim, index)
+    if isinstance(repeats, _ag.Tensor) and repeats.numel() == 1:
+        repeats = int(repeats.item())
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise RuntimeError("repeat_interleave: repeats can not be negative")
+        index = _ag.arange(size, device=x.device).unsqueeze(1).expand(size, repeats).reshape(-1)
+        return x.index_select(dim, index)
+    counts = repeats.reshape(-1).tolist() if isinstance(repeats, _ag.Tensor) else [int(c) for c in repeats]
+    if len(counts) != size:
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim, but got repeats.size(0) = {len(counts)} and input.size({dim}) = {size}")
+    if any(count < 0 for count in counts):
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
+    picks = [position for position, count in enumerate(counts) for _ in range(int(count))]
+    return x.index_select(dim, _ag.tensor(picks, dtype=_ag.int64, device=x.device))
 
 
 def std_mean(self, dim=None, unbiased=True, keepdim=False):
@@ -377,9 +393,19 @@ def random_(self, low=0, high=None):
     return self.copy_(_ag.randint(low, high, tuple(self.shape), device=self.device).to(self.dtype))
 
 
+def masked_scatter(self, mask, source):
+    """A copy with the positions where ``mask`` (broadcast to this shape) holds filled, in
+    row-major order, with the first elements of ``source``; gradients flow to both."""
+    mask = mask.bool().expand(*self.shape) if tuple(mask.shape) != tuple(self.shape) else mask.bool()
+    count = int(mask.sum().item())
+    if source.numel() < count:
+        raise RuntimeError(f"masked_scatter: expected source to have at least {count} elements, got {source.numel()}")
+    return index_put(self, (mask,), source.reshape(-1)[:count])
+
+
 def masked_scatter_(self, mask, source):
-    """Not supported yet."""
-    raise NotImplementedError("Tensor.masked_scatter_ is not supported yet")
+    """In place ``masked_scatter``."""
+    return self.copy_(masked_scatter(self, mask, source))
 
 
 def index_fill(self, dim, index, value):
@@ -399,18 +425,96 @@ def index_fill_(self, dim, index, value):
     return self
 
 
-def scatter(self, dim, index, src):
-    """Values of ``src`` written at ``index`` along ``dim`` (a number or tensor)."""
+def _scatter_indices(self, dim, index):
+    """The full index tuple of ``scatter`` along ``dim``: ``index`` itself there and, for
+    every other dim, the position along it (an ``arange`` broadcast to ``index``'s shape)."""
+    if index.dim() != self.dim():
+        raise RuntimeError(f"scatter: index has {index.dim()} dims but the tensor has {self.dim()}")
+    dim = dim % self.dim() if self.dim() else 0
+    positions = []
+    for d in range(self.dim()):
+        if d == dim:
+            positions.append(index)
+        else:
+            shape = [1] * self.dim()
+            shape[d] = index.shape[d]
+            positions.append(_ag.arange(index.shape[d], device=self.device).reshape(*shape).expand(*index.shape))
+    return tuple(positions)
+
+
+def scatter(self, dim, index, src=None, value=None, *, reduce=None):
+    """A copy with ``src`` (a tensor, whose leading block of ``index``'s shape is read, or a
+    number; ``value=`` too) written at ``index`` along ``dim``: ``out[i][index[i][j]] =
+    src[i][j]`` for ``dim=1``. A position named more than once keeps one value (their mean
+    here, which is that value when they agree). ``reduce="add"`` adds instead
+    (``scatter_add``). Gradients flow to the tensor and ``src``."""
+    src = value if src is None else src
+    if src is None:
+        raise TypeError("scatter: expected src or value")
     if not isinstance(src, _ag.Tensor):
         src = _ag.full(tuple(index.shape), src, dtype=self.dtype, device=self.device)
-    hit = _ag.zeros_like(self, dtype=_ag.float32).scatter_add(dim, index, _ag.ones_like(src, dtype=_ag.float32)) > 0
-    placed = _ag.zeros_like(self).scatter_add(dim, index, src.to(self.dtype))
-    return _ag.where(hit, placed, self)
+    else:
+        src = src[tuple(slice(0, size) for size in index.shape)].to(self.dtype)
+    if reduce in ("add", "sum"):
+        return self.scatter_add(dim, index, src)
+    if reduce in ("multiply", "prod"):
+        raise NotImplementedError("scatter: reduce='multiply' is not supported (reduce='add' is)")
+    if reduce is not None:
+        raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+    return index_put(self, _scatter_indices(self, dim, index), src)
 
 
-def scatter_(self, dim, index, src):
+def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
     """In place ``scatter``."""
-    return self.copy_(scatter(self, dim, index, src))
+    return self.copy_(scatter(self, dim, index, src, value, reduce=reduce))
+
+
+def scatter_add_(self, dim, index, src):
+    """In place ``scatter_add``: ``self[i][index[i][j]] += src[i][j]`` for ``dim=1``, repeated
+    positions adding up."""
+    return self.copy_(self.scatter_add(dim, index, src))
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    """In place ``index_add``: ``self.index_select(dim, index) += alpha * source``, repeated
+    positions adding up."""
+    return self.copy_(self.index_add(dim, index, source if alpha == 1 else source * alpha))
+
+
+def index_copy(self, dim, index, source):
+    """A copy with the slices at ``index`` along ``dim`` replaced by ``source``'s slices
+    (``index_put`` with the dim moved to the front); gradients flow to both."""
+    dim = dim % self.dim()
+    moved = _ag.movedim(self, dim, 0)
+    result = index_put(moved, (index,), _ag.movedim(source, dim, 0))
+    return _ag.movedim(result, 0, dim)
+
+
+def index_copy_(self, dim, index, source):
+    """In place ``index_copy``."""
+    return self.copy_(index_copy(self, dim, index, source))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """In place: ``fill_value`` on the main diagonal of a matrix (or of a tensor whose dims
+    are all equal); with ``wrap`` a tall matrix's diagonal starts again every ``columns + 1``
+    rows, as PyTorch's."""
+    if self.dim() < 2:
+        raise RuntimeError("fill_diagonal_: dimensions must larger than 1")
+    sizes = tuple(self.shape)
+    if self.dim() > 2 and len(set(sizes)) != 1:
+        raise RuntimeError("fill_diagonal_: all dimensions of input must be of equal length")
+    step = 0
+    stride = 1
+    for size in reversed(sizes):
+        step += stride
+        stride *= size
+    total = self.numel()
+    if self.dim() == 2 and not wrap:
+        total = builtin_min(sizes[0], sizes[1]) * sizes[1]
+    positions = _ag.arange(0, total, step, device=self.device)
+    flat = self.reshape(-1)
+    return self.copy_(index_put(flat, (positions,), _ag.tensor(fill_value, dtype=self.dtype, device=self.device)).reshape(*sizes))
 
 
 def clamp_min(self, min):
@@ -546,18 +650,22 @@ def index_put(self, indices, values, accumulate=False):
     flat = self.reshape(lead, *rest)
     if not isinstance(values, _ag.Tensor):
         values = _ag.tensor(values, dtype=self.dtype, device=self.device)
-    source = values.to(self.dtype).expand(*index_shape, *rest).reshape(positions.shape[0], *rest)
+    # bool and uint8 are worked in int64 (index_add has no kernels for them), then converted back.
+    work = flat if flat.is_floating_point() or flat.dtype in (_ag.int32, _ag.int64) else flat.long()
+    source = values.to(work.dtype).expand(*index_shape, *rest).reshape(positions.shape[0], *rest)
     if accumulate:
-        return flat.index_add(0, positions, source).reshape(*self.shape)
+        return work.index_add(0, positions, source).to(self.dtype).reshape(*self.shape)
     hit_shape = (lead,) + (1,) * len(rest)
     hits = _ag.zeros(lead, dtype=_ag.float32, device=self.device).index_add(
         0, positions, _ag.ones(positions.shape[0], dtype=_ag.float32, device=self.device)
     )
-    placed = _ag.zeros_like(flat).index_add(0, positions, source)
+    placed = _ag.zeros_like(work).index_add(0, positions, source)
     # A position picked more than once keeps one of its values in PyTorch (which one is
-    # unspecified); here their mean, which is that value when they agree.
-    placed = placed / hits.clamp(min=1.0).reshape(*hit_shape).to(flat.dtype) if flat.is_floating_point() else placed
-    return _ag.where((hits > 0).reshape(*hit_shape), placed, flat).reshape(*self.shape)
+    # unspecified); here their mean (rounded down for integers), which is that value when
+    # they agree.
+    counts = hits.clamp(min=1.0).reshape(*hit_shape).to(work.dtype)
+    placed = placed / counts if work.is_floating_point() else placed // counts
+    return _ag.where((hits > 0).reshape(*hit_shape), placed, work).to(self.dtype).reshape(*self.shape)
 
 
 def index_put_(self, indices, values, accumulate=False):
@@ -618,12 +726,10 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
     """The distinct elements of the flattened tensor, in ascending order (also when
     ``sorted=False``, where PyTorch leaves the order unspecified); with ``return_inverse``
     also where each element went (shaped like the input), with ``return_counts`` how often
-    each distinct element occurs. ``dim`` other than None is not supported."""
+    each distinct element occurs. With ``dim``, the distinct slices along ``dim`` (rows for
+    ``dim=0``) in lexicographic order, the inverse then naming each slice's group."""
     if dim is not None:
-        raise NotImplementedError(
-            "unique: dim is not supported yet (dim=None only: the distinct elements of the "
-            "flattened tensor)"
-        )
+        return _unique_slices(self, dim, return_inverse, return_counts)
     flat = self.detach().reshape(-1)
     if flat.shape[0] == 0:
         empty = _ag.zeros(0, dtype=_ag.int64, device=self.device)
@@ -648,3 +754,294 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
         counts = _ag.zeros(output.shape[0], dtype=_ag.int64, device=self.device)
         out.append(counts.index_add(0, group, _ag.ones_like(group)))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_slices(self, dim, return_inverse, return_counts):
+    """``unique(dim=...)``: the slices along ``dim`` compared whole. The order is found on a
+    CPU copy (numpy's lexicographic ``unique``); the output picks each group's first slice
+    from the tensor itself, on its device."""
+    import numpy as np
+
+    if self.dim() == 0:
+        raise IndexError("unique: dim specified for a 0-d tensor")
+    dim = dim % self.dim()
+    size = self.shape[dim]
+    rows = _ag.movedim(self.detach(), dim, 0).reshape(size, -1).cpu().numpy() if size else np.zeros((0, 0))
+    if size == 0:
+        first = inverse = counts = np.zeros(0, dtype=np.int64)
+    else:
+        _, first, inverse, counts = np.unique(rows, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    output = self.detach().index_select(dim, _ag.tensor(np.asarray(first, dtype=np.int64), device=self.device))
+    out = [output]
+    if return_inverse:
+        out.append(_ag.tensor(np.asarray(inverse, dtype=np.int64).reshape(-1), device=self.device))
+    if return_counts:
+        out.append(_ag.tensor(np.asarray(counts, dtype=np.int64), device=self.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def bincount(self, weights=None, minlength=0):
+    """How often each value ``0, 1, ..., max`` occurs in this 1-D tensor of non-negative
+    integers (int64, at least ``minlength`` long); with ``weights`` (one per element) their
+    sums instead (the weights' float dtype; float64 for integer weights)."""
+    if self.dim() != 1 or self.is_floating_point() or self.dtype == _ag.bool:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("bincount: minlength should be >= 0")
+    length = minlength
+    if self.numel():
+        if int(self.min().item()) < 0:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        length = builtin_max(length, int(self.max().item()) + 1)
+    index = self.long()
+    if weights is None:
+        counts = _ag.zeros(length, dtype=_ag.int64, device=self.device)
+        return counts.index_add(0, index, _ag.ones(self.numel(), dtype=_ag.int64, device=self.device))
+    if tuple(weights.shape) != tuple(self.shape):
+        raise RuntimeError("bincount: weights should be 1-d and have the same length as input")
+    dtype = weights.dtype if weights.is_floating_point() else _ag.float64
+    return _ag.zeros(length, dtype=dtype, device=self.device).index_add(0, index, weights.to(dtype))
+
+
+def _in_place(name):
+    """The in-place form ``name_`` of the method ``name`` (computed, then copied in)."""
+
+    def method(self, *args, **kwargs):
+        return self.copy_(getattr(self, name)(*args, **kwargs))
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In place ``{name}``."
+    return method
+
+
+for _name in (
+    "floor", "ceil", "round", "trunc", "frac", "log", "log2", "log10", "log1p", "expm1",
+    "reciprocal", "rsqrt", "square", "sign", "sin", "cos", "tan", "sinh", "cosh", "atan",
+    "asin", "acos", "erf", "clamp_min", "clamp_max", "nan_to_num", "logical_not", "remainder",
+    "masked_fill", "gelu", "silu", "rad2deg", "deg2rad", "atan2", "logaddexp",
+):
+    if _name + "_" not in globals():
+        globals()[_name + "_"] = _in_place(_name)
+del _name
+
+
+def _atan_reduced(x):
+    """atan of ``x >= 0`` (Cephes' single-precision ``atanf``: the argument reduced below
+    tan(pi/8), then a degree-9 odd polynomial), with every branch kept finite so gradients
+    through ``where`` stay finite."""
+    import math
+
+    big = x > 2.414213562373095
+    middle = (x > 0.4142135623730950) & ~big
+    safe = _ag.where(big, x, _ag.ones_like(x))
+    reduced = _ag.where(big, -1.0 / safe, _ag.where(middle, (x - 1.0) / (x + 1.0), x))
+    offset = _ag.where(big, math.pi / 2, _ag.where(middle, math.pi / 4, 0.0))
+    z = reduced * reduced
+    polynomial = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z
+    return offset + reduced + reduced * polynomial
+
+
+def atan(self):
+    """The arctangent (float32 accuracy; gradients by autograd through the formula)."""
+    def odd(x):
+        # |x| written with ``where`` so that its slope at 0 is 1 (atan'(0) = 1).
+        negative = x < 0
+        value = _atan_reduced(_ag.where(negative, -x, x))
+        return _ag.where(negative, -value, value)
+
+    return _float_op(self, odd)
+
+
+def atan2(self, other):
+    """The angle of the point ``(other, self)`` (x = ``other``, y = ``self``) in ``(-pi, pi]``."""
+    import math
+
+    y = self if self.is_floating_point() else self.float()
+    x = other if isinstance(other, _ag.Tensor) else _ag.full_like(y, float(other))
+    x = x if x.is_floating_point() else x.float()
+    x_zero = x == 0
+    safe_x = _ag.where(x_zero, _ag.ones_like(x), x)
+    base = atan(y / safe_x)
+    quadrant = _ag.where(x < 0, _ag.where(y >= 0, math.pi, -math.pi), 0.0)
+    on_axis = _ag.where(y > 0, math.pi / 2, _ag.where(y < 0, -math.pi / 2, 0.0))
+    return _ag.where(x_zero, on_axis + base * 0, base + quadrant)
+
+
+def asin(self):
+    """The arcsine (``atan2(x, sqrt(1 - x²))``)."""
+    x = self if self.is_floating_point() else self.float()
+    return atan2(x, (1 - x * x).clamp(min=0.0).sqrt())
+
+
+def acos(self):
+    """The arccosine (``atan2(sqrt(1 - x²), x)``)."""
+    x = self if self.is_floating_point() else self.float()
+    return atan2((1 - x * x).clamp(min=0.0).sqrt(), x)
+
+
+arctan, arcsin, arccos, arctan2 = atan, asin, acos, atan2
+
+
+def rad2deg(self):
+    """Radians to degrees."""
+    return _float_op(self, lambda x: x * (180.0 / 3.141592653589793))
+
+
+def deg2rad(self):
+    """Degrees to radians."""
+    return _float_op(self, lambda x: x * (3.141592653589793 / 180.0))
+
+
+def logaddexp(self, other):
+    """``log(exp(self) + exp(other))``, computed stably."""
+    other = other if isinstance(other, _ag.Tensor) else _ag.full_like(self, float(other))
+    return _ag.maximum(self, other) + log1p((-(self - other).abs()).exp())
+
+
+def heaviside(self, values):
+    """0 below zero, 1 above, ``values`` at zero."""
+    values = values if isinstance(values, _ag.Tensor) else _ag.tensor(values, dtype=self.dtype, device=self.device)
+    return _ag.where(self == 0, values.to(self.dtype), (self > 0).to(self.dtype))
+
+
+def nansum(self, dim=None, keepdim=False):
+    """The sum with NaNs counted as zero."""
+    cleaned = _ag.where(isnan(self), 0.0, self)
+    return cleaned.sum() if dim is None else cleaned.sum(dim, keepdim)
+
+
+def nanmean(self, dim=None, keepdim=False):
+    """The mean of the elements that are not NaN."""
+    counted = (~isnan(self)).to(self.dtype)
+    total = nansum(self, dim, keepdim)
+    count = counted.sum() if dim is None else counted.sum(dim, keepdim)
+    return total / count
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    """The diagonal of the matrices in dims ``dim1`` and ``dim2`` (``offset`` above or
+    below), as the last dim."""
+    dim1, dim2 = dim1 % self.dim(), dim2 % self.dim()
+    moved = _ag.movedim(self, (dim1, dim2), (-2, -1))
+    rows, cols = moved.shape[-2], moved.shape[-1]
+    start_row, start_col = builtin_max(-offset, 0), builtin_max(offset, 0)
+    count = builtin_max(0, builtin_min(rows - start_row, cols - start_col))
+    index = _ag.arange(count, device=self.device)
+    return moved[..., index + start_row, index + start_col]
+
+
+def broadcast_to(self, size):
+    """The tensor expanded to ``size`` (``expand``)."""
+    return self.expand(*size)
+
+
+def mv(self, vec):
+    """Matrix times vector."""
+    return self @ vec
+
+
+def multinomial(self, num_samples, replacement=False, *, generator=None):
+    """``torch.multinomial(self, ...)``: category indices drawn by these weights."""
+    return _ag.multinomial(self, num_samples, replacement, generator=generator)
+
+
+def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+    """The elements with each run of equal consecutive ones collapsed to one (of the
+    flattened tensor; ``dim`` not supported), with the inverse and counts as ``unique``."""
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive: dim is not supported (the flattened tensor only)")
+    flat = self.detach().reshape(-1)
+    if flat.shape[0] == 0:
+        out = [flat]
+    else:
+        starts = _ag.ones(flat.shape[0], dtype=_ag.bool, device=self.device)
+        if flat.shape[0] > 1:
+            starts[1:] = flat[1:] != flat[:-1]
+        group = starts.long().cumsum(0) - 1
+        out = [flat.masked_select(starts)]
+    if return_inverse:
+        out.append(group.reshape(*self.shape) if flat.shape[0] else _ag.zeros(*self.shape, dtype=_ag.int64, device=self.device))
+    if return_counts:
+        if flat.shape[0]:
+            out.append(_ag.zeros(out[0].shape[0], dtype=_ag.int64, device=self.device).index_add(0, group, _ag.ones_like(group)))
+        else:
+            out.append(_ag.zeros(0, dtype=_ag.int64, device=self.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-quantile(s) (a number or 1-D tensor in [0, 1]) of the flattened tensor or
+    along ``dim``, with ``interpolation`` ``linear``, ``lower``, ``higher``, ``midpoint`` or
+    ``nearest`` between the two order statistics around it (gradients through the values)."""
+    import math
+
+    source = self.reshape(-1) if dim is None else _ag.movedim(self, dim, -1)
+    ordered = source.sort(-1).values
+    size = ordered.shape[-1]
+    scalar = not isinstance(q, _ag.Tensor) and not isinstance(q, (list, tuple))
+    levels = [float(q)] if scalar else [float(v) for v in (q.reshape(-1).tolist() if isinstance(q, _ag.Tensor) else q)]
+    results = []
+    for level in levels:
+        if not 0 <= level <= 1:
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        position = level * (size - 1)
+        low, high = math.floor(position), math.ceil(position)
+        fraction = position - low
+        if interpolation == "lower":
+            high, fraction = low, 0.0
+        elif interpolation == "higher":
+            low, fraction = high, 0.0
+        elif interpolation == "nearest":
+            low = high = int(round(position))
+            fraction = 0.0
+        elif interpolation == "midpoint":
+            fraction = 0.5 if high != low else 0.0
+        elif interpolation != "linear":
+            raise ValueError(f"quantile: unknown interpolation {interpolation!r}")
+        value = ordered[..., low] + (ordered[..., high] - ordered[..., low]) * fraction
+        if keepdim:
+            value = value.unsqueeze(-1) if dim is not None else value.reshape(*([1] * self.dim()))
+            if dim is not None:
+                value = _ag.movedim(value, -1, dim)
+        results.append(value)
+    return results[0] if scalar else _ag.stack(results, 0)
+
+
+def histc(self, bins=100, min=0, max=0):
+    """Counts of the elements in ``bins`` equal-width bins over ``[min, max]`` (the tensor's
+    own range when both are 0); elements outside are ignored (float result, as PyTorch)."""
+    values = self.detach().reshape(-1).float()
+    low, high = float(min), float(max)
+    if low == 0 and high == 0 and values.numel():
+        low, high = float(values.min().item()), float(values.max().item())
+    if low == high:
+        low, high = low - 1, high + 1
+    inside = (values >= low) & (values <= high)
+    index = ((values - low) * (bins / (high - low))).floor().clamp(0, bins - 1).long()
+    counts = _ag.zeros(bins, dtype=_ag.float32, device=self.device)
+    return counts.index_add(0, index, inside.float()).to(self.dtype if self.is_floating_point() else _ag.float32)
+
+
+def inverse(self):
+    """The inverse of the square matrices (``anygrad.linalg.inv``)."""
+    return _ag.linalg.inv(self)
+
+
+def det(self):
+    """The determinant (``anygrad.linalg.det``)."""
+    return _ag.linalg.det(self)
+
+
+def logdet(self):
+    """The log of the determinant (``anygrad.linalg.logdet``)."""
+    return _ag.linalg.logdet(self)
+
+
+def slogdet(self):
+    """``(sign, logabsdet)`` (``anygrad.linalg.slogdet``)."""
+    return _ag.linalg.slogdet(self)
+
+
+def matrix_power(self, n):
+    """The ``n``-th matrix power (``anygrad.linalg.matrix_power``)."""
+    return _ag.linalg.matrix_power(self, n)

@@ -9,10 +9,15 @@ import: they add PyTorch's arguments and return types that the compiled methods 
   when ``dims`` is None, as PyTorch does.
 - ``to``, ``contiguous`` and ``is_contiguous`` accept ``memory_format``
   (see ``anygrad._memory_format``: anygrad chooses layouts itself, values never change).
+- ``type`` also takes PyTorch's legacy types and their names (``x.type(torch.LongTensor)``,
+  ``x.type("torch.cuda.FloatTensor")``; ``anygrad._tensor_types``).
+- ``__format__`` formats a one-element (0-d) tensor as its Python number, as PyTorch does, so
+  ``f"{loss:.4f}"`` and ``f"{correct}"`` print numbers; other tensors print as ``str``.
 """
 
 from . import _native, _return_types
 from . import _memory_format
+from . import _tensor_types
 
 _Tensor = _native.Tensor
 _native_topk = _Tensor.topk
@@ -22,6 +27,7 @@ _native_roll = _Tensor.roll
 _native_to = _Tensor.to
 _native_contiguous = _Tensor.contiguous
 _native_is_contiguous = _Tensor.is_contiguous
+_native_type = _Tensor.type
 
 
 def topk(self, k, dim=-1, largest=True, sorted=True):
@@ -106,9 +112,38 @@ def is_contiguous(self, memory_format=_memory_format.contiguous_format):
     return dense and (self.shape[1] == 1 or spatial == 1)
 
 
+def tensor_type(self, dtype=None, non_blocking=False, **kwargs):
+    """Without ``dtype``: the type's name (``"anygrad.FloatTensor"``). With a dtype, a legacy
+    type (``anygrad.LongTensor``, ``anygrad.cuda.FloatTensor``) or such a name
+    (``"torch.cuda.FloatTensor"``): a copy of that dtype, on the GPU for the ``cuda`` types and
+    on the CPU for the others (the tensor itself when nothing changes)."""
+    if dtype is None:
+        return _native_type(self)
+    resolved = _tensor_types.resolve(dtype)
+    if resolved is None:
+        return _native_type(self, dtype)
+    target_dtype, device = resolved
+    on_gpu = self.device.type != "cpu"
+    if target_dtype == self.dtype and on_gpu == (device != "cpu"):
+        return self
+    return _native_to(self, device=device if on_gpu != (device != "cpu") else None, dtype=target_dtype)
+
+
+def __format__(self, format_spec):
+    """A 0-d tensor formats as its number (``f"{loss:.3f}"``, ``"{}".format(t)``); any other
+    tensor as ``str(tensor)`` with an empty spec, and a spec is a ``TypeError`` (PyTorch's
+    rules)."""
+    if self.dim() == 0:
+        return self.item().__format__(format_spec)
+    if format_spec:
+        raise TypeError(f"unsupported format string passed to Tensor.__format__: {format_spec!r} (the tensor has {self.numel()} elements)")
+    return str(self)
+
+
 for _name, _function in (
     ("topk", topk), ("sort", sort), ("argsort", argsort), ("roll", roll), ("to", to),
-    ("contiguous", contiguous), ("is_contiguous", is_contiguous),
+    ("contiguous", contiguous), ("is_contiguous", is_contiguous), ("type", tensor_type),
+    ("__format__", __format__),
 ):
     setattr(_Tensor, _name, _function)
 del _name, _function

@@ -121,3 +121,6 @@ def _index(device):
 
 
 from . import amp  # noqa: E402  (torch.cuda.amp: autocast and GradScaler)
+from ._tensor_types import gpu_types as _gpu_types  # noqa: E402
+
+globals().update(_gpu_types)  # torch.cuda.FloatTensor, torch.cuda.LongTensor, ... on the GPU

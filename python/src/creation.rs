@@ -218,6 +218,61 @@ pub fn set_requires_grad(op: &str, tensor: &PyTensor, requires_grad: bool) -> Py
     Ok(())
 }
 
+/// A CPU tensor over a numpy array's own memory (`from_numpy`, as PyTorch's: no copy, writes
+/// show both ways; the tensor keeps the array alive). The caller (`anygrad.from_numpy`) passes
+/// only C-contiguous, aligned, writeable, little-endian arrays of `float32`, `float16`,
+/// `float64`, `int32`, `uint8` or `uint32`; `dtype` is the numpy dtype's name.
+#[pyfunction]
+pub fn from_numpy_shared(
+    array: &Bound<'_, PyAny>,
+    dtype: &str,
+    shape: Vec<usize>,
+) -> PyResult<PyTensor> {
+    const OP: &str = "from_numpy";
+    let (core_dtype, logical) = match dtype {
+        "float32" => (DType::F32, Logical::Float32),
+        "float16" => (DType::F16, Logical::Float16),
+        "float64" => (DType::F64, Logical::Float64),
+        "int32" => (DType::I32, Logical::Int32),
+        "uint8" => (DType::U8, Logical::UInt8),
+        "uint32" => (DType::U32, Logical::UInt32),
+        other => {
+            return Err(type_error(
+                OP,
+                format!("numpy dtype {other} cannot share memory"),
+            ))
+        }
+    };
+    let interface = array.getattr("__array_interface__")?;
+    let (address, read_only): (usize, bool) = interface.get_item("data")?.extract()?;
+    let flags = array.getattr("flags")?;
+    let contiguous: bool = flags.getattr("c_contiguous")?.extract()?;
+    let aligned: bool = flags.getattr("aligned")?.extract()?;
+    if read_only || !contiguous || !aligned {
+        return Err(value_error(
+            OP,
+            "only a writeable, aligned, C-contiguous array can share memory",
+        ));
+    }
+    let count: usize = shape.iter().product();
+    let nbytes: usize = array.getattr("nbytes")?.extract()?;
+    if nbytes != count * core_dtype.size_in_bytes() {
+        return Err(value_error(
+            OP,
+            format!("{nbytes} bytes do not hold {count} elements of {dtype}"),
+        ));
+    }
+    let owner: Py<PyAny> = array.clone().unbind();
+    // SAFETY: numpy keeps the array's memory in place while the array lives (it refuses to
+    // resize an array that another object references), the checks above make it aligned,
+    // contiguous, writeable and `count` elements of `dtype` long, and the tensor holds the
+    // array as the owner.
+    let tensor = run(OP, || unsafe {
+        Tensor::from_host_memory(address, core_dtype, &shape, Box::new(owner))
+    })?;
+    Ok(PyTensor::with_logical(tensor, logical))
+}
+
 /// A tensor from little-endian bytes in row-major order (`from_numpy`): `dtype` is a numpy
 /// dtype name (`float32`, `float64`, `float16`, `int32`, `int64`, `uint8`, `bool`, ...).
 #[pyfunction]
@@ -823,6 +878,7 @@ pub fn set_generator_state(seed: u64, counter: u64) {
 /// Register the creation functions on the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(from_bytes, module)?)?;
+    module.add_function(wrap_pyfunction!(from_numpy_shared, module)?)?;
     module.add_function(wrap_pyfunction!(zeros, module)?)?;
     module.add_function(wrap_pyfunction!(ones, module)?)?;
     module.add_function(wrap_pyfunction!(empty, module)?)?;

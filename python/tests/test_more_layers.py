@@ -125,8 +125,19 @@ def test_adaptive_max_pool(device):
     sequence = values[:, :, 0]
     assert_close(nn.AdaptiveMaxPool1d(3)(torch.tensor(sequence, device=device)), _adaptive_max(sequence, (3,)))
     assert_close(F.adaptive_max_pool1d(torch.tensor(sequence, device=device), 4), _adaptive_max(sequence, (4,)))
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        F.adaptive_max_pool2d(x, 2, return_indices=True)
+    # return_indices: each maximum's flat position h * W + w, the first in the window on ties.
+    pooled, indices = F.adaptive_max_pool2d(x, (3, 4), return_indices=True)
+    assert_close(pooled, _adaptive_max(values, (3, 4)))
+    h, w = values.shape[-2:]
+    for i in range(3):
+        h0, h1 = (i * h) // 3, -(-((i + 1) * h) // 3)
+        for j in range(4):
+            w0, w1 = (j * w) // 4, -(-((j + 1) * w) // 4)
+            window = values[..., h0:h1, w0:w1].reshape(2, 3, -1).argmax(-1)
+            expected_index = (h0 + window // (w1 - w0)) * w + w0 + window % (w1 - w0)
+            assert indices[..., i, j].tolist() == expected_index.tolist()
+    ties = torch.tensor([[[1.0, 3.0, 3.0, 0.0, 3.0]]], device=device)
+    assert nn.AdaptiveMaxPool1d(2, return_indices=True)(ties)[1].tolist() == [[[1, 2]]]
 
 
 def test_softmax2d(device):

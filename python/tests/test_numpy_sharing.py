@@ -1,6 +1,7 @@
-"""``Tensor.numpy()`` shares a CPU tensor's memory with numpy, as PyTorch's does: writes show
-through both ways, views keep their strides, the array keeps the memory alive after the
-tensor is gone; bool, int64 and GPU tensors give copies."""
+"""CPU memory shared with numpy, as PyTorch shares it: ``Tensor.numpy()`` and ``from_numpy``
+need no copy, writes show through both ways, views keep their strides, each side keeps the
+memory alive after the other is gone; bool, int64 and GPU tensors, and arrays that cannot be
+shared, give copies; ``tensor(array)`` always copies."""
 
 import gc
 
@@ -83,3 +84,45 @@ def test_step_slices_are_views(device):
         shared = t[1, ::2].numpy()
         shared[0] = 99.0
         assert t[1, 0].item() == 99.0
+
+
+def test_from_numpy_shares_memory_both_ways():
+    array = np.zeros((2, 3), dtype=np.float32)
+    t = anygrad.from_numpy(array)
+    array[0, 1] = 5.0
+    assert t[0, 1].item() == 5.0
+    t.add_(1.0)
+    np.testing.assert_array_equal(array, [[1.0, 6.0, 1.0], [1.0, 1.0, 1.0]])
+    assert np.shares_memory(t.numpy(), array)
+    for dtype in (np.float16, np.float64, np.int32, np.uint8, np.uint32):
+        values = np.arange(4, dtype=dtype)
+        shared = anygrad.from_numpy(values)
+        values[0] = 3
+        assert shared[0].item() == 3, dtype
+
+
+def test_from_numpy_keeps_the_array_alive():
+    t = anygrad.from_numpy(np.full(1000, 2.0))
+    gc.collect()
+    t.mul_(2.0)
+    assert t.sum().item() == 4000.0
+    assert t.dtype == anygrad.float64
+
+
+def test_arrays_that_cannot_be_shared_are_copied():
+    ints = np.arange(3, dtype=np.int64)
+    t = anygrad.from_numpy(ints)
+    ints[0] = 7
+    assert t[0].item() == 0
+    strided = np.zeros(6, dtype=np.float32)[::2]
+    assert anygrad.from_numpy(strided).tolist() == [0.0, 0.0, 0.0]
+    frozen = np.zeros(3, dtype=np.float32)
+    frozen.flags.writeable = False
+    copied = anygrad.from_numpy(frozen)
+    copied.add_(1.0)
+    assert frozen.tolist() == [0.0, 0.0, 0.0]
+    source = np.zeros(3, dtype=np.float32)
+    separate = anygrad.tensor(source)
+    source[0] = 1.0
+    assert separate[0].item() == 0.0
+    assert anygrad.as_tensor(source)[0].item() == 1.0

@@ -27,8 +27,15 @@ def test_unique(device):
     out, counts = floats.unique(sorted=False, return_counts=True)
     assert out.tolist() == [-1.0, 0.5, 2.0] and counts.tolist() == [1, 2, 1]
     assert torch.unique(torch.tensor([True, False, True], device=device)).tolist() == [False, True]
-    with pytest.raises(NotImplementedError, match="dim=None only"):
-        torch.unique(x, dim=0)
+    rows = np.array([[1, 2], [0, 5], [1, 2], [0, 4]], dtype=np.int64)
+    y = torch.tensor(rows, device=device)
+    output, inverse, counts = torch.unique(y, dim=0, return_inverse=True, return_counts=True)
+    expected, expected_inverse, expected_counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    assert output.tolist() == expected.tolist() and output.device == y.device
+    assert inverse.tolist() == expected_inverse.reshape(-1).tolist()
+    assert counts.tolist() == expected_counts.tolist()
+    assert y.unique(dim=1).tolist() == np.unique(rows, axis=1).tolist()
+    assert torch.unique(y.float(), dim=-1).tolist() == np.unique(rows, axis=1).astype(np.float32).tolist()
 
 
 def test_roll(device):

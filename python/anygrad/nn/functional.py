@@ -113,6 +113,80 @@ def logsigmoid(input):
     return -softplus(-input)
 
 
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with the self-normalising constants of Klambauer et al."""
+    return elu(input, 1.6732632423543772) * 1.0507009873554805
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """x where positive, ``alpha * (exp(x / alpha) - 1)`` elsewhere."""
+    return input.relu() + ((input / alpha).clamp(max=0.0).exp() - 1) * alpha
+
+
+def glu(input, dim=-1):
+    """The gated linear unit: the first half of ``dim`` times the sigmoid of the second."""
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"glu: halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+    first, second = input.chunk(2, dim)
+    return first * second.sigmoid()
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return input - input.tanh()
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where ``x > threshold``, ``value`` elsewhere."""
+    import anygrad
+
+    return anygrad.where(input > threshold, input, value)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where ``|x| > lambd``, 0 elsewhere."""
+    import anygrad
+
+    return anygrad.where(input.abs() > lambd, input, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above ``lambd``, x + lambd below ``-lambd``, 0 between."""
+    return (input - lambd).relu() - (-input - lambd).relu()
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU whose negative slope is drawn from ``U(lower, upper)`` per element in
+    training and is ``(lower + upper) / 2`` in evaluation."""
+    import anygrad
+
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2)
+    slopes = anygrad.rand_like(input) * (upper - lower) + lower
+    return anygrad.where(input >= 0, input, input * slopes)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """Samples of the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` with
+    Gumbel noise ``g``; with ``hard`` the one-hot of the largest, with the soft sample's
+    gradient (the straight-through estimator)."""
+    import anygrad
+
+    uniform = anygrad.rand_like(logits).clamp(min=1e-20)
+    gumbels = -(-uniform.log()).log()
+    soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return soft
+    index = soft.detach().argmax(dim, keepdim=True)
+    hard_sample = anygrad.zeros_like(soft).scatter(dim, index, 1.0)
+    return hard_sample - soft.detach() + soft
+
+
 def normalize(input, p=2.0, dim=1, eps=1e-12):
     """``input`` divided by its p-norm along ``dim``."""
     return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
@@ -228,34 +302,40 @@ def _single(value):
 
 
 def _max_pool2d_taps(input, kernel_size, stride, padding, dilation, ceil_mode):
-    """Max pooling's values and the flat in-plane positions of the maxima: every kernel tap's
-    strided view of the ``-inf``-padded input is stacked, ``argmax`` over the taps (the first on
-    ties) picks one, which gives the value (gradients flow to it) and, from the same views of a
-    plane of positions, its index."""
+    """``_max_pool_taps`` over the last two dims."""
+    return _max_pool_taps(input, kernel_size, stride, padding, dilation, ceil_mode, 2)
+
+
+def _max_pool_taps(input, kernel_size, stride, padding, dilation, ceil_mode, dims):
+    """Max pooling's values and the flat positions of the maxima within each plane (or
+    volume) over the last ``dims`` dims: every kernel tap's strided view of the
+    ``-inf``-padded input is stacked, ``argmax`` over the taps (the first on ties, in the
+    window's row-major order) picks one, which gives the value (gradients flow to it) and, from
+    the same views of a grid of positions, its index."""
+    import itertools
     import numpy as np
     import anygrad
 
-    def pair(value):
-        return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+    def tup(value):
+        return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
 
-    k, d, p = pair(kernel_size), pair(dilation), pair(padding)
-    s = pair(stride) if stride is not None and stride != [] else k
-    height, width = input.shape[-2], input.shape[-1]
-    extra_h = _ceil_extra(height, k[0], s[0], p[0], d[0]) if ceil_mode else 0
-    extra_w = _ceil_extra(width, k[1], s[1], p[1], d[1]) if ceil_mode else 0
-    widths = (p[1], p[1] + extra_w, p[0], p[0] + extra_h)
-    padded = pad(input, widths, value=float("-inf"))
-    positions = np.pad(np.arange(height * width, dtype=np.int64).reshape(height, width), ((widths[2], widths[3]), (widths[0], widths[1])), constant_values=-1)
-    positions = anygrad.tensor(positions, device=input.device)
-    out_h = (padded.shape[-2] - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    out_w = (padded.shape[-1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    k, d, p = tup(kernel_size), tup(dilation), tup(padding)
+    s = tup(stride) if stride is not None and stride != [] else k
+    spatial = tuple(input.shape[input.dim() - dims:])
+    extras = [_ceil_extra(spatial[i], k[i], s[i], p[i], d[i]) if ceil_mode else 0 for i in range(dims)]
+    widths = []
+    for i in reversed(range(dims)):
+        widths += [p[i], p[i] + extras[i]]
+    padded = pad(input, tuple(widths), value=float("-inf"))
+    grid = np.arange(int(np.prod(spatial)), dtype=np.int64).reshape(spatial)
+    grid = np.pad(grid, [(p[i], p[i] + extras[i]) for i in range(dims)], constant_values=-1)
+    positions = anygrad.tensor(grid, device=input.device)
+    outs = [(padded.shape[padded.dim() - dims + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(dims)]
     value_taps, position_taps = [], []
-    for i in range(k[0]):
-        rows = slice(i * d[0], i * d[0] + (out_h - 1) * s[0] + 1, s[0])
-        for j in range(k[1]):
-            cols = slice(j * d[1], j * d[1] + (out_w - 1) * s[1] + 1, s[1])
-            value_taps.append(padded[..., rows, cols])
-            position_taps.append(positions[rows, cols])
+    for tap in itertools.product(*(range(size) for size in k)):
+        window = tuple(slice(tap[i] * d[i], tap[i] * d[i] + (outs[i] - 1) * s[i] + 1, s[i]) for i in range(dims))
+        value_taps.append(padded[(Ellipsis,) + window])
+        position_taps.append(positions[window])
     values = anygrad.stack(value_taps, -1)
     choice = values.detach().argmax(-1, keepdim=True)
     candidates = anygrad.stack(position_taps, -1).expand(*values.shape).contiguous()
@@ -376,6 +456,65 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return _native.embedding(input, weight, padding_idx)
 
 
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """The ``mode`` (``"sum"``, ``"mean"`` or ``"max"``) of the rows of ``weight`` looked up by
+    each bag of ``input``: the rows of a 2-D ``input``, or the runs of a 1-D ``input`` starting
+    at ``offsets`` (with ``include_last_offset`` the last offset ends the last bag). Indices equal
+    to ``padding_idx`` are left out; ``per_sample_weights`` scale the rows (``"sum"`` only); an
+    empty bag gives zeros. Gradients flow to ``weight`` (and the sample weights)."""
+    import anygrad
+
+    if max_norm is not None:
+        raise NotImplementedError("embedding_bag: max_norm is not supported")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{mode}')")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: if input is 2D, then offsets has to be None")
+        bags, length = input.shape
+        starts = [bag * length for bag in range(bags)]
+        flat = input.reshape(-1)
+        weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
+        starts = [int(v) for v in (offsets.tolist() if hasattr(offsets, "tolist") else offsets)]
+        if include_last_offset:
+            starts = starts[:-1]
+        bags, flat, weights = len(starts), input, per_sample_weights
+    else:
+        raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    total = flat.shape[0]
+    ends = starts[1:] + [total]
+    bag_of = [bag for bag, (start, end) in enumerate(zip(starts, ends)) for _ in range(max(end - start, 0))]
+    dim = weight.shape[1]
+    if total == 0:
+        return anygrad.zeros(bags, dim, dtype=weight.dtype, device=weight.device)
+    rows = _native.embedding(flat, weight, None)
+    keep = (flat != padding_idx).to(weight.dtype) if padding_idx is not None else None
+    bag_index = anygrad.tensor(bag_of, dtype=anygrad.int64, device=weight.device)
+    if mode == "max":
+        longest = max(end - start for start, end in zip(starts, ends))
+        slots = anygrad.tensor([bag * longest + position - starts[bag] for position, bag in enumerate(bag_of)], dtype=anygrad.int64, device=weight.device)
+        if keep is not None:
+            rows = anygrad.where(keep.unsqueeze(1) > 0, rows, float("-inf"))
+        grid = anygrad.full((bags * longest, dim), float("-inf"), dtype=weight.dtype, device=weight.device)
+        pooled = grid.index_put((slots,), rows).reshape(bags, longest, dim).amax(1)
+        return anygrad.where(pooled == float("-inf"), 0.0, pooled)
+    if weights is not None:
+        rows = rows * weights.to(weight.dtype).unsqueeze(1)
+    if keep is not None:
+        rows = rows * keep.unsqueeze(1)
+    sums = anygrad.zeros(bags, dim, dtype=weight.dtype, device=weight.device).index_add(0, bag_index, rows)
+    if mode == "sum":
+        return sums
+    counted = keep if keep is not None else anygrad.ones(total, dtype=weight.dtype, device=weight.device)
+    counts = anygrad.zeros(bags, dtype=weight.dtype, device=weight.device).index_add(0, bag_index, counted)
+    return sums / counts.clamp(min=1.0).unsqueeze(1)
+
+
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad) // 2`` dims: ``pad`` is (left, right[, top, bottom, ...])
     from the last dim; negative amounts crop. ``mode`` "constant" fills with ``value`` (0 when
@@ -438,16 +577,19 @@ def _antialias_weights(in_size, out_size, scale):
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=False):
-    """Resampling of ``[N, C, L]`` (modes ``nearest``, ``linear``) or ``[N, C, H, W]``
-    (``nearest``, ``bilinear``, ``area``) to ``size`` or by ``scale_factor``; ``antialias``
-    widens the bilinear filter when shrinking, as PyTorch and PIL do."""
+    """Resampling of ``[N, C, L]`` (modes ``nearest``, ``linear``), ``[N, C, H, W]``
+    (``nearest``, ``bilinear``, ``area``) or ``[N, C, D, H, W]`` (``nearest``, ``trilinear``,
+    ``area``) to ``size`` or by ``scale_factor``; ``antialias`` widens the bilinear filter when
+    shrinking, as PyTorch and PIL do."""
     import anygrad
 
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
     spatial = input.dim() - 2
+    if spatial == 3:
+        return _interpolate3d(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
     if spatial not in (1, 2):
-        raise NotImplementedError(f"interpolate: {input.dim()}-D input is not supported (3-D and 4-D are)")
+        raise NotImplementedError(f"interpolate: {input.dim()}-D input is not supported (3-D, 4-D and 5-D are)")
     if mode in ("bicubic", "nearest-exact", "trilinear"):
         raise NotImplementedError(f"interpolate: mode={mode!r} is not supported (nearest, linear, bilinear, area)")
     if mode in ("linear", "bilinear") and mode != ("linear" if spatial == 1 else "bilinear"):
@@ -592,6 +734,81 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return loss
 
 
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-target * input))`` (targets 1 or -1), computed stably."""
+    return _reduce(softplus(-target * input), reduction, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """The mean over classes of the binary cross entropy of ``sigmoid(input)`` against the 0/1
+    ``target`` (``[N, C]``), per sample."""
+    target = target.to(input.dtype)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.mean(-1), reduction, "multilabel_soft_margin_loss")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """The multi-class hinge loss: ``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C`` per
+    sample (``p`` 1 or 2; ``weight`` per class, of the target's)."""
+    import anygrad
+
+    if p not in (1, 2):
+        raise ValueError("multi_margin_loss: only p == 1 and p == 2 supported")
+    rows = input if input.dim() == 2 else input.unsqueeze(0)
+    labels = target.reshape(-1, 1)
+    picked = rows.gather(1, labels)
+    margins = (rows - picked + margin).clamp(min=0.0)
+    if p == 2:
+        margins = margins.square()
+    if weight is not None:
+        margins = margins * weight.index_select(0, labels.reshape(-1)).unsqueeze(1)
+    others = anygrad.ones_like(rows).scatter(1, labels, 0.0)
+    loss = (margins * others).sum(1) / rows.shape[1]
+    return _reduce(loss if input.dim() == 2 else loss.squeeze(0), reduction, "multi_margin_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """``x`` where ``target`` is 1, ``max(0, margin - x)`` where it is -1."""
+    import anygrad
+
+    zeros = anygrad.zeros_like(input)
+    loss = anygrad.where(target == 1, input, zeros) + anygrad.where(target == -1, (margin - input).clamp(min=0.0), zeros)
+    return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+    """The negative log likelihood of ``target`` under a Poisson distribution of rate
+    ``exp(input)`` (``log_input``) or ``input``; ``full`` adds Stirling's term for targets
+    above 1."""
+    import anygrad
+
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        stirling = target * target.clamp(min=1.0).log() - target + 0.5 * (2 * math.pi * target.clamp(min=1.0)).log()
+        loss = loss + anygrad.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """The negative log likelihood of ``target`` under normal distributions of mean ``input``
+    and variance ``var`` (clamped to ``eps``; broadcast, one per sample allowed):
+    ``0.5 * (log(var) + (input - target)² / var)``, plus ``0.5 * log(2π)`` with ``full``."""
+    if var.dim() == input.dim() - 1 and tuple(var.shape) == tuple(input.shape[:-1]):
+        var = var.unsqueeze(-1)
+    if bool((var < 0).any()):
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    var = var.clamp(min=eps)
+    loss = 0.5 * (var.log() + (input - target).square() / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
 def _check_same_shape(op, input, target):
     if tuple(input.shape) != tuple(target.shape):
         import warnings
@@ -734,6 +951,70 @@ def _pad_indexed(input, pad, mode):
     return out
 
 
+def _patch_kernel(channels, kernel, dtype, device):
+    """The one-hot ``[C * kh * kw, 1, kh, kw]`` weight whose grouped convolution copies each
+    kernel position of each channel to its own output channel (PyTorch's ``(C, kh, kw)``
+    order)."""
+    import anygrad
+
+    taps = kernel[0] * kernel[1]
+    one_hot = anygrad.eye(taps, dtype=dtype, device=device).reshape(taps, 1, kernel[0], kernel[1])
+    return one_hot.repeat(channels, 1, 1, 1)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding blocks of ``[N, C, H, W]`` (or ``[C, H, W]``) as columns: ``[N, C * kh * kw,
+    L]`` (``im2col``), one grouped convolution with a one-hot kernel, so gradients flow."""
+    def pair(value):
+        return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    if x.dim() != 4:
+        raise ValueError(f"unfold: expected a 3-D or 4-D input, got {input.dim()}-D")
+    kernel = pair(kernel_size)
+    channels = x.shape[1]
+    weight = _patch_kernel(channels, kernel, x.dtype, x.device)
+    columns = conv2d(x, weight, None, pair(stride), pair(padding), pair(dilation), channels)
+    columns = columns.reshape(x.shape[0], columns.shape[1], -1)
+    return columns.squeeze(0) if unbatched else columns
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The inverse arrangement of ``unfold``: the columns ``[N, C * kh * kw, L]`` (or
+    ``[C * kh * kw, L]``) added back into ``[N, C, *output_size]`` (overlapping blocks sum),
+    one grouped transposed convolution with a one-hot kernel."""
+    def pair(value):
+        return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    if x.dim() != 3:
+        raise ValueError(f"fold: expected a 2-D or 3-D input, got {input.dim()}-D")
+    kernel, size = pair(kernel_size), pair(output_size)
+    d, p, s = pair(dilation), pair(padding), pair(stride)
+    taps = kernel[0] * kernel[1]
+    if x.shape[1] % taps:
+        raise RuntimeError(f"fold: expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={x.shape[1]} and kernel_size={kernel}")
+    blocks = [(size[i] + 2 * p[i] - d[i] * (kernel[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+    if blocks[0] * blocks[1] != x.shape[2]:
+        raise RuntimeError(f"fold: expected input's dimension 2 to match the calculated number of sliding blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={x.shape[2]}")
+    channels = x.shape[1] // taps
+    weight = _patch_kernel(channels, kernel, x.dtype, x.device)
+    extra = tuple(size[i] - ((blocks[i] - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] - 1) + 1) for i in range(2))
+    out = conv_transpose2d(x.reshape(x.shape[0], x.shape[1], blocks[0], blocks[1]), weight, None, s, p, extra, channels, d)
+    return out.squeeze(0) if unbatched else out
+
+
+def channel_shuffle(input, groups):
+    """The channels of ``[N, C, *]`` regrouped: ``C = groups x k`` read as ``k x groups``."""
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise ValueError(f"channel_shuffle: number of channels ({c}) must be divisible by groups ({groups})")
+    rest = tuple(input.shape[2:])
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
 def pixel_shuffle(input, upscale_factor):
     """``[*, C·r², H, W]`` rearranged to ``[*, C, H·r, W·r]`` (r = ``upscale_factor``)."""
     r = upscale_factor
@@ -808,43 +1089,86 @@ def _adaptive_bounds(size, count):
     return [((i * size) // count, -(-((i + 1) * size) // count)) for i in range(count)]
 
 
-def _adaptive_max_along(input, dim, count):
+def _adaptive_max_along(input, dim, count, positions=None):
+    """Adaptive max pooling of ``input`` along one dim to ``count`` outputs (PyTorch's
+    windows). With ``positions`` (int64, ``input``'s shape: each element's flat index in its
+    plane) it returns ``(values, positions)``, the positions of the maxima picked (the first
+    of equal values in the window)."""
     import anygrad
 
     size = input.shape[dim]
     if count == size:
-        return input
-    if size % count == 0:
+        return input if positions is None else (input, positions)
+    if positions is None and size % count == 0:
         step = size // count
         moved = anygrad.movedim(input, dim, -1)
         pooled = moved.reshape(*moved.shape[:-1], count, step).amax(-1)
         return anygrad.movedim(pooled, -1, dim)
-    pieces = [input.narrow(dim, start, end - start).amax(dim, keepdim=True) for start, end in _adaptive_bounds(size, count)]
-    return anygrad.cat(pieces, dim)
+    values, picked = [], []
+    for start, end in _adaptive_bounds(size, count):
+        window = input.narrow(dim, start, end - start)
+        if positions is None:
+            values.append(window.amax(dim, keepdim=True))
+            continue
+        choice = window.detach().argmax(dim, keepdim=True)
+        values.append(window.gather(dim, choice))
+        picked.append(positions.narrow(dim, start, end - start).gather(dim, choice))
+    if positions is None:
+        return anygrad.cat(values, dim)
+    return anygrad.cat(values, dim), anygrad.cat(picked, dim)
+
+
+def _adaptive_max_pool(op, input, sizes, return_indices):
+    """Adaptive max pooling over the last ``len(sizes)`` dims (None keeps a dim's size), one
+    dim at a time from the last, so that with ``return_indices`` the positions name the first
+    maximum in the window's row-major order, as PyTorch's."""
+    import anygrad
+
+    dims = len(sizes)
+    if input.dim() not in (dims + 1, dims + 2):
+        raise ValueError(f"{op}: expected a {dims + 1}-D or {dims + 2}-D input, got {input.dim()}-D")
+    spatial = tuple(input.shape[input.dim() - dims:])
+    sizes = [spatial[i] if sizes[i] is None else int(sizes[i]) for i in range(dims)]
+    positions = None
+    if return_indices:
+        plane = 1
+        for size in spatial:
+            plane *= size
+        positions = anygrad.arange(plane, device=input.device).reshape(*spatial).expand(*input.shape).contiguous()
+    out = input
+    for i in reversed(range(dims)):
+        dim = input.dim() - dims + i
+        if return_indices:
+            out, positions = _adaptive_max_along(out, dim, sizes[i], positions)
+        else:
+            out = _adaptive_max_along(out, dim, sizes[i])
+    return (out, positions) if return_indices else out
+
+
+def _sizes(output_size, dims):
+    """``output_size`` as a ``dims``-tuple (an int repeated, a sequence as it is)."""
+    return tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * dims
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max pooling of ``[N, C, H, W]`` (or ``[C, H, W]``) to ``output_size`` (an int, a
-    pair, None in a pair keeping that size), with PyTorch's windows."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported yet")
-    if input.dim() not in (3, 4):
-        raise ValueError(f"adaptive_max_pool2d: expected a 3-D or 4-D input, got {input.dim()}-D")
-    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size, output_size)
-    out_h = input.shape[-2] if sizes[0] is None else sizes[0]
-    out_w = input.shape[-1] if sizes[1] is None else sizes[1]
-    return _adaptive_max_along(_adaptive_max_along(input, input.dim() - 2, out_h), input.dim() - 1, out_w)
+    pair, None in a pair keeping that size), with PyTorch's windows; with ``return_indices``
+    also each maximum's flat position ``h * W + w`` in its plane (int64, the first maximum in
+    the window on ties), what ``max_unpool2d`` takes. Gradients flow through the values."""
+    return _adaptive_max_pool("adaptive_max_pool2d", input, _sizes(output_size, 2), return_indices)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Max pooling of ``[N, C, L]`` (or ``[C, L]``) to ``output_size``, with PyTorch's
-    windows."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool1d: return_indices=True is not supported yet")
-    if input.dim() not in (2, 3):
-        raise ValueError(f"adaptive_max_pool1d: expected a 2-D or 3-D input, got {input.dim()}-D")
-    size = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
-    return _adaptive_max_along(input, input.dim() - 1, size)
+    windows; with ``return_indices`` also each maximum's position along ``L``."""
+    return _adaptive_max_pool("adaptive_max_pool1d", input, _sizes(output_size, 1), return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max pooling of ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to ``output_size`` (an int or
+    a triple, None keeping a size), with PyTorch's windows; with ``return_indices`` also each
+    maximum's flat position ``(d * H + h) * W + w`` in its volume."""
+    return _adaptive_max_pool("adaptive_max_pool3d", input, _sizes(output_size, 3), return_indices)
 
 
 def prelu(input, weight):
@@ -977,6 +1301,218 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
         (0, _single(output_padding)), groups, (1, _single(dilation)),
     ).squeeze(2)
     return out.squeeze(0) if unbatched else out
+
+
+# Volumetric (3-D) pooling, transposed convolution and dropout over the 2-D ops -----------------
+
+
+def _volume(op, input):
+    """``input`` as ``[N, C, D, H, W]`` and whether it came without the batch dim."""
+    if input.dim() not in (4, 5):
+        raise ValueError(f"{op}: expected a 4-D or 5-D input, got {input.dim()}-D")
+    return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
+
+
+def _depth_taps(x, kernel, stride, dilation, count):
+    """The ``kernel`` strided views along the depth (dim 2) of ``x`` that a window of
+    ``kernel`` taps (``dilation`` apart) moving by ``stride`` reads, ``count`` windows."""
+    return [x[:, :, tap * dilation : tap * dilation + (count - 1) * stride + 1 : stride] for tap in range(kernel)]
+
+
+def _planes(x):
+    """``[N, C, D, H, W]`` as ``[N, C * D, H, W]`` (every depth slice a channel), and back."""
+    n, c, d = x.shape[0], x.shape[1], x.shape[2]
+    return x.reshape(n, c * d, x.shape[3], x.shape[4]), lambda y: y.reshape(n, c, d, y.shape[-2], y.shape[-1])
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """3-D max pooling of ``[N, C, D, H, W]`` (or ``[C, D, H, W]``; ``stride`` defaults to the
+    kernel size): the input extended with ``-inf`` (padding, and the partial windows of
+    ``ceil_mode``), 2-D max pooling of every depth slice, then the maximum over the kernel's
+    depth taps. With ``return_indices=True`` it returns ``(values, indices)``, each maximum's
+    flat position ``(d * H + h) * W + w`` in its input volume (the first in the window's
+    row-major order on ties), as ``max_unpool3d`` takes. Gradients flow through the values."""
+    import anygrad
+
+    x, unbatched = _volume("max_pool3d", input)
+    k, d, p = _triple(kernel_size), _triple(dilation), _triple(padding)
+    s = _triple(stride) if stride is not None and stride != [] else k
+    if return_indices:
+        values, indices = _max_pool_taps(x, k, s, p, d, ceil_mode, 3)
+        return (values.squeeze(0), indices.squeeze(0)) if unbatched else (values, indices)
+    extras = [_ceil_extra(x.shape[2 + i], k[i], s[i], p[i], d[i]) if ceil_mode else 0 for i in range(3)]
+    x = pad(x, (p[2], p[2] + extras[2], p[1], p[1] + extras[1], p[0], p[0] + extras[0]), value=float("-inf"))
+    planes, back = _planes(x)
+    pooled = back(max_pool2d(planes, k[1:], s[1:], 0, d[1:]))
+    out_d = (x.shape[2] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    out = None
+    for tap in _depth_taps(pooled, k[0], s[0], d[0], out_d):
+        out = tap if out is None else anygrad.maximum(out, tap)
+    return out.squeeze(0) if unbatched else out
+
+
+def _window_sums3d(x, k, s):
+    """The sums of the ``k``-windows of ``[N, C, D, H, W]`` moving by ``s`` (no padding)."""
+    planes, back = _planes(x)
+    sums = back(_native.avg_pool2d(planes, k[1:], s[1:], 0, False, True) * (k[1] * k[2]))
+    out_d = (x.shape[2] - k[0]) // s[0] + 1
+    total = None
+    for tap in _depth_taps(sums, k[0], s[0], 1, out_d):
+        total = tap if total is None else total + tap
+    return total
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """3-D average pooling of ``[N, C, D, H, W]`` (or ``[C, D, H, W]``): window sums over the
+    zero-padded input (2-D sums of every depth slice, added over the kernel's depth taps)
+    divided by ``divisor_override`` or each window's count (PyTorch's: with
+    ``count_include_pad`` the window clipped to the padded input, else to the input)."""
+    import anygrad
+
+    x, unbatched = _volume("avg_pool3d", input)
+    k, p = _triple(kernel_size), _triple(padding)
+    s = _triple(stride) if stride is not None and stride != [] else k
+    sizes = tuple(x.shape[2:])
+    extras = [_ceil_extra(sizes[i], k[i], s[i], p[i], 1) if ceil_mode else 0 for i in range(3)]
+    widths = (p[2], p[2] + extras[2], p[1], p[1] + extras[1], p[0], p[0] + extras[0])
+    sums = _window_sums3d(pad(x, widths), k, s)
+    if divisor_override is not None:
+        out = sums / divisor_override
+    elif count_include_pad and not any(extras):
+        out = sums / (k[0] * k[1] * k[2])
+    else:
+        if count_include_pad:
+            ones = anygrad.ones(1, 1, *(sizes[i] + 2 * p[i] for i in range(3)), dtype=x.dtype, device=x.device)
+            counted = pad(ones, (0, extras[2], 0, extras[1], 0, extras[0]))
+        else:
+            counted = pad(anygrad.ones(1, 1, *sizes, dtype=x.dtype, device=x.device), widths)
+        out = sums / _window_sums3d(counted, k, s)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling of ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to ``output_size`` (an
+    int or a triple, None keeping a size), with PyTorch's windows: each depth slice pooled in
+    2-D, then the depth windows averaged."""
+    import anygrad
+
+    x, unbatched = _volume("adaptive_avg_pool3d", input)
+    sizes = _sizes(output_size, 3)
+    out_d, out_h, out_w = (x.shape[2 + i] if sizes[i] is None else int(sizes[i]) for i in range(3))
+    planes, back = _planes(x)
+    pooled = back(_native.adaptive_avg_pool2d(planes, (out_h, out_w)))
+    depth = x.shape[2]
+    if depth % out_d == 0:
+        out = pooled.reshape(pooled.shape[0], pooled.shape[1], out_d, depth // out_d, out_h, out_w).mean(3)
+    else:
+        out = anygrad.cat([pooled.narrow(2, start, end - start).mean(2, keepdim=True) for start, end in _adaptive_bounds(depth, out_d)], 2)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool3d``: each value of ``input`` (``[N, C, D, H, W]`` or
+    ``[C, D, H, W]``) goes to the flat position ``indices`` gives within its output volume,
+    every other element is zero; the size is ``output_size`` (its last three entries) or
+    ``(D - 1) * stride - 2 * padding + kernel_size`` per dim."""
+    if input.dim() not in (4, 5):
+        raise ValueError(f"max_unpool3d: expected a 4-D or 5-D input, got {input.dim()}-D")
+    sizes = _unpool_sizes("max_unpool3d", input, kernel_size, stride, padding, output_size, 3)
+    return _max_unpool("max_unpool3d", input, indices, sizes, 3)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 3-D convolution of ``[N, C_in, D, H, W]`` (or ``[C_in, D, H, W]``) with
+    weight ``[C_in, C_out / groups, kD, kH, kW]``: ``D_out = (D - 1) * stride - 2 * padding +
+    dilation * (kD - 1) + output_padding + 1`` (and so on). A composite over
+    ``conv_transpose2d``: each kernel depth tap's 2-D transposed convolution of every input
+    depth slice lands ``stride`` apart, shifted by the tap, in the output's depth; gradients
+    flow to the input, the weight and the bias."""
+    import anygrad
+
+    x, unbatched = _volume("conv_transpose3d", input)
+    if weight.dim() != 5:
+        raise ValueError(f"conv_transpose3d: expected a 5-D weight, got {weight.dim()}-D")
+    if x.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"conv_transpose3d: expected input with {weight.shape[0]} channels, got {x.shape[1]}")
+    s, p, o, d = _triple(stride), _triple(padding), _triple(output_padding), _triple(dilation)
+    n, depth = x.shape[0], x.shape[2]
+    kernel_depth = weight.shape[2]
+    slices = x.permute(0, 2, 1, 3, 4).reshape(n * depth, x.shape[1], x.shape[3], x.shape[4])
+    full = (depth - 1) * s[0] + d[0] * (kernel_depth - 1) + 1 + o[0]
+    out_depth = full - 2 * p[0]
+    if out_depth < 1:
+        raise RuntimeError(f"conv_transpose3d: the output's depth would be {out_depth}")
+    out = None
+    for tap in range(kernel_depth):
+        part = conv_transpose2d(slices, weight[:, :, tap], None, s[1:], p[1:], o[1:], groups, d[1:])
+        part = part.reshape(n, depth, part.shape[1], part.shape[2], part.shape[3]).permute(0, 2, 1, 3, 4)
+        if s[0] > 1:
+            gaps = anygrad.zeros(*part.shape[:3], s[0] - 1, *part.shape[3:], dtype=part.dtype, device=part.device)
+            part = anygrad.cat([part.unsqueeze(3), gaps], 3).reshape(part.shape[0], part.shape[1], depth * s[0], part.shape[3], part.shape[4])
+            part = part.narrow(2, 0, (depth - 1) * s[0] + 1)
+        before = tap * d[0]
+        part = pad(part, (0, 0, 0, 0, before, full - before - part.shape[2]))
+        out = part if out is None else out + part
+    out = out.narrow(2, p[0], out_depth)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) with probability ``p``
+    and scale the rest by 1/(1-p) (in training)."""
+    x, unbatched = _volume("dropout3d", input)
+    out = _native.dropout2d(x.reshape(x.shape[0], x.shape[1], x.shape[2] * x.shape[3], x.shape[4]), p, training).reshape(*x.shape)
+    return out.squeeze(0) if unbatched else out
+
+
+def _interpolate3d(input, size, scale_factor, mode, align_corners, recompute_scale_factor):
+    """``interpolate`` of ``[N, C, D, H, W]``: ``nearest`` by picking (PyTorch's source index
+    ``floor(dst * scale)``), ``trilinear`` as a linear blend along the depth and the native
+    bilinear resampling of every depth slice, ``area`` by adaptive average pooling."""
+    import numpy as np
+    import anygrad
+
+    if mode not in ("nearest", "trilinear", "area"):
+        raise NotImplementedError(f"interpolate: mode={mode!r} is not supported for 5-D input (nearest, trilinear, area)")
+    if align_corners is not None and mode != "trilinear":
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear")
+    inputs = tuple(input.shape[2:])
+    if size is not None:
+        outputs = tuple(int(v) for v in _sizes(size, 3))
+        scales = None
+    else:
+        factors = tuple(float(v) for v in _sizes(scale_factor, 3))
+        outputs = tuple(int(math.floor(inputs[i] * factors[i])) for i in range(3))
+        scales = None if recompute_scale_factor else factors
+    if mode == "area":
+        return adaptive_avg_pool3d(input, outputs)
+    # The step from an output index to a source coordinate, per dim, as PyTorch computes it.
+    steps = [1.0 / scales[i] if scales else inputs[i] / outputs[i] for i in range(3)]
+    if mode == "nearest":
+        out = input
+        for i in range(3):
+            source = np.minimum(np.floor(np.arange(outputs[i], dtype=np.float32) * np.float32(steps[i])).astype(np.int64), inputs[i] - 1)
+            out = out.index_select(2 + i, anygrad.tensor(source, device=input.device))
+        return out
+    positions = np.arange(outputs[0], dtype=np.float64)
+    if align_corners:
+        source = positions * ((inputs[0] - 1) / (outputs[0] - 1) if outputs[0] > 1 else 0.0)
+    else:
+        source = np.maximum((positions + 0.5) * steps[0] - 0.5, 0.0)
+    low = np.minimum(np.floor(source).astype(np.int64), inputs[0] - 1)
+    high = np.minimum(low + 1, inputs[0] - 1)
+    weight = anygrad.tensor((source - low).astype(np.float32), dtype=input.dtype, device=input.device).reshape(1, 1, -1, 1, 1)
+    blended = input.index_select(2, anygrad.tensor(low, device=input.device)) * (1 - weight)
+    blended = blended + input.index_select(2, anygrad.tensor(high, device=input.device)) * weight
+    planes, back = _planes(blended)
+    if scales is not None:
+        resized = _native.interpolate(planes, None, scales[1:], "bilinear", bool(align_corners))
+    else:
+        resized = _native.interpolate(planes, outputs[1:], None, "bilinear", bool(align_corners))
+    return back(resized)
 
 
 # Connectionist temporal classification ---------------------------------------------------------

@@ -54,11 +54,20 @@ def normal_(tensor, mean=0.0, std=1.0):
         return tensor.normal_(mean, std)
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
-    """Normal samples redrawn... here clamped to [a, b] (close to PyTorch's for the usual
-    bounds of two standard deviations)."""
-    with no_grad():
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Samples of the normal distribution ``N(mean, std²)`` truncated to ``[a, b]``: drawn,
+    and the samples outside redrawn until every one lies inside (a rare bound far in a tail
+    ends, after 64 rounds, with the few left clamped)."""
+    import anygrad
+
+    with no_grad(), anygrad.drawing_from(generator):
         tensor.normal_(mean, std)
+        for _ in range(64):
+            outside = (tensor < a) | (tensor > b)
+            if not bool(outside.any()):
+                break
+            fresh = anygrad.randn(*tensor.shape, dtype=tensor.dtype, device=tensor.device) * std + mean
+            tensor.copy_(anygrad.where(outside, fresh, tensor))
         return tensor.clamp_(a, b)
 
 
@@ -113,6 +122,27 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     return normal_(tensor, 0.0, gain / math.sqrt(_fan(tensor, mode)))
 
 
-def orthogonal_(tensor, gain=1):
-    """Not supported yet (needs a QR decomposition)."""
-    raise NotImplementedError("nn.init.orthogonal_ is not supported yet")
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix, as PyTorch's: standard normal samples (from anygrad's
+    generator) reshaped to ``[rows, numel / rows]``, their QR decomposition's ``Q`` with the
+    signs of ``R``'s diagonal, times ``gain`` (the QR is computed by numpy, in float64)."""
+    import numpy as np
+    import anygrad
+
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with anygrad.drawing_from(generator):
+        flattened = anygrad.randn(rows, cols, dtype=anygrad.float32).numpy().astype(np.float64)
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    values = anygrad.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype, device=tensor.device)
+    with no_grad():
+        return tensor.copy_(values)

@@ -8,4 +8,7 @@ from .rmsprop import RMSprop
 from .adagrad import Adagrad
 from .adadelta import Adadelta
 from .lbfgs import LBFGS
+from .adamax import Adamax
+from .nadam import NAdam
+from .radam import RAdam
 from . import lr_scheduler

@@ -1,8 +1,8 @@
 """``optim.lr_scheduler``: ``StepLR``, ``MultiStepLR``, ``ExponentialLR``,
 ``CosineAnnealingLR``, ``LambdaLR``, ``LinearLR``, ``ConstantLR``, ``PolynomialLR`` with
 PyTorch's closed forms, ``MultiplicativeLR``, ``CosineAnnealingWarmRestarts``, ``OneCycleLR``,
-``ReduceLROnPlateau`` and ``SequentialLR``, stepped after the optimizer
-(per epoch or per iteration)."""
+``CyclicLR``, ``ReduceLROnPlateau``, ``SequentialLR`` and ``ChainedScheduler``, stepped after
+the optimizer (per epoch or per iteration)."""
 
 import bisect
 import math
@@ -483,3 +483,148 @@ class SequentialLR(LRScheduler):
             scheduler.load_state_dict(saved)
         self.__dict__.update(state)
 
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith, 2017), stepped once per batch: the rate
+    climbs from ``base_lr`` to ``max_lr`` over ``step_size_up`` steps and back over
+    ``step_size_down`` (the same by default), the amplitude scaled per ``mode``:
+    ``"triangular"`` (constant), ``"triangular2"`` (halved every cycle), ``"exp_range"``
+    (``gamma ** step``), or by ``scale_fn`` of the cycle or the step (``scale_mode``). With
+    ``cycle_momentum`` the momentum (SGD's ``momentum``, Adam's ``beta1``) cycles the other way
+    between ``max_momentum`` and ``base_momentum``. PyTorch's formulas."""
+
+    def __init__(
+        self,
+        optimizer,
+        base_lr,
+        max_lr,
+        step_size_up=2000,
+        step_size_down=None,
+        mode="triangular",
+        gamma=1.0,
+        scale_fn=None,
+        scale_mode="cycle",
+        cycle_momentum=True,
+        base_momentum=0.8,
+        max_momentum=0.9,
+        last_epoch=-1,
+        verbose="deprecated",
+    ):
+        groups = optimizer.param_groups
+        base_lrs = OneCycleLR._per_group(base_lr, groups, "base_lr")
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, groups):
+                group["lr"] = group["initial_lr"] = lr
+        self.max_lrs = OneCycleLR._per_group(max_lr, groups, "max_lr")
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode if scale_fn is not None else ("iterations" if mode == "exp_range" else "cycle")
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            defaults = getattr(optimizer, "defaults", {})
+            if "momentum" not in defaults and "betas" not in defaults:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in defaults
+            self.base_momentums = OneCycleLR._per_group(base_momentum, groups, "base_momentum")
+            self.max_momentums = OneCycleLR._per_group(max_momentum, groups, "max_momentum")
+            if last_epoch == -1:
+                for high, low, group in zip(self.max_momentums, self.base_momentums, groups):
+                    self._set_momentum(group, high)
+                    group["max_momentum"], group["base_momentum"] = high, low
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    _set_momentum = OneCycleLR._set_momentum
+
+    def scale_fn(self, x):
+        """The amplitude's scale at cycle (or step) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def get_lr(self):
+        """The rates (and momenta) for step ``last_epoch``."""
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        rates = [base + (top - base) * scale_factor * scale for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, low, high in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                self._set_momentum(group, high - (high - low) * scale_factor * scale)
+        return rates
+
+    def state_dict(self):
+        """Everything but the optimizer and a custom ``scale_fn`` (which may not pickle)."""
+        state = super().state_dict()
+        state.pop("_scale_fn_custom", None)
+        return state
+
+
+class ChainedScheduler(LRScheduler):
+    """Several schedulers stepped together, their effects multiplied: each runs as if it were
+    alone (from its own previous rate) and the rate is the base rate times the product of
+    their factors. This is PyTorch's result for the schedulers that scale the rate step by step
+    (``StepLR``, ``MultiStepLR``, ``ExponentialLR``, ``ConstantLR``, ``LinearLR``,
+    ``PolynomialLR``, ``MultiplicativeLR``, ``CosineAnnealingLR`` with ``eta_min=0``: a warm-up
+    chained with a decay)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        schedulers = list(schedulers)
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler expects at least one scheduler to be chained")
+        optimizer = optimizer or schedulers[0].optimizer
+        for index, scheduler in enumerate(schedulers):
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(f"ChainedScheduler: scheduler {index} is a ReduceLROnPlateau, which steps on a metric")
+            if scheduler.optimizer is not optimizer:
+                raise ValueError(f"ChainedScheduler expects all schedulers to belong to the same optimizer, but got scheduler {type(scheduler).__name__} at index {index} with a different one")
+        self.optimizer = optimizer
+        self._schedulers = schedulers
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        # Each scheduler's rates as if it were alone: the closed form it set when made.
+        self._own = [scheduler.get_last_lr() for scheduler in schedulers]
+        self._apply()
+
+    def _apply(self):
+        rates = []
+        for group_index, (group, base) in enumerate(zip(self.optimizer.param_groups, self.base_lrs)):
+            rate = base
+            for own in self._own:
+                rate = rate * (own[group_index] / base) if base else 0.0
+            group["lr"] = rate
+            rates.append(rate)
+        self._last_lr = rates
+
+    def step(self, epoch=None):
+        """Advance every scheduler one step (each from its own previous rate), then set the
+        combined rate."""
+        for index, scheduler in enumerate(self._schedulers):
+            for group, rate in zip(self.optimizer.param_groups, self._own[index]):
+                group["lr"] = rate
+            scheduler.step()
+            self._own[index] = scheduler.get_last_lr()
+        self._apply()
+
+    def state_dict(self):
+        """Its own state and each scheduler's."""
+        state = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        """Restore ``state_dict()``."""
+        state = dict(state_dict)
+        for scheduler, saved in zip(self._schedulers, state.pop("_schedulers")):
+            scheduler.load_state_dict(saved)
+        self.__dict__.update(state)

@@ -3,7 +3,9 @@
 (``SequentialSampler``, ``RandomSampler``, ``WeightedRandomSampler``, ``SubsetRandomSampler``,
 ``BatchSampler``) and ``DataLoader``
 (``batch_size``, ``shuffle``, ``drop_last``, ``collate_fn``, ``sampler``; ``num_workers``
-makes batches on that many threads, in order; ``pin_memory`` is accepted).
+makes batches on that many threads, in order; ``pin_memory`` is accepted) and
+``get_worker_info``. ``anygrad.utils.data.dataset``, ``.dataloader`` and ``.sampler`` name this
+module, so PyTorch's imports from those submodules work.
 
 The default collate stacks tensors, turns numbers into tensors (ints to int64, floats to
 float64, as PyTorch does) and recurses into tuples, lists and dicts."""
@@ -293,7 +295,10 @@ class DataLoader:
 
     def __len__(self):
         if self._iterable:
-            return len(self.dataset)
+            samples = len(self.dataset)
+            if self.batch_size is None:
+                return samples
+            return samples // self.batch_size if self.drop_last else -(-samples // self.batch_size)
         if self.batch_sampler is None:
             return len(self.sampler)
         return len(self.batch_sampler)
@@ -353,3 +358,21 @@ class DataLoader:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
+
+
+def get_worker_info():
+    """None: ``DataLoader`` workers are threads sharing the one dataset, and an
+    ``IterableDataset`` is iterated once, in the main thread, as PyTorch's main process does
+    (so a dataset that splits its work by worker reads all of it)."""
+    return None
+
+
+# ``torch.utils.data.dataset``, ``.dataloader`` and ``.sampler`` are submodules in PyTorch that
+# scripts import from (``from torch.utils.data.dataset import Dataset``); here they name this
+# module.
+import sys as _sys  # noqa: E402
+
+for _submodule in ("dataset", "dataloader", "sampler"):
+    _sys.modules[f"{__name__}.{_submodule}"] = _sys.modules[__name__]
+    globals()[_submodule] = _sys.modules[__name__]
+del _submodule

@@ -1,6 +1,7 @@
 """Activation layers: ``ReLU``, ``GELU``, ``SiLU``, ``Tanh``, ``Sigmoid``, ``Softmax``,
-``LogSoftmax``, ``Softmax2d``, ``LeakyReLU``, ``PReLU``, ``ELU``, ``ReLU6``, ``Hardswish``,
-``Softplus``, ``Mish``."""
+``LogSoftmax``, ``Softmax2d``, ``Softmin``, ``LeakyReLU``, ``PReLU``, ``RReLU``, ``ELU``,
+``SELU``, ``CELU``, ``GLU``, ``ReLU6``, ``Hardswish``, ``Softplus``, ``Mish``, ``LogSigmoid``,
+``Softsign``, ``Tanhshrink``, ``Threshold``, ``Hardshrink``, ``Softshrink``."""
 
 from .module import Module
 from ..parameter import Parameter
@@ -214,3 +215,120 @@ class PReLU(Module):
     def extra_repr(self):
         """The settings shown in ``repr``."""
         return f"num_parameters={self.num_parameters}"
+
+
+class SELU(_Elementwise):
+    """``scale * elu(x, alpha)`` (the self-normalising constants)."""
+
+    def forward(self, input):
+        """SELU."""
+        return F.selu(input)
+
+
+class CELU(Module):
+    """x where positive, ``alpha * (exp(x / alpha) - 1)`` elsewhere."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, input):
+        """CELU."""
+        return F.celu(input, self.alpha)
+
+
+class GLU(Module):
+    """The first half of ``dim`` times the sigmoid of the second."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        """GLU."""
+        return F.glu(input, self.dim)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)), stably."""
+
+    def forward(self, input):
+        """log(sigmoid(x))."""
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, input):
+        """x / (1 + |x|)."""
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, input):
+        """x - tanh(x)."""
+        return F.tanhshrink(input)
+
+
+class Softmin(Module):
+    """Softmax of -x along ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        """Softmin."""
+        return F.softmin(input, self.dim)
+
+
+class Threshold(Module):
+    """x where ``x > threshold``, ``value`` elsewhere."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value = threshold, value
+
+    def forward(self, input):
+        """Thresholding."""
+        return F.threshold(input, self.threshold, self.value)
+
+
+class Hardshrink(Module):
+    """x where ``|x| > lambd``, 0 elsewhere."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        """Hard shrinkage."""
+        return F.hardshrink(input, self.lambd)
+
+
+class Softshrink(Module):
+    """x moved ``lambd`` towards 0, 0 within ``lambd`` of it."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        """Soft shrinkage."""
+        return F.softshrink(input, self.lambd)
+
+
+class RReLU(Module):
+    """Leaky ReLU with a random slope in ``[lower, upper]`` in training, their mean in
+    evaluation."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper = lower, upper
+
+    def forward(self, input):
+        """Randomized leaky ReLU."""
+        return F.rrelu(input, self.lower, self.upper, self.training)

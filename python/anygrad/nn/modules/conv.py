@@ -1,6 +1,7 @@
 """``Conv2d`` (and ``Conv1d`` over a height of one), ``Conv3d`` (a composite of 2-D
-convolutions), ``ConvTranspose2d`` and ``ConvTranspose1d`` (over a height of one), initialised
-as PyTorch does."""
+convolutions), ``ConvTranspose2d``, ``ConvTranspose1d`` (over a height of one) and
+``ConvTranspose3d`` (a composite of 2-D transposed convolutions), initialised as PyTorch
+does."""
 
 import math
 
@@ -24,10 +25,6 @@ def _reset_convolution(module):
 def _tuple(value, count):
     """``value`` as a ``count``-tuple (a number repeated, a sequence as it is)."""
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * count
-
-
-def _pair(value):
-    return _tuple(value, 2)
 
 
 class _ConvNd(Module):
@@ -131,10 +128,25 @@ class Conv1d(Module):
         return out.squeeze(2)
 
 
-class ConvTranspose2d(Module):
-    """Transposed 2-D convolution (the gradient of a convolution with respect to its input),
-    weight ``[in, out / groups, kh, kw]``; ``forward(input, output_size)`` picks the
-    ``output_padding`` that gives ``output_size``."""
+class Conv3d(_ConvNd):
+    """3-D convolution of ``[N, C_in, D, H, W]`` with weight ``[out, in / groups, kD, kH, kW]``
+    (``nn.functional.conv3d``: 2-D convolutions summed over the kernel's depth taps)."""
+
+    _dims = 3
+    _convolution = staticmethod(F.conv3d)
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, device, dtype)
+
+
+class _ConvTransposeNd(Module):
+    """What the transposed convolutions share: the arguments kept as ``_dims``-tuples, the
+    weight ``[in, out / groups, *kernel_size]`` and bias with PyTorch's initialisation (the
+    fan-in of the weight's layout), ``forward(input, output_size=None)`` picking the
+    ``output_padding`` that gives ``output_size``, and ``repr``. Subclasses set ``_dims`` and
+    ``_convolution`` (the functional form)."""
+
+    _dims = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
@@ -143,11 +155,12 @@ class ConvTranspose2d(Module):
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")
         if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for ConvTranspose2d, got {padding_mode!r}')
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}, got {padding_mode!r}')
+        dims = self._dims
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
-        self.padding, self.output_padding = _pair(padding), _pair(output_padding)
-        self.dilation, self.groups, self.padding_mode = _pair(dilation), groups, padding_mode
+        self.kernel_size, self.stride = _tuple(kernel_size, dims), _tuple(stride, dims)
+        self.padding, self.output_padding = _tuple(padding, dims), _tuple(output_padding, dims)
+        self.dilation, self.groups, self.padding_mode = _tuple(dilation, dims), groups, padding_mode
         self.weight = Parameter(anygrad.empty(in_channels, out_channels // groups, *self.kernel_size, device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
@@ -162,14 +175,15 @@ class ConvTranspose2d(Module):
     def _output_padding(self, input, output_size):
         if output_size is None:
             return self.output_padding
-        output_size = list(output_size)[-2:]
+        dims = self._dims
+        wanted = [int(size) for size in list(output_size)[-dims:]]
         padding = []
-        for d in range(2):
-            smallest = (input.shape[d - 2] - 1) * self.stride[d] - 2 * self.padding[d] + self.dilation[d] * (self.kernel_size[d] - 1) + 1
-            extra = output_size[d] - smallest
+        for d in range(dims):
+            smallest = (input.shape[d - dims] - 1) * self.stride[d] - 2 * self.padding[d] + self.dilation[d] * (self.kernel_size[d] - 1) + 1
+            extra = wanted[d] - smallest
             if not 0 <= extra < max(self.stride[d], self.dilation[d]):
                 raise ValueError(
-                    f"requested an output size of {output_size}, but valid sizes range from "
+                    f"requested an output size of {list(output_size)}, but valid sizes range from "
                     f"{smallest} to {smallest + max(self.stride[d], self.dilation[d]) - 1} in dim {d}"
                 )
             padding.append(extra)
@@ -178,15 +192,18 @@ class ConvTranspose2d(Module):
     def forward(self, input, output_size=None):
         """The transposed convolution."""
         output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation)
+        return type(self)._convolution(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation)
 
     def extra_repr(self):
         """The settings shown in ``repr``."""
+        zeros = (0,) * self._dims
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0, 0):
+        if self.padding != zeros:
             text += f", padding={self.padding}"
-        if self.output_padding != (0, 0):
+        if self.output_padding != zeros:
             text += f", output_padding={self.output_padding}"
+        if self.dilation != (1,) * self._dims:
+            text += f", dilation={self.dilation}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:
@@ -194,74 +211,26 @@ class ConvTranspose2d(Module):
         return text
 
 
-class Conv3d(_ConvNd):
-    """3-D convolution of ``[N, C_in, D, H, W]`` with weight ``[out, in / groups, kD, kH, kW]``
-    (``nn.functional.conv3d``: 2-D convolutions summed over the kernel's depth taps)."""
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution of ``[N, C_in, L]``, weight ``[in, out / groups, k]``
+    (``nn.functional.conv_transpose1d``)."""
+
+    _dims = 1
+    _convolution = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution (the gradient of a convolution with respect to its input),
+    weight ``[in, out / groups, kh, kw]``."""
+
+    _dims = 2
+    _convolution = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution of ``[N, C_in, D, H, W]``, weight
+    ``[in, out / groups, kD, kH, kW]`` (``nn.functional.conv_transpose3d``: 2-D transposed
+    convolutions, one per kernel depth tap)."""
 
     _dims = 3
-    _convolution = staticmethod(F.conv3d)
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode, device, dtype)
-
-
-def _one(value):
-    return value[0] if isinstance(value, (tuple, list)) else value
-
-
-class ConvTranspose1d(Module):
-    """Transposed 1-D convolution of ``[N, C_in, L]``, weight ``[in, out / groups, k]``
-    (``nn.functional.conv_transpose1d``); ``forward(input, output_size)`` picks the
-    ``output_padding`` that gives ``output_size``."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        super().__init__()
-        import anygrad
-
-        if in_channels % groups or out_channels % groups:
-            raise ValueError("in_channels and out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for ConvTranspose1d, got {padding_mode!r}')
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride = (_one(kernel_size),), (_one(stride),)
-        self.padding, self.output_padding = (_one(padding),), (_one(output_padding),)
-        self.dilation, self.groups, self.padding_mode = (_one(dilation),), groups, padding_mode
-        self.weight = Parameter(anygrad.empty(in_channels, out_channels // groups, self.kernel_size[0], device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(anygrad.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        """PyTorch's default initialisation (the fan-in of the weight's layout)."""
-        _reset_convolution(self)
-
-    def _output_padding(self, input, output_size):
-        if output_size is None:
-            return self.output_padding[0]
-        wanted = int(list(output_size)[-1])
-        smallest = (input.shape[-1] - 1) * self.stride[0] - 2 * self.padding[0] + self.dilation[0] * (self.kernel_size[0] - 1) + 1
-        extra = wanted - smallest
-        largest = smallest + max(self.stride[0], self.dilation[0]) - 1
-        if not 0 <= extra < max(self.stride[0], self.dilation[0]):
-            raise ValueError(f"requested an output size of {list(output_size)}, but valid sizes range from {smallest} to {largest}")
-        return extra
-
-    def forward(self, input, output_size=None):
-        """The transposed convolution."""
-        output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride[0], self.padding[0], output_padding, self.groups, self.dilation[0])
-
-    def extra_repr(self):
-        """The settings shown in ``repr``."""
-        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0,):
-            text += f", padding={self.padding}"
-        if self.output_padding != (0,):
-            text += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            text += f", groups={self.groups}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+    _convolution = staticmethod(F.conv_transpose3d)

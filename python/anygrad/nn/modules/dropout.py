@@ -38,3 +38,11 @@ class Dropout1d(Dropout2d):
     def forward(self, input):
         """Channel dropout in training."""
         return F.dropout2d(input.unsqueeze(-1), self.p, self.training).squeeze(-1)
+
+
+class Dropout3d(Dropout2d):
+    """Zero whole channels of ``[N, C, D, H, W]`` inputs in training."""
+
+    def forward(self, input):
+        """Channel dropout in training."""
+        return F.dropout3d(input, self.p, self.training)

@@ -1,6 +1,8 @@
 """Loss layers: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``,
 ``SmoothL1Loss``, ``HuberLoss``, ``BCEWithLogitsLoss``, ``BCELoss``, ``KLDivLoss``,
-``CosineEmbeddingLoss``, ``MarginRankingLoss``, ``TripletMarginLoss``, ``CTCLoss``."""
+``CosineEmbeddingLoss``, ``MarginRankingLoss``, ``TripletMarginLoss``, ``CTCLoss``,
+``SoftMarginLoss``, ``MultiLabelSoftMarginLoss``, ``MultiMarginLoss``, ``HingeEmbeddingLoss``,
+``PoissonNLLLoss``, ``GaussianNLLLoss``."""
 
 from .module import Module
 from .. import functional as F
@@ -174,3 +176,70 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         """The loss."""
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity)
+
+
+class SoftMarginLoss(_Loss):
+    """``log(1 + exp(-target * input))`` for targets 1 or -1."""
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Per sample, the mean over classes of the binary cross entropy of ``sigmoid(input)``
+    against 0/1 targets."""
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """The multi-class hinge loss (``p`` 1 or 2, ``margin``, class ``weight``)."""
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        self.p, self.margin = p, margin
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """``x`` for targets 1, ``max(0, margin - x)`` for targets -1."""
+
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        """The loss."""
+        return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """The Poisson negative log likelihood (``log_input``, ``full``, ``eps``)."""
+
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        """The loss."""
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """The Gaussian negative log likelihood: ``forward(input, target, var)``."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        """The loss."""
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)

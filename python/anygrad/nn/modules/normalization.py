@@ -1,6 +1,7 @@
-"""Normalization layers: ``BatchNorm1d``, ``BatchNorm2d`` (running statistics as buffers,
-``num_batches_tracked``, ``momentum=None`` for a cumulative average), ``InstanceNorm1d``,
-``InstanceNorm2d``, ``LayerNorm``, ``RMSNorm`` and ``GroupNorm``."""
+"""Normalization layers: ``BatchNorm1d``, ``BatchNorm2d``, ``BatchNorm3d`` (running
+statistics as buffers, ``num_batches_tracked``, ``momentum=None`` for a cumulative average),
+``InstanceNorm1d``, ``InstanceNorm2d``, ``InstanceNorm3d``, ``LayerNorm``, ``RMSNorm`` and
+``GroupNorm``."""
 
 from .module import Module
 from ..parameter import Parameter
@@ -109,6 +110,12 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalization of ``[N, C, H, W]`` inputs."""
 
     _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of ``[N, C, D, H, W]`` inputs."""
+
+    _expected_dims = (5,)
 
 
 class LayerNorm(Module):
@@ -257,3 +264,9 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance normalization of ``[N, C, H, W]`` (or ``[C, H, W]``) inputs."""
 
     _spatial_dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) inputs."""
+
+    _spatial_dims = 3

@@ -1,5 +1,5 @@
 """Pooling layers: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``,
-``AdaptiveMaxPool2d``, ``MaxUnpool2d`` and their 1-D forms."""
+``AdaptiveMaxPool2d``, ``MaxUnpool2d`` and their 1-D and 3-D forms."""
 
 from .module import Module
 from .. import functional as F
@@ -159,3 +159,44 @@ class AdaptiveMaxPool1d(Module):
     def extra_repr(self):
         """The settings shown in ``repr``."""
         return f"output_size={self.output_size}"
+
+
+class MaxPool3d(MaxPool2d):
+    """3-D max pooling of ``[N, C, D, H, W]`` (``stride`` defaults to the kernel size); with
+    ``return_indices`` the forward returns ``(values, indices)`` for ``MaxUnpool3d``."""
+
+    def forward(self, input):
+        """Max pooling."""
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """3-D average pooling of ``[N, C, D, H, W]`` (``stride`` defaults to the kernel size)."""
+
+    def forward(self, input):
+        """Average pooling."""
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """Average pooling of ``[N, C, D, H, W]`` to a fixed output size."""
+
+    def forward(self, input):
+        """Adaptive average pooling."""
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """Max pooling of ``[N, C, D, H, W]`` to a fixed output size, with PyTorch's windows."""
+
+    def forward(self, input):
+        """Adaptive max pooling."""
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(MaxUnpool2d):
+    """The partial inverse of ``MaxPool3d``: ``forward(input, indices, output_size=None)``."""
+
+    def forward(self, input, indices, output_size=None):
+        """Max unpooling."""
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)

@@ -1,9 +1,9 @@
 """Recurrent layers: ``RNN`` (tanh or relu), ``LSTM`` and ``GRU`` (``torch.nn``'s, with their
 parameter names ``weight_ih_l0``, ``bias_hh_l1_reverse``, ..., gate orders and initialisation
 ``U(-1/sqrt(hidden), 1/sqrt(hidden))``), stacked, bidirectional, batch-first or unbatched,
-and the cells ``RNNCell``, ``LSTMCell``, ``GRUCell``. The input projection of every time step
-is one matrix product per layer; the recurrence runs step by step in tensor ops, so autograd
-differentiates through time."""
+or over a ``PackedSequence`` (``nn.utils.rnn``), and the cells ``RNNCell``, ``LSTMCell``,
+``GRUCell``. The input projection of every time step is one matrix product per layer; the
+recurrence runs step by step in tensor ops, so autograd differentiates through time."""
 
 import math
 
@@ -81,6 +81,10 @@ class RNNBase(Module):
         for parameter in self.parameters():
             init.uniform_(parameter, -bound, bound)
 
+    def flatten_parameters(self):
+        """Nothing to do: PyTorch packs the weights into one buffer for cuDNN; anygrad's
+        recurrence reads the parameters as they are (scripts call this after loading)."""
+
     def _weights(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
         names = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if self.bias else [])
@@ -110,7 +114,13 @@ class RNNBase(Module):
 
     def forward(self, input, hx=None):
         """``(output, h_n)`` (LSTM: ``(output, (h_n, c_n))``); ``output`` holds the last layer's
-        hidden state at every step, both directions side by side."""
+        hidden state at every step, both directions side by side. ``input`` may be a
+        ``PackedSequence`` (``nn.utils.rnn``): the output is then one too, and ``h_n`` holds each
+        sequence's state after its own last step, in the batch's order."""
+        from ..utils.rnn import PackedSequence
+
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = input.dim() == 3
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
@@ -124,25 +134,56 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}")
         steps, batch = input.shape[0], input.shape[1]
         state = self._initial_state(input, hx, batch)
+        output, final = self._layers(input, state, None, batch)
+        if not batched:
+            output = output.squeeze(1)
+            final = tuple(f.squeeze(1) for f in final) if self.mode == "LSTM" else final.squeeze(1)
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, final
+
+    def _forward_packed(self, packed, hx):
+        """``forward`` of a ``PackedSequence``: the states are kept in the packed (decreasing
+        length) order, each step advancing only the sequences still running."""
+        from ..utils.rnn import PackedSequence
+
+        data = packed.data
+        if data.dim() != 2 or data.shape[-1] != self.input_size:
+            raise RuntimeError(
+                f"{type(self).__name__}: expected packed data of shape [*, {self.input_size}], got {tuple(data.shape)}"
+            )
+        batch_sizes = [int(size) for size in packed.batch_sizes.tolist()]
+        batch = batch_sizes[0]
+        if hx is not None and packed.sorted_indices is not None:
+            order = packed.sorted_indices.to(data.device)
+            hx = tuple(h.index_select(1, order) for h in hx) if self.mode == "LSTM" else hx.index_select(1, order)
+        state = self._initial_state(data, hx, batch)
+        output, final = self._layers(data, state, batch_sizes, batch)
+        if packed.unsorted_indices is not None:
+            order = packed.unsorted_indices.to(data.device)
+            final = tuple(f.index_select(1, order) for f in final) if self.mode == "LSTM" else final.index_select(1, order)
+        return PackedSequence(output, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), final
+
+    def _layers(self, layer_input, state, batch_sizes, batch):
+        """Every layer and direction over ``layer_input``: ``[T, B, features]``, or the packed
+        rows ``[sum of lengths, features]`` when ``batch_sizes`` gives the sequences running at
+        each step. Returns the last layer's output (in the same layout) and the final states."""
+        import anygrad
+
         directions = 2 if self.bidirectional else 1
         finals_h, finals_c = [], []
-        layer_input = input
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
                 weight_ih, weight_hh, bias_ih, bias_hh = self._weights(layer, direction)
                 index = layer * directions + direction
-                if self.mode == "LSTM":
-                    carry = (state[0][index], state[1][index])
-                else:
-                    carry = state[index]
+                carry = (state[0][index], state[1][index]) if self.mode == "LSTM" else state[index]
                 projected = F.linear(layer_input, weight_ih, bias_ih)
-                order = range(steps - 1, -1, -1) if direction else range(steps)
-                hidden = [None] * steps
-                for t in order:
-                    carry = self._step(projected[t], carry, weight_hh, bias_hh)
-                    hidden[t] = carry[0] if self.mode == "LSTM" else carry
-                outputs.append(_stack(hidden, batch, self.hidden_size, input))
+                hidden, carry = self._recur(projected, carry, weight_hh, bias_hh, batch_sizes, bool(direction))
+                if batch_sizes is None:
+                    outputs.append(_stack(hidden, batch, self.hidden_size, layer_input))
+                else:
+                    outputs.append(anygrad.cat(hidden, 0))
                 if self.mode == "LSTM":
                     finals_h.append(carry[0])
                     finals_c.append(carry[1])
@@ -151,17 +192,42 @@ class RNNBase(Module):
             layer_input = outputs[0] if directions == 1 else _cat(outputs)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, training=True)
-        import anygrad
-
         h_n = anygrad.stack(finals_h)
         final = (h_n, anygrad.stack(finals_c)) if self.mode == "LSTM" else h_n
-        output = layer_input
-        if not batched:
-            output = output.squeeze(1)
-            final = tuple(f.squeeze(1) for f in final) if self.mode == "LSTM" else final.squeeze(1)
-        elif self.batch_first:
-            output = output.transpose(0, 1)
-        return output, final
+        return layer_input, final
+
+    def _recur(self, projected, carry, weight_hh, bias_hh, batch_sizes, reverse):
+        """The recurrence of one layer and direction: the hidden state of every step (a list in
+        time order) and the final carry. With ``batch_sizes`` (packed rows) step ``t`` reads
+        its ``batch_sizes[t]`` rows and advances only the first that many states; the others
+        keep theirs, so each sequence's final state is its own last step's (reversed, a
+        sequence starts from the initial state at its own last step)."""
+        import anygrad
+
+        if batch_sizes is None:
+            steps = projected.shape[0]
+            rows = [projected[t] for t in range(steps)]
+        else:
+            steps, rows, offset = len(batch_sizes), [], 0
+            for size in batch_sizes:
+                rows.append(projected[offset : offset + size])
+                offset += size
+        hidden = [None] * steps
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            active = rows[t].shape[0]
+            full = batch_sizes is None or active == (carry[0] if self.mode == "LSTM" else carry).shape[0]
+            if full:
+                carry = self._step(rows[t], carry, weight_hh, bias_hh)
+                hidden[t] = carry[0] if self.mode == "LSTM" else carry
+                continue
+            if self.mode == "LSTM":
+                h, c = self._step(rows[t], (carry[0][:active], carry[1][:active]), weight_hh, bias_hh)
+                carry = (anygrad.cat([h, carry[0][active:]], 0), anygrad.cat([c, carry[1][active:]], 0))
+            else:
+                h = self._step(rows[t], carry[:active], weight_hh, bias_hh)
+                carry = anygrad.cat([h, carry[active:]], 0)
+            hidden[t] = h
+        return hidden, carry
 
     def extra_repr(self):
         """The settings shown in ``repr``."""

@@ -1,4 +1,5 @@
-"""``Embedding``: a lookup table of vectors, initialised from N(0, 1) as PyTorch does."""
+"""``Embedding``: a lookup table of vectors, initialised from N(0, 1) as PyTorch does;
+``EmbeddingBag``: the sum, mean or maximum of the vectors of each bag of indices."""
 
 from .module import Module
 from ..parameter import Parameter
@@ -44,3 +45,47 @@ class Embedding(Module):
 
         """The settings shown in ``repr``."""
         return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class EmbeddingBag(Module):
+    """The sum, mean (default) or maximum of the looked-up rows of each bag: ``forward(input,
+    offsets=None, per_sample_weights=None)`` with ``input`` ``[B, N]`` (a bag per row) or 1-D
+    with the bags' start ``offsets`` (``nn.functional.embedding_bag``)."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        import anygrad
+
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+        self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
+        self.max_norm, self.include_last_offset = max_norm, include_last_offset
+        if padding_idx is not None and padding_idx < 0:
+            padding_idx += num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(anygrad.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+            init.normal_(self.weight)
+            if padding_idx is not None:
+                from ... import no_grad
+
+                with no_grad():
+                    self.weight[padding_idx] = 0.0
+        else:
+            self.weight = Parameter(_weight)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, mode="mean", sparse=False, include_last_offset=False, padding_idx=None):
+        """A bag embedding with the given weights."""
+        rows, dim = embeddings.shape
+        module = cls(rows, dim, mode=mode, _weight=embeddings, include_last_offset=include_last_offset, padding_idx=padding_idx)
+        module.weight.requires_grad_(not freeze)
+        return module
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        """One vector per bag."""
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, mode=self.mode, per_sample_weights=per_sample_weights, include_last_offset=self.include_last_offset, padding_idx=self.padding_idx)
+
+    def extra_repr(self):
+        """The settings shown in ``repr``."""
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"

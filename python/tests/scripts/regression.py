@@ -1,0 +1,78 @@
+"""PyTorch's regression example: fit a random degree-4 polynomial with one Linear layer over
+the features x, x^2, x^3, x^4, updating parameters by hand (param.data.add_) until the
+smooth L1 loss is below 1e-3."""
+#!/usr/bin/env python
+from __future__ import print_function
+from itertools import count
+import os
+
+import anygrad as torch                 # was: import torch
+import anygrad.nn.functional as F       # was: import torch.nn.functional as F
+
+POLY_DEGREE = 4
+torch.manual_seed(42)
+W_target = torch.randn(POLY_DEGREE, 1) * 5
+b_target = torch.randn(1) * 5
+device = os.environ.get("DEVICE", "cuda" if torch.cuda.is_available() else "cpu")
+
+
+def make_features(x):
+    """Builds features i.e. a matrix with columns [x, x^2, x^3, x^4]."""
+    x = x.unsqueeze(1)
+    return torch.cat([x ** i for i in range(1, POLY_DEGREE+1)], 1)
+
+
+def f(x):
+    """Approximated function."""
+    return x.mm(W_target) + b_target.item()
+
+
+def poly_desc(W, b):
+    """Creates a string description of a polynomial."""
+    result = 'y = '
+    for i, w in enumerate(W):
+        result += '{:+.2f} x^{} '.format(w, i + 1)
+    result += '{:+.2f}'.format(b[0])
+    return result
+
+
+def get_batch(batch_size=32):
+    """Builds a batch i.e. (x, f(x)) pair."""
+    random = torch.randn(batch_size)
+    x = make_features(random)
+    y = f(x)
+    return x.to(device), y.to(device)
+
+
+# Define model
+fc = torch.nn.Linear(W_target.size(0), 1).to(device)
+
+for batch_idx in count(1):
+    # Get data
+    batch_x, batch_y = get_batch()
+
+    # Reset gradients
+    fc.zero_grad()
+
+    # Forward pass
+    output = F.smooth_l1_loss(fc(batch_x), batch_y)
+    loss = output.item()
+
+    # Backward pass
+    output.backward()
+
+    # Apply gradients
+    for param in fc.parameters():
+        param.data.add_(-0.1 * param.grad)
+
+    # Stop criterion
+    if loss < 1e-3:
+        break
+    if batch_idx > 5000:
+        raise SystemExit(f"did not converge: loss {loss}")
+
+print('Loss: {:.6f} after {} batches'.format(loss, batch_idx))
+print('==> Learned function:\t' + poly_desc(fc.weight.view(-1), fc.bias))
+print('==> Actual function:\t' + poly_desc(W_target.view(-1), b_target))
+learned = fc.weight.view(-1).cpu()
+assert (learned - W_target.view(-1)).abs().max().item() < 0.1, (learned, W_target)
