@@ -13,9 +13,19 @@ use pyo3::exceptions::{
 use pyo3::PyErr;
 use pyo3::PyResult;
 
+/// The Python spelling of the Rust method names that the library's messages suggest.
+fn python_names(message: String) -> String {
+    message
+        .replace(
+            "convert one with .to_dtype()",
+            "convert one with .to(dtype)",
+        )
+        .replace("move one with .to_device()", "move one with .to(device)")
+}
+
 /// The Python exception for an anygrad error.
 pub fn to_python_error(error: Error) -> PyErr {
-    let message = error.to_string();
+    let message = python_names(error.to_string());
     match error {
         Error::InvalidArgument { .. } | Error::Format { .. } => PyValueError::new_err(message),
         Error::DTypeMismatch { .. } | Error::Unsupported { .. } => PyTypeError::new_err(message),

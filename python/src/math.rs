@@ -8,7 +8,7 @@ use anygrad::{DType, Tensor};
 use pyo3::prelude::*;
 
 use crate::errors::{run, value_error};
-use crate::operators::{operand, Operand};
+use crate::operators::{match_devices, operand, Operand};
 use crate::tensor::{tensor_arg, PyTensor};
 
 impl PyTensor {
@@ -364,7 +364,10 @@ pub fn where_(
     let a = branch(on_true, on_false)?;
     let b = branch(on_false, on_true)?;
     let result = run(OP, || {
-        Tensor::where_(&condition.tensor, &a.tensor, &b.tensor)
+        // Zero-dim tensors on another device join the condition's (PyTorch's CPU scalars).
+        let (_, on_true) = match_devices(&condition.tensor, &a.tensor)?;
+        let (_, on_false) = match_devices(&condition.tensor, &b.tensor)?;
+        Tensor::where_(&condition.tensor, &on_true, &on_false)
     })?;
     Ok(a.derived(result))
 }

@@ -157,11 +157,11 @@ pub fn arith(
                 }
             }
             Operand::Tensor(other) => {
-                let other = match_device(base, &other.tensor)?;
+                let (base, other) = match_devices(base, &other.tensor)?;
                 let (a, b) = if reversed {
-                    (&other, base)
+                    (&other, &base)
                 } else {
-                    (base, &other)
+                    (&base, &other)
                 };
                 match arith {
                     Arith::Primitive(op) => a.binary(b, op),
@@ -217,13 +217,19 @@ fn scalar_division(
     }
 }
 
-/// A zero-dim tensor on another device joins the op on `base`'s device (as PyTorch lets a
-/// CPU scalar tensor meet a GPU tensor); other device mixes stay an error of the op.
-fn match_device(base: &Tensor, other: &Tensor) -> anygrad::Result<Tensor> {
-    if other.device() != base.device() && other.rank() == 0 {
-        other.to_device(base.device())
+/// The operands on one device: a zero-dim tensor on another device joins the other operand's
+/// (as PyTorch lets a CPU scalar tensor meet a GPU tensor on either side); other device mixes
+/// stay an error of the op.
+pub fn match_devices(base: &Tensor, other: &Tensor) -> anygrad::Result<(Tensor, Tensor)> {
+    if other.device() == base.device() {
+        return Ok((base.clone(), other.clone()));
+    }
+    if other.rank() == 0 {
+        Ok((base.clone(), other.to_device(base.device())?))
+    } else if base.rank() == 0 {
+        Ok((base.to_device(other.device())?, other.clone()))
     } else {
-        Ok(other.clone())
+        Ok((base.clone(), other.clone()))
     }
 }
 
@@ -265,8 +271,8 @@ fn compare(lhs: &PyTensor, rhs: Operand, op: BinaryOp) -> PyResult<PyTensor> {
             x.binary_scalar(op, value, false)
         }
         Operand::Tensor(other) => {
-            let other = match_device(&lhs.tensor, &other.tensor)?;
-            lhs.tensor.binary(&other, op)
+            let (base, other) = match_devices(&lhs.tensor, &other.tensor)?;
+            base.binary(&other, op)
         }
     })?;
     Ok(PyTensor::wrap(result))

@@ -104,3 +104,17 @@ def test_broadcast_mismatch_is_a_runtime_error_naming_the_op(device):
         torch.ones(2) + "a"
     with pytest.raises(RuntimeError):
         torch.ones(2, 3) @ torch.ones(2, 3)
+
+
+def test_zero_dim_cpu_tensors_join_either_side(device):
+    g = torch.ones(3, device=device)
+    two = torch.tensor(2.0)
+    assert (two * g).tolist() == [2.0, 2.0, 2.0]
+    assert (g * two).tolist() == [2.0, 2.0, 2.0]
+    assert (torch.tensor(5.0) - g).tolist() == [4.0, 4.0, 4.0]
+    assert (two < g).tolist() == [False, False, False]
+    assert torch.where(g > 0, g, torch.tensor(0.0)).tolist() == [1.0, 1.0, 1.0]
+    assert str((two * g).device) == str(g.device)
+    if device != "cpu":
+        with pytest.raises(RuntimeError, match=r"move one with \.to\(device\)"):
+            torch.ones(3) * g
