@@ -13,7 +13,7 @@
 //! other implementations that must not depend on the tokenizer).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anygrad::models::gguf::GgufFile;
 use anygrad::models::llama::{
@@ -24,6 +24,92 @@ use clap::Args;
 
 /// How many of the prompt's last-position logits `--json` reports.
 const TOP_LOGITS: usize = 50;
+
+/// The model, device and sampling arguments that `generate` and `chat` share.
+#[derive(Args)]
+pub struct SamplingArgs {
+    /// The most tokens generated (a reply's, for `chat`).
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: usize,
+    /// 0 is greedy; higher samples more freely.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Sample among the K most likely tokens only.
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// Sample among the most likely tokens whose probabilities sum to P.
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Penalize tokens already present (Hugging Face's repetition_penalty; 1 is none).
+    #[arg(long, default_value_t = 1.0)]
+    pub repetition_penalty: f64,
+    /// The sampling seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Device: cpu, gpu, gpu:N or best.
+    #[arg(long, default_value = "best")]
+    pub device: String,
+}
+
+impl SamplingArgs {
+    /// The device and the checked sampling options (refused before any model loads).
+    pub fn resolve(&self) -> Result<(Device, SamplingOptions), String> {
+        let device = Device::parse(&self.device).map_err(|e| e.to_string())?;
+        let sampling = SamplingOptions {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            repetition_penalty: self.repetition_penalty,
+            seed: self.seed,
+        };
+        sampling.validate().map_err(|e| e.to_string())?;
+        Ok((device, sampling))
+    }
+}
+
+/// The model and its tokenizer from a GGUF file or a Hugging Face folder.
+pub fn load_model(
+    path: &Path,
+    device: &Device,
+) -> Result<(LlamaForCausalLM, LlamaTokenizer), String> {
+    if path.is_dir() {
+        let model = LlamaForCausalLM::from_pretrained(path, device).map_err(|e| e.to_string())?;
+        let tokenizer = LlamaTokenizer::from_pretrained(path).map_err(|e| e.to_string())?;
+        Ok((model, tokenizer))
+    } else {
+        let file = GgufFile::open(path).map_err(|e| e.to_string())?;
+        let model = LlamaForCausalLM::from_gguf(&file, device).map_err(|e| e.to_string())?;
+        let tokenizer = LlamaTokenizer::from_gguf(&file).map_err(|e| e.to_string())?;
+        Ok((model, tokenizer))
+    }
+}
+
+/// Prints generated text as it grows: each call decodes the tokens so far and writes what is
+/// new, holding back a character split over tokens until it is whole.
+#[derive(Default)]
+pub struct TextStream {
+    printed: usize,
+}
+
+impl TextStream {
+    /// Write the text of `tokens` past what was printed before.
+    pub fn update(
+        &mut self,
+        tokenizer: &LlamaTokenizer,
+        tokens: &[u32],
+        out: &mut dyn Write,
+    ) -> anygrad::Result<()> {
+        let text = tokenizer.decode(tokens, true)?;
+        if text.len() > self.printed && !text.ends_with('\u{FFFD}') {
+            if let Some(new) = text.get(self.printed..) {
+                let _ = out.write_all(new.as_bytes());
+                let _ = out.flush();
+            }
+            self.printed = text.len();
+        }
+        Ok(())
+    }
+}
 
 /// Arguments of `anygrad generate`.
 #[derive(Args)]
@@ -37,27 +123,8 @@ pub struct GenerateArgs {
     /// The prompt as comma-separated token ids instead of text.
     #[arg(long, value_delimiter = ',', conflicts_with_all = ["prompt", "chat"])]
     prompt_ids: Option<Vec<u32>>,
-    /// The most tokens generated.
-    #[arg(long, default_value_t = 128)]
-    max_tokens: usize,
-    /// 0 is greedy; higher samples more freely.
-    #[arg(long, default_value_t = 0.0)]
-    temperature: f64,
-    /// Sample among the K most likely tokens only.
-    #[arg(long)]
-    top_k: Option<usize>,
-    /// Sample among the most likely tokens whose probabilities sum to P.
-    #[arg(long)]
-    top_p: Option<f64>,
-    /// Penalize tokens already present (Hugging Face's repetition_penalty; 1 is none).
-    #[arg(long, default_value_t = 1.0)]
-    repetition_penalty: f64,
-    /// The sampling seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Device: cpu, gpu, gpu:N or best.
-    #[arg(long, default_value = "best")]
-    device: String,
+    #[command(flatten)]
+    sampling: SamplingArgs,
     /// Apply the model's chat template to the prompt (as a user message).
     #[arg(long)]
     chat: bool,
@@ -71,27 +138,9 @@ pub struct GenerateArgs {
 
 /// Run `anygrad generate`.
 pub fn run(args: GenerateArgs) -> Result<(), String> {
-    let device = Device::parse(&args.device).map_err(|e| e.to_string())?;
-    let sampling = SamplingOptions {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        repetition_penalty: args.repetition_penalty,
-        seed: args.seed,
-    };
-    // Refuse bad options before the model is loaded.
-    sampling.validate().map_err(|e| e.to_string())?;
-    let (model, tokenizer) = if args.model.is_dir() {
-        let model =
-            LlamaForCausalLM::from_pretrained(&args.model, &device).map_err(|e| e.to_string())?;
-        let tokenizer = LlamaTokenizer::from_pretrained(&args.model).map_err(|e| e.to_string())?;
-        (model, tokenizer)
-    } else {
-        let file = GgufFile::open(&args.model).map_err(|e| e.to_string())?;
-        let model = LlamaForCausalLM::from_gguf(&file, &device).map_err(|e| e.to_string())?;
-        let tokenizer = LlamaTokenizer::from_gguf(&file).map_err(|e| e.to_string())?;
-        (model, tokenizer)
-    };
+    // Bad options are refused before the model is loaded.
+    let (device, sampling) = args.sampling.resolve()?;
+    let (model, tokenizer) = load_model(&args.model, &device)?;
 
     let prompt_ids = match (&args.prompt_ids, &args.prompt) {
         (Some(ids), _) => ids.clone(),
@@ -121,28 +170,19 @@ pub fn run(args: GenerateArgs) -> Result<(), String> {
         stop_tokens.extend(tokenizer.token_to_id("<|im_end|>"));
     }
     let options = GenerationOptions {
-        max_new_tokens: args.max_tokens,
+        max_new_tokens: args.sampling.max_tokens,
         sampling,
         stop_tokens,
     };
 
     let mut stdout = std::io::stdout().lock();
     let mut generated: Vec<u32> = Vec::new();
-    let mut printed = 0usize;
+    let mut text_stream = TextStream::default();
     let stream = !args.json;
     let mut on_token = |token: u32| -> anygrad::Result<()> {
         generated.push(token);
-        if !stream {
-            return Ok(());
-        }
-        let text = tokenizer.decode(&generated, true)?;
-        // Wait for the rest of a character split over tokens.
-        if text.len() > printed && !text.ends_with('\u{FFFD}') {
-            if let Some(new) = text.get(printed..) {
-                let _ = stdout.write_all(new.as_bytes());
-                let _ = stdout.flush();
-            }
-            printed = text.len();
+        if stream {
+            text_stream.update(&tokenizer, &generated, &mut stdout)?;
         }
         Ok(())
     };

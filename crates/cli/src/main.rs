@@ -4,6 +4,7 @@
 //! on stderr and a non-zero exit, never a panic trace.
 
 mod bench;
+mod chat;
 mod devices;
 mod doctor;
 mod doctor_layers;
@@ -62,6 +63,9 @@ enum Command {
     Embed(embed::EmbedArgs),
     /// Generate text with a Llama-family language model (a GGUF file or a Hugging Face folder).
     Generate(generate::GenerateArgs),
+    /// Chat with a Llama-family chat model: each line of standard input is a message, the
+    /// reply streams back (`/reset` forgets the conversation, `/exit` ends it).
+    Chat(chat::ChatArgs),
     /// Import ONNX models: `info`, `run` on .npy inputs, `test` backend-test folders.
     Onnx {
         #[command(subcommand)]
@@ -246,6 +250,7 @@ fn run(cli: Cli) -> Result<(), String> {
         } => kernels::dump(&out),
         Command::Embed(args) => embed::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Chat(args) => chat::run(args),
         Command::Profile(args) => profile::run_profile(args),
         Command::Onnx { command } => onnx::run(command),
         Command::Bench {
