@@ -7,27 +7,31 @@ from .. import functional as F
 from .. import init
 
 
+def _table(num_embeddings, embedding_dim, padding_idx, weight, device, dtype):
+    """The resolved ``padding_idx`` (a negative one counts from the end) and the table as a
+    Parameter: ``weight`` when given, else drawn from N(0, 1) with the padding row zeroed, as
+    PyTorch's ``Embedding`` and ``EmbeddingBag`` do."""
+    import anygrad
+
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += num_embeddings
+    if weight is not None:
+        return padding_idx, Parameter(weight)
+    table = Parameter(anygrad.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
+    init.normal_(table)
+    if padding_idx is not None:
+        with anygrad.no_grad():
+            table[padding_idx] = 0.0
+    return padding_idx, table
+
+
 class Embedding(Module):
     """Rows of ``weight`` (``[num_embeddings, embedding_dim]``) looked up by index."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None, device=None, dtype=None):
         super().__init__()
-        import anygrad
-
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        if padding_idx is not None and padding_idx < 0:
-            padding_idx += num_embeddings
-        self.padding_idx = padding_idx
-        if _weight is None:
-            self.weight = Parameter(anygrad.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
-            init.normal_(self.weight)
-            if padding_idx is not None:
-                from ... import no_grad
-
-                with no_grad():
-                    self.weight[padding_idx] = 0.0
-        else:
-            self.weight = Parameter(_weight)
+        self.padding_idx, self.weight = _table(num_embeddings, embedding_dim, padding_idx, _weight, device, dtype)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
@@ -54,25 +58,11 @@ class EmbeddingBag(Module):
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None, dtype=None):
         super().__init__()
-        import anygrad
-
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
         self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
         self.max_norm, self.include_last_offset = max_norm, include_last_offset
-        if padding_idx is not None and padding_idx < 0:
-            padding_idx += num_embeddings
-        self.padding_idx = padding_idx
-        if _weight is None:
-            self.weight = Parameter(anygrad.empty(num_embeddings, embedding_dim, device=device, dtype=dtype))
-            init.normal_(self.weight)
-            if padding_idx is not None:
-                from ... import no_grad
-
-                with no_grad():
-                    self.weight[padding_idx] = 0.0
-        else:
-            self.weight = Parameter(_weight)
+        self.padding_idx, self.weight = _table(num_embeddings, embedding_dim, padding_idx, _weight, device, dtype)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, mode="mean", sparse=False, include_last_offset=False, padding_idx=None):
