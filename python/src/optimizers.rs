@@ -1,7 +1,8 @@
 //! The native steps of `anygrad.optim`: one call per parameter and step, with the library's
-//! update rules (`torch.optim`'s formulas). SGD is the library's fused in-place kernel; Adam,
-//! AdamW and Adadelta compute the new moments as the library's optimizers do and write the
-//! parameter in place, returning the new state tensors for the Python optimizer to keep.
+//! update rules (`torch.optim`'s formulas). SGD, Adam and AdamW are the library's fused
+//! in-place steps (the parameter and its state written in place); Adadelta computes the new
+//! state as the library's optimizer does, writes the parameter in place and returns the new
+//! state tensors for the Python optimizer to keep.
 
 use anygrad::Tensor;
 use pyo3::prelude::*;
@@ -42,9 +43,10 @@ pub fn sgd_step(
     py.allow_threads(move || run(OP, || p.sgd_step_(&g, b.as_ref(), &step)))
 }
 
-/// One Adam (or, with `decoupled`, AdamW) update of `param` in place at step `step` (from 1):
-/// returns the new `(exp_avg, exp_avg_sq, max_exp_avg_sq)` (the last `None` without
-/// `amsgrad`).
+/// One Adam (or, with `decoupled`, AdamW) update of `param` at step `step` (from 1), in place
+/// on the parameter and its state (`exp_avg`, `exp_avg_sq` and, with `amsgrad`,
+/// `max_exp_avg_sq`): the library's fused step (`Tensor::adam_step_`, one GPU kernel per
+/// parameter).
 #[pyfunction]
 #[pyo3(signature = (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad))]
 #[allow(clippy::too_many_arguments)]
@@ -63,48 +65,28 @@ pub fn adam_step(
     weight_decay: f64,
     decoupled: bool,
     amsgrad: bool,
-) -> PyResult<(PyTensor, PyTensor, Option<PyTensor>)> {
+) -> PyResult<()> {
     const OP: &str = "Adam.step";
     let param = tensor_arg(OP, "param", param)?.tensor;
     let grad = tensor_arg(OP, "grad", grad)?.tensor;
     let m = tensor_arg(OP, "exp_avg", exp_avg)?.tensor;
     let v = tensor_arg(OP, "exp_avg_sq", exp_avg_sq)?.tensor;
-    let previous_max = optional_tensor_arg(OP, "max_exp_avg_sq", max_exp_avg_sq)?.map(|t| t.tensor);
-    let result = py.allow_threads(move || {
+    let maximum = optional_tensor_arg(OP, "max_exp_avg_sq", max_exp_avg_sq)?.map(|t| t.tensor);
+    let rule = anygrad::AdamStep {
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weight_decay,
+        decoupled,
+        amsgrad,
+        step,
+    };
+    py.allow_threads(move || {
         run(OP, || {
-            let mut current = param.detach();
-            let g = if weight_decay == 0.0 {
-                grad
-            } else if decoupled {
-                current = current.mul_scalar(1.0 - lr * weight_decay)?;
-                grad
-            } else {
-                grad.add(&param.detach().mul_scalar(weight_decay)?)?
-            };
-            let m = m.mul_scalar(beta1)?.add(&g.mul_scalar(1.0 - beta1)?)?;
-            let v = v
-                .mul_scalar(beta2)?
-                .add(&g.square()?.mul_scalar(1.0 - beta2)?)?;
-            let max = match previous_max {
-                Some(previous) if amsgrad => Some(previous.maximum(&v)?),
-                None if amsgrad => Some(v.clone()),
-                _ => None,
-            };
-            let bias1 = 1.0 - beta1.powf(step as f64);
-            let bias2 = 1.0 - beta2.powf(step as f64);
-            let second = max.as_ref().unwrap_or(&v);
-            let denominator = second.sqrt()?.div_scalar(bias2.sqrt())?.add_scalar(eps)?;
-            let update = m.div(&denominator)?.mul_scalar(lr / bias1)?;
-            param.assign(&current.sub(&update)?)?;
-            Ok((m, v, max))
+            param.adam_step_(&grad, &m, &v, maximum.as_ref(), &rule)
         })
-    })?;
-    let (m, v, max) = result;
-    Ok((
-        PyTensor::wrap(m),
-        PyTensor::wrap(v),
-        max.map(PyTensor::wrap),
-    ))
+    })
 }
 
 /// One Adadelta update of `param` in place: returns the new `(square_avg, acc_delta)`.

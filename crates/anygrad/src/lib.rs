@@ -61,8 +61,8 @@ pub use anygrad_core::{
     set_fused_attention, set_fused_attention_mode, FusedAttention, FUSED_ATTENTION_SCORES_BYTES,
 };
 
-/// The fused SGD step's settings (what `Tensor::sgd_step_` takes).
-pub use anygrad_core::SgdStep;
+/// The fused SGD and Adam steps' settings (what `Tensor::sgd_step_` and `Tensor::adam_step_` take).
+pub use anygrad_core::{AdamStep, SgdStep};
 
 /// Mixed precision: autocast guards and the dtype rules per op.
 pub use anygrad_core::amp;

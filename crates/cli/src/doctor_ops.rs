@@ -3,7 +3,8 @@
 //! composite reductions (max_dim/min_dim, any/all, std, norm), the scans (cumsum, cumprod,
 //! prod), sorting (sort, argsort, topk; a row past one workgroup's sort for the GPU's
 //! multi-pass kernel), selection (nonzero, masked_select) and the device-side draws (randperm,
-//! bernoulli), `index_add` (and the `index_select` gradient it computes), the fused attention kernel (forward, causal, and the gradients through it),
+//! bernoulli), `index_add` (and the `index_select` gradient it computes), the fused attention
+//! kernel (forward, causal, and the gradients through it), the fused SGD and Adam steps,
 //! plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
 //! and on the GPU from the same CPU input; `doctor.rs` compares the pairs.
 
@@ -37,6 +38,45 @@ fn gradient(input: &Tensor, op: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Te
     output.mul(&weight)?.sum_all()?.backward()?;
     leaf.grad()
         .ok_or_else(|| anygrad::Error::invalid("doctor", "no gradient was recorded"))
+}
+
+/// Three fused optimizer steps on a parameter made from `x` with gradients made from `x`: SGD
+/// with momentum (`adam` false) or AdamW with AMSGrad; the parameter and its state side by side.
+fn optimizer_steps(x: &Tensor, adam: bool) -> Result<Tensor> {
+    let parameter = x.mul_scalar(0.5)?;
+    let mut state = Vec::new();
+    for _ in 0..3 {
+        state.push(parameter.zeros_like()?);
+    }
+    for step in 1..=3u64 {
+        let grad = x.sin()?.mul_scalar(step as f64)?.add_scalar(0.1)?;
+        if adam {
+            let rule = anygrad::AdamStep {
+                lr: 0.01,
+                beta1: 0.9,
+                beta2: 0.99,
+                eps: 1e-8,
+                weight_decay: 0.01,
+                decoupled: true,
+                amsgrad: true,
+                step,
+            };
+            parameter.adam_step_(&grad, &state[0], &state[1], Some(&state[2]), &rule)?;
+        } else {
+            let rule = anygrad::SgdStep {
+                lr: 0.05,
+                momentum: 0.9,
+                dampening: 0.0,
+                weight_decay: 0.01,
+                nesterov: true,
+                first: step == 1,
+            };
+            parameter.sgd_step_(&grad, Some(&state[0]), &rule)?;
+        }
+    }
+    let mut parts = vec![&parameter];
+    parts.extend(state.iter().take(if adam { 3 } else { 1 }));
+    Tensor::cat(&parts, 0)
 }
 
 /// `scaled_dot_product_attention` of queries, keys and values cut from `x` (`[37, 53]`): three
@@ -229,6 +269,16 @@ pub(crate) fn comparisons(x: &Tensor, gpu: &Device) -> Vec<OpComparison> {
             "cumsum gradient",
             1e-4,
             Box::new(|x, _| gradient(x, &|t| t.cumsum(0))),
+        ),
+        (
+            "SGD step (momentum, Nesterov, weight decay)",
+            1e-5,
+            Box::new(|x, _| optimizer_steps(x, false)),
+        ),
+        (
+            "Adam step (AdamW, AMSGrad)",
+            1e-5,
+            Box::new(|x, _| optimizer_steps(x, true)),
         ),
     ];
     let cpu = Device::Cpu;

@@ -73,4 +73,4 @@ pub use tensor::{
     ConvTranspose2dParams, FusedAttention, GridSampleMode, GridSamplePadding, InterpolateMode,
     InterpolateSize, PendingRead, ShapeSpec, Tensor, TensorId, FUSED_ATTENTION_SCORES_BYTES,
 };
-pub use update::SgdStep;
+pub use update::{AdamStep, SgdStep};

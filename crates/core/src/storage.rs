@@ -240,6 +240,9 @@ macro_rules! run {
     };
 }
 
+/// The moments an Adam step writes in place, as `Storage::adam_step` takes them.
+pub(crate) use crate::backend::contract::AdamMoments;
+
 // The normalization primitives' dispatch (after `run!`, which it uses).
 mod in_place;
 mod normalization;

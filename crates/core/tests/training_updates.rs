@@ -1,6 +1,6 @@
 //! The optimizers' in-place updates and mixed precision's unscaling below the optimizers, on
-//! every device: `Tensor::sgd_step_` against its composite ops, `sgd_step_unless_` skipping on
-//! a set flag, `unscale_` and its inf/NaN flag, and `read_later`, the readback the gradient
+//! every device: `Tensor::sgd_step_` and `Tensor::adam_step_` against their composite ops,
+//! `sgd_step_unless_` skipping on a set flag, `unscale_` and its inf/NaN flag, and `read_later`, the readback the gradient
 //! scaler takes its flag through.
 
 use anygrad_core::{DType, Device, Tensor};
@@ -191,4 +191,132 @@ fn unscaling(device: &Device) {
     assert_eq!(values(&matrix), vec![10.0, 20.0, 30.0, 40.0]);
 }
 
-anygrad_testing::device_tests!(sgd_steps, unscaling);
+/// `adam_step_` (the fused update on dense operands) equals its composite ops (taken by a
+/// strided parameter) over three steps, for Adam, Adam with L2 decay, AdamW and AMSGrad, in
+/// f32 and f16, on views at an offset; a first step by hand matches PyTorch's rule; bad
+/// operands are errors naming the op.
+fn adam_steps(device: &Device) {
+    use anygrad_core::AdamStep;
+    let base = AdamStep {
+        lr: 0.01,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay: 0.0,
+        decoupled: false,
+        amsgrad: false,
+        step: 1,
+    };
+    let configs = [
+        base,
+        AdamStep {
+            weight_decay: 0.1,
+            ..base
+        },
+        AdamStep {
+            weight_decay: 0.05,
+            decoupled: true,
+            lr: 0.05,
+            ..base
+        },
+        AdamStep {
+            amsgrad: true,
+            beta1: 0.8,
+            beta2: 0.9,
+            ..base
+        },
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !anygrad_testing::f16_or_skip(device, "adam_steps (f16)") {
+            continue;
+        }
+        for (n, config) in configs.iter().enumerate() {
+            let start = Tensor::randn(&[5, 7], DType::F32, device).unwrap();
+            let holder = Tensor::zeros(&[6, 7], dtype, device).unwrap();
+            let fused = holder.narrow(0, 1, 5).unwrap();
+            fused.assign(&start.to_dtype(dtype).unwrap()).unwrap();
+            let original = values(&fused);
+            let reference = fused.copy().unwrap();
+            let state = |t: &Tensor| {
+                [
+                    t.zeros_like().unwrap(),
+                    t.zeros_like().unwrap(),
+                    t.zeros_like().unwrap(),
+                ]
+            };
+            let (fused_state, reference_state) = (state(&fused), state(&reference));
+            for round in 1..=3u64 {
+                let grad = Tensor::randn(&[7, 7], DType::F32, device)
+                    .unwrap()
+                    .to_dtype(dtype)
+                    .unwrap()
+                    .narrow(0, 2, 5)
+                    .unwrap();
+                let step = AdamStep {
+                    step: round,
+                    ..*config
+                };
+                let [m, v, x] = &fused_state;
+                fused.adam_step_(&grad, m, v, Some(x), &step).unwrap();
+                // Transposed views of transposed copies: the same values, not dense.
+                let strided = |t: &Tensor| t.t().unwrap().copy().unwrap().t().unwrap();
+                let parameter = strided(&reference);
+                let [m, v, x] = reference_state.each_ref().map(strided);
+                parameter
+                    .adam_step_(&grad, &m, &v, Some(&x), &step)
+                    .unwrap();
+                reference.assign(&parameter).unwrap();
+                for (kept, new) in reference_state.iter().zip([&m, &v, &x]) {
+                    kept.assign(new).unwrap();
+                }
+                let tolerance = if dtype == DType::F16 { 4e-3 } else { 1e-6 };
+                let what = format!("{dtype:?} config {n} round {round}");
+                assert_close(
+                    &values(&fused),
+                    &values(&reference),
+                    tolerance,
+                    tolerance,
+                    &what,
+                );
+                for (a, b) in fused_state.iter().zip(&reference_state) {
+                    assert_close(&values(a), &values(b), tolerance, tolerance, &what);
+                }
+            }
+            assert!(
+                values(&fused) != original,
+                "{dtype:?} config {n}: no update"
+            );
+        }
+    }
+    // The first step by hand: m = 0.1 g, v = 0.001 g², and the bias corrections make the
+    // update lr · sign(g) (up to eps); with L2 decay the gradient is g + wd · p.
+    let p = tensor(&[1.0, -2.0, 0.5], &[3], device);
+    let g = tensor(&[0.5, -1.0, 0.0], &[3], device);
+    let (m, v) = (p.zeros_like().unwrap(), p.zeros_like().unwrap());
+    p.adam_step_(&g, &m, &v, None, &base).unwrap();
+    assert_close(&values(&p), &[0.99, -1.99, 0.5], 1e-6, 1e-6, "first step");
+    assert_close(&values(&m), &[0.05, -0.1, 0.0], 1e-6, 1e-6, "first moment");
+    assert_close(
+        &values(&v),
+        &[0.00025, 0.001, 0.0],
+        1e-6,
+        1e-6,
+        "second moment",
+    );
+    let amsgrad = AdamStep {
+        amsgrad: true,
+        ..base
+    };
+    let error = p.adam_step_(&g, &m, &v, None, &amsgrad).unwrap_err();
+    assert!(error.to_string().contains("adam_step"), "{error}");
+    let wrong = tensor(&[1.0, 2.0], &[2], device);
+    let error = p.adam_step_(&g, &wrong, &v, None, &base).unwrap_err();
+    assert!(error.to_string().contains("adam_step"), "{error}");
+    let error = p.adam_step_(&g, &m, &m, None, &base);
+    assert!(
+        error.is_ok(),
+        "one tensor as both moments takes the composite: {error:?}"
+    );
+}
+
+anygrad_testing::device_tests!(sgd_steps, adam_steps, unscaling);

@@ -24,7 +24,8 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        """One update of every parameter that has a gradient (one native step each)."""
+        """One update of every parameter that has a gradient: one fused native step each, which
+        writes the parameter and its state in place (as PyTorch's fused Adam)."""
         import anygrad
         from .. import _native
 
@@ -44,14 +45,13 @@ class Adam(Optimizer):
                         if group["amsgrad"]:
                             state["max_exp_avg_sq"] = anygrad.zeros_like(p)
                     state["step"] += 1
-                    exp_avg, exp_avg_sq, maximum = _native.adam_step(
+                    if group["amsgrad"] and "max_exp_avg_sq" not in state:
+                        state["max_exp_avg_sq"] = anygrad.zeros_like(p)
+                    _native.adam_step(
                         p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
                         state["step"], group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
                         self._decoupled, group["amsgrad"],
                     )
-                    state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
-                    if maximum is not None:
-                        state["max_exp_avg_sq"] = maximum
         return loss
 
 

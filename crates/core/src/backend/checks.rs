@@ -340,6 +340,48 @@ pub(crate) fn check_sgd_step(
     Ok(parameter.0.numel())
 }
 
+/// The operands of `adam_step` — parameter, gradient, first and second moments and (with
+/// `amsgrad`) the running maximum, each as `(view, storage length, dtype)` — checked: one
+/// float dtype, one shape, every view contiguous and inside its storage, a maximum where the
+/// step has `amsgrad`. Returns the number of elements.
+pub(crate) fn check_adam_step(
+    parameter: (&Layout, usize, DType),
+    operands: [Option<(&Layout, usize, DType)>; 4],
+    step: &crate::update::AdamStep,
+) -> Result<usize> {
+    const OP: &str = "adam_step";
+    if step.amsgrad && operands[3].is_none() {
+        return Err(Error::invalid(
+            OP,
+            "an AMSGrad step needs the running maximum of the second moment",
+        ));
+    }
+    for (layout, len, dtype) in std::iter::once(Some(parameter)).chain(operands).flatten() {
+        check_view(OP, layout, len)?;
+        check_same_shape(OP, parameter.0, layout)?;
+        if dtype != parameter.2 {
+            return Err(Error::DTypeMismatch {
+                op: OP,
+                lhs: parameter.2,
+                rhs: dtype,
+            });
+        }
+        if !layout.is_contiguous() {
+            return Err(Error::invalid(
+                OP,
+                format!("operands must be contiguous, got {layout:?}"),
+            ));
+        }
+    }
+    if !parameter.2.is_float() {
+        return Err(Error::invalid(
+            OP,
+            format!("a parameter of dtype {:?} cannot be stepped", parameter.2),
+        ));
+    }
+    Ok(parameter.0.numel())
+}
+
 /// The skip flag of `sgd_step`: a U32 storage of at least one element (its first is read).
 pub(crate) fn check_skip_flag(len: usize, dtype: DType) -> Result<()> {
     if dtype != DType::U32 || len == 0 {

@@ -593,6 +593,16 @@ impl Update for GpuStorage {
         match self.never {}
     }
 
+    fn adam_step(
+        &mut self,
+        _layout: &Layout,
+        _grad: (&Self, &Layout),
+        _moments: crate::backend::contract::AdamMoments<'_, Self>,
+        _step: &crate::update::AdamStep,
+    ) -> Result<()> {
+        match self.never {}
+    }
+
     fn unscale(&mut self, _layout: &Layout, _scale: f64, _found: &mut Self) -> Result<()> {
         match self.never {}
     }

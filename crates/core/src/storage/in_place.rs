@@ -4,7 +4,7 @@
 //! by (`write_token`).
 
 use super::{check_same_device, Storage};
-use crate::backend::contract::{Copying, Update};
+use crate::backend::contract::{AdamMoments, Copying, Update};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -84,6 +84,63 @@ impl Storage {
                 Update::sgd_step(p, layout, (g, grad_layout), buffer, step, skip)
             }
             (p, g) => Err(mismatch(p, g)),
+        }
+    }
+
+    /// One Adam / AdamW step in place on this parameter and its moments (`Update::adam_step`).
+    /// Not profiled: it writes in place and returns nothing.
+    pub fn adam_step(
+        &mut self,
+        layout: &Layout,
+        (grad, grad_layout): (&Storage, &Layout),
+        moments: AdamMoments<'_, Storage>,
+        step: &crate::update::AdamStep,
+    ) -> Result<()> {
+        const OP: &str = "adam_step";
+        check_same_device(OP, self, grad)?;
+        let AdamMoments {
+            exp_avg: (m, m_layout),
+            exp_avg_sq: (v, v_layout),
+            maximum,
+        } = moments;
+        check_same_device(OP, self, m)?;
+        check_same_device(OP, self, v)?;
+        if let Some((maximum, _)) = &maximum {
+            check_same_device(OP, self, maximum)?;
+        }
+        let mismatch = |s: &Storage| Error::DeviceMismatch {
+            op: OP,
+            lhs: grad.device().to_string(),
+            rhs: s.device().to_string(),
+        };
+        match (&mut *self, grad, m, v) {
+            (Storage::Cpu(p), Storage::Cpu(g), Storage::Cpu(m), Storage::Cpu(v)) => {
+                let maximum = match maximum {
+                    Some((Storage::Cpu(x), l)) => Some((x, l)),
+                    Some((other, _)) => return Err(mismatch(other)),
+                    None => None,
+                };
+                let moments = AdamMoments {
+                    exp_avg: (m, m_layout),
+                    exp_avg_sq: (v, v_layout),
+                    maximum,
+                };
+                Update::adam_step(p, layout, (g, grad_layout), moments, step)
+            }
+            (Storage::Gpu(p), Storage::Gpu(g), Storage::Gpu(m), Storage::Gpu(v)) => {
+                let maximum = match maximum {
+                    Some((Storage::Gpu(x), l)) => Some((x, l)),
+                    Some((other, _)) => return Err(mismatch(other)),
+                    None => None,
+                };
+                let moments = AdamMoments {
+                    exp_avg: (m, m_layout),
+                    exp_avg_sq: (v, v_layout),
+                    maximum,
+                };
+                Update::adam_step(p, layout, (g, grad_layout), moments, step)
+            }
+            (p, ..) => Err(mismatch(p)),
         }
     }
 

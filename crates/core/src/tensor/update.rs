@@ -1,12 +1,14 @@
-//! `Tensor::sgd_step_`: an optimizer's SGD update of one parameter in place, and
-//! `Tensor::unscale_`, mixed precision's gradient unscaling. Contiguous
-//! operands of one dtype take the fused primitive (`Update::sgd_step`: one GPU kernel per
-//! parameter); any other view, or operands sharing storage, take the composite ops, which
-//! compute the same rule (`update::SgdStep`) and are its reference in the tests.
+//! `Tensor::sgd_step_` and `Tensor::adam_step_`: an optimizer's update of one parameter (and
+//! its state) in place, and `Tensor::unscale_`, mixed precision's gradient unscaling.
+//! Contiguous operands of one dtype take the fused primitive (`Update::sgd_step`,
+//! `Update::adam_step`: one GPU kernel per parameter); any other view, or operands sharing
+//! storage, take the composite ops, which compute the same rule (`update::SgdStep`,
+//! `update::AdamStep`) and are its reference in the tests.
 
 use super::Tensor;
 use crate::error::{Error, Result};
-use crate::update::SgdStep;
+use crate::storage::AdamMoments;
+use crate::update::{AdamStep, SgdStep};
 
 impl Tensor {
     /// One SGD step on this parameter, in place (PyTorch's `torch.optim.SGD` rule, see
@@ -155,6 +157,155 @@ impl Tensor {
         }
         self.assign(&self.sub(&g.mul_scalar(step.lr)?)?)
     }
+}
+
+impl Tensor {
+    /// One Adam or AdamW step on this parameter, in place (PyTorch's `torch.optim.Adam` /
+    /// `AdamW` rule, see [`AdamStep`]): `grad` is its gradient, `exp_avg` and `exp_avg_sq` its
+    /// first and second moments (zeros before the first step) and `max_exp_avg_sq` the running
+    /// maximum of the second moment (needed with `step.amsgrad`), each updated in place. Runs
+    /// without recording gradients. Errors name `adam_step`: a missing maximum, or operands
+    /// of another shape, dtype or device.
+    pub fn adam_step_(
+        &self,
+        grad: &Tensor,
+        exp_avg: &Tensor,
+        exp_avg_sq: &Tensor,
+        max_exp_avg_sq: Option<&Tensor>,
+        step: &AdamStep,
+    ) -> Result<()> {
+        const OP: &str = "adam_step";
+        let maximum = if step.amsgrad {
+            Some(max_exp_avg_sq.ok_or_else(|| {
+                Error::invalid(
+                    OP,
+                    "an AMSGrad step needs the running maximum of the second moment",
+                )
+            })?)
+        } else {
+            None
+        };
+        let others: Vec<&Tensor> = [grad, exp_avg, exp_avg_sq]
+            .into_iter()
+            .chain(maximum)
+            .collect();
+        for other in &others {
+            check_operand(OP, self, other)?;
+        }
+        let _guard = crate::autograd::no_grad();
+        // The gradient is only read: a strided one (a matmul's transposed product, say) is
+        // made dense once, so that the step stays one kernel.
+        let dense_grad;
+        let grad = if grad.layout().is_contiguous() {
+            grad
+        } else {
+            dense_grad = grad.contiguous()?;
+            &dense_grad
+        };
+        let others: Vec<&Tensor> = std::iter::once(grad)
+            .chain(others[1..].iter().copied())
+            .collect();
+        let mut everyone = vec![self];
+        everyone.extend(&others);
+        let shared = everyone
+            .iter()
+            .enumerate()
+            .any(|(i, a)| everyone[i + 1..].iter().any(|b| a.same_storage(b)));
+        let dense = everyone.iter().all(|t| t.layout().is_contiguous());
+        if self.dtype().is_float() && dense && !shared {
+            let fused = {
+                let grad_storage = grad.storage();
+                let mut m_storage = exp_avg.storage_mut();
+                let mut v_storage = exp_avg_sq.storage_mut();
+                let mut x_storage = maximum.map(Tensor::storage_mut);
+                let mut storage = self.storage_mut();
+                let moments = AdamMoments {
+                    exp_avg: (&mut *m_storage, exp_avg.layout()),
+                    exp_avg_sq: (&mut *v_storage, exp_avg_sq.layout()),
+                    maximum: match (&mut x_storage, maximum) {
+                        (Some(guard), Some(x)) => Some((&mut **guard, x.layout())),
+                        _ => None,
+                    },
+                };
+                storage.adam_step(self.layout(), (&grad_storage, grad.layout()), moments, step)
+            };
+            match fused {
+                // A dtype the backend has no kernel for, or a tensor above one GPU buffer
+                // binding: the composite ops (nothing was written).
+                Err(Error::Unsupported { .. } | Error::BufferTooLarge { .. }) => {}
+                done => return done,
+            }
+        }
+        self.adam_step_composite(grad, exp_avg, exp_avg_sq, maximum, step)
+    }
+
+    /// [`Tensor::adam_step_`] as elementwise ops and copies into the parameter and its state
+    /// (called under `no_grad`), in [`AdamStep`]'s order of operations.
+    fn adam_step_composite(
+        &self,
+        grad: &Tensor,
+        exp_avg: &Tensor,
+        exp_avg_sq: &Tensor,
+        maximum: Option<&Tensor>,
+        step: &AdamStep,
+    ) -> Result<()> {
+        let [_lr, beta1, keep1, beta2, keep2, eps, decay, shrink, step_size, bias2_root] =
+            step.scalars();
+        let mut current = self.clone();
+        let mut g = grad.clone();
+        if step.weight_decay != 0.0 {
+            if step.decoupled {
+                current = self.mul_scalar(shrink)?;
+            } else {
+                g = g.add(&self.mul_scalar(decay)?)?;
+            }
+        }
+        let m = exp_avg.mul_scalar(beta1)?.add(&g.mul_scalar(keep1)?)?;
+        let v = exp_avg_sq
+            .mul_scalar(beta2)?
+            .add(&g.square()?.mul_scalar(keep2)?)?;
+        let second = match maximum {
+            Some(maximum) => {
+                let largest = maximum.maximum(&v)?;
+                maximum.assign(&largest)?;
+                largest
+            }
+            None => v.clone(),
+        };
+        let denominator = second.sqrt()?.div_scalar(bias2_root)?.add_scalar(eps)?;
+        let update = m.div(&denominator)?.mul_scalar(step_size)?;
+        self.assign(&current.sub(&update)?)?;
+        exp_avg.assign(&m)?;
+        exp_avg_sq.assign(&v)
+    }
+}
+
+/// `other`, an operand of the in-place update `op` on `parameter`, checked: the parameter's
+/// shape, dtype and device.
+fn check_operand(op: &'static str, parameter: &Tensor, other: &Tensor) -> Result<()> {
+    if other.shape() != parameter.shape() {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: parameter.shape().to_vec(),
+            rhs: other.shape().to_vec(),
+            reason: "the gradient and the optimizer state must have the parameter's shape".into(),
+        });
+    }
+    if other.dtype() != parameter.dtype() {
+        return Err(Error::DTypeMismatch {
+            op,
+            lhs: parameter.dtype(),
+            rhs: other.dtype(),
+        });
+    }
+    if other.device() != parameter.device() {
+        return Err(Error::DeviceMismatch {
+            op,
+            lhs: parameter.device().to_string(),
+            rhs: other.device().to_string(),
+        });
+    }
+    Ok(())
 }
 
 impl Tensor {

@@ -10,7 +10,7 @@
 //! p = p - (lr / (1 - β1ᵗ)) · m / (√v̂ / √(1 - β2ᵗ) + eps)
 //! ```
 
-use anygrad_core::{Result, Tensor};
+use anygrad_core::{AdamStep, Result, Tensor};
 
 use super::group::GroupConfig;
 use super::rule::{OperationNames, StateTensor, StateTensors, UpdateRule};
@@ -188,7 +188,8 @@ const ADAM_STATE_TENSORS: &[StateTensor] = &[
 ];
 
 /// Adam's update rule with an L2 term in the gradient (`decoupled` false) or a decoupled
-/// decay of the parameter (true).
+/// decay of the parameter (true): one fused in-place step of the parameter and its moments
+/// (`Tensor::adam_step_`, one GPU kernel per parameter).
 fn adam_update(
     decoupled: bool,
     param: &Tensor,
@@ -197,54 +198,35 @@ fn adam_update(
     step: u64,
     state: Option<AdamState>,
 ) -> Result<Option<AdamState>> {
-    let state = match state {
+    let mut state = match state {
         Some(state) => state,
         None => AdamState {
             exp_avg: param.zeros_like()?,
             exp_avg_sq: param.zeros_like()?,
-            max_exp_avg_sq: if c.amsgrad {
-                Some(param.zeros_like()?)
-            } else {
-                None
-            },
+            max_exp_avg_sq: None,
         },
     };
-    let mut current = param.clone();
-    let g = if c.weight_decay == 0.0 {
-        grad
-    } else if decoupled {
-        current = param.mul_scalar(1.0 - c.lr * c.weight_decay)?;
-        grad
-    } else {
-        grad.add(&param.mul_scalar(c.weight_decay)?)?
+    if c.amsgrad && state.max_exp_avg_sq.is_none() {
+        state.max_exp_avg_sq = Some(param.zeros_like()?);
+    }
+    let rule = AdamStep {
+        lr: c.lr,
+        beta1: c.beta1,
+        beta2: c.beta2,
+        eps: c.eps,
+        weight_decay: c.weight_decay,
+        decoupled,
+        amsgrad: c.amsgrad,
+        step,
     };
-    let exp_avg = state
-        .exp_avg
-        .mul_scalar(c.beta1)?
-        .add(&g.mul_scalar(1.0 - c.beta1)?)?;
-    let exp_avg_sq = state
-        .exp_avg_sq
-        .mul_scalar(c.beta2)?
-        .add(&g.square()?.mul_scalar(1.0 - c.beta2)?)?;
-    let max_exp_avg_sq = match state.max_exp_avg_sq {
-        Some(previous) => Some(previous.maximum(&exp_avg_sq)?),
-        None if c.amsgrad => Some(exp_avg_sq.clone()),
-        None => None,
-    };
-    let bias_correction1 = 1.0 - c.beta1.powf(step as f64);
-    let bias_correction2 = 1.0 - c.beta2.powf(step as f64);
-    let second = max_exp_avg_sq.as_ref().unwrap_or(&exp_avg_sq);
-    let denom = second
-        .sqrt()?
-        .div_scalar(bias_correction2.sqrt())?
-        .add_scalar(c.eps)?;
-    let update = exp_avg.div(&denom)?.mul_scalar(c.lr / bias_correction1)?;
-    param.assign(&current.sub(&update)?)?;
-    Ok(Some(AdamState {
-        exp_avg,
-        exp_avg_sq,
-        max_exp_avg_sq,
-    }))
+    param.adam_step_(
+        &grad,
+        &state.exp_avg,
+        &state.exp_avg_sq,
+        state.max_exp_avg_sq.as_ref(),
+        &rule,
+    )?;
+    Ok(Some(state))
 }
 
 /// The tensors of an Adam state to checkpoint.

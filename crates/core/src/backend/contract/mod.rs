@@ -52,7 +52,7 @@ pub(crate) use reduction::Reduction;
 pub(crate) use row_normalization::{Affine, RowNormalization};
 pub(crate) use scan::Scan;
 pub(crate) use sorting::Sorting;
-pub(crate) use update::Update;
+pub(crate) use update::{AdamMoments, Update};
 
 use crate::dtype::DType;
 

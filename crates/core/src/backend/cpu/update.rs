@@ -1,13 +1,17 @@
-//! `CpuStorage::sgd_step`: one SGD step in place over contiguous views, element by element
-//! with `update::SgdStep::element` (f32 arithmetic for F32 and F16, f64 for F64), and
-//! `CpuStorage::unscale` — the references of the GPU kernels (`backend/gpu/optimizer/`).
+//! `CpuStorage::sgd_step` and `CpuStorage::adam_step`: one optimizer step in place over
+//! contiguous views, element by element with `update::SgdStep::element` /
+//! `update::AdamStep::element` (f32 arithmetic for F32 and F16, f64 for F64; Adam's chunks of
+//! a large parameter in parallel), and `CpuStorage::unscale` — the references of the GPU
+//! kernels (`backend/gpu/optimizer/`).
 
 use super::CpuStorage;
-use crate::backend::checks::{check_sgd_step, check_skip_flag, check_unscale};
-use crate::backend::contract::Update;
+use rayon::prelude::*;
+
+use crate::backend::checks::{check_adam_step, check_sgd_step, check_skip_flag, check_unscale};
+use crate::backend::contract::{AdamMoments, Update};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::update::SgdStep;
+use crate::update::{AdamStep, SgdStep};
 
 impl Update for CpuStorage {
     /// One SGD step in place (`Update::sgd_step`).
@@ -92,6 +96,101 @@ impl Update for CpuStorage {
         Ok(())
     }
 
+    /// One Adam / AdamW step in place (`Update::adam_step`).
+    fn adam_step(
+        &mut self,
+        layout: &Layout,
+        (grad, grad_layout): (&CpuStorage, &Layout),
+        moments: AdamMoments<'_, CpuStorage>,
+        step: &AdamStep,
+    ) -> Result<()> {
+        let AdamMoments {
+            exp_avg: (m, m_layout),
+            exp_avg_sq: (v, v_layout),
+            maximum,
+        } = moments;
+        let maximum = maximum.filter(|_| step.amsgrad);
+        let numel = check_adam_step(
+            (layout, self.len(), self.dtype()),
+            [
+                Some((grad_layout, grad.len(), grad.dtype())),
+                Some((m_layout, m.len(), m.dtype())),
+                Some((v_layout, v.len(), v.dtype())),
+                maximum.as_ref().map(|(x, l)| (*l, x.len(), x.dtype())),
+            ],
+            step,
+        )?;
+        let x_at = maximum.as_ref().map_or(0, |(_, l)| l.offset);
+        let maximum = maximum.map(|(x, _)| x);
+        let at = [
+            layout.offset,
+            grad_layout.offset,
+            m_layout.offset,
+            v_layout.offset,
+        ];
+        let range = |i: usize| at[i]..at[i] + numel;
+        let x_range = x_at..x_at + numel;
+        let narrow_scalars = step.scalars().map(|s| s as f32);
+        match (self, grad, m, v, maximum) {
+            (CpuStorage::F32(p), CpuStorage::F32(g), CpuStorage::F32(m), CpuStorage::F32(v), x) => {
+                let x = match x {
+                    Some(CpuStorage::F32(x)) => Some(&mut x[x_range]),
+                    _ => None,
+                };
+                let slices = (
+                    &mut p[range(0)],
+                    &g[range(1)],
+                    &mut m[range(2)],
+                    &mut v[range(3)],
+                );
+                adam_elements(slices, x, |p, g, m, v, x| {
+                    step.apply(narrow_scalars, (p, g, m, v, x), f32::sqrt, f32::max)
+                });
+            }
+            (CpuStorage::F64(p), CpuStorage::F64(g), CpuStorage::F64(m), CpuStorage::F64(v), x) => {
+                let x = match x {
+                    Some(CpuStorage::F64(x)) => Some(&mut x[x_range]),
+                    _ => None,
+                };
+                let slices = (
+                    &mut p[range(0)],
+                    &g[range(1)],
+                    &mut m[range(2)],
+                    &mut v[range(3)],
+                );
+                let scalars = step.scalars();
+                adam_elements(slices, x, |p, g, m, v, x| {
+                    step.apply(scalars, (p, g, m, v, x), f64::sqrt, f64::max)
+                });
+            }
+            (CpuStorage::F16(p), CpuStorage::F16(g), CpuStorage::F16(m), CpuStorage::F16(v), x) => {
+                let x = match x {
+                    Some(CpuStorage::F16(x)) => Some(&mut x[x_range]),
+                    _ => None,
+                };
+                let slices = (
+                    &mut p[range(0)],
+                    &g[range(1)],
+                    &mut m[range(2)],
+                    &mut v[range(3)],
+                );
+                let narrow = half::f16::from_f32;
+                adam_elements(slices, x, |p, g, m, v, x| {
+                    let wide = (p.to_f32(), g.to_f32(), m.to_f32(), v.to_f32(), x.to_f32());
+                    let (p, m, v, x) = step.apply(narrow_scalars, wide, f32::sqrt, f32::max);
+                    (narrow(p), narrow(m), narrow(v), narrow(x))
+                });
+            }
+            (p, ..) => {
+                return Err(Error::invalid(
+                    "adam_step",
+                    format!("a parameter of dtype {:?} cannot be stepped", p.dtype()),
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// Gradient unscaling in place (`Update::unscale`).
     fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut CpuStorage) -> Result<()> {
         let numel = check_unscale(
@@ -131,5 +230,38 @@ impl Update for CpuStorage {
             flag[0] = 1;
         }
         Ok(())
+    }
+}
+
+/// Elements per parallel chunk of an Adam step.
+const ADAM_CHUNK: usize = 1 << 15;
+
+/// Apply `rule` (parameter, gradient, first and second moment, maximum → new parameter,
+/// moments and maximum) to every element, writing the results in place; without a maximum
+/// slice the rule sees zeros there and its maximum is dropped. Chunks run in parallel.
+fn adam_elements<T: Copy + Default + Send + Sync>(
+    (p, g, m, v): (&mut [T], &[T], &mut [T], &mut [T]),
+    maximum: Option<&mut [T]>,
+    rule: impl Fn(T, T, T, T, T) -> (T, T, T, T) + Sync,
+) {
+    let chunks = p
+        .par_chunks_mut(ADAM_CHUNK)
+        .zip(g.par_chunks(ADAM_CHUNK))
+        .zip(m.par_chunks_mut(ADAM_CHUNK))
+        .zip(v.par_chunks_mut(ADAM_CHUNK));
+    match maximum {
+        Some(x) => chunks
+            .zip(x.par_chunks_mut(ADAM_CHUNK))
+            .for_each(|((((p, g), m), v), x)| {
+                for i in 0..p.len() {
+                    (p[i], m[i], v[i], x[i]) = rule(p[i], g[i], m[i], v[i], x[i]);
+                }
+            }),
+        None => chunks.for_each(|(((p, g), m), v)| {
+            for i in 0..p.len() {
+                let next = rule(p[i], g[i], m[i], v[i], T::default());
+                (p[i], m[i], v[i]) = (next.0, next.1, next.2);
+            }
+        }),
     }
 }

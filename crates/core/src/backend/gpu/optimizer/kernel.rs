@@ -15,6 +15,12 @@ pub(crate) enum OptimizerKernel {
         /// With a U32 flag binding that skips the step where nonzero.
         skip: bool,
     },
+    /// One Adam / AdamW step in place on the parameter and its moments.
+    AdamStep {
+        dtype: DType,
+        /// With the running maximum's binding (AMSGrad).
+        amsgrad: bool,
+    },
     /// Gradient unscaling in place with its inf/NaN flag.
     Unscale { dtype: DType },
 }
@@ -31,6 +37,9 @@ impl Kernel for OptimizerKernel {
                 momentum,
                 skip,
             } => enable_f16_if(dtype == DType::F16, super::source(dtype, momentum, skip)),
+            OptimizerKernel::AdamStep { dtype, amsgrad } => {
+                enable_f16_if(dtype == DType::F16, super::adam_source(dtype, amsgrad))
+            }
             OptimizerKernel::Unscale { dtype } => {
                 enable_f16_if(dtype == DType::F16, super::unscale_source(dtype))
             }
