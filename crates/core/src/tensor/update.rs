@@ -76,6 +76,14 @@ impl Tensor {
             }
         }
         let _guard = crate::autograd::no_grad();
+        // A strided gradient is made dense once, so that the step stays one kernel.
+        let dense_grad;
+        let grad = if grad.layout().is_contiguous() {
+            grad
+        } else {
+            dense_grad = grad.contiguous()?;
+            &dense_grad
+        };
         let dense = |t: &Tensor| t.layout().is_contiguous();
         let shared = self.same_storage(grad)
             || buffer.is_some_and(|b| b.same_storage(self) || b.same_storage(grad))
@@ -193,8 +201,8 @@ impl Tensor {
             check_operand(OP, self, other)?;
         }
         let _guard = crate::autograd::no_grad();
-        // The gradient is only read: a strided one (a matmul's transposed product, say) is
-        // made dense once, so that the step stays one kernel.
+        // The gradient is only read: a strided one (a linear layer's weight gradient, a
+        // transposed product) is made dense once, so that the step stays one kernel.
         let dense_grad;
         let grad = if grad.layout().is_contiguous() {
             grad
