@@ -308,10 +308,17 @@ fn gather_advanced(walked: Walked) -> PyResult<Tensor> {
         .iter()
         .map(|&d| view.shape()[d])
         .collect();
+    // One index tensor on a GPU: its kernel counts negative entries from the end itself
+    // (`index_select_wrapping`) and checks the others, with no ops to wrap them first.
+    let wrap_in_kernel = advanced.len() == 1 && view.device().is_gpu();
     // One linear index over the indexed dims.
     let mut linear: Option<Tensor> = None;
     for (position, (dim, index)) in advanced.iter().enumerate() {
-        let index = checked_index(index, indexed_sizes[position], *dim)?;
+        let index = if wrap_in_kernel {
+            run("index", || index.to_dtype(DType::I32))?
+        } else {
+            checked_index(index, indexed_sizes[position], *dim)?
+        };
         let stride: usize = indexed_sizes[position + 1..].iter().product();
         let term = run("index", || {
             let index = index.broadcast_to(&shape)?;
@@ -336,7 +343,13 @@ fn gather_advanced(walked: Walked) -> PyResult<Tensor> {
     let mut flat_shape = vec![count];
     flat_shape.extend(&rest);
     let flat = run("index", || moved.reshape(flat_shape.clone()))?;
-    let picked = run("index", || flat.index_select(0, &linear))?;
+    let picked = run("index", || {
+        if wrap_in_kernel {
+            flat.index_select_wrapping(0, &linear)
+        } else {
+            flat.index_select(0, &linear)
+        }
+    })?;
     let mut result_shape = shape.clone();
     result_shape.extend(&rest);
     let result = run("index", || picked.reshape(result_shape.clone()))?;

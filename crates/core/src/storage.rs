@@ -693,6 +693,26 @@ impl Storage {
         ))
     }
 
+    /// [`Storage::index_select`] counting signed indices in `[-size, 0)` from the end
+    /// (`Indexing::index_select_wrapping`).
+    pub fn index_select_wrapping(
+        &self,
+        layout: &Layout,
+        indices: &Storage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (indices, indices_layout)];
+        let call = Call::new("index_select", operands).indices(1);
+        run!(call, |x, i| Indexing::index_select_wrapping(
+            x,
+            layout,
+            i,
+            indices_layout,
+            dim
+        ))
+    }
+
     /// `out = self[indices]` along `dim`, element by element (`Indexing::gather`).
     pub fn gather(
         &self,

@@ -534,6 +534,16 @@ impl Indexing for GpuStorage {
         match self.never {}
     }
 
+    fn index_select_wrapping(
+        &self,
+        _layout: &Layout,
+        _indices: &Self,
+        _indices_layout: &Layout,
+        _dim: usize,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
     fn gather(
         &self,
         _layout: &Layout,

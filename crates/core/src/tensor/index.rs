@@ -1,8 +1,8 @@
-//! Indexing ops: `index_select`, `gather`, `scatter_add`, `index_add` (primitives) and
-//! `one_hot`.
+//! Indexing ops: `index_select` (and `index_select_wrapping`, negative indices from the end),
+//! `gather`, `scatter_add`, `index_add` (primitives) and `one_hot`.
 
 use super::Tensor;
-use crate::autograd::GradFn;
+use crate::autograd::{self, GradFn};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::resolve_dim;
@@ -44,6 +44,47 @@ impl Tensor {
             indices: indices.clone(),
             dim: d,
         });
+        Ok(Tensor::from_storage(storage, &shape, grad_fn))
+    }
+
+    /// [`Tensor::index_select`] where a negative index counts from the end of `dim` (`-1` is
+    /// the last entry), the rule of Python's and NumPy's `x[idx]`; any other index outside
+    /// `[-size, size)` is an error as there. On a GPU the kernel wraps the indices itself
+    /// (no extra ops); the gradient wraps them once if one is needed.
+    pub fn index_select_wrapping(&self, dim: isize, indices: &Tensor) -> Result<Tensor> {
+        const OP: &str = "index_select";
+        self.check_indices(OP, indices)?;
+        let d = resolve_dim(OP, dim, self.rank(), self.shape())?;
+        if indices.rank() != 1 {
+            return Err(Error::InvalidShape {
+                op: OP,
+                shape: indices.shape().to_vec(),
+                message: "indices must be 1-D".into(),
+            });
+        }
+        let storage = {
+            let (s, i) = (self.storage(), indices.storage());
+            s.index_select_wrapping(self.layout(), &i, indices.layout(), d)?
+        };
+        let mut shape = self.shape().to_vec();
+        shape[d] = indices.numel();
+        let tracked = autograd::is_grad_enabled() && self.is_tracked() && self.dtype().is_float();
+        let grad_fn = if tracked {
+            // The gradient's index_add takes indices in range: wrap the negative ones.
+            let wrapped = if indices.dtype() == DType::I32 {
+                let negative = indices.lt_scalar(0.0)?.to_dtype(DType::I32)?;
+                indices.add(&negative.mul_scalar(self.shape()[d] as f64)?)?
+            } else {
+                indices.clone()
+            };
+            Tensor::record(&[self], self.dtype(), || GradFn::IndexSelect {
+                input: self.clone(),
+                indices: wrapped,
+                dim: d,
+            })
+        } else {
+            None
+        };
         Ok(Tensor::from_storage(storage, &shape, grad_fn))
     }
 

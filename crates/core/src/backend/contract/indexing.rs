@@ -18,6 +18,16 @@ pub(crate) trait Indexing: BackendStorage {
         dim: usize,
     ) -> Result<Self>;
 
+    /// [`Indexing::index_select`] where a signed index in `[-size, 0)` counts from the end of
+    /// `dim` (Python's and NumPy's rule for `x[idx]`); other indices are checked as there.
+    fn index_select_wrapping(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self>;
+
     /// `out[i][j][k] = self[i][indices[i][j][k]][k]` for `dim = 1` (likewise for any dim): the
     /// output has the indices' shape. Out-of-range indices are `Error::InvalidArgument`.
     fn gather(

@@ -18,6 +18,17 @@ fn read_indices(
     layout: &Layout,
     limit: usize,
 ) -> Result<Vec<usize>> {
+    read_indices_from_end(op, indices, layout, limit, false)
+}
+
+/// [`read_indices`], with an index in `[-limit, 0)` counting from the end where `wrap`.
+fn read_indices_from_end(
+    op: &'static str,
+    indices: &CpuStorage,
+    layout: &Layout,
+    limit: usize,
+    wrap: bool,
+) -> Result<Vec<usize>> {
     if !indices.dtype().is_index() {
         return Err(Error::invalid(
             op,
@@ -28,6 +39,7 @@ fn read_indices(
         .to_f64_vec(layout)?
         .into_iter()
         .map(|v| {
+            let v = if wrap && v < 0.0 { v + limit as f64 } else { v };
             if v < 0.0 || v as usize >= limit {
                 Err(Error::invalid(
                     op,
@@ -102,41 +114,18 @@ impl Indexing for CpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<CpuStorage> {
-        check_dim("index_select", layout, dim)?;
-        check_view("index_select", layout, self.len())?;
-        check_view("index_select", indices_layout, indices.len())?;
-        let picked = read_indices("index_select", indices, indices_layout, layout.shape[dim])?;
-        let mut out_shape = layout.shape.clone();
-        out_shape[dim] = picked.len();
-        let outer: usize = layout.shape[..dim].iter().product();
-        let inner: usize = layout.shape[dim + 1..].iter().product();
-        if layout.is_contiguous() {
-            // Fast path: whole rows of `inner` contiguous elements are copied at once.
-            let size = layout.shape[dim];
-            let mut ranges = Vec::with_capacity(outer * picked.len());
-            for o in 0..outer {
-                for &index in &picked {
-                    let start = layout.offset + (o * size + index) * inner;
-                    ranges.push(start..start + inner);
-                }
-            }
-            return Ok(map_same_variant!(self, data => {
-                let mut out = Vec::with_capacity(outer * picked.len() * inner);
-                for range in &ranges {
-                    out.extend_from_slice(&data[range.clone()]);
-                }
-                HostBuffer::from(out)
-            }));
-        }
-        // Expand the index vector to one index per output element, then reuse the gather walk.
-        let mut expanded = Vec::with_capacity(outer * picked.len() * inner);
-        for _ in 0..outer {
-            for &index in &picked {
-                expanded.extend(std::iter::repeat_n(index, inner));
-            }
-        }
-        let positions = indexed_positions(&out_shape, layout, dim, &expanded);
-        Ok(map_same_variant!(self, data => positions.iter().map(|&p| data[p]).collect()))
+        select(self, layout, indices, indices_layout, (dim, false))
+    }
+
+    /// Entries of `dim` picked by a rank-1 index vector, negative ones counted from the end.
+    fn index_select_wrapping(
+        &self,
+        layout: &Layout,
+        indices: &CpuStorage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<CpuStorage> {
+        select(self, layout, indices, indices_layout, (dim, true))
     }
 
     /// `out[..., j, ...] = self[..., indices[..., j, ...], ...]` along `dim`.
@@ -328,4 +317,49 @@ impl Indexing for CpuStorage {
             }),
         }
     }
+}
+
+/// `index_select` on the CPU (`wrap`: an index in `[-size, 0)` counts from the end).
+fn select(
+    storage: &CpuStorage,
+    layout: &Layout,
+    indices: &CpuStorage,
+    indices_layout: &Layout,
+    (dim, wrap): (usize, bool),
+) -> Result<CpuStorage> {
+    check_dim("index_select", layout, dim)?;
+    check_view("index_select", layout, storage.len())?;
+    check_view("index_select", indices_layout, indices.len())?;
+    let size = layout.shape[dim];
+    let picked = read_indices_from_end("index_select", indices, indices_layout, size, wrap)?;
+    let mut out_shape = layout.shape.clone();
+    out_shape[dim] = picked.len();
+    let outer: usize = layout.shape[..dim].iter().product();
+    let inner: usize = layout.shape[dim + 1..].iter().product();
+    if layout.is_contiguous() {
+        // Fast path: whole rows of `inner` contiguous elements are copied at once.
+        let mut ranges = Vec::with_capacity(outer * picked.len());
+        for o in 0..outer {
+            for &index in &picked {
+                let start = layout.offset + (o * size + index) * inner;
+                ranges.push(start..start + inner);
+            }
+        }
+        return Ok(map_same_variant!(storage, data => {
+            let mut out = Vec::with_capacity(outer * picked.len() * inner);
+            for range in &ranges {
+                out.extend_from_slice(&data[range.clone()]);
+            }
+            HostBuffer::from(out)
+        }));
+    }
+    // Expand the index vector to one index per output element, then reuse the gather walk.
+    let mut expanded = Vec::with_capacity(outer * picked.len() * inner);
+    for _ in 0..outer {
+        for &index in &picked {
+            expanded.extend(std::iter::repeat_n(index, inner));
+        }
+    }
+    let positions = indexed_positions(&out_shape, layout, dim, &expanded);
+    Ok(map_same_variant!(storage, data => positions.iter().map(|&p| data[p]).collect()))
 }

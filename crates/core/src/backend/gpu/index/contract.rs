@@ -28,6 +28,24 @@ impl Indexing for GpuStorage {
         .run(|[(x, lx), (i, li)], _| GpuStorage::index_select(x, lx, i, li, dim))
     }
 
+    fn index_select_wrapping(
+        &self,
+        layout: &Layout,
+        indices: &Self,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<Self> {
+        let output = with_size(&layout.shape, dim, indices_layout.numel());
+        indexing_plan(
+            "index_select",
+            [(self, layout), (indices, indices_layout)],
+            &output,
+            dim,
+            [false, true],
+        )
+        .run(|[(x, lx), (i, li)], _| GpuStorage::index_select_wrapping(x, lx, i, li, dim))
+    }
+
     fn gather(
         &self,
         layout: &Layout,

@@ -42,6 +42,9 @@ kernel_params! {
         index_offset: u32,
         /// This dispatch's word of the index-flag buffer (set by the context).
         flag_slot: u32,
+        /// 1 where an index in [-limit, 0) counts from the end (signed indices of
+        /// `index_select_wrapping`).
+        wrap: u32,
     }
     tail: "output shape[rank], input strides[rank], index strides[rank]";
 }
@@ -63,6 +66,8 @@ kernel_params! {
         index_stride: u32,
         /// This dispatch's word of the index-flag buffer (set by the context).
         flag_slot: u32,
+        /// 1 where an index in [-length, 0) counts from the end.
+        wrap: u32,
     }
 }
 
@@ -171,6 +176,32 @@ impl GpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<GpuStorage> {
+        self.select(layout, indices, indices_layout, dim, false)
+    }
+
+    /// [`GpuStorage::index_select`] where a signed index in `[-size, 0)` counts from the end
+    /// of `dim` (Python's `x[idx]`).
+    pub fn index_select_wrapping(
+        &self,
+        layout: &Layout,
+        indices: &GpuStorage,
+        indices_layout: &Layout,
+        dim: usize,
+    ) -> Result<GpuStorage> {
+        self.select(layout, indices, indices_layout, dim, true)
+    }
+
+    /// `index_select`, counting negative indices from the end where `wrap` (I32 indices only:
+    /// unsigned ones are never negative).
+    fn select(
+        &self,
+        layout: &Layout,
+        indices: &GpuStorage,
+        indices_layout: &Layout,
+        dim: usize,
+        wrap: bool,
+    ) -> Result<GpuStorage> {
+        let wrap = u32::from(wrap && indices.dtype == DType::I32);
         same_device("index_select", self, indices)?;
         check_indices("index_select", indices)?;
         check_dim("index_select", layout, dim)?;
@@ -187,7 +218,7 @@ impl GpuStorage {
         let mut out_shape = layout.shape.clone();
         out_shape[dim] = indices_layout.numel();
         if dim + 1 == layout.rank() && is_dense(layout) {
-            return self.index_rows(layout, indices, &indices_layout, out_shape);
+            return self.index_rows(layout, indices, &indices_layout, out_shape, wrap);
         }
         // The index vector seen as a view of the output's shape: stride 0 except along `dim`.
         let mut index_strides = vec![0; layout.rank()];
@@ -198,7 +229,7 @@ impl GpuStorage {
             indices_layout.offset,
             &index_strides,
             &out_shape,
-            dim,
+            (dim, wrap),
             "index_select",
         )
     }
@@ -211,6 +242,7 @@ impl GpuStorage {
         indices: &GpuStorage,
         indices_layout: &Layout,
         out_shape: Vec<usize>,
+        wrap: u32,
     ) -> Result<GpuStorage> {
         let numel: usize = out_shape.iter().product();
         let out = GpuStorage::allocate(&self.device, "index_select", numel, self.dtype)?;
@@ -228,6 +260,7 @@ impl GpuStorage {
             index_offset: word(indices_layout.offset)?,
             index_stride: word(indices_layout.strides[0])?,
             flag_slot: 0, // filled in by the context
+            wrap,
         };
         let params = Params::with_header(&header, 0);
         let context = self.device.context();
@@ -293,7 +326,7 @@ impl GpuStorage {
             indices_layout.offset,
             &indices_layout.strides,
             index_shape,
-            dim,
+            (dim, 0),
             "gather",
         )
     }
@@ -306,7 +339,7 @@ impl GpuStorage {
         index_offset: usize,
         index_strides: &[usize],
         out_shape: &[usize],
-        dim: usize,
+        (dim, wrap): (usize, u32),
         op: &'static str,
     ) -> Result<GpuStorage> {
         let numel: usize = out_shape.iter().product();
@@ -322,6 +355,7 @@ impl GpuStorage {
             input_offset: word(layout.offset)?,
             index_offset: word(index_offset)?,
             flag_slot: 0, // filled in by the context
+            wrap,
         };
         let mut params = Params::with_header(&header, 3 * layout.rank());
         params

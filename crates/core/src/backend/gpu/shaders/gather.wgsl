@@ -4,6 +4,8 @@
 // An out-of-range index never reads outside the input: the invocation writes 0 and raises
 // its dispatch's word of `flag` (slot params.flag_slot), which the host copies out with the next
 // readback (a deferred check, like CUDA's device-side asserts: no round trip per index op).
+// With params.wrap set (`index_select_wrapping`, signed indices), an index in [-limit, 0)
+// counts from the end, as Python's `x[idx]` does.
 // params: GatherParams (indexing.rs); tail: output shape[rank], input strides[rank],
 // index strides[rank]
 @group(0) @binding(1) var<storage, read> input: array<S>;
@@ -35,7 +37,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             input_position = input_position + coordinate * params.tail[input_strides_at + d - 1u];
         }
     }
-    let index = i32(indices[index_position]);
+    var index = i32(indices[index_position]);
+    if (params.wrap != 0u && index < 0) {
+        index = index + i32(params.limit);
+    }
     if (index < 0 || u32(index) >= params.limit) {
         atomicMax(&flag[params.flag_slot], 1u);
         output[i] = ZERO;

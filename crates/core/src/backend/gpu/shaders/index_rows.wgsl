@@ -4,7 +4,7 @@
 // per dim). Here invocation j reads and checks its index once, then walks the rows r (grid-
 // stride over y): no divisions, and neighbouring invocations read neighbouring indices and
 // write neighbouring outputs (coalesced). A bad index raises the dispatch's flag word and its
-// outputs get 0, as in gather.wgsl.
+// outputs get 0, as in gather.wgsl; params.wrap counts negative indices from the end.
 // params: IndexRowsParams (indexing.rs)
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read> indices: array<IX>;
@@ -21,7 +21,10 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     if (j >= columns) {
         return;
     }
-    let index = i32(indices[params.index_offset + j * params.index_stride]);
+    var index = i32(indices[params.index_offset + j * params.index_stride]);
+    if (params.wrap != 0u && index < 0) {
+        index = index + i32(length);
+    }
     let valid = index >= 0 && u32(index) < length;
     if (!valid && workgroup.y == 0u) {
         atomicMax(&flag[params.flag_slot], 1u);
