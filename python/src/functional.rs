@@ -1,7 +1,8 @@
 //! The native part of `anygrad.nn.functional`: convolution (and its transpose), pooling, linear,
 //! normalization, attention, resampling (interpolate, grid_sample, affine_grid), dropout and
-//! embedding on library tensors (the losses and activations are written in Python over tensor
-//! methods). Sizes accept an int or a pair, as in PyTorch.
+//! embedding on library tensors (cross-entropy and NLL are in `losses.rs`; the other losses and
+//! the activations are written in Python over tensor methods). Sizes accept an int or a pair, as
+//! in PyTorch.
 
 use anygrad::{
     Conv2dParams, ConvTranspose2dParams, DType, GridSampleMode, GridSamplePadding, InterpolateMode,

@@ -22,6 +22,7 @@ pub mod errors;
 pub mod functional;
 pub mod host_array;
 pub mod indexing;
+pub mod losses;
 pub mod math;
 pub mod models;
 pub mod onnx;
@@ -57,6 +58,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(module)?;
     amp::register(module)?;
     functional::register(module)?;
+    losses::register(module)?;
     datasets::register(module)?;
     optimizers::register(module)?;
     models::register(module)?;

@@ -664,74 +664,38 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 # Losses --------------------------------------------------------------------------------------
 
 
-def _classes_last(input):
-    """``[N, C, d1, ...]`` as ``[N * d1 * ..., C]`` (class scores in rows)."""
-    if input.dim() <= 2:
-        return input
-    order = [0] + list(range(2, input.dim())) + [1]
-    return input.permute(*order).reshape(-1, input.shape[1])
-
-
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-    """Negative log likelihood of the target classes, given log-probabilities."""
-    import anygrad
-
+def _class_targets(op, input, target):
+    """``input`` and class-index ``target`` checked with PyTorch's messages; a ``[C]`` input
+    becomes one row."""
     if input.dim() < 1 or input.dim() > 1 and target.dim() != input.dim() - 1:
         raise ValueError(
-            f"nll_loss: expected target of shape {tuple(input.shape[:1]) + tuple(input.shape[2:])}, got {tuple(target.shape)}"
+            f"{op}: expected target of shape {tuple(input.shape[:1]) + tuple(input.shape[2:])}, got {tuple(target.shape)}"
         )
     if input.dim() == 1:
         input, target = input.unsqueeze(0), target.reshape(1)
     if target.is_floating_point():
-        raise TypeError("nll_loss: expected integer class indices as the target, got floats")
-    rows = _classes_last(input)
-    flat_target = target.reshape(-1)
-    if tuple(flat_target.shape)[0] != tuple(rows.shape)[0]:
+        raise TypeError(f"{op}: expected integer class indices as the target, got floats")
+    if target.shape[0] != input.shape[0]:
         raise ValueError(
-            f"nll_loss: expected input batch_size ({rows.shape[0]}) to match target batch_size ({flat_target.shape[0]})"
+            f"{op}: expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})"
         )
-    valid = flat_target != ignore_index
-    safe = anygrad.where(valid, flat_target, 0)
-    picked = rows.gather(1, safe.unsqueeze(1)).squeeze(1)
-    weights = valid.to(rows.dtype)
-    if weight is not None:
-        weights = weights * weight.index_select(0, safe).to(rows.dtype)
-    losses = -picked * weights
-    if reduction == "mean":
-        return losses.sum() / weights.sum()
-    if reduction == "none":
-        return losses.reshape(*target.shape)
-    return _reduce(losses, reduction, "nll_loss")
+    return input, target
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log likelihood of the target classes, given log-probabilities (the library's
+    ``NllLoss``: class weights, ``ignore_index``, classes in dim 1 of ``[N, C, d...]``)."""
+    input, target = _class_targets("nll_loss", input, target)
+    return _native.nll_loss(input, target, weight, int(ignore_index), reduction)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy of class scores (logits) against class indices or class
-    probabilities."""
-    logp = input.log_softmax(1 if input.dim() > 1 else 0)
-    if target.is_floating_point():
-        rows = _classes_last(logp)
-        probs = _classes_last(target)
-        if label_smoothing:
-            classes = rows.shape[1]
-            probs = probs * (1 - label_smoothing) + label_smoothing / classes
-        if weight is not None:
-            rows = rows * weight
-        losses = -(rows * probs).sum(1)
-        return _reduce(losses, reduction, "cross_entropy")
-    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing:
-        rows = _classes_last(logp)
-        smooth = -rows.mean(1) if weight is None else -(rows * weight).sum(1) / rows.shape[1]
-        valid = (target.reshape(-1) != ignore_index).to(rows.dtype)
-        smooth = smooth * valid
-        if reduction == "mean":
-            smooth = smooth.sum() / valid.sum()
-        elif reduction == "sum":
-            smooth = smooth.sum()
-        else:
-            smooth = smooth.reshape(*target.shape)
-        loss = loss * (1 - label_smoothing) + smooth * label_smoothing
-    return loss
+    probabilities (the library's ``CrossEntropyLoss``: one native call, the same definition as
+    Rust's)."""
+    if not target.is_floating_point():
+        input, target = _class_targets("cross_entropy", input, target)
+    return _native.cross_entropy(input, target, weight, int(ignore_index), reduction, float(label_smoothing))
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
