@@ -1,6 +1,8 @@
 """``optim.Adam`` (L2 weight decay added to the gradient, ``amsgrad``) and ``optim.AdamW``
 (decoupled weight decay), with PyTorch's bias-corrected update."""
 
+from .. import _native
+from .._grad_mode import no_grad
 from .optimizer import Optimizer
 
 
@@ -26,31 +28,35 @@ class Adam(Optimizer):
     def step(self, closure=None):
         """One update of every parameter that has a gradient: one fused native step each, which
         writes the parameter and its state in place (as PyTorch's fused Adam)."""
-        import anygrad
-        from .. import _native
-
         loss = self._closure_loss(closure)
-        with anygrad.no_grad():
+        step = _native.adam_step
+        with no_grad():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
+                lr, eps, decay, amsgrad = group["lr"], group["eps"], group["weight_decay"], group["amsgrad"]
                 for p in group["params"]:
-                    if p.grad is None:
+                    grad = p.grad
+                    if grad is None:
                         continue
-                    grad = -p.grad if group["maximize"] else p.grad
-                    state = self.state.setdefault(p, {})
+                    if group["maximize"]:
+                        grad = -grad
+                    state = self.state.get(p)
                     if not state:
-                        state["step"] = 0
-                        state["exp_avg"] = anygrad.zeros_like(p)
-                        state["exp_avg_sq"] = anygrad.zeros_like(p)
-                        if group["amsgrad"]:
-                            state["max_exp_avg_sq"] = anygrad.zeros_like(p)
+                        from .. import zeros_like
+
+                        state = self.state[p] = {
+                            "step": 0,
+                            "exp_avg": zeros_like(p),
+                            "exp_avg_sq": zeros_like(p),
+                        }
+                    if amsgrad and "max_exp_avg_sq" not in state:
+                        from .. import zeros_like
+
+                        state["max_exp_avg_sq"] = zeros_like(p)
                     state["step"] += 1
-                    if group["amsgrad"] and "max_exp_avg_sq" not in state:
-                        state["max_exp_avg_sq"] = anygrad.zeros_like(p)
-                    _native.adam_step(
+                    step(
                         p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
-                        state["step"], group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
-                        self._decoupled, group["amsgrad"],
+                        state["step"], lr, beta1, beta2, eps, decay, self._decoupled, amsgrad,
                     )
         return loss
 

@@ -66,6 +66,15 @@ class Module:
         raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
 
     def __call__(self, *args, **kwargs):
+        state = self.__dict__
+        if not (
+            state["_forward_pre_hooks"]
+            or state["_forward_hooks"]
+            or state.get("_backward_hooks")
+            or state.get("_backward_pre_hooks")
+        ):
+            # No hooks: the common case, without building the hook lists.
+            return self.forward(*args, **kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:
