@@ -248,7 +248,9 @@ impl Tensor {
     }
 
     /// [`Tensor::adam_step_`] as elementwise ops and copies into the parameter and its state
-    /// (called under `no_grad`), in [`AdamStep`]'s order of operations.
+    /// (called under `no_grad`), in [`AdamStep`]'s order of operations. Half-precision
+    /// operands are widened to f32 for the arithmetic and narrowed once at the end, as the
+    /// fused kernels do (in f16, `eps` and small squared gradients round to zero).
     fn adam_step_composite(
         &self,
         grad: &Tensor,
@@ -257,34 +259,45 @@ impl Tensor {
         maximum: Option<&Tensor>,
         step: &AdamStep,
     ) -> Result<()> {
+        let stored = self.dtype();
+        let wide = |t: &Tensor| {
+            if stored == crate::dtype::DType::F16 {
+                t.to_dtype(crate::dtype::DType::F32)
+            } else {
+                Ok(t.clone())
+            }
+        };
+        let write = |target: &Tensor, value: &Tensor| target.assign(&value.to_dtype(stored)?);
         let [_lr, beta1, keep1, beta2, keep2, eps, decay, shrink, step_size, bias2_root] =
             step.scalars();
-        let mut current = self.clone();
-        let mut g = grad.clone();
+        let parameter = wide(self)?;
+        let (exp_avg_wide, exp_avg_sq_wide) = (wide(exp_avg)?, wide(exp_avg_sq)?);
+        let mut current = parameter.clone();
+        let mut g = wide(grad)?;
         if step.weight_decay != 0.0 {
             if step.decoupled {
-                current = self.mul_scalar(shrink)?;
+                current = parameter.mul_scalar(shrink)?;
             } else {
-                g = g.add(&self.mul_scalar(decay)?)?;
+                g = g.add(&parameter.mul_scalar(decay)?)?;
             }
         }
-        let m = exp_avg.mul_scalar(beta1)?.add(&g.mul_scalar(keep1)?)?;
-        let v = exp_avg_sq
+        let m = exp_avg_wide.mul_scalar(beta1)?.add(&g.mul_scalar(keep1)?)?;
+        let v = exp_avg_sq_wide
             .mul_scalar(beta2)?
             .add(&g.square()?.mul_scalar(keep2)?)?;
         let second = match maximum {
             Some(maximum) => {
-                let largest = maximum.maximum(&v)?;
-                maximum.assign(&largest)?;
+                let largest = wide(maximum)?.maximum(&v)?;
+                write(maximum, &largest)?;
                 largest
             }
             None => v.clone(),
         };
         let denominator = second.sqrt()?.div_scalar(bias2_root)?.add_scalar(eps)?;
         let update = m.div(&denominator)?.mul_scalar(step_size)?;
-        self.assign(&current.sub(&update)?)?;
-        exp_avg.assign(&m)?;
-        exp_avg_sq.assign(&v)
+        write(self, &current.sub(&update)?)?;
+        write(exp_avg, &m)?;
+        write(exp_avg_sq, &v)
     }
 }
 
