@@ -732,6 +732,86 @@ impl Storage {
         ))
     }
 
+    /// Each row's weighted class score and weight (`Indexing::class_pick`).
+    pub fn class_pick(
+        &self,
+        layout: &Layout,
+        (target, target_layout): (&Storage, &Layout),
+        weight: Option<(&Storage, &Layout)>,
+        ignore: Option<i64>,
+    ) -> Result<Storage> {
+        const OP: &str = "class_pick";
+        match weight {
+            None => {
+                let call = Call::new(OP, [(self, layout), (target, target_layout)]).indices(1);
+                run!(call, |x, t| Indexing::class_pick(
+                    x,
+                    layout,
+                    (t, target_layout),
+                    None,
+                    ignore
+                ))
+            }
+            Some((weight, weight_layout)) => {
+                let operands = [
+                    (self, layout),
+                    (target, target_layout),
+                    (weight, weight_layout),
+                ];
+                let call = Call::new(OP, operands).indices(1).same_dtype(&[0, 2]);
+                run!(call, |x, t, w| Indexing::class_pick(
+                    x,
+                    layout,
+                    (t, target_layout),
+                    Some((w, weight_layout)),
+                    ignore
+                ))
+            }
+        }
+    }
+
+    /// The dense gradient of [`Storage::class_pick`]'s picked row
+    /// (`Indexing::class_pick_backward`); `self` holds the `[n]` gradient.
+    pub fn class_pick_backward(
+        &self,
+        layout: &Layout,
+        (target, target_layout): (&Storage, &Layout),
+        weight: Option<(&Storage, &Layout)>,
+        ignore: Option<i64>,
+        classes: usize,
+    ) -> Result<Storage> {
+        const OP: &str = "class_pick_backward";
+        match weight {
+            None => {
+                let call = Call::new(OP, [(self, layout), (target, target_layout)]).indices(1);
+                run!(call, |g, t| Indexing::class_pick_backward(
+                    g,
+                    layout,
+                    (t, target_layout),
+                    None,
+                    ignore,
+                    classes
+                ))
+            }
+            Some((weight, weight_layout)) => {
+                let operands = [
+                    (self, layout),
+                    (target, target_layout),
+                    (weight, weight_layout),
+                ];
+                let call = Call::new(OP, operands).indices(1).same_dtype(&[0, 2]);
+                run!(call, |g, t, w| Indexing::class_pick_backward(
+                    g,
+                    layout,
+                    (t, target_layout),
+                    Some((w, weight_layout)),
+                    ignore,
+                    classes
+                ))
+            }
+        }
+    }
+
     /// A copy of `self` with `src` added at `indices` along `dim`
     /// (`Indexing::scatter_add`).
     pub fn scatter_add(

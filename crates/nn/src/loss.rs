@@ -238,53 +238,55 @@ fn class_index_loss(
     }
     let rows = log_probs.shape()[0];
     let target = target.reshape([rows])?;
-    let (safe_target, valid) = match options.ignore_index {
-        Some(index) => {
-            let valid = target.ne_scalar(index as f64)?;
-            let safe = target.mul(&valid.to_dtype(target.dtype())?)?;
-            (safe, Some(valid.to_dtype(log_probs.dtype())?))
-        }
-        None => (target, None),
-    };
-    let picked = log_probs
-        .gather(1, &safe_target.unsqueeze(1)?)?
-        .squeeze(1)?;
-    // w[y_i] per sample with class weights; the weight each sample has in the mean (w[y_i],
-    // 0 where ignored, or the 0/1 mask of kept samples).
-    let target_weight = match options.weight {
-        Some(weight) => Some(weight.index_select(0, &safe_target)?),
-        None => None,
-    };
-    let sample_weight = match (&target_weight, &valid) {
-        (Some(target_weight), Some(valid)) => Some(target_weight.mul(valid)?),
-        (Some(target_weight), None) => Some(target_weight.clone()),
-        (None, Some(valid)) => Some(valid.clone()),
-        (None, None) => None,
-    };
-    let mut loss = picked.neg()?;
-    if let Some(target_weight) = &target_weight {
-        loss = loss.mul(target_weight)?;
-    }
+    // One fused pick per row (`Tensor::class_pick`): row 0 `w[y_i] · log p[i, y_i]`, row 1
+    // the weight `w[y_i]` each sample has in the mean (1 without class weights), both 0 where
+    // the target is ignored.
+    let picked = log_probs.class_pick(&target, options.weight, options.ignore_index)?;
+    let weighted = picked.narrow(0, 0, 1)?.reshape([rows])?;
     let label_smoothing = options.label_smoothing;
-    if label_smoothing > 0.0 {
-        let smooth = match options.weight {
-            Some(weight) => log_probs
-                .mul(&weight.unsqueeze(0)?)?
-                .mean(&[1], false)?
-                .neg()?,
-            None => log_probs.mean(&[1], false)?.neg()?,
+    if label_smoothing == 0.0 {
+        return match options.reduction {
+            Reduction::Mean if options.weight.is_none() && options.ignore_index.is_none() => {
+                weighted.mean_all()?.neg()
+            }
+            Reduction::Mean => {
+                // Both sums in one reduction: [Σ w·log p, Σ w].
+                let totals = picked.sum(&[1], false)?;
+                totals
+                    .narrow(0, 0, 1)?
+                    .div(&totals.narrow(0, 1, 1)?)?
+                    .neg()?
+                    .reshape(Vec::<usize>::new())
+            }
+            Reduction::Sum => weighted.sum_all()?.neg(),
+            Reduction::None => weighted.neg()?.reshape(batch_shape.to_vec()),
         };
-        loss = loss
-            .mul_scalar(1.0 - label_smoothing)?
-            .add(&smooth.mul_scalar(label_smoothing)?)?;
     }
-    if let Some(valid) = &valid {
-        loss = loss.mul(valid)?;
-    }
-    match (options.reduction, &sample_weight) {
-        (Reduction::Mean, Some(sample_weight)) => loss.sum_all()?.div(&sample_weight.sum_all()?),
-        (Reduction::None, _) => loss.reshape(batch_shape.to_vec()),
-        _ => reduce(loss, options.reduction),
+    let sample_weight = picked.narrow(0, 1, 1)?.reshape([rows])?;
+    // With smoothing each kept sample also pays `-mean_c(w_c · log p_c)`, unscaled by its own
+    // weight; ignored samples pay nothing.
+    let smooth = match options.weight {
+        Some(weight) => log_probs
+            .mul(&weight.unsqueeze(0)?)?
+            .mean(&[1], false)?
+            .neg()?,
+        None => log_probs.mean(&[1], false)?.neg()?,
+    };
+    let smooth = match options.ignore_index {
+        Some(index) => smooth.mul(&target.ne_scalar(index as f64)?.to_dtype(smooth.dtype())?)?,
+        None => smooth,
+    };
+    let loss = weighted
+        .neg()?
+        .mul_scalar(1.0 - label_smoothing)?
+        .add(&smooth.mul_scalar(label_smoothing)?)?;
+    match options.reduction {
+        Reduction::Mean if options.weight.is_none() && options.ignore_index.is_none() => {
+            loss.mean_all()
+        }
+        Reduction::Mean => loss.sum_all()?.div(&sample_weight.sum_all()?),
+        Reduction::None => loss.reshape(batch_shape.to_vec()),
+        Reduction::Sum => loss.sum_all(),
     }
 }
 

@@ -382,6 +382,66 @@ pub(crate) fn check_adam_step(
     Ok(parameter.0.numel())
 }
 
+/// The operands of `class_pick` (`backward`: of its gradient, `scores` then being the `[n]`
+/// gradient and `classes` given) — each as `(view, storage length, dtype)` — checked: a
+/// contiguous `[n, c]` float view (`[n]` for the gradient), `n` integer targets, `[c]`
+/// contiguous weights of the scores' dtype. Returns `(n, c)`.
+pub(crate) fn check_class_pick(
+    scores: (&Layout, usize, DType),
+    target: (&Layout, usize, DType),
+    weight: Option<(&Layout, usize, DType)>,
+    classes: Option<usize>,
+) -> Result<(usize, usize)> {
+    const OP: &str = "class_pick";
+    check_view(OP, scores.0, scores.1)?;
+    check_view(OP, target.0, target.1)?;
+    let rank = if classes.is_some() { 1 } else { 2 };
+    if scores.0.rank() != rank || !scores.0.is_contiguous() {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "expected a contiguous {rank}-D float view, got {:?}",
+                scores.0
+            ),
+        ));
+    }
+    if !scores.2.is_float() {
+        return Err(Error::invalid(
+            OP,
+            format!("scores must be floats, got {}", scores.2),
+        ));
+    }
+    if !target.2.is_index() {
+        return Err(Error::invalid(
+            OP,
+            format!("targets must be integers, got {}", target.2),
+        ));
+    }
+    let rows = scores.0.shape[0];
+    let classes = classes.unwrap_or_else(|| scores.0.shape[1]);
+    if target.0.rank() != 1 || target.0.shape[0] != rows {
+        return Err(Error::ShapeMismatch {
+            op: OP,
+            lhs: vec![rows],
+            rhs: target.0.shape.clone(),
+            reason: "one target per row".into(),
+        });
+    }
+    if let Some((layout, len, dtype)) = weight {
+        check_view(OP, layout, len)?;
+        if layout.shape != [classes] || !layout.is_contiguous() || dtype != scores.2 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "class weights must be a contiguous [{classes}] {} view, got {dtype} {:?}",
+                    scores.2, layout
+                ),
+            ));
+        }
+    }
+    Ok((rows, classes))
+}
+
 /// The skip flag of `sgd_step`: a U32 storage of at least one element (its first is read).
 pub(crate) fn check_skip_flag(len: usize, dtype: DType) -> Result<()> {
     if dtype != DType::U32 || len == 0 {

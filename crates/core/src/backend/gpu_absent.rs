@@ -544,6 +544,27 @@ impl Indexing for GpuStorage {
         match self.never {}
     }
 
+    fn class_pick(
+        &self,
+        _layout: &Layout,
+        _target: (&Self, &Layout),
+        _weight: Option<(&Self, &Layout)>,
+        _ignore: Option<i64>,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn class_pick_backward(
+        &self,
+        _layout: &Layout,
+        _target: (&Self, &Layout),
+        _weight: Option<(&Self, &Layout)>,
+        _ignore: Option<i64>,
+        _classes: usize,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
     fn gather(
         &self,
         _layout: &Layout,

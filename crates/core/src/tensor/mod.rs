@@ -8,6 +8,7 @@ mod attention_fused;
 mod autocast;
 pub(crate) mod autocast_cache;
 mod batch_norm;
+mod class_pick;
 mod composite;
 mod composite_reduce;
 mod composite_scan;

@@ -38,6 +38,31 @@ pub(crate) trait Indexing: BackendStorage {
         dim: usize,
     ) -> Result<Self>;
 
+    /// Classification's pick: for `[n, c]` scores (`self`, a contiguous view at any offset)
+    /// and `n` integer class indices `target`, a contiguous `[2, n]` of this dtype whose row 0
+    /// is `w[t_i] · self[i, t_i]` and row 1 is `w[t_i]` (`w`: the `[c]` class weights of this
+    /// dtype, or 1), both 0 where `t_i == ignore`. Other indices outside `[0, c)` are
+    /// `Error::InvalidArgument` (on a GPU at the next readback). Products in f32 (f64 for F64).
+    fn class_pick(
+        &self,
+        layout: &Layout,
+        target: (&Self, &Layout),
+        weight: Option<(&Self, &Layout)>,
+        ignore: Option<i64>,
+    ) -> Result<Self>;
+
+    /// The gradient of [`Indexing::class_pick`]'s row 0 with respect to the scores: for the
+    /// `[n]` gradient `self` (a contiguous view), a contiguous `[n, classes]` of its dtype
+    /// holding `w[t_i] · self[i]` at `(i, t_i)` and 0 elsewhere (and on ignored rows).
+    fn class_pick_backward(
+        &self,
+        layout: &Layout,
+        target: (&Self, &Layout),
+        weight: Option<(&Self, &Layout)>,
+        ignore: Option<i64>,
+        classes: usize,
+    ) -> Result<Self>;
+
     /// A copy of `self` (the base) with `src` added at `indices` along `dim`:
     /// `out[i][indices[i][j][k]][k] += src[i][j][k]` for `dim = 1`; the output has the base's
     /// shape, `src` the base's dtype. Out-of-range indices are `Error::InvalidArgument`, never

@@ -128,6 +128,27 @@ impl Indexing for CpuStorage {
         select(self, layout, indices, indices_layout, (dim, true))
     }
 
+    fn class_pick(
+        &self,
+        layout: &Layout,
+        target: (&CpuStorage, &Layout),
+        weight: Option<(&CpuStorage, &Layout)>,
+        ignore: Option<i64>,
+    ) -> Result<CpuStorage> {
+        super::class_pick::class_pick(self, layout, target, weight, ignore)
+    }
+
+    fn class_pick_backward(
+        &self,
+        layout: &Layout,
+        target: (&CpuStorage, &Layout),
+        weight: Option<(&CpuStorage, &Layout)>,
+        ignore: Option<i64>,
+        classes: usize,
+    ) -> Result<CpuStorage> {
+        super::class_pick::class_pick_backward(self, layout, target, weight, ignore, classes)
+    }
+
     /// `out[..., j, ...] = self[..., indices[..., j, ...], ...]` along `dim`.
     fn gather(
         &self,

@@ -6,6 +6,7 @@
 
 pub(crate) mod alloc;
 mod batch_norm;
+mod class_pick;
 mod conv;
 mod conv_backward;
 mod conv_epilogue;

@@ -28,6 +28,27 @@ impl Indexing for GpuStorage {
         .run(|[(x, lx), (i, li)], _| GpuStorage::index_select(x, lx, i, li, dim))
     }
 
+    fn class_pick(
+        &self,
+        layout: &Layout,
+        target: (&Self, &Layout),
+        weight: Option<(&Self, &Layout)>,
+        ignore: Option<i64>,
+    ) -> Result<Self> {
+        GpuStorage::class_pick(self, layout, target, weight, ignore)
+    }
+
+    fn class_pick_backward(
+        &self,
+        layout: &Layout,
+        target: (&Self, &Layout),
+        weight: Option<(&Self, &Layout)>,
+        ignore: Option<i64>,
+        classes: usize,
+    ) -> Result<Self> {
+        GpuStorage::class_pick_backward(self, layout, target, weight, ignore, classes)
+    }
+
     fn index_select_wrapping(
         &self,
         layout: &Layout,

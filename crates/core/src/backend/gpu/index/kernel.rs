@@ -16,6 +16,18 @@ pub(crate) enum IndexKernel {
     ScatterAdd { dtype: DType, index: DType },
     /// `scatter_add` on floats in the CPU's order, for deterministic algorithms.
     ScatterAddOrdered { dtype: DType, index: DType },
+    /// Classification's pick of each row's class score and weight (`index/class_pick.rs`).
+    ClassPick {
+        dtype: DType,
+        index: DType,
+        weighted: bool,
+    },
+    /// The dense gradient of the pick (`index/class_pick.rs`).
+    ClassPickBackward {
+        dtype: DType,
+        index: DType,
+        weighted: bool,
+    },
     /// `index_add`'s check of the sorted indices (`index/add.rs`).
     IndexAddKeys { index: DType },
     /// `index_add`'s deterministic segmented sums: the chunk pass, or the pass over segments
@@ -45,6 +57,22 @@ impl Kernel for IndexKernel {
                 dtype == DType::F16,
                 super::scatter_add_ordered::source(dtype, index),
             ),
+            IndexKernel::ClassPick {
+                dtype,
+                index,
+                weighted,
+            } => enable_f16_if(
+                dtype == DType::F16,
+                super::class_pick::source(dtype, index, weighted),
+            ),
+            IndexKernel::ClassPickBackward {
+                dtype,
+                index,
+                weighted,
+            } => enable_f16_if(
+                dtype == DType::F16,
+                super::class_pick::backward_source(dtype, index, weighted),
+            ),
             IndexKernel::IndexAddKeys { index } => super::add::keys_source(index),
             IndexKernel::IndexAddSums { dtype, crossing } => enable_f16_if(
                 dtype == DType::F16,
@@ -67,6 +95,7 @@ impl Kernel for IndexKernel {
         for dtype in GPU_DTYPES {
             super::catalogue(&mut keys, dtype, &INDEX_DTYPES);
             super::scatter_add_ordered::catalogue(&mut keys, dtype, &INDEX_DTYPES);
+            super::class_pick::catalogue(&mut keys, dtype, &INDEX_DTYPES);
         }
         super::add::catalogue(&mut keys);
         keys

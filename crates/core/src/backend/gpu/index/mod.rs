@@ -8,6 +8,7 @@
 //! `index_rows.wgsl`, `scatter_add.wgsl`.
 
 pub(crate) mod add;
+pub(crate) mod class_pick;
 mod contract;
 pub(crate) mod kernel;
 pub(crate) mod scatter_add_ordered;
