@@ -4,7 +4,8 @@
 //! prod), sorting (sort, argsort, topk; a row past one workgroup's sort for the GPU's
 //! multi-pass kernel), selection (nonzero, masked_select) and the device-side draws (randperm,
 //! bernoulli), `index_add` (and the `index_select` gradient it computes), the fused attention
-//! kernel (forward, causal, and the gradients through it), the fused SGD and Adam steps,
+//! kernel (forward, causal, and the gradients through it), the class pick of cross-entropy,
+//! the fused SGD and Adam steps,
 //! plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
 //! and on the GPU from the same CPU input; `doctor.rs` compares the pairs.
 
@@ -269,6 +270,20 @@ pub(crate) fn comparisons(x: &Tensor, gpu: &Device) -> Vec<OpComparison> {
             "cumsum gradient",
             1e-4,
             Box::new(|x, _| gradient(x, &|t| t.cumsum(0))),
+        ),
+        (
+            "class pick (cross-entropy's core: class weights, ignore_index) and its gradient",
+            1e-5,
+            Box::new(|x, d| {
+                let targets: Vec<i32> = (0..37)
+                    .map(|i| if i % 5 == 0 { -100 } else { (i * 7) % 53 })
+                    .collect();
+                let targets = Tensor::from_vec(targets, &[37], d)?;
+                let weight = Tensor::arange(1.0, 54.0, 1.0, DType::F32, d)?.div_scalar(53.0)?;
+                let picked = x.class_pick(&targets, Some(&weight), Some(-100))?;
+                let grad = gradient(x, &|t| t.class_pick(&targets, Some(&weight), Some(-100)))?;
+                Tensor::cat(&[&picked.reshape([-1])?, &grad.reshape([-1])?], 0)
+            }),
         ),
         (
             "SGD step (momentum, Nesterov, weight decay)",
