@@ -313,31 +313,7 @@ pub(crate) fn check_sgd_step(
             "a step with momentum needs a momentum buffer",
         ));
     }
-    let operands = [Some(parameter), Some(gradient), buffer];
-    for (layout, len, dtype) in operands.into_iter().flatten() {
-        check_view(OP, layout, len)?;
-        check_same_shape(OP, parameter.0, layout)?;
-        if dtype != parameter.2 {
-            return Err(Error::DTypeMismatch {
-                op: OP,
-                lhs: parameter.2,
-                rhs: dtype,
-            });
-        }
-        if !layout.is_contiguous() {
-            return Err(Error::invalid(
-                OP,
-                format!("operands must be contiguous, got {layout:?}"),
-            ));
-        }
-    }
-    if !parameter.2.is_float() {
-        return Err(Error::invalid(
-            OP,
-            format!("a parameter of dtype {:?} cannot be stepped", parameter.2),
-        ));
-    }
-    Ok(parameter.0.numel())
+    check_step_operands(OP, parameter, [Some(gradient), buffer])
 }
 
 /// The operands of `adam_step` — parameter, gradient, first and second moments and (with
@@ -356,26 +332,37 @@ pub(crate) fn check_adam_step(
             "an AMSGrad step needs the running maximum of the second moment",
         ));
     }
+    check_step_operands(OP, parameter, operands)
+}
+
+/// The operands of an optimizer step `op` (the parameter and those given), checked: a float
+/// parameter, every view inside its storage, contiguous and of the parameter's shape and
+/// dtype. Returns the number of elements.
+fn check_step_operands<const N: usize>(
+    op: &'static str,
+    parameter: (&Layout, usize, DType),
+    operands: [Option<(&Layout, usize, DType)>; N],
+) -> Result<usize> {
     for (layout, len, dtype) in std::iter::once(Some(parameter)).chain(operands).flatten() {
-        check_view(OP, layout, len)?;
-        check_same_shape(OP, parameter.0, layout)?;
+        check_view(op, layout, len)?;
+        check_same_shape(op, parameter.0, layout)?;
         if dtype != parameter.2 {
             return Err(Error::DTypeMismatch {
-                op: OP,
+                op,
                 lhs: parameter.2,
                 rhs: dtype,
             });
         }
         if !layout.is_contiguous() {
             return Err(Error::invalid(
-                OP,
+                op,
                 format!("operands must be contiguous, got {layout:?}"),
             ));
         }
     }
     if !parameter.2.is_float() {
         return Err(Error::invalid(
-            OP,
+            op,
             format!("a parameter of dtype {:?} cannot be stepped", parameter.2),
         ));
     }

@@ -76,14 +76,7 @@ impl Tensor {
             }
         }
         let _guard = crate::autograd::no_grad();
-        // A strided gradient is made dense once, so that the step stays one kernel.
-        let dense_grad;
-        let grad = if grad.layout().is_contiguous() {
-            grad
-        } else {
-            dense_grad = grad.contiguous()?;
-            &dense_grad
-        };
+        let grad = &dense_gradient(grad)?;
         let dense = |t: &Tensor| t.layout().is_contiguous();
         let shared = self.same_storage(grad)
             || buffer.is_some_and(|b| b.same_storage(self) || b.same_storage(grad))
@@ -201,15 +194,7 @@ impl Tensor {
             check_operand(OP, self, other)?;
         }
         let _guard = crate::autograd::no_grad();
-        // The gradient is only read: a strided one (a linear layer's weight gradient, a
-        // transposed product) is made dense once, so that the step stays one kernel.
-        let dense_grad;
-        let grad = if grad.layout().is_contiguous() {
-            grad
-        } else {
-            dense_grad = grad.contiguous()?;
-            &dense_grad
-        };
+        let grad = &dense_gradient(grad)?;
         let others: Vec<&Tensor> = std::iter::once(grad)
             .chain(others[1..].iter().copied())
             .collect();
@@ -298,6 +283,16 @@ impl Tensor {
         write(self, &current.sub(&update)?)?;
         write(exp_avg, &m)?;
         write(exp_avg_sq, &v)
+    }
+}
+
+/// The gradient an update reads: a strided one (a linear layer's weight gradient, a transposed
+/// product) made dense once, so that the step stays one kernel.
+fn dense_gradient(grad: &Tensor) -> Result<Tensor> {
+    if grad.layout().is_contiguous() {
+        Ok(grad.clone())
+    } else {
+        grad.contiguous()
     }
 }
 
