@@ -240,7 +240,7 @@ fn class_index_loss(
     let target = target.reshape([rows])?;
     // One fused pick per row (`Tensor::class_pick`): row 0 `w[y_i] · log p[i, y_i]`, row 1
     // the weight `w[y_i]` each sample has in the mean (1 without class weights), both 0 where
-    // the target is ignored.
+    // the target is ignored. Only row 0 carries a gradient.
     let picked = log_probs.class_pick(&target, options.weight, options.ignore_index)?;
     let weighted = picked.narrow(0, 0, 1)?.reshape([rows])?;
     let label_smoothing = options.label_smoothing;
@@ -250,19 +250,15 @@ fn class_index_loss(
                 weighted.mean_all()?.neg()
             }
             Reduction::Mean => {
-                // Both sums in one reduction: [Σ w·log p, Σ w].
-                let totals = picked.sum(&[1], false)?;
-                totals
-                    .narrow(0, 0, 1)?
-                    .div(&totals.narrow(0, 1, 1)?)?
-                    .neg()?
-                    .reshape(Vec::<usize>::new())
+                // The weights' sum takes no gradient (the pick's row 1 has none).
+                let total_weight = picked.narrow(0, 1, 1)?.detach().sum_all()?;
+                weighted.sum_all()?.div(&total_weight)?.neg()
             }
             Reduction::Sum => weighted.sum_all()?.neg(),
             Reduction::None => weighted.neg()?.reshape(batch_shape.to_vec()),
         };
     }
-    let sample_weight = picked.narrow(0, 1, 1)?.reshape([rows])?;
+    let sample_weight = picked.narrow(0, 1, 1)?.detach().reshape([rows])?;
     // With smoothing each kept sample also pays `-mean_c(w_c · log p_c)`, unscaled by its own
     // weight; ignored samples pay nothing.
     let smooth = match options.weight {
