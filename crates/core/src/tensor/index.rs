@@ -24,27 +24,7 @@ impl Tensor {
 
     /// Entries of `dim` picked by a 1-D index tensor (`torch.index_select`).
     pub fn index_select(&self, dim: isize, indices: &Tensor) -> Result<Tensor> {
-        self.check_indices("index_select", indices)?;
-        let d = resolve_dim("index_select", dim, self.rank(), self.shape())?;
-        if indices.rank() != 1 {
-            return Err(Error::InvalidShape {
-                op: "index_select",
-                shape: indices.shape().to_vec(),
-                message: "indices must be 1-D".into(),
-            });
-        }
-        let storage = {
-            let (s, i) = (self.storage(), indices.storage());
-            s.index_select(self.layout(), &i, indices.layout(), d)?
-        };
-        let mut shape = self.shape().to_vec();
-        shape[d] = indices.numel();
-        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::IndexSelect {
-            input: self.clone(),
-            indices: indices.clone(),
-            dim: d,
-        });
-        Ok(Tensor::from_storage(storage, &shape, grad_fn))
+        self.select(dim, indices, false)
     }
 
     /// [`Tensor::index_select`] where a negative index counts from the end of `dim` (`-1` is
@@ -52,6 +32,11 @@ impl Tensor {
     /// `[-size, size)` is an error as there. On a GPU the kernel wraps the indices itself
     /// (no extra ops); the gradient wraps them once if one is needed.
     pub fn index_select_wrapping(&self, dim: isize, indices: &Tensor) -> Result<Tensor> {
+        self.select(dim, indices, true)
+    }
+
+    /// `index_select`, counting negative indices from the end where `wrap`.
+    fn select(&self, dim: isize, indices: &Tensor, wrap: bool) -> Result<Tensor> {
         const OP: &str = "index_select";
         self.check_indices(OP, indices)?;
         let d = resolve_dim(OP, dim, self.rank(), self.shape())?;
@@ -64,27 +49,27 @@ impl Tensor {
         }
         let storage = {
             let (s, i) = (self.storage(), indices.storage());
-            s.index_select_wrapping(self.layout(), &i, indices.layout(), d)?
+            if wrap {
+                s.index_select_wrapping(self.layout(), &i, indices.layout(), d)?
+            } else {
+                s.index_select(self.layout(), &i, indices.layout(), d)?
+            }
         };
         let mut shape = self.shape().to_vec();
         shape[d] = indices.numel();
         let tracked = autograd::is_grad_enabled() && self.is_tracked() && self.dtype().is_float();
-        let grad_fn = if tracked {
+        let recorded = if wrap && tracked && indices.dtype() == DType::I32 {
             // The gradient's index_add takes indices in range: wrap the negative ones.
-            let wrapped = if indices.dtype() == DType::I32 {
-                let negative = indices.lt_scalar(0.0)?.to_dtype(DType::I32)?;
-                indices.add(&negative.mul_scalar(self.shape()[d] as f64)?)?
-            } else {
-                indices.clone()
-            };
-            Tensor::record(&[self], self.dtype(), || GradFn::IndexSelect {
-                input: self.clone(),
-                indices: wrapped,
-                dim: d,
-            })
+            let negative = indices.lt_scalar(0.0)?.to_dtype(DType::I32)?;
+            indices.add(&negative.mul_scalar(self.shape()[d] as f64)?)?
         } else {
-            None
+            indices.clone()
         };
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::IndexSelect {
+            input: self.clone(),
+            indices: recorded,
+            dim: d,
+        });
         Ok(Tensor::from_storage(storage, &shape, grad_fn))
     }
 

@@ -179,6 +179,32 @@ fn ignore_words(ignore: Option<i64>) -> (u32, i32) {
 }
 
 impl GpuStorage {
+    /// The operands of the pick (`classes` given: of its backward) checked as
+    /// `check_class_pick` does, on one device and of a dtype the kernels take; `(n, c)`.
+    fn check_pick(
+        &self,
+        layout: &Layout,
+        (target, target_layout): (&GpuStorage, &Layout),
+        weight: Option<(&GpuStorage, &Layout)>,
+        classes: Option<usize>,
+    ) -> Result<(usize, usize)> {
+        const OP: &str = "class_pick";
+        same_device(OP, self, target)?;
+        if let Some((w, _)) = weight {
+            same_device(OP, self, w)?;
+        }
+        let sizes = check_class_pick(
+            (layout, self.len, self.dtype),
+            (target_layout, target.len, target.dtype),
+            weight.map(|(w, l)| (l, w.len, w.dtype)),
+            classes,
+        )?;
+        if !matches!(self.dtype, DType::F32 | DType::F16) {
+            return Err(unsupported(OP, self.dtype, &self.device));
+        }
+        Ok(sizes)
+    }
+
     /// `Indexing::class_pick`; `self` holds the `[n, c]` scores.
     pub fn class_pick(
         &self,
@@ -188,19 +214,7 @@ impl GpuStorage {
         ignore: Option<i64>,
     ) -> Result<GpuStorage> {
         const OP: &str = "class_pick";
-        same_device(OP, self, target)?;
-        if let Some((w, _)) = weight {
-            same_device(OP, self, w)?;
-        }
-        let (rows, classes) = check_class_pick(
-            (layout, self.len, self.dtype),
-            (target_layout, target.len, target.dtype),
-            weight.map(|(w, l)| (l, w.len, w.dtype)),
-            None,
-        )?;
-        if !matches!(self.dtype, DType::F32 | DType::F16) {
-            return Err(unsupported(OP, self.dtype, &self.device));
-        }
+        let (rows, classes) = self.check_pick(layout, (target, target_layout), weight, None)?;
         let out = GpuStorage::allocate(&self.device, OP, 2 * rows, self.dtype)?;
         if rows == 0 {
             return Ok(out);
@@ -253,19 +267,8 @@ impl GpuStorage {
         classes: usize,
     ) -> Result<GpuStorage> {
         const OP: &str = "class_pick";
-        same_device(OP, self, target)?;
-        if let Some((w, _)) = weight {
-            same_device(OP, self, w)?;
-        }
-        let (rows, classes) = check_class_pick(
-            (layout, self.len, self.dtype),
-            (target_layout, target.len, target.dtype),
-            weight.map(|(w, l)| (l, w.len, w.dtype)),
-            Some(classes),
-        )?;
-        if !matches!(self.dtype, DType::F32 | DType::F16) {
-            return Err(unsupported(OP, self.dtype, &self.device));
-        }
+        let (rows, classes) =
+            self.check_pick(layout, (target, target_layout), weight, Some(classes))?;
         let count = rows.checked_mul(classes).ok_or_else(|| {
             Error::invalid(OP, format!("{rows} rows of {classes} classes overflow"))
         })?;

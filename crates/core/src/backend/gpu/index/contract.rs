@@ -17,15 +17,13 @@ impl Indexing for GpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Self> {
-        let output = with_size(&layout.shape, dim, indices_layout.numel());
-        indexing_plan(
-            "index_select",
-            [(self, layout), (indices, indices_layout)],
-            &output,
+        select_in_slices(
+            self,
+            layout,
+            (indices, indices_layout),
             dim,
-            [false, true],
+            GpuStorage::index_select,
         )
-        .run(|[(x, lx), (i, li)], _| GpuStorage::index_select(x, lx, i, li, dim))
     }
 
     fn class_pick(
@@ -56,15 +54,8 @@ impl Indexing for GpuStorage {
         indices_layout: &Layout,
         dim: usize,
     ) -> Result<Self> {
-        let output = with_size(&layout.shape, dim, indices_layout.numel());
-        indexing_plan(
-            "index_select",
-            [(self, layout), (indices, indices_layout)],
-            &output,
-            dim,
-            [false, true],
-        )
-        .run(|[(x, lx), (i, li)], _| GpuStorage::index_select_wrapping(x, lx, i, li, dim))
+        let select = GpuStorage::index_select_wrapping;
+        select_in_slices(self, layout, (indices, indices_layout), dim, select)
     }
 
     fn gather(
@@ -164,4 +155,24 @@ fn indexing_plan<'a, const N: usize>(
             nests: false,
         },
     }
+}
+
+/// `select` (`index_select` or its wrapping twin) in slices along a dim other than `dim`
+/// where the tensor exceeds one buffer.
+fn select_in_slices(
+    input: &GpuStorage,
+    layout: &Layout,
+    (indices, indices_layout): (&GpuStorage, &Layout),
+    dim: usize,
+    select: fn(&GpuStorage, &Layout, &GpuStorage, &Layout, usize) -> Result<GpuStorage>,
+) -> Result<GpuStorage> {
+    let output = with_size(&layout.shape, dim, indices_layout.numel());
+    indexing_plan(
+        "index_select",
+        [(input, layout), (indices, indices_layout)],
+        &output,
+        dim,
+        [false, true],
+    )
+    .run(|[(x, lx), (i, li)], _| select(x, lx, i, li, dim))
 }
