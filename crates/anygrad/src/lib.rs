@@ -61,6 +61,10 @@ pub use anygrad_core::{
     set_fused_attention, set_fused_attention_mode, FusedAttention, FUSED_ATTENTION_SCORES_BYTES,
 };
 
+/// Block-quantized matrices (GGML's formats, as GGUF files store weights), read in place by
+/// the quantized kernels (`Tensor::linear_quantized`, `QuantizedMatrix::select_rows`).
+pub use anygrad_core::{quantization, QuantFormat, QuantizedMatrix};
+
 /// The fused SGD and Adam steps' settings (what `Tensor::sgd_step_` and `Tensor::adam_step_` take).
 pub use anygrad_core::{AdamStep, SgdStep};
 

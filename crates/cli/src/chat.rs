@@ -30,7 +30,7 @@ pub struct ChatArgs {
 /// Run `anygrad chat`.
 pub fn run(args: ChatArgs) -> Result<(), String> {
     let (device, sampling) = args.sampling.resolve()?;
-    let (model, tokenizer) = load_model(&args.model, &device)?;
+    let (model, tokenizer) = load_model(&args.model, &device, args.sampling.weights.storage())?;
     let template = tokenizer
         .chat_template
         .clone()

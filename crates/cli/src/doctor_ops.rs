@@ -5,11 +5,11 @@
 //! multi-pass kernel), selection (nonzero, masked_select) and the device-side draws (randperm,
 //! bernoulli), `index_add` (and the `index_select` gradient it computes), the fused attention
 //! kernel (forward, causal, and the gradients through it), the class pick of cross-entropy,
-//! the fused SGD and Adam steps,
+//! the fused SGD and Adam steps, the products and row lookups of every block-quantized format,
 //! plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
 //! and on the GPU from the same CPU input; `doctor.rs` compares the pairs.
 
-use anygrad::{DType, Device, Result, Tensor};
+use anygrad::{DType, Device, QuantFormat, QuantizedMatrix, Result, Tensor};
 
 /// One op run on both backends, for `doctor.rs`'s `compare`.
 pub(crate) struct OpComparison {
@@ -78,6 +78,56 @@ fn optimizer_steps(x: &Tensor, adam: bool) -> Result<Tensor> {
     let mut parts = vec![&parameter];
     parts.extend(state.iter().take(if adam { 3 } else { 1 }));
     Tensor::cat(&parts, 0)
+}
+
+/// Deterministic blocks of `format` for a `[rows, 256]` matrix: codes from a fixed
+/// generator, f16 scales in (-0.02, 0.02), or (-0.002, 0.002) for the K formats, whose 6-bit
+/// sub-block scales multiply them (values of a few units at most: sums of 256 products that
+/// f32 adds in any order to within the check's tolerance).
+fn quantized_matrix(format: QuantFormat, rows: usize, device: &Device) -> Result<QuantizedMatrix> {
+    let columns = 256;
+    let bytes = rows * format.row_bytes(columns, "doctor")?;
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut data: Vec<u8> = (0..bytes).map(|_| next() as u8).collect();
+    for block in data.chunks_mut(format.block_bytes()) {
+        for &field in format.half_scale_offsets() {
+            let unit = (next() % 2001) as f32 / 1000.0 - 1.0;
+            let size = if format.block_values() == 256 {
+                0.002
+            } else {
+                0.02
+            };
+            let scale = half::f16::from_f32(size * unit).to_bits().to_le_bytes();
+            block[field..field + 2].copy_from_slice(&scale);
+        }
+    }
+    QuantizedMatrix::from_bytes(format, [rows, columns], &data, device)
+}
+
+/// Products of one and of 37 rows of `x / 4` (widened to 256 columns) with a `format` matrix
+/// (the GPU's vector and tiled kernels), and a lookup of rows by index, side by side.
+fn quantized_products(x: &Tensor, format: QuantFormat) -> Result<Tensor> {
+    let device = x.device();
+    let matrix = quantized_matrix(format, 70, device)?;
+    let input = x.repeat(&[1, 5])?.narrow(1, 0, 256)?.mul_scalar(0.25)?;
+    let many = input.linear_quantized(&matrix)?;
+    let one = input.narrow(0, 3, 1)?.linear_quantized(&matrix)?;
+    let ids = Tensor::from_vec(vec![69i32, 0, 33, 33], &[4], device)?;
+    let rows = matrix.select_rows(&ids)?;
+    Tensor::cat(
+        &[
+            &many.reshape([-1])?,
+            &one.reshape([-1])?,
+            &rows.reshape([-1])?,
+        ],
+        0,
+    )
 }
 
 /// `scaled_dot_product_attention` of queries, keys and values cut from `x` (`[37, 53]`): three
@@ -296,10 +346,17 @@ pub(crate) fn comparisons(x: &Tensor, gpu: &Device) -> Vec<OpComparison> {
             Box::new(|x, _| optimizer_steps(x, true)),
         ),
     ];
+    let quantized = QuantFormat::ALL.into_iter().map(|format| {
+        let op: Op = Box::new(move |x, _| quantized_products(x, format));
+        let name = format!("{format} matrix: products of 1 and 37 rows, rows by index");
+        (name, 1e-5, op)
+    });
     let cpu = Device::Cpu;
     ops.into_iter()
+        .map(|(name, tolerance, op)| (name.to_string(), tolerance, op))
+        .chain(quantized)
         .map(|(name, tolerance, op)| OpComparison {
-            name: name.to_string(),
+            name,
             cpu: op(x, &cpu),
             gpu: x.to_device(gpu).and_then(|x| op(&x, gpu)),
             tolerance,

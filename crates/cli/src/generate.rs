@@ -1,14 +1,16 @@
 //! `anygrad generate --model PATH --prompt TEXT [--max-tokens N] [--temperature T]
 //! [--top-k K] [--top-p P] [--repetition-penalty R] [--seed S] [--device D] [--chat]
-//! [--system TEXT] [--json]`: text from a Llama-family language model, a GGUF file
-//! (llama.cpp's format; quantized weights are dequantized to f32) or a Hugging Face folder
-//! (`config.json`, `model.safetensors`, `tokenizer.json`).
+//! [--system TEXT] [--weights quantized|f32] [--json]`: text from a Llama-family language
+//! model, a GGUF file (llama.cpp's format; block-quantized weights stay in their format on the
+//! device unless `--weights f32`) or a Hugging Face folder (`config.json`,
+//! `model.safetensors`, `tokenizer.json`).
 //!
 //! The text streams to stdout as tokens are chosen (greedy at the default temperature 0).
 //! `--chat` wraps the prompt as a user message in the model's chat template (ChatML). With
 //! `--json` nothing streams: one JSON object is printed at the end with `prompt_ids`,
 //! `generated_ids`, `text`, `top_logits` (the 50 largest logits of the prompt's last
-//! position as `[id, logit]` pairs) and the prompt and generation speeds in tokens/s.
+//! position as `[id, logit]` pairs), the prompt and generation speeds in tokens/s, the
+//! bytes of the model's weights on the device and the device's peak memory (a GPU's).
 //! `--prompt-ids 1,2,3` gives the prompt as token ids instead of text (for comparisons with
 //! other implementations that must not depend on the tokenizer).
 
@@ -18,9 +20,10 @@ use std::path::{Path, PathBuf};
 use anygrad::models::gguf::GgufFile;
 use anygrad::models::llama::{
     generate, ChatMessage, GenerationOptions, LlamaForCausalLM, LlamaTokenizer, SamplingOptions,
+    WeightStorage,
 };
 use anygrad::Device;
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 /// How many of the prompt's last-position logits `--json` reports.
 const TOP_LOGITS: usize = 50;
@@ -49,6 +52,29 @@ pub struct SamplingArgs {
     /// Device: cpu, gpu, gpu:N or best.
     #[arg(long, default_value = "best")]
     pub device: String,
+    /// How a GGUF file's quantized weights are kept: in their blocks on the device
+    /// (`quantized`), or dequantized to f32 (`f32`).
+    #[arg(long, value_enum, default_value_t = WeightsArg::Quantized)]
+    pub weights: WeightsArg,
+}
+
+/// `--weights`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum WeightsArg {
+    /// Block-quantized weights stay in their format on the device.
+    Quantized,
+    /// Every weight dequantized to f32.
+    F32,
+}
+
+impl WeightsArg {
+    /// The library's storage choice.
+    pub fn storage(self) -> WeightStorage {
+        match self {
+            WeightsArg::Quantized => WeightStorage::Quantized,
+            WeightsArg::F32 => WeightStorage::F32,
+        }
+    }
 }
 
 impl SamplingArgs {
@@ -67,10 +93,12 @@ impl SamplingArgs {
     }
 }
 
-/// The model and its tokenizer from a GGUF file or a Hugging Face folder.
+/// The model and its tokenizer from a GGUF file (its weights kept as `storage` says) or a
+/// Hugging Face folder.
 pub fn load_model(
     path: &Path,
     device: &Device,
+    storage: WeightStorage,
 ) -> Result<(LlamaForCausalLM, LlamaTokenizer), String> {
     if path.is_dir() {
         let model = LlamaForCausalLM::from_pretrained(path, device).map_err(|e| e.to_string())?;
@@ -78,7 +106,8 @@ pub fn load_model(
         Ok((model, tokenizer))
     } else {
         let file = GgufFile::open(path).map_err(|e| e.to_string())?;
-        let model = LlamaForCausalLM::from_gguf(&file, device).map_err(|e| e.to_string())?;
+        let model =
+            LlamaForCausalLM::from_gguf_as(&file, device, storage).map_err(|e| e.to_string())?;
         let tokenizer = LlamaTokenizer::from_gguf(&file).map_err(|e| e.to_string())?;
         Ok((model, tokenizer))
     }
@@ -140,7 +169,8 @@ pub struct GenerateArgs {
 pub fn run(args: GenerateArgs) -> Result<(), String> {
     // Bad options are refused before the model is loaded.
     let (device, sampling) = args.sampling.resolve()?;
-    let (model, tokenizer) = load_model(&args.model, &device)?;
+    let (model, tokenizer) = load_model(&args.model, &device, args.sampling.weights.storage())?;
+    anygrad::reset_peak_memory(&device);
 
     let prompt_ids = match (&args.prompt_ids, &args.prompt) {
         (Some(ids), _) => ids.clone(),
@@ -197,6 +227,9 @@ pub fn run(args: GenerateArgs) -> Result<(), String> {
     } else {
         0.0
     };
+    let model_bytes = model.weight_bytes();
+    // Weights, cache and activations since the model loaded (a GPU's allocator).
+    let peak_bytes = anygrad::memory_stats(&device).map(|stats| stats.peak_allocated_bytes);
     if args.json {
         let mut order: Vec<usize> = (0..output.prompt_logits.len()).collect();
         order.sort_by(|&a, &b| output.prompt_logits[b].total_cmp(&output.prompt_logits[a]));
@@ -213,6 +246,12 @@ pub fn run(args: GenerateArgs) -> Result<(), String> {
             "prompt_tokens_per_second": prompt_rate,
             "generated_tokens_per_second": generated_rate,
             "device": device.to_string(),
+            "weights": match args.sampling.weights {
+                WeightsArg::Quantized => "quantized",
+                WeightsArg::F32 => "f32",
+            },
+            "model_bytes": model_bytes,
+            "peak_device_bytes": peak_bytes,
         });
         println!("{object}");
     } else {
@@ -221,6 +260,13 @@ pub fn run(args: GenerateArgs) -> Result<(), String> {
             "{} prompt tokens at {prompt_rate:.1} tokens/s, {} generated at {generated_rate:.1} tokens/s on {device}",
             prompt_ids.len(),
             output.generated_ids.len(),
+        );
+        let peak = peak_bytes.map_or(String::new(), |bytes| {
+            format!(", device peak {:.1} MiB", bytes as f64 / (1 << 20) as f64)
+        });
+        eprintln!(
+            "weights {:.1} MiB on the device{peak}",
+            model_bytes as f64 / (1 << 20) as f64
         );
     }
     Ok(())

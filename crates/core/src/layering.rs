@@ -25,6 +25,7 @@ const LAYERS: &[(usize, &[&str])] = &[
             "files",
             "autotune_force",
             "grad_mode",
+            "quantization",
         ],
     ),
     (1, &["shape", "layout", "geometry"]),

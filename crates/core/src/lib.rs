@@ -44,6 +44,7 @@ mod mutation;
 pub mod op;
 pub(crate) mod profile_flag;
 pub mod profiler;
+pub mod quantization;
 pub mod random;
 pub mod shape;
 pub(crate) mod storage;
@@ -64,6 +65,7 @@ pub use error::{Error, Result};
 pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats};
 pub use layout::{Layout, MemoryFormat};
 pub use op::EpilogueActivation;
+pub use quantization::QuantFormat;
 pub use random::manual_seed;
 pub use tensor::autocast_cache::clear_autocast_cache;
 pub use tensor::mutation_epoch;
@@ -71,6 +73,7 @@ pub use tensor::{
     fused_attention_enabled, fused_attention_mode, scaled_dot_product_attention,
     set_fused_attention, set_fused_attention_mode, Conv1dParams, Conv2dParams, ConvEpilogue,
     ConvTranspose2dParams, FusedAttention, GridSampleMode, GridSamplePadding, InterpolateMode,
-    InterpolateSize, PendingRead, ShapeSpec, Tensor, TensorId, FUSED_ATTENTION_SCORES_BYTES,
+    InterpolateSize, PendingRead, QuantizedMatrix, ShapeSpec, Tensor, TensorId,
+    FUSED_ATTENTION_SCORES_BYTES,
 };
 pub use update::{AdamStep, SgdStep};

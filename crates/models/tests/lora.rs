@@ -311,7 +311,13 @@ fn f16_frozen_base_trains_the_adapters(device: &Device) {
         .store_frozen_projections_as(DType::F16)
         .expect("to f16");
     assert_eq!(
-        model.model.layers[0].self_attn.q_proj.weight().dtype(),
+        model.model.layers[0]
+            .self_attn
+            .q_proj
+            .base
+            .dense_weight()
+            .expect("dense")
+            .dtype(),
         DType::F16
     );
     let half = values(&model.forward(&input).expect("forward"));

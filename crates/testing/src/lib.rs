@@ -14,9 +14,11 @@ pub mod conv_reference;
 pub mod features;
 pub mod fuzz;
 pub mod memory;
+pub mod quantized_blocks;
 pub mod skip;
 
 pub use features::gpu_has_or_skip;
+pub use quantized_blocks::random_quantized_blocks;
 pub use skip::{current_test, skip, skip_unless_required, Requirement};
 
 use std::io::Write;

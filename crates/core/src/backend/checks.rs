@@ -9,6 +9,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::op::BinaryOp;
+use crate::quantization::QuantFormat;
 
 /// Check that a view only touches elements `0..len` of its storage. The reach is computed with
 /// checked arithmetic, so absurd strides are refused rather than wrapped.
@@ -475,6 +476,61 @@ pub(crate) fn check_bitwise_dtype(op: BinaryOp, dtype: DType, device: &str) -> R
         });
     }
     Ok(())
+}
+
+/// A quantized matrix of `format` and `shape` `[n, k]` in a U32 storage of `words` words
+/// (`contract/quantized_matrices.rs`): whole blocks per row and room for every row's bytes
+/// plus one word; returns the bytes of one row.
+pub(crate) fn check_quantized_matrix(
+    op: &'static str,
+    (words, dtype): (usize, DType),
+    format: QuantFormat,
+    [rows, columns]: [usize; 2],
+) -> Result<usize> {
+    if dtype != DType::U32 {
+        return Err(Error::invalid(
+            op,
+            format!("a quantized matrix is held in U32 words, got {dtype}"),
+        ));
+    }
+    let row_bytes = format.row_bytes(columns, op)?;
+    let needed = rows
+        .checked_mul(row_bytes)
+        .map(|bytes| bytes.div_ceil(4) + 1)
+        .ok_or_else(|| Error::invalid(op, format!("{rows} rows of {columns} overflow")))?;
+    if words < needed {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "a {format} matrix of [{rows}, {columns}] needs {needed} words, the storage holds {words}"
+            ),
+        ));
+    }
+    Ok(row_bytes)
+}
+
+/// The input of a quantized product: a rank-2 F32 or F16 view inside its storage of `len`
+/// elements, `k` columns adjacent in memory; returns its rows.
+pub(crate) fn check_quantized_input(
+    op: &'static str,
+    layout: &Layout,
+    (len, dtype): (usize, DType),
+    k: usize,
+) -> Result<usize> {
+    check_view(op, layout, len)?;
+    if !matches!(dtype, DType::F32 | DType::F16) {
+        return Err(Error::invalid(
+            op,
+            format!("the input must be F32 or F16, got {dtype}"),
+        ));
+    }
+    if layout.rank() != 2 || layout.shape[1] != k || (k > 1 && layout.strides[1] != 1) {
+        return Err(Error::invalid(
+            op,
+            format!("the input must be a [m, {k}] view with adjacent columns, got {layout:?}"),
+        ));
+    }
+    Ok(layout.shape[0])
 }
 
 #[cfg(test)]

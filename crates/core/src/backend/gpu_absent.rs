@@ -10,8 +10,8 @@
 
 use crate::backend::contract::{
     Affine, Attention, BackendStorage, BatchNormalization, Convolution, Copying, Creation,
-    CustomKernels, Elementwise, Epilogue, Indexing, LinearAlgebra, Pooling, RandomNumbers,
-    Reduction, RowNormalization, Scan, Sorting, Update,
+    CustomKernels, Elementwise, Epilogue, Indexing, LinearAlgebra, Pooling, QuantizedMatrices,
+    RandomNumbers, Reduction, RowNormalization, Scan, Sorting, Update,
 };
 use crate::backend::cpu::CpuStorage;
 use crate::dtype::DType;
@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::geometry::{Conv2dParams, Window};
 use crate::layout::{Layout, MemoryFormat};
 use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+use crate::quantization::QuantFormat;
 use crate::random::Distribution;
 
 pub use crate::backend::gpu_facts::{
@@ -389,6 +390,27 @@ impl Reduction for GpuStorage {
 
 impl LinearAlgebra for GpuStorage {
     fn matmul(&self, _layout: &Layout, _rhs: &Self, _rhs_layout: &Layout) -> Result<Self> {
+        match self.never {}
+    }
+}
+
+impl QuantizedMatrices for GpuStorage {
+    fn quantized_matmul(
+        &self,
+        _layout: &Layout,
+        _weights: &Self,
+        _format: QuantFormat,
+        _shape: [usize; 2],
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn dequantize_rows(
+        &self,
+        _format: QuantFormat,
+        _shape: [usize; 2],
+        _rows: Option<(&Self, &Layout)>,
+    ) -> Result<Self> {
         match self.never {}
     }
 }

@@ -28,6 +28,7 @@ mod linalg;
 mod movement;
 mod operators;
 mod promotion;
+mod quantized;
 mod read_later;
 mod reduce;
 mod resample;
@@ -46,6 +47,7 @@ pub use conv_transpose::{Conv1dParams, ConvTranspose2dParams};
 pub use grid_sample::{GridSampleMode, GridSamplePadding};
 pub use linalg::Conv2dParams;
 pub use movement::ShapeSpec;
+pub use quantized::QuantizedMatrix;
 pub use read_later::PendingRead;
 pub use resample::{InterpolateMode, InterpolateSize};
 

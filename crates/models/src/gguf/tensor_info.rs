@@ -2,7 +2,7 @@
 //! block, bytes per block), and [`TensorInfo`]: one entry of the tensor table (name, shape,
 //! type, offset), with the checked byte size of its data.
 
-use anygrad_core::{Error, Result};
+use anygrad_core::{Error, QuantFormat, Result};
 
 /// A tensor element type of GGML (`ggml_type`). Only the types this reader can dequantize
 /// have variants; any other type id is kept as [`GgmlType::Other`] and refused when read.
@@ -90,22 +90,33 @@ impl GgmlType {
         }
     }
 
+    /// The core's block format of a block type (`None` for the float types and unknown
+    /// ones): what a `QuantizedMatrix` keeps on a device.
+    pub fn quant_format(self) -> Option<QuantFormat> {
+        Some(match self {
+            GgmlType::Q4_0 => QuantFormat::Q4_0,
+            GgmlType::Q4_1 => QuantFormat::Q4_1,
+            GgmlType::Q5_0 => QuantFormat::Q5_0,
+            GgmlType::Q5_1 => QuantFormat::Q5_1,
+            GgmlType::Q8_0 => QuantFormat::Q8_0,
+            GgmlType::Q4K => QuantFormat::Q4K,
+            GgmlType::Q5K => QuantFormat::Q5K,
+            GgmlType::Q6K => QuantFormat::Q6K,
+            GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 | GgmlType::Other(_) => return None,
+        })
+    }
+
     /// `(elements per block, bytes per block)`, or `None` for a type this reader does not
     /// know.
     pub fn block_layout(self) -> Option<(usize, usize)> {
-        Some(match self {
-            GgmlType::F32 => (1, 4),
-            GgmlType::F16 | GgmlType::BF16 => (1, 2),
-            GgmlType::Q4_0 => (32, 18),
-            GgmlType::Q4_1 => (32, 20),
-            GgmlType::Q5_0 => (32, 22),
-            GgmlType::Q5_1 => (32, 24),
-            GgmlType::Q8_0 => (32, 34),
-            GgmlType::Q4K => (256, 144),
-            GgmlType::Q5K => (256, 176),
-            GgmlType::Q6K => (256, 210),
-            GgmlType::Other(_) => return None,
-        })
+        if let Some(format) = self.quant_format() {
+            return Some((format.block_values(), format.block_bytes()));
+        }
+        match self {
+            GgmlType::F32 => Some((1, 4)),
+            GgmlType::F16 | GgmlType::BF16 => Some((1, 2)),
+            _ => None,
+        }
     }
 
     /// The bytes of `elements` values, or an error when the count is not whole blocks or the

@@ -49,7 +49,7 @@ pub fn generate(
     }
     let _no_grad = no_grad();
     let mut sampler = Sampler::new(options.sampling.clone())?;
-    let device = model.model.embed_tokens.weight.tensor().device().clone();
+    let device = model.model.embed_tokens.device();
     let vocab = model.config().vocab_size;
     let context = model.config().max_position_embeddings;
     if prompt_ids.len() > context {

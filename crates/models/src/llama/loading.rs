@@ -1,5 +1,6 @@
-//! Loading a [`LlamaForCausalLM`] from a GGUF file (llama.cpp's names, quantized weights
-//! dequantized to f32) or from a Hugging Face folder (`config.json`, `model.safetensors`).
+//! Loading a [`LlamaForCausalLM`] from a GGUF file (llama.cpp's names; block-quantized
+//! weights kept quantized on the device, or dequantized to f32: [`WeightStorage`]) or from a
+//! Hugging Face folder (`config.json`, `model.safetensors`).
 //!
 //! GGUF files written by llama.cpp's converter store the query and key projections with the
 //! rows of each head permuted for llama.cpp's interleaved RoPE (pairs `(2i, 2i + 1)`); this
@@ -11,12 +12,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anygrad_core::files::regular_file_metadata;
-use anygrad_core::{DType, Device, Error, Result, Tensor};
+use anygrad_core::{DType, Device, Error, QuantizedMatrix, Result, Tensor};
 
 use crate::gguf::GgufFile;
 
 use super::config::LlamaConfig;
 use super::model::LlamaForCausalLM;
+use super::weights::Weight;
 
 /// The largest `model.safetensors` read: 64 GiB.
 const MAX_WEIGHTS_BYTES: u64 = 64 << 30;
@@ -56,7 +58,7 @@ pub fn unpermute_rows(
     head_dim: usize,
     columns: usize,
 ) -> Result<Vec<f32>> {
-    check_rows("unpermute_rows", values, heads, head_dim, columns)?;
+    check_rows("unpermute_rows", values.len(), heads, head_dim, columns)?;
     Ok(move_rows(
         values,
         heads,
@@ -74,7 +76,7 @@ pub fn permute_rows(
     head_dim: usize,
     columns: usize,
 ) -> Result<Vec<f32>> {
-    check_rows("permute_rows", values, heads, head_dim, columns)?;
+    check_rows("permute_rows", values.len(), heads, head_dim, columns)?;
     Ok(move_rows(
         values,
         heads,
@@ -93,15 +95,16 @@ enum Direction {
 }
 
 /// Within each head, row `2i + j` of llama.cpp's order is row `j · head_dim/2 + i` of
-/// Hugging Face's: move every row from one order to the other (sizes checked by the caller).
-fn move_rows(
-    values: &[f32],
+/// Hugging Face's: move every row (`columns` elements: values, or a quantized row's bytes)
+/// from one order to the other (sizes checked by the caller).
+fn move_rows<T: Copy + Default>(
+    values: &[T],
     heads: usize,
     head_dim: usize,
     columns: usize,
     direction: Direction,
-) -> Vec<f32> {
-    let mut out = vec![0f32; values.len()];
+) -> Vec<T> {
+    let mut out = vec![T::default(); values.len()];
     let half = head_dim / 2;
     for head in 0..heads {
         for i in 0..half {
@@ -119,10 +122,10 @@ fn move_rows(
     out
 }
 
-/// `values` is `[heads · head_dim, columns]` with an even `head_dim`.
+/// `len` values are `[heads · head_dim, columns]` with an even `head_dim`.
 fn check_rows(
     op: &'static str,
-    values: &[f32],
+    len: usize,
     heads: usize,
     head_dim: usize,
     columns: usize,
@@ -130,12 +133,11 @@ fn check_rows(
     let expected = heads
         .checked_mul(head_dim)
         .and_then(|rows| rows.checked_mul(columns));
-    if expected != Some(values.len()) || !head_dim.is_multiple_of(2) {
+    if expected != Some(len) || !head_dim.is_multiple_of(2) {
         return Err(Error::invalid(
             op,
             format!(
-                "{} values are not [{heads} heads x {head_dim} (even) rows, {columns} columns]",
-                values.len()
+                "{len} values are not [{heads} heads x {head_dim} (even) rows, {columns} columns]"
             ),
         ));
     }
@@ -149,13 +151,36 @@ fn shape_error(context: &str, name: &str, found: &[usize], expected: &[usize]) -
     )
 }
 
+/// How a GGUF file's block-quantized weights (Q4_0 ... Q6_K) are kept on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WeightStorage {
+    /// In their block format: the projections, the output projection and the embeddings are
+    /// `QuantizedMatrix`es read in place by the quantized kernels (a 4-bit model takes about
+    /// a seventh of its f32 memory); they are frozen (LoRA adapters still train). Float
+    /// tensors (F32, F16, BF16) are f32.
+    #[default]
+    Quantized,
+    /// Every weight dequantized to f32 (trainable).
+    F32,
+}
+
 impl LlamaForCausalLM {
-    /// The model of a GGUF file (`general.architecture` `llama`), its weights dequantized to
-    /// f32 on `device`, the query and key rows put back in Hugging Face's layout.
+    /// The model of a GGUF file (`general.architecture` `llama`) on `device`, its
+    /// block-quantized weights kept quantized ([`WeightStorage::Quantized`]), the query and
+    /// key rows put back in Hugging Face's layout.
     pub fn from_gguf(file: &GgufFile, device: &Device) -> Result<LlamaForCausalLM> {
+        LlamaForCausalLM::from_gguf_as(file, device, WeightStorage::Quantized)
+    }
+
+    /// The model of a GGUF file with its weights kept as `storage` says.
+    pub fn from_gguf_as(
+        file: &GgufFile,
+        device: &Device,
+        storage: WeightStorage,
+    ) -> Result<LlamaForCausalLM> {
         let config = LlamaConfig::from_gguf(file)?;
         let context = file.context().to_string();
-        let mut fetch = |name: &str, shape: &[usize]| -> Result<Tensor> {
+        let mut fetch = |name: &str, shape: &[usize]| -> Result<Weight> {
             let stored = gguf_name(name).ok_or_else(|| {
                 Error::format(&context, format!("no GGUF name for parameter `{name}`"))
             })?;
@@ -169,25 +194,47 @@ impl LlamaForCausalLM {
             if found != shape {
                 return Err(shape_error(&context, &stored, &found, shape));
             }
-            let (values, _) = file.tensor_f32(&stored)?;
-            let values = if name.ends_with("q_proj.weight") {
-                unpermute_rows(
-                    &values,
-                    config.num_attention_heads,
-                    config.head_dim,
-                    shape[1],
-                )?
+            // Query and key rows go back to Hugging Face's order (whole rows move, so a
+            // quantized row's bytes move as they are).
+            let heads = if name.ends_with("q_proj.weight") {
+                Some(config.num_attention_heads)
             } else if name.ends_with("k_proj.weight") {
-                unpermute_rows(
-                    &values,
-                    config.num_key_value_heads,
-                    config.head_dim,
-                    shape[1],
-                )?
+                Some(config.num_key_value_heads)
             } else {
-                values
+                None
             };
-            Tensor::from_vec(values, shape, device)
+            let format = info.ggml_type.quant_format();
+            if let (WeightStorage::Quantized, Some(format), &[rows, columns]) =
+                (storage, format, shape)
+            {
+                let bytes = file.tensor_bytes(&stored)?;
+                let row_bytes = format.row_bytes(columns, "LlamaForCausalLM::from_gguf")?;
+                let bytes = match heads {
+                    Some(heads) => {
+                        check_rows("from_gguf", bytes.len(), heads, config.head_dim, row_bytes)?;
+                        move_rows(
+                            bytes,
+                            heads,
+                            config.head_dim,
+                            row_bytes,
+                            Direction::ToHuggingFace,
+                        )
+                    }
+                    None => bytes.to_vec(),
+                };
+                return Ok(Weight::Quantized(QuantizedMatrix::from_bytes(
+                    format,
+                    [rows, columns],
+                    &bytes,
+                    device,
+                )?));
+            }
+            let (values, _) = file.tensor_f32(&stored)?;
+            let values = match heads {
+                Some(heads) => unpermute_rows(&values, heads, config.head_dim, shape[1])?,
+                None => values,
+            };
+            Ok(Weight::Dense(Tensor::from_vec(values, shape, device)?))
         };
         LlamaForCausalLM::from_weights(&config, &mut fetch)
     }
@@ -212,14 +259,16 @@ impl LlamaForCausalLM {
         if config.tie_word_embeddings {
             tensors.remove("lm_head.weight");
         }
-        let mut fetch = |name: &str, shape: &[usize]| -> Result<Tensor> {
+        let mut fetch = |name: &str, shape: &[usize]| -> Result<Weight> {
             let tensor = tensors.remove(name).ok_or_else(|| {
                 Error::format(&context, format!("the file has no tensor `{name}`"))
             })?;
             if tensor.shape() != shape {
                 return Err(shape_error(&context, name, tensor.shape(), shape));
             }
-            tensor.to_dtype(DType::F32)?.to_device(device)
+            Ok(Weight::Dense(
+                tensor.to_dtype(DType::F32)?.to_device(device)?,
+            ))
         };
         let model = LlamaForCausalLM::from_weights(&config, &mut fetch)?;
         unexpected_tensors(&tensors, &context)?;

@@ -5,10 +5,10 @@
 //!
 //! - [`LoraConfig`]: rank, alpha and the projections adapted, by name (`q_proj`, `k_proj`,
 //!   `v_proj`, `o_proj`, `gate_proj`, `up_proj`, `down_proj`).
-//! - [`LoraLinear`]: the projection type of the model: a [`Linear`] and an optional
-//!   [`LoraAdapter`]. Its parameter names are the base's (`weight`) and the adapter's
-//!   (`lora_A.weight`, `lora_B.weight`), so the model's state dict is unchanged without
-//!   adapters.
+//! - [`LoraLinear`]: the projection type of the model: a base weight (a `Linear`, or a
+//!   frozen quantized matrix: [`ProjectionWeight`]) and an optional [`LoraAdapter`]. Its
+//!   parameter names are the base's (`weight`) and the adapter's (`lora_A.weight`,
+//!   `lora_B.weight`), so the model's state dict is unchanged without adapters.
 //! - [`LlamaForCausalLM::add_lora`] freezes every base parameter (`requires_grad` false: no
 //!   gradient is computed or stored for them) and adds adapters;
 //!   [`LlamaForCausalLM::lora_parameters`] lists the trainable ones for an optimizer.
@@ -22,11 +22,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anygrad_core::files::read_regular_file;
-use anygrad_core::{DType, Error, Result, Tensor};
-use anygrad_nn::{init, Kind, Linear, Module, Parameter};
+use anygrad_core::{DType, Device, Error, Result, Tensor};
+use anygrad_nn::{init, Kind, Module, Parameter};
 use serde_json::{json, Value};
 
 use super::model::LlamaForCausalLM;
+use super::weights::ProjectionWeight;
 
 /// The projections of a Llama layer that can carry an adapter, by their Hugging Face names.
 pub const LORA_TARGETS: [&str; 7] = [
@@ -187,16 +188,14 @@ pub struct LoraAdapter {
 }
 
 impl LoraAdapter {
-    /// A fresh adapter for a `[out, in]` projection: `A` drawn from `U(-1/√in, 1/√in)` (PEFT's
-    /// `kaiming_uniform_(a = √5)`, from the global generator), `B` zero, on `base`'s device.
-    pub fn new(base: &Tensor, config: &LoraConfig) -> Result<LoraAdapter> {
-        let &[out, inputs] = base.shape() else {
-            return Err(Error::invalid(
-                "LoraAdapter",
-                format!("the base weight must be [out, in], got {:?}", base.shape()),
-            ));
-        };
-        let device = base.device();
+    /// A fresh adapter for a `[out, in]` projection on `device`: `A` drawn from
+    /// `U(-1/√in, 1/√in)` (PEFT's `kaiming_uniform_(a = √5)`, from the global generator), `B`
+    /// zero.
+    pub fn new(
+        [out, inputs]: [usize; 2],
+        device: &Device,
+        config: &LoraConfig,
+    ) -> Result<LoraAdapter> {
         let lora_a = Tensor::zeros(&[config.rank, inputs], DType::F32, device)?;
         init::default_weight_(&lora_a)?;
         let lora_b = Tensor::zeros(&[out, config.rank], DType::F32, device)?;
@@ -215,20 +214,20 @@ impl LoraAdapter {
     }
 }
 
-/// A projection of the model: a bias-free [`Linear`] `[out, in]` and, once LoRA is added,
-/// its adapter. Parameter names: `weight` (and `bias`), then `lora_A.weight` and
-/// `lora_B.weight`.
+/// A projection of the model: a bias-free base weight `[out, in]` (dense, or quantized and
+/// frozen) and, once LoRA is added, its adapter. Parameter names: `weight` (and `bias`) of a
+/// dense base, then `lora_A.weight` and `lora_B.weight`.
 #[derive(Clone, Debug)]
 pub struct LoraLinear {
     /// The base projection (frozen once an adapter is added).
-    pub base: Linear,
+    pub base: ProjectionWeight,
     /// The low-rank update, if any.
     pub adapter: Option<LoraAdapter>,
 }
 
 impl LoraLinear {
     /// A projection without an adapter.
-    pub fn new(base: Linear) -> LoraLinear {
+    pub fn new(base: ProjectionWeight) -> LoraLinear {
         LoraLinear {
             base,
             adapter: None,
@@ -236,27 +235,19 @@ impl LoraLinear {
     }
 
     /// `x Wᵀ (+ b) + scaling · (x Aᵀ) Bᵀ`. A base stored in another dtype (f16 after
-    /// [`LlamaForCausalLM::store_frozen_projections_as`]) multiplies `x` converted to its
-    /// dtype, and the product comes back in `x`'s dtype.
+    /// [`LlamaForCausalLM::store_frozen_projections_as`], or quantized) gives its product in
+    /// `x`'s dtype (see [`ProjectionWeight::forward`]).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let weight = self.base.weight.tensor();
-        let y = if weight.dtype() == x.dtype() {
-            self.base.forward(x)?
-        } else {
-            let bias = self.base.bias.as_ref().map(Parameter::tensor);
-            x.to_dtype(weight.dtype())?
-                .linear(&weight, bias.as_ref())?
-                .to_dtype(x.dtype())?
-        };
+        let y = self.base.forward(x)?;
         match &self.adapter {
             Some(adapter) => y.add(&adapter.forward(x)?),
             None => Ok(y),
         }
     }
 
-    /// The base weight `[out, in]`.
-    pub fn weight(&self) -> Tensor {
-        self.base.weight.tensor()
+    /// The base weight's shape, `[out, in]`.
+    pub fn shape(&self) -> [usize; 2] {
+        self.base.shape()
     }
 }
 
@@ -333,7 +324,8 @@ impl LlamaForCausalLM {
         }
         for (_, short, projection) in self.projections_mut() {
             if config.target_modules.iter().any(|t| t == short) {
-                projection.adapter = Some(LoraAdapter::new(&projection.weight(), config)?);
+                let device = projection.base.device();
+                projection.adapter = Some(LoraAdapter::new(projection.shape(), &device, config)?);
             }
         }
         self.lora = Some(config.clone());
@@ -352,7 +344,10 @@ impl LlamaForCausalLM {
             ));
         }
         for (name, _, projection) in self.projections_mut() {
-            let base = &projection.base;
+            // A quantized base is frozen and stays in its format.
+            let ProjectionWeight::Dense(base) = &projection.base else {
+                continue;
+            };
             let slots = std::iter::once(&base.weight).chain(base.bias.as_ref());
             for slot in slots {
                 let tensor = slot.tensor();

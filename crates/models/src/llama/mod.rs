@@ -12,6 +12,7 @@
 //!   `tokenizer.json`.
 //! - `chat.rs` (feature `text`): the ChatML chat template.
 //! - `causal_lm_loss.rs`: [`causal_lm_loss`]: next-token cross-entropy with padding masks.
+//! - `weights.rs`: projection and embedding weights held dense or block-quantized.
 //! - `lora.rs`: LoRA adapters on the projections ([`LoraConfig`], [`LoraLinear`]), the base
 //!   frozen, saved and loaded in PEFT's layout.
 
@@ -28,6 +29,7 @@ mod rope;
 mod sampling;
 #[cfg(feature = "text")]
 mod tokenizer;
+mod weights;
 
 pub use cache::KvCache;
 pub use causal_lm_loss::causal_lm_loss;
@@ -35,7 +37,7 @@ pub use causal_lm_loss::causal_lm_loss;
 pub use chat::{ChatMessage, ChatTemplate};
 pub use config::LlamaConfig;
 pub use generation::{generate, GenerationOptions, GenerationOutput};
-pub use loading::{gguf_name, permute_rows, unpermute_rows};
+pub use loading::{gguf_name, permute_rows, unpermute_rows, WeightStorage};
 pub use lora::{LoraAdapter, LoraConfig, LoraLinear, LORA_TARGETS};
 pub use model::{
     LlamaAttention, LlamaDecoderLayer, LlamaForCausalLM, LlamaMlp, LlamaModel, WeightSource,
@@ -44,3 +46,4 @@ pub use rope::{apply_rotary, cos_sin, inverse_frequencies};
 pub use sampling::{Sampler, SamplingOptions};
 #[cfg(feature = "text")]
 pub use tokenizer::LlamaTokenizer;
+pub use weights::{ProjectionWeight, TokenEmbedding, Weight};

@@ -15,12 +15,13 @@
 //! (`lora.rs`); [`LlamaForCausalLM::forward_train`] can checkpoint each layer for training.
 
 use anygrad_core::{scaled_dot_product_attention, DType, Error, Result, Tensor};
-use anygrad_nn::{checkpoint_fn, Embedding, Linear, Module, RMSNorm};
+use anygrad_nn::{checkpoint_fn, Module, RMSNorm};
 
 use super::cache::KvCache;
 use super::config::LlamaConfig;
 use super::lora::{LoraConfig, LoraLinear};
 use super::rope::{apply_rotary, cos_sin};
+use super::weights::{ProjectionWeight, TokenEmbedding, Weight};
 
 /// Multi-head self-attention with grouped-query heads and rotary positions. Cloning shares
 /// the parameters.
@@ -202,8 +203,8 @@ impl LlamaDecoderLayer {
 /// The decoder stack: embeddings, layers, final norm (`transformers`' `LlamaModel`).
 #[derive(Module)]
 pub struct LlamaModel {
-    /// `[vocab, hidden]`.
-    pub embed_tokens: Embedding,
+    /// `[vocab, hidden]`, dense or quantized.
+    pub embed_tokens: TokenEmbedding,
     /// The decoder layers.
     pub layers: Vec<LlamaDecoderLayer>,
     /// The final norm.
@@ -227,7 +228,7 @@ pub struct LlamaForCausalLM {
     /// The decoder.
     pub model: LlamaModel,
     /// The output projection `[vocab, hidden]`; `None` when tied to `embed_tokens`.
-    pub lm_head: Option<Linear>,
+    pub lm_head: Option<ProjectionWeight>,
     #[module(skip)]
     config: LlamaConfig,
     /// The LoRA configuration once adapters are added (`lora.rs`).
@@ -235,9 +236,10 @@ pub struct LlamaForCausalLM {
     pub(crate) lora: Option<LoraConfig>,
 }
 
-/// Where weights come from when a model is built: `fetch(name, shape)` returns the tensor of
-/// a Hugging Face parameter name, of exactly `shape`, on the model's device.
-pub type WeightSource<'a> = dyn FnMut(&str, &[usize]) -> Result<Tensor> + 'a;
+/// Where weights come from when a model is built: `fetch(name, shape)` returns the weight of
+/// a Hugging Face parameter name, of exactly `shape`, on the model's device: a tensor, or a
+/// quantized matrix for a projection or the embeddings (a norm's is dequantized).
+pub type WeightSource<'a> = dyn FnMut(&str, &[usize]) -> Result<Weight> + 'a;
 
 impl LlamaForCausalLM {
     /// Build the model of `config` from `weights` (asked for every parameter by its Hugging
@@ -247,10 +249,10 @@ impl LlamaForCausalLM {
         let c = config;
         let (hidden, head_dim) = (c.hidden_size, c.head_dim);
         let mut linear = |name: String, out: usize, inputs: usize| -> Result<LoraLinear> {
-            Ok(LoraLinear::new(Linear::from_tensors(
-                weights(&name, &[out, inputs])?,
-                None,
-            )))
+            Ok(LoraLinear::new(ProjectionWeight::new(weights(
+                &name,
+                &[out, inputs],
+            )?)))
         };
         // Grown as each layer's weights arrive: a configuration's counts reserve nothing.
         let mut layers = Vec::new();
@@ -305,7 +307,7 @@ impl LlamaForCausalLM {
             layers.push((self_attn, mlp));
         }
         let mut norm = |name: &str| -> Result<RMSNorm> {
-            let weight = weights(name, &[hidden])?;
+            let weight = weights(name, &[hidden])?.into_dense()?;
             Ok(RMSNorm {
                 weight: Some(anygrad_nn::Parameter::new(weight)),
                 normalized_shape: vec![hidden],
@@ -322,17 +324,17 @@ impl LlamaForCausalLM {
             });
         }
         let final_norm = norm("model.norm.weight")?;
-        let embed_tokens = Embedding::from_tensor(weights(
+        let embed_tokens = TokenEmbedding::new(weights(
             "model.embed_tokens.weight",
             &[c.vocab_size, hidden],
         )?);
         let lm_head = if c.tie_word_embeddings {
             None
         } else {
-            Some(Linear::from_tensors(
-                weights("lm_head.weight", &[c.vocab_size, hidden])?,
-                None,
-            ))
+            Some(ProjectionWeight::new(weights(
+                "lm_head.weight",
+                &[c.vocab_size, hidden],
+            )?))
         };
         let model = LlamaForCausalLM {
             model: LlamaModel {
@@ -346,6 +348,39 @@ impl LlamaForCausalLM {
         };
         Module::eval(&model);
         Ok(model)
+    }
+
+    /// Bytes the model's weights take on their device: quantized matrices their blocks,
+    /// dense tensors their elements.
+    pub fn weight_bytes(&self) -> usize {
+        let parameters: usize = self
+            .parameters()
+            .iter()
+            .map(|t| t.numel() * t.dtype().size_in_bytes())
+            .sum();
+        let quantized = |p: &ProjectionWeight| match p {
+            ProjectionWeight::Quantized(matrix) => matrix.storage_bytes(),
+            ProjectionWeight::Dense(_) => 0,
+        };
+        let mut bytes = parameters + self.lm_head.as_ref().map_or(0, quantized);
+        if let TokenEmbedding::Quantized(matrix) = &self.model.embed_tokens {
+            bytes += matrix.storage_bytes();
+        }
+        for layer in &self.model.layers {
+            let (a, m) = (&layer.self_attn, &layer.mlp);
+            for projection in [
+                &a.q_proj,
+                &a.k_proj,
+                &a.v_proj,
+                &a.o_proj,
+                &m.gate_proj,
+                &m.up_proj,
+                &m.down_proj,
+            ] {
+                bytes += quantized(&projection.base);
+            }
+        }
+        bytes
     }
 
     /// The configuration.
@@ -478,7 +513,7 @@ impl LlamaForCausalLM {
     fn project(&self, hidden: &Tensor) -> Result<Tensor> {
         match &self.lm_head {
             Some(head) => head.forward(hidden),
-            None => hidden.linear(&self.model.embed_tokens.weight.tensor(), None),
+            None => self.model.embed_tokens.project(hidden),
         }
     }
 }

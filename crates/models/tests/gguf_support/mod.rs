@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use anygrad_core::{Device, Result, Tensor};
-use anygrad_models::llama::{permute_rows, LlamaConfig, LlamaForCausalLM};
+use anygrad_models::llama::{permute_rows, LlamaConfig, LlamaForCausalLM, Weight};
 use anygrad_testing::pseudo_random;
 
 /// A metadata value to write.
@@ -225,13 +225,17 @@ pub fn model_from(
     weights: &[(String, Vec<usize>, Vec<f32>)],
     device: &Device,
 ) -> Result<LlamaForCausalLM> {
-    let mut fetch = |name: &str, shape: &[usize]| -> Result<Tensor> {
+    let mut fetch = |name: &str, shape: &[usize]| -> Result<Weight> {
         let (_, stored_shape, values) = weights
             .iter()
             .find(|(n, _, _)| n == name)
             .unwrap_or_else(|| panic!("no weight {name}"));
         assert_eq!(stored_shape.as_slice(), shape, "{name}");
-        Tensor::from_vec(values.clone(), shape, device)
+        Ok(Weight::Dense(Tensor::from_vec(
+            values.clone(),
+            shape,
+            device,
+        )?))
     };
     LlamaForCausalLM::from_weights(config, &mut fetch)
 }
@@ -239,6 +243,26 @@ pub fn model_from(
 /// `weights` as a llama.cpp-style GGUF: llama.cpp names, query/key rows permuted for
 /// interleaved RoPE, `llama.*` metadata, F32 tensors.
 pub fn llama_gguf(config: &LlamaConfig, weights: &[(String, Vec<usize>, Vec<f32>)]) -> Vec<u8> {
+    let c = config;
+    let tensors: Vec<StoredTensor> = weights
+        .iter()
+        .map(|(name, shape, values)| {
+            let stored = anygrad_models::llama::gguf_name(name).expect("gguf name");
+            let values = if name.ends_with("q_proj.weight") {
+                permute_rows(values, c.num_attention_heads, c.head_dim, shape[1]).expect("permute")
+            } else if name.ends_with("k_proj.weight") {
+                permute_rows(values, c.num_key_value_heads, c.head_dim, shape[1]).expect("permute")
+            } else {
+                values.clone()
+            };
+            f32_tensor(&stored, shape, &values)
+        })
+        .collect();
+    llama_gguf_of_tensors(config, &tensors)
+}
+
+/// A llama.cpp-style GGUF of `config`'s `llama.*` metadata and the stored `tensors`.
+pub fn llama_gguf_of_tensors(config: &LlamaConfig, tensors: &[StoredTensor]) -> Vec<u8> {
     let c = config;
     let metadata = vec![
         ("general.architecture", Value::Str("llama".into())),
@@ -270,19 +294,5 @@ pub fn llama_gguf(config: &LlamaConfig, weights: &[(String, Vec<usize>, Vec<f32>
         ("tokenizer.ggml.bos_token_id", Value::U32(1)),
         ("tokenizer.ggml.eos_token_id", Value::U32(2)),
     ];
-    let tensors: Vec<StoredTensor> = weights
-        .iter()
-        .map(|(name, shape, values)| {
-            let stored = anygrad_models::llama::gguf_name(name).expect("gguf name");
-            let values = if name.ends_with("q_proj.weight") {
-                permute_rows(values, c.num_attention_heads, c.head_dim, shape[1]).expect("permute")
-            } else if name.ends_with("k_proj.weight") {
-                permute_rows(values, c.num_key_value_heads, c.head_dim, shape[1]).expect("permute")
-            } else {
-                values.clone()
-            };
-            f32_tensor(&stored, shape, &values)
-        })
-        .collect();
-    write_gguf(&metadata, &tensors, 64)
+    write_gguf(&metadata, tensors, 64)
 }

@@ -11,7 +11,7 @@
 //!
 //! The families: `creation`, `random_numbers`, `copying`, `elementwise`, `reduction`,
 //! `linear_algebra`, `convolution`, `pooling`, `row_normalization`, `batch_normalization`,
-//! `indexing`, `sorting`, `scan`, `update`, and two optional ones whose methods default to
+//! `indexing`, `sorting`, `scan`, `update`, `quantized_matrices`, and two optional ones whose methods default to
 //! "unsupported" (`attention`, `custom_kernels`). Each backend implements a family next to
 //! its kernels: the CPU in `cpu/<family>.rs`, the GPU in `gpu/<family>/contract.rs`.
 //!
@@ -30,6 +30,7 @@ mod elementwise;
 mod indexing;
 mod linear_algebra;
 mod pooling;
+mod quantized_matrices;
 mod random_numbers;
 mod reduction;
 mod row_normalization;
@@ -47,6 +48,7 @@ pub(crate) use elementwise::Elementwise;
 pub(crate) use indexing::Indexing;
 pub(crate) use linear_algebra::LinearAlgebra;
 pub(crate) use pooling::Pooling;
+pub(crate) use quantized_matrices::QuantizedMatrices;
 pub(crate) use random_numbers::RandomNumbers;
 pub(crate) use reduction::Reduction;
 pub(crate) use row_normalization::{Affine, RowNormalization};

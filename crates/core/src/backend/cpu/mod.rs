@@ -15,6 +15,7 @@ mod host_buffer;
 mod index;
 mod matmul;
 mod pool;
+mod quantized;
 mod reduce;
 mod rows;
 mod scan;

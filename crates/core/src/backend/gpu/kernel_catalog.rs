@@ -18,6 +18,7 @@ use super::norm::kernel::NormKernel;
 use super::optimizer::kernel::OptimizerKernel;
 use super::pool::kernel::PoolKernel;
 use super::prefetch::kernel::PrefetchKernel;
+use super::quantized::kernel::QuantizedKernel;
 use super::random::kernel::RandomKernel;
 use super::reduce::kernel::ReduceKernel;
 use super::runtime::kernel::Kernel;
@@ -36,6 +37,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     family::<ElementwiseKernel>(&mut sources);
     family::<ReduceKernel>(&mut sources);
     family::<MatmulKernel>(&mut sources);
+    family::<QuantizedKernel>(&mut sources);
     family::<ConvKernel>(&mut sources);
     family::<PoolKernel>(&mut sources);
     family::<NormKernel>(&mut sources);

@@ -15,7 +15,7 @@
 //!   tensor-core kernels), `conv/` (direct, backward, Winograd, tensor cores, channels-last,
 //!   the epilogue, the tuning entry points), `attention/` (scalar and tensor-core kernels),
 //!   `pool/`, `index/`, `copy/`, `sort/`, `scan/`, `fill/`, `random/`, `optimizer/`, `custom/`,
-//!   `prefetch/`.
+//!   `prefetch/`, `quantized/` (products with block-quantized matrices read in place).
 //! - what names every family: `kernel_catalog.rs` (every family's `Kernel::catalogue`, for
 //!   the naga test and `anygrad kernels dump`), `kernel_snapshots.rs`, and this file (the
 //!   public API and the hooks handed to every context).
@@ -52,6 +52,7 @@ mod norm;
 mod optimizer;
 mod pool;
 mod prefetch;
+mod quantized;
 mod random;
 mod reduce;
 mod scan;

@@ -10,9 +10,9 @@
 //! - Q6_K (210 bytes): 128 bytes `ql` (low 4 bits), 64 bytes `qh` (high 2 bits), 16 signed
 //!   8-bit scales of 16-value groups, f16 `d`; `x = d · scale · (q - 32)`.
 //!
-//! Callers ([`super::dequantize`]) pass whole blocks.
+//! Callers ([`super::dequantize_blocks`]) pass whole blocks.
 
-use super::dequantize::f16_at;
+use super::format::f16_at;
 
 /// Sub-block `j`'s 6-bit (scale, minimum) from the 12 packed bytes of a Q4_K/Q5_K block:
 /// sub-blocks 0..4 keep theirs in the low 6 bits of bytes `j` and `j + 4`; 4..8 take their
@@ -30,7 +30,7 @@ fn scale_and_min(packed: &[u8], j: usize) -> (u8, u8) {
 }
 
 /// Q4_K super-blocks to f32, appended to `out`.
-pub(super) fn q4_k(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q4_k(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(144) {
         let d = f16_at(block, 0);
         let dmin = f16_at(block, 2);
@@ -49,7 +49,7 @@ pub(super) fn q4_k(bytes: &[u8], out: &mut Vec<f32>) {
 }
 
 /// Q5_K super-blocks to f32, appended to `out`.
-pub(super) fn q5_k(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q5_k(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(176) {
         let d = f16_at(block, 0);
         let dmin = f16_at(block, 2);
@@ -77,7 +77,7 @@ pub(super) fn q5_k(bytes: &[u8], out: &mut Vec<f32>) {
 }
 
 /// Q6_K super-blocks to f32, appended to `out`.
-pub(super) fn q6_k(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q6_k(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(210) {
         let d = f16_at(block, 208);
         let mut values = [0f32; 256];

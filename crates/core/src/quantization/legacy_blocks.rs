@@ -9,12 +9,12 @@
 //! - Q5_1 (24 bytes): `d`, `m`, `qh`, nibbles; `x = q · d + m`.
 //! - Q8_0 (34 bytes): `d`, 32 signed bytes; `x = q · d`.
 //!
-//! Callers ([`super::dequantize`]) pass whole blocks.
+//! Callers ([`super::dequantize_blocks`]) pass whole blocks.
 
-use super::dequantize::f16_at;
+use super::format::f16_at;
 
 /// Q4_0 blocks to f32, appended to `out`.
-pub(super) fn q4_0(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q4_0(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(18) {
         let d = f16_at(block, 0);
         let nibbles = &block[2..18];
@@ -24,7 +24,7 @@ pub(super) fn q4_0(bytes: &[u8], out: &mut Vec<f32>) {
 }
 
 /// Q4_1 blocks to f32, appended to `out`.
-pub(super) fn q4_1(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q4_1(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(20) {
         let d = f16_at(block, 0);
         let m = f16_at(block, 2);
@@ -58,7 +58,7 @@ fn five_bit_values(nibbles: &[u8], high: u32) -> impl Iterator<Item = u8> + '_ {
 }
 
 /// Q5_0 blocks to f32, appended to `out`.
-pub(super) fn q5_0(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q5_0(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(22) {
         let d = f16_at(block, 0);
         let high = fifth_bits(block, 2);
@@ -67,7 +67,7 @@ pub(super) fn q5_0(bytes: &[u8], out: &mut Vec<f32>) {
 }
 
 /// Q5_1 blocks to f32, appended to `out`.
-pub(super) fn q5_1(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q5_1(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(24) {
         let d = f16_at(block, 0);
         let m = f16_at(block, 2);
@@ -77,7 +77,7 @@ pub(super) fn q5_1(bytes: &[u8], out: &mut Vec<f32>) {
 }
 
 /// Q8_0 blocks to f32, appended to `out`.
-pub(super) fn q8_0(bytes: &[u8], out: &mut Vec<f32>) {
+pub(crate) fn q8_0(bytes: &[u8], out: &mut Vec<f32>) {
     for block in bytes.chunks_exact(34) {
         let d = f16_at(block, 0);
         out.extend(block[2..34].iter().map(|&b| (b as i8) as f32 * d));
