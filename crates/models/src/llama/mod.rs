@@ -3,6 +3,8 @@
 //!
 //! - `config.rs`: [`LlamaConfig`] from GGUF metadata or `config.json`.
 //! - `rope.rs`: rotary position embeddings in Hugging Face's rotate-half layout.
+//! - `rope_scaling.rs`: [`RopeScaling`]: linear, dynamic, llama3, YaRN and per-frequency
+//!   scaling of the RoPE frequencies.
 //! - `cache.rs`: [`KvCache`]: keys and values on the device between calls.
 //! - `model.rs`: [`LlamaForCausalLM`] and its submodules.
 //! - `loading.rs`: GGUF (undoing llama.cpp's query/key permutation) and safetensors loading.
@@ -25,6 +27,7 @@ mod loading;
 mod lora;
 mod model;
 mod rope;
+mod rope_scaling;
 mod sampling;
 #[cfg(feature = "text")]
 mod tokenizer;
@@ -40,7 +43,8 @@ pub use lora::{LoraAdapter, LoraConfig, LoraLinear, LORA_TARGETS};
 pub use model::{
     LlamaAttention, LlamaDecoderLayer, LlamaForCausalLM, LlamaMlp, LlamaModel, WeightSource,
 };
-pub use rope::{apply_rotary, cos_sin, inverse_frequencies};
+pub use rope::{apply_rotary, cos_sin, inverse_frequencies, RotaryEmbedding};
+pub use rope_scaling::RopeScaling;
 pub use sampling::{Sampler, SamplingOptions};
 #[cfg(feature = "text")]
 pub use tokenizer::LlamaTokenizer;

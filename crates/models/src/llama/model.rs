@@ -20,7 +20,7 @@ use anygrad_nn::{checkpoint_fn, Embedding, Linear, Module, RMSNorm};
 use super::cache::KvCache;
 use super::config::LlamaConfig;
 use super::lora::{LoraConfig, LoraLinear};
-use super::rope::{apply_rotary, cos_sin};
+use super::rope::{apply_rotary, RotaryEmbedding};
 
 /// Multi-head self-attention with grouped-query heads and rotary positions. Cloning shares
 /// the parameters.
@@ -37,14 +37,15 @@ pub struct LlamaAttention {
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
-    rope_theta: f64,
+    #[module(skip)]
+    rope: RotaryEmbedding,
 }
 
 impl LlamaAttention {
     /// Attention of `x` `[batch, tokens, hidden]` over itself without a cache (causal).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let tokens = x.shape().get(1).copied().unwrap_or(0);
-        let (cos, sin) = cos_sin(self.head_dim, self.rope_theta, 0, tokens, x.device())?;
+        let (cos, sin) = self.rope.cos_sin(0, tokens, x.device())?;
         let mut cache = KvCache::new(1);
         self.forward_cached(x, &cos, &sin, &mut cache, 0)
     }
@@ -281,7 +282,7 @@ impl LlamaForCausalLM {
                 heads: c.num_attention_heads,
                 kv_heads: c.num_key_value_heads,
                 head_dim,
-                rope_theta: c.rope_theta,
+                rope: RotaryEmbedding::from_config(c),
             };
             let mlp = LlamaMlp {
                 gate_proj: linear(
@@ -423,9 +424,7 @@ impl LlamaForCausalLM {
         let start = cache.len();
         self.check_positions(input_ids, start)?;
         let tokens = input_ids.shape()[1];
-        let (cos, sin) = cos_sin(
-            self.config.head_dim,
-            self.config.rope_theta,
+        let (cos, sin) = RotaryEmbedding::from_config(&self.config).cos_sin(
             start,
             tokens,
             input_ids.device(),
