@@ -12,6 +12,8 @@
 //! - `generation.rs`: [`generate`]: prefill, then one token at a time until a stop token.
 //! - `tokenizer.rs` (feature `text`): [`LlamaTokenizer`] from GGUF metadata or
 //!   `tokenizer.json`.
+//! - `sentencepiece.rs` (feature `text`): GGUF SentencePiece (`llama`) vocabularies as
+//!   `tokenizers` BPE documents (merges derived from the scores, byte fallback).
 //! - `chat.rs` (feature `text`): the ChatML chat template.
 //! - `causal_lm_loss.rs`: [`causal_lm_loss`]: next-token cross-entropy with padding masks.
 //! - `lora.rs`: LoRA adapters on the projections ([`LoraConfig`], [`LoraLinear`]), the base
@@ -29,6 +31,8 @@ mod model;
 mod rope;
 mod rope_scaling;
 mod sampling;
+#[cfg(feature = "text")]
+mod sentencepiece;
 #[cfg(feature = "text")]
 mod tokenizer;
 
