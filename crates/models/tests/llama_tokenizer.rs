@@ -107,8 +107,25 @@ fn chat_template_formats_chatml_with_its_default_system_message() {
         with_system,
         "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
     );
-    let other = anygrad_models::llama::ChatTemplate::new("{{ bos_token }}{{ messages }}");
-    assert!(other.apply(&[ChatMessage::new("user", "x")], true).is_err());
+    // The template is rendered with the tokenizer's special tokens.
+    assert_eq!(
+        (template.bos_token.as_str(), template.eos_token.as_str()),
+        ("<|im_start|>", "<|im_end|>")
+    );
+    let other = anygrad_models::llama::ChatTemplate::new(
+        "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}",
+    )
+    .with_special_tokens(Some("<s>"), None);
+    assert_eq!(
+        other
+            .apply(&[ChatMessage::new("user", "x")], true)
+            .expect("apply"),
+        "<s>x"
+    );
+    let broken = anygrad_models::llama::ChatTemplate::new("{% if %}");
+    assert!(broken
+        .apply(&[ChatMessage::new("user", "x")], true)
+        .is_err());
 }
 
 #[test]

@@ -14,7 +14,8 @@
 //!   `tokenizer.json`.
 //! - `sentencepiece.rs` (feature `text`): GGUF SentencePiece (`llama`) vocabularies as
 //!   `tokenizers` BPE documents (merges derived from the scores, byte fallback).
-//! - `chat.rs` (feature `text`): the ChatML chat template.
+//! - `chat.rs` (feature `text`): [`ChatTemplate`]: the model's Jinja chat template rendered
+//!   with `minijinja`, ChatML as the fallback.
 //! - `causal_lm_loss.rs`: [`causal_lm_loss`]: next-token cross-entropy with padding masks.
 //! - `lora.rs`: LoRA adapters on the projections ([`LoraConfig`], [`LoraLinear`]), the base
 //!   frozen, saved and loaded in PEFT's layout.

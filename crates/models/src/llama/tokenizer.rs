@@ -44,7 +44,8 @@ pub struct LlamaTokenizer {
     pub add_bos_token: bool,
     /// Whether [`LlamaTokenizer::encode`] puts the EOS token last.
     pub add_eos_token: bool,
-    /// The chat template, when the model has one.
+    /// The chat template, when the model has one (its `bos_token`/`eos_token` set to this
+    /// tokenizer's).
     pub chat_template: Option<ChatTemplate>,
 }
 
@@ -161,14 +162,22 @@ impl LlamaTokenizer {
                 .and_then(MetadataValue::as_bool)
                 .unwrap_or(default)
         };
+        let (bos_token_id, eos_token_id) = (
+            token("tokenizer.ggml.bos_token_id"),
+            token("tokenizer.ggml.eos_token_id"),
+        );
+        let text = |id: Option<u32>| id.map(|id| tokens[id as usize]);
         let chat_template = file
             .metadata_value("tokenizer.chat_template")
             .and_then(MetadataValue::as_str)
-            .map(ChatTemplate::new);
+            .map(|source| {
+                ChatTemplate::new(source)
+                    .with_special_tokens(text(bos_token_id), text(eos_token_id))
+            });
         Ok(LlamaTokenizer {
             tokenizer,
-            bos_token_id: token("tokenizer.ggml.bos_token_id"),
-            eos_token_id: token("tokenizer.ggml.eos_token_id"),
+            bos_token_id,
+            eos_token_id,
             add_bos_token: flag("tokenizer.ggml.add_bos_token", model == "llama"),
             add_eos_token: flag("tokenizer.ggml.add_eos_token", false),
             chat_template,
@@ -192,17 +201,19 @@ impl LlamaTokenizer {
         } else {
             Value::Null
         };
-        let special = |key: &str| -> Option<u32> {
-            let text = match config.get(key)? {
-                Value::String(s) => s.clone(),
-                Value::Object(o) => o.get("content")?.as_str()?.to_string(),
-                _ => return None,
-            };
-            tokenizer.token_to_id(&text)
+        let special_text = |key: &str| -> Option<String> {
+            match config.get(key)? {
+                Value::String(s) => Some(s.clone()),
+                Value::Object(o) => Some(o.get("content")?.as_str()?.to_string()),
+                _ => None,
+            }
         };
+        let (bos_text, eos_text) = (special_text("bos_token"), special_text("eos_token"));
+        let special =
+            |text: &Option<String>| text.as_deref().and_then(|t| tokenizer.token_to_id(t));
         Ok(LlamaTokenizer {
-            bos_token_id: special("bos_token"),
-            eos_token_id: special("eos_token"),
+            bos_token_id: special(&bos_text),
+            eos_token_id: special(&eos_text),
             add_bos_token: config
                 .get("add_bos_token")
                 .and_then(Value::as_bool)
@@ -214,7 +225,10 @@ impl LlamaTokenizer {
             chat_template: config
                 .get("chat_template")
                 .and_then(Value::as_str)
-                .map(ChatTemplate::new),
+                .map(|source| {
+                    ChatTemplate::new(source)
+                        .with_special_tokens(bos_text.as_deref(), eos_text.as_deref())
+                }),
             tokenizer,
         })
     }
@@ -246,6 +260,18 @@ impl LlamaTokenizer {
         self.tokenizer
             .decode(ids, skip_special)
             .map_err(|e| Error::invalid("LlamaTokenizer::decode", e.to_string()))
+    }
+
+    /// The model's chat template, or ChatML ([`ChatTemplate::chatml`], with this tokenizer's
+    /// special tokens) when the model ships none.
+    pub fn chat_template_or_chatml(&self) -> ChatTemplate {
+        self.chat_template.clone().unwrap_or_else(|| {
+            let text = |id: Option<u32>| id.and_then(|id| self.tokenizer.id_to_token(id));
+            ChatTemplate::chatml().with_special_tokens(
+                text(self.bos_token_id).as_deref(),
+                text(self.eos_token_id).as_deref(),
+            )
+        })
     }
 
     /// The number of tokens, added tokens included.
