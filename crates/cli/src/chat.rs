@@ -43,7 +43,7 @@ pub fn run(args: ChatArgs) -> Result<(), String> {
         sampling,
         stop_tokens: stop_tokens.clone(),
     };
-    let context = model.config().max_position_embeddings;
+    let context = model.config().context_length();
     let system = args
         .system
         .clone()

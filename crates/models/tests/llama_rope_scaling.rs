@@ -610,3 +610,42 @@ fn the_model_uses_its_scaling() {
         "scaling had no effect"
     );
 }
+
+/// `dynamic` scaling extends the context to `factor` times the original one: within the
+/// original context the model is the unscaled one; beyond it, where the unscaled model stops,
+/// the scaled one runs with its rescaled base.
+#[test]
+fn dynamic_scaling_extends_the_context() {
+    let device = Device::Cpu;
+    let config = tiny_config();
+    let dynamic = LlamaConfig {
+        rope_scaling: RopeScaling::Dynamic {
+            factor: 2.0,
+            original_max_position_embeddings: config.max_position_embeddings,
+        },
+        ..config.clone()
+    };
+    assert_eq!(
+        (config.context_length(), dynamic.context_length()),
+        (64, 128)
+    );
+    let weights = random_weights(&config, 4);
+    let hidden = |config: &LlamaConfig, tokens: usize| {
+        let model = gguf_support::model_from(config, &weights, &device).expect("model");
+        let ids: Vec<i32> = (0..tokens).map(|i| (i * 7 % 40) as i32).collect();
+        let ids = Tensor::from_vec(ids, &[1, tokens], &device).expect("ids");
+        let mut cache = model.new_cache();
+        model
+            .hidden_states(&ids, &mut cache)
+            .and_then(|t| t.to_vec_f32())
+    };
+    assert_eq!(
+        hidden(&config, 64).expect("plain"),
+        hidden(&dynamic, 64).expect("dynamic")
+    );
+    let error = hidden(&config, 100).expect_err("past the context");
+    assert!(error.to_string().contains("context of 64"), "{error}");
+    let long = hidden(&dynamic, 100).expect("dynamic past the original context");
+    assert!(long.iter().all(|v| v.is_finite()));
+    assert!(hidden(&dynamic, 129).is_err());
+}

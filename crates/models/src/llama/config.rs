@@ -274,6 +274,26 @@ impl LlamaConfig {
         Ok(result)
     }
 
+    /// The longest sequence the model accepts: `max_position_embeddings`, or with `dynamic`
+    /// RoPE scaling (made for sequences beyond the trained context) `factor` times its original
+    /// context when that is longer.
+    pub fn context_length(&self) -> usize {
+        match self.rope_scaling {
+            RopeScaling::Dynamic {
+                factor,
+                original_max_position_embeddings,
+            } => {
+                let extended = (factor * original_max_position_embeddings as f64).floor();
+                if extended.is_finite() && extended <= MAX_SIZE as f64 {
+                    self.max_position_embeddings.max(extended as usize)
+                } else {
+                    self.max_position_embeddings
+                }
+            }
+            _ => self.max_position_embeddings,
+        }
+    }
+
     /// Check the sizes: all positive and bounded, heads dividing evenly, an even head size
     /// (RoPE rotates pairs), an even rotated size up to the head size, a positive finite RoPE
     /// base and epsilon, and the scaling's parameters ([`RopeScaling::validate`]).

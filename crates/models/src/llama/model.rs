@@ -447,13 +447,13 @@ impl LlamaForCausalLM {
                 format!("input_ids must be [batch, tokens] with tokens > 0, got {shape:?}"),
             ));
         }
-        if start + shape[1] > self.config.max_position_embeddings {
+        if start + shape[1] > self.config.context_length() {
             return Err(Error::invalid(
                 "LlamaForCausalLM",
                 format!(
                     "{} tokens are more than the model's context of {}",
                     start + shape[1],
-                    self.config.max_position_embeddings
+                    self.config.context_length()
                 ),
             ));
         }
