@@ -3,6 +3,9 @@
 //! prompts they must give, Python string and dict methods, `raise_exception` and broken
 //! templates as errors, the ChatML fallback, and (when `ANYGRAD_SMOLLM2_GGUF=PATH` names the
 //! file) SmolLM2-135M-Instruct's own template giving exactly the ChatML prompts.
+//! `scripts/llm/chat_template_reference.py` renders the Llama-3-style and Mistral-style
+//! templates with Jinja2 set up as `transformers` sets it up: it prints the prompts expected
+//! here.
 
 use anygrad_models::gguf::GgufFile;
 use anygrad_models::llama::{ChatMessage, ChatTemplate, LlamaTokenizer};
