@@ -2,7 +2,7 @@
 //! [--top-p P] [--repetition-penalty R] [--seed S] [--device D]`: an interactive conversation
 //! with a Llama-family chat model (a GGUF file or a Hugging Face folder). Each line read from
 //! standard input is a user message; the whole conversation goes through the model's chat
-//! template and the reply streams to standard output. `/reset` forgets the conversation,
+//! template (ChatML for a model without one) and the reply streams to standard output. `/reset` forgets the conversation,
 //! `/exit` (or the end of input) ends it. When the conversation outgrows the model's context,
 //! its oldest turns are dropped (the system message stays).
 
@@ -31,10 +31,10 @@ pub struct ChatArgs {
 pub fn run(args: ChatArgs) -> Result<(), String> {
     let (device, sampling) = args.sampling.resolve()?;
     let (model, tokenizer) = load_model(&args.model, &device, args.sampling.weights.storage())?;
-    let template = tokenizer
-        .chat_template
-        .clone()
-        .ok_or("chat: the model has no chat template (use `anygrad generate` instead)")?;
+    if tokenizer.chat_template.is_none() {
+        eprintln!("the model has no chat template: using ChatML");
+    }
+    let template = tokenizer.chat_template_or_chatml();
     let mut stop_tokens: Vec<u32> = model.config().eos_token_ids.clone();
     stop_tokens.extend(tokenizer.eos_token_id);
     stop_tokens.extend(tokenizer.token_to_id("<|im_end|>"));
@@ -43,7 +43,7 @@ pub fn run(args: ChatArgs) -> Result<(), String> {
         sampling,
         stop_tokens: stop_tokens.clone(),
     };
-    let context = model.config().max_position_embeddings;
+    let context = model.config().context_length();
     let system = args
         .system
         .clone()

@@ -6,7 +6,8 @@
 //! `model.safetensors`, `tokenizer.json`).
 //!
 //! The text streams to stdout as tokens are chosen (greedy at the default temperature 0).
-//! `--chat` wraps the prompt as a user message in the model's chat template (ChatML). With
+//! `--chat` wraps the prompt as a user message in the model's chat template (ChatML for a
+//! model without one). With
 //! `--json` nothing streams: one JSON object is printed at the end with `prompt_ids`,
 //! `generated_ids`, `text`, `top_logits` (the 50 largest logits of the prompt's last
 //! position as `[id, logit]` pairs), the prompt and generation speeds in tokens/s, the
@@ -176,10 +177,10 @@ pub fn run(args: GenerateArgs) -> Result<(), String> {
         (Some(ids), _) => ids.clone(),
         (None, Some(prompt)) => {
             let text = if args.chat {
-                let template = tokenizer
-                    .chat_template
-                    .as_ref()
-                    .ok_or("--chat: the model has no chat template")?;
+                if tokenizer.chat_template.is_none() {
+                    eprintln!("--chat: the model has no chat template: using ChatML");
+                }
+                let template = tokenizer.chat_template_or_chatml();
                 let mut messages = Vec::new();
                 if let Some(system) = &args.system {
                     messages.push(ChatMessage::new("system", system));

@@ -107,8 +107,25 @@ fn chat_template_formats_chatml_with_its_default_system_message() {
         with_system,
         "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
     );
-    let other = anygrad_models::llama::ChatTemplate::new("{{ bos_token }}{{ messages }}");
-    assert!(other.apply(&[ChatMessage::new("user", "x")], true).is_err());
+    // The template is rendered with the tokenizer's special tokens.
+    assert_eq!(
+        (template.bos_token.as_str(), template.eos_token.as_str()),
+        ("<|im_start|>", "<|im_end|>")
+    );
+    let other = anygrad_models::llama::ChatTemplate::new(
+        "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}",
+    )
+    .with_special_tokens(Some("<s>"), None);
+    assert_eq!(
+        other
+            .apply(&[ChatMessage::new("user", "x")], true)
+            .expect("apply"),
+        "<s>x"
+    );
+    let broken = anygrad_models::llama::ChatTemplate::new("{% if %}");
+    assert!(broken
+        .apply(&[ChatMessage::new("user", "x")], true)
+        .is_err());
 }
 
 #[test]
@@ -156,13 +173,14 @@ fn hugging_face_tokenizer_json_loads_with_its_config() {
 
 #[test]
 fn unsupported_tokenizer_models_are_refused() {
-    let metadata = vec![("tokenizer.ggml.model", Value::Str("llama".into()))];
-    let file = GgufFile::parse(write_gguf(&metadata, &[], 32), "spm.gguf").expect("parse");
+    let metadata = vec![("tokenizer.ggml.model", Value::Str("rwkv".into()))];
+    let file = GgufFile::parse(write_gguf(&metadata, &[], 32), "rwkv.gguf").expect("parse");
     let error = LlamaTokenizer::from_gguf(&file)
         .err()
-        .expect("spm accepted");
+        .expect("rwkv accepted");
+    let message = error.to_string();
     assert!(
-        error.to_string().contains("`llama` is not supported"),
-        "{error}"
+        message.contains("`rwkv` is not supported") && message.contains("rwkv.gguf"),
+        "{message}"
     );
 }

@@ -1,6 +1,6 @@
-//! [`LlamaConfig`]: the shape of a Llama-family decoder (sizes, heads, RoPE base, RMSNorm
-//! epsilon, tied embeddings, special token ids), read from a GGUF file's `llama.*` metadata
-//! or from a Hugging Face `config.json`, and checked (positive sizes, heads dividing the
+//! [`LlamaConfig`]: the shape of a Llama-family decoder (sizes, heads, RoPE base, scaling and
+//! rotated size, RMSNorm epsilon, tied embeddings, special token ids), read from a GGUF file's
+//! `llama.*` metadata or from a Hugging Face `config.json`, and checked (positive sizes, heads dividing the
 //! hidden size, query heads a multiple of key/value heads, bounded sizes) before any weight
 //! is allocated.
 
@@ -11,6 +11,8 @@ use anygrad_core::{Error, Result};
 use serde::Deserialize;
 
 use crate::gguf::GgufFile;
+
+use super::rope_scaling::RopeScaling;
 
 /// The largest `config.json` read (4 MiB).
 const MAX_CONFIG_BYTES: u64 = 4 << 20;
@@ -38,6 +40,11 @@ pub struct LlamaConfig {
     pub max_position_embeddings: usize,
     /// RoPE base frequency (`rope_theta`).
     pub rope_theta: f64,
+    /// RoPE frequency scaling (`rope_scaling`; [`RopeScaling::None`] for none).
+    pub rope_scaling: RopeScaling,
+    /// The leading values of each head that RoPE rotates: `head_dim` unless the model has a
+    /// `partial_rotary_factor` (`int(head_dim · factor)`).
+    pub rotary_dim: usize,
     /// RMSNorm epsilon.
     pub rms_norm_eps: f64,
     /// Whether `lm_head` shares `embed_tokens`' weight.
@@ -62,8 +69,8 @@ struct HuggingFaceConfig {
     head_dim: Option<usize>,
     #[serde(default = "default_positions")]
     max_position_embeddings: usize,
-    #[serde(default = "default_rope_theta")]
-    rope_theta: f64,
+    #[serde(default)]
+    rope_theta: Option<f64>,
     #[serde(default = "default_rms_norm_eps")]
     rms_norm_eps: f64,
     #[serde(default)]
@@ -74,6 +81,11 @@ struct HuggingFaceConfig {
     eos_token_id: Option<serde_json::Value>,
     #[serde(default)]
     rope_scaling: Option<serde_json::Value>,
+    /// `transformers` 5 writes `rope_parameters` (`rope_theta` and the scaling together).
+    #[serde(default)]
+    rope_parameters: Option<serde_json::Value>,
+    #[serde(default)]
+    partial_rotary_factor: Option<f64>,
     #[serde(default)]
     hidden_act: Option<String>,
 }
@@ -102,17 +114,39 @@ fn token_ids(value: Option<&serde_json::Value>) -> Vec<u32> {
 
 impl LlamaConfig {
     /// The configuration of a Hugging Face `config.json` (`model_type` `llama`, `mistral`
-    /// without sliding windows, ...). RoPE scaling is not supported and refused.
+    /// without sliding windows, ...), with its `rope_scaling` (or `transformers` 5's
+    /// `rope_parameters`, which may also hold `rope_theta` and `partial_rotary_factor`).
     pub fn from_json_file(path: impl AsRef<Path>) -> Result<LlamaConfig> {
         let path = path.as_ref();
         let context = path.display().to_string();
         let bytes = read_regular_file(path, MAX_CONFIG_BYTES, "model configuration")?;
         let config: HuggingFaceConfig = serde_json::from_slice(&bytes)
             .map_err(|e| Error::format(&context, format!("not a Llama config.json: {e}")))?;
-        if let Some(scaling) = config.rope_scaling.as_ref().filter(|v| !v.is_null()) {
+        let parameters = config.rope_parameters.as_ref().filter(|v| !v.is_null());
+        let parameter = |key: &str| parameters.and_then(|p| p.get(key)).and_then(|v| v.as_f64());
+        let rope_theta = config
+            .rope_theta
+            .or_else(|| parameter("rope_theta"))
+            .unwrap_or_else(default_rope_theta);
+        let rope_scaling = match config
+            .rope_scaling
+            .as_ref()
+            .filter(|v| !v.is_null())
+            .or(parameters)
+        {
+            Some(value) => {
+                RopeScaling::from_hugging_face(value, config.max_position_embeddings, &context)?
+            }
+            None => RopeScaling::None,
+        };
+        let partial_rotary_factor = config
+            .partial_rotary_factor
+            .or_else(|| parameter("partial_rotary_factor"))
+            .unwrap_or(1.0);
+        if !(partial_rotary_factor > 0.0 && partial_rotary_factor <= 1.0) {
             return Err(Error::format(
                 &context,
-                format!("rope_scaling {scaling} is not supported yet"),
+                format!("partial_rotary_factor {partial_rotary_factor} must be in (0, 1]"),
             ));
         }
         if let Some(act) = config.hidden_act.as_deref().filter(|a| *a != "silu") {
@@ -122,6 +156,9 @@ impl LlamaConfig {
             ));
         }
         let heads = config.num_attention_heads;
+        let head_dim = config
+            .head_dim
+            .unwrap_or(config.hidden_size.checked_div(heads).unwrap_or(0));
         let result = LlamaConfig {
             vocab_size: config.vocab_size,
             hidden_size: config.hidden_size,
@@ -129,11 +166,11 @@ impl LlamaConfig {
             num_hidden_layers: config.num_hidden_layers,
             num_attention_heads: heads,
             num_key_value_heads: config.num_key_value_heads.unwrap_or(heads),
-            head_dim: config
-                .head_dim
-                .unwrap_or(config.hidden_size.checked_div(heads).unwrap_or(0)),
+            head_dim,
             max_position_embeddings: config.max_position_embeddings,
-            rope_theta: config.rope_theta,
+            rope_theta,
+            rope_scaling,
+            rotary_dim: (head_dim as f64 * partial_rotary_factor) as usize,
             rms_norm_eps: config.rms_norm_eps,
             tie_word_embeddings: config.tie_word_embeddings,
             bos_token_id: token_ids(config.bos_token_id.as_ref()).first().copied(),
@@ -147,8 +184,10 @@ impl LlamaConfig {
     /// `{arch}.context_length`, `embedding_length`, `block_count`, `feed_forward_length`,
     /// `attention.head_count`, `attention.head_count_kv`, `rope.freq_base`,
     /// `attention.layer_norm_rms_epsilon`, `vocab_size` (or the token list's length, or the
-    /// embedding's rows), tied embeddings when there is no `output.weight`, and the
-    /// `tokenizer.ggml.bos_token_id` / `eos_token_id`.
+    /// embedding's rows), the RoPE scaling ([`RopeScaling::from_gguf`]: `rope.scaling.*` and a
+    /// `rope_freqs.weight` tensor), tied embeddings when there is no `output.weight`, and the
+    /// `tokenizer.ggml.bos_token_id` / `eos_token_id`. A `rope.dimension_count` below the head
+    /// size (partial rotation of llama.cpp's interleaved layout) is refused.
     pub fn from_gguf(file: &GgufFile) -> Result<LlamaConfig> {
         let context = file.context().to_string();
         let arch = file.metadata_str("general.architecture")?;
@@ -207,16 +246,8 @@ impl LlamaConfig {
             Some(_) => file.metadata_f64(&format!("{arch}.rope.freq_base"))?,
             None => default_rope_theta(),
         };
-        if let Some(scaling) = file
-            .metadata_value(&format!("{arch}.rope.scaling.type"))
-            .and_then(|v| v.as_str())
-            .filter(|s| *s != "none")
-        {
-            return Err(Error::format(
-                &context,
-                format!("RoPE scaling `{scaling}` is not supported yet"),
-            ));
-        }
+        let max_position_embeddings = size("context_length")?;
+        let rope_scaling = RopeScaling::from_gguf(file, arch, max_position_embeddings, head_dim)?;
         let token = |key: &str| -> Option<u32> {
             file.metadata_value(key)
                 .and_then(|v| v.as_u64())
@@ -230,8 +261,10 @@ impl LlamaConfig {
             num_attention_heads: heads,
             num_key_value_heads: kv_heads,
             head_dim,
-            max_position_embeddings: size("context_length")?,
+            max_position_embeddings,
             rope_theta,
+            rope_scaling,
+            rotary_dim: head_dim,
             rms_norm_eps: file.metadata_f64(&format!("{arch}.attention.layer_norm_rms_epsilon"))?,
             tie_word_embeddings: file.tensor_info("output.weight").is_none(),
             bos_token_id: token("tokenizer.ggml.bos_token_id"),
@@ -241,8 +274,29 @@ impl LlamaConfig {
         Ok(result)
     }
 
+    /// The longest sequence the model accepts: `max_position_embeddings`, or with `dynamic`
+    /// RoPE scaling (made for sequences beyond the trained context) `factor` times its original
+    /// context when that is longer.
+    pub fn context_length(&self) -> usize {
+        match self.rope_scaling {
+            RopeScaling::Dynamic {
+                factor,
+                original_max_position_embeddings,
+            } => {
+                let extended = (factor * original_max_position_embeddings as f64).floor();
+                if extended.is_finite() && extended <= MAX_SIZE as f64 {
+                    self.max_position_embeddings.max(extended as usize)
+                } else {
+                    self.max_position_embeddings
+                }
+            }
+            _ => self.max_position_embeddings,
+        }
+    }
+
     /// Check the sizes: all positive and bounded, heads dividing evenly, an even head size
-    /// (RoPE rotates pairs), a positive finite RoPE base and epsilon.
+    /// (RoPE rotates pairs), an even rotated size up to the head size, a positive finite RoPE
+    /// base and epsilon, and the scaling's parameters ([`RopeScaling::validate`]).
     pub fn validate(&self, context: &str) -> Result<()> {
         let sizes = [
             ("vocab_size", self.vocab_size),
@@ -280,6 +334,19 @@ impl LlamaConfig {
                 format!("head_dim {} is odd; RoPE rotates pairs", self.head_dim),
             ));
         }
+        if self.rotary_dim == 0
+            || !self.rotary_dim.is_multiple_of(2)
+            || self.rotary_dim > self.head_dim
+        {
+            return Err(Error::format(
+                context,
+                format!(
+                    "rotary_dim {} must be even, positive and at most head_dim {}",
+                    self.rotary_dim, self.head_dim
+                ),
+            ));
+        }
+        self.rope_scaling.validate(self.rotary_dim, context)?;
         if !(self.rope_theta.is_finite() && self.rope_theta > 0.0) {
             return Err(Error::format(
                 context,

@@ -51,7 +51,7 @@ pub fn generate(
     let mut sampler = Sampler::new(options.sampling.clone())?;
     let device = model.model.embed_tokens.device();
     let vocab = model.config().vocab_size;
-    let context = model.config().max_position_embeddings;
+    let context = model.config().context_length();
     if prompt_ids.len() > context {
         return Err(Error::invalid(
             "generate",

@@ -3,6 +3,8 @@
 //!
 //! - `config.rs`: [`LlamaConfig`] from GGUF metadata or `config.json`.
 //! - `rope.rs`: rotary position embeddings in Hugging Face's rotate-half layout.
+//! - `rope_scaling.rs`: [`RopeScaling`]: linear, dynamic, llama3, YaRN and per-frequency
+//!   scaling of the RoPE frequencies.
 //! - `cache.rs`: [`KvCache`]: keys and values on the device between calls.
 //! - `model.rs`: [`LlamaForCausalLM`] and its submodules.
 //! - `loading.rs`: GGUF (undoing llama.cpp's query/key permutation) and safetensors loading.
@@ -10,7 +12,10 @@
 //! - `generation.rs`: [`generate`]: prefill, then one token at a time until a stop token.
 //! - `tokenizer.rs` (feature `text`): [`LlamaTokenizer`] from GGUF metadata or
 //!   `tokenizer.json`.
-//! - `chat.rs` (feature `text`): the ChatML chat template.
+//! - `sentencepiece.rs` (feature `text`): GGUF SentencePiece (`llama`) vocabularies as
+//!   `tokenizers` BPE documents (merges derived from the scores, byte fallback).
+//! - `chat.rs` (feature `text`): [`ChatTemplate`]: the model's Jinja chat template rendered
+//!   with `minijinja`, ChatML as the fallback.
 //! - `causal_lm_loss.rs`: [`causal_lm_loss`]: next-token cross-entropy with padding masks.
 //! - `weights.rs`: projection and embedding weights held dense or block-quantized.
 //! - `lora.rs`: LoRA adapters on the projections ([`LoraConfig`], [`LoraLinear`]), the base
@@ -26,7 +31,10 @@ mod loading;
 mod lora;
 mod model;
 mod rope;
+mod rope_scaling;
 mod sampling;
+#[cfg(feature = "text")]
+mod sentencepiece;
 #[cfg(feature = "text")]
 mod tokenizer;
 mod weights;
@@ -42,7 +50,8 @@ pub use lora::{LoraAdapter, LoraConfig, LoraLinear, LORA_TARGETS};
 pub use model::{
     LlamaAttention, LlamaDecoderLayer, LlamaForCausalLM, LlamaMlp, LlamaModel, WeightSource,
 };
-pub use rope::{apply_rotary, cos_sin, inverse_frequencies};
+pub use rope::{apply_rotary, cos_sin, inverse_frequencies, RotaryEmbedding};
+pub use rope_scaling::RopeScaling;
 pub use sampling::{Sampler, SamplingOptions};
 #[cfg(feature = "text")]
 pub use tokenizer::LlamaTokenizer;

@@ -20,7 +20,7 @@ use anygrad_nn::{checkpoint_fn, Module, RMSNorm};
 use super::cache::KvCache;
 use super::config::LlamaConfig;
 use super::lora::{LoraConfig, LoraLinear};
-use super::rope::{apply_rotary, cos_sin};
+use super::rope::{apply_rotary, RotaryEmbedding};
 use super::weights::{ProjectionWeight, TokenEmbedding, Weight};
 
 /// Multi-head self-attention with grouped-query heads and rotary positions. Cloning shares
@@ -38,14 +38,15 @@ pub struct LlamaAttention {
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
-    rope_theta: f64,
+    #[module(skip)]
+    rope: RotaryEmbedding,
 }
 
 impl LlamaAttention {
     /// Attention of `x` `[batch, tokens, hidden]` over itself without a cache (causal).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let tokens = x.shape().get(1).copied().unwrap_or(0);
-        let (cos, sin) = cos_sin(self.head_dim, self.rope_theta, 0, tokens, x.device())?;
+        let (cos, sin) = self.rope.cos_sin(0, tokens, x.device())?;
         let mut cache = KvCache::new(1);
         self.forward_cached(x, &cos, &sin, &mut cache, 0)
     }
@@ -283,7 +284,7 @@ impl LlamaForCausalLM {
                 heads: c.num_attention_heads,
                 kv_heads: c.num_key_value_heads,
                 head_dim,
-                rope_theta: c.rope_theta,
+                rope: RotaryEmbedding::from_config(c),
             };
             let mlp = LlamaMlp {
                 gate_proj: linear(
@@ -458,9 +459,7 @@ impl LlamaForCausalLM {
         let start = cache.len();
         self.check_positions(input_ids, start)?;
         let tokens = input_ids.shape()[1];
-        let (cos, sin) = cos_sin(
-            self.config.head_dim,
-            self.config.rope_theta,
+        let (cos, sin) = RotaryEmbedding::from_config(&self.config).cos_sin(
             start,
             tokens,
             input_ids.device(),
@@ -483,13 +482,13 @@ impl LlamaForCausalLM {
                 format!("input_ids must be [batch, tokens] with tokens > 0, got {shape:?}"),
             ));
         }
-        if start + shape[1] > self.config.max_position_embeddings {
+        if start + shape[1] > self.config.context_length() {
             return Err(Error::invalid(
                 "LlamaForCausalLM",
                 format!(
                     "{} tokens are more than the model's context of {}",
                     start + shape[1],
-                    self.config.max_position_embeddings
+                    self.config.context_length()
                 ),
             ));
         }

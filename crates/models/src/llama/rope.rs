@@ -1,21 +1,25 @@
-//! Rotary position embeddings (RoPE) in Hugging Face's "rotate half" layout: the head's two
-//! halves are the pairs rotated together, `x · cos + rotate_half(x) · sin` with
-//! `rotate_half(x) = [-x₂, x₁]` and angle `p · θ^(-2i/d)` for position `p` and pair `i`. The
-//! angles are computed on the host in f32 as `transformers` does, only for the positions of
-//! each call (no table of the whole context is kept).
+//! Rotary position embeddings (RoPE) in Hugging Face's "rotate half" layout: the rotated
+//! part's two halves are the pairs rotated together, `x · cos + rotate_half(x) · sin` with
+//! `rotate_half(x) = [-x₂, x₁]` and angle `p · f_i` for position `p` and pair `i`, where
+//! `f_i = θ^(-2i/d)` unless the model scales its frequencies ([`RopeScaling`]). With a partial
+//! rotary factor only the first `rotary_dim` values of each head are rotated; the rest pass
+//! through. The angles are computed on the host in f32 as `transformers` does, only for the
+//! positions of each call (no table of the whole context is kept).
 
 use anygrad_core::{Device, Error, Result, Tensor};
+
+use super::config::LlamaConfig;
+use super::rope_scaling::{default_inverse_frequencies, RopeScaling};
 
 /// The angles' inverse frequencies of a head size and base: `1 / θ^(2i/d)`, `i < d/2`, in f32
 /// as `transformers`' default RoPE computes them.
 pub fn inverse_frequencies(head_dim: usize, theta: f64) -> Vec<f32> {
-    (0..head_dim / 2)
-        .map(|i| 1.0 / (theta as f32).powf((2 * i) as f32 / head_dim as f32))
-        .collect()
+    default_inverse_frequencies(head_dim, theta)
 }
 
 /// `(cos, sin)`, each `[positions, head_dim]` (the half-size table repeated twice, as
-/// `transformers`' `cat((freqs, freqs), -1)`), for positions `start..start + count`.
+/// `transformers`' `cat((freqs, freqs), -1)`), for positions `start..start + count`, without
+/// scaling.
 pub fn cos_sin(
     head_dim: usize,
     theta: f64,
@@ -23,37 +27,105 @@ pub fn cos_sin(
     count: usize,
     device: &Device,
 ) -> Result<(Tensor, Tensor)> {
-    let inverse = inverse_frequencies(head_dim, theta);
-    let mut cos = Vec::with_capacity(count * head_dim);
-    let mut sin = Vec::with_capacity(count * head_dim);
-    for position in start..start + count {
-        for _ in 0..2 {
-            for &frequency in &inverse {
-                let angle = position as f32 * frequency;
-                cos.push(angle.cos());
-                sin.push(angle.sin());
-            }
+    RotaryEmbedding::new(head_dim, theta, RopeScaling::None).cos_sin(start, count, device)
+}
+
+/// A model's rotary embedding: the rotated size of each head, the base and the scaling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RotaryEmbedding {
+    /// The leading values of each head that are rotated (even; the head size unless the
+    /// model has a partial rotary factor).
+    pub rotary_dim: usize,
+    /// The base `θ`.
+    pub theta: f64,
+    /// How the frequencies are scaled.
+    pub scaling: RopeScaling,
+}
+
+impl RotaryEmbedding {
+    /// The embedding rotating `rotary_dim` values per head with base `theta` and `scaling`.
+    pub fn new(rotary_dim: usize, theta: f64, scaling: RopeScaling) -> RotaryEmbedding {
+        RotaryEmbedding {
+            rotary_dim,
+            theta,
+            scaling,
         }
     }
-    Ok((
-        Tensor::from_vec(cos, &[count, head_dim], device)?,
-        Tensor::from_vec(sin, &[count, head_dim], device)?,
-    ))
+
+    /// The embedding of a model's configuration.
+    pub fn from_config(config: &LlamaConfig) -> RotaryEmbedding {
+        RotaryEmbedding::new(
+            config.rotary_dim,
+            config.rope_theta,
+            config.rope_scaling.clone(),
+        )
+    }
+
+    /// The inverse frequencies of the rotated pairs for a call ending at position
+    /// `sequence_length - 1`.
+    pub fn inverse_frequencies(&self, sequence_length: usize) -> Vec<f32> {
+        self.scaling
+            .inverse_frequencies(self.rotary_dim, self.theta, sequence_length)
+    }
+
+    /// `(cos, sin)`, each `[count, rotary_dim]`, for positions `start..start + count`, times
+    /// the scaling's attention factor.
+    pub fn cos_sin(&self, start: usize, count: usize, device: &Device) -> Result<(Tensor, Tensor)> {
+        let inverse = self.inverse_frequencies(start + count);
+        let scale = self.scaling.attention_factor() as f32;
+        let width = 2 * inverse.len();
+        let mut cos = Vec::with_capacity(count * width);
+        let mut sin = Vec::with_capacity(count * width);
+        for position in start..start + count {
+            for _ in 0..2 {
+                for &frequency in &inverse {
+                    let angle = position as f32 * frequency;
+                    if scale == 1.0 {
+                        cos.push(angle.cos());
+                        sin.push(angle.sin());
+                    } else {
+                        cos.push(angle.cos() * scale);
+                        sin.push(angle.sin() * scale);
+                    }
+                }
+            }
+        }
+        Ok((
+            Tensor::from_vec(cos, &[count, width], device)?,
+            Tensor::from_vec(sin, &[count, width], device)?,
+        ))
+    }
 }
 
 /// `x · cos + rotate_half(x) · sin` for `x` `[.., positions, head_dim]` and `cos`, `sin`
-/// `[positions, head_dim]`.
+/// `[positions, rotary_dim]`: the first `rotary_dim` values of each head are rotated, the
+/// others pass through.
 pub fn apply_rotary(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     let head_dim = x.shape().last().copied().unwrap_or(0);
-    if head_dim == 0 || !head_dim.is_multiple_of(2) {
+    let rotary_dim = cos.shape().last().copied().unwrap_or(0);
+    if rotary_dim == 0 || !rotary_dim.is_multiple_of(2) || rotary_dim > head_dim {
         return Err(Error::invalid(
             "apply_rotary",
-            format!("x {:?}: the last dim must be an even head size", x.shape()),
+            format!(
+                "x {:?}, cos {:?}: the rotated size must be even and at most the head size",
+                x.shape(),
+                cos.shape()
+            ),
         ));
     }
-    let half = head_dim / 2;
-    let first = x.narrow(-1, 0, half)?;
-    let second = x.narrow(-1, half, half)?;
+    let rotated_part = if rotary_dim == head_dim {
+        x.clone()
+    } else {
+        x.narrow(-1, 0, rotary_dim)?
+    };
+    let half = rotary_dim / 2;
+    let first = rotated_part.narrow(-1, 0, half)?;
+    let second = rotated_part.narrow(-1, half, half)?;
     let rotated = Tensor::cat(&[&second.neg()?, &first], -1)?;
-    x.mul(cos)?.add(&rotated.mul(sin)?)
+    let result = rotated_part.mul(cos)?.add(&rotated.mul(sin)?)?;
+    if rotary_dim == head_dim {
+        return Ok(result);
+    }
+    let passed = x.narrow(-1, rotary_dim, head_dim - rotary_dim)?;
+    Tensor::cat(&[&result, &passed], -1)
 }

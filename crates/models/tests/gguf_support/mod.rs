@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use anygrad_core::{Device, Result, Tensor};
-use anygrad_models::llama::{permute_rows, LlamaConfig, LlamaForCausalLM, Weight};
+use anygrad_models::llama::{permute_rows, LlamaConfig, LlamaForCausalLM, RopeScaling, Weight};
 use anygrad_testing::pseudo_random;
 
 /// A metadata value to write.
@@ -148,6 +148,8 @@ pub fn tiny_config() -> LlamaConfig {
         head_dim: 4,
         max_position_embeddings: 64,
         rope_theta: 10000.0,
+        rope_scaling: RopeScaling::None,
+        rotary_dim: 4,
         rms_norm_eps: 1e-5,
         tie_word_embeddings: false,
         bos_token_id: Some(1),
