@@ -57,7 +57,9 @@ Workloads:
                        512-token prompt (--prompt-ids), the weights quantized and dequantized
                        to f32, three rounds each (the first compiles and tunes), JSON lines in
                        generate.jsonl; transformers' generate() and prefill on a Llama of
-                       SmolLM2-135M's shapes (bench/transformers_generate.py)
+                       SmolLM2-135M's shapes (bench/transformers_generate.py). Where the model
+                       cannot travel, carry its skeleton and fill it with random weights there
+                       (scripts/llm/random_gguf.py skeleton, then fill)
   python               the Python package (--python-package): bench/pytorch_reference.py run
                        on it with --framework anygrad (the per-op overhead, the digits MLP
                        epoch, ResNet-18 inference and training, f32 and autocast) beside

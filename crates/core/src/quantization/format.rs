@@ -141,9 +141,18 @@ pub fn dequantize_blocks(
     Ok(())
 }
 
-/// [`dequantize_blocks`] of bytes known to be whole blocks (a trailing partial block is
-/// left out).
+/// [`dequantize_blocks`] of bytes known to be whole blocks, appended to `out` (a trailing
+/// partial block is left out).
 pub(crate) fn decode_whole_blocks(format: QuantFormat, bytes: &[u8], out: &mut Vec<f32>) {
+    let blocks = bytes.len() / format.block_bytes();
+    let start = out.len();
+    out.resize(start + blocks * format.block_values(), 0.0);
+    decode_into(format, bytes, &mut out[start..]);
+}
+
+/// Whole blocks of `bytes` decoded into `out` (as many values as the blocks hold, or fewer
+/// when `out` is shorter).
+pub(crate) fn decode_into(format: QuantFormat, bytes: &[u8], out: &mut [f32]) {
     match format {
         QuantFormat::Q4_0 => legacy_blocks::q4_0(bytes, out),
         QuantFormat::Q4_1 => legacy_blocks::q4_1(bytes, out),
@@ -157,6 +166,7 @@ pub(crate) fn decode_whole_blocks(format: QuantFormat, bytes: &[u8], out: &mut V
 }
 
 /// The IEEE half at `offset` of `bytes` (little-endian), as f32 (exact).
+#[inline]
 pub(crate) fn f16_at(bytes: &[u8], offset: usize) -> f32 {
     half::f16::from_bits(u16::from_le_bytes([bytes[offset], bytes[offset + 1]])).to_f32()
 }

@@ -10,7 +10,8 @@
 //! - Q6_K (210 bytes): 128 bytes `ql` (low 4 bits), 64 bytes `qh` (high 2 bits), 16 signed
 //!   8-bit scales of 16-value groups, f16 `d`; `x = d · scale · (q - 32)`.
 //!
-//! Callers ([`super::dequantize_blocks`]) pass whole blocks.
+//! Each function decodes whole super-blocks into `out`, 256 values a block (`out` holds
+//! exactly that many; callers check).
 
 use super::format::f16_at;
 
@@ -29,9 +30,9 @@ fn scale_and_min(packed: &[u8], j: usize) -> (u8, u8) {
     }
 }
 
-/// Q4_K super-blocks to f32, appended to `out`.
-pub(crate) fn q4_k(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(144) {
+/// Q4_K super-blocks to f32.
+pub(crate) fn q4_k(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(144).zip(out.chunks_exact_mut(256)) {
         let d = f16_at(block, 0);
         let dmin = f16_at(block, 2);
         let packed = &block[4..16];
@@ -42,15 +43,18 @@ pub(crate) fn q4_k(bytes: &[u8], out: &mut Vec<f32>) {
             let (scale_high, min_high) = scale_and_min(packed, 2 * pair + 1);
             let (d1, m1) = (d * scale_low as f32, dmin * min_low as f32);
             let (d2, m2) = (d * scale_high as f32, dmin * min_high as f32);
-            out.extend(nibbles.iter().map(|&b| d1 * (b & 0x0F) as f32 - m1));
-            out.extend(nibbles.iter().map(|&b| d2 * (b >> 4) as f32 - m2));
+            let (low, high) = out[pair * 64..pair * 64 + 64].split_at_mut(32);
+            for i in 0..32 {
+                low[i] = d1 * (nibbles[i] & 0x0F) as f32 - m1;
+                high[i] = d2 * (nibbles[i] >> 4) as f32 - m2;
+            }
         }
     }
 }
 
-/// Q5_K super-blocks to f32, appended to `out`.
-pub(crate) fn q5_k(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(176) {
+/// Q5_K super-blocks to f32.
+pub(crate) fn q5_k(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(176).zip(out.chunks_exact_mut(256)) {
         let d = f16_at(block, 0);
         let dmin = f16_at(block, 2);
         let packed = &block[4..16];
@@ -64,23 +68,21 @@ pub(crate) fn q5_k(bytes: &[u8], out: &mut Vec<f32>) {
             let (d2, m2) = (d * scale_high as f32, dmin * min_high as f32);
             let bit_low = 1u8 << (2 * pair);
             let bit_high = 1u8 << (2 * pair + 1);
-            out.extend(nibbles.iter().zip(high).map(|(&b, &h)| {
-                let fifth = if h & bit_low != 0 { 16.0 } else { 0.0 };
-                d1 * ((b & 0x0F) as f32 + fifth) - m1
-            }));
-            out.extend(nibbles.iter().zip(high).map(|(&b, &h)| {
-                let fifth = if h & bit_high != 0 { 16.0 } else { 0.0 };
-                d2 * ((b >> 4) as f32 + fifth) - m2
-            }));
+            let (low, upper) = out[pair * 64..pair * 64 + 64].split_at_mut(32);
+            for i in 0..32 {
+                let fifth_low = if high[i] & bit_low != 0 { 16.0 } else { 0.0 };
+                let fifth_high = if high[i] & bit_high != 0 { 16.0 } else { 0.0 };
+                low[i] = d1 * ((nibbles[i] & 0x0F) as f32 + fifth_low) - m1;
+                upper[i] = d2 * ((nibbles[i] >> 4) as f32 + fifth_high) - m2;
+            }
         }
     }
 }
 
-/// Q6_K super-blocks to f32, appended to `out`.
-pub(crate) fn q6_k(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(210) {
+/// Q6_K super-blocks to f32.
+pub(crate) fn q6_k(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(210).zip(out.chunks_exact_mut(256)) {
         let d = f16_at(block, 208);
-        let mut values = [0f32; 256];
         for half in 0..2 {
             let low = &block[half * 64..half * 64 + 64];
             let high = &block[128 + half * 32..128 + half * 32 + 32];
@@ -94,12 +96,11 @@ pub(crate) fn q6_k(bytes: &[u8], out: &mut Vec<f32>) {
                 let q3 = ((low[l] >> 4) | (((h >> 4) & 3) << 4)) as i32 - 32;
                 let q4 = ((low[l + 32] >> 4) | (((h >> 6) & 3) << 4)) as i32 - 32;
                 let scale = |k: usize| d * (scales[group + k] as i8) as f32;
-                values[base + l] = scale(0) * q1 as f32;
-                values[base + l + 32] = scale(2) * q2 as f32;
-                values[base + l + 64] = scale(4) * q3 as f32;
-                values[base + l + 96] = scale(6) * q4 as f32;
+                out[base + l] = scale(0) * q1 as f32;
+                out[base + l + 32] = scale(2) * q2 as f32;
+                out[base + l + 64] = scale(4) * q3 as f32;
+                out[base + l + 96] = scale(6) * q4 as f32;
             }
         }
-        out.extend_from_slice(&values);
     }
 }

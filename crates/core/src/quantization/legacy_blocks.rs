@@ -9,32 +9,35 @@
 //! - Q5_1 (24 bytes): `d`, `m`, `qh`, nibbles; `x = q · d + m`.
 //! - Q8_0 (34 bytes): `d`, 32 signed bytes; `x = q · d`.
 //!
-//! Callers ([`super::dequantize_blocks`]) pass whole blocks.
+//! Each function decodes whole blocks into `out`, 32 values a block (`out` holds exactly
+//! that many; callers check), with loops over fixed-size arrays that the compiler vectorizes.
 
 use super::format::f16_at;
 
-/// Q4_0 blocks to f32, appended to `out`.
-pub(crate) fn q4_0(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(18) {
-        let d = f16_at(block, 0);
-        let nibbles = &block[2..18];
-        out.extend(nibbles.iter().map(|&b| ((b & 0x0F) as f32 - 8.0) * d));
-        out.extend(nibbles.iter().map(|&b| ((b >> 4) as f32 - 8.0) * d));
+/// The 32 four-bit codes of a block's 16 bytes: value `i < 16` the low nibble of byte `i`,
+/// value `i + 16` its high nibble.
+#[inline]
+fn four_bit_codes(nibbles: &[u8]) -> [f32; 32] {
+    let mut codes = [0f32; 32];
+    for i in 0..16 {
+        codes[i] = (nibbles[i] & 0x0F) as f32;
+        codes[i + 16] = (nibbles[i] >> 4) as f32;
     }
+    codes
 }
 
-/// Q4_1 blocks to f32, appended to `out`.
-pub(crate) fn q4_1(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(20) {
-        let d = f16_at(block, 0);
-        let m = f16_at(block, 2);
-        let nibbles = &block[4..20];
-        out.extend(nibbles.iter().map(|&b| (b & 0x0F) as f32 * d + m));
-        out.extend(nibbles.iter().map(|&b| (b >> 4) as f32 * d + m));
+/// The 32 five-bit codes of a Q5 block: nibbles as [`four_bit_codes`], fifth bits `high`.
+#[inline]
+fn five_bit_codes(nibbles: &[u8], high: u32) -> [f32; 32] {
+    let mut codes = four_bit_codes(nibbles);
+    for (i, code) in codes.iter_mut().enumerate() {
+        *code += (((high >> i) & 1) * 16) as f32;
     }
+    codes
 }
 
 /// The fifth bits of a Q5 block: bit `i` belongs to value `i`.
+#[inline]
 fn fifth_bits(block: &[u8], offset: usize) -> u32 {
     u32::from_le_bytes([
         block[offset],
@@ -44,42 +47,57 @@ fn fifth_bits(block: &[u8], offset: usize) -> u32 {
     ])
 }
 
-/// The 32 five-bit values of a Q5 block: nibbles at `nibbles`, fifth bits `high`.
-fn five_bit_values(nibbles: &[u8], high: u32) -> impl Iterator<Item = u8> + '_ {
-    let low = nibbles
-        .iter()
-        .enumerate()
-        .map(move |(i, &b)| (b & 0x0F) | ((((high >> i) & 1) as u8) << 4));
-    let upper = nibbles
-        .iter()
-        .enumerate()
-        .map(move |(i, &b)| (b >> 4) | ((((high >> (i + 16)) & 1) as u8) << 4));
-    low.chain(upper)
-}
-
-/// Q5_0 blocks to f32, appended to `out`.
-pub(crate) fn q5_0(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(22) {
-        let d = f16_at(block, 0);
-        let high = fifth_bits(block, 2);
-        out.extend(five_bit_values(&block[6..22], high).map(|q| (q as f32 - 16.0) * d));
+/// `codes[i] · d + m` into `out`.
+#[inline]
+fn scale(codes: &[f32; 32], d: f32, m: f32, out: &mut [f32]) {
+    for (value, code) in out.iter_mut().zip(codes) {
+        *value = code * d + m;
     }
 }
 
-/// Q5_1 blocks to f32, appended to `out`.
-pub(crate) fn q5_1(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(24) {
+/// Q4_0 blocks to f32.
+pub(crate) fn q4_0(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(18).zip(out.chunks_exact_mut(32)) {
         let d = f16_at(block, 0);
-        let m = f16_at(block, 2);
-        let high = fifth_bits(block, 4);
-        out.extend(five_bit_values(&block[8..24], high).map(|q| q as f32 * d + m));
+        scale(&four_bit_codes(&block[2..18]), d, -8.0 * d, out);
     }
 }
 
-/// Q8_0 blocks to f32, appended to `out`.
-pub(crate) fn q8_0(bytes: &[u8], out: &mut Vec<f32>) {
-    for block in bytes.chunks_exact(34) {
+/// Q4_1 blocks to f32.
+pub(crate) fn q4_1(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(20).zip(out.chunks_exact_mut(32)) {
+        scale(
+            &four_bit_codes(&block[4..20]),
+            f16_at(block, 0),
+            f16_at(block, 2),
+            out,
+        );
+    }
+}
+
+/// Q5_0 blocks to f32.
+pub(crate) fn q5_0(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(22).zip(out.chunks_exact_mut(32)) {
         let d = f16_at(block, 0);
-        out.extend(block[2..34].iter().map(|&b| (b as i8) as f32 * d));
+        let codes = five_bit_codes(&block[6..22], fifth_bits(block, 2));
+        scale(&codes, d, -16.0 * d, out);
+    }
+}
+
+/// Q5_1 blocks to f32.
+pub(crate) fn q5_1(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(24).zip(out.chunks_exact_mut(32)) {
+        let codes = five_bit_codes(&block[8..24], fifth_bits(block, 4));
+        scale(&codes, f16_at(block, 0), f16_at(block, 2), out);
+    }
+}
+
+/// Q8_0 blocks to f32.
+pub(crate) fn q8_0(bytes: &[u8], out: &mut [f32]) {
+    for (block, out) in bytes.chunks_exact(34).zip(out.chunks_exact_mut(32)) {
+        let d = f16_at(block, 0);
+        for (value, &code) in out.iter_mut().zip(&block[2..34]) {
+            *value = (code as i8) as f32 * d;
+        }
     }
 }

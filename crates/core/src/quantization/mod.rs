@@ -10,5 +10,5 @@ mod format;
 mod k_blocks;
 mod legacy_blocks;
 
-pub(crate) use format::decode_whole_blocks;
+pub(crate) use format::{decode_into, decode_whole_blocks};
 pub use format::{dequantize_blocks, QuantFormat};

@@ -13,7 +13,7 @@ use crate::backend::contract::QuantizedMatrices;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::quantization::{decode_whole_blocks, QuantFormat};
+use crate::quantization::{decode_into, decode_whole_blocks, QuantFormat};
 
 /// Weight rows one task decodes and multiplies.
 const ROWS_PER_TASK: usize = 16;
@@ -87,11 +87,10 @@ impl QuantizedMatrices for CpuStorage {
                 .par_chunks_mut(m * ROWS_PER_TASK)
                 .enumerate()
                 .for_each(|(task, out)| {
-                    let mut row = Vec::with_capacity(k);
+                    let mut row = vec![0f32; k];
                     for (i, column) in out.chunks_mut(m).enumerate() {
                         let start = (task * ROWS_PER_TASK + i) * row_bytes;
-                        row.clear();
-                        decode_whole_blocks(format, &bytes[start..start + row_bytes], &mut row);
+                        decode_into(format, &bytes[start..start + row_bytes], &mut row);
                         for (r, value) in column.iter_mut().enumerate() {
                             *value = dot(&row, &x[r * k..(r + 1) * k]);
                         }
