@@ -351,6 +351,55 @@ fn gradients_pass_gradcheck(device: &Device) {
     }
 }
 
+/// Under autocast, f32 operands run the depthwise primitive in f16 (as the other
+/// convolutions do), and the gradients come back to the f32 leaves in f32.
+fn autocast_runs_the_depthwise_primitive_in_f16(device: &Device) {
+    let _serial = serial();
+    if !anygrad_testing::f16_or_skip(device, "autocast_runs_the_depthwise_primitive_in_f16") {
+        return;
+    }
+    let x = Tensor::from_vec(pseudo_random(2 * 4 * 7 * 7, 14), &[2, 4, 7, 7], device)
+        .unwrap()
+        .requires_grad_(true);
+    let w = Tensor::from_vec(pseudo_random(8 * 9, 15), &[8, 1, 3, 3], device)
+        .unwrap()
+        .requires_grad_(true);
+    let params = Conv2dParams {
+        padding: (1, 1),
+        groups: 4,
+        ..Conv2dParams::default()
+    };
+    let (out, recorded) = profile(|| {
+        let _low = anygrad_core::autocast(DType::F16, device)?;
+        x.conv2d(&w, None, params)
+    })
+    .unwrap();
+    assert_eq!(out.dtype(), DType::F16);
+    assert!(recorded.events.iter().any(|e| e.name == "depthwise_conv2d"));
+    out.to_dtype(DType::F32)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let (xr, wr) = (
+        x.detach().requires_grad_(true),
+        w.detach().requires_grad_(true),
+    );
+    unfold_conv2d(&xr, &wr, None, params)
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    for (leaf, reference, what) in [(&x, &xr, "input"), (&w, &wr, "weight")] {
+        let grad = leaf.grad().unwrap();
+        assert_eq!(grad.dtype(), DType::F32, "{what}");
+        let expected = values(&reference.grad().unwrap());
+        let scale = expected.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        assert_close(&values(&grad), &expected, 1e-2 * scale, 1e-2, what);
+    }
+}
+
 /// No images: an empty output and input gradient, a zero weight gradient.
 fn empty_batch(device: &Device) {
     let _serial = serial();
@@ -427,6 +476,7 @@ anygrad_testing::device_tests!(
     matches_the_unfolded_composite_f16_and_f64,
     runs_only_the_depthwise_primitives,
     gradients_pass_gradcheck,
+    autocast_runs_the_depthwise_primitive_in_f16,
     empty_batch,
     bad_operands_are_errors,
 );
