@@ -96,6 +96,8 @@ fn cases() -> Vec<Case> {
     vec![
         case("3x3 pad 1", [1, 4, 9, 11], 1, (3, 3), (1, 1), (1, 1), (1, 1)),
         case("3x3 stride 2", [3, 5, 10, 9], 1, (3, 3), (2, 2), (1, 1), (1, 1)),
+        // Output rows of 19: the CPU's strided loops over whole groups of 8 and a remainder.
+        case("3x3 stride 2 wide rows", [2, 3, 9, 37], 1, (3, 3), (2, 2), (1, 1), (1, 1)),
         case("5x5 pad 2", [1, 6, 13, 12], 1, (5, 5), (1, 1), (2, 2), (1, 1)),
         case("5x5 stride 2 multiplier 2", [3, 3, 11, 14], 2, (5, 5), (2, 2), (2, 2), (1, 1)),
         case("1x7", [1, 4, 8, 15], 1, (1, 7), (1, 1), (0, 3), (1, 1)),

@@ -74,6 +74,73 @@ fn input_row(shape: &Conv2dShape, oi: usize, ki: usize) -> Option<usize> {
         .filter(|&y| y < shape.input.0)
 }
 
+/// `outputs[j] += tap * inputs[j * stride]` for every `j` of `outputs` (`inputs` holds them).
+fn add_scaled<A: Accumulator>(outputs: &mut [A], tap: A, inputs: &[A], stride: usize) {
+    if stride == 1 {
+        // Two slices of one length: the loop vectorizes.
+        let inputs = &inputs[..outputs.len()];
+        for (value, &x) in outputs.iter_mut().zip(inputs) {
+            *value = *value + tap * x;
+        }
+    } else {
+        for (value, &x) in outputs.iter_mut().zip(inputs.iter().step_by(stride)) {
+            *value = *value + tap * x;
+        }
+    }
+}
+
+/// `outputs[j * stride] += tap * inputs[j]` for every `j` of `inputs` (`outputs` holds them).
+fn add_scaled_strided<A: Accumulator>(outputs: &mut [A], tap: A, inputs: &[A], stride: usize) {
+    if stride == 1 {
+        let outputs = &mut outputs[..inputs.len()];
+        for (value, &g) in outputs.iter_mut().zip(inputs) {
+            *value = *value + tap * g;
+        }
+    } else {
+        for (value, &g) in outputs.iter_mut().step_by(stride).zip(inputs) {
+            *value = *value + tap * g;
+        }
+    }
+}
+
+/// Lanes of the dot product's independent partial sums.
+const LANES: usize = 8;
+
+/// `Σ_j gradients[j] * inputs[j * stride]` over every `j` of `gradients`, in [`LANES`]
+/// interleaved partial sums (a single running sum would wait on each addition in turn).
+fn dot<A: Accumulator>(gradients: &[A], inputs: &[A], stride: usize) -> A {
+    let mut lanes = [A::default(); LANES];
+    let mut tail = A::default();
+    if stride == 1 {
+        let inputs = &inputs[..gradients.len()];
+        let (g_chunks, x_chunks) = (gradients.chunks_exact(LANES), inputs.chunks_exact(LANES));
+        let (g_rest, x_rest) = (g_chunks.remainder(), x_chunks.remainder());
+        for (g, x) in g_chunks.zip(x_chunks) {
+            for lane in 0..LANES {
+                lanes[lane] = lanes[lane] + g[lane] * x[lane];
+            }
+        }
+        for (&g, &x) in g_rest.iter().zip(x_rest) {
+            tail = tail + g * x;
+        }
+    } else {
+        let mut inputs = inputs.iter().step_by(stride);
+        let g_chunks = gradients.chunks_exact(LANES);
+        let g_rest = g_chunks.remainder();
+        for g in g_chunks {
+            for (lane, &g) in lanes.iter_mut().zip(g) {
+                if let Some(&x) = inputs.next() {
+                    *lane = *lane + g * x;
+                }
+            }
+        }
+        for (&g, &x) in g_rest.iter().zip(inputs) {
+            tail = tail + g * x;
+        }
+    }
+    lanes.iter().fold(tail, |sum, &lane| sum + lane)
+}
+
 /// Run `task` over the `chunk`-sized pieces of `out`, on threads when `work` is large.
 fn for_each_plane<A: Send>(
     out: &mut [A],
@@ -118,10 +185,7 @@ fn forward<A: Accumulator>(input: &[A], weight: &[A], shape: &Conv2dShape) -> Re
                 let line = &source[y * w..(y + 1) * w];
                 for (span, &tap) in spans.iter().zip(&taps[ki * kw..(ki + 1) * kw]) {
                     let outputs = &mut row[span.first..span.end];
-                    let inputs = line[span.start..].iter().step_by(stride);
-                    for (value, &x) in outputs.iter_mut().zip(inputs) {
-                        *value = *value + tap * x;
-                    }
+                    add_scaled(outputs, tap, &line[span.start..], stride);
                 }
             }
         }
@@ -157,10 +221,7 @@ fn input_gradient<A: Accumulator>(grad: &[A], weight: &[A], shape: &Conv2dShape)
                     let line = &mut out[y * w..(y + 1) * w];
                     for (span, &tap) in spans.iter().zip(&taps[ki * kw..(ki + 1) * kw]) {
                         let gradients = &row[span.first..span.end];
-                        let inputs = line[span.start..].iter_mut().step_by(stride);
-                        for (value, &g) in inputs.zip(gradients) {
-                            *value = *value + tap * g;
-                        }
+                        add_scaled_strided(&mut line[span.start..], tap, gradients, stride);
                     }
                 }
             }
@@ -197,12 +258,7 @@ fn weight_gradient<A: Accumulator>(input: &[A], grad: &[A], shape: &Conv2dShape)
                     let line = &source[y * w..(y + 1) * w];
                     for (span, sum) in spans.iter().zip(&mut sums[ki * kw..(ki + 1) * kw]) {
                         let gradients = &row[span.first..span.end];
-                        let inputs = line[span.start..].iter().step_by(stride);
-                        let dot = gradients
-                            .iter()
-                            .zip(inputs)
-                            .fold(A::default(), |dot, (&g, &x)| dot + g * x);
-                        *sum = *sum + dot;
+                        *sum = *sum + dot(gradients, &line[span.start..], stride);
                     }
                 }
             }
