@@ -99,6 +99,7 @@ struct DepthwiseParams {
     padding_w: u32,
     dilation_h: u32,
     dilation_w: u32,
+    lanes: u32,
     input_offset: u32,
     input_stride_n: u32,
     input_stride_c: u32,
@@ -128,11 +129,13 @@ fn linear_id(workgroup: vec3<u32>, workgroups: vec3<u32>, local: u32) -> u32 {
     return (workgroup.y * workgroups.x + workgroup.x) * 256u + local;
 }
 // depthwise/weight_gradient.wgsl — the depthwise convolution's weight gradient
-// (conv/depthwise.rs): one workgroup per element `(o, ki, kj)` of the contiguous
-// `[c * multiplier, 1, kh, kw]` gradient. Its 256 invocations stride over the batch's output
-// pixels, each summing output gradient times the input pixel the tap reads (both read through
-// their strides; padding taps skipped) in f32; the 256 partial sums are then added in a fixed
-// tree in workgroup memory, so the result does not depend on scheduling.
+// (conv/depthwise.rs): `params.lanes` invocations (a power of two up to 256) per element
+// `(o, ki, kj)` of the contiguous `[c * multiplier, 1, kh, kw]` gradient, `256 / lanes`
+// elements a workgroup. An element's lanes stride over the batch's output pixels, each summing
+// output gradient times the input pixel the tap reads (both read through their strides;
+// padding taps skipped) in f32; the lanes' partial sums are then added in a fixed tree in
+// workgroup memory, so the result does not depend on scheduling. The host gives few lanes to
+// small images (fewer barriers), all 256 to large ones.
 // params: DepthwiseParams (conv/depthwise.rs); `count`: weight elements.
 @group(0) @binding(1) var<storage, read> input: array<S>;
 @group(0) @binding(2) var<storage, read> grad: array<S>;
@@ -143,9 +146,12 @@ var<workgroup> partial: array<T, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) workgroups: vec3<u32>,
         @builtin(local_invocation_index) local: u32) {
-    // The workgroup's element: uniform across the workgroup, so every invocation reaches the
-    // barriers below.
-    let element = workgroup.y * workgroups.x + workgroup.x;
+    // The workgroup's elements and this invocation's lane. `lanes` is uniform, so every
+    // invocation reaches the barriers below.
+    let lanes = params.lanes;
+    let group = workgroup.y * workgroups.x + workgroup.x;
+    let element = group * (256u / lanes) + local / lanes;
+    let lane = local % lanes;
     let valid = element < params.count;
     let kj = element % params.kernel_w;
     let rest = element / params.kernel_w;
@@ -159,7 +165,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     let column_shift = i32(kj * params.dilation_w) - i32(params.padding_w);
     var sum = T(0.0);
     if (valid) {
-        for (var p = local; p < pixels; p = p + 256u) {
+        for (var p = lane; p < pixels; p = p + lanes) {
             let image = p / plane;
             let pixel = p - image * plane;
             let oi = pixel / params.out_width;
@@ -179,13 +185,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
     }
     partial[local] = sum;
     workgroupBarrier();
-    for (var half = 128u; half > 0u; half = half / 2u) {
-        if (local < half) {
+    for (var half = lanes / 2u; half > 0u; half = half / 2u) {
+        if (lane < half) {
             partial[local] = partial[local] + partial[local + half];
         }
         workgroupBarrier();
     }
-    if (local == 0u && valid) {
-        grad_weight[element] = store_value(partial[0]);
+    if (lane == 0u && valid) {
+        grad_weight[element] = store_value(partial[local]);
     }
 }

@@ -99,6 +99,7 @@ struct DepthwiseParams {
     padding_w: u32,
     dilation_h: u32,
     dilation_w: u32,
+    lanes: u32,
     input_offset: u32,
     input_stride_n: u32,
     input_stride_c: u32,

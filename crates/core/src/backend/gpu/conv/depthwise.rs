@@ -6,8 +6,8 @@
 //! - `forward.wgsl`: one invocation per output element sums its window;
 //! - `input_gradient.wgsl`: one invocation per input element gathers the output gradients of
 //!   the windows that read it (no atomics);
-//! - `weight_gradient.wgsl`: one workgroup per weight element sums over the batch's output
-//!   pixels and adds its invocations' partial sums in a fixed tree.
+//! - `weight_gradient.wgsl`: [`weight_gradient_lanes`] invocations per weight element sum over
+//!   the batch's output pixels, and their partial sums are added in a fixed tree.
 //!
 //! The geometry is `geometry::Conv2dShape::depthwise`, the CPU's (`cpu/depthwise.rs`, the
 //! reference); coordinates are checked against the kernels' 32-bit arithmetic
@@ -54,6 +54,8 @@ kernel_params! {
         padding_w: u32,
         dilation_h: u32,
         dilation_w: u32,
+        /// Invocations per weight element (weight gradient): a power of two up to 256.
+        lanes: u32,
         /// The input's view (forward, weight gradient).
         input_offset: u32,
         input_stride_n: u32,
@@ -211,6 +213,21 @@ fn check_operands(op: &'static str, lhs: &GpuStorage, rhs: &GpuStorage) -> Resul
     Ok(())
 }
 
+/// Output pixels each lane of the weight gradient should at least walk: fewer lanes (and
+/// fewer barriers in the tree sum) for small images.
+const PIXELS_PER_LANE: usize = 64;
+
+/// Invocations per element of the weight gradient over `pixels` output pixels: a power of
+/// two from 1 to 256, about one per [`PIXELS_PER_LANE`] pixels. On lavapipe, one workgroup of
+/// 256 per element made the 8 x 80 pixels of a 480-channel 5 x 5 layer 12,000 workgroups of
+/// barriers and little work.
+pub(crate) fn weight_gradient_lanes(pixels: usize) -> usize {
+    pixels
+        .div_ceil(PIXELS_PER_LANE)
+        .next_power_of_two()
+        .min(256)
+}
+
 impl GpuStorage {
     /// The depthwise convolution (`Convolution::depthwise_conv2d`): `self` is the input
     /// `[n, c, h, w]`, `weight` `[c * multiplier, 1, kh, kw]` (any strides); a contiguous
@@ -285,7 +302,7 @@ impl GpuStorage {
     /// The depthwise convolution's weight gradient
     /// (`Convolution::depthwise_conv2d_backward_weight`): `self` is the forward's input,
     /// `grad` the output gradient (any strides); a contiguous `[c * multiplier, 1, kh, kw]`
-    /// of `weight_shape`, one workgroup per element.
+    /// of `weight_shape`, [`weight_gradient_lanes`] invocations per element.
     pub(crate) fn depthwise_conv2d_backward_weight(
         &self,
         layout: &Layout,
@@ -301,11 +318,14 @@ impl GpuStorage {
         check_view(OP, grad_layout, grad.len)?;
         let count: usize = weight_shape.iter().product();
         let pixels = shape.batch * shape.output.0 * shape.output.1;
-        // The kernel's pixel loop steps by 256 and its workgroup index times 256 must not
-        // wrap either.
+        // The kernel's pixel loop steps by up to 256 and its element index must not wrap.
         word(pixels + 256)?;
-        word(count.saturating_mul(256))?;
-        let header = header(OP, &shape, count)?;
+        word(count.saturating_add(256))?;
+        let lanes = weight_gradient_lanes(pixels);
+        let header = DepthwiseParams {
+            lanes: word(lanes)?,
+            ..header(OP, &shape, count)?
+        };
         let header = with_grad(with_input(header, layout)?, grad_layout)?;
         let out = GpuStorage::allocate(&self.device, OP, count, self.dtype)?;
         let key = ConvKernel::Depthwise {
@@ -313,13 +333,14 @@ impl GpuStorage {
             pass: DepthwisePass::WeightGradient,
         };
         let buffers = [self.raw()?, grad.raw()?, out.raw()?];
-        // One workgroup of 256 invocations per element.
+        // `256 / lanes` elements per workgroup of 256 invocations.
+        let workgroups = count.div_ceil(256 / lanes);
         GpuStorage::launch(
             &self.device,
             &key,
             &Params::with_header(&header, 0),
             &buffers,
-            count * 256,
+            workgroups * 256,
         )?;
         Ok(out)
     }

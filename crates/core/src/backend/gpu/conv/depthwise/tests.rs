@@ -3,7 +3,7 @@
 //! with strided and offset views of every operand (a weight whose size-1 dim has a stride
 //! that reaches past the buffer), F32 and F16.
 
-use super::DepthwisePass;
+use super::{weight_gradient_lanes, DepthwisePass};
 use crate::backend::contract::Convolution;
 use crate::backend::cpu::{CpuStorage, HostBuffer};
 use crate::backend::gpu::conv::gemm::testing::{check, gpu, upload, values};
@@ -52,7 +52,8 @@ fn f32_values(storage: CpuStorage) -> Vec<f32> {
 }
 
 /// Forward, input gradient and weight gradient on the GPU against the CPU, over loose views
-/// of every operand: 5x5 stride 2 with multiplier 2, 3x3 dilated, 1x7.
+/// of every operand: 5x5 stride 2 with multiplier 2, 3x3 dilated, 1x7, and images large
+/// enough for the weight gradient's 16 and 256 lanes.
 #[test]
 fn passes_match_cpu_on_loose_views() {
     let Some(device) = gpu() else { return };
@@ -62,6 +63,9 @@ fn passes_match_cpu_on_loose_views() {
         ([2, 3, 11, 10], 2, [5, 5], (2, 2), (2, 2), (1, 1)),
         ([1, 4, 9, 9], 1, [3, 3], (1, 1), (2, 2), (2, 2)),
         ([3, 2, 6, 13], 3, [1, 7], (1, 1), (0, 3), (1, 1)),
+        // 840 and 8,640 output pixels: 16 and 256 lanes per weight-gradient element.
+        ([2, 3, 20, 21], 1, [3, 3], (1, 1), (1, 1), (1, 1)),
+        ([1, 2, 96, 90], 2, [3, 3], (1, 1), (1, 1), (1, 1)),
     ];
     for dtype in [DType::F32, DType::F16] {
         if dtype == DType::F16
@@ -163,4 +167,16 @@ fn passes_match_cpu_on_loose_views() {
             );
         }
     }
+}
+
+/// The weight gradient's lanes: powers of two, one per 64 pixels, at least 1, at most 256.
+#[test]
+fn weight_gradient_lanes_follow_the_pixels() {
+    assert_eq!(weight_gradient_lanes(0), 1);
+    assert_eq!(weight_gradient_lanes(64), 1);
+    assert_eq!(weight_gradient_lanes(65), 2);
+    assert_eq!(weight_gradient_lanes(640), 16);
+    assert_eq!(weight_gradient_lanes(840), 16);
+    assert_eq!(weight_gradient_lanes(8_640), 256);
+    assert_eq!(weight_gradient_lanes(1 << 30), 256);
 }
