@@ -329,6 +329,37 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
             compare(conv(&cpu), conv(&device), tolerance * 10.0),
             OP_BUG_HINT,
         );
+        // The depthwise convolution (groups == channels, multiplier 2, stride 2) and both of its
+        // gradients, flattened into one tensor: output, input gradient, weight gradient.
+        let depthwise = |d: &Device| -> Result<Tensor> {
+            let flat = |t: &Tensor, count: usize| -> Result<Tensor> {
+                on(t, d)?.reshape([37 * 53])?.narrow(0, 0, count)
+            };
+            let image = flat(&x, 2 * 4 * 9 * 12)?
+                .reshape([2, 4, 9, 12])?
+                .requires_grad_(true);
+            let kernel = flat(&y, 8 * 9)?.reshape([8, 1, 3, 3])?.requires_grad_(true);
+            let params = Conv2dParams {
+                stride: (2, 2),
+                padding: (1, 1),
+                groups: 4,
+                ..Default::default()
+            };
+            let out = image.conv2d(&kernel, None, params)?;
+            out.backward_with(&flat(&y, out.numel())?.reshape(out.shape())?)?;
+            let missing = || anygrad::Error::invalid("doctor", "no gradient");
+            let parts = [
+                out.detach().flatten(0, -1)?,
+                image.grad().ok_or_else(missing)?.flatten(0, -1)?,
+                kernel.grad().ok_or_else(missing)?.flatten(0, -1)?,
+            ];
+            Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
+        };
+        push(
+            format!("depthwise conv2d {dtype} forward + both gradients"),
+            compare(depthwise(&cpu), depthwise(&device), tolerance * 10.0),
+            OP_BUG_HINT,
+        );
         // The fused convolution (eval-mode batch norm, residual and ReLU in the store): the
         // autotuner times each kernel carrying the epilogue (both tiles, Winograd) on first use.
         let fused = |d: &Device| -> Result<Tensor> {

@@ -277,6 +277,62 @@ impl Conv2dShape {
                 "do not fit: the weight's channels differ from the input's",
             ));
         }
+        Conv2dShape::with_output(
+            "conv2d",
+            [batch, channels, h, w],
+            [out_channels, kh, kw],
+            params,
+        )
+    }
+
+    /// Check the operands of a depthwise convolution (`op` names it in errors): input
+    /// `[n, c, h, w]`, weight `[c * multiplier, 1, kh, kw]`, `groups == c` (at least one
+    /// channel); output channel `o` reads input channel `o / multiplier`. The output size is
+    /// PyTorch's, as for [`Conv2dShape::new`].
+    pub(crate) fn depthwise(
+        op: &'static str,
+        input: &Layout,
+        weight: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Conv2dShape> {
+        let mismatch = |reason: &str| Error::ShapeMismatch {
+            op,
+            lhs: input.shape.clone(),
+            rhs: weight.shape.clone(),
+            reason: reason.into(),
+        };
+        let (&[batch, channels, h, w], &[out_channels, weight_channels, kh, kw]) =
+            (input.shape.as_slice(), weight.shape.as_slice())
+        else {
+            return Err(mismatch(
+                "must be [n, c, h, w] and [c * multiplier, 1, kh, kw]",
+            ));
+        };
+        if channels == 0 || params.groups != channels {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "the depthwise primitive takes groups == channels ({channels}, at least 1), \
+                     not {}",
+                    params.groups
+                ),
+            ));
+        }
+        if weight_channels != 1 || !out_channels.is_multiple_of(channels) {
+            return Err(mismatch(
+                "do not fit: a depthwise weight is [c * multiplier, 1, kh, kw]",
+            ));
+        }
+        Conv2dShape::with_output(op, [batch, channels, h, w], [out_channels, kh, kw], params)
+    }
+
+    /// The shape with its output size computed (PyTorch's formula), or `op`'s window error.
+    fn with_output(
+        op: &'static str,
+        [batch, channels, h, w]: [usize; 4],
+        [out_channels, kh, kw]: [usize; 3],
+        params: &Conv2dParams,
+    ) -> Result<Conv2dShape> {
         let (stride, padding, dilation) = (params.stride, params.padding, params.dilation);
         match (
             output_span(h, kh, stride.0, padding.0, dilation.0),
@@ -294,7 +350,7 @@ impl Conv2dShape {
                 output: (oh, ow),
             }),
             _ => Err(window_error(
-                "conv2d",
+                op,
                 (kh, kw),
                 stride,
                 padding,
@@ -302,6 +358,11 @@ impl Conv2dShape {
                 (h, w),
             )),
         }
+    }
+
+    /// Output channels per input channel of a depthwise convolution (`out_channels / channels`).
+    pub(crate) fn multiplier(&self) -> usize {
+        self.out_channels.checked_div(self.channels).unwrap_or(0)
     }
 
     /// Rows of the implicit GEMM's right operand: `c * kh * kw`.
@@ -325,6 +386,33 @@ pub(crate) fn backward_shape(
     params: &Conv2dParams,
 ) -> Result<Conv2dShape> {
     let shape = Conv2dShape::new(
+        &Layout::contiguous(input_shape),
+        &Layout::contiguous(weight_shape),
+        params,
+    )?;
+    if grad.shape != shape.output_shape() {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: grad.shape.clone(),
+            rhs: shape.output_shape().to_vec(),
+            reason: "the output gradient must have the convolution's output shape".into(),
+        });
+    }
+    Ok(shape)
+}
+
+/// The checked geometry of a depthwise convolution's backward pass
+/// ([`Conv2dShape::depthwise`] of the forward's input and weight shapes), with the output
+/// gradient `grad`, which must have the forward output's shape.
+pub(crate) fn depthwise_backward_shape(
+    op: &'static str,
+    grad: &Layout,
+    input_shape: &[usize],
+    weight_shape: &[usize],
+    params: &Conv2dParams,
+) -> Result<Conv2dShape> {
+    let shape = Conv2dShape::depthwise(
+        op,
         &Layout::contiguous(input_shape),
         &Layout::contiguous(weight_shape),
         params,

@@ -625,6 +625,69 @@ impl Storage {
         ))
     }
 
+    /// Depthwise 2-D convolution without bias (`Convolution::depthwise_conv2d`).
+    pub fn depthwise_conv2d(
+        &self,
+        layout: &Layout,
+        weight: &Storage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (weight, weight_layout)];
+        let call = Call::new("depthwise_conv2d", operands).same_dtype(&[0, 1]);
+        run!(call, |x, w| Convolution::depthwise_conv2d(
+            x,
+            layout,
+            w,
+            weight_layout,
+            params
+        ))
+    }
+
+    /// The depthwise convolution's input gradient; `self` is the output gradient
+    /// (`Convolution::depthwise_conv2d_backward_input`).
+    pub fn depthwise_conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Storage,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (weight, weight_layout)];
+        let call = Call::new("depthwise_conv2d_backward_input", operands).same_dtype(&[0, 1]);
+        run!(call, |g, w| Convolution::depthwise_conv2d_backward_input(
+            g,
+            layout,
+            w,
+            weight_layout,
+            params,
+            input_shape
+        ))
+    }
+
+    /// The depthwise convolution's weight gradient; `self` is the forward's input
+    /// (`Convolution::depthwise_conv2d_backward_weight`).
+    pub fn depthwise_conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Storage,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Storage> {
+        let operands = [(self, layout), (grad, grad_layout)];
+        let call = Call::new("depthwise_conv2d_backward_weight", operands).same_dtype(&[0, 1]);
+        run!(call, |x, g| Convolution::depthwise_conv2d_backward_weight(
+            x,
+            layout,
+            g,
+            grad_layout,
+            params,
+            weight_shape
+        ))
+    }
+
     /// 2-D max pooling of `[n, c, h, w]` into `format` (`Pooling::max_pool2d`).
     pub(crate) fn max_pool2d(
         &self,

@@ -258,10 +258,24 @@ fn convolution_and_pooling_rules() {
         dilation: (1, 2),
         groups: 2,
     };
+    // Groups == channels with one weight channel per group: the depthwise primitive and its
+    // backward primitives (multiplier 2).
     check(
-        "conv2d",
+        "conv2d depthwise",
         &inputs,
         &[&[2, 2, 5, 5], &[4, 1, 3, 3], &[4]],
+        |t| t[0].conv2d(&t[1], Some(&t[2]), params),
+    );
+    // Two input channels per group: the unfolded composite.
+    let grouped = vec![
+        sample(2 * 4 * 5 * 5, 23, -1.0, 1.0),
+        sample(4 * 2 * 3 * 3, 24, -1.0, 1.0),
+        sample(4, 25, -1.0, 1.0),
+    ];
+    check(
+        "conv2d grouped",
+        &grouped,
+        &[&[2, 4, 5, 5], &[4, 2, 3, 3], &[4]],
         |t| t[0].conv2d(&t[1], Some(&t[2]), params),
     );
     // One group: the direct primitive and its backward primitives (input and weight).

@@ -1,8 +1,8 @@
 //! A reference 2-D convolution written with public ops only: an explicit unfold (im2col) by
-//! `index_select` over the flattened, zero-extended image, then a matmul. Autograd
+//! `index_select` over the flattened, zero-extended image, then a matmul (one per group). Autograd
 //! differentiates it through those primitives, which gives reference gradients for the direct
-//! convolution and its backward primitives (anygrad-core's `conv_direct` and `conv_backward`
-//! tests).
+//! convolution, the depthwise convolution and their backward primitives (anygrad-core's
+//! `conv_direct`, `conv_backward` and `conv_depthwise` tests).
 
 use anygrad_core::{Conv2dParams, Device, Tensor};
 
@@ -11,20 +11,25 @@ pub fn conv_output_size(size: usize, k: usize, s: usize, p: usize, d: usize) -> 
     (size + 2 * p - d * (k - 1) - 1) / s + 1
 }
 
-/// `conv2d(input, weight, bias)` with one group, as unfold + matmul (+ bias).
+/// `conv2d(input, weight, bias)` with `params.groups` groups (weight `[o, c / groups, kh, kw]`;
+/// depthwise: groups == c), as unfold + one matmul per group (+ bias).
 pub fn unfold_conv2d(
     input: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
     params: Conv2dParams,
 ) -> Tensor {
-    assert_eq!(params.groups, 1, "the reference takes one group");
     let &[n, c, h, w] = input.shape() else {
         panic!("input must be [n, c, h, w]")
     };
     let &[o, _, kh, kw] = weight.shape() else {
-        panic!("weight must be [o, c, kh, kw]")
+        panic!("weight must be [o, c / groups, kh, kw]")
     };
+    let groups = params.groups;
+    assert!(
+        groups > 0 && c % groups == 0 && o % groups == 0,
+        "groups must divide the channels"
+    );
     let (s, p, d) = (params.stride, params.padding, params.dilation);
     let oh = conv_output_size(h, kh, s.0, p.0, d.0);
     let ow = conv_output_size(w, kw, s.1, p.1, d.1);
@@ -51,18 +56,24 @@ pub fn unfold_conv2d(
     let zero = Tensor::zeros(&[n, c, 1], input.dtype(), device).unwrap();
     let flat = Tensor::cat(&[&flat, &zero], 2).unwrap();
     let indices = Tensor::from_vec(table, &[kh * kw * oh * ow], device).unwrap();
-    let columns = flat
-        .index_select(2, &indices)
-        .unwrap()
-        .reshape([n, c * kh * kw, oh * ow])
-        .unwrap();
-    let out = weight
-        .reshape([o, c * kh * kw])
-        .unwrap()
-        .matmul(&columns)
-        .unwrap()
-        .reshape([n, o, oh, ow])
-        .unwrap();
+    let columns = flat.index_select(2, &indices).unwrap();
+    let out = if groups == 1 {
+        weight
+            .reshape([o, c * kh * kw])
+            .unwrap()
+            .matmul(&columns.reshape([n, c * kh * kw, oh * ow]).unwrap())
+            .unwrap()
+    } else {
+        // [groups, o / groups, patch] by [n, groups, patch, oh * ow].
+        let patch = c / groups * kh * kw;
+        weight
+            .reshape([groups, o / groups, patch])
+            .unwrap()
+            .matmul(&columns.reshape([n, groups, patch, oh * ow]).unwrap())
+            .unwrap()
+    }
+    .reshape([n, o, oh, ow])
+    .unwrap();
     match bias {
         None => out,
         Some(bias) => out.add(&bias.reshape([1, o, 1, 1]).unwrap()).unwrap(),

@@ -75,6 +75,13 @@ pub(crate) enum GradFn {
         weight: Tensor,
         params: crate::tensor::Conv2dParams,
     },
+    /// The depthwise convolution (`Storage::depthwise_conv2d`: groups == channels, weight
+    /// `[c * multiplier, 1, kh, kw]`; the bias is a separate add).
+    DepthwiseConv2d {
+        input: Tensor,
+        weight: Tensor,
+        params: crate::tensor::Conv2dParams,
+    },
     /// The transposed convolution of one group (the `conv2d_backward_input` primitive used
     /// as a forward): `input` plays the adjoint convolution's output gradient.
     ConvTranspose2d {
@@ -233,6 +240,7 @@ impl GradFn {
             | GradFn::Gather { input, .. } => vec![input],
             GradFn::Binary { lhs, rhs, .. } | GradFn::Matmul { lhs, rhs } => vec![lhs, rhs],
             GradFn::Conv2d { input, weight, .. }
+            | GradFn::DepthwiseConv2d { input, weight, .. }
             | GradFn::ConvTranspose2d { input, weight, .. } => vec![input, weight],
             GradFn::Where {
                 on_true, on_false, ..
@@ -373,6 +381,7 @@ impl GradFn {
             // Their rules read every input they hold.
             needs_all @ (GradFn::Matmul { .. }
             | GradFn::Conv2d { .. }
+            | GradFn::DepthwiseConv2d { .. }
             | GradFn::ConvTranspose2d { .. }
             | GradFn::MaxPool2d { .. }
             | GradFn::Custom { .. }) => needs_all,

@@ -70,6 +70,26 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             };
             vec![input_grad, weight_grad]
         }
+        // y = x ⋆ W channel by channel (depthwise, multiplier m): dx[·, c] = Σ over the m
+        // output channels o of c of g[·, o] ⋆ᵀ W[o],
+        // dW[o, 0, i, j] = Σ g[·, o, ·, ·] · x[·, o / m, windows at tap (i, j)]
+        GradFn::DepthwiseConv2d {
+            input,
+            weight,
+            params,
+        } => {
+            let input_grad = if input.is_tracked() {
+                Some(g.depthwise_conv2d_backward_input(weight, params, input.shape())?)
+            } else {
+                None
+            };
+            let weight_grad = if weight.is_tracked() {
+                Some(input.depthwise_conv2d_backward_weight(g, params, weight.shape())?)
+            } else {
+                None
+            };
+            vec![input_grad, weight_grad]
+        }
         // y = conv2d_backward_input(x, w): dx = conv2d(g, w), dw = conv2d_backward_weight
         // with the output gradient as the convolution's input and x as its output gradient.
         GradFn::ConvTranspose2d {

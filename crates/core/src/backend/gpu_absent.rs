@@ -468,6 +468,38 @@ impl Convolution for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+
+    fn depthwise_conv2d(
+        &self,
+        _layout: &Layout,
+        _weight: &Self,
+        _weight_layout: &Layout,
+        _params: &Conv2dParams,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn depthwise_conv2d_backward_input(
+        &self,
+        _layout: &Layout,
+        _weight: &Self,
+        _weight_layout: &Layout,
+        _params: &Conv2dParams,
+        _input_shape: &[usize],
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn depthwise_conv2d_backward_weight(
+        &self,
+        _layout: &Layout,
+        _grad: &Self,
+        _grad_layout: &Layout,
+        _params: &Conv2dParams,
+        _weight_shape: &[usize],
+    ) -> Result<Self> {
+        match self.never {}
+    }
 }
 
 impl Pooling for GpuStorage {

@@ -1,8 +1,11 @@
 //! Matrix products and the image ops built on them. `matmul` broadcasts batch dims and reduces
 //! every case to one batched primitive `[b, m, k] x [b, k, n]`. A float `conv2d` with one
 //! group is the direct `Storage::conv2d` primitive, recorded as `GradFn::Conv2d` (its
-//! gradients are the primitives `conv2d_backward_input` and `conv2d_backward_weight`);
-//! grouped and integer convolutions are a composite: an "unfold" (im2col) written as one
+//! gradients are the primitives `conv2d_backward_input` and `conv2d_backward_weight`); a
+//! float depthwise one (groups == channels, one weight channel per group) is the
+//! `Storage::depthwise_conv2d` primitive, recorded as `GradFn::DepthwiseConv2d` (gradients:
+//! `depthwise_conv2d_backward_input` and `depthwise_conv2d_backward_weight`); other grouped
+//! and integer convolutions are a composite: an "unfold" (im2col) written as one
 //! `index_select` over the flattened image with a precomputed index table (padding reads an
 //! extra constant element), followed by a matmul, differentiated through those primitives
 //! (`index_select`'s backward is a `scatter_add`, which accumulates overlapping windows
@@ -198,9 +201,24 @@ impl Tensor {
         };
         let (oh, ow) = window.output_size("conv2d", h, w)?;
         // One group and a float dtype: the direct primitive, without an unfolded copy,
-        // differentiated by its own backward primitives (`GradFn::Conv2d`). Otherwise the
-        // composite, which autograd differentiates through its primitives.
-        let out = if groups == 1 && self.dtype().is_float() {
+        // differentiated by its own backward primitives (`GradFn::Conv2d`); depthwise (one
+        // input channel per group) likewise with the depthwise primitives
+        // (`GradFn::DepthwiseConv2d`). Otherwise the composite, which autograd differentiates
+        // through its primitives.
+        let depthwise = groups == channels && group_channels == 1 && groups > 1;
+        let out = if depthwise && self.dtype().is_float() {
+            let storage = {
+                let (input, kernels) = (self.storage(), weight.storage());
+                input.depthwise_conv2d(self.layout(), &kernels, weight.layout(), &params)?
+            };
+            let grad_fn =
+                Tensor::record(&[self, weight], self.dtype(), || GradFn::DepthwiseConv2d {
+                    input: self.clone(),
+                    weight: weight.clone(),
+                    params,
+                });
+            Tensor::from_storage(storage, &[batch, out_channels, oh, ow], grad_fn)
+        } else if groups == 1 && self.dtype().is_float() {
             let storage = {
                 let (input, kernels) = (self.storage(), weight.storage());
                 input.conv2d(self.layout(), &kernels, weight.layout(), &params)?
@@ -516,6 +534,47 @@ impl Tensor {
         weight_shape: &[usize],
     ) -> Result<Tensor> {
         let storage = self.storage().conv2d_backward_weight(
+            self.layout(),
+            &grad.storage(),
+            grad.layout(),
+            params,
+            weight_shape,
+        )?;
+        Ok(Tensor::from_storage(storage, weight_shape, None))
+    }
+}
+
+impl Tensor {
+    /// The depthwise convolution's input gradient, untracked: `self` is the output gradient
+    /// `[n, o, oh, ow]`, `weight` the forward's; a `[n, c, h, w]` tensor of `input_shape`
+    /// (the `depthwise_conv2d_backward_input` primitive; autograd's rule for
+    /// `GradFn::DepthwiseConv2d`).
+    pub(crate) fn depthwise_conv2d_backward_input(
+        &self,
+        weight: &Tensor,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Tensor> {
+        let storage = self.storage().depthwise_conv2d_backward_input(
+            self.layout(),
+            &weight.storage(),
+            weight.layout(),
+            params,
+            input_shape,
+        )?;
+        Ok(Tensor::from_storage(storage, input_shape, None))
+    }
+
+    /// The depthwise convolution's weight gradient, untracked: `self` is the forward's input,
+    /// `grad` the output gradient; a `[o, 1, kh, kw]` tensor of `weight_shape` (the
+    /// `depthwise_conv2d_backward_weight` primitive).
+    pub(crate) fn depthwise_conv2d_backward_weight(
+        &self,
+        grad: &Tensor,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Tensor> {
+        let storage = self.storage().depthwise_conv2d_backward_weight(
             self.layout(),
             &grad.storage(),
             grad.layout(),

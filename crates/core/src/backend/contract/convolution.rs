@@ -1,5 +1,6 @@
 //! The backend contract's `Convolution` family: 2-D convolutions: the forward, the forward with its
-//! epilogue, and both gradients. The rules every primitive keeps are in `contract/mod.rs`.
+//! epilogue, and both gradients; the depthwise convolution (groups == channels) and both of its
+//! gradients. The rules every primitive keeps are in `contract/mod.rs`.
 
 use super::BackendStorage;
 use crate::error::Result;
@@ -20,7 +21,8 @@ pub(crate) struct Epilogue<'a, S> {
     pub activation: EpilogueActivation,
 }
 
-/// 2-D convolutions: the forward, the forward with its epilogue, and both gradients.
+/// 2-D convolutions: the forward, the forward with its epilogue, and both gradients; the
+/// depthwise convolution and both of its gradients.
 pub(crate) trait Convolution: BackendStorage {
     /// 2-D convolution with one group and no bias: input `[n, c, h, w]` and weight
     /// `[o, c, kh, kw]` (any strides, one dtype); output contiguous `[n, o, oh, ow]`. Float
@@ -76,6 +78,43 @@ pub(crate) trait Convolution: BackendStorage {
     /// `grad` the output gradient (the forward output's shape); returns contiguous
     /// `[o, c, kh, kw]` of `weight_shape`.
     fn conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Self>;
+
+    /// Depthwise 2-D convolution without bias: input `[n, c, h, w]` and weight
+    /// `[c * multiplier, 1, kh, kw]` (any strides, one dtype), `params.groups == c`; output
+    /// channel `o` reads input channel `o / multiplier`. Output contiguous
+    /// `[n, c * multiplier, oh, ow]`. Float dtypes only, accumulated in f32 (f64 for F64).
+    /// The geometry is `geometry::Conv2dShape::depthwise`, the same on every backend.
+    fn depthwise_conv2d(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Self>;
+
+    /// The depthwise convolution's input gradient: `self` is the output gradient, which must
+    /// have the forward output's shape, `weight` the forward's weight; returns contiguous
+    /// `[n, c, h, w]` of `input_shape`.
+    fn depthwise_conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Self>;
+
+    /// The depthwise convolution's weight gradient: `self` is the forward's input
+    /// `[n, c, h, w]`, `grad` the output gradient (the forward output's shape); returns
+    /// contiguous `[c * multiplier, 1, kh, kw]` of `weight_shape`.
+    fn depthwise_conv2d_backward_weight(
         &self,
         layout: &Layout,
         grad: &Self,

@@ -226,4 +226,36 @@ impl Convolution for CpuStorage {
     ) -> Result<Self> {
         self.conv2d_weight_gradient(layout, grad, grad_layout, params, weight_shape)
     }
+
+    fn depthwise_conv2d(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Self> {
+        self.depthwise_forward(layout, weight, weight_layout, params)
+    }
+
+    fn depthwise_conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Self> {
+        self.depthwise_input_gradient(layout, weight, weight_layout, params, input_shape)
+    }
+
+    fn depthwise_conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Self> {
+        self.depthwise_weight_gradient(layout, grad, grad_layout, params, weight_shape)
+    }
 }

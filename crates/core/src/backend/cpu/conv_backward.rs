@@ -29,7 +29,7 @@ use crate::layout::Layout;
 const PARALLEL_WORK: usize = 48 * 48 * 48;
 
 /// The view's elements in row-major order (borrowed when it already is dense).
-fn dense<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
+pub(super) fn dense<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
     if layout.is_contiguous() {
         Cow::Borrowed(&data[layout.offset..layout.offset + layout.numel()])
     } else {
@@ -38,7 +38,7 @@ fn dense<'a, T: Copy>(data: &'a [T], layout: &Layout) -> Cow<'a, [T]> {
 }
 
 /// An f16 view widened to a dense f32 vector.
-fn widen(data: &[f16], layout: &Layout) -> Vec<f32> {
+pub(super) fn widen(data: &[f16], layout: &Layout) -> Vec<f32> {
     layout.positions().map(|p| data[p].to_f32()).collect()
 }
 

@@ -2,7 +2,8 @@
 //! generic loops are written once over two small traits (`FloatElement` computes f16 through
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate;
-//! max pooling and its gradient are direct loops (`pool.rs`).
+//! max pooling and its gradient are direct loops (`pool.rs`), as are the depthwise
+//! convolution and its gradients (`depthwise.rs`).
 
 pub(crate) mod alloc;
 mod batch_norm;
@@ -10,6 +11,7 @@ mod class_pick;
 mod conv;
 mod conv_backward;
 mod conv_epilogue;
+mod depthwise;
 mod elementwise;
 mod host_buffer;
 mod index;

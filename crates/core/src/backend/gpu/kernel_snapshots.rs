@@ -181,6 +181,27 @@ fn snapshot_kernels() -> Vec<(&'static str, Box<dyn Kernel>)> {
             }),
         ),
         (
+            "depthwise_conv2d_f32",
+            Box::new(ConvKernel::Depthwise {
+                dtype: DType::F32,
+                pass: super::conv::depthwise::DepthwisePass::Forward,
+            }),
+        ),
+        (
+            "depthwise_conv2d_backward_input_f16",
+            Box::new(ConvKernel::Depthwise {
+                dtype: DType::F16,
+                pass: super::conv::depthwise::DepthwisePass::InputGradient,
+            }),
+        ),
+        (
+            "depthwise_conv2d_backward_weight_f32",
+            Box::new(ConvKernel::Depthwise {
+                dtype: DType::F32,
+                pass: super::conv::depthwise::DepthwisePass::WeightGradient,
+            }),
+        ),
+        (
             "conv2d_split_sum_f16",
             Box::new(ConvKernel::Conv2dSplitSum { dtype: DType::F16 }),
         ),

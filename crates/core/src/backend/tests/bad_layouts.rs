@@ -155,6 +155,87 @@ fn every_primitive_refuses_bad_views(device: &Device) {
         xs.conv2d_backward_weight(&xl, &gs, &past_the_end(&output), &params, &weight)
             .map(drop),
     );
+    // The depthwise convolution and its gradients: input [1, 2, 4, 4], weight [4, 1, 3, 3]
+    // (multiplier 2), output [1, 4, 2, 2].
+    let (depthwise_weight, depthwise_output) = ([4, 1, 3, 3], [1, 4, 2, 2]);
+    let dws = full(device, &depthwise_weight, DType::F32);
+    let dgs = full(device, &depthwise_output, DType::F32);
+    let (dwl, dgl) = (
+        Layout::contiguous(&depthwise_weight),
+        Layout::contiguous(&depthwise_output),
+    );
+    let depthwise = Conv2dParams {
+        groups: 2,
+        ..Conv2dParams::default()
+    };
+    expect_err(
+        "depthwise_conv2d input",
+        xs.depthwise_conv2d(&past_the_end(&input), &dws, &dwl, &depthwise)
+            .map(drop),
+    );
+    expect_err(
+        "depthwise_conv2d weight",
+        xs.depthwise_conv2d(&xl, &dws, &past_the_end(&depthwise_weight), &depthwise)
+            .map(drop),
+    );
+    expect_err(
+        "depthwise_conv2d ragged input",
+        xs.depthwise_conv2d(&ragged(&input), &dws, &dwl, &depthwise)
+            .map(drop),
+    );
+    expect_err(
+        "depthwise_conv2d_backward_input grad",
+        dgs.depthwise_conv2d_backward_input(
+            &past_the_end(&depthwise_output),
+            &dws,
+            &dwl,
+            &depthwise,
+            &input,
+        )
+        .map(drop),
+    );
+    expect_err(
+        "depthwise_conv2d_backward_input weight",
+        dgs.depthwise_conv2d_backward_input(
+            &dgl,
+            &dws,
+            &past_the_end(&depthwise_weight),
+            &depthwise,
+            &input,
+        )
+        .map(drop),
+    );
+    expect_err(
+        "depthwise_conv2d_backward_weight input",
+        xs.depthwise_conv2d_backward_weight(
+            &past_the_end(&input),
+            &dgs,
+            &dgl,
+            &depthwise,
+            &depthwise_weight,
+        )
+        .map(drop),
+    );
+    expect_err(
+        "depthwise_conv2d_backward_weight grad",
+        xs.depthwise_conv2d_backward_weight(
+            &xl,
+            &dgs,
+            &past_the_end(&depthwise_output),
+            &depthwise,
+            &depthwise_weight,
+        )
+        .map(drop),
+    );
+    // Geometry the primitive refuses: one group, a weight with two channels per group.
+    expect_err(
+        "depthwise_conv2d one group",
+        xs.depthwise_conv2d(&xl, &dws, &dwl, &params).map(drop),
+    );
+    expect_err(
+        "depthwise_conv2d weight channels",
+        xs.depthwise_conv2d(&xl, &ws, &wl, &depthwise).map(drop),
+    );
     // Max pooling and its gradient: input [1, 2, 4, 4], 3x3 window, output [1, 2, 2, 2].
     let window = crate::geometry::Window {
         kernel: (3, 3),
@@ -259,6 +340,7 @@ fn every_primitive_refuses_bad_views(device: &Device) {
     assert!(x.unary(&good, UnaryOp::Neg).is_ok());
     assert!(m.matmul(&good_m, &m, &transposed).is_ok());
     assert!(xs.conv2d(&xl, &ws, &wl, &params).is_ok());
+    assert!(xs.depthwise_conv2d(&xl, &dws, &dwl, &depthwise).is_ok());
     assert!(xs
         .max_pool2d_backward(&xl, &ps, &pl, &ps, &pl, &window)
         .is_ok());

@@ -1,6 +1,6 @@
 //! `GpuStorage`'s part of the backend contract (`backend/contract/`) for this family: Convolution —
-//! convolutions, their epilogue and gradients, in batch slices where a tensor exceeds one buffer
-//! (weight-gradient slices are added).
+//! convolutions, their epilogue and gradients, and the depthwise convolution and its gradients,
+//! in batch slices where a tensor exceeds one buffer (weight-gradient slices are added).
 
 use crate::backend::contract::{Convolution, Epilogue};
 use crate::backend::gpu::runtime::sliced::{Combine, Follow, Plan};
@@ -160,6 +160,81 @@ impl Convolution for GpuStorage {
         }
         .run(|[(x, lx), (g, lg)], _| {
             GpuStorage::conv2d_backward_weight(x, lx, g, lg, params, weight_shape)
+        })
+    }
+
+    fn depthwise_conv2d(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Self> {
+        const OP: &str = "depthwise_conv2d";
+        let shape = Conv2dShape::depthwise(OP, layout, weight_layout, params)?;
+        let output = shape.output_shape();
+        Plan {
+            op: OP,
+            operands: [
+                (self, layout, Follow::Sliced(0)),
+                (weight, weight_layout, Follow::Whole),
+            ],
+            rows: output[0],
+            output_elements: numel(&output[1..]),
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(x, lx), (w, lw)], _| GpuStorage::depthwise_conv2d(x, lx, w, lw, params))
+    }
+
+    fn depthwise_conv2d_backward_input(
+        &self,
+        layout: &Layout,
+        weight: &Self,
+        weight_layout: &Layout,
+        params: &Conv2dParams,
+        input_shape: &[usize],
+    ) -> Result<Self> {
+        let rows = input_shape.first().copied().unwrap_or(1);
+        Plan {
+            op: "depthwise_conv2d_backward_input",
+            operands: [
+                (self, layout, Follow::Sliced(0)),
+                (weight, weight_layout, Follow::Whole),
+            ],
+            rows,
+            output_elements: numel(input_shape.get(1..).unwrap_or(&[])),
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(g, lg), (w, lw)], range| {
+            let slice_shape = with_size(input_shape, 0, range.len());
+            GpuStorage::depthwise_conv2d_backward_input(g, lg, w, lw, params, &slice_shape)
+        })
+    }
+
+    fn depthwise_conv2d_backward_weight(
+        &self,
+        layout: &Layout,
+        grad: &Self,
+        grad_layout: &Layout,
+        params: &Conv2dParams,
+        weight_shape: &[usize],
+    ) -> Result<Self> {
+        // The weight gradient sums over images: batch slices add up.
+        Plan {
+            op: "depthwise_conv2d_backward_weight",
+            operands: [
+                (self, layout, Follow::Sliced(0)),
+                (grad, grad_layout, Follow::Sliced(0)),
+            ],
+            rows: layout.shape.first().copied().unwrap_or(1),
+            output_elements: numel(weight_shape),
+            combine: Combine::Fold(BinaryOp::Add),
+            nests: false,
+        }
+        .run(|[(x, lx), (g, lg)], _| {
+            GpuStorage::depthwise_conv2d_backward_weight(x, lx, g, lg, params, weight_shape)
         })
     }
 }

@@ -1,8 +1,9 @@
-//! The convolution family's key: [`ConvKernel`] (direct, backward, Winograd, tensor-core
-//! and channels-last kernels), per dtype and variant.
+//! The convolution family's key: [`ConvKernel`] (direct, backward, Winograd, tensor-core,
+//! channels-last and depthwise kernels), per dtype and variant.
 
 use crate::backend::gpu::conv::backward::WeightKernel;
 use crate::backend::gpu::conv::coop::ConvCoopKey;
+use crate::backend::gpu::conv::depthwise::DepthwisePass;
 use crate::backend::gpu::conv::epilogue::ConvEpilogueKey;
 use crate::backend::gpu::conv::nhwc::{
     ConvNhwcKey, ConvNhwcWeightKey, ConvPatchKey, SPACE_TO_DEPTH_CHANNELS,
@@ -58,6 +59,9 @@ pub(crate) enum ConvKernel {
     ConvNhwcWeight(ConvNhwcWeightKey),
     /// Sums the weight gradient's f32 partial sums into the storage type.
     Conv2dSplitSum { dtype: DType },
+    /// The depthwise convolution (groups == channels) or one of its gradients
+    /// (`conv/depthwise.rs`).
+    Depthwise { dtype: DType, pass: DepthwisePass },
     /// One of the three transforms of the Winograd F(2x2, 3x3) convolution.
     Winograd {
         dtype: DType,
@@ -105,6 +109,7 @@ impl Kernel for ConvKernel {
                 dtype,
                 super::backward::weight_source(dtype, partial, WeightKernel { wide, lean }),
             ),
+            ConvKernel::Depthwise { dtype, pass } => (dtype, super::depthwise::source(dtype, pass)),
             ConvKernel::Conv2dSplitSum { dtype } => {
                 (dtype, super::backward::split_sum_source(dtype))
             }
@@ -120,9 +125,14 @@ impl Kernel for ConvKernel {
 
     /// Conv2d bounds-checks every access in the kernel (`conv/direct.rs`), like the matmuls;
     /// so do its backward kernels (`conv/backward.rs`), Winograd's transforms and the
-    /// tensor-core kernels. The space-to-depth rearrangement keeps the checks.
+    /// tensor-core kernels. The space-to-depth rearrangement and the depthwise kernels (one
+    /// element an invocation, their reads bounded only by the host's view checks) keep the
+    /// checks.
     fn is_trusted(&self) -> bool {
-        !matches!(self, ConvKernel::SpaceToDepth { .. })
+        !matches!(
+            self,
+            ConvKernel::SpaceToDepth { .. } | ConvKernel::Depthwise { .. }
+        )
     }
 
     fn writes_workgroup_memory_first(&self) -> bool {
@@ -138,6 +148,7 @@ impl Kernel for ConvKernel {
             super::direct::catalogue(&mut keys, dtype);
             super::backward::catalogue(&mut keys, dtype);
             super::winograd::catalogue(&mut keys, dtype);
+            super::depthwise::catalogue(&mut keys, dtype);
         }
         keys.extend(ConvCoopKey::all().into_iter().map(ConvKernel::ConvCoop));
         keys.extend(ConvNhwcKey::all().into_iter().map(ConvKernel::ConvNhwc));
