@@ -4,10 +4,12 @@
 //! (or that indices are integers), then runs the backend's method of the contract (one trait
 //! per family of primitives, with each primitive's rules, in `backend/contract/`). Creation,
 //! transfers, fused attention and user kernels match on the device or the operands directly.
+//! The dispatch of some families lives beside it, in `storage/`: `convolution.rs`,
+//! `normalization.rs`, `quantized.rs` and `in_place.rs` (the in-place updates).
 
 use crate::backend::contract::{
-    Attention, Convolution, Copying, Creation, CustomKernels, Elementwise, Epilogue, Indexing,
-    LinearAlgebra, Pooling, QuantizedMatrices, RandomNumbers, Reduction, Scan, Sorting,
+    Attention, Copying, Creation, CustomKernels, Elementwise, Indexing, LinearAlgebra, Pooling,
+    RandomNumbers, Reduction, Scan, Sorting,
 };
 use crate::backend::cpu::CpuStorage;
 use crate::backend::cpu::HostBuffer;
@@ -15,11 +17,10 @@ use crate::backend::gpu::{GpuPendingRead, GpuStaging, GpuStorage};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::geometry::{AttentionShape, Conv2dParams, Window};
+use crate::geometry::{AttentionShape, Window};
 use crate::layout::{Layout, MemoryFormat};
-use crate::op::{BinaryOp, EpilogueActivation, ReduceOp, UnaryOp};
+use crate::op::{BinaryOp, ReduceOp, UnaryOp};
 use crate::profiler;
-use crate::quantization::QuantFormat;
 use crate::random::Distribution;
 
 /// Tensor data on one device.
@@ -245,8 +246,10 @@ macro_rules! run {
 pub(crate) use crate::backend::contract::AdamMoments;
 
 // The normalization primitives' dispatch (after `run!`, which it uses).
+mod convolution;
 mod in_place;
 mod normalization;
+mod quantized;
 
 impl Storage {
     /// The element type.
@@ -484,210 +487,6 @@ impl Storage {
         run!(call, |l, r| LinearAlgebra::matmul(l, layout, r, rhs_layout))
     }
 
-    /// 2-D convolution with one group and no bias (`Convolution::conv2d`).
-    pub fn conv2d(
-        &self,
-        layout: &Layout,
-        weight: &Storage,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-    ) -> Result<Storage> {
-        let call =
-            Call::new("conv2d", [(self, layout), (weight, weight_layout)]).same_dtype(&[0, 1]);
-        run!(call, |x, w| Convolution::conv2d(
-            x,
-            layout,
-            w,
-            weight_layout,
-            params
-        ))
-    }
-
-    /// The memory format `conv2d_epilogue` writes fastest on this backend for these operands
-    /// (`Convolution::conv2d_epilogue_format`).
-    pub fn conv2d_epilogue_format(
-        &self,
-        layout: &Layout,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-    ) -> MemoryFormat {
-        match self {
-            Storage::Cpu(s) => s.conv2d_epilogue_format(layout, weight_layout, params),
-            Storage::Gpu(s) => s.conv2d_epilogue_format(layout, weight_layout, params),
-        }
-    }
-
-    /// conv2d and its epilogue in one primitive (`Convolution::conv2d_epilogue`): `scale`
-    /// and `shift` F32 `[o]`, the optional `residual` of the output's shape; the output dense
-    /// in `format`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn conv2d_epilogue(
-        &self,
-        layout: &Layout,
-        weight: &Storage,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-        scale: (&Storage, &Layout),
-        shift: (&Storage, &Layout),
-        residual: Option<(&Storage, &Layout)>,
-        activation: EpilogueActivation,
-        format: MemoryFormat,
-    ) -> Result<Storage> {
-        const OP: &str = "conv2d_epilogue";
-        let (scale_layout, shift_layout) = (scale.1, shift.1);
-        match residual {
-            None => {
-                let operands = [(self, layout), (weight, weight_layout), scale, shift];
-                let call = Call::new(OP, operands).same_dtype(&[0, 1]);
-                run!(call, |x, w, s, t| Convolution::conv2d_epilogue(
-                    x,
-                    layout,
-                    w,
-                    weight_layout,
-                    params,
-                    &Epilogue {
-                        scale: (s, scale_layout),
-                        shift: (t, shift_layout),
-                        residual: None,
-                        activation,
-                    },
-                    format
-                ))
-            }
-            Some((residual, residual_layout)) => {
-                let operands = [
-                    (self, layout),
-                    (weight, weight_layout),
-                    scale,
-                    shift,
-                    (residual, residual_layout),
-                ];
-                let call = Call::new(OP, operands).same_dtype(&[0, 1, 4]);
-                run!(call, |x, w, s, t, r| Convolution::conv2d_epilogue(
-                    x,
-                    layout,
-                    w,
-                    weight_layout,
-                    params,
-                    &Epilogue {
-                        scale: (s, scale_layout),
-                        shift: (t, shift_layout),
-                        residual: Some((r, residual_layout)),
-                        activation,
-                    },
-                    format
-                ))
-            }
-        }
-    }
-
-    /// The convolution's input gradient; `self` is the output gradient
-    /// (`Convolution::conv2d_backward_input`).
-    pub fn conv2d_backward_input(
-        &self,
-        layout: &Layout,
-        weight: &Storage,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-        input_shape: &[usize],
-    ) -> Result<Storage> {
-        let operands = [(self, layout), (weight, weight_layout)];
-        let call = Call::new("conv2d_backward_input", operands).same_dtype(&[0, 1]);
-        run!(call, |g, w| Convolution::conv2d_backward_input(
-            g,
-            layout,
-            w,
-            weight_layout,
-            params,
-            input_shape
-        ))
-    }
-
-    /// The convolution's weight gradient; `self` is the forward's input
-    /// (`Convolution::conv2d_backward_weight`).
-    pub fn conv2d_backward_weight(
-        &self,
-        layout: &Layout,
-        grad: &Storage,
-        grad_layout: &Layout,
-        params: &Conv2dParams,
-        weight_shape: &[usize],
-    ) -> Result<Storage> {
-        let operands = [(self, layout), (grad, grad_layout)];
-        let call = Call::new("conv2d_backward_weight", operands).same_dtype(&[0, 1]);
-        run!(call, |x, g| Convolution::conv2d_backward_weight(
-            x,
-            layout,
-            g,
-            grad_layout,
-            params,
-            weight_shape
-        ))
-    }
-
-    /// Depthwise 2-D convolution without bias (`Convolution::depthwise_conv2d`).
-    pub fn depthwise_conv2d(
-        &self,
-        layout: &Layout,
-        weight: &Storage,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-    ) -> Result<Storage> {
-        let operands = [(self, layout), (weight, weight_layout)];
-        let call = Call::new("depthwise_conv2d", operands).same_dtype(&[0, 1]);
-        run!(call, |x, w| Convolution::depthwise_conv2d(
-            x,
-            layout,
-            w,
-            weight_layout,
-            params
-        ))
-    }
-
-    /// The depthwise convolution's input gradient; `self` is the output gradient
-    /// (`Convolution::depthwise_conv2d_backward_input`).
-    pub fn depthwise_conv2d_backward_input(
-        &self,
-        layout: &Layout,
-        weight: &Storage,
-        weight_layout: &Layout,
-        params: &Conv2dParams,
-        input_shape: &[usize],
-    ) -> Result<Storage> {
-        let operands = [(self, layout), (weight, weight_layout)];
-        let call = Call::new("depthwise_conv2d_backward_input", operands).same_dtype(&[0, 1]);
-        run!(call, |g, w| Convolution::depthwise_conv2d_backward_input(
-            g,
-            layout,
-            w,
-            weight_layout,
-            params,
-            input_shape
-        ))
-    }
-
-    /// The depthwise convolution's weight gradient; `self` is the forward's input
-    /// (`Convolution::depthwise_conv2d_backward_weight`).
-    pub fn depthwise_conv2d_backward_weight(
-        &self,
-        layout: &Layout,
-        grad: &Storage,
-        grad_layout: &Layout,
-        params: &Conv2dParams,
-        weight_shape: &[usize],
-    ) -> Result<Storage> {
-        let operands = [(self, layout), (grad, grad_layout)];
-        let call = Call::new("depthwise_conv2d_backward_weight", operands).same_dtype(&[0, 1]);
-        run!(call, |x, g| Convolution::depthwise_conv2d_backward_weight(
-            x,
-            layout,
-            g,
-            grad_layout,
-            params,
-            weight_shape
-        ))
-    }
-
     /// 2-D max pooling of `[n, c, h, w]` into `format` (`Pooling::max_pool2d`).
     pub(crate) fn max_pool2d(
         &self,
@@ -794,51 +593,6 @@ impl Storage {
             indices_layout,
             dim
         ))
-    }
-
-    /// `x · Wᵀ` for a block-quantized `W` of `shape` `[n, k]` held in `weights`
-    /// (`QuantizedMatrices::quantized_matmul`).
-    pub fn quantized_matmul(
-        &self,
-        layout: &Layout,
-        weights: &Storage,
-        format: QuantFormat,
-        shape: [usize; 2],
-    ) -> Result<Storage> {
-        let whole = Layout::contiguous(&[weights.len()]);
-        let call = Call::new("quantized_matmul", [(self, layout), (weights, &whole)]);
-        run!(call, |x, w| QuantizedMatrices::quantized_matmul(
-            x, layout, w, format, shape
-        ))
-    }
-
-    /// F32 rows of the block-quantized matrix of `shape` in this storage: those named by
-    /// `rows`, or all of them (`QuantizedMatrices::dequantize_rows`).
-    pub fn dequantize_rows(
-        &self,
-        format: QuantFormat,
-        shape: [usize; 2],
-        rows: Option<(&Storage, &Layout)>,
-    ) -> Result<Storage> {
-        const OP: &str = "dequantize_rows";
-        let whole = Layout::contiguous(&[self.len()]);
-        match rows {
-            None => {
-                let call = Call::new(OP, [(self, &whole)]);
-                run!(call, |w| QuantizedMatrices::dequantize_rows(
-                    w, format, shape, None
-                ))
-            }
-            Some((ids, ids_layout)) => {
-                let call = Call::new(OP, [(self, &whole), (ids, ids_layout)]).indices(1);
-                run!(call, |w, i| QuantizedMatrices::dequantize_rows(
-                    w,
-                    format,
-                    shape,
-                    Some((i, ids_layout))
-                ))
-            }
-        }
     }
 
     /// Each row's weighted class score and weight (`Indexing::class_pick`).
