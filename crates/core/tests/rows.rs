@@ -1,5 +1,5 @@
-//! The row primitives on every device against composites written with public ops: softmax over
-//! the last dim (forward and gradient), `layer_norm` (with and without weight and bias) and
+//! The row primitives on every device against composites written with public ops: softmax and
+//! log-softmax over the last dim (forward and gradient, the gradient one kernel too), `layer_norm` (with and without weight and bias) and
 //! `rms_norm` (with and without weight; PyTorch's values for a known row),
 //! for rows short and long (1 to 5,000 elements: every lane count of the GPU kernel, rows
 //! longer than one pass of a workgroup), row counts that leave workgroups partly empty,
@@ -38,6 +38,19 @@ fn softmax_reference(x: &Tensor) -> Tensor {
     let shifted = x.sub(&x.max(&[-1], true).unwrap()).unwrap();
     let exp = shifted.exp().unwrap();
     exp.div(&exp.sum(&[-1], true).unwrap()).unwrap()
+}
+
+fn log_softmax_reference(x: &Tensor) -> Tensor {
+    let max = x.max(&[-1], true).unwrap();
+    let shifted = x.sub(&max).unwrap();
+    let log_sum = shifted
+        .exp()
+        .unwrap()
+        .sum(&[-1], true)
+        .unwrap()
+        .log()
+        .unwrap();
+    shifted.sub(&log_sum).unwrap()
 }
 
 fn layer_norm_reference(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Tensor {
@@ -123,6 +136,17 @@ fn row_primitives_match_composites(device: &Device) {
                     tol,
                     &what,
                 );
+                let (logs, recorded) = profile(|| input.log_softmax(-1)).unwrap();
+                let names: Vec<&str> = recorded.events.iter().map(|e| e.name.as_str()).collect();
+                assert_eq!(names, ["log_softmax"], "{what}: one primitive");
+                assert_eq!(logs.dtype(), dtype);
+                assert_close(
+                    &values(&logs),
+                    &values(&log_softmax_reference(&wide)),
+                    4.0 * tol,
+                    4.0 * tol,
+                    &format!("log_softmax {what}"),
+                );
                 // Rows sum to one.
                 let sums = values(&out.to_dtype(DType::F32).unwrap().sum(&[-1], false).unwrap());
                 assert!(
@@ -196,6 +220,35 @@ fn gradients_match(device: &Device) {
         values(&x.grad().unwrap())
     };
     assert_close(&grad(true), &grad(false), 1e-5, 1e-5, "softmax gradient");
+    // Log-softmax's gradient, by its primitive (one kernel) and by the composite; the
+    // upstream gradient a strided view, rows long enough for several passes of a lane.
+    for length in [40usize, 700] {
+        let upstream = random(&[length, 6], 15, 1.0, device).t().unwrap();
+        let grad = |primitive: bool| {
+            let x = random(&[6, length], 16, 3.0, device).requires_grad_(true);
+            let y = if primitive {
+                x.log_softmax(-1).unwrap()
+            } else {
+                log_softmax_reference(&x)
+            };
+            let loss = y.mul(&upstream).unwrap().sum_all().unwrap();
+            let (_, recorded) = profile(|| loss.backward()).unwrap();
+            let names: Vec<String> = recorded.events.iter().map(|e| e.name.clone()).collect();
+            assert_eq!(
+                names.iter().any(|n| n == "log_softmax_backward"),
+                primitive,
+                "{names:?}"
+            );
+            values(&x.grad().unwrap())
+        };
+        assert_close(
+            &grad(true),
+            &grad(false),
+            2e-5,
+            2e-5,
+            &format!("log_softmax gradient, rows of {length} on {device}"),
+        );
+    }
     let x = random(&[4, 3, 8], 13, 2.0, device).requires_grad_(true);
     let weight = random(&[3, 8], 14, 1.0, device).requires_grad_(true);
     let out = x.layer_norm(&[3, 8], Some(&weight), None, 1e-5).unwrap();
@@ -288,6 +341,36 @@ fn masked_attention_rows_are_zero(device: &Device) {
     }
 }
 
+/// Log-softmax of rows with infinities: `-inf` entries give `-inf`, a row of only `-inf` gives
+/// NaN (as PyTorch's), and the finite entries of a row are the ones without the `-inf`.
+fn log_softmax_infinities(device: &Device) {
+    let _serial = serial();
+    let _off = no_grad();
+    let inf = f32::INFINITY;
+    let x = Tensor::from_vec(
+        vec![0.5f32, -inf, 2.0, -1.0, -inf, -inf, -inf, -inf],
+        &[2, 4],
+        device,
+    )
+    .unwrap();
+    let out = values(&x.log_softmax(-1).unwrap());
+    let finite = values(
+        &Tensor::from_vec(vec![0.5f32, 2.0, -1.0], &[3], device)
+            .unwrap()
+            .log_softmax(-1)
+            .unwrap(),
+    );
+    assert_close(
+        &[out[0], out[2], out[3]],
+        &finite,
+        1e-6,
+        1e-6,
+        "finite entries",
+    );
+    assert_eq!(out[1], -inf);
+    assert!(out[4..].iter().all(|v| v.is_nan()), "{out:?}");
+}
+
 fn bad_shapes_are_errors(device: &Device) {
     let _serial = serial();
     let x = random(&[2, 3, 4], 18, 1.0, device);
@@ -326,6 +409,7 @@ fn bad_shapes_are_errors(device: &Device) {
     );
     let scalar = Tensor::from_vec(vec![1.0f32], &[], device).unwrap();
     assert!(scalar.softmax(-1).is_err());
+    assert!(scalar.log_softmax(-1).is_err());
 }
 
 /// Empty inputs give empty results (rows of length 0, or no rows), never a panic.
@@ -335,6 +419,7 @@ fn empty_rows(device: &Device) {
     for shape in [[0usize, 5], [3, 0]] {
         let x = Tensor::zeros(&shape, DType::F32, device).unwrap();
         assert_eq!(x.softmax(-1).unwrap().shape(), shape);
+        assert_eq!(x.log_softmax(-1).unwrap().shape(), shape);
         let normalized = x.layer_norm(&[shape[1]], None, None, 1e-5).unwrap();
         assert_eq!(normalized.shape(), shape);
         assert!(values(&normalized).is_empty());
@@ -349,5 +434,6 @@ anygrad_testing::device_tests!(
     rms_norm_known_values,
     gradients_match,
     masked_attention_rows_are_zero,
+    log_softmax_infinities,
     bad_shapes_are_errors,
 );

@@ -38,11 +38,14 @@ pub(crate) enum GradFn {
         input: Tensor,
         dim: usize,
     },
-    /// Softmax over the last dim (the `softmax_last` primitive): the rule reads only the
-    /// output `y` (`dx = y * (g - sum(g * y))` per row), kept like `UnaryFromOutput`'s.
+    /// Softmax (`log` false) or log-softmax (`log` true) over the last dim (the
+    /// `softmax_last` and `log_softmax_last` primitives): the rule reads only the output `y`
+    /// (`dx = y * (g - sum(g * y))` or `dx = g - exp(y) * sum(g)` per row), kept like
+    /// `UnaryFromOutput`'s.
     SoftmaxLast {
         input: Tensor,
         output: Tensor,
+        log: bool,
     },
     Binary {
         lhs: Tensor,
@@ -289,9 +292,10 @@ impl GradFn {
                 input: input.graph_edge(),
                 dim,
             },
-            GradFn::SoftmaxLast { input, output } => GradFn::SoftmaxLast {
+            GradFn::SoftmaxLast { input, output, log } => GradFn::SoftmaxLast {
                 input: input.graph_edge(),
                 output,
+                log,
             },
             GradFn::UnaryFromOutput { input, output, op } => GradFn::UnaryFromOutput {
                 input: input.graph_edge(),

@@ -22,12 +22,14 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
             let total = g.sum(&[along], true)?;
             vec![Some(total.sub(&g.cumsum(along)?)?.add(g)?)]
         }
-        // y = softmax(x) over the last dim: dx = y * (g - sum(g * y, last, keepdim)).
-        GradFn::SoftmaxLast { output, .. } => {
-            let along = g.mul(output)?.sum(&[-1], true)?;
-            vec![Some(output.mul(&g.sub(&along)?)?)]
+        // y = softmax(x) over the last dim: dx = y * (g - sum(g * y, last, keepdim)); y =
+        // log_softmax(x): dx = g - exp(y) * sum(g, last, keepdim). One row kernel each.
+        GradFn::SoftmaxLast { output, log, .. } => {
+            vec![Some(Tensor::softmax_last_backward(output, g, *log)?)]
         }
         GradFn::Binary { lhs, rhs, op } => {
+            // An operand no gradient flows to (a constant, a detached value) gets none, and
+            // its side of the rule runs no kernels.
             let (a, b) = binary_rule(*op, lhs, rhs, g)?;
             vec![a, b]
         }
@@ -47,9 +49,18 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         }
         GradFn::Reduce { input, op, dims } => vec![reduce_rule(*op, input, dims, g)?],
         // C = A·B: dA = g·Bᵀ, dB = Aᵀ·g (per batch)
+        // (each only for an operand gradients flow to)
         GradFn::Matmul { lhs, rhs } => vec![
-            Some(g.matmul(&rhs.transpose(1, 2)?)?),
-            Some(lhs.transpose(1, 2)?.matmul(g)?),
+            if lhs.is_tracked() {
+                Some(g.matmul(&rhs.transpose(1, 2)?)?)
+            } else {
+                None
+            },
+            if rhs.is_tracked() {
+                Some(lhs.transpose(1, 2)?.matmul(g)?)
+            } else {
+                None
+            },
         ],
         // y = x ⋆ W (one group): dx = g ⋆ᵀ W (the transposed convolution),
         // dW[o, c, i, j] = Σ g[·, o, ·, ·] · x[·, c, windows at tap (i, j)]
@@ -321,34 +332,50 @@ fn binary_rule(
     b: &Tensor,
     g: &Tensor,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    // Each side is computed only for an operand gradients flow to.
+    let side = |tracked: bool, rule: &dyn Fn() -> Result<Tensor>| -> Result<Option<Tensor>> {
+        if tracked {
+            rule().map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let (left, right) = (a.is_tracked(), b.is_tracked());
     Ok(match op {
         // d(a+b) = (1, 1)
         BinaryOp::Add => (Some(g.clone()), Some(g.clone())),
         // d(a-b) = (1, -1)
-        BinaryOp::Sub => (Some(g.clone()), Some(g.neg()?)),
+        BinaryOp::Sub => (Some(g.clone()), side(right, &|| g.neg())?),
         // d(ab) = (b, a)
-        BinaryOp::Mul => (Some(g.mul(b)?), Some(g.mul(a)?)),
+        BinaryOp::Mul => (side(left, &|| g.mul(b))?, side(right, &|| g.mul(a))?),
         // d(a/b) = (1/b, -a/b²)
-        BinaryOp::Div => (Some(g.div(b)?), Some(g.mul(a)?.neg()?.div(&b.square()?)?)),
+        BinaryOp::Div => (
+            side(left, &|| g.div(b))?,
+            side(right, &|| g.mul(a)?.neg()?.div(&b.square()?))?,
+        ),
         // d max(a,b) = ([a>b] + ½[a=b], [b>a] + ½[a=b])  (ties share, as in PyTorch)
         BinaryOp::Maximum | BinaryOp::Minimum => {
-            let (wins_a, wins_b) = if op == BinaryOp::Maximum {
-                (a.gt(b)?, b.gt(a)?)
-            } else {
-                (a.lt(b)?, b.lt(a)?)
+            let wins = |x: &Tensor, y: &Tensor| {
+                if op == BinaryOp::Maximum {
+                    x.gt(y)
+                } else {
+                    x.lt(y)
+                }
             };
-            let tie = mask(a.eq(b)?, g)?.mul_scalar(0.5)?;
-            let share_a = mask(wins_a, g)?.add(&tie)?;
-            let share_b = mask(wins_b, g)?.add(&tie)?;
-            (Some(g.mul(&share_a)?), Some(g.mul(&share_b)?))
+            let tie = || mask(a.eq(b)?, g)?.mul_scalar(0.5);
+            (
+                side(left, &|| g.mul(&mask(wins(a, b)?, g)?.add(&tie()?)?))?,
+                side(right, &|| g.mul(&mask(wins(b, a)?, g)?.add(&tie()?)?))?,
+            )
         }
         // d aᵇ = (b·aᵇ⁻¹, aᵇ·ln a), with the b-gradient taken as 0 where a = 0
-        BinaryOp::Pow => {
-            let da = g.mul(&b.mul(&a.pow(&b.sub_scalar(1.0)?)?)?)?;
-            let db_raw = g.mul(&a.pow(b)?.mul(&a.log()?)?)?;
-            let db = Tensor::where_(&a.eq_scalar(0.0)?, &db_raw.zeros_like()?, &db_raw)?;
-            (Some(da), Some(db))
-        }
+        BinaryOp::Pow => (
+            side(left, &|| g.mul(&b.mul(&a.pow(&b.sub_scalar(1.0)?)?)?))?,
+            side(right, &|| {
+                let db_raw = g.mul(&a.pow(b)?.mul(&a.log()?)?)?;
+                Tensor::where_(&a.eq_scalar(0.0)?, &db_raw.zeros_like()?, &db_raw)
+            })?,
+        ),
         // Comparisons and bit operators are piecewise constant (and bit operators never see
         // float data): no gradient.
         BinaryOp::Eq

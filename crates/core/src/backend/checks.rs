@@ -207,6 +207,20 @@ pub(crate) fn check_rows(op: &'static str, layout: &Layout) -> Result<usize> {
         })
 }
 
+/// The two views of a row primitive over two operands (`softmax_last_backward`'s output and
+/// gradient) have the same shape.
+pub(crate) fn check_same_rows(op: &'static str, layout: &Layout, other: &Layout) -> Result<()> {
+    if layout.shape != other.shape {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: layout.shape.clone(),
+            rhs: other.shape.clone(),
+            reason: "the output and its gradient must have the same shape".into(),
+        });
+    }
+    Ok(())
+}
+
 /// The affine weight and bias of `layer_norm_last`: `[length]` views of the input's dtype
 /// inside their storages (`len` of each).
 pub(crate) fn check_affine(

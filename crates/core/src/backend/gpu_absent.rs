@@ -530,6 +530,19 @@ impl RowNormalization for GpuStorage {
         match self.never {}
     }
 
+    fn log_softmax_last(&self, _layout: &Layout) -> Result<Self> {
+        match self.never {}
+    }
+
+    fn softmax_last_backward(
+        &self,
+        _layout: &Layout,
+        _grad: (&Self, &Layout),
+        _log: bool,
+    ) -> Result<Self> {
+        match self.never {}
+    }
+
     fn layer_norm_last(
         &self,
         _layout: &Layout,

@@ -1,7 +1,8 @@
-//! `Storage`'s dispatch of the normalization primitives: softmax, layer norm and RMS norm over the
-//! last dim, and batch norm's statistics, backward sums and input gradient (the rules are on the
-//! `RowNormalization` and `BatchNormalization` traits in `backend/contract/`; `storage.rs` holds
-//! `dispatch` and `run!`).
+//! `Storage`'s dispatch of the normalization primitives: softmax and log-softmax over the last
+//! dim (and their input gradients), layer norm and RMS norm over the last dim, and batch norm's
+//! statistics, backward sums and input gradient (the rules are on the `RowNormalization` and
+//! `BatchNormalization` traits in `backend/contract/`; `storage.rs` holds `dispatch` and
+//! `run!`).
 
 use super::{dispatch, Call, Storage};
 use crate::backend::contract::{Affine, BatchNormalization, RowNormalization};
@@ -15,6 +16,36 @@ impl Storage {
         run!(Call::new("softmax", [(self, layout)]), |x| {
             RowNormalization::softmax_last(x, layout, safe)
         })
+    }
+
+    /// Log-softmax over the last dim (`RowNormalization::log_softmax_last`).
+    pub fn log_softmax_last(&self, layout: &Layout) -> Result<Storage> {
+        run!(Call::new("log_softmax", [(self, layout)]), |x| {
+            RowNormalization::log_softmax_last(x, layout)
+        })
+    }
+
+    /// The input gradient of softmax (`log` false) or log-softmax (`log` true) over the last
+    /// dim; `self` is the forward's output (`RowNormalization::softmax_last_backward`).
+    pub fn softmax_last_backward(
+        &self,
+        layout: &Layout,
+        grad: &Storage,
+        grad_layout: &Layout,
+        log: bool,
+    ) -> Result<Storage> {
+        let op = if log {
+            "log_softmax_backward"
+        } else {
+            "softmax_backward"
+        };
+        let call = Call::new(op, [(self, layout), (grad, grad_layout)]).same_dtype(&[0, 1]);
+        run!(call, |y, g| RowNormalization::softmax_last_backward(
+            y,
+            layout,
+            (g, grad_layout),
+            log
+        ))
     }
 
     /// Layer normalization over the last dim with an optional `(weight, bias)`

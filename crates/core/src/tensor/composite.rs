@@ -67,10 +67,18 @@ impl Tensor {
         exp.div(&exp.sum(&[dim], true)?)
     }
 
-    /// Log-softmax along `dim`: `x - logsumexp(x)`.
+    /// Log-softmax along `dim`: `x - logsumexp(x)` (over the last dim one primitive, one GPU
+    /// kernel, differentiated by its own rule).
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
         if let Some(wide) = self.upcast_if_autocast()? {
             return wide.log_softmax(dim);
+        }
+        let rank = self.rank();
+        if rank > 0
+            && self.dtype().is_float()
+            && crate::shape::resolve_dim("log_softmax", dim, rank, self.shape())? == rank - 1
+        {
+            return self.log_softmax_last_dim();
         }
         self.sub(&self.logsumexp(&[dim], true)?)
     }

@@ -1,5 +1,6 @@
-//! The row primitives at the tensor level: softmax over the last dim (`softmax_last`, with its
-//! own derivative rule `GradFn::SoftmaxLast`), `layer_norm` (like
+//! The row primitives at the tensor level: softmax and log-softmax over the last dim
+//! (`softmax_last`, `log_softmax_last`, with their own derivative rule `GradFn::SoftmaxLast`
+//! and its one-kernel primitive `softmax_last_backward`), `layer_norm` (like
 //! `torch.nn.functional.layer_norm`) and `rms_norm` (like `torch.nn.functional.rms_norm`),
 //! each one kernel on the GPU instead of a chain of reductions and elementwise passes.
 //!
@@ -30,8 +31,51 @@ impl Tensor {
         let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::SoftmaxLast {
             input: self.clone(),
             output: Tensor::from_view(storage.clone(), layout.clone(), None),
+            log: false,
         });
         Ok(Tensor::from_view(storage, layout, grad_fn))
+    }
+
+    /// Log-softmax over the last dim by the `log_softmax_last` primitive (float dtypes; the
+    /// caller has applied autocast): one kernel, and one for its gradient.
+    pub(crate) fn log_softmax_last_dim(&self) -> Result<Tensor> {
+        let storage = Arc::new(RwLock::new(self.storage().log_softmax_last(self.layout())?));
+        let layout = Layout::contiguous(self.shape());
+        let grad_fn = Tensor::record(&[self], self.dtype(), || GradFn::SoftmaxLast {
+            input: self.clone(),
+            output: Tensor::from_view(storage.clone(), layout.clone(), None),
+            log: true,
+        });
+        Ok(Tensor::from_view(storage, layout, grad_fn))
+    }
+
+    /// The input gradient of softmax (`log` false: `y * (g - sum(g * y))`) or log-softmax
+    /// (`log` true: `g - exp(y) * sum(g)`) over the last dim, from the forward's `output` `y`
+    /// and the output gradient `grad`: the `softmax_last_backward` primitive (one kernel)
+    /// where nothing records this computation, otherwise the same rule in tensor ops.
+    pub(crate) fn softmax_last_backward(
+        output: &Tensor,
+        grad: &Tensor,
+        log: bool,
+    ) -> Result<Tensor> {
+        let recorded =
+            crate::autograd::is_grad_enabled() && (output.is_tracked() || grad.is_tracked());
+        if recorded || output.dtype() != grad.dtype() || output.shape() != grad.shape() {
+            return if log {
+                grad.sub(&output.exp()?.mul(&grad.sum(&[-1], true)?)?)
+            } else {
+                let along = grad.mul(output)?.sum(&[-1], true)?;
+                output.mul(&grad.sub(&along)?)
+            };
+        }
+        let (output, grad) = (output.contiguous()?, grad.contiguous()?);
+        let storage = output.storage().softmax_last_backward(
+            output.layout(),
+            &grad.storage(),
+            grad.layout(),
+            log,
+        )?;
+        Ok(Tensor::from_storage(storage, output.shape(), None))
     }
 
     /// Layer normalization over the trailing `normalized_shape` dims, like

@@ -1,5 +1,5 @@
-//! The backend contract's `RowNormalization` family: softmax, layer normalization and RMS
-//! normalization over the last dim, row by row. The rules every primitive keeps are in `contract/mod.rs`.
+//! The backend contract's `RowNormalization` family: softmax and log-softmax (with their
+//! input gradients), layer normalization and RMS normalization over the last dim, row by row. The rules every primitive keeps are in `contract/mod.rs`.
 
 use super::BackendStorage;
 use crate::error::Result;
@@ -15,6 +15,22 @@ pub(crate) trait RowNormalization: BackendStorage {
     /// clamped below at 0.5: a row of only `-inf` gives zeros rather than NaN (every other
     /// row's sum is at least 1), as masked attention needs.
     fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<Self>;
+
+    /// Log-softmax over the view's last dim (`x - max - log(sum(exp(x - max)))` per row,
+    /// computed in f32 for F16); output contiguous, the view's shape. Float dtypes only. A
+    /// row of only `-inf` gives NaN, as PyTorch's.
+    fn log_softmax_last(&self, layout: &Layout) -> Result<Self>;
+
+    /// The input gradient of `softmax_last` (`log` false) or `log_softmax_last` (`log` true)
+    /// from this storage, the forward's output, and the output gradient `grad` (the same
+    /// shape and dtype): `y * (g - sum(g * y))` or `g - exp(y) * sum(g)` per row; output
+    /// contiguous, the view's shape. Float dtypes only.
+    fn softmax_last_backward(
+        &self,
+        layout: &Layout,
+        grad: (&Self, &Layout),
+        log: bool,
+    ) -> Result<Self>;
 
     /// Layer normalization over the view's last dim: `(x - mean) * rsqrt(var + eps)` per row
     /// (biased variance), then `* weight + bias` where `affine` gives them (`[length]` views

@@ -1,4 +1,5 @@
 //! CPU row primitives over the last dim: `softmax_last` (`exp(x - max) / sum`),
+//! `log_softmax_last` (`x - max - log(sum)`), their input gradients (`softmax_last_backward`),
 //! `layer_norm_last` (`(x - mean) * rsqrt(var + eps) * weight + bias`, biased variance,
 //! two passes) and `rms_norm_last` (`x * rsqrt(mean(x²) + eps) * weight`). Each row is computed in the element's compute type (f32 for F16) in the
 //! order the composites use (`Tensor::softmax`'s max, sub, exp, sum, div; `LayerNorm`'s
@@ -10,7 +11,7 @@ use num_traits::{Float, NumCast, One, Zero};
 use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, PARALLEL_THRESHOLD};
-use crate::backend::checks::{check_row_parameter, check_rows, check_view};
+use crate::backend::checks::{check_row_parameter, check_rows, check_same_rows, check_view};
 use crate::backend::contract::{Affine, RowNormalization};
 use crate::error::Result;
 use crate::layout::Layout;
@@ -71,6 +72,86 @@ fn softmax_rows<T: FloatElement>(data: &[T], layout: &Layout, length: usize, saf
             *slot = T::down(e / sum);
         }
     });
+    values
+}
+
+/// `x - shift - log(sum(exp(x - shift)))` per row, `shift` the row's maximum (at least the
+/// lowest finite value, so a row of only `-inf` gives NaN rather than failing earlier, as the
+/// composite `x - logsumexp(x)` does).
+fn log_softmax_rows<T: FloatElement>(data: &[T], layout: &Layout, length: usize) -> Vec<T> {
+    let mut values = gathered(data, layout);
+    map_rows(&mut values, length, |row| {
+        let max = row
+            .iter()
+            .map(|v| v.up())
+            .fold(T::Compute::neg_infinity(), |m, v| {
+                if v > m || v.is_nan() {
+                    v
+                } else {
+                    m
+                }
+            });
+        let shift = if max.is_nan() {
+            max
+        } else {
+            max.max(T::Compute::min_value())
+        };
+        // Summed in f64, as `softmax_rows`.
+        let wide: f64 = row
+            .iter()
+            .map(|v| num_traits::ToPrimitive::to_f64(&(v.up() - shift).exp()).unwrap_or(f64::NAN))
+            .sum();
+        let log_sum = <T::Compute as NumCast>::from(wide.ln()).unwrap_or_else(T::Compute::nan);
+        for slot in row.iter_mut() {
+            *slot = T::down(slot.up() - shift - log_sum);
+        }
+    });
+    values
+}
+
+/// The input gradient of softmax (`log` false: `y * (g - sum(g * y))`) or log-softmax (`log`
+/// true: `g - exp(y) * sum(g)`) per row, from the forward's output `y` and the gradient `g`
+/// (both gathered in row-major order); the row sums in f64.
+fn softmax_backward_rows<T: FloatElement>(
+    output: &[T],
+    grad: &[T],
+    length: usize,
+    log: bool,
+) -> Vec<T> {
+    let mut values: Vec<T> = grad.to_vec();
+    if length == 0 {
+        return values;
+    }
+    let row_op = |(row, y): (&mut [T], &[T])| {
+        let wide: f64 = if log {
+            row.iter().map(|g| g.up_f64()).sum()
+        } else {
+            row.iter()
+                .zip(y)
+                .map(|(g, y)| g.up_f64() * y.up_f64())
+                .sum()
+        };
+        let total = <T::Compute as NumCast>::from(wide).unwrap_or_else(T::Compute::nan);
+        for (slot, y) in row.iter_mut().zip(y) {
+            let (g, y) = (slot.up(), y.up());
+            *slot = T::down(if log {
+                g - y.exp() * total
+            } else {
+                y * (g - total)
+            });
+        }
+    };
+    if values.len() >= PARALLEL_THRESHOLD {
+        values
+            .par_chunks_mut(length)
+            .zip(output.par_chunks(length))
+            .for_each(row_op);
+    } else {
+        values
+            .chunks_mut(length)
+            .zip(output.chunks(length))
+            .for_each(row_op);
+    }
     values
 }
 
@@ -154,6 +235,57 @@ impl RowNormalization for CpuStorage {
                 CpuStorage::F16(HostBuffer::from(softmax_rows(data, layout, length, safe)))
             }
             other => return Err(unsupported_dtype(OP, other.dtype())),
+        })
+    }
+
+    /// Log-softmax over the last dim of the view (`RowNormalization::log_softmax_last`).
+    fn log_softmax_last(&self, layout: &Layout) -> Result<CpuStorage> {
+        const OP: &str = "log_softmax";
+        check_view(OP, layout, self.len())?;
+        let length = check_rows(OP, layout)?;
+        Ok(match self {
+            CpuStorage::F32(data) => {
+                CpuStorage::F32(HostBuffer::from(log_softmax_rows(data, layout, length)))
+            }
+            CpuStorage::F64(data) => {
+                CpuStorage::F64(HostBuffer::from(log_softmax_rows(data, layout, length)))
+            }
+            CpuStorage::F16(data) => {
+                CpuStorage::F16(HostBuffer::from(log_softmax_rows(data, layout, length)))
+            }
+            other => return Err(unsupported_dtype(OP, other.dtype())),
+        })
+    }
+
+    /// The input gradient of softmax or log-softmax over the last dim, from this storage (the
+    /// forward's output) and `grad` (`RowNormalization::softmax_last_backward`).
+    fn softmax_last_backward(
+        &self,
+        layout: &Layout,
+        grad: (&CpuStorage, &Layout),
+        log: bool,
+    ) -> Result<CpuStorage> {
+        let op = if log {
+            "log_softmax_backward"
+        } else {
+            "softmax_backward"
+        };
+        let (grad, grad_layout) = grad;
+        check_view(op, layout, self.len())?;
+        check_view(op, grad_layout, grad.len())?;
+        check_same_rows(op, layout, grad_layout)?;
+        let length = check_rows(op, layout)?;
+        Ok(match (self, grad) {
+            (CpuStorage::F32(y), CpuStorage::F32(g)) => CpuStorage::F32(HostBuffer::from(
+                softmax_backward_rows(&gathered(y, layout), &gathered(g, grad_layout), length, log),
+            )),
+            (CpuStorage::F64(y), CpuStorage::F64(g)) => CpuStorage::F64(HostBuffer::from(
+                softmax_backward_rows(&gathered(y, layout), &gathered(g, grad_layout), length, log),
+            )),
+            (CpuStorage::F16(y), CpuStorage::F16(g)) => CpuStorage::F16(HostBuffer::from(
+                softmax_backward_rows(&gathered(y, layout), &gathered(g, grad_layout), length, log),
+            )),
+            _ => return Err(unsupported_dtype(op, self.dtype())),
         })
     }
 

@@ -23,6 +23,51 @@ impl RowNormalization for GpuStorage {
         .run(|[(x, lx)], _| GpuStorage::softmax_last(x, lx, safe))
     }
 
+    fn log_softmax_last(&self, layout: &Layout) -> Result<Self> {
+        let (rows_layout, length) = rows_view(layout);
+        Plan {
+            op: "log_softmax",
+            operands: [(self, &rows_layout, Follow::Sliced(0))],
+            rows: rows_layout.shape[0],
+            output_elements: length,
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(x, lx)], _| GpuStorage::log_softmax_last(x, lx))
+    }
+
+    fn softmax_last_backward(
+        &self,
+        layout: &Layout,
+        grad: (&Self, &Layout),
+        log: bool,
+    ) -> Result<Self> {
+        let (grad, grad_layout) = grad;
+        crate::backend::checks::check_same_rows(
+            if log {
+                "log_softmax_backward"
+            } else {
+                "softmax_backward"
+            },
+            layout,
+            grad_layout,
+        )?;
+        let (rows_layout, length) = rows_view(layout);
+        let (grad_rows_layout, _) = rows_view(grad_layout);
+        Plan {
+            op: "softmax_backward",
+            operands: [
+                (self, &rows_layout, Follow::Sliced(0)),
+                (grad, &grad_rows_layout, Follow::Sliced(0)),
+            ],
+            rows: rows_layout.shape[0],
+            output_elements: length,
+            combine: Combine::Concatenate,
+            nests: false,
+        }
+        .run(|[(y, ly), g], _| GpuStorage::softmax_last_backward(y, ly, g, log))
+    }
+
     fn layer_norm_last(&self, layout: &Layout, affine: Affine<'_, Self>, eps: f64) -> Result<Self> {
         let (rows_layout, length) = rows_view(layout);
         let rows = rows_layout.shape[0];

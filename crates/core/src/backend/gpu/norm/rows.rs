@@ -1,5 +1,5 @@
-//! Kernel family `Rows`: softmax, layer normalization and RMS normalization over the last dim
-//! in one kernel each, instead of the composites' five (softmax: max, sub, exp, sum, div),
+//! Kernel family `Rows`: softmax and log-softmax (and their input gradients), layer
+//! normalization and RMS normalization over the last dim in one kernel each, instead of the composites' five (softmax: max, sub, exp, sum, div),
 //! seven (layer norm) or five (RMS norm) passes over memory. The input is read dense (`[rows, length]`; a strided view is
 //! copied first), the output written once.
 //!
@@ -17,7 +17,7 @@
 
 use std::fmt::Write;
 
-use crate::backend::checks::{check_affine, check_row_parameter, check_rows};
+use crate::backend::checks::{check_affine, check_row_parameter, check_rows, check_same_rows};
 use crate::backend::contract::Affine;
 use crate::backend::gpu::norm::kernel::NormKernel;
 use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
@@ -50,6 +50,16 @@ pub enum RowOp {
     Softmax {
         /// Clamp the sum (fully masked rows give zeros).
         safe: bool,
+    },
+    /// `x - max - log(sum(exp(x - max)))`, the max at least the lowest finite f32 (a row of
+    /// only `-inf` gives NaN, as the composite does).
+    LogSoftmax,
+    /// The input gradient of softmax (`log` false: `y * (g - sum(g * y))`) or log-softmax
+    /// (`log` true: `g - exp(y) * sum(g)`): the input is the forward's output `y`, the
+    /// gradient `g` is binding 3.
+    SoftmaxBackward {
+        /// Log-softmax's rule rather than softmax's.
+        log: bool,
     },
     /// `(x - mean) * rsqrt(var + eps)`, with `* weight + bias` when `affine`.
     LayerNorm {
@@ -104,6 +114,9 @@ pub(crate) fn catalogue(keys: &mut Vec<NormKernel>, dtype: DType) {
         for op in [
             RowOp::Softmax { safe: false },
             RowOp::Softmax { safe: true },
+            RowOp::LogSoftmax,
+            RowOp::SoftmaxBackward { log: false },
+            RowOp::SoftmaxBackward { log: true },
             RowOp::LayerNorm { affine: false },
             RowOp::LayerNorm { affine: true },
             RowOp::RmsNorm { weighted: false },
@@ -133,6 +146,16 @@ fn source(key: RowKey) -> String {
         let _ = writeln!(
             w,
             "@group(0) @binding(3) var<storage, read> row_weight: array<S>;"
+        );
+    }
+    if matches!(key.op, RowOp::SoftmaxBackward { .. }) {
+        let _ = writeln!(
+            w,
+            "@group(0) @binding(3) var<storage, read> row_grad: array<S>;
+
+fn grad_at(position: u32) -> f32 {{
+    return f32(row_grad[min(position, arrayLength(&row_grad) - 1u)]);
+}}"
         );
     }
     if key.op == (RowOp::LayerNorm { affine: true }) {
@@ -201,6 +224,44 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         total = row_combine(local, lane, total, false);
 {clamp}        for (var i = lane; i < end; i = i + LANES) {{
             row_output[base + i] = store_value(T(exp(load_at(base + i) - largest) / total));
+        }}"
+            );
+        }
+        RowOp::LogSoftmax => {
+            let _ = writeln!(
+                w,
+                "        var largest = -3.4028235e38;
+        for (var i = lane; i < end; i = i + LANES) {{
+            largest = max(largest, load_at(base + i));
+        }}
+        largest = row_combine(local, lane, largest, true);
+        var total = 0.0;
+        for (var i = lane; i < end; i = i + LANES) {{
+            total = total + exp(load_at(base + i) - largest);
+        }}
+        let log_total = log(row_combine(local, lane, total, false));
+        for (var i = lane; i < end; i = i + LANES) {{
+            row_output[base + i] = store_value(T(load_at(base + i) - largest - log_total));
+        }}"
+            );
+        }
+        RowOp::SoftmaxBackward { log } => {
+            let (summand, result) = if log {
+                ("grad_at(base + i)", "g - exp(y) * total")
+            } else {
+                ("grad_at(base + i) * load_at(base + i)", "y * (g - total)")
+            };
+            let _ = writeln!(
+                w,
+                "        var total = 0.0;
+        for (var i = lane; i < end; i = i + LANES) {{
+            total = total + {summand};
+        }}
+        total = row_combine(local, lane, total, false);
+        for (var i = lane; i < end; i = i + LANES) {{
+            let y = load_at(base + i);
+            let g = grad_at(base + i);
+            row_output[base + i] = store_value(T({result}));
         }}"
             );
         }
@@ -311,6 +372,36 @@ impl GpuStorage {
     /// Softmax over the last dim (`RowNormalization::softmax_last`): one row kernel.
     pub fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<GpuStorage> {
         self.rows("softmax", layout, RowOp::Softmax { safe }, 0.0, &[])
+    }
+
+    /// Log-softmax over the last dim (`RowNormalization::log_softmax_last`): one row kernel.
+    pub fn log_softmax_last(&self, layout: &Layout) -> Result<GpuStorage> {
+        self.rows("log_softmax", layout, RowOp::LogSoftmax, 0.0, &[])
+    }
+
+    /// The input gradient of softmax or log-softmax over the last dim, from this storage (the
+    /// forward's output) and `grad` (`RowNormalization::softmax_last_backward`): one row
+    /// kernel.
+    pub fn softmax_last_backward(
+        &self,
+        layout: &Layout,
+        grad: (&GpuStorage, &Layout),
+        log: bool,
+    ) -> Result<GpuStorage> {
+        let op = if log {
+            "log_softmax_backward"
+        } else {
+            "softmax_backward"
+        };
+        let (grad, grad_layout) = grad;
+        check_same_rows(op, layout, grad_layout)?;
+        if grad.dtype != self.dtype {
+            return Err(unsupported(op, grad.dtype, &self.device));
+        }
+        check_view(op, grad_layout, grad.len)?;
+        let mut grad_copy = None;
+        let grad = grad.dense_from_start(grad_layout, &mut grad_copy)?;
+        self.rows(op, layout, RowOp::SoftmaxBackward { log }, 0.0, &[grad])
     }
 
     /// Layer normalization over the last dim (`RowNormalization::layer_norm_last`): one row
