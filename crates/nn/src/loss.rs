@@ -250,9 +250,14 @@ fn class_index_loss(
                 weighted.mean_all()?.neg()
             }
             Reduction::Mean => {
-                // The weights' sum takes no gradient (the pick's row 1 has none).
-                let total_weight = picked.narrow(0, 1, 1)?.detach().sum_all()?;
-                weighted.sum_all()?.div(&total_weight)?.neg()
+                // Both rows summed in one reduction; the weights' sum takes no gradient (the
+                // pick's row 1 has none).
+                let sums = picked.sum(&[1], false)?;
+                let total_weight = sums.narrow(0, 1, 1)?.detach();
+                sums.narrow(0, 0, 1)?
+                    .div(&total_weight)?
+                    .neg()?
+                    .reshape(Vec::<usize>::new())
             }
             Reduction::Sum => weighted.sum_all()?.neg(),
             Reduction::None => weighted.neg()?.reshape(batch_shape.to_vec()),

@@ -52,12 +52,20 @@ pub(super) fn input_gradients(grad_fn: &GradFn, g: &Tensor) -> Result<Vec<Option
         // (each only for an operand gradients flow to)
         GradFn::Matmul { lhs, rhs } => vec![
             if lhs.is_tracked() {
-                Some(g.matmul(&rhs.transpose(1, 2)?)?)
+                Some(product_gradient_like(
+                    lhs,
+                    || g.matmul(&rhs.transpose(1, 2)?),
+                    || rhs.matmul(&g.transpose(1, 2)?),
+                )?)
             } else {
                 None
             },
             if rhs.is_tracked() {
-                Some(lhs.transpose(1, 2)?.matmul(g)?)
+                Some(product_gradient_like(
+                    rhs,
+                    || lhs.transpose(1, 2)?.matmul(g),
+                    || g.transpose(1, 2)?.matmul(lhs),
+                )?)
             } else {
                 None
             },
@@ -324,6 +332,32 @@ fn unary_rule_from_output(op: UnaryOp, y: &Tensor, g: &Tensor) -> Result<Tensor>
 
 fn mask(condition: Tensor, like: &Tensor) -> Result<Tensor> {
     condition.to_dtype(like.dtype())
+}
+
+/// A matrix product's operand gradient in the operand's own layout: where the operand is the
+/// transpose of a dense matrix (a linear layer's `weight.t()`), the gradient is computed
+/// transposed (`transposed()`, e.g. `gᵀ·A` for `Aᵀ·g`) and handed back as its transposed view,
+/// so that it reaches the dense parameter dense and an optimizer step reads it without a
+/// copy; otherwise `direct()`. The same products either way.
+fn product_gradient_like(
+    operand: &Tensor,
+    direct: impl FnOnce() -> Result<Tensor>,
+    transposed: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    let rank = operand.rank();
+    let transposed_dense = rank >= 2
+        && !operand.layout().is_contiguous()
+        && operand.layout().strides[rank - 2] == 1
+        && operand.shape()[rank - 2] > 1
+        && operand
+            .transpose(rank as isize - 2, rank as isize - 1)?
+            .layout()
+            .is_contiguous();
+    if transposed_dense {
+        transposed()?.transpose(rank as isize - 2, rank as isize - 1)
+    } else {
+        direct()
+    }
 }
 
 fn binary_rule(
