@@ -23,7 +23,8 @@ use crate::quantization::QuantFormat;
 use crate::random::Distribution;
 
 pub use crate::backend::gpu_facts::{
-    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats, OpTiming,
+    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, KernelDispatches,
+    MemoryStats, OpTiming,
 };
 
 /// The error every attempt to open a GPU returns in this build.
@@ -716,6 +717,11 @@ pub fn memory_stats(device: &GpuDevice) -> MemoryStats {
 
 /// Elementwise-fusion counters of a device (no device exists to ask).
 pub fn fusion_stats(device: &GpuDevice) -> FusionStats {
+    match device.never {}
+}
+
+/// Kernels dispatched on a device (no device exists to ask).
+pub fn kernel_dispatches(device: &GpuDevice) -> KernelDispatches {
     match device.never {}
 }
 
