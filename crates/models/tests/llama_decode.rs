@@ -85,7 +85,7 @@ fn decode_kernels_per_layer(device: &Device) {
 }
 
 /// The most kernels a decode token may dispatch per layer (measured on lavapipe).
-const DECODE_KERNELS_PER_LAYER: u64 = 24;
+const DECODE_KERNELS_PER_LAYER: u64 = 18;
 
 /// SmolLM2-135M's kernels per decode token, when the GGUF file is named (printed only: the
 /// tiny model's bound covers the same code).

@@ -548,6 +548,15 @@ impl RowNormalization for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+
+    fn rotary_last(
+        &self,
+        _layout: &Layout,
+        _cos: (&Self, &Layout),
+        _sin: (&Self, &Layout),
+    ) -> Result<Self> {
+        match self.never {}
+    }
 }
 
 impl BatchNormalization for GpuStorage {
