@@ -50,8 +50,9 @@ pub use anygrad_core::{
 /// Devices and their memory (`torch.cuda.device_count`, `memory_allocated`,
 /// `empty_cache`, ...), and the GPU's elementwise fusion switch and counters.
 pub use anygrad_core::{
-    device_count, device_name, elementwise_fusion_enabled, empty_cache, fusion_stats, memory_stats,
-    reset_peak_memory, set_elementwise_fusion, FusionStats, MemoryStats,
+    device_count, device_name, elementwise_fusion_enabled, empty_cache, fusion_stats,
+    kernel_dispatches, memory_stats, reset_peak_memory, set_elementwise_fusion, FusionStats,
+    KernelDispatches, MemoryStats,
 };
 
 /// Attention (`torch.nn.functional.scaled_dot_product_attention`) and the fused kernel's

@@ -171,6 +171,16 @@ pub fn fusion_stats(device: &Device) -> Option<gpu::FusionStats> {
     }
 }
 
+/// Kernels dispatched on a GPU since it opened, by kernel name (`None` on the CPU, which
+/// runs no kernels): subtract an earlier reading ([`gpu::KernelDispatches::since`]) to count
+/// the kernels a piece of work records.
+pub fn kernel_dispatches(device: &Device) -> Option<gpu::KernelDispatches> {
+    match device {
+        Device::Cpu => None,
+        Device::Gpu(gpu_device) => Some(gpu::kernel_dispatches(gpu_device)),
+    }
+}
+
 /// Return cached, unused device memory to the driver (like `torch.cuda.empty_cache`).
 pub fn empty_cache(device: &Device) {
     match device {

@@ -15,9 +15,9 @@ pub const ENABLED: bool = cfg!(feature = "gpu");
 
 pub use crate::backend::gpu::{
     adapter_infos, all_kernel_sources, device_count, elementwise_fusion_enabled, empty_cache,
-    fusion_stats, memory_stats, reset_peak_memory, set_elementwise_fusion, set_execution_mode,
-    AdapterInfo, AutotuneMode, CoopVariant, ExecutionMode, FusionStats, GpuDevice, MemoryStats,
-    OpTiming,
+    fusion_stats, kernel_dispatches, memory_stats, reset_peak_memory, set_elementwise_fusion,
+    set_execution_mode, AdapterInfo, AutotuneMode, CoopVariant, ExecutionMode, FusionStats,
+    GpuDevice, KernelDispatches, MemoryStats, OpTiming,
 };
 
 /// Wait until every GPU opened through `Device::gpu`/`Device::parse` has finished the work

@@ -58,11 +58,14 @@ pub use autograd::{
 };
 pub use determinism::{are_deterministic_algorithms_enabled, use_deterministic_algorithms};
 pub use device::{
-    device_count, device_name, empty_cache, fusion_stats, memory_stats, reset_peak_memory, Device,
+    device_count, device_name, empty_cache, fusion_stats, kernel_dispatches, memory_stats,
+    reset_peak_memory, Device,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use gpu::{elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, MemoryStats};
+pub use gpu::{
+    elementwise_fusion_enabled, set_elementwise_fusion, FusionStats, KernelDispatches, MemoryStats,
+};
 pub use layout::{Layout, MemoryFormat};
 pub use op::EpilogueActivation;
 pub use quantization::QuantFormat;

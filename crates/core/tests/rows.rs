@@ -4,6 +4,9 @@
 //! for rows short and long (1 to 5,000 elements: every lane count of the GPU kernel, rows
 //! longer than one pass of a workgroup), row counts that leave workgroups partly empty,
 //! strided input views, F32 and F16; the profiler shows one op each; bad shapes are errors.
+//! `rotary_embedding` (full and partial rotation, strided input, F32 and F16) against its
+//! composite (the path taken with gradients recorded) and a hand computation, with its
+//! gradient through the composite, and bad tables as errors.
 
 use std::sync::Mutex;
 
@@ -428,7 +431,155 @@ fn empty_rows(device: &Device) {
     }
 }
 
+/// The rotary embedding by hand: for each row at position `p` of `[rows, head_dim]` values
+/// (positions cycling), `x·cos + rotate_half(x)·sin` over the first `rotary_dim`.
+fn rotary_by_hand(
+    x: &[f32],
+    head_dim: usize,
+    positions: usize,
+    cos: &[f32],
+    sin: &[f32],
+    rotary_dim: usize,
+) -> Vec<f32> {
+    let half = rotary_dim / 2;
+    let mut out = x.to_vec();
+    for (row, chunk) in x.chunks(head_dim).enumerate() {
+        let p = row % positions;
+        for i in 0..rotary_dim {
+            let partner = if i < half {
+                -chunk[i + half]
+            } else {
+                chunk[i - half]
+            };
+            out[row * head_dim + i] =
+                chunk[i] * cos[p * rotary_dim + i] + partner * sin[p * rotary_dim + i];
+        }
+    }
+    out
+}
+
+fn rotary_embedding_matches_composite(device: &Device) {
+    let _serial = serial();
+    // [batch, heads, positions, head_dim], rotary_dim: full, partial, one position.
+    for (shape, rotary_dim) in [
+        ([1usize, 3, 5, 8], 8usize),
+        ([2, 2, 3, 10], 4),
+        ([1, 9, 1, 64], 64),
+        ([1, 2, 4, 6], 2),
+    ] {
+        let positions = shape[2];
+        let head_dim = shape[3];
+        for dtype in dtypes(device) {
+            let x = random(&shape, 3, 1.0, device).to_dtype(dtype).unwrap();
+            let cos = random(&[positions, rotary_dim], 4, 1.0, device)
+                .to_dtype(dtype)
+                .unwrap();
+            let sin = random(&[positions, rotary_dim], 5, 1.0, device)
+                .to_dtype(dtype)
+                .unwrap();
+            let expected = rotary_by_hand(
+                &values(&x),
+                head_dim,
+                positions,
+                &values(&cos),
+                &values(&sin),
+                rotary_dim,
+            );
+            let what = format!("{device} {dtype:?} {shape:?} rotary {rotary_dim}");
+            let fused = {
+                let _no_grad = no_grad();
+                x.rotary_embedding(&cos, &sin).unwrap()
+            };
+            assert_eq!(fused.shape(), shape);
+            assert_close(
+                &values(&fused),
+                &expected,
+                tolerance(dtype),
+                tolerance(dtype),
+                &what,
+            );
+            // With a gradient recorded the composite runs: same values, and a gradient.
+            if dtype == DType::F32 {
+                let leaf = x.detach().requires_grad_(true);
+                let composite = leaf.rotary_embedding(&cos, &sin).unwrap();
+                assert!(composite.requires_grad(), "{what}: composite is recorded");
+                assert_close(&values(&composite), &expected, 2e-5, 2e-5, &what);
+                composite.sum_all().unwrap().backward().unwrap();
+                // d/dx of sum(rotary(x)): the transpose of the rotation applied to ones.
+                let ones = vec![1.0f32; x.numel()];
+                let (c, s) = (values(&cos), values(&sin));
+                let mut gradient = ones.clone();
+                let half = rotary_dim / 2;
+                for row in 0..x.numel() / head_dim {
+                    let p = row % positions;
+                    for i in 0..rotary_dim {
+                        // x[i] feeds out[i] (cos) and out[i ± half] (∓sin there).
+                        let other = if i < half { i + half } else { i - half };
+                        let sign = if i < half { 1.0 } else { -1.0 };
+                        gradient[row * head_dim + i] =
+                            c[p * rotary_dim + i] + sign * s[p * rotary_dim + other];
+                    }
+                }
+                assert_close(
+                    &values(&leaf.grad().unwrap()),
+                    &gradient,
+                    2e-5,
+                    2e-5,
+                    &format!("{what} gradient"),
+                );
+            }
+        }
+    }
+    // A strided input (heads split from a projection): the same values as its dense copy.
+    let _no_grad = no_grad();
+    let projection = random(&[1, 4, 3 * 8], 6, 1.0, device);
+    let heads = projection
+        .reshape([1, 4, 3, 8])
+        .unwrap()
+        .transpose(1, 2)
+        .unwrap();
+    let cos = random(&[4, 8], 7, 1.0, device);
+    let sin = random(&[4, 8], 8, 1.0, device);
+    let strided = heads.rotary_embedding(&cos, &sin).unwrap();
+    let dense = heads
+        .contiguous()
+        .unwrap()
+        .rotary_embedding(&cos, &sin)
+        .unwrap();
+    assert_close(
+        &values(&strided),
+        &values(&dense),
+        0.0,
+        0.0,
+        "strided input",
+    );
+}
+
+fn rotary_embedding_bad_tables_are_errors(device: &Device) {
+    let x = random(&[1, 2, 3, 8], 1, 1.0, device);
+    for (cos_shape, sin_shape) in [
+        ([3usize, 7usize], [3usize, 7usize]),
+        ([3, 10], [3, 10]),
+        ([2, 8], [2, 8]),
+        ([3, 8], [3, 4]),
+        ([3, 0], [3, 0]),
+    ] {
+        let cos = Tensor::zeros(&cos_shape, DType::F32, device).unwrap();
+        let sin = Tensor::zeros(&sin_shape, DType::F32, device).unwrap();
+        let error = x.rotary_embedding(&cos, &sin).unwrap_err();
+        assert!(
+            error.to_string().contains("rotary_embedding"),
+            "{cos_shape:?} {sin_shape:?}: {error}"
+        );
+    }
+    let row = random(&[8], 1, 1.0, device);
+    let tables = Tensor::zeros(&[1, 8], DType::F32, device).unwrap();
+    assert!(row.rotary_embedding(&tables, &tables).is_err(), "rank 1");
+}
+
 anygrad_testing::device_tests!(
+    rotary_embedding_matches_composite,
+    rotary_embedding_bad_tables_are_errors,
     empty_rows,
     row_primitives_match_composites,
     rms_norm_known_values,

@@ -261,6 +261,64 @@ pub(crate) fn check_row_parameter(
     check_view(op, layout, len)
 }
 
+/// The operands of `rotary_last`: the view is `[.., positions, head_dim]` (rank at least 2);
+/// `cos` and `sin` are `[positions, rotary_dim]` views of the input's dtype inside their
+/// storages (`len` of each), `rotary_dim` even, nonzero and at most `head_dim`. Returns
+/// `(positions, head_dim, rotary_dim)`.
+pub(crate) fn check_rotary(
+    op: &'static str,
+    layout: &Layout,
+    dtype: DType,
+    cos: (&Layout, DType, usize),
+    sin: (&Layout, DType, usize),
+) -> Result<(usize, usize, usize)> {
+    let rank = layout.shape.len();
+    if rank < 2 {
+        return Err(Error::InvalidShape {
+            op,
+            shape: layout.shape.clone(),
+            message: "needs [.., positions, head_dim]".into(),
+        });
+    }
+    let (positions, head_dim) = (layout.shape[rank - 2], layout.shape[rank - 1]);
+    for (name, (table, table_dtype, len)) in [("cos", cos), ("sin", sin)] {
+        if table_dtype != dtype {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: dtype,
+                rhs: table_dtype,
+            });
+        }
+        let rotary_dim = table.shape.last().copied().unwrap_or(0);
+        if table.shape.len() != 2
+            || table.shape[0] != positions
+            || rotary_dim == 0
+            || rotary_dim % 2 != 0
+            || rotary_dim > head_dim
+        {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: layout.shape.clone(),
+                rhs: table.shape.clone(),
+                reason: format!(
+                    "the {name} table must be [positions, rotary_dim] for x [.., positions, \
+                     head_dim], rotary_dim even, nonzero and at most head_dim"
+                ),
+            });
+        }
+        check_view(op, table, len)?;
+    }
+    if cos.0.shape != sin.0.shape {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: cos.0.shape.clone(),
+            rhs: sin.0.shape.clone(),
+            reason: "cos and sin must have the same shape".into(),
+        });
+    }
+    Ok((positions, head_dim, cos.0.shape[1]))
+}
+
 /// `(n, c, rest)` of a batch-norm view `[n, c, ...]` (rank at least 2; `rest` the product of
 /// the dims after the channels).
 pub(crate) fn check_channels(op: &'static str, layout: &Layout) -> Result<(usize, usize, usize)> {

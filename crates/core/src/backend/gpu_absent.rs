@@ -23,7 +23,8 @@ use crate::quantization::QuantFormat;
 use crate::random::Distribution;
 
 pub use crate::backend::gpu_facts::{
-    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats, OpTiming,
+    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, KernelDispatches,
+    MemoryStats, OpTiming,
 };
 
 /// The error every attempt to open a GPU returns in this build.
@@ -560,6 +561,15 @@ impl RowNormalization for GpuStorage {
     ) -> Result<Self> {
         match self.never {}
     }
+
+    fn rotary_last(
+        &self,
+        _layout: &Layout,
+        _cos: (&Self, &Layout),
+        _sin: (&Self, &Layout),
+    ) -> Result<Self> {
+        match self.never {}
+    }
 }
 
 impl BatchNormalization for GpuStorage {
@@ -729,6 +739,11 @@ pub fn memory_stats(device: &GpuDevice) -> MemoryStats {
 
 /// Elementwise-fusion counters of a device (no device exists to ask).
 pub fn fusion_stats(device: &GpuDevice) -> FusionStats {
+    match device.never {}
+}
+
+/// Kernels dispatched on a device (no device exists to ask).
+pub fn kernel_dispatches(device: &GpuDevice) -> KernelDispatches {
     match device.never {}
 }
 

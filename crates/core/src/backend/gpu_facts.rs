@@ -105,6 +105,38 @@ impl FusionStats {
     }
 }
 
+/// Kernels dispatched on one GPU since it was opened, by kernel name (its family and
+/// instantiation, as the profiler names kernels). Elementwise ops deferred for fusion count
+/// as the kernels they ran as, once recorded. The difference of two readings is the kernels
+/// that the work between them recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KernelDispatches {
+    /// Dispatches per kernel name.
+    pub by_kernel: std::collections::BTreeMap<String, u64>,
+}
+
+impl KernelDispatches {
+    /// Every dispatch, of every kernel.
+    pub fn total(&self) -> u64 {
+        self.by_kernel.values().sum()
+    }
+
+    /// The dispatches recorded since `earlier` (a reading of the same device), by kernel
+    /// name; kernels not dispatched since are left out.
+    pub fn since(&self, earlier: &KernelDispatches) -> KernelDispatches {
+        KernelDispatches {
+            by_kernel: self
+                .by_kernel
+                .iter()
+                .filter_map(|(name, &count)| {
+                    let before = earlier.by_kernel.get(name).copied().unwrap_or(0);
+                    (count > before).then(|| (name.clone(), count - before))
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Whether kernel variants are timed per shape (`ANYGRAD_AUTOTUNE`; see the README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum AutotuneMode {

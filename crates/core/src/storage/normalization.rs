@@ -1,8 +1,8 @@
 //! `Storage`'s dispatch of the normalization primitives: softmax and log-softmax over the last
-//! dim (and their input gradients), layer norm and RMS norm over the last dim, and batch norm's
-//! statistics, backward sums and input gradient (the rules are on the `RowNormalization` and
-//! `BatchNormalization` traits in `backend/contract/`; `storage.rs` holds `dispatch` and
-//! `run!`).
+//! dim (and their input gradients), layer norm and RMS norm over the last dim, the rotary
+//! embedding of rows, and batch norm's statistics, backward sums and input gradient (the rules
+//! are on the `RowNormalization` and `BatchNormalization` traits in `backend/contract/`;
+//! `storage.rs` holds `dispatch` and `run!`).
 
 use super::{dispatch, Call, Storage};
 use crate::backend::contract::{Affine, BatchNormalization, RowNormalization};
@@ -102,6 +102,27 @@ impl Storage {
                 ))
             }
         }
+    }
+
+    /// The rotary position embedding of the view's rows by `cos` and `sin`
+    /// (`RowNormalization::rotary_last`).
+    pub fn rotary_last(
+        &self,
+        layout: &Layout,
+        (cos, cos_layout): (&Storage, &Layout),
+        (sin, sin_layout): (&Storage, &Layout),
+    ) -> Result<Storage> {
+        let call = Call::new(
+            "rotary_embedding",
+            [(self, layout), (cos, cos_layout), (sin, sin_layout)],
+        )
+        .same_dtype(&[0, 1, 2]);
+        run!(call, |x, c, s| RowNormalization::rotary_last(
+            x,
+            layout,
+            (c, cos_layout),
+            (s, sin_layout)
+        ))
     }
 
     /// Per-channel mean and biased variance in one pass (`BatchNormalization::batch_norm_stats`).

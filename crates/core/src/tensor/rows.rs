@@ -2,9 +2,11 @@
 //! (`softmax_last`, `log_softmax_last`, with their own derivative rule `GradFn::SoftmaxLast`
 //! and its one-kernel primitive `softmax_last_backward`), `layer_norm` (like
 //! `torch.nn.functional.layer_norm`) and `rms_norm` (like `torch.nn.functional.rms_norm`),
-//! each one kernel on the GPU instead of a chain of reductions and elementwise passes.
+//! each one kernel on the GPU instead of a chain of reductions and elementwise passes; and
+//! `rotary_embedding` (rotary position embedding of rows, "rotate half" layout), one kernel
+//! instead of slices, a concatenation and elementwise passes.
 //!
-//! `layer_norm` and `rms_norm` run their primitive when no gradient is recorded (inference,
+//! `layer_norm`, `rms_norm` and `rotary_embedding` run their primitive when no gradient is recorded (inference,
 //! `no_grad`, or no operand that requires one); otherwise their composite (layer norm: mean,
 //! centre, mean of squares, rsqrt, scale, affine; RMS norm: square, sum, divide, rsqrt, scale,
 //! weight), which autograd differentiates. Both paths compute the same values in the same
@@ -268,5 +270,83 @@ impl Tensor {
             Some(bias) => scaled.add(bias),
             None => Ok(scaled),
         }
+    }
+
+    /// Rotary position embedding in Hugging Face's "rotate half" layout: `self` is `[..,
+    /// positions, head_dim]`, `cos` and `sin` are `[positions, rotary_dim]` (`rotary_dim` even,
+    /// nonzero, at most `head_dim`); the first `rotary_dim` values of each row become
+    /// `x · cos + rotate_half(x) · sin` with `rotate_half(x) = [-x₂, x₁]` (the rotated part's
+    /// halves), the others pass through. One GPU kernel (the `rotary_last` primitive, reading a
+    /// strided view in place where it is dense) when no gradient is recorded and the operands
+    /// share a float dtype; otherwise the composite (slices, negation, concatenation, products
+    /// and a sum), which autograd differentiates and which is the primitive's reference.
+    pub fn rotary_embedding(&self, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+        const OP: &str = "rotary_embedding";
+        let rank = self.rank();
+        if rank < 2 {
+            return Err(Error::InvalidShape {
+                op: OP,
+                shape: self.shape().to_vec(),
+                message: "needs [.., positions, head_dim]".into(),
+            });
+        }
+        let (positions, head_dim) = (self.shape()[rank - 2], self.shape()[rank - 1]);
+        let rotary_dim = cos.shape().last().copied().unwrap_or(0);
+        for table in [cos, sin] {
+            if table.shape() != [positions, rotary_dim]
+                || rotary_dim == 0
+                || !rotary_dim.is_multiple_of(2)
+                || rotary_dim > head_dim
+            {
+                return Err(Error::ShapeMismatch {
+                    op: OP,
+                    lhs: self.shape().to_vec(),
+                    rhs: table.shape().to_vec(),
+                    reason: "cos and sin must be [positions, rotary_dim] of x [.., positions, \
+                             head_dim], rotary_dim even, nonzero and at most head_dim"
+                        .into(),
+                });
+            }
+        }
+        let recorded = crate::autograd::is_grad_enabled()
+            && (self.is_tracked() || cos.is_tracked() || sin.is_tracked());
+        let dtype = self.dtype();
+        if recorded || !dtype.is_float() || cos.dtype() != dtype || sin.dtype() != dtype {
+            return self.rotary_embedding_composite(cos, sin, rotary_dim);
+        }
+        let storage = {
+            let (input, cos_storage, sin_storage) = (self.storage(), cos.storage(), sin.storage());
+            input.rotary_last(
+                self.layout(),
+                (&cos_storage, cos.layout()),
+                (&sin_storage, sin.layout()),
+            )?
+        };
+        Ok(Tensor::from_storage(storage, self.shape(), None))
+    }
+
+    /// The composite of [`Tensor::rotary_embedding`] (autograd records it).
+    fn rotary_embedding_composite(
+        &self,
+        cos: &Tensor,
+        sin: &Tensor,
+        rotary_dim: usize,
+    ) -> Result<Tensor> {
+        let head_dim = self.shape()[self.rank() - 1];
+        let rotated_part = if rotary_dim == head_dim {
+            self.clone()
+        } else {
+            self.narrow(-1, 0, rotary_dim)?
+        };
+        let half = rotary_dim / 2;
+        let first = rotated_part.narrow(-1, 0, half)?;
+        let second = rotated_part.narrow(-1, half, half)?;
+        let rotated = Tensor::cat(&[&second.neg()?, &first], -1)?;
+        let result = rotated_part.mul(cos)?.add(&rotated.mul(sin)?)?;
+        if rotary_dim == head_dim {
+            return Ok(result);
+        }
+        let passed = self.narrow(-1, rotary_dim, head_dim - rotary_dim)?;
+        Tensor::cat(&[&result, &passed], -1)
     }
 }

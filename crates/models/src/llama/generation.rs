@@ -1,5 +1,6 @@
 //! [`generate`]: the decoding loop. The prompt runs through the model once (prefill, filling
-//! the [`KvCache`](super::KvCache)); then each chosen token runs alone, its logits read back
+//! the [`KvCache`](super::KvCache), whose buffers are sized for the prompt and every token
+//! to be generated); then each chosen token runs alone, its logits read back
 //! to the host and the [`Sampler`] choosing the next, until `max_new_tokens` or a stop token.
 //! Every token is handed to a callback as soon as it is chosen (for streaming), and the
 //! prompt's last-position logits and the timings come back with the tokens.
@@ -68,7 +69,7 @@ pub fn generate(
             .collect();
         Tensor::from_vec(values, &[1, ids.len()], &device)
     };
-    let mut cache = model.new_cache();
+    let mut cache = model.new_cache_with_capacity(prompt_ids.len() + options.max_new_tokens);
     let mut history: Vec<u32> = prompt_ids.to_vec();
 
     let started = Instant::now();

@@ -9,8 +9,11 @@
 //! `post_attention_layernorm(h)`. Attention is the core's `scaled_dot_product_attention`,
 //! causal, with grouped-query attention expressed by broadcasting: the queries are viewed as
 //! `[batch, kv_heads, group, tokens, head_dim]` against keys `[batch, kv_heads, 1, tokens,
-//! head_dim]`, so the shared keys and values are never copied per query head. A [`KvCache`]
-//! keeps the keys and values on the device between calls. Every projection is a
+//! head_dim]`, so the shared keys and values are never copied per query head. One new token
+//! (decoding) is plain attention of `group` query rows per key/value head: its queries are
+//! viewed as `[batch, kv_heads, group, head_dim]` against the keys `[batch, kv_heads, tokens,
+//! head_dim]`, which the fused GPU kernel takes as it is. A [`KvCache`] keeps the keys and
+//! values on the device between calls, in buffers written in place. Every projection is a
 //! [`LoraLinear`], which carries a LoRA adapter once [`LlamaForCausalLM::add_lora`] adds one
 //! (`lora.rs`); [`LlamaForCausalLM::forward_train`] can checkpoint each layer for training.
 
@@ -77,10 +80,28 @@ impl LlamaAttention {
         let key = heads(self.k_proj.forward(x)?, self.kv_heads)?;
         let value = heads(self.v_proj.forward(x)?, self.kv_heads)?;
         let query = apply_rotary(&query, cos, sin)?;
-        let key = apply_rotary(&key, cos, sin)?.contiguous()?;
-        let (key, value) = cache.append(layer, key, value.contiguous()?)?;
+        let key = apply_rotary(&key, cos, sin)?;
+        let (key, value) = cache.append(layer, key, value)?;
         let total = past + tokens;
         let group = self.heads / self.kv_heads;
+        if tokens == 1 {
+            // One new token attends to every cached token, unmasked: the query heads sharing a
+            // key/value head are the query rows of one attention over that head's keys, so
+            // grouped-query attention is plain attention of `group` rows (the fused kernel
+            // takes it as it is, the shared keys and values read in place).
+            let output = scaled_dot_product_attention(
+                &query.reshape([batch, self.kv_heads, group, self.head_dim])?,
+                &key,
+                &value,
+                None,
+                0.0,
+                false,
+                None,
+            )?;
+            return self
+                .o_proj
+                .forward(&output.reshape([batch, 1, self.heads * self.head_dim])?);
+        }
         let (query, key, value) = if group == 1 {
             (query, key, value)
         } else {
@@ -90,10 +111,7 @@ impl LlamaAttention {
                 value.unsqueeze(2)?,
             )
         };
-        let output = if tokens == 1 {
-            // One new token attends to every cached token.
-            scaled_dot_product_attention(&query, &key, &value, None, 0.0, false, None)?
-        } else if past == 0 {
+        let output = if past == 0 {
             scaled_dot_product_attention(&query, &key, &value, None, 0.0, true, None)?
         } else {
             // New tokens at positions past..total: token i sees keys j <= past + i.
@@ -389,9 +407,19 @@ impl LlamaForCausalLM {
         &self.config
     }
 
-    /// A cache for this model's layers.
+    /// A cache for this model's layers (its buffers grow as tokens arrive).
     pub fn new_cache(&self) -> KvCache {
         KvCache::new(self.config.num_hidden_layers)
+    }
+
+    /// A cache for this model's layers with room for `tokens` tokens (at most the model's
+    /// context) allocated on the first call, so that it never grows while that many are
+    /// cached.
+    pub fn new_cache_with_capacity(&self, tokens: usize) -> KvCache {
+        KvCache::with_capacity(
+            self.config.num_hidden_layers,
+            tokens.min(self.config.context_length()),
+        )
     }
 
     /// Logits `[batch, tokens, vocab]` of token ids `[batch, tokens]` (i32) without a cache.

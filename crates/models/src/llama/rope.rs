@@ -99,7 +99,8 @@ impl RotaryEmbedding {
 
 /// `x · cos + rotate_half(x) · sin` for `x` `[.., positions, head_dim]` and `cos`, `sin`
 /// `[positions, rotary_dim]`: the first `rotary_dim` values of each head are rotated, the
-/// others pass through.
+/// others pass through (the core's `Tensor::rotary_embedding`: one GPU kernel in inference,
+/// differentiable ops when a gradient is recorded).
 pub fn apply_rotary(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     let head_dim = x.shape().last().copied().unwrap_or(0);
     let rotary_dim = cos.shape().last().copied().unwrap_or(0);
@@ -113,19 +114,5 @@ pub fn apply_rotary(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
             ),
         ));
     }
-    let rotated_part = if rotary_dim == head_dim {
-        x.clone()
-    } else {
-        x.narrow(-1, 0, rotary_dim)?
-    };
-    let half = rotary_dim / 2;
-    let first = rotated_part.narrow(-1, 0, half)?;
-    let second = rotated_part.narrow(-1, half, half)?;
-    let rotated = Tensor::cat(&[&second.neg()?, &first], -1)?;
-    let result = rotated_part.mul(cos)?.add(&rotated.mul(sin)?)?;
-    if rotary_dim == head_dim {
-        return Ok(result);
-    }
-    let passed = x.narrow(-1, rotary_dim, head_dim - rotary_dim)?;
-    Tensor::cat(&[&result, &passed], -1)
+    x.rotary_embedding(cos, sin)
 }

@@ -1,5 +1,7 @@
 //! The backend contract's `RowNormalization` family: softmax and log-softmax (with their
-//! input gradients), layer normalization and RMS normalization over the last dim, row by row. The rules every primitive keeps are in `contract/mod.rs`.
+//! input gradients), layer normalization and RMS normalization over the last dim, row by row,
+//! and the rotary position embedding of rows (each row rotated by its position's angles). The
+//! rules every primitive keeps are in `contract/mod.rs`.
 
 use super::BackendStorage;
 use crate::error::Result;
@@ -45,5 +47,19 @@ pub(crate) trait RowNormalization: BackendStorage {
         layout: &Layout,
         weight: Option<(&Self, &Layout)>,
         eps: f64,
+    ) -> Result<Self>;
+
+    /// Rotary position embedding in the "rotate half" layout over the view's last dim: the
+    /// view is `[.., positions, head_dim]`, `cos` and `sin` are `[positions, rotary_dim]`
+    /// views of this dtype (`rotary_dim` even, at most `head_dim`; `h = rotary_dim / 2`). A
+    /// row at position `p` (its second-last index) becomes, for `i < h`,
+    /// `x[i] * cos[p, i] + (-x[i + h]) * sin[p, i]`, for `h <= i < rotary_dim`,
+    /// `x[i] * cos[p, i] + x[i - h] * sin[p, i]`, and `x[i]` past `rotary_dim`. Output
+    /// contiguous, the view's shape. Float dtypes only.
+    fn rotary_last(
+        &self,
+        layout: &Layout,
+        cos: (&Self, &Layout),
+        sin: (&Self, &Layout),
     ) -> Result<Self>;
 }

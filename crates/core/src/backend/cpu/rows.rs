@@ -1,7 +1,8 @@
 //! CPU row primitives over the last dim: `softmax_last` (`exp(x - max) / sum`),
 //! `log_softmax_last` (`x - max - log(sum)`), their input gradients (`softmax_last_backward`),
 //! `layer_norm_last` (`(x - mean) * rsqrt(var + eps) * weight + bias`, biased variance,
-//! two passes) and `rms_norm_last` (`x * rsqrt(mean(x²) + eps) * weight`). Each row is computed in the element's compute type (f32 for F16) in the
+//! two passes), `rms_norm_last` (`x * rsqrt(mean(x²) + eps) * weight`) and `rotary_last`
+//! (each row rotated by its position's `cos`, `sin`, "rotate half" layout). Each row is computed in the element's compute type (f32 for F16) in the
 //! order the composites use (`Tensor::softmax`'s max, sub, exp, sum, div; `LayerNorm`'s
 //! mean, centre, mean of squares, rsqrt, scale, affine), rows in parallel with rayon. They are
 //! the reference of the GPU's row kernels (`gpu/rows.rs`).
@@ -11,7 +12,9 @@ use num_traits::{Float, NumCast, One, Zero};
 use rayon::prelude::*;
 
 use super::{unsupported_dtype, CpuStorage, FloatElement, PARALLEL_THRESHOLD};
-use crate::backend::checks::{check_row_parameter, check_rows, check_same_rows, check_view};
+use crate::backend::checks::{
+    check_rotary, check_row_parameter, check_rows, check_same_rows, check_view,
+};
 use crate::backend::contract::{Affine, RowNormalization};
 use crate::error::Result;
 use crate::layout::Layout;
@@ -218,6 +221,41 @@ fn rms_norm_rows<T: FloatElement>(
     values
 }
 
+/// The rotary embedding of every `[head_dim]` row of the view (`RowNormalization::rotary_last`):
+/// row `r` is at position `r % positions`; `cos` and `sin` are `[positions, rotary_dim]` in
+/// row-major order.
+fn rotary_rows<T: FloatElement>(
+    data: &[T],
+    layout: &Layout,
+    (positions, head_dim, rotary_dim): (usize, usize, usize),
+    cos: &[T],
+    sin: &[T],
+) -> Vec<T> {
+    let mut values = gathered(data, layout);
+    let half = rotary_dim / 2;
+    let rotate = |(row, values): (usize, &mut [T])| {
+        let position = row % positions.max(1);
+        let (cos, sin) = (
+            &cos[position * rotary_dim..(position + 1) * rotary_dim],
+            &sin[position * rotary_dim..(position + 1) * rotary_dim],
+        );
+        let x: Vec<T::Compute> = values[..rotary_dim].iter().map(|v| v.up()).collect();
+        for i in 0..rotary_dim {
+            let partner = if i < half { -x[i + half] } else { x[i - half] };
+            values[i] = T::down(x[i] * cos[i].up() + partner * sin[i].up());
+        }
+    };
+    if head_dim == 0 {
+        return values;
+    }
+    if values.len() >= PARALLEL_THRESHOLD {
+        values.par_chunks_mut(head_dim).enumerate().for_each(rotate);
+    } else {
+        values.chunks_mut(head_dim).enumerate().for_each(rotate);
+    }
+    values
+}
+
 impl RowNormalization for CpuStorage {
     /// Softmax over the last dim of the view (`RowNormalization::softmax_last`).
     fn softmax_last(&self, layout: &Layout, safe: bool) -> Result<CpuStorage> {
@@ -368,6 +406,45 @@ impl RowNormalization for CpuStorage {
             CpuStorage::F32(data) => normalize!(F32, data),
             CpuStorage::F64(data) => normalize!(F64, data),
             CpuStorage::F16(data) => normalize!(F16, data),
+            other => return Err(unsupported_dtype(OP, other.dtype())),
+        })
+    }
+
+    /// The rotary embedding of the view's rows by the `cos` and `sin` views (`[positions,
+    /// rotary_dim]`, this storage's dtype) (`RowNormalization::rotary_last`).
+    fn rotary_last(
+        &self,
+        layout: &Layout,
+        (cos, cos_layout): (&CpuStorage, &Layout),
+        (sin, sin_layout): (&CpuStorage, &Layout),
+    ) -> Result<CpuStorage> {
+        const OP: &str = "rotary_embedding";
+        check_view(OP, layout, self.len())?;
+        let sizes = check_rotary(
+            OP,
+            layout,
+            self.dtype(),
+            (cos_layout, cos.dtype(), cos.len()),
+            (sin_layout, sin.dtype(), sin.len()),
+        )?;
+        macro_rules! rotate {
+            ($variant:ident, $data:expr) => {{
+                let (CpuStorage::$variant(c), CpuStorage::$variant(s)) = (cos, sin) else {
+                    return Err(unsupported_dtype(OP, self.dtype()));
+                };
+                CpuStorage::$variant(HostBuffer::from(rotary_rows(
+                    $data,
+                    layout,
+                    sizes,
+                    &gathered(c, cos_layout),
+                    &gathered(s, sin_layout),
+                )))
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(data) => rotate!(F32, data),
+            CpuStorage::F64(data) => rotate!(F64, data),
+            CpuStorage::F16(data) => rotate!(F16, data),
             other => return Err(unsupported_dtype(OP, other.dtype())),
         })
     }

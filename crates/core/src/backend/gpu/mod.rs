@@ -62,7 +62,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use crate::backend::gpu_facts::{
-    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, MemoryStats, OpTiming,
+    is_software, AdapterInfo, AutotuneMode, ExecutionMode, FusionStats, KernelDispatches,
+    MemoryStats, OpTiming,
 };
 pub use fusion::{elementwise_fusion_enabled, set_elementwise_fusion};
 pub use kernel_catalog::all_kernel_sources;
@@ -129,6 +130,11 @@ pub fn memory_stats(device: &GpuDevice) -> MemoryStats {
 /// Elementwise-fusion counters of `device` (see `set_elementwise_fusion`).
 pub fn fusion_stats(device: &GpuDevice) -> FusionStats {
     device.context.fusion_stats()
+}
+
+/// Kernels dispatched on `device` since it opened, by name.
+pub fn kernel_dispatches(device: &GpuDevice) -> KernelDispatches {
+    device.context.kernel_dispatches()
 }
 
 /// Give cached (free) buffers of `device` back to the driver.

@@ -75,6 +75,23 @@ fn every_primitive_refuses_bad_views(device: &Device) {
             x.rms_norm_last(&good, Some((&row, &past_the_end(&[6]))), 1e-6)
                 .map(drop),
         );
+        let table = full(device, &[4, 6], DType::F32);
+        let table_view = Layout::contiguous(&[4, 6]);
+        expect_err(
+            "rotary_embedding",
+            x.rotary_last(b, (&table, &table_view), (&table, &table_view))
+                .map(drop),
+        );
+        expect_err(
+            "rotary_embedding cos",
+            x.rotary_last(&good, (&table, b), (&table, &table_view))
+                .map(drop),
+        );
+        expect_err(
+            "rotary_embedding sin",
+            x.rotary_last(&good, (&table, &table_view), (&table, b))
+                .map(drop),
+        );
         expect_err("copy_strided", x.copy_strided(b).map(drop));
         expect_err("cast", x.cast(b, DType::I32).map(drop));
         let mut destination = full(device, &shape, DType::F32);

@@ -128,6 +128,17 @@ impl RowNormalization for GpuStorage {
             .run(|[(x, lx), w], _| GpuStorage::rms_norm_last(x, lx, Some(w), eps)),
         }
     }
+
+    /// One kernel over the whole view: decoding's rows are far below a binding's size, and
+    /// a view too large for one binding is refused by the allocation with a clear error.
+    fn rotary_last(
+        &self,
+        layout: &Layout,
+        cos: (&Self, &Layout),
+        sin: (&Self, &Layout),
+    ) -> Result<Self> {
+        GpuStorage::rotary_last(self, layout, cos, sin)
+    }
 }
 
 impl BatchNormalization for GpuStorage {

@@ -1,5 +1,5 @@
-//! The normalization family's key: [`NormKernel`] (softmax and layer norm rows, batch
-//! norm's sums and input gradient), per dtype and variant.
+//! The normalization family's key: [`NormKernel`] (softmax and layer norm rows, the rotary
+//! embedding of rows, batch norm's sums and input gradient), per dtype and variant.
 
 use crate::backend::gpu::norm::batch_norm::SumsPass;
 use crate::backend::gpu::norm::rows::RowKey;
@@ -22,6 +22,8 @@ pub(crate) enum NormKernel {
     /// Softmax or layer normalization over the last dim, one row per `lanes` invocations
     /// (`norm/rows.rs`).
     Rows(RowKey),
+    /// The rotary position embedding of rows, one invocation per element (`norm/rotary.rs`).
+    Rotary { dtype: DType },
 }
 
 impl Kernel for NormKernel {
@@ -44,12 +46,16 @@ impl Kernel for NormKernel {
                 super::batch_norm_input::source(dtype, vector),
             ),
             NormKernel::Rows(key) => enable_f16_if(key.dtype == DType::F16, key.source()),
+            NormKernel::Rotary { dtype } => {
+                enable_f16_if(dtype == DType::F16, super::rotary::source(dtype))
+            }
         }
     }
 
-    /// The row kernels clamp every read and write only rows they own (`norm/rows.rs`).
+    /// The row and rotary kernels clamp every read and write only what they own
+    /// (`norm/rows.rs`, `norm/rotary.rs`).
     fn is_trusted(&self) -> bool {
-        matches!(self, NormKernel::Rows(_))
+        matches!(self, NormKernel::Rows(_) | NormKernel::Rotary { .. })
     }
 
     fn writes_workgroup_memory_first(&self) -> bool {
@@ -60,6 +66,7 @@ impl Kernel for NormKernel {
         let mut keys = Vec::new();
         for dtype in GPU_DTYPES {
             super::rows::catalogue(&mut keys, dtype);
+            super::rotary::catalogue(&mut keys, dtype);
             super::batch_norm_input::catalogue(&mut keys, dtype);
             super::batch_norm::catalogue(&mut keys, dtype);
         }

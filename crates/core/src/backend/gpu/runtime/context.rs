@@ -131,6 +131,8 @@ struct Recording {
     idle: bool,
     /// Parameter words seen more than once, and where they live (`runtime/context/reuse.rs`).
     param_cache: reuse::ParamCache,
+    /// Kernels dispatched since the device opened, by kernel name (`kernel_dispatches`).
+    dispatch_counts: HashMap<Arc<str>, u64>,
     /// The index of the last submission `queue.submit` returned: blocking waits wait for it
     /// (`runtime/context/readback.rs`), never for "the last one" as wgpu counts it, which may be
     /// another thread's submission still being handed to the driver.
@@ -364,6 +366,7 @@ impl GpuContext {
                     (reuse::PARAM_CACHE_BYTES / 4) as usize,
                     arena_alignment_words,
                 ),
+                dispatch_counts: HashMap::new(),
                 last_submission: None,
             }),
             arena,
@@ -694,6 +697,12 @@ impl GpuContext {
             recording.pass = None;
         }
         recording.dispatches += 1;
+        match recording.dispatch_counts.get_mut(&*pipeline.label) {
+            Some(count) => *count += 1,
+            None => {
+                recording.dispatch_counts.insert(pipeline.label.clone(), 1);
+            }
+        }
         let limit = self.dispatches_per_submit.load(Ordering::Relaxed);
         let grid = u64::from(workgroups.0) * u64::from(workgroups.1) * u64::from(workgroups.2);
         if recording.idle && grid >= EARLY_SUBMIT_WORKGROUPS {

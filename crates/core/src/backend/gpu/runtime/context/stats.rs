@@ -1,10 +1,10 @@
 //! The device's counters and the memory controls behind `memory_stats`, `empty_cache`,
-//! `reset_peak_memory` and `fusion_stats`.
+//! `reset_peak_memory`, `fusion_stats` and `kernel_dispatches`.
 
 use std::sync::atomic::Ordering;
 
 use super::GpuContext;
-use crate::backend::gpu_facts::{FusionStats, MemoryStats};
+use crate::backend::gpu_facts::{FusionStats, KernelDispatches, MemoryStats};
 
 impl GpuContext {
     /// Counters of elementwise fusion on this device.
@@ -12,6 +12,19 @@ impl GpuContext {
         FusionStats {
             ops_deferred: self.fused_ops.load(Ordering::Relaxed),
             kernels: self.fused_kernels.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Kernels dispatched on this device since it opened, by name (deferred elementwise ops
+    /// count once recorded, as the kernels they were fused into).
+    pub(crate) fn kernel_dispatches(&self) -> KernelDispatches {
+        let recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        KernelDispatches {
+            by_kernel: recording
+                .dispatch_counts
+                .iter()
+                .map(|(name, count)| (name.to_string(), *count))
+                .collect(),
         }
     }
 
