@@ -87,6 +87,9 @@ struct Call<'a, const N: usize> {
     profiled_dtype: usize,
     /// Whether the result is F32 whatever the operands' float dtype (batch-norm sums).
     f32_output: bool,
+    /// Whether the backends move BF16 data themselves (copies and casts), instead of the call
+    /// running in f32 on widened operands.
+    moves_bfloat16: bool,
 }
 
 impl<'a, const N: usize> Call<'a, N> {
@@ -99,7 +102,14 @@ impl<'a, const N: usize> Call<'a, N> {
             indices: None,
             profiled_dtype: 0,
             f32_output: false,
+            moves_bfloat16: false,
         }
+    }
+
+    /// The backends take BF16 operands as they are (copies and casts).
+    fn moves_bfloat16(mut self) -> Self {
+        self.moves_bfloat16 = true;
+        self
     }
 
     /// The result is F32 for any float operands (not rounded back to BF16).
@@ -111,7 +121,7 @@ impl<'a, const N: usize> Call<'a, N> {
     /// Whether this call runs in f32 on widened copies of its BF16 operands: any call with
     /// a BF16 operand but the copies and casts, which move BF16 data themselves.
     fn widens_bfloat16(&self) -> bool {
-        !matches!(self.op, "copy" | "cast")
+        !self.moves_bfloat16
             && self
                 .operands
                 .iter()
@@ -624,16 +634,16 @@ impl Storage {
 
     /// A contiguous copy of the view (`Copying::copy_strided`).
     pub fn copy_strided(&self, layout: &Layout) -> Result<Storage> {
-        run!(Call::new("copy", [(self, layout)]), |x| {
+        run!(Call::new("copy", [(self, layout)]).moves_bfloat16(), |x| {
             Copying::copy_strided(x, layout)
         })
     }
 
     /// The view converted to another dtype (`Copying::cast`).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<Storage> {
-        run!(Call::new("cast", [(self, layout)]), |x| Copying::cast(
-            x, layout, dtype
-        ))
+        run!(Call::new("cast", [(self, layout)]).moves_bfloat16(), |x| {
+            Copying::cast(x, layout, dtype)
+        })
     }
 
     /// Entries of `dim` picked by an index vector (`Indexing::index_select`).
