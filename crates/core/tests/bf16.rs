@@ -4,8 +4,8 @@
 //! odd lengths and of views starting at an odd element (the GPU packs two elements to a word);
 //! elementwise ops, matmul, reductions and softmax against "compute in f32 from the BF16
 //! inputs, round to BF16" done on the host with `half::bf16`; gradients through a BF16 matmul
-//! (BF16, like their tensors); autocast in BF16 training a linear model; and the errors of bad
-//! operands.
+//! (BF16, like their tensors); autocast in BF16 training a linear model; the errors of bad
+//! operands; and, on a GPU, that no BF16 op falls back to the CPU.
 
 use anygrad_core::dtype::bf16_from_f32;
 use anygrad_core::{autocast, DType, Device, Error, Tensor};
@@ -426,6 +426,36 @@ fn bad_operands_are_errors(device: &Device) {
     assert!(DType::BF16.is_float());
 }
 
+/// On a GPU, BF16 ops run there (in f32 kernels), never on the CPU: with the fallback policy
+/// at `error`, a CPU fallback would be an error, and none is counted.
+fn nothing_falls_back_to_the_cpu(device: &Device) {
+    use anygrad_core::fallback::{
+        fallback_policy, fallback_stats, set_fallback_policy, FallbackPolicy,
+    };
+    let previous = fallback_policy();
+    set_fallback_policy(FallbackPolicy::Error);
+    let run = || -> anygrad_core::Result<Vec<f32>> {
+        let x = bf16_tensor(&pseudo_random(6 * 5, 7), &[6, 5], device);
+        let w = bf16_tensor(&pseudo_random(5 * 3, 8), &[5, 3], device).requires_grad_(true);
+        let y = x.matmul(&w)?.softmax(-1)?.sum(&[0], false)?;
+        y.sum_all()?.backward()?;
+        let grad = w.grad().expect("gradient");
+        let target = bf16_tensor(&[0.0; 8], &[8], device);
+        target.narrow(0, 1, 3)?.assign(&y)?;
+        let mut values = target.to_vec_f32()?;
+        values.extend(grad.to_dtype(DType::F32)?.to_vec::<f32>()?);
+        Ok(values)
+    };
+    let result = run();
+    set_fallback_policy(previous);
+    let values = result.expect("bf16 ops on the GPU");
+    assert!(values.iter().all(|v| v.is_finite()));
+    assert_eq!(values[0], 0.0);
+    assert_ne!(values[1], 0.0);
+    let stats = fallback_stats();
+    assert!(stats.is_empty(), "CPU fallbacks: {:?}", stats.keys());
+}
+
 anygrad_testing::device_tests!(
     casts_round_to_nearest_even_bit_for_bit,
     odd_lengths_and_odd_offsets,
@@ -434,5 +464,6 @@ anygrad_testing::device_tests!(
     matmul_reductions_and_softmax_round_f32_results,
     gradients_through_a_bf16_matmul_are_bf16,
     autocast_bf16_trains_a_linear_model,
-    bad_operands_are_errors,
+    bad_operands_are_errors;
+    gpu_only: nothing_falls_back_to_the_cpu,
 );
