@@ -6,8 +6,12 @@
 //! the GPU: SGD's fused update reads the overflow flag on the device, and the scaler reads
 //! the flags back one step late (`Tensor::read_later`).
 //!
-//! Run: `cargo run --release -p anygrad --example mixed_precision` (add `ANYGRAD_DEVICE=cpu`
-//! to force the CPU).
+//! With the argument `bf16`, the same training runs under bfloat16 autocast instead: bf16 has
+//! f32's range, so gradients do not underflow and no scaler is used (plain `backward` and
+//! `step`), as with PyTorch's bf16 autocast; every device runs it.
+//!
+//! Run: `cargo run --release -p anygrad --example mixed_precision [-- bf16]` (add
+//! `ANYGRAD_DEVICE=cpu` to force the CPU).
 
 use anygrad::data::{digits_standardized_split, DataLoader};
 use anygrad::models::Mlp;
@@ -16,7 +20,17 @@ use anygrad::prelude::*;
 
 fn main() -> Result<()> {
     let device = Device::best()?;
-    println!("training on {} under f16 autocast", device.description());
+    let low = match std::env::args().nth(1).as_deref() {
+        None | Some("f16") => DType::F16,
+        Some("bf16") => DType::BF16,
+        Some(other) => {
+            return Err(Error::invalid(
+                "mixed_precision",
+                format!("unknown argument {other:?}: give f16 (the default) or bf16"),
+            ))
+        }
+    };
+    println!("training on {} under {low} autocast", device.description());
     anygrad::manual_seed(0);
     let (train_set, test_set, _scaler) = digits_standardized_split(0.2, 42, &device)?;
     let train_loader = DataLoader::new(train_set, 32)?
@@ -46,33 +60,46 @@ fn main() -> Result<()> {
             let (images, labels) = batch?;
             optimizer.zero_grad();
             let loss = {
-                let _autocast = autocast(DType::F16, &device)?;
+                let _autocast = autocast(low, &device)?;
                 loss_fn.forward(&model.forward(&images)?, &labels)?
             };
-            scaler.scale(&loss)?.backward()?;
-            scaler.step(&mut optimizer)?; // skipped where a gradient is inf or NaN
-            scaler.update();
+            if low == DType::BF16 {
+                // bf16 keeps f32's exponent range: no loss scaling.
+                loss.backward()?;
+                optimizer.step()?;
+            } else {
+                scaler.scale(&loss)?.backward()?;
+                scaler.step(&mut optimizer)?; // skipped where a gradient is inf or NaN
+                scaler.update();
+            }
             total_loss = total_loss.add(&loss.detach())?;
             batches += 1;
         }
-        let accuracy = evaluate(&model, &test_loader, &device)?;
+        let accuracy = evaluate(&model, &test_loader, &device, low)?;
+        let scaling = if low == DType::BF16 {
+            String::new()
+        } else {
+            format!(
+                ", scale 2^{}, {} steps skipped so far",
+                scaler.scale_value().log2(),
+                scaler.skipped_steps()
+            )
+        };
         println!(
-            "epoch {:>2}: loss {:.4}, test accuracy {:.2}%, scale 2^{}, {} steps skipped so far",
+            "epoch {:>2}: loss {:.4}, test accuracy {:.2}%{scaling}",
             epoch + 1,
             total_loss.item_f64()? / batches as f64,
             100.0 * accuracy,
-            scaler.scale_value().log2(),
-            scaler.skipped_steps()
         );
     }
     Ok(())
 }
 
 /// Test accuracy under autocast and without gradients.
-fn evaluate(model: &Mlp, test_loader: &DataLoader, device: &Device) -> Result<f64> {
+fn evaluate(model: &Mlp, test_loader: &DataLoader, device: &Device, low: DType) -> Result<f64> {
     model.eval();
     let _no_grad = no_grad();
-    let _autocast = autocast(DType::F16, device)?;
+    let _autocast = autocast(low, device)?;
     let (mut correct, mut seen) = (0.0, 0);
     for batch in test_loader.iter_epoch(0) {
         let (images, labels) = batch?;

@@ -25,6 +25,7 @@ from ._native import Tensor, device, dtype
 from ._native import (
     float32,
     float16,
+    bfloat16,
     float64,
     int32,
     int64,

@@ -49,6 +49,7 @@ _DTYPES = {
     "FloatTensor": _native.float32,
     "DoubleTensor": _native.float64,
     "HalfTensor": _native.float16,
+    "BFloat16Tensor": _native.bfloat16,
     "LongTensor": _native.int64,
     "IntTensor": _native.int32,
     "ByteTensor": _native.uint8,

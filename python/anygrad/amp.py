@@ -1,7 +1,9 @@
-"""Mixed precision (``torch.amp``): ``autocast`` runs matmuls and convolutions in float16 on a
-GPU (the library's autocast: other ops keep float32, weights are cast once per step), and
-``GradScaler`` scales the loss so float16 gradients do not underflow, skipping steps whose
-gradients overflowed. On the CPU (``device_type="cpu"``) autocast leaves everything in float32.
+"""Mixed precision (``torch.amp``): ``autocast`` runs matmuls and convolutions in float16 (or
+``dtype=anygrad.bfloat16``: bfloat16) on a GPU (the library's autocast: other ops keep float32,
+weights are cast once per step), and ``GradScaler`` scales the loss so float16 gradients do not
+underflow, skipping steps whose gradients overflowed (bfloat16 keeps float32's range and needs
+no scaler). On the CPU (``device_type="cpu"``) autocast runs in bfloat16 when asked for it with
+``dtype=anygrad.bfloat16`` and otherwise leaves everything in float32.
 """
 
 import functools
@@ -10,20 +12,24 @@ from . import _native
 
 
 class autocast:
-    """``with autocast("cuda"):`` (or ``device_type="gpu"``); a decorator too. ``dtype`` must
-    be float16 (or None); ``enabled=False`` is a no-op scope."""
+    """``with autocast("cuda"):`` (or ``device_type="gpu"``); a decorator too. ``dtype`` is
+    float16 (the default on GPUs) or bfloat16 (the only one the CPU runs); ``enabled=False`` is a
+    no-op scope."""
 
     def __init__(self, device_type="cuda", dtype=None, enabled=True, cache_enabled=None):
-        if dtype is not None and getattr(dtype, "name", dtype) != "float16":
-            raise ValueError(f"autocast: only float16 is supported, got {dtype}")
+        name = "float16" if dtype is None else getattr(dtype, "name", dtype)
+        if name not in ("float16", "bfloat16"):
+            raise ValueError(f"autocast: only float16 and bfloat16 are supported, got {dtype}")
         self.device_type = str(device_type)
-        self.enabled = bool(enabled) and not self.device_type.startswith("cpu")
+        self.dtype_name = name
+        on_cpu = self.device_type.startswith("cpu")
+        self.enabled = bool(enabled) and (not on_cpu or (dtype is not None and name == "bfloat16"))
         self._entered = []
 
     def __enter__(self):
         if self.enabled:
             device = self.device_type if ":" in self.device_type else self.device_type + ":0"
-            _native.push_autocast(device)
+            _native.push_autocast(device, self.dtype_name)
         self._entered.append(self.enabled)
         return self
 
@@ -35,7 +41,8 @@ class autocast:
     def __call__(self, function):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            with autocast(self.device_type, enabled=self.enabled):
+            dtype = getattr(_native, self.dtype_name)
+            with autocast(self.device_type, dtype=dtype, enabled=self.enabled):
                 return function(*args, **kwargs)
 
         return wrapper

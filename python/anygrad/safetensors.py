@@ -5,9 +5,10 @@
 
 Written without the ``safetensors`` package: an 8-byte little-endian header length, a JSON
 header (dtype, shape and byte range per tensor, optional ``__metadata__``), then the data.
-int64 tensors are written as I64 (what PyTorch reads for ``num_batches_tracked``); I64 values
-outside anygrad's 32-bit storage and dtypes anygrad lacks (BF16 becomes float32) are handled
-where they are read."""
+int64 tensors are written as I64 (what PyTorch reads for ``num_batches_tracked``); bfloat16
+tensors as BF16 and read back as bfloat16 (numpy has no bfloat16: the bits travel as uint16);
+I64 values outside anygrad's 32-bit storage and dtypes anygrad lacks are handled where they
+are read."""
 
 import json
 import os
@@ -21,7 +22,7 @@ _TO_NUMPY = {
 }
 _FROM_NAME = {
     "float64": "F64", "float32": "F32", "float16": "F16", "int64": "I64", "int32": "I32",
-    "uint8": "U8", "bool": "BOOL", "uint32": "U32",
+    "uint8": "U8", "bool": "BOOL", "uint32": "U32", "bfloat16": "BF16",
 }
 
 
@@ -44,7 +45,12 @@ def save_file(tensors, filename, metadata=None):
         kind = _FROM_NAME.get(tensor.dtype.name)
         if kind is None:
             raise TypeError(f"save_file: {name!r} has dtype {tensor.dtype}, which safetensors does not hold")
-        array = tensor.detach().cpu().numpy().astype(_TO_NUMPY[kind], copy=False)
+        if kind == "BF16":
+            # The float32 widening is exact: its upper 16 bits are the bfloat16 bits.
+            wide = tensor.detach().cpu().float().numpy().astype("<f4", copy=False)
+            array = (np.ascontiguousarray(wide).view(np.uint32) >> 16).astype("<u2")
+        else:
+            array = tensor.detach().cpu().numpy().astype(_TO_NUMPY[kind], copy=False)
         data = array.tobytes(order="C")
         header[name] = {"dtype": kind, "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
@@ -119,6 +125,8 @@ def load_file(filename, device="cpu"):
         if kind == "I64" and array.size and (array.min() < -(2**31) or array.max() >= 2**31):
             raise ValueError(f"{filename}: tensor {name!r} holds int64 values outside anygrad's 32-bit integers")
         tensor = anygrad.from_numpy(array)
+        if kind == "BF16":
+            tensor = tensor.to(anygrad.bfloat16)
         result[name] = tensor if str(device) == "cpu" else tensor.to(device)
     return result
 

@@ -16,12 +16,24 @@ thread_local! {
     static AUTOCAST_STACK: RefCell<Vec<AutocastGuard>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Enter an autocast scope on `device` (a GPU: matmuls and convolutions run in float16 there;
-/// the library supports float16 only). A device without float16 is an error naming it.
+/// Enter an autocast scope on `device`: matmuls and convolutions run in `dtype` there
+/// (`"float16"`, the default, or `"bfloat16"`). A device without float16 is an error naming
+/// it for float16; every device runs bfloat16.
 #[pyfunction]
-pub fn push_autocast(device: &Bound<'_, PyAny>) -> PyResult<()> {
+#[pyo3(signature = (device, dtype="float16"))]
+pub fn push_autocast(device: &Bound<'_, PyAny>, dtype: &str) -> PyResult<()> {
     let device = PyDevice::new(device, None)?.open()?;
-    let guard = run("autocast", || anygrad::autocast(DType::F16, &device))?;
+    let low = match dtype {
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        other => {
+            return Err(crate::errors::type_error(
+                "autocast",
+                format!("only float16 and bfloat16 are supported, got {other}"),
+            ))
+        }
+    };
+    let guard = run("autocast", || anygrad::autocast(low, &device))?;
     AUTOCAST_STACK.with(|stack| stack.borrow_mut().push(guard));
     Ok(())
 }

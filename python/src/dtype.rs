@@ -20,6 +20,8 @@ pub enum Logical {
     Float32,
     /// `float16`.
     Float16,
+    /// `bfloat16` (stored as 16 bits, computed in f32).
+    BFloat16,
     /// `float64`.
     Float64,
     /// `int32`.
@@ -50,9 +52,10 @@ impl Logical {
     }
 
     /// Every logical dtype, in the order the module exports them.
-    pub const ALL: [Logical; 8] = [
+    pub const ALL: [Logical; 9] = [
         Logical::Float32,
         Logical::Float16,
+        Logical::BFloat16,
         Logical::Float64,
         Logical::Int32,
         Logical::Int64,
@@ -66,6 +69,7 @@ impl Logical {
         match self {
             Logical::Float32 => DType::F32,
             Logical::Float16 => DType::F16,
+            Logical::BFloat16 => DType::BF16,
             Logical::Float64 => DType::F64,
             Logical::Int32 | Logical::Int64 => DType::I32,
             Logical::UInt32 => DType::U32,
@@ -79,6 +83,7 @@ impl Logical {
         match dtype {
             DType::F32 => Logical::Float32,
             DType::F16 => Logical::Float16,
+            DType::BF16 => Logical::BFloat16,
             DType::F64 => Logical::Float64,
             DType::I32 if int32 => Logical::Int32,
             DType::I32 => Logical::Int64,
@@ -93,6 +98,7 @@ impl Logical {
         match self {
             Logical::Float32 => "float32",
             Logical::Float16 => "float16",
+            Logical::BFloat16 => "bfloat16",
             Logical::Float64 => "float64",
             Logical::Int32 => "int32",
             Logical::Int64 => "int64",
@@ -107,7 +113,7 @@ impl Logical {
         match self {
             Logical::Float64 | Logical::Int64 => 8,
             Logical::Float32 | Logical::Int32 | Logical::UInt32 => 4,
-            Logical::Float16 => 2,
+            Logical::Float16 | Logical::BFloat16 => 2,
             Logical::UInt8 | Logical::Bool => 1,
         }
     }
@@ -119,6 +125,7 @@ impl Logical {
         Some(match name {
             "float32" | "float" => Logical::Float32,
             "float16" | "half" => Logical::Float16,
+            "bfloat16" => Logical::BFloat16,
             "float64" | "double" => Logical::Float64,
             "int32" | "int" => Logical::Int32,
             "int64" | "long" => Logical::Int64,
@@ -145,7 +152,7 @@ impl PyDType {
         format!("anygrad.{}", self.logical.name())
     }
 
-    /// True for float16, float32 and float64.
+    /// True for float16, bfloat16, float32 and float64.
     #[getter]
     fn is_floating_point(&self) -> bool {
         self.logical.storage().is_float()

@@ -34,7 +34,8 @@ impl HostArray {
             DType::I32 => "<i4",
             DType::U32 => "<u4",
             DType::U8 => "|u1",
-            DType::Bool => return None,
+            // numpy has no bfloat16; bool could be written as other bytes.
+            DType::BF16 | DType::Bool => return None,
         };
         let base = tensor.host_storage_address()?;
         let address = base + tensor.layout().offset * tensor.dtype().size_in_bytes();

@@ -86,7 +86,9 @@ impl PyTensor {
             DType::I32 | DType::U32 | DType::U8 => {
                 (value as i64).into_pyobject(py)?.into_any().unbind()
             }
-            DType::F16 | DType::F32 | DType::F64 => value.into_pyobject(py)?.into_any().unbind(),
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+                value.into_pyobject(py)?.into_any().unbind()
+            }
         })
     }
 }
@@ -424,6 +426,17 @@ impl PyTensor {
         let (bytes, name) = py.allow_threads(move || {
             run("numpy", || {
                 Ok(match tensor.dtype() {
+                    // As PyTorch: numpy has no bfloat16.
+                    DType::BF16 => {
+                        return Err(anygrad::Error::Unsupported {
+                            op: "numpy",
+                            dtype: DType::BF16,
+                            device: tensor.device().to_string(),
+                            hint: ": Got unsupported ScalarType BFloat16 (convert with \
+                                   .float() first)"
+                                .into(),
+                        })
+                    }
                     DType::F32 | DType::F16 => (
                         to_bytes(
                             tensor.to_dtype(DType::F32)?.to_vec::<f32>()?,
@@ -555,6 +568,11 @@ impl PyTensor {
         self.cast(Logical::Float16)
     }
 
+    /// As bfloat16.
+    fn bfloat16(&self) -> PyResult<PyTensor> {
+        self.cast(Logical::BFloat16)
+    }
+
     /// As int64.
     fn long(&self) -> PyResult<PyTensor> {
         self.cast(Logical::Int64)
@@ -590,6 +608,7 @@ impl PyTensor {
                 let name = match self.logical() {
                     Logical::Float32 => "FloatTensor",
                     Logical::Float16 => "HalfTensor",
+                    Logical::BFloat16 => "BFloat16Tensor",
                     Logical::Float64 => "DoubleTensor",
                     Logical::Int32 => "IntTensor",
                     Logical::Int64 => "LongTensor",

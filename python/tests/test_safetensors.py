@@ -47,6 +47,7 @@ def test_reads_pytorch_layout_including_int64_and_bf16(tmp_path):
     assert loaded["w"].tolist() == weight.tolist()
     assert loaded["n"].item() == 7 and loaded["n"].dtype == torch.int64 and tuple(loaded["n"].shape) == ()
     assert loaded["b"].tolist() == [1.5, -2.0]
+    assert loaded["b"].dtype == torch.bfloat16
 
 
 def test_damaged_files_are_value_errors_naming_the_file(tmp_path):

@@ -1,5 +1,6 @@
 //! `anygrad doctor`: is this machine ready? For every GPU adapter: its facts, then a short
-//! conformance run of every primitive op against the CPU backend (per op and dtype), an f16
+//! conformance run of every primitive op against the CPU backend (per op and dtype: f32, f16
+//! where the adapter has it, bf16), bfloat16 rounding and autocast checks, an f16
 //! check, a transfer check (CPU↔GPU and between two device instances) and a random-number
 //! parity check. Every failure comes with a hint; the exit status is non-zero when anything
 //! failed.
@@ -207,13 +208,20 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
         );
         return;
     };
+    // BF16 runs on every adapter (stored as 16 bits, computed in f32).
     let dtypes: &[DType] = if gpu.supports_f16() {
-        &[DType::F32, DType::F16]
+        &[DType::F32, DType::F16, DType::BF16]
     } else {
-        &[DType::F32]
+        &[DType::F32, DType::BF16]
     };
     for &dtype in dtypes {
-        let tolerance = if dtype == DType::F16 { 2e-2 } else { 1e-4 };
+        let tolerance = match dtype {
+            DType::F16 => 2e-2,
+            // One bfloat16 unit is 2^-8 relative: results rounded from f32 sums in another
+            // order may differ by one.
+            DType::BF16 => 3e-2,
+            _ => 1e-4,
+        };
         let on = |t: &Tensor, d: &Device| t.to_dtype(dtype).and_then(|t| t.to_device(d));
         for op in UnaryOp::ALL {
             let input = match op {
@@ -435,6 +443,7 @@ fn adapter_checks(index: usize, gpu: &GpuDevice, checks: &mut Vec<Check>) {
     }
     crate::doctor_ops::comparisons(&x, &device)
         .into_iter()
+        .chain(crate::doctor_ops::bfloat16_comparisons(&x, &device))
         .for_each(|c| {
             push(
                 format!("{} (composite)", c.name),

@@ -7,7 +7,9 @@
 //! kernel (forward, causal, and the gradients through it), the class pick of cross-entropy,
 //! the fused SGD and Adam steps, the products and row lookups of every block-quantized format,
 //! plus the gradients of sort, prod (with zeros) and cumsum. Each is run on the CPU
-//! and on the GPU from the same CPU input; `doctor.rs` compares the pairs.
+//! and on the GPU from the same CPU input; `doctor.rs` compares the pairs. The bfloat16
+//! checks (`bfloat16_comparisons`) compare each device's casts with the bits PyTorch gives,
+//! and a matmul under bfloat16 autocast between the devices.
 
 use anygrad::{DType, Device, QuantFormat, QuantizedMatrix, Result, Tensor};
 
@@ -157,6 +159,82 @@ fn with_fused_attention(work: impl Fn() -> Result<Tensor>) -> Result<Tensor> {
     let result = work();
     anygrad::set_fused_attention_mode(previous);
     result
+}
+
+/// f32 values at and around bfloat16 rounding ties, with the bfloat16 PyTorch rounds each to
+/// (`c10::BFloat16`: to nearest, ties to even; NaN to the quiet NaN; past the largest finite
+/// value to infinity).
+const BFLOAT16_ROUNDINGS: [(f32, u16); 10] = [
+    (f32::from_bits(0x3F80_8000), 0x3F80), // 1 + 2^-8, a tie: down to the even 1.0
+    (f32::from_bits(0x3F81_8000), 0x3F82), // 1 + 3 * 2^-8, a tie: up to the even 0x3F82
+    (f32::from_bits(0x3F80_8001), 0x3F81), // just above the tie: up
+    (f32::from_bits(0xBF81_8000), 0xBF82), // a negative tie
+    (0.1, 0x3DCD),
+    (f32::INFINITY, 0x7F80),
+    (f32::NEG_INFINITY, 0xFF80),
+    (f32::NAN, 0x7FC0),
+    (f32::MAX, 0x7F80),                    // overflow: infinity
+    (f32::from_bits(0xFF7F_0000), 0xFF7F), // the lowest finite bfloat16
+];
+
+/// The bfloat16 checks on `gpu`: the casts of [`BFLOAT16_ROUNDINGS`] (read from an odd
+/// element, which the GPU's packed pairs make the hard case) on the CPU and on the GPU, each
+/// against PyTorch's bits widened back to f32; and a matmul under bfloat16 autocast (computed
+/// in f32, rounded to bfloat16), the GPU against the CPU.
+pub(crate) fn bfloat16_comparisons(x: &Tensor, gpu: &Device) -> Vec<OpComparison> {
+    let expected = || {
+        let values: Vec<f32> = BFLOAT16_ROUNDINGS
+            .iter()
+            .map(|&(_, bits)| f32::from_bits((bits as u32) << 16))
+            .collect();
+        Tensor::from_vec(values, &[BFLOAT16_ROUNDINGS.len()], &Device::Cpu)
+    };
+    let rounded = |device: &Device| -> Result<Tensor> {
+        let mut values = vec![0.5f32];
+        values.extend(BFLOAT16_ROUNDINGS.iter().map(|&(value, _)| value));
+        let count = values.len();
+        Tensor::from_vec(values, &[count], device)?
+            .narrow(0, 1, count - 1)?
+            .to_dtype(DType::BF16)?
+            .to_dtype(DType::F32)?
+            .to_device(&Device::Cpu)
+    };
+    let autocast_matmul = |device: &Device| -> Result<Tensor> {
+        let x = x.to_device(device)?;
+        let weight = x.narrow(0, 0, 29)?.t()?.contiguous()?;
+        let _autocast = anygrad::autocast(DType::BF16, device)?;
+        let product = x.matmul(&weight)?;
+        if product.dtype() != DType::BF16 {
+            return Err(anygrad::Error::invalid(
+                "doctor",
+                format!("autocast bfloat16 matmul gave {}", product.dtype()),
+            ));
+        }
+        product.to_dtype(DType::F32)
+    };
+    let cpu = Device::Cpu;
+    vec![
+        OpComparison {
+            name: "bf16 cast rounding (ties to even, NaN, inf, overflow) on the CPU".into(),
+            cpu: expected(),
+            gpu: rounded(&cpu),
+            tolerance: 0.0,
+        },
+        OpComparison {
+            name: "bf16 cast rounding (ties to even, NaN, inf, overflow, odd offset) on the GPU"
+                .into(),
+            cpu: expected(),
+            gpu: rounded(gpu),
+            tolerance: 0.0,
+        },
+        OpComparison {
+            name: "matmul under bf16 autocast".into(),
+            cpu: autocast_matmul(&cpu),
+            gpu: autocast_matmul(gpu),
+            // One bfloat16 unit (2^-8 relative) of sums in another order.
+            tolerance: 1e-2,
+        },
+    ]
 }
 
 /// Every comparison, from `x` (a `[37, 53]` F32 CPU tensor of values in [-3, 3)) and the GPU.

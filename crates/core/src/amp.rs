@@ -1,16 +1,18 @@
-//! Automatic mixed precision: inside an `autocast(DType::F16)` scope, matrix products and
-//! convolutions run in f16 (their inputs are cast on the way in; the casts are recorded, so
-//! gradients flow back to f32 master weights), while numerically touchy ops — softmax,
-//! log_softmax, logsumexp and reductions — compute in f32. Elementwise ops between an f16 and
-//! an f32 operand promote to f32, as in PyTorch.
+//! Automatic mixed precision: inside an `autocast(DType::F16)` or `autocast(DType::BF16)`
+//! scope, matrix products and convolutions run in the low dtype (their inputs are cast on the
+//! way in; the casts are recorded, so gradients flow back to f32 master weights), while
+//! numerically touchy ops — softmax, log_softmax, logsumexp and reductions — compute in f32.
+//! Elementwise ops between a low-precision and an f32 operand promote to f32, as in PyTorch.
 //!
-//! | runs in f16 under autocast | stays in f32 |
+//! | runs in the low dtype under autocast | stays in f32 |
 //! |---|---|
 //! | `matmul` (so `Linear`), `conv2d` | `softmax`, `log_softmax`, `logsumexp`, `sum`, `mean`, `var`, losses, norms |
 //!
-//! On a device without f16 support, entering autocast fails with `Error::Unsupported`,
-//! unless the caller opts in with [`autocast_or_f32`], which then runs everything in f32 and
-//! says so with a warning.
+//! BF16 keeps f32's exponent range, so its gradients need no loss scaling (no `GradScaler`),
+//! and every device runs it: BF16 is stored as 16 bits and computed in f32 (`storage.rs`).
+//! F16 needs f16 support: on a device without it, entering autocast fails with
+//! `Error::Unsupported`, unless the caller opts in with [`autocast_or_f32`], which then runs
+//! everything in f32 and says so with a warning.
 
 use std::cell::Cell;
 
@@ -50,16 +52,16 @@ fn enter(dtype: Option<DType>) -> AutocastGuard {
     AutocastGuard { previous }
 }
 
-/// Enter an autocast scope for `device` (only `DType::F16` is supported). Errors when the
-/// device cannot compute in f16.
+/// Enter an autocast scope for `device` in `DType::F16` or `DType::BF16`. Errors for another
+/// dtype, and for F16 when the device cannot compute in f16 (every device runs BF16).
 pub fn autocast(dtype: DType, device: &Device) -> Result<AutocastGuard> {
-    if dtype != DType::F16 {
+    if !matches!(dtype, DType::F16 | DType::BF16) {
         return Err(Error::invalid(
             "autocast",
-            format!("only float16 is supported, got {dtype}"),
+            format!("only float16 and bfloat16 are supported, got {dtype}"),
         ));
     }
-    if !device.supports_f16() {
+    if dtype == DType::F16 && !device.supports_f16() {
         return Err(Error::Unsupported {
             op: "autocast",
             dtype,

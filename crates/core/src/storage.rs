@@ -6,6 +6,11 @@
 //! transfers, fused attention and user kernels match on the device or the operands directly.
 //! The dispatch of some families lives beside it, in `storage/`: `convolution.rs`,
 //! `normalization.rs`, `quantized.rs` and `in_place.rs` (the in-place updates).
+//!
+//! BF16 is computed in f32 here, once for every primitive and both backends: `dispatch`
+//! widens each BF16 operand's storage to F32 (exactly), runs the primitive's F32 kernel, and
+//! rounds a float result back to BF16 (to nearest even). Only copies, casts and creation
+//! handle BF16 data directly (the GPU's packed 16-bit conversions, `elementwise/bfloat16.rs`).
 
 use crate::backend::contract::{
     Attention, Copying, Creation, CustomKernels, Elementwise, Indexing, LinearAlgebra, Pooling,
@@ -77,8 +82,14 @@ struct Call<'a, const N: usize> {
     same_dtype: &'static [usize],
     /// Position of the operand holding indices (an integer dtype), if any.
     indices: Option<usize>,
-    /// Position of the operand whose dtype the profiler records.
+    /// Position of the operand whose dtype the profiler records; a BF16 operand there makes
+    /// a float result BF16 (see `dispatch`).
     profiled_dtype: usize,
+    /// Whether the result is F32 whatever the operands' float dtype (batch-norm sums).
+    f32_output: bool,
+    /// Whether the backends move BF16 data themselves (copies and casts), instead of the call
+    /// running in f32 on widened operands.
+    moves_bfloat16: bool,
 }
 
 impl<'a, const N: usize> Call<'a, N> {
@@ -90,7 +101,31 @@ impl<'a, const N: usize> Call<'a, N> {
             same_dtype: &[],
             indices: None,
             profiled_dtype: 0,
+            f32_output: false,
+            moves_bfloat16: false,
         }
+    }
+
+    /// The backends take BF16 operands as they are (copies and casts).
+    fn moves_bfloat16(mut self) -> Self {
+        self.moves_bfloat16 = true;
+        self
+    }
+
+    /// The result is F32 for any float operands (not rounded back to BF16).
+    fn f32_output(mut self) -> Self {
+        self.f32_output = true;
+        self
+    }
+
+    /// Whether this call runs in f32 on widened copies of its BF16 operands: any call with
+    /// a BF16 operand but the copies and casts, which move BF16 data themselves.
+    fn widens_bfloat16(&self) -> bool {
+        !self.moves_bfloat16
+            && self
+                .operands
+                .iter()
+                .any(|(storage, _)| storage.dtype() == DType::BF16)
     }
 
     /// Require the operands at `positions` to share one dtype.
@@ -223,6 +258,9 @@ fn dispatch<const N: usize>(
         storage_bytes,
         || {
             call.check()?;
+            if call.widens_bfloat16() {
+                return run_in_f32(&call, cpu, gpu);
+            }
             match operands(call.op, call.operands.map(|(storage, _)| storage))? {
                 Operands::Cpu(storages) => cpu(storages).map(Storage::Cpu),
                 Operands::Gpu(storages) => gpu(storages)
@@ -231,6 +269,67 @@ fn dispatch<const N: usize>(
             }
         },
     )
+}
+
+/// The whole of `storage` converted to `dtype` by its backend's cast (every layout over the
+/// storage stays valid over the result).
+fn cast_whole(storage: &Storage, dtype: DType) -> Result<Storage> {
+    let whole = Layout::contiguous(&[storage.len()]);
+    match storage {
+        Storage::Cpu(cpu) => Copying::cast(cpu, &whole, dtype).map(Storage::Cpu),
+        Storage::Gpu(gpu) => Copying::cast(gpu, &whole, dtype).map(Storage::Gpu),
+    }
+}
+
+/// Run a checked call with BF16 operands in f32: each BF16 operand's storage widened whole
+/// to F32 (exact; the call's views index it unchanged), the primitive run on those, and an
+/// F32 result rounded to BF16 when the operand the result follows (`profiled_dtype`) is
+/// BF16. Errors name BF16, not the F32 it ran in.
+fn run_in_f32<const N: usize>(
+    call: &Call<'_, N>,
+    cpu: impl FnOnce([&CpuStorage; N]) -> Result<CpuStorage>,
+    gpu: impl FnOnce([&GpuStorage; N]) -> Result<GpuStorage>,
+) -> Result<Storage> {
+    let as_bfloat16 = |error: Error| match error {
+        Error::Unsupported {
+            op,
+            dtype: DType::F32,
+            device,
+            hint,
+        } => Error::Unsupported {
+            op,
+            dtype: DType::BF16,
+            device,
+            hint,
+        },
+        other => other,
+    };
+    let mut widened: Vec<Option<Storage>> = Vec::with_capacity(N);
+    for (storage, _) in &call.operands {
+        widened.push(if storage.dtype() == DType::BF16 {
+            Some(cast_whole(storage, DType::F32)?)
+        } else {
+            None
+        });
+    }
+    let storages: [&Storage; N] = std::array::from_fn(|position| {
+        widened[position]
+            .as_ref()
+            .unwrap_or(call.operands[position].0)
+    });
+    let result = match operands(call.op, storages)? {
+        Operands::Cpu(storages) => cpu(storages).map(Storage::Cpu),
+        Operands::Gpu(storages) => gpu(storages)
+            .map(Storage::Gpu)
+            .map_err(|error| error.naming_op(call.op, || describe(&call.operands))),
+    }
+    .map_err(as_bfloat16)?;
+    let follows_bfloat16 = call.operands[call.profiled_dtype].0.dtype() == DType::BF16;
+    if follows_bfloat16 && !call.f32_output && result.dtype() == DType::F32 {
+        cast_whole(&result, DType::BF16)
+    } else {
+        Ok(result)
+    }
 }
 
 /// `dispatch` of one contract method, written once for both backends:
@@ -292,6 +391,11 @@ impl Storage {
         numel: usize,
         dtype: DType,
     ) -> Result<Storage> {
+        if dtype == DType::BF16 {
+            // Computed in f32, then rounded (the GPU has no BF16 arithmetic).
+            let wide = Storage::arange(device, start, step, numel, DType::F32)?;
+            return cast_whole(&wide, DType::BF16);
+        }
         match device {
             Device::Cpu => Ok(Storage::Cpu(Creation::arange(
                 &(),
@@ -315,6 +419,11 @@ impl Storage {
         seed: u64,
         offset: u64,
     ) -> Result<Storage> {
+        if dtype == DType::BF16 {
+            // The F32 draws rounded, the same numbers on every device.
+            let wide = Storage::random(device, numel, DType::F32, distribution, seed, offset)?;
+            return cast_whole(&wide, DType::BF16);
+        }
         match device {
             Device::Cpu => Ok(Storage::Cpu(RandomNumbers::random(
                 &(),
@@ -525,16 +634,16 @@ impl Storage {
 
     /// A contiguous copy of the view (`Copying::copy_strided`).
     pub fn copy_strided(&self, layout: &Layout) -> Result<Storage> {
-        run!(Call::new("copy", [(self, layout)]), |x| {
+        run!(Call::new("copy", [(self, layout)]).moves_bfloat16(), |x| {
             Copying::copy_strided(x, layout)
         })
     }
 
     /// The view converted to another dtype (`Copying::cast`).
     pub fn cast(&self, layout: &Layout, dtype: DType) -> Result<Storage> {
-        run!(Call::new("cast", [(self, layout)]), |x| Copying::cast(
-            x, layout, dtype
-        ))
+        run!(Call::new("cast", [(self, layout)]).moves_bfloat16(), |x| {
+            Copying::cast(x, layout, dtype)
+        })
     }
 
     /// Entries of `dim` picked by an index vector (`Indexing::index_select`).

@@ -5,7 +5,7 @@
 
 mod gguf_support;
 
-use anygrad_core::Device;
+use anygrad_core::{DType, Device};
 use anygrad_models::gguf::{dequantize, GgmlType, GgufFile, MetadataValue};
 use gguf_support::{f32_tensor, write_gguf, write_string, StoredTensor, Value};
 
@@ -333,6 +333,28 @@ fn metadata_and_tensors_round_trip() {
         [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     );
     assert!(file.tensor_f32("absent").is_err());
+}
+
+#[test]
+fn half_precision_tensors_read_in_their_own_dtype() {
+    let file = GgufFile::parse(sample_file(), "sample.gguf").expect("parse");
+    let bfloat = file.tensor_stored("bf16", &Device::Cpu).expect("bf16");
+    assert_eq!(bfloat.dtype(), DType::BF16);
+    let bits: Vec<u16> = bfloat
+        .to_vec::<half::bf16>()
+        .expect("bf16 values")
+        .into_iter()
+        .map(half::bf16::to_bits)
+        .collect();
+    assert_eq!(bits, [0x3F80, 0xC020, 0x4049]);
+    assert_eq!(bfloat.to_vec_f32().expect("f32"), [1.0, -2.5, 3.140625]);
+    let half = file.tensor_stored("f16", &Device::Cpu).expect("f16");
+    assert_eq!(half.dtype(), DType::F16);
+    assert_eq!(half.to_vec_f32().expect("f32"), [1.0, -2.0, 0.5, 65504.0]);
+    let matrix = file.tensor_stored("matrix", &Device::Cpu).expect("matrix");
+    assert_eq!(matrix.dtype(), DType::F32);
+    assert_eq!(matrix.shape(), &[2, 3]);
+    assert!(file.tensor_stored("absent", &Device::Cpu).is_err());
 }
 
 /// `bytes` with 64 zero bytes appended, so that its counts are not refused merely for lack of

@@ -578,6 +578,7 @@ fn tensor_bytes(tensor: &Tensor) -> Result<(Dtype, Vec<u8>)> {
     Ok(match tensor.dtype() {
         DType::F32 => (Dtype::F32, le(tensor.to_vec::<f32>()?, f32::to_le_bytes)),
         DType::F16 => (Dtype::F16, le(tensor.to_vec::<f16>()?, f16::to_le_bytes)),
+        DType::BF16 => (Dtype::BF16, le(tensor.to_vec::<bf16>()?, bf16::to_le_bytes)),
         DType::F64 => (Dtype::F64, le(tensor.to_vec::<f64>()?, f64::to_le_bytes)),
         DType::I32 => (Dtype::I32, le(tensor.to_vec::<i32>()?, i32::to_le_bytes)),
         DType::U32 => (Dtype::U32, le(tensor.to_vec::<u32>()?, u32::to_le_bytes)),
@@ -614,8 +615,9 @@ fn read_file(path: &Path) -> Result<FileContents> {
     Ok((tensors, metadata))
 }
 
-/// Bytes of one safetensors entry → a CPU tensor (BF16 widens to F32, 8/16/64-bit integers
-/// narrow to I32 when they fit).
+/// Bytes of one safetensors entry → a CPU tensor of the entry's own dtype (BF16 stays BF16;
+/// 8/16/64-bit integers narrow to I32 when they fit). Loading into a module converts each to
+/// its parameter's dtype afterwards.
 fn decode(view: &TensorView<'_>) -> std::result::Result<Tensor, String> {
     fn chunks<const N: usize, T>(data: &[u8], convert: fn([u8; N]) -> T) -> Vec<T> {
         data.chunks_exact(N)
@@ -643,11 +645,7 @@ fn decode(view: &TensorView<'_>) -> std::result::Result<Tensor, String> {
     let made = match view.dtype() {
         Dtype::F32 => Tensor::from_vec(chunks(data, f32::from_le_bytes), &shape, &cpu),
         Dtype::F16 => Tensor::from_vec(chunks(data, f16::from_le_bytes), &shape, &cpu),
-        Dtype::BF16 => Tensor::from_vec(
-            chunks(data, |b| bf16::from_le_bytes(b).to_f32()),
-            &shape,
-            &cpu,
-        ),
+        Dtype::BF16 => Tensor::from_vec(chunks(data, bf16::from_le_bytes), &shape, &cpu),
         Dtype::F64 => Tensor::from_vec(chunks(data, f64::from_le_bytes), &shape, &cpu),
         Dtype::I64 => Tensor::from_vec(narrow(chunks(data, i64::from_le_bytes))?, &shape, &cpu),
         Dtype::I32 => Tensor::from_vec(chunks(data, i32::from_le_bytes), &shape, &cpu),

@@ -1,4 +1,5 @@
-//! Safetensors checkpoints: bit-exact round trips (f32, f16, int buffers), loading a file
+//! Safetensors checkpoints: bit-exact round trips (f32, f16, bf16, int buffers), bf16 entries
+//! read as bf16 tensors and converted to a module's f32 parameters, loading a file
 //! written from PyTorch's state dict (int64 `num_batches_tracked`), clear errors for missing,
 //! unexpected and mis-shaped tensors, corrupt files that error instead of panicking, and
 //! atomic writes.
@@ -91,6 +92,13 @@ fn other_dtypes_round_trip(device: &Device) {
                 .unwrap(),
         ));
     }
+    tensors.push((
+        "bf16".to_string(),
+        Tensor::randn(&[5], DType::F32, device)
+            .unwrap()
+            .to_dtype(DType::BF16)
+            .unwrap(),
+    ));
     let mut meta = BTreeMap::new();
     meta.insert("note".to_string(), "hello".to_string());
     save_tensors(&tensors, &meta, &path).unwrap();
@@ -102,6 +110,57 @@ fn other_dtypes_round_trip(device: &Device) {
         assert_eq!(back.shape(), t.shape(), "{name}");
         assert_eq!(bits(back), bits(t), "{name}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn bf16_entries_stay_bf16(device: &Device) {
+    let dir = anygrad_testing::temp_dir(&format!("bf16-{}", device.is_gpu()));
+    let path = dir.join("bf16.safetensors");
+    // Values that are not bfloat16 values round to nearest even on the way in (two ties).
+    let tie = 2f32.powi(-8);
+    let weight = Tensor::from_vec(
+        vec![1.0f32, 1.0 + tie, -2.5, 0.1, 3.0, 1.0 + 3.0 * tie],
+        &[2, 3],
+        device,
+    )
+    .unwrap()
+    .to_dtype(DType::BF16)
+    .unwrap();
+    let bias = Tensor::from_vec(vec![0.5f32, -0.25], &[2], device)
+        .unwrap()
+        .to_dtype(DType::BF16)
+        .unwrap();
+    let entries = vec![("weight".to_string(), weight), ("bias".to_string(), bias)];
+    save_tensors(&entries, &BTreeMap::new(), &path).unwrap();
+    // The file says BF16, two bytes a value.
+    let bytes = std::fs::read(&path).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let stored = file.tensor("weight").unwrap();
+    assert_eq!(stored.dtype(), safetensors::Dtype::BF16);
+    let stored_bits: Vec<u16> = stored
+        .data()
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    assert_eq!(
+        stored_bits,
+        [0x3F80, 0x3F80, 0xC020, 0x3DCD, 0x4040, 0x3F82],
+        "bf16 bits as PyTorch rounds them"
+    );
+    // Read back with their own dtype.
+    let (loaded, _) = load_tensors(&path, device).unwrap();
+    assert_eq!(loaded["weight"].dtype(), DType::BF16);
+    assert_eq!(loaded["weight"].device(), device);
+    let tenth = f32::from_bits(0x3DCD_0000); // 0.1 in bfloat16: 0.10009765625
+    let expected = [1.0, 1.0, -2.5, tenth, 3.0, 1.015625];
+    assert_eq!(values(&loaded["weight"]), expected);
+    // Loaded into a module of f32 parameters: converted (exactly) to f32.
+    let linear = Linear::new(3, 2, true, device).unwrap();
+    load_safetensors(&linear, &path).unwrap();
+    let state = linear.state_dict();
+    let weight = &state.iter().find(|(name, _)| name == "weight").unwrap().1;
+    assert_eq!(weight.dtype(), DType::F32);
+    assert_eq!(values(weight), expected);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -295,6 +354,7 @@ fn corrupt_files_are_errors(device: &Device) {
 anygrad_testing::device_tests!(
     round_trip_is_bit_exact,
     other_dtypes_round_trip,
+    bf16_entries_stay_bf16,
     loads_pytorch_state_dict,
     mismatches_are_reported,
     corrupt_files_are_errors,

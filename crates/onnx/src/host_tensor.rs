@@ -226,6 +226,8 @@ impl HostTensor {
                 let data = match t.dtype() {
                     DType::F32 => HostData::F32(t.to_vec().map_err(read)?),
                     DType::F16 => HostData::F16(t.to_vec().map_err(read)?),
+                    // ONNX values keep bfloat16 as f32 (exact).
+                    DType::BF16 => HostData::F32(t.to_vec_f32().map_err(read)?),
                     DType::F64 => HostData::F64(t.to_vec().map_err(read)?),
                     DType::I32 => HostData::I32(t.to_vec().map_err(read)?),
                     DType::U32 => HostData::U32(t.to_vec().map_err(read)?),

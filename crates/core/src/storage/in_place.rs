@@ -1,10 +1,13 @@
 //! `Storage`'s dispatch of the primitives that write in place and return nothing (not profiled):
 //! `copy_into`, the optimizers' `sgd_step` and mixed precision's `unscale` (the rules are on the
 //! `Copying` and `Update` traits in `backend/contract/`); and the name in-place writes are logged
-//! by (`write_token`).
+//! by (`write_token`). The fused updates have no BF16 kernels: a BF16 parameter or gradient is
+//! `Error::Unsupported`, on which `tensor/update.rs` runs its composite ops (in f32 through
+//! `dispatch`).
 
 use super::{check_same_device, Storage};
 use crate::backend::contract::{AdamMoments, Copying, Update};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
@@ -45,6 +48,7 @@ impl Storage {
         skip: Option<&Storage>,
     ) -> Result<()> {
         check_same_device("sgd_step", self, grad)?;
+        refuse_bfloat16("sgd_step", self, grad)?;
         if let Some((buffer, _)) = &buffer {
             check_same_device("sgd_step", self, buffer)?;
         }
@@ -98,6 +102,7 @@ impl Storage {
     ) -> Result<()> {
         const OP: &str = "adam_step";
         check_same_device(OP, self, grad)?;
+        refuse_bfloat16(OP, self, grad)?;
         let AdamMoments {
             exp_avg: (m, m_layout),
             exp_avg_sq: (v, v_layout),
@@ -148,6 +153,7 @@ impl Storage {
     /// profiled: it writes in place and returns nothing.
     pub fn unscale(&mut self, layout: &Layout, scale: f64, found: &mut Storage) -> Result<()> {
         check_same_device("unscale", self, found)?;
+        refuse_bfloat16("unscale", self, self)?;
         match (&mut *self, found) {
             (Storage::Cpu(g), Storage::Cpu(f)) => Update::unscale(g, layout, scale, f),
             (Storage::Gpu(g), Storage::Gpu(f)) => Update::unscale(g, layout, scale, f),
@@ -157,5 +163,22 @@ impl Storage {
                 rhs: f.device().to_string(),
             }),
         }
+    }
+}
+
+/// `Error::Unsupported` when the parameter or its gradient is BF16 (the fused updates have no
+/// BF16 kernels; the caller runs its composite ops instead).
+fn refuse_bfloat16(op: &'static str, parameter: &Storage, grad: &Storage) -> Result<()> {
+    match [parameter, grad]
+        .into_iter()
+        .find(|storage| storage.dtype() == DType::BF16)
+    {
+        Some(storage) => Err(Error::Unsupported {
+            op,
+            dtype: DType::BF16,
+            device: storage.device().to_string(),
+            hint: "; the composite ops compute it in f32".into(),
+        }),
+        None => Ok(()),
     }
 }

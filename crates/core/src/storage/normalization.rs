@@ -127,7 +127,7 @@ impl Storage {
 
     /// Per-channel mean and biased variance in one pass (`BatchNormalization::batch_norm_stats`).
     pub fn batch_norm_stats(&self, layout: &Layout) -> Result<Storage> {
-        let call = Call::new("batch_norm_stats", [(self, layout)]);
+        let call = Call::new("batch_norm_stats", [(self, layout)]).f32_output();
         run!(call, |x| BatchNormalization::batch_norm_stats(x, layout))
     }
 
@@ -142,7 +142,9 @@ impl Storage {
         mean_layout: &Layout,
     ) -> Result<Storage> {
         let operands = [(self, layout), (input, input_layout), (mean, mean_layout)];
-        let call = Call::new("batch_norm_backward_sums", operands).same_dtype(&[0, 1]);
+        let call = Call::new("batch_norm_backward_sums", operands)
+            .same_dtype(&[0, 1])
+            .f32_output();
         run!(
             call,
             |g, x, m| BatchNormalization::batch_norm_backward_sums(

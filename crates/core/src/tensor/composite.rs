@@ -17,6 +17,7 @@ impl Tensor {
         // dtype's lowest finite value instead (one op rather than a select).
         let lowest = match self.dtype() {
             DType::F16 => -65504.0,
+            DType::BF16 => half::bf16::MIN.to_f64(),
             DType::F64 => f64::MIN,
             DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::MIN as f64,
         };

@@ -22,7 +22,7 @@ impl fmt::Display for Tensor {
             match dtype {
                 DType::Bool => if v != 0.0 { "True" } else { "False" }.to_string(),
                 DType::I32 | DType::U32 | DType::U8 => format!("{}", v as i64),
-                DType::F32 | DType::F16 | DType::F64 => {
+                DType::F32 | DType::F16 | DType::BF16 | DType::F64 => {
                     if v.is_nan() {
                         "nan".into()
                     } else if v.is_infinite() {

@@ -269,13 +269,20 @@ impl Tensor {
     }
 }
 
-/// The wider of two different float dtypes (`None` when equal or not both floats).
+/// The wider of two different float dtypes (`None` when equal or not both floats); F16 with
+/// BF16 is F32, as PyTorch promotes them (neither holds the other's values).
 pub(crate) fn float_promotion(a: DType, b: DType) -> Option<DType> {
     if a == b || !a.is_float() || !b.is_float() {
         return None;
     }
+    if matches!(
+        (a, b),
+        (DType::F16, DType::BF16) | (DType::BF16, DType::F16)
+    ) {
+        return Some(DType::F32);
+    }
     let rank = |d: DType| match d {
-        DType::F16 => 0,
+        DType::F16 | DType::BF16 => 0,
         DType::F32 => 1,
         DType::F64 => 2,
         DType::I32 | DType::U32 | DType::U8 | DType::Bool => 0,

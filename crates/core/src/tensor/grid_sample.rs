@@ -281,8 +281,8 @@ impl Tensor {
         if batch == 0 || channels == 0 || points == 0 {
             return Tensor::zeros(&out_shape, self.dtype(), self.device());
         }
-        // Half precision cannot hold positions past 2048 exactly: compute in f32.
-        let work = if self.dtype() == DType::F16 {
+        // Half precision cannot hold positions past 2048 (bfloat16: 256) exactly: compute in f32.
+        let work = if matches!(self.dtype(), DType::F16 | DType::BF16) {
             DType::F32
         } else {
             self.dtype()
@@ -502,7 +502,7 @@ impl Tensor {
                 position[axis] = 0;
             }
         }
-        let work = if theta.dtype() == DType::F16 {
+        let work = if matches!(theta.dtype(), DType::F16 | DType::BF16) {
             DType::F32
         } else {
             theta.dtype()

@@ -6,7 +6,7 @@
 //!
 //! The rules, in order:
 //! - equal dtypes stay as they are;
-//! - two floats: the wider (F16 < F32 < F64);
+//! - two floats: the wider (F16 < F32 < F64, BF16 < F32); F16 with BF16 is F32;
 //! - a float and an integer or Bool: the float (as PyTorch, whatever the integer's size);
 //! - two of Bool, U8, I32, U32: the larger kind along Bool < U8 < I32 and Bool < U8 < U32;
 //! - U32 and I32: PyTorch's answer is int64, which anygrad lacks, so there is no common dtype
@@ -25,6 +25,14 @@ pub(crate) fn promote_types(a: DType, b: DType) -> Option<DType> {
         return Some(a);
     }
     match (a.is_float(), b.is_float()) {
+        (true, true)
+            if matches!(
+                (a, b),
+                (DType::F16, DType::BF16) | (DType::BF16, DType::F16)
+            ) =>
+        {
+            Some(DType::F32)
+        }
         (true, true) => Some(if float_rank(a) >= float_rank(b) { a } else { b }),
         (true, false) => Some(a),
         (false, true) => Some(b),
@@ -35,7 +43,7 @@ pub(crate) fn promote_types(a: DType, b: DType) -> Option<DType> {
 /// Width order of the float dtypes.
 fn float_rank(dtype: DType) -> u8 {
     match dtype {
-        DType::F16 => 0,
+        DType::F16 | DType::BF16 => 0,
         DType::F32 => 1,
         DType::F64 => 2,
         DType::I32 | DType::U32 | DType::U8 | DType::Bool => 0,
@@ -63,7 +71,7 @@ fn integer_rank(dtype: DType) -> u8 {
         DType::U8 => 1,
         DType::I32 => 2,
         DType::U32 => 3,
-        DType::F16 | DType::F32 | DType::F64 => 4,
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => 4,
     }
 }
 

@@ -145,6 +145,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         let eps = eps.unwrap_or(match self.dtype() {
             DType::F16 => 0.0009765625,
+            DType::BF16 => 0.0078125,
             DType::F64 => f64::EPSILON,
             DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => f32::EPSILON as f64,
         });

@@ -246,7 +246,7 @@ impl Tensor {
     ) -> Result<()> {
         let stored = self.dtype();
         let wide = |t: &Tensor| {
-            if stored == crate::dtype::DType::F16 {
+            if matches!(stored, crate::dtype::DType::F16 | crate::dtype::DType::BF16) {
                 t.to_dtype(crate::dtype::DType::F32)
             } else {
                 Ok(t.clone())

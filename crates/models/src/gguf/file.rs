@@ -284,4 +284,45 @@ impl GgufFile {
         let (values, shape) = self.tensor_f32(name)?;
         Tensor::from_vec(values, &shape, device)
     }
+
+    /// Tensor `name` in the dtype it is stored in, on `device`: an F16 tensor is F16 and a
+    /// BF16 tensor BF16 (their bits unchanged), an F32 tensor F32; the block-quantized types,
+    /// which no tensor dtype holds, are dequantized to F32 as by [`GgufFile::tensor`].
+    pub fn tensor_stored(&self, name: &str, device: &Device) -> Result<Tensor> {
+        let info = self.require(name)?;
+        let shape = info.shape();
+        let halves = |bytes: &[u8]| -> Vec<u16> {
+            bytes
+                .chunks_exact(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .collect()
+        };
+        match info.ggml_type {
+            GgmlType::F16 => {
+                let bits = halves(self.tensor_bytes(name)?);
+                let values: Vec<half::f16> = bits.into_iter().map(half::f16::from_bits).collect();
+                check_count(&self.context, name, values.len(), info.element_count())?;
+                Tensor::from_vec(values, &shape, device)
+            }
+            GgmlType::BF16 => {
+                let bits = halves(self.tensor_bytes(name)?);
+                let values: Vec<half::bf16> = bits.into_iter().map(half::bf16::from_bits).collect();
+                check_count(&self.context, name, values.len(), info.element_count())?;
+                Tensor::from_vec(values, &shape, device)
+            }
+            _ => self.tensor(name, device),
+        }
+    }
+}
+
+/// `Error::Format` unless tensor `name` holds `expected` values (`found` were read).
+fn check_count(context: &str, name: &str, found: usize, expected: usize) -> Result<()> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(Error::format(
+            context,
+            format!("tensor `{name}`: {found} values stored, {expected} expected"),
+        ))
+    }
 }

@@ -181,12 +181,12 @@ pub(crate) fn fold(
     }
 }
 
-/// The scale and shift to apply to an activation of `dtype`: f16 for an f16 activation (under
-/// autocast, like cuDNN's inference batch norm) so that it is not widened to f32 and narrowed
-/// again, and read once; as they are otherwise.
+/// The scale and shift to apply to an activation of `dtype`: f16 (bf16) for an f16 (bf16)
+/// activation (under autocast, like cuDNN's inference batch norm) so that it is not widened to
+/// f32 and narrowed again, and read once; as they are otherwise.
 fn in_dtype_of(dtype: DType, (scale, shift): (Tensor, Tensor)) -> Result<(Tensor, Tensor)> {
-    if dtype == DType::F16 && scale.dtype() != DType::F16 {
-        Ok((scale.to_dtype(DType::F16)?, shift.to_dtype(DType::F16)?))
+    if matches!(dtype, DType::F16 | DType::BF16) && scale.dtype() != dtype {
+        Ok((scale.to_dtype(dtype)?, shift.to_dtype(dtype)?))
     } else {
         Ok((scale, shift))
     }

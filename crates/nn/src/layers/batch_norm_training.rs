@@ -173,9 +173,9 @@ fn coefficients(
     apply(Arc::new(op), &operands).map(Some)
 }
 
-/// `x` in f32 when it is f16 (statistics and gradients are accumulated in f32).
+/// `x` in f32 when it is f16 or bf16 (statistics and gradients are accumulated in f32).
 fn widen(x: &Tensor) -> Result<Tensor> {
-    if x.dtype() == DType::F16 {
+    if matches!(x.dtype(), DType::F16 | DType::BF16) {
         x.to_dtype(DType::F32)
     } else {
         Ok(x.clone())
@@ -211,7 +211,7 @@ const MIN_SLICES: usize = 4;
 fn batch_slices(x: &Tensor) -> Vec<(usize, usize)> {
     let batch = x.shape().first().copied().unwrap_or(1);
     let numel = x.numel();
-    let count = if x.dtype() == DType::F16 && numel >= SLICED_FROM {
+    let count = if matches!(x.dtype(), DType::F16 | DType::BF16) && numel >= SLICED_FROM {
         numel
             .div_ceil(SLICE_ELEMENTS)
             .max(MIN_SLICES)

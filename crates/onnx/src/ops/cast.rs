@@ -67,6 +67,7 @@ pub(crate) fn data_type_of(dtype: DType) -> DataType {
     match dtype {
         DType::F32 => DataType::Float,
         DType::F16 => DataType::Float16,
+        DType::BF16 => DataType::Bfloat16,
         DType::F64 => DataType::Double,
         DType::I32 => DataType::Int32,
         DType::U32 => DataType::Uint32,

@@ -13,6 +13,7 @@ fn element(storage: &CpuStorage, position: usize) -> f64 {
     match storage {
         CpuStorage::F32(v) => v[position] as f64,
         CpuStorage::F16(v) => v[position].to_f64(),
+        CpuStorage::BF16(v) => v[position].to_f64(),
         CpuStorage::F64(v) => v[position],
         CpuStorage::I32(v) => v[position] as f64,
         CpuStorage::U32(v) => v[position] as f64,

@@ -95,6 +95,12 @@ impl CpuStorage {
                     *value = activation.apply(affine);
                 }
             }
+            CpuStorage::BF16(_) => {
+                return Err(Error::invalid(
+                    OP,
+                    "internal: BF16 reaches the CPU only widened to F32 (storage.rs)",
+                ));
+            }
             CpuStorage::I32(_) | CpuStorage::U32(_) | CpuStorage::U8(_) | CpuStorage::Bool(_) => {
                 return Err(Error::invalid(OP, "the convolution returned a non-float"));
             }

@@ -148,9 +148,11 @@ impl Elementwise for CpuStorage {
             CpuStorage::U8(v) if integer_ok => {
                 CpuStorage::U8(HostBuffer::from(unary_integer(v, layout, op)?))
             }
-            CpuStorage::I32(_) | CpuStorage::U32(_) | CpuStorage::U8(_) | CpuStorage::Bool(_) => {
-                return Err(unsupported_dtype(op.name(), self.dtype()))
-            }
+            CpuStorage::BF16(_)
+            | CpuStorage::I32(_)
+            | CpuStorage::U32(_)
+            | CpuStorage::U8(_)
+            | CpuStorage::Bool(_) => return Err(unsupported_dtype(op.name(), self.dtype())),
         })
     }
 
@@ -218,6 +220,7 @@ impl Elementwise for CpuStorage {
             CpuStorage::Bool(v) => {
                 wrap_binary!(scalar_integer(v, layout, op, scalar, on_left), Bool)
             }
+            CpuStorage::BF16(_) => return Err(unsupported_dtype(op.name(), self.dtype())),
         })
     }
 

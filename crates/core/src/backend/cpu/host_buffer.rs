@@ -148,6 +148,7 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(data) => data.as_ptr() as usize,
             CpuStorage::F16(data) => data.as_ptr() as usize,
+            CpuStorage::BF16(data) => data.as_ptr() as usize,
             CpuStorage::F64(data) => data.as_ptr() as usize,
             CpuStorage::I32(data) => data.as_ptr() as usize,
             CpuStorage::U32(data) => data.as_ptr() as usize,
@@ -177,6 +178,10 @@ impl CpuStorage {
                 ),
                 DType::F16 => CpuStorage::F16(
                     HostBuffer::from_foreign(address as *mut f16, count, owner).ok_or_else(null)?,
+                ),
+                DType::BF16 => CpuStorage::BF16(
+                    HostBuffer::from_foreign(address as *mut half::bf16, count, owner)
+                        .ok_or_else(null)?,
                 ),
                 DType::F64 => CpuStorage::F64(
                     HostBuffer::from_foreign(address as *mut f64, count, owner).ok_or_else(null)?,

@@ -3,7 +3,9 @@
 //! f32; `IntegerElement` computes through i64). Large contiguous work is spread with rayon,
 //! matmul and conv2d (`conv.rs`: im2col, then one gemm per image) go through the `gemm` crate;
 //! max pooling and its gradient are direct loops (`pool.rs`), as are the depthwise
-//! convolution and its gradients (`depthwise.rs`).
+//! convolution and its gradients (`depthwise.rs`). BF16 is stored here as 16-bit values;
+//! creation, copies and casts handle it directly, and `storage.rs` runs every other primitive
+//! on a BF16 operand in f32 (widened, then the result rounded back), for both backends alike.
 
 pub(crate) mod alloc;
 mod batch_norm;
@@ -24,7 +26,7 @@ mod scan;
 mod sort;
 mod update;
 
-use half::f16;
+use half::{bf16, f16};
 use rayon::prelude::*;
 
 pub use host_buffer::HostBuffer;
@@ -33,7 +35,7 @@ use crate::backend::checks::check_view;
 use crate::backend::contract::{
     Attention, BackendStorage, Copying, Creation, CustomKernels, RandomNumbers,
 };
-use crate::dtype::{DType, Element};
+use crate::dtype::{bf16_from_f32, DType, Element};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::random::{random_bits, seed_key, standard_normal, unit_uniform, Distribution};
@@ -46,6 +48,8 @@ pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 15;
 pub enum CpuStorage {
     F32(HostBuffer<f32>),
     F16(HostBuffer<f16>),
+    /// bfloat16, stored as 16 bits (computed in f32 through `storage.rs`).
+    BF16(HostBuffer<bf16>),
     F64(HostBuffer<f64>),
     I32(HostBuffer<i32>),
     U32(HostBuffer<u32>),
@@ -59,6 +63,7 @@ macro_rules! map_same_variant {
         match $storage {
             CpuStorage::F32($data) => CpuStorage::F32($body),
             CpuStorage::F16($data) => CpuStorage::F16($body),
+            CpuStorage::BF16($data) => CpuStorage::BF16($body),
             CpuStorage::F64($data) => CpuStorage::F64($body),
             CpuStorage::I32($data) => CpuStorage::I32($body),
             CpuStorage::U32($data) => CpuStorage::U32($body),
@@ -242,6 +247,7 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(_) => DType::F32,
             CpuStorage::F16(_) => DType::F16,
+            CpuStorage::BF16(_) => DType::BF16,
             CpuStorage::F64(_) => DType::F64,
             CpuStorage::I32(_) => DType::I32,
             CpuStorage::U32(_) => DType::U32,
@@ -255,6 +261,7 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(v) => v.len(),
             CpuStorage::F16(v) => v.len(),
+            CpuStorage::BF16(v) => v.len(),
             CpuStorage::F64(v) => v.len(),
             CpuStorage::I32(v) => v.len(),
             CpuStorage::U32(v) => v.len(),
@@ -283,6 +290,7 @@ impl CpuStorage {
         match T::DTYPE {
             DType::F32 => moved(values).map_or_else(converted, |v| CpuStorage::F32(v.into())),
             DType::F16 => moved(values).map_or_else(converted, |v| CpuStorage::F16(v.into())),
+            DType::BF16 => moved(values).map_or_else(converted, |v| CpuStorage::BF16(v.into())),
             DType::F64 => moved(values).map_or_else(converted, |v| CpuStorage::F64(v.into())),
             DType::I32 => moved(values).map_or_else(converted, |v| CpuStorage::I32(v.into())),
             DType::U32 => moved(values).map_or_else(converted, |v| CpuStorage::U32(v.into())),
@@ -309,6 +317,7 @@ impl CpuStorage {
         Ok(match self {
             CpuStorage::F32(v) => map_strided(v, layout, |x| x as f64)?,
             CpuStorage::F16(v) => map_strided(v, layout, |x| x.to_f64())?,
+            CpuStorage::BF16(v) => map_strided(v, layout, |x| x.to_f64())?,
             CpuStorage::F64(v) => map_strided(v, layout, |x| x)?,
             CpuStorage::I32(v) => map_strided(v, layout, |x| x as f64)?,
             CpuStorage::U32(v) => map_strided(v, layout, |x| x as f64)?,
@@ -322,6 +331,9 @@ impl CpuStorage {
         match dtype {
             DType::F32 => CpuStorage::F32(values.iter().map(|&v| v as f32).collect()),
             DType::F16 => CpuStorage::F16(values.iter().map(|&v| f16::from_f64(v)).collect()),
+            DType::BF16 => {
+                CpuStorage::BF16(values.iter().map(|&v| bf16_from_f32(v as f32)).collect())
+            }
             DType::F64 => CpuStorage::F64(HostBuffer::from(values.to_vec())),
             DType::I32 => CpuStorage::I32(values.iter().map(|&v| v as i32).collect()),
             DType::U32 => CpuStorage::U32(values.iter().map(|&v| v as u32).collect()),
@@ -337,6 +349,10 @@ impl CpuStorage {
             DType::F16 => CpuStorage::F16(HostBuffer::from(alloc::filled(
                 numel,
                 f16::from_f64(value),
+            )?)),
+            DType::BF16 => CpuStorage::BF16(HostBuffer::from(alloc::filled(
+                numel,
+                bf16_from_f32(value as f32),
             )?)),
             DType::F64 => CpuStorage::F64(HostBuffer::from(alloc::filled(numel, value)?)),
             DType::I32 => CpuStorage::I32(HostBuffer::from(alloc::filled(numel, value as i32)?)),
@@ -386,6 +402,7 @@ impl CpuStorage {
         Ok(match dtype {
             DType::F32 => CpuStorage::F32(HostBuffer::from(values)),
             DType::F16 => CpuStorage::F16(values.into_iter().map(f16::from_f32).collect()),
+            DType::BF16 => CpuStorage::BF16(values.into_iter().map(bf16_from_f32).collect()),
             DType::F64 => CpuStorage::F64(values.into_iter().map(|v| v as f64).collect()),
             DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
                 return Err(unsupported_dtype("random", dtype))
@@ -464,6 +481,7 @@ impl Copying for CpuStorage {
         match (self, dst) {
             (CpuStorage::F32(s), CpuStorage::F32(d)) => write(s, layout, d, dst_layout),
             (CpuStorage::F16(s), CpuStorage::F16(d)) => write(s, layout, d, dst_layout),
+            (CpuStorage::BF16(s), CpuStorage::BF16(d)) => write(s, layout, d, dst_layout),
             (CpuStorage::F64(s), CpuStorage::F64(d)) => write(s, layout, d, dst_layout),
             (CpuStorage::I32(s), CpuStorage::I32(d)) => write(s, layout, d, dst_layout),
             (CpuStorage::U32(s), CpuStorage::U32(d)) => write(s, layout, d, dst_layout),
@@ -497,6 +515,12 @@ impl Copying for CpuStorage {
                 layout,
                 |x| x.to_f32(),
             )?))),
+            (CpuStorage::F32(v), DType::BF16) => Ok(CpuStorage::BF16(HostBuffer::from(
+                map_strided(v, layout, bf16_from_f32)?,
+            ))),
+            (CpuStorage::BF16(v), DType::F32) => Ok(CpuStorage::F32(HostBuffer::from(
+                map_strided(v, layout, |x| x.to_f32())?,
+            ))),
             (CpuStorage::F32(v), DType::I32) => Ok(CpuStorage::I32(HostBuffer::from(map_strided(
                 v,
                 layout,

@@ -172,9 +172,11 @@ impl CpuStorage {
             CpuStorage::F16(x) => {
                 CpuStorage::F16(HostBuffer::from(max_pool_typed(x, layout, &shape)?))
             }
-            CpuStorage::I32(_) | CpuStorage::U32(_) | CpuStorage::U8(_) | CpuStorage::Bool(_) => {
-                return Err(super::unsupported_dtype(OP, self.dtype()))
-            }
+            CpuStorage::BF16(_)
+            | CpuStorage::I32(_)
+            | CpuStorage::U32(_)
+            | CpuStorage::U8(_)
+            | CpuStorage::Bool(_) => return Err(super::unsupported_dtype(OP, self.dtype())),
         })
     }
 

@@ -189,7 +189,9 @@ impl Reduction for CpuStorage {
                     U8
                 )
             }
-            CpuStorage::Bool(_) => return Err(unsupported_dtype(op.name(), self.dtype())),
+            CpuStorage::BF16(_) | CpuStorage::Bool(_) => {
+                return Err(unsupported_dtype(op.name(), self.dtype()))
+            }
         })
     }
 }

@@ -192,6 +192,7 @@ pub fn check_close(
 pub fn tolerance(dtype: DType) -> (f64, f64) {
     match dtype {
         DType::F16 => (2e-3, 2e-3),
+        DType::BF16 => (1e-2, 1e-2),
         DType::F32 | DType::F64 => (2e-5, 1e-6),
         DType::I32 | DType::U32 | DType::U8 | DType::Bool => (0.0, 0.0),
     }

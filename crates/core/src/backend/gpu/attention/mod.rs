@@ -142,7 +142,7 @@ pub(crate) fn supports(device: &GpuDevice, dtype: DType, shape: &AttentionShape)
     let dtype_ok = match dtype {
         DType::F32 => true,
         DType::F16 => device.supports_f16(),
-        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => false,
+        DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => false,
     };
     let max = device.context().limits.max_compute_workgroups_per_dimension as usize;
     let blocks = |length: usize| length.div_ceil(BLOCK_ROWS as usize);

@@ -1,5 +1,6 @@
 //! The elementwise family's key: [`ElementwiseKernel`], per op, dtypes and access.
 
+use crate::backend::gpu::elementwise::bfloat16::{Bfloat16Write, CONVERSIONS};
 use crate::backend::gpu::elementwise::Access;
 use crate::backend::gpu::runtime::kernel::{enable_f16_if, Kernel};
 use crate::backend::gpu::runtime::wgsl::GPU_DTYPES;
@@ -40,6 +41,13 @@ pub(crate) enum ElementwiseKernel {
         to: DType,
         access: Access,
     },
+    /// A conversion from or to BF16 (`elementwise/bfloat16.rs`): `access` is `Strided` or
+    /// `Contiguous`.
+    Bfloat16 {
+        from: DType,
+        write: Bfloat16Write,
+        access: Access,
+    },
 }
 
 impl ElementwiseKernel {
@@ -53,6 +61,7 @@ impl ElementwiseKernel {
                 condition, dtype, ..
             } => condition == DType::F16 || dtype == DType::F16,
             ElementwiseKernel::Copy { from, to, .. } => from == DType::F16 || to == DType::F16,
+            ElementwiseKernel::Bfloat16 { .. } => false,
         }
     }
 }
@@ -82,6 +91,11 @@ impl Kernel for ElementwiseKernel {
                 access,
             } => super::where_source(condition, dtype, access),
             ElementwiseKernel::Copy { from, to, access } => super::copy_source(from, to, access),
+            ElementwiseKernel::Bfloat16 {
+                from,
+                write,
+                access,
+            } => super::bfloat16::source(from, write, access),
         };
         enable_f16_if(self.uses_f16(), body)
     }
@@ -94,7 +108,7 @@ impl Kernel for ElementwiseKernel {
             | ElementwiseKernel::Binary { access, .. }
             | ElementwiseKernel::BinaryScalar { access, .. }
             | ElementwiseKernel::Copy { access, .. } => *access == Access::Vector,
-            ElementwiseKernel::Where { .. } => false,
+            ElementwiseKernel::Where { .. } | ElementwiseKernel::Bfloat16 { .. } => false,
         }
     }
 
@@ -106,6 +120,15 @@ impl Kernel for ElementwiseKernel {
         let mut keys = Vec::new();
         for dtype in GPU_DTYPES {
             super::catalogue(&mut keys, dtype, &GPU_DTYPES);
+        }
+        for access in [Access::Strided, Access::Contiguous] {
+            for (from, write) in CONVERSIONS {
+                keys.push(ElementwiseKernel::Bfloat16 {
+                    from,
+                    write,
+                    access,
+                });
+            }
         }
         keys
     }

@@ -7,6 +7,7 @@
 //! expression. Float unary, binary and scalar ops are usually deferred and fused first
 //! (`fusion/`); these launchers record the rest.
 
+pub(crate) mod bfloat16;
 mod contract;
 
 pub(crate) use contract::fold;
@@ -206,6 +207,8 @@ fn convert_header(from: DType, to: DType) -> String {
         "return v;".to_string()
     } else {
         match (class(from), to) {
+            // BF16 conversions are kernels of their own (`bfloat16.rs`); keep the text valid.
+            (Class::Float | Class::Signed | Class::Unsigned, DType::BF16) => "return 0u;".into(),
             (Class::Float, DType::F32) => "return f32(v);".into(),
             (Class::Float, DType::F16) => "return f16(f32(v));".into(),
             (Class::Float, DType::I32) => "let x = f32(v);\n    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return 0i; }\n    if (x >= 2147483648.0) { return 2147483647i; }\n    if (x <= -2147483648.0) { return -2147483647i - 1i; }\n    return i32(x);".into(),
@@ -352,7 +355,7 @@ fn same_shape(op: &'static str, lhs: &Layout, rhs: &Layout) -> Result<()> {
 /// for floats, `as i64` then wrapped for integers).
 fn scalar_bits(dtype: DType, scalar: f64) -> u32 {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => (scalar as f32).to_bits(),
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 => (scalar as f32).to_bits(),
         DType::I32 => (scalar as i64) as i32 as u32,
         DType::U32 | DType::U8 | DType::Bool => (scalar as i64) as u32,
     }
@@ -568,7 +571,9 @@ impl GpuStorage {
         let wrapped = |value: i64| match self.dtype {
             DType::U8 => (value as u8) as f64,
             DType::Bool => (value != 0) as u8 as f64,
-            DType::U32 | DType::F32 | DType::F16 | DType::F64 | DType::I32 => (value as u32) as f64,
+            DType::U32 | DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::I32 => {
+                (value as u32) as f64
+            }
         };
         match op {
             // The low bits of the wrapped scalar are the low bits of the i64 result too.
@@ -677,6 +682,9 @@ impl GpuStorage {
         destination: &GpuStorage,
         destination_layout: &Layout,
     ) -> Result<()> {
+        if self.dtype == DType::BF16 || destination.dtype == DType::BF16 {
+            return self.convert_bfloat16_into(layout, destination, destination_layout);
+        }
         let numel = layout.numel();
         let access = access(numel, &[layout, destination_layout]);
         // A view with contiguous rows or a batch of transposed matrices: the dense copies
@@ -717,6 +725,27 @@ impl GpuStorage {
             &[self.raw()?, destination.raw()?],
             numel,
         )
+    }
+
+    /// `convert_into` where the source or the destination is BF16: the kernels of
+    /// `bfloat16.rs` convert between BF16 and F32; another dtype passes through a dense F32
+    /// copy on its way.
+    fn convert_bfloat16_into(
+        &self,
+        layout: &Layout,
+        destination: &GpuStorage,
+        destination_layout: &Layout,
+    ) -> Result<()> {
+        match (self.dtype, destination.dtype) {
+            (DType::BF16, DType::F32) | (DType::F32 | DType::BF16, DType::BF16) => {
+                bfloat16::convert(self, layout, destination, destination_layout)
+            }
+            _ => {
+                let wide = self.cast(layout, DType::F32)?;
+                let dense = Layout::contiguous(&layout.shape);
+                wide.convert_into(&dense, destination, destination_layout)
+            }
+        }
     }
 
     /// A contiguous copy of the view.

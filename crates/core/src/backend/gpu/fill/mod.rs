@@ -69,6 +69,10 @@ impl GpuStorage {
                 let bits = f16::from_f64(value).to_bits() as u32;
                 bits | (bits << 16)
             }
+            DType::BF16 => {
+                let bits = crate::dtype::bf16_from_f32(value as f32).to_bits() as u32;
+                bits | (bits << 16)
+            }
             DType::I32 => (value as i32) as u32,
             DType::U32 => value as u32,
             DType::U8 => (value as u8) as u32,

@@ -153,7 +153,10 @@ fn atomic_add_header(dtype: DType) -> String {
         )
     };
     let body = match dtype {
-        DType::F32 | DType::F64 => cas("position", "bitcast<u32>(bitcast<f32>(old) + value)"),
+        // BF16 never reaches a kernel (it runs in f32 through `storage.rs`).
+        DType::F32 | DType::F64 | DType::BF16 => {
+            cas("position", "bitcast<u32>(bitcast<f32>(old) + value)")
+        }
         DType::F16 => format!(
             "    let word = position / 2u;\n    let lane = position % 2u;\n{}",
             cas(

@@ -187,9 +187,13 @@ pub(crate) fn source(dtype: DType, taps: Option<UnrolledTaps>) -> String {
     let lanes = vector_lanes(dtype).unwrap_or(4);
     let (vector, lane): (&str, fn(usize) -> String) = match dtype {
         DType::F16 => ("mat2x4<S>", |l| format!("v[{}][{}]", l / 4, l % 4)),
-        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
-            ("vec4<S>", |l| format!("v[{l}]"))
-        }
+        DType::F32
+        | DType::BF16
+        | DType::F64
+        | DType::I32
+        | DType::U32
+        | DType::U8
+        | DType::Bool => ("vec4<S>", |l| format!("v[{l}]")),
     };
     let mut text = value_header(dtype);
     text.push_str(ChannelsLastPoolParams::WGSL);
@@ -275,7 +279,13 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             bests[..4].join(", "),
             bests[4..].join(", ")
         ),
-        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
+        DType::F32
+        | DType::BF16
+        | DType::F64
+        | DType::I32
+        | DType::U32
+        | DType::U8
+        | DType::Bool => {
             format!("vec4<S>({})", bests.join(", "))
         }
     };

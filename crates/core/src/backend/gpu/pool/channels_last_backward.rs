@@ -124,9 +124,13 @@ pub(super) fn source(dtype: DType, pass: PoolPass) -> String {
     let words = lanes / 4;
     let (vector, lane): (&str, fn(&str, usize) -> String) = match dtype {
         DType::F16 => ("mat2x4<S>", |v, l| format!("{v}[{}][{}]", l / 4, l % 4)),
-        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
-            ("vec4<S>", |v, l| format!("{v}[{l}]"))
-        }
+        DType::F32
+        | DType::BF16
+        | DType::F64
+        | DType::I32
+        | DType::U32
+        | DType::U8
+        | DType::Bool => ("vec4<S>", |v, l| format!("{v}[{l}]")),
     };
     let route_type = if words == 2 { "vec2<u32>" } else { "u32" };
     let word_of = |l: usize| {

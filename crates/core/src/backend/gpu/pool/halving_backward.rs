@@ -137,7 +137,13 @@ fn vector_of(dtype: DType, values: &[String]) -> String {
             values[..4].join(", "),
             values[4..].join(", ")
         ),
-        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
+        DType::F32
+        | DType::BF16
+        | DType::F64
+        | DType::I32
+        | DType::U32
+        | DType::U8
+        | DType::Bool => {
             format!("vec4<S>({})", values.join(", "))
         }
     }

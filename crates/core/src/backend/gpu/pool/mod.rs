@@ -174,7 +174,7 @@ pub(crate) fn catalogue(keys: &mut Vec<PoolKernel>, dtype: DType) {
 fn is_pool_dtype(dtype: DType) -> bool {
     match dtype {
         DType::F32 | DType::F16 => true,
-        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => false,
+        DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => false,
     }
 }
 

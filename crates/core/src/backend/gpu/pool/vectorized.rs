@@ -177,11 +177,15 @@ pub(super) fn vector_types(
         DType::F16 => ("mat2x4<S>", "vec4<S>", |vector, lane| {
             format!("{vector}[{}][{}]", lane / 4, lane % 4)
         }),
-        DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => {
-            ("vec4<S>", "vec2<S>", |vector, lane| {
-                format!("{vector}[{lane}]")
-            })
-        }
+        DType::F32
+        | DType::BF16
+        | DType::F64
+        | DType::I32
+        | DType::U32
+        | DType::U8
+        | DType::Bool => ("vec4<S>", "vec2<S>", |vector, lane| {
+            format!("{vector}[{lane}]")
+        }),
     }
 }
 

@@ -307,6 +307,7 @@ pub(crate) fn host_bytes(cpu: &CpuStorage, start: usize, end: usize) -> Vec<u8> 
     let mut bytes: Vec<u8> = match cpu {
         CpuStorage::F32(values) => bytemuck::cast_slice(&values[start..end]).to_vec(),
         CpuStorage::F16(values) => bytemuck::cast_slice(&values[start..end]).to_vec(),
+        CpuStorage::BF16(values) => bytemuck::cast_slice(&values[start..end]).to_vec(),
         CpuStorage::I32(values) => bytemuck::cast_slice(&values[start..end]).to_vec(),
         CpuStorage::U32(values) => bytemuck::cast_slice(&values[start..end]).to_vec(),
         CpuStorage::U8(values) => values[start..end]
@@ -320,7 +321,7 @@ pub(crate) fn host_bytes(cpu: &CpuStorage, start: usize, end: usize) -> Vec<u8> 
         // GPUs refuse F64 storages before any upload; kept exhaustive.
         CpuStorage::F64(_) => Vec::new(),
     };
-    // Queue writes must be a multiple of 4 bytes (an odd number of f16 values is padded).
+    // Queue writes must be a multiple of 4 bytes (an odd number of 16-bit values is padded).
     bytes.resize(bytes.len().div_ceil(4) * 4, 0);
     bytes
 }

@@ -85,6 +85,12 @@ pub(crate) fn host_storage(dtype: DType, bytes: &[u8]) -> CpuStorage {
                 .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
                 .collect(),
         ),
+        DType::BF16 => CpuStorage::BF16(
+            bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_bits(u16::from_le_bytes([c[0], c[1]])))
+                .collect(),
+        ),
         DType::I32 => CpuStorage::I32(words().map(|w| w as i32).collect()),
         DType::U32 => CpuStorage::U32(words().collect()),
         DType::U8 => CpuStorage::U8(words().map(|w| w as u8).collect()),

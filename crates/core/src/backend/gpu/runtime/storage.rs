@@ -83,7 +83,7 @@ pub(crate) fn check_dtype(device: &GpuDevice, op: &'static str, dtype: DType) ->
         DType::F16 if !device.supports_f16() => Err(unsupported(
             "; this adapter lacks SHADER_F16: use f32, or a GPU/driver with 16-bit shader support",
         )),
-        DType::F16 | DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => Ok(()),
+        DType::F16 | DType::BF16 | DType::F32 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => Ok(()),
     }
 }
 

@@ -8,7 +8,10 @@
 //!
 //! How dtypes live on the GPU (WGSL has no 8-bit or bool storage types):
 //! F32 as `f32`; F16 as `f16` (needs `SHADER_F16`; computed in f32); I32 as `i32`; U32 as
-//! `u32`; **U8 and Bool as one `u32` per element** (values 0..=255, resp. 0/1); F64 is refused.
+//! `u32`; **U8 and Bool as one `u32` per element** (values 0..=255, resp. 0/1); **BF16 as two
+//! elements per `u32` word** (element `2k` in the low half of word `k`; WGSL has no bf16 type:
+//! only the conversions of `elementwise/bfloat16.rs` read it, every other op runs in f32 through
+//! `storage.rs`); F64 is refused.
 
 pub(crate) mod cooperative;
 
@@ -33,7 +36,7 @@ pub(crate) enum Class {
 
 pub(crate) fn class(dtype: DType) -> Class {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => Class::Float,
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 => Class::Float,
         DType::I32 => Class::Signed,
         DType::U32 | DType::U8 | DType::Bool => Class::Unsigned,
     }
@@ -45,14 +48,14 @@ pub(crate) fn storage_type(dtype: DType) -> &'static str {
         DType::F32 | DType::F64 => "f32",
         DType::F16 => "f16",
         DType::I32 => "i32",
-        DType::U32 | DType::U8 | DType::Bool => "u32",
+        DType::U32 | DType::U8 | DType::Bool | DType::BF16 => "u32",
     }
 }
 
 /// Bytes per element in a GPU buffer.
 pub(crate) fn gpu_element_size(dtype: DType) -> u64 {
     match dtype {
-        DType::F16 => 2,
+        DType::F16 | DType::BF16 => 2,
         DType::F32 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => 4,
     }
 }
@@ -63,7 +66,7 @@ pub(crate) fn vector_lanes(dtype: DType) -> Option<usize> {
     match dtype {
         DType::F16 => Some(8),
         DType::F32 => Some(4),
-        DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => None,
+        DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::U8 | DType::Bool => None,
     }
 }
 
@@ -81,7 +84,9 @@ pub(crate) fn narrow_expression(dtype: DType, value: &str) -> String {
     match dtype {
         DType::U8 => format!("({value} & 0xFFu)"),
         DType::Bool => format!("select(0u, 1u, {value} != 0u)"),
-        DType::F32 | DType::F16 | DType::F64 | DType::I32 | DType::U32 => value.to_string(),
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::I32 | DType::U32 => {
+            value.to_string()
+        }
     }
 }
 
@@ -197,11 +202,12 @@ pub(crate) fn unary_supported(dtype: DType, op: UnaryOp) -> bool {
     match dtype {
         DType::F32 | DType::F16 => true,
         DType::I32 | DType::U32 | DType::U8 => op.supports_integers(),
-        DType::F64 | DType::Bool => false,
+        DType::BF16 | DType::F64 | DType::Bool => false,
     }
 }
 
-/// The dtypes the GPU stores.
+/// The dtypes the GPU's kernel families are built for. BF16 is stored too, but only its
+/// conversions are kernels (`elementwise/bfloat16.rs`): every other op runs on it in f32.
 pub const GPU_DTYPES: [DType; 6] = [
     DType::F32,
     DType::F16,

@@ -47,14 +47,14 @@ fn key_kind(key: DType) -> u32 {
     match key {
         DType::I32 => 1,
         DType::U32 => 2,
-        DType::F32 | DType::F16 | DType::F64 | DType::U8 | DType::Bool => 0,
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::U8 | DType::Bool => 0,
     }
 }
 
 /// The 32-bit dtype `dtype`'s values are cast to before sorting (exact for every GPU dtype).
 fn key_dtype(dtype: DType) -> DType {
     match dtype {
-        DType::F32 | DType::F16 | DType::F64 => DType::F32,
+        DType::F32 | DType::F16 | DType::BF16 | DType::F64 => DType::F32,
         DType::I32 | DType::U8 | DType::Bool => DType::I32,
         DType::U32 => DType::U32,
     }
