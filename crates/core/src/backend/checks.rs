@@ -207,6 +207,15 @@ pub(crate) fn check_rows(op: &'static str, layout: &Layout) -> Result<usize> {
         })
 }
 
+/// The op name of `softmax_last_backward` in errors and profiles: log-softmax's or softmax's.
+pub(crate) fn softmax_backward_name(log: bool) -> &'static str {
+    if log {
+        "log_softmax_backward"
+    } else {
+        "softmax_backward"
+    }
+}
+
 /// The two views of a row primitive over two operands (`softmax_last_backward`'s output and
 /// gradient) have the same shape.
 pub(crate) fn check_same_rows(op: &'static str, layout: &Layout, other: &Layout) -> Result<()> {

@@ -34,11 +34,7 @@ impl Storage {
         grad_layout: &Layout,
         log: bool,
     ) -> Result<Storage> {
-        let op = if log {
-            "log_softmax_backward"
-        } else {
-            "softmax_backward"
-        };
+        let op = crate::backend::checks::softmax_backward_name(log);
         let call = Call::new(op, [(self, layout), (grad, grad_layout)]).same_dtype(&[0, 1]);
         run!(call, |y, g| RowNormalization::softmax_last_backward(
             y,

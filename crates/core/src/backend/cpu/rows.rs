@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use super::{unsupported_dtype, CpuStorage, FloatElement, PARALLEL_THRESHOLD};
 use crate::backend::checks::{
     check_rotary, check_row_parameter, check_rows, check_same_rows, check_view,
+    softmax_backward_name,
 };
 use crate::backend::contract::{Affine, RowNormalization};
 use crate::error::Result;
@@ -40,19 +41,23 @@ fn map_rows<T: Copy + Send + Sync>(
     }
 }
 
+/// A row's maximum in its compute type; NaN if any value is NaN.
+fn row_max<T: FloatElement>(row: &[T]) -> T::Compute {
+    row.iter()
+        .map(|v| v.up())
+        .fold(T::Compute::neg_infinity(), |m, v| {
+            if v > m || v.is_nan() {
+                v
+            } else {
+                m
+            }
+        })
+}
+
 fn softmax_rows<T: FloatElement>(data: &[T], layout: &Layout, length: usize, safe: bool) -> Vec<T> {
     let mut values = gathered(data, layout);
     map_rows(&mut values, length, |row| {
-        let max = row
-            .iter()
-            .map(|v| v.up())
-            .fold(T::Compute::neg_infinity(), |m, v| {
-                if v > m || v.is_nan() {
-                    v
-                } else {
-                    m
-                }
-            });
+        let max = row_max(row);
         // `safe` (masked attention): the shift is at least the lowest finite value, so a row of
         // only -inf gives exp = 0 everywhere, and the sum at least 0.5 (any other row sums to
         // >= 1 from its maximum): zeros instead of NaN.
@@ -84,16 +89,7 @@ fn softmax_rows<T: FloatElement>(data: &[T], layout: &Layout, length: usize, saf
 fn log_softmax_rows<T: FloatElement>(data: &[T], layout: &Layout, length: usize) -> Vec<T> {
     let mut values = gathered(data, layout);
     map_rows(&mut values, length, |row| {
-        let max = row
-            .iter()
-            .map(|v| v.up())
-            .fold(T::Compute::neg_infinity(), |m, v| {
-                if v > m || v.is_nan() {
-                    v
-                } else {
-                    m
-                }
-            });
+        let max = row_max(row);
         let shift = if max.is_nan() {
             max
         } else {
@@ -303,26 +299,26 @@ impl RowNormalization for CpuStorage {
         grad: (&CpuStorage, &Layout),
         log: bool,
     ) -> Result<CpuStorage> {
-        let op = if log {
-            "log_softmax_backward"
-        } else {
-            "softmax_backward"
-        };
+        let op = softmax_backward_name(log);
         let (grad, grad_layout) = grad;
         check_view(op, layout, self.len())?;
         check_view(op, grad_layout, grad.len())?;
         check_same_rows(op, layout, grad_layout)?;
         let length = check_rows(op, layout)?;
+        macro_rules! backward {
+            ($variant:ident, $y:expr, $g:expr) => {
+                CpuStorage::$variant(HostBuffer::from(softmax_backward_rows(
+                    &gathered($y, layout),
+                    &gathered($g, grad_layout),
+                    length,
+                    log,
+                )))
+            };
+        }
         Ok(match (self, grad) {
-            (CpuStorage::F32(y), CpuStorage::F32(g)) => CpuStorage::F32(HostBuffer::from(
-                softmax_backward_rows(&gathered(y, layout), &gathered(g, grad_layout), length, log),
-            )),
-            (CpuStorage::F64(y), CpuStorage::F64(g)) => CpuStorage::F64(HostBuffer::from(
-                softmax_backward_rows(&gathered(y, layout), &gathered(g, grad_layout), length, log),
-            )),
-            (CpuStorage::F16(y), CpuStorage::F16(g)) => CpuStorage::F16(HostBuffer::from(
-                softmax_backward_rows(&gathered(y, layout), &gathered(g, grad_layout), length, log),
-            )),
+            (CpuStorage::F32(y), CpuStorage::F32(g)) => backward!(F32, y, g),
+            (CpuStorage::F64(y), CpuStorage::F64(g)) => backward!(F64, y, g),
+            (CpuStorage::F16(y), CpuStorage::F16(g)) => backward!(F16, y, g),
             _ => return Err(unsupported_dtype(op, self.dtype())),
         })
     }

@@ -43,19 +43,13 @@ impl RowNormalization for GpuStorage {
         log: bool,
     ) -> Result<Self> {
         let (grad, grad_layout) = grad;
-        crate::backend::checks::check_same_rows(
-            if log {
-                "log_softmax_backward"
-            } else {
-                "softmax_backward"
-            },
-            layout,
-            grad_layout,
-        )?;
+        let op = crate::backend::checks::softmax_backward_name(log);
+        // Checked on the whole views: their row views below must slice alike.
+        crate::backend::checks::check_same_rows(op, layout, grad_layout)?;
         let (rows_layout, length) = rows_view(layout);
         let (grad_rows_layout, _) = rows_view(grad_layout);
         Plan {
-            op: "softmax_backward",
+            op,
             operands: [
                 (self, &rows_layout, Follow::Sliced(0)),
                 (grad, &grad_rows_layout, Follow::Sliced(0)),

@@ -17,7 +17,9 @@
 
 use std::fmt::Write;
 
-use crate::backend::checks::{check_affine, check_row_parameter, check_rows, check_same_rows};
+use crate::backend::checks::{
+    check_affine, check_row_parameter, check_rows, softmax_backward_name,
+};
 use crate::backend::contract::Affine;
 use crate::backend::gpu::norm::kernel::NormKernel;
 use crate::backend::gpu::runtime::context::MAX_WORKGROUPS;
@@ -129,6 +131,19 @@ pub(crate) fn catalogue(keys: &mut Vec<NormKernel>, dtype: DType) {
     }
 }
 
+/// Softmax's and log-softmax's first two passes: each lane's share of the row maximum
+/// (`largest`, combined over the row) and of `sum(exp(x - largest))` (`total`, this lane's part).
+const ROW_MAX_AND_EXP_SUM: &str = "        var largest = -3.4028235e38;
+        for (var i = lane; i < end; i = i + LANES) {
+            largest = max(largest, load_at(base + i));
+        }
+        largest = row_combine(local, lane, largest, true);
+        var total = 0.0;
+        for (var i = lane; i < end; i = i + LANES) {
+            total = total + exp(load_at(base + i) - largest);
+        }
+";
+
 fn source(key: RowKey) -> String {
     let mut w = value_header(key.dtype);
     w.push_str(RowParams::WGSL);
@@ -212,16 +227,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
             };
             let _ = writeln!(
                 w,
-                "        var largest = -3.4028235e38;
-        for (var i = lane; i < end; i = i + LANES) {{
-            largest = max(largest, load_at(base + i));
-        }}
-        largest = row_combine(local, lane, largest, true);
-        var total = 0.0;
-        for (var i = lane; i < end; i = i + LANES) {{
-            total = total + exp(load_at(base + i) - largest);
-        }}
-        total = row_combine(local, lane, total, false);
+                "{ROW_MAX_AND_EXP_SUM}        total = row_combine(local, lane, total, false);
 {clamp}        for (var i = lane; i < end; i = i + LANES) {{
             row_output[base + i] = store_value(T(exp(load_at(base + i) - largest) / total));
         }}"
@@ -230,16 +236,7 @@ fn main(@builtin(workgroup_id) workgroup: vec3<u32>, @builtin(num_workgroups) wo
         RowOp::LogSoftmax => {
             let _ = writeln!(
                 w,
-                "        var largest = -3.4028235e38;
-        for (var i = lane; i < end; i = i + LANES) {{
-            largest = max(largest, load_at(base + i));
-        }}
-        largest = row_combine(local, lane, largest, true);
-        var total = 0.0;
-        for (var i = lane; i < end; i = i + LANES) {{
-            total = total + exp(load_at(base + i) - largest);
-        }}
-        let log_total = log(row_combine(local, lane, total, false));
+                "{ROW_MAX_AND_EXP_SUM}        let log_total = log(row_combine(local, lane, total, false));
         for (var i = lane; i < end; i = i + LANES) {{
             row_output[base + i] = store_value(T(load_at(base + i) - largest - log_total));
         }}"
@@ -388,13 +385,8 @@ impl GpuStorage {
         grad: (&GpuStorage, &Layout),
         log: bool,
     ) -> Result<GpuStorage> {
-        let op = if log {
-            "log_softmax_backward"
-        } else {
-            "softmax_backward"
-        };
+        let op = softmax_backward_name(log);
         let (grad, grad_layout) = grad;
-        check_same_rows(op, layout, grad_layout)?;
         if grad.dtype != self.dtype {
             return Err(unsupported(op, grad.dtype, &self.device));
         }
